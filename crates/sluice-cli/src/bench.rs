@@ -1,0 +1,312 @@
+//! Benchmark scenarios: run sluice (and peers, when installed) side by
+//! side and print a table of medians. Scenarios are not tests: they time
+//! things, tests never do.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+
+use crate::generate::{Limit, write_ints_file};
+
+#[derive(Subcommand)]
+pub enum Scenario {
+    /// Load the three-integer CSV (1.28 GB, fixed seed) at several thread
+    /// counts; DuckDB loads the same file in the same run when `import duckdb`
+    /// works in python3
+    Ingest {
+        /// Size of the generated CSV
+        #[arg(long, default_value = "1.28GB")]
+        size: String,
+        /// Thread counts to try, comma separated
+        #[arg(long = "threads-list", default_value = "1,2,64")]
+        threads: String,
+        /// Runs per configuration (the median is reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the data file and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+        /// Print the results as JSON lines too
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(s: Scenario, quiet: bool) -> Result<()> {
+    match s {
+        Scenario::Ingest {
+            size,
+            threads,
+            runs,
+            dir,
+            no_peers,
+            json,
+        } => ingest(&size, &threads, runs, &dir, no_peers, json, quiet),
+    }
+}
+
+struct Measure {
+    seconds: f64,
+    peak_rss: u64,
+}
+
+struct Row {
+    engine: &'static str,
+    threads: usize,
+    runs: Vec<Measure>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+const DUCKDB_SCRIPT: &str = r#"
+import duckdb, json, resource, sys, time
+db, csv, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+con = duckdb.connect(db)
+con.execute(f"SET threads={threads}")
+t = time.perf_counter()
+con.execute("CREATE TABLE t AS SELECT * FROM read_csv(?, header=false, auto_detect=false, delim=',', "
+            "columns={'a': 'INTEGER', 'b': 'INTEGER', 'c': 'INTEGER'})", [csv])
+con.execute("CHECKPOINT")
+seconds = time.perf_counter() - t
+n = con.execute("SELECT count(*) FROM t").fetchone()[0]
+con.close()
+print(json.dumps({"seconds": seconds, "rows": n, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "version": duckdb.__version__}))
+"#;
+
+fn duckdb_version() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import duckdb; print(duckdb.__version__)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn run_json(cmd: &mut Command, what: &str) -> Result<serde_json::Value> {
+    let out = cmd.output().with_context(|| format!("starting {what}"))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or("");
+    serde_json::from_str(last).with_context(|| format!("{what} printed no JSON summary: {text}"))
+}
+
+fn measure(v: &serde_json::Value) -> Measure {
+    Measure {
+        seconds: v["seconds"].as_f64().unwrap_or(f64::NAN),
+        peak_rss: v["peak_rss_bytes"].as_u64().unwrap_or(0),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ingest(
+    size: &str,
+    threads: &str,
+    runs: usize,
+    dir: &Path,
+    no_peers: bool,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
+    let bytes = crate::util::parse_size(size, "--size")?;
+    let threads: Vec<usize> = threads
+        .split(',')
+        .map(|t| {
+            t.trim()
+                .parse::<usize>()
+                .with_context(|| format!("--threads-list: {t:?} is not a number"))
+        })
+        .collect::<Result<_>>()?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let csv = dir.join(format!("ints-{bytes}.csv"));
+    if !csv.exists() {
+        if !quiet {
+            eprintln!("generating {} ...", csv.display());
+        }
+        let tmp = csv.with_extension("tmp");
+        write_ints_file(&tmp, Limit::Bytes(bytes), 42)?;
+        std::fs::rename(&tmp, &csv)?;
+    }
+    let file_bytes = std::fs::metadata(&csv)?.len();
+    let exe = std::env::current_exe().context("locating the sluice binary")?;
+    let duck = if no_peers { None } else { duckdb_version() };
+    if !quiet {
+        match &duck {
+            Some(v) => eprintln!("peer: duckdb {v} (python)"),
+            None if !no_peers => eprintln!(
+                "peer: duckdb not importable from python3; `pip install duckdb` to compare"
+            ),
+            None => {}
+        }
+    }
+    let cores = sluice::exec::usable_cores();
+    let mut rows: Vec<Row> = Vec::new();
+    for &t in &threads {
+        rows.push(Row {
+            engine: "sluice",
+            threads: t,
+            runs: vec![],
+        });
+        if duck.is_some() && t <= cores {
+            rows.push(Row {
+                engine: "duckdb",
+                threads: t,
+                runs: vec![],
+            });
+        }
+    }
+    // Interleave engines and thread counts so drift hits all alike.
+    for run in 0..runs {
+        for row in rows.iter_mut() {
+            let db = dir.join(format!("{}-{}.db", row.engine, row.threads));
+            let _ = std::fs::remove_dir_all(&db);
+            let _ = std::fs::remove_file(&db);
+            let v = match row.engine {
+                "sluice" => run_json(
+                    Command::new(&exe)
+                        .arg("load")
+                        .arg("--db")
+                        .arg(&db)
+                        .args(["--threads", &row.threads.to_string()])
+                        .args([
+                            "--no-header",
+                            "--schema",
+                            "a INT, b INT, c INT",
+                            "--json",
+                            "ints",
+                        ])
+                        .arg(&csv),
+                    "sluice load",
+                )?,
+                _ => run_json(
+                    Command::new("python3")
+                        .args(["-c", DUCKDB_SCRIPT])
+                        .arg(&db)
+                        .arg(&csv)
+                        .arg(row.threads.to_string()),
+                    "duckdb",
+                )?,
+            };
+            let m = measure(&v);
+            if !quiet {
+                eprintln!(
+                    "run {}/{runs}: {:<6} threads={:<3} {:.3} s",
+                    run + 1,
+                    row.engine,
+                    row.threads,
+                    m.seconds
+                );
+            }
+            row.runs.push(m);
+            let _ = std::fs::remove_dir_all(&db);
+            let _ = std::fs::remove_file(&db);
+        }
+    }
+
+    let med = |r: &Row| median(&mut r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>());
+    let best_sluice = rows
+        .iter()
+        .filter(|r| r.engine == "sluice")
+        .map(med)
+        .fold(f64::INFINITY, f64::min);
+    println!(
+        "ingest: {} ({} bytes), 3 INT columns, {runs} runs each, {cores} usable cores",
+        csv.display(),
+        file_bytes
+    );
+    println!(
+        "{:<7} {:>7} {:>9} {:>9} {:>10} {:>12} {:>10} {:>10} {:>9}",
+        "engine",
+        "threads",
+        "median_s",
+        "MB/s",
+        "MB/s/core",
+        "rows/s",
+        "peak_rss",
+        "vs_duckdb",
+        "vs_best"
+    );
+    let rows_in_file = count_lines(&csv)?;
+    for r in &rows {
+        let m = med(r);
+        let workers = r.threads.min(cores).max(1);
+        let mbs = file_bytes as f64 / 1e6 / m;
+        let rss = r.runs.iter().map(|m| m.peak_rss).max().unwrap_or(0);
+        let vs_duck = if r.engine == "sluice" {
+            rows.iter()
+                .find(|d| d.engine == "duckdb" && d.threads == r.threads)
+                .map(|d| format!("{:.2}x", med(d) / m))
+                .unwrap_or_else(|| "-".into())
+        } else {
+            "-".into()
+        };
+        let vs_best = if r.engine == "sluice" {
+            format!("{:.3}", m / best_sluice)
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<7} {:>7} {:>9.3} {:>9.1} {:>10.1} {:>12.0} {:>10} {:>10} {:>9}",
+            r.engine,
+            r.threads,
+            m,
+            mbs,
+            mbs / workers as f64,
+            rows_in_file as f64 / m,
+            crate::util::human_bytes(rss),
+            vs_duck,
+            vs_best
+        );
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "scenario": "ingest", "engine": r.engine, "threads": r.threads, "bytes": file_bytes,
+                    "rows": rows_in_file, "median_seconds": m, "runs": r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>(),
+                    "peak_rss_bytes": rss, "duckdb": duck,
+                })
+            );
+        }
+    }
+    println!(
+        "vs_duckdb: DuckDB median / sluice median at equal threads (>1 means sluice is faster); vs_best: sluice median / best sluice median"
+    );
+    Ok(())
+}
+
+fn count_lines(p: &Path) -> Result<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            return Ok(n);
+        }
+        n += memchr_count(&buf[..k]);
+    }
+}
+
+fn memchr_count(b: &[u8]) -> u64 {
+    b.iter().filter(|&&c| c == b'\n').count() as u64
+}

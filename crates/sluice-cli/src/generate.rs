@@ -1,0 +1,131 @@
+//! Seeded data generators for benchmarks and the demo.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum GenCommand {
+    /// The three-integer CSV of the ingest benchmark: `a,b,c` per line, no
+    /// header, values uniform in 0..2^31, fixed seed
+    Ints {
+        /// Approximate file size, e.g. 1.28GB (default when --rows is absent)
+        #[arg(long, conflicts_with = "rows")]
+        size: Option<String>,
+        /// Exact number of rows
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Output file, or - for standard output
+        #[arg(long, short)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+pub fn run(cmd: GenCommand) -> Result<()> {
+    match cmd {
+        GenCommand::Ints {
+            size,
+            rows,
+            output,
+            seed,
+        } => {
+            let limit = match (rows, size) {
+                (Some(r), _) => Limit::Rows(r),
+                (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+                (None, None) => bail!("give --size (e.g. 1.28GB) or --rows"),
+            };
+            let (rows, bytes) = if output.as_os_str() == "-" {
+                write_ints(&mut std::io::stdout().lock(), limit, seed)?
+            } else {
+                write_ints_file(&output, limit, seed)?
+            };
+            eprintln!("wrote {rows} rows, {bytes} bytes");
+            Ok(())
+        }
+    }
+}
+
+/// A small, fast, seeded generator (SplitMix64).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum Limit {
+    Rows(u64),
+    Bytes(u64),
+}
+
+/// Appends the decimal digits of `v` to `out`.
+pub fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&tmp[i..]);
+}
+
+pub fn write_ints_file(path: &Path, limit: Limit, seed: u64) -> Result<(u64, u64)> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let r = write_ints(&mut w, limit, seed)?;
+    w.flush()?;
+    Ok(r)
+}
+
+/// Writes `a,b,c\n` rows; returns (rows, bytes).
+pub fn write_ints(w: &mut dyn Write, limit: Limit, seed: u64) -> Result<(u64, u64)> {
+    let mut rng = Rng::new(seed);
+    let mut buf = Vec::with_capacity(1 << 20);
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    loop {
+        match limit {
+            Limit::Rows(r) if rows >= r => break,
+            Limit::Bytes(b) if bytes + buf.len() as u64 >= b => break,
+            _ => {}
+        }
+        for c in 0..3 {
+            if c > 0 {
+                buf.push(b',');
+            }
+            push_u64(&mut buf, rng.below(1 << 31));
+        }
+        buf.push(b'\n');
+        rows += 1;
+        if buf.len() >= (1 << 20) - 64 {
+            w.write_all(&buf)?;
+            bytes += buf.len() as u64;
+            buf.clear();
+        }
+    }
+    w.write_all(&buf)?;
+    bytes += buf.len() as u64;
+    Ok((rows, bytes))
+}

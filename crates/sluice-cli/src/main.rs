@@ -1,0 +1,380 @@
+//! The `sluice` command-line tool.
+
+mod bench;
+mod demo;
+mod generate;
+mod util;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use sluice::load::{Header, LoadOptions, LoadSummary, Progress, load};
+use sluice::parse::Dialect;
+use sluice::store::Database;
+
+#[derive(Parser)]
+#[command(
+    name = "sluice",
+    version,
+    about = "Load big CSV/TSV files into an embedded columnar store, fast.",
+    after_help = "Examples:\n  sluice demo\n  sluice load --schema \"id BIGINT, name TEXT\" people people.csv\n  sluice info people\n  sluice export people > people.csv"
+)]
+struct Cli {
+    /// Database directory
+    #[arg(long, global = true, env = "SLUICE_DB", default_value = "sluice.db")]
+    db: PathBuf,
+    /// Compute threads (default: every usable core; more than the cores never adds threads)
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    /// Print nothing but errors and results asked for
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load CSV/TSV files into a table (created by the first load)
+    #[command(after_help = LOAD_EXAMPLES)]
+    Load(LoadArgs),
+    /// List tables with their schema, rows, bytes on disk and segments
+    #[command(after_help = "Examples:\n  sluice info\n  sluice info trips --json")]
+    Info {
+        /// Only this table
+        table: Option<String>,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a table's rows as CSV (NULL as an empty field, empty text as "")
+    #[command(
+        after_help = "Examples:\n  sluice export trips > trips.csv\n  sluice export trips --output trips.tsv --delimiter tab"
+    )]
+    Export {
+        table: String,
+        /// Write here instead of standard output
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Field delimiter
+        #[arg(long, default_value = ",")]
+        delimiter: String,
+        /// Write a header line
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        header: bool,
+    },
+    /// Generate benchmark data
+    #[command(
+        after_help = "Examples:\n  sluice gen ints --size 100MB --output ints.csv\n  sluice gen ints --rows 1000000 --output -"
+    )]
+    Gen {
+        #[command(subcommand)]
+        what: generate::GenCommand,
+    },
+    /// Generate a sample CSV, load it, print the rates, read it back
+    #[command(after_help = "Examples:\n  sluice demo\n  sluice demo --rows 200000 --threads 1")]
+    Demo(demo::DemoArgs),
+    /// Run a benchmark scenario (peers too, when installed) and print a table
+    #[command(
+        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads 1,2,64"
+    )]
+    Bench {
+        #[command(subcommand)]
+        scenario: bench::Scenario,
+    },
+}
+
+const LOAD_EXAMPLES: &str = "Examples:
+  sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
+  sluice load sales 'more/*.csv'            # append; the table keeps its schema
+  sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
+  zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -";
+
+#[derive(Args)]
+struct LoadArgs {
+    /// Table to load into (letters, digits, '_')
+    table: String,
+    /// Files, directories, glob patterns, or - for standard input
+    #[arg(required = true)]
+    inputs: Vec<String>,
+    /// Columns of a new table: "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"
+    #[arg(long)]
+    schema: Option<String>,
+    /// Field delimiter: one character, or 'tab'
+    #[arg(long, short, default_value = ",")]
+    delimiter: String,
+    /// Shorthand for --delimiter tab
+    #[arg(long, conflicts_with = "delimiter")]
+    tsv: bool,
+    /// Quote character; '' for none
+    #[arg(long, default_value = "\"")]
+    quote: String,
+    /// Escape character inside quotes (default: doubled quotes, as RFC 4180)
+    #[arg(long)]
+    escape: Option<String>,
+    /// The first line of each file is a header (default: detected, when it equals the column names)
+    #[arg(long, conflicts_with = "no_header")]
+    header: bool,
+    /// The first line is data
+    #[arg(long)]
+    no_header: bool,
+    /// An unquoted field equal to this is NULL
+    #[arg(long, default_value = "")]
+    null: String,
+    /// Lines to skip at the start of each file (before the header)
+    #[arg(long, default_value_t = 0)]
+    skip: u64,
+    /// Lines starting with this character are ignored
+    #[arg(long)]
+    comment: Option<String>,
+    /// Date format (strftime), e.g. %d/%m/%Y; default YYYY-MM-DD
+    #[arg(long)]
+    date_format: Option<String>,
+    /// Timestamp format (strftime), e.g. "%d/%m/%Y %H:%M"; default ISO 8601
+    #[arg(long)]
+    timestamp_format: Option<String>,
+    /// Memory the load may hold, e.g. 512MiB, 2GiB
+    #[arg(long, default_value = "2GiB")]
+    memory_limit: String,
+    /// Longest record accepted, e.g. 16MiB
+    #[arg(long, default_value = "16MiB")]
+    max_line_size: String,
+    /// Bytes per parse block (default: derived from --memory-limit)
+    #[arg(long, hide = true)]
+    block_size: Option<String>,
+    /// Print the summary as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Load(args) => cmd_load(&cli.db, cli.threads, cli.quiet, args),
+        Command::Info { table, json } => cmd_info(&cli.db, table.as_deref(), json),
+        Command::Export {
+            table,
+            output,
+            delimiter,
+            header,
+        } => cmd_export(&cli.db, &table, output, &delimiter, header),
+        Command::Gen { what } => generate::run(what),
+        Command::Demo(args) => demo::run(args, cli.threads),
+        Command::Bench { scenario } => bench::run(scenario, cli.quiet),
+    }
+}
+
+fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
+    let delimiter = if a.tsv {
+        b'\t'
+    } else {
+        util::parse_char(&a.delimiter, "--delimiter")?
+    };
+    let quote = if a.quote.is_empty() || a.quote.eq_ignore_ascii_case("none") {
+        None
+    } else {
+        Some(util::parse_char(&a.quote, "--quote")?)
+    };
+    let escape = a
+        .escape
+        .as_deref()
+        .map(|e| util::parse_char(e, "--escape"))
+        .transpose()?;
+    let comment = a
+        .comment
+        .as_deref()
+        .map(|c| util::parse_char(c, "--comment"))
+        .transpose()?;
+    let schema = a.schema.as_deref().map(str::parse).transpose()?;
+    let inputs = sluice::source::expand(&a.inputs)?;
+    let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
+    let progress = Arc::new(Progress::default());
+    let opts = LoadOptions {
+        schema,
+        dialect: Dialect {
+            delimiter,
+            quote,
+            escape,
+            comment,
+        },
+        header: if a.header {
+            Header::Yes
+        } else if a.no_header {
+            Header::No
+        } else {
+            Header::Auto
+        },
+        skip: a.skip,
+        values: sluice::batch::ValueOptions {
+            null: a.null.into_bytes(),
+            date_format: a.date_format,
+            timestamp_format: a.timestamp_format,
+        },
+        threads,
+        memory_limit: util::parse_size(&a.memory_limit, "--memory-limit")?,
+        block_size: a
+            .block_size
+            .as_deref()
+            .map(|b| util::parse_size(b, "--block-size").map(|v| v as usize))
+            .transpose()?,
+        max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
+        progress: Some(progress.clone()),
+        cancel: None,
+    };
+    let mut db = Database::open_writer(db_dir)
+        .with_context(|| format!("opening database {}", db_dir.display()))?;
+    let show_bar = !quiet && std::io::stderr().is_terminal();
+    let bar =
+        show_bar.then(|| util::spawn_progress(progress.clone(), total_bytes, inputs.len() as u64));
+    let result = load(&mut db, &a.table, &inputs, &opts);
+    if let Some((stop, handle)) = bar {
+        stop.store(true, Ordering::Relaxed);
+        let _ = handle.join();
+    }
+    let summary =
+        result.with_context(|| format!("loading table {}; nothing was committed", a.table))?;
+    print_summary(&summary, a.json, quiet)
+}
+
+fn print_summary(s: &LoadSummary, json: bool, quiet: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut v = serde_json::to_value(s)?;
+        v["mb_per_s"] = serde_json::json!(s.mb_per_s());
+        v["rows_per_s"] = serde_json::json!(s.rows_per_s());
+        v["peak_rss_bytes"] = serde_json::json!(sluice::exec::peak_rss_bytes());
+        writeln!(out, "{v}")?;
+    } else if !quiet {
+        writeln!(
+            out,
+            "loaded {} rows ({}) from {} file{} into {} in {:.2} s: {:.1} MB/s, {} rows/s, {} thread{}",
+            s.rows,
+            util::human_bytes(s.bytes),
+            s.files,
+            if s.files == 1 { "" } else { "s" },
+            s.table,
+            s.seconds,
+            s.mb_per_s(),
+            util::human_count(s.rows_per_s() as u64),
+            s.threads,
+            if s.threads == 1 { "" } else { "s" },
+        )?;
+    }
+    Ok(())
+}
+
+fn cmd_info(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
+    let db = Database::open(db_dir)?;
+    let m = db.manifest();
+    let tables: Vec<(&String, &sluice::store::TableMeta)> = match table {
+        Some(t) => {
+            let key = t.to_ascii_lowercase();
+            match m.tables.get_key_value(&key) {
+                Some(kv) => vec![kv],
+                None => bail!("no table named {t:?} in {}", db_dir.display()),
+            }
+        }
+        None => m.tables.iter().collect(),
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let v: Vec<_> = tables
+            .iter()
+            .map(|(name, t)| {
+                serde_json::json!({
+                    "table": name,
+                    "schema": t.schema.to_string(),
+                    "columns": t.schema.columns,
+                    "rows": t.rows(),
+                    "bytes": t.bytes(),
+                    "segments": t.segments.len(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    if tables.is_empty() {
+        writeln!(out, "no tables in {}", db_dir.display())?;
+    }
+    for (name, t) in tables {
+        writeln!(
+            out,
+            "{name}: {} rows, {} on disk, {} segment{}",
+            t.rows(),
+            util::human_bytes(t.bytes()),
+            t.segments.len(),
+            if t.segments.len() == 1 { "" } else { "s" }
+        )?;
+        for c in &t.schema.columns {
+            writeln!(out, "  {:<24} {}", c.name, c.data_type)?;
+        }
+    }
+    Ok(())
+}
+
+fn cmd_export(
+    db_dir: &PathBuf,
+    table: &str,
+    output: Option<PathBuf>,
+    delimiter: &str,
+    header: bool,
+) -> Result<()> {
+    let d = util::parse_char(delimiter, "--delimiter")?;
+    let db = Database::open(db_dir)?;
+    let meta = db
+        .table(table)
+        .with_context(|| format!("no table named {table:?} in {}", db_dir.display()))?;
+    let names: Vec<String> = meta.schema.columns.iter().map(|c| c.name.clone()).collect();
+    let mut out: Box<dyn Write> = match &output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    if header {
+        let cells: Vec<Option<String>> = names.into_iter().map(Some).collect();
+        util::write_csv_row(&mut out, &cells, d)?;
+    }
+    for batch in db.scan(table)? {
+        let batch = batch?;
+        let mut cells = Vec::with_capacity(batch.num_columns());
+        for r in 0..batch.num_rows() {
+            cells.clear();
+            cells.extend(
+                batch
+                    .columns()
+                    .iter()
+                    .map(|c| sluice::batch::format_value(c.as_ref(), r)),
+            );
+            util::write_csv_row(&mut out, &cells, d)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// How often the progress bar redraws.
+const PROGRESS_TICK: Duration = Duration::from_millis(100);

@@ -1,0 +1,147 @@
+//! Small helpers for the command line: option parsing, sizes, progress.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use anyhow::{Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use sluice::load::Progress;
+
+/// Parses a one-byte option: `,`, `|`, `tab`, `\t`.
+pub fn parse_char(s: &str, what: &str) -> Result<u8> {
+    match s {
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        _ if s.len() == 1 && s.is_ascii() => Ok(s.as_bytes()[0]),
+        _ => bail!("{what} must be one ASCII character or 'tab', not {s:?}"),
+    }
+}
+
+/// Parses `123`, `64KiB`, `512MB`, `2GiB`, `1.5G` into bytes.
+pub fn parse_size(s: &str, what: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let Ok(n) = num.parse::<f64>() else {
+        bail!("{what}: {s:?} is not a size (examples: 512MiB, 2GiB, 1000000)");
+    };
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "kb" => 1e3,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "mb" => 1e6,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "gb" => 1e9,
+        "t" | "tib" => 1024f64.powi(4),
+        "tb" => 1e12,
+        u => bail!("{what}: unknown unit {u:?} in {s:?} (use KiB, MiB, GiB, KB, MB, GB)"),
+    };
+    Ok((n * mult) as u64)
+}
+
+pub fn human_bytes(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
+pub fn human_count(n: u64) -> String {
+    match n {
+        0..1_000_000 => n.to_string(),
+        1_000_000..1_000_000_000 => format!("{:.2}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
+    }
+}
+
+/// Writes one CSV row; NULL is an empty field, an empty string is `""`.
+pub fn write_csv_row(out: &mut dyn Write, cells: &[Option<String>], d: u8) -> std::io::Result<()> {
+    for (i, c) in cells.iter().enumerate() {
+        if i > 0 {
+            out.write_all(&[d])?;
+        }
+        let Some(v) = c else { continue };
+        let needs = v.is_empty()
+            || v.bytes()
+                .any(|b| b == d || b == b'"' || b == b'\n' || b == b'\r');
+        if needs {
+            out.write_all(b"\"")?;
+            out.write_all(v.replace('"', "\"\"").as_bytes())?;
+            out.write_all(b"\"")?;
+        } else {
+            out.write_all(v.as_bytes())?;
+        }
+    }
+    out.write_all(b"\n")
+}
+
+/// Shows a progress bar on stderr until the returned flag is set.
+pub fn spawn_progress(
+    p: Arc<Progress>,
+    total: Option<u64>,
+    files: u64,
+) -> (Arc<AtomicBool>, JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let handle = std::thread::spawn(move || {
+        let bar = match total {
+            Some(t) => ProgressBar::new(t).with_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ),
+            None => ProgressBar::new_spinner().with_style(
+                ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            ),
+        };
+        while !s.load(Ordering::Relaxed) {
+            bar.set_position(p.bytes_read.load(Ordering::Relaxed));
+            let rows = p.rows.load(Ordering::Relaxed);
+            let done = p.files_done.load(Ordering::Relaxed);
+            if files > 1 {
+                bar.set_message(format!("{} rows, file {done}/{files}", human_count(rows)));
+            } else {
+                bar.set_message(format!("{} rows", human_count(rows)));
+            }
+            std::thread::sleep(crate::PROGRESS_TICK);
+        }
+        bar.finish_and_clear();
+    });
+    (stop, handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_chars() {
+        assert_eq!(parse_size("2GiB", "x").unwrap(), 2 << 30);
+        assert_eq!(parse_size("512MB", "x").unwrap(), 512_000_000);
+        assert_eq!(parse_size("1000", "x").unwrap(), 1000);
+        assert_eq!(parse_size("1.5k", "x").unwrap(), 1536);
+        assert!(
+            parse_size("lots", "--memory-limit")
+                .unwrap_err()
+                .to_string()
+                .contains("not a size")
+        );
+        assert_eq!(parse_char("tab", "d").unwrap(), b'\t');
+        assert_eq!(parse_char("|", "d").unwrap(), b'|');
+        assert!(parse_char("ab", "--delimiter").is_err());
+    }
+}

@@ -1,0 +1,366 @@
+//! CLI integration tests: run the real `sluice` binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Tmp(PathBuf);
+
+impl Tmp {
+    fn new() -> Tmp {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "sluice-cli-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Tmp(p)
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sluice(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(dir)
+        .env_remove("SLUICE_DB")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = sluice(dir, args);
+    assert!(
+        o.status.success(),
+        "sluice {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Runs a command that must fail; returns its stderr, checked for the
+/// things a user must never see.
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let o = sluice(dir, args);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "sluice {args:?} should fail with 2"
+    );
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
+    err
+}
+
+const SCHEMA: &str = "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE";
+
+#[test]
+fn load_info_export_round_trip() {
+    let t = Tmp::new();
+    let csv = "id,name,price,d\n1,\"Smith, J\",12.50,2024-01-02\n2,,0.01,\n3,\"\",-3,1999-12-31\n";
+    t.write("in.csv", csv.as_bytes());
+    let out = ok(&t.0, &["load", "--schema", SCHEMA, "sales", "in.csv"]);
+    assert!(
+        out.starts_with("loaded 3 rows (") && out.contains(" from 1 file into sales in "),
+        "{out}"
+    );
+    let info = ok(&t.0, &["info"]);
+    assert!(info.starts_with("sales: 3 rows, "), "{info}");
+    assert!(
+        info.contains("  price                    DECIMAL(15,2)\n"),
+        "{info}"
+    );
+    let exported = ok(&t.0, &["export", "sales"]);
+    assert_eq!(
+        exported,
+        "id,name,price,d\n1,\"Smith, J\",12.50,2024-01-02\n2,,0.01,\n3,\"\",-3.00,1999-12-31\n"
+    );
+    // The export loads back to the same table.
+    t.write("again.csv", exported.as_bytes());
+    ok(
+        &t.0,
+        &[
+            "load",
+            "--db",
+            "copy.db",
+            "--schema",
+            SCHEMA,
+            "sales",
+            "again.csv",
+        ],
+    );
+    assert_eq!(ok(&t.0, &["export", "--db", "copy.db", "sales"]), exported);
+}
+
+#[test]
+fn json_summary_and_quiet() {
+    let t = Tmp::new();
+    t.write("a.csv", b"1\n2\n3\n");
+    let out = ok(
+        &t.0,
+        &[
+            "load",
+            "--schema",
+            "x INT",
+            "--json",
+            "--threads",
+            "64",
+            "t",
+            "a.csv",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["rows"], 3);
+    assert_eq!(v["bytes"], 6);
+    assert_eq!(v["files"], 1);
+    assert_eq!(v["created"], true);
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(
+        v["threads"].as_u64().unwrap() as usize,
+        cores,
+        "--threads 64 never exceeds the cores"
+    );
+    assert!(v["peak_rss_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(ok(&t.0, &["load", "--quiet", "t", "a.csv"]), "");
+    assert!(ok(&t.0, &["info", "t"]).starts_with("t: 6 rows"));
+}
+
+#[test]
+fn stdin_globs_and_directories() {
+    let t = Tmp::new();
+    t.write("dir/b.tsv", b"2\tb\n");
+    t.write("dir/sub/c.tsv", b"3\tc\n");
+    t.write("dir/.hidden", b"junk\n");
+    t.write("g1.tsv", b"4\td\n");
+    t.write("g2.tsv", b"5\te\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .args([
+            "load",
+            "--tsv",
+            "--schema",
+            "k INT, v TEXT",
+            "t",
+            "-",
+            "dir",
+            "g*.tsv",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"1\ta\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("from 5 files"));
+    assert_eq!(
+        ok(&t.0, &["export", "t", "--header", "false"]),
+        "1,a\n2,b\n3,c\n4,d\n5,e\n"
+    );
+}
+
+#[test]
+fn sluice_db_environment_variable_chooses_the_database() {
+    let t = Tmp::new();
+    t.write("a.csv", b"1\n");
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env("SLUICE_DB", "env.db")
+        .args(["load", "--schema", "x INT", "t", "a.csv"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(t.0.join("env.db/MANIFEST").exists());
+    assert!(!t.0.join("sluice.db").exists());
+}
+
+#[test]
+fn bad_input_fails_cleanly_and_commits_nothing() {
+    let t = Tmp::new();
+    t.write("good.csv", b"1,a\n");
+    ok(
+        &t.0,
+        &["load", "--schema", "id INT, v TEXT", "t", "good.csv"],
+    );
+    let manifest = std::fs::read(t.0.join("sluice.db/MANIFEST")).unwrap();
+
+    t.write("ragged.csv", b"1,a\n2\n");
+    let e = fails(&t.0, &["load", "t", "good.csv", "ragged.csv"]);
+    assert_eq!(
+        e,
+        "error: loading table t; nothing was committed: ragged.csv:2: found a record with 1 field, expected 2 (byte 4)\n"
+    );
+    t.write("overflow.csv", b"99999999999,a\n");
+    let e = fails(&t.0, &["load", "t", "overflow.csv"]);
+    assert!(
+        e.contains(
+            "overflow.csv:1: column 1 (id): invalid INT value \"99999999999\": out of range for INT"
+        ),
+        "{e}"
+    );
+    let e = fails(&t.0, &["load", "t", "missing.csv"]);
+    assert!(
+        e.starts_with("error: missing.csv: no such file or directory"),
+        "{e}"
+    );
+    let e = fails(&t.0, &["load", "t", "nomatch*.csv"]);
+    assert!(
+        e.contains("nomatch*.csv: no files match this pattern"),
+        "{e}"
+    );
+    t.write("empty.csv", b"");
+    assert!(fails(&t.0, &["load", "t", "empty.csv"]).ends_with("empty.csv: file is empty\n"));
+    t.write("bin.dat", b"\x7fELF\x02\x01\x01\x00\x00");
+    assert!(
+        fails(&t.0, &["load", "t", "bin.dat"])
+            .contains("bin.dat: looks like a binary file (NUL byte at offset 7)")
+    );
+    let e = fails(&t.0, &["load", "--schema", "id INT", "t", "good.csv"]);
+    assert!(
+        e.contains("table t exists with columns (id INT, v TEXT); --schema gives (id INT)"),
+        "{e}"
+    );
+    let e = fails(&t.0, &["load", "newtable", "good.csv"]);
+    assert!(
+        e.contains("table newtable does not exist; create it by giving its columns"),
+        "{e}"
+    );
+    let e = fails(
+        &t.0,
+        &["load", "--schema", "a DECIMAL(30,2)", "x", "good.csv"],
+    );
+    assert!(e.contains("precision must be 1..=18"), "{e}");
+    let e = fails(&t.0, &["load", "--delimiter", "ab", "t", "good.csv"]);
+    assert!(e.contains("--delimiter must be one ASCII character"), "{e}");
+    let e = fails(&t.0, &["load", "--memory-limit", "lots", "t", "good.csv"]);
+    assert!(e.contains("--memory-limit: \"lots\" is not a size"), "{e}");
+    let e = fails(&t.0, &["info", "--db", "nowhere.db"]);
+    assert!(e.contains("no database at nowhere.db"), "{e}");
+    assert_eq!(
+        std::fs::read(t.0.join("sluice.db/MANIFEST")).unwrap(),
+        manifest
+    );
+    assert_eq!(ok(&t.0, &["export", "t", "--header", "false"]), "1,a\n");
+}
+
+#[test]
+fn killed_load_leaves_the_last_commit() {
+    let t = Tmp::new();
+    t.write("small.csv", b"1\n2\n");
+    ok(&t.0, &["load", "--schema", "x BIGINT", "t", "small.csv"]);
+    // A load big enough to still be running when it is killed.
+    let big = t.0.join("big.csv");
+    ok(
+        &t.0,
+        &[
+            "gen",
+            "ints",
+            "--rows",
+            "3000000",
+            "--output",
+            big.to_str().unwrap(),
+        ],
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .args([
+            "load",
+            "--no-header",
+            "--schema",
+            "a BIGINT, b BIGINT, c BIGINT",
+            "big",
+            "big.csv",
+            "--memory-limit",
+            "64MiB",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once the load has written something (or finished).
+    let tables = t.0.join("sluice.db/tables");
+    for _ in 0..2000 {
+        let started = tables
+            .join("big")
+            .read_dir()
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(false);
+        if started || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let info = ok(&t.0, &["info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+    let tables: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    if status.success() {
+        assert_eq!(tables, ["big", "t"]);
+    } else {
+        // Killed: the half-written table is not visible and the old one is intact.
+        assert_eq!(tables, ["t"]);
+    }
+    assert_eq!(ok(&t.0, &["export", "t", "--header", "false"]), "1\n2\n");
+    // The next writer removes what the killed load left behind.
+    ok(&t.0, &["load", "t", "small.csv"]);
+    if !status.success() {
+        assert!(!t.0.join("sluice.db/tables/big").exists());
+    }
+}
+
+#[test]
+fn every_subcommand_help_shows_an_example() {
+    let t = Tmp::new();
+    for sub in ["load", "info", "export", "gen", "demo", "bench"] {
+        let out = ok(&t.0, &[sub, "--help"]);
+        assert!(
+            out.contains("Examples:\n  sluice "),
+            "{sub} --help lacks examples:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn demo_runs_end_to_end() {
+    let t = Tmp::new();
+    let out = ok(
+        &t.0,
+        &[
+            "demo",
+            "--rows",
+            "20000",
+            "--keep",
+            t.0.join("demo").to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("loaded 20000 rows"), "{out}");
+    assert!(out.contains("count=20000 "), "{out}");
+}

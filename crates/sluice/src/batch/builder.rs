@@ -1,0 +1,236 @@
+//! Column builders: typed fields in, one Arrow `RecordBatch` out.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Date32Builder, Decimal64Builder, Float64Builder, Int32Builder, Int64Builder,
+    StringBuilder, TimestampMicrosecondBuilder,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+use serde::{Deserialize, Serialize};
+
+use super::{DataType, Schema};
+use crate::error::{Error, Result};
+use crate::parse::value;
+
+/// How text becomes values: NULL marker and date/time formats.
+#[derive(Debug, Clone, Default)]
+pub struct ValueOptions {
+    /// An unquoted field equal to this is NULL (default: the empty string).
+    pub null: Vec<u8>,
+    /// chrono/strftime format for DATE columns; `None` is `YYYY-MM-DD`.
+    pub date_format: Option<String>,
+    /// chrono/strftime format for TIMESTAMP columns; `None` is ISO 8601.
+    pub timestamp_format: Option<String>,
+}
+
+enum Col {
+    Bool(BooleanBuilder),
+    Int(Int32Builder),
+    BigInt(Int64Builder),
+    Double(Float64Builder),
+    Decimal(Decimal64Builder, u8, u8),
+    Date(Date32Builder),
+    Timestamp(TimestampMicrosecondBuilder),
+    Text(StringBuilder),
+}
+
+/// Builds one batch of rows for a schema, one field at a time.
+pub struct BatchBuilder {
+    cols: Vec<Col>,
+    arrow_schema: SchemaRef,
+    opts: Arc<ValueOptions>,
+}
+
+/// Min/max of one column in a segment, for pruning (a zone map).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum StatRange {
+    /// Integers, decimals (scaled), dates (days), timestamps (µs), booleans (0/1).
+    Int(i64, i64),
+    /// Doubles, when every value is finite.
+    Float(f64, f64),
+}
+
+/// Per-column statistics of a batch or segment.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ColumnStats {
+    pub nulls: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<StatRange>,
+}
+
+impl ColumnStats {
+    /// Combines the statistics of two row sets.
+    pub fn merge(&mut self, other: &ColumnStats) {
+        self.nulls += other.nulls;
+        self.range = match (self.range, other.range) {
+            (None, r) | (r, None) => r,
+            (Some(StatRange::Int(a, b)), Some(StatRange::Int(c, d))) => {
+                Some(StatRange::Int(a.min(c), b.max(d)))
+            }
+            (Some(StatRange::Float(a, b)), Some(StatRange::Float(c, d))) => {
+                Some(StatRange::Float(a.min(c), b.max(d)))
+            }
+            _ => None,
+        };
+    }
+}
+
+impl BatchBuilder {
+    pub fn new(schema: &Schema, opts: Arc<ValueOptions>, capacity: usize) -> Self {
+        let cols = schema
+            .columns
+            .iter()
+            .map(|c| match c.data_type {
+                DataType::Boolean => Col::Bool(BooleanBuilder::with_capacity(capacity)),
+                DataType::Int => Col::Int(Int32Builder::with_capacity(capacity)),
+                DataType::BigInt => Col::BigInt(Int64Builder::with_capacity(capacity)),
+                DataType::Double => Col::Double(Float64Builder::with_capacity(capacity)),
+                DataType::Decimal { precision, scale } => Col::Decimal(
+                    Decimal64Builder::with_capacity(capacity)
+                        .with_precision_and_scale(precision, scale as i8)
+                        .expect("schema validated precision and scale"),
+                    precision,
+                    scale,
+                ),
+                DataType::Date => Col::Date(Date32Builder::with_capacity(capacity)),
+                DataType::Timestamp => {
+                    Col::Timestamp(TimestampMicrosecondBuilder::with_capacity(capacity))
+                }
+                DataType::Text => Col::Text(StringBuilder::with_capacity(capacity, capacity * 8)),
+            })
+            .collect();
+        BatchBuilder {
+            cols,
+            arrow_schema: schema.arrow_schema(),
+            opts,
+        }
+    }
+
+    /// Appends one field to column `col`. `quoted` fields are never NULL.
+    ///
+    /// Non-text columns take an empty field as NULL whatever `--null` says:
+    /// it cannot be a value of theirs.
+    #[inline]
+    pub fn push(&mut self, col: usize, field: &[u8], quoted: bool) -> Result<(), String> {
+        let is_null = !quoted && field == self.opts.null.as_slice();
+        let c = &mut self.cols[col];
+        if let Col::Text(b) = c {
+            if is_null {
+                b.append_null();
+                return Ok(());
+            }
+            let s = if field.is_ascii() {
+                // SAFETY: ASCII is valid UTF-8.
+                unsafe { std::str::from_utf8_unchecked(field) }
+            } else {
+                std::str::from_utf8(field).map_err(|e| {
+                    format!("invalid UTF-8 at byte {} of the value", e.valid_up_to())
+                })?
+            };
+            if b.values_slice().len() + s.len() > i32::MAX as usize {
+                return Err("text column exceeds 2 GiB in one block; lower --memory-limit".into());
+            }
+            b.append_value(s);
+            return Ok(());
+        }
+        if is_null || field.is_empty() {
+            match c {
+                Col::Bool(b) => b.append_null(),
+                Col::Int(b) => b.append_null(),
+                Col::BigInt(b) => b.append_null(),
+                Col::Double(b) => b.append_null(),
+                Col::Decimal(b, ..) => b.append_null(),
+                Col::Date(b) => b.append_null(),
+                Col::Timestamp(b) => b.append_null(),
+                Col::Text(_) => unreachable!("handled above"),
+            }
+            return Ok(());
+        }
+        match c {
+            Col::Bool(b) => b.append_value(value::parse_bool(field)?),
+            Col::Int(b) => b.append_value(value::parse_i32(field)?),
+            Col::BigInt(b) => b.append_value(value::parse_i64(field)?),
+            Col::Double(b) => b.append_value(value::parse_f64(field)?),
+            Col::Decimal(b, p, s) => b.append_value(value::parse_decimal(field, *p, *s)?),
+            Col::Date(b) => {
+                b.append_value(value::parse_date(field, self.opts.date_format.as_deref())?)
+            }
+            Col::Timestamp(b) => b.append_value(value::parse_timestamp(
+                field,
+                self.opts.timestamp_format.as_deref(),
+            )?),
+            Col::Text(_) => unreachable!("handled above"),
+        }
+        Ok(())
+    }
+
+    /// Finishes the batch and computes its per-column statistics.
+    pub fn finish(&mut self) -> Result<(RecordBatch, Vec<ColumnStats>)> {
+        let arrays: Vec<ArrayRef> = self
+            .cols
+            .iter_mut()
+            .map(|c| -> ArrayRef {
+                match c {
+                    Col::Bool(b) => Arc::new(b.finish()),
+                    Col::Int(b) => Arc::new(b.finish()),
+                    Col::BigInt(b) => Arc::new(b.finish()),
+                    Col::Double(b) => Arc::new(b.finish()),
+                    Col::Decimal(b, ..) => Arc::new(b.finish()),
+                    Col::Date(b) => Arc::new(b.finish()),
+                    Col::Timestamp(b) => Arc::new(b.finish()),
+                    Col::Text(b) => Arc::new(b.finish()),
+                }
+            })
+            .collect();
+        let stats = arrays.iter().map(|a| column_stats(a.as_ref())).collect();
+        let batch =
+            RecordBatch::try_new(self.arrow_schema.clone(), arrays).map_err(Error::Arrow)?;
+        Ok((batch, stats))
+    }
+}
+
+fn int_range<T: Copy + Into<i64>>(values: impl Iterator<Item = Option<T>>) -> Option<StatRange> {
+    let mut r: Option<(i64, i64)> = None;
+    for v in values.flatten() {
+        let v: i64 = v.into();
+        r = Some(match r {
+            None => (v, v),
+            Some((lo, hi)) => (lo.min(v), hi.max(v)),
+        });
+    }
+    r.map(|(a, b)| StatRange::Int(a, b))
+}
+
+/// Computes null count and min/max of one array.
+pub fn column_stats(a: &dyn Array) -> ColumnStats {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType as A;
+    let range = match a.data_type() {
+        A::Int32 => int_range(a.as_primitive::<Int32Type>().iter()),
+        A::Int64 => int_range(a.as_primitive::<Int64Type>().iter()),
+        A::Decimal64(..) => int_range(a.as_primitive::<Decimal64Type>().iter()),
+        A::Date32 => int_range(a.as_primitive::<Date32Type>().iter()),
+        A::Timestamp(..) => int_range(a.as_primitive::<TimestampMicrosecondType>().iter()),
+        A::Boolean => int_range(a.as_boolean().iter().map(|v| v.map(i64::from))),
+        A::Float64 => {
+            let mut r: Option<(f64, f64)> = None;
+            let mut finite = true;
+            for v in a.as_primitive::<Float64Type>().iter().flatten() {
+                finite &= v.is_finite();
+                r = Some(match r {
+                    None => (v, v),
+                    Some((lo, hi)) => (lo.min(v), hi.max(v)),
+                });
+            }
+            r.filter(|_| finite).map(|(a, b)| StatRange::Float(a, b))
+        }
+        _ => None,
+    };
+    ColumnStats {
+        nulls: a.null_count() as u64,
+        range,
+    }
+}

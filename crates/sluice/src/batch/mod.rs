@@ -1,0 +1,330 @@
+//! Table schemas, logical types and the column builders that turn parsed
+//! fields into Arrow arrays.
+
+mod builder;
+mod format;
+
+pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};
+pub use format::format_value;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow_schema::{DataType as ArrowType, Field, Schema as ArrowSchema, SchemaRef, TimeUnit};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The SQL-level type of a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum DataType {
+    Boolean,
+    /// 32-bit signed integer.
+    Int,
+    /// 64-bit signed integer.
+    BigInt,
+    /// IEEE 754 double.
+    Double,
+    /// Exact decimal, stored as a 64-bit integer scaled by 10^scale.
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
+    /// Days since 1970-01-01.
+    Date,
+    /// Microseconds since 1970-01-01 00:00:00, no time zone.
+    Timestamp,
+    /// Valid UTF-8 text.
+    Text,
+}
+
+impl DataType {
+    /// The Arrow type a column of this type is stored as.
+    pub fn arrow_type(self) -> ArrowType {
+        match self {
+            DataType::Boolean => ArrowType::Boolean,
+            DataType::Int => ArrowType::Int32,
+            DataType::BigInt => ArrowType::Int64,
+            DataType::Double => ArrowType::Float64,
+            DataType::Decimal { precision, scale } => ArrowType::Decimal64(precision, scale as i8),
+            DataType::Date => ArrowType::Date32,
+            DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            DataType::Text => ArrowType::Utf8,
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataType::Boolean => f.write_str("BOOLEAN"),
+            DataType::Int => f.write_str("INT"),
+            DataType::BigInt => f.write_str("BIGINT"),
+            DataType::Double => f.write_str("DOUBLE"),
+            DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            DataType::Date => f.write_str("DATE"),
+            DataType::Timestamp => f.write_str("TIMESTAMP"),
+            DataType::Text => f.write_str("TEXT"),
+        }
+    }
+}
+
+impl From<DataType> for String {
+    fn from(t: DataType) -> String {
+        t.to_string()
+    }
+}
+
+impl TryFrom<String> for DataType {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
+    }
+}
+
+/// Largest decimal precision that fits a scaled 64-bit integer.
+pub const MAX_DECIMAL_PRECISION: u8 = 18;
+
+impl FromStr for DataType {
+    type Err = Error;
+
+    /// Parses a type name as written in `--schema`: `BIGINT`, `DECIMAL(15,2)`,
+    /// `VARCHAR(28)`, ... (case-insensitive, common SQL aliases accepted).
+    fn from_str(s: &str) -> Result<Self> {
+        let norm: String = s
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_ascii_uppercase();
+        let (base, args) = match norm.find('(') {
+            Some(i) => {
+                let Some(inner) = norm[i + 1..].strip_suffix(')') else {
+                    return Err(Error::Schema(format!("type {s:?}: missing ')'")));
+                };
+                (norm[..i].trim(), Some(inner.trim()))
+            }
+            None => (norm.as_str(), None),
+        };
+        let no_args = |t: DataType| -> Result<DataType> {
+            match args {
+                None => Ok(t),
+                Some(_) => Err(Error::Schema(format!(
+                    "type {s:?}: {base} takes no arguments"
+                ))),
+            }
+        };
+        match base {
+            "BOOLEAN" | "BOOL" => no_args(DataType::Boolean),
+            "INT" | "INTEGER" | "INT4" => no_args(DataType::Int),
+            "BIGINT" | "INT8" | "LONG" => no_args(DataType::BigInt),
+            "DOUBLE" | "DOUBLE PRECISION" | "FLOAT8" | "FLOAT" => no_args(DataType::Double),
+            "DATE" => no_args(DataType::Date),
+            "TIMESTAMP" | "DATETIME" => no_args(DataType::Timestamp),
+            // Text of any declared length is stored as TEXT; the length is not enforced.
+            "TEXT" | "VARCHAR" | "CHAR" | "STRING" | "CHARACTER VARYING" | "CHARACTER" => {
+                Ok(DataType::Text)
+            }
+            "DECIMAL" | "NUMERIC" => {
+                let Some(args) = args else {
+                    return Err(Error::Schema(format!(
+                        "type {s:?}: DECIMAL needs a precision and scale, e.g. DECIMAL(15,2)"
+                    )));
+                };
+                let parts: Vec<&str> = args.split(',').map(str::trim).collect();
+                let num = |p: &str| -> Result<u8> {
+                    p.parse::<u8>()
+                        .map_err(|_| Error::Schema(format!("type {s:?}: {p:?} is not a number")))
+                };
+                let (precision, scale) = match parts.as_slice() {
+                    [p] => (num(p)?, 0),
+                    [p, sc] => (num(p)?, num(sc)?),
+                    _ => return Err(Error::Schema(format!("type {s:?}: expected DECIMAL(p,s)"))),
+                };
+                if precision == 0 || precision > MAX_DECIMAL_PRECISION {
+                    return Err(Error::Schema(format!(
+                        "type {s:?}: precision must be 1..={MAX_DECIMAL_PRECISION} (decimals are exact 64-bit)"
+                    )));
+                }
+                if scale > precision {
+                    return Err(Error::Schema(format!(
+                        "type {s:?}: scale {scale} is larger than precision {precision}"
+                    )));
+                }
+                Ok(DataType::Decimal { precision, scale })
+            }
+            _ => Err(Error::Schema(format!(
+                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIMESTAMP, TEXT"
+            ))),
+        }
+    }
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Column {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub data_type: DataType,
+}
+
+/// The columns of a table, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Schema {
+    pub columns: Vec<Column>,
+}
+
+impl Schema {
+    pub fn new(columns: Vec<Column>) -> Result<Self> {
+        if columns.is_empty() {
+            return Err(Error::Schema("a schema needs at least one column".into()));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            validate_identifier(&c.name, "column")?;
+            if columns[..i]
+                .iter()
+                .any(|o| o.name.eq_ignore_ascii_case(&c.name))
+            {
+                return Err(Error::Schema(format!("column {:?} appears twice", c.name)));
+            }
+        }
+        Ok(Schema { columns })
+    }
+
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// The Arrow schema segments are written with.
+    pub fn arrow_schema(&self) -> SchemaRef {
+        Arc::new(ArrowSchema::new(
+            self.columns
+                .iter()
+                .map(|c| Field::new(&c.name, c.data_type.arrow_type(), true))
+                .collect::<Vec<_>>(),
+        ))
+    }
+}
+
+impl fmt::Display for Schema {
+    /// Writes the schema as a `--schema` string that parses back to itself.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.columns.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{} {}", c.name, c.data_type)?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Schema {
+    type Err = Error;
+
+    /// Parses `"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"`.
+    fn from_str(s: &str) -> Result<Self> {
+        let mut columns = Vec::new();
+        let mut depth = 0i32;
+        let mut start = 0;
+        let mut parts = Vec::new();
+        for (i, ch) in s.char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&s[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&s[start..]);
+        for part in parts {
+            let part = part.trim();
+            if part.is_empty() {
+                return Err(Error::Schema(format!(
+                    "--schema {s:?}: empty column definition"
+                )));
+            }
+            let (name, ty) = match part.strip_prefix('"') {
+                Some(rest) => {
+                    let end = rest.find('"').ok_or_else(|| {
+                        Error::Schema(format!("--schema: unterminated quoted name in {part:?}"))
+                    })?;
+                    (rest[..end].to_string(), rest[end + 1..].trim())
+                }
+                None => match part.split_once(char::is_whitespace) {
+                    Some((n, t)) => (n.to_string(), t.trim()),
+                    None => {
+                        return Err(Error::Schema(format!(
+                            "--schema: column {part:?} has no type (write \"{part} TEXT\", for example)"
+                        )));
+                    }
+                },
+            };
+            let data_type = ty.parse().map_err(|e| match e {
+                Error::Schema(m) => Error::Schema(format!("--schema: column {name}: {m}")),
+                other => other,
+            })?;
+            columns.push(Column { name, data_type });
+        }
+        Schema::new(columns)
+    }
+}
+
+/// Checks a table or column name: letters, digits and `_`, not starting with
+/// a digit, at most 63 bytes (as PostgreSQL).
+pub fn validate_identifier(name: &str, what: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && !name.as_bytes()[0].is_ascii_digit()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Schema(format!(
+            "invalid {what} name {name:?}: use letters, digits and '_', not starting with a digit, at most 63 characters"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_round_trips_through_display() {
+        let s: Schema = "id BIGINT, name text, price DECIMAL(15, 2), d DATE, ok bool, t TIMESTAMP, x double, n int"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            s.to_string(),
+            "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE, ok BOOLEAN, t TIMESTAMP, x DOUBLE, n INT"
+        );
+        assert_eq!(s.to_string().parse::<Schema>().unwrap(), s);
+    }
+
+    #[test]
+    fn schema_errors_name_the_problem() {
+        let e = |s: &str| s.parse::<Schema>().unwrap_err().to_string();
+        assert_eq!(
+            e("id BIGINT, price DECIMAL(19,2)"),
+            "--schema: column price: type \"DECIMAL(19,2)\": precision must be 1..=18 (decimals are exact 64-bit)"
+        );
+        assert_eq!(
+            e("id"),
+            "--schema: column \"id\" has no type (write \"id TEXT\", for example)"
+        );
+        assert!(e("id FOO").contains("unknown type \"FOO\""));
+        assert_eq!(e("a INT, A INT"), "column \"A\" appears twice");
+        assert!(e("1a INT").contains("invalid column name \"1a\""));
+        assert!(e("p DECIMAL(5,6)").contains("scale 6 is larger than precision 5"));
+    }
+}

@@ -1,0 +1,82 @@
+//! One error type for the library, grouped by the phase that raised it.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in sluice, grouped by phase.
+///
+/// Messages are written for the person at the terminal: input errors name
+/// the file, line, column and the offending value.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system error on a named file or directory.
+    /// (The I/O error is part of the message, not a separate `source`, so
+    /// that printing the error chain does not repeat it.)
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+
+    /// Malformed input: a bad row, a bad value, a bad quote.
+    #[error("{}", format_parse(path, *line, *byte, column.as_deref(), message))]
+    Parse {
+        path: String,
+        /// 1-based physical line where the offending field starts.
+        line: u64,
+        /// 0-based byte offset of the offending record or field in the file.
+        byte: u64,
+        /// "3 (price)": 1-based field number and column name, when known.
+        column: Option<String>,
+        message: String,
+    },
+
+    /// An input file that cannot be loaded at all (empty, binary, compressed).
+    #[error("{}: {message}", path)]
+    Input { path: String, message: String },
+
+    /// A bad `--schema` string, a schema mismatch, a bad table name.
+    #[error("{0}")]
+    Schema(String),
+
+    /// A bad option value (delimiter, date format, thread count...).
+    #[error("{0}")]
+    Config(String),
+
+    /// The database is locked by another writer.
+    #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Locked { path: PathBuf, pid: Option<u32> },
+
+    /// A stored file failed its checksum or could not be decoded.
+    #[error("{}: corrupt: {message}", file.display())]
+    Corrupt { file: PathBuf, message: String },
+
+    /// An error from arrow while encoding or decoding a batch.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+
+    /// The load was cancelled (for example by Ctrl-C); nothing was committed.
+    #[error("load cancelled; nothing was committed")]
+    Cancelled,
+
+    /// A broken invariant. This is a bug in sluice; please report it.
+    #[error("internal error (this is a bug in sluice): {0}")]
+    Internal(String),
+}
+
+fn format_parse(path: &str, line: u64, byte: u64, column: Option<&str>, message: &str) -> String {
+    match column {
+        Some(c) => format!("{path}:{line}: column {c}: {message} (byte {byte})"),
+        None => format!("{path}:{line}: {message} (byte {byte})"),
+    }
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            error,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,468 @@
+//! The record tokenizer and block parser.
+
+use memchr::{memchr, memchr_iter, memchr2};
+
+use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect};
+use crate::batch::{BatchBuilder, Schema};
+
+/// A malformed record or value inside a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockError {
+    /// Byte offset in the block of the record or field at fault.
+    pub offset: usize,
+    /// Number of newlines in the block before `offset`.
+    pub line_in_block: u64,
+    /// 0-based column index, when the error is about one field.
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+/// What a parsed block contained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockInfo {
+    pub rows: u64,
+    /// Newlines consumed, for line numbers of later blocks.
+    pub newlines: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Term {
+    Delim,
+    Newline,
+    Eof,
+}
+
+enum Field {
+    /// `data[start..end]`, as is.
+    Slice(usize, usize),
+    /// The unescaped contents in the scratch buffer.
+    Scratch,
+}
+
+struct Scanned {
+    field: Field,
+    quoted: bool,
+    term: Term,
+    /// Where the next field or record starts.
+    next: usize,
+    /// Newlines inside a quoted field.
+    newlines: u64,
+}
+
+/// Shortens a value for an error message.
+pub(crate) fn snippet(v: &[u8]) -> String {
+    const MAX: usize = 40;
+    let s = String::from_utf8_lossy(&v[..v.len().min(MAX)]);
+    if v.len() > MAX {
+        format!("{:?}...", s)
+    } else {
+        format!("{:?}", s)
+    }
+}
+
+/// Scans one field starting at `pos`; `pos == data.len()` is an empty last field.
+#[inline(always)]
+fn scan_field(
+    data: &[u8],
+    pos: usize,
+    d: &Dialect,
+    classes: &[u8; 256],
+    scratch: &mut Vec<u8>,
+) -> Result<Scanned, (usize, String)> {
+    let n = data.len();
+    if pos < n && Some(data[pos]) == d.quote {
+        return scan_quoted(data, pos, d, scratch);
+    }
+    let mut i = pos;
+    while i < n && classes[data[i] as usize] == 0 {
+        i += 1;
+    }
+    let (end, term) = if i == n {
+        (n, Term::Eof)
+    } else {
+        match classes[data[i] as usize] {
+            CLASS_DELIM => (i, Term::Delim),
+            CLASS_NEWLINE => (i, Term::Newline),
+            CLASS_QUOTE => {
+                return Err((
+                    i,
+                    "unexpected quote inside an unquoted field (quote the whole field and double inner quotes, or pass --quote '' to read quotes as text)".into(),
+                ));
+            }
+            _ => unreachable!("classes hold 0..=3"),
+        }
+    };
+    let mut fend = end;
+    if term != Term::Delim && fend > pos && data[fend - 1] == b'\r' {
+        fend -= 1;
+    }
+    Ok(Scanned {
+        field: Field::Slice(pos, fend),
+        quoted: false,
+        term,
+        next: end + 1,
+        newlines: 0,
+    })
+}
+
+#[cold]
+fn scan_quoted(
+    data: &[u8],
+    start: usize,
+    d: &Dialect,
+    scratch: &mut Vec<u8>,
+) -> Result<Scanned, (usize, String)> {
+    let q = d.quote.expect("only called for a quote");
+    let esc = d.distinct_escape();
+    let doubling = d.doubling();
+    let n = data.len();
+    let mut pos = start + 1;
+    let mut copied = false;
+    let content_end;
+    loop {
+        let hit = match esc {
+            Some(e) => memchr2(q, e, &data[pos..]),
+            None => memchr(q, &data[pos..]),
+        };
+        let Some(r) = hit else {
+            return Err((
+                start,
+                "unterminated quoted field (no closing quote before the end of the input)".into(),
+            ));
+        };
+        let p = pos + r;
+        if Some(data[p]) == esc {
+            if p + 1 >= n {
+                return Err((
+                    start,
+                    "unterminated quoted field (escape at the end of the input)".into(),
+                ));
+            }
+            if !copied {
+                scratch.clear();
+                copied = true;
+            }
+            scratch.extend_from_slice(&data[pos..p]);
+            scratch.push(data[p + 1]);
+            pos = p + 2;
+            continue;
+        }
+        if doubling && p + 1 < n && data[p + 1] == q {
+            if !copied {
+                scratch.clear();
+                copied = true;
+            }
+            scratch.extend_from_slice(&data[pos..=p]);
+            pos = p + 2;
+            continue;
+        }
+        if copied {
+            scratch.extend_from_slice(&data[pos..p]);
+        }
+        content_end = p;
+        pos = p + 1;
+        break;
+    }
+    let newlines = memchr_iter(b'\n', &data[start..content_end]).count() as u64;
+    let (term, next) = match data.get(pos) {
+        None => (Term::Eof, n + 1),
+        Some(&c) if c == d.delimiter => (Term::Delim, pos + 1),
+        Some(b'\n') => (Term::Newline, pos + 1),
+        Some(b'\r') if data.get(pos + 1) == Some(&b'\n') => (Term::Newline, pos + 2),
+        Some(&c) => {
+            return Err((
+                pos,
+                format!(
+                    "unexpected {:?} after a closing quote (expected a delimiter or the end of the line)",
+                    c as char
+                ),
+            ));
+        }
+    };
+    Ok(Scanned {
+        field: if copied {
+            Field::Scratch
+        } else {
+            Field::Slice(start + 1, content_end)
+        },
+        quoted: true,
+        term,
+        next,
+        newlines,
+    })
+}
+
+fn block_error(data: &[u8], offset: usize, column: Option<usize>, message: String) -> BlockError {
+    let offset = offset.min(data.len());
+    BlockError {
+        offset,
+        line_in_block: memchr_iter(b'\n', &data[..offset]).count() as u64,
+        column,
+        message,
+    }
+}
+
+/// Parses every record of `data` (which starts at a record boundary) into
+/// `out`. Blank lines and comment lines are skipped.
+pub fn parse_block(
+    data: &[u8],
+    d: &Dialect,
+    schema: &Schema,
+    out: &mut BatchBuilder,
+) -> Result<BlockInfo, BlockError> {
+    let classes = d.classes();
+    let ncols = schema.len();
+    let n = data.len();
+    let mut scratch = Vec::new();
+    let mut info = BlockInfo::default();
+    let mut pos = 0;
+    while pos < n {
+        let c = data[pos];
+        if c == b'\n' {
+            pos += 1;
+            info.newlines += 1;
+            continue;
+        }
+        if c == b'\r' && data.get(pos + 1) == Some(&b'\n') {
+            pos += 2;
+            info.newlines += 1;
+            continue;
+        }
+        if Some(c) == d.comment {
+            match memchr(b'\n', &data[pos..]) {
+                Some(i) => {
+                    pos += i + 1;
+                    info.newlines += 1;
+                }
+                None => pos = n,
+            }
+            continue;
+        }
+        let record_start = pos;
+        let mut col = 0;
+        loop {
+            let field_start = pos;
+            let s = scan_field(data, pos, d, &classes, &mut scratch).map_err(|(off, msg)| {
+                block_error(data, off, Some(col).filter(|&c| c < ncols), msg)
+            })?;
+            info.newlines += s.newlines;
+            if col < ncols {
+                let (bytes, quoted) = match s.field {
+                    Field::Slice(a, b) => (&data[a..b], s.quoted),
+                    Field::Scratch => (scratch.as_slice(), s.quoted),
+                };
+                if let Err(msg) = out.push(col, bytes, quoted) {
+                    let ty = schema.columns[col].data_type;
+                    return Err(block_error(
+                        data,
+                        field_start,
+                        Some(col),
+                        format!("invalid {ty} value {}: {msg}", snippet(bytes)),
+                    ));
+                }
+            }
+            col += 1;
+            pos = s.next;
+            match s.term {
+                Term::Delim => continue,
+                Term::Newline => {
+                    info.newlines += 1;
+                    break;
+                }
+                Term::Eof => break,
+            }
+        }
+        if col != ncols {
+            return Err(block_error(
+                data,
+                record_start,
+                None,
+                format!(
+                    "found a record with {col} field{}, expected {ncols}",
+                    if col == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        info.rows += 1;
+    }
+    Ok(info)
+}
+
+/// Reads the first record of `data` as raw fields (for a header line).
+///
+/// Returns the fields, the bytes consumed (through the record's newline) and
+/// the newlines consumed; `None` when `data` holds no complete record and
+/// `at_eof` is false.
+pub fn read_record(
+    data: &[u8],
+    d: &Dialect,
+    at_eof: bool,
+) -> Result<Option<(Vec<Vec<u8>>, usize, u64)>, BlockError> {
+    let classes = d.classes();
+    let mut scratch = Vec::new();
+    let mut fields = Vec::new();
+    let mut pos = 0;
+    let mut newlines = 0;
+    loop {
+        let s = match scan_field(data, pos, d, &classes, &mut scratch) {
+            Ok(s) => s,
+            Err(_) if !at_eof => return Ok(None),
+            Err((off, msg)) => return Err(block_error(data, off, None, msg)),
+        };
+        newlines += s.newlines;
+        fields.push(match s.field {
+            Field::Slice(a, b) => data[a..b].to_vec(),
+            Field::Scratch => scratch.clone(),
+        });
+        pos = s.next;
+        match s.term {
+            Term::Delim => continue,
+            Term::Newline => return Ok(Some((fields, pos, newlines + 1))),
+            Term::Eof if at_eof => return Ok(Some((fields, data.len(), newlines))),
+            Term::Eof => return Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::batch::{ValueOptions, format_value};
+
+    fn parse(
+        data: &str,
+        schema: &str,
+        d: &Dialect,
+    ) -> Result<Vec<Vec<Option<String>>>, BlockError> {
+        let schema: Schema = schema.parse().unwrap();
+        let mut b = BatchBuilder::new(&schema, Arc::new(ValueOptions::default()), 16);
+        parse_block(data.as_bytes(), d, &schema, &mut b)?;
+        let (batch, _) = b.finish().unwrap();
+        Ok((0..batch.num_rows())
+            .map(|r| {
+                batch
+                    .columns()
+                    .iter()
+                    .map(|c| format_value(c.as_ref(), r))
+                    .collect()
+            })
+            .collect())
+    }
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn rfc4180_quotes_crlf_and_last_line() {
+        let d = Dialect::default();
+        let rows = parse(
+            "1,\"a,b\"\r\n2,\"say \"\"hi\"\"\"\n3,\"multi\nline\"\n4,plain",
+            "id INT, t TEXT",
+            &d,
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![s("1"), s("a,b")],
+                vec![s("2"), s("say \"hi\"")],
+                vec![s("3"), s("multi\nline")],
+                vec![s("4"), s("plain")],
+            ]
+        );
+    }
+
+    #[test]
+    fn null_marker_and_quoted_empty() {
+        let d = Dialect::default();
+        let rows = parse("1,\n,\"\"\n", "id INT, t TEXT", &d).unwrap();
+        assert_eq!(rows, vec![vec![s("1"), None], vec![None, s("")]]);
+    }
+
+    #[test]
+    fn carriage_return_inside_field_is_kept() {
+        let d = Dialect::default();
+        let rows = parse(
+            "a\r\r\nb\r,c\n",
+            "x TEXT, y TEXT",
+            &Dialect {
+                delimiter: b'\t',
+                ..d.clone()
+            },
+        );
+        assert!(rows.is_err(), "one field per line with a tab delimiter");
+        let rows = parse("a\r,b\r\r\n", "x TEXT, y TEXT", &d).unwrap();
+        assert_eq!(rows, vec![vec![s("a\r"), s("b\r")]]);
+    }
+
+    #[test]
+    fn escapes_comments_and_blank_lines() {
+        let d = Dialect {
+            escape: Some(b'\\'),
+            comment: Some(b'#'),
+            ..Dialect::default()
+        };
+        let rows = parse(
+            "# a comment, with \"quote\n\n1,\"a\\\"b\"\n",
+            "id INT, t TEXT",
+            &d,
+        )
+        .unwrap();
+        assert_eq!(rows, vec![vec![s("1"), s("a\"b")]]);
+    }
+
+    #[test]
+    fn errors_say_where_and_why() {
+        let d = Dialect::default();
+        let e = parse("1,2\n3\n", "a INT, b INT", &d).unwrap_err();
+        assert_eq!((e.offset, e.line_in_block, e.column), (4, 1, None));
+        assert_eq!(e.message, "found a record with 1 field, expected 2");
+        let e = parse("1,2\n3,x\n", "a INT, b INT", &d).unwrap_err();
+        assert_eq!((e.offset, e.line_in_block, e.column), (6, 1, Some(1)));
+        assert_eq!(e.message, "invalid INT value \"x\": not an integer");
+        let e = parse("1,\"abc\n", "a INT, b TEXT", &d).unwrap_err();
+        assert_eq!(
+            e.message,
+            "unterminated quoted field (no closing quote before the end of the input)"
+        );
+        let e = parse("1,ab\"c\n", "a INT, b TEXT", &d).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected quote inside an unquoted field")
+        );
+        let e = parse("1,\"ab\"c\n", "a INT, b TEXT", &d).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected 'c' after a closing quote")
+        );
+        let e = parse("1,2,3\n", "a INT, b INT", &d).unwrap_err();
+        assert_eq!(e.message, "found a record with 3 fields, expected 2");
+    }
+
+    #[test]
+    fn invalid_utf8_in_text_is_an_error() {
+        let schema: Schema = "t TEXT".parse().unwrap();
+        let mut b = BatchBuilder::new(&schema, Arc::new(ValueOptions::default()), 4);
+        let e = parse_block(b"ok\nbad\xff\n", &Dialect::default(), &schema, &mut b).unwrap_err();
+        assert_eq!(e.line_in_block, 1);
+        assert_eq!(
+            e.message,
+            "invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value"
+        );
+    }
+
+    #[test]
+    fn read_record_needs_a_whole_line() {
+        let d = Dialect::default();
+        assert_eq!(read_record(b"a,\"b", &d, false).unwrap(), None);
+        assert_eq!(read_record(b"a,b", &d, false).unwrap(), None);
+        let (f, used, nl) = read_record(b"a,\"b\nc\"\r\n1,2\n", &d, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(f, vec![b"a".to_vec(), b"b\nc".to_vec()]);
+        assert_eq!((used, nl), (9, 2));
+    }
+}

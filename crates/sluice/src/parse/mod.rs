@@ -1,0 +1,94 @@
+//! CSV/TSV parsing: bytes of whole records → typed columns.
+//!
+//! [`parse_block`] takes a byte block that starts at a record boundary (see
+//! [`crate::split`]) and appends its records to a [`BatchBuilder`]. The same
+//! code parses a whole file or one block of it, so a parallel parse equals a
+//! sequential one.
+
+mod csv;
+pub mod value;
+
+pub use csv::{BlockError, BlockInfo, parse_block, read_record};
+
+use crate::error::{Error, Result};
+
+/// How records and fields are delimited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialect {
+    /// Field separator (`,` for CSV, `\t` for TSV).
+    pub delimiter: u8,
+    /// Quote character, or `None` when fields are never quoted.
+    pub quote: Option<u8>,
+    /// Escape inside quoted fields; `None` means RFC 4180 doubled quotes.
+    pub escape: Option<u8>,
+    /// Lines starting with this byte are skipped.
+    pub comment: Option<u8>,
+}
+
+impl Default for Dialect {
+    fn default() -> Self {
+        Dialect {
+            delimiter: b',',
+            quote: Some(b'"'),
+            escape: None,
+            comment: None,
+        }
+    }
+}
+
+pub(crate) const CLASS_DELIM: u8 = 1;
+pub(crate) const CLASS_NEWLINE: u8 = 2;
+pub(crate) const CLASS_QUOTE: u8 = 3;
+
+impl Dialect {
+    /// Checks that the special bytes are distinct and not newlines.
+    pub fn validate(&self) -> Result<()> {
+        let named = [
+            ("delimiter", Some(self.delimiter)),
+            ("quote", self.quote),
+            ("escape", self.escape.filter(|e| Some(*e) != self.quote)),
+            ("comment", self.comment),
+        ];
+        for (i, (name, b)) in named.iter().enumerate() {
+            let Some(b) = b else { continue };
+            if *b == b'\n' || *b == b'\r' {
+                return Err(Error::Config(format!("the {name} cannot be a newline")));
+            }
+            if !b.is_ascii() {
+                return Err(Error::Config(format!(
+                    "the {name} must be a single ASCII character"
+                )));
+            }
+            for (other, ob) in &named[..i] {
+                if *ob == Some(*b) {
+                    return Err(Error::Config(format!(
+                        "the {name} and the {other} are both {:?}",
+                        *b as char
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True when doubled quotes (`""`) stand for one quote inside a quoted field.
+    pub(crate) fn doubling(&self) -> bool {
+        self.escape.is_none() || self.escape == self.quote
+    }
+
+    /// The escape byte, when it differs from the quote.
+    pub(crate) fn distinct_escape(&self) -> Option<u8> {
+        self.escape.filter(|e| Some(*e) != self.quote)
+    }
+
+    /// Byte classes for the unquoted-field scan.
+    pub(crate) fn classes(&self) -> [u8; 256] {
+        let mut t = [0u8; 256];
+        t[self.delimiter as usize] = CLASS_DELIM;
+        t[b'\n' as usize] = CLASS_NEWLINE;
+        if let Some(q) = self.quote {
+            t[q as usize] = CLASS_QUOTE;
+        }
+        t
+    }
+}

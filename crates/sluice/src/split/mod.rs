@@ -1,0 +1,122 @@
+//! Record boundaries: where a byte block may be cut so that every block
+//! starts at the beginning of a record, also when quoted fields hold newlines.
+//!
+//! With RFC 4180 quoting (the default), the number of quote characters
+//! before a position tells whether it is inside quotes: doubled quotes
+//! toggle twice, and the parser rejects a quote inside an unquoted field.
+//! So a cut needs one vectorised count of quotes up to the target and a
+//! short scan after it. With a distinct escape character or comment lines
+//! the parity trick does not hold, and a full state machine runs instead.
+
+use memchr::{memchr, memchr_iter, memchr2};
+
+use crate::parse::Dialect;
+
+/// Returns the first cut point `c > target` such that `data[..c]` ends with
+/// the newline of a complete record, or `None` if there is none in `data`.
+///
+/// `data` must start at a record boundary.
+pub fn find_boundary(data: &[u8], target: usize, d: &Dialect) -> Option<usize> {
+    if target >= data.len() {
+        return None;
+    }
+    let Some(q) = d.quote else {
+        return memchr(b'\n', &data[target..]).map(|i| target + i + 1);
+    };
+    if d.distinct_escape().is_some() || d.comment.is_some() {
+        return find_boundary_exact(data, target, d);
+    }
+    let mut inside = memchr_iter(q, &data[..target]).count() % 2 == 1;
+    let mut pos = target;
+    while let Some(i) = memchr2(q, b'\n', &data[pos..]) {
+        let p = pos + i;
+        if data[p] == q {
+            inside = !inside;
+        } else if !inside {
+            return Some(p + 1);
+        }
+        pos = p + 1;
+    }
+    None
+}
+
+/// The full state machine: correct for escapes and comment lines.
+fn find_boundary_exact(data: &[u8], target: usize, d: &Dialect) -> Option<usize> {
+    let q = d.quote;
+    let esc = d.distinct_escape();
+    let mut i = 0;
+    let mut at_record_start = true;
+    let mut in_quotes = false;
+    let n = data.len();
+    while i < n {
+        let c = data[i];
+        if in_quotes {
+            if Some(c) == esc {
+                i += 2;
+                continue;
+            }
+            if Some(c) == q {
+                if d.doubling() && data.get(i + 1) == Some(&c) {
+                    i += 2;
+                    continue;
+                }
+                in_quotes = false;
+            }
+            i += 1;
+            continue;
+        }
+        if at_record_start && Some(c) == d.comment {
+            let nl = i + memchr(b'\n', &data[i..])?;
+            if nl >= target {
+                return Some(nl + 1);
+            }
+            i = nl + 1;
+            continue;
+        }
+        at_record_start = false;
+        if Some(c) == q {
+            in_quotes = true;
+        } else if c == b'\n' {
+            if i >= target {
+                return Some(i + 1);
+            }
+            at_record_start = true;
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_newlines_are_not_boundaries() {
+        let d = Dialect::default();
+        let data = b"1,\"a\nb\"\n2,c\n";
+        assert_eq!(find_boundary(data, 0, &d), Some(8));
+        assert_eq!(find_boundary(data, 3, &d), Some(8));
+        assert_eq!(find_boundary(data, 8, &d), Some(12));
+        assert_eq!(find_boundary(data, 12, &d), None);
+        let doubled = b"\"x\"\"\n\"\"y\"\n";
+        assert_eq!(find_boundary(doubled, 1, &d), Some(10));
+    }
+
+    #[test]
+    fn escapes_and_comments_use_the_state_machine() {
+        let d = Dialect {
+            escape: Some(b'\\'),
+            comment: Some(b'#'),
+            ..Dialect::default()
+        };
+        let data = b"#\"\n\"a\\\"\nb\"\nz\n";
+        assert_eq!(find_boundary(data, 0, &d), Some(3));
+        assert_eq!(find_boundary(data, 3, &d), Some(11));
+        let no_quote = Dialect {
+            quote: None,
+            ..Dialect::default()
+        };
+        assert_eq!(find_boundary(b"\"a\n\"b\n", 1, &no_quote), Some(3));
+    }
+}

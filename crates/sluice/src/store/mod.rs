@@ -1,0 +1,175 @@
+//! The database directory: manifest, tables, segments and the writer lock.
+//!
+//! ```text
+//! DIR/
+//!   MANIFEST                    the committed state (atomically replaced)
+//!   LOCK                        held (flock) by the one writer; holds its pid
+//!   tables/<table>/<v>-<n>.arrow segment files (Arrow IPC)
+//! ```
+//!
+//! Readers read `MANIFEST` once and see that snapshot; segments named by a
+//! committed manifest are never modified. A writer takes `LOCK`, and on
+//! open removes files that no manifest names (left by a crashed load).
+
+pub mod manifest;
+pub mod segment;
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+
+pub use manifest::{Manifest, SegmentMeta, TableMeta};
+
+use crate::error::{Error, Result};
+
+const LOCK_FILE: &str = "LOCK";
+const TABLES_DIR: &str = "tables";
+
+/// An open database directory.
+pub struct Database {
+    dir: PathBuf,
+    manifest: Manifest,
+    lock: Option<File>,
+}
+
+impl Database {
+    /// Opens an existing database for reading.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
+        let dir = dir.as_ref().to_path_buf();
+        if !dir.is_dir() {
+            return Err(Error::Config(format!(
+                "no database at {} (load data first, or pass --db)",
+                dir.display()
+            )));
+        }
+        let manifest = Manifest::read(&dir)?.unwrap_or_default();
+        Ok(Database {
+            dir,
+            manifest,
+            lock: None,
+        })
+    }
+
+    /// Opens (creating if needed) a database for writing: takes the writer
+    /// lock and removes files left by crashed loads.
+    pub fn open_writer(dir: impl AsRef<Path>) -> Result<Database> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(dir.join(TABLES_DIR)).map_err(|e| Error::io(&dir, e))?;
+        let lock_path = dir.join(LOCK_FILE);
+        let mut lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut s = String::new();
+                let _ = lock.read_to_string(&mut s);
+                return Err(Error::Locked {
+                    path: dir,
+                    pid: s.trim().parse().ok(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
+        }
+        lock.set_len(0)
+            .and_then(|_| lock.rewind())
+            .and_then(|_| write!(lock, "{}", std::process::id()))
+            .map_err(|e| Error::io(&lock_path, e))?;
+        let manifest = Manifest::read(&dir)?.unwrap_or_default();
+        let db = Database {
+            dir,
+            manifest,
+            lock: Some(lock),
+        };
+        db.remove_orphans()?;
+        Ok(db)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn table(&self, name: &str) -> Option<&TableMeta> {
+        self.manifest.tables.get(&name.to_ascii_lowercase())
+    }
+
+    /// Reads the committed manifest again (readers: see newer commits).
+    pub fn refresh(&mut self) -> Result<()> {
+        self.manifest = Manifest::read(&self.dir)?.unwrap_or_default();
+        Ok(())
+    }
+
+    /// Directory of a table's segments, relative and absolute.
+    pub(crate) fn table_dir(&self, table: &str) -> (String, PathBuf) {
+        let rel = format!("{TABLES_DIR}/{table}");
+        let abs = self.dir.join(&rel);
+        (rel, abs)
+    }
+
+    /// Publishes `next` as the new committed state (writers only).
+    pub(crate) fn commit(&mut self, mut next: Manifest) -> Result<()> {
+        if self.lock.is_none() {
+            return Err(Error::Internal("commit without the writer lock".into()));
+        }
+        next.version = self.manifest.version + 1;
+        next.write_atomic(&self.dir)?;
+        self.manifest = next;
+        Ok(())
+    }
+
+    /// Removes segment files and temporary files that no manifest names.
+    fn remove_orphans(&self) -> Result<()> {
+        let _ = std::fs::remove_file(self.dir.join(manifest::MANIFEST_TMP));
+        let tables = self.dir.join(TABLES_DIR);
+        let entries = std::fs::read_dir(&tables).map_err(|e| Error::io(&tables, e))?;
+        for t in entries {
+            let t = t.map_err(|e| Error::io(&tables, e))?;
+            let name = t.file_name().to_string_lossy().to_string();
+            let tdir = t.path();
+            let Some(meta) = self.manifest.tables.get(&name) else {
+                std::fs::remove_dir_all(&tdir).map_err(|e| Error::io(&tdir, e))?;
+                continue;
+            };
+            let keep: std::collections::HashSet<&str> = meta
+                .segments
+                .iter()
+                .filter_map(|s| s.file.rsplit('/').next())
+                .collect();
+            for f in std::fs::read_dir(&tdir).map_err(|e| Error::io(&tdir, e))? {
+                let f = f.map_err(|e| Error::io(&tdir, e))?;
+                if !keep.contains(f.file_name().to_string_lossy().as_ref()) {
+                    let p = f.path();
+                    std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a table's batches in load order, checking every segment's
+    /// checksum. Segments are read one at a time.
+    pub fn scan(&self, table: &str) -> Result<impl Iterator<Item = Result<RecordBatch>> + use<>> {
+        let meta = self
+            .table(table)
+            .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+            .clone();
+        let schema = meta.schema.arrow_schema();
+        let dir = self.dir.clone();
+        Ok(meta.segments.into_iter().flat_map(move |seg| {
+            match segment::read_segment(&dir.join(&seg.file), &seg, &schema) {
+                Ok(batches) => batches.into_iter().map(Ok).collect::<Vec<_>>(),
+                Err(e) => vec![Err(e)],
+            }
+        }))
+    }
+}

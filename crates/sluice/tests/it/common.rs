@@ -1,0 +1,82 @@
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow_array::RecordBatch;
+use sluice::batch::format_value;
+use sluice::load::{LoadOptions, LoadSummary, load};
+use sluice::source::Input;
+use sluice::store::Database;
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "sluice-it-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn write(&self, name: &str, data: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn opts(schema: &str) -> LoadOptions {
+    LoadOptions {
+        schema: Some(schema.parse().unwrap()),
+        ..LoadOptions::default()
+    }
+}
+
+/// Loads `data` as one file into `table` of the database in `dir`.
+pub fn load_bytes(
+    dir: &TempDir,
+    table: &str,
+    data: &[u8],
+    o: &LoadOptions,
+) -> sluice::Result<LoadSummary> {
+    let f = dir.write(&format!("{table}-input.csv"), data);
+    let mut db = Database::open_writer(dir.path().join("db"))?;
+    load(&mut db, table, &[Input::File(f)], o)
+}
+
+pub fn rows_of(batches: &[RecordBatch]) -> Vec<Vec<Option<String>>> {
+    let mut out = Vec::new();
+    for b in batches {
+        for r in 0..b.num_rows() {
+            out.push(
+                b.columns()
+                    .iter()
+                    .map(|c| format_value(c.as_ref(), r))
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Every row of a table, formatted.
+pub fn table_rows(db_dir: &Path, table: &str) -> Vec<Vec<Option<String>>> {
+    let db = Database::open(db_dir).unwrap();
+    let batches: Vec<RecordBatch> = db.scan(table).unwrap().collect::<Result<_, _>>().unwrap();
+    rows_of(&batches)
+}

@@ -1,0 +1,203 @@
+//! Dialects, types, headers and the errors a user meets.
+
+use sluice::load::{Header, LoadOptions};
+use sluice::parse::Dialect;
+
+use crate::common::{TempDir, load_bytes, opts, table_rows};
+
+fn rows(data: &[u8], o: &LoadOptions) -> Vec<Vec<Option<String>>> {
+    let dir = TempDir::new("load");
+    load_bytes(&dir, "t", data, o).unwrap();
+    table_rows(&dir.path().join("db"), "t")
+}
+
+fn err(data: &[u8], o: &LoadOptions) -> String {
+    let dir = TempDir::new("load-err");
+    let e = load_bytes(&dir, "t", data, o).unwrap_err().to_string();
+    // Nothing was committed.
+    assert!(
+        sluice::store::Database::open(dir.path().join("db"))
+            .unwrap()
+            .table("t")
+            .is_none()
+    );
+    e.replace(&format!("{}/", dir.path().display()), "")
+}
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+#[test]
+fn every_type_loads_exactly() {
+    let o = opts(
+        "b BOOLEAN, i INT, l BIGINT, x DOUBLE, d DECIMAL(18,4), day DATE, ts TIMESTAMP, t TEXT",
+    );
+    let got = rows(
+        b"b,i,l,x,d,day,ts,t\n\
+          true,-2147483648,9223372036854775807,1.5e-3,-12345678901234.5678,2024-02-29,2024-02-29 23:59:59.123456,h\xc3\xa9\n\
+          F,,,,,,,\n",
+        &o,
+    );
+    assert_eq!(
+        got,
+        vec![
+            vec![
+                s("true"),
+                s("-2147483648"),
+                s("9223372036854775807"),
+                s("0.0015"),
+                s("-12345678901234.5678"),
+                s("2024-02-29"),
+                s("2024-02-29 23:59:59.123456"),
+                s("hé")
+            ],
+            vec![s("false"), None, None, None, None, None, None, None],
+        ]
+    );
+}
+
+#[test]
+fn header_is_detected_skipped_or_forced() {
+    let o = opts("id INT, name TEXT");
+    assert_eq!(rows(b"ID , Name\n1,a\n", &o), vec![vec![s("1"), s("a")]]);
+    let mut no = opts("id INT, name TEXT");
+    no.header = Header::No;
+    assert!(err(b"id,name\n1,a\n", &no).contains(":1: column 1 (id): invalid INT value \"id\""));
+    let mut yes = opts("a TEXT, b TEXT");
+    yes.header = Header::Yes;
+    assert_eq!(rows(b"x,y\n1,2\n", &yes), vec![vec![s("1"), s("2")]]);
+    assert!(
+        err(b"x,y,z\n1,2\n", &yes)
+            .ends_with(":1: the header has 3 fields, the table has 2 columns (byte 0)")
+    );
+    // Header only: an empty table.
+    assert_eq!(rows(b"id,name\n", &o), Vec::<Vec<Option<String>>>::new());
+}
+
+#[test]
+fn tsv_skip_comment_null_and_custom_formats() {
+    let mut o = opts("k TEXT, v INT, d DATE, ts TIMESTAMP");
+    o.dialect = Dialect {
+        delimiter: b'\t',
+        quote: None,
+        escape: None,
+        comment: Some(b'#'),
+    };
+    o.skip = 2;
+    o.values.null = b"\\N".to_vec();
+    o.values.date_format = Some("%d/%m/%Y".into());
+    o.values.timestamp_format = Some("%d/%m/%Y %H:%M".into());
+    let got = rows(
+        b"junk line 1\njunk \"line\" 2\n# comment\na\"b\t1\t02/01/2024\t02/01/2024 10:30\n\\N\t\\N\t\t\n",
+        &o,
+    );
+    assert_eq!(
+        got,
+        vec![
+            vec![s("a\"b"), s("1"), s("2024-01-02"), s("2024-01-02 10:30:00")],
+            vec![None, None, None, None],
+        ]
+    );
+}
+
+#[test]
+fn escape_character_inside_quotes() {
+    let mut o = opts("a TEXT, b TEXT");
+    o.dialect.escape = Some(b'\\');
+    o.block_size = Some(8);
+    let got = rows(b"\"x\\\"y\",\"new\\\nline\"\n\"q\\\\\",z\n", &o);
+    assert_eq!(
+        got,
+        vec![vec![s("x\"y"), s("new\nline")], vec![s("q\\"), s("z")]]
+    );
+}
+
+#[test]
+fn values_that_do_not_fit_are_errors_never_rounded() {
+    let o = opts("id INT, p DECIMAL(5,2)");
+    assert_eq!(
+        err(b"1,1.5\n2,1.005\n", &o),
+        "t-input.csv:2: column 2 (p): invalid DECIMAL(5,2) value \"1.005\": has 3 decimal places, more than the scale 2 (values are never rounded) (byte 8)"
+    );
+    assert_eq!(
+        err(b"1,1000.00\n", &o),
+        "t-input.csv:1: column 2 (p): invalid DECIMAL(5,2) value \"1000.00\": out of range for DECIMAL(5,2) (at most 3 digits before the point) (byte 2)"
+    );
+    assert_eq!(
+        err(b"2147483648,1\n", &o),
+        "t-input.csv:1: column 1 (id): invalid INT value \"2147483648\": out of range for INT (-2147483648..2147483647) (byte 0)"
+    );
+}
+
+#[test]
+fn malformed_rows_name_file_line_and_column() {
+    let o = opts("id INT, t TEXT");
+    assert_eq!(
+        err(b"1,a\n2,b,c\n", &o),
+        "t-input.csv:2: found a record with 3 fields, expected 2 (byte 4)"
+    );
+    assert_eq!(
+        err(b"1,a\n2,\"open\n3,c\n", &o),
+        "t-input.csv:2: column 2 (t): unterminated quoted field (no closing quote before the end of the input) (byte 6)"
+    );
+    assert_eq!(
+        err(b"1,ok\n2,bad\xfe\n", &o),
+        "t-input.csv:2: column 2 (t): invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value (byte 7)"
+    );
+}
+
+#[test]
+fn unusable_files_give_one_line_errors() {
+    let o = opts("id INT");
+    assert_eq!(err(b"", &o), "t-input.csv: file is empty");
+    assert_eq!(
+        err(b"\x00\x01\x02binary", &o),
+        "t-input.csv: looks like a binary file (NUL byte at offset 0), not delimited text"
+    );
+    assert!(err(b"\x1f\x8b\x08\x00", &o).starts_with("t-input.csv: is gzip-compressed"));
+    let e = sluice::source::expand(&["/nonexistent/file.csv".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("/nonexistent/file.csv: "), "{e}");
+}
+
+#[test]
+fn a_runaway_quote_hits_the_line_limit() {
+    let mut o = opts("t TEXT");
+    o.block_size = Some(1024);
+    o.max_line_size = 4096;
+    let mut data = b"\"never closed\n".to_vec();
+    data.extend(std::iter::repeat_n(b'x', 20_000));
+    data.push(b'\n');
+    let e = err(&data, &o);
+    assert!(
+        e.starts_with("t-input.csv:1: no end of record within --max-line-size (4096 bytes)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn many_files_load_in_order() {
+    let dir = TempDir::new("many");
+    let mut inputs = Vec::new();
+    for f in 0..50 {
+        let mut data = String::from("id,f\n");
+        for i in 0..(f % 5) {
+            data.push_str(&format!("{},{f}\n", f * 10 + i));
+        }
+        inputs.push(sluice::source::Input::File(
+            dir.write(&format!("in{f:03}.csv"), data.as_bytes()),
+        ));
+    }
+    let mut db = sluice::store::Database::open_writer(dir.path().join("db")).unwrap();
+    let s = sluice::load::load(&mut db, "t", &inputs, &opts("id INT, f INT")).unwrap();
+    assert_eq!((s.files, s.rows), (50, 100));
+    let ids: Vec<i64> = table_rows(&dir.path().join("db"), "t")
+        .iter()
+        .map(|r| r[0].as_ref().unwrap().parse().unwrap())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+}

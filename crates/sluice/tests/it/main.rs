@@ -1,0 +1,7 @@
+//! Integration tests of the library: one binary, one module per concern.
+
+mod common;
+mod conformance;
+mod load;
+mod parallel;
+mod store;
