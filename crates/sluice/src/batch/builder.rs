@@ -166,6 +166,32 @@ impl BatchBuilder {
         Ok(())
     }
 
+    /// Whether column `col` takes the integer fast path of the parser: an
+    /// INT or BIGINT column whose NULL marker cannot look like a number.
+    pub fn is_integer(&self, col: usize) -> bool {
+        let null_is_numeric = matches!(self.opts.null.first(), Some(b'0'..=b'9' | b'-' | b'+'));
+        matches!(self.cols[col], Col::Int(_) | Col::BigInt(_)) && !null_is_numeric
+    }
+
+    /// Appends an integer already parsed by the fast path (range-checked
+    /// for INT).
+    #[inline]
+    pub fn push_integer(&mut self, col: usize, v: i64) -> Result<(), String> {
+        match &mut self.cols[col] {
+            Col::Int(b) => b.append_value(
+                i32::try_from(v)
+                    .map_err(|_| "out of range for INT (-2147483648..2147483647)".to_string())?,
+            ),
+            Col::BigInt(b) => b.append_value(v),
+            _ => {
+                return Err(
+                    "internal: integer pushed to a non-integer column (this is a bug)".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Finishes the batch and computes its per-column statistics.
     pub fn finish(&mut self) -> Result<(RecordBatch, Vec<ColumnStats>)> {
         let arrays: Vec<ArrayRef> = self

@@ -202,6 +202,40 @@ fn block_error(data: &[u8], offset: usize, column: Option<usize>, message: Strin
     }
 }
 
+/// The integer fast path: an optional `-` and 1 to 18 digits right up to a
+/// delimiter, newline or the end, parsed in the same pass that finds the
+/// field's end. Anything else (spaces, quotes, 19+ digits) returns `None`
+/// and takes the general path, which also makes the error messages.
+#[inline(always)]
+fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, usize)> {
+    let n = data.len();
+    let mut i = pos;
+    let neg = i < n && data[i] == b'-';
+    i += neg as usize;
+    let start = i;
+    let mut acc: i64 = 0;
+    while i < n {
+        let d = data[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        acc = acc.wrapping_mul(10).wrapping_add(d as i64);
+        i += 1;
+    }
+    let digits = i - start;
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let v = if neg { -acc } else { acc };
+    match data.get(i) {
+        Some(&c) if c == delimiter => Some((v, Term::Delim, i + 1)),
+        Some(b'\n') => Some((v, Term::Newline, i + 1)),
+        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((v, Term::Newline, i + 2)),
+        None => Some((v, Term::Eof, n + 1)),
+        _ => None,
+    }
+}
+
 /// Parses every record of `data` (which starts at a record boundary) into
 /// `out`. Blank lines and comment lines are skipped.
 pub fn parse_block(
@@ -215,6 +249,7 @@ pub fn parse_block(
     let n = data.len();
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
+    let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
     let mut pos = 0;
     while pos < n {
         let c = data[pos];
@@ -242,6 +277,33 @@ pub fn parse_block(
         let mut col = 0;
         loop {
             let field_start = pos;
+            if col < ncols && integer[col] {
+                if let Some((v, term, next)) = scan_integer(data, pos, d.delimiter) {
+                    if let Err(msg) = out.push_integer(col, v) {
+                        let ty = schema.columns[col].data_type;
+                        let bytes = &data[field_start..next.min(n)];
+                        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+                        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+                        let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
+                        return Err(block_error(
+                            data,
+                            field_start,
+                            Some(col),
+                            format!("invalid {ty} value {}: {msg}", snippet(bytes)),
+                        ));
+                    }
+                    col += 1;
+                    pos = next;
+                    match term {
+                        Term::Delim => continue,
+                        Term::Newline => {
+                            info.newlines += 1;
+                            break;
+                        }
+                        Term::Eof => break,
+                    }
+                }
+            }
             let s = scan_field(data, pos, d, &classes, &mut scratch).map_err(|(off, msg)| {
                 block_error(data, off, Some(col).filter(|&c| c < ncols), msg)
             })?;
