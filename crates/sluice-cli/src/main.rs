@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -241,7 +241,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             .transpose()?,
         max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
         progress: Some(progress.clone()),
-        cancel: None,
+        cancel: Some(cancel_on_interrupt()),
     };
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;
@@ -256,6 +256,19 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     let summary =
         result.with_context(|| format!("loading table {}; nothing was committed", a.table))?;
     print_summary(&summary, a.json, quiet)
+}
+
+/// Ctrl-C (or SIGTERM) stops the load cleanly: nothing is committed and
+/// its files are removed. A second Ctrl-C exits at once; the next open
+/// then removes the files (the last commit is intact either way).
+fn cancel_on_interrupt() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag before the second handler sets it.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    flag
 }
 
 fn print_summary(s: &LoadSummary, json: bool, quiet: bool) -> Result<()> {

@@ -55,7 +55,7 @@ pub enum Error {
     Arrow(#[from] arrow_schema::ArrowError),
 
     /// The load was cancelled (for example by Ctrl-C); nothing was committed.
-    #[error("load cancelled; nothing was committed")]
+    #[error("cancelled")]
     Cancelled,
 
     /// A broken invariant. This is a bug in sluice; please report it.

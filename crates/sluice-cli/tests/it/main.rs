@@ -337,6 +337,41 @@ fn killed_load_leaves_the_last_commit() {
 }
 
 #[test]
+fn interrupt_cancels_the_load_and_commits_nothing() {
+    let t = Tmp::new();
+    let big = t.0.join("big.csv");
+    ok(&t.0, &["gen", "ints", "--rows", "3000000", "--output", big.to_str().unwrap()]);
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .args(["load", "--no-header", "--schema", "a BIGINT, b BIGINT, c BIGINT", "big", "big.csv"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tables = t.0.join("sluice.db/tables/big");
+    for _ in 0..100_000 {
+        if tables.exists() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    if o.status.success() {
+        // Finished before the signal: the table is complete.
+        assert!(ok(&t.0, &["info", "big"]).starts_with("big: 3000000 rows"));
+    } else {
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            "error: loading table big; nothing was committed: cancelled\n"
+        );
+        assert!(!tables.exists(), "a cancelled load removes its files");
+        assert!(!t.0.join("sluice.db/MANIFEST").exists());
+    }
+}
+
+#[test]
 fn every_subcommand_help_shows_an_example() {
     let t = Tmp::new();
     for sub in ["load", "info", "export", "gen", "demo", "bench"] {
