@@ -20,8 +20,8 @@ pub enum Scenario {
         #[arg(long, default_value = "1.28GB")]
         size: String,
         /// Thread counts to try, comma separated
-        #[arg(long = "threads-list", default_value = "1,2,64")]
-        threads: String,
+        #[arg(long, default_value = "1,2,64")]
+        threads_list: String,
         /// Runs per configuration (the median is reported)
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -41,17 +41,19 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
     match s {
         Scenario::Ingest {
             size,
-            threads,
+            threads_list,
             runs,
             dir,
             no_peers,
             json,
-        } => ingest(&size, &threads, runs, &dir, no_peers, json, quiet),
+        } => ingest(&size, &threads_list, runs, &dir, no_peers, json, quiet),
     }
 }
 
 struct Measure {
     seconds: f64,
+    /// CPU seconds (user + system) of the whole process.
+    cpu: f64,
     peak_rss: u64,
 }
 
@@ -83,7 +85,8 @@ con.execute("CHECKPOINT")
 seconds = time.perf_counter() - t
 n = con.execute("SELECT count(*) FROM t").fetchone()[0]
 con.close()
-print(json.dumps({"seconds": seconds, "rows": n, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": seconds, "rows": n, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "version": duckdb.__version__}))
 "#;
 
@@ -113,6 +116,7 @@ fn run_json(cmd: &mut Command, what: &str) -> Result<serde_json::Value> {
 fn measure(v: &serde_json::Value) -> Measure {
     Measure {
         seconds: v["seconds"].as_f64().unwrap_or(f64::NAN),
+        cpu: v["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
         peak_rss: v["peak_rss_bytes"].as_u64().unwrap_or(0),
     }
 }
@@ -180,6 +184,9 @@ fn ingest(
             let db = dir.join(format!("{}-{}.db", row.engine, row.threads));
             let _ = std::fs::remove_dir_all(&db);
             let _ = std::fs::remove_file(&db);
+            // Flush the previous run's dirty pages so that its write-back
+            // does not land in this run's time.
+            let _ = Command::new("sync").status();
             let v = match row.engine {
                 "sluice" => run_json(
                     Command::new(&exe)
@@ -234,12 +241,14 @@ fn ingest(
         file_bytes
     );
     println!(
-        "{:<7} {:>7} {:>9} {:>9} {:>10} {:>12} {:>10} {:>10} {:>9}",
+        "{:<7} {:>7} {:>9} {:>9} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>9}",
         "engine",
         "threads",
         "median_s",
         "MB/s",
         "MB/s/core",
+        "cpu_s",
+        "MB/cpu_s",
         "rows/s",
         "peak_rss",
         "vs_duckdb",
@@ -264,13 +273,16 @@ fn ingest(
         } else {
             "-".into()
         };
+        let cpu = median(&mut r.runs.iter().map(|m| m.cpu).collect::<Vec<_>>());
         println!(
-            "{:<7} {:>7} {:>9.3} {:>9.1} {:>10.1} {:>12.0} {:>10} {:>10} {:>9}",
+            "{:<7} {:>7} {:>9.3} {:>9.1} {:>10.1} {:>8.2} {:>9.1} {:>12.0} {:>10} {:>10} {:>9}",
             r.engine,
             r.threads,
             m,
             mbs,
             mbs / workers as f64,
+            cpu,
+            file_bytes as f64 / 1e6 / cpu,
             rows_in_file as f64 / m,
             crate::util::human_bytes(rss),
             vs_duck,
@@ -281,7 +293,7 @@ fn ingest(
                 "{}",
                 serde_json::json!({
                     "scenario": "ingest", "engine": r.engine, "threads": r.threads, "bytes": file_bytes,
-                    "rows": rows_in_file, "median_seconds": m, "runs": r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>(),
+                    "rows": rows_in_file, "median_seconds": m, "median_cpu_seconds": cpu, "runs": r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>(),
                     "peak_rss_bytes": rss, "duckdb": duck,
                 })
             );

@@ -82,7 +82,7 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a benchmark scenario (peers too, when installed) and print a table
     #[command(
-        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads 1,2,64"
+        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64"
     )]
     Bench {
         #[command(subcommand)]
@@ -278,6 +278,7 @@ fn print_summary(s: &LoadSummary, json: bool, quiet: bool) -> Result<()> {
         v["mb_per_s"] = serde_json::json!(s.mb_per_s());
         v["rows_per_s"] = serde_json::json!(s.rows_per_s());
         v["peak_rss_bytes"] = serde_json::json!(sluice::exec::peak_rss_bytes());
+        v["cpu_seconds"] = serde_json::json!(sluice::exec::cpu_seconds());
         writeln!(out, "{v}")?;
     } else if !quiet {
         writeln!(
@@ -391,3 +392,12 @@ fn cmd_export(
 
 /// How often the progress bar redraws.
 const PROGRESS_TICK: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -340,10 +340,27 @@ fn killed_load_leaves_the_last_commit() {
 fn interrupt_cancels_the_load_and_commits_nothing() {
     let t = Tmp::new();
     let big = t.0.join("big.csv");
-    ok(&t.0, &["gen", "ints", "--rows", "3000000", "--output", big.to_str().unwrap()]);
+    ok(
+        &t.0,
+        &[
+            "gen",
+            "ints",
+            "--rows",
+            "3000000",
+            "--output",
+            big.to_str().unwrap(),
+        ],
+    );
     let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .current_dir(&t.0)
-        .args(["load", "--no-header", "--schema", "a BIGINT, b BIGINT, c BIGINT", "big", "big.csv"])
+        .args([
+            "load",
+            "--no-header",
+            "--schema",
+            "a BIGINT, b BIGINT, c BIGINT",
+            "big",
+            "big.csv",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -355,7 +372,10 @@ fn interrupt_cancels_the_load_and_commits_nothing() {
         }
         std::thread::yield_now();
     }
-    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();
     if o.status.success() {
@@ -381,6 +401,32 @@ fn every_subcommand_help_shows_an_example() {
             "{sub} --help lacks examples:\n{out}"
         );
     }
+}
+
+#[test]
+fn bench_ingest_prints_its_table() {
+    let t = Tmp::new();
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "ingest",
+            "--size",
+            "200KB",
+            "--runs",
+            "1",
+            "--threads-list",
+            "1,64",
+            "--no-peers",
+            "--dir",
+            "b",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ingest: "), "{out}");
+    assert!(lines[1].starts_with("engine  threads  median_s"), "{out}");
+    assert!(lines[2].starts_with("sluice        1 "), "{out}");
+    assert!(lines[3].starts_with("sluice       64 "), "{out}");
 }
 
 #[test]

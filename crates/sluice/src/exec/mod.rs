@@ -26,6 +26,18 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// CPU time (user + system) this process has used so far, in seconds, if
+/// known (Linux `/proc/self/stat`, in USER_HZ = 100 ticks per second).
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,5 +48,16 @@ mod tests {
         assert_eq!(worker_count(Some(10_000)), cores);
         assert_eq!(worker_count(None), cores);
         assert_eq!(worker_count(Some(1)), 1);
+    }
+
+    #[test]
+    fn cpu_time_grows_with_work() {
+        let before = cpu_seconds().unwrap();
+        let mut x = 0u64;
+        let start = std::time::Instant::now();
+        while start.elapsed().as_millis() < 50 {
+            x = x.wrapping_add(std::hint::black_box(x) | 1);
+        }
+        assert!(cpu_seconds().unwrap() >= before, "{x}");
     }
 }

@@ -25,7 +25,7 @@ pub struct BlockInfo {
     pub newlines: u64,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Term {
     Delim,
     Newline,
@@ -214,6 +214,22 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
     i += neg as usize;
     let start = i;
     let mut acc: i64 = 0;
+    // Eight bytes at a time while they are all digits (SWAR).
+    while i + 8 <= n {
+        let chunk = u64::from_le_bytes(data[i..i + 8].try_into().expect("8 bytes"));
+        let k = leading_digits(chunk);
+        if k == 0 {
+            break;
+        }
+        if i - start + k > 18 {
+            return None;
+        }
+        acc = acc * POW10[k] + swar_digits(chunk, k) as i64;
+        i += k;
+        if k < 8 {
+            break;
+        }
+    }
     while i < n {
         let d = data[i].wrapping_sub(b'0');
         if d > 9 {
@@ -234,6 +250,43 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
         None => Some((v, Term::Eof, n + 1)),
         _ => None,
     }
+}
+
+const POW10: [i64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// How many of the 8 bytes (first byte lowest) are ASCII digits before the
+/// first non-digit.
+#[inline(always)]
+fn leading_digits(chunk: u64) -> usize {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    // A byte is a digit iff its high nibble is 3 and adding 6 keeps it 3.
+    // (A carry out of a byte >= 0xFA only disturbs bytes after that
+    // non-digit, which are not counted.)
+    let a = chunk & HIGH;
+    let b = chunk.wrapping_add(0x0606_0606_0606_0606) & HIGH;
+    let ok = !(a ^ 0x3030_3030_3030_3030) & !(b ^ 0x3030_3030_3030_3030) & HIGH;
+    // `ok` has 0xF0 in each digit byte; count the digit bytes from the low end.
+    ((!ok & HIGH).trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `k` (1..=8) digit bytes of `chunk`.
+#[inline(always)]
+fn swar_digits(chunk: u64, k: usize) -> u64 {
+    // Move the k digits to the top bytes: the low bytes become leading zeros.
+    let mut v = (chunk << (8 * (8 - k))) & 0x0F0F_0F0F_0F0F_0F0F;
+    v = (v * 10 + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v * 100 + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (v * 10_000 + (v >> 32)) & 0xFFFF_FFFF
 }
 
 /// Parses every record of `data` (which starts at a record boundary) into
@@ -514,6 +567,55 @@ mod tests {
             e.message,
             "invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value"
         );
+    }
+
+    #[test]
+    fn integer_fast_path_agrees_with_the_general_parser() {
+        let mut rng = 0x1234_5678_9abc_def0u64;
+        let alphabet = b"0123456789-+ ,\r\nx\xfa";
+        for _ in 0..20_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let len = (rng % 24) as usize;
+            let mut s: Vec<u8> = (0..len)
+                .map(|i| alphabet[((rng >> (i * 2)) % alphabet.len() as u64) as usize])
+                .collect();
+            if rng % 3 == 0 {
+                s = (rng % 10_000_000_000_000_000_000).to_string().into_bytes();
+            }
+            s.extend_from_slice(b",1\n");
+            if let Some((v, term, next)) = scan_integer(&s, 0, b',') {
+                let end = s.iter().position(|&c| c == b',' || c == b'\n').unwrap();
+                let field = s[..end].strip_suffix(b"\r").unwrap_or(&s[..end]);
+                let shown = String::from_utf8_lossy(&s);
+                assert_eq!(crate::parse::value::parse_i64(field), Ok(v), "{shown:?}");
+                assert_eq!(
+                    term,
+                    if s[end] == b',' {
+                        Term::Delim
+                    } else {
+                        Term::Newline
+                    },
+                    "{shown:?}"
+                );
+                assert_eq!(next, end + 1, "{shown:?}");
+            }
+        }
+        assert_eq!(
+            scan_integer(b"123456789012345678,", 0, b','),
+            Some((123456789012345678, Term::Delim, 19))
+        );
+        assert_eq!(scan_integer(b"1234567890123456789,", 0, b','), None);
+        assert_eq!(
+            scan_integer(b"-00000000000000001\r\n", 0, b','),
+            Some((-1, Term::Newline, 20))
+        );
+        assert_eq!(
+            scan_integer(b"12345678", 0, b','),
+            Some((12345678, Term::Eof, 9))
+        );
+        assert_eq!(scan_integer(b"1 ,", 0, b','), None);
     }
 
     #[test]
