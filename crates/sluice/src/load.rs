@@ -170,7 +170,41 @@ struct Block {
     offset: u64,
     /// Lines before `data[0]` when this is the file's first block.
     first_line: Option<u64>,
-    data: Vec<u8>,
+    data: Buf,
+}
+
+/// A reusable byte buffer: `bytes[..len]` holds data, the rest of `bytes`
+/// is initialised space kept so that refilling it never zeroes memory again
+/// (zeroing cost ~3 % of a load's CPU before).
+#[derive(Default)]
+struct Buf {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Buf {
+    fn data(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Drops the first `n` bytes.
+    fn consume(&mut self, n: usize) {
+        self.bytes.copy_within(n..self.len, 0);
+        self.len -= n;
+    }
+
+    /// Replaces the contents with `src`.
+    fn set(&mut self, src: &[u8]) {
+        if self.bytes.len() < src.len() {
+            self.bytes.resize(src.len(), 0);
+        }
+        self.bytes[..src.len()].copy_from_slice(src);
+        self.len = src.len();
+    }
 }
 
 type Parsed = Result<(RecordBatch, Vec<ColumnStats>, BlockInfo), BlockError>;
@@ -195,7 +229,7 @@ struct Shared<'a> {
     first_error: AtomicU64,
     /// Stop everything (writer failed, or the caller cancelled).
     stop: AtomicBool,
-    pool: Mutex<Vec<Vec<u8>>>,
+    pool: Mutex<Vec<Buf>>,
 }
 
 impl Shared<'_> {
@@ -209,7 +243,7 @@ impl Shared<'_> {
                 .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
-    fn take_buf(&self) -> Vec<u8> {
+    fn take_buf(&self) -> Buf {
         let mut b = self
             .pool
             .lock()
@@ -217,11 +251,11 @@ impl Shared<'_> {
             .ok()
             .flatten()
             .unwrap_or_default();
-        b.clear();
+        b.len = 0;
         b
     }
 
-    fn give_buf(&self, b: Vec<u8>) {
+    fn give_buf(&self, b: Buf) {
         if let Ok(mut p) = self.pool.lock() {
             p.push(b);
         }
@@ -306,20 +340,33 @@ pub fn load(
     let block_rx = Mutex::new(block_rx);
     let (split_res, write_res) = std::thread::scope(|s| {
         let shared = &shared;
-        let splitter = s.spawn(move || split_all(shared, block_tx, token_rx));
-        for _ in 0..workers {
+        let spawn_err = |e: std::io::Error| Error::Internal(format!("cannot start a thread: {e}"));
+        let splitter = std::thread::Builder::new()
+            .name("sluice-read".into())
+            .spawn_scoped(s, move || split_all(shared, block_tx, token_rx))
+            .map_err(spawn_err);
+        for i in 0..workers {
             let done_tx = done_tx.clone();
             let block_rx = &block_rx;
-            s.spawn(move || work(shared, block_rx, done_tx));
+            // Without workers nothing drains the blocks: the reader would
+            // block, so a failure to start one stops the load.
+            if let Err(e) = std::thread::Builder::new()
+                .name(format!("sluice-parse-{i}"))
+                .spawn_scoped(s, move || work(shared, block_rx, done_tx))
+            {
+                shared.stop.store(true, Ordering::Relaxed);
+                return (Err(spawn_err(e)), Ok(()));
+            }
         }
         drop(done_tx);
         let write_res = writer.run(done_rx, token_tx);
         if write_res.is_err() {
             shared.stop.store(true, Ordering::Relaxed);
         }
-        let split_res = splitter
-            .join()
-            .unwrap_or_else(|_| Err(Error::Internal("the reader thread panicked".into())));
+        let split_res = splitter.and_then(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Internal("the reader thread panicked".into())))
+        });
         (split_res, write_res)
     });
 
@@ -391,18 +438,14 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
         {
             None
         } else {
-            let capacity = (block.data.len() as f64 * rows_per_byte * 1.1) as usize + 16;
+            let data = block.data.data();
+            let capacity = (data.len() as f64 * rows_per_byte * 1.1) as usize + 16;
             let mut builder = BatchBuilder::new(shared.schema, shared.values.clone(), capacity);
-            let parsed = parse_block(
-                &block.data,
-                &shared.opts.dialect,
-                shared.schema,
-                &mut builder,
-            );
+            let parsed = parse_block(data, &shared.opts.dialect, shared.schema, &mut builder);
             Some(match parsed {
                 Ok(info) => {
-                    if !block.data.is_empty() {
-                        rows_per_byte = info.rows as f64 / block.data.len() as f64;
+                    if !data.is_empty() {
+                        rows_per_byte = info.rows as f64 / data.len() as f64;
                     }
                     match builder.finish() {
                         Ok((batch, stats)) => Ok((batch, stats, info)),
@@ -461,20 +504,17 @@ fn split_all(
 
 /// Reads into `buf` until it holds `want` bytes or the input ends.
 /// Returns true at end of input.
-fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize, name: &Input) -> Result<bool> {
-    let mut filled = buf.len();
-    if filled >= want {
+fn fill(r: &mut dyn Read, buf: &mut Buf, want: usize, name: &Input) -> Result<bool> {
+    if buf.len >= want {
         return Ok(false);
     }
-    buf.resize(want, 0);
-    let mut eof = false;
-    while filled < want {
-        match r.read(&mut buf[filled..]) {
-            Ok(0) => {
-                eof = true;
-                break;
-            }
-            Ok(n) => filled += n,
+    if buf.bytes.len() < want {
+        buf.bytes.resize(want, 0);
+    }
+    while buf.len < want {
+        match r.read(&mut buf.bytes[buf.len..want]) {
+            Ok(0) => return Ok(true),
+            Ok(n) => buf.len += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 return Err(match name {
@@ -484,9 +524,13 @@ fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, want: usize, name: &Input) -> Resul
             }
         }
     }
-    buf.truncate(filled);
-    Ok(eof)
+    Ok(false)
 }
+
+/// How far before the end of a full buffer the search for a record end
+/// starts: the bytes after the cut are copied into the next buffer, so this
+/// bounds that copy (it was 1/8 of every block, ~3 % of a load's CPU).
+const CUT_SEARCH: usize = 64 << 10;
 
 fn split_file(
     shared: &Shared<'_>,
@@ -508,22 +552,22 @@ fn split_file(
             message: "file is empty".into(),
         });
     }
-    check_text(&name, &buf)?;
+    check_text(&name, buf.data())?;
     let mut offset = 0u64;
     let mut line = 0u64;
-    let mut total = buf.len() as u64;
+    let mut total = buf.len as u64;
     let progress = |n: u64| {
         if let Some(p) = &opts.progress {
             p.bytes_read.fetch_add(n, Ordering::Relaxed);
         }
     };
-    progress(buf.len() as u64);
+    progress(buf.len as u64);
     // Grows `buf` by one block; errors when a record exceeds the line limit.
-    let mut grow = |buf: &mut Vec<u8>, eof: &mut bool| -> Result<()> {
-        let before = buf.len();
+    let mut grow = |buf: &mut Buf, eof: &mut bool| -> Result<()> {
+        let before = buf.len;
         *eof = fill(&mut reader, buf, before + bs, input)?;
-        total += (buf.len() - before) as u64;
-        progress((buf.len() - before) as u64);
+        total += (buf.len - before) as u64;
+        progress((buf.len - before) as u64);
         Ok(())
     };
     let too_long = |line: u64, offset: u64| Error::Parse {
@@ -539,26 +583,24 @@ fn split_file(
 
     for _ in 0..opts.skip {
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &buf) {
-                buf.drain(..=i);
+            if let Some(i) = memchr::memchr(b'\n', buf.data()) {
+                buf.consume(i + 1);
                 offset += i as u64 + 1;
                 line += 1;
                 break;
             }
+            offset += buf.len as u64;
+            buf.len = 0;
             if eof {
-                offset += buf.len() as u64;
-                buf.clear();
                 break;
             }
-            offset += buf.len() as u64;
-            buf.clear();
             grow(&mut buf, &mut eof)?;
         }
     }
 
     if opts.header != Header::No {
         loop {
-            match read_record(&buf, &opts.dialect, eof) {
+            match read_record(buf.data(), &opts.dialect, eof) {
                 Ok(Some((fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
                     let names_match = fields.len() == cols.len()
@@ -580,13 +622,13 @@ fn split_file(
                         });
                     }
                     if opts.header == Header::Yes || names_match {
-                        buf.drain(..used);
+                        buf.consume(used);
                         offset += used as u64;
                         line += newlines;
                     }
                     break;
                 }
-                Ok(None) if buf.len() <= opts.max_line_size => grow(&mut buf, &mut eof)?,
+                Ok(None) if buf.len <= opts.max_line_size => grow(&mut buf, &mut eof)?,
                 Ok(None) => return Err(too_long(line, offset)),
                 // A malformed first record: the data parse reports it.
                 Err(_) if opts.header == Header::Auto => break,
@@ -605,19 +647,19 @@ fn split_file(
 
     let mut first_line = Some(line);
     loop {
-        if !eof && buf.len() < bs {
+        if !eof && buf.len < bs {
             grow(&mut buf, &mut eof)?;
         }
         let cut = if eof {
             if buf.is_empty() {
                 break;
             }
-            buf.len()
+            buf.len
         } else {
-            let target = (bs - bs / 8).min(buf.len() - 1);
-            match find_boundary(&buf, target, &opts.dialect) {
+            let target = buf.len - (buf.len / 8).clamp(1, CUT_SEARCH);
+            match find_boundary(buf.data(), target, &opts.dialect) {
                 Some(c) => c,
-                None if buf.len() - target > opts.max_line_size => {
+                None if buf.len - target > opts.max_line_size => {
                     return Err(too_long(first_line.unwrap_or(0), offset));
                 }
                 None => {
@@ -627,13 +669,13 @@ fn split_file(
             }
         };
         let mut tail = shared.take_buf();
-        tail.extend_from_slice(&buf[cut..]);
-        buf.truncate(cut);
+        tail.set(&buf.data()[cut..]);
+        buf.len = cut;
         let data = std::mem::replace(&mut buf, tail);
         if tokens.recv().is_err() || shared.stopping() {
             return Err(Error::Cancelled);
         }
-        let len = data.len() as u64;
+        let len = data.len as u64;
         let block = Block {
             seq: *seq,
             file,
