@@ -8,6 +8,22 @@ use clap::Subcommand;
 
 #[derive(Subcommand)]
 pub enum GenCommand {
+    /// TPC-H tables as CSV with a header (the tpchgen crate, a port of dbgen);
+    /// prints the `sluice load` command for each table
+    Tpch {
+        /// Scale factor (1 = lineitem of 6 million rows, ~750 MB)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Only this table (default: all eight)
+        #[arg(long)]
+        table: Option<String>,
+        /// Directory for the CSV files
+        #[arg(long, short, default_value = "tpch")]
+        output: PathBuf,
+        /// Also load the tables into the database (--db)
+        #[arg(long)]
+        load: bool,
+    },
     /// The three-integer CSV of the ingest benchmark: `a,b,c` per line, no
     /// header, values uniform in 0..2^31, fixed seed
     Ints {
@@ -25,8 +41,54 @@ pub enum GenCommand {
     },
 }
 
-pub fn run(cmd: GenCommand) -> Result<()> {
+pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
     match cmd {
+        GenCommand::Tpch {
+            sf,
+            table,
+            output,
+            load,
+        } => {
+            std::fs::create_dir_all(&output)
+                .with_context(|| format!("creating {}", output.display()))?;
+            let tables: Vec<String> = match table {
+                Some(t) => vec![t.to_ascii_lowercase()],
+                None => crate::tpch::TABLES.iter().map(|t| t.to_string()).collect(),
+            };
+            let workers = sluice::exec::worker_count(threads);
+            for t in &tables {
+                let (path, bytes) = crate::tpch::write_table(&output, t, sf, workers)?;
+                let schema = crate::tpch::schema(t).unwrap_or_default();
+                eprintln!(
+                    "wrote {} ({})",
+                    path.display(),
+                    crate::util::human_bytes(bytes)
+                );
+                if load {
+                    let mut database = sluice::store::Database::open_writer(db)?;
+                    let opts = sluice::load::LoadOptions {
+                        schema: Some(schema.parse()?),
+                        header: sluice::load::Header::Yes,
+                        threads,
+                        ..Default::default()
+                    };
+                    let s = sluice::load::load(
+                        &mut database,
+                        t,
+                        &[sluice::source::Input::File(path.clone())],
+                        &opts,
+                    )
+                    .with_context(|| format!("loading {t}"))?;
+                    eprintln!("loaded {} rows into {t} in {:.2} s", s.rows, s.seconds);
+                } else {
+                    println!(
+                        "sluice load --header --schema \"{schema}\" {t} {}",
+                        path.display()
+                    );
+                }
+            }
+            Ok(())
+        }
         GenCommand::Ints {
             size,
             rows,

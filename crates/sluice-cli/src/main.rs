@@ -3,6 +3,8 @@
 mod bench;
 mod demo;
 mod generate;
+mod query;
+mod tpch;
 mod util;
 
 use std::io::{IsTerminal, Write};
@@ -53,6 +55,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a SQL query (SELECT or EXPLAIN SELECT) and print the result
+    #[command(after_help = QUERY_EXAMPLES)]
+    Query {
+        /// The SQL text
+        sql: String,
+        /// Output format (default: table on a terminal, csv otherwise)
+        #[arg(long, value_enum)]
+        format: Option<query::Format>,
+        /// Print the run time and scan statistics to stderr
+        #[arg(long)]
+        timing: bool,
+    },
     /// Write a table's rows as CSV (NULL as an empty field, empty text as "")
     #[command(
         after_help = "Examples:\n  sluice export trips > trips.csv\n  sluice export trips --output trips.tsv --delimiter tab"
@@ -89,6 +103,15 @@ enum Command {
         scenario: bench::Scenario,
     },
 }
+
+const QUERY_EXAMPLES: &str = "Examples:
+  sluice query \"SELECT count(*) FROM sales\"
+  sluice query --format json \"SELECT d, sum(price) AS total FROM sales GROUP BY d ORDER BY total DESC LIMIT 5\"
+  sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
+
+Supported: one table; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET; + - * /, CASE, CAST,
+EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR;
+COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
 
 const LOAD_EXAMPLES: &str = "Examples:
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
@@ -174,13 +197,18 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Load(args) => cmd_load(&cli.db, cli.threads, cli.quiet, args),
         Command::Info { table, json } => cmd_info(&cli.db, table.as_deref(), json),
+        Command::Query {
+            sql,
+            format,
+            timing,
+        } => query::run(&cli.db, &sql, cli.threads, format, timing),
         Command::Export {
             table,
             output,
             delimiter,
             header,
         } => cmd_export(&cli.db, &table, output, &delimiter, header),
-        Command::Gen { what } => generate::run(what),
+        Command::Gen { what } => generate::run(what, &cli.db, cli.threads),
         Command::Demo(args) => demo::run(args, cli.threads),
         Command::Bench { scenario } => bench::run(scenario, cli.quiet),
     }

@@ -42,6 +42,15 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
+    /// A query that cannot be planned: unsupported construct, unknown
+    /// column, type error. Says what and where.
+    #[error("{0}")]
+    Plan(String),
+
+    /// A query that failed while running (division by zero, overflow).
+    #[error("{0}")]
+    Exec(String),
+
     /// The database is locked by another writer.
     #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Locked { path: PathBuf, pid: Option<u32> },

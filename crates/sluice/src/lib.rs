@@ -26,6 +26,7 @@ pub mod error;
 pub mod exec;
 pub mod load;
 pub mod parse;
+pub mod query;
 pub mod source;
 pub mod split;
 pub mod store;

@@ -20,6 +20,9 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
         A::Decimal64(_, scale) => {
             format_decimal(a.as_primitive::<Decimal64Type>().value(i), *scale as u32)
         }
+        A::Decimal128(_, scale) => {
+            format_decimal128(a.as_primitive::<Decimal128Type>().value(i), *scale as u32)
+        }
         A::Date32 => format_date(a.as_primitive::<Date32Type>().value(i)),
         A::Timestamp(..) => format_timestamp(a.as_primitive::<TimestampMicrosecondType>().value(i)),
         A::Utf8 => a.as_string::<i32>().value(i).to_string(),
@@ -34,6 +37,22 @@ pub fn format_decimal(v: i64, scale: u32) -> String {
     }
     let abs = v.unsigned_abs();
     let div = 10u64.pow(scale);
+    let sign = if v < 0 { "-" } else { "" };
+    format!(
+        "{sign}{}.{:0width$}",
+        abs / div,
+        abs % div,
+        width = scale as usize
+    )
+}
+
+/// Formats a 128-bit scaled integer (query results: sums, products).
+pub fn format_decimal128(v: i128, scale: u32) -> String {
+    if scale == 0 {
+        return v.to_string();
+    }
+    let abs = v.unsigned_abs();
+    let div = 10u128.pow(scale);
     let sign = if v < 0 { "-" } else { "" };
     format!(
         "{sign}{}.{:0width$}",

@@ -1,0 +1,194 @@
+//! `sluice query`: run SQL and print the result.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType as A;
+use sluice::batch::format_value;
+use sluice::store::Database;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns (the default on a terminal)
+    Table,
+    /// RFC 4180 CSV with a header (the default when piped)
+    Csv,
+    /// One JSON array of row objects
+    Json,
+}
+
+pub fn run(
+    db_dir: &Path,
+    sql: &str,
+    threads: Option<usize>,
+    format: Option<Format>,
+    timing: bool,
+) -> Result<()> {
+    let db = Database::open(db_dir)?;
+    let start = Instant::now();
+    let result = sluice::query::query(&db, sql, threads)?;
+    let elapsed = start.elapsed();
+    let format = format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Table
+    } else {
+        Format::Csv
+    });
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if let Some(plan) = &result.explain {
+        out.write_all(plan.as_bytes())?;
+    } else {
+        let names: Vec<String> = result
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        match format {
+            Format::Table => write_table(&mut out, &names, &result.batches)?,
+            Format::Csv => write_csv(&mut out, &names, &result.batches)?,
+            Format::Json => write_json(&mut out, &names, &result.batches)?,
+        }
+    }
+    out.flush().context("writing the result")?;
+    if timing {
+        let rows: usize = result.batches.iter().map(|b| b.num_rows()).sum();
+        let f = &result.facts;
+        eprintln!(
+            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments",
+            elapsed.as_secs_f64(),
+            rows,
+            f.rows,
+            f.morsels,
+            f.morsel_rows,
+            f.workers,
+            f.segments_scanned,
+            f.segments_total
+        );
+    }
+    Ok(())
+}
+
+fn cells(batches: &[RecordBatch]) -> impl Iterator<Item = Vec<Option<String>>> + '_ {
+    batches.iter().flat_map(|b| {
+        (0..b.num_rows()).map(move |r| {
+            b.columns()
+                .iter()
+                .map(|c| format_value(c.as_ref(), r))
+                .collect()
+        })
+    })
+}
+
+fn write_csv(out: &mut dyn Write, names: &[String], batches: &[RecordBatch]) -> Result<()> {
+    let header: Vec<Option<String>> = names.iter().cloned().map(Some).collect();
+    crate::util::write_csv_row(out, &header, b',')?;
+    for row in cells(batches) {
+        crate::util::write_csv_row(out, &row, b',')?;
+    }
+    Ok(())
+}
+
+fn is_number(t: &A) -> bool {
+    matches!(
+        t,
+        A::Int32 | A::Int64 | A::Float64 | A::Decimal64(..) | A::Decimal128(..)
+    )
+}
+
+fn write_table(out: &mut dyn Write, names: &[String], batches: &[RecordBatch]) -> Result<()> {
+    let rows: Vec<Vec<String>> = cells(batches)
+        .map(|r| {
+            r.into_iter()
+                .map(|c| c.unwrap_or_else(|| "NULL".into()))
+                .collect()
+        })
+        .collect();
+    let numeric: Vec<bool> = match batches.first() {
+        Some(b) => b
+            .columns()
+            .iter()
+            .map(|c| is_number(c.data_type()))
+            .collect(),
+        None => vec![false; names.len()],
+    };
+    let mut widths: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |out: &mut dyn Write, cells: &[String], header: bool| -> std::io::Result<()> {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                s.push_str(" | ");
+            }
+            let pad = widths[i] - c.chars().count();
+            if numeric[i] && !header {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            }
+        }
+        writeln!(out, "{}", s.trim_end())
+    };
+    line(out, names, true)?;
+    let sep: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    writeln!(out, "{}", sep.join("-+-"))?;
+    for r in &rows {
+        line(out, r, false)?;
+    }
+    writeln!(
+        out,
+        "({} row{})",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" }
+    )?;
+    Ok(())
+}
+
+fn write_json(out: &mut dyn Write, names: &[String], batches: &[RecordBatch]) -> Result<()> {
+    writeln!(out, "[")?;
+    let mut first = true;
+    for b in batches {
+        for r in 0..b.num_rows() {
+            if !first {
+                writeln!(out, ",")?;
+            }
+            first = false;
+            write!(out, "  {{")?;
+            for (i, c) in b.columns().iter().enumerate() {
+                if i > 0 {
+                    write!(out, ", ")?;
+                }
+                write!(out, "{}: ", serde_json::to_string(&names[i])?)?;
+                match format_value(c.as_ref(), r) {
+                    None => write!(out, "null")?,
+                    Some(v)
+                        if matches!(c.data_type(), A::Float64)
+                            && !v.parse::<f64>().is_ok_and(f64::is_finite) =>
+                    {
+                        write!(out, "{}", serde_json::to_string(&v)?)?
+                    }
+                    // Exact: decimals and integers are written as they print.
+                    Some(v) if is_number(c.data_type()) || matches!(c.data_type(), A::Boolean) => {
+                        write!(out, "{v}")?
+                    }
+                    Some(v) => write!(out, "{}", serde_json::to_string(&v)?)?,
+                }
+            }
+            write!(out, "}}")?;
+        }
+    }
+    if !first {
+        writeln!(out)?;
+    }
+    writeln!(out, "]")?;
+    let _ = batches.first().map(|b| b.column(0).len());
+    Ok(())
+}

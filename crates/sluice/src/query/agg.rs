@@ -1,0 +1,519 @@
+//! Grouped aggregation in two modes: each worker folds its morsels into a
+//! `Partial` [`GroupTable`]; the tables are merged once into the `Final`
+//! one. Sums of integers and decimals accumulate in 128 bits and are exact.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::builder::{Float64Builder, Int64Builder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, Decimal128Array, new_null_array};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::DataType as A;
+
+use super::expr::{Expr, exec_err};
+use crate::error::{Error, Result};
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One aggregate call of a query.
+#[derive(Debug, Clone)]
+pub struct AggCall {
+    pub func: AggFunc,
+    /// The argument, over the table's columns (`None` for COUNT(*)).
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    /// Type of the argument.
+    pub arg_type: A,
+    /// Display form, e.g. `sum(l_quantity)`.
+    pub name: String,
+}
+
+impl AggCall {
+    /// Result type: COUNT → BIGINT; SUM of integers or decimals →
+    /// DECIMAL(38, s) (exact, never overflows in practice); SUM of doubles and
+    /// every AVG → DOUBLE; MIN/MAX → the argument's type.
+    pub fn output_type(&self) -> A {
+        match self.func {
+            AggFunc::CountStar | AggFunc::Count => A::Int64,
+            AggFunc::Sum => match &self.arg_type {
+                A::Int32 | A::Int64 => A::Decimal128(38, 0),
+                A::Decimal128(_, s) => A::Decimal128(38, *s),
+                _ => A::Float64,
+            },
+            AggFunc::Avg => A::Float64,
+            AggFunc::Min | AggFunc::Max => self.arg_type.clone(),
+        }
+    }
+}
+
+/// Per-group state of one aggregate.
+enum Acc {
+    Count(Vec<i64>),
+    /// Integer or decimal sum (unscaled) and whether any value was seen.
+    SumInt(Vec<i128>, Vec<bool>),
+    SumFloat(Vec<f64>, Vec<bool>),
+    AvgInt(Vec<i128>, Vec<i64>, i8),
+    AvgFloat(Vec<f64>, Vec<i64>),
+    /// Min/max of anything orderable, kept as row-format bytes.
+    MinMax(Vec<Option<Box<[u8]>>>, bool),
+    Distinct(Vec<HashSet<Box<[u8]>>>),
+}
+
+/// Groups and their aggregate states.
+pub struct GroupTable {
+    key_conv: Option<RowConverter>,
+    keys: Vec<Box<[u8]>>,
+    map: HashMap<Box<[u8]>, u32>,
+    accs: Vec<Acc>,
+    /// Row converters for MIN/MAX/COUNT(DISTINCT) values.
+    value_convs: Vec<Option<RowConverter>>,
+    calls: Arc<Vec<AggCall>>,
+    groups: usize,
+}
+
+/// Up to this many groups, a linear scan over the keys beats hashing.
+const FEW_GROUPS: usize = 8;
+
+impl GroupTable {
+    pub fn new(key_types: &[A], calls: Arc<Vec<AggCall>>) -> Result<Self> {
+        let key_conv = if key_types.is_empty() {
+            None
+        } else {
+            Some(
+                RowConverter::new(
+                    key_types
+                        .iter()
+                        .map(|t| SortField::new(t.clone()))
+                        .collect(),
+                )
+                .map_err(exec_err)?,
+            )
+        };
+        let mut accs = Vec::new();
+        let mut value_convs = Vec::new();
+        for c in calls.iter() {
+            let (acc, conv) = match (c.func, c.distinct) {
+                (AggFunc::Count, true) => (Acc::Distinct(vec![]), Some(conv_for(&c.arg_type)?)),
+                (AggFunc::CountStar | AggFunc::Count, _) => (Acc::Count(vec![]), None),
+                (AggFunc::Sum, _) => match c.arg_type {
+                    A::Float64 => (Acc::SumFloat(vec![], vec![]), None),
+                    _ => (Acc::SumInt(vec![], vec![]), None),
+                },
+                (AggFunc::Avg, _) => match c.arg_type {
+                    A::Float64 => (Acc::AvgFloat(vec![], vec![]), None),
+                    A::Decimal128(_, s) => (Acc::AvgInt(vec![], vec![], s), None),
+                    _ => (Acc::AvgInt(vec![], vec![], 0), None),
+                },
+                (AggFunc::Min, _) => (Acc::MinMax(vec![], false), Some(conv_for(&c.arg_type)?)),
+                (AggFunc::Max, _) => (Acc::MinMax(vec![], true), Some(conv_for(&c.arg_type)?)),
+            };
+            accs.push(acc);
+            value_convs.push(conv);
+        }
+        let mut t = GroupTable {
+            key_conv,
+            keys: Vec::new(),
+            map: HashMap::new(),
+            accs,
+            value_convs,
+            calls,
+            groups: 0,
+        };
+        if t.key_conv.is_none() {
+            // A global aggregate has exactly one group, also over no rows.
+            t.add_group(Box::new([]));
+        }
+        Ok(t)
+    }
+
+    fn add_group(&mut self, key: Box<[u8]>) -> u32 {
+        let g = self.groups as u32;
+        self.groups += 1;
+        if self.groups > FEW_GROUPS {
+            if self.map.is_empty() {
+                for (i, k) in self.keys.iter().enumerate() {
+                    self.map.insert(k.clone(), i as u32);
+                }
+            }
+            self.map.insert(key.clone(), g);
+        }
+        self.keys.push(key);
+        for a in &mut self.accs {
+            match a {
+                Acc::Count(v) => v.push(0),
+                Acc::SumInt(v, s) => {
+                    v.push(0);
+                    s.push(false)
+                }
+                Acc::SumFloat(v, s) => {
+                    v.push(0.0);
+                    s.push(false)
+                }
+                Acc::AvgInt(v, n, _) => {
+                    v.push(0);
+                    n.push(0)
+                }
+                Acc::AvgFloat(v, n) => {
+                    v.push(0.0);
+                    n.push(0)
+                }
+                Acc::MinMax(v, _) => v.push(None),
+                Acc::Distinct(v) => v.push(HashSet::new()),
+            }
+        }
+        g
+    }
+
+    fn group_of(&mut self, key: &[u8]) -> u32 {
+        if self.groups <= FEW_GROUPS {
+            if let Some(i) = self.keys.iter().position(|k| &**k == key) {
+                return i as u32;
+            }
+        } else if let Some(&g) = self.map.get(key) {
+            return g;
+        }
+        self.add_group(key.into())
+    }
+
+    /// Folds rows in: `keys` are the evaluated group-by columns, `args` the
+    /// evaluated aggregate arguments (`None` for COUNT(*)).
+    pub fn update(
+        &mut self,
+        rows: usize,
+        keys: &[ArrayRef],
+        args: &[Option<ArrayRef>],
+    ) -> Result<()> {
+        let groups: Vec<u32> = match &self.key_conv {
+            None => vec![0; rows],
+            Some(conv) => {
+                let converted = conv.convert_columns(keys).map_err(exec_err)?;
+                let mut out = Vec::with_capacity(rows);
+                let mut last: Option<(Vec<u8>, u32)> = None;
+                for r in converted.iter() {
+                    let bytes = r.as_ref();
+                    // Runs of equal keys skip the lookup.
+                    if let Some((k, g)) = &last {
+                        if k.as_slice() == bytes {
+                            out.push(*g);
+                            continue;
+                        }
+                    }
+                    let g = self.group_of(bytes);
+                    last = Some((bytes.to_vec(), g));
+                    out.push(g);
+                }
+                out
+            }
+        };
+        for (i, acc) in self.accs.iter_mut().enumerate() {
+            let arg = args[i].as_ref();
+            match acc {
+                Acc::Count(v) => match arg {
+                    None => groups.iter().for_each(|&g| v[g as usize] += 1),
+                    Some(a) => {
+                        for (r, &g) in groups.iter().enumerate() {
+                            if a.is_valid(r) {
+                                v[g as usize] += 1;
+                            }
+                        }
+                    }
+                },
+                Acc::SumInt(v, seen) => {
+                    let a = arg.ok_or_else(|| Error::Internal("SUM without argument".into()))?;
+                    for_each_i128(a, |r, x| {
+                        let g = groups[r] as usize;
+                        v[g] += x;
+                        seen[g] = true;
+                    })?;
+                }
+                Acc::AvgInt(v, n, _) => {
+                    let a = arg.ok_or_else(|| Error::Internal("AVG without argument".into()))?;
+                    for_each_i128(a, |r, x| {
+                        let g = groups[r] as usize;
+                        v[g] += x;
+                        n[g] += 1;
+                    })?;
+                }
+                Acc::SumFloat(v, seen) => {
+                    let a = arg.ok_or_else(|| Error::Internal("SUM without argument".into()))?;
+                    for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
+                        if let Some(x) = x {
+                            let g = groups[r] as usize;
+                            v[g] += x;
+                            seen[g] = true;
+                        }
+                    }
+                }
+                Acc::AvgFloat(v, n) => {
+                    let a = arg.ok_or_else(|| Error::Internal("AVG without argument".into()))?;
+                    for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
+                        if let Some(x) = x {
+                            let g = groups[r] as usize;
+                            v[g] += x;
+                            n[g] += 1;
+                        }
+                    }
+                }
+                Acc::MinMax(v, is_max) => {
+                    let a =
+                        arg.ok_or_else(|| Error::Internal("MIN/MAX without argument".into()))?;
+                    let conv = self.value_convs[i]
+                        .as_ref()
+                        .expect("min/max has a converter");
+                    let rows_conv = conv
+                        .convert_columns(std::slice::from_ref(a))
+                        .map_err(exec_err)?;
+                    for (r, &g) in groups.iter().enumerate() {
+                        if a.is_null(r) {
+                            continue;
+                        }
+                        let b = rows_conv.row(r);
+                        let b = b.as_ref();
+                        let slot = &mut v[g as usize];
+                        let better = match slot {
+                            None => true,
+                            Some(cur) => {
+                                if *is_max {
+                                    b > &**cur
+                                } else {
+                                    b < &**cur
+                                }
+                            }
+                        };
+                        if better {
+                            *slot = Some(b.into());
+                        }
+                    }
+                }
+                Acc::Distinct(v) => {
+                    let a = arg.ok_or_else(|| {
+                        Error::Internal("COUNT(DISTINCT) without argument".into())
+                    })?;
+                    let conv = self.value_convs[i]
+                        .as_ref()
+                        .expect("distinct has a converter");
+                    let rows_conv = conv
+                        .convert_columns(std::slice::from_ref(a))
+                        .map_err(exec_err)?;
+                    for (r, &g) in groups.iter().enumerate() {
+                        if a.is_valid(r) {
+                            v[g as usize].insert(rows_conv.row(r).as_ref().into());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges another worker's partial table into this one.
+    pub fn merge(&mut self, other: GroupTable) -> Result<()> {
+        let GroupTable { keys, accs, .. } = other;
+        let map: Vec<u32> = if self.key_conv.is_none() {
+            vec![0]
+        } else {
+            keys.iter().map(|k| self.group_of(k)).collect()
+        };
+        for (mine, theirs) in self.accs.iter_mut().zip(accs) {
+            match (mine, theirs) {
+                (Acc::Count(a), Acc::Count(b)) => {
+                    map.iter().zip(b).for_each(|(&g, x)| a[g as usize] += x)
+                }
+                (Acc::SumInt(a, sa), Acc::SumInt(b, sb)) => {
+                    for (j, &g) in map.iter().enumerate() {
+                        a[g as usize] += b[j];
+                        sa[g as usize] |= sb[j];
+                    }
+                }
+                (Acc::SumFloat(a, sa), Acc::SumFloat(b, sb)) => {
+                    for (j, &g) in map.iter().enumerate() {
+                        a[g as usize] += b[j];
+                        sa[g as usize] |= sb[j];
+                    }
+                }
+                (Acc::AvgInt(a, na, _), Acc::AvgInt(b, nb, _)) => {
+                    for (j, &g) in map.iter().enumerate() {
+                        a[g as usize] += b[j];
+                        na[g as usize] += nb[j];
+                    }
+                }
+                (Acc::AvgFloat(a, na), Acc::AvgFloat(b, nb)) => {
+                    for (j, &g) in map.iter().enumerate() {
+                        a[g as usize] += b[j];
+                        na[g as usize] += nb[j];
+                    }
+                }
+                (Acc::MinMax(a, is_max), Acc::MinMax(b, _)) => {
+                    for (j, x) in b.into_iter().enumerate() {
+                        let Some(x) = x else { continue };
+                        let slot = &mut a[map[j] as usize];
+                        let better = match slot {
+                            None => true,
+                            Some(cur) => {
+                                if *is_max {
+                                    x > *cur
+                                } else {
+                                    x < *cur
+                                }
+                            }
+                        };
+                        if better {
+                            *slot = Some(x);
+                        }
+                    }
+                }
+                (Acc::Distinct(a), Acc::Distinct(b)) => {
+                    for (j, set) in b.into_iter().enumerate() {
+                        a[map[j] as usize].extend(set);
+                    }
+                }
+                _ => return Err(Error::Internal("merging different aggregates".into())),
+            }
+        }
+        Ok(())
+    }
+
+    /// The result: group-key columns, then one column per aggregate.
+    pub fn finish(self) -> Result<Vec<ArrayRef>> {
+        let n = self.groups;
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        if let Some(conv) = &self.key_conv {
+            let parser = conv.parser();
+            cols = conv
+                .convert_rows(self.keys.iter().map(|k| parser.parse(k)))
+                .map_err(exec_err)?;
+        }
+        for ((acc, call), conv) in self
+            .accs
+            .into_iter()
+            .zip(self.calls.iter())
+            .zip(&self.value_convs)
+        {
+            let out_type = call.output_type();
+            let col: ArrayRef = match acc {
+                Acc::Count(v) => Arc::new(arrow_array::Int64Array::from(v)),
+                Acc::SumInt(v, seen) => {
+                    let vals: Decimal128Array = v
+                        .into_iter()
+                        .zip(seen)
+                        .map(|(x, s)| s.then_some(x))
+                        .collect();
+                    let A::Decimal128(p, s) = out_type else {
+                        return Err(Error::Internal("sum type".into()));
+                    };
+                    Arc::new(vals.with_precision_and_scale(p, s).map_err(exec_err)?)
+                }
+                Acc::SumFloat(v, seen) => {
+                    let mut b = Float64Builder::with_capacity(n);
+                    v.into_iter()
+                        .zip(seen)
+                        .for_each(|(x, s)| b.append_option(s.then_some(x)));
+                    Arc::new(b.finish())
+                }
+                Acc::AvgInt(v, cnt, scale) => {
+                    let div = 10f64.powi(scale as i32);
+                    let mut b = Float64Builder::with_capacity(n);
+                    for (x, c) in v.into_iter().zip(cnt) {
+                        b.append_option((c > 0).then(|| x as f64 / div / c as f64));
+                    }
+                    Arc::new(b.finish())
+                }
+                Acc::AvgFloat(v, cnt) => {
+                    let mut b = Float64Builder::with_capacity(n);
+                    for (x, c) in v.into_iter().zip(cnt) {
+                        b.append_option((c > 0).then(|| x / c as f64));
+                    }
+                    Arc::new(b.finish())
+                }
+                Acc::MinMax(v, _) => {
+                    let conv = conv.as_ref().expect("min/max has a converter");
+                    if v.iter().all(Option::is_none) {
+                        new_null_array(&out_type, n)
+                    } else {
+                        // Nulls are rows of a null value: convert a null
+                        // stand-in through the same converter.
+                        let null_row = conv
+                            .convert_columns(&[new_null_array(&call.arg_type, 1)])
+                            .map_err(exec_err)?;
+                        let null_bytes: Box<[u8]> = null_row.row(0).as_ref().into();
+                        let parser = conv.parser();
+                        let rows: Vec<Box<[u8]>> = v
+                            .into_iter()
+                            .map(|x| x.unwrap_or_else(|| null_bytes.clone()))
+                            .collect();
+                        conv.convert_rows(rows.iter().map(|r| parser.parse(r)))
+                            .map_err(exec_err)?
+                            .remove(0)
+                    }
+                }
+                Acc::Distinct(v) => {
+                    let mut b = Int64Builder::with_capacity(n);
+                    v.iter().for_each(|s| b.append_value(s.len() as i64));
+                    Arc::new(b.finish())
+                }
+            };
+            cols.push(col);
+        }
+        Ok(cols)
+    }
+}
+
+fn conv_for(t: &A) -> Result<RowConverter> {
+    RowConverter::new(vec![SortField::new(t.clone())]).map_err(exec_err)
+}
+
+/// Calls `f(row, value)` for every non-null integer or decimal (unscaled).
+fn for_each_i128(a: &ArrayRef, mut f: impl FnMut(usize, i128)) -> Result<()> {
+    match a.data_type() {
+        A::Int32 => a
+            .as_primitive::<Int32Type>()
+            .iter()
+            .enumerate()
+            .for_each(|(r, x)| {
+                if let Some(x) = x {
+                    f(r, x as i128)
+                }
+            }),
+        A::Int64 => {
+            let p = a.as_primitive::<Int64Type>();
+            if p.null_count() == 0 {
+                p.values()
+                    .iter()
+                    .enumerate()
+                    .for_each(|(r, &x)| f(r, x as i128));
+            } else {
+                p.iter().enumerate().for_each(|(r, x)| {
+                    if let Some(x) = x {
+                        f(r, x as i128)
+                    }
+                });
+            }
+        }
+        A::Decimal128(..) => {
+            let p = a.as_primitive::<Decimal128Type>();
+            if p.null_count() == 0 {
+                p.values().iter().enumerate().for_each(|(r, &x)| f(r, x));
+            } else {
+                p.iter().enumerate().for_each(|(r, x)| {
+                    if let Some(x) = x {
+                        f(r, x)
+                    }
+                });
+            }
+        }
+        A::Null => {}
+        other => return Err(Error::Internal(format!("integer sum over {other}"))),
+    }
+    Ok(())
+}

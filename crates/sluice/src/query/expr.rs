@@ -1,0 +1,1049 @@
+//! Typed scalar expressions, evaluated a whole Arrow array at a time.
+//!
+//! The planner binds SQL to [`Expr`] with every type known and every
+//! implicit conversion made explicit as a [`Expr::Cast`], so evaluation
+//! never guesses. Arithmetic is checked: an overflow is an error, never a
+//! wrapped value. Decimals are evaluated as `Decimal128(38, s)` so that
+//! products of DECIMAL(15,2) columns stay exact.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, new_null_array};
+use arrow_schema::{DataType as A, TimeUnit};
+use chrono::{Datelike, Months, NaiveDate};
+
+use crate::error::{Error, Result};
+use crate::parse::value;
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::NotEq | BinOp::Lt | BinOp::LtEq | BinOp::Gt | BinOp::GtEq
+        )
+    }
+
+    pub fn is_arithmetic(self) -> bool {
+        matches!(self, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Eq => "=",
+            BinOp::NotEq => "<>",
+            BinOp::Lt => "<",
+            BinOp::LtEq => "<=",
+            BinOp::Gt => ">",
+            BinOp::GtEq => ">=",
+            BinOp::And => "AND",
+            BinOp::Or => "OR",
+        }
+    }
+}
+
+/// Parts of a date that EXTRACT knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatePart {
+    Year,
+    Month,
+    Day,
+}
+
+/// A bound, typed expression.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    /// Column `index` of the input batch.
+    Column {
+        index: usize,
+        name: String,
+    },
+    /// A constant: a one-row array (NULL is a one-row null array).
+    Literal(ArrayRef),
+    Binary {
+        op: BinOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: String,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Case {
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Box<Expr>,
+    },
+    Cast {
+        expr: Box<Expr>,
+        to: A,
+    },
+    Extract {
+        part: DatePart,
+        expr: Box<Expr>,
+    },
+    /// SUBSTRING(expr FROM start FOR len), 1-based, in characters.
+    Substring {
+        expr: Box<Expr>,
+        start: Box<Expr>,
+        len: Option<Box<Expr>>,
+    },
+    /// DATE ± a number of months (INTERVAL 'n' MONTH/YEAR).
+    AddMonths {
+        expr: Box<Expr>,
+        months: i32,
+    },
+    /// DATE ± a number of days (INTERVAL 'n' DAY).
+    AddDays {
+        expr: Box<Expr>,
+        days: i32,
+    },
+    Upper(Box<Expr>),
+    Lower(Box<Expr>),
+    Length(Box<Expr>),
+    Abs(Box<Expr>),
+    Coalesce(Vec<Expr>),
+}
+
+/// A value during evaluation: a whole column, or one value for every row.
+pub enum Value {
+    Array(ArrayRef),
+    Scalar(ArrayRef),
+}
+
+impl Value {
+    pub fn into_array(self, rows: usize) -> Result<ArrayRef> {
+        match self {
+            Value::Array(a) => Ok(a),
+            Value::Scalar(s) => repeat(&s, rows),
+        }
+    }
+
+    fn datum(&self) -> Box<dyn Datum + '_> {
+        match self {
+            Value::Array(a) => Box::new(a.as_ref()),
+            Value::Scalar(s) => Box::new(Scalar::new(s.clone())),
+        }
+    }
+
+    fn is_scalar(&self) -> bool {
+        matches!(self, Value::Scalar(_))
+    }
+}
+
+/// Repeats a one-row array `rows` times.
+fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    if one.is_null(0) {
+        return Ok(new_null_array(one.data_type(), rows));
+    }
+    let idx = arrow_array::UInt32Array::from(vec![0u32; rows]);
+    Ok(arrow_select::take::take(one.as_ref(), &idx, None)?)
+}
+
+pub(crate) fn exec_err(e: arrow_schema::ArrowError) -> Error {
+    match e {
+        arrow_schema::ArrowError::DivideByZero => Error::Exec("division by zero".into()),
+        arrow_schema::ArrowError::ArithmeticOverflow(m) => {
+            Error::Exec(format!("numeric overflow: {m}"))
+        }
+        arrow_schema::ArrowError::ComputeError(m)
+            if m.contains("Overflow") || m.contains("overflow") =>
+        {
+            Error::Exec(format!("numeric overflow: {m}"))
+        }
+        other => Error::Exec(other.to_string()),
+    }
+}
+
+impl Expr {
+    /// The Arrow type this expression produces over `input`.
+    pub fn data_type(&self, input: &[A]) -> A {
+        match self {
+            Expr::Column { index, .. } => eval_type(&input[*index]),
+            Expr::Literal(a) => a.data_type().clone(),
+            Expr::Binary { op, left, right } => {
+                if op.is_arithmetic() {
+                    arith_type(*op, &left.data_type(input), &right.data_type(input))
+                        .unwrap_or(A::Null)
+                } else {
+                    A::Boolean
+                }
+            }
+            Expr::Not(_) | Expr::IsNull { .. } | Expr::InList { .. } | Expr::Like { .. } => {
+                A::Boolean
+            }
+            Expr::Neg(e) | Expr::Abs(e) => e.data_type(input),
+            Expr::Case { whens, otherwise } => {
+                let t = otherwise.data_type(input);
+                if t == A::Null {
+                    whens.first().map_or(A::Null, |w| w.1.data_type(input))
+                } else {
+                    t
+                }
+            }
+            Expr::Cast { to, .. } => to.clone(),
+            Expr::Extract { .. } | Expr::Length(_) => A::Int64,
+            Expr::Substring { .. } | Expr::Upper(_) | Expr::Lower(_) => A::Utf8,
+            Expr::AddMonths { expr, .. } | Expr::AddDays { expr, .. } => expr.data_type(input),
+            Expr::Coalesce(list) => list
+                .iter()
+                .map(|e| e.data_type(input))
+                .find(|t| *t != A::Null)
+                .unwrap_or(A::Null),
+        }
+    }
+
+    /// Evaluates over a batch.
+    pub fn eval(&self, batch: &RecordBatch) -> Result<Value> {
+        let rows = batch.num_rows();
+        Ok(match self {
+            Expr::Column { index, .. } => Value::Array(widen(batch.column(*index))),
+            Expr::Literal(a) => Value::Scalar(a.clone()),
+            Expr::Binary { op, left, right } => {
+                let l = left.eval(batch)?;
+                let r = right.eval(batch)?;
+                let scalar = l.is_scalar() && r.is_scalar();
+                let out: ArrayRef = match op {
+                    BinOp::Add => {
+                        arrow_arith::numeric::add(&*l.datum(), &*r.datum()).map_err(exec_err)?
+                    }
+                    BinOp::Sub => {
+                        arrow_arith::numeric::sub(&*l.datum(), &*r.datum()).map_err(exec_err)?
+                    }
+                    BinOp::Mul => {
+                        arrow_arith::numeric::mul(&*l.datum(), &*r.datum()).map_err(exec_err)?
+                    }
+                    BinOp::Div => {
+                        arrow_arith::numeric::div(&*l.datum(), &*r.datum()).map_err(exec_err)?
+                    }
+                    BinOp::Eq => {
+                        Arc::new(arrow_ord::cmp::eq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
+                    }
+                    BinOp::NotEq => {
+                        Arc::new(arrow_ord::cmp::neq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
+                    }
+                    BinOp::Lt => {
+                        Arc::new(arrow_ord::cmp::lt(&*l.datum(), &*r.datum()).map_err(exec_err)?)
+                    }
+                    BinOp::LtEq => {
+                        Arc::new(arrow_ord::cmp::lt_eq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
+                    }
+                    BinOp::Gt => {
+                        Arc::new(arrow_ord::cmp::gt(&*l.datum(), &*r.datum()).map_err(exec_err)?)
+                    }
+                    BinOp::GtEq => {
+                        Arc::new(arrow_ord::cmp::gt_eq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
+                    }
+                    BinOp::And | BinOp::Or => {
+                        let n = if scalar { 1 } else { rows };
+                        let la = bool_array(l, n)?;
+                        let ra = bool_array(r, n)?;
+                        let f = if *op == BinOp::And {
+                            arrow_arith::boolean::and_kleene
+                        } else {
+                            arrow_arith::boolean::or_kleene
+                        };
+                        Arc::new(f(&la, &ra).map_err(exec_err)?)
+                    }
+                };
+                if scalar {
+                    Value::Scalar(out)
+                } else {
+                    Value::Array(out)
+                }
+            }
+            Expr::Not(e) => map_value(e.eval(batch)?, |a| {
+                Ok(Arc::new(
+                    arrow_arith::boolean::not(a.as_boolean()).map_err(exec_err)?,
+                ))
+            })?,
+            Expr::Neg(e) => map_value(e.eval(batch)?, |a| {
+                arrow_arith::numeric::neg(a.as_ref()).map_err(exec_err)
+            })?,
+            Expr::Abs(e) => map_value(e.eval(batch)?, abs)?,
+            Expr::IsNull { expr, negated } => {
+                let negated = *negated;
+                map_value(expr.eval(batch)?, move |a| {
+                    let r = if negated {
+                        arrow_arith::boolean::is_not_null(a.as_ref())
+                    } else {
+                        arrow_arith::boolean::is_null(a.as_ref())
+                    };
+                    Ok(Arc::new(r.map_err(exec_err)?))
+                })?
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                // x IN (a, b) is x = a OR x = b, with SQL's NULL rules.
+                let mut acc: Option<Expr> = None;
+                for item in list {
+                    let eq = Expr::Binary {
+                        op: BinOp::Eq,
+                        left: expr.clone(),
+                        right: Box::new(item.clone()),
+                    };
+                    acc = Some(match acc {
+                        None => eq,
+                        Some(a) => Expr::Binary {
+                            op: BinOp::Or,
+                            left: Box::new(a),
+                            right: Box::new(eq),
+                        },
+                    });
+                }
+                let e = acc.ok_or_else(|| Error::Internal("empty IN list".into()))?;
+                let v = if *negated {
+                    Expr::Not(Box::new(e)).eval(batch)?
+                } else {
+                    e.eval(batch)?
+                };
+                v
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => {
+                let matcher = LikePattern::new(pattern, *case_insensitive);
+                let negated = *negated;
+                map_value(expr.eval(batch)?, move |a| {
+                    let s = a.as_string::<i32>();
+                    let out: BooleanArray = s
+                        .iter()
+                        .map(|v| v.map(|v| matcher.matches(v) != negated))
+                        .collect();
+                    Ok(Arc::new(out))
+                })?
+            }
+            Expr::Case { whens, otherwise } => {
+                let mut result = otherwise.eval(batch)?.into_array(rows)?;
+                for (cond, then) in whens.iter().rev() {
+                    let c = bool_array(cond.eval(batch)?, rows)?;
+                    let c = if c.null_count() > 0 {
+                        arrow_select::filter::prep_null_mask_filter(&c)
+                    } else {
+                        c
+                    };
+                    let t = then.eval(batch)?.into_array(rows)?;
+                    result = arrow_select::zip::zip(&c, &t.as_ref(), &result.as_ref())
+                        .map_err(exec_err)?;
+                }
+                Value::Array(result)
+            }
+            Expr::Cast { expr, to } => {
+                let to = to.clone();
+                map_value(expr.eval(batch)?, move |a| cast(&a, &to))?
+            }
+            Expr::Extract { part, expr } => {
+                let part = *part;
+                map_value(expr.eval(batch)?, move |a| extract(&a, part))?
+            }
+            Expr::Substring { expr, start, len } => {
+                let s = expr.eval(batch)?.into_array(rows)?;
+                let st = start.eval(batch)?.into_array(rows)?;
+                let ln = match len {
+                    Some(l) => Some(l.eval(batch)?.into_array(rows)?),
+                    None => None,
+                };
+                Value::Array(substring(&s, &st, ln.as_ref())?)
+            }
+            Expr::AddMonths { expr, months } => {
+                let m = *months;
+                map_value(expr.eval(batch)?, move |a| add_months(&a, m))?
+            }
+            Expr::AddDays { expr, days } => {
+                let d = *days;
+                map_value(expr.eval(batch)?, move |a| {
+                    let dates = a.as_primitive::<Date32Type>();
+                    let out: arrow_array::Date32Array = dates
+                        .iter()
+                        .map(|v| {
+                            v.map(|v| {
+                                v.checked_add(d)
+                                    .ok_or_else(|| Error::Exec("date out of range".into()))
+                            })
+                            .transpose()
+                        })
+                        .collect::<Result<_>>()?;
+                    Ok(Arc::new(out))
+                })?
+            }
+            Expr::Upper(e) => map_value(e.eval(batch)?, |a| {
+                let out: arrow_array::StringArray = a
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(str::to_uppercase))
+                    .collect();
+                Ok(Arc::new(out))
+            })?,
+            Expr::Lower(e) => map_value(e.eval(batch)?, |a| {
+                let out: arrow_array::StringArray = a
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(str::to_lowercase))
+                    .collect();
+                Ok(Arc::new(out))
+            })?,
+            Expr::Length(e) => map_value(e.eval(batch)?, |a| {
+                let out: arrow_array::Int64Array = a
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(|v| v.chars().count() as i64))
+                    .collect();
+                Ok(Arc::new(out))
+            })?,
+            Expr::Coalesce(list) => {
+                let mut result: Option<ArrayRef> = None;
+                for e in list.iter().rev() {
+                    let v = e.eval(batch)?.into_array(rows)?;
+                    result = Some(match result {
+                        None => v,
+                        Some(r) => {
+                            let present =
+                                arrow_arith::boolean::is_not_null(v.as_ref()).map_err(exec_err)?;
+                            arrow_select::zip::zip(&present, &v.as_ref(), &r.as_ref())
+                                .map_err(exec_err)?
+                        }
+                    });
+                }
+                Value::Array(result.ok_or_else(|| Error::Internal("empty COALESCE".into()))?)
+            }
+        })
+    }
+}
+
+/// Columns as stored → types the engine computes in: DECIMAL(p,s) stored as
+/// Decimal64 is evaluated as Decimal128(38, s).
+pub fn eval_type(stored: &A) -> A {
+    match stored {
+        A::Decimal64(_, s) => A::Decimal128(38, *s),
+        other => other.clone(),
+    }
+}
+
+/// Widens a stored column to its evaluation type (see [`eval_type`]).
+pub fn widen(a: &ArrayRef) -> ArrayRef {
+    match a.data_type() {
+        A::Decimal64(_, s) => {
+            let out = a
+                .as_primitive::<Decimal64Type>()
+                .unary::<_, Decimal128Type>(|v| v as i128)
+                .with_precision_and_scale(38, *s)
+                .expect("38 is a valid precision");
+            Arc::new(out)
+        }
+        _ => a.clone(),
+    }
+}
+
+fn bool_array(v: Value, rows: usize) -> Result<BooleanArray> {
+    let a = v.into_array(rows)?;
+    match a.data_type() {
+        A::Boolean => Ok(a.as_boolean().clone()),
+        A::Null => Ok(BooleanArray::new_null(a.len())),
+        other => Err(Error::Internal(format!("boolean expected, got {other}"))),
+    }
+}
+
+fn map_value(v: Value, f: impl Fn(ArrayRef) -> Result<ArrayRef>) -> Result<Value> {
+    Ok(match v {
+        Value::Array(a) => Value::Array(f(a)?),
+        Value::Scalar(s) => Value::Scalar(f(s)?),
+    })
+}
+
+/// The result type of `l op r` for arithmetic, by asking the kernel itself
+/// on empty arrays; `None` when the kernel refuses the types.
+pub fn arith_type(op: BinOp, l: &A, r: &A) -> Option<A> {
+    let le = arrow_array::new_empty_array(l);
+    let re = arrow_array::new_empty_array(r);
+    let out = match op {
+        BinOp::Add => arrow_arith::numeric::add(&le, &re),
+        BinOp::Sub => arrow_arith::numeric::sub(&le, &re),
+        BinOp::Mul => arrow_arith::numeric::mul(&le, &re),
+        BinOp::Div => arrow_arith::numeric::div(&le, &re),
+        _ => return None,
+    };
+    out.ok().map(|a| a.data_type().clone())
+}
+
+fn abs(a: ArrayRef) -> Result<ArrayRef> {
+    Ok(match a.data_type() {
+        A::Int32 => Arc::new(
+            a.as_primitive::<Int32Type>()
+                .try_unary::<_, Int32Type, _>(|v| {
+                    v.checked_abs()
+                        .ok_or(arrow_schema::ArrowError::ComputeError(
+                            "Overflow in ABS".into(),
+                        ))
+                })
+                .map_err(exec_err)?,
+        ),
+        A::Int64 => Arc::new(
+            a.as_primitive::<Int64Type>()
+                .try_unary::<_, Int64Type, _>(|v| {
+                    v.checked_abs()
+                        .ok_or(arrow_schema::ArrowError::ComputeError(
+                            "Overflow in ABS".into(),
+                        ))
+                })
+                .map_err(exec_err)?,
+        ),
+        A::Float64 => Arc::new(
+            a.as_primitive::<Float64Type>()
+                .unary::<_, Float64Type>(f64::abs),
+        ),
+        A::Decimal128(p, s) => Arc::new(
+            a.as_primitive::<Decimal128Type>()
+                .unary::<_, Decimal128Type>(|v| v.abs())
+                .with_precision_and_scale(*p, *s)
+                .map_err(exec_err)?,
+        ),
+        other => return Err(Error::Exec(format!("ABS of {other}"))),
+    })
+}
+
+fn extract(a: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
+    let get = |d: NaiveDate| -> i64 {
+        match part {
+            DatePart::Year => d.year() as i64,
+            DatePart::Month => d.month() as i64,
+            DatePart::Day => d.day() as i64,
+        }
+    };
+    let mut out = Int64Builder::with_capacity(a.len());
+    match a.data_type() {
+        A::Date32 => {
+            for v in a.as_primitive::<Date32Type>().iter() {
+                out.append_option(v.and_then(value::date_from_days).map(get));
+            }
+        }
+        A::Timestamp(TimeUnit::Microsecond, _) => {
+            for v in a.as_primitive::<TimestampMicrosecondType>().iter() {
+                let d = v
+                    .and_then(|us| i32::try_from(us.div_euclid(86_400_000_000)).ok())
+                    .and_then(value::date_from_days);
+                out.append_option(d.map(get));
+            }
+        }
+        A::Null => return Ok(new_null_array(&A::Int64, a.len())),
+        other => return Err(Error::Exec(format!("EXTRACT from {other}"))),
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+fn add_months(a: &ArrayRef, months: i32) -> Result<ArrayRef> {
+    let dates = a.as_primitive::<Date32Type>();
+    let out: arrow_array::Date32Array = dates
+        .iter()
+        .map(|v| {
+            v.map(|v| {
+                let d = value::date_from_days(v)
+                    .ok_or_else(|| Error::Exec("date out of range".into()))?;
+                let r = if months >= 0 {
+                    d.checked_add_months(Months::new(months as u32))
+                } else {
+                    d.checked_sub_months(Months::new(months.unsigned_abs()))
+                };
+                r.map(|d| d.to_epoch_days())
+                    .ok_or_else(|| Error::Exec("date out of range".into()))
+            })
+            .transpose()
+        })
+        .collect::<Result<_>>()?;
+    Ok(Arc::new(out))
+}
+
+fn substring(s: &ArrayRef, start: &ArrayRef, len: Option<&ArrayRef>) -> Result<ArrayRef> {
+    let strs = s.as_string::<i32>();
+    let starts = start.as_primitive::<Int64Type>();
+    let lens = len.map(|l| l.as_primitive::<Int64Type>());
+    let mut out = StringBuilder::with_capacity(strs.len(), strs.values().len());
+    for i in 0..strs.len() {
+        if strs.is_null(i) || starts.is_null(i) || lens.is_some_and(|l| l.is_null(i)) {
+            out.append_null();
+            continue;
+        }
+        // SQL: characters from position `start` (1-based), `len` of them;
+        // positions before 1 still count towards the length.
+        let from = starts.value(i);
+        let to = match lens {
+            Some(l) => {
+                let n = l.value(i);
+                if n < 0 {
+                    return Err(Error::Exec("negative substring length not allowed".into()));
+                }
+                from.saturating_add(n)
+            }
+            None => i64::MAX,
+        };
+        let from = from.max(1);
+        let v: String = strs
+            .value(i)
+            .chars()
+            .skip((from - 1) as usize)
+            .take(to.saturating_sub(from).max(0) as usize)
+            .collect();
+        out.append_value(v);
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+/// A SQL LIKE pattern: `%` any run, `_` one character, `\` escapes.
+pub struct LikePattern {
+    parts: Vec<LikePart>,
+    case_insensitive: bool,
+}
+
+#[derive(Debug, PartialEq)]
+enum LikePart {
+    Lit(String),
+    One,
+    Any,
+}
+
+impl LikePattern {
+    pub fn new(p: &str, case_insensitive: bool) -> Self {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let mut chars = p.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '%' | '_' => {
+                    if !lit.is_empty() {
+                        parts.push(LikePart::Lit(std::mem::take(&mut lit)));
+                    }
+                    let part = if c == '%' {
+                        LikePart::Any
+                    } else {
+                        LikePart::One
+                    };
+                    if !(part == LikePart::Any && parts.last() == Some(&LikePart::Any)) {
+                        parts.push(part);
+                    }
+                }
+                '\\' => lit.push(chars.next().unwrap_or('\\')),
+                c => lit.push(c),
+            }
+        }
+        if !lit.is_empty() {
+            parts.push(LikePart::Lit(lit));
+        }
+        if case_insensitive {
+            for p in &mut parts {
+                if let LikePart::Lit(s) = p {
+                    *s = s.to_lowercase();
+                }
+            }
+        }
+        LikePattern {
+            parts,
+            case_insensitive,
+        }
+    }
+
+    pub fn matches(&self, s: &str) -> bool {
+        if self.case_insensitive {
+            let lower = s.to_lowercase();
+            like_match(&self.parts, &lower)
+        } else {
+            like_match(&self.parts, s)
+        }
+    }
+}
+
+fn like_match(parts: &[LikePart], s: &str) -> bool {
+    match parts.split_first() {
+        None => s.is_empty(),
+        Some((LikePart::Lit(l), rest)) => s
+            .strip_prefix(l.as_str())
+            .is_some_and(|r| like_match(rest, r)),
+        Some((LikePart::One, rest)) => {
+            let mut it = s.chars();
+            it.next().is_some() && like_match(rest, it.as_str())
+        }
+        Some((LikePart::Any, rest)) => {
+            if rest.is_empty() {
+                return true;
+            }
+            // Try every suffix; a literal next part narrows the candidates.
+            let mut idx: Vec<usize> = s.char_indices().map(|(i, _)| i).collect();
+            idx.push(s.len());
+            if let Some(LikePart::Lit(l)) = rest.first() {
+                return s
+                    .match_indices(l.as_str())
+                    .any(|(i, _)| like_match(rest, &s[i..]));
+            }
+            idx.into_iter().any(|i| like_match(rest, &s[i..]))
+        }
+    }
+}
+
+/// Casts between the engine's types; text to a typed value uses the same
+/// parsers as the loader (so `CAST('1.005' AS DECIMAL(5,2))` is an error).
+pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
+    let from = a.data_type();
+    if from == to {
+        return Ok(a.clone());
+    }
+    if *from == A::Null {
+        return Ok(new_null_array(to, a.len()));
+    }
+    let n = a.len();
+    let overflow = || Error::Exec(format!("value out of range for {}", type_name(to)));
+    Ok(match (from, to) {
+        (A::Int32, A::Int64) => Arc::new(
+            a.as_primitive::<Int32Type>()
+                .unary::<_, Int64Type>(|v| v as i64),
+        ),
+        (A::Int64, A::Int32) => Arc::new(
+            a.as_primitive::<Int64Type>()
+                .try_unary::<_, Int32Type, _>(|v| {
+                    i32::try_from(v).map_err(|_| arrow_schema::ArrowError::ComputeError("x".into()))
+                })
+                .map_err(|_| overflow())?,
+        ),
+        (A::Int32 | A::Int64, A::Float64) => {
+            let a64 = cast(a, &A::Int64)?;
+            Arc::new(
+                a64.as_primitive::<Int64Type>()
+                    .unary::<_, Float64Type>(|v| v as f64),
+            )
+        }
+        (A::Int32 | A::Int64, A::Decimal128(p, s)) => {
+            let a64 = cast(a, &A::Int64)?;
+            let mul = 10i128.pow(*s as u32);
+            Arc::new(
+                a64.as_primitive::<Int64Type>()
+                    .unary::<_, Decimal128Type>(|v| v as i128 * mul)
+                    .with_precision_and_scale(*p, *s)
+                    .map_err(exec_err)?,
+            )
+        }
+        (A::Decimal128(_, s1), A::Decimal128(p, s2)) => {
+            let d = a.as_primitive::<Decimal128Type>();
+            let out = if s2 >= s1 {
+                let mul = 10i128.pow((*s2 - *s1) as u32);
+                d.try_unary::<_, Decimal128Type, _>(|v| {
+                    v.checked_mul(mul)
+                        .ok_or(arrow_schema::ArrowError::ComputeError("Overflow".into()))
+                })
+                .map_err(|_| overflow())?
+            } else {
+                // Narrowing the scale must not drop digits silently.
+                let div = 10i128.pow((*s1 - *s2) as u32);
+                d.try_unary::<_, Decimal128Type, _>(|v| {
+                    if v % div == 0 {
+                        Ok(v / div)
+                    } else {
+                        Err(arrow_schema::ArrowError::ComputeError("scale".into()))
+                    }
+                })
+                .map_err(|_| {
+                    Error::Exec(format!(
+                        "value has more decimal places than {}",
+                        type_name(to)
+                    ))
+                })?
+            };
+            Arc::new(out.with_precision_and_scale(*p, *s2).map_err(exec_err)?)
+        }
+        (A::Decimal128(_, s), A::Float64) => {
+            let div = 10f64.powi(*s as i32);
+            Arc::new(
+                a.as_primitive::<Decimal128Type>()
+                    .unary::<_, Float64Type>(|v| v as f64 / div),
+            )
+        }
+        (A::Decimal128(_, s), A::Int64 | A::Int32) => {
+            let div = 10i128.pow(*s as u32);
+            let ints: arrow_array::Int64Array = a
+                .as_primitive::<Decimal128Type>()
+                .iter()
+                .map(|v| {
+                    v.map(|v| i64::try_from(v / div).map_err(|_| overflow()))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            cast(&(Arc::new(ints) as ArrayRef), to)?
+        }
+        (A::Float64, A::Int64 | A::Int32) => {
+            let ints: arrow_array::Int64Array = a
+                .as_primitive::<Float64Type>()
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        let r = v.round();
+                        if r.is_finite() && r >= i64::MIN as f64 && r < i64::MAX as f64 {
+                            Ok(r as i64)
+                        } else {
+                            Err(overflow())
+                        }
+                    })
+                    .transpose()
+                })
+                .collect::<Result<_>>()?;
+            cast(&(Arc::new(ints) as ArrayRef), to)?
+        }
+        (A::Date32, A::Timestamp(TimeUnit::Microsecond, None)) => Arc::new(
+            a.as_primitive::<Date32Type>()
+                .unary::<_, TimestampMicrosecondType>(|d| d as i64 * 86_400_000_000),
+        ),
+        (A::Timestamp(TimeUnit::Microsecond, _), A::Date32) => Arc::new(
+            a.as_primitive::<TimestampMicrosecondType>()
+                .unary::<_, Date32Type>(|us| us.div_euclid(86_400_000_000) as i32),
+        ),
+        (_, A::Utf8) => {
+            let mut out = StringBuilder::with_capacity(n, n * 8);
+            for i in 0..n {
+                out.append_option(crate::batch::format_value(a.as_ref(), i));
+            }
+            Arc::new(out.finish())
+        }
+        (A::Utf8, _) => cast_from_text(a, to)?,
+        (A::Boolean, A::Int64 | A::Int32) => {
+            let ints: arrow_array::Int64Array =
+                a.as_boolean().iter().map(|v| v.map(i64::from)).collect();
+            cast(&(Arc::new(ints) as ArrayRef), to)?
+        }
+        _ => {
+            return Err(Error::Exec(format!(
+                "cannot cast {} to {}",
+                type_name(from),
+                type_name(to)
+            )));
+        }
+    })
+}
+
+fn cast_from_text(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
+    let s = a.as_string::<i32>();
+    let bad =
+        |v: &str, m: String| Error::Exec(format!("cannot cast {v:?} to {}: {m}", type_name(to)));
+    Ok(match to {
+        A::Int64 | A::Int32 => {
+            let ints: arrow_array::Int64Array = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| value::parse_i64(v.as_bytes()).map_err(|m| bad(v, m)))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            cast(&(Arc::new(ints) as ArrayRef), to)?
+        }
+        A::Float64 => {
+            let f: arrow_array::Float64Array = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| value::parse_f64(v.as_bytes()).map_err(|m| bad(v, m)))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(f)
+        }
+        A::Decimal128(p, sc) => {
+            let d: arrow_array::Decimal128Array = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        value::parse_decimal(v.as_bytes(), 18.min(*p), *sc as u8)
+                            .map(|x| x as i128)
+                            .map_err(|m| bad(v, m))
+                    })
+                    .transpose()
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(d.with_precision_and_scale(*p, *sc).map_err(exec_err)?)
+        }
+        A::Date32 => {
+            let d: arrow_array::Date32Array = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| value::parse_date(v.as_bytes(), None).map_err(|m| bad(v, m)))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(d)
+        }
+        A::Timestamp(TimeUnit::Microsecond, None) => {
+            let d: arrow_array::TimestampMicrosecondArray = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| value::parse_timestamp(v.as_bytes(), None).map_err(|m| bad(v, m)))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(d)
+        }
+        A::Boolean => {
+            let mut b = BooleanBuilder::with_capacity(s.len());
+            for v in s.iter() {
+                b.append_option(
+                    v.map(|v| value::parse_bool(v.as_bytes()).map_err(|m| bad(v, m)))
+                        .transpose()?,
+                );
+            }
+            Arc::new(b.finish())
+        }
+        _ => {
+            return Err(Error::Exec(format!(
+                "cannot cast TEXT to {}",
+                type_name(to)
+            )));
+        }
+    })
+}
+
+/// SQL name of an engine type, for messages and EXPLAIN.
+pub fn type_name(t: &A) -> String {
+    match t {
+        A::Boolean => "BOOLEAN".into(),
+        A::Int32 => "INT".into(),
+        A::Int64 => "BIGINT".into(),
+        A::Float64 => "DOUBLE".into(),
+        A::Decimal64(p, s) => format!("DECIMAL({p},{s})"),
+        A::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        A::Date32 => "DATE".into(),
+        A::Timestamp(..) => "TIMESTAMP".into(),
+        A::Utf8 => "TEXT".into(),
+        A::Null => "NULL".into(),
+        other => other.to_string(),
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Column { name, .. } => f.write_str(name),
+            Expr::Literal(a) => match crate::batch::format_value(a.as_ref(), 0) {
+                None => f.write_str("NULL"),
+                Some(v) => match a.data_type() {
+                    A::Utf8 => write!(f, "'{}'", v.replace('\'', "''")),
+                    A::Date32 => write!(f, "DATE '{v}'"),
+                    A::Timestamp(..) => write!(f, "TIMESTAMP '{v}'"),
+                    _ => f.write_str(&v),
+                },
+            },
+            Expr::Binary { op, left, right } => write!(f, "({left} {} {right})", op.symbol()),
+            Expr::Not(e) => write!(f, "NOT {e}"),
+            Expr::Neg(e) => write!(f, "-{e}"),
+            Expr::IsNull { expr, negated } => {
+                write!(f, "{expr} IS {}NULL", if *negated { "NOT " } else { "" })
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                write!(f, "{expr} {}IN (", if *negated { "NOT " } else { "" })?;
+                for (i, e) in list.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => write!(
+                f,
+                "{expr} {}{} '{}'",
+                if *negated { "NOT " } else { "" },
+                if *case_insensitive { "ILIKE" } else { "LIKE" },
+                pattern.replace('\'', "''")
+            ),
+            Expr::Case { whens, otherwise } => {
+                f.write_str("CASE")?;
+                for (c, t) in whens {
+                    write!(f, " WHEN {c} THEN {t}")?;
+                }
+                write!(f, " ELSE {otherwise} END")
+            }
+            Expr::Cast { expr, to } => write!(f, "CAST({expr} AS {})", type_name(to)),
+            Expr::Extract { part, expr } => write!(f, "EXTRACT({part:?} FROM {expr})"),
+            Expr::Substring { expr, start, len } => match len {
+                Some(l) => write!(f, "SUBSTRING({expr} FROM {start} FOR {l})"),
+                None => write!(f, "SUBSTRING({expr} FROM {start})"),
+            },
+            Expr::AddMonths { expr, months } => write!(f, "({expr} + INTERVAL '{months}' MONTH)"),
+            Expr::AddDays { expr, days } => write!(f, "({expr} + INTERVAL '{days}' DAY)"),
+            Expr::Upper(e) => write!(f, "UPPER({e})"),
+            Expr::Lower(e) => write!(f, "LOWER({e})"),
+            Expr::Length(e) => write!(f, "LENGTH({e})"),
+            Expr::Abs(e) => write!(f, "ABS({e})"),
+            Expr::Coalesce(list) => {
+                f.write_str("COALESCE(")?;
+                for (i, e) in list.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns() {
+        let m = |p: &str, s: &str| LikePattern::new(p, false).matches(s);
+        assert!(m("%BRASS", "LARGE BRASS"));
+        assert!(!m("%BRASS", "LARGE BRASSY"));
+        assert!(m("a_c", "abc"));
+        assert!(!m("a_c", "ac"));
+        assert!(m("%", ""));
+        assert!(m("%a%b%", "xxaxxbxx"));
+        assert!(!m("%a%b%", "xxbxxaxx"));
+        assert!(m("50\\%", "50%"));
+        assert!(LikePattern::new("ab%", true).matches("ABC"));
+    }
+}

@@ -1,0 +1,80 @@
+//! SQL queries over the store: parse ([`plan::parse`], the `sqlparser`
+//! crate), bind and plan ([`plan::plan`]), and run morsel-driven in
+//! parallel ([`exec::execute`]).
+//!
+//! ```
+//! # use sluice::{load::{load, LoadOptions}, source::Input, store::Database};
+//! # let dir = std::env::temp_dir().join(format!("sluice-qdoc-{}", std::process::id()));
+//! # let csv = dir.with_extension("csv");
+//! # std::fs::write(&csv, "k,v\na,1\nb,2\na,3\n").unwrap();
+//! # let mut db = Database::open_writer(&dir).unwrap();
+//! # let opts = LoadOptions { schema: Some("k TEXT, v INT".parse().unwrap()), ..Default::default() };
+//! # load(&mut db, "t", &[Input::File(csv.clone())], &opts).unwrap();
+//! let result = sluice::query::query(&db, "SELECT k, sum(v) FROM t GROUP BY k ORDER BY k", None).unwrap();
+//! assert_eq!(result.batches[0].num_rows(), 2);
+//! # std::fs::remove_dir_all(&dir).unwrap(); std::fs::remove_file(&csv).unwrap();
+//! ```
+
+pub mod agg;
+pub mod exec;
+pub mod expr;
+pub mod plan;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use crate::batch::Schema;
+use crate::error::Result;
+use crate::store::Database;
+
+pub use exec::ScanFacts;
+
+/// The answer to a query.
+pub struct QueryResult {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    /// The plan as text when the query was an EXPLAIN.
+    pub explain: Option<String>,
+    pub facts: ScanFacts,
+}
+
+impl plan::Catalog for Database {
+    fn table_schema(&self, name: &str) -> Option<Schema> {
+        self.table(name).map(|t| t.schema.clone())
+    }
+}
+
+/// Parses, plans and runs one SQL statement with up to `threads` workers.
+pub fn query(db: &Database, sql: &str, threads: Option<usize>) -> Result<QueryResult> {
+    let stmt = plan::parse(sql)?;
+    let p = plan::plan(&stmt, db)?;
+    let (batches, facts) = exec::execute(db, &p, threads)?;
+    if p.explain {
+        let text = p.describe(&facts);
+        let schema =
+            std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+                "plan",
+                arrow_schema::DataType::Utf8,
+                false,
+            )]));
+        let lines: Vec<&str> = text.lines().collect();
+        let col = std::sync::Arc::new(arrow_array::StringArray::from(lines));
+        let batch = RecordBatch::try_new(schema.clone(), vec![col])?;
+        return Ok(QueryResult {
+            schema,
+            batches: vec![batch],
+            explain: Some(text),
+            facts,
+        });
+    }
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| std::sync::Arc::new(arrow_schema::Schema::empty()));
+    Ok(QueryResult {
+        schema,
+        batches,
+        explain: None,
+        facts,
+    })
+}
