@@ -71,9 +71,9 @@ fn empty_input(rows: usize) -> Result<RecordBatch> {
 pub fn execute(
     db: &Database,
     plan: &Plan,
-    threads: Option<usize>,
+    opts: &super::QueryOptions,
 ) -> Result<(Vec<RecordBatch>, ScanFacts)> {
-    let workers = worker_count(threads);
+    let workers = worker_count(opts.threads);
     let mut facts = ScanFacts {
         workers,
         ..Default::default()
@@ -123,7 +123,10 @@ pub fn execute(
         }
     }
     facts.rows = inputs.iter().map(|b| b.num_rows() as u64).sum();
-    facts.morsel_rows = morsel_rows(facts.rows, workers);
+    facts.morsel_rows = opts
+        .morsel_rows
+        .unwrap_or_else(|| morsel_rows(facts.rows, workers))
+        .max(1);
 
     // Morsels: (batch, offset, length).
     let mut morsels = Vec::new();

@@ -796,12 +796,22 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
             )
         }
         (A::Decimal128(_, s), A::Int64 | A::Int32) => {
+            // Rounds half away from zero, as PostgreSQL does.
             let div = 10i128.pow(*s as u32);
+            let round = |v: i128| {
+                let q = v / div;
+                let r = (v % div).abs();
+                if *s > 0 && r * 2 >= div {
+                    q + v.signum()
+                } else {
+                    q
+                }
+            };
             let ints: arrow_array::Int64Array = a
                 .as_primitive::<Decimal128Type>()
                 .iter()
                 .map(|v| {
-                    v.map(|v| i64::try_from(v / div).map_err(|_| overflow()))
+                    v.map(|v| i64::try_from(round(v)).map_err(|_| overflow()))
                         .transpose()
                 })
                 .collect::<Result<_>>()?;

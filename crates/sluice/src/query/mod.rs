@@ -46,9 +46,31 @@ impl plan::Catalog for Database {
 
 /// Parses, plans and runs one SQL statement with up to `threads` workers.
 pub fn query(db: &Database, sql: &str, threads: Option<usize>) -> Result<QueryResult> {
+    query_with(
+        db,
+        sql,
+        &QueryOptions {
+            threads,
+            morsel_rows: None,
+        },
+    )
+}
+
+/// Knobs of a query run.
+#[derive(Debug, Clone, Default)]
+pub struct QueryOptions {
+    /// Workers (`None` = every usable core; never more than the cores).
+    pub threads: Option<usize>,
+    /// Fixed morsel size; `None` grows it with the table. Tests use tiny
+    /// morsels so that every query crosses morsel and worker boundaries.
+    pub morsel_rows: Option<usize>,
+}
+
+/// [`query`] with every option.
+pub fn query_with(db: &Database, sql: &str, opts: &QueryOptions) -> Result<QueryResult> {
     let stmt = plan::parse(sql)?;
     let p = plan::plan(&stmt, db)?;
-    let (batches, facts) = exec::execute(db, &p, threads)?;
+    let (batches, facts) = exec::execute(db, &p, opts)?;
     if p.explain {
         let text = p.describe(&facts);
         let schema =

@@ -461,17 +461,23 @@ fn order_target(
     match e {
         ast::Expr::Value(v) => {
             if let ast::Value::Number(n, _) = &v.value {
-                let pos: usize = n.parse().map_err(|_| plan_err(format!("bad ORDER BY position {n}"), e))?;
+                let pos: usize = n
+                    .parse()
+                    .map_err(|_| plan_err(format!("bad ORDER BY position {n}"), e))?;
                 if pos == 0 || pos > visible {
-                    return Err(plan_err(format!("ORDER BY position {pos} is not in the select list"), e));
+                    return Err(plan_err(
+                        format!("ORDER BY position {pos} is not in the select list"),
+                        e,
+                    ));
                 }
                 return Ok(Some(pos - 1));
             }
             Ok(None)
         }
-        ast::Expr::Identifier(i) => {
-            Ok(items.iter().position(|it| it.1.eq_ignore_ascii_case(&i.value) && !matches!(&it.0, ast::Expr::Identifier(x) if !x.value.eq_ignore_ascii_case(&i.value))))
-        }
+        // An output column's name (alias or column) wins, as in PostgreSQL.
+        ast::Expr::Identifier(i) => Ok(items
+            .iter()
+            .position(|it| it.1.eq_ignore_ascii_case(&i.value))),
         _ => Ok(None),
     }
 }

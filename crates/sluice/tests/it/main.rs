@@ -4,4 +4,5 @@ mod common;
 mod conformance;
 mod load;
 mod parallel;
+mod slt;
 mod store;
