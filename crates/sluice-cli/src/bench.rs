@@ -35,7 +35,59 @@ pub enum Scenario {
         #[arg(long)]
         json: bool,
     },
+    /// TPC-H Q1 over lineitem (generated and loaded once, kept in --dir), warm,
+    /// at several thread counts; DuckDB runs the same data and query in the
+    /// same run when `import duckdb` works in python3
+    Q1 {
+        /// Scale factor (1 = 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Thread counts to try, comma separated
+        #[arg(long, default_value = "1,2,64")]
+        threads_list: String,
+        /// Timed runs per configuration (after one warm-up run)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+    },
 }
+
+/// TPC-H Q1, as in the specification with the usual 90-day delta.
+pub const Q1: &str = "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, sum(l_extendedprice) AS sum_base_price,
+  sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
+  sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge,
+  avg(l_quantity) AS avg_qty, avg(l_extendedprice) AS avg_price, avg(l_discount) AS avg_disc, count(*) AS count_order
+FROM lineitem
+WHERE l_shipdate <= date '1998-12-01' - interval '90' day
+GROUP BY l_returnflag, l_linestatus
+ORDER BY l_returnflag, l_linestatus";
+
+const DUCKDB_Q1_SCRIPT: &str = r#"
+import duckdb, json, os, sys, time
+db, csv, query, threads, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+fresh = not os.path.exists(db)
+con = duckdb.connect(db)
+if fresh:
+    cols = {"l_orderkey": "BIGINT", "l_partkey": "BIGINT", "l_suppkey": "BIGINT", "l_linenumber": "INTEGER",
+            "l_quantity": "DECIMAL(15,2)", "l_extendedprice": "DECIMAL(15,2)", "l_discount": "DECIMAL(15,2)",
+            "l_tax": "DECIMAL(15,2)", "l_returnflag": "VARCHAR", "l_linestatus": "VARCHAR", "l_shipdate": "DATE",
+            "l_commitdate": "DATE", "l_receiptdate": "DATE", "l_shipinstruct": "VARCHAR", "l_shipmode": "VARCHAR",
+            "l_comment": "VARCHAR"}
+    con.execute("CREATE TABLE lineitem AS SELECT * FROM read_csv(?, header=true, columns=?)", [csv, cols])
+con.execute(f"SET threads={threads}")
+con.execute(query).fetchall()
+times = []
+for _ in range(runs):
+    t = time.perf_counter()
+    con.execute(query).fetchall()
+    times.append(time.perf_counter() - t)
+print(json.dumps({"times": times, "version": duckdb.__version__}))
+"#;
 
 pub fn run(s: Scenario, quiet: bool) -> Result<()> {
     match s {
@@ -47,7 +99,159 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             no_peers,
             json,
         } => ingest(&size, &threads_list, runs, &dir, no_peers, json, quiet),
+        Scenario::Q1 {
+            sf,
+            threads_list,
+            runs,
+            dir,
+            no_peers,
+        } => q1(sf, &threads_list, runs, &dir, no_peers, quiet),
     }
+}
+
+fn parse_threads(list: &str) -> Result<Vec<usize>> {
+    list.split(',')
+        .map(|t| {
+            t.trim()
+                .parse::<usize>()
+                .with_context(|| format!("--threads-list: {t:?} is not a number"))
+        })
+        .collect()
+}
+
+fn q1(
+    sf: f64,
+    threads_list: &str,
+    runs: usize,
+    dir: &Path,
+    no_peers: bool,
+    quiet: bool,
+) -> Result<()> {
+    let threads = parse_threads(threads_list)?;
+    let runs = runs.max(1);
+    let data = dir.join(format!("tpch-sf{sf}"));
+    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+    let csv = data.join("lineitem.csv");
+    let cores = sluice::exec::usable_cores();
+    if !csv.exists() {
+        if !quiet {
+            eprintln!("generating lineitem at SF {sf} ...");
+        }
+        crate::tpch::write_table(&data, "lineitem", sf, cores)?;
+    }
+    let db_dir = dir.join(format!("q1-sf{sf}.db"));
+    let mut db = sluice::store::Database::open_writer(&db_dir)?;
+    if db.table("lineitem").is_none() {
+        if !quiet {
+            eprintln!("loading lineitem into {} ...", db_dir.display());
+        }
+        let opts = sluice::load::LoadOptions {
+            schema: Some(
+                crate::tpch::schema("lineitem")
+                    .unwrap_or_default()
+                    .parse()?,
+            ),
+            header: sluice::load::Header::Yes,
+            ..Default::default()
+        };
+        sluice::load::load(
+            &mut db,
+            "lineitem",
+            &[sluice::source::Input::File(csv.clone())],
+            &opts,
+        )?;
+    }
+    drop(db);
+    let db = sluice::store::Database::open(&db_dir)?;
+    let rows = db.table("lineitem").map_or(0, |t| t.rows());
+    let duck = if no_peers { None } else { duckdb_version() };
+    let duck_db = dir.join(format!("q1-sf{sf}.duckdb"));
+    // Rows: (engine, threads, times)
+    let mut results: Vec<(&str, usize, Vec<f64>)> = Vec::new();
+    for &t in &threads {
+        // Warm: the first run opens and checks the segments; not timed.
+        sluice::query::query(&db, Q1, Some(t))?;
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let start = std::time::Instant::now();
+            let r = sluice::query::query(&db, Q1, Some(t))?;
+            times.push(start.elapsed().as_secs_f64());
+            if r.batches.iter().map(|b| b.num_rows()).sum::<usize>() != 4 {
+                bail!("Q1 returned an unexpected number of groups");
+            }
+        }
+        if !quiet {
+            eprintln!("sluice threads={t}: {times:.3?}");
+        }
+        results.push(("sluice", t, times));
+        if duck.is_some() && t <= cores {
+            let v = run_json(
+                Command::new("python3")
+                    .args(["-c", DUCKDB_Q1_SCRIPT])
+                    .arg(&duck_db)
+                    .arg(&csv)
+                    .arg(Q1)
+                    .arg(t.to_string())
+                    .arg(runs.to_string()),
+                "duckdb",
+            )?;
+            let times: Vec<f64> = v["times"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default();
+            if !quiet {
+                eprintln!("duckdb threads={t}: {times:.3?}");
+            }
+            results.push(("duckdb", t, times));
+        }
+    }
+    let med = |v: &[f64]| median(&mut v.to_vec());
+    let t1 = results
+        .iter()
+        .find(|r| r.0 == "sluice" && r.1 == 1)
+        .map(|r| med(&r.2));
+    let best = results
+        .iter()
+        .filter(|r| r.0 == "sluice")
+        .map(|r| med(&r.2))
+        .fold(f64::INFINITY, f64::min);
+    println!(
+        "q1: TPC-H Q1 over lineitem SF {sf} ({rows} rows), warm, {runs} runs each, {cores} usable cores"
+    );
+    println!(
+        "{:<7} {:>7} {:>9} {:>12} {:>10} {:>10} {:>8}",
+        "engine", "threads", "median_s", "rows/s", "efficiency", "vs_duckdb", "vs_best"
+    );
+    for (engine, t, times) in &results {
+        let m = med(times);
+        let n = (*t).min(cores).max(1) as f64;
+        let eff = match (engine, t1) {
+            (&"sluice", Some(t1)) => format!("{:.2}", t1 / (n * m)),
+            _ => "-".into(),
+        };
+        let vs = if *engine == "sluice" {
+            results
+                .iter()
+                .find(|d| d.0 == "duckdb" && d.1 == *t)
+                .map(|d| format!("{:.2}x", med(&d.2) / m))
+                .unwrap_or_else(|| "-".into())
+        } else {
+            "-".into()
+        };
+        let vb = if *engine == "sluice" {
+            format!("{:.3}", m / best)
+        } else {
+            "-".into()
+        };
+        println!(
+            "{engine:<7} {t:>7} {m:>9.4} {:>12.0} {eff:>10} {vs:>10} {vb:>8}",
+            rows as f64 / m
+        );
+    }
+    println!(
+        "efficiency: t1 / (n x tn), n = min(threads, cores); vs_duckdb: DuckDB median / sluice median (>1: sluice faster)"
+    );
+    Ok(())
 }
 
 struct Measure {

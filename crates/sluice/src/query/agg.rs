@@ -80,6 +80,9 @@ pub struct GroupTable {
     value_convs: Vec<Option<RowConverter>>,
     calls: Arc<Vec<AggCall>>,
     groups: usize,
+    /// Packed keys seen so far and their groups (see [`pack_keys`]).
+    packed: Vec<(u128, u32)>,
+    packed_map: HashMap<u128, u32>,
 }
 
 /// Up to this many groups, a linear scan over the keys beats hashing.
@@ -129,6 +132,8 @@ impl GroupTable {
             value_convs,
             calls,
             groups: 0,
+            packed: Vec::new(),
+            packed_map: HashMap::new(),
         };
         if t.key_conv.is_none() {
             // A global aggregate has exactly one group, also over no rows.
@@ -196,25 +201,10 @@ impl GroupTable {
     ) -> Result<()> {
         let groups: Vec<u32> = match &self.key_conv {
             None => vec![0; rows],
-            Some(conv) => {
-                let converted = conv.convert_columns(keys).map_err(exec_err)?;
-                let mut out = Vec::with_capacity(rows);
-                let mut last: Option<(Vec<u8>, u32)> = None;
-                for r in converted.iter() {
-                    let bytes = r.as_ref();
-                    // Runs of equal keys skip the lookup.
-                    if let Some((k, g)) = &last {
-                        if k.as_slice() == bytes {
-                            out.push(*g);
-                            continue;
-                        }
-                    }
-                    let g = self.group_of(bytes);
-                    last = Some((bytes.to_vec(), g));
-                    out.push(g);
-                }
-                out
-            }
+            Some(_) => match pack_keys(keys, rows) {
+                Some(packed) => self.groups_packed(keys, &packed)?,
+                None => self.groups_rows(keys)?,
+            },
         };
         for (i, acc) in self.accs.iter_mut().enumerate() {
             let arg = args[i].as_ref();
@@ -315,6 +305,74 @@ impl GroupTable {
             }
         }
         Ok(())
+    }
+
+    /// Group ids through the row format: any key types.
+    fn groups_rows(&mut self, keys: &[ArrayRef]) -> Result<Vec<u32>> {
+        let conv = self
+            .key_conv
+            .as_ref()
+            .ok_or_else(|| Error::Internal("no key converter".into()))?;
+        let converted = conv.convert_columns(keys).map_err(exec_err)?;
+        let mut out = Vec::with_capacity(converted.num_rows());
+        let mut last: Option<u32> = None;
+        for r in converted.iter() {
+            let bytes = r.as_ref();
+            // Runs of equal keys skip the lookup.
+            if let Some(g) = last {
+                if &*self.keys[g as usize] == bytes {
+                    out.push(g);
+                    continue;
+                }
+            }
+            let g = self.group_of(bytes);
+            last = Some(g);
+            out.push(g);
+        }
+        Ok(out)
+    }
+
+    /// Group ids for keys packed into 128 bits (see [`pack_keys`]): a few
+    /// integer compares per row; the row format is built once per new group.
+    fn groups_packed(&mut self, keys: &[ArrayRef], packed: &[u128]) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(packed.len());
+        let mut last: Option<(u128, u32)> = None;
+        for (r, &k) in packed.iter().enumerate() {
+            if let Some((lk, g)) = last {
+                if lk == k {
+                    out.push(g);
+                    continue;
+                }
+            }
+            let found = if self.packed.len() <= FEW_GROUPS {
+                self.packed.iter().find(|p| p.0 == k).map(|p| p.1)
+            } else {
+                self.packed_map.get(&k).copied()
+            };
+            let g = match found {
+                Some(g) => g,
+                None => {
+                    let conv = self
+                        .key_conv
+                        .as_ref()
+                        .ok_or_else(|| Error::Internal("no key converter".into()))?;
+                    let one: Vec<ArrayRef> = keys.iter().map(|c| c.slice(r, 1)).collect();
+                    let row = conv.convert_columns(&one).map_err(exec_err)?;
+                    let g = self.group_of(row.row(0).as_ref());
+                    self.packed.push((k, g));
+                    if self.packed.len() > FEW_GROUPS {
+                        if self.packed_map.is_empty() {
+                            self.packed_map.extend(self.packed.iter().copied());
+                        }
+                        self.packed_map.insert(k, g);
+                    }
+                    g
+                }
+            };
+            last = Some((k, g));
+            out.push(g);
+        }
+        Ok(out)
     }
 
     /// Merges another worker's partial table into this one.
@@ -467,6 +525,69 @@ impl GroupTable {
         }
         Ok(cols)
     }
+}
+
+/// Packs up to two key columns into one `u128` per row, 64 bits each:
+/// TEXT of at most 7 bytes as its bytes and length, INT and DATE as their
+/// value, BOOLEAN as 0/1, NULL as all ones (no value packs to that). `None`
+/// when a column's type or a value does not fit; the row format is used then.
+pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
+    if keys.is_empty() || keys.len() > 2 {
+        return None;
+    }
+    let mut out = vec![0u128; rows];
+    for (c, col) in keys.iter().enumerate() {
+        let shift = 64 * c as u32;
+        match col.data_type() {
+            A::Utf8 => {
+                let s = col.as_string::<i32>();
+                let offsets = s.value_offsets();
+                let values = s.value_data();
+                for (r, o) in out.iter_mut().enumerate() {
+                    let v = if s.is_null(r) {
+                        u64::MAX
+                    } else {
+                        let (a, b) = (offsets[r] as usize, offsets[r + 1] as usize);
+                        if b - a > 7 {
+                            return None;
+                        }
+                        let mut buf = [0u8; 8];
+                        buf[..b - a].copy_from_slice(&values[a..b]);
+                        buf[7] = (b - a) as u8;
+                        u64::from_le_bytes(buf)
+                    };
+                    *o |= (v as u128) << shift;
+                }
+            }
+            A::Int32 | A::Date32 => {
+                // Both are 32-bit integers underneath.
+                let data = col.to_data();
+                let values: &[i32] = data.buffer::<i32>(0);
+                let values = &values[..rows];
+                for (r, o) in out.iter_mut().enumerate() {
+                    let v = if col.is_null(r) {
+                        u64::MAX
+                    } else {
+                        values[r] as u32 as u64
+                    };
+                    *o |= (v as u128) << shift;
+                }
+            }
+            A::Boolean => {
+                let b = col.as_boolean();
+                for (r, o) in out.iter_mut().enumerate() {
+                    let v = if b.is_null(r) {
+                        u64::MAX
+                    } else {
+                        b.value(r) as u64
+                    };
+                    *o |= (v as u128) << shift;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
 }
 
 fn conv_for(t: &A) -> Result<RowConverter> {

@@ -21,7 +21,7 @@ use super::plan::{Body, Plan};
 use crate::batch::StatRange;
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
-use crate::store::{Database, segment};
+use crate::store::Database;
 
 /// What the scan did, for EXPLAIN and `--timing`.
 #[derive(Debug, Clone, Default)]
@@ -98,14 +98,14 @@ pub fn execute(
             facts.segments_scanned = kept.len();
             let schema = meta.schema.arrow_schema();
             let next = AtomicUsize::new(0);
-            let opened: Mutex<Vec<(usize, Result<Vec<RecordBatch>>)>> = Mutex::new(Vec::new());
+            let opened: Mutex<Vec<(usize, Result<Arc<Vec<RecordBatch>>>)>> = Mutex::new(Vec::new());
             std::thread::scope(|s| {
                 for _ in 0..workers.min(kept.len()) {
                     s.spawn(|| {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(seg) = kept.get(i) else { break };
-                            let r = segment::read_segment(&db.dir().join(&seg.file), seg, &schema);
+                            let r = db.segment_batches(seg, &schema);
                             if let Ok(mut o) = opened.lock() {
                                 o.push((i, r));
                             }
@@ -118,7 +118,9 @@ pub fn execute(
                 .map_err(|_| Error::Internal("segment reader panicked".into()))?;
             opened.sort_by_key(|o| o.0);
             for (_, r) in opened {
-                inputs.extend(r?);
+                for b in r?.iter() {
+                    inputs.push(b.project(&plan.scan_columns)?);
+                }
             }
         }
     }
@@ -151,6 +153,9 @@ pub fn execute(
             Some(f) => {
                 let mask = f.eval(&batch)?.into_array(batch.num_rows())?;
                 let mask = as_mask(&mask)?;
+                if mask.true_count() == batch.num_rows() {
+                    return Ok(batch);
+                }
                 Ok(arrow_select::filter::filter_record_batch(&batch, &mask).map_err(exec_err)?)
             }
         }

@@ -192,6 +192,68 @@ pub(crate) fn exec_err(e: arrow_schema::ArrowError) -> Error {
 }
 
 impl Expr {
+    /// Calls `f` on every direct child.
+    fn children_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        match self {
+            Expr::Column { .. } | Expr::Literal(_) => {}
+            Expr::Binary { left, right, .. } => {
+                f(left);
+                f(right);
+            }
+            Expr::Not(e)
+            | Expr::Neg(e)
+            | Expr::Abs(e)
+            | Expr::Upper(e)
+            | Expr::Lower(e)
+            | Expr::Length(e)
+            | Expr::IsNull { expr: e, .. }
+            | Expr::Like { expr: e, .. }
+            | Expr::Cast { expr: e, .. }
+            | Expr::Extract { expr: e, .. }
+            | Expr::AddMonths { expr: e, .. }
+            | Expr::AddDays { expr: e, .. } => f(e),
+            Expr::InList { expr, list, .. } => {
+                f(expr);
+                list.iter_mut().for_each(f);
+            }
+            Expr::Case { whens, otherwise } => {
+                for (c, t) in whens {
+                    f(c);
+                    f(t);
+                }
+                f(otherwise);
+            }
+            Expr::Substring { expr, start, len } => {
+                f(expr);
+                f(start);
+                if let Some(l) = len {
+                    f(l);
+                }
+            }
+            Expr::Coalesce(list) => list.iter_mut().for_each(f),
+        }
+    }
+
+    /// Marks the input columns this expression reads.
+    pub fn mark_columns(&self, used: &mut [bool]) {
+        let mut e = self.clone();
+        e.remap_columns(&mut |i| {
+            if let Some(u) = used.get_mut(i) {
+                *u = true;
+            }
+            i
+        });
+    }
+
+    /// Renumbers input columns (projection pushdown).
+    pub fn remap_columns(&mut self, map: &mut dyn FnMut(usize) -> usize) {
+        if let Expr::Column { index, .. } = self {
+            *index = map(*index);
+            return;
+        }
+        self.children_mut(&mut |c| c.remap_columns(map));
+    }
+
     /// The Arrow type this expression produces over `input`.
     pub fn data_type(&self, input: &[A]) -> A {
         match self {

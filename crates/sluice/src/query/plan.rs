@@ -55,8 +55,10 @@ pub struct Prune {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub table: Option<String>,
-    /// Stored Arrow types of the table's columns.
+    /// Stored Arrow types of the scanned columns (after pushdown).
     pub table_types: Vec<A>,
+    /// Table column index of each scanned column.
+    pub scan_columns: Vec<usize>,
     pub filter: Option<Expr>,
     pub body: Body,
     pub names: Vec<String>,
@@ -423,9 +425,57 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         .as_ref()
         .map(|f| prune_of(f, &table_types))
         .unwrap_or_default();
+    // Projection pushdown: the scan keeps only the columns the query reads,
+    // renumbered; `scan_columns` maps back to the table's columns.
+    let mut used = vec![false; table_types.len()];
+    let mut filter = filter;
+    let mut body = body;
+    {
+        let mut exprs: Vec<&mut Expr> = Vec::new();
+        if let Some(f) = filter.as_mut() {
+            exprs.push(f);
+        }
+        match &mut body {
+            Body::Project(list) => exprs.extend(list.iter_mut()),
+            Body::Aggregate { keys, aggs, .. } => {
+                exprs.extend(keys.iter_mut());
+                let calls = Arc::make_mut(aggs);
+                for c in calls.iter_mut() {
+                    if let Some(a) = c.arg.as_mut() {
+                        exprs.push(a);
+                    }
+                }
+            }
+        }
+        for e in &exprs {
+            e.mark_columns(&mut used);
+        }
+        let mut new_index = vec![0usize; used.len()];
+        let mut n = 0;
+        for (i, u) in used.iter().enumerate() {
+            if *u {
+                new_index[i] = n;
+                n += 1;
+            }
+        }
+        for e in exprs {
+            e.remap_columns(&mut |i| new_index[i]);
+        }
+    }
+    let scan_columns: Vec<usize> = used
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| **u)
+        .map(|(i, _)| i)
+        .collect();
+    let scan_types: Vec<A> = scan_columns
+        .iter()
+        .map(|&i| table_types[i].clone())
+        .collect();
     Ok(Plan {
         table,
-        table_types,
+        table_types: scan_types,
+        scan_columns,
         filter,
         body,
         names,

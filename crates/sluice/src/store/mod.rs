@@ -18,7 +18,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 
 pub use manifest::{Manifest, SegmentMeta, TableMeta};
 
@@ -32,6 +36,9 @@ pub struct Database {
     dir: PathBuf,
     manifest: Manifest,
     lock: Option<File>,
+    /// Segments already opened (mmapped and checked) by this handle:
+    /// segment files never change, so repeated queries reuse them.
+    segments: Mutex<HashMap<String, Arc<Vec<RecordBatch>>>>,
 }
 
 impl Database {
@@ -49,6 +56,7 @@ impl Database {
             dir,
             manifest,
             lock: None,
+            segments: Mutex::default(),
         })
     }
 
@@ -86,6 +94,7 @@ impl Database {
             dir,
             manifest,
             lock: Some(lock),
+            segments: Mutex::default(),
         };
         db.remove_orphans()?;
         Ok(db)
@@ -154,6 +163,32 @@ impl Database {
             }
         }
         Ok(())
+    }
+
+    /// A segment's batches: mmapped, checksum verified, decoded without
+    /// copying; cached in this handle so that later queries skip the work.
+    pub fn segment_batches(
+        &self,
+        seg: &SegmentMeta,
+        schema: &SchemaRef,
+    ) -> Result<Arc<Vec<RecordBatch>>> {
+        if let Some(b) = self
+            .segments
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&seg.file).cloned())
+        {
+            return Ok(b);
+        }
+        let batches = Arc::new(segment::read_segment(
+            &self.dir.join(&seg.file),
+            seg,
+            schema,
+        )?);
+        if let Ok(mut c) = self.segments.lock() {
+            c.insert(seg.file.clone(), batches.clone());
+        }
+        Ok(batches)
     }
 
     /// Reads a table's batches in load order, checking every segment's

@@ -131,26 +131,37 @@ pub fn read_segment(
     meta: &SegmentMeta,
     schema: &SchemaRef,
 ) -> Result<Vec<RecordBatch>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let corrupt = |message: String| Error::Corrupt {
         file: path.to_path_buf(),
         message,
     };
-    if bytes.len() as u64 != meta.bytes {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len != meta.bytes {
         return Err(corrupt(format!(
-            "file is {} bytes, the manifest says {} (truncated or overwritten)",
-            bytes.len(),
+            "file is {len} bytes, the manifest says {} (truncated or overwritten)",
             meta.bytes
         )));
     }
-    let crc = crc32fast::hash(&bytes);
+    if len == 0 {
+        return Err(corrupt("empty file".into()));
+    }
+    // SAFETY: segment files are immutable once committed (FORMAT.md): no
+    // process writes or truncates a file that a manifest names.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let crc = crc32fast::hash(&map);
     if crc != meta.crc32 {
         return Err(corrupt(format!(
             "checksum mismatch (crc32 {crc:08x}, the manifest says {:08x})",
             meta.crc32
         )));
     }
-    let buffer = Buffer::from_vec(bytes);
+    let ptr = std::ptr::NonNull::new(map.as_ptr() as *mut u8)
+        .ok_or_else(|| corrupt("null mapping".into()))?;
+    let map_len = map.len();
+    // SAFETY: the pointer and length come from the mapping, which the Arc
+    // keeps alive for as long as any buffer refers to it.
+    let buffer = unsafe { Buffer::from_custom_allocation(ptr, map_len, std::sync::Arc::new(map)) };
     let n = buffer.len();
     if n < 10 {
         return Err(corrupt("too short for an Arrow IPC file".into()));
