@@ -2,6 +2,7 @@
 
 mod common;
 mod conformance;
+mod differential;
 mod load;
 mod parallel;
 mod slt;
