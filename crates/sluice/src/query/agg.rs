@@ -57,6 +57,19 @@ impl AggCall {
     }
 }
 
+/// One aggregate's input for a batch.
+pub enum AggInput<'a> {
+    /// COUNT(*): no argument.
+    Star,
+    /// The evaluated argument.
+    Array(ArrayRef),
+    /// The argument computed by the integer fast path: values at the
+    /// call's scale, and the NULL rows.
+    Ints(&'a [i128], Option<arrow_buffer::NullBuffer>),
+    /// The same, when every value fitted 64 bits.
+    Ints64(&'a [i64], Option<arrow_buffer::NullBuffer>),
+}
+
 /// Per-group state of one aggregate.
 enum Acc {
     Count(Vec<i64>),
@@ -193,12 +206,7 @@ impl GroupTable {
 
     /// Folds rows in: `keys` are the evaluated group-by columns, `args` the
     /// evaluated aggregate arguments (`None` for COUNT(*)).
-    pub fn update(
-        &mut self,
-        rows: usize,
-        keys: &[ArrayRef],
-        args: &[Option<ArrayRef>],
-    ) -> Result<()> {
+    pub fn update(&mut self, rows: usize, keys: &[ArrayRef], args: &[AggInput<'_>]) -> Result<()> {
         let groups: Vec<u32> = match &self.key_conv {
             None => vec![0; rows],
             Some(_) => match pack_keys(keys, rows) {
@@ -207,7 +215,76 @@ impl GroupTable {
             },
         };
         for (i, acc) in self.accs.iter_mut().enumerate() {
-            let arg = args[i].as_ref();
+            // The integer fast path feeds sums and averages directly.
+            if let AggInput::Ints64(vals, nulls) = &args[i] {
+                let (sums, counts): (&mut Vec<i128>, Option<&mut Vec<i64>>) = match acc {
+                    Acc::SumInt(v, seen) => {
+                        match nulls {
+                            None => groups.iter().for_each(|&g| seen[g as usize] = true),
+                            Some(n) => groups
+                                .iter()
+                                .enumerate()
+                                .filter(|(r, _)| n.is_valid(*r))
+                                .for_each(|(_, &g)| seen[g as usize] = true),
+                        }
+                        (v, None)
+                    }
+                    Acc::AvgInt(v, n, _) => (v, Some(n)),
+                    _ => return Err(Error::Internal("integer input for this aggregate".into())),
+                };
+                match nulls {
+                    None => {
+                        for (&g, &x) in groups.iter().zip(vals.iter()) {
+                            sums[g as usize] += x as i128;
+                        }
+                        if let Some(c) = counts {
+                            groups.iter().for_each(|&g| c[g as usize] += 1);
+                        }
+                    }
+                    Some(nb) => {
+                        for (r, (&g, &x)) in groups.iter().zip(vals.iter()).enumerate() {
+                            if nb.is_valid(r) {
+                                sums[g as usize] += x as i128;
+                            }
+                        }
+                        if let Some(c) = counts {
+                            groups
+                                .iter()
+                                .enumerate()
+                                .filter(|(r, _)| nb.is_valid(*r))
+                                .for_each(|(_, &g)| c[g as usize] += 1);
+                        }
+                    }
+                }
+                continue;
+            }
+            if let AggInput::Ints(vals, nulls) = &args[i] {
+                let valid = |r: usize| nulls.as_ref().is_none_or(|n| n.is_valid(r));
+                match acc {
+                    Acc::SumInt(v, seen) => {
+                        for (r, (&g, &x)) in groups.iter().zip(vals.iter()).enumerate() {
+                            if valid(r) {
+                                v[g as usize] += x;
+                                seen[g as usize] = true;
+                            }
+                        }
+                    }
+                    Acc::AvgInt(v, n, _) => {
+                        for (r, (&g, &x)) in groups.iter().zip(vals.iter()).enumerate() {
+                            if valid(r) {
+                                v[g as usize] += x;
+                                n[g as usize] += 1;
+                            }
+                        }
+                    }
+                    _ => return Err(Error::Internal("integer input for this aggregate".into())),
+                }
+                continue;
+            }
+            let arg = match &args[i] {
+                AggInput::Array(a) => Some(a),
+                _ => None,
+            };
             match acc {
                 Acc::Count(v) => match arg {
                     None => groups.iter().for_each(|&g| v[g as usize] += 1),

@@ -15,8 +15,9 @@ use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions
 use arrow_ord::sort::{SortColumn, SortOptions, lexsort_to_indices};
 use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SchemaRef};
 
-use super::agg::GroupTable;
+use super::agg::{AggFunc, AggInput, GroupTable};
 use super::expr::{Expr, eval_type, exec_err};
+use super::intexpr::IntProgram;
 use super::plan::{Body, Plan};
 use crate::batch::StatRange;
 use crate::error::{Error, Result};
@@ -37,9 +38,12 @@ pub struct ScanFacts {
 /// Smallest and largest morsel. A morsel is a zero-copy slice of a batch;
 /// 16 Ki rows keep per-morsel overhead (expression dispatch, a counter
 /// increment) under 1 % of its work, and the size grows with the table so
-/// that each worker still gets ~16 morsels to balance with.
+/// that each worker still gets ~16 morsels to balance with, up to 64 Ki
+/// rows, where a morsel's intermediate columns (1 MiB of 128-bit values)
+/// still fit the L2 cache. Measured on TPC-H Q1 SF 1, 1 thread: morsels of
+/// 375 Ki rows took 0.63 s, of 64 Ki rows 0.29 s.
 const MIN_MORSEL_ROWS: usize = 16 << 10;
-const MAX_MORSEL_ROWS: usize = 1 << 20;
+const MAX_MORSEL_ROWS: usize = 64 << 10;
 
 /// Morsel size for a table of `rows` and `workers`.
 pub fn morsel_rows(rows: u64, workers: usize) -> usize {
@@ -208,12 +212,32 @@ pub fn execute(
             post,
         } => {
             let key_types: Vec<A> = keys.iter().map(|k| k.data_type(&types)).collect();
+            // SUM/AVG over integer and decimal arithmetic skip Arrow arrays.
+            let fast: Vec<Option<IntProgram>> = aggs
+                .iter()
+                .map(|c| match (c.func, &c.arg) {
+                    (AggFunc::Sum | AggFunc::Avg, Some(e))
+                        if matches!(c.arg_type, A::Int32 | A::Int64 | A::Decimal128(..)) =>
+                    {
+                        IntProgram::compile(e, &types).filter(|p| match c.arg_type {
+                            A::Decimal128(_, s) => p.scale == s,
+                            _ => p.scale == 0,
+                        })
+                    }
+                    _ => None,
+                })
+                .collect();
             let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
             std::thread::scope(|s| {
                 for _ in 0..workers.min(morsels.len()).max(1) {
                     s.spawn(|| {
                         let r = (|| {
                             let mut table = GroupTable::new(&key_types, aggs.clone())?;
+                            // Buffers of the integer fast path, reused across morsels.
+                            let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
+                            let mut pool: Vec<Vec<i128>> = Vec::new();
+                            let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
+                            let mut pool64: Vec<Vec<i64>> = Vec::new();
                             loop {
                                 let i = next.fetch_add(1, Ordering::Relaxed);
                                 let Some(&(b, off, len)) = morsels.get(i) else {
@@ -228,11 +252,34 @@ pub fn execute(
                                 for key in keys {
                                     k.push(key.eval(&batch)?.into_array(n)?);
                                 }
-                                let mut a = Vec::with_capacity(aggs.len());
-                                for call in aggs.iter() {
-                                    a.push(match &call.arg {
+                                // Fast path: 64-bit first, 128-bit if a value overflowed.
+                                let mut fast_nulls = Vec::with_capacity(aggs.len());
+                                let mut wide = vec![false; aggs.len()];
+                                for (j, p) in fast.iter().enumerate() {
+                                    fast_nulls.push(match p {
+                                        Some(p) => {
+                                            if !p.eval_i64(&batch, &mut bufs64[j], &mut pool64)? {
+                                                p.eval_into(&batch, &mut bufs[j], &mut pool)?;
+                                                wide[j] = true;
+                                            }
+                                            p.nulls(&batch)
+                                        }
                                         None => None,
-                                        Some(e) => Some(e.eval(&batch)?.into_array(n)?),
+                                    });
+                                }
+                                let mut a = Vec::with_capacity(aggs.len());
+                                for (j, (call, p)) in aggs.iter().zip(&fast).enumerate() {
+                                    a.push(match (&call.arg, p) {
+                                        (None, _) => AggInput::Star,
+                                        (Some(_), Some(_)) if wide[j] => {
+                                            AggInput::Ints(&bufs[j], fast_nulls[j].take())
+                                        }
+                                        (Some(_), Some(_)) => {
+                                            AggInput::Ints64(&bufs64[j], fast_nulls[j].take())
+                                        }
+                                        (Some(e), None) => {
+                                            AggInput::Array(e.eval(&batch)?.into_array(n)?)
+                                        }
                                     });
                                 }
                                 table.update(n, &k, &a)?;
