@@ -214,12 +214,40 @@ impl GroupTable {
                 None => self.groups_rows(keys)?,
             },
         };
+        let ngroups = self.groups;
+        // Rows per group, for few groups: counts, COUNT(*) and AVG reuse it.
+        let few = ngroups <= FEW_GROUPS;
+        let mut group_rows = [0i64; FEW_GROUPS];
+        if few {
+            // Four lanes, so that consecutive rows do not update the same
+            // counter (a store-to-load dependency on every row otherwise).
+            let mut lanes = [[0i64; FEW_GROUPS]; 4];
+            for (r, &g) in groups.iter().enumerate() {
+                lanes[r & 3][g as usize] += 1;
+            }
+            for l in &lanes {
+                for (t, x) in group_rows.iter_mut().zip(l) {
+                    *t += x;
+                }
+            }
+        }
         for (i, acc) in self.accs.iter_mut().enumerate() {
+            if let (Acc::Count(v), AggInput::Star, true) = (&mut *acc, &args[i], few) {
+                for (c, n) in v.iter_mut().zip(&group_rows) {
+                    *c += n;
+                }
+                continue;
+            }
             // The integer fast path feeds sums and averages directly.
             if let AggInput::Ints64(vals, nulls) = &args[i] {
-                let (sums, counts): (&mut Vec<i128>, Option<&mut Vec<i64>>) = match acc {
+                let (sums, mut counts): (&mut Vec<i128>, Option<&mut Vec<i64>>) = match acc {
                     Acc::SumInt(v, seen) => {
                         match nulls {
+                            None if few => {
+                                for (s, n) in seen.iter_mut().zip(&group_rows) {
+                                    *s |= *n > 0;
+                                }
+                            }
                             None => groups.iter().for_each(|&g| seen[g as usize] = true),
                             Some(n) => groups
                                 .iter()
@@ -233,6 +261,24 @@ impl GroupTable {
                     _ => return Err(Error::Internal("integer input for this aggregate".into())),
                 };
                 match nulls {
+                    None if few => {
+                        // Few groups: four lanes of sums, so that consecutive
+                        // rows rarely update the same one.
+                        let mut lanes = [[0i128; FEW_GROUPS]; 4];
+                        for (r, (&g, &x)) in groups.iter().zip(vals.iter()).enumerate() {
+                            lanes[r & 3][g as usize] += x as i128;
+                        }
+                        for l in &lanes {
+                            for (t, x) in sums.iter_mut().zip(l) {
+                                *t += x;
+                            }
+                        }
+                        if let Some(c) = counts.as_deref_mut() {
+                            for (c, n) in c.iter_mut().zip(&group_rows) {
+                                *c += n;
+                            }
+                        }
+                    }
                     None => {
                         for (&g, &x) in groups.iter().zip(vals.iter()) {
                             sums[g as usize] += x as i128;
@@ -620,18 +666,32 @@ pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
                 let s = col.as_string::<i32>();
                 let offsets = s.value_offsets();
                 let values = s.value_data();
+                let nulls = s.logical_nulls();
                 for (r, o) in out.iter_mut().enumerate() {
-                    let v = if s.is_null(r) {
+                    let v = if nulls.as_ref().is_some_and(|n| n.is_null(r)) {
                         u64::MAX
                     } else {
                         let (a, b) = (offsets[r] as usize, offsets[r + 1] as usize);
-                        if b - a > 7 {
+                        let len = b - a;
+                        if len > 7 {
                             return None;
                         }
-                        let mut buf = [0u8; 8];
-                        buf[..b - a].copy_from_slice(&values[a..b]);
-                        buf[7] = (b - a) as u8;
-                        u64::from_le_bytes(buf)
+                        // One 8-byte load and a mask instead of a copy of
+                        // `len` bytes; near the end of the buffer, a copy.
+                        let word = match values.get(a..a + 8) {
+                            Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+                            None => {
+                                let mut buf = [0u8; 8];
+                                buf[..len].copy_from_slice(&values[a..b]);
+                                u64::from_le_bytes(buf)
+                            }
+                        };
+                        let mask = if len == 0 {
+                            0
+                        } else {
+                            u64::MAX >> (64 - 8 * len)
+                        };
+                        (word & mask) | ((len as u64) << 56)
                     };
                     *o |= (v as u128) << shift;
                 }
