@@ -5,8 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Date32Type, Decimal64Type, Int32Type};
 use clap::Args;
 use sluice::load::{LoadOptions, Progress, load};
 use sluice::source::Input;
@@ -119,40 +117,26 @@ pub fn run(args: DemoArgs, threads: Option<usize>) -> Result<()> {
         s.threads
     );
 
-    // The SQL engine arrives with the query work; until then the demo reads
-    // the table back through the library's scan API and aggregates by hand.
-    println!(
-        "\nreading it back: count(*), sum(price), sum(qty), min(sold), max(sold), count(customer IS NULL)"
-    );
+    let sql = "SELECT paid, count(*) AS n, sum(price) AS revenue, avg(qty) AS avg_qty, min(sold) AS first, max(sold) AS last \
+               FROM sales WHERE sold >= DATE '2020-01-01' GROUP BY paid ORDER BY paid";
+    println!("\n$ sluice query \"{sql}\"");
     let t = std::time::Instant::now();
-    let (mut count, mut price, mut qty, mut nulls) = (0u64, 0i128, 0i64, 0u64);
-    let (mut min_d, mut max_d) = (i32::MAX, i32::MIN);
-    for b in db.scan("sales")? {
-        let b = b?;
-        count += b.num_rows() as u64;
-        nulls += b.column(1).null_count() as u64;
-        for v in b.column(2).as_primitive::<Decimal64Type>().iter().flatten() {
-            price += v as i128;
-        }
-        for v in b.column(3).as_primitive::<Int32Type>().iter().flatten() {
-            qty += v as i64;
-        }
-        for v in b.column(4).as_primitive::<Date32Type>().iter().flatten() {
-            min_d = min_d.min(v);
-            max_d = max_d.max(v);
+    let r = sluice::query::query(&db, sql, threads)?;
+    let elapsed = t.elapsed().as_secs_f64();
+    for b in &r.batches {
+        let schema = b.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        println!("{}", names.join(" | "));
+        for row in 0..b.num_rows() {
+            let cells: Vec<String> = b
+                .columns()
+                .iter()
+                .map(|c| sluice::batch::format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into()))
+                .collect();
+            println!("{}", cells.join(" | "));
         }
     }
-    let fmt_date = |d: i32| {
-        sluice::parse::value::date_from_days(d).map_or_else(|| "-".to_string(), |d| d.to_string())
-    };
-    println!(
-        "count={count} sum(price)={}.{:02} sum(qty)={qty} min(sold)={} max(sold)={} null customers={nulls}  ({:.2} s)",
-        price / 100,
-        (price % 100).abs(),
-        fmt_date(min_d),
-        fmt_date(max_d),
-        t.elapsed().as_secs_f64()
-    );
+    println!("({elapsed:.3} s over {} rows on {} workers)", r.facts.rows, r.facts.workers);
     if temporary {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     } else {
