@@ -69,7 +69,7 @@ ORDER BY l_returnflag, l_linestatus";
 
 const DUCKDB_Q1_SCRIPT: &str = r#"
 import duckdb, json, os, sys, time
-db, csv, query, threads, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+db, csv, query, threads, runs = sys.argv[1], sys.argv[2], sys.argv[3], [int(t) for t in sys.argv[4].split(",")], int(sys.argv[5])
 fresh = not os.path.exists(db)
 con = duckdb.connect(db)
 if fresh:
@@ -79,14 +79,17 @@ if fresh:
             "l_commitdate": "DATE", "l_receiptdate": "DATE", "l_shipinstruct": "VARCHAR", "l_shipmode": "VARCHAR",
             "l_comment": "VARCHAR"}
     con.execute("CREATE TABLE lineitem AS SELECT * FROM read_csv(?, header=true, columns=?)", [csv, cols])
-con.execute(f"SET threads={threads}")
-con.execute(query).fetchall()
-times = []
-for _ in range(runs):
-    t = time.perf_counter()
+times = {t: [] for t in threads}
+for t in threads:
+    con.execute(f"SET threads={t}")
     con.execute(query).fetchall()
-    times.append(time.perf_counter() - t)
-print(json.dumps({"times": times, "version": duckdb.__version__}))
+for _ in range(runs):
+    for t in threads:
+        con.execute(f"SET threads={t}")
+        start = time.perf_counter()
+        con.execute(query).fetchall()
+        times[t].append(time.perf_counter() - start)
+print(json.dumps({"times": {str(t): v for t, v in times.items()}, "version": duckdb.__version__}))
 "#;
 
 pub fn run(s: Scenario, quiet: bool) -> Result<()> {
@@ -166,43 +169,55 @@ fn q1(
     let rows = db.table("lineitem").map_or(0, |t| t.rows());
     let duck = if no_peers { None } else { duckdb_version() };
     let duck_db = dir.join(format!("q1-sf{sf}.duckdb"));
-    // Rows: (engine, threads, times)
-    let mut results: Vec<(&str, usize, Vec<f64>)> = Vec::new();
+    // Rows: (engine, threads, times). Thread counts are interleaved run by
+    // run, so that drift of the machine hits them alike.
+    let mut results: Vec<(&str, usize, Vec<f64>)> =
+        threads.iter().map(|&t| ("sluice", t, Vec::new())).collect();
     for &t in &threads {
         // Warm: the first run opens and checks the segments; not timed.
         sluice::query::query(&db, Q1, Some(t))?;
-        let mut times = Vec::new();
-        for _ in 0..runs {
+    }
+    for _ in 0..runs {
+        for r in results.iter_mut() {
             let start = std::time::Instant::now();
-            let r = sluice::query::query(&db, Q1, Some(t))?;
-            times.push(start.elapsed().as_secs_f64());
-            if r.batches.iter().map(|b| b.num_rows()).sum::<usize>() != 4 {
+            let out = sluice::query::query(&db, Q1, Some(r.1))?;
+            r.2.push(start.elapsed().as_secs_f64());
+            if out.batches.iter().map(|b| b.num_rows()).sum::<usize>() != 4 {
                 bail!("Q1 returned an unexpected number of groups");
             }
         }
-        if !quiet {
-            eprintln!("sluice threads={t}: {times:.3?}");
+    }
+    if !quiet {
+        for r in &results {
+            eprintln!("sluice threads={}: {:.3?}", r.1, r.2);
         }
-        results.push(("sluice", t, times));
-        if duck.is_some() && t <= cores {
-            let v = run_json(
-                Command::new("python3")
-                    .args(["-c", DUCKDB_Q1_SCRIPT])
-                    .arg(&duck_db)
-                    .arg(&csv)
-                    .arg(Q1)
-                    .arg(t.to_string())
-                    .arg(runs.to_string()),
-                "duckdb",
-            )?;
-            let times: Vec<f64> = v["times"]
+    }
+    let duck_threads: Vec<usize> = threads.iter().copied().filter(|&t| t <= cores).collect();
+    if duck.is_some() && !duck_threads.is_empty() {
+        let list: Vec<String> = duck_threads.iter().map(|t| t.to_string()).collect();
+        let v = run_json(
+            Command::new("python3")
+                .args(["-c", DUCKDB_Q1_SCRIPT])
+                .arg(&duck_db)
+                .arg(&csv)
+                .arg(Q1)
+                .arg(list.join(","))
+                .arg(runs.to_string()),
+            "duckdb",
+        )?;
+        for &t in &duck_threads {
+            let times: Vec<f64> = v["times"][t.to_string()]
                 .as_array()
                 .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
                 .unwrap_or_default();
             if !quiet {
                 eprintln!("duckdb threads={t}: {times:.3?}");
             }
-            results.push(("duckdb", t, times));
+            let at = results
+                .iter()
+                .position(|r| r.0 == "sluice" && r.1 == t)
+                .map_or(results.len(), |p| p + 1);
+            results.insert(at, ("duckdb", t, times));
         }
     }
     let med = |v: &[f64]| median(&mut v.to_vec());

@@ -131,12 +131,17 @@ pub fn run(args: DemoArgs, threads: Option<usize>) -> Result<()> {
             let cells: Vec<String> = b
                 .columns()
                 .iter()
-                .map(|c| sluice::batch::format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into()))
+                .map(|c| {
+                    sluice::batch::format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into())
+                })
                 .collect();
             println!("{}", cells.join(" | "));
         }
     }
-    println!("({elapsed:.3} s over {} rows on {} workers)", r.facts.rows, r.facts.workers);
+    println!(
+        "({elapsed:.3} s over {} rows on {} workers)",
+        r.facts.rows, r.facts.workers
+    );
     if temporary {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     } else {

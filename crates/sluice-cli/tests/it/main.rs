@@ -443,7 +443,10 @@ fn demo_runs_end_to_end() {
         ],
     );
     assert!(out.contains("loaded 20000 rows"), "{out}");
-    assert!(out.contains("paid | n | revenue | avg_qty | first | last\nfalse | "), "{out}");
+    assert!(
+        out.contains("paid | n | revenue | avg_qty | first | last\nfalse | "),
+        "{out}"
+    );
 }
 
 /// TPC-H Q1 and Q6 at scale factor 0.01 give DuckDB's answers. The expected
