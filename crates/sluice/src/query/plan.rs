@@ -758,7 +758,11 @@ impl Binder<'_> {
                         if !is_numeric(&t) && t != A::Null {
                             return Err(plan_err(format!("cannot negate {}", type_name(&t)), e));
                         }
-                        Ok(Expr::Neg(Box::new(inner)))
+                        Ok(Expr::Neg(Box::new(coerce(
+                            inner,
+                            &t,
+                            &if t == A::Null { A::Int64 } else { t.clone() },
+                        ))))
                     }
                     ast::UnaryOperator::Plus => Ok(inner),
                     ast::UnaryOperator::Not => {
@@ -768,7 +772,7 @@ impl Binder<'_> {
                                 e,
                             ));
                         }
-                        Ok(Expr::Not(Box::new(inner)))
+                        Ok(Expr::Not(Box::new(coerce(inner, &t, &A::Boolean))))
                     }
                     other => Err(unsupported(&format!("the operator {other}"), e)),
                 }
@@ -892,7 +896,7 @@ impl Binder<'_> {
                     )
                 })?;
                 Ok(Expr::Like {
-                    expr: Box::new(x),
+                    expr: Box::new(coerce(x, &t, &A::Utf8)),
                     pattern,
                     negated: *negated,
                     case_insensitive: matches!(e, ast::Expr::ILike { .. }),
@@ -1088,13 +1092,22 @@ impl Binder<'_> {
                     }
                     "abs" => {
                         one("ABS")?;
-                        if !is_numeric(&types[0]) {
+                        if !is_numeric(&types[0]) && types[0] != A::Null {
                             return Err(plan_err(
                                 format!("ABS needs a number, not {}", type_name(&types[0])),
                                 e,
                             ));
                         }
-                        Ok(Expr::Abs(Box::new(bound.remove(0))))
+                        let target = if types[0] == A::Null {
+                            A::Int64
+                        } else {
+                            types[0].clone()
+                        };
+                        Ok(Expr::Abs(Box::new(coerce(
+                            bound.remove(0),
+                            &types[0],
+                            &target,
+                        ))))
                     }
                     "coalesce" => {
                         if bound.is_empty() {

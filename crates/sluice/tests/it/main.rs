@@ -6,4 +6,5 @@ mod differential;
 mod load;
 mod parallel;
 mod slt;
+mod sql_fuzz;
 mod store;
