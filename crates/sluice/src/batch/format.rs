@@ -32,18 +32,7 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
 
 /// Formats a scaled integer: `format_decimal(-1234, 2) == "-12.34"`.
 pub fn format_decimal(v: i64, scale: u32) -> String {
-    if scale == 0 {
-        return v.to_string();
-    }
-    let abs = v.unsigned_abs();
-    let div = 10u64.pow(scale);
-    let sign = if v < 0 { "-" } else { "" };
-    format!(
-        "{sign}{}.{:0width$}",
-        abs / div,
-        abs % div,
-        width = scale as usize
-    )
+    format_decimal128(v as i128, scale)
 }
 
 /// Formats a 128-bit scaled integer (query results: sums, products).

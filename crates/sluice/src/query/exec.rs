@@ -63,7 +63,8 @@ fn segment_may_match(stats: &[crate::batch::ColumnStats], plan: &Plan) -> bool {
         })
 }
 
-fn empty_input(rows: usize) -> Result<RecordBatch> {
+/// A batch with no columns and `rows` rows (the input of `SELECT 1`).
+pub(crate) fn empty_input(rows: usize) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new_with_options(
         Arc::new(ArrowSchema::empty()),
         vec![],

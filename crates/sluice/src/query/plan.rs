@@ -1298,11 +1298,7 @@ impl Binder<'_> {
         // Constant-fold literal dates.
         if let Expr::AddDays { expr, .. } | Expr::AddMonths { expr, .. } = &e {
             if let Expr::Literal(_) = expr.as_ref() {
-                let empty = arrow_array::RecordBatch::try_new_with_options(
-                    Arc::new(arrow_schema::Schema::empty()),
-                    vec![],
-                    &arrow_array::RecordBatchOptions::new().with_row_count(Some(1)),
-                )?;
+                let empty = super::exec::empty_input(1)?;
                 if let super::expr::Value::Scalar(a) = e
                     .eval(&empty)
                     .map_err(|er| plan_err(er.to_string(), node))?
@@ -1416,11 +1412,7 @@ fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
     ) {
         return Ok(e);
     }
-    let one = arrow_array::RecordBatch::try_new_with_options(
-        Arc::new(arrow_schema::Schema::empty()),
-        vec![],
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(1)),
-    )?;
+    let one = super::exec::empty_input(1)?;
     match e.eval(&one).map_err(|er| plan_err(er.to_string(), node))? {
         super::expr::Value::Scalar(a) => Ok(lit(a)),
         super::expr::Value::Array(_) => Ok(e),
