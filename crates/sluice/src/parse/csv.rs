@@ -330,31 +330,32 @@ pub fn parse_block(
         let mut col = 0;
         loop {
             let field_start = pos;
-            if col < ncols && integer[col] {
-                if let Some((v, term, next)) = scan_integer(data, pos, d.delimiter) {
-                    if let Err(msg) = out.push_integer(col, v) {
-                        let ty = schema.columns[col].data_type;
-                        let bytes = &data[field_start..next.min(n)];
-                        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-                        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-                        let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
-                        return Err(block_error(
-                            data,
-                            field_start,
-                            Some(col),
-                            format!("invalid {ty} value {}: {msg}", snippet(bytes)),
-                        ));
+            if col < ncols
+                && integer[col]
+                && let Some((v, term, next)) = scan_integer(data, pos, d.delimiter)
+            {
+                if let Err(msg) = out.push_integer(col, v) {
+                    let ty = schema.columns[col].data_type;
+                    let bytes = &data[field_start..next.min(n)];
+                    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+                    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+                    let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
+                    return Err(block_error(
+                        data,
+                        field_start,
+                        Some(col),
+                        format!("invalid {ty} value {}: {msg}", snippet(bytes)),
+                    ));
+                }
+                col += 1;
+                pos = next;
+                match term {
+                    Term::Delim => continue,
+                    Term::Newline => {
+                        info.newlines += 1;
+                        break;
                     }
-                    col += 1;
-                    pos = next;
-                    match term {
-                        Term::Delim => continue,
-                        Term::Newline => {
-                            info.newlines += 1;
-                            break;
-                        }
-                        Term::Eof => break,
-                    }
+                    Term::Eof => break,
                 }
             }
             let s = scan_field(data, pos, d, &classes, &mut scratch).map_err(|(off, msg)| {
@@ -581,7 +582,7 @@ mod tests {
             let mut s: Vec<u8> = (0..len)
                 .map(|i| alphabet[((rng >> (i * 2)) % alphabet.len() as u64) as usize])
                 .collect();
-            if rng % 3 == 0 {
+            if rng.is_multiple_of(3) {
                 s = (rng % 10_000_000_000_000_000_000).to_string().into_bytes();
             }
             s.extend_from_slice(b",1\n");

@@ -442,11 +442,11 @@ impl GroupTable {
         for r in converted.iter() {
             let bytes = r.as_ref();
             // Runs of equal keys skip the lookup.
-            if let Some(g) = last {
-                if &*self.keys[g as usize] == bytes {
-                    out.push(g);
-                    continue;
-                }
+            if let Some(g) = last
+                && &*self.keys[g as usize] == bytes
+            {
+                out.push(g);
+                continue;
             }
             let g = self.group_of(bytes);
             last = Some(g);
@@ -461,11 +461,11 @@ impl GroupTable {
         let mut out = Vec::with_capacity(packed.len());
         let mut last: Option<(u128, u32)> = None;
         for (r, &k) in packed.iter().enumerate() {
-            if let Some((lk, g)) = last {
-                if lk == k {
-                    out.push(g);
-                    continue;
-                }
+            if let Some((lk, g)) = last
+                && lk == k
+            {
+                out.push(g);
+                continue;
             }
             let found = if self.packed.len() <= FEW_GROUPS {
                 self.packed.iter().find(|p| p.0 == k).map(|p| p.1)

@@ -393,12 +393,12 @@ impl Expr {
                     });
                 }
                 let e = acc.ok_or_else(|| Error::Internal("empty IN list".into()))?;
-                let v = if *negated {
+
+                if *negated {
                     Expr::Not(Box::new(e)).eval(batch)?
                 } else {
                     e.eval(batch)?
-                };
-                v
+                }
             }
             Expr::Like {
                 expr,

@@ -489,12 +489,11 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
 }
 
 fn count_literal(e: &ast::Expr, what: &str) -> Result<usize> {
-    if let ast::Expr::Value(v) = e {
-        if let ast::Value::Number(n, _) = &v.value {
-            if let Ok(k) = n.parse::<usize>() {
-                return Ok(k);
-            }
-        }
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::Number(n, _) = &v.value
+        && let Ok(k) = n.parse::<usize>()
+    {
+        return Ok(k);
     }
     Err(plan_err(
         format!("{what} must be a non-negative integer literal"),
@@ -672,50 +671,50 @@ impl Binder<'_> {
     }
 
     fn bind(&self, e: &ast::Expr, scope: &mut Scope) -> Result<Expr> {
-        if let ast::Expr::Function(f) = e {
-            if f.over.is_some() {
-                return Err(plan_err(
-                    "window functions (OVER) are not supported".into(),
-                    e,
-                ));
-            }
+        if let ast::Expr::Function(f) = e
+            && f.over.is_some()
+        {
+            return Err(plan_err(
+                "window functions (OVER) are not supported".into(),
+                e,
+            ));
         }
         if let Scope::Post(st) = scope {
             // An aggregate call becomes a column of the aggregate's output.
-            if let ast::Expr::Function(f) = e {
-                if is_aggregate_name(&function_name(f)) {
-                    let call = self.bind_aggregate(f, e)?;
-                    let idx = match st.calls.iter().position(|c| c.name == call.name) {
-                        Some(i) => i,
-                        None => {
-                            st.calls.push(call);
-                            st.calls.len() - 1
-                        }
-                    };
-                    return Ok(Expr::Column {
-                        index: st.keys.len() + idx,
-                        name: st.calls[idx].name.clone(),
-                    });
-                }
+            if let ast::Expr::Function(f) = e
+                && is_aggregate_name(&function_name(f))
+            {
+                let call = self.bind_aggregate(f, e)?;
+                let idx = match st.calls.iter().position(|c| c.name == call.name) {
+                    Some(i) => i,
+                    None => {
+                        st.calls.push(call);
+                        st.calls.len() - 1
+                    }
+                };
+                return Ok(Expr::Column {
+                    index: st.keys.len() + idx,
+                    name: st.calls[idx].name.clone(),
+                });
             }
             // A whole expression that is a GROUP BY key becomes that key.
-            if !contains_aggregate(e) {
-                if let Ok(row) = self.bind(e, &mut Scope::Row { clause: "SELECT" }) {
-                    let shown = row.to_string();
-                    if let Some(k) = st.key_shown.iter().position(|s| *s == shown) {
-                        return Ok(Expr::Column {
-                            index: k,
-                            name: shown,
-                        });
-                    }
-                    if let ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) = e {
-                        return Err(plan_err(
-                            format!(
-                                "column {shown:?} must appear in the GROUP BY clause or be used in an aggregate function"
-                            ),
-                            e,
-                        ));
-                    }
+            if !contains_aggregate(e)
+                && let Ok(row) = self.bind(e, &mut Scope::Row { clause: "SELECT" })
+            {
+                let shown = row.to_string();
+                if let Some(k) = st.key_shown.iter().position(|s| *s == shown) {
+                    return Ok(Expr::Column {
+                        index: k,
+                        name: shown,
+                    });
+                }
+                if let ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) = e {
+                    return Err(plan_err(
+                        format!(
+                            "column {shown:?} must appear in the GROUP BY clause or be used in an aggregate function"
+                        ),
+                        e,
+                    ));
                 }
             }
         }
@@ -794,11 +793,11 @@ impl Binder<'_> {
                     other => return Err(unsupported(&format!("the operator {other}"), e)),
                 };
                 // DATE ± INTERVAL
-                if let ast::Expr::Interval(iv) = right.as_ref() {
-                    if matches!(bop, BinOp::Add | BinOp::Sub) {
-                        let l = self.bind(left, scope)?;
-                        return self.date_interval(l, bop, iv, scope, e);
-                    }
+                if let ast::Expr::Interval(iv) = right.as_ref()
+                    && matches!(bop, BinOp::Add | BinOp::Sub)
+                {
+                    let l = self.bind(left, scope)?;
+                    return self.date_interval(l, bop, iv, scope, e);
                 }
                 let l = self.bind(left, scope)?;
                 let r = self.bind(right, scope)?;
@@ -1131,7 +1130,7 @@ impl Binder<'_> {
                 }
             }
             ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
-                Err(plan_err(format!("subqueries are not supported"), e))
+                Err(plan_err("subqueries are not supported".to_string(), e))
             }
             ast::Expr::Interval(_) => Err(unsupported("an INTERVAL outside DATE ± INTERVAL", e)),
             other => Err(unsupported(&format!("the expression {other}"), e)),
@@ -1296,15 +1295,15 @@ impl Binder<'_> {
             }
         };
         // Constant-fold literal dates.
-        if let Expr::AddDays { expr, .. } | Expr::AddMonths { expr, .. } = &e {
-            if let Expr::Literal(_) = expr.as_ref() {
-                let empty = super::exec::empty_input(1)?;
-                if let super::expr::Value::Scalar(a) = e
-                    .eval(&empty)
-                    .map_err(|er| plan_err(er.to_string(), node))?
-                {
-                    return Ok(lit(a));
-                }
+        if let Expr::AddDays { expr, .. } | Expr::AddMonths { expr, .. } = &e
+            && let Expr::Literal(_) = expr.as_ref()
+        {
+            let empty = super::exec::empty_input(1)?;
+            if let super::expr::Value::Scalar(a) = e
+                .eval(&empty)
+                .map_err(|er| plan_err(er.to_string(), node))?
+            {
+                return Ok(lit(a));
             }
         }
         Ok(e)
@@ -1467,10 +1466,10 @@ fn coerce(e: Expr, from: &A, to: &A) -> Expr {
     if from == to {
         return e;
     }
-    if let Expr::Literal(a) = &e {
-        if let Ok(c) = cast(a, to) {
-            return lit(c);
-        }
+    if let Expr::Literal(a) = &e
+        && let Ok(c) = cast(a, to)
+    {
+        return lit(c);
     }
     Expr::Cast {
         expr: Box::new(e),
