@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::builder::{Float64Builder, Int64Builder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrayRef, Decimal128Array, new_null_array};
+use arrow_array::{Array, ArrayRef, BooleanArray, Decimal128Array, new_null_array};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType as A;
 
@@ -148,6 +148,10 @@ impl GroupTable {
             packed: Vec::new(),
             packed_map: HashMap::new(),
         };
+        // Group 0 is a trash group for rows a selection vector excludes: it
+        // is updated like any other and never output. Its empty key never
+        // equals a row-format key (they have at least one byte a column).
+        t.add_group(Box::new([]));
         if t.key_conv.is_none() {
             // A global aggregate has exactly one group, also over no rows.
             t.add_group(Box::new([]));
@@ -205,13 +209,23 @@ impl GroupTable {
     }
 
     /// Folds rows in: `keys` are the evaluated group-by columns, `args` the
-    /// evaluated aggregate arguments (`None` for COUNT(*)).
-    pub fn update(&mut self, rows: usize, keys: &[ArrayRef], args: &[AggInput<'_>]) -> Result<()> {
+    /// evaluated aggregate arguments. With `sel`, only the selected rows
+    /// count (the others go to the trash group and create no group).
+    pub fn update(
+        &mut self,
+        rows: usize,
+        keys: &[ArrayRef],
+        args: &[AggInput<'_>],
+        sel: Option<&BooleanArray>,
+    ) -> Result<()> {
         let groups: Vec<u32> = match &self.key_conv {
-            None => vec![0; rows],
+            None => match sel {
+                None => vec![1; rows],
+                Some(m) => (0..rows).map(|r| m.value(r) as u32).collect(),
+            },
             Some(_) => match pack_keys(keys, rows) {
-                Some(packed) => self.groups_packed(keys, &packed)?,
-                None => self.groups_rows(keys)?,
+                Some(packed) => self.groups_packed(keys, &packed, sel)?,
+                None => self.groups_rows(keys, sel)?,
             },
         };
         let ngroups = self.groups;
@@ -431,7 +445,7 @@ impl GroupTable {
     }
 
     /// Group ids through the row format: any key types.
-    fn groups_rows(&mut self, keys: &[ArrayRef]) -> Result<Vec<u32>> {
+    fn groups_rows(&mut self, keys: &[ArrayRef], sel: Option<&BooleanArray>) -> Result<Vec<u32>> {
         let conv = self
             .key_conv
             .as_ref()
@@ -439,7 +453,11 @@ impl GroupTable {
         let converted = conv.convert_columns(keys).map_err(exec_err)?;
         let mut out = Vec::with_capacity(converted.num_rows());
         let mut last: Option<u32> = None;
-        for r in converted.iter() {
+        for (i, r) in converted.iter().enumerate() {
+            if sel.is_some_and(|m| !m.value(i)) {
+                out.push(0);
+                continue;
+            }
             let bytes = r.as_ref();
             // Runs of equal keys skip the lookup.
             if let Some(g) = last
@@ -457,10 +475,19 @@ impl GroupTable {
 
     /// Group ids for keys packed into 128 bits (see [`pack_keys`]): a few
     /// integer compares per row; the row format is built once per new group.
-    fn groups_packed(&mut self, keys: &[ArrayRef], packed: &[u128]) -> Result<Vec<u32>> {
+    fn groups_packed(
+        &mut self,
+        keys: &[ArrayRef],
+        packed: &[u128],
+        sel: Option<&BooleanArray>,
+    ) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(packed.len());
         let mut last: Option<(u128, u32)> = None;
         for (r, &k) in packed.iter().enumerate() {
+            if sel.is_some_and(|m| !m.value(r)) {
+                out.push(0);
+                continue;
+            }
             if let Some((lk, g)) = last
                 && lk == k
             {
@@ -502,7 +529,7 @@ impl GroupTable {
     pub fn merge(&mut self, other: GroupTable) -> Result<()> {
         let GroupTable { keys, accs, .. } = other;
         let map: Vec<u32> = if self.key_conv.is_none() {
-            vec![0]
+            vec![0, 1]
         } else {
             keys.iter().map(|k| self.group_of(k)).collect()
         };
@@ -572,7 +599,7 @@ impl GroupTable {
         if let Some(conv) = &self.key_conv {
             let parser = conv.parser();
             cols = conv
-                .convert_rows(self.keys.iter().map(|k| parser.parse(k)))
+                .convert_rows(self.keys[1..].iter().map(|k| parser.parse(k)))
                 .map_err(exec_err)?;
         }
         for ((acc, call), conv) in self
@@ -644,7 +671,8 @@ impl GroupTable {
                     Arc::new(b.finish())
                 }
             };
-            cols.push(col);
+            // Without the trash group.
+            cols.push(col.slice(1, n - 1));
         }
         Ok(cols)
     }

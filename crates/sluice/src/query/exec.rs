@@ -244,46 +244,75 @@ pub fn execute(
                                 let Some(&(b, off, len)) = morsels.get(i) else {
                                     break;
                                 };
-                                let batch = work_filter(inputs[b].slice(off, len))?;
-                                let n = batch.num_rows();
-                                if n == 0 {
-                                    continue;
-                                }
-                                let mut k = Vec::with_capacity(keys.len());
-                                for key in keys {
-                                    k.push(key.eval(&batch)?.into_array(n)?);
-                                }
-                                // Fast path: 64-bit first, 128-bit if a value overflowed.
-                                let mut fast_nulls = Vec::with_capacity(aggs.len());
-                                let mut wide = vec![false; aggs.len()];
-                                for (j, p) in fast.iter().enumerate() {
-                                    fast_nulls.push(match p {
-                                        Some(p) => {
-                                            if !p.eval_i64(&batch, &mut bufs64[j], &mut pool64)? {
-                                                p.eval_into(&batch, &mut bufs[j], &mut pool)?;
-                                                wide[j] = true;
-                                            }
-                                            p.nulls(&batch)
+                                let raw = inputs[b].slice(off, len);
+                                // Mostly-kept morsels are not copied: the
+                                // filter becomes a selection vector.
+                                let (mut batch, mut sel) = match &plan.filter {
+                                    None => (raw, None),
+                                    Some(f) => {
+                                        let mask = as_mask(&f.eval(&raw)?.into_array(len)?)?;
+                                        let kept = mask.true_count();
+                                        if kept == 0 {
+                                            continue;
+                                        } else if kept == len {
+                                            (raw, None)
+                                        } else if kept * 4 >= len * 3 {
+                                            (raw, Some(mask))
+                                        } else {
+                                            let f = arrow_select::filter::filter_record_batch(
+                                                &raw, &mask,
+                                            )
+                                            .map_err(exec_err)?;
+                                            (f, None)
                                         }
-                                        None => None,
-                                    });
-                                }
+                                    }
+                                };
+                                let mut ev = AggEval {
+                                    keys,
+                                    aggs,
+                                    fast: &fast,
+                                    bufs: &mut bufs,
+                                    bufs64: &mut bufs64,
+                                    pool: &mut pool,
+                                    pool64: &mut pool64,
+                                };
+                                let evaluated = match ev.eval(&batch) {
+                                    Ok(e) => e,
+                                    // Rows the filter excludes must not fail
+                                    // the query: evaluate the kept rows only.
+                                    Err(_) if sel.is_some() => {
+                                        let mask = sel.take().expect("checked above");
+                                        batch = arrow_select::filter::filter_record_batch(
+                                            &batch, &mask,
+                                        )
+                                        .map_err(exec_err)?;
+                                        ev.eval(&batch)?
+                                    }
+                                    Err(e) => return Err(e),
+                                };
+                                let n = batch.num_rows();
+                                let (k, general, mut fast_nulls, wide) = evaluated;
                                 let mut a = Vec::with_capacity(aggs.len());
+                                let mut general = general.into_iter();
                                 for (j, (call, p)) in aggs.iter().zip(&fast).enumerate() {
-                                    a.push(match (&call.arg, p) {
-                                        (None, _) => AggInput::Star,
-                                        (Some(_), Some(_)) if wide[j] => {
+                                    let g = general.next().flatten();
+                                    a.push(match (&call.arg, p, g) {
+                                        (None, _, _) => AggInput::Star,
+                                        (Some(_), Some(_), _) if wide[j] => {
                                             AggInput::Ints(&bufs[j], fast_nulls[j].take())
                                         }
-                                        (Some(_), Some(_)) => {
+                                        (Some(_), Some(_), _) => {
                                             AggInput::Ints64(&bufs64[j], fast_nulls[j].take())
                                         }
-                                        (Some(e), None) => {
-                                            AggInput::Array(e.eval(&batch)?.into_array(n)?)
+                                        (Some(_), None, Some(arr)) => AggInput::Array(arr),
+                                        (Some(_), None, None) => {
+                                            return Err(Error::Internal(
+                                                "aggregate argument not evaluated".into(),
+                                            ));
                                         }
                                     });
                                 }
-                                table.update(n, &k, &a)?;
+                                table.update(n, &k, &a, sel.as_ref())?;
                             }
                             Ok(table)
                         })();
@@ -411,4 +440,60 @@ fn sort_and_limit(batch: RecordBatch, plan: &Plan) -> Result<RecordBatch> {
     // Drop the hidden sort-key columns.
     let keep: Vec<usize> = (0..plan.visible).collect();
     Ok(batch.project(&keep)?)
+}
+
+/// The evaluated inputs of one morsel for the aggregates: key columns,
+/// general-path arguments, and NULL rows and width of the fast-path ones
+/// (whose values are left in the buffers).
+type AggEvaluated = (
+    Vec<ArrayRef>,
+    Vec<Option<ArrayRef>>,
+    Vec<Option<arrow_buffer::NullBuffer>>,
+    Vec<bool>,
+);
+
+/// Evaluates group keys and aggregate arguments over a batch.
+struct AggEval<'a> {
+    keys: &'a [Expr],
+    aggs: &'a [super::agg::AggCall],
+    fast: &'a [Option<IntProgram>],
+    bufs: &'a mut Vec<Vec<i128>>,
+    bufs64: &'a mut Vec<Vec<i64>>,
+    pool: &'a mut Vec<Vec<i128>>,
+    pool64: &'a mut Vec<Vec<i64>>,
+}
+
+impl AggEval<'_> {
+    fn eval(&mut self, batch: &RecordBatch) -> Result<AggEvaluated> {
+        let n = batch.num_rows();
+        let mut k = Vec::with_capacity(self.keys.len());
+        for key in self.keys {
+            k.push(key.eval(batch)?.into_array(n)?);
+        }
+        let mut general = Vec::with_capacity(self.aggs.len());
+        let mut nulls = Vec::with_capacity(self.aggs.len());
+        let mut wide = vec![false; self.aggs.len()];
+        for (j, (call, p)) in self.aggs.iter().zip(self.fast).enumerate() {
+            match (p, &call.arg) {
+                // Fast path: 64-bit first, 128-bit if a value overflowed.
+                (Some(p), _) => {
+                    if !p.eval_i64(batch, &mut self.bufs64[j], self.pool64)? {
+                        p.eval_into(batch, &mut self.bufs[j], self.pool)?;
+                        wide[j] = true;
+                    }
+                    nulls.push(p.nulls(batch));
+                    general.push(None);
+                }
+                (None, Some(e)) => {
+                    nulls.push(None);
+                    general.push(Some(e.eval(batch)?.into_array(n)?));
+                }
+                (None, None) => {
+                    nulls.push(None);
+                    general.push(None);
+                }
+            }
+        }
+        Ok((k, general, nulls, wide))
+    }
 }
