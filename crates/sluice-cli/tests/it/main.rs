@@ -73,6 +73,38 @@ fn fails(dir: &Path, args: &[&str]) -> String {
     err
 }
 
+/// Writes a 3,000,000-row three-integer CSV and starts loading it into
+/// table `big` (extra arguments appended), with piped output.
+fn spawn_big_load(dir: &Path, extra: &[&str]) -> std::process::Child {
+    let big = dir.join("big.csv");
+    ok(
+        dir,
+        &[
+            "gen",
+            "ints",
+            "--rows",
+            "3000000",
+            "--output",
+            big.to_str().unwrap(),
+        ],
+    );
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(dir)
+        .args([
+            "load",
+            "--no-header",
+            "--schema",
+            "a BIGINT, b BIGINT, c BIGINT",
+            "big",
+            "big.csv",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 const SCHEMA: &str = "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE";
 
 #[test]
@@ -271,34 +303,7 @@ fn killed_load_leaves_the_last_commit() {
     t.write("small.csv", b"1\n2\n");
     ok(&t.0, &["load", "--schema", "x BIGINT", "t", "small.csv"]);
     // A load big enough to still be running when it is killed.
-    let big = t.0.join("big.csv");
-    ok(
-        &t.0,
-        &[
-            "gen",
-            "ints",
-            "--rows",
-            "3000000",
-            "--output",
-            big.to_str().unwrap(),
-        ],
-    );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .args([
-            "load",
-            "--no-header",
-            "--schema",
-            "a BIGINT, b BIGINT, c BIGINT",
-            "big",
-            "big.csv",
-            "--memory-limit",
-            "64MiB",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_big_load(&t.0, &["--memory-limit", "64MiB"]);
     // Kill once the load has written something (or finished).
     let tables = t.0.join("sluice.db/tables");
     for _ in 0..2000 {
@@ -339,32 +344,7 @@ fn killed_load_leaves_the_last_commit() {
 #[test]
 fn interrupt_cancels_the_load_and_commits_nothing() {
     let t = Tmp::new();
-    let big = t.0.join("big.csv");
-    ok(
-        &t.0,
-        &[
-            "gen",
-            "ints",
-            "--rows",
-            "3000000",
-            "--output",
-            big.to_str().unwrap(),
-        ],
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .args([
-            "load",
-            "--no-header",
-            "--schema",
-            "a BIGINT, b BIGINT, c BIGINT",
-            "big",
-            "big.csv",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_big_load(&t.0, &[]);
     let tables = t.0.join("sluice.db/tables/big");
     for _ in 0..100_000 {
         if tables.exists() {
