@@ -546,6 +546,20 @@ fn query_formats_timing_and_errors() {
         plan.contains("Scan p: 0 of 1 segments (1 pruned by zone maps)"),
         "{plan}"
     );
+    // SUM(x) and AVG(x) share one program of the fused pass; MIN has none.
+    let plan = ok(
+        &t.0,
+        &[
+            "query",
+            "EXPLAIN SELECT name, sum(price), avg(price), sum(id * 2), count(*) FROM p GROUP BY name",
+        ],
+    );
+    assert!(
+        plan.contains("Fused pass per 2048-row chunk: 2 distinct integer programs"),
+        "{plan}"
+    );
+    let plan = ok(&t.0, &["query", "EXPLAIN SELECT min(id) FROM p"]);
+    assert!(!plan.contains("Fused"), "{plan}");
     let e = fails(&t.0, &["query", "SELECT nope FROM p"]);
     assert_eq!(
         e,

@@ -96,6 +96,23 @@ pub struct GroupTable {
     /// Packed keys seen so far and their groups (see [`pack_keys`]).
     packed: Vec<(u128, u32)>,
     packed_map: HashMap<u128, u32>,
+    /// Direct-mapped cache of packed keys to groups (`u32::MAX`: empty).
+    cache: Vec<(u128, u32)>,
+    /// Groups of one-byte keys by code (see [`byte_codes`]); empty until used.
+    code_table: Vec<u32>,
+}
+
+/// Slots of the packed-key cache.
+const CACHE_SLOTS: usize = 256;
+
+fn cache_slot(k: u128) -> usize {
+    let h = (k as u64) ^ ((k >> 64) as u64).rotate_left(29);
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % CACHE_SLOTS
+}
+
+/// A selection mask as 64-bit words (bit r of word r / 64 is row r).
+fn sel_words(sel: Option<&BooleanArray>) -> Option<Vec<u64>> {
+    sel.map(|m| m.values().bit_chunks().iter_padded().collect())
 }
 
 /// Up to this many groups, a linear scan over the keys beats hashing.
@@ -147,6 +164,8 @@ impl GroupTable {
             groups: 0,
             packed: Vec::new(),
             packed_map: HashMap::new(),
+            cache: vec![(0, u32::MAX); CACHE_SLOTS],
+            code_table: Vec::new(),
         };
         // Group 0 is a trash group for rows a selection vector excludes: it
         // is updated like any other and never output. Its empty key never
@@ -218,16 +237,118 @@ impl GroupTable {
         args: &[AggInput<'_>],
         sel: Option<&BooleanArray>,
     ) -> Result<()> {
-        let groups: Vec<u32> = match &self.key_conv {
+        let groups = self.group_ids(rows, keys, sel)?;
+        self.update_groups(&groups, args)
+    }
+
+    /// Number of groups so far, the trash group included.
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// Each row's group, creating groups for new keys; rows that `sel`
+    /// excludes go to the trash group 0 and create none.
+    pub fn group_ids(
+        &mut self,
+        rows: usize,
+        keys: &[ArrayRef],
+        sel: Option<&BooleanArray>,
+    ) -> Result<Vec<u32>> {
+        Ok(match &self.key_conv {
             None => match sel {
                 None => vec![1; rows],
-                Some(m) => (0..rows).map(|r| m.value(r) as u32).collect(),
+                Some(m) => m.values().iter().map(|b| b as u32).collect(),
             },
-            Some(_) => match pack_keys(keys, rows) {
-                Some(packed) => self.groups_packed(keys, &packed, sel)?,
-                None => self.groups_rows(keys, sel)?,
-            },
-        };
+            Some(_) => {
+                if let Some(codes) = byte_codes(keys, rows) {
+                    self.groups_coded(keys, &codes, sel)?
+                } else {
+                    match pack_keys(keys, rows) {
+                        Some(packed) => self.groups_packed(keys, &packed, sel)?,
+                        None => self.groups_rows(keys, sel)?,
+                    }
+                }
+            }
+        })
+    }
+
+    /// Group ids for keys that are one byte each (see [`byte_codes`]): a
+    /// table indexed by the code holds the group.
+    fn groups_coded(
+        &mut self,
+        keys: &[ArrayRef],
+        codes: &[u16],
+        sel: Option<&BooleanArray>,
+    ) -> Result<Vec<u32>> {
+        if self.code_table.is_empty() {
+            self.code_table = vec![u32::MAX; 1 << 16];
+        }
+        let mut out: Vec<u32> = codes.iter().map(|&c| self.code_table[c as usize]).collect();
+        let words = sel_words(sel);
+        for (r, g) in out.iter_mut().enumerate() {
+            if words
+                .as_ref()
+                .is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
+            {
+                *g = 0;
+            } else if *g == u32::MAX {
+                // Set by an earlier row of this morsel?
+                let known = self.code_table[codes[r] as usize];
+                if known != u32::MAX {
+                    *g = known;
+                    continue;
+                }
+                let conv = self
+                    .key_conv
+                    .as_ref()
+                    .ok_or_else(|| Error::Internal("no key converter".into()))?;
+                let one: Vec<ArrayRef> = keys.iter().map(|c| c.slice(r, 1)).collect();
+                let row = conv.convert_columns(&one).map_err(exec_err)?;
+                let found = self.group_of(row.row(0).as_ref());
+                self.code_table[codes[r] as usize] = found;
+                *g = found;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds the sums of a fused pass (see [`super::fused`]): `rows[g]` rows
+    /// per group, `sums[g * programs + p]` per group and program, and
+    /// `agg_prog` the program of each aggregate (`None`: COUNT(*)).
+    pub fn add_dense(
+        &mut self,
+        rows: &[i64],
+        sums: &[i128],
+        programs: usize,
+        agg_prog: &[Option<usize>],
+    ) -> Result<()> {
+        let n = rows.len();
+        if n > self.groups || sums.len() != n * programs {
+            return Err(Error::Internal("fused sums of another table".into()));
+        }
+        for (acc, p) in self.accs.iter_mut().zip(agg_prog) {
+            match (acc, *p) {
+                (Acc::Count(v), None) => v.iter_mut().zip(rows).for_each(|(c, r)| *c += r),
+                (Acc::SumInt(v, seen), Some(p)) => {
+                    for g in 0..n {
+                        v[g] += sums[g * programs + p];
+                        seen[g] |= rows[g] > 0;
+                    }
+                }
+                (Acc::AvgInt(v, c, _), Some(p)) => {
+                    for g in 0..n {
+                        v[g] += sums[g * programs + p];
+                        c[g] += rows[g];
+                    }
+                }
+                _ => return Err(Error::Internal("fused input for this aggregate".into())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds rows in, given each row's group (from [`Self::group_ids`]).
+    pub fn update_groups(&mut self, groups: &[u32], args: &[AggInput<'_>]) -> Result<()> {
         let ngroups = self.groups;
         // Rows per group, for few groups: counts, COUNT(*) and AVG reuse it.
         let few = ngroups <= FEW_GROUPS;
@@ -453,8 +574,12 @@ impl GroupTable {
         let converted = conv.convert_columns(keys).map_err(exec_err)?;
         let mut out = Vec::with_capacity(converted.num_rows());
         let mut last: Option<u32> = None;
+        let words = sel_words(sel);
         for (i, r) in converted.iter().enumerate() {
-            if sel.is_some_and(|m| !m.value(i)) {
+            if words
+                .as_ref()
+                .is_some_and(|w| (w[i >> 6] >> (i & 63)) & 1 == 0)
+            {
                 out.push(0);
                 continue;
             }
@@ -482,16 +607,20 @@ impl GroupTable {
         sel: Option<&BooleanArray>,
     ) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(packed.len());
-        let mut last: Option<(u128, u32)> = None;
+        let words = sel_words(sel);
         for (r, &k) in packed.iter().enumerate() {
-            if sel.is_some_and(|m| !m.value(r)) {
+            if words
+                .as_ref()
+                .is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
+            {
                 out.push(0);
                 continue;
             }
-            if let Some((lk, g)) = last
-                && lk == k
-            {
-                out.push(g);
+            // A direct-mapped cache of recent keys: one compare per row.
+            let slot = cache_slot(k);
+            let (ck, cg) = self.cache[slot];
+            if ck == k && cg != u32::MAX {
+                out.push(cg);
                 continue;
             }
             let found = if self.packed.len() <= FEW_GROUPS {
@@ -519,7 +648,7 @@ impl GroupTable {
                     g
                 }
             };
-            last = Some((k, g));
+            self.cache[slot] = (k, g);
             out.push(g);
         }
         Ok(out)
@@ -678,6 +807,37 @@ impl GroupTable {
     }
 }
 
+/// One or two key columns whose values are all one-byte TEXT without
+/// NULLs (flags, status codes) as one 16-bit code per row: the first
+/// column's byte, then the second's. `None` otherwise.
+pub fn byte_codes(keys: &[ArrayRef], rows: usize) -> Option<Vec<u16>> {
+    if keys.is_empty() || keys.len() > 2 {
+        return None;
+    }
+    let mut bytes: Vec<&[u8]> = Vec::with_capacity(2);
+    for col in keys {
+        if col.data_type() != &A::Utf8 || col.logical_null_count() > 0 {
+            return None;
+        }
+        let s = col.as_string::<i32>();
+        let offsets = s.value_offsets();
+        if !offsets.windows(2).all(|w| w[1] - w[0] == 1) {
+            return None;
+        }
+        let base = offsets[0] as usize;
+        bytes.push(s.value_data().get(base..base + rows)?);
+    }
+    Some(match bytes[..] {
+        [a] => a.iter().map(|&x| x as u16).collect(),
+        [a, b] => a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| x as u16 | (y as u16) << 8)
+            .collect(),
+        _ => return None,
+    })
+}
+
 /// Packs up to two key columns into one `u128` per row, 64 bits each:
 /// TEXT of at most 7 bytes as its bytes and length, INT and DATE as their
 /// value, BOOLEAN as 0/1, NULL as all ones (no value packs to that). `None`
@@ -695,6 +855,15 @@ pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
                 let offsets = s.value_offsets();
                 let values = s.value_data();
                 let nulls = s.logical_nulls();
+                // One-byte strings without NULLs (flags, codes): a byte each.
+                if nulls.is_none() && offsets.windows(2).all(|w| w[1] - w[0] == 1) {
+                    let base = offsets[0] as usize;
+                    let bytes = &values[base..base + rows];
+                    for (o, &b) in out.iter_mut().zip(bytes) {
+                        *o |= ((b as u64 | (1 << 56)) as u128) << shift;
+                    }
+                    continue;
+                }
                 for (r, o) in out.iter_mut().enumerate() {
                     let v = if nulls.as_ref().is_some_and(|n| n.is_null(r)) {
                         u64::MAX

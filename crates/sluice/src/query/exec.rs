@@ -17,6 +17,7 @@ use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SchemaRef};
 
 use super::agg::{AggFunc, AggInput, GroupTable};
 use super::expr::{Expr, eval_type, exec_err};
+use super::fused::{Fused, Scratch as FusedScratch};
 use super::intexpr::IntProgram;
 use super::plan::{Body, Plan};
 use crate::batch::StatRange;
@@ -33,6 +34,9 @@ pub struct ScanFacts {
     pub morsel_rows: usize,
     pub morsels: usize,
     pub workers: usize,
+    /// Distinct integer programs of the fused aggregation pass, when the
+    /// aggregates allow it (see [`super::fused`]).
+    pub fused_programs: Option<usize>,
 }
 
 /// Smallest and largest morsel. A morsel is a zero-copy slice of a batch;
@@ -86,8 +90,12 @@ pub fn execute(
 
     // Inputs: the table's segments that the zone maps cannot rule out.
     let mut inputs: Vec<RecordBatch> = Vec::new();
+    let mut input_bounds: Vec<Arc<Vec<Option<u128>>>> = Vec::new();
     match &plan.table {
-        None => inputs.push(empty_input(1)?),
+        None => {
+            inputs.push(empty_input(1)?);
+            input_bounds.push(Arc::new(Vec::new()));
+        }
         Some(t) => {
             let meta = db
                 .table(t)
@@ -122,9 +130,23 @@ pub fn execute(
                 .into_inner()
                 .map_err(|_| Error::Internal("segment reader panicked".into()))?;
             opened.sort_by_key(|o| o.0);
-            for (_, r) in opened {
+            for (i, r) in opened {
+                // Bounds of |value| per scanned column, from the zone map:
+                // they let the fused path skip overflow checks.
+                let bounds: Arc<Vec<Option<u128>>> = Arc::new(
+                    plan.scan_columns
+                        .iter()
+                        .map(|&c| match kept[i].stats.get(c).and_then(|s| s.range) {
+                            Some(StatRange::Int(lo, hi)) => {
+                                Some(lo.unsigned_abs().max(hi.unsigned_abs()) as u128)
+                            }
+                            _ => None,
+                        })
+                        .collect(),
+                );
                 for b in r?.iter() {
                     inputs.push(b.project(&plan.scan_columns)?);
+                    input_bounds.push(bounds.clone());
                 }
             }
         }
@@ -146,6 +168,10 @@ pub fn execute(
         }
     }
     facts.morsels = morsels.len();
+    if let Body::Aggregate { aggs, .. } = &plan.body {
+        facts.fused_programs =
+            Fused::new(aggs, &fast_programs(aggs, &plan.table_types)).map(|f| f.programs());
+    }
     if plan.explain {
         return Ok((Vec::new(), facts));
     }
@@ -213,21 +239,8 @@ pub fn execute(
             post,
         } => {
             let key_types: Vec<A> = keys.iter().map(|k| k.data_type(&types)).collect();
-            // SUM/AVG over integer and decimal arithmetic skip Arrow arrays.
-            let fast: Vec<Option<IntProgram>> = aggs
-                .iter()
-                .map(|c| match (c.func, &c.arg) {
-                    (AggFunc::Sum | AggFunc::Avg, Some(e))
-                        if matches!(c.arg_type, A::Int32 | A::Int64 | A::Decimal128(..)) =>
-                    {
-                        IntProgram::compile(e, &types).filter(|p| match c.arg_type {
-                            A::Decimal128(_, s) => p.scale == s,
-                            _ => p.scale == 0,
-                        })
-                    }
-                    _ => None,
-                })
-                .collect();
+            let fast = fast_programs(aggs, &types);
+            let fused = Fused::new(aggs, &fast);
             let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
             std::thread::scope(|s| {
                 for _ in 0..workers.min(morsels.len()).max(1) {
@@ -239,6 +252,7 @@ pub fn execute(
                             let mut pool: Vec<Vec<i128>> = Vec::new();
                             let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
                             let mut pool64: Vec<Vec<i64>> = Vec::new();
+                            let mut scratch = FusedScratch::default();
                             loop {
                                 let i = next.fetch_add(1, Ordering::Relaxed);
                                 let Some(&(b, off, len)) = morsels.get(i) else {
@@ -267,6 +281,32 @@ pub fn execute(
                                         }
                                     }
                                 };
+                                // Few groups and integer sums: one fused pass.
+                                if let Some(fz) = &fused {
+                                    let n = batch.num_rows();
+                                    let k: Result<Vec<ArrayRef>> = keys
+                                        .iter()
+                                        .map(|e| e.eval(&batch)?.into_array(n))
+                                        .collect();
+                                    if let Ok(k) = k {
+                                        let groups = table.group_ids(n, &k, sel.as_ref())?;
+                                        if fz.run(
+                                            &batch,
+                                            &input_bounds[b],
+                                            &groups,
+                                            table.groups(),
+                                            &mut scratch,
+                                        )? {
+                                            table.add_dense(
+                                                &scratch.rows,
+                                                &scratch.sums,
+                                                fz.programs(),
+                                                fz.agg_programs(),
+                                            )?;
+                                            continue;
+                                        }
+                                    }
+                                }
                                 let mut ev = AggEval {
                                     keys,
                                     aggs,
@@ -364,6 +404,24 @@ pub fn execute(
     };
     let out = sort_and_limit(out, plan)?;
     Ok((vec![out], facts))
+}
+
+/// SUM/AVG over integer and decimal arithmetic skip Arrow arrays: their
+/// integer programs, per aggregate (`None`: the general path).
+fn fast_programs(aggs: &[super::agg::AggCall], types: &[A]) -> Vec<Option<IntProgram>> {
+    aggs.iter()
+        .map(|c| match (c.func, &c.arg) {
+            (AggFunc::Sum | AggFunc::Avg, Some(e))
+                if matches!(c.arg_type, A::Int32 | A::Int64 | A::Decimal128(..)) =>
+            {
+                IntProgram::compile(e, types).filter(|p| match c.arg_type {
+                    A::Decimal128(_, s) => p.scale == s,
+                    _ => p.scale == 0,
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn as_mask(a: &ArrayRef) -> Result<BooleanArray> {

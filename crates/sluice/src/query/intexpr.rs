@@ -336,3 +336,320 @@ fn eval_node_i64(
         }
     }
 }
+
+/// A value vector of one chunk: borrowed from a column, a constant, or
+/// computed into a buffer lent by the caller's pool.
+pub enum Operand<'a> {
+    Slice(&'a [i64]),
+    Const(i64),
+    Buf(Vec<i64>),
+}
+
+impl Operand<'_> {
+    /// The values, `len` of them (a constant is expanded into `scratch`).
+    pub fn values<'s>(&'s self, len: usize, scratch: &'s mut Vec<i64>) -> &'s [i64] {
+        match self {
+            Operand::Slice(s) => s,
+            Operand::Buf(b) => b,
+            Operand::Const(k) => {
+                scratch.clear();
+                scratch.resize(len, *k);
+                scratch
+            }
+        }
+    }
+
+    /// Gives a computed buffer back to the pool.
+    pub fn recycle(self, pool: &mut Vec<Vec<i64>>) {
+        if let Operand::Buf(b) = self {
+            pool.push(b);
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// `out[i] = op(l[i], r[i])` for every combination of operand kinds, in
+/// place where one side is a computed buffer; returns the result and
+/// whether any step overflowed.
+fn binary<'a>(
+    op: Op,
+    checked: bool,
+    l: Operand<'a>,
+    r: Operand<'a>,
+    pool: &mut Vec<Vec<i64>>,
+) -> (Operand<'a>, bool) {
+    // One copy of the loops per operation, with or without overflow
+    // flags (without: the caller has bounded the result, and the loops
+    // are free to vectorise).
+    match (op, checked) {
+        (Op::Add, true) => binary_with(|a, b| a.overflowing_add(b), l, r, pool),
+        (Op::Sub, true) => binary_with(|a, b| a.overflowing_sub(b), l, r, pool),
+        (Op::Mul, true) => binary_with(|a, b| a.overflowing_mul(b), l, r, pool),
+        (Op::Add, false) => binary_with(|a, b| (a.wrapping_add(b), false), l, r, pool),
+        (Op::Sub, false) => binary_with(|a, b| (a.wrapping_sub(b), false), l, r, pool),
+        (Op::Mul, false) => binary_with(|a, b| (a.wrapping_mul(b), false), l, r, pool),
+    }
+}
+
+#[inline(always)]
+fn binary_with<'a>(
+    apply: impl Fn(i64, i64) -> (i64, bool) + Copy,
+    l: Operand<'a>,
+    r: Operand<'a>,
+    pool: &mut Vec<Vec<i64>>,
+) -> (Operand<'a>, bool) {
+    use Operand::*;
+    let mut ovf = false;
+    // One loop per operand shape, each simple enough to compile tightly.
+    let result = match (l, r) {
+        (Const(a), Const(b)) => {
+            let (v, f) = apply(a, b);
+            ovf = f;
+            Const(v)
+        }
+        (Buf(mut a), Buf(b)) => {
+            for (x, y) in a.iter_mut().zip(&b) {
+                let (v, f) = apply(*x, *y);
+                *x = v;
+                ovf |= f;
+            }
+            pool.push(b);
+            Buf(a)
+        }
+        (Buf(mut a), Slice(b)) => {
+            for (x, y) in a.iter_mut().zip(b) {
+                let (v, f) = apply(*x, *y);
+                *x = v;
+                ovf |= f;
+            }
+            Buf(a)
+        }
+        (Buf(mut a), Const(k)) => {
+            for x in a.iter_mut() {
+                let (v, f) = apply(*x, k);
+                *x = v;
+                ovf |= f;
+            }
+            Buf(a)
+        }
+        (Slice(a), Buf(mut b)) => {
+            for (y, x) in b.iter_mut().zip(a) {
+                let (v, f) = apply(*x, *y);
+                *y = v;
+                ovf |= f;
+            }
+            Buf(b)
+        }
+        (Const(k), Buf(mut b)) => {
+            for y in b.iter_mut() {
+                let (v, f) = apply(k, *y);
+                *y = v;
+                ovf |= f;
+            }
+            Buf(b)
+        }
+        (Slice(a), Slice(b)) => {
+            let mut out = pool.pop().unwrap_or_default();
+            out.clear();
+            out.extend(a.iter().zip(b).map(|(x, y)| {
+                let (v, f) = apply(*x, *y);
+                ovf |= f;
+                v
+            }));
+            Buf(out)
+        }
+        (Slice(a), Const(k)) => {
+            let mut out = pool.pop().unwrap_or_default();
+            out.clear();
+            out.extend(a.iter().map(|x| {
+                let (v, f) = apply(*x, k);
+                ovf |= f;
+                v
+            }));
+            Buf(out)
+        }
+        (Const(k), Slice(b)) => {
+            let mut out = pool.pop().unwrap_or_default();
+            out.clear();
+            out.extend(b.iter().map(|y| {
+                let (v, f) = apply(k, *y);
+                ovf |= f;
+                v
+            }));
+            Buf(out)
+        }
+    };
+    (result, ovf)
+}
+
+/// Bounds of |value| over rows `off..off + len`: of `node`'s result, and
+/// the largest of any step inside it. Column bounds are cached in `cols`.
+fn bounds(
+    node: &Node,
+    batch: &RecordBatch,
+    known: &[Option<u128>],
+    off: usize,
+    len: usize,
+    cols: &mut Vec<(usize, u128)>,
+) -> (u128, u128) {
+    let (b, inner) = match node {
+        Node::Col(c) => {
+            if let Some(&Some(b)) = known.get(*c) {
+                return (b, b);
+            }
+            if let Some(&(_, b)) = cols.iter().find(|x| x.0 == *c) {
+                return (b, b);
+            }
+            let a = batch.column(*c);
+            let m = match a.data_type() {
+                A::Int64 => fold_abs(&a.as_primitive::<Int64Type>().values()[off..off + len]),
+                A::Decimal64(..) => {
+                    fold_abs(&a.as_primitive::<Decimal64Type>().values()[off..off + len])
+                }
+                A::Int32 => a.as_primitive::<Int32Type>().values()[off..off + len]
+                    .iter()
+                    .fold(0u64, |m, x| m | x.unsigned_abs() as u64),
+                _ => u64::MAX,
+            };
+            // Every |v| has no bit above m's highest.
+            let b = if m == 0 {
+                0
+            } else {
+                (1u128 << (64 - m.leading_zeros())) - 1
+            };
+            cols.push((*c, b));
+            (b, 0)
+        }
+        Node::Const(v) => (v.unsigned_abs(), 0),
+        Node::Neg(x) => bounds(x, batch, known, off, len, cols),
+        Node::Add(l, r) | Node::Sub(l, r) | Node::Mul(l, r) => {
+            let (lb, li) = bounds(l, batch, known, off, len, cols);
+            let (rb, ri) = bounds(r, batch, known, off, len, cols);
+            let b = match node {
+                Node::Mul(..) => lb.saturating_mul(rb),
+                _ => lb.saturating_add(rb),
+            };
+            (b, li.max(ri).max(lb).max(rb))
+        }
+    };
+    (b, inner.max(b))
+}
+
+fn fold_abs(v: &[i64]) -> u64 {
+    v.iter().fold(0u64, |m, x| m | x.unsigned_abs())
+}
+
+fn eval_operand<'a>(
+    node: &Node,
+    batch: &'a RecordBatch,
+    off: usize,
+    len: usize,
+    pool: &mut Vec<Vec<i64>>,
+    checked: bool,
+    ovf: &mut bool,
+) -> Result<Option<Operand<'a>>> {
+    Ok(Some(match node {
+        Node::Col(c) => {
+            let a = batch.column(*c);
+            match a.data_type() {
+                A::Int64 => Operand::Slice(&a.as_primitive::<Int64Type>().values()[off..off + len]),
+                A::Decimal64(..) => {
+                    Operand::Slice(&a.as_primitive::<Decimal64Type>().values()[off..off + len])
+                }
+                A::Int32 => {
+                    let mut b = pool.pop().unwrap_or_default();
+                    b.clear();
+                    b.extend(
+                        a.as_primitive::<Int32Type>().values()[off..off + len]
+                            .iter()
+                            .map(|&v| v as i64),
+                    );
+                    Operand::Buf(b)
+                }
+                other => return Err(Error::Internal(format!("integer program over {other}"))),
+            }
+        }
+        Node::Const(v) => match i64::try_from(*v) {
+            Ok(v) => Operand::Const(v),
+            Err(_) => return Ok(None),
+        },
+        Node::Neg(x) => {
+            let Some(x) = eval_operand(x, batch, off, len, pool, checked, ovf)? else {
+                return Ok(None);
+            };
+            let (v, f) = binary(Op::Sub, checked, Operand::Const(0), x, pool);
+            *ovf |= f;
+            v
+        }
+        Node::Add(l, r) | Node::Sub(l, r) | Node::Mul(l, r) => {
+            let op = match node {
+                Node::Add(..) => Op::Add,
+                Node::Sub(..) => Op::Sub,
+                _ => Op::Mul,
+            };
+            let Some(l) = eval_operand(l, batch, off, len, pool, checked, ovf)? else {
+                return Ok(None);
+            };
+            let Some(r) = eval_operand(r, batch, off, len, pool, checked, ovf)? else {
+                l.recycle(pool);
+                return Ok(None);
+            };
+            let (v, f) = binary(op, checked, l, r, pool);
+            *ovf |= f;
+            v
+        }
+    }))
+}
+
+impl IntProgram {
+    /// Evaluates rows `off..off + len` of `batch` in 64-bit integers,
+    /// borrowing column values where the program reads a column as is, and
+    /// returns them with a bound of their absolute values. When the bounds
+    /// of the inputs show that no step can overflow, the steps run without
+    /// overflow checks. `None` when a value does not fit 64 bits (the
+    /// caller then takes the 128-bit path). NULL slots are not zeroed:
+    /// callers use this only on batches whose input columns have no NULLs.
+    /// `known[c]`, where present, bounds |value| of column c over the whole
+    /// batch (from the zone map); other columns' bounds are computed and
+    /// cached in `cols`: clear it for each new row range.
+    pub fn eval_chunk<'a>(
+        &self,
+        batch: &'a RecordBatch,
+        known: &[Option<u128>],
+        off: usize,
+        len: usize,
+        pool: &mut Vec<Vec<i64>>,
+        cols: &mut Vec<(usize, u128)>,
+    ) -> Result<Option<(Operand<'a>, u128)>> {
+        let (bound, inner) = bounds(&self.root, batch, known, off, len, cols);
+        let checked = inner > i64::MAX as u128;
+        let mut ovf = false;
+        let r = eval_operand(&self.root, batch, off, len, pool, checked, &mut ovf)?;
+        match r {
+            Some(v) if ovf => {
+                v.recycle(pool);
+                Ok(None)
+            }
+            Some(v) => Ok(Some((v, bound))),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether any input column of the program has a NULL in `batch`.
+    pub fn has_nulls(&self, batch: &RecordBatch) -> bool {
+        self.columns
+            .iter()
+            .any(|&c| batch.column(c).logical_null_count() > 0)
+    }
+
+    /// A key identifying the computation, equal for equal programs.
+    pub fn identity(&self) -> String {
+        format!("{:?}/{}", self.root, self.scale)
+    }
+}

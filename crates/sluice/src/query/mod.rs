@@ -18,6 +18,7 @@
 pub mod agg;
 pub mod exec;
 pub mod expr;
+pub mod fused;
 pub mod intexpr;
 pub mod plan;
 

@@ -1758,6 +1758,16 @@ impl Plan {
                     ),
                 );
                 depth += 1;
+                if let Some(n) = facts.fused_programs {
+                    line(
+                        &mut s,
+                        depth,
+                        format!(
+                            "Fused pass per 2048-row chunk: {n} distinct integer programs into 64-bit lanes while at most 64 groups and no NULLs (else per-aggregate path)"
+                        ),
+                    );
+                    depth += 1;
+                }
             }
         }
         if let Some(f) = &self.filter {

@@ -1,5 +1,6 @@
 //! Integration tests of the library: one binary, one module per concern.
 
+mod agg_paths;
 mod common;
 mod conformance;
 mod differential;
