@@ -325,6 +325,7 @@ pub fn load(
         version,
         current: None,
         done: Vec::new(),
+        plain: vec![false; schema.columns.len()],
         created: Vec::new(),
         rows: 0,
         line: 0,
@@ -447,7 +448,12 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                     if !data.is_empty() {
                         rows_per_byte = info.rows as f64 / data.len() as f64;
                     }
-                    match builder.finish() {
+                    // Repeating TEXT values are dictionary-encoded here,
+                    // in parallel, so the writer only merges dictionaries.
+                    match builder
+                        .finish()
+                        .and_then(|(b, stats)| Ok((crate::batch::dict::encode_batch(b)?, stats)))
+                    {
                         Ok((batch, stats)) => Ok((batch, stats, info)),
                         Err(e) => Err(BlockError {
                             offset: 0,
@@ -702,6 +708,8 @@ struct Writer<'a> {
     version: u64,
     current: Option<SegmentWriter>,
     done: Vec<crate::store::SegmentMeta>,
+    /// Columns stored plain for the rest of this load (see `handle`).
+    plain: Vec<bool>,
     created: Vec<PathBuf>,
     rows: u64,
     /// Lines before the next block of `file`.
@@ -760,18 +768,33 @@ impl Writer<'_> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        if self.current.is_none() {
-            let name = format!("{:06}-{:05}.arrow", self.version, self.done.len());
-            let path = self.abs_dir.join(&name);
-            self.created.push(path.clone());
-            self.current = Some(SegmentWriter::create(
-                path,
-                format!("{}/{name}", self.rel_dir),
-                &self.arrow_schema,
-            )?);
-        }
-        let seg = self.current.as_mut().expect("created above");
-        seg.write(&batch, &stats)?;
+        // A column that outgrows its segment dictionary closes the
+        // segment and stays plain for the rest of the load; the batch is
+        // written again into the next segment.
+        let seg = loop {
+            if self.current.is_none() {
+                let name = format!("{:06}-{:05}.arrow", self.version, self.done.len());
+                let path = self.abs_dir.join(&name);
+                self.created.push(path.clone());
+                self.current = Some(SegmentWriter::create(
+                    path,
+                    format!("{}/{name}", self.rel_dir),
+                    &self.arrow_schema,
+                )?);
+            }
+            let seg = self
+                .current
+                .as_mut()
+                .ok_or_else(|| Error::Internal("no segment".into()))?;
+            match seg.write(&batch, &stats, &self.plain)? {
+                None => break seg,
+                Some(c) if !self.plain[c] => {
+                    self.plain[c] = true;
+                    self.close_segment()?;
+                }
+                Some(_) => return Err(Error::Internal("a plain column was encoded".into())),
+            }
+        };
         self.rows += batch.num_rows() as u64;
         if let Some(p) = &self.shared.opts.progress {
             p.rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);

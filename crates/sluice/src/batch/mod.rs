@@ -2,6 +2,7 @@
 //! fields into Arrow arrays.
 
 mod builder;
+pub mod dict;
 mod format;
 
 pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};

@@ -100,6 +100,9 @@ pub struct GroupTable {
     cache: Vec<(u128, u32)>,
     /// Groups of one-byte keys by code (see [`byte_codes`]); empty until used.
     code_table: Vec<u32>,
+    /// Groups by dictionary code, per pair of dictionaries (identified by
+    /// their values' addresses and sizes, stable while the query runs).
+    dict_tables: Vec<((usize, usize, usize, usize), Vec<u32>)>,
 }
 
 /// Slots of the packed-key cache.
@@ -166,6 +169,7 @@ impl GroupTable {
             packed_map: HashMap::new(),
             cache: vec![(0, u32::MAX); CACHE_SLOTS],
             code_table: Vec::new(),
+            dict_tables: Vec::new(),
         };
         // Group 0 is a trash group for rows a selection vector excludes: it
         // is updated like any other and never output. Its empty key never
@@ -259,6 +263,22 @@ impl GroupTable {
                 None => vec![1; rows],
                 Some(m) => m.values().iter().map(|b| b as u32).collect(),
             },
+            Some(_)
+                if keys
+                    .iter()
+                    .any(|k| matches!(k.data_type(), A::Dictionary(..))) =>
+            {
+                match self.groups_dict(keys, rows, sel)? {
+                    Some(g) => g,
+                    None => {
+                        let plain = keys
+                            .iter()
+                            .map(crate::batch::dict::decode)
+                            .collect::<Result<Vec<_>>>()?;
+                        return self.group_ids(rows, &plain, sel);
+                    }
+                }
+            }
             Some(_) => {
                 if let Some(codes) = byte_codes(keys, rows) {
                     self.groups_coded(keys, &codes, sel)?
@@ -270,6 +290,88 @@ impl GroupTable {
                 }
             }
         })
+    }
+
+    /// Group ids for one or two dictionary-encoded key columns without
+    /// NULLs: a table per pair of dictionaries, indexed by the combined
+    /// code, holds the group. `None`: these keys need the general path.
+    fn groups_dict(
+        &mut self,
+        keys: &[ArrayRef],
+        rows: usize,
+        sel: Option<&BooleanArray>,
+    ) -> Result<Option<Vec<u32>>> {
+        if keys.is_empty() || keys.len() > 2 {
+            return Ok(None);
+        }
+        let mut dicts = Vec::with_capacity(2);
+        for k in keys {
+            match k.as_dictionary_opt::<UInt16Type>() {
+                Some(d) if d.logical_null_count() == 0 => dicts.push(d),
+                _ => return Ok(None),
+            }
+        }
+        let size = |d: &arrow_array::DictionaryArray<UInt16Type>| d.values().len();
+        let d1 = size(dicts[0]);
+        let d2 = dicts.get(1).map_or(1, |d| size(d));
+        if d1.saturating_mul(d2) > 1 << 16 {
+            return Ok(None);
+        }
+        let id = |d: &arrow_array::DictionaryArray<UInt16Type>| {
+            Arc::as_ptr(d.values()) as *const () as usize
+        };
+        let ident = (id(dicts[0]), dicts.get(1).map_or(0, |d| id(d)), d1, d2);
+        let t = match self.dict_tables.iter().position(|t| t.0 == ident) {
+            Some(t) => t,
+            None => {
+                if self.dict_tables.len() >= 64 {
+                    self.dict_tables.clear();
+                }
+                self.dict_tables.push((ident, vec![u32::MAX; d1 * d2]));
+                self.dict_tables.len() - 1
+            }
+        };
+        let k1 = dicts[0].keys().values();
+        let codes: Vec<usize> = match dicts.get(1) {
+            None => k1.iter().map(|&k| k as usize).collect(),
+            Some(d) => k1
+                .iter()
+                .zip(d.keys().values().iter())
+                .map(|(&a, &b)| a as usize + d1 * b as usize)
+                .collect(),
+        };
+        let words = sel_words(sel);
+        let mut out = Vec::with_capacity(rows);
+        for (r, &code) in codes.iter().enumerate() {
+            if words
+                .as_ref()
+                .is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
+            {
+                out.push(0);
+                continue;
+            }
+            let Some(&g) = self.dict_tables[t].1.get(code) else {
+                return Ok(None);
+            };
+            if g != u32::MAX {
+                out.push(g);
+                continue;
+            }
+            // A new code: find or create its group through the row format.
+            let conv = self
+                .key_conv
+                .as_ref()
+                .ok_or_else(|| Error::Internal("no key converter".into()))?;
+            let one = keys
+                .iter()
+                .map(|c| crate::batch::dict::decode(&c.slice(r, 1)))
+                .collect::<Result<Vec<_>>>()?;
+            let row = conv.convert_columns(&one).map_err(exec_err)?;
+            let g = self.group_of(row.row(0).as_ref());
+            self.dict_tables[t].1[code] = g;
+            out.push(g);
+        }
+        Ok(Some(out))
     }
 
     /// Group ids for keys that are one byte each (see [`byte_codes`]): a

@@ -21,6 +21,7 @@ use super::fused::{Fused, Scratch as FusedScratch};
 use super::intexpr::IntProgram;
 use super::plan::{Body, Plan};
 use crate::batch::StatRange;
+use crate::batch::dict::decode_batch;
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::store::Database;
@@ -178,6 +179,7 @@ pub fn execute(
 
     let next = AtomicUsize::new(0);
     let types: Vec<A> = plan.table_types.clone();
+    let keep_dict = dictionary_keys(plan);
     let work_filter = |batch: RecordBatch| -> Result<RecordBatch> {
         match &plan.filter {
             None => Ok(batch),
@@ -205,7 +207,8 @@ pub fn execute(
                                 break;
                             };
                             let r = (|| {
-                                let batch = work_filter(inputs[b].slice(off, len))?;
+                                let batch =
+                                    work_filter(decode_batch(&inputs[b].slice(off, len), &[])?)?;
                                 project(&batch, exprs, &out_schema)
                             })();
                             let failed = r.is_err();
@@ -258,7 +261,9 @@ pub fn execute(
                                 let Some(&(b, off, len)) = morsels.get(i) else {
                                     break;
                                 };
-                                let raw = inputs[b].slice(off, len);
+                                // Dictionary-encoded TEXT stays encoded only
+                                // where it is a bare group key.
+                                let raw = decode_batch(&inputs[b].slice(off, len), &keep_dict)?;
                                 // Mostly-kept morsels are not copied: the
                                 // filter becomes a selection vector.
                                 let (mut batch, mut sel) = match &plan.filter {
@@ -404,6 +409,32 @@ pub fn execute(
     };
     let out = sort_and_limit(out, plan)?;
     Ok((vec![out], facts))
+}
+
+/// Scanned columns that may stay dictionary-encoded: those read only as
+/// bare GROUP BY keys (the group table maps their codes to groups).
+fn dictionary_keys(plan: &Plan) -> Vec<bool> {
+    let Body::Aggregate { keys, aggs, .. } = &plan.body else {
+        return Vec::new();
+    };
+    let n = plan.table_types.len();
+    let mut bare = vec![false; n];
+    let mut other = vec![false; n];
+    for k in keys {
+        match k {
+            Expr::Column { index, .. } if *index < n => bare[*index] = true,
+            e => e.mark_columns(&mut other),
+        }
+    }
+    for a in aggs.iter() {
+        if let Some(e) = &a.arg {
+            e.mark_columns(&mut other);
+        }
+    }
+    if let Some(f) = &plan.filter {
+        f.mark_columns(&mut other);
+    }
+    bare.iter().zip(&other).map(|(b, o)| *b && !*o).collect()
 }
 
 /// SUM/AVG over integer and decimal arithmetic skip Arrow arrays: their

@@ -202,7 +202,11 @@ impl Database {
         let dir = self.dir.clone();
         Ok(meta.segments.into_iter().flat_map(move |seg| {
             match segment::read_segment(&dir.join(&seg.file), &seg, &schema) {
-                Ok(batches) => batches.into_iter().map(Ok).collect::<Vec<_>>(),
+                // Plain TEXT for callers of scan.
+                Ok(batches) => batches
+                    .iter()
+                    .map(|b| crate::batch::dict::decode_batch(b, &[]))
+                    .collect::<Vec<_>>(),
                 Err(e) => vec![Err(e)],
             }
         }))

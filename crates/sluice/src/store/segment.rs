@@ -7,16 +7,18 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::{FileDecoder, read_footer_length};
 use arrow_ipc::root_as_footer;
-use arrow_ipc::writer::FileWriter;
-use arrow_schema::SchemaRef;
+use arrow_ipc::writer::{DictionaryHandling, FileWriter, IpcWriteOptions};
+use arrow_schema::{Field, Schema as ArrowSchema, SchemaRef};
 
 use super::manifest::SegmentMeta;
 use crate::batch::ColumnStats;
+use crate::batch::dict::{SegmentDict, decode, dict_type};
 use crate::error::{Error, Result};
 
 /// Counts and checksums the bytes on their way to the file.
@@ -40,16 +42,26 @@ impl<W: Write> Write for CrcWriter<W> {
 }
 
 /// Writes one segment file.
+///
+/// The file's Arrow schema is fixed by the first batch: a TEXT column that
+/// arrives dictionary-encoded (see [`crate::batch::dict`]) is stored as
+/// `Dictionary(UInt16, Utf8)` with one dictionary for the segment, unless
+/// the load has marked it plain.
 pub struct SegmentWriter {
     rel: String,
     path: PathBuf,
-    writer: FileWriter<CrcWriter<BufWriter<File>>>,
+    schema: SchemaRef,
+    sink: Option<CrcWriter<BufWriter<File>>>,
+    writer: Option<FileWriter<CrcWriter<BufWriter<File>>>>,
+    /// Per column: its segment dictionary, for encoded columns.
+    dicts: Vec<Option<SegmentDict>>,
     rows: u64,
     stats: Vec<ColumnStats>,
 }
 
 impl SegmentWriter {
-    /// Creates the file at `path`; `rel` is its name relative to the database.
+    /// Creates the file at `path`; `rel` is its name relative to the
+    /// database; `schema` is the table's (TEXT as `Utf8`).
     pub fn create(path: PathBuf, rel: String, schema: &SchemaRef) -> Result<Self> {
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let sink = CrcWriter {
@@ -57,14 +69,47 @@ impl SegmentWriter {
             hasher: crc32fast::Hasher::new(),
             bytes: 0,
         };
-        let writer = FileWriter::try_new(sink, schema).map_err(|e| arrow_io_error(&path, e))?;
         Ok(SegmentWriter {
             rel,
             path,
-            writer,
+            schema: schema.clone(),
+            sink: Some(sink),
+            writer: None,
+            dicts: Vec::new(),
             rows: 0,
             stats: vec![ColumnStats::default(); schema.fields().len()],
         })
+    }
+
+    /// Starts the IPC file with the physical schema that `batch` implies.
+    fn start(&mut self, batch: &RecordBatch, plain: &[bool]) -> Result<()> {
+        let sink = self
+            .sink
+            .take()
+            .ok_or_else(|| Error::Internal("segment started twice".into()))?;
+        let mut fields = Vec::with_capacity(self.schema.fields().len());
+        self.dicts.clear();
+        for (c, f) in self.schema.fields().iter().enumerate() {
+            let encoded = f.data_type() == &arrow_schema::DataType::Utf8
+                && matches!(
+                    batch.column(c).data_type(),
+                    arrow_schema::DataType::Dictionary(..)
+                )
+                && !plain.get(c).copied().unwrap_or(false);
+            if encoded {
+                fields.push(Field::new(f.name(), dict_type(), f.is_nullable()));
+                self.dicts.push(Some(SegmentDict::default()));
+            } else {
+                fields.push(f.as_ref().clone());
+                self.dicts.push(None);
+            }
+        }
+        let schema = ArrowSchema::new(fields);
+        let opts = IpcWriteOptions::default().with_dictionary_handling(DictionaryHandling::Delta);
+        let writer = FileWriter::try_new_with_options(sink, &schema, opts)
+            .map_err(|e| arrow_io_error(&self.path, e))?;
+        self.writer = Some(writer);
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -77,28 +122,70 @@ impl SegmentWriter {
 
     /// Bytes written so far.
     pub fn bytes(&self) -> u64 {
-        self.writer.get_ref().bytes
+        match &self.writer {
+            Some(w) => w.get_ref().bytes,
+            None => 0,
+        }
     }
 
-    /// Appends a batch and merges its statistics.
-    pub fn write(&mut self, batch: &RecordBatch, stats: &[ColumnStats]) -> Result<()> {
-        self.writer
-            .write(batch)
+    /// Appends a batch and merges its statistics. `Ok(Some(c))`: nothing
+    /// was written because column `c` outgrew its segment dictionary; the
+    /// caller closes this segment, marks `c` plain and writes the batch to
+    /// a new one. `plain[c]`: column c is never encoded.
+    pub fn write(
+        &mut self,
+        batch: &RecordBatch,
+        stats: &[ColumnStats],
+        plain: &[bool],
+    ) -> Result<Option<usize>> {
+        if self.writer.is_none() {
+            self.start(batch, plain)?;
+        }
+        let mut cols = Vec::with_capacity(batch.num_columns());
+        for (c, a) in batch.columns().iter().enumerate() {
+            match self.dicts.get_mut(c) {
+                Some(Some(d)) => match d.encode(a) {
+                    Some(e) => cols.push(e),
+                    None => return Ok(Some(c)),
+                },
+                _ => cols.push(decode(a)?),
+            }
+        }
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| Error::Internal("segment not started".into()))?;
+        let physical = RecordBatch::try_new_with_options(
+            writer.schema().clone(),
+            cols,
+            &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )?;
+        writer
+            .write(&physical)
             .map_err(|e| arrow_io_error(&self.path, e))?;
         self.rows += batch.num_rows() as u64;
         for (s, b) in self.stats.iter_mut().zip(stats) {
             s.merge(b);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Writes the footer, flushes and fsyncs; returns the manifest entry.
     pub fn finish(mut self) -> Result<SegmentMeta> {
-        self.writer
-            .finish()
-            .map_err(|e| arrow_io_error(&self.path, e))?;
-        let sink = self
-            .writer
+        let mut writer = match self.writer.take() {
+            Some(w) => w,
+            // No batch was written: an empty file of the table's schema.
+            None => {
+                let sink = self
+                    .sink
+                    .take()
+                    .ok_or_else(|| Error::Internal("segment without a file".into()))?;
+                FileWriter::try_new(sink, &self.schema)
+                    .map_err(|e| arrow_io_error(&self.path, e))?
+            }
+        };
+        writer.finish().map_err(|e| arrow_io_error(&self.path, e))?;
+        let sink = writer
             .into_inner()
             .map_err(|e| arrow_io_error(&self.path, e))?;
         let crc32 = sink.hasher.finalize();
@@ -173,7 +260,46 @@ pub fn read_segment(
     }
     let footer =
         root_as_footer(&buffer[n - 10 - footer_len..n - 10]).map_err(|e| corrupt(e.to_string()))?;
-    let decoder = FileDecoder::new(schema.clone(), footer.version());
+    // The file's own schema: TEXT columns may be dictionary-encoded.
+    let file_schema = footer
+        .schema()
+        .ok_or_else(|| corrupt("no schema in the footer".into()))
+        .and_then(|s| {
+            arrow_ipc::convert::try_fb_to_schema(s).map_err(|e| corrupt(e.to_string()))
+        })?;
+    let fits = file_schema.fields().len() == schema.fields().len()
+        && file_schema
+            .fields()
+            .iter()
+            .zip(schema.fields())
+            .all(|(f, t)| {
+                f.data_type() == t.data_type()
+                    || (t.data_type() == &arrow_schema::DataType::Utf8
+                        && f.data_type() == &dict_type())
+            });
+    if !fits {
+        return Err(corrupt(format!(
+            "its columns ({}) are not the table's",
+            file_schema
+                .fields()
+                .iter()
+                .map(|f| format!("{} {}", f.name(), f.data_type()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let mut decoder = FileDecoder::new(Arc::new(file_schema), footer.version());
+    for block in footer.dictionaries().iter().flatten() {
+        let len = block.bodyLength() as usize + block.metaDataLength() as usize;
+        let off = block.offset() as usize;
+        if off.checked_add(len).is_none_or(|end| end > n) {
+            return Err(corrupt("dictionary outside the file".into()));
+        }
+        let data = buffer.slice_with_length(off, len);
+        decoder
+            .read_dictionary(block, &data)
+            .map_err(|e| corrupt(e.to_string()))?;
+    }
     let mut out = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;

@@ -159,3 +159,117 @@ fn segments_roll_over_and_keep_zone_maps() {
     assert_eq!(s[0].range, Some(sluice::batch::StatRange::Int(0, 2999)));
     assert_eq!(s[1].nulls, 300);
 }
+
+/// The physical Arrow type of column `c` in each segment of table t.
+fn physical_types(db_dir: &std::path::Path, c: usize) -> Vec<arrow_schema::DataType> {
+    let db = Database::open(db_dir).unwrap();
+    let meta = db.table("t").unwrap().clone();
+    let schema = meta.schema.arrow_schema();
+    meta.segments
+        .iter()
+        .flat_map(|s| {
+            db.segment_batches(s, &schema)
+                .unwrap()
+                .iter()
+                .map(|b| b.column(c).data_type().clone())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn repeating_text_is_stored_as_a_dictionary_and_read_back_as_text() {
+    let dir = TempDir::new("dict");
+    let mut data = String::new();
+    let flags = ["A", "N", "R", ""];
+    for i in 0..3000 {
+        // NULL (an empty unquoted field) every 7th row.
+        let flag = if i % 7 == 0 {
+            String::new()
+        } else {
+            format!("\"{}\"", flags[i % 4])
+        };
+        data.push_str(&format!("{i},{flag},name {i}\n"));
+    }
+    let mut o = opts("id INT, flag TEXT, name TEXT");
+    o.block_size = Some(4096);
+    load_bytes(&dir, "t", data.as_bytes(), &o).unwrap();
+    let db_dir = dir.path().join("db");
+    let dict = arrow_schema::DataType::Dictionary(
+        Box::new(arrow_schema::DataType::UInt16),
+        Box::new(arrow_schema::DataType::Utf8),
+    );
+    assert!(physical_types(&db_dir, 1).iter().all(|t| *t == dict));
+    assert!(
+        physical_types(&db_dir, 2)
+            .iter()
+            .all(|t| *t == arrow_schema::DataType::Utf8)
+    );
+    let rows = table_rows(&db_dir, "t");
+    assert_eq!(rows.len(), 3000);
+    for (i, r) in rows.iter().enumerate() {
+        let want = if i % 7 == 0 {
+            None
+        } else {
+            Some(flags[i % 4].to_string())
+        };
+        assert_eq!(r[1], want, "row {i}");
+        assert_eq!(r[2].as_deref(), Some(format!("name {i}").as_str()));
+    }
+}
+
+#[test]
+fn a_column_that_outgrows_its_dictionary_continues_plain_in_a_new_segment() {
+    let dir = TempDir::new("dictroll");
+    let mut data = String::new();
+    // 6000 rows of three codes, then 6000 distinct codes, in small blocks:
+    // the first blocks are encoded, then the segment dictionary overflows.
+    for i in 0..12000 {
+        let code = if i < 6000 {
+            format!("c{}", i % 3)
+        } else {
+            format!("u{i}")
+        };
+        data.push_str(&format!("{i},{code}\n"));
+    }
+    let mut o = opts("id INT, code TEXT");
+    o.block_size = Some(8192);
+    load_bytes(&dir, "t", data.as_bytes(), &o).unwrap();
+    let db_dir = dir.path().join("db");
+    let types = physical_types(&db_dir, 1);
+    assert!(
+        matches!(types[0], arrow_schema::DataType::Dictionary(..)),
+        "{types:?}"
+    );
+    assert_eq!(types.last(), Some(&arrow_schema::DataType::Utf8));
+    let db = Database::open(&db_dir).unwrap();
+    assert!(db.table("t").unwrap().segments.len() >= 2);
+    let rows = table_rows(&db_dir, "t");
+    assert_eq!(rows.len(), 12000);
+    for (i, r) in rows.iter().enumerate() {
+        let want = if i < 6000 {
+            format!("c{}", i % 3)
+        } else {
+            format!("u{i}")
+        };
+        assert_eq!(r[0].as_deref(), Some(i.to_string().as_str()));
+        assert_eq!(r[1].as_deref(), Some(want.as_str()), "row {i}");
+    }
+    // Grouping over both kinds of segments finds each code once.
+    let q = sluice::query::query(
+        &db,
+        "SELECT code, count(*) FROM t GROUP BY code ORDER BY code LIMIT 4",
+        Some(2),
+    )
+    .unwrap();
+    let got = crate::common::rows_of(&q.batches);
+    assert_eq!(
+        got,
+        vec![
+            vec![Some("c0".into()), Some("2000".into())],
+            vec![Some("c1".into()), Some("2000".into())],
+            vec![Some("c2".into()), Some("2000".into())],
+            vec![Some("u10000".into()), Some("1".into())],
+        ]
+    );
+}

@@ -1,0 +1,323 @@
+//! Dictionary encoding of low-cardinality TEXT columns.
+//!
+//! Parse workers encode each TEXT column of a batch whose values repeat
+//! (at most [`BATCH_DICT_MAX`] distinct, at most a quarter of the rows) as
+//! `Dictionary(UInt16, Utf8)` with a batch-local dictionary. The segment
+//! writer merges those into one dictionary per column and segment (growing
+//! only by appending, so the IPC file stores it as a first dictionary batch
+//! and deltas), and falls back to plain `Utf8` when a column outgrows
+//! [`SEGMENT_DICT_MAX`] values. Readers see the column either way; the
+//! query engine groups by dictionary codes directly and decodes everywhere
+//! else.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt16Type;
+use arrow_array::{
+    Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions, StringArray, UInt16Array,
+};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType as A, Field, Schema as ArrowSchema};
+
+use crate::error::{Error, Result};
+
+/// Distinct values up to which a batch's TEXT column is encoded.
+pub const BATCH_DICT_MAX: usize = 1024;
+/// Distinct values up to which a segment keeps a column encoded.
+pub const SEGMENT_DICT_MAX: usize = 4096;
+/// Batches smaller than this stay plain (nothing to gain).
+const MIN_ROWS: usize = 64;
+
+type Map<K> = HashMap<K, u16, foldhash::fast::FixedState>;
+
+/// The physical type of an encoded TEXT column.
+pub fn dict_type() -> A {
+    A::Dictionary(Box::new(A::UInt16), Box::new(A::Utf8))
+}
+
+/// Values collected into a dictionary: bytes and offsets.
+#[derive(Default, Clone)]
+struct Values {
+    data: Vec<u8>,
+    offsets: Vec<i32>,
+}
+
+impl Values {
+    fn push(&mut self, v: &[u8]) -> Result<()> {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        self.data.extend_from_slice(v);
+        let end = i32::try_from(self.data.len())
+            .map_err(|_| Error::Internal("dictionary over 2 GiB".into()))?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    fn array(&self) -> StringArray {
+        let offsets = if self.offsets.is_empty() {
+            vec![0]
+        } else {
+            self.offsets.clone()
+        };
+        // The values were valid UTF-8 strings when they were pushed.
+        StringArray::new(
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            Buffer::from(self.data.clone()),
+            None,
+        )
+    }
+}
+
+/// Encodes a TEXT column whose values repeat; `None` when it has too many
+/// distinct values (or too few rows) to gain from it.
+pub fn try_encode(a: &StringArray) -> Option<DictionaryArray<UInt16Type>> {
+    let rows = a.len();
+    if rows < MIN_ROWS {
+        return None;
+    }
+    let limit = BATCH_DICT_MAX.min(rows / 4);
+    let mut map: Map<&[u8]> = Map::default();
+    let mut values = Values::default();
+    let mut keys = Vec::with_capacity(rows);
+    let offsets = a.value_offsets();
+    let data = a.value_data();
+    for r in 0..rows {
+        let v = &data[offsets[r] as usize..offsets[r + 1] as usize];
+        let before = map.len();
+        let k = *map.entry(v).or_insert(before as u16);
+        if map.len() > before {
+            if map.len() > limit {
+                return None;
+            }
+            values.push(v).ok()?;
+        }
+        keys.push(k);
+    }
+    let keys = UInt16Array::new(ScalarBuffer::from(keys), a.nulls().cloned());
+    DictionaryArray::try_new(keys, Arc::new(values.array())).ok()
+}
+
+/// Encodes every TEXT column of `batch` that gains from it.
+pub fn encode_batch(batch: RecordBatch) -> Result<RecordBatch> {
+    let mut changed = false;
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
+    for c in batch.columns() {
+        match c.data_type() {
+            A::Utf8 => match try_encode(c.as_string::<i32>()) {
+                Some(d) => {
+                    changed = true;
+                    cols.push(Arc::new(d));
+                }
+                None => cols.push(c.clone()),
+            },
+            _ => cols.push(c.clone()),
+        }
+    }
+    if !changed {
+        return Ok(batch);
+    }
+    with_columns(&batch, cols)
+}
+
+/// `batch` with its columns replaced (types taken from the new columns).
+fn with_columns(batch: &RecordBatch, cols: Vec<ArrayRef>) -> Result<RecordBatch> {
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(&cols)
+        .map(|(f, c)| Field::new(f.name(), c.data_type().clone(), f.is_nullable()))
+        .collect();
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(ArrowSchema::new(fields)),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
+/// A dictionary column as plain TEXT; other columns unchanged.
+pub fn decode(a: &ArrayRef) -> Result<ArrayRef> {
+    match a.data_type() {
+        A::Dictionary(..) => {
+            let d = a
+                .as_dictionary_opt::<UInt16Type>()
+                .ok_or_else(|| Error::Internal(format!("dictionary of {}", a.data_type())))?;
+            arrow_select::take::take(d.values().as_ref(), d.keys(), None)
+                .map_err(|e| Error::Internal(format!("decoding a dictionary: {e}")))
+        }
+        _ => Ok(a.clone()),
+    }
+}
+
+/// Decodes every dictionary column of `batch` except where `keep[c]`.
+pub fn decode_batch(batch: &RecordBatch, keep: &[bool]) -> Result<RecordBatch> {
+    let any = batch.columns().iter().enumerate().any(|(c, a)| {
+        matches!(a.data_type(), A::Dictionary(..)) && !keep.get(c).copied().unwrap_or(false)
+    });
+    if !any {
+        return Ok(batch.clone());
+    }
+    let cols = batch
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(c, a)| {
+            if keep.get(c).copied().unwrap_or(false) {
+                Ok(a.clone())
+            } else {
+                decode(a)
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    with_columns(batch, cols)
+}
+
+/// One column's dictionary in the segment being written.
+#[derive(Default)]
+pub struct SegmentDict {
+    map: Map<Box<[u8]>>,
+    values: Values,
+}
+
+impl SegmentDict {
+    fn code(&mut self, v: &[u8]) -> Option<u16> {
+        if let Some(&k) = self.map.get(v) {
+            return Some(k);
+        }
+        if self.map.len() >= SEGMENT_DICT_MAX {
+            return None;
+        }
+        let k = self.map.len() as u16;
+        self.values.push(v).ok()?;
+        self.map.insert(v.into(), k);
+        Some(k)
+    }
+
+    /// Re-encodes a TEXT column (plain or batch-encoded) against this
+    /// dictionary; `None` when that would take it past
+    /// [`SEGMENT_DICT_MAX`] values (the segment must then be closed).
+    pub fn encode(&mut self, a: &ArrayRef) -> Option<ArrayRef> {
+        let keys: Vec<u16> = match a.data_type() {
+            A::Dictionary(..) => {
+                let d = a.as_dictionary_opt::<UInt16Type>()?;
+                let local = d.values().as_string_opt::<i32>()?;
+                let mut map = Vec::with_capacity(local.len());
+                for i in 0..local.len() {
+                    map.push(self.code(local.value(i).as_bytes())?);
+                }
+                d.keys()
+                    .values()
+                    .iter()
+                    .map(|&k| map.get(k as usize).copied().unwrap_or(0))
+                    .collect()
+            }
+            A::Utf8 => {
+                let s = a.as_string::<i32>();
+                let mut keys = Vec::with_capacity(s.len());
+                for r in 0..s.len() {
+                    keys.push(if s.is_null(r) {
+                        0
+                    } else {
+                        self.code(s.value(r).as_bytes())?
+                    });
+                }
+                keys
+            }
+            _ => return None,
+        };
+        let nulls = a.logical_nulls();
+        let keys = UInt16Array::new(ScalarBuffer::from(keys), nulls);
+        // Keys of NULL slots may be anything: point them at entry 0, and
+        // give an all-NULL column one (empty) entry for them to point at.
+        if self.values.offsets.is_empty() {
+            self.values.push(b"").ok()?;
+            self.map.insert(Box::from(&b""[..]), 0);
+        }
+        let d = DictionaryArray::try_new(keys, Arc::new(self.values.array())).ok()?;
+        Some(Arc::new(d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[Option<&str>]) -> StringArray {
+        v.iter().copied().collect()
+    }
+
+    fn plain(a: &ArrayRef) -> Vec<Option<String>> {
+        let d = decode(a).unwrap();
+        let s = d.as_string::<i32>();
+        (0..s.len())
+            .map(|i| s.is_valid(i).then(|| s.value(i).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn repeating_text_is_encoded_and_decodes_to_the_same_values() {
+        let vals: Vec<Option<&str>> = (0..200)
+            .map(|i| match i % 5 {
+                0 => None,
+                1 => Some(""),
+                2 => Some("N"),
+                3 => Some("éé"),
+                _ => Some("R"),
+            })
+            .collect();
+        let a = strings(&vals);
+        let d = try_encode(&a).expect("4 distinct values in 200 rows");
+        assert!(d.values().len() <= 5, "{}", d.values().len());
+        let d: ArrayRef = Arc::new(d);
+        let want: Vec<Option<String>> = vals.iter().map(|v| v.map(String::from)).collect();
+        assert_eq!(plain(&d), want);
+    }
+
+    #[test]
+    fn varied_or_short_columns_stay_plain() {
+        let many: Vec<String> = (0..1000).map(|i| format!("v{i}")).collect();
+        let a: StringArray = many.iter().map(|s| Some(s.as_str())).collect();
+        assert!(try_encode(&a).is_none());
+        let few = strings(&[Some("a"); 10]);
+        assert!(try_encode(&few).is_none(), "under {MIN_ROWS} rows");
+    }
+
+    #[test]
+    fn a_segment_dictionary_merges_batches_and_refuses_to_overflow() {
+        let mut seg = SegmentDict::default();
+        let b1: ArrayRef = Arc::new(
+            try_encode(&strings(
+                &[Some("x"), Some("y"), None, Some("x")].repeat(20),
+            ))
+            .unwrap(),
+        );
+        let b2: ArrayRef = Arc::new(strings(&[Some("z"), Some("x"), None]));
+        let e1 = seg.encode(&b1).unwrap();
+        let e2 = seg.encode(&b2).unwrap();
+        assert_eq!(plain(&e1), plain(&b1));
+        assert_eq!(plain(&e2), vec![Some("z".into()), Some("x".into()), None]);
+        // One dictionary for both: the second extends the first.
+        let v1 = e1.as_dictionary::<UInt16Type>().values().clone();
+        let v2 = e2.as_dictionary::<UInt16Type>().values().clone();
+        assert_eq!(v2.slice(0, v1.len()).to_data(), v1.to_data());
+        // Past SEGMENT_DICT_MAX values: refused.
+        let many: Vec<String> = (0..SEGMENT_DICT_MAX).map(|i| format!("v{i}")).collect();
+        let big: ArrayRef = Arc::new(
+            many.iter()
+                .map(|s| Some(s.as_str()))
+                .collect::<StringArray>(),
+        );
+        assert!(seg.encode(&big).is_none());
+    }
+
+    #[test]
+    fn all_null_columns_encode() {
+        let mut seg = SegmentDict::default();
+        let a: ArrayRef = Arc::new(strings(&[None, None]));
+        let e = seg.encode(&a).unwrap();
+        assert_eq!(plain(&e), vec![None, None]);
+    }
+}
