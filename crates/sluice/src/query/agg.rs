@@ -102,8 +102,12 @@ pub struct GroupTable {
     code_table: Vec<u32>,
     /// Groups by dictionary code, per pair of dictionaries (identified by
     /// their values' addresses and sizes, stable while the query runs).
-    dict_tables: Vec<((usize, usize, usize, usize), Vec<u32>)>,
+    dict_tables: Vec<(DictIdent, Vec<u32>)>,
 }
+
+/// Which pair of dictionaries a code table belongs to: their values'
+/// addresses and sizes.
+type DictIdent = (usize, usize, usize, usize);
 
 /// Slots of the packed-key cache.
 const CACHE_SLOTS: usize = 256;
