@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use sluice::load::{Header, LoadOptions, LoadSummary, Progress, load};
+use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
 use sluice::parse::Dialect;
 use sluice::store::Database;
 
@@ -117,6 +117,7 @@ const LOAD_EXAMPLES: &str = "Examples:
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
+  sluice load --rejects bad.csv --max-errors 1000 sales 'in/*.csv'   # set malformed records aside
   zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -";
 
 #[derive(Args)]
@@ -171,9 +172,32 @@ struct LoadArgs {
     /// Bytes per parse block (default: derived from --memory-limit)
     #[arg(long, hide = true)]
     block_size: Option<String>,
+    /// What a malformed record does: abort (the default: the load fails,
+    /// nothing is committed) or skip (it is rejected, counted, and the load
+    /// goes on)
+    #[arg(long, value_enum)]
+    on_error: Option<OnErrorArg>,
+    /// Write rejected records here (CSV: file, line, byte, column, reason,
+    /// record); implies --on-error skip
+    #[arg(long)]
+    rejects: Option<PathBuf>,
+    /// Fail (committing nothing) when more than N records are rejected;
+    /// implies --on-error skip
+    #[arg(long, value_name = "N")]
+    max_errors: Option<u64>,
+    /// A record with too few fields gets NULLs for the missing ones
+    /// (default: it is an error)
+    #[arg(long)]
+    allow_missing_columns: bool,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnErrorArg {
+    Abort,
+    Skip,
 }
 
 fn main() -> ExitCode {
@@ -236,6 +260,14 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .map(|c| util::parse_char(c, "--comment"))
         .transpose()?;
     let schema = a.schema.as_deref().map(str::parse).transpose()?;
+    let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
+    let on_error = match (a.on_error, wants_skip) {
+        (Some(OnErrorArg::Skip), _) | (None, true) => OnError::Skip,
+        (Some(OnErrorArg::Abort), true) => {
+            bail!("--rejects and --max-errors go with --on-error skip, not abort")
+        }
+        (_, false) => OnError::Abort,
+    };
     let inputs = sluice::source::expand(&a.inputs)?;
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let progress = Arc::new(Progress::default());
@@ -270,6 +302,10 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
         progress: Some(progress.clone()),
         cancel: Some(cancel_on_interrupt()),
+        on_error,
+        rejects: a.rejects.clone(),
+        max_errors: a.max_errors,
+        allow_missing_columns: a.allow_missing_columns,
     };
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;
@@ -283,7 +319,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     }
     let summary =
         result.with_context(|| format!("loading table {}; nothing was committed", a.table))?;
-    print_summary(&summary, a.json, quiet)
+    print_summary(&summary, a.rejects.as_deref(), a.json, quiet)
 }
 
 /// Ctrl-C (or SIGTERM) stops the load cleanly: nothing is committed and
@@ -299,7 +335,12 @@ fn cancel_on_interrupt() -> Arc<AtomicBool> {
     flag
 }
 
-fn print_summary(s: &LoadSummary, json: bool, quiet: bool) -> Result<()> {
+fn print_summary(
+    s: &LoadSummary,
+    rejects: Option<&std::path::Path>,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         let mut v = serde_json::to_value(s)?;
@@ -323,6 +364,18 @@ fn print_summary(s: &LoadSummary, json: bool, quiet: bool) -> Result<()> {
             s.threads,
             if s.threads == 1 { "" } else { "s" },
         )?;
+        if s.rejected > 0 {
+            writeln!(
+                out,
+                "rejected {} record{}{}",
+                s.rejected,
+                if s.rejected == 1 { "" } else { "s" },
+                match rejects {
+                    Some(p) => format!(" (written to {})", p.display()),
+                    None => " (--rejects FILE keeps them)".to_string(),
+                }
+            )?;
+        }
     }
     Ok(())
 }

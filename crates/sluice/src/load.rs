@@ -17,8 +17,8 @@
 //! published; on any error the new segment files are deleted.
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -30,7 +30,9 @@ use serde::Serialize;
 use crate::batch::{BatchBuilder, ColumnStats, Schema, ValueOptions, validate_identifier};
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
-use crate::parse::{BlockError, BlockInfo, Dialect, parse_block, read_record};
+use crate::parse::{
+    BlockError, BlockInfo, Dialect, Reject, RowPolicy, parse_block_with, read_record,
+};
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 use crate::store::segment::SegmentWriter;
@@ -85,6 +87,27 @@ pub struct LoadOptions {
     pub progress: Option<Arc<Progress>>,
     /// Set to stop the load; nothing is committed.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// What a malformed record does to the load.
+    pub on_error: OnError,
+    /// With `OnError::Skip`: where rejected records are written (CSV).
+    pub rejects: Option<PathBuf>,
+    /// With `OnError::Skip`: fail the load when more records than this are
+    /// rejected (`None`: no limit).
+    pub max_errors: Option<u64>,
+    /// A record with too few fields gets NULLs for the rest instead of
+    /// being an error.
+    pub allow_missing_columns: bool,
+}
+
+/// What a malformed record does to the load.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum OnError {
+    /// The load fails at the first one and commits nothing.
+    #[default]
+    Abort,
+    /// The record is rejected (counted, written to the rejects file) and
+    /// the load goes on.
+    Skip,
 }
 
 impl Default for LoadOptions {
@@ -101,6 +124,10 @@ impl Default for LoadOptions {
             max_line_size: DEFAULT_MAX_LINE_SIZE,
             progress: None,
             cancel: None,
+            on_error: OnError::Abort,
+            rejects: None,
+            max_errors: None,
+            allow_missing_columns: false,
         }
     }
 }
@@ -123,6 +150,9 @@ pub struct LoadSummary {
     /// True when this load created the table.
     pub created: bool,
     pub rows: u64,
+    /// Records rejected (with `OnError::Skip`); `rows + rejected` is every
+    /// record of the input.
+    pub rejected: u64,
     /// Input bytes read.
     pub bytes: u64,
     pub files: u64,
@@ -207,7 +237,7 @@ impl Buf {
     }
 }
 
-type Parsed = Result<(RecordBatch, Vec<ColumnStats>, BlockInfo), BlockError>;
+type Parsed = Result<(RecordBatch, Vec<ColumnStats>, BlockInfo, Vec<Reject>), BlockError>;
 
 struct Done {
     seq: u64,
@@ -317,6 +347,10 @@ pub fn load(
         stop: AtomicBool::new(false),
         pool: Mutex::new(Vec::new()),
     };
+    let rejects = match &opts.rejects {
+        Some(p) => Some(RejectsFile::create(p)?),
+        None => None,
+    };
     let mut writer = Writer {
         shared: &shared,
         arrow_schema: schema.arrow_schema(),
@@ -326,6 +360,8 @@ pub fn load(
         current: None,
         done: Vec::new(),
         plain: vec![false; schema.columns.len()],
+        rejected: 0,
+        rejects,
         created: Vec::new(),
         rows: 0,
         line: 0,
@@ -384,6 +420,13 @@ pub fn load(
         writer.close_segment()?;
         Ok(files)
     });
+    // The rejects file is kept also when the load fails: it shows why.
+    let result = result.and_then(|files| {
+        if let Some(r) = writer.rejects.take() {
+            r.finish()?;
+        }
+        Ok(files)
+    });
     let files = match result {
         Ok(files) => files,
         Err(e) => {
@@ -410,6 +453,7 @@ pub fn load(
         table,
         created: existing.is_none(),
         rows: writer.rows,
+        rejected: writer.rejected,
         bytes: files.1,
         files: files.0,
         segments: new_segments,
@@ -442,19 +486,32 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
             let data = block.data.data();
             let capacity = (data.len() as f64 * rows_per_byte * 1.1) as usize + 16;
             let mut builder = BatchBuilder::new(shared.schema, shared.values.clone(), capacity);
-            let parsed = parse_block(data, &shared.opts.dialect, shared.schema, &mut builder);
+            let policy = RowPolicy {
+                skip_bad: shared.opts.on_error == OnError::Skip,
+                fill_missing: shared.opts.allow_missing_columns,
+            };
+            let mut rejects = Vec::new();
+            let parsed = parse_block_with(
+                data,
+                &shared.opts.dialect,
+                shared.schema,
+                &mut builder,
+                policy,
+                &mut rejects,
+            );
             Some(match parsed {
                 Ok(info) => {
                     if !data.is_empty() {
                         rows_per_byte = info.rows as f64 / data.len() as f64;
                     }
+                    let drop: Vec<u32> = rejects.iter().map(|r| r.row).collect();
                     // Repeating TEXT values are dictionary-encoded here,
                     // in parallel, so the writer only merges dictionaries.
                     match builder
-                        .finish()
+                        .finish_without(&drop)
                         .and_then(|(b, stats)| Ok((crate::batch::dict::encode_batch(b)?, stats)))
                     {
-                        Ok((batch, stats)) => Ok((batch, stats, info)),
+                        Ok((batch, stats)) => Ok((batch, stats, info, rejects)),
                         Err(e) => Err(BlockError {
                             offset: 0,
                             line_in_block: 0,
@@ -699,6 +756,49 @@ fn split_file(
     Ok(total)
 }
 
+/// The rejects file: CSV with a header, one line per rejected record.
+struct RejectsFile {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl RejectsFile {
+    fn create(path: &Path) -> Result<Self> {
+        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut r = RejectsFile {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(f),
+        };
+        r.write_all(b"file,line,byte,column,reason,record\n")
+            .map_err(|e| Error::io(path, e))?;
+        Ok(r)
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(b)
+    }
+
+    fn finish(mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+/// Appends `v` as a CSV field, quoted when it needs to be.
+fn csv_field(out: &mut Vec<u8>, v: &[u8]) {
+    if v.iter().any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r')) || v.first() == Some(&b' ') {
+        out.push(b'"');
+        for &b in v {
+            if b == b'"' {
+                out.push(b'"');
+            }
+            out.push(b);
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(v);
+    }
+}
+
 /// Writer: puts batches in input order into segment files.
 struct Writer<'a> {
     shared: &'a Shared<'a>,
@@ -710,6 +810,9 @@ struct Writer<'a> {
     done: Vec<crate::store::SegmentMeta>,
     /// Columns stored plain for the rest of this load (see `handle`).
     plain: Vec<bool>,
+    /// Records rejected so far, and where they are written.
+    rejected: u64,
+    rejects: Option<RejectsFile>,
     created: Vec<PathBuf>,
     rows: u64,
     /// Lines before the next block of `file`.
@@ -749,7 +852,7 @@ impl Writer<'_> {
         let Some(result) = d.result else {
             return Err(Error::Cancelled);
         };
-        let (batch, stats, info) = match result {
+        let (batch, stats, info, rejects) = match result {
             Ok(r) => r,
             Err(e) => {
                 let column = e
@@ -764,6 +867,9 @@ impl Writer<'_> {
                 });
             }
         };
+        for r in rejects {
+            self.reject(d.file, d.offset, r)?;
+        }
         self.line += info.newlines;
         if batch.num_rows() == 0 {
             return Ok(());
@@ -801,6 +907,50 @@ impl Writer<'_> {
         }
         if seg.bytes() >= SEGMENT_TARGET_BYTES {
             self.close_segment()?;
+        }
+        Ok(())
+    }
+
+    /// Counts a rejected record, writes it to the rejects file, and fails
+    /// the load past `--max-errors`.
+    fn reject(&mut self, file: usize, offset: u64, r: Reject) -> Result<()> {
+        self.rejected += 1;
+        let path = self.shared.inputs[file].display_name();
+        let line = self.line + r.error.line_in_block + 1;
+        let byte = offset + r.error.offset as u64;
+        let column = r
+            .error
+            .column
+            .map(|c| format!("{} ({})", c + 1, self.shared.schema.columns[c].name));
+        if let Some(w) = self.rejects.as_mut() {
+            let mut row = Vec::with_capacity(r.record.len() + 64);
+            csv_field(&mut row, path.as_bytes());
+            row.push(b',');
+            row.extend_from_slice(line.to_string().as_bytes());
+            row.push(b',');
+            row.extend_from_slice(byte.to_string().as_bytes());
+            row.push(b',');
+            csv_field(&mut row, column.as_deref().unwrap_or("").as_bytes());
+            row.push(b',');
+            csv_field(&mut row, r.error.message.as_bytes());
+            row.push(b',');
+            csv_field(&mut row, &r.record);
+            row.push(b'\n');
+            w.write_all(&row).map_err(|e| Error::io(&w.path, e))?;
+        }
+        if let Some(max) = self.shared.opts.max_errors
+            && self.rejected > max
+        {
+            return Err(Error::Parse {
+                path,
+                line,
+                byte,
+                column,
+                message: format!(
+                    "more than --max-errors {max} records rejected; this one: {}",
+                    r.error.message
+                ),
+            });
         }
         Ok(())
     }

@@ -571,3 +571,54 @@ fn query_formats_timing_and_errors() {
     );
     assert_eq!(e, "error: JOIN is not supported at line 1, column 22\n");
 }
+
+#[test]
+fn rejected_records_are_counted_and_written() {
+    let t = Tmp::new();
+    t.write("in.csv", b"id,price\n1,1.5\n2,x\n3\n4,2.5\n");
+    let out = ok(
+        &t.0,
+        &[
+            "load",
+            "--schema",
+            "id INT, price DECIMAL(8,2)",
+            "--rejects",
+            "bad.csv",
+            "t",
+            "in.csv",
+        ],
+    );
+    assert!(out.starts_with("loaded 2 rows"), "{out}");
+    assert!(
+        out.ends_with("rejected 2 records (written to bad.csv)\n"),
+        "{out}"
+    );
+    let bad = std::fs::read_to_string(t.0.join("bad.csv")).unwrap();
+    assert_eq!(
+        bad,
+        "file,line,byte,column,reason,record\n\
+         in.csv,3,17,2 (price),\"invalid DECIMAL(8,2) value \"\"x\"\": not a decimal number\",\"2,x\"\n\
+         in.csv,4,19,,\"found a record with 1 field, expected 2\",3\n"
+    );
+    let e = fails(
+        &t.0,
+        &[
+            "load",
+            "--on-error",
+            "abort",
+            "--max-errors",
+            "1",
+            "t",
+            "in.csv",
+        ],
+    );
+    assert_eq!(
+        e,
+        "error: --rejects and --max-errors go with --on-error skip, not abort\n"
+    );
+    let e = fails(&t.0, &["load", "--max-errors", "1", "t", "in.csv"]);
+    assert!(
+        e.starts_with("error: loading table t; nothing was committed: in.csv:4: more than --max-errors 1 records rejected; this one: found a record with 1 field, expected 2"),
+        "{e}"
+    );
+}

@@ -192,6 +192,43 @@ impl BatchBuilder {
         Ok(())
     }
 
+    /// Appends a NULL to column `col` (missing fields, rejected rows).
+    pub fn push_null(&mut self, col: usize) {
+        match &mut self.cols[col] {
+            Col::Bool(b) => b.append_null(),
+            Col::Int(b) => b.append_null(),
+            Col::BigInt(b) => b.append_null(),
+            Col::Double(b) => b.append_null(),
+            Col::Decimal(b, ..) => b.append_null(),
+            Col::Date(b) => b.append_null(),
+            Col::Timestamp(b) => b.append_null(),
+            Col::Text(b) => b.append_null(),
+        }
+    }
+
+    /// [`Self::finish`] without the rows `drop` (sorted, distinct): rows of
+    /// rejected records. Statistics cover the rows kept.
+    pub fn finish_without(&mut self, drop: &[u32]) -> Result<(RecordBatch, Vec<ColumnStats>)> {
+        if drop.is_empty() {
+            return self.finish();
+        }
+        let (batch, _) = self.finish()?;
+        let mut keep = vec![true; batch.num_rows()];
+        for &r in drop {
+            if let Some(k) = keep.get_mut(r as usize) {
+                *k = false;
+            }
+        }
+        let mask = arrow_array::BooleanArray::from(keep);
+        let batch = arrow_select::filter::filter_record_batch(&batch, &mask)?;
+        let stats = batch
+            .columns()
+            .iter()
+            .map(|a| column_stats(a.as_ref()))
+            .collect();
+        Ok((batch, stats))
+    }
+
     /// Finishes the batch and computes its per-column statistics.
     pub fn finish(&mut self) -> Result<(RecordBatch, Vec<ColumnStats>)> {
         let arrays: Vec<ArrayRef> = self

@@ -289,13 +289,61 @@ fn swar_digits(chunk: u64, k: usize) -> u64 {
     (v * 10_000 + (v >> 32)) & 0xFFFF_FFFF
 }
 
+/// What to do with a malformed record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowPolicy {
+    /// Reject the record (see [`Reject`]) and go on, instead of failing.
+    pub skip_bad: bool,
+    /// A record with too few fields gets NULLs for the missing ones.
+    pub fill_missing: bool,
+}
+
+/// A record that was not loaded, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reject {
+    /// Where and why, as the error would have said.
+    pub error: BlockError,
+    /// Byte offset in the block where the record starts.
+    pub record_offset: usize,
+    /// The record's bytes, without its line ending.
+    pub record: Vec<u8>,
+    /// Its row in the builder: the row holds placeholder values and must
+    /// be dropped (see `BatchBuilder::finish_without`).
+    pub row: u32,
+}
+
+/// How to continue after a malformed record.
+enum Resume {
+    /// The failing field ended at `.0` with terminator `.1`.
+    Field(usize, Term),
+    /// The tokenizer failed at `.0`: resume after the next newline.
+    Line(usize),
+    /// The record ended at `.0` (field count errors).
+    Ended(usize),
+}
+
 /// Parses every record of `data` (which starts at a record boundary) into
-/// `out`. Blank lines and comment lines are skipped.
+/// `out`. Blank lines and comment lines are skipped. The first malformed
+/// record is an error.
 pub fn parse_block(
     data: &[u8],
     d: &Dialect,
     schema: &Schema,
     out: &mut BatchBuilder,
+) -> Result<BlockInfo, BlockError> {
+    parse_block_with(data, d, schema, out, RowPolicy::default(), &mut Vec::new())
+}
+
+/// [`parse_block`] with a policy for malformed records: with
+/// `skip_bad`, each one is appended to `rejects` (its row completed with
+/// NULLs in the builder, to be dropped) and parsing goes on.
+pub fn parse_block_with(
+    data: &[u8],
+    d: &Dialect,
+    schema: &Schema,
+    out: &mut BatchBuilder,
+    policy: RowPolicy,
+    rejects: &mut Vec<Reject>,
 ) -> Result<BlockInfo, BlockError> {
     let classes = d.classes();
     let ncols = schema.len();
@@ -303,6 +351,7 @@ pub fn parse_block(
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
     let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
+    let mut builder_rows: u32 = 0;
     let mut pos = 0;
     while pos < n {
         let c = data[pos];
@@ -327,7 +376,11 @@ pub fn parse_block(
             continue;
         }
         let record_start = pos;
+        let newlines_before = info.newlines;
         let mut col = 0;
+        // Columns of this record pushed into the builder so far.
+        let mut pushed = 0;
+        let mut failure: Option<(BlockError, Resume)> = None;
         loop {
             let field_start = pos;
             if col < ncols
@@ -340,13 +393,16 @@ pub fn parse_block(
                     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
-                    return Err(block_error(
+                    let e = block_error(
                         data,
                         field_start,
                         Some(col),
                         format!("invalid {ty} value {}: {msg}", snippet(bytes)),
-                    ));
+                    );
+                    failure = Some((e, Resume::Field(next, term)));
+                    break;
                 }
+                pushed += 1;
                 col += 1;
                 pos = next;
                 match term {
@@ -358,9 +414,14 @@ pub fn parse_block(
                     Term::Eof => break,
                 }
             }
-            let s = scan_field(data, pos, d, &classes, &mut scratch).map_err(|(off, msg)| {
-                block_error(data, off, Some(col).filter(|&c| c < ncols), msg)
-            })?;
+            let s = match scan_field(data, pos, d, &classes, &mut scratch) {
+                Ok(s) => s,
+                Err((off, msg)) => {
+                    let e = block_error(data, off, Some(col).filter(|&c| c < ncols), msg);
+                    failure = Some((e, Resume::Line(off)));
+                    break;
+                }
+            };
             info.newlines += s.newlines;
             if col < ncols {
                 let (bytes, quoted) = match s.field {
@@ -369,13 +430,16 @@ pub fn parse_block(
                 };
                 if let Err(msg) = out.push(col, bytes, quoted) {
                     let ty = schema.columns[col].data_type;
-                    return Err(block_error(
+                    let e = block_error(
                         data,
                         field_start,
                         Some(col),
                         format!("invalid {ty} value {}: {msg}", snippet(bytes)),
-                    ));
+                    );
+                    failure = Some((e, Resume::Field(s.next, s.term)));
+                    break;
                 }
+                pushed += 1;
             }
             col += 1;
             pos = s.next;
@@ -388,20 +452,73 @@ pub fn parse_block(
                 Term::Eof => break,
             }
         }
-        if col != ncols {
-            return Err(block_error(
-                data,
-                record_start,
-                None,
-                format!(
-                    "found a record with {col} field{}, expected {ncols}",
-                    if col == 1 { "" } else { "s" }
-                ),
-            ));
+        if failure.is_none() && col != ncols {
+            if col < ncols && policy.fill_missing {
+                for c in col..ncols {
+                    out.push_null(c);
+                }
+            } else {
+                let e = block_error(
+                    data,
+                    record_start,
+                    None,
+                    format!(
+                        "found a record with {col} field{}, expected {ncols}",
+                        if col == 1 { "" } else { "s" }
+                    ),
+                );
+                failure = Some((e, Resume::Ended(pos)));
+            }
         }
-        info.rows += 1;
+        let Some((error, resume)) = failure else {
+            info.rows += 1;
+            builder_rows += 1;
+            continue;
+        };
+        if !policy.skip_bad {
+            return Err(error);
+        }
+        // Find the end of the record, complete its row with NULLs, and
+        // remember it as rejected.
+        pos = match resume {
+            Resume::Ended(p) => p,
+            Resume::Line(off) => next_line(data, off),
+            Resume::Field(mut p, mut term) => loop {
+                match term {
+                    Term::Newline | Term::Eof => break p,
+                    Term::Delim => match scan_field(data, p, d, &classes, &mut scratch) {
+                        Ok(s) => {
+                            p = s.next;
+                            term = s.term;
+                        }
+                        Err((off, _)) => break next_line(data, off),
+                    },
+                }
+            },
+        };
+        info.newlines =
+            newlines_before + memchr_iter(b'\n', &data[record_start..pos]).count() as u64;
+        for c in pushed..ncols {
+            out.push_null(c);
+        }
+        let mut record = &data[record_start..pos];
+        record = record.strip_suffix(b"\n").unwrap_or(record);
+        record = record.strip_suffix(b"\r").unwrap_or(record);
+        rejects.push(Reject {
+            error,
+            record_offset: record_start,
+            record: record.to_vec(),
+            row: builder_rows,
+        });
+        builder_rows += 1;
     }
     Ok(info)
+}
+
+/// The offset just past the next newline at or after `off` (or the end).
+fn next_line(data: &[u8], off: usize) -> usize {
+    let off = off.min(data.len());
+    memchr(b'\n', &data[off..]).map_or(data.len(), |i| off + i + 1)
 }
 
 /// Reads the first record of `data` as raw fields (for a header line).

@@ -8,7 +8,9 @@
 mod csv;
 pub mod value;
 
-pub use csv::{BlockError, BlockInfo, parse_block, read_record};
+pub use csv::{
+    BlockError, BlockInfo, Reject, RowPolicy, parse_block, parse_block_with, read_record,
+};
 
 use crate::error::{Error, Result};
 

@@ -6,6 +6,7 @@ mod conformance;
 mod differential;
 mod load;
 mod parallel;
+mod rejects;
 mod slt;
 mod sql_fuzz;
 mod store;
