@@ -118,6 +118,7 @@ const LOAD_EXAMPLES: &str = "Examples:
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
   sluice load --rejects bad.csv --max-errors 1000 sales 'in/*.csv'   # set malformed records aside
+  sluice load logs 'archive/*.csv.gz'       # gzip and zstd, detected by content
   zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -";
 
 #[derive(Args)]

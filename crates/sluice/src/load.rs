@@ -606,7 +606,14 @@ fn split_file(
     let opts = shared.opts;
     let name = input.display_name();
     let bs = shared.block_size;
-    let mut reader = input.open()?;
+    // Progress counts the bytes of the file (compressed or not); the
+    // summary counts the text parsed.
+    let on_read: Option<crate::source::OnRead> = opts.progress.clone().map(|p| {
+        Box::new(move |n: u64| {
+            p.bytes_read.fetch_add(n, Ordering::Relaxed);
+        }) as crate::source::OnRead
+    });
+    let (mut reader, _compression) = input.open_decoded(on_read)?;
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
     if buf.is_empty() {
@@ -619,18 +626,11 @@ fn split_file(
     let mut offset = 0u64;
     let mut line = 0u64;
     let mut total = buf.len as u64;
-    let progress = |n: u64| {
-        if let Some(p) = &opts.progress {
-            p.bytes_read.fetch_add(n, Ordering::Relaxed);
-        }
-    };
-    progress(buf.len as u64);
     // Grows `buf` by one block; errors when a record exceeds the line limit.
     let mut grow = |buf: &mut Buf, eof: &mut bool| -> Result<()> {
         let before = buf.len;
         *eof = fill(&mut reader, buf, before + bs, input)?;
         total += (buf.len - before) as u64;
-        progress((buf.len - before) as u64);
         Ok(())
     };
     let too_long = |line: u64, offset: u64| Error::Parse {

@@ -1,7 +1,7 @@
 //! Inputs: files, directories, globs and standard input.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -44,6 +44,113 @@ impl Input {
                 Ok(Box::new(f))
             }
             Input::Stdin => Ok(Box::new(std::io::stdin())),
+        }
+    }
+}
+
+/// How an input is compressed, as its first bytes say (never its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    pub fn detect(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// Called with the number of bytes of each read from a file or stream.
+pub type OnRead = Box<dyn FnMut(u64) + Send>;
+
+/// Reports the bytes read through it (progress of compressed inputs is
+/// measured in the bytes of the file).
+struct Counting<R> {
+    inner: R,
+    on_read: Option<OnRead>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(f) = self.on_read.as_mut() {
+            f(n as u64);
+        }
+        Ok(n)
+    }
+}
+
+/// Says which decompressor failed, and that the data is at fault.
+struct Labeled<R> {
+    inner: R,
+    what: &'static str,
+}
+
+impl<R: Read> Read for Labeled<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                e
+            } else {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("corrupt or truncated {} data ({e})", self.what),
+                )
+            }
+        })
+    }
+}
+
+impl Input {
+    /// Opens the input and decompresses it when its first bytes are a gzip
+    /// (also several members, as `cat a.gz b.gz` makes) or zstd header.
+    /// `on_read` sees the bytes read from the file or stream.
+    pub fn open_decoded(
+        &self,
+        on_read: Option<OnRead>,
+    ) -> Result<(Box<dyn Read + Send>, Compression)> {
+        let raw = Counting {
+            inner: self.open()?,
+            on_read,
+        };
+        let mut buffered = BufReader::with_capacity(1 << 20, raw);
+        // Enough of the start to see a magic number.
+        let head = loop {
+            match buffered.fill_buf() {
+                Ok(h) => break h,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        };
+        let kind = Compression::detect(head);
+        let reader: Box<dyn Read + Send> = match kind {
+            Compression::None => Box::new(buffered),
+            Compression::Gzip => Box::new(Labeled {
+                inner: flate2::bufread::MultiGzDecoder::new(buffered),
+                what: "gzip",
+            }),
+            Compression::Zstd => Box::new(Labeled {
+                inner: zstd::stream::read::Decoder::with_buffer(buffered)
+                    .map_err(|e| self.io_error(e))?,
+                what: "zstd",
+            }),
+        };
+        Ok((reader, kind))
+    }
+
+    /// An I/O error about this input.
+    pub fn io_error(&self, e: std::io::Error) -> Error {
+        match self {
+            Input::File(p) => Error::io(p, e),
+            Input::Stdin => Error::io("<stdin>", e),
         }
     }
 }
@@ -136,11 +243,11 @@ pub fn check_text(name: &str, head: &[u8]) -> Result<()> {
             message,
         })
     };
-    if head.starts_with(&[0x1f, 0x8b]) {
-        return err("is gzip-compressed; compressed input is not supported yet (decompress it first, e.g. `zcat FILE | sluice load TABLE -`)".into());
+    if head.starts_with(b"BZh") && head.get(3).is_some_and(|d| (b'1'..=b'9').contains(d)) {
+        return err("is bzip2-compressed, which is not supported (gzip and zstd are); decompress it first, e.g. `bzcat FILE | sluice load TABLE -`".into());
     }
-    if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        return err("is zstd-compressed; compressed input is not supported yet (decompress it first, e.g. `zstdcat FILE | sluice load TABLE -`)".into());
+    if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        return err("is xz-compressed, which is not supported (gzip and zstd are); decompress it first, e.g. `xzcat FILE | sluice load TABLE -`".into());
     }
     if let Some(i) = memchr::memchr(0, &head[..head.len().min(8192)]) {
         return err(format!(
@@ -155,16 +262,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn binary_and_compressed_heads_are_refused() {
+    fn binary_and_unsupported_compressed_heads_are_refused() {
         assert!(check_text("a", b"id,name\n1,x\n").is_ok());
-        let e = check_text("a.gz", &[0x1f, 0x8b, 8, 0])
+        let e = check_text("a.bz2", b"BZh91AY&SY").unwrap_err().to_string();
+        assert!(e.starts_with("a.bz2: is bzip2-compressed"), "{e}");
+        let e = check_text("a.xz", &[0xfd, b'7', b'z', b'X', b'Z', 0, 0])
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("a.gz: is gzip-compressed"), "{e}");
+        assert!(e.starts_with("a.xz: is xz-compressed"), "{e}");
         let e = check_text("b", b"ab\0cd").unwrap_err().to_string();
         assert_eq!(
             e,
             "b: looks like a binary file (NUL byte at offset 2), not delimited text"
         );
+    }
+
+    #[test]
+    fn compression_is_detected_by_content() {
+        assert_eq!(Compression::detect(&[0x1f, 0x8b, 8]), Compression::Gzip);
+        assert_eq!(
+            Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd, 0]),
+            Compression::Zstd
+        );
+        assert_eq!(Compression::detect(b"a,b\n"), Compression::None);
+        assert_eq!(Compression::detect(b""), Compression::None);
     }
 }

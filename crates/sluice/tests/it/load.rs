@@ -155,7 +155,11 @@ fn unusable_files_give_one_line_errors() {
         err(b"\x00\x01\x02binary", &o),
         "t-input.csv: looks like a binary file (NUL byte at offset 0), not delimited text"
     );
-    assert!(err(b"\x1f\x8b\x08\x00", &o).starts_with("t-input.csv: is gzip-compressed"));
+    assert!(err(b"BZh91AY&SY", &o).starts_with("t-input.csv: is bzip2-compressed"));
+    assert_eq!(
+        err(b"\x1f\x8b\x08\x00", &o),
+        "t-input.csv: corrupt or truncated gzip data (unexpected end of file)"
+    );
     let e = sluice::source::expand(&["/nonexistent/file.csv".to_string()])
         .unwrap_err()
         .to_string();
@@ -200,4 +204,88 @@ fn many_files_load_in_order() {
     let mut sorted = ids.clone();
     sorted.sort();
     assert_eq!(ids, sorted);
+}
+
+/// Text with quotes, newlines in fields and many blocks' worth of rows.
+fn varied_csv(rows: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..rows {
+        s.push_str(&format!(
+            "{i},\"name, {}\",\"line\nbreak {}\",{}.{:02}\n",
+            i % 17,
+            i % 5,
+            i / 3,
+            i % 100
+        ));
+    }
+    s.into_bytes()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn gzip_and_zstd_inputs_load_like_the_text_they_hold() {
+    let schema = "id INT, name TEXT, note TEXT, price DECIMAL(10,2)";
+    let data = varied_csv(3000);
+    let mut o = opts(schema);
+    o.block_size = Some(4096);
+    let plain_dir = TempDir::new("plain");
+    load_bytes(&plain_dir, "t", &data, &o).unwrap();
+    let want = table_rows(&plain_dir.path().join("db"), "t");
+    assert_eq!(want.len(), 3000);
+
+    // Detected by content: the files have no telling extension.
+    let gz_dir = TempDir::new("gz");
+    let s = load_bytes(&gz_dir, "t", &gzip(&data), &o).unwrap();
+    assert_eq!(s.rows, 3000);
+    assert_eq!(s.bytes, data.len() as u64, "the summary counts the text");
+    assert_eq!(table_rows(&gz_dir.path().join("db"), "t"), want);
+
+    let zst_dir = TempDir::new("zst");
+    let z = zstd::encode_all(&data[..], 3).unwrap();
+    load_bytes(&zst_dir, "t", &z, &o).unwrap();
+    assert_eq!(table_rows(&zst_dir.path().join("db"), "t"), want);
+
+    // Several gzip members (as `cat a.gz b.gz` makes) are one stream.
+    let half = data.len() / 2;
+    let cut = half + data[half..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let cut = {
+        // A record boundary: a newline outside quotes (an even count of
+        // quotes before it).
+        let mut c = cut;
+        while data[..c].iter().filter(|&&b| b == b'"').count() % 2 == 1 {
+            c += data[c..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        }
+        c
+    };
+    let mut members = gzip(&data[..cut]);
+    members.extend(gzip(&data[cut..]));
+    let multi_dir = TempDir::new("gzmulti");
+    load_bytes(&multi_dir, "t", &members, &o).unwrap();
+    assert_eq!(table_rows(&multi_dir.path().join("db"), "t"), want);
+}
+
+#[test]
+fn damaged_compressed_input_is_an_error_naming_the_file() {
+    let dir = TempDir::new("gzbad");
+    let gz = gzip(&varied_csv(200));
+    let e = load_bytes(
+        &dir,
+        "t",
+        &gz[..gz.len() / 2],
+        &opts("id INT, name TEXT, note TEXT, price DECIMAL(10,2)"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("t-input.csv: corrupt or truncated gzip data"),
+        "{e}"
+    );
+    let db = sluice::store::Database::open(dir.path().join("db")).unwrap();
+    assert!(db.table("t").is_none());
 }
