@@ -190,6 +190,11 @@ struct LoadArgs {
     /// (default: it is an error)
     #[arg(long)]
     allow_missing_columns: bool,
+    /// Encoding of the input: utf-8 (the default), latin1, windows-1252,
+    /// utf-16le, utf-16be, shift_jis, … (WHATWG labels). A byte order mark
+    /// wins; a UTF-8 one is skipped
+    #[arg(long)]
+    encoding: Option<String>,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -307,6 +312,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         rejects: a.rejects.clone(),
         max_errors: a.max_errors,
         allow_missing_columns: a.allow_missing_columns,
+        encoding: a
+            .encoding
+            .as_deref()
+            .map(sluice::source::encoding_for)
+            .transpose()?,
     };
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;

@@ -97,6 +97,9 @@ pub struct LoadOptions {
     /// A record with too few fields gets NULLs for the rest instead of
     /// being an error.
     pub allow_missing_columns: bool,
+    /// Encoding of the input text (`None`: UTF-8). A byte order mark
+    /// overrides it; a UTF-8 one is skipped.
+    pub encoding: Option<&'static encoding_rs::Encoding>,
 }
 
 /// What a malformed record does to the load.
@@ -128,6 +131,7 @@ impl Default for LoadOptions {
             rejects: None,
             max_errors: None,
             allow_missing_columns: false,
+            encoding: None,
         }
     }
 }
@@ -613,7 +617,7 @@ fn split_file(
             p.bytes_read.fetch_add(n, Ordering::Relaxed);
         }) as crate::source::OnRead
     });
-    let (mut reader, _compression) = input.open_decoded(on_read)?;
+    let (mut reader, _compression) = input.open_text(on_read, opts.encoding)?;
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
     if buf.is_empty() {

@@ -126,7 +126,10 @@ impl BatchBuilder {
                 unsafe { std::str::from_utf8_unchecked(field) }
             } else {
                 std::str::from_utf8(field).map_err(|e| {
-                    format!("invalid UTF-8 at byte {} of the value", e.valid_up_to())
+                    format!(
+                        "invalid UTF-8 at byte {} of the value (another encoding? see --encoding)",
+                        e.valid_up_to()
+                    )
                 })?
             };
             if b.values_slice().len() + s.len() > i32::MAX as usize {

@@ -683,7 +683,7 @@ mod tests {
         assert_eq!(e.line_in_block, 1);
         assert_eq!(
             e.message,
-            "invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value"
+            "invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value (another encoding? see --encoding)"
         );
     }
 

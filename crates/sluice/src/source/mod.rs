@@ -109,7 +109,114 @@ impl<R: Read> Read for Labeled<R> {
     }
 }
 
+/// Text decoded from another encoding into UTF-8 as it is read, with
+/// `encoding_rs`. A byte sequence that is not valid in the encoding is an
+/// error (never replaced), with its offset in the decoded input.
+struct Transcode<R> {
+    inner: R,
+    decoder: encoding_rs::Decoder,
+    out: Vec<u8>,
+    pos: usize,
+    done: bool,
+    /// Input bytes decoded so far, for error messages.
+    consumed: u64,
+}
+
+impl<R: BufRead> Read for Transcode<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.pos < self.out.len() {
+                let n = buf.len().min(self.out.len() - self.pos);
+                buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            let src = self.inner.fill_buf()?;
+            let last = src.is_empty();
+            let cap = self
+                .decoder
+                .max_utf8_buffer_length_without_replacement(src.len())
+                .unwrap_or(src.len() * 3 + 16)
+                .max(16);
+            self.out.clear();
+            self.out.resize(cap, 0);
+            let (result, read, written) =
+                self.decoder
+                    .decode_to_utf8_without_replacement(src, &mut self.out, last);
+            self.out.truncate(written);
+            self.pos = 0;
+            if let encoding_rs::DecoderResult::Malformed(bad, _) = result {
+                let at = self.consumed + read as u64 - bad as u64;
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "invalid {} at byte {at} of the file",
+                        self.decoder.encoding().name()
+                    ),
+                ));
+            }
+            self.inner.consume(read);
+            self.consumed += read as u64;
+            if last && result == encoding_rs::DecoderResult::InputEmpty {
+                self.done = true;
+            }
+        }
+    }
+}
+
+/// The encoding a `--encoding` label names (WHATWG labels: `latin1`,
+/// `windows-1252`, `utf-16le`, `shift_jis`, …).
+pub fn encoding_for(label: &str) -> Result<&'static encoding_rs::Encoding> {
+    encoding_rs::Encoding::for_label(label.trim().as_bytes()).ok_or_else(|| {
+        Error::Config(format!(
+            "unknown encoding {label:?} (use a WHATWG label such as utf-8, latin1, windows-1252, utf-16le, utf-16be, shift_jis)"
+        ))
+    })
+}
+
 impl Input {
+    /// Opens the input as UTF-8 text: decompressed as [`Self::open_decoded`]
+    /// says, then decoded to UTF-8: a UTF-8 byte order mark is
+    /// dropped, a UTF-16 one (LE or BE) switches to UTF-16, and otherwise
+    /// `encoding` (UTF-8 when `None`) applies.
+    pub fn open_text(
+        &self,
+        on_read: Option<OnRead>,
+        encoding: Option<&'static encoding_rs::Encoding>,
+    ) -> Result<(Box<dyn Read + Send>, Compression)> {
+        let (reader, kind) = self.open_decoded(on_read)?;
+        let mut buffered = BufReader::with_capacity(1 << 20, reader);
+        let head = loop {
+            match buffered.fill_buf() {
+                Ok(h) => break h,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        };
+        let bom = encoding_rs::Encoding::for_bom(head).map(|(e, _)| e);
+        let encoding = bom.or(encoding).unwrap_or(encoding_rs::UTF_8);
+        if encoding == encoding_rs::UTF_8 {
+            if bom.is_some() {
+                buffered.consume(3);
+            }
+            return Ok((Box::new(buffered), kind));
+        }
+        Ok((
+            Box::new(Transcode {
+                inner: buffered,
+                decoder: encoding.new_decoder_with_bom_removal(),
+                out: Vec::new(),
+                pos: 0,
+                done: false,
+                consumed: 0,
+            }),
+            kind,
+        ))
+    }
+
     /// Opens the input and decompresses it when its first bytes are a gzip
     /// (also several members, as `cat a.gz b.gz` makes) or zstd header.
     /// `on_read` sees the bytes read from the file or stream.

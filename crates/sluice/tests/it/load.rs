@@ -143,7 +143,7 @@ fn malformed_rows_name_file_line_and_column() {
     );
     assert_eq!(
         err(b"1,ok\n2,bad\xfe\n", &o),
-        "t-input.csv:2: column 2 (t): invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value (byte 7)"
+        "t-input.csv:2: column 2 (t): invalid TEXT value \"bad\u{fffd}\": invalid UTF-8 at byte 3 of the value (another encoding? see --encoding) (byte 7)"
     );
 }
 
@@ -288,4 +288,55 @@ fn damaged_compressed_input_is_an_error_naming_the_file() {
     );
     let db = sluice::store::Database::open(dir.path().join("db")).unwrap();
     assert!(db.table("t").is_none());
+}
+
+#[test]
+fn byte_order_marks_and_encodings_become_utf8() {
+    let o = opts("id INT, name TEXT");
+    let s = |v: &str| Some(v.to_string());
+    let want = vec![vec![s("1"), s("café")], vec![s("2"), s("日本")]];
+    let text = "id,name\n1,café\n2,日本\n";
+    // UTF-8 with a byte order mark: the mark is not part of the header.
+    let dir = TempDir::new("bom8");
+    let mut data = b"\xef\xbb\xbf".to_vec();
+    data.extend_from_slice(text.as_bytes());
+    load_bytes(&dir, "t", &data, &o).unwrap();
+    assert_eq!(table_rows(&dir.path().join("db"), "t"), want);
+    // UTF-16 in either byte order, found by its byte order mark.
+    for (tag, le) in [("u16le", true), ("u16be", false)] {
+        let dir = TempDir::new(tag);
+        let mut data = Vec::new();
+        for u in "\u{feff}".encode_utf16().chain(text.encode_utf16()) {
+            data.extend_from_slice(&if le { u.to_le_bytes() } else { u.to_be_bytes() });
+        }
+        load_bytes(&dir, "t", &data, &o).unwrap();
+        assert_eq!(table_rows(&dir.path().join("db"), "t"), want, "{tag}");
+    }
+    // Latin-1 only when asked: by default it is invalid UTF-8.
+    let latin1 = b"id,name\n1,caf\xe9\n2,\xc5ngstr\xf6m\n";
+    let dir = TempDir::new("latin1");
+    let e = load_bytes(&dir, "t", latin1, &o).unwrap_err().to_string();
+    assert!(
+        e.contains(":2: column 2 (name): invalid TEXT value") && e.contains("see --encoding"),
+        "{e}"
+    );
+    let lo = LoadOptions {
+        encoding: Some(sluice::source::encoding_for("latin1").unwrap()),
+        ..opts("id INT, name TEXT")
+    };
+    load_bytes(&dir, "t", latin1, &lo).unwrap();
+    assert_eq!(
+        table_rows(&dir.path().join("db"), "t"),
+        vec![vec![s("1"), s("café")], vec![s("2"), s("Ångström")]]
+    );
+    // Malformed UTF-16 is an error, never replaced.
+    let dir = TempDir::new("badu16");
+    let e = load_bytes(&dir, "t", b"\xff\xfe1\x00,\x00\x00\xd8", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("/t-input.csv: invalid UTF-16LE at byte 6 of the file"),
+        "{e}"
+    );
+    assert!(sluice::source::encoding_for("klingon").is_err());
 }
