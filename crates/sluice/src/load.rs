@@ -48,6 +48,12 @@ pub const MIN_BLOCK_SIZE: usize = 64 << 10;
 /// the per-file cost (footer, fsync, manifest entry) is negligible, small
 /// enough that a min/max zone map still prunes a time-ordered column well.
 pub const SEGMENT_TARGET_BYTES: u64 = 128 << 20;
+
+/// Batches with fewer rows are gathered until they hold `COALESCE_ROWS`.
+const SMALL_BATCH_ROWS: usize = 8192;
+const COALESCE_ROWS: usize = 65536;
+/// ... or until their buffers take this much memory.
+const COALESCE_BYTES: usize = 2 << 20;
 /// Default for `--memory-limit`.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 2 << 30;
 /// Default for `--max-line-size`.
@@ -277,11 +283,17 @@ impl Shared<'_> {
                 .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
+    /// A buffer from the pool: the largest, so that buffers already grown
+    /// to a block (and zeroed once) are reused rather than a small one
+    /// grown again for every small file.
     fn take_buf(&self) -> Buf {
         let mut b = self
             .pool
             .lock()
-            .map(|mut p| p.pop())
+            .map(|mut p| {
+                let largest = (0..p.len()).max_by_key(|&i| p[i].bytes.len())?;
+                Some(p.swap_remove(largest))
+            })
             .ok()
             .flatten()
             .unwrap_or_default();
@@ -364,6 +376,9 @@ pub fn load(
         current: None,
         done: Vec::new(),
         plain: vec![false; schema.columns.len()],
+        pending: Vec::new(),
+        pending_rows: 0,
+        pending_bytes: 0,
         rejected: 0,
         rejects,
         created: Vec::new(),
@@ -413,7 +428,7 @@ pub fn load(
 
     // The writer's error is the earliest in input order: it saw every block
     // the reader produced before the reader stopped.
-    let result = write_res.and_then(|()| split_res).and_then(|files| {
+    let result = write_res.and(split_res).and_then(|files| {
         if opts
             .cancel
             .as_ref()
@@ -812,8 +827,12 @@ struct Writer<'a> {
     version: u64,
     current: Option<SegmentWriter>,
     done: Vec<crate::store::SegmentMeta>,
-    /// Columns stored plain for the rest of this load (see `handle`).
+    /// Columns stored plain for the rest of this load (see `write_batch`).
     plain: Vec<bool>,
+    /// Small batches waiting to be written as one (see `handle`).
+    pending: Vec<(RecordBatch, Vec<ColumnStats>)>,
+    pending_rows: usize,
+    pending_bytes: usize,
     /// Records rejected so far, and where they are written.
     rejected: u64,
     rejects: Option<RejectsFile>,
@@ -878,6 +897,57 @@ impl Writer<'_> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        self.rows += batch.num_rows() as u64;
+        if let Some(p) = &self.shared.opts.progress {
+            p.rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        }
+        // Small batches (small files, small blocks) are gathered and
+        // written as one: a segment of 100,000 one-line batches would be
+        // mostly per-batch metadata, and every batch a morsel.
+        if batch.num_rows() < SMALL_BATCH_ROWS {
+            self.pending_rows += batch.num_rows();
+            self.pending_bytes += batch.get_array_memory_size();
+            self.pending.push((batch, stats));
+            // Bounded in rows, and in memory: each tiny batch costs a few
+            // KiB of buffers however few rows it holds.
+            if self.pending_rows >= COALESCE_ROWS || self.pending_bytes >= COALESCE_BYTES {
+                self.flush_pending()?;
+            }
+            return Ok(());
+        }
+        self.flush_pending()?;
+        self.write_batch(&batch, &stats)
+    }
+
+    /// Writes the gathered small batches as one batch.
+    fn flush_pending(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        self.pending_bytes = 0;
+        match pending.len() {
+            0 => Ok(()),
+            1 => self.write_batch(&pending[0].0, &pending[0].1),
+            _ => {
+                let mut stats = pending[0].1.clone();
+                for (_, s) in &pending[1..] {
+                    for (a, b) in stats.iter_mut().zip(s) {
+                        a.merge(b);
+                    }
+                }
+                // Batches may differ in which TEXT columns they encoded.
+                let plain = pending
+                    .iter()
+                    .map(|(b, _)| crate::batch::dict::decode_batch(b, &[]))
+                    .collect::<Result<Vec<_>>>()?;
+                let merged = arrow_select::concat::concat_batches(&self.arrow_schema, &plain)?;
+                let merged = crate::batch::dict::encode_batch(merged)?;
+                self.write_batch(&merged, &stats)
+            }
+        }
+    }
+
+    /// Appends a batch to the current segment (opening one if needed).
+    fn write_batch(&mut self, batch: &RecordBatch, stats: &[ColumnStats]) -> Result<()> {
         // A column that outgrows its segment dictionary closes the
         // segment and stays plain for the rest of the load; the batch is
         // written again into the next segment.
@@ -896,7 +966,7 @@ impl Writer<'_> {
                 .current
                 .as_mut()
                 .ok_or_else(|| Error::Internal("no segment".into()))?;
-            match seg.write(&batch, &stats, &self.plain)? {
+            match seg.write(batch, stats, &self.plain)? {
                 None => break seg,
                 Some(c) if !self.plain[c] => {
                     self.plain[c] = true;
@@ -905,10 +975,6 @@ impl Writer<'_> {
                 Some(_) => return Err(Error::Internal("a plain column was encoded".into())),
             }
         };
-        self.rows += batch.num_rows() as u64;
-        if let Some(p) = &self.shared.opts.progress {
-            p.rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-        }
         if seg.bytes() >= SEGMENT_TARGET_BYTES {
             self.close_segment()?;
         }
@@ -960,6 +1026,7 @@ impl Writer<'_> {
     }
 
     fn close_segment(&mut self) -> Result<()> {
+        self.flush_pending()?;
         if let Some(seg) = self.current.take() {
             self.done.push(seg.finish()?);
         }

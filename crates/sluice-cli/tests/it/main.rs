@@ -622,3 +622,71 @@ fn rejected_records_are_counted_and_written() {
         "{e}"
     );
 }
+
+#[test]
+fn a_hundred_thousand_small_files_load_with_few_handles_and_bounded_memory() {
+    let t = Tmp::new();
+    let n = 100_000u64;
+    let dir = t.0.join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..n {
+        std::fs::write(
+            dir.join(format!("{i:06}.tsv")),
+            format!("{i}\tsrc{}\t{}\n", i % 7, i % 3),
+        )
+        .unwrap();
+    }
+    // At most 64 open files: the loader keeps one input open at a time.
+    let o = Command::new("sh")
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args([
+            "-c",
+            "ulimit -n 64 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_sluice"),
+            "load",
+            "--json",
+            "--tsv",
+            "--memory-limit",
+            "32MiB",
+            "--schema",
+            "id BIGINT, src TEXT, k INT",
+            "t",
+            "in",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["rows"], n);
+    assert_eq!(s["files"], n);
+    let rss = s["peak_rss_bytes"].as_u64().unwrap();
+    assert!(
+        rss < 48 << 20,
+        "peak RSS {rss} bytes at --memory-limit 32MiB"
+    );
+    let input_bytes = s["bytes"].as_u64().unwrap();
+    let out = ok(
+        &t.0,
+        &[
+            "query",
+            "SELECT count(*), sum(id), count(DISTINCT src) FROM t",
+        ],
+    );
+    assert_eq!(
+        out,
+        format!(
+            "count(*),sum(id),count(DISTINCT src)\n{n},{},7\n",
+            n * (n - 1) / 2
+        )
+    );
+    // Small batches are written together: the table is not mostly
+    // per-batch overhead.
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&t.0, &["info", "--json", "t"])).unwrap();
+    let stored = info[0]["bytes"].as_u64().unwrap();
+    assert!(
+        stored < 3 * input_bytes,
+        "{stored} bytes stored for {input_bytes} of input"
+    );
+}

@@ -199,7 +199,10 @@ fn repeating_text_is_stored_as_a_dictionary_and_read_back_as_text() {
         Box::new(arrow_schema::DataType::UInt16),
         Box::new(arrow_schema::DataType::Utf8),
     );
-    assert!(physical_types(&db_dir, 1).iter().all(|t| *t == dict));
+    let types = physical_types(&db_dir, 1);
+    assert!(types.iter().all(|t| *t == dict));
+    // ~80 blocks of ~40 rows were written as one batch, not 80.
+    assert_eq!(types.len(), 1, "{types:?}");
     assert!(
         physical_types(&db_dir, 2)
             .iter()
@@ -222,10 +225,11 @@ fn repeating_text_is_stored_as_a_dictionary_and_read_back_as_text() {
 fn a_column_that_outgrows_its_dictionary_continues_plain_in_a_new_segment() {
     let dir = TempDir::new("dictroll");
     let mut data = String::new();
-    // 6000 rows of three codes, then 6000 distinct codes, in small blocks:
-    // the first blocks are encoded, then the segment dictionary overflows.
-    for i in 0..12000 {
-        let code = if i < 6000 {
+    // 60,000 rows of three codes, then 60,000 distinct codes, in blocks of
+    // ~20,000 rows (large enough to be written as they come): the first
+    // blocks are encoded, then the segment dictionary overflows.
+    for i in 0..120000 {
+        let code = if i < 60000 {
             format!("c{}", i % 3)
         } else {
             format!("u{i}")
@@ -233,7 +237,7 @@ fn a_column_that_outgrows_its_dictionary_continues_plain_in_a_new_segment() {
         data.push_str(&format!("{i},{code}\n"));
     }
     let mut o = opts("id INT, code TEXT");
-    o.block_size = Some(8192);
+    o.block_size = Some(256 << 10);
     load_bytes(&dir, "t", data.as_bytes(), &o).unwrap();
     let db_dir = dir.path().join("db");
     let types = physical_types(&db_dir, 1);
@@ -245,9 +249,9 @@ fn a_column_that_outgrows_its_dictionary_continues_plain_in_a_new_segment() {
     let db = Database::open(&db_dir).unwrap();
     assert!(db.table("t").unwrap().segments.len() >= 2);
     let rows = table_rows(&db_dir, "t");
-    assert_eq!(rows.len(), 12000);
+    assert_eq!(rows.len(), 120000);
     for (i, r) in rows.iter().enumerate() {
-        let want = if i < 6000 {
+        let want = if i < 60000 {
             format!("c{}", i % 3)
         } else {
             format!("u{i}")
@@ -266,10 +270,10 @@ fn a_column_that_outgrows_its_dictionary_continues_plain_in_a_new_segment() {
     assert_eq!(
         got,
         vec![
-            vec![Some("c0".into()), Some("2000".into())],
-            vec![Some("c1".into()), Some("2000".into())],
-            vec![Some("c2".into()), Some("2000".into())],
-            vec![Some("u10000".into()), Some("1".into())],
+            vec![Some("c0".into()), Some("20000".into())],
+            vec![Some("c1".into()), Some("20000".into())],
+            vec![Some("c2".into()), Some("20000".into())],
+            vec![Some("u100000".into()), Some("1".into())],
         ]
     );
 }
