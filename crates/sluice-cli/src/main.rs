@@ -114,6 +114,8 @@ EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|
 COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
 
 const LOAD_EXAMPLES: &str = "Examples:
+  sluice load --dry-run sales sales.csv     # print the inferred schema and delimiter
+  sluice load --types \"zip=TEXT\" sales sales.csv   # infer, but keep zip codes as text
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
@@ -129,11 +131,20 @@ struct LoadArgs {
     #[arg(required = true)]
     inputs: Vec<String>,
     /// Columns of a new table: "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"
+    /// (default: inferred from samples of the files, and printed)
     #[arg(long)]
     schema: Option<String>,
-    /// Field delimiter: one character, or 'tab'
-    #[arg(long, short, default_value = ",")]
-    delimiter: String,
+    /// Override inferred column types: "price=DECIMAL(12,2),zip=TEXT"
+    /// (repeatable)
+    #[arg(long, value_name = "COL=TYPE,...")]
+    types: Vec<String>,
+    /// Print the schema and dialect the load would use, and load nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Field delimiter: one character, or 'tab' (default: detected from the
+    /// data among , tab | ;)
+    #[arg(long, short)]
+    delimiter: Option<String>,
     /// Shorthand for --delimiter tab
     #[arg(long, conflicts_with = "delimiter")]
     tsv: bool,
@@ -246,9 +257,12 @@ fn run(cli: Cli) -> Result<()> {
 
 fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
     let delimiter = if a.tsv {
-        b'\t'
+        Some(b'\t')
     } else {
-        util::parse_char(&a.delimiter, "--delimiter")?
+        a.delimiter
+            .as_deref()
+            .map(|d| util::parse_char(d, "--delimiter"))
+            .transpose()?
     };
     let quote = if a.quote.is_empty() || a.quote.eq_ignore_ascii_case("none") {
         None
@@ -265,7 +279,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .as_deref()
         .map(|c| util::parse_char(c, "--comment"))
         .transpose()?;
-    let schema = a.schema.as_deref().map(str::parse).transpose()?;
+    let given: Option<sluice::batch::Schema> = a.schema.as_deref().map(str::parse).transpose()?;
     let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
     let on_error = match (a.on_error, wants_skip) {
         (Some(OnErrorArg::Skip), _) | (None, true) => OnError::Skip,
@@ -275,6 +289,89 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         (_, false) => OnError::Abort,
     };
     let inputs = sluice::source::expand(&a.inputs)?;
+    let encoding = a
+        .encoding
+        .as_deref()
+        .map(sluice::source::encoding_for)
+        .transpose()?;
+    let header = if a.header {
+        Header::Yes
+    } else if a.no_header {
+        Header::No
+    } else {
+        Header::Auto
+    };
+    // The table's schema: given, the existing table's, or inferred.
+    let existing = Database::open(db_dir)
+        .ok()
+        .and_then(|db| db.table(&a.table).map(|t| t.schema.clone()));
+    let infer_opts = sluice::infer::InferOptions {
+        delimiter,
+        dialect: Dialect {
+            delimiter: delimiter.unwrap_or(b','),
+            quote,
+            escape,
+            comment,
+        },
+        header,
+        skip: a.skip,
+        null: a.null.clone().into_bytes(),
+        date_format: a.date_format.clone(),
+        timestamp_format: a.timestamp_format.clone(),
+        encoding,
+        types: parse_types(&a.types)?,
+        ..Default::default()
+    };
+    let mut inferred = None;
+    let (schema, delimiter, header) = match (given, existing) {
+        (Some(s), _) | (None, Some(s)) => {
+            if !a.types.is_empty() {
+                bail!(
+                    "--types adjusts an inferred schema; with --schema or an existing table, the types are already fixed"
+                );
+            }
+            let d = match delimiter {
+                Some(d) => d,
+                None => sluice::infer::sniff_delimiter(&inputs, &infer_opts, s.len())?,
+            };
+            (s, d, header)
+        }
+        (None, None) => {
+            let inf = sluice::infer::infer(&inputs, &infer_opts).context("inferring the schema")?;
+            let d = inf.delimiter;
+            let h = if inf.header { Header::Yes } else { Header::No };
+            let s = inf.schema.clone();
+            inferred = Some(inf);
+            (s, d, h)
+        }
+    };
+    if a.dry_run || (!quiet && inferred.is_some()) {
+        let mut text = String::new();
+        match &inferred {
+            Some(inf) => text.push_str(&format!(
+                "inferred from {} sample{} of {} file{} ({} records): delimiter {}, {}\n",
+                inf.samples,
+                if inf.samples == 1 { "" } else { "s" },
+                inf.files_sampled,
+                if inf.files_sampled == 1 { "" } else { "s" },
+                inf.records_sampled,
+                util::show_char(delimiter),
+                if inf.header {
+                    "header line"
+                } else {
+                    "no header line"
+                },
+            )),
+            None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
+        }
+        text.push_str(&format!("--schema \"{schema}\"\n"));
+        if a.dry_run {
+            print!("{text}");
+            return Ok(());
+        }
+        eprint!("{text}");
+    }
+    let schema = Some(schema);
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let progress = Arc::new(Progress::default());
     let opts = LoadOptions {
@@ -285,13 +382,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             escape,
             comment,
         },
-        header: if a.header {
-            Header::Yes
-        } else if a.no_header {
-            Header::No
-        } else {
-            Header::Auto
-        },
+        header,
         skip: a.skip,
         values: sluice::batch::ValueOptions {
             null: a.null.into_bytes(),
@@ -312,11 +403,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         rejects: a.rejects.clone(),
         max_errors: a.max_errors,
         allow_missing_columns: a.allow_missing_columns,
-        encoding: a
-            .encoding
-            .as_deref()
-            .map(sluice::source::encoding_for)
-            .transpose()?,
+        encoding,
     };
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;
@@ -328,9 +415,91 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         stop.store(true, Ordering::Relaxed);
         let _ = handle.join();
     }
-    let summary =
-        result.with_context(|| format!("loading table {}; nothing was committed", a.table))?;
+    let summary = match (result, &inferred) {
+        (Ok(s), _) => s,
+        // A value that contradicts an inferred type: say how to override.
+        (
+            Err(
+                e @ sluice::Error::Parse {
+                    column: Some(_), ..
+                },
+            ),
+            Some(inf),
+        ) => {
+            let sluice::Error::Parse {
+                column: Some(col), ..
+            } = &e
+            else {
+                unreachable!("matched above")
+            };
+            let name = col
+                .rsplit_once('(')
+                .map(|(_, n)| n.trim_end_matches(')'))
+                .unwrap_or(col);
+            let ty = inf
+                .schema
+                .columns
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| c.data_type.to_string())
+                .unwrap_or_default();
+            let from = if parse_types(&a.types)?
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+            {
+                "given by --types".to_string()
+            } else {
+                format!(
+                    "inferred from samples of {} file{}",
+                    inf.files_sampled,
+                    if inf.files_sampled == 1 { "" } else { "s" }
+                )
+            };
+            bail!(
+                "loading table {}; nothing was committed: {e}\nhint: {name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema",
+                a.table
+            )
+        }
+        (Err(e), _) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("loading table {}; nothing was committed", a.table)));
+        }
+    };
     print_summary(&summary, a.rejects.as_deref(), a.json, quiet)
+}
+
+/// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
+/// parentheses belong to the type).
+fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
+    let mut out = Vec::new();
+    for arg in args {
+        let mut depth = 0;
+        let mut start = 0;
+        let mut parts = Vec::new();
+        for (i, ch) in arg.char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&arg[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&arg[start..]);
+        for p in parts.into_iter().filter(|p| !p.trim().is_empty()) {
+            let Some((name, ty)) = p.split_once('=') else {
+                bail!("--types {p:?}: expected COLUMN=TYPE, e.g. price=DECIMAL(12,2)");
+            };
+            let ty = ty
+                .trim()
+                .parse()
+                .with_context(|| format!("--types {p:?}"))?;
+            out.push((name.trim().to_string(), ty));
+        }
+    }
+    Ok(out)
 }
 
 /// Ctrl-C (or SIGTERM) stops the load cleanly: nothing is committed and

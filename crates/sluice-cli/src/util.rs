@@ -145,3 +145,12 @@ mod tests {
         assert!(parse_char("ab", "--delimiter").is_err());
     }
 }
+
+/// A delimiter as the user would type it: `,`, `tab`, `|`.
+pub fn show_char(c: u8) -> String {
+    match c {
+        b'\t' => "tab".to_string(),
+        b' ' => "space".to_string(),
+        c => format!("'{}'", c as char),
+    }
+}

@@ -274,10 +274,11 @@ fn bad_input_fails_cleanly_and_commits_nothing() {
         e.contains("table t exists with columns (id INT, v TEXT); --schema gives (id INT)"),
         "{e}"
     );
-    let e = fails(&t.0, &["load", "newtable", "good.csv"]);
-    assert!(
-        e.contains("table newtable does not exist; create it by giving its columns"),
-        "{e}"
+    // A new table without --schema is inferred from files, not stdin.
+    let e = fails(&t.0, &["load", "newtable", "-"]);
+    assert_eq!(
+        e,
+        "error: inferring the schema: the schema cannot be inferred from standard input (it would be consumed); pass --schema\n"
     );
     let e = fails(
         &t.0,
@@ -689,4 +690,55 @@ fn a_hundred_thousand_small_files_load_with_few_handles_and_bounded_memory() {
         stored < 3 * input_bytes,
         "{stored} bytes stored for {input_bytes} of input"
     );
+}
+
+#[test]
+fn schemas_are_inferred_printed_and_overridable() {
+    let t = Tmp::new();
+    t.write(
+        "sales.csv",
+        b"Order ID|Customer|Price|Sold On\n1|ada|1.50|2024-01-02\n2|bob|20|2024-02-03\n",
+    );
+    let plan = ok(&t.0, &["load", "--dry-run", "sales", "sales.csv"]);
+    assert_eq!(
+        plan,
+        "inferred from 1 sample of 1 file (2 records): delimiter '|', header line\n\
+         --schema \"order_id BIGINT, customer TEXT, price DECIMAL(18,2), sold_on DATE\"\n"
+    );
+    assert!(!t.0.join("sluice.db").exists(), "a dry run writes nothing");
+    let o = sluice(
+        &t.0,
+        &["load", "--types", "price=DOUBLE", "sales", "sales.csv"],
+    );
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("price DOUBLE"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A value the samples did not see: the error says how to override.
+    let mut big = String::from("id,v\n");
+    for i in 0..200_000 {
+        if i == 60_000 {
+            big.push_str("60000,n/a\n");
+        } else {
+            big.push_str(&format!("{i},{i}\n"));
+        }
+    }
+    t.write("big.csv", big.as_bytes());
+    let o = sluice(&t.0, &["load", "big", "big.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("\nerror: loading table big; nothing was committed: big.csv:60002: column 2 (v): invalid BIGINT value \"n/a\""),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("hint: v is BIGINT, inferred from samples of 1 file; load it with --types v=TEXT (or another type), or give the whole --schema\n"),
+        "{e}"
+    );
+    let out = ok(&t.0, &["load", "-q", "--types", "v=TEXT", "big", "big.csv"]);
+    assert_eq!(out, "");
+    let e = fails(&t.0, &["load", "--types", "v=TEXT", "sales", "sales.csv"]);
+    assert!(e.contains("--types adjusts an inferred schema"), "{e}");
 }

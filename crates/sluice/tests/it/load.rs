@@ -340,3 +340,82 @@ fn byte_order_marks_and_encodings_become_utf8() {
     );
     assert!(sluice::source::encoding_for("klingon").is_err());
 }
+
+#[test]
+fn inference_samples_the_middle_and_end_of_files_and_later_files() {
+    use sluice::batch::DataType;
+    use sluice::infer::{InferOptions, infer};
+    let dir = TempDir::new("infer");
+    // 200,000 rows: `v` is an integer until the very last rows, where it
+    // has decimals; `note` is empty until the middle, then text.
+    let mut s = String::from("id;v;note;day\n");
+    for i in 0..200_000 {
+        let v = if i >= 199_990 {
+            format!("{i}.25")
+        } else {
+            i.to_string()
+        };
+        let note = if i >= 100_000 { "late" } else { "" };
+        s.push_str(&format!("{i};{v};{note};2024-01-{:02}\n", 1 + i % 28));
+    }
+    let big = dir.write("big.csv", s.as_bytes());
+    let o = InferOptions::default();
+    let inf = infer(&[sluice::source::Input::File(big.clone())], &o).unwrap();
+    assert_eq!(inf.delimiter, b';');
+    assert!(inf.header);
+    assert_eq!(
+        inf.schema.to_string(),
+        "id BIGINT, v DECIMAL(18,2), note TEXT, day DATE"
+    );
+    assert_eq!(inf.samples, 3, "start, middle and end");
+
+    // Many files: the last one holds text where the others hold numbers.
+    let mut inputs = Vec::new();
+    for f in 0..40 {
+        let body = if f == 39 { "x,abc\n" } else { "1,2\n" };
+        inputs.push(sluice::source::Input::File(dir.write(
+            &format!("part{f:02}.csv"),
+            format!("a,b\n{body}").as_bytes(),
+        )));
+    }
+    let inf = infer(&inputs, &o).unwrap();
+    assert_eq!(inf.schema.to_string(), "a TEXT, b TEXT");
+    assert!(inf.files_sampled >= 2 && inf.files_sampled <= 16);
+    // Overrides win; a name that is not a column is an error.
+    let o = InferOptions {
+        types: vec![("b".into(), DataType::Double)],
+        ..InferOptions::default()
+    };
+    assert_eq!(
+        infer(&inputs, &o).unwrap().schema.to_string(),
+        "a TEXT, b DOUBLE"
+    );
+    let o = InferOptions {
+        types: vec![("zz".into(), DataType::Double)],
+        ..InferOptions::default()
+    };
+    let e = infer(&inputs, &o).unwrap_err().to_string();
+    assert!(e.contains("\"zz\"") && e.contains("a, b"), "{e}");
+    // Standard input cannot be sampled.
+    let e = infer(&[sluice::source::Input::Stdin], &InferOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pass --schema"), "{e}");
+}
+
+#[test]
+fn headerless_files_get_numbered_columns() {
+    use sluice::infer::{InferOptions, infer};
+    let dir = TempDir::new("infer2");
+    let f = dir.write(
+        "n.tsv",
+        b"1\t2024-01-01 10:00:00\tyes\n2\t2024-01-02 11:00:00\tno\n",
+    );
+    let inf = infer(&[sluice::source::Input::File(f)], &InferOptions::default()).unwrap();
+    assert_eq!(inf.delimiter, b'\t');
+    assert!(!inf.header);
+    assert_eq!(
+        inf.schema.to_string(),
+        "c1 BIGINT, c2 TIMESTAMP, c3 BOOLEAN"
+    );
+}

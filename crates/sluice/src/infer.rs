@@ -1,0 +1,625 @@
+//! Schema inference: delimiter, header and column types from samples.
+//!
+//! Samples are taken from the start, the middle and the end of each
+//! sampled file (the middle and end only of plain files, which can seek),
+//! and from several files spread over the input list, so that a type that
+//! changes late in a file or in a later file is seen before the load
+//! starts. Types are tried narrowest-safe first: BIGINT, DECIMAL, DOUBLE,
+//! DATE, TIMESTAMP, BOOLEAN, and TEXT when nothing else fits. Integers are
+//! BIGINT (an INT guess is the classic "fails on line 8 million");
+//! decimals are DECIMAL(18, s) with the largest scale seen.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use crate::batch::{Column, DataType, Schema, validate_identifier};
+use crate::error::{Error, Result};
+use crate::load::Header;
+use crate::parse::value;
+use crate::parse::{Dialect, read_record};
+use crate::source::{Compression, Input};
+
+/// Delimiters tried when none is given, in order of preference.
+const DELIMITERS: [u8; 4] = [b',', b'\t', b'|', b';'];
+
+/// What inference may assume, and what it must leave to the data.
+#[derive(Debug, Clone)]
+pub struct InferOptions {
+    /// Field separator; `None`: detect it.
+    pub delimiter: Option<u8>,
+    /// Quote, escape and comment characters (the delimiter is ignored).
+    pub dialect: Dialect,
+    pub header: Header,
+    /// Lines skipped at the start of each file.
+    pub skip: u64,
+    /// An unquoted field equal to this is NULL (and says nothing of types).
+    pub null: Vec<u8>,
+    pub date_format: Option<String>,
+    pub timestamp_format: Option<String>,
+    pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// Types forced by column name, whatever the samples say.
+    pub types: Vec<(String, DataType)>,
+    /// Bytes read per sample.
+    pub sample_bytes: usize,
+    /// Files sampled, spread over the inputs (the first and last included).
+    pub max_files: usize,
+}
+
+impl Default for InferOptions {
+    fn default() -> Self {
+        InferOptions {
+            delimiter: None,
+            dialect: Dialect::default(),
+            header: Header::Auto,
+            skip: 0,
+            null: Vec::new(),
+            date_format: None,
+            timestamp_format: None,
+            encoding: None,
+            types: Vec::new(),
+            sample_bytes: 256 << 10,
+            max_files: 16,
+        }
+    }
+}
+
+/// The result: a schema and how to read the files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inferred {
+    pub schema: Schema,
+    pub delimiter: u8,
+    /// Whether each file starts with a header line.
+    pub header: bool,
+    pub files_sampled: usize,
+    pub samples: usize,
+    pub records_sampled: u64,
+}
+
+/// One chunk of a file: its bytes, and whether it is the file's start.
+struct Sample {
+    data: Vec<u8>,
+    start: bool,
+    /// The chunk holds the whole file.
+    whole: bool,
+}
+
+/// Reads up to `n` bytes.
+fn read_up_to(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(n.min(1 << 20));
+    r.take(n as u64).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
+    if *input == Input::Stdin {
+        return Err(Error::Config(
+            "the schema cannot be inferred from standard input (it would be consumed); pass --schema".into(),
+        ));
+    }
+    let n = o.sample_bytes;
+    let (mut reader, compression) = input.open_text(None, o.encoding)?;
+    let head = read_up_to(&mut reader, n + 1).map_err(|e| input.io_error(e))?;
+    let whole = head.len() <= n;
+    let mut out = vec![Sample {
+        data: head,
+        start: true,
+        whole,
+    }];
+    let plain =
+        compression == Compression::None && o.encoding.is_none_or(|e| e == encoding_rs::UTF_8);
+    if let (Input::File(p), false, true) = (input, whole, plain) {
+        let len = input.len().unwrap_or(0);
+        if len > 3 * n as u64 {
+            let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
+            for at in [len / 2, len - n as u64] {
+                f.seek(SeekFrom::Start(at)).map_err(|e| Error::io(p, e))?;
+                let data = read_up_to(&mut f, n).map_err(|e| Error::io(p, e))?;
+                out.push(Sample {
+                    data,
+                    start: false,
+                    whole: false,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The records of a sample, as raw fields. A chunk from inside a file
+/// starts after its first newline; records that cannot be read there
+/// (a cut inside quotes) are skipped to the next line.
+fn records(s: &Sample, d: &Dialect, skip: u64) -> Vec<Vec<Vec<u8>>> {
+    let mut data: &[u8] = &s.data;
+    if s.start {
+        // A UTF-8 byte order mark was removed when the input was opened.
+        for _ in 0..skip {
+            match memchr::memchr(b'\n', data) {
+                Some(i) => data = &data[i + 1..],
+                None => return Vec::new(),
+            }
+        }
+    } else {
+        match memchr::memchr(b'\n', data) {
+            Some(i) => data = &data[i + 1..],
+            None => return Vec::new(),
+        }
+    }
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        if data[0] == b'\n' || data.starts_with(b"\r\n") || Some(data[0]) == d.comment {
+            match memchr::memchr(b'\n', data) {
+                Some(i) => data = &data[i + 1..],
+                None => break,
+            }
+            continue;
+        }
+        match read_record(data, d, s.whole) {
+            Ok(Some((fields, used, _))) if used > 0 => {
+                out.push(fields);
+                data = &data[used..];
+            }
+            Ok(_) => break,
+            Err(_) if s.start && out.is_empty() => break,
+            Err(_) => match memchr::memchr(b'\n', data) {
+                Some(i) => data = &data[i + 1..],
+                None => break,
+            },
+        }
+    }
+    out
+}
+
+/// The most common field count and how many records have it.
+fn modal_count(recs: &[Vec<Vec<u8>>]) -> (usize, usize) {
+    let mut counts: Vec<(usize, usize)> = Vec::new();
+    for r in recs {
+        match counts.iter_mut().find(|c| c.0 == r.len()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((r.len(), 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(n, k)| (k, n))
+        .unwrap_or((0, 0))
+}
+
+/// The delimiter that splits the first sample's first records into the
+/// same number (> 1) of fields most consistently; `want` when known.
+fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>) -> u8 {
+    let mut best = (b',', 0.0f64);
+    for &delim in &DELIMITERS {
+        let d = Dialect {
+            delimiter: delim,
+            ..o.dialect.clone()
+        };
+        let mut recs = records(s, &d, o.skip);
+        recs.truncate(200);
+        if recs.is_empty() {
+            continue;
+        }
+        let (n, k) = modal_count(&recs);
+        if n < 2 || want.is_some_and(|w| w != n) {
+            continue;
+        }
+        let score = k as f64 / recs.len() as f64;
+        if score > best.1 + 1e-9 {
+            best = (delim, score);
+        }
+    }
+    best.0
+}
+
+/// The delimiter for a table of `columns` columns, from the first input's
+/// start (`,` when no candidate gives that many fields consistently).
+pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: usize) -> Result<u8> {
+    let Some(first) = inputs.first() else {
+        return Ok(b',');
+    };
+    // Standard input cannot be read twice: the default then.
+    if *first == Input::Stdin {
+        return Ok(b',');
+    }
+    let samples = samples_of(
+        first,
+        &InferOptions {
+            sample_bytes: 64 << 10,
+            ..o.clone()
+        },
+    )?;
+    Ok(match samples.first() {
+        Some(s) => sniff(s, o, Some(columns)),
+        None => b',',
+    })
+}
+
+/// Which types a column's values allow so far.
+#[derive(Debug, Clone)]
+struct Candidates {
+    bigint: bool,
+    decimal: bool,
+    double: bool,
+    date: bool,
+    timestamp: bool,
+    boolean: bool,
+    /// Largest scale and integer digits of the decimals seen.
+    scale: u8,
+    int_digits: u8,
+    values: u64,
+}
+
+impl Candidates {
+    fn new() -> Self {
+        Candidates {
+            bigint: true,
+            decimal: true,
+            double: true,
+            date: true,
+            timestamp: true,
+            boolean: true,
+            scale: 0,
+            int_digits: 0,
+            values: 0,
+        }
+    }
+
+    fn see(&mut self, v: &[u8], o: &InferOptions) {
+        let t = value::trim(v);
+        self.values += 1;
+        if self.bigint && value::parse_i64(t).is_err() {
+            self.bigint = false;
+        }
+        if self.decimal {
+            match decimal_shape(t) {
+                Some((int_digits, scale)) => {
+                    self.int_digits = self.int_digits.max(int_digits);
+                    self.scale = self.scale.max(scale);
+                    if self.int_digits as usize + self.scale as usize > 18 {
+                        self.decimal = false;
+                    }
+                }
+                None => self.decimal = false,
+            }
+        }
+        if self.double && value::parse_f64(t).is_err() {
+            self.double = false;
+        }
+        if self.date && value::parse_date(t, o.date_format.as_deref()).is_err() {
+            self.date = false;
+        }
+        if self.timestamp && value::parse_timestamp(t, o.timestamp_format.as_deref()).is_err() {
+            self.timestamp = false;
+        }
+        // 0 and 1 are numbers first; a BOOLEAN column says true/false.
+        if self.boolean && (value::parse_bool(t).is_err() || t.iter().all(u8::is_ascii_digit)) {
+            self.boolean = false;
+        }
+    }
+
+    fn pick(&self) -> DataType {
+        if self.values == 0 {
+            DataType::Text
+        } else if self.bigint {
+            DataType::BigInt
+        } else if self.decimal {
+            DataType::Decimal {
+                precision: 18,
+                scale: self.scale,
+            }
+        } else if self.double {
+            DataType::Double
+        } else if self.date {
+            DataType::Date
+        } else if self.timestamp {
+            DataType::Timestamp
+        } else if self.boolean {
+            DataType::Boolean
+        } else {
+            DataType::Text
+        }
+    }
+}
+
+/// Integer digits and scale of a plain decimal (`-12.50`), or `None`.
+fn decimal_shape(t: &[u8]) -> Option<(u8, u8)> {
+    let body = match t.first() {
+        Some(b'-' | b'+') => &t[1..],
+        _ => t,
+    };
+    let (int, frac) = match memchr::memchr(b'.', body) {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, &body[..0]),
+    };
+    if (int.is_empty() && frac.is_empty())
+        || !int.iter().chain(frac).all(u8::is_ascii_digit)
+        || int.len() > 18
+        || frac.len() > 18
+    {
+        return None;
+    }
+    let int_digits = int.iter().skip_while(|&&c| c == b'0').count();
+    Some((int_digits as u8, frac.len() as u8))
+}
+
+/// A column name from a header field: lower case, letters, digits and
+/// `_`, not starting with a digit; `c<N>` when nothing is left.
+fn column_name(raw: &[u8], n: usize, taken: &[String]) -> String {
+    let text = String::from_utf8_lossy(raw).trim().to_lowercase();
+    let mut name = String::new();
+    for ch in text.chars() {
+        if ch.is_ascii_alphanumeric() {
+            name.push(ch);
+        } else if !name.ends_with('_') && !name.is_empty() {
+            name.push('_');
+        }
+    }
+    let mut name = name.trim_end_matches('_').to_string();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, 'c');
+    }
+    name.truncate(60);
+    if name.is_empty() || validate_identifier(&name, "column").is_err() {
+        name = format!("c{n}");
+    }
+    let base = name.clone();
+    let mut k = 2;
+    while taken.iter().any(|t| t.eq_ignore_ascii_case(&name)) {
+        name = format!("{base}_{k}");
+        k += 1;
+    }
+    name
+}
+
+/// Whether the first record is a header: some typed column (not TEXT in
+/// the other records) has a first value that is not of its type, or every
+/// column is TEXT and the first record's values are distinct, non-empty,
+/// look like names, and are not repeated in the records below.
+fn looks_like_header(
+    first: &[Vec<u8>],
+    rest: &[Candidates],
+    rest_values: &[Vec<&[u8]>],
+    o: &InferOptions,
+) -> bool {
+    let mut typed = 0;
+    let mut votes = 0;
+    for (c, cand) in rest.iter().enumerate() {
+        let Some(v) = first.get(c) else { continue };
+        let ty = cand.pick();
+        if ty == DataType::Text {
+            continue;
+        }
+        typed += 1;
+        let mut one = Candidates::new();
+        one.see(v, o);
+        let fits = match ty {
+            DataType::BigInt => one.bigint,
+            DataType::Decimal { .. } => one.decimal,
+            DataType::Double => one.double,
+            DataType::Date => one.date,
+            DataType::Timestamp => one.timestamp,
+            DataType::Boolean => one.boolean,
+            _ => true,
+        };
+        if !fits && !value::trim(v).is_empty() && v.as_slice() != o.null.as_slice() {
+            votes += 1;
+        }
+    }
+    if typed > 0 {
+        return votes > 0;
+    }
+    // All TEXT: names are short, distinct, start with a letter, and do not
+    // appear again as values of their column.
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for (c, v) in first.iter().enumerate() {
+        let t = value::trim(v);
+        let name_like = !t.is_empty()
+            && t.len() <= 64
+            && t[0].is_ascii_alphabetic()
+            && t.iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b' ' | b'-' | b'.'));
+        if !name_like || seen.contains(&t) {
+            return false;
+        }
+        if rest_values.get(c).is_some_and(|vals| vals.contains(&t)) {
+            return false;
+        }
+        seen.push(t);
+    }
+    !first.is_empty() && !rest_values.iter().all(Vec::is_empty)
+}
+
+/// Infers how to read `inputs` and what table they make.
+pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
+    if inputs.is_empty() {
+        return Err(Error::Config("no input to infer a schema from".into()));
+    }
+    // Files spread over the list, the first and the last included.
+    let k = o.max_files.max(1).min(inputs.len());
+    let mut chosen: Vec<usize> = (0..k)
+        .map(|i| {
+            if k == 1 {
+                0
+            } else {
+                i * (inputs.len() - 1) / (k - 1)
+            }
+        })
+        .collect();
+    chosen.dedup();
+    let mut per_file: Vec<(usize, Vec<Sample>)> = Vec::new();
+    for &i in &chosen {
+        per_file.push((i, samples_of(&inputs[i], o)?));
+    }
+    let first = &per_file[0].1[0];
+    if first.data.is_empty() {
+        return Err(Error::Input {
+            path: inputs[0].display_name(),
+            message: "file is empty".into(),
+        });
+    }
+    let delimiter = o.delimiter.unwrap_or_else(|| sniff(first, o, None));
+    let d = Dialect {
+        delimiter,
+        ..o.dialect.clone()
+    };
+    let recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
+        .iter()
+        .flat_map(|(_, samples)| samples.iter().map(|s| records(s, &d, o.skip)))
+        .collect();
+    // The first file's first record decides the header; every file's
+    // start sample begins with its own.
+    let starts: Vec<bool> = per_file
+        .iter()
+        .flat_map(|(_, samples)| samples.iter().map(|s| s.start))
+        .collect();
+    let first_recs = &recs_of[0];
+    let ncols = modal_count(first_recs)
+        .0
+        .max(first_recs.first().map_or(0, Vec::len));
+    if ncols == 0 {
+        return Err(Error::Input {
+            path: inputs[0].display_name(),
+            message: "no records to infer a schema from".into(),
+        });
+    }
+    let observe = |skip_first: bool| -> (Vec<Candidates>, u64) {
+        let mut cands = vec![Candidates::new(); ncols];
+        let mut n = 0u64;
+        for (recs, &start) in recs_of.iter().zip(&starts) {
+            let from = usize::from(start && skip_first);
+            for r in recs.iter().skip(from) {
+                if r.len() != ncols {
+                    continue;
+                }
+                n += 1;
+                for (c, v) in r.iter().enumerate() {
+                    if v.is_empty() || v.as_slice() == o.null.as_slice() {
+                        continue;
+                    }
+                    cands[c].see(v, o);
+                }
+            }
+        }
+        (cands, n)
+    };
+    let header = match o.header {
+        Header::Yes => true,
+        Header::No => false,
+        Header::Auto => {
+            let (rest, _) = observe(true);
+            let rest_values: Vec<Vec<&[u8]>> = (0..ncols)
+                .map(|c| {
+                    first_recs
+                        .iter()
+                        .skip(1)
+                        .take(1000)
+                        .filter_map(|r| r.get(c).map(|v| value::trim(v)))
+                        .collect()
+                })
+                .collect();
+            first_recs
+                .first()
+                .is_some_and(|f| f.len() == ncols && looks_like_header(f, &rest, &rest_values, o))
+        }
+    };
+    let (cands, records_sampled) = observe(header);
+    let mut columns: Vec<Column> = Vec::with_capacity(ncols);
+    for (c, cand) in cands.iter().enumerate() {
+        let taken: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+        let name = match (header, first_recs.first().and_then(|f| f.get(c))) {
+            (true, Some(raw)) => column_name(raw, c + 1, &taken),
+            _ => column_name(b"", c + 1, &taken),
+        };
+        columns.push(Column {
+            name,
+            data_type: cand.pick(),
+        });
+    }
+    for (name, ty) in &o.types {
+        match columns
+            .iter_mut()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            Some(c) => c.data_type = *ty,
+            None => {
+                return Err(Error::Config(format!(
+                    "--types names column {name:?}, but the inferred columns are: {}",
+                    columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    }
+    Ok(Inferred {
+        schema: Schema::new(columns)?,
+        delimiter,
+        header,
+        files_sampled: per_file.len(),
+        samples: recs_of.len(),
+        records_sampled,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(data: &[u8]) -> Sample {
+        Sample {
+            data: data.to_vec(),
+            start: true,
+            whole: true,
+        }
+    }
+
+    #[test]
+    fn delimiters_are_sniffed_from_consistent_field_counts() {
+        let o = InferOptions::default();
+        assert_eq!(sniff(&sample(b"a\tb\tc\n1\t2\t3\n"), &o, None), b'\t');
+        assert_eq!(sniff(&sample(b"a;b\n\"x;y\";2\n3;4\n"), &o, None), b';');
+        assert_eq!(sniff(&sample(b"a,b|c\n1,2|3\n"), &o, Some(2)), b',');
+        assert_eq!(sniff(&sample(b"one\ntwo\n"), &o, None), b',');
+    }
+
+    #[test]
+    fn types_are_the_narrowest_that_every_value_fits() {
+        let o = InferOptions::default();
+        let pick = |vals: &[&str]| {
+            let mut c = Candidates::new();
+            for v in vals {
+                c.see(v.as_bytes(), &o);
+            }
+            c.pick()
+        };
+        assert_eq!(pick(&["1", "-20", "0"]), DataType::BigInt);
+        assert_eq!(
+            pick(&["1.5", "2", "-3.25"]),
+            DataType::Decimal {
+                precision: 18,
+                scale: 2
+            }
+        );
+        assert_eq!(pick(&["1e5", "2.5"]), DataType::Double);
+        assert_eq!(pick(&["2024-01-31", "1999-12-01"]), DataType::Date);
+        assert_eq!(
+            pick(&["2024-01-31 10:00:00", "2024-01-31T11:30:00"]),
+            DataType::Timestamp
+        );
+        assert_eq!(pick(&["true", "false", "yes"]), DataType::Boolean);
+        assert_eq!(pick(&["0", "1"]), DataType::BigInt);
+        assert_eq!(pick(&["1", "x"]), DataType::Text);
+        assert_eq!(pick(&[]), DataType::Text);
+        // 19 significant digits do not fit DECIMAL(18, s): DOUBLE.
+        assert_eq!(pick(&["1234567890.123456789"]), DataType::Double);
+    }
+
+    #[test]
+    fn header_names_become_identifiers() {
+        assert_eq!(column_name(b"Order ID", 1, &[]), "order_id");
+        assert_eq!(column_name(b"2024 total ($)", 2, &[]), "c2024_total");
+        assert_eq!(column_name(b"", 3, &[]), "c3");
+        assert_eq!(column_name(b"id", 4, &["id".into()]), "id_2");
+        assert_eq!(column_name("prix €".as_bytes(), 5, &[]), "prix");
+    }
+}
