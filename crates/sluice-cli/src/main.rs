@@ -118,6 +118,8 @@ const LOAD_EXAMPLES: &str = "Examples:
   sluice load --types \"zip=TEXT\" sales sales.csv   # infer, but keep zip codes as text
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
+  sluice load --match-by-name sales export-2024.csv   # header names pick the columns, any order
+  sluice load --columns \"id,name,5\" sales raw.csv   # these fields, in column order; skip the rest
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
   sluice load --rejects bad.csv --max-errors 1000 sales 'in/*.csv'   # set malformed records aside
   sluice load logs 'archive/*.csv.gz'       # gzip and zstd, detected by content
@@ -141,6 +143,15 @@ struct LoadArgs {
     /// Print the schema and dialect the load would use, and load nothing
     #[arg(long)]
     dry_run: bool,
+    /// The input fields that feed the table's columns, in column order, by
+    /// header name or 1-based position: "id,name,5". Other fields are
+    /// skipped; columns past the list get their DEFAULT or NULL
+    #[arg(long, value_name = "FIELDS")]
+    columns: Option<String>,
+    /// Map fields to columns by each file's header names, in any order;
+    /// columns a file lacks get their DEFAULT or NULL
+    #[arg(long, conflicts_with = "columns")]
+    match_by_name: bool,
     /// Field delimiter: one character, or 'tab' (default: detected from the
     /// data among , tab | ;)
     #[arg(long, short)]
@@ -301,6 +312,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     } else {
         Header::Auto
     };
+    let column_refs: Option<Vec<sluice::load::ColumnRef>> = a
+        .columns
+        .as_deref()
+        .map(|c| c.split(',').map(str::parse).collect::<Result<Vec<_>, _>>())
+        .transpose()?;
     // The table's schema: given, the existing table's, or inferred.
     let existing = Database::open(db_dir)
         .ok()
@@ -332,14 +348,43 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             }
             let d = match delimiter {
                 Some(d) => d,
-                None => sluice::infer::sniff_delimiter(&inputs, &infer_opts, s.len())?,
+                // Mapped inputs may have any number of fields.
+                None => {
+                    let fields = (column_refs.is_none() && !a.match_by_name).then_some(s.len());
+                    sluice::infer::sniff_delimiter(&inputs, &infer_opts, fields)?
+                }
             };
             (s, d, header)
         }
         (None, None) => {
-            let inf = sluice::infer::infer(&inputs, &infer_opts).context("inferring the schema")?;
+            let mut inf =
+                sluice::infer::infer(&inputs, &infer_opts).context("inferring the schema")?;
             let d = inf.delimiter;
             let h = if inf.header { Header::Yes } else { Header::No };
+            // With --columns, the table is the chosen fields, in that order.
+            if let Some(refs) = &column_refs {
+                let all = &inf.schema.columns;
+                let mut chosen = Vec::new();
+                for r in refs {
+                    let c = match r {
+                        sluice::load::ColumnRef::Position(p) => all.get(p - 1),
+                        sluice::load::ColumnRef::Name(n) => {
+                            let n = sluice::load::normalize_name(n.as_bytes());
+                            all.iter().find(|c| c.name.eq_ignore_ascii_case(&n))
+                        }
+                    };
+                    chosen.push(c.cloned().with_context(|| {
+                        format!(
+                            "--columns: no input field {r} (the fields: {})",
+                            all.iter()
+                                .map(|c| c.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })?);
+                }
+                inf.schema = sluice::batch::Schema::new(chosen)?;
+            }
             let s = inf.schema.clone();
             inferred = Some(inf);
             (s, d, h)
@@ -404,6 +449,8 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         max_errors: a.max_errors,
         allow_missing_columns: a.allow_missing_columns,
         encoding,
+        columns: column_refs,
+        match_by_name: a.match_by_name,
     };
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;

@@ -209,9 +209,10 @@ fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>) -> u8 {
     best.0
 }
 
-/// The delimiter for a table of `columns` columns, from the first input's
-/// start (`,` when no candidate gives that many fields consistently).
-pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: usize) -> Result<u8> {
+/// The delimiter for records of `columns` fields (any number above one
+/// when `None`), from the first input's start (`,` when no candidate
+/// splits records consistently).
+pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: Option<usize>) -> Result<u8> {
     let Some(first) = inputs.first() else {
         return Ok(b',');
     };
@@ -227,7 +228,7 @@ pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: usize) -> Re
         },
     )?;
     Ok(match samples.first() {
-        Some(s) => sniff(s, o, Some(columns)),
+        Some(s) => sniff(s, o, columns),
         None => b',',
     })
 }
@@ -531,6 +532,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         columns.push(Column {
             name,
             data_type: cand.pick(),
+            default: None,
         });
     }
     for (name, ty) in &o.types {

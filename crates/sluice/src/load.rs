@@ -31,7 +31,7 @@ use crate::batch::{BatchBuilder, ColumnStats, Schema, ValueOptions, validate_ide
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::parse::{
-    BlockError, BlockInfo, Dialect, Reject, RowPolicy, parse_block_with, read_record,
+    BlockError, BlockInfo, Dialect, FieldMap, Reject, RowPolicy, parse_block_with, read_record,
 };
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
@@ -106,6 +106,176 @@ pub struct LoadOptions {
     /// Encoding of the input text (`None`: UTF-8). A byte order mark
     /// overrides it; a UTF-8 one is skipped.
     pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// The input fields that feed the table's columns, in column order
+    /// (by header name or 1-based position); other fields are skipped and
+    /// columns past the list get their DEFAULT or NULL.
+    pub columns: Option<Vec<ColumnRef>>,
+    /// Map fields to columns by the header names of each file, in any
+    /// order; columns a file lacks get their DEFAULT or NULL.
+    pub match_by_name: bool,
+}
+
+/// An input field, named in `--columns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnRef {
+    /// By its header name (compared as `normalize_name` writes it).
+    Name(String),
+    /// By its 1-based position.
+    Position(usize),
+}
+
+impl std::str::FromStr for ColumnRef {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(Error::Config("--columns: an empty entry".into()));
+        }
+        match s.parse::<usize>() {
+            Ok(0) => Err(Error::Config("--columns: positions start at 1".into())),
+            Ok(p) => Ok(ColumnRef::Position(p)),
+            Err(_) => Ok(ColumnRef::Name(s.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for ColumnRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ColumnRef::Name(n) => write!(f, "{n:?}"),
+            ColumnRef::Position(p) => write!(f, "{p}"),
+        }
+    }
+}
+
+/// A header name as a column name: lower case, `_` for runs of other
+/// characters (the names inference gives columns).
+pub fn normalize_name(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw).trim().to_lowercase();
+    let mut name = String::new();
+    for ch in text.chars() {
+        if ch.is_ascii_alphanumeric() {
+            name.push(ch);
+        } else if !name.ends_with('_') && !name.is_empty() {
+            name.push('_');
+        }
+    }
+    name.trim_end_matches('_').to_string()
+}
+
+/// The field map of one file, from `--columns` or its header names.
+fn field_map(shared: &Shared<'_>, file: &str, header: Option<&Vec<Vec<u8>>>) -> Result<FieldMap> {
+    let opts = shared.opts;
+    let cols = &shared.schema.columns;
+    let names = || {
+        cols.iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let input_err = |message: String| Error::Input {
+        path: file.to_string(),
+        message,
+    };
+    let header_pos = |want: &str| -> Result<usize> {
+        let h = header.ok_or_else(|| {
+            input_err("mapping columns by name needs a header line (or give positions)".into())
+        })?;
+        h.iter()
+            .position(|f| normalize_name(f).eq_ignore_ascii_case(&normalize_name(want.as_bytes())))
+            .ok_or_else(|| {
+                input_err(format!(
+                    "has no field named {want:?} (its header: {})",
+                    h.iter()
+                        .map(|f| String::from_utf8_lossy(f).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    };
+    let mut targets: Vec<Option<usize>> = Vec::new();
+    let feed = |field: usize, col: usize, targets: &mut Vec<Option<usize>>| -> Result<()> {
+        if targets.len() <= field {
+            targets.resize(field + 1, None);
+        }
+        if targets[field].is_some() {
+            return Err(input_err(format!("field {} feeds two columns", field + 1)));
+        }
+        targets[field] = Some(col);
+        Ok(())
+    };
+    if opts.match_by_name {
+        if opts.columns.is_some() {
+            return Err(Error::Config(
+                "--columns and --match-by-name do not go together: pick one".into(),
+            ));
+        }
+        let h = header.ok_or_else(|| input_err("--match-by-name needs a header line".into()))?;
+        for (i, f) in h.iter().enumerate() {
+            let n = normalize_name(f);
+            let c = cols
+                .iter()
+                .position(|c| c.name.eq_ignore_ascii_case(&n))
+                .ok_or_else(|| {
+                    input_err(format!(
+                        "header field {:?} is not a column of the table (columns: {}); choose fields with --columns",
+                        String::from_utf8_lossy(f),
+                        names()
+                    ))
+                })?;
+            if targets.contains(&Some(c)) {
+                return Err(input_err(format!(
+                    "two header fields name column {}",
+                    cols[c].name
+                )));
+            }
+            feed(i, c, &mut targets)?;
+        }
+    } else if let Some(list) = &opts.columns {
+        if list.len() > cols.len() {
+            return Err(Error::Config(format!(
+                "--columns lists {} fields, the table has {} columns ({})",
+                list.len(),
+                cols.len(),
+                names()
+            )));
+        }
+        for (c, r) in list.iter().enumerate() {
+            let field = match r {
+                ColumnRef::Position(p) => p - 1,
+                ColumnRef::Name(n) => header_pos(n)?,
+            };
+            feed(field, c, &mut targets)?;
+        }
+    }
+    let needed = targets
+        .iter()
+        .rposition(Option::is_some)
+        .map_or(0, |i| i + 1);
+    let fills = (0..cols.len())
+        .filter(|c| !targets.contains(&Some(*c)))
+        .map(|c| (c, cols[c].default.clone().map(String::into_bytes)))
+        .collect();
+    let m = FieldMap {
+        targets,
+        fills,
+        needed,
+    };
+    // Defaults must parse with this load's formats (--date-format...).
+    let mut probe = BatchBuilder::new(shared.schema, shared.values.clone(), 1);
+    for (c, d) in &m.fills {
+        if let Some(d) = d {
+            probe.push(*c, d, true).map_err(|msg| {
+                Error::Config(format!(
+                    "DEFAULT '{}' of column {} does not read with this load's formats: {msg}",
+                    String::from_utf8_lossy(d),
+                    cols[*c].name
+                ))
+            })?;
+        }
+    }
+    Ok(m)
 }
 
 /// What a malformed record does to the load.
@@ -138,6 +308,8 @@ impl Default for LoadOptions {
             max_errors: None,
             allow_missing_columns: false,
             encoding: None,
+            columns: None,
+            match_by_name: false,
         }
     }
 }
@@ -211,6 +383,8 @@ struct Block {
     /// Lines before `data[0]` when this is the file's first block.
     first_line: Option<u64>,
     data: Buf,
+    /// The file's column mapping, if any.
+    map: Option<Arc<FieldMap>>,
 }
 
 /// A reusable byte buffer: `bytes[..len]` holds data, the rest of `bytes`
@@ -516,6 +690,7 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                 shared.schema,
                 &mut builder,
                 policy,
+                block.map.as_deref(),
                 &mut rejects,
             );
             Some(match parsed {
@@ -551,6 +726,7 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
             offset,
             first_line,
             data,
+            ..
         } = block;
         shared.give_buf(data);
         // If the writer is gone, keep draining so the reader never blocks.
@@ -680,17 +856,44 @@ fn split_file(
         }
     }
 
-    if opts.header != Header::No {
+    let mapped = opts.columns.is_some() || opts.match_by_name;
+    // With names to map, the header is required.
+    let names_needed = opts.match_by_name
+        || opts
+            .columns
+            .as_ref()
+            .is_some_and(|c| c.iter().any(|r| matches!(r, ColumnRef::Name(_))));
+    let header_mode = if names_needed && opts.header == Header::Auto {
+        Header::Yes
+    } else {
+        opts.header
+    };
+    let mut header_fields: Option<Vec<Vec<u8>>> = None;
+    if header_mode != Header::No {
         loop {
             match read_record(buf.data(), &opts.dialect, eof) {
                 Ok(Some((fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
-                    let names_match = fields.len() == cols.len()
-                        && fields.iter().zip(cols).all(|(f, c)| {
-                            std::str::from_utf8(f)
-                                .is_ok_and(|f| f.trim().eq_ignore_ascii_case(&c.name))
-                        });
-                    if opts.header == Header::Yes && fields.len() != cols.len() {
+                    let names_match = if mapped {
+                        // The fields the mapping reads are the names of
+                        // the columns they feed.
+                        field_map(shared, &name, Some(&fields)).is_ok_and(|m| {
+                            m.targets.iter().enumerate().all(|(i, t)| {
+                                t.is_none_or(|c| {
+                                    fields.get(i).is_some_and(|f| {
+                                        normalize_name(f).eq_ignore_ascii_case(&cols[c].name)
+                                    })
+                                })
+                            })
+                        })
+                    } else {
+                        fields.len() == cols.len()
+                            && fields.iter().zip(cols).all(|(f, c)| {
+                                std::str::from_utf8(f)
+                                    .is_ok_and(|f| f.trim().eq_ignore_ascii_case(&c.name))
+                            })
+                    };
+                    if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
                         return Err(Error::Parse {
                             path: name,
                             line: line + 1,
@@ -703,17 +906,18 @@ fn split_file(
                             ),
                         });
                     }
-                    if opts.header == Header::Yes || names_match {
+                    if header_mode == Header::Yes || names_match {
                         buf.consume(used);
                         offset += used as u64;
                         line += newlines;
+                        header_fields = Some(fields);
                     }
                     break;
                 }
                 Ok(None) if buf.len <= opts.max_line_size => grow(&mut buf, &mut eof)?,
                 Ok(None) => return Err(too_long(line, offset)),
                 // A malformed first record: the data parse reports it.
-                Err(_) if opts.header == Header::Auto => break,
+                Err(_) if header_mode == Header::Auto => break,
                 Err(e) => {
                     return Err(Error::Parse {
                         path: name,
@@ -727,6 +931,11 @@ fn split_file(
         }
     }
 
+    let map = if mapped {
+        Some(Arc::new(field_map(shared, &name, header_fields.as_ref())?))
+    } else {
+        None
+    };
     let mut first_line = Some(line);
     loop {
         if !eof && buf.len < bs {
@@ -764,6 +973,7 @@ fn split_file(
             offset,
             first_line: first_line.take(),
             data,
+            map: map.clone(),
         };
         *seq += 1;
         offset += len;

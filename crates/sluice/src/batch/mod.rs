@@ -168,6 +168,11 @@ pub struct Column {
     pub name: String,
     #[serde(rename = "type")]
     pub data_type: DataType,
+    /// The value a load gives this column when its input has no field for
+    /// it (see `--columns`, `--match-by-name`); `None`: NULL. Kept as text
+    /// in the canonical format of the type (`'new'`, `0`, `2024-01-31`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
 }
 
 /// The columns of a table, in order.
@@ -184,6 +189,19 @@ impl Schema {
         }
         for (i, c) in columns.iter().enumerate() {
             validate_identifier(&c.name, "column")?;
+            if let Some(d) = &c.default {
+                // The default must be a value of the column's type.
+                let one = Schema {
+                    columns: vec![c.clone()],
+                };
+                let mut b = BatchBuilder::new(&one, Arc::new(ValueOptions::default()), 1);
+                b.push(0, d.as_bytes(), true).map_err(|m| {
+                    Error::Schema(format!(
+                        "column {}: DEFAULT '{d}' is not a valid {}: {m}",
+                        c.name, c.data_type
+                    ))
+                })?;
+            }
             if columns[..i]
                 .iter()
                 .any(|o| o.name.eq_ignore_ascii_case(&c.name))
@@ -221,6 +239,9 @@ impl fmt::Display for Schema {
                 f.write_str(", ")?;
             }
             write!(f, "{} {}", c.name, c.data_type)?;
+            if let Some(d) = &c.default {
+                write!(f, " DEFAULT '{}'", d.replace('\'', "''"))?;
+            }
         }
         Ok(())
     }
@@ -270,14 +291,63 @@ impl FromStr for Schema {
                     }
                 },
             };
+            // `TYPE DEFAULT literal`: the literal quoted ('it''s') or bare.
+            let (ty, default) = match find_keyword(ty, "DEFAULT") {
+                Some(i) => {
+                    let lit = ty[i + "DEFAULT".len()..].trim();
+                    let value = match lit.strip_prefix('\'') {
+                        Some(rest) => {
+                            let inner = rest.strip_suffix('\'').ok_or_else(|| {
+                                Error::Schema(format!(
+                                    "--schema: column {name}: unterminated quote in DEFAULT {lit}"
+                                ))
+                            })?;
+                            inner.replace("''", "'")
+                        }
+                        None if lit.is_empty() || lit.contains(char::is_whitespace) => {
+                            return Err(Error::Schema(format!(
+                                "--schema: column {name}: DEFAULT needs one value, e.g. DEFAULT 0 or DEFAULT 'new'"
+                            )));
+                        }
+                        None => lit.to_string(),
+                    };
+                    (ty[..i].trim(), Some(value))
+                }
+                None => (ty, None),
+            };
             let data_type = ty.parse().map_err(|e| match e {
                 Error::Schema(m) => Error::Schema(format!("--schema: column {name}: {m}")),
                 other => other,
             })?;
-            columns.push(Column { name, data_type });
+            columns.push(Column {
+                name,
+                data_type,
+                default,
+            });
         }
         Schema::new(columns)
     }
+}
+
+/// Byte offset of `kw` as a whole word in `s` (ASCII case-insensitive),
+/// outside quotes.
+fn find_keyword(s: &str, kw: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut quoted = false;
+    for i in 0..b.len() {
+        if b[i] == b'\'' {
+            quoted = !quoted;
+        }
+        if quoted || i + kw.len() > b.len() {
+            continue;
+        }
+        let before = i == 0 || b[i - 1].is_ascii_whitespace() || b[i - 1] == b')';
+        let after = b.get(i + kw.len()).is_none_or(|c| c.is_ascii_whitespace());
+        if before && after && s[i..i + kw.len()].eq_ignore_ascii_case(kw) {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// Checks a table or column name: letters, digits and `_`, not starting with
@@ -310,6 +380,30 @@ mod tests {
             "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE, ok BOOLEAN, t TIMESTAMP, x DOUBLE, n INT"
         );
         assert_eq!(s.to_string().parse::<Schema>().unwrap(), s);
+    }
+
+    #[test]
+    fn defaults_parse_print_and_are_checked() {
+        let s: Schema = "id BIGINT, status TEXT DEFAULT 'it''s new', n INT default 0, d DECIMAL(5,2) DEFAULT 1.50"
+            .parse()
+            .unwrap();
+        assert_eq!(s.columns[1].default.as_deref(), Some("it's new"));
+        assert_eq!(s.columns[2].default.as_deref(), Some("0"));
+        assert_eq!(
+            s.to_string(),
+            "id BIGINT, status TEXT DEFAULT 'it''s new', n INT DEFAULT '0', d DECIMAL(5,2) DEFAULT '1.50'"
+        );
+        assert_eq!(s.to_string().parse::<Schema>().unwrap(), s);
+        let e = |s: &str| s.parse::<Schema>().unwrap_err().to_string();
+        assert_eq!(
+            e("n INT DEFAULT x1"),
+            "column n: DEFAULT 'x1' is not a valid INT: not an integer"
+        );
+        assert!(e("t TEXT DEFAULT 'open").contains("unterminated quote"));
+        assert!(e("t TEXT DEFAULT").contains("DEFAULT needs one value"));
+        // A column named like the keyword is still a name.
+        let s: Schema = "default_value TEXT".parse().unwrap();
+        assert_eq!(s.columns[0].default, None);
     }
 
     #[test]

@@ -312,6 +312,22 @@ pub struct Reject {
     pub row: u32,
 }
 
+/// Which input field feeds which table column, for one file (from
+/// `--columns` or `--match-by-name`). Without one, field i feeds column i
+/// and a record has exactly as many fields as the table has columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldMap {
+    /// Per input field, by position: the table column it feeds, if any
+    /// (fields past the end are skipped too).
+    pub targets: Vec<Option<usize>>,
+    /// Table columns no field feeds, with their DEFAULT text (`None`:
+    /// NULL).
+    pub fills: Vec<(usize, Option<Vec<u8>>)>,
+    /// Fields a record must have: one past the last field that feeds a
+    /// column.
+    pub needed: usize,
+}
+
 /// How to continue after a malformed record.
 enum Resume {
     /// The failing field ended at `.0` with terminator `.1`.
@@ -331,7 +347,15 @@ pub fn parse_block(
     schema: &Schema,
     out: &mut BatchBuilder,
 ) -> Result<BlockInfo, BlockError> {
-    parse_block_with(data, d, schema, out, RowPolicy::default(), &mut Vec::new())
+    parse_block_with(
+        data,
+        d,
+        schema,
+        out,
+        RowPolicy::default(),
+        None,
+        &mut Vec::new(),
+    )
 }
 
 /// [`parse_block`] with a policy for malformed records: with
@@ -343,6 +367,7 @@ pub fn parse_block_with(
     schema: &Schema,
     out: &mut BatchBuilder,
     policy: RowPolicy,
+    map: Option<&FieldMap>,
     rejects: &mut Vec<Reject>,
 ) -> Result<BlockInfo, BlockError> {
     let classes = d.classes();
@@ -383,12 +408,17 @@ pub fn parse_block_with(
         let mut failure: Option<(BlockError, Resume)> = None;
         loop {
             let field_start = pos;
-            if col < ncols
-                && integer[col]
+            // The table column this field feeds, if any.
+            let target = match map {
+                None => (col < ncols).then_some(col),
+                Some(m) => m.targets.get(col).copied().flatten(),
+            };
+            if let Some(t) = target
+                && integer[t]
                 && let Some((v, term, next)) = scan_integer(data, pos, d.delimiter)
             {
-                if let Err(msg) = out.push_integer(col, v) {
-                    let ty = schema.columns[col].data_type;
+                if let Err(msg) = out.push_integer(t, v) {
+                    let ty = schema.columns[t].data_type;
                     let bytes = &data[field_start..next.min(n)];
                     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
@@ -396,7 +426,7 @@ pub fn parse_block_with(
                     let e = block_error(
                         data,
                         field_start,
-                        Some(col),
+                        Some(t),
                         format!("invalid {ty} value {}: {msg}", snippet(bytes)),
                     );
                     failure = Some((e, Resume::Field(next, term)));
@@ -417,23 +447,23 @@ pub fn parse_block_with(
             let s = match scan_field(data, pos, d, &classes, &mut scratch) {
                 Ok(s) => s,
                 Err((off, msg)) => {
-                    let e = block_error(data, off, Some(col).filter(|&c| c < ncols), msg);
+                    let e = block_error(data, off, target, msg);
                     failure = Some((e, Resume::Line(off)));
                     break;
                 }
             };
             info.newlines += s.newlines;
-            if col < ncols {
+            if let Some(t) = target {
                 let (bytes, quoted) = match s.field {
                     Field::Slice(a, b) => (&data[a..b], s.quoted),
                     Field::Scratch => (scratch.as_slice(), s.quoted),
                 };
-                if let Err(msg) = out.push(col, bytes, quoted) {
-                    let ty = schema.columns[col].data_type;
+                if let Err(msg) = out.push(t, bytes, quoted) {
+                    let ty = schema.columns[t].data_type;
                     let e = block_error(
                         data,
                         field_start,
-                        Some(col),
+                        Some(t),
                         format!("invalid {ty} value {}: {msg}", snippet(bytes)),
                     );
                     failure = Some((e, Resume::Field(s.next, s.term)));
@@ -452,7 +482,35 @@ pub fn parse_block_with(
                 Term::Eof => break,
             }
         }
-        if failure.is_none() && col != ncols {
+        if let (None, Some(m)) = (&failure, map) {
+            // Mapped: extra fields are skipped; missing ones are an error
+            // (or NULL); unfed columns get their DEFAULT.
+            if col < m.needed && !policy.fill_missing {
+                let e = block_error(
+                    data,
+                    record_start,
+                    None,
+                    format!(
+                        "found a record with {col} field{}, the column mapping needs {}",
+                        if col == 1 { "" } else { "s" },
+                        m.needed
+                    ),
+                );
+                failure = Some((e, Resume::Ended(pos)));
+            } else {
+                for t in m.targets.iter().take(m.needed).skip(col).flatten() {
+                    out.push_null(*t);
+                }
+                for (c, fill) in &m.fills {
+                    match fill {
+                        Some(v) => out.push(*c, v, true).map_err(|msg| {
+                            block_error(data, record_start, Some(*c), format!("DEFAULT: {msg}"))
+                        })?,
+                        None => out.push_null(*c),
+                    }
+                }
+            }
+        } else if failure.is_none() && col != ncols {
             if col < ncols && policy.fill_missing {
                 for c in col..ncols {
                     out.push_null(c);
@@ -498,8 +556,22 @@ pub fn parse_block_with(
         };
         info.newlines =
             newlines_before + memchr_iter(b'\n', &data[record_start..pos]).count() as u64;
-        for c in pushed..ncols {
-            out.push_null(c);
+        match map {
+            None => {
+                for c in pushed..ncols {
+                    out.push_null(c);
+                }
+            }
+            Some(m) => {
+                // The fields before the failing one fed their columns.
+                let mut fed = vec![false; ncols];
+                for t in m.targets.iter().take(col).flatten() {
+                    fed[*t] = true;
+                }
+                for (c, _) in fed.iter().enumerate().filter(|(_, f)| !**f) {
+                    out.push_null(c);
+                }
+            }
         }
         let mut record = &data[record_start..pos];
         record = record.strip_suffix(b"\n").unwrap_or(record);

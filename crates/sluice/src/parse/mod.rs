@@ -9,7 +9,7 @@ mod csv;
 pub mod value;
 
 pub use csv::{
-    BlockError, BlockInfo, Reject, RowPolicy, parse_block, parse_block_with, read_record,
+    BlockError, BlockInfo, FieldMap, Reject, RowPolicy, parse_block, parse_block_with, read_record,
 };
 
 use crate::error::{Error, Result};

@@ -69,6 +69,7 @@ fn csv_spectrum() {
                 .map(|n| Column {
                     name: n.replace(' ', "_"),
                     data_type: DataType::Text,
+                    default: None,
                 })
                 .collect(),
         )

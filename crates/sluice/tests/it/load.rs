@@ -1,7 +1,9 @@
 //! Dialects, types, headers and the errors a user meets.
 
-use sluice::load::{Header, LoadOptions};
+use sluice::load::{Header, LoadOptions, load};
 use sluice::parse::Dialect;
+use sluice::source::Input;
+use sluice::store::Database;
 
 use crate::common::{TempDir, load_bytes, opts, table_rows};
 
@@ -417,5 +419,130 @@ fn headerless_files_get_numbered_columns() {
     assert_eq!(
         inf.schema.to_string(),
         "c1 BIGINT, c2 TIMESTAMP, c3 BOOLEAN"
+    );
+}
+
+#[test]
+fn columns_choose_and_order_fields_and_defaults_fill_the_rest() {
+    use sluice::load::ColumnRef;
+    let schema = "id BIGINT, name TEXT, price DECIMAL(8,2), status TEXT DEFAULT 'new', note TEXT";
+    let s = |v: &str| Some(v.to_string());
+    let data = b"name,id,junk,price\nada,1,x,1.5\nbob,2,y,2\n";
+    // By header name, skipping `junk`; status gets its DEFAULT, note NULL.
+    let dir = TempDir::new("cols");
+    let o = LoadOptions {
+        columns: Some(vec![
+            ColumnRef::Name("ID".into()),
+            ColumnRef::Name("name".into()),
+            ColumnRef::Position(4),
+        ]),
+        ..opts(schema)
+    };
+    load_bytes(&dir, "t", data, &o).unwrap();
+    assert_eq!(
+        table_rows(&dir.path().join("db"), "t"),
+        vec![
+            vec![s("1"), s("ada"), s("1.50"), s("new"), None],
+            vec![s("2"), s("bob"), s("2.00"), s("new"), None],
+        ]
+    );
+    // By position without a header; extra fields are skipped, a record
+    // too short for the mapping is an error naming its line.
+    let dir = TempDir::new("cols2");
+    let o = LoadOptions {
+        header: Header::No,
+        columns: Some(vec![ColumnRef::Position(2), ColumnRef::Position(1)]),
+        ..opts(schema)
+    };
+    load_bytes(&dir, "t", b"a,7,zz,yy\nb,8\n", &o).unwrap();
+    assert_eq!(
+        table_rows(&dir.path().join("db"), "t"),
+        vec![
+            vec![s("7"), s("a"), None, s("new"), None],
+            vec![s("8"), s("b"), None, s("new"), None],
+        ]
+    );
+    let e = load_bytes(&dir, "t", b"c,9\n10\n", &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(":2: found a record with 1 field, the column mapping needs 2"),
+        "{e}"
+    );
+    // Names need a header; unknown names are errors.
+    let o = LoadOptions {
+        header: Header::No,
+        columns: Some(vec![ColumnRef::Name("id".into())]),
+        ..opts(schema)
+    };
+    let e = load_bytes(&dir, "t", b"1\n", &o).unwrap_err().to_string();
+    assert!(
+        e.contains("mapping columns by name needs a header line"),
+        "{e}"
+    );
+    let o = LoadOptions {
+        columns: Some(vec![ColumnRef::Name("nope".into())]),
+        ..opts(schema)
+    };
+    let e = load_bytes(&dir, "t", data, &o).unwrap_err().to_string();
+    assert!(
+        e.contains("has no field named \"nope\" (its header: name, id, junk, price)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn match_by_name_maps_each_file_by_its_own_header() {
+    let schema = "id BIGINT, name TEXT, price DECIMAL(8,2), status TEXT DEFAULT 'new'";
+    let dir = TempDir::new("byname");
+    let files = [
+        dir.write("a.csv", b"id,name,price\n1,ada,1.5\n"),
+        dir.write("b.csv", b"Price,ID,Status\n3.25,2,old\n"),
+        dir.write("c.csv", b"name,id\nbob,3\n"),
+    ];
+    let o = LoadOptions {
+        match_by_name: true,
+        ..opts(schema)
+    };
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    let inputs: Vec<Input> = files.iter().cloned().map(Input::File).collect();
+    load(&mut db, "t", &inputs, &o).unwrap();
+    drop(db);
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        table_rows(&dir.path().join("db"), "t"),
+        vec![
+            vec![s("1"), s("ada"), s("1.50"), s("new")],
+            vec![s("2"), None, s("3.25"), s("old")],
+            vec![s("3"), s("bob"), None, s("new")],
+        ]
+    );
+    let bad = dir.write("d.csv", b"id,colour\n4,red\n");
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    let e = load(&mut db, "t", &[Input::File(bad)], &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("header field \"colour\" is not a column of the table (columns: id, name, price, status)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn rejected_records_of_a_mapped_file_leave_whole_rows() {
+    use sluice::load::{ColumnRef, OnError};
+    let dir = TempDir::new("maprej");
+    let o = LoadOptions {
+        header: Header::No,
+        columns: Some(vec![ColumnRef::Position(3), ColumnRef::Position(1)]),
+        on_error: OnError::Skip,
+        ..opts("n INT, t TEXT, z TEXT DEFAULT 'd'")
+    };
+    let s = load_bytes(&dir, "t", b"a,_,1\nb,_,x\nc\nd,_,4,extra\n", &o).unwrap();
+    assert_eq!((s.rows, s.rejected), (2, 2));
+    let v = |x: &str| Some(x.to_string());
+    assert_eq!(
+        table_rows(&dir.path().join("db"), "t"),
+        vec![vec![v("1"), v("a"), v("d")], vec![v("4"), v("d"), v("d")]]
     );
 }
