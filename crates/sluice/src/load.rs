@@ -377,12 +377,22 @@ pub fn block_size_for(memory_limit: u64, workers: usize) -> usize {
 
 struct Block {
     seq: u64,
-    file: usize,
-    /// Byte offset of `data[0]` in its file.
-    offset: u64,
-    /// Lines before `data[0]` when this is the file's first block.
-    first_line: Option<u64>,
     data: Buf,
+    /// What `data` holds: one piece of one file, or several small files
+    /// packed together (one hand-off for many files).
+    parts: Vec<Part>,
+}
+
+/// A range of a block's data that comes from one file.
+#[derive(Clone)]
+struct Part {
+    file: usize,
+    /// Byte offset of the range's first byte in its file.
+    offset: u64,
+    /// Lines before it, when it starts the file's data.
+    first_line: Option<u64>,
+    start: usize,
+    end: usize,
     /// The file's column mapping, if any.
     map: Option<Arc<FieldMap>>,
 }
@@ -421,13 +431,14 @@ impl Buf {
     }
 }
 
-type Parsed = Result<(RecordBatch, Vec<ColumnStats>, BlockInfo, Vec<Reject>), BlockError>;
+/// A parsed block: the batch, and per part what it held; or the part
+/// that failed and why.
+type Parsed =
+    Result<(RecordBatch, Vec<ColumnStats>, Vec<(BlockInfo, Vec<Reject>)>), (usize, BlockError)>;
 
 struct Done {
     seq: u64,
-    file: usize,
-    offset: u64,
-    first_line: Option<u64>,
+    parts: Vec<Part>,
     /// `None`: skipped because the load is failing or cancelled.
     result: Option<Parsed>,
 }
@@ -683,60 +694,69 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                 skip_bad: shared.opts.on_error == OnError::Skip,
                 fill_missing: shared.opts.allow_missing_columns,
             };
-            let mut rejects = Vec::new();
-            let parsed = parse_block_with(
-                data,
-                &shared.opts.dialect,
-                shared.schema,
-                &mut builder,
-                policy,
-                block.map.as_deref(),
-                &mut rejects,
-            );
-            Some(match parsed {
-                Ok(info) => {
-                    if !data.is_empty() {
-                        rows_per_byte = info.rows as f64 / data.len() as f64;
+            let mut parts = Vec::with_capacity(block.parts.len());
+            let mut drop: Vec<u32> = Vec::new();
+            let mut rows_in_builder = 0u32;
+            let mut failed = None;
+            for (k, part) in block.parts.iter().enumerate() {
+                let mut rejects = Vec::new();
+                match parse_block_with(
+                    &data[part.start..part.end],
+                    &shared.opts.dialect,
+                    shared.schema,
+                    &mut builder,
+                    policy,
+                    part.map.as_deref(),
+                    &mut rejects,
+                ) {
+                    Ok(info) => {
+                        // Rows of rejects count from the part's first row.
+                        for r in &mut rejects {
+                            r.row += rows_in_builder;
+                            drop.push(r.row);
+                        }
+                        rows_in_builder += (info.rows + rejects.len() as u64) as u32;
+                        parts.push((info, rejects));
                     }
-                    let drop: Vec<u32> = rejects.iter().map(|r| r.row).collect();
+                    Err(e) => {
+                        failed = Some((k, e));
+                        break;
+                    }
+                }
+            }
+            Some(match failed {
+                None => {
+                    if !data.is_empty() {
+                        rows_per_byte = rows_in_builder as f64 / data.len() as f64;
+                    }
                     // Repeating TEXT values are dictionary-encoded here,
                     // in parallel, so the writer only merges dictionaries.
                     match builder
                         .finish_without(&drop)
                         .and_then(|(b, stats)| Ok((crate::batch::dict::encode_batch(b)?, stats)))
                     {
-                        Ok((batch, stats)) => Ok((batch, stats, info, rejects)),
-                        Err(e) => Err(BlockError {
-                            offset: 0,
-                            line_in_block: 0,
-                            column: None,
-                            message: e.to_string(),
-                        }),
+                        Ok((batch, stats)) => Ok((batch, stats, parts)),
+                        Err(e) => Err((
+                            0,
+                            BlockError {
+                                offset: 0,
+                                line_in_block: 0,
+                                column: None,
+                                message: e.to_string(),
+                            },
+                        )),
                     }
                 }
-                Err(e) => {
+                Some(f) => {
                     shared.first_error.fetch_min(block.seq, Ordering::Relaxed);
-                    Err(e)
+                    Err(f)
                 }
             })
         };
-        let Block {
-            seq,
-            file,
-            offset,
-            first_line,
-            data,
-            ..
-        } = block;
+        let Block { seq, data, parts } = block;
         shared.give_buf(data);
         // If the writer is gone, keep draining so the reader never blocks.
-        let _ = done.send(Done {
-            seq,
-            file,
-            offset,
-            first_line,
-            result,
-        });
+        let _ = done.send(Done { seq, parts, result });
     }
 }
 
@@ -748,15 +768,17 @@ fn split_all(
 ) -> Result<(u64, u64)> {
     let mut seq = 0u64;
     let mut bytes = 0u64;
+    let mut pack = Pack::default();
     for (i, input) in shared.inputs.iter().enumerate() {
         if shared.stopping() {
             return Err(Error::Cancelled);
         }
-        bytes += split_file(shared, i, input, &blocks, &tokens, &mut seq)?;
+        bytes += split_file(shared, i, input, &blocks, &tokens, &mut seq, &mut pack)?;
         if let Some(p) = &shared.opts.progress {
             p.files_done.fetch_add(1, Ordering::Relaxed);
         }
     }
+    pack.send(shared, &blocks, &tokens, &mut seq)?;
     Ok((shared.inputs.len() as u64, bytes))
 }
 
@@ -797,6 +819,7 @@ fn split_file(
     blocks: &SyncSender<Block>,
     tokens: &Receiver<()>,
     seq: &mut u64,
+    pack: &mut Pack,
 ) -> Result<u64> {
     let opts = shared.opts;
     let name = input.display_name();
@@ -959,30 +982,102 @@ fn split_file(
                 }
             }
         };
+        let part = Part {
+            file,
+            offset,
+            first_line: first_line.take(),
+            start: 0,
+            end: cut,
+            map: map.clone(),
+        };
+        // A whole small file joins the pack; anything else goes alone,
+        // after the pack (blocks leave in input order).
+        if eof && cut == buf.len && part.first_line.is_some() && cut <= bs / 8 {
+            if pack.len() + cut > PACK_BYTES.min(bs) {
+                pack.send(shared, blocks, tokens, seq)?;
+            }
+            pack.add(shared, buf.data(), part);
+            buf.len = 0;
+            break;
+        }
+        pack.send(shared, blocks, tokens, seq)?;
         let mut tail = shared.take_buf();
         tail.set(&buf.data()[cut..]);
         buf.len = cut;
         let data = std::mem::replace(&mut buf, tail);
-        if tokens.recv().is_err() || shared.stopping() {
-            return Err(Error::Cancelled);
-        }
         let len = data.len as u64;
-        let block = Block {
-            seq: *seq,
-            file,
-            offset,
-            first_line: first_line.take(),
-            data,
-            map: map.clone(),
-        };
-        *seq += 1;
+        send_block(shared, blocks, tokens, seq, data, vec![part])?;
         offset += len;
-        if blocks.send(block).is_err() {
-            return Err(Error::Cancelled);
-        }
     }
     shared.give_buf(buf);
     Ok(total)
+}
+
+/// Sends one block (waiting for a token: a bound on blocks in flight).
+fn send_block(
+    shared: &Shared<'_>,
+    blocks: &SyncSender<Block>,
+    tokens: &Receiver<()>,
+    seq: &mut u64,
+    data: Buf,
+    parts: Vec<Part>,
+) -> Result<()> {
+    if tokens.recv().is_err() || shared.stopping() {
+        return Err(Error::Cancelled);
+    }
+    let block = Block {
+        seq: *seq,
+        data,
+        parts,
+    };
+    *seq += 1;
+    blocks.send(block).map_err(|_| Error::Cancelled)
+}
+
+/// A pack of small files is sent once it holds this much: large enough
+/// that a hand-off carries many files, small enough that the packs of a
+/// pile of small files still spread over every worker.
+const PACK_BYTES: usize = 256 << 10;
+
+/// Small files gathered into one block.
+#[derive(Default)]
+struct Pack {
+    data: Option<Buf>,
+    parts: Vec<Part>,
+}
+
+impl Pack {
+    fn len(&self) -> usize {
+        self.data.as_ref().map_or(0, |d| d.len)
+    }
+
+    /// Appends a whole file's data (`part` describes it).
+    fn add(&mut self, shared: &Shared<'_>, bytes: &[u8], mut part: Part) {
+        let data = self.data.get_or_insert_with(|| shared.take_buf());
+        if data.bytes.len() < data.len + bytes.len() {
+            data.bytes.resize((data.len + bytes.len()).max(64 << 10), 0);
+        }
+        data.bytes[data.len..data.len + bytes.len()].copy_from_slice(bytes);
+        part.start = data.len;
+        part.end = data.len + bytes.len();
+        data.len += bytes.len();
+        self.parts.push(part);
+    }
+
+    fn send(
+        &mut self,
+        shared: &Shared<'_>,
+        blocks: &SyncSender<Block>,
+        tokens: &Receiver<()>,
+        seq: &mut u64,
+    ) -> Result<()> {
+        if self.parts.is_empty() {
+            return Ok(());
+        }
+        let data = self.data.take().unwrap_or_default();
+        let parts = std::mem::take(&mut self.parts);
+        send_block(shared, blocks, tokens, seq, data, parts)
+    }
 }
 
 /// The rejects file: CSV with a header, one line per rejected record.
@@ -1074,36 +1169,48 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn handle(&mut self, d: Done) -> Result<()> {
-        if d.file != self.file {
-            self.file = d.file;
+    /// Moves the line count to the start of `part`.
+    fn enter(&mut self, part: &Part) {
+        if part.file != self.file {
+            self.file = part.file;
             self.line = 0;
         }
-        if let Some(l) = d.first_line {
+        if let Some(l) = part.first_line {
             self.line = l;
         }
+    }
+
+    fn handle(&mut self, d: Done) -> Result<()> {
         let Some(result) = d.result else {
             return Err(Error::Cancelled);
         };
-        let (batch, stats, info, rejects) = match result {
+        let (batch, stats, infos) = match result {
             Ok(r) => r,
-            Err(e) => {
+            Err((k, e)) => {
+                let part = d
+                    .parts
+                    .get(k)
+                    .ok_or_else(|| Error::Internal("error in a part that does not exist".into()))?;
+                self.enter(part);
                 let column = e
                     .column
                     .map(|c| format!("{} ({})", c + 1, self.shared.schema.columns[c].name));
                 return Err(Error::Parse {
-                    path: self.shared.inputs[d.file].display_name(),
+                    path: self.shared.inputs[part.file].display_name(),
                     line: self.line + e.line_in_block + 1,
-                    byte: d.offset + e.offset as u64,
+                    byte: part.offset + e.offset as u64,
                     column,
                     message: e.message,
                 });
             }
         };
-        for r in rejects {
-            self.reject(d.file, d.offset, r)?;
+        for (part, (info, rejects)) in d.parts.iter().zip(infos) {
+            self.enter(part);
+            for r in rejects {
+                self.reject(part.file, part.offset, r)?;
+            }
+            self.line += info.newlines;
         }
-        self.line += info.newlines;
         if batch.num_rows() == 0 {
             return Ok(());
         }

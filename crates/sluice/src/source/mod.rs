@@ -325,22 +325,32 @@ pub fn expand(args: &[String]) -> Result<Vec<Input>> {
 }
 
 fn walk_dir(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    // The entry's type comes with the directory listing: no stat per file
+    // (a directory of 100,000 files took two stats each before).
+    let mut entries: Vec<(std::ffi::OsString, std::fs::FileType)> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
-        .map(|e| e.map(|e| e.path()).map_err(|e| Error::io(dir, e)))
+        .map(|e| {
+            let e = e.map_err(|e| Error::io(dir, e))?;
+            let t = e.file_type().map_err(|err| Error::io(e.path(), err))?;
+            Ok((e.file_name(), t))
+        })
         .collect::<Result<_>>()?;
-    entries.sort();
-    for p in entries {
-        let hidden = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if hidden {
+    // Names within one directory: sorting them sorts the paths.
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (name, t) in entries {
+        if name.as_encoded_bytes().first() == Some(&b'.') {
             continue;
         }
-        if p.is_dir() {
+        let p = dir.join(&name);
+        // A link is followed to what it names.
+        let (is_dir, is_file) = if t.is_symlink() {
+            (p.is_dir(), p.is_file())
+        } else {
+            (t.is_dir(), t.is_file())
+        };
+        if is_dir {
             walk_dir(&p, out)?;
-        } else if p.is_file() {
+        } else if is_file {
             out.push(Input::File(p));
         }
     }

@@ -220,3 +220,51 @@ fn missing_columns_are_an_error_or_null_when_allowed() {
         "{e}"
     );
 }
+
+#[test]
+fn small_files_packed_together_keep_their_own_names_and_lines() {
+    let dir = TempDir::new("packed");
+    // Many small files travel in one block; errors and rejects must still
+    // name the right file and line.
+    let mut inputs = Vec::new();
+    for f in 0..30 {
+        let body = if f == 17 {
+            "1,a\n2,b\nbad,c\n4,d\n".to_string()
+        } else {
+            format!("{f},x\n")
+        };
+        inputs.push(Input::File(
+            dir.write(&format!("f{f:02}.csv"), body.as_bytes()),
+        ));
+    }
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    let e = load(&mut db, "t", &inputs, &opts("n INT, t TEXT"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("f17.csv:3: column 1 (n): invalid INT value \"bad\""),
+        "{e}"
+    );
+    let rejects = dir.path().join("rejects.csv");
+    let o = LoadOptions {
+        on_error: OnError::Skip,
+        rejects: Some(rejects.clone()),
+        ..opts("n INT, t TEXT")
+    };
+    let s = load(&mut db, "t", &inputs, &o).unwrap();
+    assert_eq!((s.rows, s.rejected), (32, 1));
+    let got = read_rejects(&rejects);
+    assert_eq!(got, vec![(3, b"bad,c".to_vec())]);
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    assert!(
+        text.lines().nth(1).unwrap().contains("f17.csv,3,"),
+        "{text}"
+    );
+    drop(db);
+    let rows = table_rows(&dir.path().join("db"), "t");
+    let firsts: Vec<String> = rows.iter().map(|r| r[0].clone().unwrap()).collect();
+    let mut want: Vec<String> = (0..17).map(|f| f.to_string()).collect();
+    want.extend(["1", "2", "4"].map(String::from));
+    want.extend((18..30).map(|f| f.to_string()));
+    assert_eq!(firsts, want, "rows stay in file order");
+}
