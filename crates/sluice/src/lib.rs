@@ -24,6 +24,7 @@
 pub mod batch;
 pub mod error;
 pub mod exec;
+pub mod index;
 pub mod infer;
 pub mod load;
 pub mod parse;

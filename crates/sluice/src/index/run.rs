@@ -1,0 +1,458 @@
+//! Immutable sorted runs of key → row locator.
+//!
+//! ```text
+//!  data blocks   ~4 KiB each: entries of (shared prefix length, suffix
+//!                length, suffix, locator), varints; the first entry of a
+//!                block shares nothing; a CRC-32 of the block follows it
+//!  index         per block: its first key, offset and length; CRC-32
+//!  bloom filter  k, bit count, bits (10 bits a key: ~1 % false hits); CRC-32
+//!  footer        40 bytes: magic, version, entries, index and bloom offsets
+//! ```
+//!
+//! A lookup checks the bloom filter, finds the block by binary search over
+//! the first keys, checks the block's CRC and scans it. Keys are compared
+//! as bytes: callers encode them so that byte order is key order
+//! ([`encode_i64`], UTF-8 text as is). The layout is in FORMAT.md.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"SLUICEKR";
+const VERSION: u32 = 1;
+const FOOTER: usize = 8 + 4 + 4 + 8 + 8 + 8;
+/// Target size of a data block.
+const BLOCK: usize = 4096;
+const BLOOM_BITS_PER_KEY: u64 = 10;
+
+/// A key as order-preserving bytes: the sign bit flipped, big-endian.
+pub fn encode_i64(v: i64) -> [u8; 8] {
+    ((v as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        v |= ((byte & 0x7f) as u64) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Two independent 32-bit hashes of a key for the bloom filter (double
+/// hashing: probe i is h1 + i·h2).
+fn hashes(key: &[u8]) -> (u64, u64) {
+    // FNV-1a 64, then a mix for the second.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let h2 = (h ^ (h >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (h, h2)
+}
+
+/// Writes a run file from keys in strictly increasing order.
+pub struct RunWriter {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    written: u64,
+    block: Vec<u8>,
+    block_first: Option<Vec<u8>>,
+    last: Vec<u8>,
+    index: Vec<(Vec<u8>, u64, u32)>,
+    keys_hashes: Vec<(u64, u64)>,
+    entries: u64,
+}
+
+impl RunWriter {
+    pub fn create(path: &Path) -> Result<Self> {
+        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        Ok(RunWriter {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::with_capacity(1 << 16, f),
+            written: 0,
+            block: Vec::with_capacity(BLOCK + 256),
+            block_first: None,
+            last: Vec::new(),
+            index: Vec::new(),
+            keys_hashes: Vec::new(),
+            entries: 0,
+        })
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> Result<()> {
+        self.out
+            .write_all(b)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.written += b.len() as u64;
+        Ok(())
+    }
+
+    /// Adds an entry; keys must come in strictly increasing byte order (an
+    /// equal key is a duplicate, reported by the caller who knows where it
+    /// came from).
+    pub fn add(&mut self, key: &[u8], locator: u64) -> Result<()> {
+        if self.entries > 0 && key <= self.last.as_slice() {
+            return Err(Error::Internal(format!(
+                "run keys out of order or repeated at entry {}",
+                self.entries
+            )));
+        }
+        let shared = if self.block_first.is_none() {
+            self.block_first = Some(key.to_vec());
+            0
+        } else {
+            self.last
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        put_varint(&mut self.block, shared as u64);
+        put_varint(&mut self.block, (key.len() - shared) as u64);
+        self.block.extend_from_slice(&key[shared..]);
+        put_varint(&mut self.block, locator);
+        self.last.clear();
+        self.last.extend_from_slice(key);
+        self.keys_hashes.push(hashes(key));
+        self.entries += 1;
+        if self.block.len() >= BLOCK {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        let Some(first) = self.block_first.take() else {
+            return Ok(());
+        };
+        let crc = crc32fast::hash(&self.block);
+        let offset = self.written;
+        let len = self.block.len() as u32;
+        let block = std::mem::take(&mut self.block);
+        self.write_all(&block)?;
+        self.write_all(&crc.to_le_bytes())?;
+        self.block = block;
+        self.block.clear();
+        self.index.push((first, offset, len));
+        Ok(())
+    }
+
+    /// Writes the index, the bloom filter and the footer, and fsyncs.
+    /// Returns the number of entries and the file's size.
+    pub fn finish(mut self) -> Result<(u64, u64)> {
+        self.flush_block()?;
+        let index_off = self.written;
+        let mut idx = Vec::new();
+        put_varint(&mut idx, self.index.len() as u64);
+        for (key, off, len) in &self.index {
+            put_varint(&mut idx, key.len() as u64);
+            idx.extend_from_slice(key);
+            put_varint(&mut idx, *off);
+            put_varint(&mut idx, *len as u64);
+        }
+        idx.extend_from_slice(&crc32fast::hash(&idx).to_le_bytes());
+        self.write_all(&idx)?;
+        let bloom_off = self.written;
+        let nbits = (self.entries * BLOOM_BITS_PER_KEY).max(64);
+        let k = 7u32;
+        let mut bits = vec![0u8; nbits.div_ceil(8) as usize];
+        for &(h1, h2) in &self.keys_hashes {
+            for i in 0..k as u64 {
+                let bit = h1.wrapping_add(i.wrapping_mul(h2)) % nbits;
+                bits[(bit / 8) as usize] |= 1 << (bit % 8);
+            }
+        }
+        let mut bloom = Vec::with_capacity(bits.len() + 16);
+        bloom.extend_from_slice(&k.to_le_bytes());
+        bloom.extend_from_slice(&nbits.to_le_bytes());
+        bloom.extend_from_slice(&bits);
+        bloom.extend_from_slice(&crc32fast::hash(&bloom).to_le_bytes());
+        self.write_all(&bloom)?;
+        let mut footer = Vec::with_capacity(FOOTER);
+        footer.extend_from_slice(MAGIC);
+        footer.extend_from_slice(&VERSION.to_le_bytes());
+        footer.extend_from_slice(&0u32.to_le_bytes());
+        footer.extend_from_slice(&self.entries.to_le_bytes());
+        footer.extend_from_slice(&index_off.to_le_bytes());
+        footer.extend_from_slice(&bloom_off.to_le_bytes());
+        self.write_all(&footer)?;
+        let f = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(&self.path, e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        Ok((self.entries, self.written))
+    }
+}
+
+/// An open run, read through a memory map.
+pub struct Run {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    /// Per block: first key, offset, length.
+    index: Vec<(Box<[u8]>, usize, usize)>,
+    bloom_k: u32,
+    bloom_bits: u64,
+    bloom_at: usize,
+    entries: u64,
+}
+
+impl Run {
+    /// Opens a run, checking the footer, the index and the bloom filter
+    /// (data blocks are checked as lookups read them).
+    pub fn open(path: &Path) -> Result<Run> {
+        let corrupt = |m: &str| Error::Corrupt {
+            file: path.to_path_buf(),
+            message: m.to_string(),
+        };
+        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: run files are immutable once written (FORMAT.md).
+        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
+        let n = map.len();
+        if n < FOOTER {
+            return Err(corrupt("too short for a key-index run"));
+        }
+        let foot = &map[n - FOOTER..];
+        if &foot[..8] != MAGIC {
+            return Err(corrupt("not a key-index run (bad magic)"));
+        }
+        let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4"));
+        let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
+        if u32_at(foot, 8) != VERSION {
+            return Err(corrupt("unknown run version"));
+        }
+        let entries = u64_at(foot, 16);
+        let index_off = u64_at(foot, 24) as usize;
+        let bloom_off = u64_at(foot, 32) as usize;
+        if !(index_off <= bloom_off && bloom_off + 4 + 8 + 4 <= n - FOOTER) {
+            return Err(corrupt("footer offsets out of range"));
+        }
+        let idx = &map[index_off..bloom_off];
+        let (body, crc) = idx.split_at(idx.len().saturating_sub(4));
+        if crc.len() != 4 || crc32fast::hash(body) != u32_at(crc, 0) {
+            return Err(corrupt("index checksum mismatch"));
+        }
+        let mut pos = 0;
+        let bad = || corrupt("malformed index");
+        let nblocks = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
+        let mut index = Vec::with_capacity(nblocks.min(1 << 20));
+        for _ in 0..nblocks {
+            let klen = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
+            let key = body.get(pos..pos + klen).ok_or_else(bad)?;
+            pos += klen;
+            let off = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
+            let len = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
+            if off.checked_add(len + 4).is_none_or(|e| e > index_off) {
+                return Err(bad());
+            }
+            index.push((key.into(), off, len));
+        }
+        let bloom = &map[bloom_off..n - FOOTER];
+        let (bbody, bcrc) = bloom.split_at(bloom.len() - 4);
+        if crc32fast::hash(bbody) != u32_at(bcrc, 0) {
+            return Err(corrupt("bloom filter checksum mismatch"));
+        }
+        let bloom_k = u32_at(bbody, 0);
+        let bloom_bits = u64_at(bbody, 4);
+        if bloom_bits == 0 || bbody.len() - 12 < bloom_bits.div_ceil(8) as usize {
+            return Err(corrupt("bloom filter size mismatch"));
+        }
+        Ok(Run {
+            path: path.to_path_buf(),
+            map,
+            index,
+            bloom_k,
+            bloom_bits,
+            bloom_at: bloom_off + 12,
+            entries,
+        })
+    }
+
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    fn may_contain(&self, key: &[u8]) -> bool {
+        let (h1, h2) = hashes(key);
+        let bits = &self.map[self.bloom_at..];
+        (0..self.bloom_k as u64).all(|i| {
+            let bit = h1.wrapping_add(i.wrapping_mul(h2)) % self.bloom_bits;
+            bits[(bit / 8) as usize] & (1 << (bit % 8)) != 0
+        })
+    }
+
+    /// The locator of `key`, or `None`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<u64>> {
+        if self.index.is_empty() || !self.may_contain(key) {
+            return Ok(None);
+        }
+        // The last block whose first key is <= key.
+        let b = self.index.partition_point(|(first, _, _)| &**first <= key);
+        if b == 0 {
+            return Ok(None);
+        }
+        let mut found = None;
+        self.scan_block(b - 1, |k, loc| {
+            if k == key {
+                found = Some(loc);
+            }
+            k < key
+        })?;
+        Ok(found)
+    }
+
+    /// Calls `f(key, locator)` for every entry in key order.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], u64)) -> Result<()> {
+        for b in 0..self.index.len() {
+            self.scan_block(b, |k, loc| {
+                f(k, loc);
+                true
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Decodes block `b`, calling `f` until it returns false.
+    fn scan_block(&self, b: usize, mut f: impl FnMut(&[u8], u64) -> bool) -> Result<()> {
+        let (_, off, len) = &self.index[b];
+        let corrupt = |m: String| Error::Corrupt {
+            file: self.path.clone(),
+            message: m,
+        };
+        let block = &self.map[*off..off + len];
+        let crc = u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
+        if crc32fast::hash(block) != crc {
+            return Err(corrupt(format!("checksum mismatch in block {b}")));
+        }
+        let mut key: Vec<u8> = Vec::new();
+        let mut pos = 0;
+        let bad = || corrupt(format!("malformed block {b}"));
+        while pos < block.len() {
+            let shared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
+            let unshared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
+            if shared > key.len() {
+                return Err(bad());
+            }
+            key.truncate(shared);
+            key.extend_from_slice(block.get(pos..pos + unshared).ok_or_else(bad)?);
+            pos += unshared;
+            let loc = get_varint(block, &mut pos).ok_or_else(bad)?;
+            if !f(&key, loc) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn tmp(name: &str) -> PathBuf {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::env::temp_dir().join(format!("sluice-run-{}-{n}-{name}", std::process::id()))
+    }
+
+    fn build(path: &Path, m: &BTreeMap<Vec<u8>, u64>) -> Run {
+        let mut w = RunWriter::create(path).unwrap();
+        for (k, v) in m {
+            w.add(k, *v).unwrap();
+        }
+        let (n, _) = w.finish().unwrap();
+        assert_eq!(n, m.len() as u64);
+        Run::open(path).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn lookups_agree_with_a_btreemap(
+            m in prop::collection::btree_map(prop::collection::vec(0u8..4, 0..24), any::<u64>(), 0..3000),
+            probes in prop::collection::vec(prop::collection::vec(0u8..4, 0..24), 0..200),
+        ) {
+            let p = tmp("prop");
+            let run = build(&p, &m);
+            for (k, v) in &m {
+                prop_assert_eq!(run.get(k).unwrap(), Some(*v));
+            }
+            for k in &probes {
+                prop_assert_eq!(run.get(k).unwrap(), m.get(k).copied());
+            }
+            let mut all = Vec::new();
+            run.for_each(|k, v| all.push((k.to_vec(), v))).unwrap();
+            prop_assert_eq!(all, m.into_iter().collect::<Vec<_>>());
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+
+    #[test]
+    fn integer_keys_sort_as_numbers() {
+        let mut v = [i64::MIN, -5, -1, 0, 1, 42, i64::MAX];
+        let mut enc: Vec<[u8; 8]> = v.iter().map(|&x| encode_i64(x)).collect();
+        enc.sort();
+        v.sort();
+        assert_eq!(enc, v.iter().map(|&x| encode_i64(x)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn keys_out_of_order_or_repeated_are_refused() {
+        let p = tmp("order");
+        let mut w = RunWriter::create(&p).unwrap();
+        w.add(b"b", 1).unwrap();
+        assert!(w.add(b"b", 2).is_err());
+        assert!(w.add(b"a", 2).is_err());
+        let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn every_flipped_byte_is_an_error_or_a_right_answer() {
+        let p = tmp("flip");
+        let m: BTreeMap<Vec<u8>, u64> = (0..2000u64)
+            .map(|i| (format!("key-{i:06}").into_bytes(), i * 7))
+            .collect();
+        build(&p, &m);
+        let good = std::fs::read(&p).unwrap();
+        // Flip one byte at many places: opening or the lookups fail with
+        // "corrupt", or every answer is still right; never a wrong answer.
+        for at in (0..good.len()).step_by(97) {
+            let mut bad = good.clone();
+            bad[at] ^= 0x5a;
+            let q = tmp("flipped");
+            std::fs::write(&q, &bad).unwrap();
+            match Run::open(&q) {
+                Err(e) => assert!(matches!(e, Error::Corrupt { .. }), "{e}"),
+                Ok(run) => {
+                    for (k, v) in m.iter().step_by(37) {
+                        match run.get(k) {
+                            Ok(Some(got)) => assert_eq!(got, *v, "byte {at}"),
+                            Ok(None) => panic!("byte {at}: key {k:?} lost without an error"),
+                            Err(e) => assert!(matches!(e, Error::Corrupt { .. })),
+                        }
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&q);
+        }
+        let _ = std::fs::remove_file(&p);
+    }
+}
