@@ -425,7 +425,8 @@ fn looks_like_header(
         }
         seen.push(t);
     }
-    !first.is_empty() && !rest_values.iter().all(Vec::is_empty)
+    // A file of one name-like record (an export with no rows) is a header.
+    !first.is_empty()
 }
 
 /// Infers how to read `inputs` and what table they make.
@@ -614,6 +615,49 @@ mod tests {
         assert_eq!(pick(&[]), DataType::Text);
         // 19 significant digits do not fit DECIMAL(18, s): DOUBLE.
         assert_eq!(pick(&["1234567890.123456789"]), DataType::Double);
+    }
+
+    #[test]
+    fn headers_are_told_from_data() {
+        let o = InferOptions::default();
+        let first_is_header = |data: &[u8]| {
+            let recs = records(&sample(data), &Dialect::default(), 0);
+            let mut rest = vec![Candidates::new(); recs[0].len()];
+            let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); recs[0].len()];
+            for r in &recs[1..] {
+                for (c, v) in r.iter().enumerate() {
+                    rest[c].see(v, &o);
+                    values[c].push(v);
+                }
+            }
+            looks_like_header(&recs[0], &rest, &values, &o)
+        };
+        assert!(first_is_header(
+            b"id,name
+1,ada
+"
+        ));
+        assert!(!first_is_header(
+            b"1,ada
+2,bob
+"
+        ));
+        assert!(first_is_header(
+            b"name,city
+ada,paris
+"
+        ));
+        assert!(!first_is_header(
+            b"ada,paris
+bob,rome
+ada,paris
+"
+        ));
+        // Only a header: an export with no rows.
+        assert!(first_is_header(
+            b"id,name
+"
+        ));
     }
 
     #[test]
