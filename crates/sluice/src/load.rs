@@ -115,6 +115,9 @@ pub struct LoadOptions {
     pub match_by_name: bool,
 }
 
+/// The largest field position `--columns` accepts.
+const MAX_FIELD_POSITION: usize = 1 << 16;
+
 /// An input field, named in `--columns`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnRef {
@@ -243,7 +246,12 @@ fn field_map(shared: &Shared<'_>, file: &str, header: Option<&Vec<Vec<u8>>>) -> 
         }
         for (c, r) in list.iter().enumerate() {
             let field = match r {
-                ColumnRef::Position(p) => p - 1,
+                ColumnRef::Position(p) if (1..=MAX_FIELD_POSITION).contains(p) => p - 1,
+                ColumnRef::Position(p) => {
+                    return Err(Error::Config(format!(
+                        "--columns: position {p} is out of range (1 to {MAX_FIELD_POSITION})"
+                    )));
+                }
                 ColumnRef::Name(n) => header_pos(n)?,
             };
             feed(field, c, &mut targets)?;
