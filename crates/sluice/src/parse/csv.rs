@@ -554,8 +554,10 @@ pub fn parse_block_with(
                 }
             },
         };
+        // A field at the end of the data ends at n + 1 (no trailing field).
+        let end = pos.min(n);
         info.newlines =
-            newlines_before + memchr_iter(b'\n', &data[record_start..pos]).count() as u64;
+            newlines_before + memchr_iter(b'\n', &data[record_start..end]).count() as u64;
         match map {
             None => {
                 for c in pushed..ncols {
@@ -573,7 +575,7 @@ pub fn parse_block_with(
                 }
             }
         }
-        let mut record = &data[record_start..pos];
+        let mut record = &data[record_start..end];
         record = record.strip_suffix(b"\n").unwrap_or(record);
         record = record.strip_suffix(b"\r").unwrap_or(record);
         rejects.push(Reject {

@@ -5,6 +5,7 @@ mod common;
 mod conformance;
 mod differential;
 mod load;
+mod load_fuzz;
 mod parallel;
 mod rejects;
 mod slt;
