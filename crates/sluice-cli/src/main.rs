@@ -520,21 +520,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
 fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
     let mut out = Vec::new();
     for arg in args {
-        let mut depth = 0;
-        let mut start = 0;
-        let mut parts = Vec::new();
-        for (i, ch) in arg.char_indices() {
-            match ch {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                ',' if depth == 0 => {
-                    parts.push(&arg[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        parts.push(&arg[start..]);
+        let parts = sluice::batch::split_top_level(arg);
         for p in parts.into_iter().filter(|p| !p.trim().is_empty()) {
             let Some((name, ty)) = p.split_once('=') else {
                 bail!("--types {p:?}: expected COLUMN=TYPE, e.g. price=DECIMAL(12,2)");

@@ -344,16 +344,7 @@ fn decimal_shape(t: &[u8]) -> Option<(u8, u8)> {
 /// A column name from a header field: lower case, letters, digits and
 /// `_`, not starting with a digit; `c<N>` when nothing is left.
 fn column_name(raw: &[u8], n: usize, taken: &[String]) -> String {
-    let text = String::from_utf8_lossy(raw).trim().to_lowercase();
-    let mut name = String::new();
-    for ch in text.chars() {
-        if ch.is_ascii_alphanumeric() {
-            name.push(ch);
-        } else if !name.ends_with('_') && !name.is_empty() {
-            name.push('_');
-        }
-    }
-    let mut name = name.trim_end_matches('_').to_string();
+    let mut name = crate::load::normalize_name(raw);
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert(0, 'c');
     }

@@ -139,19 +139,10 @@ impl BatchBuilder {
             return Ok(());
         }
         if is_null || field.is_empty() {
-            match c {
-                Col::Bool(b) => b.append_null(),
-                Col::Int(b) => b.append_null(),
-                Col::BigInt(b) => b.append_null(),
-                Col::Double(b) => b.append_null(),
-                Col::Decimal(b, ..) => b.append_null(),
-                Col::Date(b) => b.append_null(),
-                Col::Timestamp(b) => b.append_null(),
-                Col::Text(_) => unreachable!("handled above"),
-            }
+            self.push_null(col);
             return Ok(());
         }
-        match c {
+        match &mut self.cols[col] {
             Col::Bool(b) => b.append_value(value::parse_bool(field)?),
             Col::Int(b) => b.append_value(value::parse_i32(field)?),
             Col::BigInt(b) => b.append_value(value::parse_i64(field)?),
@@ -196,6 +187,7 @@ impl BatchBuilder {
     }
 
     /// Appends a NULL to column `col` (missing fields, rejected rows).
+    #[inline]
     pub fn push_null(&mut self, col: usize) {
         match &mut self.cols[col] {
             Col::Bool(b) => b.append_null(),

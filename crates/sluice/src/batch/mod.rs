@@ -253,22 +253,7 @@ impl FromStr for Schema {
     /// Parses `"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"`.
     fn from_str(s: &str) -> Result<Self> {
         let mut columns = Vec::new();
-        let mut depth = 0i32;
-        let mut start = 0;
-        let mut parts = Vec::new();
-        for (i, ch) in s.char_indices() {
-            match ch {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                ',' if depth == 0 => {
-                    parts.push(&s[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        parts.push(&s[start..]);
-        for part in parts {
+        for part in split_top_level(s) {
             let part = part.trim();
             if part.is_empty() {
                 return Err(Error::Schema(format!(
@@ -327,6 +312,27 @@ impl FromStr for Schema {
         }
         Schema::new(columns)
     }
+}
+
+/// Splits `s` at commas outside parentheses: `"a INT, d DECIMAL(5,2)"`
+/// gives `"a INT"` and `" d DECIMAL(5,2)"`.
+pub fn split_top_level(s: &str) -> Vec<&str> {
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut parts = Vec::new();
+    for (i, ch) in s.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
 }
 
 /// Byte offset of `kw` as a whole word in `s` (ASCII case-insensitive),

@@ -122,6 +122,12 @@ fn sel_words(sel: Option<&BooleanArray>) -> Option<Vec<u64>> {
     sel.map(|m| m.values().bit_chunks().iter_padded().collect())
 }
 
+/// Whether row `r` is excluded by a selection (see [`sel_words`]).
+#[inline]
+fn excluded(words: Option<&[u64]>, r: usize) -> bool {
+    words.is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
+}
+
 /// Up to this many groups, a linear scan over the keys beats hashing.
 const FEW_GROUPS: usize = 8;
 
@@ -222,6 +228,22 @@ impl GroupTable {
             }
         }
         g
+    }
+
+    /// The group of row `r` of the key columns (created if new), through
+    /// the row format: every fast path creates groups this way, so a key
+    /// gets the same group whichever path found it.
+    fn group_of_row(&mut self, keys: &[ArrayRef], r: usize) -> Result<u32> {
+        let conv = self
+            .key_conv
+            .as_ref()
+            .ok_or_else(|| Error::Internal("no key converter".into()))?;
+        let one = keys
+            .iter()
+            .map(|c| crate::batch::dict::decode(&c.slice(r, 1)))
+            .collect::<Result<Vec<_>>>()?;
+        let row = conv.convert_columns(&one).map_err(exec_err)?;
+        Ok(self.group_of(row.row(0).as_ref()))
     }
 
     fn group_of(&mut self, key: &[u8]) -> u32 {
@@ -347,10 +369,7 @@ impl GroupTable {
         let words = sel_words(sel);
         let mut out = Vec::with_capacity(rows);
         for (r, &code) in codes.iter().enumerate() {
-            if words
-                .as_ref()
-                .is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
-            {
+            if excluded(words.as_deref(), r) {
                 out.push(0);
                 continue;
             }
@@ -362,16 +381,7 @@ impl GroupTable {
                 continue;
             }
             // A new code: find or create its group through the row format.
-            let conv = self
-                .key_conv
-                .as_ref()
-                .ok_or_else(|| Error::Internal("no key converter".into()))?;
-            let one = keys
-                .iter()
-                .map(|c| crate::batch::dict::decode(&c.slice(r, 1)))
-                .collect::<Result<Vec<_>>>()?;
-            let row = conv.convert_columns(&one).map_err(exec_err)?;
-            let g = self.group_of(row.row(0).as_ref());
+            let g = self.group_of_row(keys, r)?;
             self.dict_tables[t].1[code] = g;
             out.push(g);
         }
@@ -392,10 +402,7 @@ impl GroupTable {
         let mut out: Vec<u32> = codes.iter().map(|&c| self.code_table[c as usize]).collect();
         let words = sel_words(sel);
         for (r, g) in out.iter_mut().enumerate() {
-            if words
-                .as_ref()
-                .is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
-            {
+            if excluded(words.as_deref(), r) {
                 *g = 0;
             } else if *g == u32::MAX {
                 // Set by an earlier row of this morsel?
@@ -404,13 +411,7 @@ impl GroupTable {
                     *g = known;
                     continue;
                 }
-                let conv = self
-                    .key_conv
-                    .as_ref()
-                    .ok_or_else(|| Error::Internal("no key converter".into()))?;
-                let one: Vec<ArrayRef> = keys.iter().map(|c| c.slice(r, 1)).collect();
-                let row = conv.convert_columns(&one).map_err(exec_err)?;
-                let found = self.group_of(row.row(0).as_ref());
+                let found = self.group_of_row(keys, r)?;
                 self.code_table[codes[r] as usize] = found;
                 *g = found;
             }
@@ -682,10 +683,7 @@ impl GroupTable {
         let mut last: Option<u32> = None;
         let words = sel_words(sel);
         for (i, r) in converted.iter().enumerate() {
-            if words
-                .as_ref()
-                .is_some_and(|w| (w[i >> 6] >> (i & 63)) & 1 == 0)
-            {
+            if excluded(words.as_deref(), i) {
                 out.push(0);
                 continue;
             }
@@ -715,10 +713,7 @@ impl GroupTable {
         let mut out = Vec::with_capacity(packed.len());
         let words = sel_words(sel);
         for (r, &k) in packed.iter().enumerate() {
-            if words
-                .as_ref()
-                .is_some_and(|w| (w[r >> 6] >> (r & 63)) & 1 == 0)
-            {
+            if excluded(words.as_deref(), r) {
                 out.push(0);
                 continue;
             }
@@ -737,13 +732,7 @@ impl GroupTable {
             let g = match found {
                 Some(g) => g,
                 None => {
-                    let conv = self
-                        .key_conv
-                        .as_ref()
-                        .ok_or_else(|| Error::Internal("no key converter".into()))?;
-                    let one: Vec<ArrayRef> = keys.iter().map(|c| c.slice(r, 1)).collect();
-                    let row = conv.convert_columns(&one).map_err(exec_err)?;
-                    let g = self.group_of(row.row(0).as_ref());
+                    let g = self.group_of_row(keys, r)?;
                     self.packed.push((k, g));
                     if self.packed.len() > FEW_GROUPS {
                         if self.packed_map.is_empty() {
