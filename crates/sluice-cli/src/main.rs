@@ -83,6 +83,22 @@ enum Command {
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         header: bool,
     },
+    /// Print the rows of a keyed table with the given keys (missing keys print nothing)
+    #[command(after_help = GET_EXAMPLES)]
+    Get {
+        table: String,
+        /// Keys to look up
+        keys: Vec<String>,
+        /// Read keys from this file, one a line ('-': standard input)
+        #[arg(long)]
+        keys_file: Option<PathBuf>,
+        /// Output format (default: table on a terminal, csv otherwise)
+        #[arg(long, value_enum)]
+        format: Option<query::Format>,
+    },
+    /// Merge the key-index runs of a keyed table into one (loads do this when a table has more than 8)
+    #[command(after_help = "Examples:\n  sluice compact objects")]
+    Compact { table: String },
     /// Generate benchmark data
     #[command(
         after_help = "Examples:\n  sluice gen ints --size 100MB --output ints.csv\n  sluice gen ints --rows 1000000 --output -"
@@ -113,11 +129,17 @@ Supported: one table; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET; + - * /, 
 EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR;
 COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
 
+const GET_EXAMPLES: &str = "Examples:
+  sluice load --key source_id --tsv --schema \"source_id TEXT, chunk INT, sub INT\" objects 'chunks/*.tsv'
+  sluice get objects 4295806720 4295806721
+  sluice get objects --keys-file wanted.txt --format json";
+
 const LOAD_EXAMPLES: &str = "Examples:
   sluice load --dry-run sales sales.csv     # print the inferred schema and delimiter
   sluice load --types \"zip=TEXT\" sales sales.csv   # infer, but keep zip codes as text
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
+  sluice load --key id people people.csv    # a primary key: unique, indexed (see sluice get)
   sluice load --match-by-name sales export-2024.csv   # header names pick the columns, any order
   sluice load --columns \"id,name,5\" sales raw.csv   # these fields, in column order; skip the rest
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
@@ -217,9 +239,25 @@ struct LoadArgs {
     /// wins; a UTF-8 one is skipped
     #[arg(long)]
     encoding: Option<String>,
+    /// The primary key of a new table: its values must be unique and are
+    /// indexed (`sluice get`, WHERE key = ...). Same as PRIMARY KEY in
+    /// --schema
+    #[arg(long, value_name = "COLUMN")]
+    key: Option<String>,
+    /// What a row whose key is already in the table (or earlier in the
+    /// load) does: error (the default: the load fails, nothing is
+    /// committed) or skip (the first row is kept, later ones counted)
+    #[arg(long, value_enum, default_value = "error")]
+    on_duplicate: OnDuplicateArg,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnDuplicateArg {
+    Error,
+    Skip,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -260,6 +298,24 @@ fn run(cli: Cli) -> Result<()> {
             delimiter,
             header,
         } => cmd_export(&cli.db, &table, output, &delimiter, header),
+        Command::Get {
+            table,
+            keys,
+            keys_file,
+            format,
+        } => cmd_get(&cli.db, &table, keys, keys_file, format),
+        Command::Compact { table } => {
+            let mut db = Database::open_writer(&cli.db)
+                .with_context(|| format!("opening database {}", cli.db.display()))?;
+            let n = db.compact(&table)?;
+            if !cli.quiet {
+                match n {
+                    0 => println!("{table}: nothing to merge (at most one run)"),
+                    n => println!("{table}: merged {n} runs into one"),
+                }
+            }
+            Ok(())
+        }
         Command::Gen { what } => generate::run(what, &cli.db, cli.threads),
         Command::Demo(args) => demo::run(args, cli.threads),
         Command::Bench { scenario } => bench::run(scenario, cli.quiet),
@@ -451,6 +507,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         encoding,
         columns: column_refs,
         match_by_name: a.match_by_name,
+        key: a.key.clone(),
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
+            OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,
+        },
     };
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;
@@ -577,6 +638,23 @@ fn print_summary(
             s.threads,
             if s.threads == 1 { "" } else { "s" },
         )?;
+        if s.duplicates > 0 {
+            writeln!(
+                out,
+                "skipped {} row{} whose key was already loaded",
+                s.duplicates,
+                if s.duplicates == 1 { "" } else { "s" }
+            )?;
+        }
+        if let Some(e) = &s.merge_error {
+            eprintln!(
+                "warning: the load is committed, but merging the key-index runs failed: {e} (sluice compact {} retries)",
+                s.table
+            );
+        }
+        if s.runs_merged > 0 {
+            writeln!(out, "merged {} key-index runs into one", s.runs_merged)?;
+        }
         if s.rejected > 0 {
             writeln!(
                 out,
@@ -618,6 +696,8 @@ fn cmd_info(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
                     "rows": t.rows(),
                     "bytes": t.bytes(),
                     "segments": t.segments.len(),
+                    "key": t.schema.key_column().map(|k| t.schema.columns[k].name.clone()),
+                    "index_runs": t.runs.len(),
                 })
             })
             .collect();
@@ -628,18 +708,57 @@ fn cmd_info(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
         writeln!(out, "no tables in {}", db_dir.display())?;
     }
     for (name, t) in tables {
+        let runs = match t.runs.len() {
+            0 => String::new(),
+            1 => ", 1 key-index run".to_string(),
+            n => format!(", {n} key-index runs"),
+        };
         writeln!(
             out,
-            "{name}: {} rows, {} on disk, {} segment{}",
+            "{name}: {} rows, {} on disk, {} segment{}{runs}",
             t.rows(),
             util::human_bytes(t.bytes()),
             t.segments.len(),
             if t.segments.len() == 1 { "" } else { "s" }
         )?;
         for c in &t.schema.columns {
-            writeln!(out, "  {:<24} {}", c.name, c.data_type)?;
+            let key = if c.primary_key { " PRIMARY KEY" } else { "" };
+            writeln!(out, "  {:<24} {}{key}", c.name, c.data_type)?;
         }
     }
+    Ok(())
+}
+
+fn cmd_get(
+    db_dir: &std::path::Path,
+    table: &str,
+    mut keys: Vec<String>,
+    keys_file: Option<PathBuf>,
+    format: Option<query::Format>,
+) -> Result<()> {
+    if let Some(p) = &keys_file {
+        let text = if p.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin()).context("reading keys from standard input")?
+        } else {
+            std::fs::read_to_string(p).with_context(|| format!("reading keys from {}", p.display()))?
+        };
+        keys.extend(
+            text.lines()
+                .map(|l| l.trim_end_matches('\r'))
+                .filter(|l| !l.is_empty())
+                .map(str::to_string),
+        );
+    }
+    if keys.is_empty() {
+        bail!("no keys given (pass them as arguments or with --keys-file FILE)");
+    }
+    let db = Database::open(db_dir)?;
+    let t = db.keyed(table)?;
+    let rows = t.get_many(&keys)?;
+    let format = query::pick_format(format);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    query::write_result(&mut out, &rows.schema(), &[rows], format)?;
+    out.flush().context("writing the result")?;
     Ok(())
 }
 

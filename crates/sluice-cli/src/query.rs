@@ -40,17 +40,7 @@ pub fn run(
     if let Some(plan) = &result.explain {
         out.write_all(plan.as_bytes())?;
     } else {
-        let names: Vec<String> = result
-            .schema
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
-        match format {
-            Format::Table => write_table(&mut out, &names, &result.batches)?,
-            Format::Csv => write_csv(&mut out, &names, &result.batches)?,
-            Format::Json => write_json(&mut out, &names, &result.batches)?,
-        }
+        write_result(&mut out, &result.schema, &result.batches, format)?;
     }
     out.flush().context("writing the result")?;
     if timing {
@@ -69,6 +59,31 @@ pub fn run(
         );
     }
     Ok(())
+}
+
+/// The format asked for, or the default: a table on a terminal, CSV
+/// otherwise.
+pub fn pick_format(format: Option<Format>) -> Format {
+    format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Table
+    } else {
+        Format::Csv
+    })
+}
+
+/// Writes rows in `format`.
+pub fn write_result(
+    out: &mut dyn Write,
+    schema: &arrow_schema::Schema,
+    batches: &[RecordBatch],
+    format: Format,
+) -> Result<()> {
+    let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    match format {
+        Format::Table => write_table(out, &names, batches),
+        Format::Csv => write_csv(out, &names, batches),
+        Format::Json => write_json(out, &names, batches),
+    }
 }
 
 fn cells(batches: &[RecordBatch]) -> impl Iterator<Item = Vec<Option<String>>> + '_ {

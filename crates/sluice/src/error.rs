@@ -56,6 +56,15 @@ pub enum Error {
     Locked { path: PathBuf, pid: Option<u32> },
 
     /// A stored file failed its checksum or could not be decoded.
+    /// A key loaded twice into a keyed table.
+    #[error("duplicate key {key} in table {table}: {second} repeats the key of {first} (--on-duplicate skip keeps the first row and goes on)")]
+    DuplicateKey {
+        table: String,
+        key: String,
+        first: String,
+        second: String,
+    },
+
     #[error("{}: corrupt: {message}", file.display())]
     Corrupt { file: PathBuf, message: String },
 

@@ -525,6 +525,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             name,
             data_type: cand.pick(),
             default: None,
+            primary_key: false,
         });
     }
     for (name, ty) in &o.types {

@@ -36,7 +36,8 @@ use crate::parse::{
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 use crate::store::segment::SegmentWriter;
-use crate::store::{Database, TableMeta};
+use crate::index::{Built, KeyBatch, RowId};
+use crate::store::{Database, RunMeta, TableMeta};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -113,6 +114,22 @@ pub struct LoadOptions {
     /// Map fields to columns by the header names of each file, in any
     /// order; columns a file lacks get their DEFAULT or NULL.
     pub match_by_name: bool,
+    /// The PRIMARY KEY column of a new table (or `PRIMARY KEY` in the
+    /// schema); for an existing table it must name its key.
+    pub key: Option<String>,
+    /// What a row whose key is already loaded does.
+    pub on_duplicate: OnDuplicate,
+}
+
+/// What a duplicate key does to a load.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum OnDuplicate {
+    /// The load fails, naming both rows, and commits nothing.
+    #[default]
+    Error,
+    /// The first row with the key is kept (an existing one, or the first
+    /// in input order); later ones are skipped and counted.
+    Skip,
 }
 
 /// The largest field position `--columns` accepts.
@@ -318,6 +335,8 @@ impl Default for LoadOptions {
             encoding: None,
             columns: None,
             match_by_name: false,
+            key: None,
+            on_duplicate: OnDuplicate::Error,
         }
     }
 }
@@ -348,6 +367,14 @@ pub struct LoadSummary {
     pub files: u64,
     /// New segment files.
     pub segments: u64,
+    /// Rows skipped because their key was already loaded
+    /// (`OnDuplicate::Skip`).
+    pub duplicates: u64,
+    /// Key-index runs merged into one after the load (0: no merge).
+    pub runs_merged: usize,
+    /// Why that merge failed, if it did (the load is committed; the runs
+    /// stay as they were).
+    pub merge_error: Option<String>,
     pub seconds: f64,
     /// Compute workers used.
     pub threads: usize,
@@ -441,8 +468,15 @@ impl Buf {
 
 /// A parsed block: the batch, and per part what it held; or the part
 /// that failed and why.
-type Parsed =
-    Result<(RecordBatch, Vec<ColumnStats>, Vec<(BlockInfo, Vec<Reject>)>), (usize, BlockError)>;
+type Parsed = Result<
+    (
+        RecordBatch,
+        Vec<ColumnStats>,
+        Vec<(BlockInfo, Vec<Reject>)>,
+        Option<KeyBatch>,
+    ),
+    (usize, BlockError),
+>;
 
 struct Done {
     seq: u64,
@@ -454,6 +488,9 @@ struct Done {
 /// Shared by the pipeline's threads.
 struct Shared<'a> {
     opts: &'a LoadOptions,
+    /// The PRIMARY KEY column, if the table has one.
+    key_col: Option<usize>,
+    table: &'a str,
     schema: &'a Schema,
     values: Arc<ValueOptions>,
     inputs: &'a [Input],
@@ -514,7 +551,28 @@ pub fn load(
     let table = table.to_ascii_lowercase();
     opts.dialect.validate()?;
     let existing = db.table(&table).cloned();
-    let schema = match (&existing, &opts.schema) {
+    let mut wanted = opts.schema.clone();
+    if let (Some(s), Some(k)) = (&mut wanted, &opts.key) {
+        s.set_key(k)?;
+    }
+    if let (Some(t), Some(k)) = (&existing, &opts.key) {
+        let have = t.schema.key_column().map(|i| &t.schema.columns[i].name);
+        if !have.is_some_and(|h| h.eq_ignore_ascii_case(k)) {
+            return Err(Error::Schema(match have {
+                Some(h) => format!("table {table} exists with primary key {h}; --key gives {k}"),
+                None => format!(
+                    "table {table} exists without a primary key; a key is given when a table is created"
+                ),
+            }));
+        }
+        // The stored schema holds the key; compare the rest.
+        if let Some(s) = &mut wanted
+            && let Some(i) = t.schema.key_column()
+        {
+            s.columns[i].primary_key = true;
+        }
+    }
+    let schema = match (&existing, &wanted) {
         (Some(t), Some(s)) if &t.schema != s => {
             return Err(Error::Schema(format!(
                 "table {table} exists with columns ({}); --schema gives ({s})",
@@ -544,10 +602,21 @@ pub fn load(
         .max(1);
     let version = db.manifest().version + 1;
     let (rel_dir, abs_dir) = db.table_dir(&table);
+    let key_col = schema.key_column();
+    let older_runs = match &existing {
+        Some(t) => t
+            .runs
+            .iter()
+            .map(|r| db.run(r))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
     std::fs::create_dir_all(&abs_dir).map_err(|e| Error::io(&abs_dir, e))?;
 
     let shared = Shared {
         opts,
+        table: &table,
+        key_col,
         schema: &schema,
         values: Arc::new(opts.values.clone()),
         inputs,
@@ -578,6 +647,18 @@ pub fn load(
         rows: 0,
         line: 0,
         file: usize::MAX,
+        keys: Keys {
+            base_row: existing.as_ref().map(|t| t.rows()).unwrap_or(0),
+            batches: Vec::new(),
+            bytes: 0,
+            budget: (opts.memory_limit / 2) as usize,
+            older: older_runs,
+            runs: Vec::new(),
+            provenance: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            duplicates: 0,
+            conflict_existing: None,
+        },
     };
     let slots = in_flight(workers);
     let (block_tx, block_rx) = sync_channel::<Block>(slots);
@@ -630,6 +711,9 @@ pub fn load(
             return Err(Error::Cancelled);
         }
         writer.close_segment()?;
+        if key_col.is_some() {
+            writer.flush_keys()?;
+        }
         Ok(files)
     });
     // The rejects file is kept also when the load fails: it shows why.
@@ -639,14 +723,38 @@ pub fn load(
         }
         Ok(files)
     });
+
     let files = match result {
         Ok(files) => files,
+        Err(Error::DuplicateKey {
+            table: t,
+            key,
+            first,
+            second,
+        }) => {
+            // An earlier row of the table: show it.
+            let first = match writer.keys.conflict_existing {
+                Some(id) => describe_existing(db, &table, id).unwrap_or(first),
+                None => first,
+            };
+            writer.discard();
+            return Err(Error::DuplicateKey {
+                table: t,
+                key,
+                first,
+                second,
+            });
+        }
         Err(e) => {
             writer.discard();
             return Err(e);
         }
     };
-
+    // New files must be durable before the manifest names them.
+    if let Err(e) = crate::store::manifest::sync_dir(&writer.abs_dir) {
+        writer.discard();
+        return Err(e);
+    }
     let mut next = db.manifest().clone();
     let new_segments = writer.done.len() as u64;
     let entry = next
@@ -655,20 +763,36 @@ pub fn load(
         .or_insert_with(|| TableMeta {
             schema: schema.clone(),
             segments: Vec::new(),
+            runs: Vec::new(),
         });
     entry.segments.append(&mut writer.done);
+    entry.runs.append(&mut writer.keys.runs);
+    let runs_now = entry.runs.len();
     if let Err(e) = db.commit(next) {
         writer.discard();
         return Err(e);
     }
+    // Committed. Too many runs slow lookups and key checks: merge them
+    // (its own atomic commit; a failure leaves the load committed).
+    let (runs_merged, merge_error) = if runs_now > crate::index::MERGE_AT_RUNS {
+        match db.compact(&table) {
+            Ok(n) => (n, None),
+            Err(e) => (0, Some(e.to_string())),
+        }
+    } else {
+        (0, None)
+    };
     Ok(LoadSummary {
-        table,
+        table: table.clone(),
         created: existing.is_none(),
         rows: writer.rows,
         rejected: writer.rejected,
         bytes: files.1,
         files: files.0,
         segments: new_segments,
+        duplicates: writer.keys.duplicates,
+        runs_merged,
+        merge_error,
         seconds: start.elapsed().as_secs_f64(),
         threads: workers,
         block_size,
@@ -739,11 +863,15 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                     }
                     // Repeating TEXT values are dictionary-encoded here,
                     // in parallel, so the writer only merges dictionaries.
-                    match builder
-                        .finish_without(&drop)
-                        .and_then(|(b, stats)| Ok((crate::batch::dict::encode_batch(b)?, stats)))
-                    {
-                        Ok((batch, stats)) => Ok((batch, stats, parts)),
+                    // So are the keys extracted and sorted.
+                    match builder.finish_without(&drop).and_then(|(b, stats)| {
+                        let keys = match shared.key_col {
+                            Some(k) => Some(KeyBatch::from_array(b.column(k).as_ref())?),
+                            None => None,
+                        };
+                        Ok((crate::batch::dict::encode_batch(b)?, stats, keys))
+                    }) {
+                        Ok((batch, stats, keys)) => Ok((batch, stats, parts, keys)),
                         Err(e) => Err((
                             0,
                             BlockError {
@@ -1131,6 +1259,64 @@ fn csv_field(out: &mut Vec<u8>, v: &[u8]) {
     }
 }
 
+/// Where the rows of one part of a block came from.
+struct Provenance {
+    /// Row id of the part's first row.
+    row: RowId,
+    file: usize,
+    /// Lines of the file before the part.
+    line: u64,
+    /// One record per line (row i is line `line + i + 1`).
+    exact: bool,
+}
+
+/// The keys of a keyed load.
+struct Keys {
+    /// Row id of the load's first row (the table's rows before it).
+    base_row: RowId,
+    /// Sorted keys of the batches written, with their first row's id.
+    batches: Vec<(RowId, KeyBatch)>,
+    /// Memory `batches` holds, and the most it may before a run is
+    /// written.
+    bytes: usize,
+    budget: usize,
+    /// Runs every key is checked against: the table's, then this load's.
+    older: Vec<Arc<crate::index::Run>>,
+    /// Runs this load wrote.
+    runs: Vec<RunMeta>,
+    provenance: Vec<Provenance>,
+    /// With `OnDuplicate::Skip`: the keys of this load kept so far.
+    seen: std::collections::HashSet<Box<[u8]>>,
+    duplicates: u64,
+    /// The row of the table a duplicate key repeats, when it was loaded
+    /// before this load.
+    conflict_existing: Option<RowId>,
+}
+
+impl Keys {
+    fn lookup_older(&self, key: &[u8]) -> Result<Option<RowId>> {
+        let h = crate::index::key_hash(key);
+        for r in &self.older {
+            if let Some(id) = r.get_hashed(key, h)? {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A row of the table described for a message: its values.
+fn describe_existing(db: &Database, table: &str, id: RowId) -> Option<String> {
+    let t = db.keyed(table).ok()?;
+    let row = t.row(id).ok()?;
+    let values: Vec<String> = row
+        .columns()
+        .iter()
+        .map(|a| crate::batch::format_value(a.as_ref(), 0).unwrap_or_else(|| "NULL".into()))
+        .collect();
+    Some(format!("a row loaded earlier ({})", values.join(", ")))
+}
+
 /// Writer: puts batches in input order into segment files.
 struct Writer<'a> {
     shared: &'a Shared<'a>,
@@ -1154,6 +1340,7 @@ struct Writer<'a> {
     /// Lines before the next block of `file`.
     line: u64,
     file: usize,
+    keys: Keys,
 }
 
 impl Writer<'_> {
@@ -1192,7 +1379,7 @@ impl Writer<'_> {
         let Some(result) = d.result else {
             return Err(Error::Cancelled);
         };
-        let (batch, stats, infos) = match result {
+        let (batch, stats, infos, keys) = match result {
             Ok(r) => r,
             Err((k, e)) => {
                 let part = d
@@ -1212,16 +1399,59 @@ impl Writer<'_> {
                 });
             }
         };
+        let mut row = self.keys.base_row + self.rows;
         for (part, (info, rejects)) in d.parts.iter().zip(infos) {
             self.enter(part);
+            let exact = rejects.is_empty()
+                && (info.newlines == info.rows || info.newlines + 1 == info.rows);
             for r in rejects {
                 self.reject(part.file, part.offset, r)?;
             }
+            if keys.is_some() && info.rows > 0 && self.shared.opts.on_duplicate == OnDuplicate::Error
+            {
+                self.keys.provenance.push(Provenance {
+                    row,
+                    file: part.file,
+                    line: self.line,
+                    exact,
+                });
+            }
+            row += info.rows;
             self.line += info.newlines;
         }
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let (batch, stats) = match keys {
+            None => (batch, stats),
+            Some(kb) => {
+                if let Some(r) = kb.null_row {
+                    let at = self.keys.base_row + self.rows + r as u64;
+                    return Err(Error::Input {
+                        path: self.describe_row(at),
+                        message: format!(
+                            "the key column {} is NULL (a primary key needs a value in every row)",
+                            self.key_name()
+                        ),
+                    });
+                }
+                let (batch, stats, kb) = match self.shared.opts.on_duplicate {
+                    OnDuplicate::Error => (batch, stats, kb),
+                    OnDuplicate::Skip => self.skip_duplicates(batch, stats, kb)?,
+                };
+                if batch.num_rows() == 0 {
+                    return Ok(());
+                }
+                self.keys.bytes += kb.heap_bytes();
+                self.keys
+                    .batches
+                    .push((self.keys.base_row + self.rows, kb));
+                if self.keys.bytes > self.keys.budget {
+                    self.flush_keys()?;
+                }
+                (batch, stats)
+            }
+        };
         self.rows += batch.num_rows() as u64;
         if let Some(p) = &self.shared.opts.progress {
             p.rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
@@ -1242,6 +1472,124 @@ impl Writer<'_> {
         }
         self.flush_pending()?;
         self.write_batch(&batch, &stats)
+    }
+
+    fn key_name(&self) -> &str {
+        self.shared
+            .key_col
+            .map(|k| self.shared.schema.columns[k].name.as_str())
+            .unwrap_or("")
+    }
+
+    /// Where the row with id `row` of this load came from: `file:line`,
+    /// or the file and the line its block starts at when records and
+    /// lines do not match one to one.
+    fn describe_row(&self, row: RowId) -> String {
+        let p = &self.keys.provenance;
+        let i = p.partition_point(|x| x.row <= row);
+        let Some(x) = i.checked_sub(1).map(|i| &p[i]) else {
+            return format!("row {row} of this load");
+        };
+        let name = self.shared.inputs[x.file].display_name();
+        if x.exact {
+            format!("{name}:{}", x.line + (row - x.row) + 1)
+        } else {
+            format!("{name} (record {} after line {})", row - x.row + 1, x.line)
+        }
+    }
+
+    /// Drops the rows whose key is already in the table, in this load, or
+    /// earlier in the batch; returns the batch, its stats and keys.
+    fn skip_duplicates(
+        &mut self,
+        batch: RecordBatch,
+        stats: Vec<ColumnStats>,
+        kb: KeyBatch,
+    ) -> Result<(RecordBatch, Vec<ColumnStats>, KeyBatch)> {
+        let n = batch.num_rows();
+        let mut keep = vec![true; n];
+        let mut dropped = 0usize;
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..kb.len() {
+            let r = kb.sorted_row(i);
+            let key = kb.key(r);
+            let dup = prev == Some(key)
+                || self.keys.seen.contains(key)
+                || self.keys.lookup_older(key)?.is_some();
+            if dup {
+                keep[r as usize] = false;
+                dropped += 1;
+            } else {
+                prev = Some(key);
+            }
+        }
+        for i in 0..kb.len() {
+            let r = kb.sorted_row(i);
+            if keep[r as usize] {
+                self.keys.seen.insert(kb.key(r).into());
+            }
+        }
+        if dropped == 0 {
+            return Ok((batch, stats, kb));
+        }
+        self.keys.duplicates += dropped as u64;
+        let mask = arrow_array::BooleanArray::from(keep);
+        let plain = crate::batch::dict::decode_batch(&batch, &[])?;
+        let kept = arrow_select::filter::filter_record_batch(&plain, &mask)?;
+        let stats = kept
+            .columns()
+            .iter()
+            .map(|a| crate::batch::column_stats(a.as_ref()))
+            .collect();
+        let k = self.shared.key_col.unwrap_or(0);
+        let kb = KeyBatch::from_array(kept.column(k).as_ref())?;
+        Ok((crate::batch::dict::encode_batch(kept)?, stats, kb))
+    }
+
+    /// Writes the keys gathered so far as a run, checked against the
+    /// table's runs and this load's earlier ones.
+    fn flush_keys(&mut self) -> Result<()> {
+        if self.keys.batches.is_empty() {
+            return Ok(());
+        }
+        let name = format!("{:06}-{:05}.keys", self.version, self.keys.runs.len());
+        let path = self.abs_dir.join(&name);
+        self.created.push(path.clone());
+        let batches = std::mem::take(&mut self.keys.batches);
+        self.keys.bytes = 0;
+        match crate::index::build_run(&path, &batches, &self.keys.older)? {
+            Built::Run { entries, bytes } => {
+                self.keys.runs.push(RunMeta {
+                    file: format!("{}/{name}", self.rel_dir),
+                    entries,
+                    bytes,
+                });
+                // Later runs of this load are checked against this one.
+                self.keys
+                    .older
+                    .push(Arc::new(crate::index::Run::open(&path)?));
+                Ok(())
+            }
+            Built::Duplicate(c) => {
+                let key_type = self
+                    .shared
+                    .key_col
+                    .map(|k| self.shared.schema.columns[k].data_type)
+                    .unwrap_or(crate::batch::DataType::Text);
+                let first = if c.first < self.keys.base_row {
+                    self.keys.conflict_existing = Some(c.first);
+                    format!("row {} already in the table", c.first)
+                } else {
+                    self.describe_row(c.first)
+                };
+                Err(Error::DuplicateKey {
+                    table: self.shared.table.to_string(),
+                    key: crate::index::display_key(key_type, &c.key),
+                    first,
+                    second: self.describe_row(c.second),
+                })
+            }
+        }
     }
 
     /// Writes the gathered small batches as one batch.

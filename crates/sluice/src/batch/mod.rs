@@ -3,7 +3,7 @@
 
 mod builder;
 pub mod dict;
-mod format;
+pub(crate) mod format;
 
 pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};
 pub use format::format_value;
@@ -42,6 +42,12 @@ pub enum DataType {
 }
 
 impl DataType {
+    /// Whether a column of this type can be a PRIMARY KEY: exact values
+    /// with a total order (not DOUBLE: NaN and -0.0; not BOOLEAN).
+    pub fn can_be_key(self) -> bool {
+        !matches!(self, DataType::Double | DataType::Boolean)
+    }
+
     /// The Arrow type a column of this type is stored as.
     pub fn arrow_type(self) -> ArrowType {
         match self {
@@ -173,6 +179,10 @@ pub struct Column {
     /// in the canonical format of the type (`'new'`, `0`, `2024-01-31`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// The table's primary key: unique, never NULL, indexed (at most one
+    /// column per table).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub primary_key: bool,
 }
 
 /// The columns of a table, in order.
@@ -202,6 +212,19 @@ impl Schema {
                     ))
                 })?;
             }
+            if c.primary_key {
+                if columns[..i].iter().any(|o| o.primary_key) {
+                    return Err(Error::Schema(
+                        "only one column can be the PRIMARY KEY".into(),
+                    ));
+                }
+                if !c.data_type.can_be_key() {
+                    return Err(Error::Schema(format!(
+                        "column {}: a {} column cannot be a key (use BIGINT, INT, TEXT, DATE, TIMESTAMP or DECIMAL)",
+                        c.name, c.data_type
+                    )));
+                }
+            }
             if columns[..i]
                 .iter()
                 .any(|o| o.name.eq_ignore_ascii_case(&c.name))
@@ -214,6 +237,34 @@ impl Schema {
 
     pub fn len(&self) -> usize {
         self.columns.len()
+    }
+
+    /// The position of the PRIMARY KEY column, if the table has one.
+    pub fn key_column(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.primary_key)
+    }
+
+    /// Makes the column named `name` the PRIMARY KEY.
+    pub fn set_key(&mut self, name: &str) -> Result<()> {
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                Error::Schema(format!(
+                    "--key {name}: no such column (columns: {})",
+                    self.columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        for c in &mut self.columns {
+            c.primary_key = false;
+        }
+        self.columns[i].primary_key = true;
+        Schema::new(std::mem::take(&mut self.columns)).map(|s| *self = s)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -239,6 +290,9 @@ impl fmt::Display for Schema {
                 f.write_str(", ")?;
             }
             write!(f, "{} {}", c.name, c.data_type)?;
+            if c.primary_key {
+                f.write_str(" PRIMARY KEY")?;
+            }
             if let Some(d) = &c.default {
                 write!(f, " DEFAULT '{}'", d.replace('\'', "''"))?;
             }
@@ -276,6 +330,24 @@ impl FromStr for Schema {
                     }
                 },
             };
+            // `TYPE [PRIMARY KEY] [DEFAULT literal]`.
+            let (ty, primary_key) = match find_keyword(ty, "PRIMARY") {
+                Some(i) => {
+                    let rest = ty[i + "PRIMARY".len()..].trim_start();
+                    let Some(after) = rest
+                        .get(..3)
+                        .filter(|k| k.eq_ignore_ascii_case("KEY"))
+                        .map(|_| &rest[3..])
+                    else {
+                        return Err(Error::Schema(format!(
+                            "--schema: column {name}: PRIMARY must be followed by KEY"
+                        )));
+                    };
+                    (format!("{} {}", ty[..i].trim(), after.trim()), true)
+                }
+                None => (ty.to_string(), false),
+            };
+            let ty = ty.trim();
             // `TYPE DEFAULT literal`: the literal quoted ('it''s') or bare.
             let (ty, default) = match find_keyword(ty, "DEFAULT") {
                 Some(i) => {
@@ -308,6 +380,7 @@ impl FromStr for Schema {
                 name,
                 data_type,
                 default,
+                primary_key,
             });
         }
         Schema::new(columns)

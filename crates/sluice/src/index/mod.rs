@@ -1,5 +1,462 @@
-//! The primary-key index (in progress): immutable sorted runs of key →
-//! row locator. This module has the run format; building runs at load
-//! time, merges and lookups through the table come next (see FORMAT.md).
+//! The primary-key index: immutable sorted runs of key → row id.
+//!
+//! A keyed table's rows are numbered in load order (the row id: rows of
+//! the table's segments counted in manifest order). Each load extracts the
+//! key of every row while parsing (in parallel, per batch, sorted there),
+//! and at the end merges the sorted batches into a run file, checking
+//! every key against the table's runs through their bloom filters. Runs
+//! are merged into one when a table has more than a few (see
+//! [`MERGE_AT_RUNS`]); a merge writes a new run and swaps the manifest, so
+//! it is atomic like a load. The run format is in [`run`] and FORMAT.md.
 
 pub mod run;
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Decimal64Type, Int32Type, Int64Type, TimestampMicrosecondType,
+};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType as ArrowType;
+
+use crate::batch::{BatchBuilder, Column, DataType, Schema, ValueOptions};
+use crate::error::{Error, Result};
+pub use run::{Run, RunWriter, encode_i64, key_hash};
+
+/// A row's position in its table, in load order.
+pub type RowId = u64;
+
+/// A table with more runs than this has them merged into one at the end
+/// of a load (or by `sluice compact`).
+pub const MERGE_AT_RUNS: usize = 8;
+
+/// The keys of one batch: the key of every row as order-preserving bytes,
+/// and the rows in key order (equal keys by row).
+pub struct KeyBatch {
+    bytes: Vec<u8>,
+    /// Row i's key is `bytes[offs[i]..offs[i+1]]`; empty when every key is
+    /// 8 bytes (integers), row i at `8 * i`.
+    offs: Vec<u32>,
+    order: Vec<u32>,
+    /// The first row whose key is NULL, if any.
+    pub null_row: Option<u32>,
+}
+
+impl KeyBatch {
+    /// Extracts and sorts the keys of a column.
+    pub fn from_array(a: &dyn Array) -> Result<KeyBatch> {
+        let n = a.len();
+        let null_row = (0..n).find(|&i| a.is_null(i)).map(|i| i as u32);
+        let mut bytes = Vec::new();
+        let mut offs = Vec::new();
+        let ints: Option<Vec<i64>> = match a.data_type() {
+            ArrowType::Int32 => Some(
+                a.as_primitive::<Int32Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| v as i64)
+                    .collect(),
+            ),
+            ArrowType::Int64 => Some(a.as_primitive::<Int64Type>().values().to_vec()),
+            ArrowType::Date32 => Some(
+                a.as_primitive::<Date32Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| v as i64)
+                    .collect(),
+            ),
+            ArrowType::Timestamp(_, _) => Some(
+                a.as_primitive::<TimestampMicrosecondType>()
+                    .values()
+                    .to_vec(),
+            ),
+            ArrowType::Decimal64(_, _) => Some(a.as_primitive::<Decimal64Type>().values().to_vec()),
+            _ => None,
+        };
+        if let Some(ints) = ints {
+            bytes.reserve(8 * n);
+            for v in ints {
+                bytes.extend_from_slice(&encode_i64(v));
+            }
+        } else {
+            let plain: ArrayRef;
+            let s = match a.data_type() {
+                ArrowType::Utf8 => a.as_string::<i32>(),
+                ArrowType::Dictionary(_, _) => {
+                    plain = crate::batch::dict::decode(&arrow_array::make_array(a.to_data()))?;
+                    plain.as_string::<i32>()
+                }
+                other => {
+                    return Err(Error::Internal(format!("a key column of type {other}")));
+                }
+            };
+            let o = s.value_offsets();
+            let (first, last) = (o[0] as usize, o[n] as usize);
+            bytes.extend_from_slice(&s.value_data()[first..last]);
+            offs = o.iter().map(|&x| (x as usize - first) as u32).collect();
+        }
+        let mut kb = KeyBatch {
+            bytes,
+            offs,
+            order: Vec::new(),
+            null_row,
+        };
+        // Sort by the first eight bytes as an integer, then the whole key
+        // (ties are rare), then the row: the first of equal keys first.
+        let mut pairs: Vec<(u64, u32)> = (0..n as u32).map(|i| (kb.prefix(i), i)).collect();
+        pairs.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| kb.key(a.1).cmp(kb.key(b.1)))
+                .then(a.1.cmp(&b.1))
+        });
+        kb.order = pairs.into_iter().map(|(_, i)| i).collect();
+        Ok(kb)
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The key of `row`.
+    pub fn key(&self, row: u32) -> &[u8] {
+        let r = row as usize;
+        if self.offs.is_empty() {
+            &self.bytes[8 * r..8 * r + 8]
+        } else {
+            &self.bytes[self.offs[r] as usize..self.offs[r + 1] as usize]
+        }
+    }
+
+    fn prefix(&self, row: u32) -> u64 {
+        let k = self.key(row);
+        let mut p = [0u8; 8];
+        let m = k.len().min(8);
+        p[..m].copy_from_slice(&k[..m]);
+        u64::from_be_bytes(p)
+    }
+
+    /// The `i`-th row in key order.
+    pub fn sorted_row(&self, i: usize) -> u32 {
+        self.order[i]
+    }
+
+    /// Memory held, for the loader's budget.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity() + 4 * self.offs.capacity() + 4 * self.order.capacity()
+    }
+}
+
+/// Two rows with the same key (row ids: the earlier first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    pub key: Vec<u8>,
+    pub first: RowId,
+    pub second: RowId,
+}
+
+/// The outcome of building a run: written, or a duplicate key found.
+pub enum Built {
+    Run { entries: u64, bytes: u64 },
+    Duplicate(Conflict),
+}
+
+struct Head<'a> {
+    prefix: u64,
+    key: &'a [u8],
+    row: RowId,
+    batch: usize,
+    next: usize,
+}
+
+impl PartialEq for Head<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Head<'_> {}
+impl PartialOrd for Head<'_> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Head<'_> {
+    // Reversed: BinaryHeap is a max-heap, the merge wants the least.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.prefix
+            .cmp(&self.prefix)
+            .then_with(|| o.key.cmp(self.key))
+            .then(o.row.cmp(&self.row))
+    }
+}
+
+/// Merges sorted key batches (each with the row id of its first row) into
+/// a run at `path`, checking every key against `older` runs (by bloom
+/// filter, then a block read). Stops at the first duplicate, inside the
+/// batches or against an older run, and leaves the file for the caller to
+/// remove.
+pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>]) -> Result<Built> {
+    let mut w = RunWriter::create(path)?;
+    let mut heap = BinaryHeap::with_capacity(batches.len());
+    let head = |b: usize, i: usize| {
+        let (base, kb) = &batches[b];
+        let row = kb.sorted_row(i);
+        Head {
+            prefix: kb.prefix(row),
+            key: kb.key(row),
+            row: base + row as u64,
+            batch: b,
+            next: i + 1,
+        }
+    };
+    for (b, (_, kb)) in batches.iter().enumerate() {
+        if !kb.is_empty() {
+            heap.push(head(b, 0));
+        }
+    }
+    let mut last: Option<(Vec<u8>, RowId)> = None;
+    while let Some(h) = heap.pop() {
+        if let Some((k, r)) = &last
+            && k.as_slice() == h.key
+        {
+            return Ok(Built::Duplicate(Conflict {
+                key: h.key.to_vec(),
+                first: *r,
+                second: h.row,
+            }));
+        }
+        let hash = key_hash(h.key);
+        for run in older {
+            if let Some(r) = run.get_hashed(h.key, hash)? {
+                return Ok(Built::Duplicate(Conflict {
+                    key: h.key.to_vec(),
+                    first: r,
+                    second: h.row,
+                }));
+            }
+        }
+        w.add_hashed(h.key, h.row, hash)?;
+        match &mut last {
+            Some((k, r)) => {
+                k.clear();
+                k.extend_from_slice(h.key);
+                *r = h.row;
+            }
+            None => last = Some((h.key.to_vec(), h.row)),
+        }
+        if h.next < batches[h.batch].1.len() {
+            heap.push(head(h.batch, h.next));
+        }
+    }
+    let (entries, bytes) = w.finish()?;
+    Ok(Built::Run { entries, bytes })
+}
+
+/// Merges runs (whose keys never repeat) into one at `path`.
+pub fn merge_runs(runs: &[Arc<Run>], path: &Path) -> Result<(u64, u64)> {
+    let mut w = RunWriter::create(path)?;
+    let mut cursors: Vec<run::Cursor<'_>> = runs.iter().map(|r| r.cursor()).collect();
+    // (key, locator) of each cursor's current entry, kept owned so that the
+    // cursors can advance.
+    let mut heads: Vec<Option<(Vec<u8>, u64)>> = Vec::with_capacity(runs.len());
+    for c in &mut cursors {
+        heads.push(c.next_entry()?.map(|(k, l)| (k.to_vec(), l)));
+    }
+    let mut heap: BinaryHeap<std::cmp::Reverse<(Vec<u8>, usize)>> = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.as_ref().map(|(k, _)| std::cmp::Reverse((k.clone(), i))))
+        .collect();
+    while let Some(std::cmp::Reverse((key, i))) = heap.pop() {
+        let loc = heads[i].as_ref().map(|h| h.1).unwrap_or_default();
+        w.add(&key, loc).map_err(|_| Error::Corrupt {
+            file: runs[i].path().to_path_buf(),
+            message: "a key repeats across runs".into(),
+        })?;
+        match cursors[i].next_entry()? {
+            Some((k, l)) => {
+                heap.push(std::cmp::Reverse((k.to_vec(), i)));
+                heads[i] = Some((k.to_vec(), l));
+            }
+            None => heads[i] = None,
+        }
+    }
+    w.finish()
+}
+
+/// A key given as text (the command line, a keys file) in the index's
+/// byte form for a key column of `column`'s type.
+pub fn encode_key_text(column: &Column, text: &str, values: &Arc<ValueOptions>) -> Result<Vec<u8>> {
+    match column.data_type {
+        DataType::Text => Ok(text.as_bytes().to_vec()),
+        DataType::BigInt | DataType::Int => {
+            let v: i64 = text.trim().parse().map_err(|_| {
+                Error::Config(format!(
+                    "key {text:?} is not a {} (the key column {} is one)",
+                    column.data_type, column.name
+                ))
+            })?;
+            if column.data_type == DataType::Int && i32::try_from(v).is_err() {
+                return Err(Error::Config(format!(
+                    "key {text:?} is out of range for INT column {}",
+                    column.name
+                )));
+            }
+            Ok(encode_i64(v).to_vec())
+        }
+        _ => {
+            let one = Schema {
+                columns: vec![Column {
+                    primary_key: false,
+                    default: None,
+                    ..column.clone()
+                }],
+            };
+            let mut b = BatchBuilder::new(&one, values.clone(), 1);
+            b.push(0, text.trim().as_bytes(), false).map_err(|m| {
+                Error::Config(format!("key {text:?} for column {}: {m}", column.name))
+            })?;
+            let (batch, _) = b.finish()?;
+            let kb = KeyBatch::from_array(batch.column(0).as_ref())?;
+            Ok(kb.key(0).to_vec())
+        }
+    }
+}
+
+/// A key's bytes as text for messages.
+pub fn display_key(data_type: DataType, key: &[u8]) -> String {
+    match (data_type, <[u8; 8]>::try_from(key)) {
+        (DataType::Text, _) => format!("'{}'", String::from_utf8_lossy(key)),
+        (DataType::BigInt | DataType::Int, Ok(b)) => {
+            ((u64::from_be_bytes(b) ^ (1 << 63)) as i64).to_string()
+        }
+        (DataType::Decimal { scale, .. }, Ok(b)) => crate::batch::format::format_decimal(
+            (u64::from_be_bytes(b) ^ (1 << 63)) as i64,
+            scale as u32,
+        ),
+        (_, Ok(b)) => format!("{} (as stored)", (u64::from_be_bytes(b) ^ (1 << 63)) as i64),
+        _ => format!("{key:?}"),
+    }
+}
+
+/// The runs of a table, open, newest last.
+pub struct KeyIndex {
+    runs: Vec<Arc<Run>>,
+}
+
+impl KeyIndex {
+    pub fn new(runs: Vec<Arc<Run>>) -> KeyIndex {
+        KeyIndex { runs }
+    }
+
+    pub fn runs(&self) -> &[Arc<Run>] {
+        &self.runs
+    }
+
+    /// The row id of `key` (in index byte form), or `None`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<RowId>> {
+        let h = key_hash(key);
+        for r in self.runs.iter().rev() {
+            if let Some(id) = r.get_hashed(key, h)? {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int64Array, StringArray};
+
+    #[test]
+    fn text_keys_sort_as_bytes_and_first_row_wins_ties() {
+        let a = StringArray::from(vec!["b", "a", "ab", "a", "abcdefghij", "abcdefghi"]);
+        let kb = KeyBatch::from_array(&a).unwrap();
+        let got: Vec<(&[u8], u32)> = (0..kb.len())
+            .map(|i| (kb.key(kb.sorted_row(i)), kb.sorted_row(i)))
+            .collect();
+        let want: Vec<(&[u8], u32)> = vec![
+            (b"a", 1),
+            (b"a", 3),
+            (b"ab", 2),
+            (b"abcdefghi", 5),
+            (b"abcdefghij", 4),
+            (b"b", 0),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(kb.null_row, None);
+    }
+
+    #[test]
+    fn null_keys_are_reported() {
+        let a = Int64Array::from(vec![Some(3), None, Some(-1)]);
+        let kb = KeyBatch::from_array(&a).unwrap();
+        assert_eq!(kb.null_row, Some(1));
+        assert_eq!(kb.key(kb.sorted_row(0)), encode_i64(-1));
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::env::temp_dir().join(format!("sluice-idx-{}-{n}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn build_finds_duplicates_inside_and_against_older_runs() {
+        let b1 = KeyBatch::from_array(&Int64Array::from(vec![5, 1, 9])).unwrap();
+        let b2 = KeyBatch::from_array(&Int64Array::from(vec![7, 2])).unwrap();
+        let p = tmp("a");
+        let Built::Run { entries, .. } = build_run(&p, &[(0, b1), (3, b2)], &[]).unwrap() else {
+            panic!("no duplicate expected");
+        };
+        assert_eq!(entries, 5);
+        let old = Arc::new(Run::open(&p).unwrap());
+        assert_eq!(old.get(&encode_i64(7)).unwrap(), Some(3));
+        // Against the older run: key 9 is row 2 there.
+        let b3 = KeyBatch::from_array(&Int64Array::from(vec![100, 9])).unwrap();
+        let q = tmp("b");
+        match build_run(&q, &[(5, b3)], std::slice::from_ref(&old)).unwrap() {
+            Built::Duplicate(c) => assert_eq!(
+                c,
+                Conflict {
+                    key: encode_i64(9).to_vec(),
+                    first: 2,
+                    second: 6
+                }
+            ),
+            Built::Run { .. } => panic!("duplicate against the older run missed"),
+        }
+        // Inside one load, across batches.
+        let b4 = KeyBatch::from_array(&Int64Array::from(vec![40, 41])).unwrap();
+        let b5 = KeyBatch::from_array(&Int64Array::from(vec![42, 40])).unwrap();
+        match build_run(&q, &[(10, b4), (12, b5)], &[]).unwrap() {
+            Built::Duplicate(c) => assert_eq!((c.first, c.second), (10, 13)),
+            Built::Run { .. } => panic!("duplicate across batches missed"),
+        }
+        // Merging runs keeps every entry.
+        let b6 = KeyBatch::from_array(&Int64Array::from(vec![3, 4])).unwrap();
+        let r = tmp("c");
+        build_run(&r, &[(20, b6)], &[]).unwrap();
+        let newer = Arc::new(Run::open(&r).unwrap());
+        let m = tmp("m");
+        let (n, _) = merge_runs(&[old, newer], &m).unwrap();
+        assert_eq!(n, 7);
+        let merged = Run::open(&m).unwrap();
+        for (k, id) in [(1, 1), (2, 4), (3, 20), (4, 21), (5, 0), (7, 3), (9, 2)] {
+            assert_eq!(merged.get(&encode_i64(k)).unwrap(), Some(id), "key {k}");
+        }
+        assert_eq!(merged.get(&encode_i64(6)).unwrap(), None);
+        for f in [p, q, r, m] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}

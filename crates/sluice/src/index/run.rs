@@ -16,6 +16,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -52,18 +53,45 @@ fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-/// Two independent 32-bit hashes of a key for the bloom filter (double
-/// hashing: probe i is h1 + i·h2).
-fn hashes(key: &[u8]) -> (u64, u64) {
-    // FNV-1a 64, then a mix for the second.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// The 64-bit hash of a key the bloom filters use (FORMAT.md): eight
+/// bytes at a time (little-endian, the tail zero-padded), each mixed in
+/// with a multiply and a rotate, then a final avalanche.
+pub fn key_hash(key: &[u8]) -> u64 {
+    const M: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (key.len() as u64).wrapping_mul(M) ^ 0x5851_f42d_4c95_7f2d;
+    let mut chunks = key.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(M).rotate_left(29);
     }
-    let h2 = (h ^ (h >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (h, h2)
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut t = [0u8; 8];
+        t[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(t)).wrapping_mul(M).rotate_left(29);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
+
+/// Bits of the bloom filter a hash sets: one 512-bit (64-byte, one cache
+/// line) block chosen by the high bits, and `BLOOM_K` bits in it from
+/// nine-bit slices of the hash rotated.
+fn bloom_probe(h: u64, blocks: u64) -> (usize, [u16; BLOOM_K]) {
+    let block = ((h as u128 * blocks as u128) >> 64) as usize;
+    let g = h.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut bits = [0u16; BLOOM_K];
+    for (i, b) in bits.iter_mut().enumerate() {
+        *b = ((g >> (9 * i)) & 511) as u16;
+    }
+    (block, bits)
+}
+
+const BLOOM_K: usize = 7;
+const BLOOM_BLOCK_BYTES: usize = 64;
 
 /// Writes a run file from keys in strictly increasing order.
 pub struct RunWriter {
@@ -74,7 +102,7 @@ pub struct RunWriter {
     block_first: Option<Vec<u8>>,
     last: Vec<u8>,
     index: Vec<(Vec<u8>, u64, u32)>,
-    keys_hashes: Vec<(u64, u64)>,
+    keys_hashes: Vec<u64>,
     entries: u64,
 }
 
@@ -106,6 +134,11 @@ impl RunWriter {
     /// equal key is a duplicate, reported by the caller who knows where it
     /// came from).
     pub fn add(&mut self, key: &[u8], locator: u64) -> Result<()> {
+        self.add_hashed(key, locator, key_hash(key))
+    }
+
+    /// As [`RunWriter::add`] with the key's [`key_hash`] already computed.
+    pub fn add_hashed(&mut self, key: &[u8], locator: u64, hash: u64) -> Result<()> {
         if self.entries > 0 && key <= self.last.as_slice() {
             return Err(Error::Internal(format!(
                 "run keys out of order or repeated at entry {}",
@@ -128,7 +161,7 @@ impl RunWriter {
         put_varint(&mut self.block, locator);
         self.last.clear();
         self.last.extend_from_slice(key);
-        self.keys_hashes.push(hashes(key));
+        self.keys_hashes.push(hash);
         self.entries += 1;
         if self.block.len() >= BLOCK {
             self.flush_block()?;
@@ -168,18 +201,20 @@ impl RunWriter {
         idx.extend_from_slice(&crc32fast::hash(&idx).to_le_bytes());
         self.write_all(&idx)?;
         let bloom_off = self.written;
-        let nbits = (self.entries * BLOOM_BITS_PER_KEY).max(64);
-        let k = 7u32;
-        let mut bits = vec![0u8; nbits.div_ceil(8) as usize];
-        for &(h1, h2) in &self.keys_hashes {
-            for i in 0..k as u64 {
-                let bit = h1.wrapping_add(i.wrapping_mul(h2)) % nbits;
-                bits[(bit / 8) as usize] |= 1 << (bit % 8);
+        let blocks = (self.entries * BLOOM_BITS_PER_KEY)
+            .div_ceil(8 * BLOOM_BLOCK_BYTES as u64)
+            .max(1);
+        let mut bits = vec![0u8; blocks as usize * BLOOM_BLOCK_BYTES];
+        for &h in &self.keys_hashes {
+            let (b, probes) = bloom_probe(h, blocks);
+            let line = &mut bits[b * BLOOM_BLOCK_BYTES..(b + 1) * BLOOM_BLOCK_BYTES];
+            for p in probes {
+                line[(p / 8) as usize] |= 1 << (p % 8);
             }
         }
         let mut bloom = Vec::with_capacity(bits.len() + 16);
-        bloom.extend_from_slice(&k.to_le_bytes());
-        bloom.extend_from_slice(&nbits.to_le_bytes());
+        bloom.extend_from_slice(&(BLOOM_K as u32).to_le_bytes());
+        bloom.extend_from_slice(&blocks.to_le_bytes());
         bloom.extend_from_slice(&bits);
         bloom.extend_from_slice(&crc32fast::hash(&bloom).to_le_bytes());
         self.write_all(&bloom)?;
@@ -206,10 +241,12 @@ pub struct Run {
     map: memmap2::Mmap,
     /// Per block: first key, offset, length.
     index: Vec<(Box<[u8]>, usize, usize)>,
-    bloom_k: u32,
-    bloom_bits: u64,
+    bloom_blocks: u64,
     bloom_at: usize,
     entries: u64,
+    /// Blocks whose checksum has been verified by this handle (a bit per
+    /// block): a block is checked on its first read, not on every lookup.
+    verified: Box<[AtomicU64]>,
 }
 
 impl Run {
@@ -268,18 +305,23 @@ impl Run {
             return Err(corrupt("bloom filter checksum mismatch"));
         }
         let bloom_k = u32_at(bbody, 0);
-        let bloom_bits = u64_at(bbody, 4);
-        if bloom_bits == 0 || bbody.len() - 12 < bloom_bits.div_ceil(8) as usize {
+        let bloom_blocks = u64_at(bbody, 4);
+        if bloom_k as usize != BLOOM_K
+            || bloom_blocks == 0
+            || (bbody.len() - 12) as u64 != bloom_blocks * BLOOM_BLOCK_BYTES as u64
+        {
             return Err(corrupt("bloom filter size mismatch"));
         }
         Ok(Run {
             path: path.to_path_buf(),
             map,
-            index,
-            bloom_k,
-            bloom_bits,
+            bloom_blocks,
             bloom_at: bloom_off + 12,
             entries,
+            verified: (0..index.len().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            index,
         })
     }
 
@@ -287,18 +329,26 @@ impl Run {
         self.entries
     }
 
-    fn may_contain(&self, key: &[u8]) -> bool {
-        let (h1, h2) = hashes(key);
-        let bits = &self.map[self.bloom_at..];
-        (0..self.bloom_k as u64).all(|i| {
-            let bit = h1.wrapping_add(i.wrapping_mul(h2)) % self.bloom_bits;
-            bits[(bit / 8) as usize] & (1 << (bit % 8)) != 0
-        })
+    /// Whether the bloom filter lets `key` (hashed by [`key_hash`]) be in
+    /// the run: false means it is not.
+    pub fn may_contain(&self, hash: u64) -> bool {
+        let (b, probes) = bloom_probe(hash, self.bloom_blocks);
+        let at = self.bloom_at + b * BLOOM_BLOCK_BYTES;
+        let line = &self.map[at..at + BLOOM_BLOCK_BYTES];
+        probes
+            .iter()
+            .all(|&p| line[(p / 8) as usize] & (1 << (p % 8)) != 0)
     }
 
     /// The locator of `key`, or `None`.
     pub fn get(&self, key: &[u8]) -> Result<Option<u64>> {
-        if self.index.is_empty() || !self.may_contain(key) {
+        self.get_hashed(key, key_hash(key))
+    }
+
+    /// As [`Run::get`] with the key's hash computed once by the caller
+    /// (one hash serves every run of a table).
+    pub fn get_hashed(&self, key: &[u8], hash: u64) -> Result<Option<u64>> {
+        if self.index.is_empty() || !self.may_contain(hash) {
             return Ok(None);
         }
         // The last block whose first key is <= key.
@@ -314,6 +364,21 @@ impl Run {
             k < key
         })?;
         Ok(found)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A cursor over the entries in key order (for merges).
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor {
+            run: self,
+            block: 0,
+            entries: Vec::new(),
+            keys: Vec::new(),
+            at: 0,
+        }
     }
 
     /// Calls `f(key, locator)` for every entry in key order.
@@ -335,9 +400,14 @@ impl Run {
             message: m,
         };
         let block = &self.map[*off..off + len];
-        let crc = u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
-        if crc32fast::hash(block) != crc {
-            return Err(corrupt(format!("checksum mismatch in block {b}")));
+        let (word, bit) = (&self.verified[b / 64], 1u64 << (b % 64));
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            let crc =
+                u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
+            if crc32fast::hash(block) != crc {
+                return Err(corrupt(format!("checksum mismatch in block {b}")));
+            }
+            word.fetch_or(bit, Ordering::Relaxed);
         }
         let mut key: Vec<u8> = Vec::new();
         let mut pos = 0;
@@ -357,6 +427,45 @@ impl Run {
             }
         }
         Ok(())
+    }
+}
+
+/// Entries of a run in key order, one block decoded at a time.
+pub struct Cursor<'a> {
+    run: &'a Run,
+    block: usize,
+    /// The decoded block: (key end in `keys`, locator).
+    entries: Vec<(usize, u64)>,
+    keys: Vec<u8>,
+    at: usize,
+}
+
+impl Cursor<'_> {
+    /// The next entry, or `None` at the end.
+    pub fn next_entry(&mut self) -> Result<Option<(&[u8], u64)>> {
+        while self.at >= self.entries.len() {
+            if self.block >= self.run.index.len() {
+                return Ok(None);
+            }
+            self.entries.clear();
+            self.keys.clear();
+            self.at = 0;
+            let (entries, keys) = (&mut self.entries, &mut self.keys);
+            self.run.scan_block(self.block, |k, loc| {
+                keys.extend_from_slice(k);
+                entries.push((keys.len(), loc));
+                true
+            })?;
+            self.block += 1;
+        }
+        let start = if self.at == 0 {
+            0
+        } else {
+            self.entries[self.at - 1].0
+        };
+        let (end, loc) = self.entries[self.at];
+        self.at += 1;
+        Ok(Some((&self.keys[start..end], loc)))
     }
 }
 

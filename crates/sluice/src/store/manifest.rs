@@ -34,11 +34,25 @@ pub struct Manifest {
     pub tables: BTreeMap<String, TableMeta>,
 }
 
-/// One table: its schema and its segments, in load order.
+/// One table: its schema, its segments in load order, and the runs of its
+/// key index (keyed tables only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableMeta {
     pub schema: Schema,
     pub segments: Vec<SegmentMeta>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunMeta>,
+}
+
+/// One immutable key-index run file (FORMAT.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Path relative to the database directory.
+    pub file: String,
+    /// Keys in the run.
+    pub entries: u64,
+    /// File size in bytes.
+    pub bytes: u64,
 }
 
 impl TableMeta {
@@ -46,8 +60,10 @@ impl TableMeta {
         self.segments.iter().map(|s| s.rows).sum()
     }
 
+    /// Bytes of segments and index runs.
     pub fn bytes(&self) -> u64 {
-        self.segments.iter().map(|s| s.bytes).sum()
+        self.segments.iter().map(|s| s.bytes).sum::<u64>()
+            + self.runs.iter().map(|r| r.bytes).sum::<u64>()
     }
 }
 

@@ -5,12 +5,14 @@
 //!   MANIFEST                    the committed state (atomically replaced)
 //!   LOCK                        held (flock) by the one writer; holds its pid
 //!   tables/<table>/<v>-<n>.arrow segment files (Arrow IPC)
+//!   tables/<table>/<v>-<n>.keys  key-index runs (keyed tables)
 //! ```
 //!
 //! Readers read `MANIFEST` once and see that snapshot; segments named by a
 //! committed manifest are never modified. A writer takes `LOCK`, and on
 //! open removes files that no manifest names (left by a crashed load).
 
+pub mod keyed;
 pub mod manifest;
 pub mod segment;
 
@@ -24,7 +26,8 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-pub use manifest::{Manifest, SegmentMeta, TableMeta};
+pub use keyed::KeyedTable;
+pub use manifest::{Manifest, RunMeta, SegmentMeta, TableMeta};
 
 use crate::error::{Error, Result};
 
@@ -39,6 +42,8 @@ pub struct Database {
     /// Segments already opened (mmapped and checked) by this handle:
     /// segment files never change, so repeated queries reuse them.
     segments: Mutex<HashMap<String, Arc<Vec<RecordBatch>>>>,
+    /// Key-index runs already opened by this handle.
+    runs: Mutex<HashMap<String, Arc<crate::index::Run>>>,
 }
 
 impl Database {
@@ -57,6 +62,7 @@ impl Database {
             manifest,
             lock: None,
             segments: Mutex::default(),
+            runs: Mutex::default(),
         })
     }
 
@@ -95,6 +101,7 @@ impl Database {
             manifest,
             lock: Some(lock),
             segments: Mutex::default(),
+            runs: Mutex::default(),
         };
         db.remove_orphans()?;
         Ok(db)
@@ -152,7 +159,9 @@ impl Database {
             let keep: std::collections::HashSet<&str> = meta
                 .segments
                 .iter()
-                .filter_map(|s| s.file.rsplit('/').next())
+                .map(|s| &s.file)
+                .chain(meta.runs.iter().map(|r| &r.file))
+                .filter_map(|f| f.rsplit('/').next())
                 .collect();
             for f in std::fs::read_dir(&tdir).map_err(|e| Error::io(&tdir, e))? {
                 let f = f.map_err(|e| Error::io(&tdir, e))?;
@@ -189,6 +198,39 @@ impl Database {
             c.insert(seg.file.clone(), batches.clone());
         }
         Ok(batches)
+    }
+
+    /// A key-index run, opened (footer, index and bloom filter checked)
+    /// once per handle; its size must match the manifest.
+    pub fn run(&self, meta: &RunMeta) -> Result<Arc<crate::index::Run>> {
+        if let Some(r) = self.runs.lock().ok().and_then(|c| c.get(&meta.file).cloned()) {
+            return Ok(r);
+        }
+        let path = self.dir.join(&meta.file);
+        let size = std::fs::metadata(&path)
+            .map_err(|e| Error::io(&path, e))?
+            .len();
+        if size != meta.bytes {
+            return Err(Error::Corrupt {
+                file: path,
+                message: format!("{size} bytes, the manifest says {} (truncated?)", meta.bytes),
+            });
+        }
+        let run = Arc::new(crate::index::Run::open(&path)?);
+        if run.entries() != meta.entries {
+            return Err(Error::Corrupt {
+                file: path,
+                message: format!(
+                    "{} keys, the manifest says {}",
+                    run.entries(),
+                    meta.entries
+                ),
+            });
+        }
+        if let Ok(mut c) = self.runs.lock() {
+            c.insert(meta.file.clone(), run.clone());
+        }
+        Ok(run)
     }
 
     /// Reads a table's batches in load order, checking every segment's

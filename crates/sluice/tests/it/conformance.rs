@@ -70,6 +70,7 @@ fn csv_spectrum() {
                     name: n.replace(' ', "_"),
                     data_type: DataType::Text,
                     default: None,
+                    primary_key: false,
                 })
                 .collect(),
         )

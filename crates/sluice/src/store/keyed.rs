@@ -1,0 +1,209 @@
+//! Keyed tables: lookups by primary key, and merging a table's runs.
+
+use std::sync::{Arc, OnceLock};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use super::{Database, RunMeta, TableMeta};
+use crate::batch::{Column, ValueOptions};
+use crate::error::{Error, Result};
+use crate::index::{KeyIndex, RowId, encode_key_text};
+
+/// A segment's batches and the first row of each.
+struct SegmentRows {
+    batches: Arc<Vec<RecordBatch>>,
+    starts: Vec<u64>,
+}
+
+/// A keyed table opened for lookups: its runs open, row ids mapped to
+/// segments. Holds the snapshot of the manifest it was opened at.
+pub struct KeyedTable<'a> {
+    db: &'a Database,
+    meta: TableMeta,
+    key: usize,
+    index: KeyIndex,
+    /// Row id of each segment's first row.
+    seg_starts: Vec<u64>,
+    schema: SchemaRef,
+    values: Arc<ValueOptions>,
+    segments: Vec<OnceLock<Arc<SegmentRows>>>,
+}
+
+impl Database {
+    /// Opens `table` for key lookups; an error if it has no PRIMARY KEY.
+    pub fn keyed(&self, table: &str) -> Result<KeyedTable<'_>> {
+        let meta = self
+            .table(table)
+            .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+            .clone();
+        let key = meta.schema.key_column().ok_or_else(|| {
+            Error::Schema(format!(
+                "table {table} has no primary key (create it with --key COLUMN or PRIMARY KEY in --schema)"
+            ))
+        })?;
+        let runs = meta
+            .runs
+            .iter()
+            .map(|r| self.run(r))
+            .collect::<Result<Vec<_>>>()?;
+        let mut seg_starts = Vec::with_capacity(meta.segments.len());
+        let mut n = 0;
+        for s in &meta.segments {
+            seg_starts.push(n);
+            n += s.rows;
+        }
+        Ok(KeyedTable {
+            db: self,
+            key,
+            index: KeyIndex::new(runs),
+            seg_starts,
+            schema: meta.schema.arrow_schema(),
+            values: Arc::new(ValueOptions::default()),
+            segments: (0..meta.segments.len()).map(|_| OnceLock::new()).collect(),
+            meta,
+        })
+    }
+
+    /// Merges the runs of a keyed table into one and commits; returns the
+    /// number of runs merged (0 when there was at most one). Atomic: a
+    /// crash before the commit leaves the old runs, and the new file is
+    /// removed as an orphan when the database is next opened for writing.
+    pub fn compact(&mut self, table: &str) -> Result<usize> {
+        let name = table.to_ascii_lowercase();
+        let meta = self
+            .table(&name)
+            .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+            .clone();
+        if meta.runs.len() < 2 {
+            return Ok(0);
+        }
+        let runs = meta
+            .runs
+            .iter()
+            .map(|r| self.run(r))
+            .collect::<Result<Vec<_>>>()?;
+        let version = self.manifest.version + 1;
+        let (rel_dir, abs_dir) = self.table_dir(&name);
+        let file = format!("{version:06}-merged.keys");
+        let path = abs_dir.join(&file);
+        let (entries, bytes) = match crate::index::merge_runs(&runs, &path) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        if let Err(e) = super::manifest::sync_dir(&abs_dir) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        // Fault injection for the crash tests: die with the merged run
+        // written and the manifest not yet swapped.
+        if std::env::var_os("SLUICE_FAULT").is_some_and(|v| v == "merge-before-commit") {
+            std::process::abort();
+        }
+        let mut next = self.manifest.clone();
+        let t = next
+            .tables
+            .get_mut(&name)
+            .ok_or_else(|| Error::Internal("table vanished".into()))?;
+        t.runs = vec![RunMeta {
+            file: format!("{rel_dir}/{file}"),
+            entries,
+            bytes,
+        }];
+        if let Err(e) = self.commit(next) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        // The old runs are no longer named by the manifest. Readers that
+        // have them open keep reading them (unlinked files stay mapped).
+        if let Ok(mut c) = self.runs.lock() {
+            for r in &meta.runs {
+                c.remove(&r.file);
+            }
+        }
+        for r in &meta.runs {
+            let _ = std::fs::remove_file(self.dir.join(&r.file));
+        }
+        Ok(meta.runs.len())
+    }
+}
+
+impl KeyedTable<'_> {
+    pub fn key_column(&self) -> &Column {
+        &self.meta.schema.columns[self.key]
+    }
+
+    pub fn meta(&self) -> &TableMeta {
+        &self.meta
+    }
+
+    /// The index's byte form of a key given as text.
+    pub fn encode_key(&self, text: &str) -> Result<Vec<u8>> {
+        encode_key_text(self.key_column(), text, &self.values)
+    }
+
+    /// The row id of an encoded key.
+    pub fn locate(&self, key: &[u8]) -> Result<Option<RowId>> {
+        self.index.get(key)
+    }
+
+    /// One row by row id, as a one-row batch of the table's plain schema.
+    pub fn row(&self, id: RowId) -> Result<RecordBatch> {
+        let s = self.seg_starts.partition_point(|&st| st <= id);
+        let seg_meta = s
+            .checked_sub(1)
+            .and_then(|s| self.meta.segments.get(s).map(|m| (s, m)));
+        let Some((s, seg_meta)) = seg_meta.filter(|(s, m)| id - self.seg_starts[*s] < m.rows)
+        else {
+            return Err(Error::Corrupt {
+                file: self.db.dir().join(&self.meta.runs.first().map(|r| r.file.clone()).unwrap_or_default()),
+                message: format!("the index points at row {id}, past the table's rows"),
+            });
+        };
+        let rows = match self.segments[s].get() {
+            Some(r) => r.clone(),
+            None => {
+                let batches = self.db.segment_batches(seg_meta, &self.schema)?;
+                let mut starts = Vec::with_capacity(batches.len());
+                let mut n = 0u64;
+                for b in batches.iter() {
+                    starts.push(n);
+                    n += b.num_rows() as u64;
+                }
+                let r = Arc::new(SegmentRows { batches, starts });
+                let _ = self.segments[s].set(r.clone());
+                r
+            }
+        };
+        let at = id - self.seg_starts[s];
+        let b = rows.starts.partition_point(|&st| st <= at) - 1;
+        let batch = &rows.batches[b];
+        let one = batch.slice((at - rows.starts[b]) as usize, 1);
+        crate::batch::dict::decode_batch(&one, &[])
+    }
+
+    /// The row with key `key` (as text), or `None`.
+    pub fn get(&self, key: &str) -> Result<Option<RecordBatch>> {
+        let k = self.encode_key(key)?;
+        match self.locate(&k)? {
+            Some(id) => self.row(id).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The rows of the keys found, in the order the keys are given (a key
+    /// given twice gives its row twice); missing keys give no row.
+    pub fn get_many<S: AsRef<str>>(&self, keys: &[S]) -> Result<RecordBatch> {
+        let mut rows = Vec::new();
+        for k in keys {
+            if let Some(r) = self.get(k.as_ref())? {
+                rows.push(r);
+            }
+        }
+        let schema = self.meta.schema.arrow_schema();
+        Ok(arrow_select::concat::concat_batches(&schema, &rows)?)
+    }
+}
