@@ -55,6 +55,32 @@ pub enum Scenario {
         #[arg(long)]
         no_peers: bool,
     },
+    /// Many TSV files of (19-digit object id, chunkId, subChunkId), fixed
+    /// seed, loaded into a table keyed by the id: once over all files and
+    /// as 10 incremental loads (rate per tenth), size against the raw TSV,
+    /// then warm key lookups through the library; MariaDB InnoDB loads the
+    /// same files one LOAD DATA INFILE at a time when its server is
+    /// installed
+    SecondaryIndex {
+        /// Number of files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Random present keys looked up
+        #[arg(long, default_value_t = 100_000)]
+        lookups: usize,
+        /// Where the files and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+        /// Keep the databases afterwards
+        #[arg(long)]
+        keep: bool,
+    },
 }
 
 /// TPC-H Q1, as in the specification with the usual 90-day delta (the
@@ -103,6 +129,14 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => q1(sf, &threads_list, runs, &dir, no_peers, quiet),
+        Scenario::SecondaryIndex {
+            files,
+            rows,
+            lookups,
+            dir,
+            no_peers,
+            keep,
+        } => crate::bench_index::run(files, rows, lookups, &dir, None, no_peers, keep, quiet),
     }
 }
 

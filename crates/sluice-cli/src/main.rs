@@ -1,6 +1,7 @@
 //! The `sluice` command-line tool.
 
 mod bench;
+mod bench_index;
 mod demo;
 mod generate;
 mod query;
@@ -112,7 +113,7 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a benchmark scenario (peers too, when installed) and print a table
     #[command(
-        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64"
+        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000"
     )]
     Bench {
         #[command(subcommand)]

@@ -1512,7 +1512,7 @@ impl Writer<'_> {
         let mut prev: Option<&[u8]> = None;
         for i in 0..kb.len() {
             let r = kb.sorted_row(i);
-            let key = kb.key(r);
+            let key = kb.sorted_key(i);
             let dup = prev == Some(key)
                 || self.keys.seen.contains(key)
                 || self.keys.lookup_older(key)?.is_some();
@@ -1524,9 +1524,8 @@ impl Writer<'_> {
             }
         }
         for i in 0..kb.len() {
-            let r = kb.sorted_row(i);
-            if keep[r as usize] {
-                self.keys.seen.insert(kb.key(r).into());
+            if keep[kb.sorted_row(i) as usize] {
+                self.keys.seen.insert(kb.sorted_key(i).into());
             }
         }
         if dropped == 0 {

@@ -34,16 +34,43 @@ pub type RowId = u64;
 /// of a load (or by `sluice compact`).
 pub const MERGE_AT_RUNS: usize = 8;
 
-/// The keys of one batch: the key of every row as order-preserving bytes,
-/// and the rows in key order (equal keys by row).
+/// The keys of one batch in key order (equal keys by row), each with its
+/// row: stored in that order, so that merging batches reads memory
+/// sequentially.
 pub struct KeyBatch {
     bytes: Vec<u8>,
-    /// Row i's key is `bytes[offs[i]..offs[i+1]]`; empty when every key is
-    /// 8 bytes (integers), row i at `8 * i`.
+    /// The `i`-th key is `bytes[offs[i]..offs[i+1]]`; empty when every key
+    /// is 8 bytes (integers), the `i`-th at `8 * i`.
     offs: Vec<u32>,
-    order: Vec<u32>,
+    /// The first eight bytes of each key as a big-endian integer (zero
+    /// padded): most comparisons end there.
+    prefixes: Vec<u64>,
+    rows: Vec<u32>,
     /// The first row whose key is NULL, if any.
     pub null_row: Option<u32>,
+}
+
+/// The key of row `i` of a column, before sorting.
+struct Unsorted<'a> {
+    bytes: &'a [u8],
+    offs: &'a [u32],
+}
+
+impl Unsorted<'_> {
+    fn key(&self, i: usize) -> &[u8] {
+        if self.offs.is_empty() {
+            &self.bytes[8 * i..8 * i + 8]
+        } else {
+            &self.bytes[self.offs[i] as usize..self.offs[i + 1] as usize]
+        }
+    }
+}
+
+fn prefix_of(k: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let m = k.len().min(8);
+    p[..m].copy_from_slice(&k[..m]);
+    u64::from_be_bytes(p)
 }
 
 impl KeyBatch {
@@ -99,58 +126,68 @@ impl KeyBatch {
             bytes.extend_from_slice(&s.value_data()[first..last]);
             offs = o.iter().map(|&x| (x as usize - first) as u32).collect();
         }
-        let mut kb = KeyBatch {
-            bytes,
-            offs,
-            order: Vec::new(),
-            null_row,
+        let src = Unsorted {
+            bytes: &bytes,
+            offs: &offs,
         };
         // Sort by the first eight bytes as an integer, then the whole key
         // (ties are rare), then the row: the first of equal keys first.
-        let mut pairs: Vec<(u64, u32)> = (0..n as u32).map(|i| (kb.prefix(i), i)).collect();
+        let mut pairs: Vec<(u64, u32)> = (0..n)
+            .map(|i| (prefix_of(src.key(i)), i as u32))
+            .collect();
         pairs.sort_unstable_by(|a, b| {
             a.0.cmp(&b.0)
-                .then_with(|| kb.key(a.1).cmp(kb.key(b.1)))
+                .then_with(|| src.key(a.1 as usize).cmp(src.key(b.1 as usize)))
                 .then(a.1.cmp(&b.1))
         });
-        kb.order = pairs.into_iter().map(|(_, i)| i).collect();
-        Ok(kb)
+        let mut sorted_bytes = Vec::with_capacity(bytes.len());
+        let mut sorted_offs = Vec::with_capacity(if offs.is_empty() { 0 } else { n + 1 });
+        if !offs.is_empty() {
+            sorted_offs.push(0);
+        }
+        for &(_, r) in &pairs {
+            sorted_bytes.extend_from_slice(src.key(r as usize));
+            if !offs.is_empty() {
+                sorted_offs.push(sorted_bytes.len() as u32);
+            }
+        }
+        Ok(KeyBatch {
+            bytes: sorted_bytes,
+            offs: sorted_offs,
+            prefixes: pairs.iter().map(|p| p.0).collect(),
+            rows: pairs.iter().map(|p| p.1).collect(),
+            null_row,
+        })
     }
 
     pub fn len(&self) -> usize {
-        self.order.len()
+        self.rows.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
+        self.rows.is_empty()
     }
 
-    /// The key of `row`.
-    pub fn key(&self, row: u32) -> &[u8] {
-        let r = row as usize;
+    /// The `i`-th key in key order.
+    pub fn sorted_key(&self, i: usize) -> &[u8] {
         if self.offs.is_empty() {
-            &self.bytes[8 * r..8 * r + 8]
+            &self.bytes[8 * i..8 * i + 8]
         } else {
-            &self.bytes[self.offs[r] as usize..self.offs[r + 1] as usize]
+            &self.bytes[self.offs[i] as usize..self.offs[i + 1] as usize]
         }
     }
 
-    fn prefix(&self, row: u32) -> u64 {
-        let k = self.key(row);
-        let mut p = [0u8; 8];
-        let m = k.len().min(8);
-        p[..m].copy_from_slice(&k[..m]);
-        u64::from_be_bytes(p)
-    }
-
-    /// The `i`-th row in key order.
+    /// The row of the `i`-th key in key order.
     pub fn sorted_row(&self, i: usize) -> u32 {
-        self.order[i]
+        self.rows[i]
     }
 
     /// Memory held, for the loader's budget.
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + 4 * self.offs.capacity() + 4 * self.order.capacity()
+        self.bytes.capacity()
+            + 4 * self.offs.capacity()
+            + 8 * self.prefixes.capacity()
+            + 4 * self.rows.capacity()
     }
 }
 
@@ -207,11 +244,10 @@ pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>])
     let mut heap = BinaryHeap::with_capacity(batches.len());
     let head = |b: usize, i: usize| {
         let (base, kb) = &batches[b];
-        let row = kb.sorted_row(i);
         Head {
-            prefix: kb.prefix(row),
-            key: kb.key(row),
-            row: base + row as u64,
+            prefix: kb.prefixes[i],
+            key: kb.sorted_key(i),
+            row: base + kb.sorted_row(i) as u64,
             batch: b,
             next: i + 1,
         }
@@ -325,7 +361,7 @@ pub fn encode_key_text(column: &Column, text: &str, values: &Arc<ValueOptions>) 
             })?;
             let (batch, _) = b.finish()?;
             let kb = KeyBatch::from_array(batch.column(0).as_ref())?;
-            Ok(kb.key(0).to_vec())
+            Ok(kb.sorted_key(0).to_vec())
         }
     }
 }
@@ -382,7 +418,7 @@ mod tests {
         let a = StringArray::from(vec!["b", "a", "ab", "a", "abcdefghij", "abcdefghi"]);
         let kb = KeyBatch::from_array(&a).unwrap();
         let got: Vec<(&[u8], u32)> = (0..kb.len())
-            .map(|i| (kb.key(kb.sorted_row(i)), kb.sorted_row(i)))
+            .map(|i| (kb.sorted_key(i), kb.sorted_row(i)))
             .collect();
         let want: Vec<(&[u8], u32)> = vec![
             (b"a", 1),
@@ -401,7 +437,7 @@ mod tests {
         let a = Int64Array::from(vec![Some(3), None, Some(-1)]);
         let kb = KeyBatch::from_array(&a).unwrap();
         assert_eq!(kb.null_row, Some(1));
-        assert_eq!(kb.key(kb.sorted_row(0)), encode_i64(-1));
+        assert_eq!(kb.sorted_key(0), encode_i64(-1));
     }
 
     fn tmp(name: &str) -> std::path::PathBuf {

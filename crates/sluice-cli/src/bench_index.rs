@@ -1,0 +1,456 @@
+//! `sluice bench secondary-index`: many TSV files of (object id, chunkId,
+//! subChunkId) loaded into a keyed table, at once and as ten incremental
+//! loads; then key lookups through the library. MariaDB (InnoDB, one
+//! `LOAD DATA INFILE` per file, as the archive did) runs in the same run
+//! when its server is installed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use sluice::load::{Header, LoadOptions, Progress, load};
+use sluice::source::Input;
+use sluice::store::Database;
+
+use crate::generate::{Rng, push_u64};
+
+const SCHEMA: &str = "source_id TEXT PRIMARY KEY, chunkId INT, subChunkId INT";
+const SEED: u64 = 28;
+
+/// The `i`-th object id: 19 digits, unique for every `i` below 2^62
+/// (a bijection of the 62-bit integers, offset by 10^18), unsorted.
+pub fn object_id(i: u64) -> u64 {
+    const MASK: u64 = (1 << 62) - 1;
+    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & MASK;
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & MASK;
+    x ^= x >> 29;
+    1_000_000_000_000_000_000 + x
+}
+
+/// Writes the files (in parallel) unless they exist; returns the paths
+/// and their total size.
+fn generate(dir: &Path, files: usize, rows: u64, quiet: bool) -> Result<(Vec<PathBuf>, u64)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let paths: Vec<PathBuf> = (0..files)
+        .map(|f| dir.join(format!("chunk-{f:05}.tsv")))
+        .collect();
+    let missing: Vec<usize> = (0..files).filter(|&f| !paths[f].exists()).collect();
+    if !missing.is_empty() && !quiet {
+        eprintln!("generating {} files of {rows} rows in {} ...", missing.len(), dir.display());
+    }
+    let cores = sluice::exec::usable_cores();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| -> Result<()> {
+        let mut hs = Vec::new();
+        for _ in 0..cores {
+            hs.push(s.spawn(|| -> Result<()> {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&f) = missing.get(k) else {
+                        return Ok(());
+                    };
+                    let mut rng = Rng::new(SEED ^ (f as u64).wrapping_mul(0x1234_5678_9abc_def1));
+                    let mut out = Vec::with_capacity(rows as usize * 32);
+                    for r in 0..rows {
+                        push_u64(&mut out, object_id(f as u64 * rows + r));
+                        out.push(b'\t');
+                        push_u64(&mut out, rng.below(150_000));
+                        out.push(b'\t');
+                        push_u64(&mut out, rng.below(1000));
+                        out.push(b'\n');
+                    }
+                    let tmp = paths[f].with_extension("tmp");
+                    std::fs::write(&tmp, &out)
+                        .with_context(|| format!("writing {}", tmp.display()))?;
+                    std::fs::rename(&tmp, &paths[f])?;
+                }
+            }));
+        }
+        for h in hs {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a generator thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let mut bytes = 0;
+    for p in &paths {
+        bytes += std::fs::metadata(p)?.len();
+    }
+    Ok((paths, bytes))
+}
+
+fn opts(threads: Option<usize>, progress: Option<Arc<Progress>>) -> Result<LoadOptions> {
+    let mut o = LoadOptions {
+        schema: Some(SCHEMA.parse()?),
+        header: Header::No,
+        threads,
+        progress,
+        ..Default::default()
+    };
+    o.dialect.delimiter = b'\t';
+    Ok(o)
+}
+
+fn inputs(paths: &[PathBuf]) -> Vec<Input> {
+    paths.iter().map(|p| Input::File(p.clone())).collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    files: usize,
+    rows: u64,
+    lookups: usize,
+    dir: &Path,
+    threads: Option<usize>,
+    no_peers: bool,
+    keep: bool,
+    quiet: bool,
+) -> Result<()> {
+    if files < 10 {
+        bail!("--files must be at least 10 (the load is timed in tenths)");
+    }
+    let data = dir.join(format!("secondary-{files}x{rows}"));
+    let (paths, raw_bytes) = generate(&data, files, rows, quiet)?;
+    let total_rows = files as u64 * rows;
+    let tenth = |i: usize| &paths[i * files / 10..(i + 1) * files / 10];
+    let tenth_rows = |i: usize| tenth(i).len() as u64 * rows;
+    let _ = Command::new("sync").status();
+
+    // 1. One load over every file; the time at which each tenth of the
+    // files has been read comes from the progress counters.
+    let one_db = dir.join("secondary-one.db");
+    let _ = std::fs::remove_dir_all(&one_db);
+    let progress = Arc::new(Progress::default());
+    let marks = {
+        let mut db = Database::open_writer(&one_db)?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let start = Instant::now();
+        let watcher = {
+            let (p, stop) = (progress.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut marks = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let done = p.files_done.load(Ordering::Relaxed) as usize;
+                    while marks.len() < 10 && done >= (marks.len() + 1) * files / 10 {
+                        marks.push(start.elapsed().as_secs_f64());
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                marks
+            })
+        };
+        let s = load(
+            &mut db,
+            "objects",
+            &inputs(&paths),
+            &opts(threads, Some(progress.clone()))?,
+        )?;
+        stop.store(true, Ordering::Relaxed);
+        let marks = watcher.join().unwrap_or_default();
+        if s.rows != total_rows {
+            bail!("loaded {} rows, expected {total_rows}", s.rows);
+        }
+        (s.seconds, marks)
+    };
+    let (one_seconds, one_marks) = marks;
+
+    // 2. Ten incremental loads into a fresh database, each opening it as
+    // a separate `sluice load` would.
+    let inc_db = dir.join("secondary-inc.db");
+    let _ = std::fs::remove_dir_all(&inc_db);
+    let mut inc = Vec::new();
+    let mut merged_at = Vec::new();
+    for i in 0..10 {
+        let start = Instant::now();
+        let mut db = Database::open_writer(&inc_db)?;
+        let s = load(&mut db, "objects", &inputs(tenth(i)), &opts(threads, None)?)?;
+        drop(db);
+        inc.push(start.elapsed().as_secs_f64());
+        if s.runs_merged > 0 {
+            merged_at.push(i + 1);
+        }
+    }
+    let inc_total: f64 = inc.iter().sum();
+
+    // 3. Size and lookups (through the library, one thread).
+    let db = Database::open(&one_db)?;
+    let meta = db.table("objects").context("the table is missing")?.clone();
+    let seg_bytes: u64 = meta.segments.iter().map(|s| s.bytes).sum();
+    let run_bytes: u64 = meta.runs.iter().map(|r| r.bytes).sum();
+    let t = db.keyed("objects")?;
+    let mut rng = Rng::new(SEED + 1);
+    let keys: Vec<String> = (0..lookups)
+        .map(|_| object_id(rng.below(total_rows)).to_string())
+        .collect();
+    // Warm: every segment and index block read once.
+    for k in &keys {
+        t.get(k)?;
+    }
+    let mut lat = Vec::with_capacity(keys.len());
+    let start = Instant::now();
+    let mut found = 0usize;
+    for k in &keys {
+        let t0 = Instant::now();
+        if t.get(k)?.is_some() {
+            found += 1;
+        }
+        lat.push(t0.elapsed().as_secs_f64());
+    }
+    let single = start.elapsed().as_secs_f64();
+    if found != keys.len() {
+        bail!("{} of {} present keys were not found", keys.len() - found, keys.len());
+    }
+    lat.sort_by(f64::total_cmp);
+    const BATCH: usize = 1000;
+    let mut blat = Vec::new();
+    let start = Instant::now();
+    for chunk in keys.chunks(BATCH) {
+        let t0 = Instant::now();
+        let got = t.get_many(chunk)?;
+        if got.num_rows() != chunk.len() {
+            bail!("a batch of {} keys found {} rows", chunk.len(), got.num_rows());
+        }
+        blat.push(t0.elapsed().as_secs_f64());
+    }
+    let batched = start.elapsed().as_secs_f64();
+    blat.sort_by(f64::total_cmp);
+
+    // 4. The peer.
+    let maria = if no_peers {
+        None
+    } else {
+        match mariadb_load(dir, &paths, quiet) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("peer: mariadb failed: {e:#}");
+                None
+            }
+        }
+    };
+
+    let cores = sluice::exec::usable_cores();
+    println!(
+        "secondary-index: {files} TSV files x {rows} rows = {total_rows} rows, {} raw; {} usable cores",
+        crate::util::human_bytes(raw_bytes),
+        cores
+    );
+    println!();
+    println!("| load | time (s) | rows/s |");
+    println!("|---|---:|---:|");
+    println!(
+        "| sluice, one load of all files | {one_seconds:.2} | {} |",
+        crate::util::human_count((total_rows as f64 / one_seconds) as u64)
+    );
+    println!(
+        "| sluice, 10 incremental loads | {inc_total:.2} | {} |",
+        crate::util::human_count((total_rows as f64 / inc_total) as u64)
+    );
+    if let Some((secs, version)) = &maria {
+        println!(
+            "| MariaDB {version} InnoDB, LOAD DATA per file | {secs:.1} | {} |",
+            crate::util::human_count((total_rows as f64 / secs) as u64)
+        );
+    }
+    println!();
+    println!("| tenth of the files | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let row = |label: &str, secs: &[f64]| {
+        let cells: Vec<String> = (0..10)
+            .map(|i| match secs.get(i) {
+                Some(s) => crate::util::human_count((tenth_rows(i) as f64 / s) as u64),
+                None => "-".into(),
+            })
+            .collect();
+        println!("| {label} rows/s | {} |", cells.join(" | "));
+    };
+    let one_tenths: Vec<f64> = one_marks
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| m - if i == 0 { 0.0 } else { one_marks[i - 1] })
+        .collect();
+    row("one load (reading)", &one_tenths);
+    row("incremental loads", &inc);
+    println!();
+    let last_first = inc[0] / inc[9];
+    println!(
+        "incremental: last tenth / first tenth rate = {last_first:.2} (target >= 0.9); runs merged after load {}",
+        if merged_at.is_empty() {
+            "none".to_string()
+        } else {
+            merged_at
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    println!(
+        "one load: {:.2} s reading and parsing, {:.2} s after the last file (sorting, key index, commit)",
+        one_marks.last().copied().unwrap_or(f64::NAN),
+        one_seconds - one_marks.last().copied().unwrap_or(f64::NAN)
+    );
+    println!(
+        "size: {} on disk ({} segments + {} key index) = {:.2}x the raw TSV (target <= 1)",
+        crate::util::human_bytes(seg_bytes + run_bytes),
+        crate::util::human_bytes(seg_bytes),
+        crate::util::human_bytes(run_bytes),
+        (seg_bytes + run_bytes) as f64 / raw_bytes as f64
+    );
+    println!(
+        "lookups, {lookups} random present keys, warm, one thread: {} /s one at a time (p50 {:.1} us, p99 {:.1} us); {} /s in batches of {BATCH} (p50 {:.2} ms, p99 {:.2} ms a batch)",
+        crate::util::human_count((lookups as f64 / single) as u64),
+        percentile(&lat, 0.5) * 1e6,
+        percentile(&lat, 0.99) * 1e6,
+        crate::util::human_count((lookups as f64 / batched) as u64),
+        percentile(&blat, 0.5) * 1e3,
+        percentile(&blat, 0.99) * 1e3,
+    );
+    if let Some((secs, _)) = &maria {
+        println!(
+            "vs MariaDB: sluice one load {:.1}x faster, incremental {:.1}x faster (target >= 50x)",
+            secs / one_seconds,
+            secs / inc_total
+        );
+    }
+    if !keep {
+        let _ = std::fs::remove_dir_all(&one_db);
+        let _ = std::fs::remove_dir_all(&inc_db);
+    }
+    Ok(())
+}
+
+/// Starts a private MariaDB server on a socket in `dir`, loads every file
+/// with `LOAD DATA INFILE` into an InnoDB table with the archive's
+/// schema, one statement per file; returns the seconds and the version.
+/// `None` when no server is installed.
+fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<(f64, String)>> {
+    let server = ["mariadbd", "mysqld"]
+        .iter()
+        .map(|s| PathBuf::from("/usr/sbin").join(s))
+        .find(|p| p.exists());
+    let Some(server) = server else {
+        if !quiet {
+            eprintln!("peer: no MariaDB server (apt-get install mariadb-server to compare)");
+        }
+        return Ok(None);
+    };
+    let base = std::fs::canonicalize(dir)?.join("mariadb");
+    let _ = std::fs::remove_dir_all(&base);
+    let datadir = base.join("data");
+    std::fs::create_dir_all(&datadir)?;
+    let sock = base.join("mysqld.sock");
+    let user = if is_root() { "root" } else { "" };
+    let mut install = Command::new("mariadb-install-db");
+    install
+        .arg(format!("--datadir={}", datadir.display()))
+        .arg("--auth-root-authentication-method=normal")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if !user.is_empty() {
+        install.arg(format!("--user={user}"));
+    }
+    if !install.status().context("running mariadb-install-db")?.success() {
+        bail!("mariadb-install-db failed");
+    }
+    let mut srv = Command::new(&server);
+    srv.arg("--no-defaults")
+        .arg(format!("--datadir={}", datadir.display()))
+        .arg(format!("--socket={}", sock.display()))
+        .arg("--skip-networking")
+        .arg(format!("--pid-file={}", base.join("pid").display()))
+        .arg("--secure-file-priv=")
+        .arg("--innodb-buffer-pool-size=1G")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(base.join("server.log"))?));
+    if !user.is_empty() {
+        srv.arg(format!("--user={user}"));
+    }
+    let mut child = srv.spawn().context("starting the MariaDB server")?;
+    let client = |sql: &str| -> Result<String> {
+        let out = Command::new("mariadb")
+            .arg(format!("--socket={}", sock.display()))
+            .args(["-uroot", "-N", "-B", "-e", sql])
+            .output()
+            .context("running the mariadb client")?;
+        if !out.status.success() {
+            bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let result = (|| -> Result<(f64, String)> {
+        let mut up = false;
+        for _ in 0..300 {
+            if client("SELECT 1").is_ok() {
+                up = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if !up {
+            bail!("the server did not start (see {})", base.join("server.log").display());
+        }
+        let version = client("SELECT VERSION()")?;
+        client(
+            "CREATE DATABASE bench; CREATE TABLE bench.objects (source_id CHAR(28) NOT NULL PRIMARY KEY, chunkId INT, subChunkId INT) ENGINE=InnoDB",
+        )?;
+        if !quiet {
+            eprintln!("peer: MariaDB {version}: loading {} files one by one ...", paths.len());
+        }
+        // One client session, one LOAD DATA per file, as a loader script
+        // would; autocommit, so each file is its own transaction.
+        let mut c = Command::new("mariadb")
+            .arg(format!("--socket={}", sock.display()))
+            .args(["-uroot", "bench"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()?;
+        let start = Instant::now();
+        {
+            let mut stdin = c.stdin.take().context("client stdin")?;
+            for p in paths {
+                let p = std::fs::canonicalize(p)?;
+                writeln!(
+                    stdin,
+                    "LOAD DATA INFILE '{}' INTO TABLE objects FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n';",
+                    p.display()
+                )?;
+            }
+        }
+        if !c.wait()?.success() {
+            bail!("a LOAD DATA statement failed");
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let n = client("SELECT COUNT(*) FROM bench.objects")?;
+        if !quiet {
+            eprintln!("peer: MariaDB loaded {n} rows in {secs:.1} s");
+        }
+        Ok((secs, version))
+    })();
+    let _ = client("SHUTDOWN");
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&base);
+    result.map(Some)
+}
+
+fn is_root() -> bool {
+    std::env::var("USER").is_ok_and(|u| u == "root")
+        || Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
