@@ -38,6 +38,8 @@ pub struct ScanFacts {
     /// Distinct integer programs of the fused aggregation pass, when the
     /// aggregates allow it (see [`super::fused`]).
     pub fused_programs: Option<usize>,
+    /// Rows read through the key index: (keys looked up, rows found).
+    pub index_lookup: Option<(usize, usize)>,
 }
 
 /// Smallest and largest morsel. A morsel is a zero-copy slice of a batch;
@@ -96,6 +98,23 @@ pub fn execute(
         None => {
             inputs.push(empty_input(1)?);
             input_bounds.push(Arc::new(Vec::new()));
+        }
+        Some(t) if plan.key_lookup.is_some() && db.keyed(t).is_ok() => {
+            let keyed = db.keyed(t)?;
+            let keys = plan.key_lookup.as_deref().unwrap_or_default();
+            let mut rows = Vec::new();
+            for k in keys {
+                if let Some(id) = keyed.locate(k)? {
+                    rows.push(keyed.row(id)?.project(&plan.scan_columns)?);
+                }
+            }
+            facts.index_lookup = Some((keys.len(), rows.len()));
+            facts.segments_total = keyed.meta().segments.len();
+            if let Some(first) = rows.first() {
+                let schema = first.schema();
+                inputs.push(arrow_select::concat::concat_batches(&schema, &rows)?);
+                input_bounds.push(Arc::new(vec![None; plan.scan_columns.len()]));
+            }
         }
         Some(t) => {
             let meta = db

@@ -67,6 +67,10 @@ pub struct Plan {
     pub limit: Option<usize>,
     pub offset: usize,
     pub prune: Vec<Prune>,
+    /// `key = v` or `key IN (v, ...)` on a keyed table: the keys in index
+    /// byte form; the rows come from the key index instead of a scan (the
+    /// filter still runs over them).
+    pub key_lookup: Option<Vec<Vec<u8>>>,
     pub explain: bool,
 }
 
@@ -425,6 +429,10 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         .as_ref()
         .map(|f| prune_of(f, &table_types))
         .unwrap_or_default();
+    let key_lookup = match (&filter, schema.as_ref().and_then(|s| s.key_column())) {
+        (Some(f), Some(k)) => key_lookup_of(f, k, &table_types[k]),
+        _ => None,
+    };
     // Projection pushdown: the scan keeps only the columns the query reads,
     // renumbered; `scan_columns` maps back to the table's columns.
     let mut used = vec![false; table_types.len()];
@@ -484,8 +492,63 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         limit,
         offset,
         prune,
+        key_lookup,
         explain,
     })
+}
+
+/// The keys of a top-level AND-ed `key = literal` or `key IN (literals)`
+/// on the key column `k` stored as `stored`, in index byte form; `None`
+/// when there is no such conjunct or a literal does not convert exactly.
+fn key_lookup_of(filter: &Expr, k: usize, stored: &A) -> Option<Vec<Vec<u8>>> {
+    let key_bytes = |e: &Expr| -> Option<Vec<u8>> {
+        let Expr::Literal(l) = e else { return None };
+        if l.is_null(0) {
+            return None;
+        }
+        match (stored, l.data_type()) {
+            (A::Utf8, A::Utf8) => {
+                use arrow_array::cast::AsArray;
+                Some(l.as_string::<i32>().value(0).as_bytes().to_vec())
+            }
+            (A::Utf8, _) | (_, A::Utf8) => None,
+            _ => {
+                let v = i64::try_from(stat_value(l, stored)?).ok()?;
+                Some(crate::index::encode_i64(v).to_vec())
+            }
+        }
+    };
+    let mut stack = vec![filter];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Binary {
+                op: BinOp::And,
+                left,
+                right,
+            } => {
+                stack.push(left);
+                stack.push(right);
+            }
+            Expr::Binary {
+                op: BinOp::Eq,
+                left,
+                right,
+            } => match (column_of(left), column_of(right)) {
+                (Some(c), _) if c == k => return key_bytes(right).map(|b| vec![b]),
+                (_, Some(c)) if c == k => return key_bytes(left).map(|b| vec![b]),
+                _ => {}
+            },
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } if column_of(expr) == Some(k) => {
+                return list.iter().map(key_bytes).collect();
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn count_literal(e: &ast::Expr, what: &str) -> Result<usize> {
@@ -1775,6 +1838,18 @@ impl Plan {
             depth += 1;
         }
         match &self.table {
+            Some(t) if facts.index_lookup.is_some() => {
+                let (keys, found) = facts.index_lookup.unwrap_or_default();
+                line(
+                    &mut s,
+                    depth,
+                    format!(
+                        "Index lookup {t}: {keys} key{} through the primary-key index, {found} row{} found (no scan)",
+                        if keys == 1 { "" } else { "s" },
+                        if found == 1 { "" } else { "s" }
+                    ),
+                )
+            }
             Some(t) => line(
                 &mut s,
                 depth,
