@@ -130,7 +130,7 @@ pub fn run(
     let _ = Command::new("sync").status();
 
     // 1. One load over every file; the time at which each tenth of the
-    // files has been read comes from the progress counters.
+    // rows has been parsed and written comes from the progress counters.
     let one_db = dir.join("secondary-one.db");
     let _ = std::fs::remove_dir_all(&one_db);
     let progress = Arc::new(Progress::default());
@@ -143,8 +143,8 @@ pub fn run(
             std::thread::spawn(move || {
                 let mut marks = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    let done = p.files_done.load(Ordering::Relaxed) as usize;
-                    while marks.len() < 10 && done >= (marks.len() + 1) * files / 10 {
+                    let done = p.rows.load(Ordering::Relaxed);
+                    while marks.len() < 10 && done >= (marks.len() as u64 + 1) * total_rows / 10 {
                         marks.push(start.elapsed().as_secs_f64());
                     }
                     std::thread::sleep(Duration::from_millis(2));
@@ -281,7 +281,7 @@ pub fn run(
         .enumerate()
         .map(|(i, &m)| m - if i == 0 { 0.0 } else { one_marks[i - 1] })
         .collect();
-    row("one load (reading)", &one_tenths);
+    row("one load (parse + write)", &one_tenths);
     row("incremental loads", &inc);
     println!();
     let last_first = inc[0] / inc[9];
@@ -298,7 +298,7 @@ pub fn run(
         }
     );
     println!(
-        "one load: {:.2} s reading and parsing, {:.2} s after the last file (sorting, key index, commit)",
+        "one load: {:.2} s parsing and writing rows, {:.2} s after the last row (merging sorted keys into the index, commit)",
         one_marks.last().copied().unwrap_or(f64::NAN),
         one_seconds - one_marks.last().copied().unwrap_or(f64::NAN)
     );

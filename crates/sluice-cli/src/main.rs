@@ -97,7 +97,7 @@ enum Command {
         #[arg(long, value_enum)]
         format: Option<query::Format>,
     },
-    /// Merge the key-index runs of a keyed table into one (loads do this when a table has more than 8)
+    /// Merge the key-index runs of a keyed table into one (loads merge runs of similar size as they go)
     #[command(after_help = "Examples:\n  sluice compact objects")]
     Compact { table: String },
     /// Generate benchmark data
@@ -654,7 +654,7 @@ fn print_summary(
             );
         }
         if s.runs_merged > 0 {
-            writeln!(out, "merged {} key-index runs into one", s.runs_merged)?;
+            writeln!(out, "merged {} key-index runs (by size tier)", s.runs_merged)?;
         }
         if s.rejected > 0 {
             writeln!(

@@ -370,7 +370,7 @@ pub struct LoadSummary {
     /// Rows skipped because their key was already loaded
     /// (`OnDuplicate::Skip`).
     pub duplicates: u64,
-    /// Key-index runs merged into one after the load (0: no merge).
+    /// Key-index runs merged after the load (by size tier; 0: none).
     pub runs_merged: usize,
     /// Why that merge failed, if it did (the load is committed; the runs
     /// stay as they were).
@@ -490,6 +490,9 @@ struct Shared<'a> {
     opts: &'a LoadOptions,
     /// The PRIMARY KEY column, if the table has one.
     key_col: Option<usize>,
+    /// The key-index runs of the table before this load: workers look
+    /// every key of their batches up in them.
+    table_runs: Vec<Arc<crate::index::Run>>,
     table: &'a str,
     schema: &'a Schema,
     values: Arc<ValueOptions>,
@@ -615,6 +618,7 @@ pub fn load(
 
     let shared = Shared {
         opts,
+        table_runs: older_runs.clone(),
         table: &table,
         key_col,
         schema: &schema,
@@ -652,7 +656,8 @@ pub fn load(
             batches: Vec::new(),
             bytes: 0,
             budget: (opts.memory_limit / 2) as usize,
-            older: older_runs,
+            table_runs: older_runs.clone(),
+            load_runs: Vec::new(),
             runs: Vec::new(),
             provenance: Vec::new(),
             seen: std::collections::HashSet::new(),
@@ -767,15 +772,15 @@ pub fn load(
         });
     entry.segments.append(&mut writer.done);
     entry.runs.append(&mut writer.keys.runs);
-    let runs_now = entry.runs.len();
     if let Err(e) = db.commit(next) {
         writer.discard();
         return Err(e);
     }
-    // Committed. Too many runs slow lookups and key checks: merge them
-    // (its own atomic commit; a failure leaves the load committed).
-    let (runs_merged, merge_error) = if runs_now > crate::index::MERGE_AT_RUNS {
-        match db.compact(&table) {
+    // Committed. Many runs slow lookups and key checks: merge by size
+    // tier (each merge its own atomic commit; a failure leaves the load
+    // committed).
+    let (runs_merged, merge_error) = if key_col.is_some() {
+        match db.merge_tiers(&table) {
             Ok(n) => (n, None),
             Err(e) => (0, Some(e.to_string())),
         }
@@ -866,7 +871,13 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                     // So are the keys extracted and sorted.
                     match builder.finish_without(&drop).and_then(|(b, stats)| {
                         let keys = match shared.key_col {
-                            Some(k) => Some(KeyBatch::from_array(b.column(k).as_ref())?),
+                            Some(k) => {
+                                let mut kb = KeyBatch::from_array(b.column(k).as_ref())?;
+                                if shared.opts.on_duplicate == OnDuplicate::Error {
+                                    kb.check_against(&shared.table_runs)?;
+                                }
+                                Some(kb)
+                            }
                             None => None,
                         };
                         Ok((crate::batch::dict::encode_batch(b)?, stats, keys))
@@ -1280,8 +1291,12 @@ struct Keys {
     /// written.
     bytes: usize,
     budget: usize,
-    /// Runs every key is checked against: the table's, then this load's.
-    older: Vec<Arc<crate::index::Run>>,
+    /// The table's runs before the load (the workers check keys against
+    /// them; the writer too, with `OnDuplicate::Skip`).
+    table_runs: Vec<Arc<crate::index::Run>>,
+    /// Runs this load wrote before (when its keys outgrew the budget):
+    /// later runs are checked against them.
+    load_runs: Vec<Arc<crate::index::Run>>,
     /// Runs this load wrote.
     runs: Vec<RunMeta>,
     provenance: Vec<Provenance>,
@@ -1296,7 +1311,7 @@ struct Keys {
 impl Keys {
     fn lookup_older(&self, key: &[u8]) -> Result<Option<RowId>> {
         let h = crate::index::key_hash(key);
-        for r in &self.older {
+        for r in self.table_runs.iter().chain(&self.load_runs) {
             if let Some(id) = r.get_hashed(key, h)? {
                 return Ok(Some(id));
             }
@@ -1435,6 +1450,19 @@ impl Writer<'_> {
                         ),
                     });
                 }
+                if let Some((r, existing)) = kb.conflict {
+                    self.keys.conflict_existing = Some(existing);
+                    return Err(Error::DuplicateKey {
+                        table: self.shared.table.to_string(),
+                        key: crate::index::display_key(
+                            self.shared.schema.columns[self.shared.key_col.unwrap_or(0)]
+                                .data_type,
+                            &self.key_of_row(&batch, r)?,
+                        ),
+                        first: format!("row {existing} already in the table"),
+                        second: self.describe_row(self.keys.base_row + self.rows + r as u64),
+                    });
+                }
                 let (batch, stats, kb) = match self.shared.opts.on_duplicate {
                     OnDuplicate::Error => (batch, stats, kb),
                     OnDuplicate::Skip => self.skip_duplicates(batch, stats, kb)?,
@@ -1472,6 +1500,14 @@ impl Writer<'_> {
         }
         self.flush_pending()?;
         self.write_batch(&batch, &stats)
+    }
+
+    /// The key of row `r` of a batch in index byte form.
+    fn key_of_row(&self, batch: &RecordBatch, r: u32) -> Result<Vec<u8>> {
+        let k = self.shared.key_col.unwrap_or(0);
+        let one = batch.column(k).slice(r as usize, 1);
+        let kb = KeyBatch::from_array(one.as_ref())?;
+        Ok(kb.sorted_key(0).to_vec())
     }
 
     fn key_name(&self) -> &str {
@@ -1556,7 +1592,7 @@ impl Writer<'_> {
         self.created.push(path.clone());
         let batches = std::mem::take(&mut self.keys.batches);
         self.keys.bytes = 0;
-        match crate::index::build_run(&path, &batches, &self.keys.older)? {
+        match crate::index::build_run(&path, &batches, &self.keys.load_runs)? {
             Built::Run { entries, bytes } => {
                 self.keys.runs.push(RunMeta {
                     file: format!("{}/{name}", self.rel_dir),
@@ -1565,7 +1601,7 @@ impl Writer<'_> {
                 });
                 // Later runs of this load are checked against this one.
                 self.keys
-                    .older
+                    .load_runs
                     .push(Arc::new(crate::index::Run::open(&path)?));
                 Ok(())
             }

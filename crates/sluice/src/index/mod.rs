@@ -4,10 +4,15 @@
 //! the table's segments counted in manifest order). Each load extracts the
 //! key of every row while parsing (in parallel, per batch, sorted there),
 //! and at the end merges the sorted batches into a run file, checking
-//! every key against the table's runs through their bloom filters. Runs
-//! are merged into one when a table has more than a few (see
-//! [`MERGE_AT_RUNS`]); a merge writes a new run and swaps the manifest, so
-//! it is atomic like a load. The run format is in [`run`] and FORMAT.md.
+//! every key against the table's runs through their bloom filters.
+//!
+//! Runs are merged by size tier (see [`pick_merge`]): when a tier holds
+//! [`MERGE_FANIN`] runs they become one run of the next tier, so a table
+//! of N keys has at most `(MERGE_FANIN - 1)` runs per tier, about
+//! `3 log4(N / 64 Ki)` in all, and each key is rewritten once per tier: a
+//! load never pays for a merge of the whole table. A merge writes a new
+//! run and swaps the manifest, so it is atomic like a load. The run format
+//! is in [`run`] and FORMAT.md.
 
 pub mod run;
 
@@ -30,9 +35,37 @@ pub use run::{Run, RunWriter, encode_i64, key_hash};
 /// A row's position in its table, in load order.
 pub type RowId = u64;
 
-/// A table with more runs than this has them merged into one at the end
-/// of a load (or by `sluice compact`).
-pub const MERGE_AT_RUNS: usize = 8;
+/// Runs of one size tier merged into one.
+pub const MERGE_FANIN: usize = 4;
+/// Runs below `4 * TIER_BASE` entries are tier 0; tier t holds runs of
+/// `[TIER_BASE * 4^t, TIER_BASE * 4^(t+1))` entries from there on.
+const TIER_BASE: u64 = 1 << 16;
+
+/// The size tier of a run of `entries` keys.
+pub fn tier(entries: u64) -> u32 {
+    let mut t = 0;
+    let mut limit = TIER_BASE * 4;
+    while entries >= limit && t < 31 {
+        t += 1;
+        limit = limit.saturating_mul(4);
+    }
+    t
+}
+
+/// The runs (positions in `entries`, the runs' sizes) that should be
+/// merged next: every run of the lowest tier holding at least
+/// [`MERGE_FANIN`] runs; `None` when no tier does.
+pub fn pick_merge(entries: &[u64]) -> Option<Vec<usize>> {
+    let mut tiers: Vec<u32> = entries.iter().map(|&e| tier(e)).collect();
+    tiers.sort_unstable();
+    tiers.dedup();
+    tiers.into_iter().find_map(|t| {
+        let picked: Vec<usize> = (0..entries.len())
+            .filter(|&i| tier(entries[i]) == t)
+            .collect();
+        (picked.len() >= MERGE_FANIN).then_some(picked)
+    })
+}
 
 /// The keys of one batch in key order (equal keys by row), each with its
 /// row: stored in that order, so that merging batches reads memory
@@ -45,9 +78,14 @@ pub struct KeyBatch {
     /// The first eight bytes of each key as a big-endian integer (zero
     /// padded): most comparisons end there.
     prefixes: Vec<u64>,
+    /// [`key_hash`] of each key (the bloom filters' hash).
+    hashes: Vec<u64>,
     rows: Vec<u32>,
     /// The first row whose key is NULL, if any.
     pub null_row: Option<u32>,
+    /// The first row (in row order) whose key is already in runs given to
+    /// [`KeyBatch::check_against`], and the row id it has there.
+    pub conflict: Option<(u32, RowId)>,
 }
 
 /// The key of row `i` of a column, before sorting.
@@ -151,13 +189,44 @@ impl KeyBatch {
                 sorted_offs.push(sorted_bytes.len() as u32);
             }
         }
-        Ok(KeyBatch {
+        let mut kb = KeyBatch {
             bytes: sorted_bytes,
             offs: sorted_offs,
             prefixes: pairs.iter().map(|p| p.0).collect(),
+            hashes: Vec::with_capacity(n),
             rows: pairs.iter().map(|p| p.1).collect(),
             null_row,
-        })
+            conflict: None,
+        };
+        for i in 0..n {
+            let h = key_hash(kb.sorted_key(i));
+            kb.hashes.push(h);
+        }
+        Ok(kb)
+    }
+
+    /// Looks every key up in `runs` (bloom filter first), in key order so
+    /// that block reads stay near each other; sets [`KeyBatch::conflict`]
+    /// to the first row in row order found there.
+    pub fn check_against(&mut self, runs: &[Arc<Run>]) -> Result<()> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let mut first: Option<(u32, RowId)> = None;
+        for i in 0..self.len() {
+            let (key, h) = (self.sorted_key(i), self.hashes[i]);
+            for r in runs {
+                if let Some(id) = r.get_hashed(key, h)? {
+                    let row = self.rows[i];
+                    if first.is_none_or(|(f, _)| row < f) {
+                        first = Some((row, id));
+                    }
+                    break;
+                }
+            }
+        }
+        self.conflict = first;
+        Ok(())
     }
 
     pub fn len(&self) -> usize {
@@ -187,6 +256,7 @@ impl KeyBatch {
         self.bytes.capacity()
             + 4 * self.offs.capacity()
             + 8 * self.prefixes.capacity()
+            + 8 * self.hashes.capacity()
             + 4 * self.rows.capacity()
     }
 }
@@ -208,6 +278,7 @@ pub enum Built {
 struct Head<'a> {
     prefix: u64,
     key: &'a [u8],
+    hash: u64,
     row: RowId,
     batch: usize,
     next: usize,
@@ -236,7 +307,8 @@ impl Ord for Head<'_> {
 
 /// Merges sorted key batches (each with the row id of its first row) into
 /// a run at `path`, checking every key against `older` runs (by bloom
-/// filter, then a block read). Stops at the first duplicate, inside the
+/// filter, then a block read; the loader checks the table's runs in its
+/// parse workers, and passes here only the runs the load itself wrote). Stops at the first duplicate, inside the
 /// batches or against an older run, and leaves the file for the caller to
 /// remove.
 pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>]) -> Result<Built> {
@@ -247,6 +319,7 @@ pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>])
         Head {
             prefix: kb.prefixes[i],
             key: kb.sorted_key(i),
+            hash: kb.hashes[i],
             row: base + kb.sorted_row(i) as u64,
             batch: b,
             next: i + 1,
@@ -268,7 +341,7 @@ pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>])
                 second: h.row,
             }));
         }
-        let hash = key_hash(h.key);
+        let hash = h.hash;
         for run in older {
             if let Some(r) = run.get_hashed(h.key, hash)? {
                 return Ok(Built::Duplicate(Conflict {
@@ -411,6 +484,40 @@ impl KeyIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiers_keep_few_runs_and_merge_each_key_once_per_tier() {
+        assert_eq!(tier(0), 0);
+        assert_eq!(tier(4 * TIER_BASE - 1), 0);
+        assert_eq!(tier(4 * TIER_BASE), 1);
+        assert_eq!(tier(16 * TIER_BASE), 2);
+        assert_eq!(pick_merge(&[10, 20, 30]), None);
+        assert_eq!(pick_merge(&[10, 20, 30, 40]), Some(vec![0, 1, 2, 3]));
+        // The big run is another tier: left alone.
+        assert_eq!(
+            pick_merge(&[10, 1 << 30, 20, 30, 40]),
+            Some(vec![0, 2, 3, 4])
+        );
+        // 1,000 loads of 100,000 keys: runs stay few, rewrites stay
+        // logarithmic.
+        let (mut runs, mut rewritten, mut most) = (Vec::<u64>::new(), 0u64, 0usize);
+        for _ in 0..1000 {
+            runs.push(100_000);
+            while let Some(p) = pick_merge(&runs) {
+                let merged: u64 = p.iter().map(|&i| runs[i]).sum();
+                rewritten += merged;
+                for &i in p.iter().rev() {
+                    runs.remove(i);
+                }
+                runs.push(merged);
+            }
+            most = most.max(runs.len());
+        }
+        assert_eq!(runs.iter().sum::<u64>(), 100_000_000);
+        assert!(most <= 3 * 6 + 1, "{most} runs at once");
+        // Each key rewritten about once per tier (log4(1000) ~ 5).
+        assert!(rewritten <= 6 * 100_000_000, "{rewritten} keys rewritten");
+    }
     use arrow_array::{Int64Array, StringArray};
 
     #[test]

@@ -65,21 +65,59 @@ impl Database {
         })
     }
 
-    /// Merges the runs of a keyed table into one and commits; returns the
-    /// number of runs merged (0 when there was at most one). Atomic: a
-    /// crash before the commit leaves the old runs, and the new file is
-    /// removed as an orphan when the database is next opened for writing.
+    /// Merges every run of a keyed table into one and commits; returns
+    /// the number of runs merged (0 when there was at most one).
     pub fn compact(&mut self, table: &str) -> Result<usize> {
+        let n = self
+            .table(table)
+            .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+            .runs
+            .len();
+        if n < 2 {
+            return Ok(0);
+        }
+        self.merge_picked(table, &(0..n).collect::<Vec<_>>())
+    }
+
+    /// Merges runs by size tier until no tier holds
+    /// [`crate::index::MERGE_FANIN`] runs (see [`crate::index::pick_merge`]);
+    /// returns the number of runs merged. Loads call this after their
+    /// commit.
+    pub fn merge_tiers(&mut self, table: &str) -> Result<usize> {
+        let mut merged = 0;
+        loop {
+            let entries: Vec<u64> = self
+                .table(table)
+                .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+                .runs
+                .iter()
+                .map(|r| r.entries)
+                .collect();
+            match crate::index::pick_merge(&entries) {
+                Some(p) => merged += self.merge_picked(table, &p)?,
+                None => return Ok(merged),
+            }
+        }
+    }
+
+    /// Merges the runs at positions `picked` into one, in place of the
+    /// first of them, and commits. Atomic: a crash before the commit
+    /// leaves the old runs, and the new file is removed as an orphan when
+    /// the database is next opened for writing.
+    fn merge_picked(&mut self, table: &str, picked: &[usize]) -> Result<usize> {
         let name = table.to_ascii_lowercase();
         let meta = self
             .table(&name)
             .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
             .clone();
-        if meta.runs.len() < 2 {
-            return Ok(0);
+        let old: Vec<RunMeta> = picked
+            .iter()
+            .filter_map(|&i| meta.runs.get(i).cloned())
+            .collect();
+        if old.len() != picked.len() || old.len() < 2 {
+            return Err(Error::Internal("a merge of runs that do not exist".into()));
         }
-        let runs = meta
-            .runs
+        let runs = old
             .iter()
             .map(|r| self.run(r))
             .collect::<Result<Vec<_>>>()?;
@@ -108,11 +146,20 @@ impl Database {
             .tables
             .get_mut(&name)
             .ok_or_else(|| Error::Internal("table vanished".into()))?;
-        t.runs = vec![RunMeta {
+        let new = RunMeta {
             file: format!("{rel_dir}/{file}"),
             entries,
             bytes,
-        }];
+        };
+        let mut kept = Vec::with_capacity(t.runs.len() + 1 - old.len());
+        for (i, r) in t.runs.iter().enumerate() {
+            if i == picked[0] {
+                kept.push(new.clone());
+            } else if !picked.contains(&i) {
+                kept.push(r.clone());
+            }
+        }
+        t.runs = kept;
         if let Err(e) = self.commit(next) {
             let _ = std::fs::remove_file(&path);
             return Err(e);
@@ -120,14 +167,14 @@ impl Database {
         // The old runs are no longer named by the manifest. Readers that
         // have them open keep reading them (unlinked files stay mapped).
         if let Ok(mut c) = self.runs.lock() {
-            for r in &meta.runs {
+            for r in &old {
                 c.remove(&r.file);
             }
         }
-        for r in &meta.runs {
+        for r in &old {
             let _ = std::fs::remove_file(self.dir.join(&r.file));
         }
-        Ok(meta.runs.len())
+        Ok(old.len())
     }
 }
 
