@@ -250,6 +250,10 @@ struct LoadArgs {
     /// committed) or skip (the first row is kept, later ones counted)
     #[arg(long, value_enum, default_value = "error")]
     on_duplicate: OnDuplicateArg,
+    /// Compression of a new table's segments: none (the default: fastest
+    /// queries, files mapped without copying) or zstd (smaller files)
+    #[arg(long, value_name = "none|zstd")]
+    compression: Option<String>,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -509,6 +513,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         columns: column_refs,
         match_by_name: a.match_by_name,
         key: a.key.clone(),
+        compression: a.compression.as_deref().map(str::parse).transpose()?,
         on_duplicate: match a.on_duplicate {
             OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
             OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,

@@ -37,7 +37,7 @@ use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 use crate::store::segment::SegmentWriter;
 use crate::index::{Built, KeyBatch, RowId};
-use crate::store::{Database, RunMeta, TableMeta};
+use crate::store::{Compression, Database, RunMeta, TableMeta};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -119,6 +119,9 @@ pub struct LoadOptions {
     pub key: Option<String>,
     /// What a row whose key is already loaded does.
     pub on_duplicate: OnDuplicate,
+    /// Segment compression of a new table (`None`: uncompressed); for an
+    /// existing table it must match when given.
+    pub compression: Option<Compression>,
 }
 
 /// What a duplicate key does to a load.
@@ -337,6 +340,7 @@ impl Default for LoadOptions {
             match_by_name: false,
             key: None,
             on_duplicate: OnDuplicate::Error,
+            compression: None,
         }
     }
 }
@@ -606,6 +610,16 @@ pub fn load(
     let version = db.manifest().version + 1;
     let (rel_dir, abs_dir) = db.table_dir(&table);
     let key_col = schema.key_column();
+    let compression = match (&existing, opts.compression) {
+        (Some(t), Some(c)) if t.compression != c => {
+            return Err(Error::Schema(format!(
+                "table {table} exists with compression {:?}; --compression gives {c:?} (it is chosen when a table is created)",
+                t.compression
+            )));
+        }
+        (Some(t), _) => t.compression,
+        (None, c) => c.unwrap_or_default(),
+    };
     let older_runs = match &existing {
         Some(t) => t
             .runs
@@ -639,6 +653,7 @@ pub fn load(
         rel_dir,
         abs_dir,
         version,
+        compression,
         current: None,
         done: Vec::new(),
         plain: vec![false; schema.columns.len()],
@@ -769,6 +784,7 @@ pub fn load(
             schema: schema.clone(),
             segments: Vec::new(),
             runs: Vec::new(),
+            compression,
         });
     entry.segments.append(&mut writer.done);
     entry.runs.append(&mut writer.keys.runs);
@@ -1339,6 +1355,7 @@ struct Writer<'a> {
     rel_dir: String,
     abs_dir: PathBuf,
     version: u64,
+    compression: Compression,
     current: Option<SegmentWriter>,
     done: Vec<crate::store::SegmentMeta>,
     /// Columns stored plain for the rest of this load (see `write_batch`).
@@ -1668,6 +1685,7 @@ impl Writer<'_> {
                     path,
                     format!("{}/{name}", self.rel_dir),
                     &self.arrow_schema,
+                    self.compression,
                 )?);
             }
             let seg = self

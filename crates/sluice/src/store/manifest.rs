@@ -42,6 +42,43 @@ pub struct TableMeta {
     pub segments: Vec<SegmentMeta>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunMeta>,
+    /// How the table's segments compress their buffers.
+    #[serde(default, skip_serializing_if = "Compression::is_none")]
+    pub compression: Compression,
+}
+
+/// Compression of a table's segment buffers (Arrow IPC body
+/// compression). Chosen when the table is created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Buffers as they are: read by mapping the file, no copy (fastest
+    /// queries).
+    #[default]
+    None,
+    /// Every buffer zstd-compressed: smaller files, a decompression pass
+    /// when a segment is first read.
+    Zstd,
+}
+
+impl Compression {
+    pub fn is_none(&self) -> bool {
+        *self == Compression::None
+    }
+}
+
+impl std::str::FromStr for Compression {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" => Ok(Compression::None),
+            "zstd" => Ok(Compression::Zstd),
+            _ => Err(Error::Config(format!(
+                "compression {s:?}: expected none or zstd"
+            ))),
+        }
+    }
 }
 
 /// One immutable key-index run file (FORMAT.md).

@@ -27,7 +27,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 pub use keyed::KeyedTable;
-pub use manifest::{Manifest, RunMeta, SegmentMeta, TableMeta};
+pub use manifest::{Compression, Manifest, RunMeta, SegmentMeta, TableMeta};
 
 use crate::error::{Error, Result};
 

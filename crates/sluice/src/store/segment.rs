@@ -48,6 +48,7 @@ impl<W: Write> Write for CrcWriter<W> {
 /// `Dictionary(UInt16, Utf8)` with one dictionary for the segment, unless
 /// the load has marked it plain.
 pub struct SegmentWriter {
+    compression: super::Compression,
     rel: String,
     path: PathBuf,
     schema: SchemaRef,
@@ -62,7 +63,12 @@ pub struct SegmentWriter {
 impl SegmentWriter {
     /// Creates the file at `path`; `rel` is its name relative to the
     /// database; `schema` is the table's (TEXT as `Utf8`).
-    pub fn create(path: PathBuf, rel: String, schema: &SchemaRef) -> Result<Self> {
+    pub fn create(
+        path: PathBuf,
+        rel: String,
+        schema: &SchemaRef,
+        compression: super::Compression,
+    ) -> Result<Self> {
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let sink = CrcWriter {
             inner: BufWriter::with_capacity(1 << 20, f),
@@ -70,6 +76,7 @@ impl SegmentWriter {
             bytes: 0,
         };
         Ok(SegmentWriter {
+            compression,
             rel,
             path,
             schema: schema.clone(),
@@ -105,11 +112,21 @@ impl SegmentWriter {
             }
         }
         let schema = ArrowSchema::new(fields);
-        let opts = IpcWriteOptions::default().with_dictionary_handling(DictionaryHandling::Delta);
+        let opts = self.write_options()?;
         let writer = FileWriter::try_new_with_options(sink, &schema, opts)
             .map_err(|e| arrow_io_error(&self.path, e))?;
         self.writer = Some(writer);
         Ok(())
+    }
+
+    fn write_options(&self) -> Result<IpcWriteOptions> {
+        let opts = IpcWriteOptions::default().with_dictionary_handling(DictionaryHandling::Delta);
+        Ok(match self.compression {
+            super::Compression::None => opts,
+            super::Compression::Zstd => opts
+                .try_with_compression(Some(arrow_ipc::CompressionType::ZSTD))
+                .map_err(|e| arrow_io_error(&self.path, e))?,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -180,7 +197,7 @@ impl SegmentWriter {
                     .sink
                     .take()
                     .ok_or_else(|| Error::Internal("segment without a file".into()))?;
-                FileWriter::try_new(sink, &self.schema)
+                FileWriter::try_new_with_options(sink, &self.schema, self.write_options()?)
                     .map_err(|e| arrow_io_error(&self.path, e))?
             }
         };

@@ -277,3 +277,45 @@ fn a_column_that_outgrows_its_dictionary_continues_plain_in_a_new_segment() {
         ]
     );
 }
+
+#[test]
+fn zstd_segments_read_back_the_same_rows_and_are_smaller() {
+    let mut data = String::new();
+    for i in 0..20_000 {
+        data.push_str(&format!("{i},{},name-{}\n", i % 7, i % 1000));
+    }
+    let schema = "id BIGINT, k INT, name TEXT";
+    let plain_dir = TempDir::new("plain");
+    load_bytes(&plain_dir, "t", data.as_bytes(), &opts(schema)).unwrap();
+    let zstd_dir = TempDir::new("zstd");
+    let mut o = opts(schema);
+    o.compression = Some(sluice::store::Compression::Zstd);
+    load_bytes(&zstd_dir, "t", data.as_bytes(), &o).unwrap();
+    // A second load keeps the table's compression; another is refused.
+    load_bytes(&zstd_dir, "t", b"20000,1,x\n", &opts(schema)).unwrap();
+    let mut other = opts(schema);
+    other.compression = Some(sluice::store::Compression::None);
+    let err = load_bytes(&zstd_dir, "t", b"20001,1,x\n", &other).unwrap_err();
+    assert!(err.to_string().contains("compression"), "{err}");
+
+    let plain = table_rows(&plain_dir.path().join("db"), "t");
+    let mut zstd = table_rows(&zstd_dir.path().join("db"), "t");
+    assert_eq!(zstd.pop(), Some(vec![Some("20000".into()), Some("1".into()), Some("x".into())]));
+    assert_eq!(plain, zstd);
+    let size = |d: &TempDir| {
+        let db = Database::open(d.path().join("db")).unwrap();
+        db.table("t").unwrap().bytes()
+    };
+    assert!(
+        size(&zstd_dir) * 2 < size(&plain_dir),
+        "zstd {} vs plain {}",
+        size(&zstd_dir),
+        size(&plain_dir)
+    );
+    let sum = |d: &TempDir| {
+        let db = Database::open(d.path().join("db")).unwrap();
+        let r = sluice::query::query(&db, "SELECT sum(id), count(DISTINCT name) FROM t WHERE k = 3", Some(2)).unwrap();
+        sluice::batch::format_value(r.batches[0].column(0).as_ref(), 0)
+    };
+    assert_eq!(sum(&zstd_dir), sum(&plain_dir));
+}
