@@ -653,6 +653,7 @@ pub fn load(
         rel_dir,
         abs_dir,
         version,
+        workers,
         compression,
         current: None,
         done: Vec::new(),
@@ -1355,6 +1356,8 @@ struct Writer<'a> {
     rel_dir: String,
     abs_dir: PathBuf,
     version: u64,
+    /// Compute workers (the key index is merged with as many threads).
+    workers: usize,
     compression: Compression,
     current: Option<SegmentWriter>,
     done: Vec<crate::store::SegmentMeta>,
@@ -1609,7 +1612,7 @@ impl Writer<'_> {
         self.created.push(path.clone());
         let batches = std::mem::take(&mut self.keys.batches);
         self.keys.bytes = 0;
-        match crate::index::build_run(&path, &batches, &self.keys.load_runs)? {
+        match crate::index::build_run(&path, &batches, &self.keys.load_runs, self.workers)? {
             Built::Run { entries, bytes } => {
                 self.keys.runs.push(RunMeta {
                     file: format!("{}/{name}", self.rel_dir),

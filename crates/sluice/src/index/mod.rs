@@ -30,7 +30,7 @@ use arrow_schema::DataType as ArrowType;
 
 use crate::batch::{BatchBuilder, Column, DataType, Schema, ValueOptions};
 use crate::error::{Error, Result};
-pub use run::{Run, RunWriter, encode_i64, key_hash};
+pub use run::{BlockEncoder, Run, RunWriter, encode_i64, key_hash};
 
 /// A row's position in its table, in load order.
 pub type RowId = u64;
@@ -213,7 +213,15 @@ impl KeyBatch {
             return Ok(());
         }
         let mut first: Option<(u32, RowId)> = None;
+        // Bloom filters of big runs do not fit the caches: fetch the lines
+        // of the keys a few steps ahead.
+        const AHEAD: usize = 8;
         for i in 0..self.len() {
+            if let Some(&h) = self.hashes.get(i + AHEAD) {
+                for r in runs {
+                    r.prefetch(h);
+                }
+            }
             let (key, h) = (self.sorted_key(i), self.hashes[i]);
             for r in runs {
                 if let Some(id) = r.get_hashed(key, h)? {
@@ -275,6 +283,7 @@ pub enum Built {
     Duplicate(Conflict),
 }
 
+#[derive(Clone, Copy)]
 struct Head<'a> {
     prefix: u64,
     key: &'a [u8],
@@ -311,8 +320,120 @@ impl Ord for Head<'_> {
 /// parse workers, and passes here only the runs the load itself wrote). Stops at the first duplicate, inside the
 /// batches or against an older run, and leaves the file for the caller to
 /// remove.
-pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>]) -> Result<Built> {
+pub fn build_run(
+    path: &Path,
+    batches: &[(RowId, KeyBatch)],
+    older: &[Arc<Run>],
+    threads: usize,
+) -> Result<Built> {
+    build_run_with(path, batches, older, threads, PARALLEL_MIN_KEYS, PART_KEYS)
+}
+
+fn build_run_with(
+    path: &Path,
+    batches: &[(RowId, KeyBatch)],
+    older: &[Arc<Run>],
+    threads: usize,
+    parallel_min_keys: usize,
+    part_keys: usize,
+) -> Result<Built> {
+    let total: usize = batches.iter().map(|(_, b)| b.len()).sum();
     let mut w = RunWriter::create(path)?;
+    // Key ranges merged in parallel, `threads` at a time, each into its
+    // own blocks in memory, appended in order: parts of at most
+    // PART_KEYS keys bound the memory.
+    let parts = if threads <= 1 || total < parallel_min_keys {
+        1
+    } else {
+        // A multiple of the threads, so that no round runs short.
+        total.div_ceil(part_keys.max(1)).div_ceil(threads) * threads
+    };
+    let bounds = part_bounds(batches, parts);
+    for round in bounds.windows(2).collect::<Vec<_>>().chunks(threads.max(1)) {
+        let outs: Vec<Result<Result<BlockEncoder, Conflict>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = round
+                .iter()
+                .map(|w| {
+                    let (lo, hi) = (&w[0], &w[1]);
+                    s.spawn(move || merge_part(batches, lo, hi, older))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Internal("a merge thread panicked".into())))
+                })
+                .collect()
+        });
+        for out in outs {
+            match out? {
+                Ok(enc) => w.append(enc)?,
+                Err(c) => return Ok(Built::Duplicate(c)),
+            }
+        }
+    }
+    let (entries, bytes) = w.finish()?;
+    Ok(Built::Run { entries, bytes })
+}
+
+/// Below this many keys a load's run is merged on one thread.
+const PARALLEL_MIN_KEYS: usize = 1 << 18;
+/// Keys in one part of a parallel merge (its blocks are held in memory,
+/// ~13 bytes a key for numeric ids, until appended).
+const PART_KEYS: usize = 4 << 20;
+
+/// Where each of `parts` key ranges starts in each batch: `parts + 1`
+/// rows of per-batch positions, the first all 0, the last the lengths.
+/// Splitters come from an even sample of every batch; equal keys always
+/// fall in one range, so duplicates meet in one part.
+fn part_bounds(batches: &[(RowId, KeyBatch)], parts: usize) -> Vec<Vec<usize>> {
+    let mut bounds = vec![vec![0; batches.len()]];
+    if parts > 1 {
+        let mut sample: Vec<&[u8]> = Vec::new();
+        for (_, kb) in batches {
+            let step = (kb.len() / (4 * parts)).max(1);
+            sample.extend((0..kb.len()).step_by(step).map(|i| kb.sorted_key(i)));
+        }
+        sample.sort_unstable();
+        sample.dedup();
+        for j in 1..parts {
+            let Some(&split) = sample.get(j * sample.len() / parts) else {
+                continue;
+            };
+            bounds.push(
+                batches
+                    .iter()
+                    .map(|(_, kb)| {
+                        // First position whose key is >= split.
+                        let (mut lo, mut hi) = (0, kb.len());
+                        while lo < hi {
+                            let mid = (lo + hi) / 2;
+                            if kb.sorted_key(mid) < split {
+                                lo = mid + 1;
+                            } else {
+                                hi = mid;
+                            }
+                        }
+                        lo
+                    })
+                    .collect(),
+            );
+        }
+    }
+    bounds.push(batches.iter().map(|(_, kb)| kb.len()).collect());
+    bounds
+}
+
+/// Merges positions `lo[b]..hi[b]` of every batch into blocks; a
+/// duplicate (inside, or against `older`) stops it.
+fn merge_part(
+    batches: &[(RowId, KeyBatch)],
+    lo: &[usize],
+    hi: &[usize],
+    older: &[Arc<Run>],
+) -> Result<Result<BlockEncoder, Conflict>> {
+    let mut enc = BlockEncoder::new();
     let mut heap = BinaryHeap::with_capacity(batches.len());
     let head = |b: usize, i: usize| {
         let (base, kb) = &batches[b];
@@ -325,33 +446,40 @@ pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>])
             next: i + 1,
         }
     };
-    for (b, (_, kb)) in batches.iter().enumerate() {
-        if !kb.is_empty() {
-            heap.push(head(b, 0));
+    for b in 0..batches.len() {
+        if lo[b] < hi[b] {
+            heap.push(head(b, lo[b]));
         }
     }
     let mut last: Option<(Vec<u8>, RowId)> = None;
-    while let Some(h) = heap.pop() {
+    while let Some(mut top) = heap.peek_mut() {
+        let h = Head { ..*top };
+        // The batch's next key replaces the top in place (one sift down
+        // instead of a pop and a push).
+        if h.next < hi[h.batch] {
+            *top = head(h.batch, h.next);
+        } else {
+            std::collections::binary_heap::PeekMut::pop(top);
+        }
         if let Some((k, r)) = &last
             && k.as_slice() == h.key
         {
-            return Ok(Built::Duplicate(Conflict {
+            return Ok(Err(Conflict {
                 key: h.key.to_vec(),
                 first: *r,
                 second: h.row,
             }));
         }
-        let hash = h.hash;
         for run in older {
-            if let Some(r) = run.get_hashed(h.key, hash)? {
-                return Ok(Built::Duplicate(Conflict {
+            if let Some(r) = run.get_hashed(h.key, h.hash)? {
+                return Ok(Err(Conflict {
                     key: h.key.to_vec(),
                     first: r,
                     second: h.row,
                 }));
             }
         }
-        w.add_hashed(h.key, h.row, hash)?;
+        enc.add(h.key, h.row, h.hash)?;
         match &mut last {
             Some((k, r)) => {
                 k.clear();
@@ -360,12 +488,8 @@ pub fn build_run(path: &Path, batches: &[(RowId, KeyBatch)], older: &[Arc<Run>])
             }
             None => last = Some((h.key.to_vec(), h.row)),
         }
-        if h.next < batches[h.batch].1.len() {
-            heap.push(head(h.batch, h.next));
-        }
     }
-    let (entries, bytes) = w.finish()?;
-    Ok(Built::Run { entries, bytes })
+    Ok(Ok(enc))
 }
 
 /// Merges runs (whose keys never repeat) into one at `path`.
@@ -553,12 +677,68 @@ mod tests {
         std::env::temp_dir().join(format!("sluice-idx-{}-{n}-{name}", std::process::id()))
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+        /// The parallel merge (many key ranges, several threads) writes
+        /// the same entries as a model, and finds a planted duplicate.
+        #[test]
+        fn parallel_merge_agrees_with_a_model(
+            batches in proptest::collection::vec(
+                proptest::collection::vec(0u32..5000, 0..300), 1..8),
+            threads in 1usize..4,
+            part_keys in 1usize..200,
+            dup in proptest::prelude::any::<bool>(),
+        ) {
+            // Keys unique across batches unless `dup` plants one.
+            let mut seen = std::collections::HashSet::new();
+            let mut rows: Vec<Vec<String>> = batches
+                .iter()
+                .map(|b| b.iter().filter(|&&k| seen.insert(k)).map(|k| format!("k{k:05}")).collect())
+                .collect();
+            let planted = dup && rows.iter().filter(|r| !r.is_empty()).count() >= 2;
+            if planted {
+                let src = rows.iter().position(|r| !r.is_empty()).unwrap();
+                let dst = rows.iter().rposition(|r| !r.is_empty()).unwrap();
+                let k = rows[src][0].clone();
+                rows[dst].push(k);
+            }
+            let mut kbs = Vec::new();
+            let mut base = 0u64;
+            let mut model = std::collections::BTreeMap::new();
+            for r in &rows {
+                let a = StringArray::from(r.clone());
+                for (i, k) in r.iter().enumerate() {
+                    model.entry(k.clone().into_bytes()).or_insert(base + i as u64);
+                }
+                kbs.push((base, KeyBatch::from_array(&a).unwrap()));
+                base += r.len() as u64;
+            }
+            let p = tmp("par");
+            match build_run_with(&p, &kbs, &[], threads, 0, part_keys).unwrap() {
+                Built::Run { entries, .. } => {
+                    proptest::prop_assert!(!planted, "planted duplicate missed");
+                    proptest::prop_assert_eq!(entries, model.len() as u64);
+                    let run = Run::open(&p).unwrap();
+                    let mut all = Vec::new();
+                    run.for_each(|k, v| all.push((k.to_vec(), v))).unwrap();
+                    proptest::prop_assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+                }
+                Built::Duplicate(c) => {
+                    proptest::prop_assert!(planted, "a duplicate that was not planted: {:?}", c);
+                    proptest::prop_assert_eq!(model.get(&c.key).copied(), Some(c.first));
+                }
+            }
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+
     #[test]
     fn build_finds_duplicates_inside_and_against_older_runs() {
         let b1 = KeyBatch::from_array(&Int64Array::from(vec![5, 1, 9])).unwrap();
         let b2 = KeyBatch::from_array(&Int64Array::from(vec![7, 2])).unwrap();
         let p = tmp("a");
-        let Built::Run { entries, .. } = build_run(&p, &[(0, b1), (3, b2)], &[]).unwrap() else {
+        let Built::Run { entries, .. } = build_run(&p, &[(0, b1), (3, b2)], &[], 1).unwrap() else {
             panic!("no duplicate expected");
         };
         assert_eq!(entries, 5);
@@ -567,7 +747,7 @@ mod tests {
         // Against the older run: key 9 is row 2 there.
         let b3 = KeyBatch::from_array(&Int64Array::from(vec![100, 9])).unwrap();
         let q = tmp("b");
-        match build_run(&q, &[(5, b3)], std::slice::from_ref(&old)).unwrap() {
+        match build_run(&q, &[(5, b3)], std::slice::from_ref(&old), 1).unwrap() {
             Built::Duplicate(c) => assert_eq!(
                 c,
                 Conflict {
@@ -581,14 +761,14 @@ mod tests {
         // Inside one load, across batches.
         let b4 = KeyBatch::from_array(&Int64Array::from(vec![40, 41])).unwrap();
         let b5 = KeyBatch::from_array(&Int64Array::from(vec![42, 40])).unwrap();
-        match build_run(&q, &[(10, b4), (12, b5)], &[]).unwrap() {
+        match build_run(&q, &[(10, b4), (12, b5)], &[], 1).unwrap() {
             Built::Duplicate(c) => assert_eq!((c.first, c.second), (10, 13)),
             Built::Run { .. } => panic!("duplicate across batches missed"),
         }
         // Merging runs keeps every entry.
         let b6 = KeyBatch::from_array(&Int64Array::from(vec![3, 4])).unwrap();
         let r = tmp("c");
-        build_run(&r, &[(20, b6)], &[]).unwrap();
+        build_run(&r, &[(20, b6)], &[], 1).unwrap();
         let newer = Arc::new(Run::open(&r).unwrap());
         let m = tmp("m");
         let (n, _) = merge_runs(&[old, newer], &m).unwrap();

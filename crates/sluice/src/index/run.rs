@@ -98,6 +98,20 @@ const BLOOM_BLOCK_BYTES: usize = 64;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Asks the CPU to bring the cache line holding `at` (a hint: it never
+/// faults).
+#[inline]
+fn prefetch(at: &u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults; `at` is a valid reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(at as *const u8 as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// The value of a digit or lower-case hex character, as packed.
 fn nibble(c: u8) -> Option<u8> {
     match c {
@@ -107,52 +121,40 @@ fn nibble(c: u8) -> Option<u8> {
     }
 }
 
-/// Writes a run file from keys in strictly increasing order.
-pub struct RunWriter {
-    path: PathBuf,
-    out: std::io::BufWriter<std::fs::File>,
-    written: u64,
+/// Encodes entries into data blocks in memory: the part of a run before
+/// its index. [`RunWriter`] streams one to a file; a parallel merge has
+/// one per key range and appends them in order ([`RunWriter::append`]).
+#[derive(Default)]
+pub struct BlockEncoder {
+    /// Finished blocks, each followed by its CRC-32.
+    out: Vec<u8>,
+    /// Bytes of earlier output already taken away (`take_output`).
+    taken: u64,
     block: Vec<u8>,
     block_first: Option<Vec<u8>>,
     last: Vec<u8>,
+    /// Per block: first key, offset (from the encoder's start), length.
     index: Vec<(Vec<u8>, u64, u32)>,
-    keys_hashes: Vec<u64>,
+    hashes: Vec<u64>,
     entries: u64,
 }
 
-impl RunWriter {
-    pub fn create(path: &Path) -> Result<Self> {
-        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-        Ok(RunWriter {
-            path: path.to_path_buf(),
-            out: std::io::BufWriter::with_capacity(1 << 16, f),
-            written: 0,
+impl BlockEncoder {
+    pub fn new() -> Self {
+        BlockEncoder {
             block: Vec::with_capacity(BLOCK + 256),
-            block_first: None,
-            last: Vec::new(),
-            index: Vec::new(),
-            keys_hashes: Vec::new(),
-            entries: 0,
-        })
+            ..Default::default()
+        }
     }
 
-    fn write_all(&mut self, b: &[u8]) -> Result<()> {
-        self.out
-            .write_all(b)
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.written += b.len() as u64;
-        Ok(())
+    pub fn entries(&self) -> u64 {
+        self.entries
     }
 
     /// Adds an entry; keys must come in strictly increasing byte order (an
     /// equal key is a duplicate, reported by the caller who knows where it
-    /// came from).
-    pub fn add(&mut self, key: &[u8], locator: u64) -> Result<()> {
-        self.add_hashed(key, locator, key_hash(key))
-    }
-
-    /// As [`RunWriter::add`] with the key's [`key_hash`] already computed.
-    pub fn add_hashed(&mut self, key: &[u8], locator: u64, hash: u64) -> Result<()> {
+    /// came from). `hash` is the key's [`key_hash`].
+    pub fn add(&mut self, key: &[u8], locator: u64, hash: u64) -> Result<()> {
         if self.entries > 0 && key <= self.last.as_slice() {
             return Err(Error::Internal(format!(
                 "run keys out of order or repeated at entry {}",
@@ -190,38 +192,114 @@ impl RunWriter {
         put_varint(&mut self.block, locator);
         self.last.clear();
         self.last.extend_from_slice(key);
-        self.keys_hashes.push(hash);
+        self.hashes.push(hash);
         self.entries += 1;
         if self.block.len() >= BLOCK {
-            self.flush_block()?;
+            self.finish_block();
         }
         Ok(())
     }
 
-    fn flush_block(&mut self) -> Result<()> {
+    /// Closes the block being filled (the next entry starts a new one).
+    pub fn finish_block(&mut self) {
         let Some(first) = self.block_first.take() else {
-            return Ok(());
+            return;
         };
         let crc = crc32fast::hash(&self.block);
-        let offset = self.written;
-        let len = self.block.len() as u32;
-        let block = std::mem::take(&mut self.block);
-        self.write_all(&block)?;
-        self.write_all(&crc.to_le_bytes())?;
-        self.block = block;
+        let offset = self.taken + self.out.len() as u64;
+        self.out.extend_from_slice(&self.block);
+        self.out.extend_from_slice(&crc.to_le_bytes());
+        self.index.push((first, offset, self.block.len() as u32));
         self.block.clear();
-        self.index.push((first, offset, len));
+    }
+
+    /// The finished blocks so far, handed over (offsets stay counted).
+    fn take_output(&mut self) -> Vec<u8> {
+        self.taken += self.out.len() as u64;
+        std::mem::take(&mut self.out)
+    }
+}
+
+/// Writes a run file from keys in strictly increasing order.
+pub struct RunWriter {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    written: u64,
+    enc: BlockEncoder,
+}
+
+impl RunWriter {
+    pub fn create(path: &Path) -> Result<Self> {
+        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        Ok(RunWriter {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::with_capacity(1 << 16, f),
+            written: 0,
+            enc: BlockEncoder::new(),
+        })
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> Result<()> {
+        self.out
+            .write_all(b)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.written += b.len() as u64;
+        Ok(())
+    }
+
+    /// Adds an entry; keys must come in strictly increasing byte order.
+    pub fn add(&mut self, key: &[u8], locator: u64) -> Result<()> {
+        self.add_hashed(key, locator, key_hash(key))
+    }
+
+    /// As [`RunWriter::add`] with the key's [`key_hash`] already computed.
+    pub fn add_hashed(&mut self, key: &[u8], locator: u64, hash: u64) -> Result<()> {
+        self.enc.add(key, locator, hash)?;
+        if self.enc.out.len() >= 1 << 16 {
+            let out = self.enc.take_output();
+            self.write_all(&out)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the blocks of an encoder whose keys all follow the keys
+    /// written so far (the next key range of a parallel merge).
+    pub fn append(&mut self, mut part: BlockEncoder) -> Result<()> {
+        self.enc.finish_block();
+        let out = self.enc.take_output();
+        self.write_all(&out)?;
+        part.finish_block();
+        if self.enc.entries > 0
+            && let Some((first, _, _)) = part.index.first()
+            && first.as_slice() <= self.enc.last.as_slice()
+        {
+            return Err(Error::Internal("appended run part out of order".into()));
+        }
+        let base = self.written;
+        let out = std::mem::take(&mut part.out);
+        self.write_all(&out)?;
+        for (k, off, len) in part.index {
+            self.enc.index.push((k, base + off, len));
+        }
+        self.enc.taken = self.written;
+        self.enc.hashes.append(&mut part.hashes);
+        self.enc.entries += part.entries;
+        if part.entries > 0 {
+            self.enc.last = part.last;
+        }
         Ok(())
     }
 
     /// Writes the index, the bloom filter and the footer, and fsyncs.
     /// Returns the number of entries and the file's size.
     pub fn finish(mut self) -> Result<(u64, u64)> {
-        self.flush_block()?;
+        self.enc.finish_block();
+        let out = self.enc.take_output();
+        self.write_all(&out)?;
         let index_off = self.written;
         let mut idx = Vec::new();
-        put_varint(&mut idx, self.index.len() as u64);
-        for (key, off, len) in &self.index {
+        put_varint(&mut idx, self.enc.index.len() as u64);
+        for (key, off, len) in &self.enc.index {
             put_varint(&mut idx, key.len() as u64);
             idx.extend_from_slice(key);
             put_varint(&mut idx, *off);
@@ -230,11 +308,19 @@ impl RunWriter {
         idx.extend_from_slice(&crc32fast::hash(&idx).to_le_bytes());
         self.write_all(&idx)?;
         let bloom_off = self.written;
-        let blocks = (self.entries * BLOOM_BITS_PER_KEY)
+        let entries = self.enc.entries;
+        let blocks = (entries * BLOOM_BITS_PER_KEY)
             .div_ceil(8 * BLOOM_BLOCK_BYTES as u64)
             .max(1);
         let mut bits = vec![0u8; blocks as usize * BLOOM_BLOCK_BYTES];
-        for &h in &self.keys_hashes {
+        let hashes = &self.enc.hashes;
+        for (i, &h) in hashes.iter().enumerate() {
+            // The filter of a big run does not fit the caches: fetch the
+            // line of a key a few steps ahead.
+            if let Some(&ahead) = hashes.get(i + 16) {
+                let (b, _) = bloom_probe(ahead, blocks);
+                prefetch(&bits[b * BLOOM_BLOCK_BYTES]);
+            }
             let (b, probes) = bloom_probe(h, blocks);
             let line = &mut bits[b * BLOOM_BLOCK_BYTES..(b + 1) * BLOOM_BLOCK_BYTES];
             for p in probes {
@@ -251,7 +337,7 @@ impl RunWriter {
         footer.extend_from_slice(MAGIC);
         footer.extend_from_slice(&VERSION.to_le_bytes());
         footer.extend_from_slice(&0u32.to_le_bytes());
-        footer.extend_from_slice(&self.entries.to_le_bytes());
+        footer.extend_from_slice(&entries.to_le_bytes());
         footer.extend_from_slice(&index_off.to_le_bytes());
         footer.extend_from_slice(&bloom_off.to_le_bytes());
         self.write_all(&footer)?;
@@ -260,7 +346,7 @@ impl RunWriter {
             .into_inner()
             .map_err(|e| Error::io(&self.path, e.into_error()))?;
         f.sync_all().map_err(|e| Error::io(&self.path, e))?;
-        Ok((self.entries, self.written))
+        Ok((entries, self.written))
     }
 }
 
@@ -367,6 +453,14 @@ impl Run {
         probes
             .iter()
             .all(|&p| line[(p / 8) as usize] & (1 << (p % 8)) != 0)
+    }
+
+    /// Asks the CPU to fetch the bloom-filter cache line of a hash, so
+    /// that a probe a few keys later does not wait for memory.
+    #[inline]
+    pub fn prefetch(&self, hash: u64) {
+        let (b, _) = bloom_probe(hash, self.bloom_blocks);
+        prefetch(&self.map[self.bloom_at + b * BLOOM_BLOCK_BYTES]);
     }
 
     /// The locator of `key`, or `None`.
