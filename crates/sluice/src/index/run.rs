@@ -98,6 +98,15 @@ const BLOOM_BLOCK_BYTES: usize = 64;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The first eight bytes of a key as a big-endian integer, zero padded:
+/// its order agrees with the keys' byte order (ties need the whole key).
+fn prefix8(k: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let m = k.len().min(8);
+    p[..m].copy_from_slice(&k[..m]);
+    u64::from_be_bytes(p)
+}
+
 /// Asks the CPU to bring the cache line holding `at` (a hint: it never
 /// faults).
 #[inline]
@@ -356,6 +365,10 @@ pub struct Run {
     map: memmap2::Mmap,
     /// Per block: first key, offset, length.
     index: Vec<(Box<[u8]>, usize, usize)>,
+    /// The first eight bytes of each block's first key as a big-endian
+    /// integer (zero padded): the binary search over blocks reads this
+    /// compact array and touches a full key only on equal prefixes.
+    firsts: Vec<u64>,
     bloom_blocks: u64,
     bloom_at: usize,
     entries: u64,
@@ -412,7 +425,7 @@ impl Run {
             if off.checked_add(len + 4).is_none_or(|e| e > index_off) {
                 return Err(bad());
             }
-            index.push((key.into(), off, len));
+            index.push((Box::<[u8]>::from(key), off, len));
         }
         let bloom = &map[bloom_off..n - FOOTER];
         let (bbody, bcrc) = bloom.split_at(bloom.len() - 4);
@@ -433,6 +446,7 @@ impl Run {
             bloom_blocks,
             bloom_at: bloom_off + 12,
             entries,
+            firsts: index.iter().map(|(k, _, _)| prefix8(&k[..])).collect(),
             verified: (0..index.len().div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
@@ -475,18 +489,103 @@ impl Run {
             return Ok(None);
         }
         // The last block whose first key is <= key.
-        let b = self.index.partition_point(|(first, _, _)| &**first <= key);
+        let p = prefix8(key);
+        let lo = self.firsts.partition_point(|&f| f < p);
+        let hi = lo + self.firsts[lo..].partition_point(|&f| f <= p);
+        let b = lo + self.index[lo..hi].partition_point(|(first, _, _)| &**first <= key);
         if b == 0 {
             return Ok(None);
         }
-        let mut found = None;
-        self.scan_block(b - 1, |k, loc| {
-            if k == key {
-                found = Some(loc);
+        self.find_in_block(b - 1, key)
+    }
+
+    /// Block `b`'s bytes, its checksum verified on the first read.
+    fn checked_block(&self, b: usize) -> Result<&[u8]> {
+        let (_, off, len) = &self.index[b];
+        let block = &self.map[*off..off + len];
+        let (word, bit) = (&self.verified[b / 64], 1u64 << (b % 64));
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            let crc =
+                u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
+            if crc32fast::hash(block) != crc {
+                return Err(Error::Corrupt {
+                    file: self.path.clone(),
+                    message: format!("checksum mismatch in block {b}"),
+                });
             }
-            k < key
-        })?;
-        Ok(found)
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+        Ok(block)
+    }
+
+    /// Looks `probe` up in block `b` without rebuilding its keys: with `m`
+    /// the common prefix of the probe and the last key passed (which is
+    /// smaller), an entry sharing more than `m` with that key is smaller
+    /// too (skipped unread), one sharing less is greater (the probe is
+    /// absent), and only one sharing exactly `m` has its suffix compared.
+    fn find_in_block(&self, b: usize, probe: &[u8]) -> Result<Option<u64>> {
+        let block = self.checked_block(b)?;
+        let bad = || Error::Corrupt {
+            file: self.path.clone(),
+            message: format!("malformed block {b}"),
+        };
+        let mut pos = 0;
+        let mut m = 0usize;
+        // Length of the last key passed (`None` before the first entry).
+        let mut last_len: Option<usize> = None;
+        while pos < block.len() {
+            let shared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
+            let len_packed = get_varint(block, &mut pos).ok_or_else(bad)?;
+            let unshared = (len_packed >> 1) as usize;
+            let packed = len_packed & 1 == 1;
+            let n = if packed { unshared.div_ceil(2) } else { unshared };
+            let suffix = block.get(pos..pos + n).ok_or_else(bad)?;
+            pos += n;
+            let loc = get_varint(block, &mut pos).ok_or_else(bad)?;
+            match last_len {
+                None if shared != 0 => return Err(bad()),
+                Some(l) if shared > l => return Err(bad()),
+                _ => {}
+            }
+            last_len = Some(shared + unshared);
+            if shared > m {
+                continue;
+            }
+            if shared < m {
+                return Ok(None);
+            }
+            // shared == m: compare the suffix with the probe from m.
+            let mut smaller = false;
+            for i in 0..unshared {
+                let c = if packed {
+                    let byte = suffix[i / 2];
+                    HEX[if i % 2 == 0 { byte >> 4 } else { byte & 15 } as usize]
+                } else {
+                    suffix[i]
+                };
+                let Some(&p) = probe.get(m + i) else {
+                    // The probe is a proper prefix of this key: greater.
+                    return Ok(None);
+                };
+                if c > p {
+                    return Ok(None);
+                }
+                if c < p {
+                    m += i;
+                    smaller = true;
+                    break;
+                }
+            }
+            if smaller {
+                continue;
+            }
+            if m + unshared == probe.len() {
+                return Ok(Some(loc));
+            }
+            // This key is a proper prefix of the probe: smaller.
+            m += unshared;
+        }
+        Ok(None)
     }
 
     pub fn path(&self) -> &Path {
@@ -517,21 +616,11 @@ impl Run {
 
     /// Decodes block `b`, calling `f` until it returns false.
     fn scan_block(&self, b: usize, mut f: impl FnMut(&[u8], u64) -> bool) -> Result<()> {
-        let (_, off, len) = &self.index[b];
         let corrupt = |m: String| Error::Corrupt {
             file: self.path.clone(),
             message: m,
         };
-        let block = &self.map[*off..off + len];
-        let (word, bit) = (&self.verified[b / 64], 1u64 << (b % 64));
-        if word.load(Ordering::Relaxed) & bit == 0 {
-            let crc =
-                u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
-            if crc32fast::hash(block) != crc {
-                return Err(corrupt(format!("checksum mismatch in block {b}")));
-            }
-            word.fetch_or(bit, Ordering::Relaxed);
-        }
+        let block = self.checked_block(b)?;
         let mut key: Vec<u8> = Vec::new();
         let mut pos = 0;
         let bad = || corrupt(format!("malformed block {b}"));
@@ -547,9 +636,10 @@ impl Run {
                 let bytes = block
                     .get(pos..pos + unshared.div_ceil(2))
                     .ok_or_else(bad)?;
-                for &b in bytes {
-                    key.push(HEX[(b >> 4) as usize]);
-                    key.push(HEX[(b & 15) as usize]);
+                key.resize(shared + 2 * bytes.len(), 0);
+                for (out, &b) in key[shared..].chunks_exact_mut(2).zip(bytes) {
+                    out[0] = HEX[(b >> 4) as usize];
+                    out[1] = HEX[(b & 15) as usize];
                 }
                 key.truncate(shared + unshared);
                 pos += bytes.len();

@@ -199,6 +199,12 @@ impl KeyedTable<'_> {
 
     /// One row by row id, as a one-row batch of the table's plain schema.
     pub fn row(&self, id: RowId) -> Result<RecordBatch> {
+        let (batch, at) = self.place(id)?;
+        crate::batch::dict::decode_batch(&batch.slice(at, 1), &[])
+    }
+
+    /// The stored batch holding row `id`, and the row's position in it.
+    fn place(&self, id: RowId) -> Result<(&RecordBatch, usize)> {
         let s = self.seg_starts.partition_point(|&st| st <= id);
         let seg_meta = s
             .checked_sub(1)
@@ -227,9 +233,12 @@ impl KeyedTable<'_> {
         };
         let at = id - self.seg_starts[s];
         let b = rows.starts.partition_point(|&st| st <= at) - 1;
-        let batch = &rows.batches[b];
-        let one = batch.slice((at - rows.starts[b]) as usize, 1);
-        crate::batch::dict::decode_batch(&one, &[])
+        // The segment's rows stay cached in `self.segments` for as long
+        // as `self` lives: borrow them from there.
+        let cached = self.segments[s]
+            .get()
+            .ok_or_else(|| Error::Internal("segment cache emptied".into()))?;
+        Ok((&cached.batches[b], (at - rows.starts[b]) as usize))
     }
 
     /// The row with key `key` (as text), or `None`.
@@ -244,13 +253,35 @@ impl KeyedTable<'_> {
     /// The rows of the keys found, in the order the keys are given (a key
     /// given twice gives its row twice); missing keys give no row.
     pub fn get_many<S: AsRef<str>>(&self, keys: &[S]) -> Result<RecordBatch> {
-        let mut rows = Vec::new();
+        // The batches holding the rows (plain TEXT, each once), and per
+        // row found: (which of them, row in it).
+        let mut sources: Vec<RecordBatch> = Vec::new();
+        let mut seen: std::collections::HashMap<*const RecordBatch, usize> =
+            std::collections::HashMap::new();
+        let mut picks: Vec<(usize, usize)> = Vec::new();
         for k in keys {
-            if let Some(r) = self.get(k.as_ref())? {
-                rows.push(r);
-            }
+            let key = self.encode_key(k.as_ref())?;
+            let Some(id) = self.locate(&key)? else {
+                continue;
+            };
+            let (batch, at) = self.place(id)?;
+            let i = match seen.get(&(batch as *const RecordBatch)) {
+                Some(&i) => i,
+                None => {
+                    seen.insert(batch, sources.len());
+                    sources.push(crate::batch::dict::decode_batch(batch, &[])?);
+                    sources.len() - 1
+                }
+            };
+            picks.push((i, at));
         }
         let schema = self.meta.schema.arrow_schema();
-        Ok(arrow_select::concat::concat_batches(&schema, &rows)?)
+        if picks.is_empty() {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let refs: Vec<&RecordBatch> = sources.iter().collect();
+        Ok(arrow_select::interleave::interleave_record_batch(
+            &refs, &picks,
+        )?)
     }
 }
