@@ -215,7 +215,7 @@ impl KeyBatch {
         let mut first: Option<(u32, RowId)> = None;
         // Bloom filters of big runs do not fit the caches: fetch the lines
         // of the keys a few steps ahead.
-        const AHEAD: usize = 8;
+        const AHEAD: usize = 4;
         for i in 0..self.len() {
             if let Some(&h) = self.hashes.get(i + AHEAD) {
                 for r in runs {
