@@ -514,6 +514,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         match_by_name: a.match_by_name,
         key: a.key.clone(),
         compression: a.compression.as_deref().map(str::parse).transpose()?,
+        key_budget: None,
         on_duplicate: match a.on_duplicate {
             OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
             OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,

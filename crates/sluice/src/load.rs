@@ -122,6 +122,9 @@ pub struct LoadOptions {
     /// Segment compression of a new table (`None`: uncompressed); for an
     /// existing table it must match when given.
     pub compression: Option<Compression>,
+    /// Bytes of sorted keys a keyed load holds before writing them as a
+    /// run (`None`: half of `memory_limit`; tests use tiny budgets).
+    pub key_budget: Option<usize>,
 }
 
 /// What a duplicate key does to a load.
@@ -341,6 +344,7 @@ impl Default for LoadOptions {
             key: None,
             on_duplicate: OnDuplicate::Error,
             compression: None,
+            key_budget: None,
         }
     }
 }
@@ -671,7 +675,9 @@ pub fn load(
             base_row: existing.as_ref().map(|t| t.rows()).unwrap_or(0),
             batches: Vec::new(),
             bytes: 0,
-            budget: (opts.memory_limit / 2) as usize,
+            budget: opts
+                .key_budget
+                .unwrap_or((opts.memory_limit / 2) as usize),
             table_runs: older_runs.clone(),
             load_runs: Vec::new(),
             runs: Vec::new(),
