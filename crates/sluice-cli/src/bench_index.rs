@@ -41,7 +41,11 @@ fn generate(dir: &Path, files: usize, rows: u64, quiet: bool) -> Result<(Vec<Pat
         .collect();
     let missing: Vec<usize> = (0..files).filter(|&f| !paths[f].exists()).collect();
     if !missing.is_empty() && !quiet {
-        eprintln!("generating {} files of {rows} rows in {} ...", missing.len(), dir.display());
+        eprintln!(
+            "generating {} files of {rows} rows in {} ...",
+            missing.len(),
+            dir.display()
+        );
     }
     let cores = sluice::exec::usable_cores();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -211,7 +215,11 @@ pub fn run(
     }
     let single = start.elapsed().as_secs_f64();
     if found != keys.len() {
-        bail!("{} of {} present keys were not found", keys.len() - found, keys.len());
+        bail!(
+            "{} of {} present keys were not found",
+            keys.len() - found,
+            keys.len()
+        );
     }
     lat.sort_by(f64::total_cmp);
     const BATCH: usize = 1000;
@@ -221,7 +229,11 @@ pub fn run(
         let t0 = Instant::now();
         let got = t.get_many(chunk)?;
         if got.num_rows() != chunk.len() {
-            bail!("a batch of {} keys found {} rows", chunk.len(), got.num_rows());
+            bail!(
+                "a batch of {} keys found {} rows",
+                chunk.len(),
+                got.num_rows()
+            );
         }
         blat.push(t0.elapsed().as_secs_f64());
     }
@@ -362,7 +374,11 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<(f6
     if !user.is_empty() {
         install.arg(format!("--user={user}"));
     }
-    if !install.status().context("running mariadb-install-db")?.success() {
+    if !install
+        .status()
+        .context("running mariadb-install-db")?
+        .success()
+    {
         bail!("mariadb-install-db failed");
     }
     let mut srv = Command::new(&server);
@@ -400,14 +416,20 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<(f6
             std::thread::sleep(Duration::from_millis(100));
         }
         if !up {
-            bail!("the server did not start (see {})", base.join("server.log").display());
+            bail!(
+                "the server did not start (see {})",
+                base.join("server.log").display()
+            );
         }
         let version = client("SELECT VERSION()")?;
         client(
             "CREATE DATABASE bench; CREATE TABLE bench.objects (source_id CHAR(28) NOT NULL PRIMARY KEY, chunkId INT, subChunkId INT) ENGINE=InnoDB",
         )?;
         if !quiet {
-            eprintln!("peer: MariaDB {version}: loading {} files one by one ...", paths.len());
+            eprintln!(
+                "peer: MariaDB {version}: loading {} files one by one ...",
+                paths.len()
+            );
         }
         // One client session, one LOAD DATA per file, as a loader script
         // would; autocommit, so each file is its own transaction.

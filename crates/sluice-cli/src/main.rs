@@ -660,7 +660,11 @@ fn print_summary(
             );
         }
         if s.runs_merged > 0 {
-            writeln!(out, "merged {} key-index runs (by size tier)", s.runs_merged)?;
+            writeln!(
+                out,
+                "merged {} key-index runs (by size tier)",
+                s.runs_merged
+            )?;
         }
         if s.rejected > 0 {
             writeln!(
@@ -747,7 +751,8 @@ fn cmd_get(
         let text = if p.as_os_str() == "-" {
             std::io::read_to_string(std::io::stdin()).context("reading keys from standard input")?
         } else {
-            std::fs::read_to_string(p).with_context(|| format!("reading keys from {}", p.display()))?
+            std::fs::read_to_string(p)
+                .with_context(|| format!("reading keys from {}", p.display()))?
         };
         keys.extend(
             text.lines()

@@ -57,7 +57,9 @@ pub enum Error {
 
     /// A stored file failed its checksum or could not be decoded.
     /// A key loaded twice into a keyed table.
-    #[error("duplicate key {key} in table {table}: {second} repeats the key of {first} (--on-duplicate skip keeps the first row and goes on)")]
+    #[error(
+        "duplicate key {key} in table {table}: {second} repeats the key of {first} (--on-duplicate skip keeps the first row and goes on)"
+    )]
     DuplicateKey {
         table: String,
         key: String,

@@ -30,13 +30,13 @@ use serde::Serialize;
 use crate::batch::{BatchBuilder, ColumnStats, Schema, ValueOptions, validate_identifier};
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
+use crate::index::{Built, KeyBatch, RowId};
 use crate::parse::{
     BlockError, BlockInfo, Dialect, FieldMap, Reject, RowPolicy, parse_block_with, read_record,
 };
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 use crate::store::segment::SegmentWriter;
-use crate::index::{Built, KeyBatch, RowId};
 use crate::store::{Compression, Database, RunMeta, TableMeta};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
@@ -675,9 +675,7 @@ pub fn load(
             base_row: existing.as_ref().map(|t| t.rows()).unwrap_or(0),
             batches: Vec::new(),
             bytes: 0,
-            budget: opts
-                .key_budget
-                .unwrap_or((opts.memory_limit / 2) as usize),
+            budget: opts.key_budget.unwrap_or((opts.memory_limit / 2) as usize),
             table_runs: older_runs.clone(),
             load_runs: Vec::new(),
             runs: Vec::new(),
@@ -1448,7 +1446,9 @@ impl Writer<'_> {
             for r in rejects {
                 self.reject(part.file, part.offset, r)?;
             }
-            if keys.is_some() && info.rows > 0 && self.shared.opts.on_duplicate == OnDuplicate::Error
+            if keys.is_some()
+                && info.rows > 0
+                && self.shared.opts.on_duplicate == OnDuplicate::Error
             {
                 self.keys.provenance.push(Provenance {
                     row,
@@ -1481,8 +1481,7 @@ impl Writer<'_> {
                     return Err(Error::DuplicateKey {
                         table: self.shared.table.to_string(),
                         key: crate::index::display_key(
-                            self.shared.schema.columns[self.shared.key_col.unwrap_or(0)]
-                                .data_type,
+                            self.shared.schema.columns[self.shared.key_col.unwrap_or(0)].data_type,
                             &self.key_of_row(&batch, r)?,
                         ),
                         first: format!("row {existing} already in the table"),
@@ -1497,9 +1496,7 @@ impl Writer<'_> {
                     return Ok(());
                 }
                 self.keys.bytes += kb.heap_bytes();
-                self.keys
-                    .batches
-                    .push((self.keys.base_row + self.rows, kb));
+                self.keys.batches.push((self.keys.base_row + self.rows, kb));
                 if self.keys.bytes > self.keys.budget {
                     self.flush_keys()?;
                 }

@@ -742,3 +742,152 @@ fn schemas_are_inferred_printed_and_overridable() {
     let e = fails(&t.0, &["load", "--types", "v=TEXT", "sales", "sales.csv"]);
     assert!(e.contains("--types adjusts an inferred schema"), "{e}");
 }
+
+#[test]
+fn keyed_tables_load_get_query_and_refuse_duplicates() {
+    let t = Tmp::new();
+    t.write("a.tsv", b"id\tname\n3\tc\n1\ta\n2\tb\n");
+    t.write("b.tsv", b"10\tx\n11\ty\n");
+    t.write("c.tsv", b"20\tz\n3\tdup\n");
+    ok(&t.0, &["load", "-q", "--key", "id", "--tsv", "t", "a.tsv"]);
+    ok(&t.0, &["load", "-q", "--tsv", "--no-header", "t", "b.tsv"]);
+    // In the order asked; a missing key prints nothing.
+    assert_eq!(
+        ok(&t.0, &["get", "t", "11", "99", "3"]),
+        "id,name\n11,y\n3,c\n"
+    );
+    assert_eq!(ok(&t.0, &["get", "t", "99"]), "id,name\n");
+    t.write("keys.txt", b"2\n\n10\n");
+    assert_eq!(
+        ok(
+            &t.0,
+            &["get", "t", "--keys-file", "keys.txt", "--format", "json"]
+        ),
+        "[\n  {\"id\": 2, \"name\": \"b\"},\n  {\"id\": 10, \"name\": \"x\"}\n]\n"
+    );
+    let err = fails(&t.0, &["get", "t", "abc"]);
+    assert!(err.contains("\"abc\" is not a BIGINT"), "{err}");
+    // A duplicate of an earlier row: both places, nothing committed.
+    let err = fails(&t.0, &["load", "--tsv", "--no-header", "t", "c.tsv"]);
+    assert!(err.contains("duplicate key 3 in table t"), "{err}");
+    assert!(
+        err.contains("c.tsv:2 repeats the key of a row loaded earlier (3, c)"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was committed"), "{err}");
+    assert_eq!(ok(&t.0, &["get", "t", "20"]), "id,name\n");
+    // Skipping keeps the first.
+    let out = ok(
+        &t.0,
+        &[
+            "load",
+            "--tsv",
+            "--no-header",
+            "--on-duplicate",
+            "skip",
+            "t",
+            "c.tsv",
+        ],
+    );
+    assert!(
+        out.contains("skipped 1 row whose key was already loaded"),
+        "{out}"
+    );
+    assert_eq!(ok(&t.0, &["get", "t", "3", "20"]), "id,name\n3,c\n20,z\n");
+    // SQL reads through the index and says so.
+    assert_eq!(
+        ok(
+            &t.0,
+            &[
+                "query",
+                "SELECT name FROM t WHERE id IN (20, 1, 7) ORDER BY name"
+            ]
+        ),
+        "name\na\nz\n"
+    );
+    let plan = ok(&t.0, &["query", "EXPLAIN SELECT name FROM t WHERE id = 20"]);
+    assert!(
+        plan.contains("Index lookup t: 1 key through the primary-key index, 1 row found"),
+        "{plan}"
+    );
+    let info = ok(&t.0, &["info", "t"]);
+    assert!(
+        info.contains("id                       BIGINT PRIMARY KEY"),
+        "{info}"
+    );
+    assert!(info.contains("3 key-index runs"), "{info}");
+    // A table without a key has nothing to get.
+    t.write("p.csv", b"1,2\n");
+    ok(
+        &t.0,
+        &["load", "-q", "--schema", "a INT, b INT", "p", "p.csv"],
+    );
+    let err = fails(&t.0, &["get", "p", "1"]);
+    assert!(err.contains("table p has no primary key"), "{err}");
+}
+
+#[test]
+fn a_merge_killed_before_its_commit_leaves_a_working_table() {
+    let t = Tmp::new();
+    for f in 0..3 {
+        let text: String = (0..50).map(|i| format!("{},{f}\n", f * 100 + i)).collect();
+        t.write(&format!("f{f}.csv"), text.as_bytes());
+        ok(
+            &t.0,
+            &[
+                "load",
+                "-q",
+                "--schema",
+                "k BIGINT PRIMARY KEY, f INT",
+                "t",
+                &format!("f{f}.csv"),
+            ],
+        );
+    }
+    let manifest = std::fs::read(t.0.join("sluice.db/MANIFEST")).unwrap();
+    // The process dies (abort) with the merged run written and the
+    // manifest not yet swapped.
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .env("SLUICE_FAULT", "merge-before-commit")
+        .args(["compact", "t"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the fault did not fire");
+    assert_eq!(
+        std::fs::read(t.0.join("sluice.db/MANIFEST")).unwrap(),
+        manifest
+    );
+    let keys_files = |t: &Tmp| {
+        std::fs::read_dir(t.0.join("sluice.db/tables/t"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".keys")
+            })
+            .count()
+    };
+    assert_eq!(
+        keys_files(&t),
+        4,
+        "the merged run was not written before the crash"
+    );
+    // Readers see the old runs.
+    assert_eq!(
+        ok(&t.0, &["get", "t", "249", "0", "120"]),
+        "k,f\n249,2\n0,0\n120,1\n"
+    );
+    // The next writer removes the orphan; a merge then works.
+    assert!(ok(&t.0, &["compact", "t"]).contains("merged 3 runs into one"));
+    assert_eq!(keys_files(&t), 1);
+    let all: Vec<String> = (0..3)
+        .flat_map(|f| (0..50).map(move |i| (f * 100 + i).to_string()))
+        .collect();
+    let mut args = vec!["get", "t"];
+    args.extend(all.iter().map(String::as_str));
+    assert_eq!(ok(&t.0, &args).lines().count(), 151);
+}

@@ -170,9 +170,8 @@ impl KeyBatch {
         };
         // Sort by the first eight bytes as an integer, then the whole key
         // (ties are rare), then the row: the first of equal keys first.
-        let mut pairs: Vec<(u64, u32)> = (0..n)
-            .map(|i| (prefix_of(src.key(i)), i as u32))
-            .collect();
+        let mut pairs: Vec<(u64, u32)> =
+            (0..n).map(|i| (prefix_of(src.key(i)), i as u32)).collect();
         pairs.sort_unstable_by(|a, b| {
             a.0.cmp(&b.0)
                 .then_with(|| src.key(a.1 as usize).cmp(src.key(b.1 as usize)))

@@ -518,8 +518,7 @@ impl Run {
         let block = &self.map[*off..off + len];
         let (word, bit) = (&self.verified[b / 64], 1u64 << (b % 64));
         if word.load(Ordering::Relaxed) & bit == 0 {
-            let crc =
-                u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
+            let crc = u32::from_le_bytes(self.map[off + len..off + len + 4].try_into().expect("4"));
             if crc32fast::hash(block) != crc {
                 return Err(Error::Corrupt {
                     file: self.path.clone(),
@@ -551,7 +550,11 @@ impl Run {
             let len_packed = get_varint(block, &mut pos).ok_or_else(bad)?;
             let unshared = (len_packed >> 1) as usize;
             let packed = len_packed & 1 == 1;
-            let n = if packed { unshared.div_ceil(2) } else { unshared };
+            let n = if packed {
+                unshared.div_ceil(2)
+            } else {
+                unshared
+            };
             let suffix = block.get(pos..pos + n).ok_or_else(bad)?;
             pos += n;
             let loc = get_varint(block, &mut pos).ok_or_else(bad)?;
@@ -646,9 +649,7 @@ impl Run {
             }
             key.truncate(shared);
             if len_packed & 1 == 1 {
-                let bytes = block
-                    .get(pos..pos + unshared.div_ceil(2))
-                    .ok_or_else(bad)?;
+                let bytes = block.get(pos..pos + unshared.div_ceil(2)).ok_or_else(bad)?;
                 key.resize(shared + 2 * bytes.len(), 0);
                 for (out, &b) in key[shared..].chunks_exact_mut(2).zip(bytes) {
                     out[0] = HEX[(b >> 4) as usize];
@@ -817,12 +818,20 @@ mod fp_probe {
         let mut w = RunWriter::create(&p).unwrap();
         let n = 200_000u64;
         for i in 0..n {
-            w.add(format!("{:019}", 1_000_000_000_000_000_000u64 + i * 7919).as_bytes(), i).unwrap();
+            w.add(
+                format!("{:019}", 1_000_000_000_000_000_000u64 + i * 7919).as_bytes(),
+                i,
+            )
+            .unwrap();
         }
         w.finish().unwrap();
         let run = Run::open(&p).unwrap();
         let hits = (0..n)
-            .filter(|i| run.may_contain(key_hash(format!("{:019}", 1_000_000_000_000_000_001u64 + i * 7919).as_bytes())))
+            .filter(|i| {
+                run.may_contain(key_hash(
+                    format!("{:019}", 1_000_000_000_000_000_001u64 + i * 7919).as_bytes(),
+                ))
+            })
             .count();
         let _ = std::fs::remove_file(&p);
         let rate = hits as f64 / n as f64;

@@ -212,7 +212,14 @@ impl KeyedTable<'_> {
         let Some((s, seg_meta)) = seg_meta.filter(|(s, m)| id - self.seg_starts[*s] < m.rows)
         else {
             return Err(Error::Corrupt {
-                file: self.db.dir().join(&self.meta.runs.first().map(|r| r.file.clone()).unwrap_or_default()),
+                file: self.db.dir().join(
+                    &self
+                        .meta
+                        .runs
+                        .first()
+                        .map(|r| r.file.clone())
+                        .unwrap_or_default(),
+                ),
                 message: format!("the index points at row {id}, past the table's rows"),
             });
         };

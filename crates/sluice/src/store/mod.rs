@@ -203,7 +203,12 @@ impl Database {
     /// A key-index run, opened (footer, index and bloom filter checked)
     /// once per handle; its size must match the manifest.
     pub fn run(&self, meta: &RunMeta) -> Result<Arc<crate::index::Run>> {
-        if let Some(r) = self.runs.lock().ok().and_then(|c| c.get(&meta.file).cloned()) {
+        if let Some(r) = self
+            .runs
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&meta.file).cloned())
+        {
             return Ok(r);
         }
         let path = self.dir.join(&meta.file);
@@ -213,18 +218,17 @@ impl Database {
         if size != meta.bytes {
             return Err(Error::Corrupt {
                 file: path,
-                message: format!("{size} bytes, the manifest says {} (truncated?)", meta.bytes),
+                message: format!(
+                    "{size} bytes, the manifest says {} (truncated?)",
+                    meta.bytes
+                ),
             });
         }
         let run = Arc::new(crate::index::Run::open(&path)?);
         if run.entries() != meta.entries {
             return Err(Error::Corrupt {
                 file: path,
-                message: format!(
-                    "{} keys, the manifest says {}",
-                    run.entries(),
-                    meta.entries
-                ),
+                message: format!("{} keys, the manifest says {}", run.entries(), meta.entries),
             });
         }
         if let Ok(mut c) = self.runs.lock() {

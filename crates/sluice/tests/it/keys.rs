@@ -106,7 +106,10 @@ fn every_key_is_found_after_many_loads_and_merges() {
     asked.insert(2, "123456789".into());
     let got = rows_of(&[t.get_many(&asked).unwrap()]);
     let want: Vec<Option<String>> = some.into_iter().map(Some).collect();
-    assert_eq!(got.into_iter().map(|r| r[0].clone()).collect::<Vec<_>>(), want);
+    assert_eq!(
+        got.into_iter().map(|r| r[0].clone()).collect::<Vec<_>>(),
+        want
+    );
     // A key that is not a BIGINT is an error, not an empty result.
     assert!(t.get("twelve").is_err());
 }
@@ -141,11 +144,19 @@ fn a_duplicate_inside_one_load_names_both_lines_and_commits_nothing() {
         }
         other => panic!("expected a duplicate key error, got {other}"),
     }
-    assert_eq!(std::fs::read(db_dir(&dir).join("MANIFEST")).unwrap(), manifest);
+    assert_eq!(
+        std::fs::read(db_dir(&dir).join("MANIFEST")).unwrap(),
+        manifest
+    );
     assert_eq!(table_files(&db_dir(&dir), "t"), files);
     // Inside one file too.
-    let err = load_files(&dir, "t", &[("d.csv", "code,n\nr,1\ns,2\nr,3\n".into())], &o)
-        .unwrap_err();
+    let err = load_files(
+        &dir,
+        "t",
+        &[("d.csv", "code,n\nr,1\ns,2\nr,3\n".into())],
+        &o,
+    )
+    .unwrap_err();
     assert!(
         err.to_string().contains("d.csv:4 repeats the key of")
             && err.to_string().contains("d.csv:2"),
@@ -153,7 +164,10 @@ fn a_duplicate_inside_one_load_names_both_lines_and_commits_nothing() {
     );
     // The table still takes good rows.
     load_files(&dir, "t", &[("e.csv", "code,n\nk,9\n".into())], &o).unwrap();
-    assert_eq!(get(&db_dir(&dir), "t", "k").unwrap()[1].as_deref(), Some("9"));
+    assert_eq!(
+        get(&db_dir(&dir), "t", "k").unwrap()[1].as_deref(),
+        Some("9")
+    );
     assert_eq!(table_rows(&db_dir(&dir), "t").len(), 3);
 }
 
@@ -165,7 +179,10 @@ fn a_duplicate_of_an_earlier_load_shows_the_row_already_there() {
     let err = load_files(&dir, "t", &[("b.csv", "3,three\n2,deux\n".into())], &o).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("duplicate key 2 in table t"), "{msg}");
-    assert!(msg.contains("b.csv:2 repeats the key of a row loaded earlier (2, two)"), "{msg}");
+    assert!(
+        msg.contains("b.csv:2 repeats the key of a row loaded earlier (2, two)"),
+        "{msg}"
+    );
     assert_eq!(table_rows(&db_dir(&dir), "t").len(), 2);
     assert_eq!(run_count(&db_dir(&dir), "t"), 1);
 }
@@ -212,10 +229,30 @@ fn a_null_key_fails_the_load() {
 fn keys_of_every_key_type_are_found() {
     let dir = TempDir::new("keys-types");
     for (n, (schema, rows, probe, absent)) in [
-        ("k DATE PRIMARY KEY, v INT", "2024-02-29,1\n1970-01-01,2\n", "2024-02-29", "2024-03-01"),
-        ("k DECIMAL(10,2) PRIMARY KEY, v INT", "-1.50,1\n3.25,2\n", "3.25", "3.26"),
-        ("k TIMESTAMP PRIMARY KEY, v INT", "2024-01-01 10:00:00,1\n2024-01-01 10:00:01,2\n", "2024-01-01 10:00:01", "2024-01-01 10:00:02"),
-        ("k INT PRIMARY KEY, v INT", "-7,1\n2147483647,2\n", "2147483647", "0"),
+        (
+            "k DATE PRIMARY KEY, v INT",
+            "2024-02-29,1\n1970-01-01,2\n",
+            "2024-02-29",
+            "2024-03-01",
+        ),
+        (
+            "k DECIMAL(10,2) PRIMARY KEY, v INT",
+            "-1.50,1\n3.25,2\n",
+            "3.25",
+            "3.26",
+        ),
+        (
+            "k TIMESTAMP PRIMARY KEY, v INT",
+            "2024-01-01 10:00:00,1\n2024-01-01 10:00:01,2\n",
+            "2024-01-01 10:00:01",
+            "2024-01-01 10:00:02",
+        ),
+        (
+            "k INT PRIMARY KEY, v INT",
+            "-7,1\n2147483647,2\n",
+            "2147483647",
+            "0",
+        ),
         ("k TEXT PRIMARY KEY, v INT", "é,1\n\"\",2\nab,3\n", "é", "a"),
     ]
     .into_iter()
@@ -223,12 +260,28 @@ fn keys_of_every_key_type_are_found() {
     {
         let name = format!("t{n}");
         let o = keyed_opts(schema);
-        load_files(&dir, &name, &[(&format!("{name}.csv"), rows.to_string())], &o).unwrap();
-        assert!(get(&db_dir(&dir), &name, probe).is_some(), "{schema}: {probe}");
-        assert!(get(&db_dir(&dir), &name, absent).is_none(), "{schema}: {absent}");
+        load_files(
+            &dir,
+            &name,
+            &[(&format!("{name}.csv"), rows.to_string())],
+            &o,
+        )
+        .unwrap();
+        assert!(
+            get(&db_dir(&dir), &name, probe).is_some(),
+            "{schema}: {probe}"
+        );
+        assert!(
+            get(&db_dir(&dir), &name, absent).is_none(),
+            "{schema}: {absent}"
+        );
     }
     // Keys that cannot be keys.
-    for bad in ["k DOUBLE PRIMARY KEY", "k BOOLEAN PRIMARY KEY", "a INT PRIMARY KEY, b INT PRIMARY KEY"] {
+    for bad in [
+        "k DOUBLE PRIMARY KEY",
+        "k BOOLEAN PRIMARY KEY",
+        "a INT PRIMARY KEY, b INT PRIMARY KEY",
+    ] {
         assert!(bad.parse::<sluice::batch::Schema>().is_err(), "{bad}");
     }
 }
@@ -240,14 +293,19 @@ fn a_load_bigger_than_its_key_budget_writes_several_runs_and_checks_across_them(
     o.key_budget = Some(1);
     o.block_size = Some(64);
     o.threads = Some(2);
-    let text: String = (0..200).map(|i| format!("{},{i}\n", (i * 37) % 1000)).collect();
+    let text: String = (0..200)
+        .map(|i| format!("{},{i}\n", (i * 37) % 1000))
+        .collect();
     let s = load_files(&dir, "t", &[("a.csv", text)], &o).unwrap();
     assert_eq!(s.rows, 200);
     // One run per flushed batch, then merged by tier as the load ends.
     assert!(run_count(&db_dir(&dir), "t") <= 3);
     for i in 0..200 {
         let k = (i * 37) % 1000;
-        assert_eq!(get(&db_dir(&dir), "t", &k.to_string()).unwrap()[1], Some(i.to_string()));
+        assert_eq!(
+            get(&db_dir(&dir), "t", &k.to_string()).unwrap()[1],
+            Some(i.to_string())
+        );
     }
     // A duplicate far apart in one load, across the runs it writes.
     let mut text: String = (0..100).map(|i| format!("{},1\n", 5000 + i)).collect();
@@ -268,7 +326,9 @@ fn damaged_runs_are_errors_naming_the_file_never_wrong_rows() {
     let text: String = (0..3000).map(|i| format!("{},v{i}\n", i * 3)).collect();
     load_files(&dir, "t", &[("a.csv", text)], &o).unwrap();
     let db = db_dir(&dir);
-    let run_rel = Database::open(&db).unwrap().table("t").unwrap().runs[0].file.clone();
+    let run_rel = Database::open(&db).unwrap().table("t").unwrap().runs[0]
+        .file
+        .clone();
     let run_path = db.join(&run_rel);
     let good = std::fs::read(&run_path).unwrap();
     let name = run_path.file_name().unwrap().to_string_lossy().to_string();
@@ -306,11 +366,19 @@ fn damaged_runs_are_errors_naming_the_file_never_wrong_rows() {
     }
     // Truncated: the size no longer matches the manifest.
     std::fs::write(&run_path, &good[..good.len() - 10]).unwrap();
-    let e = Database::open(&db).unwrap().keyed("t").err().expect("truncation detected");
+    let e = Database::open(&db)
+        .unwrap()
+        .keyed("t")
+        .err()
+        .expect("truncation detected");
     assert!(e.to_string().contains("truncated"), "{e}");
     // A missing run is an I/O error naming it.
     std::fs::remove_file(&run_path).unwrap();
-    let e = Database::open(&db).unwrap().keyed("t").err().expect("missing run detected");
+    let e = Database::open(&db)
+        .unwrap()
+        .keyed("t")
+        .err()
+        .expect("missing run detected");
     assert!(e.to_string().contains(&name), "{e}");
 }
 
@@ -319,7 +387,9 @@ fn a_merge_that_never_committed_leaves_the_old_runs_and_its_file_is_removed() {
     let dir = TempDir::new("keys-crash");
     let o = keyed_opts("id BIGINT PRIMARY KEY, v TEXT");
     for f in 0..3 {
-        let text: String = (0..40).map(|i| format!("{},f{f}\n", f * 1000 + i)).collect();
+        let text: String = (0..40)
+            .map(|i| format!("{},f{f}\n", f * 1000 + i))
+            .collect();
         load_files(&dir, "t", &[(&format!("f{f}.csv"), text)], &o).unwrap();
     }
     let db = db_dir(&dir);
@@ -349,7 +419,13 @@ fn a_merge_that_never_committed_leaves_the_old_runs_and_its_file_is_removed() {
             assert_eq!(row[1].as_deref(), Some(format!("f{f}").as_str()));
         }
     }
-    assert_eq!(table_files(&db, "t").iter().filter(|f| f.ends_with(".keys")).count(), 1);
+    assert_eq!(
+        table_files(&db, "t")
+            .iter()
+            .filter(|f| f.ends_with(".keys"))
+            .count(),
+        1
+    );
 }
 
 #[derive(Debug, Clone)]

@@ -1,10 +1,10 @@
 //! Integration tests of the library: one binary, one module per concern.
 
 mod agg_paths;
-mod keys;
 mod common;
 mod conformance;
 mod differential;
+mod keys;
 mod load;
 mod load_fuzz;
 mod parallel;

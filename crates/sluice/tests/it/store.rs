@@ -300,7 +300,14 @@ fn zstd_segments_read_back_the_same_rows_and_are_smaller() {
 
     let plain = table_rows(&plain_dir.path().join("db"), "t");
     let mut zstd = table_rows(&zstd_dir.path().join("db"), "t");
-    assert_eq!(zstd.pop(), Some(vec![Some("20000".into()), Some("1".into()), Some("x".into())]));
+    assert_eq!(
+        zstd.pop(),
+        Some(vec![
+            Some("20000".into()),
+            Some("1".into()),
+            Some("x".into())
+        ])
+    );
     assert_eq!(plain, zstd);
     let size = |d: &TempDir| {
         let db = Database::open(d.path().join("db")).unwrap();
@@ -314,7 +321,12 @@ fn zstd_segments_read_back_the_same_rows_and_are_smaller() {
     );
     let sum = |d: &TempDir| {
         let db = Database::open(d.path().join("db")).unwrap();
-        let r = sluice::query::query(&db, "SELECT sum(id), count(DISTINCT name) FROM t WHERE k = 3", Some(2)).unwrap();
+        let r = sluice::query::query(
+            &db,
+            "SELECT sum(id), count(DISTINCT name) FROM t WHERE k = 3",
+            Some(2),
+        )
+        .unwrap();
         sluice::batch::format_value(r.batches[0].column(0).as_ref(), 0)
     };
     assert_eq!(sum(&zstd_dir), sum(&plain_dir));
