@@ -80,6 +80,10 @@ pub enum Scenario {
         /// Keep the databases afterwards
         #[arg(long)]
         keep: bool,
+        /// Segment compression of the table: zstd (the archive's choice:
+        /// size) or none
+        #[arg(long, default_value = "zstd")]
+        compression: String,
     },
 }
 
@@ -136,7 +140,17 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
             keep,
-        } => crate::bench_index::run(files, rows, lookups, &dir, None, no_peers, keep, quiet),
+            compression,
+        } => crate::bench_index::run(
+            files,
+            rows,
+            lookups,
+            &dir,
+            compression.parse()?,
+            no_peers,
+            keep,
+            quiet,
+        ),
     }
 }
 

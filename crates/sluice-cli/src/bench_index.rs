@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use sluice::load::{Header, LoadOptions, Progress, load};
 use sluice::source::Input;
-use sluice::store::Database;
+use sluice::store::{Compression, Database};
 
 use crate::generate::{Rng, push_u64};
 
@@ -88,12 +88,12 @@ fn generate(dir: &Path, files: usize, rows: u64, quiet: bool) -> Result<(Vec<Pat
     Ok((paths, bytes))
 }
 
-fn opts(threads: Option<usize>, progress: Option<Arc<Progress>>) -> Result<LoadOptions> {
+fn opts(compression: Compression, progress: Option<Arc<Progress>>) -> Result<LoadOptions> {
     let mut o = LoadOptions {
         schema: Some(SCHEMA.parse()?),
         header: Header::No,
-        threads,
         progress,
+        compression: Some(compression),
         ..Default::default()
     };
     o.dialect.delimiter = b'\t';
@@ -118,7 +118,7 @@ pub fn run(
     rows: u64,
     lookups: usize,
     dir: &Path,
-    threads: Option<usize>,
+    compression: Compression,
     no_peers: bool,
     keep: bool,
     quiet: bool,
@@ -160,7 +160,7 @@ pub fn run(
             &mut db,
             "objects",
             &inputs(&paths),
-            &opts(threads, Some(progress.clone()))?,
+            &opts(compression, Some(progress.clone()))?,
         )?;
         stop.store(true, Ordering::Relaxed);
         let marks = watcher.join().unwrap_or_default();
@@ -180,7 +180,7 @@ pub fn run(
     for i in 0..10 {
         let start = Instant::now();
         let mut db = Database::open_writer(&inc_db)?;
-        let s = load(&mut db, "objects", &inputs(tenth(i)), &opts(threads, None)?)?;
+        let s = load(&mut db, "objects", &inputs(tenth(i)), &opts(compression, None)?)?;
         drop(db);
         inc.push(start.elapsed().as_secs_f64());
         if s.runs_merged > 0 {
@@ -255,7 +255,7 @@ pub fn run(
 
     let cores = sluice::exec::usable_cores();
     println!(
-        "secondary-index: {files} TSV files x {rows} rows = {total_rows} rows, {} raw; {} usable cores",
+        "secondary-index: {files} TSV files x {rows} rows = {total_rows} rows, {} raw; {} usable cores; segments {compression:?}",
         crate::util::human_bytes(raw_bytes),
         cores
     );

@@ -491,36 +491,94 @@ fn merge_part(
     Ok(Ok(enc))
 }
 
-/// Merges runs (whose keys never repeat) into one at `path`.
-pub fn merge_runs(runs: &[Arc<Run>], path: &Path) -> Result<(u64, u64)> {
-    let mut w = RunWriter::create(path)?;
-    let mut cursors: Vec<run::Cursor<'_>> = runs.iter().map(|r| r.cursor()).collect();
-    // (key, locator) of each cursor's current entry, kept owned so that the
-    // cursors can advance.
-    let mut heads: Vec<Option<(Vec<u8>, u64)>> = Vec::with_capacity(runs.len());
-    for c in &mut cursors {
-        heads.push(c.next_entry()?.map(|(k, l)| (k.to_vec(), l)));
+/// Merges runs (whose keys never repeat) into one at `path`, by key
+/// ranges on up to `threads` threads (ranges cut at block first keys of
+/// the runs), appended in order.
+pub fn merge_runs(runs: &[Arc<Run>], path: &Path, threads: usize) -> Result<(u64, u64)> {
+    merge_runs_with(runs, path, threads, PARALLEL_MIN_KEYS, PART_KEYS)
+}
+
+fn merge_runs_with(
+    runs: &[Arc<Run>],
+    path: &Path,
+    threads: usize,
+    parallel_min_keys: usize,
+    part_keys: usize,
+) -> Result<(u64, u64)> {
+    let total: u64 = runs.iter().map(|r| r.entries()).sum();
+    let parts = if threads <= 1 || (total as usize) < parallel_min_keys {
+        1
+    } else {
+        (total as usize)
+            .div_ceil(part_keys.max(1))
+            .div_ceil(threads)
+            * threads
+    };
+    // Splitters: evenly spaced among the block first keys of every run.
+    let mut firsts: Vec<&[u8]> = runs.iter().flat_map(|r| r.block_first_keys()).collect();
+    firsts.sort_unstable();
+    firsts.dedup();
+    let mut cuts: Vec<Option<&[u8]>> = vec![None];
+    for j in 1..parts {
+        if let Some(&k) = firsts.get(j * firsts.len() / parts)
+            && cuts.last().is_none_or(|c| c.is_none_or(|c| c < k))
+        {
+            cuts.push(Some(k));
+        }
     }
-    let mut heap: BinaryHeap<std::cmp::Reverse<(Vec<u8>, usize)>> = heads
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.as_ref().map(|(k, _)| std::cmp::Reverse((k.clone(), i))))
-        .collect();
-    while let Some(std::cmp::Reverse((key, i))) = heap.pop() {
-        let loc = heads[i].as_ref().map(|h| h.1).unwrap_or_default();
-        w.add(&key, loc).map_err(|_| Error::Corrupt {
-            file: runs[i].path().to_path_buf(),
-            message: "a key repeats across runs".into(),
-        })?;
-        match cursors[i].next_entry()? {
-            Some((k, l)) => {
-                heap.push(std::cmp::Reverse((k.to_vec(), i)));
-                heads[i] = Some((k.to_vec(), l));
-            }
-            None => heads[i] = None,
+    cuts.push(None);
+    let mut w = RunWriter::create(path)?;
+    let ranges: Vec<(Option<&[u8]>, Option<&[u8]>)> = cuts.windows(2).map(|c| (c[0], c[1])).collect();
+    for round in ranges.chunks(threads.max(1)) {
+        let outs: Vec<Result<BlockEncoder>> = std::thread::scope(|s| {
+            let handles: Vec<_> = round
+                .iter()
+                .map(|&(lo, hi)| s.spawn(move || merge_range(runs, lo, hi)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Internal("a merge thread panicked".into())))
+                })
+                .collect()
+        });
+        for out in outs {
+            w.append(out?)?;
         }
     }
     w.finish()
+}
+
+/// Merges the entries with keys in `[lo, hi)` of every run into blocks.
+/// Runs are few (a tier's worth, or a table's): the smallest current key
+/// is found by a scan over the cursors, with no allocation per entry.
+fn merge_range(runs: &[Arc<Run>], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<BlockEncoder> {
+    let mut cursors = runs
+        .iter()
+        .map(|r| run::Cursor::seek(r, lo))
+        .collect::<Result<Vec<_>>>()?;
+    let mut enc = BlockEncoder::new();
+    loop {
+        let mut best: Option<usize> = None;
+        for (i, c) in cursors.iter().enumerate() {
+            let Some((k, _)) = c.current() else { continue };
+            if hi.is_some_and(|h| k >= h) {
+                continue;
+            }
+            if best.is_none_or(|b| cursors[b].current().is_none_or(|(bk, _)| k < bk)) {
+                best = Some(i);
+            }
+        }
+        let Some(b) = best else { break };
+        let (key, loc) = cursors[b].current().unwrap_or_default();
+        enc.add(key, loc, key_hash(key)).map_err(|_| Error::Corrupt {
+            file: cursors[b].run().path().to_path_buf(),
+            message: "a key repeats across runs".into(),
+        })?;
+        cursors[b].advance()?;
+    }
+    Ok(enc)
 }
 
 /// A key given as text (the command line, a keys file) in the index's
@@ -732,6 +790,46 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+        /// Merging runs by key ranges on several threads keeps every entry
+        /// once, in order.
+        #[test]
+        fn parallel_run_merge_agrees_with_a_model(
+            keys in proptest::collection::btree_set(0u32..100_000, 0..3000),
+            runs in 1usize..6,
+            threads in 1usize..4,
+            part_keys in 1usize..500,
+        ) {
+            let mut model = std::collections::BTreeMap::new();
+            let mut files = Vec::new();
+            let mut opened = Vec::new();
+            for r in 0..runs {
+                let p = tmp("mr");
+                let mut w = RunWriter::create(&p).unwrap();
+                for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % runs == r) {
+                    let key = format!("{k:07}").into_bytes();
+                    w.add(&key, i as u64).unwrap();
+                    model.insert(key, i as u64);
+                }
+                w.finish().unwrap();
+                opened.push(Arc::new(Run::open(&p).unwrap()));
+                files.push(p);
+            }
+            let m = tmp("merged");
+            let (n, _) = merge_runs_with(&opened, &m, threads, 0, part_keys).unwrap();
+            proptest::prop_assert_eq!(n, model.len() as u64);
+            let merged = Run::open(&m).unwrap();
+            let mut all = Vec::new();
+            merged.for_each(|k, v| all.push((k.to_vec(), v))).unwrap();
+            proptest::prop_assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+            for f in files.into_iter().chain([m]) {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+
     #[test]
     fn build_finds_duplicates_inside_and_against_older_runs() {
         let b1 = KeyBatch::from_array(&Int64Array::from(vec![5, 1, 9])).unwrap();
@@ -770,7 +868,7 @@ mod tests {
         build_run(&r, &[(20, b6)], &[], 1).unwrap();
         let newer = Arc::new(Run::open(&r).unwrap());
         let m = tmp("m");
-        let (n, _) = merge_runs(&[old, newer], &m).unwrap();
+        let (n, _) = merge_runs(&[old.clone(), newer.clone()], &m, 1).unwrap();
         assert_eq!(n, 7);
         let merged = Run::open(&m).unwrap();
         for (k, id) in [(1, 1), (2, 4), (3, 20), (4, 21), (5, 0), (7, 3), (9, 2)] {

@@ -609,14 +609,13 @@ impl Run {
     }
 
     /// A cursor over the entries in key order (for merges).
-    pub fn cursor(&self) -> Cursor<'_> {
-        Cursor {
-            run: self,
-            block: 0,
-            entries: Vec::new(),
-            keys: Vec::new(),
-            at: 0,
-        }
+    pub fn cursor(&self) -> Result<Cursor<'_>> {
+        Cursor::seek(self, None)
+    }
+
+    /// First keys of the blocks, in order (a sample of the key space).
+    pub fn block_first_keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.index.iter().map(|(k, _, _)| &**k)
     }
 
     /// Calls `f(key, locator)` for every entry in key order.
@@ -673,6 +672,7 @@ impl Run {
 /// Entries of a run in key order, one block decoded at a time.
 pub struct Cursor<'a> {
     run: &'a Run,
+    /// The next block to decode.
     block: usize,
     /// The decoded block: (key end in `keys`, locator).
     entries: Vec<(usize, u64)>,
@@ -680,13 +680,36 @@ pub struct Cursor<'a> {
     at: usize,
 }
 
-impl Cursor<'_> {
-    /// The next entry, or `None` at the end.
-    pub fn next_entry(&mut self) -> Result<Option<(&[u8], u64)>> {
-        while self.at >= self.entries.len() {
-            if self.block >= self.run.index.len() {
-                return Ok(None);
+impl<'a> Cursor<'a> {
+    /// A cursor on the first entry whose key is `>= from` (the first
+    /// entry when `from` is `None`).
+    pub fn seek(run: &'a Run, from: Option<&[u8]>) -> Result<Cursor<'a>> {
+        let block = match from {
+            Some(k) => run
+                .index
+                .partition_point(|(first, _, _)| &**first <= k)
+                .saturating_sub(1),
+            None => 0,
+        };
+        let mut c = Cursor {
+            run,
+            block,
+            entries: Vec::new(),
+            keys: Vec::new(),
+            at: 0,
+        };
+        c.fill()?;
+        if let Some(k) = from {
+            while c.current().is_some_and(|(key, _)| key < k) {
+                c.advance()?;
             }
+        }
+        Ok(c)
+    }
+
+    /// Decodes blocks until one has an entry at `at` (or none are left).
+    fn fill(&mut self) -> Result<()> {
+        while self.at >= self.entries.len() && self.block < self.run.index.len() {
             self.entries.clear();
             self.keys.clear();
             self.at = 0;
@@ -698,14 +721,36 @@ impl Cursor<'_> {
             })?;
             self.block += 1;
         }
-        let start = if self.at == 0 {
-            0
-        } else {
-            self.entries[self.at - 1].0
+        Ok(())
+    }
+
+    /// The entry under the cursor, `None` at the end.
+    pub fn current(&self) -> Option<(&[u8], u64)> {
+        let &(end, loc) = self.entries.get(self.at)?;
+        let start = match self.at {
+            0 => 0,
+            i => self.entries[i - 1].0,
         };
-        let (end, loc) = self.entries[self.at];
+        Some((&self.keys[start..end], loc))
+    }
+
+    /// Moves to the next entry.
+    pub fn advance(&mut self) -> Result<()> {
         self.at += 1;
-        Ok(Some((&self.keys[start..end], loc)))
+        self.fill()
+    }
+
+    /// The next entry, or `None` at the end.
+    pub fn next_entry(&mut self) -> Result<Option<(Vec<u8>, u64)>> {
+        let out = self.current().map(|(k, l)| (k.to_vec(), l));
+        if out.is_some() {
+            self.advance()?;
+        }
+        Ok(out)
+    }
+
+    pub fn run(&self) -> &Run {
+        self.run
     }
 }
 

@@ -125,7 +125,8 @@ impl Database {
         let (rel_dir, abs_dir) = self.table_dir(&name);
         let file = format!("{version:06}-merged.keys");
         let path = abs_dir.join(&file);
-        let (entries, bytes) = match crate::index::merge_runs(&runs, &path) {
+        let threads = crate::exec::worker_count(None);
+        let (entries, bytes) = match crate::index::merge_runs(&runs, &path, threads) {
             Ok(r) => r,
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
