@@ -84,6 +84,10 @@ pub enum Scenario {
         /// size) or none
         #[arg(long, default_value = "zstd")]
         compression: String,
+        /// Runs of the sluice loads (medians are reported; the peer runs
+        /// once)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
     },
 }
 
@@ -141,12 +145,14 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             no_peers,
             keep,
             compression,
+            runs,
         } => crate::bench_index::run(
             files,
             rows,
             lookups,
             &dir,
             compression.parse()?,
+            runs,
             no_peers,
             keep,
             quiet,

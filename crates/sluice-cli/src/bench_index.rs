@@ -119,6 +119,7 @@ pub fn run(
     lookups: usize,
     dir: &Path,
     compression: Compression,
+    runs: usize,
     no_peers: bool,
     keep: bool,
     quiet: bool,
@@ -135,10 +136,18 @@ pub fn run(
 
     // 1. One load over every file; the time at which each tenth of the
     // rows has been parsed and written comes from the progress counters.
+    // 2. Ten incremental loads into a fresh database, each opening it as
+    // a separate `sluice load` would. Both `runs` times, interleaved; the
+    // figures are medians (per tenth for the incremental loads).
     let one_db = dir.join("secondary-one.db");
-    let _ = std::fs::remove_dir_all(&one_db);
-    let progress = Arc::new(Progress::default());
-    let marks = {
+    let inc_db = dir.join("secondary-inc.db");
+    let mut one_runs: Vec<(f64, Vec<f64>)> = Vec::new();
+    let mut inc_runs: Vec<Vec<f64>> = Vec::new();
+    let mut merged_at = Vec::new();
+    for run in 0..runs.max(1) {
+        let _ = std::fs::remove_dir_all(&one_db);
+        let _ = Command::new("sync").status();
+        let progress = Arc::new(Progress::default());
         let mut db = Database::open_writer(&one_db)?;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let start = Instant::now();
@@ -167,27 +176,48 @@ pub fn run(
         if s.rows != total_rows {
             bail!("loaded {} rows, expected {total_rows}", s.rows);
         }
-        (s.seconds, marks)
-    };
-    let (one_seconds, one_marks) = marks;
-
-    // 2. Ten incremental loads into a fresh database, each opening it as
-    // a separate `sluice load` would.
-    let inc_db = dir.join("secondary-inc.db");
-    let _ = std::fs::remove_dir_all(&inc_db);
-    let mut inc = Vec::new();
-    let mut merged_at = Vec::new();
-    for i in 0..10 {
-        let start = Instant::now();
-        let mut db = Database::open_writer(&inc_db)?;
-        let s = load(&mut db, "objects", &inputs(tenth(i)), &opts(compression, None)?)?;
         drop(db);
-        inc.push(start.elapsed().as_secs_f64());
-        if s.runs_merged > 0 {
-            merged_at.push(i + 1);
+        one_runs.push((s.seconds, marks));
+
+        let _ = std::fs::remove_dir_all(&inc_db);
+        let _ = Command::new("sync").status();
+        let mut inc = Vec::new();
+        for i in 0..10 {
+            let start = Instant::now();
+            let mut db = Database::open_writer(&inc_db)?;
+            let s = load(&mut db, "objects", &inputs(tenth(i)), &opts(compression, None)?)?;
+            drop(db);
+            inc.push(start.elapsed().as_secs_f64());
+            if s.runs_merged > 0 && run == 0 {
+                merged_at.push(i + 1);
+            }
         }
+        if !quiet {
+            eprintln!(
+                "run {}: one load {:.2} s; incremental {:?}",
+                run + 1,
+                s.seconds,
+                inc.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>()
+            );
+        }
+        inc_runs.push(inc);
     }
-    let inc_total: f64 = inc.iter().sum();
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let inc: Vec<f64> = (0..10)
+        .map(|i| med(inc_runs.iter().map(|r| r[i]).collect()))
+        .collect();
+    let inc_total = med(inc_runs.iter().map(|r| r.iter().sum()).collect());
+    // The one-load run with the median time gives the per-tenth marks.
+    one_runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (one_seconds, one_marks) = one_runs[one_runs.len() / 2].clone();
 
     // 3. Size and lookups (through the library, one thread).
     let db = Database::open(&one_db)?;
@@ -255,7 +285,7 @@ pub fn run(
 
     let cores = sluice::exec::usable_cores();
     println!(
-        "secondary-index: {files} TSV files x {rows} rows = {total_rows} rows, {} raw; {} usable cores; segments {compression:?}",
+        "secondary-index: {files} TSV files x {rows} rows = {total_rows} rows, {} raw; {} usable cores; segments {compression:?}; medians of {runs} runs",
         crate::util::human_bytes(raw_bytes),
         cores
     );
