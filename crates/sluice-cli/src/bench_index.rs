@@ -185,7 +185,12 @@ pub fn run(
         for i in 0..10 {
             let start = Instant::now();
             let mut db = Database::open_writer(&inc_db)?;
-            let s = load(&mut db, "objects", &inputs(tenth(i)), &opts(compression, None)?)?;
+            let s = load(
+                &mut db,
+                "objects",
+                &inputs(tenth(i)),
+                &opts(compression, None)?,
+            )?;
             drop(db);
             inc.push(start.elapsed().as_secs_f64());
             if s.runs_merged > 0 && run == 0 {

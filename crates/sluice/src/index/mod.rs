@@ -528,7 +528,8 @@ fn merge_runs_with(
     }
     cuts.push(None);
     let mut w = RunWriter::create(path)?;
-    let ranges: Vec<(Option<&[u8]>, Option<&[u8]>)> = cuts.windows(2).map(|c| (c[0], c[1])).collect();
+    let ranges: Vec<(Option<&[u8]>, Option<&[u8]>)> =
+        cuts.windows(2).map(|c| (c[0], c[1])).collect();
     for round in ranges.chunks(threads.max(1)) {
         let outs: Vec<Result<BlockEncoder>> = std::thread::scope(|s| {
             let handles: Vec<_> = round
@@ -572,10 +573,11 @@ fn merge_range(runs: &[Arc<Run>], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Resul
         }
         let Some(b) = best else { break };
         let (key, loc) = cursors[b].current().unwrap_or_default();
-        enc.add(key, loc, key_hash(key)).map_err(|_| Error::Corrupt {
-            file: cursors[b].run().path().to_path_buf(),
-            message: "a key repeats across runs".into(),
-        })?;
+        enc.add(key, loc, key_hash(key))
+            .map_err(|_| Error::Corrupt {
+                file: cursors[b].run().path().to_path_buf(),
+                message: "a key repeats across runs".into(),
+            })?;
         cursors[b].advance()?;
     }
     Ok(enc)
