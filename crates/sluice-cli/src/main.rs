@@ -446,6 +446,10 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 }
                 inf.schema = sluice::batch::Schema::new(chosen)?;
             }
+            // The key is part of the schema printed for reuse.
+            if let Some(k) = &a.key {
+                inf.schema.set_key(k)?;
+            }
             let s = inf.schema.clone();
             inferred = Some(inf);
             (s, d, h)

@@ -425,7 +425,11 @@ impl Run {
             pos += klen;
             let off = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
             let len = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
-            if off.checked_add(len + 4).is_none_or(|e| e > index_off) {
+            if len
+                .checked_add(4)
+                .and_then(|l| off.checked_add(l))
+                .is_none_or(|e| e > index_off)
+            {
                 return Err(bad());
             }
             index.push((Box::<[u8]>::from(key), off, len));
@@ -439,7 +443,7 @@ impl Run {
         let bloom_blocks = u64_at(bbody, 4);
         if bloom_k as usize != BLOOM_K
             || bloom_blocks == 0
-            || (bbody.len() - 12) as u64 != bloom_blocks * BLOOM_BLOCK_BYTES as u64
+            || Some((bbody.len() - 12) as u64) != bloom_blocks.checked_mul(BLOOM_BLOCK_BYTES as u64)
         {
             return Err(corrupt("bloom filter size mismatch"));
         }

@@ -240,13 +240,23 @@ impl KeyedTable<'_> {
             }
         };
         let at = id - self.seg_starts[s];
-        let b = rows.starts.partition_point(|&st| st <= at) - 1;
         // The segment's rows stay cached in `self.segments` for as long
         // as `self` lives: borrow them from there.
         let cached = self.segments[s]
             .get()
             .ok_or_else(|| Error::Internal("segment cache emptied".into()))?;
-        Ok((&cached.batches[b], (at - rows.starts[b]) as usize))
+        let found = rows
+            .starts
+            .partition_point(|&st| st <= at)
+            .checked_sub(1)
+            .and_then(|b| {
+                let r = (at - rows.starts[b]) as usize;
+                (r < cached.batches[b].num_rows()).then_some((&cached.batches[b], r))
+            });
+        found.ok_or_else(|| Error::Corrupt {
+            file: self.db.dir().join(&seg_meta.file),
+            message: format!("holds fewer rows than the manifest says (row {at} asked)"),
+        })
     }
 
     /// The row with key `key` (as text), or `None`.
