@@ -91,7 +91,7 @@ enum Command {
         /// Keys to look up
         keys: Vec<String>,
         /// Read keys from this file, one a line ('-': standard input)
-        #[arg(long)]
+        #[arg(long = "keys", value_name = "FILE")]
         keys_file: Option<PathBuf>,
         /// Output format (default: table on a terminal, csv otherwise)
         #[arg(long, value_enum)]
@@ -133,7 +133,7 @@ COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refu
 const GET_EXAMPLES: &str = "Examples:
   sluice load --key source_id --tsv --schema \"source_id TEXT, chunk INT, sub INT\" objects 'chunks/*.tsv'
   sluice get objects 4295806720 4295806721
-  sluice get objects --keys-file wanted.txt --format json";
+  sluice get objects --keys wanted.txt --format json";
 
 const LOAD_EXAMPLES: &str = "Examples:
   sluice load --dry-run sales sales.csv     # print the inferred schema and delimiter
@@ -766,7 +766,7 @@ fn cmd_get(
         );
     }
     if keys.is_empty() {
-        bail!("no keys given (pass them as arguments or with --keys-file FILE)");
+        bail!("no keys given (pass them as arguments or with --keys FILE)");
     }
     let db = Database::open(db_dir)?;
     let t = db.keyed(table)?;

@@ -761,7 +761,7 @@ fn keyed_tables_load_get_query_and_refuse_duplicates() {
     assert_eq!(
         ok(
             &t.0,
-            &["get", "t", "--keys-file", "keys.txt", "--format", "json"]
+            &["get", "t", "--keys", "keys.txt", "--format", "json"]
         ),
         "[\n  {\"id\": 2, \"name\": \"b\"},\n  {\"id\": 10, \"name\": \"x\"}\n]\n"
     );
