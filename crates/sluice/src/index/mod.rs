@@ -356,32 +356,79 @@ fn build_run_with(
         total.div_ceil(part_keys.max(1)).div_ceil(threads) * threads
     };
     let bounds = part_bounds(batches, parts);
-    for round in bounds.windows(2).collect::<Vec<_>>().chunks(threads.max(1)) {
-        let outs: Vec<Result<Result<BlockEncoder, Conflict>>> = std::thread::scope(|s| {
-            let handles: Vec<_> = round
-                .iter()
-                .map(|w| {
-                    let (lo, hi) = (&w[0], &w[1]);
-                    s.spawn(move || merge_part(batches, lo, hi, older))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Internal("a merge thread panicked".into())))
-                })
-                .collect()
-        });
-        for out in outs {
-            match out? {
-                Ok(enc) => w.append(enc)?,
-                Err(c) => return Ok(Built::Duplicate(c)),
-            }
-        }
+    let ranges: Vec<&[Vec<usize>]> = bounds.windows(2).collect();
+    let conflict = in_parallel(ranges.len(), threads, &mut w, |i| {
+        merge_part(batches, &ranges[i][0], &ranges[i][1], older)
+    })?;
+    if let Some(c) = conflict {
+        return Ok(Built::Duplicate(c));
     }
     let (entries, bytes) = w.finish()?;
     Ok(Built::Run { entries, bytes })
+}
+
+/// Runs `part(0..parts)` on up to `threads` threads (each takes the next
+/// part from a counter) and appends the results to `w` in part order as
+/// they arrive, so that writing overlaps merging; at most about two
+/// finished parts a thread wait in memory. Stops at the first duplicate.
+fn in_parallel<F>(
+    parts: usize,
+    threads: usize,
+    w: &mut RunWriter,
+    part: F,
+) -> Result<Option<Conflict>>
+where
+    F: Fn(usize) -> Result<Result<BlockEncoder, Conflict>> + Sync,
+{
+    let threads = threads.clamp(1, parts.max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::sync_channel(threads);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (next, stop, part) = (&next, &stop, &part);
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= parts || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    if tx.send((i, part(i))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = std::collections::BTreeMap::new();
+        let mut want = 0;
+        let mut outcome = Ok(None);
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&want) {
+                want += 1;
+                let step = match r {
+                    Ok(Ok(enc)) => w.append(enc).map(|_| None),
+                    Ok(Err(c)) => Ok(Some(c)),
+                    Err(e) => Err(e),
+                };
+                match step {
+                    Ok(None) => {}
+                    other => {
+                        outcome = other;
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+        }
+        // Dropping the receiver unblocks workers waiting to send.
+        outcome
+    })
 }
 
 /// Below this many keys a load's run is merged on one thread.
@@ -538,23 +585,11 @@ fn merge_runs_with(
     let mut w = RunWriter::create(path)?;
     let ranges: Vec<(Option<&[u8]>, Option<&[u8]>)> =
         cuts.windows(2).map(|c| (c[0], c[1])).collect();
-    for round in ranges.chunks(threads.max(1)) {
-        let outs: Vec<Result<BlockEncoder>> = std::thread::scope(|s| {
-            let handles: Vec<_> = round
-                .iter()
-                .map(|&(lo, hi)| s.spawn(move || merge_range(runs, lo, hi)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Internal("a merge thread panicked".into())))
-                })
-                .collect()
-        });
-        for out in outs {
-            w.append(out?)?;
-        }
+    let conflict = in_parallel(ranges.len(), threads, &mut w, |i| {
+        merge_range(runs, ranges[i].0, ranges[i].1).map(Ok)
+    })?;
+    if conflict.is_some() {
+        return Err(Error::Internal("a merge of runs found a duplicate".into()));
     }
     w.finish()
 }

@@ -98,6 +98,25 @@ const BLOOM_BLOCK_BYTES: usize = 64;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The length of the common prefix of two byte strings, compared eight
+/// bytes at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 /// The first eight bytes of a key as a big-endian integer, zero padded:
 /// its order agrees with the keys' byte order (ties need the whole key).
 fn prefix8(k: &[u8]) -> u64 {
@@ -164,7 +183,15 @@ impl BlockEncoder {
     /// equal key is a duplicate, reported by the caller who knows where it
     /// came from). `hash` is the key's [`key_hash`].
     pub fn add(&mut self, key: &[u8], locator: u64, hash: u64) -> Result<()> {
-        if self.entries > 0 && key <= self.last.as_slice() {
+        let common = common_prefix(&self.last, key);
+        // Strictly greater than the last key: it differs at `common` by a
+        // greater byte, or the last key is a proper prefix of it.
+        let greater = match (self.last.get(common), key.get(common)) {
+            (Some(a), Some(b)) => b > a,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if self.entries > 0 && !greater {
             return Err(Error::Internal(format!(
                 "run keys out of order or repeated at entry {}",
                 self.entries
@@ -174,11 +201,7 @@ impl BlockEncoder {
             self.block_first = Some(key.to_vec());
             0
         } else {
-            self.last
-                .iter()
-                .zip(key)
-                .take_while(|(a, b)| a == b)
-                .count()
+            common
         };
         let suffix = &key[shared..];
         put_varint(&mut self.block, shared as u64);
