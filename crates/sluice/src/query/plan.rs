@@ -430,7 +430,7 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         .map(|f| prune_of(f, &table_types))
         .unwrap_or_default();
     let key_lookup = match (&filter, schema.as_ref().and_then(|s| s.key_column())) {
-        (Some(f), Some(k)) => key_lookup_of(f, k, &table_types[k]),
+        (Some(f), Some(k)) => key_lookup_of(f, k, &table_types),
         _ => None,
     };
     // Projection pushdown: the scan keeps only the columns the query reads,
@@ -500,7 +500,8 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
 /// The keys of a top-level AND-ed `key = literal` or `key IN (literals)`
 /// on the key column `k` stored as `stored`, in index byte form; `None`
 /// when there is no such conjunct or a literal does not convert exactly.
-fn key_lookup_of(filter: &Expr, k: usize, stored: &A) -> Option<Vec<Vec<u8>>> {
+fn key_lookup_of(filter: &Expr, k: usize, types: &[A]) -> Option<Vec<Vec<u8>>> {
+    let stored = types.get(k)?;
     let key_bytes = |e: &Expr| -> Option<Vec<u8>> {
         let Expr::Literal(l) = e else { return None };
         if l.is_null(0) {
@@ -533,7 +534,7 @@ fn key_lookup_of(filter: &Expr, k: usize, stored: &A) -> Option<Vec<Vec<u8>>> {
                 op: BinOp::Eq,
                 left,
                 right,
-            } => match (column_of(left), column_of(right)) {
+            } => match (column_of(left, types), column_of(right, types)) {
                 (Some(c), _) if c == k => return key_bytes(right).map(|b| vec![b]),
                 (_, Some(c)) if c == k => return key_bytes(left).map(|b| vec![b]),
                 _ => {}
@@ -542,8 +543,13 @@ fn key_lookup_of(filter: &Expr, k: usize, stored: &A) -> Option<Vec<Vec<u8>>> {
                 expr,
                 list,
                 negated: false,
-            } if column_of(expr) == Some(k) => {
-                return list.iter().map(key_bytes).collect();
+            } if column_of(expr, types) == Some(k) => {
+                // A key listed twice is looked up once (the row must not
+                // come back twice).
+                let mut keys = list.iter().map(key_bytes).collect::<Option<Vec<_>>>()?;
+                keys.sort_unstable();
+                keys.dedup();
+                return Some(keys);
             }
             _ => {}
         }
@@ -904,20 +910,33 @@ impl Binder<'_> {
             } => {
                 let x = self.bind(expr, scope)?;
                 let mut items = Vec::new();
-                let mut xt = x.clone();
+                let mut xts = Vec::new();
                 for item in list {
                     let it = self.bind(item, scope)?;
-                    // Coerce like `x = item`, keeping the coerced sides.
+                    // Coerce like `x = item` (which checks the types)...
                     match self.binary(BinOp::Eq, x.clone(), it, scope, item)? {
                         Expr::Binary { left, right, .. } => {
-                            xt = *left;
+                            xts.push(self.ty(&left, scope));
                             items.push(*right);
                         }
                         _ => return Err(Error::Internal("IN coercion".into())),
                     }
                 }
+                // ...then bring x and every item to one type: `a IN (1,
+                // 1.5)` compares a as DECIMAL with both.
+                let to = common_type(&xts).ok_or_else(|| {
+                    plan_err("IN list items of incompatible types".into(), expr.as_ref())
+                })?;
+                let xty = self.ty(&x, scope);
+                let items = items
+                    .into_iter()
+                    .map(|it| {
+                        let t = self.ty(&it, scope);
+                        coerce(it, &t, &to)
+                    })
+                    .collect();
                 Ok(Expr::InList {
-                    expr: Box::new(xt),
+                    expr: Box::new(coerce(x, &xty, &to)),
                     list: items,
                     negated: *negated,
                 })
@@ -1654,9 +1673,9 @@ fn prune_of(filter: &Expr, table_types: &[A]) -> Vec<Prune> {
             continue;
         }
         let (col, litv, op) = match (
-            column_of(left),
+            column_of(left, table_types),
             right.as_ref(),
-            column_of(right),
+            column_of(right, table_types),
             left.as_ref(),
         ) {
             (Some(c), Expr::Literal(l), _, _) => (c, l, *op),
@@ -1693,17 +1712,32 @@ fn flip(op: BinOp) -> BinOp {
     }
 }
 
-/// The column under an expression that only widens it (no value change).
-fn column_of(e: &Expr) -> Option<usize> {
+/// The column under an expression that only widens it (no value change):
+/// the column itself, or a cast that keeps every value exactly (INT to
+/// BIGINT, a DECIMAL to a DECIMAL of at least its scale, DATE to
+/// TIMESTAMP) — not a cast a query wrote that truncates
+/// (`CAST(price AS BIGINT)`), which zone maps and the key index cannot
+/// answer.
+fn column_of(e: &Expr, types: &[A]) -> Option<usize> {
     match e {
         Expr::Column { index, .. } => Some(*index),
-        Expr::Cast { expr, to }
-            if matches!(to, A::Int64 | A::Decimal128(..) | A::Timestamp(..)) =>
-        {
-            match expr.as_ref() {
-                Expr::Column { index, .. } => Some(*index),
-                _ => None,
-            }
+        Expr::Cast { expr, to } => {
+            let Expr::Column { index, .. } = expr.as_ref() else {
+                return None;
+            };
+            let exact = match (types.get(*index)?, to) {
+                (A::Int32 | A::Int64, A::Int64) => true,
+                (A::Int32 | A::Int64, A::Decimal128(p, s)) => {
+                    *s >= 0 && (*p as i32 - *s as i32) >= 19
+                }
+                (A::Decimal64(p, s), A::Decimal128(tp, ts)) => {
+                    ts >= s && (*tp as i32 - *ts as i32) >= (*p as i32 - *s as i32)
+                }
+                (A::Date32, A::Timestamp(..)) => true,
+                (A::Timestamp(..), A::Timestamp(..)) => true,
+                _ => false,
+            };
+            exact.then_some(*index)
         }
         _ => None,
     }
@@ -1728,7 +1762,7 @@ fn stat_value(l: &ArrayRef, stored: &A) -> Option<i128> {
         (A::Decimal64(_, cs), A::Decimal128(_, s)) => {
             let v = l.as_primitive::<Decimal128Type>().value(0);
             if s <= cs {
-                Some(v * 10i128.pow((*cs - *s) as u32))
+                v.checked_mul(10i128.pow((*cs - *s) as u32))
             } else {
                 let d = 10i128.pow((*s - *cs) as u32);
                 (v % d == 0).then_some(v / d)
