@@ -579,6 +579,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 a.table
             )
         }
+        (Err(e @ sluice::Error::NotDurable(_)), _) => {
+            return Err(anyhow::Error::new(e).context(format!("loading table {}", a.table)));
+        }
         (Err(e), _) => {
             return Err(anyhow::Error::new(e)
                 .context(format!("loading table {}; nothing was committed", a.table)));

@@ -67,6 +67,11 @@ pub enum Error {
         second: String,
     },
 
+    /// The new manifest is in place (readers see the commit) but making
+    /// it durable failed: the files it names are kept.
+    #[error("committed, but the commit may not survive a crash: {0}")]
+    NotDurable(String),
+
     #[error("{}: corrupt: {message}", file.display())]
     Corrupt { file: PathBuf, message: String },
 

@@ -480,7 +480,7 @@ type Parsed = Result<
     (
         RecordBatch,
         Vec<ColumnStats>,
-        Vec<(BlockInfo, Vec<Reject>)>,
+        Vec<(BlockInfo, Vec<Reject>, bool)>,
         Option<KeyBatch>,
     ),
     (usize, BlockError),
@@ -793,9 +793,14 @@ pub fn load(
         });
     entry.segments.append(&mut writer.done);
     entry.runs.append(&mut writer.keys.runs);
-    if let Err(e) = db.commit(next) {
-        writer.discard();
-        return Err(e);
+    match db.commit(next) {
+        Ok(()) => {}
+        // Published: its files stay.
+        Err(e @ Error::NotDurable(_)) => return Err(e),
+        Err(e) => {
+            writer.discard();
+            return Err(e);
+        }
     }
     // Committed. Many runs slow lookups and key checks: merge by size
     // tier (each merge its own atomic commit; a failure leaves the load
@@ -874,7 +879,15 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                             drop.push(r.row);
                         }
                         rows_in_builder += (info.rows + rejects.len() as u64) as u32;
-                        parts.push((info, rejects));
+                        // One record a line (row i is the part's line i+1):
+                        // as many newlines as rows, one fewer when the part
+                        // ends without one. Blank or comment lines and
+                        // quoted newlines break it.
+                        let bytes = &data[part.start..part.end];
+                        let open_end = !bytes.is_empty() && bytes.last() != Some(&b'\n');
+                        let one_a_line =
+                            rejects.is_empty() && info.newlines + open_end as u64 == info.rows;
+                        parts.push((info, rejects, one_a_line));
                     }
                     Err(e) => {
                         failed = Some((k, e));
@@ -1292,6 +1305,7 @@ fn csv_field(out: &mut Vec<u8>, v: &[u8]) {
 }
 
 /// Where the rows of one part of a block came from.
+#[derive(Clone)]
 struct Provenance {
     /// Row id of the part's first row.
     row: RowId,
@@ -1439,18 +1453,15 @@ impl Writer<'_> {
             }
         };
         let mut row = self.keys.base_row + self.rows;
-        for (part, (info, rejects)) in d.parts.iter().zip(infos) {
+        // Where this batch's rows came from (for messages about keys).
+        let mut here: Vec<Provenance> = Vec::new();
+        for (part, (info, rejects, exact)) in d.parts.iter().zip(infos) {
             self.enter(part);
-            let exact = rejects.is_empty()
-                && (info.newlines == info.rows || info.newlines + 1 == info.rows);
             for r in rejects {
                 self.reject(part.file, part.offset, r)?;
             }
-            if keys.is_some()
-                && info.rows > 0
-                && self.shared.opts.on_duplicate == OnDuplicate::Error
-            {
-                self.keys.provenance.push(Provenance {
+            if keys.is_some() && info.rows > 0 {
+                here.push(Provenance {
                     row,
                     file: part.file,
                     line: self.line,
@@ -1459,6 +1470,11 @@ impl Writer<'_> {
             }
             row += info.rows;
             self.line += info.newlines;
+        }
+        // Kept for the whole load to name both rows of a duplicate found
+        // at the end (row ids shift when skipping, which needs none).
+        if self.shared.opts.on_duplicate == OnDuplicate::Error {
+            self.keys.provenance.extend(here.iter().cloned());
         }
         if batch.num_rows() == 0 {
             return Ok(());
@@ -1469,7 +1485,7 @@ impl Writer<'_> {
                 if let Some(r) = kb.null_row {
                     let at = self.keys.base_row + self.rows + r as u64;
                     return Err(Error::Input {
-                        path: self.describe_row(at),
+                        path: self.describe_in(&here, at),
                         message: format!(
                             "the key column {} is NULL (a primary key needs a value in every row)",
                             self.key_name()
@@ -1485,7 +1501,7 @@ impl Writer<'_> {
                             &self.key_of_row(&batch, r)?,
                         ),
                         first: format!("row {existing} already in the table"),
-                        second: self.describe_row(self.keys.base_row + self.rows + r as u64),
+                        second: self.describe_in(&here, self.keys.base_row + self.rows + r as u64),
                     });
                 }
                 let (batch, stats, kb) = match self.shared.opts.on_duplicate {
@@ -1544,7 +1560,10 @@ impl Writer<'_> {
     /// or the file and the line its block starts at when records and
     /// lines do not match one to one.
     fn describe_row(&self, row: RowId) -> String {
-        let p = &self.keys.provenance;
+        self.describe_in(&self.keys.provenance, row)
+    }
+
+    fn describe_in(&self, p: &[Provenance], row: RowId) -> String {
         let i = p.partition_point(|x| x.row <= row);
         let Some(x) = i.checked_sub(1).map(|i| &p[i]) else {
             return format!("row {row} of this load");
@@ -1622,6 +1641,9 @@ impl Writer<'_> {
                     entries,
                     bytes,
                 });
+                // Keys written to a run are found there from now on: the
+                // set of this load's keys (skip mode) starts again empty.
+                self.keys.seen.clear();
                 // Later runs of this load are checked against this one.
                 self.keys
                     .load_runs

@@ -430,7 +430,7 @@ impl Run {
         let entries = u64_at(foot, 16);
         let index_off = u64_at(foot, 24) as usize;
         let bloom_off = u64_at(foot, 32) as usize;
-        if !(index_off <= bloom_off && bloom_off + 4 + 8 + 4 <= n - FOOTER) {
+        if !(index_off <= bloom_off && bloom_off.checked_add(16).is_some_and(|e| e <= n - FOOTER)) {
             return Err(corrupt("footer offsets out of range"));
         }
         let idx = &map[index_off..bloom_off];
@@ -444,6 +444,9 @@ impl Run {
         let mut index = Vec::with_capacity(nblocks.min(1 << 20));
         for _ in 0..nblocks {
             let klen = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
+            if klen > body.len() {
+                return Err(bad());
+            }
             let key = body.get(pos..pos + klen).ok_or_else(bad)?;
             pos += klen;
             let off = get_varint(body, &mut pos).ok_or_else(bad)? as usize;
@@ -579,7 +582,12 @@ impl Run {
         while pos < block.len() {
             let shared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
             let len_packed = get_varint(block, &mut pos).ok_or_else(bad)?;
+            // No suffix is longer than two characters a byte of its block
+            // (this also keeps the sums below from overflowing).
             let unshared = (len_packed >> 1) as usize;
+            if unshared > 2 * block.len() {
+                return Err(bad());
+            }
             let packed = len_packed & 1 == 1;
             let n = if packed {
                 unshared.div_ceil(2)
@@ -673,7 +681,12 @@ impl Run {
         while pos < block.len() {
             let shared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
             let len_packed = get_varint(block, &mut pos).ok_or_else(bad)?;
+            // No suffix is longer than two characters a byte of its block
+            // (this also keeps the sums below from overflowing).
             let unshared = (len_packed >> 1) as usize;
+            if unshared > 2 * block.len() {
+                return Err(bad());
+            }
             if shared > key.len() {
                 return Err(bad());
             }

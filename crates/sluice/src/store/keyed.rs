@@ -37,6 +37,21 @@ impl Database {
             .table(table)
             .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
             .clone();
+        match self.keyed_at(table, meta) {
+            // A merge committed since this handle read the manifest may
+            // have deleted runs it names: read the manifest again (rows
+            // are only ever added, so the newer snapshot holds them all).
+            Err(Error::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+                let fresh = super::Manifest::read(&self.dir)?
+                    .and_then(|m| m.tables.get(&table.to_ascii_lowercase()).cloned())
+                    .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?;
+                self.keyed_at(table, fresh)
+            }
+            other => other,
+        }
+    }
+
+    fn keyed_at(&self, table: &str, meta: TableMeta) -> Result<KeyedTable<'_>> {
         let key = meta.schema.key_column().ok_or_else(|| {
             Error::Schema(format!(
                 "table {table} has no primary key (create it with --key COLUMN or PRIMARY KEY in --schema)"
@@ -161,9 +176,16 @@ impl Database {
             }
         }
         t.runs = kept;
-        if let Err(e) = self.commit(next) {
-            let _ = std::fs::remove_file(&path);
-            return Err(e);
+        match self.commit(next) {
+            Ok(()) => {}
+            // Published: the new run stays, and so do the old ones (an
+            // older reader may still name them; the next writer removes
+            // them as orphans).
+            Err(e @ Error::NotDurable(_)) => return Err(e),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
         }
         // The old runs are no longer named by the manifest. Readers that
         // have them open keep reading them (unlinked files stay mapped).

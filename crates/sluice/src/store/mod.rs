@@ -138,9 +138,27 @@ impl Database {
             return Err(Error::Internal("commit without the writer lock".into()));
         }
         next.version = self.manifest.version + 1;
-        next.write_atomic(&self.dir)?;
-        self.manifest = next;
-        Ok(())
+        match next.write_atomic(&self.dir) {
+            Ok(()) => {
+                self.manifest = next;
+                Ok(())
+            }
+            Err(e) => {
+                // If the rename happened (only the directory fsync
+                // failed), the manifest on disk names the new files:
+                // callers must not delete them.
+                let version = next.version;
+                if Manifest::read(&self.dir)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| m.version == version)
+                {
+                    self.manifest = next;
+                    return Err(Error::NotDurable(e.to_string()));
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Removes segment files and temporary files that no manifest names.

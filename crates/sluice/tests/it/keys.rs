@@ -217,6 +217,40 @@ fn skipping_duplicates_keeps_the_first_row() {
 }
 
 #[test]
+fn lines_are_named_only_when_records_and_lines_agree() {
+    let dir = TempDir::new("keys-lines");
+    let o = keyed_opts("id BIGINT PRIMARY KEY, v TEXT");
+    // A blank line and no final newline: line counting would be off by
+    // one if the two were taken to cancel out.
+    let err = load_files(&dir, "t", &[("a.csv", "1,a\n\n1,b".into())], &o).unwrap_err();
+    let msg = err.to_string();
+    assert!(!msg.contains("a.csv:3"), "{msg}");
+    assert!(msg.contains("a.csv (record 2 after line 0)"), "{msg}");
+    // A quoted newline moves every later line.
+    let err = load_files(&dir, "t", &[("b.csv", "1,\"x\ny\"\n2,b\n1,c\n".into())], &o).unwrap_err();
+    assert!(
+        err.to_string().contains("b.csv (record 3 after line 0)"),
+        "{err}"
+    );
+    // Without either, lines are exact, also without a final newline.
+    let err = load_files(&dir, "t", &[("c.csv", "1,a\n2,b\n1,c".into())], &o).unwrap_err();
+    assert!(
+        err.to_string().contains("c.csv:3 repeats the key of"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_null_key_is_named_by_line_also_when_skipping_duplicates() {
+    let dir = TempDir::new("keys-null-skip");
+    let mut o = keyed_opts("id BIGINT PRIMARY KEY, v TEXT");
+    o.on_duplicate = OnDuplicate::Skip;
+    load_files(&dir, "t", &[("a.csv", "1,a\n2,b\n".into())], &o).unwrap();
+    let err = load_files(&dir, "t", &[("b.csv", "1,a\n3,c\n,d\n".into())], &o).unwrap_err();
+    assert!(err.to_string().contains("b.csv:3"), "{err}");
+}
+
+#[test]
 fn a_null_key_fails_the_load() {
     let dir = TempDir::new("keys-null");
     let o = keyed_opts("id BIGINT PRIMARY KEY, v TEXT");
@@ -426,6 +460,28 @@ fn a_merge_that_never_committed_leaves_the_old_runs_and_its_file_is_removed() {
             .count(),
         1
     );
+}
+
+#[test]
+fn a_reader_opened_before_a_merge_still_finds_every_key() {
+    let dir = TempDir::new("keys-reader");
+    let o = keyed_opts("id BIGINT PRIMARY KEY, v TEXT");
+    for f in 0..3 {
+        let text: String = (0..20).map(|i| format!("{},f{f}\n", f * 100 + i)).collect();
+        load_files(&dir, "t", &[(&format!("f{f}.csv"), text)], &o).unwrap();
+    }
+    let reader = Database::open(db_dir(&dir)).unwrap();
+    assert_eq!(reader.table("t").unwrap().runs.len(), 3);
+    // A merge commits and deletes the runs the reader's snapshot names.
+    Database::open_writer(db_dir(&dir))
+        .unwrap()
+        .compact("t")
+        .unwrap();
+    let t = reader.keyed("t").unwrap();
+    for f in 0..3 {
+        let row = t.get(&(f * 100 + 7).to_string()).unwrap().unwrap();
+        assert_eq!(rows_of(&[row])[0][1], Some(format!("f{f}")));
+    }
 }
 
 #[derive(Debug, Clone)]
