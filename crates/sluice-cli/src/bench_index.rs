@@ -228,15 +228,7 @@ pub fn run(
         }
         inc_runs.push(inc);
     }
-    let med = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
+    let med = |mut v: Vec<f64>| crate::bench::median(&mut v);
     let inc: Vec<f64> = (0..10)
         .map(|i| med(inc_runs.iter().map(|r| r[i]).collect()))
         .collect();

@@ -98,6 +98,17 @@ const BLOOM_BLOCK_BYTES: usize = 64;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// An entry's head at `pos`: shared prefix length, suffix length (in
+/// characters) and whether the suffix is packed; `None` if malformed. No
+/// suffix is longer than two characters a byte of its block, which also
+/// keeps the callers' sums from overflowing.
+fn entry_head(block: &[u8], pos: &mut usize) -> Option<(usize, usize, bool)> {
+    let shared = get_varint(block, pos)? as usize;
+    let len_packed = get_varint(block, pos)?;
+    let unshared = (len_packed >> 1) as usize;
+    (unshared <= 2 * block.len()).then_some((shared, unshared, len_packed & 1 == 1))
+}
+
 /// The length of the common prefix of two byte strings, compared eight
 /// bytes at a time.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -580,15 +591,7 @@ impl Run {
         // Length of the last key passed (`None` before the first entry).
         let mut last_len: Option<usize> = None;
         while pos < block.len() {
-            let shared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
-            let len_packed = get_varint(block, &mut pos).ok_or_else(bad)?;
-            // No suffix is longer than two characters a byte of its block
-            // (this also keeps the sums below from overflowing).
-            let unshared = (len_packed >> 1) as usize;
-            if unshared > 2 * block.len() {
-                return Err(bad());
-            }
-            let packed = len_packed & 1 == 1;
+            let (shared, unshared, packed) = entry_head(block, &mut pos).ok_or_else(bad)?;
             let n = if packed {
                 unshared.div_ceil(2)
             } else {
@@ -679,19 +682,12 @@ impl Run {
         let mut pos = 0;
         let bad = || corrupt(format!("malformed block {b}"));
         while pos < block.len() {
-            let shared = get_varint(block, &mut pos).ok_or_else(bad)? as usize;
-            let len_packed = get_varint(block, &mut pos).ok_or_else(bad)?;
-            // No suffix is longer than two characters a byte of its block
-            // (this also keeps the sums below from overflowing).
-            let unshared = (len_packed >> 1) as usize;
-            if unshared > 2 * block.len() {
-                return Err(bad());
-            }
+            let (shared, unshared, packed) = entry_head(block, &mut pos).ok_or_else(bad)?;
             if shared > key.len() {
                 return Err(bad());
             }
             key.truncate(shared);
-            if len_packed & 1 == 1 {
+            if packed {
                 let bytes = block.get(pos..pos + unshared.div_ceil(2)).ok_or_else(bad)?;
                 key.resize(shared + 2 * bytes.len(), 0);
                 for (out, &b) in key[shared..].chunks_exact_mut(2).zip(bytes) {
