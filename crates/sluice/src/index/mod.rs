@@ -583,8 +583,7 @@ fn merge_runs_with(
     }
     cuts.push(None);
     let mut w = RunWriter::create(path)?;
-    let ranges: Vec<(Option<&[u8]>, Option<&[u8]>)> =
-        cuts.windows(2).map(|c| (c[0], c[1])).collect();
+    let ranges: Vec<KeyRange<'_>> = cuts.windows(2).map(|c| (c[0], c[1])).collect();
     let conflict = in_parallel(ranges.len(), threads, &mut w, |i| {
         merge_range(runs, ranges[i].0, ranges[i].1).map(Ok)
     })?;
@@ -593,6 +592,9 @@ fn merge_runs_with(
     }
     w.finish()
 }
+
+/// Keys `[lo, hi)`; `None` is unbounded.
+type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// Merges the entries with keys in `[lo, hi)` of every run into blocks.
 /// Runs are few (a tier's worth, or a table's): the smallest current key

@@ -236,11 +236,10 @@ impl KeyedTable<'_> {
         else {
             return Err(Error::Corrupt {
                 file: self.db.dir().join(
-                    &self
-                        .meta
+                    self.meta
                         .runs
                         .first()
-                        .map(|r| r.file.clone())
+                        .map(|r| r.file.as_str())
                         .unwrap_or_default(),
                 ),
                 message: format!("the index points at row {id}, past the table's rows"),
