@@ -94,13 +94,21 @@ pub fn execute(
     // Inputs: the table's segments that the zone maps cannot rule out.
     let mut inputs: Vec<RecordBatch> = Vec::new();
     let mut input_bounds: Vec<Arc<Vec<Option<u128>>>> = Vec::new();
+    // Rows by key through the index when the plan allows it; a table
+    // whose index cannot be opened is scanned instead (same answer).
+    let keyed = match (&plan.table, &plan.key_lookup) {
+        (Some(t), Some(_)) => db.keyed(t).ok(),
+        _ => None,
+    };
     match &plan.table {
         None => {
             inputs.push(empty_input(1)?);
             input_bounds.push(Arc::new(Vec::new()));
         }
-        Some(t) if plan.key_lookup.is_some() && db.keyed(t).is_ok() => {
-            let keyed = db.keyed(t)?;
+        Some(_) if keyed.is_some() => {
+            let keyed = keyed
+                .as_ref()
+                .ok_or_else(|| Error::Internal("no index".into()))?;
             let keys = plan.key_lookup.as_deref().unwrap_or_default();
             let mut rows = Vec::new();
             for k in keys {
