@@ -88,7 +88,8 @@ enum Command {
     #[command(after_help = GET_EXAMPLES)]
     Get {
         table: String,
-        /// Keys to look up
+        /// Keys to look up (negative numbers such as -5 are keys, not options)
+        #[arg(allow_negative_numbers = true)]
         keys: Vec<String>,
         /// Read keys from this file, one a line ('-': standard input)
         #[arg(long = "keys", value_name = "FILE")]

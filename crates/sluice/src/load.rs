@@ -474,8 +474,7 @@ impl Buf {
     }
 }
 
-/// A parsed block: the batch, and per part what it held; or the part
-/// that failed and why.
+/// A parsed block: the batch, and per part what it held; or why it failed.
 type Parsed = Result<
     (
         RecordBatch,
@@ -483,8 +482,17 @@ type Parsed = Result<
         Vec<(BlockInfo, Vec<Reject>, bool)>,
         Option<KeyBatch>,
     ),
-    (usize, BlockError),
+    Failed,
 >;
+
+/// Why a block failed.
+enum Failed {
+    /// Part `.0` of the block does not parse.
+    Part(usize, BlockError),
+    /// Anything else (a damaged key-index run, an Arrow error): reported
+    /// as it is, never as a malformed input.
+    Other(Error),
+}
 
 struct Done {
     seq: u64,
@@ -886,7 +894,7 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                         let bytes = &data[part.start..part.end];
                         let open_end = !bytes.is_empty() && bytes.last() != Some(&b'\n');
                         let one_a_line =
-                            rejects.is_empty() && info.newlines + open_end as u64 == info.rows;
+                            info.newlines + open_end as u64 == info.rows + rejects.len() as u64;
                         parts.push((info, rejects, one_a_line));
                     }
                     Err(e) => {
@@ -917,20 +925,12 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                         Ok((crate::batch::dict::encode_batch(b)?, stats, keys))
                     }) {
                         Ok((batch, stats, keys)) => Ok((batch, stats, parts, keys)),
-                        Err(e) => Err((
-                            0,
-                            BlockError {
-                                offset: 0,
-                                line_in_block: 0,
-                                column: None,
-                                message: e.to_string(),
-                            },
-                        )),
+                        Err(e) => Err(Failed::Other(e)),
                     }
                 }
-                Some(f) => {
+                Some((k, e)) => {
                     shared.first_error.fetch_min(block.seq, Ordering::Relaxed);
-                    Err(f)
+                    Err(Failed::Part(k, e))
                 }
             })
         };
@@ -1312,8 +1312,11 @@ struct Provenance {
     file: usize,
     /// Lines of the file before the part.
     line: u64,
-    /// One record per line (row i is line `line + i + 1`).
+    /// One record per line (record i is line `line + i + 1`).
     exact: bool,
+    /// Records of the part that were rejected (`--on-error skip`), in
+    /// order, counted from the part's first record: row ids skip them.
+    rejected: Vec<u32>,
 }
 
 /// The keys of a keyed load.
@@ -1434,7 +1437,8 @@ impl Writer<'_> {
         };
         let (batch, stats, infos, keys) = match result {
             Ok(r) => r,
-            Err((k, e)) => {
+            Err(Failed::Other(e)) => return Err(e),
+            Err(Failed::Part(k, e)) => {
                 let part = d
                     .parts
                     .get(k)
@@ -1455,8 +1459,16 @@ impl Writer<'_> {
         let mut row = self.keys.base_row + self.rows;
         // Where this batch's rows came from (for messages about keys).
         let mut here: Vec<Provenance> = Vec::new();
+        // The part's first record among the block's records.
+        let mut first_record = 0u32;
         for (part, (info, rejects, exact)) in d.parts.iter().zip(infos) {
             self.enter(part);
+            let rejected: Vec<u32> = if keys.is_some() {
+                rejects.iter().map(|r| r.row - first_record).collect()
+            } else {
+                Vec::new()
+            };
+            first_record += (info.rows + rejects.len() as u64) as u32;
             for r in rejects {
                 self.reject(part.file, part.offset, r)?;
             }
@@ -1466,6 +1478,7 @@ impl Writer<'_> {
                     file: part.file,
                     line: self.line,
                     exact,
+                    rejected,
                 });
             }
             row += info.rows;
@@ -1569,10 +1582,17 @@ impl Writer<'_> {
             return format!("row {row} of this load");
         };
         let name = self.shared.inputs[x.file].display_name();
+        // Row ids count accepted records; rejected ones sit between them.
+        let mut record = row - x.row;
+        for &r in &x.rejected {
+            if u64::from(r) <= record {
+                record += 1;
+            }
+        }
         if x.exact {
-            format!("{name}:{}", x.line + (row - x.row) + 1)
+            format!("{name}:{}", x.line + record + 1)
         } else {
-            format!("{name} (record {} after line {})", row - x.row + 1, x.line)
+            format!("{name} (record {} after line {})", record + 1, x.line)
         }
     }
 

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod keyed;
+
 struct Tmp(PathBuf);
 
 impl Tmp {

@@ -4,6 +4,7 @@ mod agg_paths;
 mod common;
 mod conformance;
 mod differential;
+mod keyed;
 mod keys;
 mod load;
 mod load_fuzz;
