@@ -218,18 +218,26 @@ impl KeyBatch {
         // 32 keys a group: measured on 2M keys against 3 runs of 18M keys,
         // 63 ms, against 95 ms prefetching 4 keys ahead one at a time.
         const GROUP: usize = 32;
+        let order = self.hash_order();
         let mut start = 0;
-        while start < self.len() {
-            let end = (start + GROUP).min(self.len());
-            for &h in &self.hashes[start..end] {
+        while start < order.len() {
+            let end = (start + GROUP).min(order.len());
+            for &i in &order[start..end] {
+                let h = self.hashes[i as usize];
                 for r in runs {
                     r.prefetch(h);
                 }
             }
-            for i in start..end {
-                let (key, h) = (self.sorted_key(i), self.hashes[i]);
+            for &i in &order[start..end] {
+                let i = i as usize;
+                let h = self.hashes[i];
                 for r in runs {
-                    if let Some(id) = r.get_hashed(key, h)? {
+                    // The key itself is read only on a bloom hit: in hash
+                    // order, keys are far apart in memory.
+                    if !r.may_contain(h) {
+                        continue;
+                    }
+                    if let Some(id) = r.get_hashed(self.sorted_key(i), h)? {
                         let row = self.rows[i];
                         if first.is_none_or(|(f, _)| row < f) {
                             first = Some((row, id));
@@ -242,6 +250,33 @@ impl KeyBatch {
         }
         self.conflict = first;
         Ok(())
+    }
+
+    /// The keys' positions ordered by the top bits of their hashes: bloom
+    /// blocks are chosen by the hash's high bits in every run, so probing
+    /// in this order walks each filter from start to end, near the last
+    /// probe, instead of jumping across it (a counting sort, two passes).
+    fn hash_order(&self) -> Vec<u32> {
+        let n = self.len();
+        // About eight keys a bucket; order inside a bucket does not matter.
+        let bits = (usize::BITS - n.leading_zeros())
+            .saturating_sub(3)
+            .clamp(1, 16);
+        let shift = 64 - bits;
+        let mut starts = vec![0u32; (1 << bits) + 1];
+        for &h in &self.hashes {
+            starts[(h >> shift) as usize + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut order = vec![0u32; n];
+        for (i, &h) in self.hashes.iter().enumerate() {
+            let b = &mut starts[(h >> shift) as usize];
+            order[*b as usize] = i as u32;
+            *b += 1;
+        }
+        order
     }
 
     pub fn len(&self) -> usize {

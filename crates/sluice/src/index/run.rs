@@ -94,6 +94,9 @@ fn bloom_probe(h: u64, blocks: u64) -> (usize, [u16; BLOOM_K]) {
 }
 
 const BLOOM_K: usize = 7;
+
+/// Blocks a top-level search entry stands for (see `Run::tops`).
+const TOP_STEP: usize = 64;
 const BLOOM_BLOCK_BYTES: usize = 64;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -399,15 +402,25 @@ pub struct Run {
     map: memmap2::Mmap,
     /// Per block: first key, offset, length.
     index: Vec<(Box<[u8]>, usize, usize)>,
-    /// The first eight bytes of each block's first key as a big-endian
-    /// integer (zero padded): the binary search over blocks reads this
-    /// compact array and touches a full key only on equal prefixes.
+    /// The length of the prefix that every block's first key shares.
+    shared: usize,
+    /// Eight bytes of each block's first key after the shared prefix, as a
+    /// big-endian integer (zero padded): the binary search over blocks
+    /// reads this compact array and touches a full key only on equal
+    /// values. (Keys such as 19-digit ids share their first ten or more
+    /// bytes: without the skip, every search compared full keys.)
     firsts: Vec<u64>,
+    /// Every [`TOP_STEP`]-th entry of `firsts`: small enough to stay in
+    /// the cache, it narrows a search to one stretch of `firsts` (a plain
+    /// binary search over all of it missed the cache at every late step).
+    tops: Vec<u64>,
     bloom_blocks: u64,
-    /// The bloom filter's bits, copied out of the file into memory that
-    /// asks for huge pages: probes land at random in it, and with 4 KiB
-    /// pages nearly every one would also miss the TLB.
-    bloom: memmap2::MmapMut,
+    /// Where the bloom filter's bits are in `map`. They are read in place:
+    /// copying them into memory with huge pages (fewer TLB misses on
+    /// random probes) cost more at open (zeroing and copying the whole
+    /// filter) than it saved for a load's checks, which probe in hash
+    /// order (`KeyBatch::check_against`), walking the filter forward.
+    bloom: std::ops::Range<usize>,
     entries: u64,
     /// Blocks whose checksum has been verified by this handle (a bit per
     /// block): a block is checked on its first read, not on every lookup.
@@ -484,22 +497,25 @@ impl Run {
         {
             return Err(corrupt("bloom filter size mismatch"));
         }
-        let bloom = {
-            let bits = &map[bloom_off + 12..n - FOOTER - 4];
-            let mut m =
-                memmap2::MmapMut::map_anon(bits.len().max(1)).map_err(|e| Error::io(path, e))?;
-            #[cfg(target_os = "linux")]
-            let _ = m.advise(memmap2::Advice::HugePage);
-            m[..bits.len()].copy_from_slice(bits);
-            m
+        let bloom = bloom_off + 12..n - FOOTER - 4;
+        // Sorted keys: what the first and last share, all share.
+        let shared = match (index.first(), index.last()) {
+            (Some(a), Some(z)) => common_prefix(&a.0, &z.0),
+            _ => 0,
         };
+        let firsts: Vec<u64> = index
+            .iter()
+            .map(|(k, _, _)| prefix8(&k[shared..]))
+            .collect();
         Ok(Run {
             path: path.to_path_buf(),
             map,
             bloom_blocks,
             bloom,
             entries,
-            firsts: index.iter().map(|(k, _, _)| prefix8(&k[..])).collect(),
+            shared,
+            tops: firsts.iter().step_by(TOP_STEP).copied().collect(),
+            firsts,
             verified: (0..index.len().div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
@@ -517,7 +533,7 @@ impl Run {
     pub fn may_contain(&self, hash: u64) -> bool {
         let (b, probes) = bloom_probe(hash, self.bloom_blocks);
         let at = b * BLOOM_BLOCK_BYTES;
-        let line = &self.bloom[at..at + BLOOM_BLOCK_BYTES];
+        let line = &self.map[self.bloom.start + at..self.bloom.start + at + BLOOM_BLOCK_BYTES];
         // Branch-free: all seven bits are read and combined (an early exit
         // mispredicts on half the absent keys).
         let mut all = 1u8;
@@ -532,7 +548,7 @@ impl Run {
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let (b, _) = bloom_probe(hash, self.bloom_blocks);
-        prefetch(&self.bloom[b * BLOOM_BLOCK_BYTES]);
+        prefetch(&self.map[self.bloom.start + b * BLOOM_BLOCK_BYTES]);
     }
 
     /// The locator of `key`, or `None`.
@@ -546,15 +562,38 @@ impl Run {
         if self.index.is_empty() || !self.may_contain(hash) {
             return Ok(None);
         }
-        // The last block whose first key is <= key.
-        let p = prefix8(key);
-        let lo = self.firsts.partition_point(|&f| f < p);
-        let hi = lo + self.firsts[lo..].partition_point(|&f| f <= p);
-        let b = lo + self.index[lo..hi].partition_point(|(first, _, _)| &**first <= key);
-        if b == 0 {
-            return Ok(None);
+        match self.blocks_up_to(key) {
+            0 => Ok(None),
+            b => self.find_in_block(b - 1, key),
         }
-        self.find_in_block(b - 1, key)
+    }
+
+    /// How many blocks have a first key `<= key` (the block that may hold
+    /// `key` is the last of them).
+    fn blocks_up_to(&self, key: &[u8]) -> usize {
+        let (lo, hi) = match self.index.first() {
+            Some((first, _, _)) if key.starts_with(&first[..self.shared]) => {
+                // Every first key starts as `key` does: order by the rest.
+                let p = prefix8(&key[self.shared..]);
+                let f = &self.firsts;
+                // The first `f >= p` is after the last top `< p`, within
+                // one step of it.
+                let t = self.tops.partition_point(|&x| x < p);
+                let from = t.saturating_sub(1) * TOP_STEP;
+                let to = (t * TOP_STEP).min(f.len());
+                let lo = from + f[from..to].partition_point(|&x| x < p);
+                // The first `f > p`: usually next; galloping otherwise.
+                let mut step = 1;
+                while lo + step < f.len() && f[lo + step] <= p {
+                    step *= 2;
+                }
+                let from = lo + step / 2;
+                let to = (lo + step).min(f.len());
+                (lo, from + f[from..to].partition_point(|&x| x <= p))
+            }
+            _ => (0, self.index.len()),
+        };
+        lo + self.index[lo..hi].partition_point(|(first, _, _)| &**first <= key)
     }
 
     /// Block `b`'s bytes, its checksum verified on the first read.
@@ -725,10 +764,7 @@ impl<'a> Cursor<'a> {
     /// entry when `from` is `None`).
     pub fn seek(run: &'a Run, from: Option<&[u8]>) -> Result<Cursor<'a>> {
         let block = match from {
-            Some(k) => run
-                .index
-                .partition_point(|(first, _, _)| &**first <= k)
-                .saturating_sub(1),
+            Some(k) => run.blocks_up_to(k).saturating_sub(1),
             None => 0,
         };
         let mut c = Cursor {
@@ -841,6 +877,69 @@ mod tests {
             prop_assert_eq!(all, m.into_iter().collect::<Vec<_>>());
             let _ = std::fs::remove_file(&p);
         }
+    }
+
+    #[test]
+    fn lookups_and_seeks_in_a_run_of_many_blocks_with_long_shared_prefixes() {
+        // Hundreds of blocks (the two-level block search), keys sharing
+        // eleven bytes (the prefix skipped), and a long stretch of blocks
+        // whose next eight bytes are equal too (the galloping step).
+        let mut m = BTreeMap::new();
+        for i in 0..60_000u64 {
+            m.insert(format!("10000000000{:08}", i * 3).into_bytes(), i);
+        }
+        for i in 0..20_000u64 {
+            m.insert(
+                format!("100000000005555555x{i:06}").into_bytes(),
+                100_000 + i,
+            );
+        }
+        let p = tmp("many");
+        let run = build(&p, &m);
+        assert!(run.index.len() > 3 * TOP_STEP, "{} blocks", run.index.len());
+        assert_eq!(run.shared, 11);
+        for (k, v) in &m {
+            assert_eq!(
+                run.get(k).unwrap(),
+                Some(*v),
+                "{}",
+                String::from_utf8_lossy(k)
+            );
+        }
+        let mut absent: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b"0".to_vec(),
+            b"1".to_vec(),
+            b"10000000000".to_vec(),
+            b"1000000000099999999".to_vec(),
+            b"2".to_vec(),
+            b"100000000005555555".to_vec(),
+            b"100000000005555555x".to_vec(),
+            b"100000000005555555y".to_vec(),
+            b"10000000000~".to_vec(),
+        ];
+        for i in (0..60_000u64).step_by(7) {
+            absent.push(format!("10000000000{:08}", i * 3 + 1).into_bytes());
+        }
+        for i in (0..20_000u64).step_by(11) {
+            absent.push(format!("100000000005555555x{i:06}0").into_bytes());
+        }
+        for k in &absent {
+            assert_eq!(
+                run.get(k).unwrap(),
+                m.get(k).copied(),
+                "{}",
+                String::from_utf8_lossy(k)
+            );
+            // A seek lands on the first key >= k.
+            let want = m.range(k.clone()..).next().map(|(k, v)| (k.clone(), *v));
+            let mut c = Cursor::seek(&run, Some(k)).unwrap();
+            while c.current().is_some_and(|(x, _)| x < &k[..]) {
+                c.advance().unwrap();
+            }
+            assert_eq!(c.current().map(|(k, v)| (k.to_vec(), v)), want);
+        }
+        let _ = std::fs::remove_file(&p);
     }
 
     #[test]
