@@ -142,6 +142,7 @@ const LOAD_EXAMPLES: &str = "Examples:
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
   sluice load --key id people people.csv    # a primary key: unique, indexed (see sluice get)
+  sluice load --commit-every 1000files objects 'chunks/*.tsv'  # rerun after a crash: loads the rest
   sluice load --match-by-name sales export-2024.csv   # header names pick the columns, any order
   sluice load --columns \"id,name,5\" sales raw.csv   # these fields, in column order; skip the rest
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
@@ -255,6 +256,20 @@ struct LoadArgs {
     /// queries, files mapped without copying) or zstd (smaller files)
     #[arg(long, value_name = "none|zstd")]
     compression: Option<String>,
+    /// Commit in groups of whole files: after SIZE of input (1GiB),
+    /// N files (1000files) or a time (10min); 'all' for one commit. Each
+    /// commit records its files: run the same load again after a crash or
+    /// Ctrl-C and it loads only the rest
+    #[arg(long, value_name = "SIZE|Nfiles|TIME|all", default_value = "1GiB")]
+    commit_every: String,
+    /// Load again the input files that changed since an earlier commit
+    /// loaded them (without it, a changed file is an error; the rows
+    /// loaded from it before stay)
+    #[arg(long, conflicts_with = "reload")]
+    reload_changed: bool,
+    /// Load every input file, also those an earlier commit loaded
+    #[arg(long)]
+    reload: bool,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -509,7 +524,16 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             .transpose()?,
         max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
         progress: Some(progress.clone()),
-        cancel: Some(cancel_on_interrupt()),
+        cancel: None,
+        stop: Some(stop_on_interrupt()),
+        commit_every: util::parse_commit_every(&a.commit_every)?,
+        reload: if a.reload {
+            sluice::load::Reload::All
+        } else if a.reload_changed {
+            sluice::load::Reload::Changed
+        } else {
+            sluice::load::Reload::None
+        },
         on_error,
         rejects: a.rejects.clone(),
         max_errors: a.max_errors,
@@ -580,7 +604,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 a.table
             )
         }
-        (Err(e @ sluice::Error::NotDurable(_)), _) => {
+        (Err(e @ (sluice::Error::NotDurable(_) | sluice::Error::PartlyLoaded { .. })), _) => {
             return Err(anyhow::Error::new(e).context(format!("loading table {}", a.table)));
         }
         (Err(e), _) => {
@@ -611,16 +635,29 @@ fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>
     Ok(out)
 }
 
-/// Ctrl-C (or SIGTERM) stops the load cleanly: nothing is committed and
-/// its files are removed. A second Ctrl-C exits at once; the next open
-/// then removes the files (the last commit is intact either way).
-fn cancel_on_interrupt() -> Arc<AtomicBool> {
+/// Ctrl-C (or SIGTERM) ends the load after the file being read: the
+/// files read so far are committed, and the same command run again loads
+/// the rest. A second Ctrl-C exits at once; the last commit is intact and
+/// the next writer removes the unfinished files.
+fn stop_on_interrupt() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registered first, so it sees the flag before the second handler sets it.
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
         let _ = signal_hook::flag::register(sig, flag.clone());
     }
+    // Say so once (the handlers themselves cannot print).
+    let watch = flag.clone();
+    let _ = std::thread::Builder::new()
+        .name("sluice-interrupt".into())
+        .spawn(move || {
+            while !watch.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            eprintln!(
+                "\nstopping after the current file: what was read is being committed (Ctrl-C again stops at once; the last commit stays)"
+            );
+        });
     flag
 }
 
@@ -639,6 +676,18 @@ fn print_summary(
         v["cpu_seconds"] = serde_json::json!(sluice::exec::cpu_seconds());
         writeln!(out, "{v}")?;
     } else if !quiet {
+        if s.already_loaded > 0 {
+            writeln!(
+                out,
+                "skipped {} file{} loaded by earlier commits (--reload loads them again)",
+                s.already_loaded,
+                if s.already_loaded == 1 { "" } else { "s" }
+            )?;
+        }
+        if s.files == 0 && s.unreadable.is_empty() {
+            writeln!(out, "nothing to load into {}", s.table)?;
+            return Ok(());
+        }
         writeln!(
             out,
             "loaded {} rows ({}) from {} file{} into {} in {:.2} s: {:.1} MB/s, {} rows/s, {} thread{}",
@@ -653,6 +702,21 @@ fn print_summary(
             s.threads,
             if s.threads == 1 { "" } else { "s" },
         )?;
+        if s.commits > 1 {
+            writeln!(out, "committed in {} groups of files", s.commits)?;
+        }
+        if s.files_left > 0 {
+            writeln!(
+                out,
+                "stopped: {} file{} not loaded; run the same command again to load {}",
+                s.files_left,
+                if s.files_left == 1 { "" } else { "s" },
+                if s.files_left == 1 { "it" } else { "them" }
+            )?;
+        }
+        for (file, why) in &s.unreadable {
+            eprintln!("warning: skipped unreadable file {file}: {why}");
+        }
         if s.duplicates > 0 {
             writeln!(
                 out,

@@ -43,6 +43,53 @@ pub fn parse_size(s: &str, what: &str) -> Result<u64> {
     Ok((n * mult) as u64)
 }
 
+/// Parses `--commit-every`: a size (`1GiB`, `256MB`), a number of files
+/// (`1000files`), a time (`30s`, `10min`, `1h`), or `all` (one commit).
+pub fn parse_commit_every(s: &str) -> Result<sluice::load::CommitEvery> {
+    use sluice::load::CommitEvery;
+    let t = s.trim().to_ascii_lowercase();
+    let hint = "examples: 1GiB, 256MB, 1000files, 30s, 10min, all";
+    if matches!(t.as_str(), "all" | "once" | "never" | "0") {
+        return Ok(CommitEvery::ONCE);
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n = || -> Result<u64> {
+        match num.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("--commit-every {s:?}: expected a positive number ({hint})"),
+        }
+    };
+    let seconds = match unit.trim() {
+        "file" | "files" => {
+            return Ok(CommitEvery {
+                files: Some(n()?),
+                ..CommitEvery::ONCE
+            });
+        }
+        "s" | "sec" | "secs" => Some(1),
+        "min" | "mins" => Some(60),
+        "h" | "hour" | "hours" => Some(3600),
+        _ => None,
+    };
+    if let Some(m) = seconds {
+        return Ok(CommitEvery {
+            seconds: Some(n()? * m),
+            ..CommitEvery::ONCE
+        });
+    }
+    let bytes = parse_size(&t, "--commit-every").map_err(|_| {
+        anyhow::anyhow!("--commit-every {s:?}: not a size, a number of files or a time ({hint})")
+    })?;
+    if bytes == 0 {
+        bail!("--commit-every {s:?}: expected more than 0 ({hint})");
+    }
+    Ok(CommitEvery {
+        bytes: Some(bytes),
+        ..CommitEvery::ONCE
+    })
+}
+
 pub fn human_bytes(b: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;
@@ -127,6 +174,23 @@ pub fn spawn_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commit_every_forms() {
+        use sluice::load::CommitEvery;
+        let c = |s: &str| parse_commit_every(s).unwrap();
+        assert_eq!(c("1GiB").bytes, Some(1 << 30));
+        assert_eq!(c("256MB").bytes, Some(256_000_000));
+        assert_eq!(c("1000files").files, Some(1000));
+        assert_eq!(c("1 file").files, Some(1));
+        assert_eq!(c("30s").seconds, Some(30));
+        assert_eq!(c("10min").seconds, Some(600));
+        assert_eq!(c("2h").seconds, Some(7200));
+        assert_eq!(c("all"), CommitEvery::ONCE);
+        for bad in ["", "files", "0files", "-1", "3 parsecs", "0B", "x"] {
+            assert!(parse_commit_every(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_and_chars() {

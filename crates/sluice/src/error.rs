@@ -55,7 +55,6 @@ pub enum Error {
     #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Locked { path: PathBuf, pid: Option<u32> },
 
-    /// A stored file failed its checksum or could not be decoded.
     /// A key loaded twice into a keyed table.
     #[error(
         "duplicate key {key} in table {table}: {second} repeats the key of {first} (--on-duplicate skip keeps the first row and goes on)"
@@ -72,6 +71,27 @@ pub enum Error {
     #[error("committed, but the commit may not survive a crash: {0}")]
     NotDurable(String),
 
+    /// An input file loaded by an earlier commit has changed since.
+    #[error(
+        "{path} was loaded before (commit {version}) and has changed since: {what}; --reload-changed loads it again (the rows loaded from it before stay)"
+    )]
+    Changed {
+        path: String,
+        version: u64,
+        what: String,
+    },
+
+    /// A load that committed some groups of files and then failed.
+    #[error(
+        "{cause} ({committed} of {total} files were committed before this; fix the cause and run the same command again to load the rest)"
+    )]
+    PartlyLoaded {
+        committed: u64,
+        total: u64,
+        cause: Box<Error>,
+    },
+
+    /// A stored file failed its checksum or could not be decoded.
     #[error("{}: corrupt: {message}", file.display())]
     Corrupt { file: PathBuf, message: String },
 

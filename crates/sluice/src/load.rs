@@ -37,7 +37,7 @@ use crate::parse::{
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 use crate::store::segment::SegmentWriter;
-use crate::store::{Compression, Database, RunMeta, TableMeta};
+use crate::store::{Compression, Database, LoadJournal, LoadMeta, LoadedFile, RunMeta, TableMeta};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -125,6 +125,61 @@ pub struct LoadOptions {
     /// Bytes of sorted keys a keyed load holds before writing them as a
     /// run (`None`: half of `memory_limit`; tests use tiny budgets).
     pub key_budget: Option<usize>,
+    /// When a multi-file load commits: after groups of whole files.
+    pub commit_every: CommitEvery,
+    /// Which input files that earlier commits loaded are read again.
+    pub reload: Reload,
+    /// Set to end the load at the next file boundary: the files read so
+    /// far are committed and the rest left for the same load run again
+    /// (the first Ctrl-C). `cancel` is the hard stop.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// When a multi-file load commits. A group closes after the file that
+/// reaches any of the limits; a file is never split across commits. With
+/// no limit, the load is one commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CommitEvery {
+    /// Input bytes (as stored, compressed or not).
+    pub bytes: Option<u64>,
+    pub files: Option<u64>,
+    pub seconds: Option<u64>,
+}
+
+impl CommitEvery {
+    /// One commit for the whole load.
+    pub const ONCE: CommitEvery = CommitEvery {
+        bytes: None,
+        files: None,
+        seconds: None,
+    };
+}
+
+impl Default for CommitEvery {
+    /// Every 1 GiB of input: a load that fits in that is all or nothing.
+    fn default() -> Self {
+        CommitEvery {
+            bytes: Some(DEFAULT_COMMIT_BYTES),
+            files: None,
+            seconds: None,
+        }
+    }
+}
+
+/// Default of `--commit-every`.
+pub const DEFAULT_COMMIT_BYTES: u64 = 1 << 30;
+
+/// Which input files that earlier commits of the table loaded are read
+/// again (the load journal names them, with size, time and checksum).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reload {
+    /// Skip them; one that changed since is an error.
+    #[default]
+    None,
+    /// Skip the unchanged, load the changed again.
+    Changed,
+    /// Load every input, loaded before or not.
+    All,
 }
 
 /// What a duplicate key does to a load.
@@ -345,6 +400,9 @@ impl Default for LoadOptions {
             on_duplicate: OnDuplicate::Error,
             compression: None,
             key_budget: None,
+            commit_every: CommitEvery::default(),
+            reload: Reload::None,
+            stop: None,
         }
     }
 }
@@ -387,6 +445,16 @@ pub struct LoadSummary {
     /// Compute workers used.
     pub threads: usize,
     pub block_size: usize,
+    /// Commits made (groups of files, see `CommitEvery`).
+    pub commits: u64,
+    /// Input files skipped because an earlier commit loaded them.
+    pub already_loaded: u64,
+    /// Input files that could not be read and were skipped
+    /// (`OnError::Skip`), with why.
+    pub unreadable: Vec<(String, String)>,
+    /// Input files left unread because the load was stopped (`stop`);
+    /// running the same load again loads them.
+    pub files_left: u64,
 }
 
 impl LoadSummary {
@@ -519,6 +587,18 @@ struct Shared<'a> {
     /// Stop everything (writer failed, or the caller cancelled).
     stop: AtomicBool,
     pool: Mutex<Vec<Buf>>,
+    /// Per input file read so far, in order: what the journal records.
+    read: Mutex<Vec<FileRead>>,
+}
+
+/// An input file as the reader saw it (small: a load may read 100,000).
+struct FileRead {
+    /// Bytes read (as stored).
+    size: u64,
+    mtime_ns: u64,
+    crc32: u32,
+    /// Why it was skipped (`OnError::Skip`), if it could not be read.
+    unreadable: Option<Box<str>>,
 }
 
 impl Shared<'_> {
@@ -558,7 +638,12 @@ impl Shared<'_> {
 }
 
 /// Loads `inputs` into `table`, creating it from `opts.schema` if needed.
-/// All or nothing: on error nothing is committed.
+///
+/// The files are committed in groups (`opts.commit_every`; one group by
+/// default unless the input passes 1 GiB), each group all or nothing, and
+/// each commit journals its files: the same load run again skips the
+/// files already committed (`opts.reload`). An error leaves every earlier
+/// group committed and says how many files they held.
 pub fn load(
     db: &mut Database,
     table: &str,
@@ -568,8 +653,191 @@ pub fn load(
     let start = Instant::now();
     validate_identifier(table, "table")?;
     let table = table.to_ascii_lowercase();
+    if inputs.is_empty() {
+        return Err(Error::Config("no input files given".into()));
+    }
+    checked_options(db, &table, opts)?;
+    let (todo, already_loaded) = resume_plan(db, &table, inputs, opts.reload)?;
+    let mut total = LoadSummary {
+        table: table.clone(),
+        created: false,
+        rows: 0,
+        rejected: 0,
+        bytes: 0,
+        files: 0,
+        segments: 0,
+        duplicates: 0,
+        runs_merged: 0,
+        merge_error: None,
+        seconds: 0.0,
+        threads: worker_count(opts.threads),
+        block_size: 0,
+        commits: 0,
+        already_loaded,
+        unreadable: Vec::new(),
+        files_left: 0,
+    };
+    if todo.is_empty() {
+        if db.table(&table).is_none() {
+            return Err(Error::Internal(
+                "every input skipped for a new table".into(),
+            ));
+        }
+        total.seconds = start.elapsed().as_secs_f64();
+        return Ok(total);
+    }
+    // One rejects file for all the groups; a resumed load appends to it.
+    let mut rejects = match &opts.rejects {
+        Some(p) => Some(RejectsFile::create(p, already_loaded > 0)?),
+        None => None,
+    };
+    let mut done = 0usize;
+    let result = loop {
+        let group = load_group(
+            db,
+            &table,
+            &todo[done..],
+            opts,
+            &mut rejects,
+            total.rejected,
+        );
+        let g = match group {
+            Ok(g) => g,
+            Err(e) if done == 0 => break Err(e),
+            Err(e) => {
+                break Err(Error::PartlyLoaded {
+                    committed: already_loaded + done as u64,
+                    total: inputs.len() as u64,
+                    cause: Box::new(e),
+                });
+            }
+        };
+        total.created |= g.created;
+        total.rows += g.rows;
+        total.rejected += g.rejected;
+        total.bytes += g.bytes;
+        total.files += g.files;
+        total.segments += g.segments;
+        total.duplicates += g.duplicates;
+        total.runs_merged += g.runs_merged;
+        if g.merge_error.is_some() {
+            total.merge_error = g.merge_error;
+        }
+        total.threads = g.threads;
+        total.block_size = g.block_size;
+        total.commits += g.commits;
+        if let Some(r) = rejects.as_mut() {
+            for (file, why) in &g.unreadable {
+                r.unreadable(file, why)?;
+            }
+        }
+        total.unreadable.extend(g.unreadable);
+        done += g.files as usize;
+        if done >= todo.len() {
+            break Ok(());
+        }
+        if g.files == 0
+            || opts
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            total.files_left = (todo.len() - done) as u64;
+            break Ok(());
+        }
+    };
+    if let Some(r) = rejects {
+        r.finish()?;
+    }
+    result?;
+    total.seconds = start.elapsed().as_secs_f64();
+    Ok(total)
+}
+
+/// The inputs still to load, and how many are skipped because an earlier
+/// commit of the table loaded them (same path, size and modification
+/// time; or same size and checksum).
+fn resume_plan(
+    db: &Database,
+    table: &str,
+    inputs: &[Input],
+    reload: Reload,
+) -> Result<(Vec<Input>, u64)> {
+    let meta = match db.table(table) {
+        Some(m) if !m.loads.is_empty() && reload != Reload::All => m,
+        _ => return Ok((inputs.to_vec(), 0)),
+    };
+    let mut loaded: std::collections::HashMap<String, (u64, LoadedFile)> =
+        std::collections::HashMap::new();
+    for l in &meta.loads {
+        let j = LoadJournal::read(db.dir(), l)?;
+        for f in j.files {
+            loaded.insert(f.path.clone(), (j.version, f));
+        }
+    }
+    let mut todo = Vec::new();
+    let mut skipped = 0;
+    let mut paths = JournalPaths::default();
+    for input in inputs {
+        let Input::File(p) = input else {
+            todo.push(input.clone());
+            continue;
+        };
+        let Some((version, f)) = loaded.get(&paths.of(input)) else {
+            todo.push(input.clone());
+            continue;
+        };
+        // A file that cannot be read is the load's to report.
+        let Ok(md) = std::fs::metadata(p) else {
+            todo.push(input.clone());
+            continue;
+        };
+        let (size, mtime) = (md.len(), mtime_ns(&md));
+        if size == f.size && mtime == f.mtime_ns {
+            skipped += 1;
+            continue;
+        }
+        let what = if size != f.size {
+            format!("{} bytes then, {size} now", f.size)
+        } else if crate::source::fingerprint(p)? == f.crc32 {
+            // Touched, not changed.
+            skipped += 1;
+            continue;
+        } else {
+            "same size, different contents".to_string()
+        };
+        if reload == Reload::Changed {
+            todo.push(input.clone());
+        } else {
+            return Err(Error::Changed {
+                path: input.display_name(),
+                version: *version,
+                what,
+            });
+        }
+    }
+    Ok((todo, skipped))
+}
+
+/// A file's modification time in nanoseconds since the Unix epoch (0 when
+/// the system cannot say).
+pub(crate) fn mtime_ns(md: &std::fs::Metadata) -> u64 {
+    md.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Checks the options against the table (or for creating it): the
+/// table as it is, the schema to load with, the segment compression.
+fn checked_options(
+    db: &Database,
+    table: &str,
+    opts: &LoadOptions,
+) -> Result<(Option<TableMeta>, Schema, Compression)> {
     opts.dialect.validate()?;
-    let existing = db.table(&table).cloned();
+    let existing = db.table(table).cloned();
     let mut wanted = opts.schema.clone();
     if let (Some(s), Some(k)) = (&mut wanted, &opts.key) {
         s.set_key(k)?;
@@ -606,22 +874,11 @@ pub fn load(
             )));
         }
     };
-    if inputs.is_empty() {
-        return Err(Error::Config("no input files given".into()));
-    }
     if opts.memory_limit < 32 << 20 {
         return Err(Error::Config(
             "--memory-limit must be at least 32 MiB".into(),
         ));
     }
-    let workers = worker_count(opts.threads);
-    let block_size = opts
-        .block_size
-        .unwrap_or_else(|| block_size_for(opts.memory_limit, workers))
-        .max(1);
-    let version = db.manifest().version + 1;
-    let (rel_dir, abs_dir) = db.table_dir(&table);
-    let key_col = schema.key_column();
     let compression = match (&existing, opts.compression) {
         (Some(t), Some(c)) if t.compression != c => {
             return Err(Error::Schema(format!(
@@ -632,6 +889,60 @@ pub fn load(
         (Some(t), _) => t.compression,
         (None, c) => c.unwrap_or_default(),
     };
+    Ok((existing, schema, compression))
+}
+
+/// The journal's name of an input: its absolute path with the directory's
+/// symbolic links resolved (`<stdin>` for standard input). Directories are
+/// resolved once for all the files in them.
+#[derive(Default)]
+struct JournalPaths {
+    last: Option<(PathBuf, PathBuf)>,
+}
+
+impl JournalPaths {
+    fn of(&mut self, input: &Input) -> String {
+        let Input::File(p) = input else {
+            return "<stdin>".to_string();
+        };
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        let (Some(dir), Some(name)) = (abs.parent(), abs.file_name()) else {
+            return abs.to_string_lossy().into_owned();
+        };
+        let resolved = match &self.last {
+            Some((d, r)) if d == dir => r.clone(),
+            _ => {
+                let r = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+                self.last = Some((dir.to_path_buf(), r.clone()));
+                r
+            }
+        };
+        resolved.join(name).to_string_lossy().into_owned()
+    }
+}
+
+/// Loads the first files of `inputs` as one commit: until a limit of
+/// `opts.commit_every` or `opts.stop` ends the group after a file.
+/// `summary.files` says how many were consumed.
+fn load_group(
+    db: &mut Database,
+    table: &str,
+    inputs: &[Input],
+    opts: &LoadOptions,
+    rejects: &mut Option<RejectsFile>,
+    rejected_before: u64,
+) -> Result<LoadSummary> {
+    let start = Instant::now();
+    let table = table.to_string();
+    let (existing, schema, compression) = checked_options(db, &table, opts)?;
+    let workers = worker_count(opts.threads);
+    let block_size = opts
+        .block_size
+        .unwrap_or_else(|| block_size_for(opts.memory_limit, workers))
+        .max(1);
+    let version = db.manifest().version + 1;
+    let (rel_dir, abs_dir) = db.table_dir(&table);
+    let key_col = schema.key_column();
     let older_runs = match &existing {
         Some(t) => t
             .runs
@@ -654,10 +965,7 @@ pub fn load(
         first_error: AtomicU64::new(u64::MAX),
         stop: AtomicBool::new(false),
         pool: Mutex::new(Vec::new()),
-    };
-    let rejects = match &opts.rejects {
-        Some(p) => Some(RejectsFile::create(p)?),
-        None => None,
+        read: Mutex::new(Vec::new()),
     };
     let mut writer = Writer {
         shared: &shared,
@@ -673,8 +981,9 @@ pub fn load(
         pending: Vec::new(),
         pending_rows: 0,
         pending_bytes: 0,
-        rejected: 0,
-        rejects,
+        rejected: rejected_before,
+        rejects: rejects.take(),
+        file_rows: vec![(0, 0); inputs.len()],
         created: Vec::new(),
         rows: 0,
         line: 0,
@@ -750,9 +1059,10 @@ pub fn load(
         Ok(files)
     });
     // The rejects file is kept also when the load fails: it shows why.
+    *rejects = writer.rejects.take();
     let result = result.and_then(|files| {
-        if let Some(r) = writer.rejects.take() {
-            r.finish()?;
+        if let Some(r) = rejects.as_mut() {
+            r.flush()?;
         }
         Ok(files)
     });
@@ -783,6 +1093,14 @@ pub fn load(
             return Err(e);
         }
     };
+    // The journal: which files this commit holds.
+    let journal = match writer.journal(files.0 as usize) {
+        Ok(j) => j,
+        Err(e) => {
+            writer.discard();
+            return Err(e);
+        }
+    };
     // New files must be durable before the manifest names them.
     if let Err(e) = crate::store::manifest::sync_dir(&writer.abs_dir) {
         writer.discard();
@@ -798,9 +1116,11 @@ pub fn load(
             segments: Vec::new(),
             runs: Vec::new(),
             compression,
+            loads: Vec::new(),
         });
     entry.segments.append(&mut writer.done);
     entry.runs.append(&mut writer.keys.runs);
+    entry.loads.extend(journal);
     match db.commit(next) {
         Ok(()) => {}
         // Published: its files stay.
@@ -825,7 +1145,7 @@ pub fn load(
         table: table.clone(),
         created: existing.is_none(),
         rows: writer.rows,
-        rejected: writer.rejected,
+        rejected: writer.rejected - rejected_before,
         bytes: files.1,
         files: files.0,
         segments: new_segments,
@@ -835,6 +1155,22 @@ pub fn load(
         seconds: start.elapsed().as_secs_f64(),
         threads: workers,
         block_size,
+        commits: 1,
+        already_loaded: 0,
+        unreadable: shared
+            .read
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .zip(inputs)
+                    .filter_map(|(f, i)| {
+                        let why = f.unreadable.as_ref()?;
+                        Some((i.display_name(), why.to_string()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        files_left: 0,
     })
 }
 
@@ -949,18 +1285,44 @@ fn split_all(
 ) -> Result<(u64, u64)> {
     let mut seq = 0u64;
     let mut bytes = 0u64;
+    let mut stored = 0u64;
     let mut pack = Pack::default();
+    let started = Instant::now();
+    let every = shared.opts.commit_every;
+    let mut files = 0u64;
     for (i, input) in shared.inputs.iter().enumerate() {
         if shared.stopping() {
             return Err(Error::Cancelled);
         }
         bytes += split_file(shared, i, input, &blocks, &tokens, &mut seq, &mut pack)?;
+        files += 1;
         if let Some(p) = &shared.opts.progress {
             p.files_done.fetch_add(1, Ordering::Relaxed);
         }
+        // The group ends after a file that reaches a limit, or when the
+        // caller asks to stop: the files read so far are committed.
+        stored += shared
+            .read
+            .lock()
+            .ok()
+            .and_then(|r| r.last().map(|f| f.size))
+            .unwrap_or(0);
+        let full = every.bytes.is_some_and(|b| stored >= b)
+            || every.files.is_some_and(|f| files >= f)
+            || every
+                .seconds
+                .is_some_and(|s| started.elapsed().as_secs() >= s)
+            || shared
+                .opts
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed));
+        if full {
+            break;
+        }
     }
     pack.send(shared, &blocks, &tokens, &mut seq)?;
-    Ok((shared.inputs.len() as u64, bytes))
+    Ok((files, bytes))
 }
 
 /// Reads into `buf` until it holds `want` bytes or the input ends.
@@ -1007,15 +1369,58 @@ fn split_file(
     let bs = shared.block_size;
     // Progress counts the bytes of the file (compressed or not); the
     // summary counts the text parsed.
-    let on_read: Option<crate::source::OnRead> = opts.progress.clone().map(|p| {
-        Box::new(move |n: u64| {
-            p.bytes_read.fetch_add(n, Ordering::Relaxed);
-        }) as crate::source::OnRead
-    });
-    let (mut reader, _compression) = input.open_text(on_read, opts.encoding)?;
+    // The bytes as stored feed the journal's checksum (and progress).
+    let seen = Arc::new(Mutex::new((crc32fast::Hasher::new(), 0u64)));
+    let on_read: crate::source::OnRead = {
+        let seen = seen.clone();
+        let progress = opts.progress.clone();
+        Box::new(move |b: &[u8]| {
+            if let Some(p) = &progress {
+                p.bytes_read.fetch_add(b.len() as u64, Ordering::Relaxed);
+            }
+            if let Ok(mut s) = seen.lock() {
+                s.0.update(b);
+                s.1 += b.len() as u64;
+            }
+        })
+    };
+    let mtime_ns = match input {
+        Input::File(p) => std::fs::metadata(p).map(|m| mtime_ns(&m)).unwrap_or(0),
+        Input::Stdin => 0,
+    };
+    let record = |unreadable: Option<Box<str>>| {
+        let (crc32, size) = seen
+            .lock()
+            .map(|s| (s.0.clone().finalize(), s.1))
+            .unwrap_or_default();
+        if let Ok(mut r) = shared.read.lock() {
+            r.push(FileRead {
+                size,
+                mtime_ns,
+                crc32,
+                unreadable,
+            });
+        }
+    };
+    // With --on-error skip, a file that cannot be opened or is empty is
+    // skipped and reported; otherwise it fails the load.
+    let skip_bad = opts.on_error == OnError::Skip;
+    let (mut reader, _compression) = match input.open_text(Some(on_read), opts.encoding) {
+        Ok(r) => r,
+        Err(e) if skip_bad => {
+            record(Some(e.to_string().into()));
+            return Ok(0);
+        }
+        Err(e) => return Err(e),
+    };
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
     if buf.is_empty() {
+        shared.give_buf(buf);
+        if skip_bad {
+            record(Some(format!("{name}: file is empty").into()));
+            return Ok(0);
+        }
         return Err(Error::Input {
             path: name,
             message: "file is empty".into(),
@@ -1191,6 +1596,7 @@ fn split_file(
         offset += len;
     }
     shared.give_buf(buf);
+    record(None);
     Ok(total)
 }
 
@@ -1268,15 +1674,39 @@ struct RejectsFile {
 }
 
 impl RejectsFile {
-    fn create(path: &Path) -> Result<Self> {
-        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    /// Creates the file, or with `append` (a resumed load) adds to it
+    /// when it exists.
+    fn create(path: &Path, append: bool) -> Result<Self> {
+        let exists = append && path.exists();
+        let f = if exists {
+            std::fs::OpenOptions::new().append(true).open(path)
+        } else {
+            std::fs::File::create(path)
+        }
+        .map_err(|e| Error::io(path, e))?;
         let mut r = RejectsFile {
             path: path.to_path_buf(),
             out: std::io::BufWriter::new(f),
         };
-        r.write_all(b"file,line,byte,column,reason,record\n")
-            .map_err(|e| Error::io(path, e))?;
+        if !exists {
+            r.write_all(b"file,line,byte,column,reason,record\n")
+                .map_err(|e| Error::io(path, e))?;
+        }
         Ok(r)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// A row for a whole file that could not be read (line 0).
+    fn unreadable(&mut self, file: &str, why: &str) -> Result<()> {
+        let mut row = Vec::new();
+        csv_field(&mut row, file.as_bytes());
+        row.extend_from_slice(b",0,0,,");
+        csv_field(&mut row, format!("unreadable file: {why}").as_bytes());
+        row.extend_from_slice(b",\n");
+        self.write_all(&row).map_err(|e| Error::io(&self.path, e))
     }
 
     fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
@@ -1391,6 +1821,8 @@ struct Writer<'a> {
     /// Records rejected so far, and where they are written.
     rejected: u64,
     rejects: Option<RejectsFile>,
+    /// Per input file: rows parsed, records rejected.
+    file_rows: Vec<(u64, u64)>,
     created: Vec<PathBuf>,
     rows: u64,
     /// Lines before the next block of `file`.
@@ -1469,6 +1901,10 @@ impl Writer<'_> {
                 Vec::new()
             };
             first_record += (info.rows + rejects.len() as u64) as u32;
+            if let Some(f) = self.file_rows.get_mut(part.file) {
+                f.0 += info.rows;
+                f.1 += rejects.len() as u64;
+            }
             for r in rejects {
                 self.reject(part.file, part.offset, r)?;
             }
@@ -1808,6 +2244,56 @@ impl Writer<'_> {
     }
 
     /// Deletes the files of a load that will not be committed.
+    /// Writes the load journal of the first `files` inputs (the files of
+    /// this commit) next to the segments; returns its manifest entry.
+    /// Streamed: a commit may hold 100,000 files.
+    fn journal(&mut self, files: usize) -> Result<Option<LoadMeta>> {
+        let read = self
+            .shared
+            .read
+            .lock()
+            .map_err(|_| Error::Internal("the reader's record is poisoned".into()))?;
+        let n = read
+            .iter()
+            .take(files)
+            .filter(|f| f.unreadable.is_none())
+            .count();
+        if n == 0 {
+            return Ok(None);
+        }
+        let name = format!("{:06}.load", self.version);
+        let path = self.abs_dir.join(&name);
+        self.created.push(path.clone());
+        let committed_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut paths = JournalPaths::default();
+        let mut w = LoadJournal::writer(&path, self.version, committed_at)?;
+        for (i, f) in read.iter().enumerate().take(files) {
+            if f.unreadable.is_some() {
+                continue;
+            }
+            let (rows, rejected) = self.file_rows.get(i).copied().unwrap_or_default();
+            w.add(&LoadedFile {
+                path: paths.of(&self.shared.inputs[i]),
+                size: f.size,
+                mtime_ns: f.mtime_ns,
+                crc32: f.crc32,
+                rows,
+                rejected,
+            })?;
+        }
+        let (bytes, crc32) = w.finish()?;
+        Ok(Some(LoadMeta {
+            file: format!("{}/{name}", self.rel_dir),
+            files: n as u64,
+            rows: self.rows,
+            bytes,
+            crc32,
+        }))
+    }
+
     fn discard(&mut self) {
         self.current = None;
         for p in &self.created {

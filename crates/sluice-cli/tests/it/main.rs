@@ -176,7 +176,7 @@ fn json_summary_and_quiet() {
         "--threads 64 never exceeds the cores"
     );
     assert!(v["peak_rss_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(ok(&t.0, &["load", "--quiet", "t", "a.csv"]), "");
+    assert_eq!(ok(&t.0, &["load", "--reload", "--quiet", "t", "a.csv"]), "");
     assert!(ok(&t.0, &["info", "t"]).starts_with("t: 6 rows"));
 }
 
@@ -619,7 +619,10 @@ fn rejected_records_are_counted_and_written() {
         e,
         "error: --rejects and --max-errors go with --on-error skip, not abort\n"
     );
-    let e = fails(&t.0, &["load", "--max-errors", "1", "t", "in.csv"]);
+    let e = fails(
+        &t.0,
+        &["load", "--reload", "--max-errors", "1", "t", "in.csv"],
+    );
     assert!(
         e.starts_with("error: loading table t; nothing was committed: in.csv:4: more than --max-errors 1 records rejected; this one: found a record with 1 field, expected 2"),
         "{e}"

@@ -48,6 +48,22 @@ impl Input {
     }
 }
 
+/// CRC-32 (IEEE) of a file's bytes as stored: the load journal's content
+/// fingerprint.
+pub fn fingerprint(path: &Path) -> Result<u32> {
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(h.finalize()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+}
+
 /// How an input is compressed, as its first bytes say (never its name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
@@ -73,8 +89,9 @@ impl Compression {
 /// cheap (a 1 MiB buffer per file cost a fifth of such a load).
 const PEEK_BUFFER: usize = 64 << 10;
 
-/// Called with the number of bytes of each read from a file or stream.
-pub type OnRead = Box<dyn FnMut(u64) + Send>;
+/// Called with the bytes of each read from a file or stream (as stored:
+/// before decompression or decoding).
+pub type OnRead = Box<dyn FnMut(&[u8]) + Send>;
 
 /// Reports the bytes read through it (progress of compressed inputs is
 /// measured in the bytes of the file).
@@ -87,7 +104,7 @@ impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         if let Some(f) = self.on_read.as_mut() {
-            f(n as u64);
+            f(&buf[..n]);
         }
         Ok(n)
     }

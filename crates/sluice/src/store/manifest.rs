@@ -45,6 +45,134 @@ pub struct TableMeta {
     /// How the table's segments compress their buffers.
     #[serde(default, skip_serializing_if = "Compression::is_none")]
     pub compression: Compression,
+    /// The load journal: one file per commit of a load, naming the input
+    /// files it held (resumed loads skip them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadMeta>,
+}
+
+/// One immutable load-journal file (FORMAT.md): the input files of one
+/// commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadMeta {
+    /// Path relative to the database directory.
+    pub file: String,
+    /// Input files the commit held.
+    pub files: u64,
+    /// Rows the commit added.
+    pub rows: u64,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// CRC-32 (IEEE) of the whole file.
+    pub crc32: u32,
+}
+
+/// The body of a load-journal file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadJournal {
+    /// The manifest version of the commit.
+    pub version: u64,
+    /// When the commit was made, seconds since the Unix epoch.
+    pub committed_at: u64,
+    pub files: Vec<LoadedFile>,
+}
+
+/// One input file of a commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadedFile {
+    /// Absolute path, symbolic links resolved (`<stdin>` for standard
+    /// input, which is never skipped).
+    pub path: String,
+    /// Size in bytes when it was read.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+    /// CRC-32 (IEEE) of the file's bytes as stored (before any
+    /// decompression or decoding).
+    pub crc32: u32,
+    /// Rows it gave (before `--on-duplicate skip` dropped any).
+    pub rows: u64,
+    /// Records of it rejected (`--on-error skip`).
+    pub rejected: u64,
+}
+
+/// Writes a journal file one entry at a time (the same JSON as
+/// [`LoadJournal`] serialised whole).
+pub struct JournalWriter {
+    path: std::path::PathBuf,
+    out: std::io::BufWriter<File>,
+    crc: crc32fast::Hasher,
+    bytes: u64,
+    first: bool,
+}
+
+impl JournalWriter {
+    fn put(&mut self, b: &[u8]) -> Result<()> {
+        self.crc.update(b);
+        self.bytes += b.len() as u64;
+        self.out.write_all(b).map_err(|e| Error::io(&self.path, e))
+    }
+
+    pub fn add(&mut self, f: &LoadedFile) -> Result<()> {
+        let json = serde_json::to_vec(f)
+            .map_err(|e| Error::Internal(format!("load journal JSON: {e}")))?;
+        if !std::mem::take(&mut self.first) {
+            self.put(b",")?;
+        }
+        self.put(&json)
+    }
+
+    /// Ends and fsyncs the file; returns its size and CRC-32.
+    pub fn finish(mut self) -> Result<(u64, u32)> {
+        self.put(b"]}")?;
+        let f = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(&self.path, e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        Ok((self.bytes, self.crc.finalize()))
+    }
+}
+
+impl LoadJournal {
+    /// Starts a journal file at `path`.
+    pub fn writer(path: &Path, version: u64, committed_at: u64) -> Result<JournalWriter> {
+        let f = File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut w = JournalWriter {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(f),
+            crc: crc32fast::Hasher::new(),
+            bytes: 0,
+            first: true,
+        };
+        w.put(
+            format!("{{\"version\":{version},\"committed_at\":{committed_at},\"files\":[")
+                .as_bytes(),
+        )?;
+        Ok(w)
+    }
+
+    /// Reads the journal file of `meta` under `dir`, checking its size and
+    /// checksum against the manifest.
+    pub fn read(dir: &Path, meta: &LoadMeta) -> Result<LoadJournal> {
+        let path = dir.join(&meta.file);
+        let body = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let corrupt = |message: String| Error::Corrupt {
+            file: path.clone(),
+            message,
+        };
+        if body.len() as u64 != meta.bytes {
+            return Err(corrupt(format!(
+                "{} bytes, the manifest says {} (truncated?)",
+                body.len(),
+                meta.bytes
+            )));
+        }
+        if crc32fast::hash(&body) != meta.crc32 {
+            return Err(corrupt("checksum mismatch".into()));
+        }
+        serde_json::from_slice(&body).map_err(|e| corrupt(format!("bad load journal: {e}")))
+    }
 }
 
 /// Compression of a table's segment buffers (Arrow IPC body

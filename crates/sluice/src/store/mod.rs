@@ -6,6 +6,7 @@
 //!   LOCK                        held (flock) by the one writer; holds its pid
 //!   tables/<table>/<v>-<n>.arrow segment files (Arrow IPC)
 //!   tables/<table>/<v>-<n>.keys  key-index runs (keyed tables)
+//!   tables/<table>/<v>.load      load journal: the input files of a commit
 //! ```
 //!
 //! Readers read `MANIFEST` once and see that snapshot; segments named by a
@@ -27,7 +28,9 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 pub use keyed::KeyedTable;
-pub use manifest::{Compression, Manifest, RunMeta, SegmentMeta, TableMeta};
+pub use manifest::{
+    Compression, LoadJournal, LoadMeta, LoadedFile, Manifest, RunMeta, SegmentMeta, TableMeta,
+};
 
 use crate::error::{Error, Result};
 
@@ -179,6 +182,7 @@ impl Database {
                 .iter()
                 .map(|s| &s.file)
                 .chain(meta.runs.iter().map(|r| &r.file))
+                .chain(meta.loads.iter().map(|l| &l.file))
                 .filter_map(|f| f.rsplit('/').next())
                 .collect();
             for f in std::fs::read_dir(&tdir).map_err(|e| Error::io(&tdir, e))? {

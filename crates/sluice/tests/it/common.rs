@@ -47,7 +47,9 @@ pub fn opts(schema: &str) -> LoadOptions {
     }
 }
 
-/// Loads `data` as one file into `table` of the database in `dir`.
+/// Loads `data` as one file into `table` of the database in `dir`. The
+/// file has the same name at every call: it is loaded whatever the load
+/// journal says (`Reload::All`).
 pub fn load_bytes(
     dir: &TempDir,
     table: &str,
@@ -56,7 +58,11 @@ pub fn load_bytes(
 ) -> sluice::Result<LoadSummary> {
     let f = dir.write(&format!("{table}-input.csv"), data);
     let mut db = Database::open_writer(dir.path().join("db"))?;
-    load(&mut db, table, &[Input::File(f)], o)
+    let o = LoadOptions {
+        reload: sluice::load::Reload::All,
+        ..o.clone()
+    };
+    load(&mut db, table, &[Input::File(f)], &o)
 }
 
 pub fn rows_of(batches: &[RecordBatch]) -> Vec<Vec<Option<String>>> {

@@ -1114,8 +1114,15 @@ fn skip_keeps_the_first_in_input_order_across_blocks_threads_and_runs() {
         }
         drop(t);
         drop(d);
-        // Loading the same again adds nothing.
+        // Loading the same files again: the journal skips them ...
         let sum = load_files(&dir, "t", &files, &o).unwrap();
+        assert_eq!((sum.rows, sum.duplicates, sum.already_loaded), (0, 0, 3));
+        // ... and read again, every row is a duplicate.
+        let again = LoadOptions {
+            reload: sluice::load::Reload::All,
+            ..o.clone()
+        };
+        let sum = load_files(&dir, "t", &files, &again).unwrap();
         assert_eq!((sum.rows, sum.duplicates), (0, 600));
         assert_eq!(row_count(&db, "t"), 97);
     }

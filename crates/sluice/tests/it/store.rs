@@ -77,7 +77,11 @@ fn files_no_manifest_names_are_removed_on_open() {
     std::fs::write(db_dir.join("tables/ghost/000001-00000.arrow"), b"x").unwrap();
     std::fs::write(db_dir.join("MANIFEST.tmp"), b"partial").unwrap();
     drop(Database::open_writer(&db_dir).unwrap());
-    assert_eq!(segment_files(dir.path()), ["000001-00000.arrow"]);
+    // The segment and the load journal stay.
+    assert_eq!(
+        segment_files(dir.path()),
+        ["000001-00000.arrow", "000001.load"]
+    );
     assert!(!db_dir.join("tables/ghost").exists());
     assert!(!db_dir.join("MANIFEST.tmp").exists());
     assert_eq!(table_rows(&db_dir, "t").len(), 1);
