@@ -48,8 +48,24 @@ enum Command {
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
     /// List tables with their schema, rows, bytes on disk and segments
-    #[command(after_help = "Examples:\n  sluice info\n  sluice info trips --json")]
+    #[command(
+        after_help = "Examples:\n  sluice info\n  sluice info trips --json\n  sluice info trips --loads     # each commit of a load and its input files"
+    )]
     Info {
+        /// Only this table
+        table: Option<String>,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+        /// List the commits of loads and the input files each held (the
+        /// load journal)
+        #[arg(long)]
+        loads: bool,
+    },
+    /// Verify every file of a table (checksums, sizes, the key index)
+    /// against the manifest; changes nothing. Exits 1 if anything is damaged
+    #[command(after_help = "Examples:\n  sluice check\n  sluice check objects --json")]
+    Check {
         /// Only this table
         table: Option<String>,
         /// Print JSON instead of text
@@ -307,7 +323,14 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Load(args) => cmd_load(&cli.db, cli.threads, cli.quiet, args),
-        Command::Info { table, json } => cmd_info(&cli.db, table.as_deref(), json),
+        Command::Info { table, json, loads } => {
+            if loads {
+                cmd_loads(&cli.db, table.as_deref(), json)
+            } else {
+                cmd_info(&cli.db, table.as_deref(), json)
+            }
+        }
+        Command::Check { table, json } => cmd_check(&cli.db, table.as_deref(), json),
         Command::Query {
             sql,
             format,
@@ -750,6 +773,122 @@ fn print_summary(
                 }
             )?;
         }
+    }
+    Ok(())
+}
+
+/// The tables named (one, or all).
+fn tables_of<'a>(
+    db: &'a Database,
+    db_dir: &std::path::Path,
+    table: Option<&str>,
+) -> Result<Vec<(&'a String, &'a sluice::store::TableMeta)>> {
+    let m = db.manifest();
+    Ok(match table {
+        Some(t) => match m.tables.get_key_value(&t.to_ascii_lowercase()) {
+            Some(kv) => vec![kv],
+            None => bail!("no table named {t:?} in {}", db_dir.display()),
+        },
+        None => m.tables.iter().collect(),
+    })
+}
+
+fn cmd_loads(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
+    let db = Database::open(db_dir)?;
+    let mut out = std::io::stdout().lock();
+    let mut all = Vec::new();
+    for (name, t) in tables_of(&db, db_dir, table)? {
+        let mut journals = Vec::new();
+        for l in &t.loads {
+            journals.push(sluice::store::LoadJournal::read(db.dir(), l)?);
+        }
+        if json {
+            all.push(serde_json::json!({ "table": name, "loads": journals }));
+            continue;
+        }
+        if journals.is_empty() {
+            writeln!(out, "{name}: no loads recorded")?;
+        }
+        for (j, l) in journals.iter().zip(&t.loads) {
+            writeln!(
+                out,
+                "{name}: commit {} at {}: {} file{}, {} rows",
+                j.version,
+                util::utc_time(j.committed_at),
+                j.files.len(),
+                if j.files.len() == 1 { "" } else { "s" },
+                l.rows
+            )?;
+            for f in &j.files {
+                writeln!(
+                    out,
+                    "  {}  {}, {} rows{}, crc32 {:08x}",
+                    f.path,
+                    util::human_bytes(f.size),
+                    f.rows,
+                    if f.rejected > 0 {
+                        format!(", {} rejected", f.rejected)
+                    } else {
+                        String::new()
+                    },
+                    f.crc32
+                )?;
+            }
+        }
+    }
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+    }
+    Ok(())
+}
+
+fn cmd_check(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
+    let db = Database::open(db_dir)?;
+    let mut reports = Vec::new();
+    for (name, _) in tables_of(&db, db_dir, table)? {
+        reports.push(db.check(name)?);
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
+    } else {
+        for r in &reports {
+            writeln!(
+                out,
+                "{}: {} segment{}, {} key-index run{}, {} load journal{} ({}): {}",
+                r.table,
+                r.segments,
+                if r.segments == 1 { "" } else { "s" },
+                r.runs,
+                if r.runs == 1 { "" } else { "s" },
+                r.journals,
+                if r.journals == 1 { "" } else { "s" },
+                util::human_bytes(r.bytes),
+                if r.problems.is_empty() {
+                    "ok".to_string()
+                } else {
+                    format!("{} problem{}", r.problems.len(), if r.problems.len() == 1 { "" } else { "s" })
+                }
+            )?;
+            for p in &r.problems {
+                writeln!(out, "  damaged: {p}")?;
+            }
+            if !r.unnamed.is_empty() {
+                writeln!(
+                    out,
+                    "  {} file{} not named by the manifest (left by an interrupted load; the next load removes them): {}",
+                    r.unnamed.len(),
+                    if r.unnamed.len() == 1 { "" } else { "s" },
+                    r.unnamed.join(", ")
+                )?;
+            }
+        }
+    }
+    let damaged: usize = reports.iter().map(|r| r.problems.len()).sum();
+    if damaged > 0 {
+        out.flush()?;
+        drop(out);
+        std::process::exit(1);
     }
     Ok(())
 }

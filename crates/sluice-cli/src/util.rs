@@ -90,6 +90,28 @@ pub fn parse_commit_every(s: &str) -> Result<sluice::load::CommitEvery> {
     })
 }
 
+/// `2026-11-22 18:40:12 UTC` for seconds since the Unix epoch.
+pub fn utc_time(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 pub fn human_bytes(b: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;
@@ -174,6 +196,13 @@ pub fn spawn_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(utc_time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_time(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_time(1_795_372_812), "2026-11-22 18:40:12 UTC");
+    }
 
     #[test]
     fn commit_every_forms() {

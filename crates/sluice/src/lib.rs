@@ -24,6 +24,7 @@
 pub mod batch;
 pub mod error;
 pub mod exec;
+pub(crate) mod fault;
 pub mod index;
 pub mod infer;
 pub mod load;

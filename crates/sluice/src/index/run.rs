@@ -286,8 +286,8 @@ impl RunWriter {
     }
 
     fn write_all(&mut self, b: &[u8]) -> Result<()> {
-        self.out
-            .write_all(b)
+        crate::fault::charge(b.len())
+            .and_then(|_| self.out.write_all(b))
             .map_err(|e| Error::io(&self.path, e))?;
         self.written += b.len() as u64;
         Ok(())
@@ -708,6 +708,36 @@ impl Run {
             })?;
         }
         Ok(())
+    }
+
+    /// Reads every entry (checking every block's checksum): keys must be
+    /// strictly increasing, as many as the footer says, and every locator
+    /// below `rows`. For `sluice check`.
+    pub fn verify(&self, rows: u64) -> Result<()> {
+        let mut last: Option<Vec<u8>> = None;
+        let mut n = 0u64;
+        let mut bad = None;
+        self.for_each(|k, loc| {
+            if bad.is_none() {
+                if last.as_deref().is_some_and(|l| l >= k) {
+                    bad = Some(format!("keys out of order at entry {n}"));
+                } else if loc >= rows {
+                    bad = Some(format!("entry {n} points at row {loc} of a table of {rows}"));
+                }
+            }
+            last = Some(k.to_vec());
+            n += 1;
+        })?;
+        if bad.is_none() && n != self.entries {
+            bad = Some(format!("{n} entries, the footer says {}", self.entries));
+        }
+        match bad {
+            Some(message) => Err(Error::Corrupt {
+                file: self.path.clone(),
+                message,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Decodes block `b`, calling `f` until it returns false.

@@ -110,7 +110,9 @@ impl JournalWriter {
     fn put(&mut self, b: &[u8]) -> Result<()> {
         self.crc.update(b);
         self.bytes += b.len() as u64;
-        self.out.write_all(b).map_err(|e| Error::io(&self.path, e))
+        crate::fault::charge(b.len())
+            .and_then(|_| self.out.write_all(b))
+            .map_err(|e| Error::io(&self.path, e))
     }
 
     pub fn add(&mut self, f: &LoadedFile) -> Result<()> {
@@ -309,7 +311,8 @@ impl Manifest {
         );
         let tmp = dir.join(MANIFEST_TMP);
         let mut f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(header.as_bytes())
+        crate::fault::charge(header.len() + body.len())
+            .and_then(|_| f.write_all(header.as_bytes()))
             .and_then(|_| f.write_all(&body))
             .and_then(|_| f.sync_all())
             .map_err(|e| Error::io(&tmp, e))?;

@@ -13,6 +13,7 @@
 //! committed manifest are never modified. A writer takes `LOCK`, and on
 //! open removes files that no manifest names (left by a crashed load).
 
+pub mod check;
 pub mod keyed;
 pub mod manifest;
 pub mod segment;
@@ -27,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
+pub use check::CheckReport;
 pub use keyed::KeyedTable;
 pub use manifest::{
     Compression, LoadJournal, LoadMeta, LoadedFile, Manifest, RunMeta, SegmentMeta, TableMeta,

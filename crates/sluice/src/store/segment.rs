@@ -30,6 +30,7 @@ struct CrcWriter<W> {
 
 impl<W: Write> Write for CrcWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        crate::fault::charge(buf.len())?;
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
         self.bytes += n as u64;

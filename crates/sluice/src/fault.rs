@@ -1,0 +1,37 @@
+//! Fault injection for the crash and resource tests, driven by the
+//! `SLUICE_FAULT` environment variable (unset in normal use: then each
+//! hook is one relaxed load of an initialised cell).
+//!
+//! - `disk-full-after=BYTES`: writes of segments, key-index runs, load
+//!   journals and the manifest fail with "No space left on device" once the
+//!   process has written BYTES of them.
+//! - `merge-before-commit`: a key-index merge aborts the process just
+//!   before its commit (see `store::keyed`).
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn disk_limit() -> Option<u64> {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("SLUICE_FAULT")
+            .ok()?
+            .strip_prefix("disk-full-after=")?
+            .parse()
+            .ok()
+    })
+}
+
+/// Counts `n` bytes about to be written to a data file; fails as a full
+/// disk would when `disk-full-after` is set and passed.
+pub(crate) fn charge(n: usize) -> std::io::Result<()> {
+    static USED: AtomicU64 = AtomicU64::new(0);
+    if let Some(limit) = disk_limit() {
+        let used = USED.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        if used > limit {
+            // ENOSPC.
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+    }
+    Ok(())
+}
