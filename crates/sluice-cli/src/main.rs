@@ -867,7 +867,11 @@ fn cmd_check(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
                 if r.problems.is_empty() {
                     "ok".to_string()
                 } else {
-                    format!("{} problem{}", r.problems.len(), if r.problems.len() == 1 { "" } else { "s" })
+                    format!(
+                        "{} problem{}",
+                        r.problems.len(),
+                        if r.problems.len() == 1 { "" } else { "s" }
+                    )
                 }
             )?;
             for p in &r.problems {

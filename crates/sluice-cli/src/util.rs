@@ -193,6 +193,16 @@ pub fn spawn_progress(
     (stop, handle)
 }
 
+
+/// A delimiter as the user would type it: `,`, `tab`, `|`.
+pub fn show_char(c: u8) -> String {
+    match c {
+        b'\t' => "tab".to_string(),
+        b' ' => "space".to_string(),
+        c => format!("'{}'", c as char),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,14 +246,5 @@ mod tests {
         assert_eq!(parse_char("tab", "d").unwrap(), b'\t');
         assert_eq!(parse_char("|", "d").unwrap(), b'|');
         assert!(parse_char("ab", "--delimiter").is_err());
-    }
-}
-
-/// A delimiter as the user would type it: `,`, `tab`, `|`.
-pub fn show_char(c: u8) -> String {
-    match c {
-        b'\t' => "tab".to_string(),
-        b' ' => "space".to_string(),
-        c => format!("'{}'", c as char),
     }
 }

@@ -6,6 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod keyed;
+mod resume;
 
 struct Tmp(PathBuf);
 

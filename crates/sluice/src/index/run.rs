@@ -722,7 +722,9 @@ impl Run {
                 if last.as_deref().is_some_and(|l| l >= k) {
                     bad = Some(format!("keys out of order at entry {n}"));
                 } else if loc >= rows {
-                    bad = Some(format!("entry {n} points at row {loc} of a table of {rows}"));
+                    bad = Some(format!(
+                        "entry {n} points at row {loc} of a table of {rows}"
+                    ));
                 }
             }
             last = Some(k.to_vec());

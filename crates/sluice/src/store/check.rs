@@ -70,10 +70,7 @@ impl Database {
                 Err(e) => r.problems.push(e.to_string()),
             }
         }
-        if meta.schema.key_column().is_some()
-            && r.problems.is_empty()
-            && keys != rows
-        {
+        if meta.schema.key_column().is_some() && r.problems.is_empty() && keys != rows {
             r.problems.push(format!(
                 "the key index holds {keys} keys for {rows} rows (every row has one key)"
             ));

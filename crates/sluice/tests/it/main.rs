@@ -10,6 +10,7 @@ mod load;
 mod load_fuzz;
 mod parallel;
 mod rejects;
+mod resume;
 mod slt;
 mod sql_fuzz;
 mod store;
