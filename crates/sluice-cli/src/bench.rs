@@ -89,6 +89,36 @@ pub enum Scenario {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// The secondary-index files loaded keyed by `sluice load` processes at
+    /// several --commit-every settings (the cost of committing in groups),
+    /// then a load killed part way and run again (the time a resume saves)
+    Resume {
+        /// Number of files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Where the files and the database go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// --commit-every settings, comma separated; the first is the
+        /// baseline
+        #[arg(long, default_value = "all,1GiB,256MiB,64MiB")]
+        settings: String,
+        /// The setting of the load that is killed and resumed
+        #[arg(long, default_value = "64MiB")]
+        resume_every: String,
+        /// When to kill it, as a fraction of its full time
+        #[arg(long, default_value_t = 0.5)]
+        kill_at: f64,
+        /// Runs (medians are reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Load without the primary key (no key index to build or merge)
+        #[arg(long)]
+        no_key: bool,
+    },
 }
 
 /// TPC-H Q1, as in the specification with the usual 90-day delta (the
@@ -155,6 +185,26 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             runs,
             no_peers,
             keep,
+            quiet,
+        ),
+        Scenario::Resume {
+            files,
+            rows,
+            dir,
+            settings,
+            resume_every,
+            kill_at,
+            runs,
+            no_key,
+        } => crate::bench_resume::run(
+            files,
+            rows,
+            &dir,
+            &settings,
+            &resume_every,
+            kill_at,
+            runs,
+            !no_key,
             quiet,
         ),
     }

@@ -18,7 +18,7 @@ use sluice::store::{Compression, Database};
 
 use crate::generate::{Rng, push_u64};
 
-const SCHEMA: &str = "source_id TEXT PRIMARY KEY, chunkId INT, subChunkId INT";
+pub(crate) const SCHEMA: &str = "source_id TEXT PRIMARY KEY, chunkId INT, subChunkId INT";
 const SEED: u64 = 28;
 
 /// The `i`-th object id: 19 digits, unique for every `i` below 2^62
@@ -34,7 +34,12 @@ pub fn object_id(i: u64) -> u64 {
 
 /// Writes the files (in parallel) unless they exist; returns the paths
 /// and their total size.
-fn generate(dir: &Path, files: usize, rows: u64, quiet: bool) -> Result<(Vec<PathBuf>, u64)> {
+pub(crate) fn generate(
+    dir: &Path,
+    files: usize,
+    rows: u64,
+    quiet: bool,
+) -> Result<(Vec<PathBuf>, u64)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let paths: Vec<PathBuf> = (0..files)
         .map(|f| dir.join(format!("chunk-{f:05}.tsv")))

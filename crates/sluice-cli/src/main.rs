@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_index;
+mod bench_resume;
 mod demo;
 mod generate;
 mod query;
@@ -130,7 +131,7 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a benchmark scenario (peers too, when installed) and print a table
     #[command(
-        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000"
+        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000\n  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5"
     )]
     Bench {
         #[command(subcommand)]

@@ -193,7 +193,6 @@ pub fn spawn_progress(
     (stop, handle)
 }
 
-
 /// A delimiter as the user would type it: `,`, `tab`, `|`.
 pub fn show_char(c: u8) -> String {
     match c {

@@ -275,8 +275,9 @@ fn ctrl_c_commits_the_files_read_and_the_same_command_loads_the_rest() {
         .unwrap();
     // Opening the pipe for writing waits until the load opens it.
     let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-    let int = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    // The shell's kill (no procps needed).
+    let int = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .unwrap();
     assert!(int.success());
