@@ -636,7 +636,14 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 .context(format!("loading table {}; nothing was committed", a.table)));
         }
     };
-    print_summary(&summary, a.rejects.as_deref(), a.json, quiet)
+    print_summary(&summary, a.rejects.as_deref(), a.json, quiet)?;
+    if summary.files_left > 0 {
+        // Stopped by Ctrl-C: what was read is committed, but the load is
+        // not complete; scripts must not go on as if it were.
+        std::io::stdout().flush()?;
+        std::process::exit(130);
+    }
+    Ok(())
 }
 
 /// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
