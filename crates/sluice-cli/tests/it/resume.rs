@@ -47,6 +47,17 @@ fn load_args<'a>(every: &'a str, files: &'a [String]) -> Vec<&'a str> {
     a
 }
 
+/// `sluice` in `t` with these arguments, not waited for; stderr piped.
+fn command(t: &Tmp, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
 /// (rows, sum of v) of the table, or `None` when it does not exist yet.
 fn count_and_sum(t: &Tmp) -> Option<(u64, u64)> {
     let o = sluice(
@@ -132,14 +143,7 @@ fn loads_killed_at_random_moments_resume_to_every_row_exactly_once() {
     let mut seed = 7u64;
     let mut killed = 0;
     for round in 0..25 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .current_dir(&t.0)
-            .env_remove("SLUICE_DB")
-            .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = command(&t, &args).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(next(&mut seed) % 50));
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
@@ -180,14 +184,7 @@ fn readers_see_whole_commits_while_a_load_runs() {
     let (n, rows) = (30usize, 200u64);
     let files = write_files(&t, n, rows as usize);
     let args = load_args("1file", &files);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .env_remove("SLUICE_DB")
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = command(&t, &args).spawn().unwrap();
     let mut seen = Vec::new();
     loop {
         let done = child.try_wait().unwrap().is_some();
@@ -218,13 +215,8 @@ fn a_second_writer_is_refused_with_the_pid_and_a_dead_writers_lock_is_recovered(
     let files = write_files(&t, 2, 10);
     ok(&t.0, &load_args("all", &files[..1]));
     // A writer that holds the lock while it waits for standard input.
-    let mut holder = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .env_remove("SLUICE_DB")
-        .args(["--db", "db", "load", "--no-header", "t", "-"])
+    let mut holder = command(&t, &["--db", "db", "load", "--no-header", "t", "-"])
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid = holder.id();
@@ -265,14 +257,7 @@ fn ctrl_c_commits_the_files_read_and_the_same_command_loads_the_rest() {
     inputs.push("in/pipe.csv".into());
     inputs.extend_from_slice(&files[3..]);
     let args = load_args("all", &inputs);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .env_remove("SLUICE_DB")
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = command(&t, &args).stdout(Stdio::piped()).spawn().unwrap();
     // Opening the pipe for writing waits until the load opens it.
     let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     // The shell's kill (no procps needed).
@@ -324,11 +309,8 @@ fn a_full_disk_fails_the_load_keeps_the_last_commit_and_a_rerun_finishes() {
     let files = write_files(&t, n, rows as usize);
     let args = load_args("1file", &files);
     // Room for a few commits, not all.
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .env_remove("SLUICE_DB")
+    let o = command(&t, &args)
         .env("SLUICE_FAULT", "disk-full-after=40000")
-        .args(&args)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
