@@ -119,6 +119,18 @@ pub enum Scenario {
         #[arg(long)]
         no_key: bool,
     },
+    /// The training run of a profile-guided build (`cargo xtask pgo`): the
+    /// hot paths on data of its own (CSV of every type, small blocks, many
+    /// small files, rejects, a keyed table and its lookups, aggregate
+    /// queries); about a minute at scale 1 with an instrumented binary
+    ProfileWorkload {
+        /// Keep the data here (default: a temporary directory, removed)
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Data size relative to the default (CI builds at 0.02)
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
 }
 
 /// TPC-H Q1, as in the specification with the usual 90-day delta (the
@@ -207,6 +219,7 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             !no_key,
             quiet,
         ),
+        Scenario::ProfileWorkload { dir, scale } => crate::profile::run(dir, scale, quiet),
     }
 }
 

@@ -22,12 +22,14 @@ pub struct DemoArgs {
     keep: Option<PathBuf>,
 }
 
-const SCHEMA: &str = "id BIGINT, customer TEXT, price DECIMAL(12,2), qty INT, sold DATE, at TIMESTAMP, paid BOOLEAN, score DOUBLE";
+pub(crate) const SCHEMA: &str = "id BIGINT, customer TEXT, price DECIMAL(12,2), qty INT, sold DATE, at TIMESTAMP, paid BOOLEAN, score DOUBLE";
 
-fn write_sample(path: &PathBuf, rows: u64) -> Result<u64> {
+/// Writes `rows` sales rows of every type (quoted text with commas and
+/// quotes, NULLs) to `path`; returns the bytes written.
+pub(crate) fn write_sample(path: &PathBuf, rows: u64, seed: u64) -> Result<u64> {
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-    let mut rng = Rng::new(7);
+    let mut rng = Rng::new(seed);
     let mut line = Vec::with_capacity(256);
     let mut bytes = 0u64;
     w.write_all(b"id,customer,price,qty,sold,at,paid,score\n")?;
@@ -94,7 +96,7 @@ pub fn run(args: DemoArgs, threads: Option<usize>) -> Result<()> {
     let _ = std::fs::remove_dir_all(&db_dir);
 
     eprintln!("generating {} rows into {} ...", args.rows, csv.display());
-    let bytes = write_sample(&csv, args.rows)?;
+    let bytes = write_sample(&csv, args.rows, 7)?;
     eprintln!("generated {}", crate::util::human_bytes(bytes));
 
     let mut db = Database::open_writer(&db_dir)?;

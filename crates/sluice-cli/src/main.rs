@@ -5,6 +5,7 @@ mod bench_index;
 mod bench_resume;
 mod demo;
 mod generate;
+mod profile;
 mod query;
 mod tpch;
 mod util;
