@@ -21,7 +21,7 @@ type Result<T> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: cargo xtask pgo [--scale F] [--runs N] [--no-compare] [--sf F] [--rows N]
 
-Builds target/pgo/optimized/release/sluice with profile-guided optimisation:
+Builds target/pgo/optimized/release/sluice (under $CARGO_TARGET_DIR when set) with profile-guided optimisation:
   --scale F      size of the training workload (default 1: about a minute instrumented; CI uses 0.02)
   --no-compare   build only; do not time the held-out scenarios
   --runs N       timed runs per binary and scenario (default 7; medians reported)
@@ -202,7 +202,12 @@ fn pgo(o: &Options) -> Result<()> {
         .parent()
         .ok_or("the xtask crate has no parent directory")?
         .to_path_buf();
-    let base = root.join("target/pgo");
+    // Under the target directory cargo uses (CARGO_TARGET_DIR or target/).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_absolute() { t } else { root.join(t) })
+        .unwrap_or_else(|| root.join("target"));
+    let base = target.join("pgo");
     let profiles = base.join("profiles");
     let _ = std::fs::remove_dir_all(&profiles);
     std::fs::create_dir_all(&profiles).map_err(|e| format!("{}: {e}", profiles.display()))?;
@@ -260,12 +265,7 @@ fn pgo(o: &Options) -> Result<()> {
     if !o.compare {
         return Ok(());
     }
-    let release = build(
-        &root,
-        &root.join("target"),
-        "",
-        "building the ordinary release binary",
-    )?;
+    let release = build(&root, &target, "", "building the ordinary release binary")?;
     compare(o, &base.join("heldout"), &release, &optimized)
 }
 
