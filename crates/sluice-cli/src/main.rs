@@ -716,6 +716,17 @@ fn print_summary(
                 if s.already_loaded == 1 { "" } else { "s" }
             )?;
         }
+        if s.listed_twice > 0 {
+            if s.listed_twice == 1 {
+                writeln!(out, "1 input was named more than once; it was read once")?;
+            } else {
+                writeln!(
+                    out,
+                    "{} inputs were named more than once; each was read once",
+                    s.listed_twice
+                )?;
+            }
+        }
         if s.files == 0 && s.unreadable.is_empty() {
             writeln!(out, "nothing to load into {}", s.table)?;
             return Ok(());

@@ -449,6 +449,8 @@ pub struct LoadSummary {
     pub commits: u64,
     /// Input files skipped because an earlier commit loaded them.
     pub already_loaded: u64,
+    /// Inputs named more than once in this load (read once).
+    pub listed_twice: u64,
     /// Input files that could not be read and were skipped
     /// (`OnError::Skip`), with why.
     pub unreadable: Vec<(String, String)>,
@@ -657,7 +659,16 @@ pub fn load(
         return Err(Error::Config("no input files given".into()));
     }
     checked_options(db, &table, opts)?;
-    let (todo, already_loaded) = resume_plan(db, &table, inputs, opts.reload)?;
+    // A file listed twice (a glob and its own name) is read once.
+    let mut seen = std::collections::HashSet::new();
+    let mut paths = JournalPaths::default();
+    let unique: Vec<Input> = inputs
+        .iter()
+        .filter(|i| matches!(i, Input::Stdin) || seen.insert(paths.of(i)))
+        .cloned()
+        .collect();
+    let listed_twice = (inputs.len() - unique.len()) as u64;
+    let (todo, already_loaded) = resume_plan(db, &table, &unique, opts.reload)?;
     let mut total = LoadSummary {
         table: table.clone(),
         created: false,
@@ -674,6 +685,7 @@ pub fn load(
         block_size: 0,
         commits: 0,
         already_loaded,
+        listed_twice,
         unreadable: Vec::new(),
         files_left: 0,
     };
@@ -707,7 +719,7 @@ pub fn load(
             Err(e) => {
                 break Err(Error::PartlyLoaded {
                     committed: already_loaded + done as u64,
-                    total: inputs.len() as u64,
+                    total: unique.len() as u64,
                     cause: Box::new(e),
                 });
             }
@@ -1157,6 +1169,7 @@ fn load_group(
         block_size,
         commits: 1,
         already_loaded: 0,
+        listed_twice: 0,
         unreadable: shared
             .read
             .lock()

@@ -147,6 +147,17 @@ fn a_load_run_again_skips_committed_files_and_loads_the_rest() {
 }
 
 #[test]
+fn a_file_named_twice_in_one_load_is_read_once() {
+    let dir = TempDir::new("resume-twice");
+    let files = write_files(&dir, 2, 10);
+    // By another spelling of the same path, too.
+    let again = dir.path().join(".").join("f00.csv");
+    let s = run(&dir, &[files[0].clone(), files[1].clone(), again], &opts()).unwrap();
+    assert_eq!((s.files, s.rows, s.listed_twice), (2, 20, 1));
+    assert_eq!(journaled_names(&dir), [vec!["f00.csv", "f01.csv"]]);
+}
+
+#[test]
 fn a_changed_file_is_refused_a_touched_one_skipped_and_reload_changed_reads_it() {
     let dir = TempDir::new("resume-changed");
     let files = write_files(&dir, 3, 10);
