@@ -524,6 +524,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     }
     let schema = Some(schema);
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
+    let stop = stop_on_interrupt();
     let progress = Arc::new(Progress::default());
     let opts = LoadOptions {
         schema,
@@ -550,7 +551,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
         progress: Some(progress.clone()),
         cancel: None,
-        stop: Some(stop_on_interrupt()),
+        stop: Some(stop.clone()),
         commit_every: util::parse_commit_every(&a.commit_every)?,
         reload: if a.reload {
             sluice::load::Reload::All
@@ -586,6 +587,26 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     }
     let summary = match (result, &inferred) {
         (Ok(s), _) => s,
+        // Ctrl-C while a stream was read: its group is dropped.
+        (Err(sluice::Error::Cancelled), _) => {
+            eprintln!(
+                "error: loading table {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: nothing of its group was committed",
+                a.table
+            );
+            std::process::exit(130);
+        }
+        (
+            Err(sluice::Error::PartlyLoaded {
+                committed, cause, ..
+            }),
+            _,
+        ) if matches!(*cause, sluice::Error::Cancelled) => {
+            eprintln!(
+                "error: loading table {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: its group was not committed ({committed} files committed before it; run the same command again to load the rest)",
+                a.table
+            );
+            std::process::exit(130);
+        }
         // A value that contradicts an inferred type: say how to override.
         (
             Err(
@@ -638,9 +659,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         }
     };
     print_summary(&summary, a.rejects.as_deref(), a.json, quiet)?;
-    if summary.files_left > 0 {
-        // Stopped by Ctrl-C: what was read is committed, but the load is
-        // not complete; scripts must not go on as if it were.
+    if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
+        // Stopped by Ctrl-C: what was read is committed, but the load may
+        // not be complete; scripts must not go on as if it were.
         std::io::stdout().flush()?;
         std::process::exit(130);
     }

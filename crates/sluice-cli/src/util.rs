@@ -61,6 +61,8 @@ pub fn parse_commit_every(s: &str) -> Result<sluice::load::CommitEvery> {
         }
     };
     let seconds = match unit.trim() {
+        // "10m": minutes or mebibytes? Neither is guessed.
+        "m" => bail!("--commit-every {s:?}: say 10min for minutes or 10MiB for bytes"),
         "file" | "files" => {
             return Ok(CommitEvery {
                 files: Some(n()?),
@@ -73,8 +75,11 @@ pub fn parse_commit_every(s: &str) -> Result<sluice::load::CommitEvery> {
         _ => None,
     };
     if let Some(m) = seconds {
+        let secs = n()?
+            .checked_mul(m)
+            .ok_or_else(|| anyhow::anyhow!("--commit-every {s:?}: too long"))?;
         return Ok(CommitEvery {
-            seconds: Some(n()? * m),
+            seconds: Some(secs),
             ..CommitEvery::ONCE
         });
     }
@@ -225,7 +230,17 @@ mod tests {
         assert_eq!(c("10min").seconds, Some(600));
         assert_eq!(c("2h").seconds, Some(7200));
         assert_eq!(c("all"), CommitEvery::ONCE);
-        for bad in ["", "files", "0files", "-1", "3 parsecs", "0B", "x"] {
+        for bad in [
+            "",
+            "files",
+            "0files",
+            "-1",
+            "3 parsecs",
+            "0B",
+            "x",
+            "10m",
+            "99999999999999999h",
+        ] {
             assert!(parse_commit_every(bad).is_err(), "{bad}");
         }
     }

@@ -811,11 +811,16 @@ fn resume_plan(
             todo.push(input.clone());
             continue;
         };
-        // A file that cannot be read is the load's to report.
+        // A file that cannot be read is the load's to report; a pipe or
+        // device is read again.
         let Ok(md) = std::fs::metadata(p) else {
             todo.push(input.clone());
             continue;
         };
+        if !md.is_file() {
+            todo.push(input.clone());
+            continue;
+        }
         let (size, mtime) = (md.len(), mtime_ns(&md));
         if size == f.size && mtime == f.mtime_ns {
             skipped += 1;
@@ -841,6 +846,15 @@ fn resume_plan(
         }
     }
     Ok((Some(todo), skipped))
+}
+
+/// Whether an input is a regular file (not standard input, a pipe or a
+/// device): only those are journaled and skipped by a later load.
+fn is_regular(input: &Input) -> bool {
+    match input {
+        Input::File(p) => std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+        Input::Stdin => false,
+    }
 }
 
 /// The identity of an input file (device, inode), when the system gives one.
@@ -1134,6 +1148,17 @@ fn load_group(
             return Err(e);
         }
     };
+    // A stop asked while a stream (standard input, a pipe) was read may
+    // have cut it short (Ctrl-C reaches the whole pipeline): its group is
+    // not committed.
+    let stopped = opts
+        .stop
+        .as_ref()
+        .is_some_and(|s| s.load(Ordering::Relaxed));
+    if stopped && inputs[..files.0 as usize].iter().any(|i| !is_regular(i)) {
+        writer.discard();
+        return Err(Error::Cancelled);
+    }
     // The journal: which files this commit holds.
     let journal = match writer.journal(files.0 as usize) {
         Ok(j) => j,
@@ -1460,7 +1485,7 @@ fn split_file(
     if buf.is_empty() {
         shared.give_buf(buf);
         if skip_bad {
-            record(Some(format!("{name}: file is empty").into()));
+            record(Some("file is empty".into()));
             return Ok(0);
         }
         return Err(Error::Input {
@@ -2297,8 +2322,9 @@ impl Writer<'_> {
             .map_err(|_| Error::Internal("the reader's record is poisoned".into()))?;
         let n = read
             .iter()
+            .zip(self.shared.inputs)
             .take(files)
-            .filter(|f| f.unreadable.is_none())
+            .filter(|(f, i)| f.unreadable.is_none() && is_regular(i))
             .count();
         if n == 0 {
             return Ok(None);
@@ -2313,7 +2339,8 @@ impl Writer<'_> {
         let mut paths = JournalPaths::default();
         let mut w = LoadJournal::writer(&path, self.version, committed_at)?;
         for (i, f) in read.iter().enumerate().take(files) {
-            if f.unreadable.is_some() {
+            // Streams cannot be read again the same way: not journaled.
+            if f.unreadable.is_some() || !is_regular(&self.shared.inputs[i]) {
                 continue;
             }
             let (rows, rejected) = self.file_rows.get(i).copied().unwrap_or_default();

@@ -80,8 +80,8 @@ pub struct LoadJournal {
 /// One input file of a commit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadedFile {
-    /// Absolute path, symbolic links resolved (`<stdin>` for standard
-    /// input, which is never skipped).
+    /// Absolute path, the directory's symbolic links resolved (regular
+    /// files only: standard input, pipes and devices are not journaled).
     pub path: String,
     /// Size in bytes when it was read.
     pub size: u64,
