@@ -220,9 +220,10 @@ fn a_second_writer_is_refused_with_the_pid_and_a_dead_writers_lock_is_recovered(
         .spawn()
         .unwrap();
     let pid = holder.id();
-    // Wait until it holds the lock (it writes its pid there).
+    // Wait (up to 30 s on a loaded machine) until it holds the lock: it
+    // writes its pid there.
     let lock = t.0.join("db/LOCK");
-    for _ in 0..500 {
+    for _ in 0..3000 {
         if std::fs::read_to_string(&lock).is_ok_and(|s| s.trim() == pid.to_string()) {
             break;
         }
