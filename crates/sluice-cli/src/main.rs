@@ -160,6 +160,8 @@ const LOAD_EXAMPLES: &str = "Examples:
   sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
   sluice load sales 'more/*.csv'            # append; the table keeps its schema
   sluice load --key id people people.csv    # a primary key: unique, indexed (see sluice get)
+  sluice load --key id --shards 8 people people.csv   # 8 shards, a row's shard by hash of its key
+  sluice load --shards 4 --shard-paths /disk1,/disk2 logs 'logs/*.csv'  # round-robin, two disks
   sluice load --commit-every 1000files objects 'chunks/*.tsv'  # rerun after a crash: loads the rest
   sluice load --match-by-name sales export-2024.csv   # header names pick the columns, any order
   sluice load --columns \"id,name,5\" sales raw.csv   # these fields, in column order; skip the rest
@@ -274,6 +276,21 @@ struct LoadArgs {
     /// queries, files mapped without copying) or zstd (smaller files)
     #[arg(long, value_name = "none|zstd")]
     compression: Option<String>,
+    /// Shards of a new table (1 to 256): each holds its own segments and
+    /// key index, loaded in one atomic commit; queries fan out over all,
+    /// a lookup by key reads one
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// The column whose value's hash picks a row's shard (default: the
+    /// primary key; without one, rows are dealt round-robin). A keyed
+    /// table is sharded by its key
+    #[arg(long, value_name = "COLUMN")]
+    shard_by: Option<String>,
+    /// Directories for the shards of a new table, comma-separated: shard i
+    /// goes to DIR(i mod count), e.g. one per disk (default: inside the
+    /// database directory)
+    #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
+    shard_paths: Vec<PathBuf>,
     /// Commit in groups of whole files: after SIZE of input (1GiB),
     /// N files (1000files) or a time (10min); 'all' for one commit. Each
     /// commit records its files: run the same load again after a crash or
@@ -570,6 +587,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         key: a.key.clone(),
         compression: a.compression.as_deref().map(str::parse).transpose()?,
         key_budget: None,
+        shards: a.shards,
+        shard_by: a.shard_by.clone(),
+        shard_paths: a.shard_paths.clone(),
         on_duplicate: match a.on_duplicate {
             OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
             OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,
@@ -965,6 +985,11 @@ fn cmd_info(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
                     "segments": t.segments.len(),
                     "key": t.schema.key_column().map(|k| t.schema.columns[k].name.clone()),
                     "index_runs": t.runs.len(),
+                    "sharding": t.sharding,
+                    "shards": t.shard_stats().iter().enumerate().map(|(i, s)| serde_json::json!({
+                        "shard": i, "rows": s.rows, "bytes": s.bytes,
+                        "segments": s.segments, "index_runs": s.runs,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -991,6 +1016,28 @@ fn cmd_info(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
         for c in &t.schema.columns {
             let key = if c.primary_key { " PRIMARY KEY" } else { "" };
             writeln!(out, "  {:<24} {}{key}", c.name, c.data_type)?;
+        }
+        if let Some(sh) = &t.sharding {
+            let how = match &sh.by {
+                Some(c) => format!("by hash of {c}"),
+                None => "round-robin".to_string(),
+            };
+            let place = if sh.paths.is_empty() {
+                String::new()
+            } else {
+                format!(", on {}", sh.paths.join(", "))
+            };
+            writeln!(out, "  {} shards, {how}{place}:", sh.count)?;
+            for (i, s) in t.shard_stats().iter().enumerate() {
+                writeln!(
+                    out,
+                    "    shard {i:<3} {:>12} rows {:>10} {:>4} segment{}",
+                    s.rows,
+                    util::human_bytes(s.bytes),
+                    s.segments,
+                    if s.segments == 1 { "" } else { "s" }
+                )?;
+            }
         }
     }
     Ok(())

@@ -29,6 +29,7 @@ pub mod index;
 pub mod infer;
 pub mod load;
 pub mod parse;
+pub mod partition;
 pub mod query;
 pub mod source;
 pub mod split;

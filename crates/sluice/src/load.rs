@@ -36,6 +36,7 @@ use crate::parse::{
 };
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
+use crate::store::manifest::{MAX_SHARDS, Sharding};
 use crate::store::segment::SegmentWriter;
 use crate::store::{Compression, Database, LoadJournal, LoadMeta, LoadedFile, RunMeta, TableMeta};
 
@@ -133,6 +134,16 @@ pub struct LoadOptions {
     /// far are committed and the rest left for the same load run again
     /// (the first Ctrl-C). `cancel` is the hard stop.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Shards of a new table (`None` or 1: not sharded); for an existing
+    /// table it must match when given.
+    pub shards: Option<u32>,
+    /// The column whose hash routes a row to its shard (default: the
+    /// primary key; round-robin for a table without one). A keyed table
+    /// is sharded by its key.
+    pub shard_by: Option<String>,
+    /// Directories for the shards' files of a new table, shard `i` in
+    /// `shard_paths[i % len]` (default: inside the database directory).
+    pub shard_paths: Vec<PathBuf>,
 }
 
 /// When a multi-file load commits. A group closes after the file that
@@ -403,6 +414,9 @@ impl Default for LoadOptions {
             commit_every: CommitEvery::default(),
             reload: Reload::None,
             stop: None,
+            shards: None,
+            shard_by: None,
+            shard_paths: Vec::new(),
         }
     }
 }
@@ -544,16 +558,33 @@ impl Buf {
     }
 }
 
-/// A parsed block: the batch, and per part what it held; or why it failed.
-type Parsed = Result<
-    (
-        RecordBatch,
-        Vec<ColumnStats>,
-        Vec<(BlockInfo, Vec<Reject>, bool)>,
-        Option<KeyBatch>,
-    ),
-    Failed,
->;
+/// A parsed block: its rows cut by shard, and per part what it held; or
+/// why it failed.
+type Parsed = Result<(Vec<Out>, Vec<(BlockInfo, Vec<Reject>, bool)>), Failed>;
+
+/// One shard's rows of a parsed block.
+struct Out {
+    /// The shard; for round-robin routing the residue class (see
+    /// [`crate::partition::residues`]) that the writer turns into a shard.
+    shard: u32,
+    batch: RecordBatch,
+    stats: Vec<ColumnStats>,
+    /// Its keys, sorted and checked against the shard's runs.
+    keys: Option<KeyBatch>,
+    /// Each row's row in the block (empty: the block's rows, in order).
+    rows: Vec<u32>,
+}
+
+/// How a load's rows reach their shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// A table of one shard.
+    One,
+    /// By the hash of this column's value.
+    Hash(usize),
+    /// Dealt in input order.
+    RoundRobin,
+}
 
 /// Why a block failed.
 enum Failed {
@@ -576,9 +607,11 @@ struct Shared<'a> {
     opts: &'a LoadOptions,
     /// The PRIMARY KEY column, if the table has one.
     key_col: Option<usize>,
-    /// The key-index runs of the table before this load: workers look
-    /// every key of their batches up in them.
-    table_runs: Vec<Arc<crate::index::Run>>,
+    /// The key-index runs of each shard before this load: workers look
+    /// every key of their batches up in its shard's.
+    table_runs: Vec<Vec<Arc<crate::index::Run>>>,
+    route: Route,
+    shards: u32,
     table: &'a str,
     schema: &'a Schema,
     values: Arc<ValueOptions>,
@@ -890,7 +923,7 @@ fn checked_options(
     db: &Database,
     table: &str,
     opts: &LoadOptions,
-) -> Result<(Option<TableMeta>, Schema, Compression)> {
+) -> Result<(Option<TableMeta>, Schema, Compression, Option<Sharding>)> {
     opts.dialect.validate()?;
     let existing = db.table(table).cloned();
     let mut wanted = opts.schema.clone();
@@ -944,7 +977,134 @@ fn checked_options(
         (Some(t), _) => t.compression,
         (None, c) => c.unwrap_or_default(),
     };
-    Ok((existing, schema, compression))
+    let sharding = match &existing {
+        Some(t) => {
+            let have = t.shard_count();
+            if let Some(n) = opts.shards
+                && n != have
+            {
+                return Err(Error::Schema(format!(
+                    "table {table} exists with {have} shard{}; --shards gives {n} (shards are chosen when a table is created)",
+                    if have == 1 { "" } else { "s" }
+                )));
+            }
+            let by = t.sharding.as_ref().and_then(|s| s.by.as_deref());
+            if let Some(b) = &opts.shard_by
+                && !by.is_some_and(|h| h.eq_ignore_ascii_case(b))
+            {
+                return Err(Error::Schema(format!(
+                    "table {table} exists {}; --shard-by gives {b} (chosen when a table is created)",
+                    match by {
+                        Some(h) => format!("sharded by {h}"),
+                        None if have > 1 => "with rows dealt round-robin".to_string(),
+                        None => "with one shard".to_string(),
+                    }
+                )));
+            }
+            if !opts.shard_paths.is_empty() {
+                return Err(Error::Schema(format!(
+                    "table {table} exists; --shard-paths places the shards of a new table"
+                )));
+            }
+            t.sharding.clone()
+        }
+        None => new_sharding(table, &schema, opts)?,
+    };
+    Ok((existing, schema, compression, sharding))
+}
+
+/// The sharding of a new table from `--shards`, `--shard-by` and
+/// `--shard-paths`.
+fn new_sharding(table: &str, schema: &Schema, opts: &LoadOptions) -> Result<Option<Sharding>> {
+    let count = opts.shards.unwrap_or(1);
+    if count == 0 || count > MAX_SHARDS {
+        return Err(Error::Config(format!(
+            "--shards {count}: expected 1 to {MAX_SHARDS}"
+        )));
+    }
+    if count == 1 {
+        if opts.shard_by.is_some() || !opts.shard_paths.is_empty() {
+            return Err(Error::Config(
+                "--shard-by and --shard-paths need --shards 2 or more".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    let key = schema.key_column().map(|k| schema.columns[k].name.clone());
+    let by = match (&opts.shard_by, &key) {
+        (Some(b), Some(k)) if !b.eq_ignore_ascii_case(k) => {
+            return Err(Error::Schema(format!(
+                "table {table} has primary key {k}: a keyed table is sharded by its key (so that a lookup reads one shard and uniqueness is checked within it), not by {b}"
+            )));
+        }
+        (_, Some(k)) => Some(k.clone()),
+        (Some(b), None) => {
+            let c = schema
+                .columns
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(b))
+                .ok_or_else(|| {
+                    Error::Schema(format!(
+                        "--shard-by {b}: table {table} has no such column (columns: {})",
+                        schema
+                            .columns
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?;
+            Some(c.name.clone())
+        }
+        (None, None) => None,
+    };
+    let mut paths = Vec::with_capacity(opts.shard_paths.len());
+    for p in &opts.shard_paths {
+        std::fs::create_dir_all(p).map_err(|e| Error::io(p, e))?;
+        let abs = p.canonicalize().map_err(|e| Error::io(p, e))?;
+        let text = abs.to_str().ok_or_else(|| {
+            Error::Config(format!(
+                "--shard-paths: {} is not valid UTF-8",
+                abs.display()
+            ))
+        })?;
+        paths.push(text.to_string());
+    }
+    Ok(Some(Sharding { count, by, paths }))
+}
+
+/// Creates the shard directories of a table's first load: inside the
+/// table's directory, or on another disk with a link to it from there.
+/// Returns what it created (removed again if the load fails).
+fn create_shard_dirs(db: &Database, table: &str, sharding: &Sharding) -> Result<Vec<PathBuf>> {
+    let mut made = Vec::new();
+    for s in 0..sharding.count {
+        let (_, link) = db.shard_dir(table, s, sharding.count);
+        if link.exists() || link.is_symlink() {
+            continue;
+        }
+        if sharding.paths.is_empty() {
+            std::fs::create_dir_all(&link).map_err(|e| Error::io(&link, e))?;
+            made.push(link);
+            continue;
+        }
+        let base = Path::new(&sharding.paths[s as usize % sharding.paths.len()]);
+        // A name no other database or table uses.
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let target = base.join(format!(
+            "sluice-{table}-{}-{:x}-{nonce:x}",
+            crate::store::shard_dir_name(s),
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&target).map_err(|e| Error::io(&target, e))?;
+        made.push(target.clone());
+        std::os::unix::fs::symlink(&target, &link).map_err(|e| Error::io(&link, e))?;
+        made.push(link);
+    }
+    Ok(made)
 }
 
 /// The journal's name of an input: its absolute path with the directory's
@@ -989,7 +1149,7 @@ fn load_group(
 ) -> Result<LoadSummary> {
     let start = Instant::now();
     let table = table.to_string();
-    let (existing, schema, compression) = checked_options(db, &table, opts)?;
+    let (existing, schema, compression, sharding) = checked_options(db, &table, opts)?;
     let workers = worker_count(opts.threads);
     let block_size = opts
         .block_size
@@ -998,19 +1158,56 @@ fn load_group(
     let version = db.manifest().version + 1;
     let (rel_dir, abs_dir) = db.table_dir(&table);
     let key_col = schema.key_column();
-    let older_runs = match &existing {
-        Some(t) => t
-            .runs
-            .iter()
-            .map(|r| db.run(r))
-            .collect::<Result<Vec<_>>>()?,
-        None => Vec::new(),
+    let count = sharding.as_ref().map_or(1, |s| s.count);
+    let route = match &sharding {
+        None => Route::One,
+        Some(Sharding { by: None, .. }) => Route::RoundRobin,
+        Some(Sharding { by: Some(c), .. }) => Route::Hash(
+            schema
+                .columns
+                .iter()
+                .position(|x| x.name.eq_ignore_ascii_case(c))
+                .ok_or_else(|| {
+                    Error::Schema(format!("table {table} is sharded by {c}, which it lacks"))
+                })?,
+        ),
     };
+    let mut older_runs: Vec<Vec<Arc<crate::index::Run>>> = vec![Vec::new(); count as usize];
+    if let Some(t) = &existing {
+        for r in &t.runs {
+            let open = db.run(r)?;
+            older_runs
+                .get_mut(r.shard as usize)
+                .ok_or_else(|| Error::Corrupt {
+                    file: db.dir().join(&r.file),
+                    message: format!("a run of shard {} in a table of {count}", r.shard),
+                })?
+                .push(open);
+        }
+    }
+    let created_dir = !abs_dir.exists();
     std::fs::create_dir_all(&abs_dir).map_err(|e| Error::io(&abs_dir, e))?;
+    let mut created = Vec::new();
+    if created_dir {
+        created.push(abs_dir.clone());
+    }
+    if let Some(sh) = &sharding {
+        match create_shard_dirs(db, &table, sh) {
+            Ok(made) => created.extend(made),
+            Err(e) => {
+                for p in created.iter().rev() {
+                    let _ = std::fs::remove_file(p).or_else(|_| std::fs::remove_dir(p));
+                }
+                return Err(e);
+            }
+        }
+    }
 
     let shared = Shared {
         opts,
         table_runs: older_runs.clone(),
+        route,
+        shards: count,
         table: &table,
         key_col,
         schema: &schema,
@@ -1022,6 +1219,36 @@ fn load_group(
         pool: Mutex::new(Vec::new()),
         read: Mutex::new(Vec::new()),
     };
+    let outs = older_runs
+        .into_iter()
+        .enumerate()
+        .map(|(s, runs)| {
+            let s = s as u32;
+            let (rel_dir, abs_dir) = db.shard_dir(&table, s, count);
+            ShardOut {
+                shard: s,
+                rel_dir,
+                abs_dir,
+                current: None,
+                done: Vec::new(),
+                plain: vec![false; schema.columns.len()],
+                pending: Vec::new(),
+                pending_rows: 0,
+                pending_bytes: 0,
+                rows: 0,
+                keys: Keys {
+                    base_row: existing.as_ref().map(|t| t.shard_rows(s)).unwrap_or(0),
+                    batches: Vec::new(),
+                    bytes: 0,
+                    table_runs: runs,
+                    load_runs: Vec::new(),
+                    runs: Vec::new(),
+                    seen: std::collections::HashSet::new(),
+                    origin: Vec::new(),
+                },
+            }
+        })
+        .collect();
     let mut writer = Writer {
         shared: &shared,
         arrow_schema: schema.arrow_schema(),
@@ -1030,32 +1257,19 @@ fn load_group(
         version,
         workers,
         compression,
-        current: None,
-        done: Vec::new(),
-        plain: vec![false; schema.columns.len()],
-        pending: Vec::new(),
-        pending_rows: 0,
-        pending_bytes: 0,
+        outs,
+        rows_before: existing.as_ref().map(|t| t.rows()).unwrap_or(0),
         rejected: rejected_before,
         rejects: rejects.take(),
         file_rows: vec![(0, 0); inputs.len()],
-        created: Vec::new(),
+        created,
         rows: 0,
         line: 0,
         file: usize::MAX,
-        keys: Keys {
-            base_row: existing.as_ref().map(|t| t.rows()).unwrap_or(0),
-            batches: Vec::new(),
-            bytes: 0,
-            budget: opts.key_budget.unwrap_or((opts.memory_limit / 2) as usize),
-            table_runs: older_runs.clone(),
-            load_runs: Vec::new(),
-            runs: Vec::new(),
-            provenance: Vec::new(),
-            seen: std::collections::HashSet::new(),
-            duplicates: 0,
-            conflict_existing: None,
-        },
+        key_budget: opts.key_budget.unwrap_or((opts.memory_limit / 2) as usize),
+        provenance: Vec::new(),
+        duplicates: 0,
+        conflict_existing: None,
     };
     let slots = in_flight(workers);
     let (block_tx, block_rx) = sync_channel::<Block>(slots);
@@ -1107,10 +1321,7 @@ fn load_group(
         {
             return Err(Error::Cancelled);
         }
-        writer.close_segment()?;
-        if key_col.is_some() {
-            writer.flush_keys()?;
-        }
+        writer.finish()?;
         Ok(files)
     });
     // The rejects file is kept also when the load fails: it shows why.
@@ -1131,7 +1342,7 @@ fn load_group(
             second,
         }) => {
             // An earlier row of the table: show it.
-            let first = match writer.keys.conflict_existing {
+            let first = match writer.conflict_existing {
                 Some(id) => describe_existing(db, &table, id).unwrap_or(first),
                 None => first,
             };
@@ -1168,12 +1379,15 @@ fn load_group(
         }
     };
     // New files must be durable before the manifest names them.
-    if let Err(e) = crate::store::manifest::sync_dir(&writer.abs_dir) {
+    let synced = std::iter::once(&writer.abs_dir)
+        .chain(writer.outs.iter().map(|o| &o.abs_dir).filter(|_| count > 1))
+        .try_for_each(|d| crate::store::manifest::sync_dir(d));
+    if let Err(e) = synced {
         writer.discard();
         return Err(e);
     }
     let mut next = db.manifest().clone();
-    let new_segments = writer.done.len() as u64;
+    let new_segments = writer.outs.iter().map(|o| o.done.len() as u64).sum();
     let entry = next
         .tables
         .entry(table.clone())
@@ -1183,9 +1397,12 @@ fn load_group(
             runs: Vec::new(),
             compression,
             loads: Vec::new(),
+            sharding: sharding.clone(),
         });
-    entry.segments.append(&mut writer.done);
-    entry.runs.append(&mut writer.keys.runs);
+    for o in &mut writer.outs {
+        entry.segments.append(&mut o.done);
+        entry.runs.append(&mut o.keys.runs);
+    }
     entry.loads.extend(journal);
     match db.commit(next) {
         Ok(()) => {}
@@ -1215,7 +1432,7 @@ fn load_group(
         bytes: files.1,
         files: files.0,
         segments: new_segments,
-        duplicates: writer.keys.duplicates,
+        duplicates: writer.duplicates,
         runs_merged,
         merge_error,
         seconds: start.elapsed().as_secs_f64(),
@@ -1314,20 +1531,11 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                     // Repeating TEXT values are dictionary-encoded here,
                     // in parallel, so the writer only merges dictionaries.
                     // So are the keys extracted and sorted.
-                    match builder.finish_without(&drop).and_then(|(b, stats)| {
-                        let keys = match shared.key_col {
-                            Some(k) => {
-                                let mut kb = KeyBatch::from_array(b.column(k).as_ref())?;
-                                if shared.opts.on_duplicate == OnDuplicate::Error {
-                                    kb.check_against(&shared.table_runs)?;
-                                }
-                                Some(kb)
-                            }
-                            None => None,
-                        };
-                        Ok((crate::batch::dict::encode_batch(b)?, stats, keys))
-                    }) {
-                        Ok((batch, stats, keys)) => Ok((batch, stats, parts, keys)),
+                    match builder
+                        .finish_without(&drop)
+                        .and_then(|(b, stats)| route_batch(shared, b, stats))
+                    {
+                        Ok(outs) => Ok((outs, parts)),
                         Err(e) => Err(Failed::Other(e)),
                     }
                 }
@@ -1342,6 +1550,64 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
         // If the writer is gone, keep draining so the reader never blocks.
         let _ = done.send(Done { seq, parts, result });
     }
+}
+
+/// Cuts a parsed batch by shard; per shard, extracts and sorts the keys
+/// and checks them against the shard's runs, and dictionary-encodes
+/// repeating TEXT. Runs on the workers, in parallel.
+fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> Result<Vec<Out>> {
+    use crate::partition::{residues, shards_of, split};
+    let n = shared.shards;
+    let pieces = match shared.route {
+        Route::One => return Ok(vec![finish_piece(shared, 0, b, stats, Vec::new())?]),
+        Route::Hash(c) => split(&b, &shards_of(b.column(c).as_ref(), n)?, n)?,
+        Route::RoundRobin => split(&b, &residues(b.num_rows(), n), n)?,
+    };
+    if let [one] = pieces.as_slice()
+        && one.rows.len() == b.num_rows()
+    {
+        return Ok(vec![finish_piece(shared, one.shard, b, stats, Vec::new())?]);
+    }
+    pieces
+        .into_iter()
+        .map(|p| {
+            let stats = p
+                .batch
+                .columns()
+                .iter()
+                .map(|a| crate::batch::column_stats(a.as_ref()))
+                .collect();
+            finish_piece(shared, p.shard, p.batch, stats, p.rows)
+        })
+        .collect()
+}
+
+fn finish_piece(
+    shared: &Shared<'_>,
+    shard: u32,
+    batch: RecordBatch,
+    stats: Vec<ColumnStats>,
+    rows: Vec<u32>,
+) -> Result<Out> {
+    let keys = match shared.key_col {
+        Some(k) => {
+            let mut kb = KeyBatch::from_array(batch.column(k).as_ref())?;
+            if shared.opts.on_duplicate == OnDuplicate::Error
+                && let Some(runs) = shared.table_runs.get(shard as usize)
+            {
+                kb.check_against(runs)?;
+            }
+            Some(kb)
+        }
+        None => None,
+    };
+    Ok(Out {
+        shard,
+        batch: crate::batch::dict::encode_batch(batch)?,
+        stats,
+        keys,
+        rows,
+    })
 }
 
 /// Reader: cut every input into blocks. Returns (files, bytes).
@@ -1804,8 +2070,8 @@ fn csv_field(out: &mut Vec<u8>, v: &[u8]) {
 /// Where the rows of one part of a block came from.
 #[derive(Clone)]
 struct Provenance {
-    /// Row id of the part's first row.
-    row: RowId,
+    /// Row of the load (0 = its first) of the part's first row.
+    row: u64,
     file: usize,
     /// Lines of the file before the part.
     line: u64,
@@ -1816,17 +2082,16 @@ struct Provenance {
     rejected: Vec<u32>,
 }
 
-/// The keys of a keyed load.
+/// The keys of one shard in a keyed load.
 struct Keys {
-    /// Row id of the load's first row (the table's rows before it).
+    /// Row id of the load's first row in the shard (the shard's rows
+    /// before it).
     base_row: RowId,
     /// Sorted keys of the batches written, with their first row's id.
     batches: Vec<(RowId, KeyBatch)>,
-    /// Memory `batches` holds, and the most it may before a run is
-    /// written.
+    /// Memory `batches` holds.
     bytes: usize,
-    budget: usize,
-    /// The table's runs before the load (the workers check keys against
+    /// The shard's runs before the load (the workers check keys against
     /// them; the writer too, with `OnDuplicate::Skip`).
     table_runs: Vec<Arc<crate::index::Run>>,
     /// Runs this load wrote before (when its keys outgrew the budget):
@@ -1834,13 +2099,12 @@ struct Keys {
     load_runs: Vec<Arc<crate::index::Run>>,
     /// Runs this load wrote.
     runs: Vec<RunMeta>,
-    provenance: Vec<Provenance>,
     /// With `OnDuplicate::Skip`: the keys of this load kept so far.
     seen: std::collections::HashSet<Box<[u8]>>,
-    duplicates: u64,
-    /// The row of the table a duplicate key repeats, when it was loaded
-    /// before this load.
-    conflict_existing: Option<RowId>,
+    /// Sharded tables, for messages: per batch written, (its first row in
+    /// the shard, counted from `base_row`; its first row in the load; the
+    /// load row of each of its rows after the first, relative to that).
+    origin: Vec<(u64, u64, Arc<Vec<u32>>)>,
 }
 
 impl Keys {
@@ -1852,6 +2116,19 @@ impl Keys {
             }
         }
         Ok(None)
+    }
+
+    /// The load row of row `local` of the shard (counted from
+    /// `base_row`).
+    fn load_row(&self, local: u64) -> u64 {
+        let i = self.origin.partition_point(|o| o.0 <= local);
+        match i.checked_sub(1).map(|i| &self.origin[i]) {
+            Some((first, load_first, rows)) => {
+                let off = (local - first) as usize;
+                load_first + rows.get(off).copied().unwrap_or(off as u32) as u64
+            }
+            None => local,
+        }
     }
 }
 
@@ -1867,16 +2144,12 @@ fn describe_existing(db: &Database, table: &str, id: RowId) -> Option<String> {
     Some(format!("a row loaded earlier ({})", values.join(", ")))
 }
 
-/// Writer: puts batches in input order into segment files.
-struct Writer<'a> {
-    shared: &'a Shared<'a>,
-    arrow_schema: arrow_schema::SchemaRef,
+/// What the writer keeps per shard: the segment being written, the
+/// segments and runs written, and the shard's keys.
+struct ShardOut {
+    shard: u32,
     rel_dir: String,
     abs_dir: PathBuf,
-    version: u64,
-    /// Compute workers (the key index is merged with as many threads).
-    workers: usize,
-    compression: Compression,
     current: Option<SegmentWriter>,
     done: Vec<crate::store::SegmentMeta>,
     /// Columns stored plain for the rest of this load (see `write_batch`).
@@ -1885,6 +2158,27 @@ struct Writer<'a> {
     pending: Vec<(RecordBatch, Vec<ColumnStats>)>,
     pending_rows: usize,
     pending_bytes: usize,
+    /// Rows this load wrote to the shard.
+    rows: u64,
+    keys: Keys,
+}
+
+/// Writer: puts batches in input order into segment files, each into the
+/// segments of its shard.
+struct Writer<'a> {
+    shared: &'a Shared<'a>,
+    arrow_schema: arrow_schema::SchemaRef,
+    /// The table's directory (the load journal goes there).
+    rel_dir: String,
+    abs_dir: PathBuf,
+    version: u64,
+    /// Compute workers (the key index is merged with as many threads).
+    workers: usize,
+    compression: Compression,
+    outs: Vec<ShardOut>,
+    /// Round-robin tables: rows of the table before this load (the next
+    /// row goes to shard `(before + rows) % shards`).
+    rows_before: u64,
     /// Records rejected so far, and where they are written.
     rejected: u64,
     rejects: Option<RejectsFile>,
@@ -1895,7 +2189,13 @@ struct Writer<'a> {
     /// Lines before the next block of `file`.
     line: u64,
     file: usize,
-    keys: Keys,
+    /// Bytes of sorted keys (all shards) held before runs are written.
+    key_budget: usize,
+    provenance: Vec<Provenance>,
+    duplicates: u64,
+    /// The row of the table a duplicate key repeats, when it was loaded
+    /// before this load (a row id of the lookup API).
+    conflict_existing: Option<RowId>,
 }
 
 impl Writer<'_> {
@@ -1934,7 +2234,7 @@ impl Writer<'_> {
         let Some(result) = d.result else {
             return Err(Error::Cancelled);
         };
-        let (batch, stats, infos, keys) = match result {
+        let (outs, infos) = match result {
             Ok(r) => r,
             Err(Failed::Other(e)) => return Err(e),
             Err(Failed::Part(k, e)) => {
@@ -1955,14 +2255,15 @@ impl Writer<'_> {
                 });
             }
         };
-        let mut row = self.keys.base_row + self.rows;
+        let keyed = self.shared.key_col.is_some();
+        let mut row = self.rows;
         // Where this batch's rows came from (for messages about keys).
         let mut here: Vec<Provenance> = Vec::new();
         // The part's first record among the block's records.
         let mut first_record = 0u32;
         for (part, (info, rejects, exact)) in d.parts.iter().zip(infos) {
             self.enter(part);
-            let rejected: Vec<u32> = if keys.is_some() {
+            let rejected: Vec<u32> = if keyed {
                 rejects.iter().map(|r| r.row - first_record).collect()
             } else {
                 Vec::new()
@@ -1975,7 +2276,7 @@ impl Writer<'_> {
             for r in rejects {
                 self.reject(part.file, part.offset, r)?;
             }
-            if keys.is_some() && info.rows > 0 {
+            if keyed && info.rows > 0 {
                 here.push(Provenance {
                     row,
                     file: part.file,
@@ -1990,18 +2291,48 @@ impl Writer<'_> {
         // Kept for the whole load to name both rows of a duplicate found
         // at the end (row ids shift when skipping, which needs none).
         if self.shared.opts.on_duplicate == OnDuplicate::Error {
-            self.keys.provenance.extend(here.iter().cloned());
+            self.provenance.extend(here.iter().cloned());
         }
+        let round_robin = self.shared.route == Route::RoundRobin;
+        let count = self.outs.len() as u64;
+        let batch_first = self.rows;
+        let mut written = 0u64;
+        for out in outs {
+            let shard = if round_robin {
+                ((self.rows_before + batch_first + out.shard as u64) % count) as usize
+            } else {
+                out.shard as usize
+            };
+            written += self.put(shard, out, batch_first, &here)?;
+        }
+        self.rows += written;
+        if let Some(p) = &self.shared.opts.progress {
+            p.rows.fetch_add(written, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Writes one shard's part of a block (whose first row is row
+    /// `batch_first` of the load); returns the rows written.
+    fn put(&mut self, s: usize, out: Out, batch_first: u64, here: &[Provenance]) -> Result<u64> {
+        let Out {
+            batch,
+            stats,
+            keys,
+            rows,
+            ..
+        } = out;
         if batch.num_rows() == 0 {
-            return Ok(());
+            return Ok(0);
         }
+        // The load row of row `r` of this part.
+        let load_row = |r: u32| batch_first + rows.get(r as usize).copied().unwrap_or(r) as u64;
         let (batch, stats) = match keys {
             None => (batch, stats),
             Some(kb) => {
                 if let Some(r) = kb.null_row {
-                    let at = self.keys.base_row + self.rows + r as u64;
                     return Err(Error::Input {
-                        path: self.describe_in(&here, at),
+                        path: self.describe_in(here, load_row(r)),
                         message: format!(
                             "the key column {} is NULL (a primary key needs a value in every row)",
                             self.key_name()
@@ -2009,7 +2340,8 @@ impl Writer<'_> {
                     });
                 }
                 if let Some((r, existing)) = kb.conflict {
-                    self.keys.conflict_existing = Some(existing);
+                    self.conflict_existing =
+                        Some(crate::store::keyed::tag_row(self.outs[s].shard, existing));
                     return Err(Error::DuplicateKey {
                         table: self.shared.table.to_string(),
                         key: crate::index::display_key(
@@ -2017,44 +2349,52 @@ impl Writer<'_> {
                             &self.key_of_row(&batch, r)?,
                         ),
                         first: format!("row {existing} already in the table"),
-                        second: self.describe_in(&here, self.keys.base_row + self.rows + r as u64),
+                        second: self.describe_in(here, load_row(r)),
                     });
                 }
-                let (batch, stats, kb) = match self.shared.opts.on_duplicate {
-                    OnDuplicate::Error => (batch, stats, kb),
-                    OnDuplicate::Skip => self.skip_duplicates(batch, stats, kb)?,
+                let (batch, stats, kb, rows) = match self.shared.opts.on_duplicate {
+                    OnDuplicate::Error => (batch, stats, kb, rows),
+                    OnDuplicate::Skip => self.skip_duplicates(s, batch, stats, kb, rows)?,
                 };
                 if batch.num_rows() == 0 {
-                    return Ok(());
+                    return Ok(0);
                 }
-                self.keys.bytes += kb.heap_bytes();
-                self.keys.batches.push((self.keys.base_row + self.rows, kb));
-                if self.keys.bytes > self.keys.budget {
-                    self.flush_keys()?;
+                let o = &mut self.outs[s];
+                let first = o.keys.base_row + o.rows;
+                if !rows.is_empty() && self.shared.opts.on_duplicate == OnDuplicate::Error {
+                    o.keys.origin.push((o.rows, batch_first, Arc::new(rows)));
+                }
+                o.keys.bytes += kb.heap_bytes();
+                o.keys.batches.push((first, kb));
+                let held: usize = self.outs.iter().map(|o| o.keys.bytes).sum();
+                if held > self.key_budget {
+                    for i in 0..self.outs.len() {
+                        self.flush_keys(i)?;
+                    }
                 }
                 (batch, stats)
             }
         };
-        self.rows += batch.num_rows() as u64;
-        if let Some(p) = &self.shared.opts.progress {
-            p.rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-        }
+        let n = batch.num_rows();
+        let o = &mut self.outs[s];
+        o.rows += n as u64;
         // Small batches (small files, small blocks) are gathered and
         // written as one: a segment of 100,000 one-line batches would be
         // mostly per-batch metadata, and every batch a morsel.
-        if batch.num_rows() < SMALL_BATCH_ROWS {
-            self.pending_rows += batch.num_rows();
-            self.pending_bytes += batch.get_array_memory_size();
-            self.pending.push((batch, stats));
+        if n < SMALL_BATCH_ROWS {
+            o.pending_rows += n;
+            o.pending_bytes += batch.get_array_memory_size();
+            o.pending.push((batch, stats));
             // Bounded in rows, and in memory: each tiny batch costs a few
             // KiB of buffers however few rows it holds.
-            if self.pending_rows >= COALESCE_ROWS || self.pending_bytes >= COALESCE_BYTES {
-                self.flush_pending()?;
+            if o.pending_rows >= COALESCE_ROWS || o.pending_bytes >= COALESCE_BYTES {
+                self.flush_pending(s)?;
             }
-            return Ok(());
+            return Ok(n as u64);
         }
-        self.flush_pending()?;
-        self.write_batch(&batch, &stats)
+        self.flush_pending(s)?;
+        self.write_batch(s, &batch, &stats)?;
+        Ok(n as u64)
     }
 
     /// The key of row `r` of a batch in index byte form.
@@ -2072,17 +2412,17 @@ impl Writer<'_> {
             .unwrap_or("")
     }
 
-    /// Where the row with id `row` of this load came from: `file:line`,
-    /// or the file and the line its block starts at when records and
-    /// lines do not match one to one.
-    fn describe_row(&self, row: RowId) -> String {
-        self.describe_in(&self.keys.provenance, row)
+    /// Where row `row` of this load came from: `file:line`, or the file
+    /// and the line its block starts at when records and lines do not
+    /// match one to one.
+    fn describe_row(&self, row: u64) -> String {
+        self.describe_in(&self.provenance, row)
     }
 
-    fn describe_in(&self, p: &[Provenance], row: RowId) -> String {
+    fn describe_in(&self, p: &[Provenance], row: u64) -> String {
         let i = p.partition_point(|x| x.row <= row);
         let Some(x) = i.checked_sub(1).map(|i| &p[i]) else {
-            return format!("row {row} of this load");
+            return format!("row {} of this load", row + 1);
         };
         let name = self.shared.inputs[x.file].display_name();
         // Row ids count accepted records; rejected ones sit between them.
@@ -2099,24 +2439,27 @@ impl Writer<'_> {
         }
     }
 
-    /// Drops the rows whose key is already in the table, in this load, or
-    /// earlier in the batch; returns the batch, its stats and keys.
+    /// Drops the rows whose key is already in the shard, in this load, or
+    /// earlier in the batch; returns the batch, its stats and keys, and
+    /// the block rows of the rows kept.
     fn skip_duplicates(
         &mut self,
+        s: usize,
         batch: RecordBatch,
         stats: Vec<ColumnStats>,
         kb: KeyBatch,
-    ) -> Result<(RecordBatch, Vec<ColumnStats>, KeyBatch)> {
+        rows: Vec<u32>,
+    ) -> Result<(RecordBatch, Vec<ColumnStats>, KeyBatch, Vec<u32>)> {
         let n = batch.num_rows();
         let mut keep = vec![true; n];
         let mut dropped = 0usize;
         let mut prev: Option<&[u8]> = None;
+        let keys = &mut self.outs[s].keys;
         for i in 0..kb.len() {
             let r = kb.sorted_row(i);
             let key = kb.sorted_key(i);
-            let dup = prev == Some(key)
-                || self.keys.seen.contains(key)
-                || self.keys.lookup_older(key)?.is_some();
+            let dup =
+                prev == Some(key) || keys.seen.contains(key) || keys.lookup_older(key)?.is_some();
             if dup {
                 keep[r as usize] = false;
                 dropped += 1;
@@ -2126,13 +2469,22 @@ impl Writer<'_> {
         }
         for i in 0..kb.len() {
             if keep[kb.sorted_row(i) as usize] {
-                self.keys.seen.insert(kb.sorted_key(i).into());
+                keys.seen.insert(kb.sorted_key(i).into());
             }
         }
         if dropped == 0 {
-            return Ok((batch, stats, kb));
+            return Ok((batch, stats, kb, rows));
         }
-        self.keys.duplicates += dropped as u64;
+        self.duplicates += dropped as u64;
+        let rows = if rows.is_empty() {
+            rows
+        } else {
+            rows.iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(r, _)| *r)
+                .collect()
+        };
         let mask = arrow_array::BooleanArray::from(keep);
         let plain = crate::batch::dict::decode_batch(&batch, &[])?;
         let kept = arrow_select::filter::filter_record_batch(&plain, &mask)?;
@@ -2143,32 +2495,34 @@ impl Writer<'_> {
             .collect();
         let k = self.shared.key_col.unwrap_or(0);
         let kb = KeyBatch::from_array(kept.column(k).as_ref())?;
-        Ok((crate::batch::dict::encode_batch(kept)?, stats, kb))
+        Ok((crate::batch::dict::encode_batch(kept)?, stats, kb, rows))
     }
 
-    /// Writes the keys gathered so far as a run, checked against the
-    /// table's runs and this load's earlier ones.
-    fn flush_keys(&mut self) -> Result<()> {
-        if self.keys.batches.is_empty() {
+    /// Writes the keys shard `s` gathered so far as a run, checked against
+    /// the shard's runs and this load's earlier ones.
+    fn flush_keys(&mut self, s: usize) -> Result<()> {
+        let o = &mut self.outs[s];
+        if o.keys.batches.is_empty() {
             return Ok(());
         }
-        let name = format!("{:06}-{:05}.keys", self.version, self.keys.runs.len());
-        let path = self.abs_dir.join(&name);
+        let name = format!("{:06}-{:05}.keys", self.version, o.keys.runs.len());
+        let path = o.abs_dir.join(&name);
         self.created.push(path.clone());
-        let batches = std::mem::take(&mut self.keys.batches);
-        self.keys.bytes = 0;
-        match crate::index::build_run(&path, &batches, &self.keys.load_runs, self.workers)? {
+        let batches = std::mem::take(&mut o.keys.batches);
+        o.keys.bytes = 0;
+        match crate::index::build_run(&path, &batches, &o.keys.load_runs, self.workers)? {
             Built::Run { entries, bytes } => {
-                self.keys.runs.push(RunMeta {
-                    file: format!("{}/{name}", self.rel_dir),
+                o.keys.runs.push(RunMeta {
+                    file: format!("{}/{name}", o.rel_dir),
                     entries,
                     bytes,
+                    shard: o.shard,
                 });
                 // Keys written to a run are found there from now on: the
                 // set of this load's keys (skip mode) starts again empty.
-                self.keys.seen.clear();
+                o.keys.seen.clear();
                 // Later runs of this load are checked against this one.
-                self.keys
+                o.keys
                     .load_runs
                     .push(Arc::new(crate::index::Run::open(&path)?));
                 Ok(())
@@ -2179,34 +2533,37 @@ impl Writer<'_> {
                     .key_col
                     .map(|k| self.shared.schema.columns[k].data_type)
                     .unwrap_or(crate::batch::DataType::Text);
-                let first = if c.first < self.keys.base_row {
-                    self.keys.conflict_existing = Some(c.first);
+                let o = &self.outs[s];
+                let base = o.keys.base_row;
+                let first = if c.first < base {
+                    self.conflict_existing = Some(crate::store::keyed::tag_row(o.shard, c.first));
                     format!("row {} already in the table", c.first)
                 } else {
-                    self.describe_row(c.first)
+                    self.describe_row(o.keys.load_row(c.first - base))
                 };
                 Err(Error::DuplicateKey {
                     table: self.shared.table.to_string(),
                     key: crate::index::display_key(key_type, &c.key),
                     first,
-                    second: self.describe_row(c.second),
+                    second: self.describe_row(o.keys.load_row(c.second - base)),
                 })
             }
         }
     }
 
-    /// Writes the gathered small batches as one batch.
-    fn flush_pending(&mut self) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        self.pending_rows = 0;
-        self.pending_bytes = 0;
+    /// Writes shard `s`'s gathered small batches as one batch.
+    fn flush_pending(&mut self, s: usize) -> Result<()> {
+        let o = &mut self.outs[s];
+        let pending = std::mem::take(&mut o.pending);
+        o.pending_rows = 0;
+        o.pending_bytes = 0;
         match pending.len() {
             0 => Ok(()),
-            1 => self.write_batch(&pending[0].0, &pending[0].1),
+            1 => self.write_batch(s, &pending[0].0, &pending[0].1),
             _ => {
                 let mut stats = pending[0].1.clone();
-                for (_, s) in &pending[1..] {
-                    for (a, b) in stats.iter_mut().zip(s) {
+                for (_, st) in &pending[1..] {
+                    for (a, b) in stats.iter_mut().zip(st) {
                         a.merge(b);
                     }
                 }
@@ -2217,45 +2574,48 @@ impl Writer<'_> {
                     .collect::<Result<Vec<_>>>()?;
                 let merged = arrow_select::concat::concat_batches(&self.arrow_schema, &plain)?;
                 let merged = crate::batch::dict::encode_batch(merged)?;
-                self.write_batch(&merged, &stats)
+                self.write_batch(s, &merged, &stats)
             }
         }
     }
 
-    /// Appends a batch to the current segment (opening one if needed).
-    fn write_batch(&mut self, batch: &RecordBatch, stats: &[ColumnStats]) -> Result<()> {
+    /// Appends a batch to shard `s`'s current segment (opening one if
+    /// needed).
+    fn write_batch(&mut self, s: usize, batch: &RecordBatch, stats: &[ColumnStats]) -> Result<()> {
         // A column that outgrows its segment dictionary closes the
         // segment and stays plain for the rest of the load; the batch is
         // written again into the next segment.
-        let seg = loop {
-            if self.current.is_none() {
-                let name = format!("{:06}-{:05}.arrow", self.version, self.done.len());
-                let path = self.abs_dir.join(&name);
+        loop {
+            let o = &mut self.outs[s];
+            if o.current.is_none() {
+                let name = format!("{:06}-{:05}.arrow", self.version, o.done.len());
+                let path = o.abs_dir.join(&name);
                 self.created.push(path.clone());
-                self.current = Some(SegmentWriter::create(
+                o.current = Some(SegmentWriter::create(
                     path,
-                    format!("{}/{name}", self.rel_dir),
+                    format!("{}/{name}", o.rel_dir),
                     &self.arrow_schema,
                     self.compression,
                 )?);
             }
-            let seg = self
+            let seg = o
                 .current
                 .as_mut()
                 .ok_or_else(|| Error::Internal("no segment".into()))?;
-            match seg.write(batch, stats, &self.plain)? {
-                None => break seg,
-                Some(c) if !self.plain[c] => {
-                    self.plain[c] = true;
-                    self.close_segment()?;
+            match seg.write(batch, stats, &o.plain)? {
+                None => {
+                    if seg.bytes() >= SEGMENT_TARGET_BYTES {
+                        self.close_segment(s)?;
+                    }
+                    return Ok(());
+                }
+                Some(c) if !o.plain[c] => {
+                    o.plain[c] = true;
+                    self.close_segment(s)?;
                 }
                 Some(_) => return Err(Error::Internal("a plain column was encoded".into())),
             }
-        };
-        if seg.bytes() >= SEGMENT_TARGET_BYTES {
-            self.close_segment()?;
         }
-        Ok(())
     }
 
     /// Counts a rejected record, writes it to the rejects file, and fails
@@ -2302,15 +2662,30 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn close_segment(&mut self) -> Result<()> {
-        self.flush_pending()?;
-        if let Some(seg) = self.current.take() {
-            self.done.push(seg.finish()?);
+    /// Closes shard `s`'s current segment.
+    fn close_segment(&mut self, s: usize) -> Result<()> {
+        self.flush_pending(s)?;
+        let o = &mut self.outs[s];
+        if let Some(seg) = o.current.take() {
+            let mut meta = seg.finish()?;
+            meta.shard = o.shard;
+            o.done.push(meta);
         }
         Ok(())
     }
 
-    /// Deletes the files of a load that will not be committed.
+    /// Closes every shard's segment and, for a keyed table, writes the
+    /// keys left as runs.
+    fn finish(&mut self) -> Result<()> {
+        for s in 0..self.outs.len() {
+            self.close_segment(s)?;
+            if self.shared.key_col.is_some() {
+                self.flush_keys(s)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes the load journal of the first `files` inputs (the files of
     /// this commit) next to the segments; returns its manifest entry.
     /// Streamed: a commit may hold 100,000 files.
@@ -2363,10 +2738,18 @@ impl Writer<'_> {
         }))
     }
 
+    /// Deletes the files of a load that will not be committed.
     fn discard(&mut self) {
-        self.current = None;
-        for p in &self.created {
-            let _ = std::fs::remove_file(p);
+        for o in &mut self.outs {
+            o.current = None;
+        }
+        for p in self.created.iter().rev() {
+            if p.is_symlink() || p.is_file() {
+                let _ = std::fs::remove_file(p);
+            } else {
+                // Shard directories this load made: removed when empty.
+                let _ = std::fs::remove_dir(p);
+            }
         }
         // Succeeds only when empty, that is when this load created it.
         let _ = std::fs::remove_dir(&self.abs_dir);

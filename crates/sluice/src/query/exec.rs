@@ -40,6 +40,10 @@ pub struct ScanFacts {
     pub fused_programs: Option<usize>,
     /// Rows read through the key index: (keys looked up, rows found).
     pub index_lookup: Option<(usize, usize)>,
+    /// Shards of the table, and how many the query read (a lookup reads
+    /// the shards of its keys; a scan those with segments kept).
+    pub shards: u32,
+    pub shards_read: usize,
 }
 
 /// Smallest and largest morsel. A morsel is a zero-copy slice of a batch;
@@ -118,6 +122,10 @@ pub fn execute(
             }
             facts.index_lookup = Some((keys.len(), rows.len()));
             facts.segments_total = keyed.meta().segments.len();
+            facts.shards = keyed.meta().shard_count();
+            let probed: std::collections::HashSet<u32> =
+                keys.iter().map(|k| keyed.shard_of(k)).collect();
+            facts.shards_read = probed.len();
             if let Some(first) = rows.first() {
                 let schema = first.schema();
                 inputs.push(arrow_select::concat::concat_batches(&schema, &rows)?);
@@ -137,6 +145,12 @@ pub fn execute(
                 .cloned()
                 .collect();
             facts.segments_scanned = kept.len();
+            facts.shards = meta.shard_count();
+            facts.shards_read = kept
+                .iter()
+                .map(|s| s.shard)
+                .collect::<std::collections::HashSet<_>>()
+                .len();
             let schema = meta.schema.arrow_schema();
             let next = AtomicUsize::new(0);
             let opened: Mutex<Vec<(usize, Result<Arc<Vec<RecordBatch>>>)>> = Mutex::new(Vec::new());

@@ -1871,6 +1871,22 @@ impl Plan {
             line(&mut s, depth, format!("Filter: {f}"));
             depth += 1;
         }
+        if self.table.is_some() && facts.shards > 1 {
+            let what = if facts.index_lookup.is_some() {
+                "each key read from the one shard its hash names"
+            } else {
+                "morsels of every shard from one counter; partial aggregates of all shards merged once"
+            };
+            line(
+                &mut s,
+                depth,
+                format!(
+                    "Fan-out over {} of {} shards: {what}",
+                    facts.shards_read, facts.shards
+                ),
+            );
+            depth += 1;
+        }
         match &self.table {
             Some(t) if facts.index_lookup.is_some() => {
                 let (keys, found) = facts.index_lookup.unwrap_or_default();

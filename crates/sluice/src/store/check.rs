@@ -58,22 +58,41 @@ impl Database {
                 Err(e) => r.problems.push(e.to_string()),
             }
         }
-        let rows = meta.rows();
-        let mut keys = 0u64;
+        let count = meta.shard_count();
+        let mut keys = vec![0u64; count as usize];
         for run in &meta.runs {
             r.runs += 1;
+            if run.shard >= count {
+                r.problems.push(format!(
+                    "{}: in shard {}, the table has {count}",
+                    self.dir.join(&run.file).display(),
+                    run.shard
+                ));
+                continue;
+            }
+            let rows = meta.shard_rows(run.shard);
             match self.run(run).and_then(|open| open.verify(rows)) {
                 Ok(()) => {
                     r.bytes += run.bytes;
-                    keys += run.entries;
+                    keys[run.shard as usize] += run.entries;
                 }
                 Err(e) => r.problems.push(e.to_string()),
             }
         }
-        if meta.schema.key_column().is_some() && r.problems.is_empty() && keys != rows {
-            r.problems.push(format!(
-                "the key index holds {keys} keys for {rows} rows (every row has one key)"
-            ));
+        if meta.schema.key_column().is_some() && r.problems.is_empty() {
+            for (shard, &k) in keys.iter().enumerate() {
+                let rows = meta.shard_rows(shard as u32);
+                if k != rows {
+                    let which = if count > 1 {
+                        format!(" of shard {shard}")
+                    } else {
+                        String::new()
+                    };
+                    r.problems.push(format!(
+                        "the key index{which} holds {k} keys for {rows} rows (every row has one key)"
+                    ));
+                }
+            }
         }
         for l in &meta.loads {
             r.journals += 1;
@@ -94,14 +113,24 @@ impl Database {
             .map(|s| s.file.as_str())
             .chain(meta.runs.iter().map(|x| x.file.as_str()))
             .chain(meta.loads.iter().map(|x| x.file.as_str()))
-            .filter_map(|f| f.rsplit('/').next())
             .collect();
-        let (_, dir) = self.table_dir(&r.table);
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if !named.contains(name.as_str()) {
-                    r.unnamed.push(name);
+        let (rel, dir) = self.table_dir(&r.table);
+        let mut dirs = vec![(rel.clone(), dir.clone())];
+        if count > 1 {
+            for s in 0..count {
+                let name = super::shard_dir_name(s);
+                dirs.push((format!("{rel}/{name}"), dir.join(&name)));
+            }
+        }
+        for (rel_dir, dir) in dirs {
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let path = format!("{rel_dir}/{name}");
+                    let shard_dir = count > 1 && rel_dir == rel && e.path().is_dir();
+                    if !named.contains(path.as_str()) && !shard_dir {
+                        r.unnamed.push(path[rel.len() + 1..].to_string());
+                    }
                 }
             }
         }

@@ -16,15 +16,37 @@ struct SegmentRows {
     starts: Vec<u64>,
 }
 
+/// Row ids of a sharded table carry the shard in their top byte; each
+/// shard's runs count its own rows.
+const SHARD_SHIFT: u32 = 56;
+
+/// A [`RowId`] as the lookup API gives it: `local` counts shard `shard`'s
+/// rows (for a table of one shard, the row id itself).
+pub fn tag_row(shard: u32, local: u64) -> RowId {
+    (u64::from(shard) << SHARD_SHIFT) | local
+}
+
+fn untag_row(id: RowId) -> (u32, u64) {
+    ((id >> SHARD_SHIFT) as u32, id & ((1u64 << SHARD_SHIFT) - 1))
+}
+
+/// One shard's runs and segments.
+struct ShardIndex {
+    index: KeyIndex,
+    /// Positions in the table's segment list of the shard's segments.
+    segs: Vec<usize>,
+    /// Row id (in the shard) of each of those segments' first row.
+    starts: Vec<u64>,
+}
+
 /// A keyed table opened for lookups: its runs open, row ids mapped to
-/// segments. Holds the snapshot of the manifest it was opened at.
+/// segments. Holds the snapshot of the manifest it was opened at. A key
+/// is looked up in one shard: the one its hash names.
 pub struct KeyedTable<'a> {
     db: &'a Database,
     meta: TableMeta,
     key: usize,
-    index: KeyIndex,
-    /// Row id of each segment's first row.
-    seg_starts: Vec<u64>,
+    shards: Vec<ShardIndex>,
     schema: SchemaRef,
     values: Arc<ValueOptions>,
     segments: Vec<OnceLock<Arc<SegmentRows>>>,
@@ -57,22 +79,35 @@ impl Database {
                 "table {table} has no primary key (create it with --key COLUMN or PRIMARY KEY in --schema)"
             ))
         })?;
-        let runs = meta
-            .runs
-            .iter()
-            .map(|r| self.run(r))
-            .collect::<Result<Vec<_>>>()?;
-        let mut seg_starts = Vec::with_capacity(meta.segments.len());
-        let mut n = 0;
-        for s in &meta.segments {
-            seg_starts.push(n);
-            n += s.rows;
+        let count = meta.shard_count();
+        let mut shards = Vec::with_capacity(count as usize);
+        for shard in 0..count {
+            let runs = meta
+                .runs
+                .iter()
+                .filter(|r| r.shard == shard)
+                .map(|r| self.run(r))
+                .collect::<Result<Vec<_>>>()?;
+            let mut segs = Vec::new();
+            let mut starts = Vec::new();
+            let mut n = 0;
+            for (i, s) in meta.segments.iter().enumerate() {
+                if s.shard == shard {
+                    segs.push(i);
+                    starts.push(n);
+                    n += s.rows;
+                }
+            }
+            shards.push(ShardIndex {
+                index: KeyIndex::new(runs),
+                segs,
+                starts,
+            });
         }
         Ok(KeyedTable {
             db: self,
             key,
-            index: KeyIndex::new(runs),
-            seg_starts,
+            shards,
             schema: meta.schema.arrow_schema(),
             values: Arc::new(ValueOptions::default()),
             segments: (0..meta.segments.len()).map(|_| OnceLock::new()).collect(),
@@ -83,15 +118,30 @@ impl Database {
     /// Merges every run of a keyed table into one and commits; returns
     /// the number of runs merged (0 when there was at most one).
     pub fn compact(&mut self, table: &str) -> Result<usize> {
-        let n = self
+        let meta = self
+            .table(table)
+            .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?;
+        let mut merged = 0;
+        for shard in 0..meta.shard_count() {
+            let picked = self.shard_runs(table, shard)?;
+            if picked.len() >= 2 {
+                merged += self.merge_picked(table, &picked)?;
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Positions in the table's run list of shard `shard`'s runs.
+    fn shard_runs(&self, table: &str, shard: u32) -> Result<Vec<usize>> {
+        Ok(self
             .table(table)
             .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
             .runs
-            .len();
-        if n < 2 {
-            return Ok(0);
-        }
-        self.merge_picked(table, &(0..n).collect::<Vec<_>>())
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.shard == shard)
+            .map(|(i, _)| i)
+            .collect())
     }
 
     /// Merges runs by size tier until no tier holds
@@ -99,20 +149,29 @@ impl Database {
     /// returns the number of runs merged. Loads call this after their
     /// commit.
     pub fn merge_tiers(&mut self, table: &str) -> Result<usize> {
+        let count = self
+            .table(table)
+            .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+            .shard_count();
         let mut merged = 0;
-        loop {
-            let entries: Vec<u64> = self
-                .table(table)
-                .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
-                .runs
-                .iter()
-                .map(|r| r.entries)
-                .collect();
-            match crate::index::pick_merge(&entries) {
-                Some(p) => merged += self.merge_picked(table, &p)?,
-                None => return Ok(merged),
+        for shard in 0..count {
+            loop {
+                let at = self.shard_runs(table, shard)?;
+                let runs = &self
+                    .table(table)
+                    .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
+                    .runs;
+                let entries: Vec<u64> = at.iter().map(|&i| runs[i].entries).collect();
+                match crate::index::pick_merge(&entries) {
+                    Some(p) => {
+                        let picked: Vec<usize> = p.iter().map(|&i| at[i]).collect();
+                        merged += self.merge_picked(table, &picked)?
+                    }
+                    None => break,
+                }
             }
         }
+        Ok(merged)
     }
 
     /// Merges the runs at positions `picked` into one, in place of the
@@ -137,7 +196,13 @@ impl Database {
             .map(|r| self.run(r))
             .collect::<Result<Vec<_>>>()?;
         let version = self.manifest.version + 1;
-        let (rel_dir, abs_dir) = self.table_dir(&name);
+        let shard = old[0].shard;
+        if old.iter().any(|r| r.shard != shard) {
+            return Err(Error::Internal(
+                "a merge of runs of different shards".into(),
+            ));
+        }
+        let (rel_dir, abs_dir) = self.shard_dir(&name, shard, meta.shard_count());
         let file = format!("{version:06}-merged.keys");
         let path = abs_dir.join(&file);
         let threads = crate::exec::worker_count(None);
@@ -166,6 +231,7 @@ impl Database {
             file: format!("{rel_dir}/{file}"),
             entries,
             bytes,
+            shard,
         };
         let mut kept = Vec::with_capacity(t.runs.len() + 1 - old.len());
         for (i, r) in t.runs.iter().enumerate() {
@@ -215,9 +281,18 @@ impl KeyedTable<'_> {
         encode_key_text(self.key_column(), text, &self.values)
     }
 
-    /// The row id of an encoded key.
+    /// The row id of an encoded key (looked up in its shard only).
     pub fn locate(&self, key: &[u8]) -> Result<Option<RowId>> {
-        self.index.get(key)
+        let shard = self.shard_of(key);
+        let Some(s) = self.shards.get(shard as usize) else {
+            return Ok(None);
+        };
+        Ok(s.index.get(key)?.map(|id| tag_row(shard, id)))
+    }
+
+    /// The shard that holds an encoded key, if the table has it.
+    pub fn shard_of(&self, key: &[u8]) -> u32 {
+        crate::partition::shard_of_key(key, self.meta.shard_count())
     }
 
     /// One row by row id, as a one-row batch of the table's plain schema.
@@ -228,12 +303,17 @@ impl KeyedTable<'_> {
 
     /// The stored batch holding row `id`, and the row's position in it.
     fn place(&self, id: RowId) -> Result<(&RecordBatch, usize)> {
-        let s = self.seg_starts.partition_point(|&st| st <= id);
-        let seg_meta = s
-            .checked_sub(1)
-            .and_then(|s| self.meta.segments.get(s).map(|m| (s, m)));
-        let Some((s, seg_meta)) = seg_meta.filter(|(s, m)| id - self.seg_starts[*s] < m.rows)
-        else {
+        let (shard, local) = untag_row(id);
+        let found = self.shards.get(shard as usize).and_then(|sh| {
+            let i = sh
+                .starts
+                .partition_point(|&st| st <= local)
+                .checked_sub(1)?;
+            let s = sh.segs[i];
+            let m = self.meta.segments.get(s)?;
+            (local - sh.starts[i] < m.rows).then_some((s, m, local - sh.starts[i]))
+        });
+        let Some((s, seg_meta, at)) = found else {
             return Err(Error::Corrupt {
                 file: self.db.dir().join(
                     self.meta
@@ -260,7 +340,6 @@ impl KeyedTable<'_> {
                 r
             }
         };
-        let at = id - self.seg_starts[s];
         // The segment's rows stay cached in `self.segments` for as long
         // as `self` lives: borrow them from there.
         let cached = self.segments[s]

@@ -49,7 +49,39 @@ pub struct TableMeta {
     /// files it held (resumed loads skip them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<LoadMeta>,
+    /// How rows are spread over shards; absent for a table of one shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharding: Option<Sharding>,
 }
+
+/// A sharded table: rows are routed to `count` shards, each with its own
+/// segments and key-index runs under `tables/<table>/sNN/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sharding {
+    /// Number of shards (2 ..= [`MAX_SHARDS`]).
+    pub count: u32,
+    /// The column whose value's hash picks the shard; `None`: rows are
+    /// dealt round-robin in input order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Directories holding the shards' files, shard `i` in
+    /// `paths[i % paths.len()]` (`tables/<table>/sNN` is then a symbolic
+    /// link to it); empty: inside the database directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+}
+
+/// What one shard holds (see [`TableMeta::shard_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ShardStats {
+    pub rows: u64,
+    pub bytes: u64,
+    pub segments: usize,
+    pub runs: usize,
+}
+
+/// The most shards a table may have.
+pub const MAX_SHARDS: u32 = 256;
 
 /// One immutable load-journal file (FORMAT.md): the input files of one
 /// commit.
@@ -220,11 +252,52 @@ pub struct RunMeta {
     pub entries: u64,
     /// File size in bytes.
     pub bytes: u64,
+    /// The shard whose rows the run indexes (its row ids count that
+    /// shard's rows).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shard: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl TableMeta {
     pub fn rows(&self) -> u64 {
         self.segments.iter().map(|s| s.rows).sum()
+    }
+
+    /// Number of shards (1 for a table that is not sharded).
+    pub fn shard_count(&self) -> u32 {
+        self.sharding.as_ref().map_or(1, |s| s.count)
+    }
+
+    /// Per shard: rows, bytes on disk (segments and runs), segments, runs.
+    pub fn shard_stats(&self) -> Vec<ShardStats> {
+        let mut v = vec![ShardStats::default(); self.shard_count() as usize];
+        for s in &self.segments {
+            if let Some(x) = v.get_mut(s.shard as usize) {
+                x.rows += s.rows;
+                x.bytes += s.bytes;
+                x.segments += 1;
+            }
+        }
+        for r in &self.runs {
+            if let Some(x) = v.get_mut(r.shard as usize) {
+                x.bytes += r.bytes;
+                x.runs += 1;
+            }
+        }
+        v
+    }
+
+    /// Rows stored in shard `shard`.
+    pub fn shard_rows(&self, shard: u32) -> u64 {
+        self.segments
+            .iter()
+            .filter(|s| s.shard == shard)
+            .map(|s| s.rows)
+            .sum()
     }
 
     /// Bytes of segments and index runs.
@@ -246,6 +319,9 @@ pub struct SegmentMeta {
     pub crc32: u32,
     /// Zone map: per-column null count and min/max.
     pub stats: Vec<ColumnStats>,
+    /// The shard holding the segment.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shard: u32,
 }
 
 impl Manifest {

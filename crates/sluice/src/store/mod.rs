@@ -31,7 +31,8 @@ use arrow_schema::SchemaRef;
 pub use check::CheckReport;
 pub use keyed::KeyedTable;
 pub use manifest::{
-    Compression, LoadJournal, LoadMeta, LoadedFile, Manifest, RunMeta, SegmentMeta, TableMeta,
+    Compression, LoadJournal, LoadMeta, LoadedFile, Manifest, RunMeta, SegmentMeta, ShardStats,
+    Sharding, TableMeta,
 };
 
 use crate::error::{Error, Result};
@@ -166,7 +167,9 @@ impl Database {
         }
     }
 
-    /// Removes segment files and temporary files that no manifest names.
+    /// Removes segment files and temporary files that no manifest names,
+    /// in the tables' directories and their shard directories (following
+    /// a shard directory's link to another disk).
     fn remove_orphans(&self) -> Result<()> {
         let _ = std::fs::remove_file(self.dir.join(manifest::MANIFEST_TMP));
         let tables = self.dir.join(TABLES_DIR);
@@ -176,6 +179,9 @@ impl Database {
             let name = t.file_name().to_string_lossy().to_string();
             let tdir = t.path();
             let Some(meta) = self.manifest.tables.get(&name) else {
+                // A table whose first load never committed: its shard
+                // directories on other disks go too.
+                remove_shard_targets(&tdir)?;
                 std::fs::remove_dir_all(&tdir).map_err(|e| Error::io(&tdir, e))?;
                 continue;
             };
@@ -185,17 +191,24 @@ impl Database {
                 .map(|s| &s.file)
                 .chain(meta.runs.iter().map(|r| &r.file))
                 .chain(meta.loads.iter().map(|l| &l.file))
-                .filter_map(|f| f.rsplit('/').next())
+                .map(|f| f.as_str())
                 .collect();
-            for f in std::fs::read_dir(&tdir).map_err(|e| Error::io(&tdir, e))? {
-                let f = f.map_err(|e| Error::io(&tdir, e))?;
-                if !keep.contains(f.file_name().to_string_lossy().as_ref()) {
-                    let p = f.path();
-                    std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
-                }
-            }
+            let rel = format!("{TABLES_DIR}/{name}");
+            remove_unnamed(&tdir, &rel, &keep, true)?;
         }
         Ok(())
+    }
+
+    /// Directory of shard `shard` of a table of `count` shards, relative
+    /// and absolute: the table's directory for a table of one shard,
+    /// `tables/<table>/sNNN` otherwise.
+    pub(crate) fn shard_dir(&self, table: &str, shard: u32, count: u32) -> (String, PathBuf) {
+        let (rel, abs) = self.table_dir(table);
+        if count <= 1 {
+            return (rel, abs);
+        }
+        let name = shard_dir_name(shard);
+        (format!("{rel}/{name}"), abs.join(name))
     }
 
     /// A segment's batches: mmapped, checksum verified, decoded without
@@ -281,4 +294,61 @@ impl Database {
             }
         }))
     }
+}
+
+/// The name of a shard's directory inside its table's directory.
+pub(crate) fn shard_dir_name(shard: u32) -> String {
+    format!("s{shard:03}")
+}
+
+/// Removes the files under `dir` (relative path `rel`) that `keep` does
+/// not name; with `shards`, descends into shard directories (`sNNN`, or
+/// links to them).
+fn remove_unnamed(
+    dir: &Path,
+    rel: &str,
+    keep: &std::collections::HashSet<&str>,
+    shards: bool,
+) -> Result<()> {
+    for f in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let f = f.map_err(|e| Error::io(dir, e))?;
+        let name = f.file_name().to_string_lossy().to_string();
+        let p = f.path();
+        let child = format!("{rel}/{name}");
+        if shards && is_shard_dir_name(&name) && p.is_dir() {
+            remove_unnamed(&p, &child, keep, false)?;
+            continue;
+        }
+        if !keep.contains(child.as_str()) {
+            if p.is_dir() && !p.is_symlink() {
+                std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+            } else {
+                std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_shard_dir_name(name: &str) -> bool {
+    name.len() == 4 && name.starts_with('s') && name[1..].bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Removes the directories that a table's shard links point to (shards
+/// placed on other disks); the links themselves go with the table.
+pub(crate) fn remove_shard_targets(table_dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(table_dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if is_shard_dir_name(&e.file_name().to_string_lossy())
+            && p.is_symlink()
+            && let Ok(target) = std::fs::read_link(&p)
+            && target.is_dir()
+        {
+            std::fs::remove_dir_all(&target).map_err(|e| Error::io(&target, e))?;
+        }
+    }
+    Ok(())
 }

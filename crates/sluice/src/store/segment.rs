@@ -223,6 +223,7 @@ impl SegmentWriter {
             bytes,
             crc32,
             stats: self.stats,
+            shard: 0,
         })
     }
 }

@@ -11,6 +11,7 @@ mod load_fuzz;
 mod parallel;
 mod rejects;
 mod resume;
+mod shards;
 mod slt;
 mod sql_fuzz;
 mod store;

@@ -38,6 +38,8 @@ struct SluiceDb {
     dir: TempDir,
     opts: QueryOptions,
     inserts: usize,
+    /// Shards of every table created.
+    shards: Option<u32>,
 }
 
 impl SluiceDb {
@@ -62,6 +64,7 @@ impl SluiceDb {
                 .transpose()
                 .map_err(|e: sluice::Error| SltError(e.to_string()))?,
             header: Header::Yes,
+            shards: schema.and(self.shards),
             ..LoadOptions::default()
         };
         let s = load(&mut db, table, &[Input::File(f)], &o).map_err(|e| SltError(e.to_string()))?;
@@ -225,7 +228,11 @@ fn golden_sql_files() {
     let files = slt_files();
     assert!(!files.is_empty(), "no .slt files found");
     for file in &files {
-        for (threads, morsel_rows) in [(1, None), (4, Some(2))] {
+        // The last run puts every table in 16 shards: the answers must
+        // not change.
+        for (threads, morsel_rows, shards) in
+            [(1, None, None), (4, Some(2), None), (4, Some(2), Some(16))]
+        {
             let make = move || {
                 std::future::ready(Ok::<_, SltError>(SluiceDb {
                     dir: TempDir::new("slt"),
@@ -234,6 +241,7 @@ fn golden_sql_files() {
                         morsel_rows,
                     },
                     inserts: 0,
+                    shards,
                 }))
             };
             let mut runner = sqllogictest::Runner::new(make);
@@ -252,7 +260,7 @@ fn golden_sql_files() {
             }
             if let Err(e) = runner.run_file(file) {
                 failures.push(format!(
-                    "{} (threads {threads}, morsels {morsel_rows:?}):\n{e}",
+                    "{} (threads {threads}, morsels {morsel_rows:?}, shards {shards:?}):\n{e}",
                     file.display()
                 ));
             }
