@@ -119,6 +119,35 @@ pub enum Scenario {
         #[arg(long)]
         no_key: bool,
     },
+    /// The secondary-index files loaded into 1, 2, 4 and 8 shards at 1
+    /// and 2 threads, routed by the hash of the key and round-robin: a
+    /// matrix of seconds and each cell's ratio to one shard
+    Shards {
+        /// Number of files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Where the files and the database go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Shard counts, comma separated; the first is the baseline
+        #[arg(long, default_value = "1,2,4,8")]
+        shards: String,
+        /// Thread counts, comma separated
+        #[arg(long, default_value = "1,2")]
+        threads_list: String,
+        /// key (hash of the primary key) and/or round-robin (no key)
+        #[arg(long, default_value = "key,round-robin")]
+        routing: String,
+        /// Runs (medians are reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Segment compression: none or zstd
+        #[arg(long, default_value = "none")]
+        compression: String,
+    },
     /// The training run of a profile-guided build (`cargo xtask pgo`): the
     /// hot paths on data of its own (CSV of every type, small blocks, many
     /// small files, rejects, a keyed table and its lookups, aggregate
@@ -217,6 +246,26 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             kill_at,
             runs,
             !no_key,
+            quiet,
+        ),
+        Scenario::Shards {
+            files,
+            rows,
+            dir,
+            shards,
+            threads_list,
+            routing,
+            runs,
+            compression,
+        } => crate::bench_shards::run(
+            files,
+            rows,
+            &dir,
+            &shards,
+            &threads_list,
+            &routing,
+            runs,
+            compression.parse()?,
             quiet,
         ),
         Scenario::ProfileWorkload { dir, scale } => crate::profile::run(dir, scale, quiet),

@@ -564,8 +564,8 @@ type Parsed = Result<(Vec<Out>, Vec<(BlockInfo, Vec<Reject>, bool)>), Failed>;
 
 /// One shard's rows of a parsed block.
 struct Out {
-    /// The shard; for round-robin routing the residue class (see
-    /// [`crate::partition::residues`]) that the writer turns into a shard.
+    /// The shard; for round-robin routing the slice (see
+    /// [`crate::partition::deal`]) that the writer turns into a shard.
     shard: u32,
     batch: RecordBatch,
     stats: Vec<ColumnStats>,
@@ -1556,12 +1556,12 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
 /// and checks them against the shard's runs, and dictionary-encodes
 /// repeating TEXT. Runs on the workers, in parallel.
 fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> Result<Vec<Out>> {
-    use crate::partition::{residues, shards_of, split};
+    use crate::partition::{deal, shards_of, split};
     let n = shared.shards;
     let pieces = match shared.route {
         Route::One => return Ok(vec![finish_piece(shared, 0, b, stats, Vec::new())?]),
         Route::Hash(c) => split(&b, &shards_of(b.column(c).as_ref(), n)?, n)?,
-        Route::RoundRobin => split(&b, &residues(b.num_rows(), n), n)?,
+        Route::RoundRobin => deal(&b, n),
     };
     if let [one] = pieces.as_slice()
         && one.rows.len() == b.num_rows()

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod keyed;
 mod resume;
+mod shards;
 
 struct Tmp(PathBuf);
 

@@ -15,7 +15,7 @@ const SCHEMA: &str = "id BIGINT PRIMARY KEY, v INT";
 
 /// `files` CSV files `in/fNN.csv` of `rows` rows: id `f * 100000 + i`
 /// (unique), v = f. Returns their names.
-fn write_files(t: &Tmp, files: usize, rows: usize) -> Vec<String> {
+pub(crate) fn write_files(t: &Tmp, files: usize, rows: usize) -> Vec<String> {
     (0..files)
         .map(|f| {
             let name = format!("in/f{f:02}.csv");
@@ -28,7 +28,7 @@ fn write_files(t: &Tmp, files: usize, rows: usize) -> Vec<String> {
         .collect()
 }
 
-fn load_args<'a>(every: &'a str, files: &'a [String]) -> Vec<&'a str> {
+pub(crate) fn load_args<'a>(every: &'a str, files: &'a [String]) -> Vec<&'a str> {
     let mut a = vec![
         "--db",
         "db",
@@ -48,7 +48,7 @@ fn load_args<'a>(every: &'a str, files: &'a [String]) -> Vec<&'a str> {
 }
 
 /// `sluice` in `t` with these arguments, not waited for; stderr piped.
-fn command(t: &Tmp, args: &[&str]) -> Command {
+pub(crate) fn command(t: &Tmp, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.current_dir(&t.0)
         .env_remove("SLUICE_DB")
@@ -59,7 +59,7 @@ fn command(t: &Tmp, args: &[&str]) -> Command {
 }
 
 /// (rows, sum of v) of the table, or `None` when it does not exist yet.
-fn count_and_sum(t: &Tmp) -> Option<(u64, u64)> {
+pub(crate) fn count_and_sum(t: &Tmp) -> Option<(u64, u64)> {
     let o = sluice(
         &t.0,
         &[
@@ -87,7 +87,7 @@ fn count_and_sum(t: &Tmp) -> Option<(u64, u64)> {
 
 /// The files the load journal names (their `fNN` numbers), checked to be
 /// named once each.
-fn journaled(t: &Tmp) -> Vec<u64> {
+pub(crate) fn journaled(t: &Tmp) -> Vec<u64> {
     let v: serde_json::Value =
         serde_json::from_str(&ok(&t.0, &["--db", "db", "info", "--loads", "--json"])).unwrap();
     let mut files = Vec::new();
@@ -113,7 +113,7 @@ fn journaled(t: &Tmp) -> Vec<u64> {
 
 /// The table holds exactly the rows of the journaled files, and every
 /// file of it checks out.
-fn assert_consistent(t: &Tmp, rows: u64) {
+pub(crate) fn assert_consistent(t: &Tmp, rows: u64) {
     let Some((count, sum)) = count_and_sum(t) else {
         return;
     };
@@ -125,7 +125,7 @@ fn assert_consistent(t: &Tmp, rows: u64) {
 }
 
 /// A small deterministic generator for the kill times.
-fn next(seed: &mut u64) -> u64 {
+pub(crate) fn next(seed: &mut u64) -> u64 {
     *seed = seed
         .wrapping_mul(6_364_136_223_846_793_005)
         .wrapping_add(1_442_695_040_888_963_407);

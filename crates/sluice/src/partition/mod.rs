@@ -191,11 +191,31 @@ pub fn split(batch: &RecordBatch, ids: &[u32], count: u32) -> Result<Vec<Piece>>
     Ok(out)
 }
 
-/// Residue classes for round-robin routing: row `i` in class `i % count`.
-/// The writer, which knows how many rows came before the batch, turns a
-/// class into a shard.
-pub fn residues(rows: usize, count: u32) -> Vec<u32> {
-    (0..rows).map(|i| (i % count as usize) as u32).collect()
+/// Round-robin routing without copying: `batch` cut into `count`
+/// contiguous slices (zero-copy), the first `rows % count` one row
+/// longer; empty slices left out. Slice `i` is class `i`: the writer,
+/// which knows how many rows came before the batch (`before`), sends it
+/// to shard `(before + i) % count`, so that every shard gets as many
+/// rows as dealing them one at a time would give it.
+pub fn deal(batch: &RecordBatch, count: u32) -> Vec<Piece> {
+    let n = batch.num_rows();
+    let c = count.max(1) as usize;
+    let (q, r) = (n / c, n % c);
+    let mut out = Vec::with_capacity(c);
+    let mut at = 0;
+    for i in 0..c {
+        let len = q + usize::from(i < r);
+        if len == 0 {
+            continue;
+        }
+        out.push(Piece {
+            shard: i as u32,
+            batch: batch.slice(at, len),
+            rows: (at as u32..(at + len) as u32).collect(),
+        });
+        at += len;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -254,6 +274,21 @@ mod tests {
         assert_eq!(v.values().to_vec(), vec![10, 12, 13]);
         let whole = split(&b, &[2; 5], 3).unwrap();
         assert_eq!((whole.len(), whole[0].shard), (1, 2));
+    }
+
+    #[test]
+    fn dealing_slices_gives_every_class_its_share() {
+        let col: ArrayRef = Arc::new(Int64Array::from((0..10).collect::<Vec<i64>>()));
+        let b = RecordBatch::try_from_iter([("x", col)]).unwrap();
+        let pieces = deal(&b, 4);
+        let sizes: Vec<(u32, usize)> = pieces
+            .iter()
+            .map(|p| (p.shard, p.batch.num_rows()))
+            .collect();
+        assert_eq!(sizes, vec![(0, 3), (1, 3), (2, 2), (3, 2)]);
+        assert_eq!(pieces[2].rows, vec![6, 7]);
+        let few = deal(&b.slice(0, 2), 4);
+        assert_eq!(few.len(), 2);
     }
 
     #[test]
