@@ -387,3 +387,22 @@ fn bad_shard_options_are_refused() {
     };
     load_files(&dir, &[("b.csv", rows(10, 10))], &same).unwrap();
 }
+
+#[test]
+fn a_first_load_that_died_leaves_no_shard_directories_elsewhere() {
+    // What a load killed before its first commit leaves: the table's
+    // directory with a link to a shard directory on another disk.
+    let dir = TempDir::new("shards-died");
+    let disk = dir.path().join("disk");
+    let target = disk.join("sluice-t-s000-1-2");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("000001-00000.arrow"), b"half written").unwrap();
+    let tdir = db_of(&dir).join("tables/t");
+    std::fs::create_dir_all(&tdir).unwrap();
+    std::os::unix::fs::symlink(&target, tdir.join("s000")).unwrap();
+    let db = Database::open_writer(db_of(&dir)).unwrap();
+    assert!(db.table("t").is_none());
+    assert!(!tdir.exists());
+    assert!(!target.exists(), "the shard directory elsewhere is removed too");
+    assert!(disk.exists(), "the directory given is kept");
+}
