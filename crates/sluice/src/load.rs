@@ -31,8 +31,10 @@ use crate::batch::{BatchBuilder, ColumnStats, Schema, ValueOptions, validate_ide
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::index::{Built, KeyBatch, RowId};
+use crate::parse::json::{self, FirstRow};
 use crate::parse::{
-    BlockError, BlockInfo, Dialect, FieldMap, Reject, RowPolicy, parse_block_with, read_record,
+    BlockError, BlockInfo, Dialect, FieldMap, Format, JsonShape, Reject, RowPolicy,
+    parse_block_with, parse_json_block, read_record,
 };
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
@@ -77,6 +79,8 @@ pub struct LoadOptions {
     /// Columns of a new table; for an existing table it must match.
     pub schema: Option<Schema>,
     pub dialect: Dialect,
+    /// Delimited text (read with `dialect`) or JSON.
+    pub format: Format,
     pub header: Header,
     /// Lines to skip at the start of each file, before the header.
     pub skip: u64,
@@ -380,6 +384,7 @@ impl Default for LoadOptions {
         LoadOptions {
             schema: None,
             dialect: Dialect::default(),
+            format: Format::Delimited,
             header: Header::Auto,
             skip: 0,
             values: ValueOptions::default(),
@@ -892,6 +897,7 @@ fn checked_options(
     opts: &LoadOptions,
 ) -> Result<(Option<TableMeta>, Schema, Compression)> {
     opts.dialect.validate()?;
+    json_columns(opts)?;
     let existing = db.table(table).cloned();
     let mut wanted = opts.schema.clone();
     if let (Some(s), Some(k)) = (&mut wanted, &opts.key) {
@@ -1274,15 +1280,29 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
             let mut failed = None;
             for (k, part) in block.parts.iter().enumerate() {
                 let mut rejects = Vec::new();
-                match parse_block_with(
-                    &data[part.start..part.end],
-                    &shared.opts.dialect,
-                    shared.schema,
-                    &mut builder,
-                    policy,
-                    part.map.as_deref(),
-                    &mut rejects,
-                ) {
+                let bytes = &data[part.start..part.end];
+                let map = part.map.as_deref();
+                let parsed = match &shared.opts.format {
+                    Format::Delimited => parse_block_with(
+                        bytes,
+                        &shared.opts.dialect,
+                        shared.schema,
+                        &mut builder,
+                        policy,
+                        map,
+                        &mut rejects,
+                    ),
+                    Format::Json(j) => parse_json_block(
+                        bytes,
+                        j,
+                        shared.schema,
+                        &mut builder,
+                        policy,
+                        map,
+                        &mut rejects,
+                    ),
+                };
+                match parsed {
                     Ok(info) => {
                         // Rows of rejects count from the part's first row.
                         for r in &mut rejects {
@@ -1532,7 +1552,45 @@ fn split_file(
         }
     }
 
-    let mapped = opts.columns.is_some() || opts.match_by_name;
+    // JSON: the reader drops an array's brackets and reads a header row.
+    let json_format = match opts.format {
+        Format::Json(j) => Some(j),
+        Format::Delimited => None,
+    };
+    let json_array = json_format.is_some_and(|j| j.shape == JsonShape::Array);
+    if json_array {
+        loop {
+            let ws = buf.data().iter().take_while(|b| b.is_ascii_whitespace()).count();
+            line += memchr::memchr_iter(b'\n', &buf.data()[..ws]).count() as u64;
+            offset += ws as u64;
+            buf.consume(ws);
+            if buf.is_empty() && !eof {
+                grow(&mut buf, &mut eof)?;
+                continue;
+            }
+            break;
+        }
+        if buf.data().first() != Some(&b'[') {
+            return Err(Error::Parse {
+                path: name,
+                line: line + 1,
+                byte: offset,
+                column: None,
+                message: "--format json reads one top-level array of rows, and this input does not start with '[' (for one value per line, use --format jsonl)".into(),
+            });
+        }
+        // The first element starts the next line, if nothing else is on
+        // this one (so that one element a line gives exact line numbers).
+        let used = json::after_separator(buf.data(), 1);
+        line += (buf.data()[used - 1] == b'\n') as u64;
+        buf.consume(used);
+        offset += used as u64;
+    }
+    let mut json_map = None;
+    if let Some(j) = json_format {
+        json_map = json_header(shared, j, &name, &mut buf, &mut eof, &mut offset, &mut line, &mut grow, &too_long)?;
+    }
+    let mapped = (opts.columns.is_some() || opts.match_by_name) && json_format.is_none();
     // With names to map, the header is required.
     let names_needed = opts.match_by_name
         || opts
@@ -1545,7 +1603,7 @@ fn split_file(
         opts.header
     };
     let mut header_fields: Option<Vec<Vec<u8>>> = None;
-    if header_mode != Header::No {
+    if header_mode != Header::No && json_format.is_none() {
         loop {
             match read_record(buf.data(), &opts.dialect, eof) {
                 Ok(Some((fields, used, newlines))) => {
@@ -1607,15 +1665,25 @@ fn split_file(
         }
     }
 
-    let map = if mapped {
+    let map = if let Some(m) = json_map {
+        Some(Arc::new(m))
+    } else if mapped {
         Some(Arc::new(field_map(shared, &name, header_fields.as_ref())?))
     } else {
         None
     };
     let mut first_line = Some(line);
+    let mut closed = !json_array;
     loop {
         if !eof && buf.len < bs {
             grow(&mut buf, &mut eof)?;
+        }
+        if eof && !closed {
+            closed = true;
+            close_json_array(&mut buf, first_line.is_none()).map_err(|message| Error::Input {
+                path: name.clone(),
+                message,
+            })?;
         }
         let cut = if eof {
             if buf.is_empty() {
@@ -1624,7 +1692,7 @@ fn split_file(
             buf.len
         } else {
             let target = buf.len - (buf.len / 8).clamp(1, CUT_SEARCH);
-            match find_boundary(buf.data(), target, &opts.dialect) {
+            match find_cut(opts, buf.data(), target) {
                 Some(c) => c,
                 None if buf.len - target > opts.max_line_size => {
                     return Err(too_long(first_line.unwrap_or(0), offset));
@@ -1665,6 +1733,122 @@ fn split_file(
     shared.give_buf(buf);
     record(None);
     Ok(total)
+}
+
+/// The first record boundary after `target` in `data`, by input format.
+fn find_cut(opts: &LoadOptions, data: &[u8], target: usize) -> Option<usize> {
+    match opts.format {
+        Format::Delimited => find_boundary(data, target, &opts.dialect),
+        Format::Json(j) if j.shape == JsonShape::Lines => json::find_line_boundary(data, target),
+        Format::Json(_) => json::find_array_boundary(data, target),
+    }
+}
+
+/// JSON: `--columns` names the table column of each position of array
+/// rows; `--match-by-name` does not apply (fields always match by name).
+fn json_columns(opts: &LoadOptions) -> Result<Option<Vec<Vec<u8>>>> {
+    let Format::Json(_) = opts.format else {
+        return Ok(None);
+    };
+    if opts.match_by_name {
+        return Err(Error::Config(
+            "--match-by-name is for CSV headers: JSON object fields and header rows always match columns by name".into(),
+        ));
+    }
+    let Some(list) = &opts.columns else {
+        return Ok(None);
+    };
+    list.iter()
+        .map(|r| match r {
+            ColumnRef::Name(n) => Ok(n.as_bytes().to_vec()),
+            ColumnRef::Position(p) => Err(Error::Config(format!(
+                "--columns with JSON names the column each position of an array row feeds, in order (\"id,name\"); {p} is a position"
+            ))),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// Reads a JSON file's header row (an array of strings, unless
+/// `--no-header`, or `--columns` names the fields without `--header`) and
+/// returns the field map of array rows, if they have one.
+#[allow(clippy::too_many_arguments)]
+fn json_header(
+    shared: &Shared<'_>,
+    j: crate::parse::JsonFormat,
+    name: &str,
+    buf: &mut Buf,
+    eof: &mut bool,
+    offset: &mut u64,
+    line: &mut u64,
+    grow: &mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
+    too_long: &dyn Fn(u64, u64) -> Error,
+) -> Result<Option<FieldMap>> {
+    let opts = shared.opts;
+    let columns = json_columns(opts)?;
+    let read = match opts.header {
+        Header::No => false,
+        Header::Yes => true,
+        Header::Auto => columns.is_none(),
+    };
+    let mut header = None;
+    while read {
+        match json::read_first_row(buf.data(), j.shape, *eof) {
+            FirstRow::Names(names, used, newlines) => {
+                buf.consume(used);
+                *offset += used as u64;
+                *line += newlines;
+                header = Some(names);
+                break;
+            }
+            FirstRow::Data if opts.header == Header::Yes => {
+                return Err(Error::Parse {
+                    path: name.to_string(),
+                    line: *line + 1,
+                    byte: *offset,
+                    column: None,
+                    message: "--header: the first row is not an array of field names".into(),
+                });
+            }
+            FirstRow::Data => break,
+            FirstRow::NeedMore if buf.len <= opts.max_line_size => grow(buf, eof)?,
+            FirstRow::NeedMore => return Err(too_long(*line, *offset)),
+        }
+    }
+    columns
+        .as_ref()
+        .or(header.as_ref())
+        .map(|names| {
+            json::names_field_map(shared.schema, names, j.ignore_unknown).map_err(|message| {
+                Error::Input {
+                    path: name.to_string(),
+                    message,
+                }
+            })
+        })
+        .transpose()
+}
+
+/// At the end of a JSON array input: drops the closing `]` (and what
+/// follows it, which must be whitespace) from `buf`. `cut_before`: a block
+/// of the file was sent already, so the data ended after a comma.
+fn close_json_array(buf: &mut Buf, cut_before: bool) -> std::result::Result<(), String> {
+    let data = buf.data();
+    let Some(last) = data.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+        return Err("the JSON array is not closed: the input ends without ']'".into());
+    };
+    if data[last] != b']' {
+        return Err(format!(
+            "the JSON array is not closed: the input ends with {:?}, not ']'",
+            String::from_utf8_lossy(&data[last.saturating_sub(20)..=last])
+        ));
+    }
+    let before = data[..last].iter().rposition(|b| !b.is_ascii_whitespace());
+    if before.map_or(cut_before, |b| data[b] == b',') {
+        return Err("a comma before the closing ']' of the JSON array (an empty element)".into());
+    }
+    buf.len = last;
+    Ok(())
 }
 
 /// Sends one block (waiting for a token: a bound on blocks in flight).
