@@ -450,7 +450,8 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             // The first 64 KiB of text (decompressed, decoded).
             let mut head = Vec::new();
             if let Ok((r, _)) = input.open_text(None, encoding) {
-                let _ = std::io::Read::read_to_end(&mut std::io::Read::take(r, 64 << 10), &mut head);
+                let _ =
+                    std::io::Read::read_to_end(&mut std::io::Read::take(r, 64 << 10), &mut head);
             }
             head
         }),
@@ -470,7 +471,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             if given {
                 bail!(
                     "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name",
-                    if json == Some(JsonShape::Lines) { "jsonl" } else { "json" }
+                    if json == Some(JsonShape::Lines) {
+                        "jsonl"
+                    } else {
+                        "json"
+                    }
                 );
             }
         }
@@ -546,7 +551,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     let (schema, delimiter, header) = match (given, existing) {
         (Some(s), _) | (None, Some(s)) if json.is_some() => {
             if !a.types.is_empty() {
-                bail!("--types adjusts an inferred schema; JSON loads take their columns from --schema");
+                bail!(
+                    "--types adjusts an inferred schema; JSON loads take their columns from --schema"
+                );
             }
             (s, b',', header)
         }

@@ -1560,7 +1560,11 @@ fn split_file(
     let json_array = json_format.is_some_and(|j| j.shape == JsonShape::Array);
     if json_array {
         loop {
-            let ws = buf.data().iter().take_while(|b| b.is_ascii_whitespace()).count();
+            let ws = buf
+                .data()
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
             line += memchr::memchr_iter(b'\n', &buf.data()[..ws]).count() as u64;
             offset += ws as u64;
             buf.consume(ws);
@@ -1588,7 +1592,17 @@ fn split_file(
     }
     let mut json_map = None;
     if let Some(j) = json_format {
-        json_map = json_header(shared, j, &name, &mut buf, &mut eof, &mut offset, &mut line, &mut grow, &too_long)?;
+        json_map = json_header(
+            shared,
+            j,
+            &name,
+            &mut buf,
+            &mut eof,
+            &mut offset,
+            &mut line,
+            &mut grow,
+            &too_long,
+        )?;
     }
     let mapped = (opts.columns.is_some() || opts.match_by_name) && json_format.is_none();
     // With names to map, the header is required.
@@ -1792,27 +1806,29 @@ fn json_header(
         Header::Auto => columns.is_none(),
     };
     let mut header = None;
-    while read {
-        match json::read_first_row(buf.data(), j.shape, *eof) {
-            FirstRow::Names(names, used, newlines) => {
-                buf.consume(used);
-                *offset += used as u64;
-                *line += newlines;
-                header = Some(names);
-                break;
+    if read {
+        loop {
+            match json::read_first_row(buf.data(), j.shape, *eof) {
+                FirstRow::Names(names, used, newlines) => {
+                    buf.consume(used);
+                    *offset += used as u64;
+                    *line += newlines;
+                    header = Some(names);
+                    break;
+                }
+                FirstRow::Data if opts.header == Header::Yes => {
+                    return Err(Error::Parse {
+                        path: name.to_string(),
+                        line: *line + 1,
+                        byte: *offset,
+                        column: None,
+                        message: "--header: the first row is not an array of field names".into(),
+                    });
+                }
+                FirstRow::Data => break,
+                FirstRow::NeedMore if buf.len <= opts.max_line_size => grow(buf, eof)?,
+                FirstRow::NeedMore => return Err(too_long(*line, *offset)),
             }
-            FirstRow::Data if opts.header == Header::Yes => {
-                return Err(Error::Parse {
-                    path: name.to_string(),
-                    line: *line + 1,
-                    byte: *offset,
-                    column: None,
-                    message: "--header: the first row is not an array of field names".into(),
-                });
-            }
-            FirstRow::Data => break,
-            FirstRow::NeedMore if buf.len <= opts.max_line_size => grow(buf, eof)?,
-            FirstRow::NeedMore => return Err(too_long(*line, *offset)),
         }
     }
     columns

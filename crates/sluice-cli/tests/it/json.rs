@@ -19,7 +19,14 @@ fn jsonl_and_json_arrays_load_by_name_and_by_sniffing() {
     );
     let out = ok(
         &t.0,
-        &["load", "--schema", schema, "--ignore-unknown", "ev", "events.jsonl"],
+        &[
+            "load",
+            "--schema",
+            schema,
+            "--ignore-unknown",
+            "ev",
+            "events.jsonl",
+        ],
     );
     assert!(out.starts_with("loaded 2 rows ("), "{out}");
     // No extension: the first bytes say it is an array of arrays, whose
@@ -41,5 +48,8 @@ fn jsonl_and_json_arrays_load_by_name_and_by_sniffing() {
         &t.0,
         &["load", "--format", "jsonl", "--tsv", "ev", "events.jsonl"],
     );
-    assert!(err.contains("--delimiter is for CSV and TSV input"), "{err}");
+    assert!(
+        err.contains("--delimiter is for CSV and TSV input"),
+        "{err}"
+    );
 }

@@ -375,10 +375,7 @@ impl<'a> Scanner<'a> {
         if digits == 0 {
             return Err(fail(
                 start,
-                format!(
-                    "invalid number: expected a digit, found {}",
-                    found(data, i)
-                ),
+                format!("invalid number: expected a digit, found {}", found(data, i)),
             ));
         }
         if digits > 1 && data[digits_start] == b'0' {
@@ -395,7 +392,10 @@ impl<'a> Scanner<'a> {
                 i += 1;
             }
             if i == f {
-                return Err(fail(start, "invalid number: no digit after the decimal point"));
+                return Err(fail(
+                    start,
+                    "invalid number: no digit after the decimal point",
+                ));
             }
             integer = false;
         }
@@ -444,7 +444,9 @@ impl<'a> Scanner<'a> {
         };
         fail(
             pos,
-            format!("expected a JSON value (string, number, object, array, true, false or null), found {what}"),
+            format!(
+                "expected a JSON value (string, number, object, array, true, false or null), found {what}"
+            ),
         )
     }
 
@@ -1442,7 +1444,11 @@ mod tests {
         );
         let e = err(r#"{"b":9223372036854775808}"#, "b BIGINT");
         assert_eq!(e.1, Some(0));
-        assert!(e.2.starts_with("invalid BIGINT value \"9223372036854775808\""), "{}", e.2);
+        assert!(
+            e.2.starts_with("invalid BIGINT value \"9223372036854775808\""),
+            "{}",
+            e.2
+        );
         let e = err(r#"{"b":-9223372036854775809}"#, "b BIGINT");
         assert!(e.2.starts_with("invalid BIGINT value"), "{}", e.2);
         let e = err(r#"{"i":1.5}"#, "i INT");
@@ -1473,8 +1479,11 @@ mod tests {
                 vec![None, None, s("7.00"), s("false")],
             ]
         );
-        let rows = parse(r#"{"t":true,"u":false,"v":12.0,"w":""}"#, "t TEXT, u TEXT, v TEXT, w TEXT")
-            .unwrap();
+        let rows = parse(
+            r#"{"t":true,"u":false,"v":12.0,"w":""}"#,
+            "t TEXT, u TEXT, v TEXT, w TEXT",
+        )
+        .unwrap();
         assert_eq!(rows, vec![vec![s("true"), s("false"), s("12.0"), s("")]]);
     }
 
@@ -1496,9 +1505,17 @@ mod tests {
         );
         let e = err(r#"{"id":{"a":1}}"#, "id INT, j TEXT");
         assert_eq!(e.1, Some(0));
-        assert!(e.2.starts_with("a JSON object cannot be a INT value"), "{}", e.2);
+        assert!(
+            e.2.starts_with("a JSON object cannot be a INT value"),
+            "{}",
+            e.2
+        );
         let e = err(r#"{"id":1,"j":[1,2}"#, "id INT, j TEXT");
-        assert!(e.2.starts_with("expected ',' or ']' in an array, found '}'"), "{}", e.2);
+        assert!(
+            e.2.starts_with("expected ',' or ']' in an array, found '}'"),
+            "{}",
+            e.2
+        );
         let e = err(r#"{"id":1,"j":[1,2"#, "id INT, j TEXT");
         assert!(e.2.starts_with("unterminated array"), "{}", e.2);
     }
@@ -1515,8 +1532,13 @@ mod tests {
             ignore_unknown: true,
             ..Default::default()
         };
-        let (rows, _) =
-            parse_with(r#"{"a":2,"zz":{"q":[1]},"b":"x"}"#, "a INT, b TEXT", f, None).unwrap();
+        let (rows, _) = parse_with(
+            r#"{"a":2,"zz":{"q":[1]},"b":"x"}"#,
+            "a INT, b TEXT",
+            f,
+            None,
+        )
+        .unwrap();
         assert_eq!(rows, vec![vec![s("2"), s("x")]]);
         let e = err(r#"{"a":1,"b":"x","A":2}"#, "a INT, b TEXT");
         assert_eq!(
@@ -1530,7 +1552,11 @@ mod tests {
         let rows = parse(r#"{"a":1}"#, "a INT, b TEXT DEFAULT 'new', c INT DEFAULT 7").unwrap();
         assert_eq!(rows, vec![vec![s("1"), s("new"), s("7")]]);
         let e = err(r#"{"b":"x"}"#, "a INT PRIMARY KEY, b TEXT");
-        assert!(e.2.starts_with("the row has no field for the primary key a"), "{}", e.2);
+        assert!(
+            e.2.starts_with("the row has no field for the primary key a"),
+            "{}",
+            e.2
+        );
     }
 
     #[test]
@@ -1538,7 +1564,11 @@ mod tests {
         let rows = parse("[1,\"a\"]\n[2,null]\n", "a INT, b TEXT").unwrap();
         assert_eq!(rows, vec![vec![s("1"), s("a")], vec![s("2"), None]]);
         let e = err("[1]\n", "a INT, b TEXT");
-        assert!(e.2.starts_with("found a row with 1 value, expected 2"), "{}", e.2);
+        assert!(
+            e.2.starts_with("found a row with 1 value, expected 2"),
+            "{}",
+            e.2
+        );
         let e = err("[1,\"a\",3]\n", "a INT, b TEXT");
         assert!(e.2.starts_with("the row has more than 2 values"), "{}", e.2);
         let schema: Schema = "a INT, b TEXT, c INT DEFAULT 5".parse().unwrap();
@@ -1577,7 +1607,8 @@ mod tests {
         assert_eq!((info.rows, info.newlines), (2, 4));
         let e = parse_with("{\"a\":1}\n{\"a\":2}", "a INT", f, None).unwrap_err();
         assert!(
-            e.message.starts_with("expected ',' or ']' after an array element"),
+            e.message
+                .starts_with("expected ',' or ']' after an array element"),
             "{}",
             e.message
         );
@@ -1637,13 +1668,21 @@ mod tests {
         let e = err("1\n", "a INT");
         assert!(e.2.starts_with("expected a row (a JSON object or array), found a number"));
         let e = err("{\"a\":1} {\"a\":2}\n", "a INT");
-        assert!(e.2.starts_with("expected the end of the line after a row"), "{}", e.2);
+        assert!(
+            e.2.starts_with("expected the end of the line after a row"),
+            "{}",
+            e.2
+        );
         let e = err("{\"a\":\n1}\n", "a INT");
         assert!(e.2.starts_with("expected a JSON value"), "{}", e.2);
         let e = err("{\"a\":1,\n", "a INT");
         assert!(e.2.starts_with("expected a field name"), "{}", e.2);
         let e = err("{\"a\" 1}", "a INT");
-        assert!(e.2.starts_with("expected ':' after a field name, found '1'"), "{}", e.2);
+        assert!(
+            e.2.starts_with("expected ':' after a field name, found '1'"),
+            "{}",
+            e.2
+        );
         let e = err("{\"a\":tru}", "a INT");
         assert!(e.2.starts_with("expected a JSON value (string, number, object, array, true, false or null), found \"tru\""), "{}", e.2);
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(600), "]".repeat(600));
@@ -1691,8 +1730,14 @@ mod tests {
             read_first_row(b"[\"a\", 1]\n", JsonShape::Lines, false),
             FirstRow::Data
         );
-        assert_eq!(read_first_row(b"{\"a\":1}\n", JsonShape::Lines, false), FirstRow::Data);
-        assert_eq!(read_first_row(b"[\"a\", ", JsonShape::Lines, false), FirstRow::NeedMore);
+        assert_eq!(
+            read_first_row(b"{\"a\":1}\n", JsonShape::Lines, false),
+            FirstRow::Data
+        );
+        assert_eq!(
+            read_first_row(b"[\"a\", ", JsonShape::Lines, false),
+            FirstRow::NeedMore
+        );
         assert_eq!(
             read_first_row(b"[\"a\"]", JsonShape::Lines, true),
             FirstRow::Names(vec![b"a".to_vec()], 5, 0)

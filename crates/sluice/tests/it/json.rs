@@ -77,11 +77,19 @@ fn escapes_unicode_and_surrogate_pairs() {
         "{\"id\":3,\"t\":\"raw UTF-8: é € 😀 𝄞\"}\r\n",
         r#"{"id":4,"t":""}"#,
     );
-    load_files(&dir, &[("e.jsonl", data.as_bytes())], &jsonl("id INT, t TEXT")).unwrap();
+    load_files(
+        &dir,
+        &[("e.jsonl", data.as_bytes())],
+        &jsonl("id INT, t TEXT"),
+    )
+    .unwrap();
     assert_eq!(
         rows(&dir),
         vec![
-            vec![s("1"), s("quote \" backslash \\ slash / tab \t nl \n cr \r bs \u{8} ff \u{c}")],
+            vec![
+                s("1"),
+                s("quote \" backslash \\ slash / tab \t nl \n cr \r bs \u{8} ff \u{c}")
+            ],
             vec![s("2"), s("éÉ € 😀 𝄞 \u{0}end")],
             vec![s("3"), s("raw UTF-8: é € 😀 𝄞")],
             vec![s("4"), s("")],
@@ -95,7 +103,10 @@ fn bad_escapes_and_invalid_utf8_say_file_line_and_column() {
     let o = jsonl("id INT, t TEXT");
     let e = load_files(
         &dir,
-        &[("a.jsonl", b"{\"id\":1,\"t\":\"ok\"}\n{\"id\":2,\"t\":\"x\\ud800y\"}\n")],
+        &[(
+            "a.jsonl",
+            b"{\"id\":1,\"t\":\"ok\"}\n{\"id\":2,\"t\":\"x\\ud800y\"}\n",
+        )],
         &o,
     )
     .unwrap_err();
@@ -171,8 +182,16 @@ fn numbers_at_the_type_limits_are_exact() {
             "1 (i)",
             "invalid INT value \"-2147483649\": out of range for INT (-2147483648..2147483647)",
         ),
-        (r#"{"b":9223372036854775808}"#, "2 (b)", "invalid BIGINT value"),
-        (r#"{"b":-9223372036854775809}"#, "2 (b)", "invalid BIGINT value"),
+        (
+            r#"{"b":9223372036854775808}"#,
+            "2 (b)",
+            "invalid BIGINT value",
+        ),
+        (
+            r#"{"b":-9223372036854775809}"#,
+            "2 (b)",
+            "invalid BIGINT value",
+        ),
         (r#"{"d":0.000001}"#, "3 (d)", "invalid DECIMAL(18,5) value"),
         (r#"{"i":1e3}"#, "1 (i)", "invalid INT value \"1e3\""),
     ] {
@@ -240,7 +259,10 @@ fn missing_unknown_and_duplicate_fields() {
     let schema = "id INT, name TEXT DEFAULT 'anon', n INT";
     load_files(
         &dir,
-        &[("m.jsonl", b"{\"ID\":1,\"Name\":\"a\",\"N\":5}\n{\"id\":2}\n{\"n\":3,\"id\":4,\"name\":null}\n")],
+        &[(
+            "m.jsonl",
+            b"{\"ID\":1,\"Name\":\"a\",\"N\":5}\n{\"id\":2}\n{\"n\":3,\"id\":4,\"name\":null}\n",
+        )],
         &jsonl(schema),
     )
     .unwrap();
@@ -273,7 +295,10 @@ fn missing_unknown_and_duplicate_fields() {
     let dir = TempDir::new("json-fields-ignore");
     load_files(
         &dir,
-        &[("u.jsonl", b"{\"id\":2, \"extra\":{\"deep\":[1,2]},\"n\":7}\n")],
+        &[(
+            "u.jsonl",
+            b"{\"id\":2, \"extra\":{\"deep\":[1,2]},\"n\":7}\n",
+        )],
         &o,
     )
     .unwrap();
@@ -369,14 +394,20 @@ fn on_error_skip_writes_the_rejects_file() {
             .contains("more than --max-errors 1 records rejected"),
         "{e}"
     );
-    assert!(Database::open(dir.path().join("db")).unwrap().table("t").is_none());
+    assert!(
+        Database::open(dir.path().join("db"))
+            .unwrap()
+            .table("t")
+            .is_none()
+    );
 }
 
 #[test]
 fn gzip_input_and_many_files_and_skip() {
     let dir = TempDir::new("json-gz");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(b"# a comment line\n{\"a\":1}\n{\"a\":2}\n").unwrap();
+    gz.write_all(b"# a comment line\n{\"a\":1}\n{\"a\":2}\n")
+        .unwrap();
     let gz = gz.finish().unwrap();
     let mut o = jsonl("a INT");
     o.skip = 1;
@@ -417,8 +448,10 @@ fn array_of_objects() {
     assert_eq!(rows(&dir), Vec::<Vec<Option<String>>>::new());
     let e = load_files(&dir, &[("o.json", b"{\"a\":1}")], &o).unwrap_err();
     assert!(
-        e.to_string()
-            .starts_with(&format!("{}:1: --format json reads one top-level array", path(&dir, "o.json"))),
+        e.to_string().starts_with(&format!(
+            "{}:1: --format json reads one top-level array",
+            path(&dir, "o.json")
+        )),
         "{e}"
     );
     let e = load_files(&dir, &[("c.json", b"[{\"a\":1},\n{\"a\":2}")], &o).unwrap_err();
@@ -430,7 +463,10 @@ fn array_of_objects() {
         "{e}"
     );
     let e = load_files(&dir, &[("t.json", b"[{\"a\":1},\n]")], &o).unwrap_err();
-    assert!(e.to_string().contains("a comma before the closing ']'"), "{e}");
+    assert!(
+        e.to_string().contains("a comma before the closing ']'"),
+        "{e}"
+    );
     let e = load_files(&dir, &[("m.json", b"[{\"a\":1}\n{\"a\":2}]")], &o).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -580,7 +616,18 @@ struct Obj {
 fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(
         prop::sample::select(vec![
-            "a", "\\\"", "\\\\", ",", "]", "}", "[", "{", "é", "\\u00e9", "\\ud83d\\ude00", " ",
+            "a",
+            "\\\"",
+            "\\\\",
+            ",",
+            "]",
+            "}",
+            "[",
+            "{",
+            "é",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            " ",
             "\\n",
         ]),
         0..6,
