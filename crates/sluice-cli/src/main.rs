@@ -27,7 +27,7 @@ use sluice::store::Database;
 #[command(
     name = "sluice",
     version,
-    about = "Load big CSV/TSV files into an embedded columnar store, fast.",
+    about = "Load big CSV/TSV/JSON files into an embedded columnar store, fast.",
     after_help = "Examples:\n  sluice demo\n  sluice load --schema \"id BIGINT, name TEXT\" people people.csv\n  sluice info people\n  sluice export people > people.csv"
 )]
 struct Cli {
@@ -46,7 +46,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Load CSV/TSV files into a table (created by the first load)
+    /// Load CSV, TSV or JSON files into a table (created by the first load)
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
     /// List tables with their schema, rows, bytes on disk and segments
@@ -190,7 +190,9 @@ struct LoadArgs {
     dry_run: bool,
     /// The input fields that feed the table's columns, in column order, by
     /// header name or 1-based position: "id,name,5". Other fields are
-    /// skipped; columns past the list get their DEFAULT or NULL
+    /// skipped; columns past the list get their DEFAULT or NULL. JSON: the
+    /// column each position of an array row feeds, by name ("id,name"),
+    /// instead of a header row
     #[arg(long, value_name = "FIELDS")]
     columns: Option<String>,
     /// Map fields to columns by each file's header names, in any order;
@@ -480,7 +482,10 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             }
         }
     } else if a.ignore_unknown {
-        bail!("--ignore-unknown is for JSON input (--format jsonl or json)");
+        bail!(
+            "--ignore-unknown is for JSON input, and this load reads {} (give --format jsonl or json; standard input is not sniffed)",
+            if format == FormatArg::Tsv { "TSV" } else { "CSV" }
+        );
     }
     let delimiter = if format == FormatArg::Tsv || a.tsv {
         Some(b'\t')
