@@ -121,7 +121,7 @@ enum Command {
     Compact { table: String },
     /// Generate benchmark data
     #[command(
-        after_help = "Examples:\n  sluice gen ints --size 100MB --output ints.csv\n  sluice gen ints --rows 1000000 --output -"
+        after_help = "Examples:\n  sluice gen ints --size 100MB --output ints.csv\n  sluice gen ints --rows 1000000 --output -\n  sluice gen objects --size 220MB --output rows.jsonl   # the JSON input benchmark\n  sluice gen objects --size 220MB --tsv --output rows.tsv  # the same rows as TSV"
     )]
     Gen {
         #[command(subcommand)]
