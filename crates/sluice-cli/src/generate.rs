@@ -160,12 +160,7 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
 /// Writes the JSON-benchmark rows (or their TSV); returns (rows, bytes
 /// written). The size limit counts the JSON lines, so that the TSV of a
 /// size holds the same rows.
-pub fn write_objects(
-    w: &mut dyn Write,
-    limit: Limit,
-    seed: u64,
-    tsv: bool,
-) -> Result<(u64, u64)> {
+pub fn write_objects(w: &mut dyn Write, limit: Limit, seed: u64, tsv: bool) -> Result<(u64, u64)> {
     let mut rng = Rng::new(seed);
     let mut buf = Vec::with_capacity(1 << 20);
     let (mut rows, mut json_bytes, mut bytes) = (0u64, 0u64, 0u64);

@@ -484,7 +484,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     } else if a.ignore_unknown {
         bail!(
             "--ignore-unknown is for JSON input, and this load reads {} (give --format jsonl or json; standard input is not sniffed)",
-            if format == FormatArg::Tsv { "TSV" } else { "CSV" }
+            if format == FormatArg::Tsv {
+                "TSV"
+            } else {
+                "CSV"
+            }
         );
     }
     let delimiter = if format == FormatArg::Tsv || a.tsv {

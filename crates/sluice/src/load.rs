@@ -1558,41 +1558,8 @@ fn split_file(
         Format::Delimited => None,
     };
     let json_array = json_format.is_some_and(|j| j.shape == JsonShape::Array);
-    if json_array {
-        loop {
-            let ws = buf
-                .data()
-                .iter()
-                .take_while(|b| b.is_ascii_whitespace())
-                .count();
-            line += memchr::memchr_iter(b'\n', &buf.data()[..ws]).count() as u64;
-            offset += ws as u64;
-            buf.consume(ws);
-            if buf.is_empty() && !eof {
-                grow(&mut buf, &mut eof)?;
-                continue;
-            }
-            break;
-        }
-        if buf.data().first() != Some(&b'[') {
-            return Err(Error::Parse {
-                path: name,
-                line: line + 1,
-                byte: offset,
-                column: None,
-                message: "--format json reads one top-level array of rows, and this input does not start with '[' (for one value per line, use --format jsonl)".into(),
-            });
-        }
-        // The first element starts the next line, if nothing else is on
-        // this one (so that one element a line gives exact line numbers).
-        let used = json::after_separator(buf.data(), 1);
-        line += (buf.data()[used - 1] == b'\n') as u64;
-        buf.consume(used);
-        offset += used as u64;
-    }
-    let mut json_map = None;
-    if let Some(j) = json_format {
-        json_map = json_header(
+    let json_map = match json_format {
+        Some(j) => json_header(
             shared,
             j,
             &name,
@@ -1602,8 +1569,9 @@ fn split_file(
             &mut line,
             &mut grow,
             &too_long,
-        )?;
-    }
+        )?,
+        None => None,
+    };
     let mapped = (opts.columns.is_some() || opts.match_by_name) && json_format.is_none();
     // With names to map, the header is required.
     let names_needed = opts.match_by_name
@@ -1783,9 +1751,10 @@ fn json_columns(opts: &LoadOptions) -> Result<Option<Vec<Vec<u8>>>> {
         .map(Some)
 }
 
-/// Reads a JSON file's header row (an array of strings, unless
-/// `--no-header`, or `--columns` names the fields without `--header`) and
-/// returns the field map of array rows, if they have one.
+/// Reads the start of a JSON file: the opening bracket of an array, and a
+/// header row (an array of strings, unless `--no-header`, or `--columns`
+/// names the fields without `--header`). Returns the field map of array
+/// rows, if they have one.
 #[allow(clippy::too_many_arguments)]
 fn json_header(
     shared: &Shared<'_>,
@@ -1799,6 +1768,39 @@ fn json_header(
     too_long: &dyn Fn(u64, u64) -> Error,
 ) -> Result<Option<FieldMap>> {
     let opts = shared.opts;
+    if j.shape == JsonShape::Array {
+        // Whitespace, then the opening bracket.
+        loop {
+            let ws = buf
+                .data()
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            *line += memchr::memchr_iter(b'\n', &buf.data()[..ws]).count() as u64;
+            *offset += ws as u64;
+            buf.consume(ws);
+            if buf.is_empty() && !*eof {
+                grow(buf, eof)?;
+                continue;
+            }
+            break;
+        }
+        if buf.data().first() != Some(&b'[') {
+            return Err(Error::Parse {
+                path: name.to_string(),
+                line: *line + 1,
+                byte: *offset,
+                column: None,
+                message: "--format json reads one top-level array of rows, and this input does not start with '[' (for one value per line, use --format jsonl)".into(),
+            });
+        }
+        // The first element starts the next line, if nothing else is on
+        // this one (so that one element a line gives exact line numbers).
+        let used = json::after_separator(buf.data(), 1);
+        *line += (buf.data()[used - 1] == b'\n') as u64;
+        buf.consume(used);
+        *offset += used as u64;
+    }
     let columns = json_columns(opts)?;
     let read = match opts.header {
         Header::No => false,
