@@ -383,6 +383,26 @@ fn on_error_skip_writes_the_rejects_file() {
 {f},7,88,,unterminated string (JSON lines hold one value per line; a raw newline cannot be in a string: write \\n) (character 12 of the line),\"{{\"\"a\"\":6,\"\"b\"\":\"\"unterminated}}\"\n"
         )
     );
+    // The same at every block size and thread count.
+    let want_rejects = std::fs::read_to_string(&rejects).unwrap();
+    for block in [1, 5, 17, 40, 1000] {
+        for threads in [1, 2, 3] {
+            let dir2 = TempDir::new("json-rejects-blocks");
+            let mut o = o.clone();
+            o.block_size = Some(block);
+            o.threads = Some(threads);
+            o.rejects = Some(dir2.path().join("rejects.csv"));
+            load_files(&dir2, &[("r.jsonl", data.as_bytes())], &o).unwrap();
+            assert_eq!(rows(&dir2), rows(&dir), "block {block} threads {threads}");
+            assert_eq!(
+                std::fs::read_to_string(dir2.path().join("rejects.csv"))
+                    .unwrap()
+                    .replace(&path(&dir2, "r.jsonl"), &f),
+                want_rejects,
+                "block {block} threads {threads}"
+            );
+        }
+    }
     // --max-errors fails the load and commits nothing more.
     let dir = TempDir::new("json-max-errors");
     let mut o = jsonl("a INT, b TEXT");
@@ -400,6 +420,44 @@ fn on_error_skip_writes_the_rejects_file() {
             .table("t")
             .is_none()
     );
+}
+
+#[test]
+fn rejects_of_an_array_at_every_block_size() {
+    let data =
+        "[\n{\"a\":1},\n{\"a\":\"x\",\n \"b\":[1,\"],\"]},\n{\"a\":3,\"q\":{}},\n{\"a\":4}\n]\n";
+    let mut want = None;
+    for block in [1, 3, 10, 25, 1000] {
+        for threads in [1, 2] {
+            let dir = TempDir::new("json-array-rejects");
+            let mut o = json_array("a INT, b TEXT");
+            o.on_error = OnError::Skip;
+            o.rejects = Some(dir.path().join("rejects.csv"));
+            o.block_size = Some(block);
+            o.threads = Some(threads);
+            let sum = load_files(&dir, &[("r.json", data.as_bytes())], &o).unwrap();
+            assert_eq!((sum.rows, sum.rejected), (2, 2));
+            assert_eq!(
+                rows(&dir),
+                vec![row(&[Some("1"), None]), row(&[Some("4"), None])]
+            );
+            let got = std::fs::read_to_string(dir.path().join("rejects.csv"))
+                .unwrap()
+                .replace(&path(&dir, "r.json"), "r.json");
+            match &want {
+                None => {
+                    assert_eq!(
+                        got,
+                        "file,line,byte,column,reason,record\n\
+r.json,3,16,1 (a),\"invalid INT value \"\"x\"\": not an integer\",\"{\"\"a\"\":\"\"x\"\",\n \"\"b\"\":[1,\"\"],\"\"]}\"\n\
+r.json,5,44,,\"unknown field \"\"q\"\" (the table's columns: a, b; --ignore-unknown skips such fields) (character 8 of the line)\",\"{\"\"a\"\":3,\"\"q\"\":{}}\"\n"
+                    );
+                    want = Some(got);
+                }
+                Some(w) => assert_eq!(&got, w, "block {block} threads {threads}"),
+            }
+        }
+    }
 }
 
 #[test]
