@@ -1085,6 +1085,10 @@ fn show_key(key: &[u8]) -> String {
 /// `None` when there is none (the body ends first, or it is malformed:
 /// the parser says how).
 pub fn find_array_boundary(data: &[u8], target: usize) -> Option<usize> {
+    // A byte loop, strings skipped with memchr: rows are dense with
+    // structure (a quote or a comma every few bytes), where a word-at-a-time
+    // scan for the structural bytes measured 30 % slower, and a byte loop
+    // through strings 70 % slower.
     let n = data.len();
     let mut depth: usize = 0;
     let mut i = 0;
