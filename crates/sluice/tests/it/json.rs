@@ -811,3 +811,77 @@ fn match_by_name_and_positions_are_refused_for_json() {
     let e = load_files(&dir, &[("a.jsonl", b"[1]")], &o).unwrap_err();
     assert!(e.to_string().contains("is a position"), "{e}");
 }
+
+/// Bytes that make JSON hard, in any order.
+fn noise() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            &b"{"[..],
+            b"}",
+            b"[",
+            b"]",
+            b"\"",
+            b"\\",
+            b":",
+            b",",
+            b"\"n\":",
+            b"\"t\":",
+            b"1",
+            b"-",
+            b".",
+            b"e",
+            b"\n",
+            b" ",
+            b"null",
+            b"true",
+            b"\\u",
+            b"d83d",
+            b"\xc3\xa9",
+            b"\xff",
+            b"\x01",
+            b"{\"n\":1,\"t\":\"x\"}\n",
+        ]),
+        0..40,
+    )
+    .prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Any bytes: the parser returns (never panics); skipping, every
+    /// non-blank line of JSON lines is a row or a reject, and the builder
+    /// holds one row for each.
+    #[test]
+    fn any_bytes_parse_or_fail_cleanly(data in noise(), array in any::<bool>(), skip in any::<bool>()) {
+        let schema: Schema = "n INT, t TEXT".parse().unwrap();
+        let shape = if array { JsonShape::Array } else { JsonShape::Lines };
+        let mut b = BatchBuilder::new(&schema, Arc::new(ValueOptions::default()), 4);
+        let mut rejects = Vec::new();
+        let r = parse_json_block(
+            &data,
+            &JsonFormat { shape, ignore_unknown: false },
+            &schema,
+            &mut b,
+            RowPolicy { skip_bad: skip, fill_missing: false },
+            None,
+            &mut rejects,
+        );
+        if skip {
+            let info = r.unwrap();
+            let drop: Vec<u32> = rejects.iter().map(|r| r.row).collect();
+            let (batch, _) = b.finish_without(&drop).unwrap();
+            prop_assert_eq!(batch.num_rows() as u64, info.rows);
+            if !array {
+                let lines = data
+                    .split(|&c| c == b'\n')
+                    .filter(|l| l.iter().any(|c| !matches!(c, b' ' | b'\t' | b'\r')))
+                    .count() as u64;
+                prop_assert_eq!(info.rows + rejects.len() as u64, lines);
+                prop_assert_eq!(info.newlines, data.iter().filter(|&&c| c == b'\n').count() as u64);
+            }
+        } else if let Err(e) = r {
+            prop_assert!(e.offset <= data.len());
+        }
+    }
+}
