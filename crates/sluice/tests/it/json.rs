@@ -885,3 +885,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_row_longer_than_max_line_size_is_an_error() {
+    for (o, name, data) in [
+        (
+            jsonl("t TEXT"),
+            "l.jsonl",
+            format!("{{\"t\":\"a\"}}\n{{\"t\":\"{}\"}}\n", "x".repeat(100_000)),
+        ),
+        (
+            json_array("t TEXT"),
+            "a.json",
+            format!(
+                "[{{\"t\":\"a\"}},\n{{\"t\":\"{}\"}}]\n",
+                "x".repeat(100_000)
+            ),
+        ),
+    ] {
+        let dir = TempDir::new("json-long");
+        let mut o = o;
+        o.block_size = Some(1024);
+        o.max_line_size = 4096;
+        let e = load_files(&dir, &[(name, data.as_bytes())], &o).unwrap_err();
+        // (The reader names the line where its buffer starts, as for CSV.)
+        assert!(
+            e.to_string().starts_with(&format!(
+                "{}:1: no end of record within --max-line-size (4096 bytes)",
+                path(&dir, name)
+            )),
+            "{e}"
+        );
+    }
+}
