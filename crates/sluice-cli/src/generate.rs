@@ -39,6 +39,27 @@ pub enum GenCommand {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// The rows of the JSON input benchmark, one object per line:
+    /// {"source_id":"<19 digits>","chunkId":0..100000,"subChunkId":0..1000}
+    /// (table "source_id TEXT, chunkId INT, subChunkId INT"); with --tsv
+    /// the same rows (same seed) as tab-separated values
+    Objects {
+        /// Approximate size of the JSON lines, e.g. 220MB (default when
+        /// --rows is absent; the TSV of the same rows is smaller)
+        #[arg(long, conflicts_with = "rows")]
+        size: Option<String>,
+        /// Exact number of rows
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Write TSV instead of JSON lines
+        #[arg(long)]
+        tsv: bool,
+        /// Output file, or - for standard output
+        #[arg(long, short)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
 }
 
 pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
@@ -108,7 +129,85 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             eprintln!("wrote {rows} rows, {bytes} bytes");
             Ok(())
         }
+        GenCommand::Objects {
+            size,
+            rows,
+            tsv,
+            output,
+            seed,
+        } => {
+            let limit = match (rows, size) {
+                (Some(r), _) => Limit::Rows(r),
+                (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+                (None, None) => bail!("give --size (e.g. 220MB) or --rows"),
+            };
+            let (rows, bytes) = if output.as_os_str() == "-" {
+                write_objects(&mut std::io::stdout().lock(), limit, seed, tsv)?
+            } else {
+                let f = std::fs::File::create(&output)
+                    .with_context(|| format!("creating {}", output.display()))?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let r = write_objects(&mut w, limit, seed, tsv)?;
+                w.flush()?;
+                r
+            };
+            eprintln!("wrote {rows} rows, {bytes} bytes");
+            Ok(())
+        }
     }
+}
+
+/// Writes the JSON-benchmark rows (or their TSV); returns (rows, bytes
+/// written). The size limit counts the JSON lines, so that the TSV of a
+/// size holds the same rows.
+pub fn write_objects(w: &mut dyn Write, limit: Limit, seed: u64, tsv: bool) -> Result<(u64, u64)> {
+    let mut rng = Rng::new(seed);
+    let mut buf = Vec::with_capacity(1 << 20);
+    let (mut rows, mut json_bytes, mut bytes) = (0u64, 0u64, 0u64);
+    loop {
+        match limit {
+            Limit::Rows(r) if rows >= r => break,
+            Limit::Bytes(b) if json_bytes >= b => break,
+            _ => {}
+        }
+        let id = 1_000_000_000_000_000_000 + rng.below(9_000_000_000_000_000_000);
+        let (chunk, sub) = (rng.below(100_000), rng.below(1000));
+        let start = buf.len();
+        let row = |buf: &mut Vec<u8>, json: bool| {
+            let (a, b, c, end) = if json {
+                (
+                    &b"{\"source_id\":\""[..],
+                    &b"\",\"chunkId\":"[..],
+                    &b",\"subChunkId\":"[..],
+                    &b"}\n"[..],
+                )
+            } else {
+                (&b""[..], &b"\t"[..], &b"\t"[..], &b"\n"[..])
+            };
+            buf.extend_from_slice(a);
+            push_u64(buf, id);
+            buf.extend_from_slice(b);
+            push_u64(buf, chunk);
+            buf.extend_from_slice(c);
+            push_u64(buf, sub);
+            buf.extend_from_slice(end);
+        };
+        row(&mut buf, true);
+        json_bytes += (buf.len() - start) as u64;
+        if tsv {
+            buf.truncate(start);
+            row(&mut buf, false);
+        }
+        rows += 1;
+        if buf.len() >= (1 << 20) - 128 {
+            w.write_all(&buf)?;
+            bytes += buf.len() as u64;
+            buf.clear();
+        }
+    }
+    w.write_all(&buf)?;
+    bytes += buf.len() as u64;
+    Ok((rows, bytes))
 }
 
 /// A small, fast, seeded generator (SplitMix64).

@@ -21,14 +21,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
-use sluice::parse::Dialect;
+use sluice::parse::{Dialect, Format, JsonFormat, JsonShape};
 use sluice::store::Database;
 
 #[derive(Parser)]
 #[command(
     name = "sluice",
     version,
-    about = "Load big CSV/TSV files into an embedded columnar store, fast.",
+    about = "Load big CSV/TSV/JSON files into an embedded columnar store, fast.",
     after_help = "Examples:\n  sluice demo\n  sluice load --schema \"id BIGINT, name TEXT\" people people.csv\n  sluice info people\n  sluice export people > people.csv"
 )]
 struct Cli {
@@ -47,7 +47,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Load CSV/TSV files into a table (created by the first load)
+    /// Load CSV, TSV or JSON files into a table (created by the first load)
     #[command(after_help = LOAD_EXAMPLES)]
     Load(LoadArgs),
     /// List tables with their schema, rows, bytes on disk and segments
@@ -122,7 +122,7 @@ enum Command {
     Compact { table: String },
     /// Generate benchmark data
     #[command(
-        after_help = "Examples:\n  sluice gen ints --size 100MB --output ints.csv\n  sluice gen ints --rows 1000000 --output -"
+        after_help = "Examples:\n  sluice gen ints --size 100MB --output ints.csv\n  sluice gen ints --rows 1000000 --output -\n  sluice gen objects --size 220MB --output rows.jsonl   # the JSON input benchmark\n  sluice gen objects --size 220MB --tsv --output rows.tsv  # the same rows as TSV"
     )]
     Gen {
         #[command(subcommand)]
@@ -169,6 +169,8 @@ const LOAD_EXAMPLES: &str = "Examples:
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
   sluice load --rejects bad.csv --max-errors 1000 sales 'in/*.csv'   # set malformed records aside
   sluice load logs 'archive/*.csv.gz'       # gzip and zstd, detected by content
+  sluice load --schema \"id BIGINT, tags TEXT\" events events.jsonl   # JSON lines, fields by name
+  sluice load --format json --columns \"id,name\" --schema \"id INT, name TEXT\" t rows.json   # [[1,\"a\"],...]
   zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -";
 
 #[derive(Args)]
@@ -191,13 +193,30 @@ struct LoadArgs {
     dry_run: bool,
     /// The input fields that feed the table's columns, in column order, by
     /// header name or 1-based position: "id,name,5". Other fields are
-    /// skipped; columns past the list get their DEFAULT or NULL
+    /// skipped; columns past the list get their DEFAULT or NULL. JSON: the
+    /// column each position of an array row feeds, by name ("id,name"),
+    /// instead of a header row
     #[arg(long, value_name = "FIELDS")]
     columns: Option<String>,
     /// Map fields to columns by each file's header names, in any order;
     /// columns a file lacks get their DEFAULT or NULL
     #[arg(long, conflicts_with = "columns")]
     match_by_name: bool,
+    /// Input format: csv, tsv, jsonl (one JSON object or array per line) or
+    /// json (one top-level array of rows). Default: from the first file's
+    /// name (.jsonl, .ndjson: jsonl; .json: json; also under .gz/.zst),
+    /// else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
+    /// a line '[...]': jsonl), else csv. JSON object fields feed the
+    /// columns of the same name (any case); missing ones get their DEFAULT
+    /// or NULL; nested objects and arrays load into TEXT as JSON text.
+    /// Array rows take their field names from a first row of strings
+    /// (["id","name"]) or from --columns
+    #[arg(long, value_enum, value_name = "csv|tsv|jsonl|json")]
+    format: Option<FormatArg>,
+    /// JSON: skip fields that name no column (object keys, or array
+    /// positions the header does not name) instead of failing
+    #[arg(long)]
+    ignore_unknown: bool,
     /// Field delimiter: one character, or 'tab' (default: detected from the
     /// data among , tab | ;)
     #[arg(long, short)]
@@ -311,6 +330,57 @@ struct LoadArgs {
     json: bool,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum FormatArg {
+    Csv,
+    Tsv,
+    Jsonl,
+    Json,
+}
+
+/// The input format from the first file's name, else its first bytes
+/// (standard input is not sniffed: it cannot be read twice).
+fn guess_format(
+    inputs: &[sluice::source::Input],
+    head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
+) -> FormatArg {
+    let Some(first) = inputs.iter().find_map(|i| match i {
+        sluice::source::Input::File(p) => Some((i, p)),
+        sluice::source::Input::Stdin => None,
+    }) else {
+        return FormatArg::Csv;
+    };
+    let name = first.1.to_string_lossy().to_ascii_lowercase();
+    let name = [".gz", ".zst", ".zstd"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e))
+        .unwrap_or(&name);
+    if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
+        return FormatArg::Jsonl;
+    }
+    if name.ends_with(".json") {
+        return FormatArg::Json;
+    }
+    if name.ends_with(".tsv") || name.ends_with(".tab") {
+        return FormatArg::Tsv;
+    }
+    let head = head_of(first.0);
+    let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
+    match (bytes.next(), bytes.next()) {
+        (Some(b'{'), _) => FormatArg::Jsonl,
+        (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
+        (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
+            let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+            if line.trim_ascii_end().ends_with(b"]") {
+                FormatArg::Jsonl
+            } else {
+                FormatArg::Csv
+            }
+        }
+        _ => FormatArg::Csv,
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OnDuplicateArg {
     Error,
@@ -387,7 +457,59 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
-    let delimiter = if a.tsv {
+    let inputs = sluice::source::expand(&a.inputs)?;
+    let encoding = a
+        .encoding
+        .as_deref()
+        .map(sluice::source::encoding_for)
+        .transpose()?;
+    let format = match a.format {
+        Some(f) => f,
+        None if a.tsv || a.delimiter.is_some() => FormatArg::Csv,
+        None => guess_format(&inputs, |input| {
+            // The first 64 KiB of text (decompressed, decoded).
+            let mut head = Vec::new();
+            if let Ok((r, _)) = input.open_text(None, encoding) {
+                let _ =
+                    std::io::Read::read_to_end(&mut std::io::Read::take(r, 64 << 10), &mut head);
+            }
+            head
+        }),
+    };
+    let json = match format {
+        FormatArg::Jsonl => Some(JsonShape::Lines),
+        FormatArg::Json => Some(JsonShape::Array),
+        FormatArg::Csv | FormatArg::Tsv => None,
+    };
+    if json.is_some() {
+        for (given, flag) in [
+            (a.tsv || a.delimiter.is_some(), "--delimiter"),
+            (a.escape.is_some(), "--escape"),
+            (a.comment.is_some(), "--comment"),
+            (a.match_by_name, "--match-by-name"),
+        ] {
+            if given {
+                bail!(
+                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name",
+                    if json == Some(JsonShape::Lines) {
+                        "jsonl"
+                    } else {
+                        "json"
+                    }
+                );
+            }
+        }
+    } else if a.ignore_unknown {
+        bail!(
+            "--ignore-unknown is for JSON input, and this load reads {} (give --format jsonl or json; standard input is not sniffed)",
+            if format == FormatArg::Tsv {
+                "TSV"
+            } else {
+                "CSV"
+            }
+        );
+    }
+    let delimiter = if format == FormatArg::Tsv || a.tsv {
         Some(b'\t')
     } else {
         a.delimiter
@@ -419,12 +541,6 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         }
         (_, false) => OnError::Abort,
     };
-    let inputs = sluice::source::expand(&a.inputs)?;
-    let encoding = a
-        .encoding
-        .as_deref()
-        .map(sluice::source::encoding_for)
-        .transpose()?;
     let header = if a.header {
         Header::Yes
     } else if a.no_header {
@@ -460,6 +576,18 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     };
     let mut inferred = None;
     let (schema, delimiter, header) = match (given, existing) {
+        (Some(s), _) | (None, Some(s)) if json.is_some() => {
+            if !a.types.is_empty() {
+                bail!(
+                    "--types adjusts an inferred schema; JSON loads take their columns from --schema"
+                );
+            }
+            (s, b',', header)
+        }
+        (None, None) if json.is_some() => bail!(
+            "table {} does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT)",
+            a.table
+        ),
         (Some(s), _) | (None, Some(s)) => {
             if !a.types.is_empty() {
                 bail!(
@@ -531,6 +659,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                     "no header line"
                 },
             )),
+            None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
             None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
         }
         text.push_str(&format!("--schema \"{schema}\"\n"));
@@ -551,6 +680,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             quote,
             escape,
             comment,
+        },
+        format: match json {
+            Some(shape) => Format::Json(JsonFormat {
+                shape,
+                ignore_unknown: a.ignore_unknown,
+            }),
+            None => Format::Delimited,
         },
         header,
         skip: a.skip,

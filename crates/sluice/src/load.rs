@@ -32,13 +32,17 @@ use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::index::{Built, KeyBatch, RowId};
 use crate::parse::{
-    BlockError, BlockInfo, Dialect, FieldMap, Reject, RowPolicy, parse_block_with, read_record,
+    BlockError, BlockInfo, Dialect, FieldMap, Format, JsonShape, Reject, RowPolicy,
+    parse_block_with, parse_json_block, read_record,
 };
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 use crate::store::manifest::{MAX_SHARDS, Sharding};
 use crate::store::segment::SegmentWriter;
 use crate::store::{Compression, Database, LoadJournal, LoadMeta, LoadedFile, RunMeta, TableMeta};
+
+mod json_input;
+use json_input::{close_json_array, json_columns, json_header};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -78,6 +82,8 @@ pub struct LoadOptions {
     /// Columns of a new table; for an existing table it must match.
     pub schema: Option<Schema>,
     pub dialect: Dialect,
+    /// Delimited text (read with `dialect`) or JSON.
+    pub format: Format,
     pub header: Header,
     /// Lines to skip at the start of each file, before the header.
     pub skip: u64,
@@ -391,6 +397,7 @@ impl Default for LoadOptions {
         LoadOptions {
             schema: None,
             dialect: Dialect::default(),
+            format: Format::Delimited,
             header: Header::Auto,
             skip: 0,
             values: ValueOptions::default(),
@@ -925,6 +932,7 @@ fn checked_options(
     opts: &LoadOptions,
 ) -> Result<(Option<TableMeta>, Schema, Compression, Option<Sharding>)> {
     opts.dialect.validate()?;
+    json_columns(opts)?;
     let existing = db.table(table).cloned();
     let mut wanted = opts.schema.clone();
     if let (Some(s), Some(k)) = (&mut wanted, &opts.key) {
@@ -1491,15 +1499,29 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
             let mut failed = None;
             for (k, part) in block.parts.iter().enumerate() {
                 let mut rejects = Vec::new();
-                match parse_block_with(
-                    &data[part.start..part.end],
-                    &shared.opts.dialect,
-                    shared.schema,
-                    &mut builder,
-                    policy,
-                    part.map.as_deref(),
-                    &mut rejects,
-                ) {
+                let bytes = &data[part.start..part.end];
+                let map = part.map.as_deref();
+                let parsed = match &shared.opts.format {
+                    Format::Delimited => parse_block_with(
+                        bytes,
+                        &shared.opts.dialect,
+                        shared.schema,
+                        &mut builder,
+                        policy,
+                        map,
+                        &mut rejects,
+                    ),
+                    Format::Json(j) => parse_json_block(
+                        bytes,
+                        j,
+                        shared.schema,
+                        &mut builder,
+                        policy,
+                        map,
+                        &mut rejects,
+                    ),
+                };
+                match parsed {
                     Ok(info) => {
                         // Rows of rejects count from the part's first row.
                         for r in &mut rejects {
@@ -1798,7 +1820,27 @@ fn split_file(
         }
     }
 
-    let mapped = opts.columns.is_some() || opts.match_by_name;
+    // JSON: the reader drops an array's brackets and reads a header row.
+    let json_format = match opts.format {
+        Format::Json(j) => Some(j),
+        Format::Delimited => None,
+    };
+    let json_array = json_format.is_some_and(|j| j.shape == JsonShape::Array);
+    let json_map = match json_format {
+        Some(j) => json_header(
+            shared,
+            j,
+            &name,
+            &mut buf,
+            &mut eof,
+            &mut offset,
+            &mut line,
+            &mut grow,
+            &too_long,
+        )?,
+        None => None,
+    };
+    let mapped = (opts.columns.is_some() || opts.match_by_name) && json_format.is_none();
     // With names to map, the header is required.
     let names_needed = opts.match_by_name
         || opts
@@ -1811,7 +1853,7 @@ fn split_file(
         opts.header
     };
     let mut header_fields: Option<Vec<Vec<u8>>> = None;
-    if header_mode != Header::No {
+    if header_mode != Header::No && json_format.is_none() {
         loop {
             match read_record(buf.data(), &opts.dialect, eof) {
                 Ok(Some((fields, used, newlines))) => {
@@ -1873,15 +1915,25 @@ fn split_file(
         }
     }
 
-    let map = if mapped {
+    let map = if let Some(m) = json_map {
+        Some(Arc::new(m))
+    } else if mapped {
         Some(Arc::new(field_map(shared, &name, header_fields.as_ref())?))
     } else {
         None
     };
     let mut first_line = Some(line);
+    let mut closed = !json_array;
     loop {
         if !eof && buf.len < bs {
             grow(&mut buf, &mut eof)?;
+        }
+        if eof && !closed {
+            closed = true;
+            close_json_array(&mut buf, first_line.is_none()).map_err(|message| Error::Input {
+                path: name.clone(),
+                message,
+            })?;
         }
         let cut = if eof {
             if buf.is_empty() {
@@ -1890,7 +1942,7 @@ fn split_file(
             buf.len
         } else {
             let target = buf.len - (buf.len / 8).clamp(1, CUT_SEARCH);
-            match find_boundary(buf.data(), target, &opts.dialect) {
+            match find_cut(opts, buf.data(), target) {
                 Some(c) => c,
                 None if buf.len - target > opts.max_line_size => {
                     return Err(too_long(first_line.unwrap_or(0), offset));
@@ -1931,6 +1983,17 @@ fn split_file(
     shared.give_buf(buf);
     record(None);
     Ok(total)
+}
+
+/// The first record boundary after `target` in `data`, by input format.
+fn find_cut(opts: &LoadOptions, data: &[u8], target: usize) -> Option<usize> {
+    match opts.format {
+        Format::Delimited => find_boundary(data, target, &opts.dialect),
+        Format::Json(j) if j.shape == JsonShape::Lines => {
+            crate::parse::json::find_line_boundary(data, target)
+        }
+        Format::Json(_) => crate::parse::json::find_array_boundary(data, target),
+    }
 }
 
 /// Sends one block (waiting for a token: a bound on blocks in flight).

@@ -1,18 +1,32 @@
-//! CSV/TSV parsing: bytes of whole records → typed columns.
+//! Parsing: bytes of whole records → typed columns.
 //!
-//! [`parse_block`] takes a byte block that starts at a record boundary (see
-//! [`crate::split`]) and appends its records to a [`BatchBuilder`]. The same
-//! code parses a whole file or one block of it, so a parallel parse equals a
-//! sequential one.
+//! [`parse_block`] takes a byte block of CSV/TSV that starts at a record
+//! boundary (see [`crate::split`]) and appends its records to a
+//! [`BatchBuilder`](crate::batch::BatchBuilder); [`parse_json_block`] does
+//! the same for JSON lines and JSON arrays. The same code parses a whole
+//! file or one block of it, so a parallel parse equals a sequential one.
 
 mod csv;
+pub mod json;
 pub mod value;
 
 pub use csv::{
     BlockError, BlockInfo, FieldMap, Reject, RowPolicy, parse_block, parse_block_with, read_record,
 };
 
+pub use json::{JsonFormat, JsonShape, parse_json_block};
+
 use crate::error::{Error, Result};
+
+/// What an input's text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Delimited records (CSV, TSV), read with a [`Dialect`].
+    #[default]
+    Delimited,
+    /// JSON lines or a top-level JSON array of rows.
+    Json(JsonFormat),
+}
 
 /// How records and fields are delimited.
 #[derive(Debug, Clone, PartialEq, Eq)]

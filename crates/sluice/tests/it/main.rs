@@ -4,6 +4,7 @@ mod agg_paths;
 mod common;
 mod conformance;
 mod differential;
+mod json;
 mod keyed;
 mod keys;
 mod load;

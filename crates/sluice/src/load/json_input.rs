@@ -1,0 +1,151 @@
+//! The reader's side of JSON input: where blocks are cut, the opening
+//! bracket and header row of a file, the closing bracket. (The rows are
+//! parsed by `parse::json` in the workers.)
+
+use super::{Buf, ColumnRef, Header, LoadOptions, Shared};
+use crate::error::{Error, Result};
+use crate::parse::json::{self, FirstRow};
+use crate::parse::{FieldMap, Format, JsonShape};
+
+/// JSON: `--columns` names the table column of each position of array
+/// rows; `--match-by-name` does not apply (fields always match by name).
+pub(super) fn json_columns(opts: &LoadOptions) -> Result<Option<Vec<Vec<u8>>>> {
+    let Format::Json(_) = opts.format else {
+        return Ok(None);
+    };
+    if opts.match_by_name {
+        return Err(Error::Config(
+            "--match-by-name is for CSV headers: JSON object fields and header rows always match columns by name".into(),
+        ));
+    }
+    let Some(list) = &opts.columns else {
+        return Ok(None);
+    };
+    list.iter()
+        .map(|r| match r {
+            ColumnRef::Name(n) => Ok(n.as_bytes().to_vec()),
+            ColumnRef::Position(p) => Err(Error::Config(format!(
+                "--columns with JSON names the column each position of an array row feeds, in order (\"id,name\"); {p} is a position"
+            ))),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// Reads the start of a JSON file: the opening bracket of an array, and a
+/// header row (an array of strings, unless `--no-header`, or `--columns`
+/// names the fields without `--header`). Returns the field map of array
+/// rows, if they have one.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn json_header(
+    shared: &Shared<'_>,
+    j: crate::parse::JsonFormat,
+    name: &str,
+    buf: &mut Buf,
+    eof: &mut bool,
+    offset: &mut u64,
+    line: &mut u64,
+    grow: &mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
+    too_long: &dyn Fn(u64, u64) -> Error,
+) -> Result<Option<FieldMap>> {
+    let opts = shared.opts;
+    if j.shape == JsonShape::Array {
+        // Whitespace, then the opening bracket.
+        loop {
+            let ws = buf
+                .data()
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            *line += memchr::memchr_iter(b'\n', &buf.data()[..ws]).count() as u64;
+            *offset += ws as u64;
+            buf.consume(ws);
+            if buf.is_empty() && !*eof {
+                grow(buf, eof)?;
+                continue;
+            }
+            break;
+        }
+        if buf.data().first() != Some(&b'[') {
+            return Err(Error::Parse {
+                path: name.to_string(),
+                line: *line + 1,
+                byte: *offset,
+                column: None,
+                message: "--format json reads one top-level array of rows, and this input does not start with '[' (for one value per line, use --format jsonl)".into(),
+            });
+        }
+        // The first element starts the next line, if nothing else is on
+        // this one (so that one element a line gives exact line numbers).
+        let used = json::after_separator(buf.data(), 1);
+        *line += (buf.data()[used - 1] == b'\n') as u64;
+        buf.consume(used);
+        *offset += used as u64;
+    }
+    let columns = json_columns(opts)?;
+    let read = match opts.header {
+        Header::No => false,
+        Header::Yes => true,
+        Header::Auto => columns.is_none(),
+    };
+    let mut header = None;
+    if read {
+        loop {
+            match json::read_first_row(buf.data(), j.shape, *eof) {
+                FirstRow::Names(names, used, newlines) => {
+                    buf.consume(used);
+                    *offset += used as u64;
+                    *line += newlines;
+                    header = Some(names);
+                    break;
+                }
+                FirstRow::Data if opts.header == Header::Yes => {
+                    return Err(Error::Parse {
+                        path: name.to_string(),
+                        line: *line + 1,
+                        byte: *offset,
+                        column: None,
+                        message: "--header: the first row is not an array of field names".into(),
+                    });
+                }
+                FirstRow::Data => break,
+                FirstRow::NeedMore if buf.len <= opts.max_line_size => grow(buf, eof)?,
+                FirstRow::NeedMore => return Err(too_long(*line, *offset)),
+            }
+        }
+    }
+    columns
+        .as_ref()
+        .or(header.as_ref())
+        .map(|names| {
+            json::names_field_map(shared.schema, names, j.ignore_unknown).map_err(|message| {
+                Error::Input {
+                    path: name.to_string(),
+                    message,
+                }
+            })
+        })
+        .transpose()
+}
+
+/// At the end of a JSON array input: drops the closing `]` (and what
+/// follows it, which must be whitespace) from `buf`. `cut_before`: a block
+/// of the file was sent already, so the data ended after a comma.
+pub(super) fn close_json_array(buf: &mut Buf, cut_before: bool) -> std::result::Result<(), String> {
+    let data = buf.data();
+    let Some(last) = data.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+        return Err("the JSON array is not closed: the input ends without ']'".into());
+    };
+    if data[last] != b']' {
+        return Err(format!(
+            "the JSON array is not closed: the input ends with {:?}, not ']'",
+            String::from_utf8_lossy(&data[last.saturating_sub(20)..=last])
+        ));
+    }
+    let before = data[..last].iter().rposition(|b| !b.is_ascii_whitespace());
+    if before.map_or(cut_before, |b| data[b] == b',') {
+        return Err("a comma before the closing ']' of the JSON array (an empty element)".into());
+    }
+    buf.len = last;
+    Ok(())
+}
