@@ -141,6 +141,10 @@ pub enum Scenario {
         /// key (hash of the primary key) and/or round-robin (no key)
         #[arg(long, default_value = "key,round-robin")]
         routing: String,
+        /// Inputs: tsv (the files) and/or jsonl (the same rows as JSON
+        /// lines, written once beside them)
+        #[arg(long, default_value = "tsv,jsonl")]
+        formats: String,
         /// Runs (medians are reported)
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -255,6 +259,7 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             shards,
             threads_list,
             routing,
+            formats,
             runs,
             compression,
         } => crate::bench_shards::run(
@@ -264,6 +269,7 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             &shards,
             &threads_list,
             &routing,
+            &formats,
             runs,
             compression.parse()?,
             quiet,

@@ -1,13 +1,15 @@
-//! `sluice bench shards`: the secondary-index files loaded into 1, 2, 4
-//! and 8 shards at 1 and 2 threads, keyed (rows routed by the hash of the
-//! key) and unkeyed (dealt round-robin); a matrix of seconds like the
-//! sharding study's, and each column's ratio to one shard.
+//! `sluice bench shards`: the secondary-index files, as TSV and as the
+//! same rows in JSON lines, loaded into 1, 2, 4 and 8 shards at 1 and 2
+//! threads, keyed (rows routed by the hash of the key) and unkeyed (dealt
+//! round-robin); a matrix of seconds like the sharding study's, each
+//! cell's ratio to one shard, and the input rate per core.
 
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use sluice::load::{Header, LoadOptions, load};
+use sluice::parse::{Format, JsonFormat};
 use sluice::source::Input;
 use sluice::store::{Compression, Database};
 
@@ -30,6 +32,41 @@ impl Routing {
     }
 }
 
+/// The same rows as JSON lines, one file per TSV file (written once).
+fn jsonl_copies(tsv: &[std::path::PathBuf], dir: &Path) -> Result<(Vec<std::path::PathBuf>, u64)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut out = Vec::with_capacity(tsv.len());
+    let mut bytes = 0;
+    for p in tsv {
+        let name = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let j = dir.join(format!("{name}.jsonl"));
+        if !j.exists() {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let mut s = String::with_capacity(text.len() * 2 + 64);
+            for line in text.lines() {
+                let mut f = line.split('\t');
+                let (Some(id), Some(c), Some(sc)) = (f.next(), f.next(), f.next()) else {
+                    bail!("{}: a line without three fields", p.display());
+                };
+                s.push_str(&format!(
+                    "{{\"source_id\":\"{id}\",\"chunkId\":{c},\"subChunkId\":{sc}}}\n"
+                ));
+            }
+            let tmp = j.with_extension("tmp");
+            std::fs::write(&tmp, s.as_bytes())
+                .with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, &j)?;
+        }
+        bytes += std::fs::metadata(&j)?.len();
+        out.push(j);
+    }
+    Ok((out, bytes))
+}
+
 fn parse_list(s: &str, what: &str) -> Result<Vec<usize>> {
     s.split(',')
         .map(|t| {
@@ -50,6 +87,7 @@ pub fn run(
     shards: &str,
     threads: &str,
     routing: &str,
+    formats: &str,
     runs: usize,
     compression: Compression,
     quiet: bool,
@@ -68,95 +106,116 @@ pub fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     let data = dir.join(format!("secondary-{files}x{rows}"));
-    let (paths, raw_bytes) = generate(&data, files, rows, quiet)?;
-    let inputs: Vec<Input> = paths.iter().map(|p| Input::File(p.clone())).collect();
+    let (paths, tsv_bytes) = generate(&data, files, rows, quiet)?;
+    let mut sets = Vec::new();
+    for f in formats.split(',') {
+        match f.trim() {
+            "tsv" => sets.push(("tsv", paths.clone(), tsv_bytes)),
+            "jsonl" => {
+                let (j, b) =
+                    jsonl_copies(&paths, &dir.join(format!("secondary-{files}x{rows}-jsonl")))?;
+                sets.push(("jsonl", j, b));
+            }
+            other => bail!("--formats {other:?}: expected tsv or jsonl"),
+        }
+    }
     let total_rows = files as u64 * rows;
     let db_dir = dir.join("shards.db");
     let cores = sluice::exec::usable_cores();
     println!(
         "sharded load: {files} files x {rows} rows ({:.0} MB of TSV), {} usable cores, compression {compression:?}, median of {runs}",
-        raw_bytes as f64 / 1e6,
+        tsv_bytes as f64 / 1e6,
         cores
     );
-    for routing in routings {
-        // seconds[shard index][thread index]: every run of the matrix,
-        // interleaved so that drift spreads over all cells.
-        let mut times = vec![vec![Vec::new(); threads.len()]; shards.len()];
-        for _ in 0..runs.max(1) {
-            for (si, &s) in shards.iter().enumerate() {
-                for (ti, &t) in threads.iter().enumerate() {
-                    let _ = std::fs::remove_dir_all(&db_dir);
-                    let mut o = LoadOptions {
-                        schema: Some(crate::bench_index::SCHEMA.parse()?),
-                        header: Header::No,
-                        threads: Some(t),
-                        shards: Some(s as u32),
-                        compression: Some(compression),
-                        commit_every: sluice::load::CommitEvery::ONCE,
-                        ..Default::default()
-                    };
-                    o.dialect.delimiter = b'\t';
-                    if routing == Routing::RoundRobin {
-                        // The same columns without the key.
-                        o.schema = Some("source_id TEXT, chunkId INT, subChunkId INT".parse()?);
+    for (format, paths, raw_bytes) in &sets {
+        let inputs: Vec<Input> = paths.iter().map(|p| Input::File(p.clone())).collect();
+        for &routing in &routings {
+            // seconds[shard index][thread index]: every run of the matrix,
+            // interleaved so that drift spreads over all cells.
+            let mut times = vec![vec![Vec::new(); threads.len()]; shards.len()];
+            for _ in 0..runs.max(1) {
+                for (si, &s) in shards.iter().enumerate() {
+                    for (ti, &t) in threads.iter().enumerate() {
+                        let _ = std::fs::remove_dir_all(&db_dir);
+                        let mut o = LoadOptions {
+                            schema: Some(crate::bench_index::SCHEMA.parse()?),
+                            header: Header::No,
+                            threads: Some(t),
+                            shards: Some(s as u32),
+                            compression: Some(compression),
+                            commit_every: sluice::load::CommitEvery::ONCE,
+                            ..Default::default()
+                        };
+                        o.dialect.delimiter = b'\t';
+                        if *format == "jsonl" {
+                            o.format = Format::Json(JsonFormat::default());
+                        }
+                        if routing == Routing::RoundRobin {
+                            // The same columns without the key.
+                            o.schema = Some("source_id TEXT, chunkId INT, subChunkId INT".parse()?);
+                        }
+                        let mut db = Database::open_writer(&db_dir)?;
+                        let start = Instant::now();
+                        let summary = load(&mut db, "objects", &inputs, &o)?;
+                        let secs = start.elapsed().as_secs_f64();
+                        if summary.rows != total_rows {
+                            bail!("loaded {} rows, expected {total_rows}", summary.rows);
+                        }
+                        let per = db
+                            .table("objects")
+                            .map(|m| m.shard_stats())
+                            .unwrap_or_default();
+                        if per.len() != s || per.iter().any(|p| p.rows == 0) {
+                            bail!(
+                                "{s} shards asked, {} hold rows",
+                                per.iter().filter(|p| p.rows > 0).count()
+                            );
+                        }
+                        if !quiet {
+                            eprintln!(
+                                "  {format} {} shards={s} threads={t}: {secs:.2} s",
+                                routing.name()
+                            );
+                        }
+                        times[si][ti].push(secs);
                     }
-                    let mut db = Database::open_writer(&db_dir)?;
-                    let start = Instant::now();
-                    let summary = load(&mut db, "objects", &inputs, &o)?;
-                    let secs = start.elapsed().as_secs_f64();
-                    if summary.rows != total_rows {
-                        bail!("loaded {} rows, expected {total_rows}", summary.rows);
-                    }
-                    let per = db
-                        .table("objects")
-                        .map(|m| m.shard_stats())
-                        .unwrap_or_default();
-                    if per.len() != s || per.iter().any(|p| p.rows == 0) {
-                        bail!(
-                            "{s} shards asked, {} hold rows",
-                            per.iter().filter(|p| p.rows > 0).count()
-                        );
-                    }
-                    if !quiet {
-                        eprintln!("  {} shards={s} threads={t}: {secs:.2} s", routing.name());
-                    }
-                    times[si][ti].push(secs);
                 }
             }
-        }
-        let _ = std::fs::remove_dir_all(&db_dir);
-        println!();
-        println!(
-            "routing: {} — seconds (ratio to 1 shard at the same threads)",
-            routing.name()
-        );
-        let mut head = format!("{:>8}", "shards");
-        for t in &threads {
-            head.push_str(&format!(" {:>18}", format!("threads={t}")));
-        }
-        println!("{head}");
-        let base: Vec<f64> = (0..threads.len())
-            .map(|ti| median(&mut times[0][ti].clone()))
-            .collect();
-        for (si, s) in shards.iter().enumerate() {
-            let mut line = format!("{s:>8}");
-            for ti in 0..threads.len() {
-                let m = median(&mut times[si][ti].clone());
-                line.push_str(&format!(
+            let _ = std::fs::remove_dir_all(&db_dir);
+            println!();
+            println!(
+                "routing: {} — seconds (ratio to 1 shard at the same threads)",
+                routing.name()
+            );
+            let mut head = format!("{:>8}", "shards");
+            for t in &threads {
+                head.push_str(&format!(" {:>18}", format!("threads={t}")));
+            }
+            println!("{head}");
+            let base: Vec<f64> = (0..threads.len())
+                .map(|ti| median(&mut times[0][ti].clone()))
+                .collect();
+            for (si, s) in shards.iter().enumerate() {
+                let mut line = format!("{s:>8}");
+                for ti in 0..threads.len() {
+                    let m = median(&mut times[si][ti].clone());
+                    line.push_str(&format!(
+                        " {:>18}",
+                        format!("{m:.2} ({:.2}x)", m / base[ti])
+                    ));
+                }
+                println!("{line}");
+            }
+            let mut rate = format!("{:>8}", "MB/s/core");
+            for (ti, t) in threads.iter().enumerate() {
+                let mbs = *raw_bytes as f64 / 1e6 / base[ti];
+                rate.push_str(&format!(
                     " {:>18}",
-                    format!("{m:.2} ({:.2}x)", m / base[ti])
+                    format!("{:.0}", mbs / (*t).min(cores) as f64)
                 ));
             }
-            println!("{line}");
+            println!("{rate}  (1 shard: input MB/s over the threads used)");
         }
-        let mut rate = format!("{:>8}", "MB/s");
-        for ti in 0..threads.len() {
-            rate.push_str(&format!(
-                " {:>18}",
-                format!("{:.0}", raw_bytes as f64 / 1e6 / base[ti])
-            ));
-        }
-        println!("{rate}  (1 shard)");
     }
     Ok(())
 }

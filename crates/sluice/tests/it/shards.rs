@@ -403,6 +403,9 @@ fn a_first_load_that_died_leaves_no_shard_directories_elsewhere() {
     let db = Database::open_writer(db_of(&dir)).unwrap();
     assert!(db.table("t").is_none());
     assert!(!tdir.exists());
-    assert!(!target.exists(), "the shard directory elsewhere is removed too");
+    assert!(
+        !target.exists(),
+        "the shard directory elsewhere is removed too"
+    );
     assert!(disk.exists(), "the directory given is kept");
 }
