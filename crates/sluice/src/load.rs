@@ -2207,6 +2207,15 @@ fn describe_existing(db: &Database, table: &str, id: RowId) -> Option<String> {
     Some(format!("a row loaded earlier ({})", values.join(", ")))
 }
 
+/// A run to build from a shard's gathered keys.
+struct KeyJob {
+    name: String,
+    path: PathBuf,
+    batches: Vec<(RowId, KeyBatch)>,
+    /// This load's earlier runs of the shard (a key there is a duplicate).
+    older: Vec<Arc<crate::index::Run>>,
+}
+
 /// What the writer keeps per shard: the segment being written, the
 /// segments and runs written, and the shard's keys.
 struct ShardOut {
@@ -2564,16 +2573,36 @@ impl Writer<'_> {
     /// Writes the keys shard `s` gathered so far as a run, checked against
     /// the shard's runs and this load's earlier ones.
     fn flush_keys(&mut self, s: usize) -> Result<()> {
+        let Some(job) = self.key_job(s) else {
+            return Ok(());
+        };
+        let built = crate::index::build_run(&job.path, &job.batches, &job.older, self.workers);
+        self.keys_built(s, job, built)
+    }
+
+    /// Takes shard `s`'s gathered keys for a run (none: `None`).
+    fn key_job(&mut self, s: usize) -> Option<KeyJob> {
         let o = &mut self.outs[s];
         if o.keys.batches.is_empty() {
-            return Ok(());
+            return None;
         }
         let name = format!("{:06}-{:05}.keys", self.version, o.keys.runs.len());
         let path = o.abs_dir.join(&name);
         self.created.push(path.clone());
-        let batches = std::mem::take(&mut o.keys.batches);
         o.keys.bytes = 0;
-        match crate::index::build_run(&path, &batches, &o.keys.load_runs, self.workers)? {
+        Some(KeyJob {
+            name,
+            path,
+            batches: std::mem::take(&mut o.keys.batches),
+            older: o.keys.load_runs.clone(),
+        })
+    }
+
+    /// Records the run built for shard `s`, or reports its duplicate.
+    fn keys_built(&mut self, s: usize, job: KeyJob, built: Result<Built>) -> Result<()> {
+        let KeyJob { name, path, .. } = job;
+        let o = &mut self.outs[s];
+        match built? {
             Built::Run { entries, bytes } => {
                 o.keys.runs.push(RunMeta {
                     file: format!("{}/{name}", o.rel_dir),
@@ -2738,12 +2767,72 @@ impl Writer<'_> {
     }
 
     /// Closes every shard's segment and, for a keyed table, writes the
-    /// keys left as runs.
+    /// keys left as runs: the shards in parallel (each finish ends with an
+    /// fsync; N shards would otherwise wait for N in a row).
     fn finish(&mut self) -> Result<()> {
-        for s in 0..self.outs.len() {
-            self.close_segment(s)?;
+        let n = self.outs.len();
+        if n == 1 {
+            self.close_segment(0)?;
             if self.shared.key_col.is_some() {
-                self.flush_keys(s)?;
+                self.flush_keys(0)?;
+            }
+            return Ok(());
+        }
+        for s in 0..n {
+            self.flush_pending(s)?;
+        }
+        let mut jobs: Vec<(Option<SegmentWriter>, Option<KeyJob>)> = Vec::with_capacity(n);
+        for s in 0..n {
+            let seg = self.outs[s].current.take();
+            let keys = if self.shared.key_col.is_some() {
+                self.key_job(s)
+            } else {
+                None
+            };
+            jobs.push((seg, keys));
+        }
+        let threads = (self.workers / n).max(1);
+        type Finished = (
+            Option<Result<crate::store::SegmentMeta>>,
+            Option<Result<Built>>,
+        );
+        let results: Vec<Finished> = std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .iter_mut()
+                .map(|(seg, keys)| {
+                    let seg = seg.take();
+                    let keys = keys.as_ref();
+                    sc.spawn(move || {
+                        let meta = seg.map(|w| w.finish());
+                        let built = keys.map(|j| {
+                            crate::index::build_run(&j.path, &j.batches, &j.older, threads)
+                        });
+                        (meta, built)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Some(Err(Error::Internal(
+                                "a shard's finishing thread panicked".into(),
+                            ))),
+                            None,
+                        )
+                    })
+                })
+                .collect()
+        });
+        for (s, ((meta, built), (_, job))) in results.into_iter().zip(jobs).enumerate() {
+            if let Some(m) = meta {
+                let mut m = m?;
+                m.shard = self.outs[s].shard;
+                self.outs[s].done.push(m);
+            }
+            if let (Some(b), Some(job)) = (built, job) {
+                self.keys_built(s, job, b)?;
             }
         }
         Ok(())
