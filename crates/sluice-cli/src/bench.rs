@@ -155,7 +155,7 @@ pub enum Scenario {
     /// The training run of a profile-guided build (`cargo xtask pgo`): the
     /// hot paths on data of its own (CSV of every type, small blocks, many
     /// small files, rejects, a keyed table and its lookups, aggregate
-    /// queries); about a minute at scale 1 with an instrumented binary
+    /// queries, JSON lines into a sharded table); about a minute at scale 1 with an instrumented binary
     ProfileWorkload {
         /// Keep the data here (default: a temporary directory, removed)
         #[arg(long)]

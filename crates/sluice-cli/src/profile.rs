@@ -3,7 +3,8 @@
 //! shapes than the benchmarks that measure the gain): CSV of every type,
 //! large and small blocks, many small TSV files with an inferred schema,
 //! rejected records, a keyed load checked against earlier runs, merged and
-//! looked up one key and many at a time, and aggregate queries. It is not
+//! looked up one key and many at a time, aggregate queries, and JSON lines
+//! loaded into a sharded table. It is not
 //! a benchmark: it prints how long each part took, nothing to compare.
 
 use std::io::Write;
@@ -389,6 +390,41 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
             sluice::query::query(&db, &sql, None)?;
         }
         Ok(())
+    })?;
+    // The same rows as JSON lines, into a keyed table of 4 shards: the
+    // JSON scanner, and batches cut by shard.
+    let jsonl = dir.join("objects.jsonl");
+    {
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(&jsonl)
+                .with_context(|| format!("creating {}", jsonl.display()))?,
+        );
+        for f in &files[..files.len() / 2] {
+            let text = std::fs::read_to_string(f)?;
+            for line in text.lines() {
+                let mut v = line.split('\t');
+                if let (Some(id), Some(c), Some(sub)) = (v.next(), v.next(), v.next()) {
+                    writeln!(
+                        out,
+                        "{{\"source_id\":\"{id}\",\"chunk\":{c},\"sub\":{sub}}}"
+                    )?;
+                }
+            }
+        }
+        out.flush()?;
+    }
+    let json = LoadOptions {
+        format: sluice::parse::Format::Json(sluice::parse::JsonFormat::default()),
+        shards: Some(4),
+        ..keyed.clone()
+    };
+    time("JSON lines into 4 shards", quiet, || {
+        Ok(load(
+            &mut db,
+            "objects_json",
+            &[Input::File(jsonl.clone())],
+            &json,
+        )?)
     })?;
     drop(db);
     if temporary {
