@@ -1590,6 +1590,9 @@ fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> 
     {
         return Ok(vec![finish_piece(shared, one.shard, b, stats, Vec::new())?]);
     }
+    // Which TEXT columns repeat enough to encode: asked once of the whole
+    // batch, not once a piece.
+    let gains = crate::batch::dict::text_gains(&b);
     pieces
         .into_iter()
         .map(|p| {
@@ -1599,7 +1602,7 @@ fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> 
                 .iter()
                 .map(|a| crate::batch::column_stats(a.as_ref()))
                 .collect();
-            finish_piece(shared, p.shard, p.batch, stats, p.rows)
+            finish_piece_where(shared, p.shard, p.batch, stats, p.rows, Some(&gains))
         })
         .collect()
 }
@@ -1610,6 +1613,19 @@ fn finish_piece(
     batch: RecordBatch,
     stats: Vec<ColumnStats>,
     rows: Vec<u32>,
+) -> Result<Out> {
+    finish_piece_where(shared, shard, batch, stats, rows, None)
+}
+
+/// [`finish_piece`], dictionary-encoding only the TEXT columns `encode`
+/// marks (all that gain when `None`).
+fn finish_piece_where(
+    shared: &Shared<'_>,
+    shard: u32,
+    batch: RecordBatch,
+    stats: Vec<ColumnStats>,
+    rows: Vec<u32>,
+    encode: Option<&[bool]>,
 ) -> Result<Out> {
     let keys = match shared.key_col {
         Some(k) => {
@@ -1625,7 +1641,7 @@ fn finish_piece(
     };
     Ok(Out {
         shard,
-        batch: crate::batch::dict::encode_batch(batch)?,
+        batch: crate::batch::dict::encode_batch_where(batch, encode)?,
         stats,
         keys,
         rows,

@@ -102,9 +102,32 @@ pub fn try_encode(a: &StringArray) -> Option<DictionaryArray<UInt16Type>> {
 
 /// Encodes every TEXT column of `batch` that gains from it.
 pub fn encode_batch(batch: RecordBatch) -> Result<RecordBatch> {
+    encode_batch_where(batch, None)
+}
+
+/// For each column of `batch`: whether it is TEXT that gains from
+/// encoding. A batch cut into pieces asks this once for the whole batch,
+/// then tries only those columns on each piece: a column of unique values
+/// costs [`BATCH_DICT_MAX`] hash inserts before it is given up, once a
+/// piece, which would make eight pieces cost eight times one batch.
+pub fn text_gains(batch: &RecordBatch) -> Vec<bool> {
+    batch
+        .columns()
+        .iter()
+        .map(|c| c.data_type() == &A::Utf8 && try_encode(c.as_string::<i32>()).is_some())
+        .collect()
+}
+
+/// [`encode_batch`], trying only the columns `only` marks (all when
+/// `None`).
+pub fn encode_batch_where(batch: RecordBatch, only: Option<&[bool]>) -> Result<RecordBatch> {
     let mut changed = false;
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
-    for c in batch.columns() {
+    for (i, c) in batch.columns().iter().enumerate() {
+        if only.is_some_and(|o| !o.get(i).copied().unwrap_or(false)) {
+            cols.push(c.clone());
+            continue;
+        }
         match c.data_type() {
             A::Utf8 => match try_encode(c.as_string::<i32>()) {
                 Some(d) => {
@@ -283,6 +306,41 @@ mod tests {
         assert!(try_encode(&a).is_none());
         let few = strings(&[Some("a"); 10]);
         assert!(try_encode(&few).is_none(), "under {MIN_ROWS} rows");
+    }
+
+    #[test]
+    fn only_the_columns_that_gain_on_the_whole_batch_are_tried() {
+        let rep: Vec<Option<&str>> = (0..400).map(|i| Some(["a", "b"][i % 2])).collect();
+        let uniq: Vec<String> = (0..400).map(|i| format!("u{i}")).collect();
+        let batch = RecordBatch::try_new(
+            Arc::new(ArrowSchema::new(vec![
+                Field::new("rep", A::Utf8, true),
+                Field::new("uniq", A::Utf8, true),
+                Field::new("n", A::Int32, true),
+            ])),
+            vec![
+                Arc::new(strings(&rep)),
+                Arc::new(
+                    uniq.iter()
+                        .map(|s| Some(s.as_str()))
+                        .collect::<StringArray>(),
+                ),
+                Arc::new(arrow_array::Int32Array::from_iter_values(0..400)),
+            ],
+        )
+        .unwrap();
+        let gains = text_gains(&batch);
+        assert_eq!(gains, vec![true, false, false]);
+        // On a piece, the mask decides: the repeating column is encoded,
+        // the others stay as they are.
+        let piece = batch.slice(0, 100);
+        let out = encode_batch_where(piece.clone(), Some(&gains)).unwrap();
+        assert!(matches!(out.column(0).data_type(), A::Dictionary(..)));
+        assert_eq!(out.column(1).data_type(), &A::Utf8);
+        assert_eq!(plain(out.column(0)), plain(&(piece.column(0).clone())));
+        // A mask that marks nothing leaves every column plain.
+        let none = encode_batch_where(piece, Some(&[false, false, false])).unwrap();
+        assert_eq!(none.column(0).data_type(), &A::Utf8);
     }
 
     #[test]
