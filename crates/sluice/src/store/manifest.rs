@@ -20,8 +20,14 @@ use serde::{Deserialize, Serialize};
 use crate::batch::{ColumnStats, Schema};
 use crate::error::{Error, Result};
 
-/// Version of the manifest and segment layout this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// Newest version of the manifest and segment layout this build reads
+/// and writes (it reads every version from 1). A manifest is written with
+/// the oldest version that describes it: 2 only when a table is sharded,
+/// so that a build from before sharding refuses such a database instead
+/// of looking keys up in the wrong runs.
+pub const FORMAT_VERSION: u32 = 2;
+/// The version of databases without sharded tables.
+pub const FORMAT_VERSION_UNSHARDED: u32 = 1;
 pub const MANIFEST_FILE: &str = "MANIFEST";
 pub const MANIFEST_TMP: &str = "MANIFEST.tmp";
 const MAGIC: &str = "sluice-manifest";
@@ -350,9 +356,9 @@ impl Manifest {
         let format: u32 = format
             .parse()
             .map_err(|_| corrupt(format!("bad format {format:?}")))?;
-        if format != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&format) {
             return Err(Error::Config(format!(
-                "{}: format version {format}, this sluice reads version {FORMAT_VERSION}",
+                "{}: format version {format}, this sluice reads versions 1 to {FORMAT_VERSION} (written by a newer sluice?)",
                 path.display()
             )));
         }
@@ -376,12 +382,23 @@ impl Manifest {
         Ok(Some(m))
     }
 
+    /// The format version this manifest is written with: the oldest that
+    /// describes it (see [`FORMAT_VERSION`]).
+    pub fn format_version(&self) -> u32 {
+        if self.tables.values().any(|t| t.sharding.is_some()) {
+            FORMAT_VERSION
+        } else {
+            FORMAT_VERSION_UNSHARDED
+        }
+    }
+
     /// Publishes this manifest atomically in `dir`.
     pub fn write_atomic(&self, dir: &Path) -> Result<()> {
         let body = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::Internal(format!("manifest JSON: {e}")))?;
         let header = format!(
-            "{MAGIC} {FORMAT_VERSION} {:08x} {}\n",
+            "{MAGIC} {} {:08x} {}\n",
+            self.format_version(),
             crc32fast::hash(&body),
             body.len()
         );

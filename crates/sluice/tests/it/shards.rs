@@ -409,3 +409,54 @@ fn a_first_load_that_died_leaves_no_shard_directories_elsewhere() {
     );
     assert!(disk.exists(), "the directory given is kept");
 }
+
+/// The format number in the manifest's header line.
+fn manifest_format(db: &Path) -> String {
+    let text = std::fs::read(db.join("MANIFEST")).unwrap();
+    let line = text.split(|&b| b == b'\n').next().unwrap();
+    String::from_utf8_lossy(line)
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_sharded_table_raises_the_format_so_older_builds_refuse_it() {
+    let dir = TempDir::new("shards-format");
+    let plain = LoadOptions {
+        shards: None,
+        ..opts(1)
+    };
+    load_parts(&dir, "plain", &[rows(0, 50)], &plain);
+    assert_eq!(
+        manifest_format(&db_of(&dir)),
+        "1",
+        "no sharded table: version 1"
+    );
+    load_parts(&dir, "split", &[rows(0, 50)], &opts(3));
+    assert_eq!(
+        manifest_format(&db_of(&dir)),
+        "2",
+        "a sharded table: version 2"
+    );
+    // This build reads both; a version from the future is refused by name.
+    let db = Database::open(db_of(&dir)).unwrap();
+    assert_eq!(db.table("split").unwrap().shard_count(), 3);
+    drop(db);
+    let path = db_of(&dir).join("MANIFEST");
+    let text = std::fs::read(&path).unwrap();
+    let nl = text.iter().position(|&b| b == b'\n').unwrap();
+    let head = String::from_utf8(text[..nl].to_vec()).unwrap();
+    let mut newer = head.replacen(" 2 ", " 9 ", 1).into_bytes();
+    newer.extend_from_slice(&text[nl..]);
+    std::fs::write(&path, newer).unwrap();
+    let e = Database::open(db_of(&dir))
+        .err()
+        .expect("version 9 is refused");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("format version 9") && msg.contains("MANIFEST"),
+        "{msg}"
+    );
+}
