@@ -7,7 +7,8 @@
 //! 3. Runs its training workload (`sluice bench profile-workload`).
 //! 4. Merges the profiles and builds the optimised binary
 //!    (`-Cprofile-use`) into `target/pgo/optimized/release/sluice`.
-//! 5. Unless `--no-compare`: times held-out scenarios (data other than the
+//! 5. Unless `--no-compare`: times held-out scenarios (ingest of integer
+//!    CSV, JSON lines, TPC-H Q1, key lookups; data other than the
 //!    workload's) with the ordinary release binary and the PGO one,
 //!    interleaved, and prints medians and ratios.
 //!
@@ -359,6 +360,23 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
             "generating the ingest data",
         )?;
     }
+    // JSON lines of another generator and seed than the workload's.
+    let jsonl = dir.join("objects-7.jsonl");
+    if !jsonl.exists() {
+        run(
+            Command::new(release).args([
+                "gen",
+                "objects",
+                "--size",
+                "440MB",
+                "--seed",
+                "7",
+                "--output",
+                &jsonl.to_string_lossy(),
+            ]),
+            "generating the JSON lines",
+        )?;
+    }
     let (keyed_rows, lookups) = (8_000_000, 1_000_000);
     let keyed_db = dir.join(format!("keyed-{keyed_rows}.db"));
     if !keyed_db.exists() {
@@ -389,6 +407,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
     } else {
         dir.join("ingest.db")
     };
+    let json_db = ingest_db.with_extension("json");
     let scenarios = [
         Scenario {
             name: "ingest",
@@ -404,6 +423,22 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
                 ints.to_string_lossy().into_owned(),
             ],
             fresh: Some(ingest_db.clone()),
+        },
+        Scenario {
+            name: "json",
+            args: vec![
+                "--db".into(),
+                json_db.to_string_lossy().into_owned(),
+                "load".into(),
+                "--quiet".into(),
+                "--format".into(),
+                "jsonl".into(),
+                "--schema".into(),
+                "source_id TEXT, chunkId INT, subChunkId INT".into(),
+                "objects".into(),
+                jsonl.to_string_lossy().into_owned(),
+            ],
+            fresh: Some(json_db.clone()),
         },
         // Ten warm runs of TPC-H Q1 in one process, after one untimed
         // (the scenario loads lineitem into the directory once).
@@ -464,7 +499,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
             times[i].1.push(tp);
         }
     }
-    if let Some(d) = scenarios[0].fresh.as_ref() {
+    for d in scenarios.iter().filter_map(|s| s.fresh.as_ref()) {
         let _ = std::fs::remove_dir_all(d);
     }
     println!("\n| scenario | release (s) | PGO (s) | release / PGO | change |");
@@ -479,7 +514,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
         );
     }
     println!(
-        "\nmedians of {} runs, each a whole process; ingest: `sluice load` of {} rows of three integers into a fresh table (in /dev/shm when there is one); q1: `sluice bench q1` (TPC-H Q1 over lineitem SF {}, 11 runs at 2 threads); lookups: `sluice get --keys` of {lookups} present keys in a keyed table of {keyed_rows} rows",
+        "\nmedians of {} runs, each a whole process; ingest: `sluice load` of {} rows of three integers into a fresh table (in /dev/shm when there is one); json: `sluice load --format jsonl` of 440 MB of JSON lines (`sluice gen objects --seed 7`) into a fresh table beside it; q1: `sluice bench q1` (TPC-H Q1 over lineitem SF {}, 11 runs at 2 threads); lookups: `sluice get --keys` of {lookups} present keys in a keyed table of {keyed_rows} rows",
         o.runs, o.rows, o.sf
     );
     Ok(())
