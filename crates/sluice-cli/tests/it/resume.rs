@@ -125,6 +125,31 @@ pub(crate) fn assert_consistent(t: &Tmp, rows: u64) {
 }
 
 /// A small deterministic generator for the kill times.
+/// Runs `args` up to `rounds` times, each killed with SIGKILL after a
+/// random 0–50 ms (seeded), until one finishes first; after every kill
+/// the table must hold whole commits (`assert_consistent`). Returns how
+/// many runs were killed.
+pub(crate) fn kill_loop(t: &Tmp, args: &[&str], rounds: usize, seed: u64, rows: u64) -> usize {
+    let mut seed = seed;
+    let mut killed = 0;
+    for round in 0..rounds {
+        let mut child = command(t, args).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(next(&mut seed) % 50));
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        if out.status.success() {
+            // It finished before the kill: nothing left to test this round.
+            break;
+        }
+        killed += 1;
+        // Ended by the kill, never by an error of its own.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("error"), "round {round}: {err}");
+        assert_consistent(t, rows);
+    }
+    killed
+}
+
 pub(crate) fn next(seed: &mut u64) -> u64 {
     *seed = seed
         .wrapping_mul(6_364_136_223_846_793_005)
@@ -140,23 +165,7 @@ fn loads_killed_at_random_moments_resume_to_every_row_exactly_once() {
     // Groups of two files: many commits, and a merge of the key index
     // every four of them, for the kills to land in.
     let args = load_args("2files", &files);
-    let mut seed = 7u64;
-    let mut killed = 0;
-    for round in 0..25 {
-        let mut child = command(&t, &args).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(next(&mut seed) % 50));
-        let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
-        if out.status.success() {
-            // It finished before the kill: nothing left to test this round.
-            break;
-        }
-        killed += 1;
-        // Ended by the kill, never by an error of its own.
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!err.contains("error"), "round {round}: {err}");
-        assert_consistent(&t, rows);
-    }
+    let killed = kill_loop(&t, &args, 25, 7, rows);
     eprintln!("{killed} loads killed");
     assert!(killed > 0, "no load was killed");
     // The same command finishes the job.

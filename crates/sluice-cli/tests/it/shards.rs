@@ -3,10 +3,8 @@
 //! and the rerun finishes the job; `info` shows each shard; EXPLAIN shows
 //! the fan-out; `--shard-paths` puts the shards' files elsewhere.
 
-use std::time::Duration;
-
 use crate::resume::{
-    assert_consistent, command, count_and_sum, journaled, load_args, next, write_files,
+    assert_consistent, count_and_sum, journaled, kill_loop, load_args, write_files,
 };
 use crate::{Tmp, fails, ok};
 
@@ -25,22 +23,9 @@ fn sharded_loads_killed_at_random_moments_resume_to_every_row_exactly_once() {
     let (n, rows) = (20usize, 400u64);
     let files = write_files(&t, n, rows as usize);
     let args = sharded(load_args("2files", &files), &["--shards", "4"]);
-    let mut seed = 11u64;
-    let mut killed = 0;
-    for round in 0..20 {
-        let mut child = command(&t, &args).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(next(&mut seed) % 50));
-        let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
-        if out.status.success() {
-            break;
-        }
-        killed += 1;
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!err.contains("error"), "round {round}: {err}");
-        // Rows of the journaled files only, every shard's files whole.
-        assert_consistent(&t, rows);
-    }
+    // After each kill: rows of the journaled files only, every shard's
+    // files whole.
+    let killed = kill_loop(&t, &args, 20, 11, rows);
     eprintln!("{killed} sharded loads killed");
     assert!(killed > 0, "no load was killed");
     ok(&t.0, &args);
