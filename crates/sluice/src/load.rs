@@ -609,14 +609,48 @@ struct Done {
     result: Option<Parsed>,
 }
 
+/// The runs of [`open_runs`]: those already open, and a thread opening the
+/// others.
+type OpeningRuns = (
+    Vec<Option<Arc<crate::index::Run>>>,
+    std::thread::JoinHandle<Result<Vec<Arc<crate::index::Run>>>>,
+);
+
+/// Starts opening `runs` (those the database has not opened before) on a
+/// thread of its own; `None` when there are none.
+fn open_runs(db: &Database, runs: &[RunMeta]) -> Result<Option<OpeningRuns>> {
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let known: Vec<Option<Arc<crate::index::Run>>> =
+        runs.iter().map(|r| db.cached_run(r)).collect();
+    let todo: Vec<RunMeta> = runs
+        .iter()
+        .zip(&known)
+        .filter(|(_, k)| k.is_none())
+        .map(|(r, _)| r.clone())
+        .collect();
+    let dir = db.dir().to_path_buf();
+    let handle = std::thread::Builder::new()
+        .name("sluice-open-runs".into())
+        .spawn(move || {
+            todo.iter()
+                .map(|r| crate::store::open_run(&dir, r))
+                .collect()
+        })
+        .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
+    Ok(Some((known, handle)))
+}
+
 /// Shared by the pipeline's threads.
 struct Shared<'a> {
     opts: &'a LoadOptions,
     /// The PRIMARY KEY column, if the table has one.
     key_col: Option<usize>,
-    /// The key-index runs of each shard before this load: workers look
-    /// every key of their batches up in its shard's.
-    table_runs: Vec<Vec<Arc<crate::index::Run>>>,
+    /// Per shard: whether its keys will be checked against runs of the
+    /// table ([`crate::index::check_batches`]), so that the workers order
+    /// each batch's keys by hash for it.
+    check_keys: Vec<bool>,
     route: Route,
     shards: u32,
     table: &'a str,
@@ -1180,19 +1214,23 @@ fn load_group(
                 })?,
         ),
     };
-    let mut older_runs: Vec<Vec<Arc<crate::index::Run>>> = vec![Vec::new(); count as usize];
-    if let Some(t) = &existing {
-        for r in &t.runs {
-            let open = db.run(r)?;
-            older_runs
-                .get_mut(r.shard as usize)
-                .ok_or_else(|| Error::Corrupt {
-                    file: db.dir().join(&r.file),
-                    message: format!("a run of shard {} in a table of {count}", r.shard),
-                })?
-                .push(open);
-        }
+    // The table's runs are opened (footer, index and filter checked) on a
+    // thread of their own while the load parses: its keys are checked
+    // against them when the group's run is built.
+    let table_runs: Vec<RunMeta> = existing
+        .as_ref()
+        .map(|t| t.runs.clone())
+        .unwrap_or_default();
+    let mut has_runs = vec![false; count as usize];
+    for r in &table_runs {
+        *has_runs
+            .get_mut(r.shard as usize)
+            .ok_or_else(|| Error::Corrupt {
+                file: db.dir().join(&r.file),
+                message: format!("a run of shard {} in a table of {count}", r.shard),
+            })? = true;
     }
+    let opening = open_runs(db, &table_runs)?;
     let created_dir = !abs_dir.exists();
     std::fs::create_dir_all(&abs_dir).map_err(|e| Error::io(&abs_dir, e))?;
     let mut created = Vec::new();
@@ -1213,7 +1251,10 @@ fn load_group(
 
     let shared = Shared {
         opts,
-        table_runs: older_runs.clone(),
+        check_keys: has_runs
+            .iter()
+            .map(|&r| r && opts.on_duplicate == OnDuplicate::Error)
+            .collect(),
         route,
         shards: count,
         table: &table,
@@ -1227,11 +1268,8 @@ fn load_group(
         pool: Mutex::new(Vec::new()),
         read: Mutex::new(Vec::new()),
     };
-    let outs = older_runs
-        .into_iter()
-        .enumerate()
-        .map(|(s, runs)| {
-            let s = s as u32;
+    let outs = (0..count)
+        .map(|s| {
             let (rel_dir, abs_dir) = db.shard_dir(&table, s, count);
             ShardOut {
                 shard: s,
@@ -1248,7 +1286,7 @@ fn load_group(
                     base_row: existing.as_ref().map(|t| t.shard_rows(s)).unwrap_or(0),
                     batches: Vec::new(),
                     bytes: 0,
-                    table_runs: runs,
+                    table_runs: Vec::new(),
                     load_runs: Vec::new(),
                     runs: Vec::new(),
                     seen: std::collections::HashSet::new(),
@@ -1278,6 +1316,8 @@ fn load_group(
         provenance: Vec::new(),
         duplicates: 0,
         conflict_existing: None,
+        table_runs,
+        opening,
     };
     let slots = in_flight(workers);
     let (block_tx, block_rx) = sync_channel::<Block>(slots);
@@ -1332,6 +1372,9 @@ fn load_group(
         writer.finish()?;
         Ok(files)
     });
+    for (meta, run) in writer.opened_runs() {
+        db.remember_run(&meta, run);
+    }
     // The rejects file is kept also when the load fails: it shows why.
     *rejects = writer.rejects.take();
     let result = result.and_then(|files| {
@@ -1630,10 +1673,10 @@ fn finish_piece_where(
     let keys = match shared.key_col {
         Some(k) => {
             let mut kb = KeyBatch::from_array(batch.column(k).as_ref())?;
-            if shared.opts.on_duplicate == OnDuplicate::Error
-                && let Some(runs) = shared.table_runs.get(shard as usize)
-            {
-                kb.check_against(runs)?;
+            // Checked against the table's runs when the group's run is
+            // built, all of its keys at once (`index::check_batches`).
+            if shared.check_keys.get(shard as usize) == Some(&true) {
+                kb.order_by_hash();
             }
             Some(kb)
         }
@@ -2228,6 +2271,9 @@ struct KeyJob {
     name: String,
     path: PathBuf,
     batches: Vec<(RowId, KeyBatch)>,
+    /// The shard's runs before the load, to check the keys against (none
+    /// with `OnDuplicate::Skip`, which looked each key up as it came).
+    table: Vec<Arc<crate::index::Run>>,
     /// This load's earlier runs of the shard (a key there is a duplicate).
     older: Vec<Arc<crate::index::Run>>,
 }
@@ -2284,6 +2330,10 @@ struct Writer<'a> {
     /// The row of the table a duplicate key repeats, when it was loaded
     /// before this load (a row id of the lookup API).
     conflict_existing: Option<RowId>,
+    /// The table's runs before the load, in manifest order.
+    table_runs: Vec<RunMeta>,
+    /// The thread opening those not open yet ([`open_runs`]).
+    opening: Option<OpeningRuns>,
 }
 
 impl Writer<'_> {
@@ -2427,19 +2477,6 @@ impl Writer<'_> {
                         ),
                     });
                 }
-                if let Some((r, existing)) = kb.conflict {
-                    self.conflict_existing =
-                        Some(crate::store::keyed::tag_row(self.outs[s].shard, existing));
-                    return Err(Error::DuplicateKey {
-                        table: self.shared.table.to_string(),
-                        key: crate::index::display_key(
-                            self.shared.schema.columns[self.shared.key_col.unwrap_or(0)].data_type,
-                            &self.key_of_row(&batch, r)?,
-                        ),
-                        first: format!("row {existing} already in the table"),
-                        second: self.describe_in(here, load_row(r)),
-                    });
-                }
                 let (batch, stats, kb, rows) = match self.shared.opts.on_duplicate {
                     OnDuplicate::Error => (batch, stats, kb, rows),
                     OnDuplicate::Skip => self.skip_duplicates(s, batch, stats, kb, rows)?,
@@ -2483,14 +2520,6 @@ impl Writer<'_> {
         self.flush_pending(s)?;
         self.write_batch(s, &batch, &stats)?;
         Ok(n as u64)
-    }
-
-    /// The key of row `r` of a batch in index byte form.
-    fn key_of_row(&self, batch: &RecordBatch, r: u32) -> Result<Vec<u8>> {
-        let k = self.shared.key_col.unwrap_or(0);
-        let one = batch.column(k).slice(r as usize, 1);
-        let kb = KeyBatch::from_array(one.as_ref())?;
-        Ok(kb.sorted_key(0).to_vec())
     }
 
     fn key_name(&self) -> &str {
@@ -2538,6 +2567,7 @@ impl Writer<'_> {
         kb: KeyBatch,
         rows: Vec<u32>,
     ) -> Result<(RecordBatch, Vec<ColumnStats>, KeyBatch, Vec<u32>)> {
+        self.table_runs_ready()?;
         let n = batch.num_rows();
         let mut keep = vec![true; n];
         let mut dropped = 0usize;
@@ -2589,11 +2619,56 @@ impl Writer<'_> {
     /// Writes the keys shard `s` gathered so far as a run, checked against
     /// the shard's runs and this load's earlier ones.
     fn flush_keys(&mut self, s: usize) -> Result<()> {
+        self.table_runs_ready()?;
         let Some(job) = self.key_job(s) else {
             return Ok(());
         };
-        let built = crate::index::build_run(&job.path, &job.batches, &job.older, self.workers);
+        let built = crate::index::build_run(
+            &job.path,
+            &job.batches,
+            &job.table,
+            &job.older,
+            self.workers,
+        );
         self.keys_built(s, job, built)
+    }
+
+    /// Waits for the table's runs to be open ([`open_runs`]) and hands
+    /// them to their shards.
+    fn table_runs_ready(&mut self) -> Result<()> {
+        let Some((mut known, handle)) = self.opening.take() else {
+            return Ok(());
+        };
+        let opened = handle.join().unwrap_or_else(|_| {
+            Err(Error::Internal(
+                "the thread opening the key index panicked".into(),
+            ))
+        })?;
+        let mut opened = opened.into_iter();
+        for (meta, k) in self.table_runs.iter().zip(&mut known) {
+            let run = match k.take() {
+                Some(r) => r,
+                None => opened
+                    .next()
+                    .ok_or_else(|| Error::Internal("a run was not opened".into()))?,
+            };
+            self.outs[meta.shard as usize].keys.table_runs.push(run);
+        }
+        Ok(())
+    }
+
+    /// The table's runs this load opened, to keep in the database handle.
+    fn opened_runs(&self) -> Vec<(RunMeta, Arc<crate::index::Run>)> {
+        let mut next = vec![0usize; self.outs.len()];
+        self.table_runs
+            .iter()
+            .filter_map(|m| {
+                let i = &mut next[m.shard as usize];
+                let r = self.outs[m.shard as usize].keys.table_runs.get(*i)?;
+                *i += 1;
+                Some((m.clone(), r.clone()))
+            })
+            .collect()
     }
 
     /// Takes shard `s`'s gathered keys for a run (none: `None`).
@@ -2610,6 +2685,10 @@ impl Writer<'_> {
             name,
             path,
             batches: std::mem::take(&mut o.keys.batches),
+            table: match self.shared.opts.on_duplicate {
+                OnDuplicate::Error => o.keys.table_runs.clone(),
+                OnDuplicate::Skip => Vec::new(),
+            },
             older: o.keys.load_runs.clone(),
         })
     }
@@ -2797,6 +2876,7 @@ impl Writer<'_> {
         for s in 0..n {
             self.flush_pending(s)?;
         }
+        self.table_runs_ready()?;
         let mut jobs: Vec<(Option<SegmentWriter>, Option<KeyJob>)> = Vec::with_capacity(n);
         for s in 0..n {
             let seg = self.outs[s].current.take();
@@ -2821,7 +2901,9 @@ impl Writer<'_> {
                     sc.spawn(move || {
                         let meta = seg.map(|w| w.finish());
                         let built = keys.map(|j| {
-                            crate::index::build_run(&j.path, &j.batches, &j.older, threads)
+                            crate::index::build_run(
+                                &j.path, &j.batches, &j.table, &j.older, threads,
+                            )
                         });
                         (meta, built)
                     })

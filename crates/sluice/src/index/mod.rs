@@ -30,6 +30,7 @@ use arrow_schema::DataType as ArrowType;
 
 use crate::batch::{BatchBuilder, Column, DataType, Schema, ValueOptions};
 use crate::error::{Error, Result};
+use run::BloomKey;
 pub use run::{BlockEncoder, Run, RunWriter, encode_i64, key_hash};
 
 /// A row's position in its table, in load order.
@@ -80,12 +81,13 @@ pub struct KeyBatch {
     prefixes: Vec<u64>,
     /// [`key_hash`] of each key (the bloom filters' hash).
     hashes: Vec<u64>,
+    /// The hashes again, ordered by their top [`ORDER_BITS`] bits, each with
+    /// its key's position, when [`KeyBatch::order_by_hash`] was called
+    /// (for [`check_batches`]).
+    by_hash: Vec<(u64, u32)>,
     rows: Vec<u32>,
     /// The first row whose key is NULL, if any.
     pub null_row: Option<u32>,
-    /// The first row (in row order) whose key is already in runs given to
-    /// [`KeyBatch::check_against`], and the row id it has there.
-    pub conflict: Option<(u32, RowId)>,
 }
 
 /// The key of row `i` of a column, before sorting.
@@ -193,90 +195,15 @@ impl KeyBatch {
             offs: sorted_offs,
             prefixes: pairs.iter().map(|p| p.0).collect(),
             hashes: Vec::with_capacity(n),
+            by_hash: Vec::new(),
             rows: pairs.iter().map(|p| p.1).collect(),
             null_row,
-            conflict: None,
         };
         for i in 0..n {
             let h = key_hash(kb.sorted_key(i));
             kb.hashes.push(h);
         }
         Ok(kb)
-    }
-
-    /// Looks every key up in `runs` (bloom filter first), in key order so
-    /// that block reads stay near each other; sets [`KeyBatch::conflict`]
-    /// to the first row in row order found there.
-    pub fn check_against(&mut self, runs: &[Arc<Run>]) -> Result<()> {
-        if runs.is_empty() {
-            return Ok(());
-        }
-        let mut first: Option<(u32, RowId)> = None;
-        // Bloom filters of big runs do not fit the caches: the lines of a
-        // group of keys are requested together, then tested, so that the
-        // memory accesses overlap.
-        // 32 keys a group: measured on 2M keys against 3 runs of 18M keys,
-        // 63 ms, against 95 ms prefetching 4 keys ahead one at a time.
-        const GROUP: usize = 32;
-        let order = self.hash_order();
-        let mut start = 0;
-        while start < order.len() {
-            let end = (start + GROUP).min(order.len());
-            for &i in &order[start..end] {
-                let h = self.hashes[i as usize];
-                for r in runs {
-                    r.prefetch(h);
-                }
-            }
-            for &i in &order[start..end] {
-                let i = i as usize;
-                let h = self.hashes[i];
-                for r in runs {
-                    // The key itself is read only on a bloom hit: in hash
-                    // order, keys are far apart in memory.
-                    if !r.may_contain(h) {
-                        continue;
-                    }
-                    if let Some(id) = r.get_hashed(self.sorted_key(i), h)? {
-                        let row = self.rows[i];
-                        if first.is_none_or(|(f, _)| row < f) {
-                            first = Some((row, id));
-                        }
-                        break;
-                    }
-                }
-            }
-            start = end;
-        }
-        self.conflict = first;
-        Ok(())
-    }
-
-    /// The keys' positions ordered by the top bits of their hashes: bloom
-    /// blocks are chosen by the hash's high bits in every run, so probing
-    /// in this order walks each filter from start to end, near the last
-    /// probe, instead of jumping across it (a counting sort, two passes).
-    fn hash_order(&self) -> Vec<u32> {
-        let n = self.len();
-        // About eight keys a bucket; order inside a bucket does not matter.
-        let bits = (usize::BITS - n.leading_zeros())
-            .saturating_sub(3)
-            .clamp(1, 16);
-        let shift = 64 - bits;
-        let mut starts = vec![0u32; (1 << bits) + 1];
-        for &h in &self.hashes {
-            starts[(h >> shift) as usize + 1] += 1;
-        }
-        for b in 1..starts.len() {
-            starts[b] += starts[b - 1];
-        }
-        let mut order = vec![0u32; n];
-        for (i, &h) in self.hashes.iter().enumerate() {
-            let b = &mut starts[(h >> shift) as usize];
-            order[*b as usize] = i as u32;
-            *b += 1;
-        }
-        order
     }
 
     pub fn len(&self) -> usize {
@@ -307,7 +234,15 @@ impl KeyBatch {
             + 4 * self.offs.capacity()
             + 8 * self.prefixes.capacity()
             + 8 * self.hashes.capacity()
+            + 16 * self.by_hash.capacity()
             + 4 * self.rows.capacity()
+    }
+
+    /// Orders the keys' hashes by their top bits for [`check_batches`]
+    /// (a counting sort): done by the parse workers, batch by batch, in
+    /// parallel and in the cache, rather than for all keys at the end.
+    pub fn order_by_hash(&mut self) {
+        self.by_hash = hash_order(&self.hashes);
     }
 }
 
@@ -357,18 +292,224 @@ impl Ord for Head<'_> {
 }
 
 /// Merges sorted key batches (each with the row id of its first row) into
-/// a run at `path`, checking every key against `older` runs (by bloom
-/// filter, then a block read; the loader checks the table's runs in its
-/// parse workers, and passes here only the runs the load itself wrote). Stops at the first duplicate, inside the
-/// batches or against an older run, and leaves the file for the caller to
-/// remove.
+/// a run at `path`, after checking every key against the table's runs
+/// (`table`, all at once: [`check_batches`]) and, as it merges, against
+/// `older` runs (those the load itself wrote; by bloom filter, then a block
+/// read). Stops at the first duplicate, inside the batches or against a
+/// run, and leaves the file, if any, for the caller to remove.
 pub fn build_run(
     path: &Path,
     batches: &[(RowId, KeyBatch)],
+    table: &[Arc<Run>],
     older: &[Arc<Run>],
     threads: usize,
 ) -> Result<Built> {
+    if let Some(c) = check_batches(batches, table, threads)? {
+        return Ok(Built::Duplicate(c));
+    }
     build_run_with(path, batches, older, threads, PARALLEL_MIN_KEYS, PART_KEYS)
+}
+
+/// Bits of a hash that order the keys for a check ([`hash_order`]): 4,096
+/// buckets keep the counting sort's write positions in the L2 cache, and a
+/// bucket still spans a small stretch of every filter (7.5 KiB of a 30 MiB
+/// one).
+const ORDER_BITS: u32 = 12;
+const ORDER_SHIFT: u32 = 64 - ORDER_BITS;
+/// Keys probed together: their filter lines are requested first, then
+/// tested, so that the memory accesses overlap.
+const GROUP: usize = 32;
+/// Keys gathered from the batches before they are probed: whole buckets,
+/// at least this many, so that their filter lines are read once.
+const GATHER: usize = 4096;
+
+/// Hashes with their positions, ordered by the top [`ORDER_BITS`] bits.
+fn hash_order(hashes: &[u64]) -> Vec<(u64, u32)> {
+    let mut starts = vec![0u32; (1 << ORDER_BITS) + 1];
+    for &h in hashes {
+        starts[(h >> ORDER_SHIFT) as usize + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut order = vec![(0u64, 0u32); hashes.len()];
+    for (i, &h) in hashes.iter().enumerate() {
+        let b = &mut starts[(h >> ORDER_SHIFT) as usize];
+        order[*b as usize] = (h, i as u32);
+        *b += 1;
+    }
+    order
+}
+
+/// Checks the keys of `batches` against `runs`, which must hold none of
+/// them; returns the conflict of the first such key in row order.
+///
+/// Bloom filter blocks are chosen by the top bits of the hash in every
+/// run, so keys taken in hash order walk every filter once, from start to
+/// end: the batches' keys, each batch already in hash order
+/// ([`KeyBatch::order_by_hash`]), are merged bucket by bucket, a few
+/// thousand at a time, and probed; `threads` threads take a share of the
+/// buckets each. A key is read only on a bloom hit. Checking each parse
+/// block's keys on their own walked every filter once a block: for 2M keys
+/// against three runs of 18M keys, four times the memory traffic.
+pub fn check_batches(
+    batches: &[(RowId, KeyBatch)],
+    runs: &[Arc<Run>],
+    threads: usize,
+) -> Result<Option<Conflict>> {
+    check_batches_with(batches, runs, threads, GATHER)
+}
+
+fn check_batches_with(
+    batches: &[(RowId, KeyBatch)],
+    runs: &[Arc<Run>],
+    threads: usize,
+    gather: usize,
+) -> Result<Option<Conflict>> {
+    let gather = gather.max(1);
+    let total: usize = batches.iter().map(|(_, b)| b.len()).sum();
+    if runs.is_empty() || total == 0 {
+        return Ok(None);
+    }
+    let computed: Vec<Vec<(u64, u32)>> = batches
+        .iter()
+        .map(|(_, kb)| {
+            if kb.by_hash.len() == kb.len() {
+                Vec::new()
+            } else {
+                hash_order(&kb.hashes)
+            }
+        })
+        .collect();
+    let orders: Vec<&[(u64, u32)]> = batches
+        .iter()
+        .zip(&computed)
+        .map(|((_, kb), c)| {
+            if kb.by_hash.len() == kb.len() {
+                &kb.by_hash[..]
+            } else {
+                &c[..]
+            }
+        })
+        .collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let buckets = 1usize << ORDER_BITS;
+    let threads = threads.clamp(1, (total / gather).clamp(1, buckets));
+    let share = |t: usize| {
+        let (lo, hi) = (t * buckets / threads, (t + 1) * buckets / threads);
+        probe_buckets(batches, &orders, runs, lo as u64, hi as u64, gather, &stop)
+    };
+    let found = if threads == 1 {
+        share(0)?
+    } else {
+        let results: Vec<Result<bool>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|t| s.spawn(move || share(t))).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("a key-check thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let mut any = false;
+        for r in results {
+            any |= r?;
+        }
+        any
+    };
+    if found {
+        first_conflict(batches, runs)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Probes `runs` for the keys whose hashes fall in buckets `lo..hi`:
+/// whether any is there. Stops early when `stop` is set (by another
+/// thread's find) and sets it on a find.
+fn probe_buckets(
+    batches: &[(RowId, KeyBatch)],
+    orders: &[&[(u64, u32)]],
+    runs: &[Arc<Run>],
+    lo: u64,
+    hi: u64,
+    gather: usize,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<bool> {
+    let mut at: Vec<usize> = orders
+        .iter()
+        .map(|o| o.partition_point(|&(h, _)| h >> ORDER_SHIFT < lo))
+        .collect();
+    let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(2 * gather);
+    let mut bucket = lo;
+    while bucket < hi {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(false);
+        }
+        // Whole buckets until `gather` keys (or the share's end).
+        keys.clear();
+        while bucket < hi && keys.len() < gather {
+            bucket += 1;
+            for (b, o) in orders.iter().enumerate() {
+                let i = &mut at[b];
+                while let Some(&(h, pos)) = o.get(*i) {
+                    if h >> ORDER_SHIFT >= bucket {
+                        break;
+                    }
+                    keys.push((h, b as u32, pos));
+                    *i += 1;
+                }
+            }
+        }
+        for group in keys.chunks(GROUP) {
+            for &(h, _, _) in group {
+                for r in runs {
+                    r.prefetch(h);
+                }
+            }
+            for &(h, b, pos) in group {
+                let bk = BloomKey::new(h);
+                for r in runs {
+                    if !r.may_contain_key(&bk) {
+                        continue;
+                    }
+                    let key = batches[b as usize].1.sorted_key(pos as usize);
+                    if r.get_unfiltered(key)?.is_some() {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// The conflict of the first key of `batches`, in row order, found in
+/// `runs` (once a key is known to be there: the message names the first,
+/// whichever thread found one).
+fn first_conflict(batches: &[(RowId, KeyBatch)], runs: &[Arc<Run>]) -> Result<Option<Conflict>> {
+    let mut order: Vec<(RowId, usize, usize)> = Vec::new();
+    for (b, (base, kb)) in batches.iter().enumerate() {
+        order.extend((0..kb.len()).map(|i| (base + kb.sorted_row(i) as u64, b, i)));
+    }
+    order.sort_unstable();
+    for (row, b, i) in order {
+        let kb = &batches[b].1;
+        let key = kb.sorted_key(i);
+        for r in runs {
+            if let Some(first) = r.get_hashed(key, kb.hashes[i])? {
+                return Ok(Some(Conflict {
+                    key: key.to_vec(),
+                    first,
+                    second: row,
+                }));
+            }
+        }
+    }
+    Ok(None)
 }
 
 fn build_run_with(
@@ -912,12 +1053,155 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+
+        /// Checking a load's batches against the table's runs (in hash
+        /// order, by bucket shares on several threads, some batches ordered
+        /// by the workers and some not) finds a key already in the table
+        /// exactly when there is one, and names the first in row order.
+        #[test]
+        fn check_against_the_table_agrees_with_a_model(
+            table in proptest::collection::btree_set(0u32..20_000, 0..1500),
+            runs in 1usize..4,
+            batches in proptest::collection::vec(
+                proptest::collection::vec(0u32..20_000, 0..400), 1..6),
+            ordered in proptest::prelude::any::<u8>(),
+            threads in 1usize..4,
+            gather in 1usize..64,
+        ) {
+            // The table's keys spread over `runs` runs; ids 1,000,000 + i.
+            let mut files = Vec::new();
+            let mut opened = Vec::new();
+            let mut model = std::collections::HashMap::new();
+            for r in 0..runs {
+                let p = tmp("chk");
+                let mut w = RunWriter::create(&p).unwrap();
+                for (i, k) in table.iter().enumerate().filter(|(i, _)| i % runs == r) {
+                    let key = format!("id{k:06}").into_bytes();
+                    w.add(&key, 1_000_000 + i as u64).unwrap();
+                    model.insert(key, 1_000_000 + i as u64);
+                }
+                w.finish().unwrap();
+                opened.push(Arc::new(Run::open(&p).unwrap()));
+                files.push(p);
+            }
+            // The load's keys, unique within the load.
+            let mut seen = std::collections::HashSet::new();
+            let mut kbs = Vec::new();
+            let mut base = 0u64;
+            let mut want: Option<Conflict> = None;
+            for (b, keys) in batches.iter().enumerate() {
+                let keys: Vec<String> = keys
+                    .iter()
+                    .filter(|&&k| seen.insert(k))
+                    .map(|k| format!("id{k:06}"))
+                    .collect();
+                for (i, k) in keys.iter().enumerate() {
+                    if let Some(&first) = model.get(k.as_bytes())
+                        && want.is_none()
+                    {
+                        want = Some(Conflict {
+                            key: k.clone().into_bytes(),
+                            first,
+                            second: base + i as u64,
+                        });
+                    }
+                }
+                let mut kb = KeyBatch::from_array(&StringArray::from(keys.clone())).unwrap();
+                if ordered & (1 << b) != 0 {
+                    kb.order_by_hash();
+                }
+                kbs.push((base, kb));
+                base += keys.len() as u64;
+            }
+            let got = check_batches_with(&kbs, &opened, threads, gather).unwrap();
+            proptest::prop_assert_eq!(got, want);
+            for f in files {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+
+    #[test]
+    fn a_check_on_several_threads_finds_a_lone_duplicate_in_any_bucket() {
+        // 60,000 table keys in two runs (those ≡ 0 and ≡ 1 mod 4 below
+        // 120,000); 50,000 new keys in five batches, none in the table
+        // but one planted late in the fourth batch. The planted keys are
+        // taken at the first and last buckets of every thread's share (2
+        // and 3 threads), where a walk that skipped one would miss it.
+        let p = [tmp("big0"), tmp("big1")];
+        let mut runs = Vec::new();
+        for (r, path) in p.iter().enumerate() {
+            let mut w = RunWriter::create(path).unwrap();
+            for i in (r as i64..120_000).step_by(4) {
+                w.add(&encode_i64(i), i as u64).unwrap();
+            }
+            w.finish().unwrap();
+            runs.push(Arc::new(Run::open(path).unwrap()));
+        }
+        let check = |planted: Option<i64>, threads: usize, gather: usize| {
+            let mut kbs = Vec::new();
+            for b in 0..5i64 {
+                // Odd keys from 1,000,001 on: never in the table.
+                let mut keys: Vec<i64> = (0..10_000)
+                    .map(|i| 1_000_001 + 2 * (b * 10_000 + i))
+                    .collect();
+                if b == 3
+                    && let Some(k) = planted
+                {
+                    keys[9_000] = k;
+                }
+                let mut kb = KeyBatch::from_array(&Int64Array::from(keys)).unwrap();
+                if b != 1 {
+                    kb.order_by_hash();
+                }
+                kbs.push((b as u64 * 10_000, kb));
+            }
+            check_batches_with(&kbs, &runs, threads, gather).unwrap()
+        };
+        let bucket = |k: i64| key_hash(&encode_i64(k)) >> ORDER_SHIFT;
+        let buckets = 1u64 << ORDER_BITS;
+        let mut edges = vec![0, buckets - 1];
+        for threads in [2, 3] {
+            for t in 1..threads {
+                let start = t * buckets / threads;
+                edges.extend([start - 1, start]);
+            }
+        }
+        for edge in edges {
+            let k = (0..120_000i64)
+                .filter(|k| k % 4 < 2)
+                .find(|&k| bucket(k) == edge)
+                .expect("a table key in every bucket");
+            for (threads, gather) in [(2, GATHER), (3, GATHER), (3, 100)] {
+                assert_eq!(
+                    check(Some(k), threads, gather),
+                    Some(Conflict {
+                        key: encode_i64(k).to_vec(),
+                        first: k as u64,
+                        second: 39_000,
+                    }),
+                    "key {k} in bucket {edge}, {threads} threads"
+                );
+            }
+        }
+        for absent in [117_998, 119_999, 200_000] {
+            assert_eq!(check(Some(absent), 2, GATHER), None, "key {absent}");
+        }
+        assert_eq!(check(None, 3, 100), None);
+        for f in p {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
     #[test]
     fn build_finds_duplicates_inside_and_against_older_runs() {
         let b1 = KeyBatch::from_array(&Int64Array::from(vec![5, 1, 9])).unwrap();
         let b2 = KeyBatch::from_array(&Int64Array::from(vec![7, 2])).unwrap();
         let p = tmp("a");
-        let Built::Run { entries, .. } = build_run(&p, &[(0, b1), (3, b2)], &[], 1).unwrap() else {
+        let Built::Run { entries, .. } = build_run(&p, &[(0, b1), (3, b2)], &[], &[], 1).unwrap()
+        else {
             panic!("no duplicate expected");
         };
         assert_eq!(entries, 5);
@@ -926,7 +1210,7 @@ mod tests {
         // Against the older run: key 9 is row 2 there.
         let b3 = KeyBatch::from_array(&Int64Array::from(vec![100, 9])).unwrap();
         let q = tmp("b");
-        match build_run(&q, &[(5, b3)], std::slice::from_ref(&old), 1).unwrap() {
+        match build_run(&q, &[(5, b3)], &[], std::slice::from_ref(&old), 1).unwrap() {
             Built::Duplicate(c) => assert_eq!(
                 c,
                 Conflict {
@@ -940,14 +1224,14 @@ mod tests {
         // Inside one load, across batches.
         let b4 = KeyBatch::from_array(&Int64Array::from(vec![40, 41])).unwrap();
         let b5 = KeyBatch::from_array(&Int64Array::from(vec![42, 40])).unwrap();
-        match build_run(&q, &[(10, b4), (12, b5)], &[], 1).unwrap() {
+        match build_run(&q, &[(10, b4), (12, b5)], &[], &[], 1).unwrap() {
             Built::Duplicate(c) => assert_eq!((c.first, c.second), (10, 13)),
             Built::Run { .. } => panic!("duplicate across batches missed"),
         }
         // Merging runs keeps every entry.
         let b6 = KeyBatch::from_array(&Int64Array::from(vec![3, 4])).unwrap();
         let r = tmp("c");
-        build_run(&r, &[(20, b6)], &[], 1).unwrap();
+        build_run(&r, &[(20, b6)], &[], &[], 1).unwrap();
         let newer = Arc::new(Run::open(&r).unwrap());
         let m = tmp("m");
         let (n, _) = merge_runs(&[old.clone(), newer.clone()], &m, 1).unwrap();

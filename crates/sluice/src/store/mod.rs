@@ -240,38 +240,27 @@ impl Database {
     /// A key-index run, opened (footer, index and bloom filter checked)
     /// once per handle; its size must match the manifest.
     pub fn run(&self, meta: &RunMeta) -> Result<Arc<crate::index::Run>> {
-        if let Some(r) = self
-            .runs
+        if let Some(r) = self.cached_run(meta) {
+            return Ok(r);
+        }
+        let run = open_run(&self.dir, meta)?;
+        self.remember_run(meta, run.clone());
+        Ok(run)
+    }
+
+    /// The run if this handle has opened it before.
+    pub fn cached_run(&self, meta: &RunMeta) -> Option<Arc<crate::index::Run>> {
+        self.runs
             .lock()
             .ok()
             .and_then(|c| c.get(&meta.file).cloned())
-        {
-            return Ok(r);
-        }
-        let path = self.dir.join(&meta.file);
-        let size = std::fs::metadata(&path)
-            .map_err(|e| Error::io(&path, e))?
-            .len();
-        if size != meta.bytes {
-            return Err(Error::Corrupt {
-                file: path,
-                message: format!(
-                    "{size} bytes, the manifest says {} (truncated?)",
-                    meta.bytes
-                ),
-            });
-        }
-        let run = Arc::new(crate::index::Run::open(&path)?);
-        if run.entries() != meta.entries {
-            return Err(Error::Corrupt {
-                file: path,
-                message: format!("{} keys, the manifest says {}", run.entries(), meta.entries),
-            });
-        }
+    }
+
+    /// Keeps a run opened elsewhere (by [`open_run`]) for [`Database::run`].
+    pub fn remember_run(&self, meta: &RunMeta, run: Arc<crate::index::Run>) {
         if let Ok(mut c) = self.runs.lock() {
-            c.insert(meta.file.clone(), run.clone());
+            c.insert(meta.file.clone(), run);
         }
-        Ok(run)
     }
 
     /// Reads a table's batches in load order, checking every segment's
@@ -351,4 +340,31 @@ pub(crate) fn remove_shard_targets(table_dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Opens the key-index run `meta` names in the database at `dir`: the
+/// footer, the index and the bloom filter checked, its size and key count
+/// against the manifest's.
+pub fn open_run(dir: &Path, meta: &RunMeta) -> Result<Arc<crate::index::Run>> {
+    let path = dir.join(&meta.file);
+    let size = std::fs::metadata(&path)
+        .map_err(|e| Error::io(&path, e))?
+        .len();
+    if size != meta.bytes {
+        return Err(Error::Corrupt {
+            file: path,
+            message: format!(
+                "{size} bytes, the manifest says {} (truncated?)",
+                meta.bytes
+            ),
+        });
+    }
+    let run = Arc::new(crate::index::Run::open(&path)?);
+    if run.entries() != meta.entries {
+        return Err(Error::Corrupt {
+            file: path,
+            message: format!("{} keys, the manifest says {}", run.entries(), meta.entries),
+        });
+    }
+    Ok(run)
 }
