@@ -2867,11 +2867,32 @@ impl Writer<'_> {
     fn finish(&mut self) -> Result<()> {
         let n = self.outs.len();
         if n == 1 {
-            self.close_segment(0)?;
-            if self.shared.key_col.is_some() {
-                self.flush_keys(0)?;
+            if self.shared.key_col.is_none() {
+                return self.close_segment(0);
             }
-            return Ok(());
+            self.flush_pending(0)?;
+            let seg = self.outs[0].current.take();
+            // The segment's footer and fsync go on beside the key work
+            // (the check, the merge, the run's own fsync), as the shards'
+            // do below: on a disk the CPU work hides under the flush.
+            let (meta, keys) = std::thread::scope(|sc| {
+                let closing = seg.map(|w| sc.spawn(move || w.finish()));
+                let keys = self.flush_keys(0);
+                let meta = closing.map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal(
+                            "the thread closing a segment panicked".into(),
+                        ))
+                    })
+                });
+                (meta, keys)
+            });
+            if let Some(m) = meta {
+                let mut m = m?;
+                m.shard = self.outs[0].shard;
+                self.outs[0].done.push(m);
+            }
+            return keys;
         }
         for s in 0..n {
             self.flush_pending(s)?;

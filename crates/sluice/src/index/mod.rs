@@ -443,6 +443,7 @@ fn probe_buckets(
         .map(|o| o.partition_point(|&(h, _)| h >> ORDER_SHIFT < lo))
         .collect();
     let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(2 * gather);
+    let mut bks = [BloomKey::new(0); GROUP];
     let mut bucket = lo;
     while bucket < hi {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -464,15 +465,18 @@ fn probe_buckets(
             }
         }
         for group in keys.chunks(GROUP) {
-            for &(h, _, _) in group {
+            // The keys' in-block bits are computed in the first pass, with
+            // the prefetches, in place: read back at once, as vectors,
+            // the words written one at a time stalled on store forwarding.
+            for (bk, &(h, _, _)) in bks.iter_mut().zip(group) {
+                bk.set(h);
                 for r in runs {
                     r.prefetch(h);
                 }
             }
-            for &(h, b, pos) in group {
-                let bk = BloomKey::new(h);
+            for (bk, &(_, b, pos)) in bks.iter().zip(group) {
                 for r in runs {
-                    if !r.may_contain_key(&bk) {
+                    if !r.may_contain_key(bk) {
                         continue;
                     }
                     let key = batches[b as usize].1.sorted_key(pos as usize);

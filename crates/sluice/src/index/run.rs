@@ -119,11 +119,25 @@ pub struct BloomKey {
 impl BloomKey {
     #[inline]
     pub fn new(hash: u64) -> BloomKey {
-        let mut words = [0u64; 8];
+        let mut k = BloomKey {
+            hash: 0,
+            words: [0; 8],
+        };
+        k.set(hash);
+        k
+    }
+
+    /// Makes this the key of `hash`, in place: built in a temporary and
+    /// copied, the words were written one at a time and copied as vectors
+    /// at once, which stalls on store forwarding (a third of a check's
+    /// probe loop, measured).
+    #[inline]
+    pub fn set(&mut self, hash: u64) {
+        self.hash = hash;
+        self.words = [0; 8];
         for p in bloom_bits(hash) {
-            words[(p / 64) as usize] |= 1 << (p % 64);
+            self.words[(p / 64) as usize] |= 1 << (p % 64);
         }
-        BloomKey { hash, words }
     }
 }
 
