@@ -444,6 +444,7 @@ fn probe_buckets(
         .collect();
     let mut keys: Vec<(u64, u32, u32)> = Vec::with_capacity(2 * gather);
     let mut bks = [BloomKey::new(0); GROUP];
+    let mut block = Vec::new();
     let mut bucket = lo;
     while bucket < hi {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -480,7 +481,7 @@ fn probe_buckets(
                         continue;
                     }
                     let key = batches[b as usize].1.sorted_key(pos as usize);
-                    if r.get_unfiltered(key)?.is_some() {
+                    if r.get_unfiltered_read(key, &mut block)?.is_some() {
                         stop.store(true, std::sync::atomic::Ordering::Relaxed);
                         return Ok(true);
                     }
