@@ -337,3 +337,72 @@ fn decimal_cast_checks_the_written_precision() {
         "value out of range for DECIMAL(3,1) at line 1, column 8"
     );
 }
+
+#[test]
+fn negative_zero_agrees_with_sqlite() {
+    let values = [
+        Some(-0.0),
+        Some(0.0),
+        Some(0.5),
+        None,
+        Some(-1.5),
+        Some(-0.0),
+        Some(0.0),
+    ];
+    let mut csv = String::from("k,x\n");
+    for (k, v) in values.iter().enumerate() {
+        let x = v.map(|x: f64| format!("{x:?}")).unwrap_or_default();
+        csv.push_str(&format!("{k},{x}\n"));
+    }
+    let dir = table("k INT, x DOUBLE", &csv);
+    let lite = rusqlite::Connection::open_in_memory().unwrap();
+    lite.execute("CREATE TABLE t (k INTEGER, x REAL)", [])
+        .unwrap();
+    for (k, v) in values.iter().enumerate() {
+        lite.execute(
+            "INSERT INTO t VALUES (?1, ?2)",
+            rusqlite::params![k as i64, v],
+        )
+        .unwrap();
+    }
+    let number = |s: &str| -> Option<f64> { s.parse().ok() };
+    for sql in [
+        "SELECT count(*) FROM t WHERE x = 0",
+        "SELECT count(*) FROM t WHERE x < 0",
+        "SELECT count(*) FROM t WHERE x <= 0",
+        "SELECT count(*) FROM t WHERE x > -0.0",
+        "SELECT count(*) FROM t WHERE x IN (0)",
+        "SELECT count(DISTINCT x) FROM t",
+        "SELECT x, count(*) FROM t GROUP BY x ORDER BY x NULLS LAST",
+        "SELECT min(x), max(x) FROM t WHERE x >= 0",
+        "SELECT k FROM t WHERE x = 0 ORDER BY k",
+    ] {
+        let ours = rows(&dir, sql);
+        let mut stmt = lite.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        let theirs: Vec<Vec<String>> = stmt
+            .query_map([], |row| {
+                (0..n)
+                    .map(|c| {
+                        Ok(match row.get_ref(c)? {
+                            rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                            rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                            rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                            other => format!("{other:?}"),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        // Numbers compare by value: -0 and 0 print differently and are equal.
+        let same = ours.len() == theirs.len()
+            && ours.iter().zip(&theirs).all(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x == y || (number(x).is_some() && number(x) == number(y)))
+            });
+        assert!(same, "{sql}\nsluice: {ours:?}\nsqlite: {theirs:?}");
+    }
+}
