@@ -598,7 +598,8 @@ fn divide(l: &Value, r: &Value, rows: usize) -> Result<ArrayRef> {
                 .iter()
                 .zip(ra.iter())
                 .map(|(x, y)| match (x, y) {
-                    (Some(_), Some(y)) if y == 0.0 => Err(division_by_zero()),
+                    // -0.0 matches too.
+                    (Some(_), Some(0.0)) => Err(division_by_zero()),
                     (Some(x), Some(y)) => Ok(Some(x / y)),
                     _ => Ok(None),
                 })

@@ -222,6 +222,7 @@ fn division_by_zero_is_an_error() {
         "SELECT score / 0 FROM t",
         "SELECT score / 0.0 FROM t",
         "SELECT score / CAST(0 AS DOUBLE) FROM t",
+        "SELECT score / CAST('-0' AS DOUBLE) FROM t",
         "SELECT score / (score - score) FROM t",
         "SELECT n / 0 FROM t",
         "SELECT d / 0 FROM t",
