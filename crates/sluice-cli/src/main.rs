@@ -80,7 +80,9 @@ enum Command {
     Query {
         /// The SQL text
         sql: String,
-        /// Output format (default: table on a terminal, csv otherwise)
+        /// Output format (default: table on a terminal, csv otherwise;
+        /// EXPLAIN prints text, or with csv/json one row a plan line in a
+        /// `plan` column)
         #[arg(long, value_enum)]
         format: Option<query::Format>,
         /// Print the run time and scan statistics to stderr

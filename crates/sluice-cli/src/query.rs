@@ -16,7 +16,8 @@ pub enum Format {
     Table,
     /// RFC 4180 CSV with a header (the default when piped)
     Csv,
-    /// One JSON array of row objects
+    /// One JSON array of row objects (EXPLAIN: one object a plan line,
+    /// `{"plan": "..."}`)
     Json,
 }
 
@@ -31,16 +32,17 @@ pub fn run(
     let start = Instant::now();
     let result = sluice::query::query(&db, sql, threads)?;
     let elapsed = start.elapsed();
-    let format = format.unwrap_or(if std::io::stdout().is_terminal() {
-        Format::Table
-    } else {
-        Format::Csv
-    });
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if let Some(plan) = &result.explain {
-        out.write_all(plan.as_bytes())?;
-    } else {
-        write_result(&mut out, &result.schema, &result.batches, format)?;
+    match (&result.explain, format) {
+        // A plan is text, unless a format for programs is asked for: then
+        // it is rows of one `plan` column, one row a line.
+        (Some(plan), None | Some(Format::Table)) => out.write_all(plan.as_bytes())?,
+        _ => write_result(
+            &mut out,
+            &result.schema,
+            &result.batches,
+            pick_format(format),
+        )?,
     }
     out.flush().context("writing the result")?;
     if timing {

@@ -12,7 +12,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Decimal128Array, new_null_array
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType as A;
 
-use super::expr::{Expr, exec_err};
+use super::expr::{Expr, canonical_doubles, exec_err};
 use crate::error::{Error, Result};
 
 /// Aggregate functions.
@@ -284,6 +284,14 @@ impl GroupTable {
         keys: &[ArrayRef],
         sel: Option<&BooleanArray>,
     ) -> Result<Vec<u32>> {
+        // -0.0 and 0.0 are one group, and so is every NaN.
+        let canonical: Vec<ArrayRef>;
+        let keys = if keys.iter().any(|k| k.data_type() == &A::Float64) {
+            canonical = keys.iter().map(canonical_doubles).collect();
+            &canonical[..]
+        } else {
+            keys
+        };
         Ok(match &self.key_conv {
             None => match sel {
                 None => vec![1; rows],
@@ -623,6 +631,7 @@ impl GroupTable {
                 Acc::MinMax(v, is_max) => {
                     let a =
                         arg.ok_or_else(|| Error::Internal("MIN/MAX without argument".into()))?;
+                    let a = &canonical_doubles(a);
                     let conv = self.value_convs[i]
                         .as_ref()
                         .expect("min/max has a converter");
@@ -655,6 +664,7 @@ impl GroupTable {
                     let a = arg.ok_or_else(|| {
                         Error::Internal("COUNT(DISTINCT) without argument".into())
                     })?;
+                    let a = &canonical_doubles(a);
                     let conv = self.value_convs[i]
                         .as_ref()
                         .expect("distinct has a converter");

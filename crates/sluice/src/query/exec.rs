@@ -16,7 +16,7 @@ use arrow_ord::sort::{SortColumn, SortOptions, lexsort_to_indices};
 use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SchemaRef};
 
 use super::agg::{AggFunc, AggInput, GroupTable};
-use super::expr::{Expr, eval_type, exec_err};
+use super::expr::{Expr, canonical_doubles, eval_type, exec_err};
 use super::fused::{Fused, Scratch as FusedScratch};
 use super::intexpr::IntProgram;
 use super::plan::{Body, Plan};
@@ -550,7 +550,8 @@ fn sort_and_limit(batch: RecordBatch, plan: &Plan) -> Result<RecordBatch> {
             .order
             .iter()
             .map(|k| SortColumn {
-                values: batch.column(k.column).clone(),
+                // NaN sorts after every number, whatever its sign bit.
+                values: canonical_doubles(batch.column(k.column)),
                 options: Some(SortOptions {
                     descending: k.descending,
                     nulls_first: k.nulls_first,

@@ -113,6 +113,8 @@ pub enum Expr {
     Cast {
         expr: Box<Expr>,
         to: A,
+        /// Where the query wrote this CAST (`None`: an implicit conversion).
+        site: Option<Arc<CastSite>>,
     },
     Extract {
         part: DatePart,
@@ -141,6 +143,19 @@ pub enum Expr {
     Coalesce(Vec<Expr>),
 }
 
+/// An explicit `CAST` as the query wrote it: its errors name the type as
+/// written (`DECIMAL(10,2)`, evaluated as `DECIMAL(38,2)`) and where the
+/// CAST is, and the written precision is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CastSite {
+    /// The target type as written, e.g. `DECIMAL(10,2)`.
+    pub type_text: String,
+    /// Digits a DECIMAL(p,s) target allows in all (`None`: not a DECIMAL).
+    pub precision: Option<u8>,
+    /// ` at line L, column C`, or empty when unknown.
+    pub at: String,
+}
+
 /// A value during evaluation: a whole column, or one value for every row.
 pub enum Value {
     Array(ArrayRef),
@@ -159,6 +174,15 @@ impl Value {
         match self {
             Value::Array(a) => Box::new(a.as_ref()),
             Value::Scalar(s) => Box::new(Scalar::new(s.clone())),
+        }
+    }
+
+    /// The value as an array of `rows` rows (a scalar repeated).
+    fn as_rows(&self, rows: usize) -> Result<ArrayRef> {
+        match self {
+            Value::Array(a) => Ok(a.clone()),
+            Value::Scalar(s) if rows == 1 => Ok(s.clone()),
+            Value::Scalar(s) => repeat(s, rows),
         }
     }
 
@@ -301,6 +325,12 @@ impl Expr {
                 let l = left.eval(batch)?;
                 let r = right.eval(batch)?;
                 let scalar = l.is_scalar() && r.is_scalar();
+                // Doubles compare as SQL says, not by their bits.
+                let (l, r) = if op.is_comparison() {
+                    (canonical_value(l), canonical_value(r))
+                } else {
+                    (l, r)
+                };
                 let out: ArrayRef = match op {
                     BinOp::Add => {
                         arrow_arith::numeric::add(&*l.datum(), &*r.datum()).map_err(exec_err)?
@@ -311,9 +341,7 @@ impl Expr {
                     BinOp::Mul => {
                         arrow_arith::numeric::mul(&*l.datum(), &*r.datum()).map_err(exec_err)?
                     }
-                    BinOp::Div => {
-                        arrow_arith::numeric::div(&*l.datum(), &*r.datum()).map_err(exec_err)?
-                    }
+                    BinOp::Div => divide(&l, &r, if scalar { 1 } else { rows })?,
                     BinOp::Eq => {
                         Arc::new(arrow_ord::cmp::eq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
                     }
@@ -432,9 +460,8 @@ impl Expr {
                 }
                 Value::Array(result)
             }
-            Expr::Cast { expr, to } => {
-                let to = to.clone();
-                map_value(expr.eval(batch)?, move |a| cast(&a, &to))?
+            Expr::Cast { expr, to, site } => {
+                map_value(expr.eval(batch)?, |a| cast_at(&a, to, site.as_deref()))?
             }
             Expr::Extract { part, expr } => {
                 let part = *part;
@@ -511,6 +538,131 @@ impl Expr {
                 Value::Array(result.ok_or_else(|| Error::Internal("empty COALESCE".into()))?)
             }
         })
+    }
+}
+
+/// A double as SQL compares, groups and sorts it: `-0.0` is `0.0`, and
+/// every NaN is the one positive NaN, equal to itself and greater than
+/// every number (as in PostgreSQL). Arrow's kernels and row format order
+/// doubles by their bits (IEEE total order), which tells `-0.0` from `0.0`
+/// and NaNs of other signs and payloads apart.
+#[inline]
+pub fn canonical_f64(v: f64) -> f64 {
+    if v == 0.0 {
+        0.0
+    } else if v.is_nan() {
+        f64::NAN
+    } else {
+        v
+    }
+}
+
+/// [`canonical_f64`] over an array of doubles; other arrays, and arrays
+/// with nothing to change, are returned as they are (no copy).
+pub fn canonical_doubles(a: &ArrayRef) -> ArrayRef {
+    let Some(p) = a.as_primitive_opt::<Float64Type>() else {
+        return a.clone();
+    };
+    let odd = |v: &f64| v.to_bits() != canonical_f64(*v).to_bits();
+    if !p.values().iter().any(odd) {
+        return a.clone();
+    }
+    Arc::new(p.unary::<_, Float64Type>(canonical_f64))
+}
+
+fn canonical_value(v: Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(canonical_doubles(&a)),
+        Value::Scalar(s) => Value::Scalar(canonical_doubles(&s)),
+    }
+}
+
+fn division_by_zero() -> Error {
+    Error::Exec("division by zero".into())
+}
+
+/// `l / r` over `rows` rows. Division by zero is an error for every type
+/// (as in PostgreSQL), doubles included; a row with a NULL side is NULL
+/// and never an error. Decimals divide at the scale of the dividend plus
+/// 4 (at most 38), rounded half away from zero.
+fn divide(l: &Value, r: &Value, rows: usize) -> Result<ArrayRef> {
+    let (lt, rt) = (value_type(l), value_type(r));
+    match (&lt, &rt) {
+        (A::Float64, A::Float64) => {
+            let (la, ra) = (l.as_rows(rows)?, r.as_rows(rows)?);
+            let (la, ra) = (
+                la.as_primitive::<Float64Type>(),
+                ra.as_primitive::<Float64Type>(),
+            );
+            let out: arrow_array::Float64Array = la
+                .iter()
+                .zip(ra.iter())
+                .map(|(x, y)| match (x, y) {
+                    // -0.0 matches too.
+                    (Some(_), Some(0.0)) => Err(division_by_zero()),
+                    (Some(x), Some(y)) => Ok(Some(x / y)),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(out))
+        }
+        (A::Decimal128(_, s1), A::Decimal128(_, s2)) => {
+            let Some(A::Decimal128(p, s)) = arith_type(BinOp::Div, &lt, &rt) else {
+                return Err(Error::Internal("decimal division type".into()));
+            };
+            // The dividend is scaled so that the quotient has scale `s`.
+            let up = (s as i32 - *s1 as i32 + *s2 as i32) as u32;
+            let (la, ra) = (l.as_rows(rows)?, r.as_rows(rows)?);
+            let (la, ra) = (
+                la.as_primitive::<Decimal128Type>(),
+                ra.as_primitive::<Decimal128Type>(),
+            );
+            let out: arrow_array::Decimal128Array = la
+                .iter()
+                .zip(ra.iter())
+                .map(|(x, y)| match (x, y) {
+                    (Some(x), Some(y)) => div_round(x, y, up).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(
+                out.with_precision_and_scale(p, s).map_err(exec_err)?,
+            ))
+        }
+        _ => arrow_arith::numeric::div(&*l.datum(), &*r.datum()).map_err(exec_err),
+    }
+}
+
+/// `x * 10^up / y`, rounded half away from zero, computed in 256 bits.
+fn div_round(x: i128, y: i128, up: u32) -> Result<i128> {
+    use arrow_buffer::i256;
+    if y == 0 {
+        return Err(division_by_zero());
+    }
+    let overflow = || Error::Exec("numeric overflow in decimal division".into());
+    let n = i256::from_i128(x)
+        .checked_mul(i256::from_i128(10).checked_pow(up).ok_or_else(overflow)?)
+        .ok_or_else(overflow)?;
+    let d = i256::from_i128(y);
+    let q = n.checked_div(d).ok_or_else(overflow)?;
+    let rem = n.checked_rem(d).ok_or_else(overflow)?;
+    // |rem| < |d| < 2^127: doubling it cannot overflow 256 bits.
+    let q = if rem.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= d.wrapping_abs() {
+        if (n < i256::ZERO) == (d < i256::ZERO) {
+            q.checked_add(i256::ONE)
+        } else {
+            q.checked_sub(i256::ONE)
+        }
+        .ok_or_else(overflow)?
+    } else {
+        q
+    };
+    q.to_i128().ok_or_else(overflow)
+}
+
+fn value_type(v: &Value) -> A {
+    match v {
+        Value::Array(a) | Value::Scalar(a) => a.data_type().clone(),
     }
 }
 
@@ -784,6 +936,38 @@ fn like_match(parts: &[LikePart], s: &str) -> bool {
 /// Casts between the engine's types; text to a typed value uses the same
 /// parsers as the loader (so `CAST('1.005' AS DECIMAL(5,2))` is an error).
 pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
+    cast_named(a, to, &type_name(to))
+}
+
+/// An explicit CAST (see [`CastSite`]): errors name the type as written and
+/// where the CAST is; a DECIMAL(p,s) target checks its precision.
+pub fn cast_at(a: &ArrayRef, to: &A, site: Option<&CastSite>) -> Result<ArrayRef> {
+    let Some(site) = site else {
+        return cast(a, to);
+    };
+    let located = |e: Error| match e {
+        Error::Exec(m) => Error::Exec(format!("{m}{}", site.at)),
+        other => other,
+    };
+    let out = cast_named(a, to, &site.type_text).map_err(located)?;
+    if let (Some(p), A::Decimal128(..)) = (site.precision, to) {
+        let limit = 10i128.pow(p as u32);
+        if out
+            .as_primitive::<Decimal128Type>()
+            .iter()
+            .any(|v| v.is_some_and(|v| v.unsigned_abs() >= limit as u128))
+        {
+            return Err(located(Error::Exec(format!(
+                "value out of range for {}",
+                site.type_text
+            ))));
+        }
+    }
+    Ok(out)
+}
+
+/// [`cast`], naming the target `name` in errors.
+fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
     let from = a.data_type();
     if from == to {
         return Ok(a.clone());
@@ -792,7 +976,7 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
         return Ok(new_null_array(to, a.len()));
     }
     let n = a.len();
-    let overflow = || Error::Exec(format!("value out of range for {}", type_name(to)));
+    let overflow = || Error::Exec(format!("value out of range for {}", name));
     Ok(match (from, to) {
         (A::Int32, A::Int64) => Arc::new(
             a.as_primitive::<Int32Type>()
@@ -817,7 +1001,12 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
             let mul = 10i128.pow(*s as u32);
             Arc::new(
                 a64.as_primitive::<Int64Type>()
-                    .unary::<_, Decimal128Type>(|v| v as i128 * mul)
+                    .try_unary::<_, Decimal128Type, _>(|v| {
+                        (v as i128)
+                            .checked_mul(mul)
+                            .ok_or(arrow_schema::ArrowError::ComputeError("Overflow".into()))
+                    })
+                    .map_err(|_| overflow())?
                     .with_precision_and_scale(*p, *s)
                     .map_err(exec_err)?,
             )
@@ -832,23 +1021,21 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
                 })
                 .map_err(|_| overflow())?
             } else {
-                // Narrowing the scale must not drop digits silently.
+                // A smaller scale rounds half away from zero, as PostgreSQL does.
                 let div = 10i128.pow((*s1 - *s2) as u32);
-                d.try_unary::<_, Decimal128Type, _>(|v| {
-                    if v % div == 0 {
-                        Ok(v / div)
-                    } else {
-                        Err(arrow_schema::ArrowError::ComputeError("scale".into()))
-                    }
-                })
-                .map_err(|_| {
-                    Error::Exec(format!(
-                        "value has more decimal places than {}",
-                        type_name(to)
-                    ))
-                })?
+                d.unary::<_, Decimal128Type>(|v| round_div(v, div))
             };
             Arc::new(out.with_precision_and_scale(*p, *s2).map_err(exec_err)?)
+        }
+        (A::Float64, A::Decimal128(p, s)) => {
+            // Through the double's shortest text (what it prints as), so
+            // that 1.005 is 1.005 and rounds to 1.01 at scale 2.
+            let d: arrow_array::Decimal128Array = a
+                .as_primitive::<Float64Type>()
+                .iter()
+                .map(|v| v.map(|v| f64_to_decimal(v, *s, name)).transpose())
+                .collect::<Result<_>>()?;
+            Arc::new(d.with_precision_and_scale(*p, *s).map_err(exec_err)?)
         }
         (A::Decimal128(_, s), A::Float64) => {
             let div = 10f64.powi(*s as i32);
@@ -877,7 +1064,7 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
                         .transpose()
                 })
                 .collect::<Result<_>>()?;
-            cast(&(Arc::new(ints) as ArrayRef), to)?
+            cast_named(&(Arc::new(ints) as ArrayRef), to, name)?
         }
         (A::Float64, A::Int64 | A::Int32) => {
             let ints: arrow_array::Int64Array = a
@@ -895,7 +1082,7 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
                     .transpose()
                 })
                 .collect::<Result<_>>()?;
-            cast(&(Arc::new(ints) as ArrayRef), to)?
+            cast_named(&(Arc::new(ints) as ArrayRef), to, name)?
         }
         (A::Date32, A::Timestamp(TimeUnit::Microsecond, None)) => Arc::new(
             a.as_primitive::<Date32Type>()
@@ -912,26 +1099,25 @@ pub fn cast(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
             }
             Arc::new(out.finish())
         }
-        (A::Utf8, _) => cast_from_text(a, to)?,
+        (A::Utf8, _) => cast_from_text(a, to, name)?,
         (A::Boolean, A::Int64 | A::Int32) => {
             let ints: arrow_array::Int64Array =
                 a.as_boolean().iter().map(|v| v.map(i64::from)).collect();
-            cast(&(Arc::new(ints) as ArrayRef), to)?
+            cast_named(&(Arc::new(ints) as ArrayRef), to, name)?
         }
         _ => {
             return Err(Error::Exec(format!(
                 "cannot cast {} to {}",
                 type_name(from),
-                type_name(to)
+                name
             )));
         }
     })
 }
 
-fn cast_from_text(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
+fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
     let s = a.as_string::<i32>();
-    let bad =
-        |v: &str, m: String| Error::Exec(format!("cannot cast {v:?} to {}: {m}", type_name(to)));
+    let bad = |v: &str, m: String| Error::Exec(format!("cannot cast {v:?} to {}: {m}", name));
     Ok(match to {
         A::Int64 | A::Int32 => {
             let ints: arrow_array::Int64Array = s
@@ -941,7 +1127,7 @@ fn cast_from_text(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
                         .transpose()
                 })
                 .collect::<Result<_>>()?;
-            cast(&(Arc::new(ints) as ArrayRef), to)?
+            cast_named(&(Arc::new(ints) as ArrayRef), to, name)?
         }
         A::Float64 => {
             let f: arrow_array::Float64Array = s
@@ -998,12 +1184,55 @@ fn cast_from_text(a: &ArrayRef, to: &A) -> Result<ArrayRef> {
             Arc::new(b.finish())
         }
         _ => {
-            return Err(Error::Exec(format!(
-                "cannot cast TEXT to {}",
-                type_name(to)
-            )));
+            return Err(Error::Exec(format!("cannot cast TEXT to {}", name)));
         }
     })
+}
+
+/// `v / div` (`div` > 0) rounded half away from zero.
+fn round_div(v: i128, div: i128) -> i128 {
+    let q = v / div;
+    if (v % div).unsigned_abs() * 2 >= div as u128 {
+        q + v.signum()
+    } else {
+        q
+    }
+}
+
+/// A double as an unscaled decimal of scale `scale`, rounded half away from
+/// zero; NaN and infinities have no decimal value.
+fn f64_to_decimal(v: f64, scale: i8, name: &str) -> Result<i128> {
+    let out_of_range = || Error::Exec(format!("value out of range for {name}"));
+    if !v.is_finite() {
+        return Err(Error::Exec(format!("cannot cast {v} to {name}")));
+    }
+    // `{:e}` is the shortest text that reads back as `v`: digits and a
+    // power of ten, e.g. 1.005e0.
+    let text = format!("{v:e}");
+    let (mantissa, exp) = text.split_once('e').ok_or_else(out_of_range)?;
+    let exp: i32 = exp.parse().map_err(|_| out_of_range())?;
+    let neg = mantissa.starts_with('-');
+    let mantissa = mantissa.trim_start_matches('-');
+    let frac_digits = mantissa.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+    let digits: i128 = mantissa
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .map_err(|_| out_of_range())?;
+    // v = digits * 10^(exp - frac_digits); wanted: v * 10^scale.
+    let shift = exp - frac_digits + scale as i32;
+    let unscaled = if shift >= 0 {
+        10i128
+            .checked_pow(shift as u32)
+            .and_then(|m| digits.checked_mul(m))
+            .ok_or_else(out_of_range)?
+    } else if -shift > 38 {
+        0
+    } else {
+        round_div(digits, 10i128.pow((-shift) as u32))
+    };
+    Ok(if neg { -unscaled } else { unscaled })
 }
 
 /// SQL name of an engine type, for messages and EXPLAIN.
@@ -1075,7 +1304,10 @@ impl fmt::Display for Expr {
                 }
                 write!(f, " ELSE {otherwise} END")
             }
-            Expr::Cast { expr, to } => write!(f, "CAST({expr} AS {})", type_name(to)),
+            Expr::Cast { expr, to, site } => match site {
+                Some(site) => write!(f, "CAST({expr} AS {})", site.type_text),
+                None => write!(f, "CAST({expr} AS {})", type_name(to)),
+            },
             Expr::Extract { part, expr } => write!(f, "EXTRACT({part:?} FROM {expr})"),
             Expr::Substring { expr, start, len } => match len {
                 Some(l) => write!(f, "SUBSTRING({expr} FROM {start} FOR {l})"),

@@ -67,7 +67,9 @@ fn compile(e: &Expr, stored: &[A], cols: &mut Vec<usize>) -> Option<(Node, i8)> 
                 _ => None,
             }
         }
-        Expr::Cast { expr, to } => {
+        // A CAST the query wrote with a DECIMAL precision checks it: the
+        // general path does.
+        Expr::Cast { expr, to, site } if site.as_ref().is_none_or(|s| s.precision.is_none()) => {
             let (n, s) = compile(expr, stored, cols)?;
             match to {
                 A::Int64 if s == 0 => Some((n, 0)),

@@ -70,8 +70,7 @@ pub struct QueryOptions {
 
 /// [`query`] with every option.
 pub fn query_with(db: &Database, sql: &str, opts: &QueryOptions) -> Result<QueryResult> {
-    let stmt = plan::parse(sql)?;
-    let p = plan::plan(&stmt, db)?;
+    let p = plan::plan_sql(sql, db)?;
     let (batches, facts) = exec::execute(db, &p, opts)?;
     if p.explain {
         let text = p.describe(&facts);

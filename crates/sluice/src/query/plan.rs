@@ -16,7 +16,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 
 use super::agg::{AggCall, AggFunc};
-use super::expr::{BinOp, DatePart, Expr, arith_type, cast, type_name};
+use super::expr::{BinOp, CastSite, DatePart, Expr, arith_type, cast, cast_at, type_name};
 use crate::batch::Schema;
 use crate::error::{Error, Result};
 use crate::parse::value;
@@ -92,12 +92,99 @@ fn plan_err(msg: String, node: &impl Spanned) -> Error {
 
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<ast::Statement> {
-    let mut stmts =
-        Parser::parse_sql(&GenericDialect {}, sql).map_err(|e| Error::Plan(e.to_string()))?;
+    let mut stmts = Parser::parse_sql(&GenericDialect {}, sql)
+        .map_err(|e| Error::Plan(parser_message(&e.to_string())))?;
     match stmts.len() {
         0 => Err(Error::Plan("empty query".into())),
         1 => Ok(stmts.remove(0)),
-        n => Err(Error::Plan(format!("expected one statement, got {n}"))),
+        n => Err(Error::Plan(format!(
+            "expected one statement, got {n}{}",
+            at(stmts[1].span())
+        ))),
+    }
+}
+
+/// The parser's message with its place written as ours: `... at line 1,
+/// column 8` for `... at Line: 1, Column: 8`.
+fn parser_message(m: &str) -> String {
+    match m.rsplit_once(" at Line: ") {
+        Some((head, place)) => match place.split_once(", Column: ") {
+            Some((line, col)) => format!("{head} at line {line}, column {col}"),
+            None => m.to_string(),
+        },
+        None => m.to_string(),
+    }
+}
+
+/// The SQL text a statement was parsed from, to find where the keywords
+/// that the syntax tree keeps no place for are (`INSERT`, `UNION`, `TOP`).
+#[derive(Clone, Copy)]
+struct Text<'a>(&'a str);
+
+impl Text<'_> {
+    /// ` at line L, column C` of the first word among `words` (any word when
+    /// empty) at or after `from`; empty when there is none.
+    fn word_at(self, from: sqlparser::tokenizer::Location, words: &[&str]) -> String {
+        use sqlparser::tokenizer::{Token, Tokenizer};
+        let Ok(tokens) = Tokenizer::new(&GenericDialect {}, self.0).tokenize_with_location() else {
+            return String::new();
+        };
+        tokens
+            .iter()
+            .find(|t| {
+                t.span.start >= from
+                    && matches!(&t.token, Token::Word(w)
+                        if words.is_empty() || words.iter().any(|k| w.value.eq_ignore_ascii_case(k)))
+            })
+            .map_or_else(String::new, |t| at(t.span))
+    }
+
+    /// ` at line L, column C` of the `CAST` keyword of `CAST(expr AS ...)`
+    /// (the syntax tree places a CAST where its argument starts); empty
+    /// when it cannot be told.
+    fn cast_keyword(self, expr: &ast::Expr) -> String {
+        use sqlparser::tokenizer::{Token, Tokenizer};
+        // CASTs that start where this one's argument starts: `CAST(CAST(x`.
+        let mut inner = 0;
+        let mut e = expr;
+        loop {
+            e = match e {
+                ast::Expr::Cast {
+                    kind: ast::CastKind::Cast,
+                    expr,
+                    ..
+                } => {
+                    inner += 1;
+                    expr
+                }
+                ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => expr,
+                ast::Expr::BinaryOp { left, .. } => left,
+                _ => break,
+            };
+        }
+        let from = expr.span().start;
+        let Ok(tokens) = Tokenizer::new(&GenericDialect {}, self.0).tokenize_with_location() else {
+            return String::new();
+        };
+        let mut seen = 0;
+        for t in tokens.iter().rev().filter(|t| t.span.start < from) {
+            match &t.token {
+                Token::Whitespace(_) | Token::LParen => {}
+                Token::Word(w) if w.value.eq_ignore_ascii_case("CAST") => {
+                    if seen == inner {
+                        return at(t.span);
+                    }
+                    seen += 1;
+                }
+                _ => break,
+            }
+        }
+        String::new()
+    }
+
+    /// ` at line L, column C` of the first word among `words`.
+    fn first(self, words: &[&str]) -> String {
+        self.word_at(sqlparser::tokenizer::Location::new(1, 1), words)
     }
 }
 
@@ -108,50 +195,88 @@ pub trait Catalog {
 
 /// Binds a statement to a plan.
 pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
+    plan_in(stmt, catalog, Text(""))
+}
+
+/// Parses and plans one statement; errors about keywords say where they
+/// are in `sql`.
+pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
+    plan_in(&parse(sql)?, catalog, Text(sql))
+}
+
+fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<Plan> {
+    // The statement's first keyword, else the statement's own place.
+    let start = || match text.first(&[]) {
+        s if s.is_empty() => at(stmt.span()),
+        s => s,
+    };
     match stmt {
-        ast::Statement::Query(q) => plan_query(q, catalog, false),
+        ast::Statement::Query(q) => plan_query(q, catalog, false, text),
         ast::Statement::Explain {
             statement, analyze, ..
         } => {
             if *analyze {
-                return Err(Error::Plan(
-                    "EXPLAIN ANALYZE is not supported; use --timing".into(),
-                ));
+                return Err(Error::Plan(format!(
+                    "EXPLAIN ANALYZE is not supported; use --timing{}",
+                    start()
+                )));
             }
             match statement.as_ref() {
-                ast::Statement::Query(q) => plan_query(q, catalog, true),
+                ast::Statement::Query(q) => plan_query(q, catalog, true, text),
                 other => Err(unsupported("EXPLAIN of anything but SELECT", other)),
             }
         }
         other => Err(Error::Plan(format!(
-            "only SELECT and EXPLAIN SELECT are supported, not {}",
+            "only SELECT and EXPLAIN SELECT are supported, not {}{}",
             other
                 .to_string()
                 .split_whitespace()
                 .next()
                 .unwrap_or("this statement")
-                .to_uppercase()
+                .to_uppercase(),
+            start()
         ))),
     }
 }
 
-fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Plan> {
+fn plan_query<'t>(
+    q: &ast::Query,
+    catalog: &dyn Catalog,
+    explain: bool,
+    text: Text<'t>,
+) -> Result<Plan> {
     if let Some(w) = &q.with {
         return Err(unsupported("WITH (common table expressions)", w));
     }
     if q.fetch.is_some() {
-        return Err(Error::Plan("FETCH is not supported; use LIMIT".into()));
+        return Err(Error::Plan(format!(
+            "FETCH is not supported; use LIMIT{}",
+            text.first(&["FETCH"])
+        )));
     }
     let select = match q.body.as_ref() {
         ast::SetExpr::Select(s) => s,
         ast::SetExpr::Query(inner) => {
             return Err(unsupported("a parenthesised subquery", inner.as_ref()));
         }
-        ast::SetExpr::SetOperation { op, .. } => {
-            return Err(Error::Plan(format!("{op} is not supported")));
+        ast::SetExpr::SetOperation { op, left, .. } => {
+            // The operator's keyword follows its left side.
+            let place = match text.word_at(left.span().end, &[&op.to_string()]) {
+                s if s.is_empty() => at(q.body.span()),
+                s => s,
+            };
+            return Err(Error::Plan(format!("{op} is not supported{place}")));
         }
-        ast::SetExpr::Values(_) => return Err(Error::Plan("VALUES is not supported".into())),
-        other => return Err(Error::Plan(format!("{other} is not supported"))),
+        ast::SetExpr::Values(v) => {
+            return Err(Error::Plan(format!(
+                "VALUES is not supported{}",
+                match text.first(&["VALUES"]) {
+                    s if s.is_empty() => at(v.span()),
+                    s => s,
+                }
+            )));
+        }
+        other => return Err(unsupported(&other.to_string(), other)),
     };
     if select.distinct.is_some() {
         return Err(unsupported(
@@ -160,10 +285,16 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         ));
     }
     if select.top.is_some() {
-        return Err(Error::Plan("TOP is not supported; use LIMIT".into()));
+        return Err(Error::Plan(format!(
+            "TOP is not supported; use LIMIT{}",
+            text.first(&["TOP"])
+        )));
     }
     if !select.named_window.is_empty() || select.qualify.is_some() {
-        return Err(Error::Plan("window functions are not supported".into()));
+        return Err(Error::Plan(format!(
+            "window functions are not supported{}",
+            text.first(&["WINDOW", "QUALIFY"])
+        )));
     }
     // FROM: one table, no joins.
     let (table, alias, schema) = match select.from.as_slice() {
@@ -216,6 +347,7 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         table: table.clone(),
         alias,
         columns: &columns,
+        text,
     };
 
     let filter = match &select.selection {
@@ -258,14 +390,18 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
     let group_exprs: Vec<ast::Expr> = match &select.group_by {
         ast::GroupByExpr::Expressions(exprs, mods) => {
             if !mods.is_empty() {
-                return Err(Error::Plan(
-                    "GROUP BY modifiers (ROLLUP, CUBE, ...) are not supported".into(),
-                ));
+                return Err(Error::Plan(format!(
+                    "GROUP BY modifiers (ROLLUP, CUBE, ...) are not supported{}",
+                    text.first(&["ROLLUP", "CUBE", "TOTALS", "GROUPING"])
+                )));
             }
             exprs.clone()
         }
         ast::GroupByExpr::All(_) => {
-            return Err(Error::Plan("GROUP BY ALL is not supported".into()));
+            return Err(Error::Plan(format!(
+                "GROUP BY ALL is not supported{}",
+                text.first(&["GROUP"])
+            )));
         }
     };
     let has_agg = !group_exprs.is_empty()
@@ -279,7 +415,10 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
         Some(ob) => match &ob.kind {
             ast::OrderByKind::Expressions(v) => v.iter().collect(),
             ast::OrderByKind::All(_) => {
-                return Err(Error::Plan("ORDER BY ALL is not supported".into()));
+                return Err(Error::Plan(format!(
+                    "ORDER BY ALL is not supported{}",
+                    text.first(&["ORDER"])
+                )));
             }
         },
     };
@@ -406,7 +545,10 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool) -> Result<Pl
             limit_by,
         }) => {
             if !limit_by.is_empty() {
-                return Err(Error::Plan("LIMIT BY is not supported".into()));
+                return Err(Error::Plan(format!(
+                    "LIMIT BY is not supported{}",
+                    text.first(&["LIMIT"])
+                )));
             }
             let limit = match limit {
                 None => None,
@@ -681,6 +823,7 @@ struct Binder<'c> {
     table: Option<String>,
     alias: Option<String>,
     columns: &'c [(String, A)],
+    text: Text<'c>,
 }
 
 fn lit(a: ArrayRef) -> Expr {
@@ -714,6 +857,7 @@ impl Binder<'_> {
             A::Null => Ok(Expr::Cast {
                 expr: Box::new(e),
                 to: A::Boolean,
+                site: None,
             }),
             other => Err(plan_err(
                 format!(
@@ -1052,14 +1196,26 @@ impl Binder<'_> {
                 }
                 let x = self.bind(expr, scope)?;
                 let to = sql_type(data_type, e)?;
+                let site = CastSite {
+                    type_text: data_type.to_string(),
+                    precision: decimal_precision(data_type),
+                    at: match self.text.cast_keyword(expr) {
+                        s if s.is_empty() => at(e.span()),
+                        s => s,
+                    },
+                };
                 let from = self.ty(&x, scope);
-                check_cast(&from, &to).map_err(|m| plan_err(m, e))?;
+                check_cast(&from, &to, &site.type_text)
+                    .map_err(|m| Error::Plan(format!("{m}{}", site.at)))?;
                 if let Expr::Literal(a) = &x {
-                    return Ok(lit(cast(a, &to).map_err(|er| plan_err(er.to_string(), e))?));
+                    return Ok(lit(
+                        cast_at(a, &to, Some(&site)).map_err(|er| Error::Plan(er.to_string()))?
+                    ));
                 }
                 Ok(Expr::Cast {
                     expr: Box::new(x),
                     to,
+                    site: Some(Arc::new(site)),
                 })
             }
             ast::Expr::Extract { field, expr, .. } => {
@@ -1556,10 +1712,24 @@ fn coerce(e: Expr, from: &A, to: &A) -> Expr {
     Expr::Cast {
         expr: Box::new(e),
         to: to.clone(),
+        site: None,
     }
 }
 
-fn check_cast(from: &A, to: &A) -> std::result::Result<(), String> {
+/// The precision a DECIMAL type was written with.
+fn decimal_precision(t: &ast::DataType) -> Option<u8> {
+    match t {
+        ast::DataType::Decimal(info) | ast::DataType::Numeric(info) => match info {
+            ast::ExactNumberInfo::Precision(p) | ast::ExactNumberInfo::PrecisionAndScale(p, _) => {
+                u8::try_from(*p).ok()
+            }
+            ast::ExactNumberInfo::None => None,
+        },
+        _ => None,
+    }
+}
+
+fn check_cast(from: &A, to: &A, to_text: &str) -> std::result::Result<(), String> {
     let ok = from == to
         || *from == A::Null
         || *from == A::Utf8
@@ -1574,11 +1744,7 @@ fn check_cast(from: &A, to: &A) -> std::result::Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "cannot cast {} to {}",
-            type_name(from),
-            type_name(to)
-        ))
+        Err(format!("cannot cast {} to {to_text}", type_name(from)))
     }
 }
 
@@ -1721,7 +1887,8 @@ fn flip(op: BinOp) -> BinOp {
 fn column_of(e: &Expr, types: &[A]) -> Option<usize> {
     match e {
         Expr::Column { index, .. } => Some(*index),
-        Expr::Cast { expr, to } => {
+        // A CAST written with a DECIMAL precision may fail: not a widening.
+        Expr::Cast { expr, to, site } if site.as_ref().is_none_or(|s| s.precision.is_none()) => {
             let Expr::Column { index, .. } = expr.as_ref() else {
                 return None;
             };

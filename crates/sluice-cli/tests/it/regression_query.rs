@@ -1,0 +1,44 @@
+//! `sluice query`: every format asked for is the format printed.
+
+use super::*;
+
+#[test]
+fn explain_prints_json_when_json_is_asked_for() {
+    let t = Tmp::new();
+    t.write("p.csv", b"id,price\n1,1.50\n2,2.25\n");
+    ok(
+        &t.0,
+        &[
+            "load",
+            "--schema",
+            "id INT, price DECIMAL(6,2)",
+            "p",
+            "p.csv",
+        ],
+    );
+    let sql = "EXPLAIN SELECT sum(price) FROM p WHERE id >= 10";
+    let text = ok(&t.0, &["query", sql]);
+    let json = ok(&t.0, &["query", "--format", "json", sql]);
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("not JSON ({e}): {json}"));
+    // One object a plan line, in order: the same plan as the text.
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r.len(), 1, "{json}");
+            r["plan"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(lines, text.lines().collect::<Vec<_>>());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Scan p: 0 of 1 segments (1 pruned by zone maps)")),
+        "{json}"
+    );
+    let csv = ok(&t.0, &["query", "--format", "csv", sql]);
+    assert_eq!(csv.lines().next(), Some("plan"));
+    assert_eq!(csv.lines().count(), lines.len() + 1);
+    // A table stays text.
+    assert_eq!(ok(&t.0, &["query", "--format", "table", sql]), text);
+}

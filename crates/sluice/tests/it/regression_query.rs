@@ -1,0 +1,409 @@
+//! SQL answers are never silently wrong: -0.0 and NaN compare, group and
+//! sort as SQL says, decimal division rounds, division by zero is an
+//! error, and refused SQL says where.
+
+use sluice::query::{QueryOptions, query_with};
+use sluice::store::Database;
+
+use crate::common::{TempDir, load_bytes, opts, rows_of};
+
+/// A database with table `t` loaded from `csv` (header line included).
+fn table(schema: &str, csv: &str) -> TempDir {
+    let dir = TempDir::new("regq");
+    load_bytes(&dir, "t", csv.as_bytes(), &opts(schema)).unwrap();
+    dir
+}
+
+/// Each way a query runs: one worker, and several workers with 1-row
+/// morsels (partial aggregates merged across workers).
+fn runs() -> [QueryOptions; 2] {
+    [
+        QueryOptions {
+            threads: Some(1),
+            morsel_rows: None,
+        },
+        QueryOptions {
+            threads: Some(4),
+            morsel_rows: Some(1),
+        },
+    ]
+}
+
+/// The rows of `sql`, NULL as "NULL"; the same on every run.
+fn rows(dir: &TempDir, sql: &str) -> Vec<Vec<String>> {
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let mut first: Option<Vec<Vec<String>>> = None;
+    for o in runs() {
+        let r = query_with(&db, sql, &o).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let got: Vec<Vec<String>> = rows_of(&r.batches)
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|c| c.unwrap_or_else(|| "NULL".into()))
+                    .collect()
+            })
+            .collect();
+        match &first {
+            None => first = Some(got),
+            Some(f) => assert_eq!(&got, f, "{sql}: runs differ"),
+        }
+    }
+    first.unwrap()
+}
+
+/// The one value of `sql`.
+fn one(dir: &TempDir, sql: &str) -> String {
+    let r = rows(dir, sql);
+    assert_eq!(r.len(), 1, "{sql}: {r:?}");
+    assert_eq!(r[0].len(), 1, "{sql}: {r:?}");
+    r[0][0].clone()
+}
+
+/// The error of `sql`.
+fn error(dir: &TempDir, sql: &str) -> String {
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let mut first: Option<String> = None;
+    for o in runs() {
+        let e = match query_with(&db, sql, &o) {
+            Ok(_) => panic!("{sql}: should fail"),
+            Err(e) => e.to_string(),
+        };
+        match &first {
+            None => first = Some(e),
+            Some(f) => assert_eq!(&e, f, "{sql}: runs differ"),
+        }
+    }
+    first.unwrap()
+}
+
+fn grid(v: &[&[&str]]) -> Vec<Vec<String>> {
+    v.iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn negative_zero_equals_zero() {
+    let dir = table("x DOUBLE", "x\n-0.0\n0.0\n1.5\n");
+    let count = |w: &str| one(&dir, &format!("SELECT count(*) FROM t WHERE {w}"));
+    assert_eq!(count("x = 0"), "2");
+    assert_eq!(count("0 = x"), "2");
+    assert_eq!(count("x = 0.0"), "2");
+    assert_eq!(count("x = -0.0"), "2");
+    assert_eq!(count("x = CAST('-0' AS DOUBLE)"), "2");
+    assert_eq!(count("CAST('-0' AS DOUBLE) = x"), "2");
+    assert_eq!(count("x < 0"), "0");
+    assert_eq!(count("x <= 0"), "2");
+    assert_eq!(count("x > CAST('-0' AS DOUBLE)"), "1");
+    assert_eq!(count("x >= 0"), "3");
+    assert_eq!(count("x <> 0"), "1");
+    assert_eq!(count("x IN (0, 7)"), "2");
+    assert_eq!(count("x BETWEEN 0 AND 0"), "2");
+    assert_eq!(count("CASE x WHEN 0 THEN true ELSE false END"), "2");
+    assert_eq!(
+        one(&dir, "SELECT count(DISTINCT x) FROM t WHERE x < 1"),
+        "1"
+    );
+    assert_eq!(
+        rows(&dir, "SELECT x, count(*) FROM t GROUP BY x ORDER BY x"),
+        grid(&[&["0", "2"], &["1.5", "1"]])
+    );
+    assert_eq!(
+        rows(&dir, "SELECT min(x), max(x) FROM t WHERE x < 1"),
+        grid(&[&["0", "0"]])
+    );
+    assert_eq!(
+        rows(
+            &dir,
+            "SELECT count(*) FROM t GROUP BY x HAVING min(x) = 0 ORDER BY 1"
+        ),
+        grid(&[&["2"]])
+    );
+}
+
+#[test]
+fn nan_equals_nan_and_sorts_last() {
+    // Three NaNs, one of them with the sign bit set.
+    let dir = table(
+        "k INT, x DOUBLE",
+        "k,x\n1,NaN\n2,1\n3,-inf\n4,inf\n5,NaN\n6,-NaN\n7,\n",
+    );
+    let count = |w: &str| one(&dir, &format!("SELECT count(*) FROM t WHERE {w}"));
+    assert_eq!(count("x = CAST('NaN' AS DOUBLE)"), "3");
+    assert_eq!(count("CAST('NaN' AS DOUBLE) = x"), "3");
+    assert_eq!(count("x <> CAST('NaN' AS DOUBLE)"), "3");
+    assert_eq!(count("x > CAST('inf' AS DOUBLE)"), "3");
+    assert_eq!(count("x >= CAST('NaN' AS DOUBLE)"), "3");
+    assert_eq!(count("x < CAST('NaN' AS DOUBLE)"), "3");
+    assert_eq!(count("x IN (CAST('NaN' AS DOUBLE))"), "3");
+    assert_eq!(
+        rows(&dir, "SELECT x, count(*) FROM t GROUP BY x ORDER BY x"),
+        grid(&[
+            &["-inf", "1"],
+            &["1", "1"],
+            &["inf", "1"],
+            &["NaN", "3"],
+            &["NULL", "1"]
+        ])
+    );
+    assert_eq!(
+        rows(&dir, "SELECT x FROM t ORDER BY x"),
+        grid(&[
+            &["-inf"],
+            &["1"],
+            &["inf"],
+            &["NaN"],
+            &["NaN"],
+            &["NaN"],
+            &["NULL"]
+        ])
+    );
+    assert_eq!(
+        rows(
+            &dir,
+            "SELECT x FROM t WHERE x IS NOT NULL ORDER BY x DESC LIMIT 4"
+        ),
+        grid(&[&["NaN"], &["NaN"], &["NaN"], &["inf"]])
+    );
+    assert_eq!(
+        rows(&dir, "SELECT min(x), max(x), count(DISTINCT x) FROM t"),
+        grid(&[&["-inf", "NaN", "4"]])
+    );
+}
+
+#[test]
+fn decimal_division_rounds_half_away_from_zero() {
+    let dir = table(
+        "d DECIMAL(10,2), i BIGINT",
+        "d,i\n7101.11,7\n-7101.11,7\n2.00,3\n",
+    );
+    // The cases: scale of the dividend + 4, the last digit rounded.
+    assert_eq!(one(&dir, "SELECT CAST(2 AS DECIMAL(10,2)) / 3"), "0.666667");
+    assert_eq!(one(&dir, "SELECT 7101.11 / 7"), "1014.444286");
+    assert_eq!(one(&dir, "SELECT -7101.11 / 7"), "-1014.444286");
+    assert_eq!(one(&dir, "SELECT 7101.11 / -7"), "-1014.444286");
+    // Exactly half at the cut: away from zero.
+    assert_eq!(one(&dir, "SELECT CAST(1 AS DECIMAL(5,0)) / 32"), "0.0313");
+    assert_eq!(one(&dir, "SELECT CAST(-1 AS DECIMAL(5,0)) / 32"), "-0.0313");
+    assert_eq!(one(&dir, "SELECT CAST(1 AS DECIMAL(5,0)) / -32"), "-0.0313");
+    // Over columns, not only folded literals.
+    assert_eq!(
+        rows(&dir, "SELECT d / i, d / 3 FROM t ORDER BY d"),
+        grid(&[
+            &["-1014.444286", "-2367.036667"],
+            &["0.666667", "0.666667"],
+            &["1014.444286", "2367.036667"]
+        ])
+    );
+    // A smaller scale in CAST rounds the same way.
+    assert_eq!(one(&dir, "SELECT CAST(1.005 AS DECIMAL(5,2))"), "1.01");
+    assert_eq!(one(&dir, "SELECT CAST(-1.005 AS DECIMAL(5,2))"), "-1.01");
+    assert_eq!(one(&dir, "SELECT CAST(1.004 AS DECIMAL(5,2))"), "1.00");
+    assert_eq!(
+        rows(&dir, "SELECT CAST(d AS DECIMAL(10,1)) FROM t ORDER BY d"),
+        grid(&[&["-7101.1"], &["2.0"], &["7101.1"]])
+    );
+    assert_eq!(
+        one(
+            &dir,
+            "SELECT CAST(CAST('1.005' AS DOUBLE) AS DECIMAL(10,2))"
+        ),
+        "1.01"
+    );
+}
+
+#[test]
+fn division_by_zero_is_an_error() {
+    let dir = table(
+        "score DOUBLE, n BIGINT, d DECIMAL(10,2)",
+        "score,n,d\n1.5,3,2.50\n,,\n",
+    );
+    for sql in [
+        "SELECT score / 0 FROM t",
+        "SELECT score / 0.0 FROM t",
+        "SELECT score / CAST(0 AS DOUBLE) FROM t",
+        "SELECT score / CAST('-0' AS DOUBLE) FROM t",
+        "SELECT score / (score - score) FROM t",
+        "SELECT n / 0 FROM t",
+        "SELECT d / 0 FROM t",
+        "SELECT d / (d - d) FROM t",
+        "SELECT sum(score / 0) FROM t",
+    ] {
+        assert_eq!(error(&dir, sql), "division by zero", "{sql}");
+    }
+    // Folded while planning, the division says where it is.
+    assert_eq!(
+        error(&dir, "SELECT 1,\n 1.5 / 0"),
+        "division by zero at line 2, column 2"
+    );
+    assert_eq!(
+        error(&dir, "SELECT 2.5e0 / 0"),
+        "division by zero at line 1, column 8"
+    );
+    // A NULL side is NULL, not an error (as in PostgreSQL).
+    assert_eq!(
+        rows(&dir, "SELECT score / 0, d / 0 FROM t WHERE score IS NULL"),
+        grid(&[&["NULL", "NULL"]])
+    );
+    // Rows a filter drops never fail the query.
+    assert_eq!(one(&dir, "SELECT count(*) FROM t WHERE score / n > 0"), "1");
+}
+
+#[test]
+fn unsupported_sql_names_line_and_column() {
+    let dir = table("a INT, score DOUBLE, s TEXT", "a,score,s\n1,1.5,x\n");
+    assert_eq!(
+        error(&dir, "INSERT INTO t VALUES (1, 2.0, 'y')"),
+        "only SELECT and EXPLAIN SELECT are supported, not INSERT at line 1, column 1"
+    );
+    assert_eq!(
+        error(&dir, "\n  DELETE FROM t"),
+        "only SELECT and EXPLAIN SELECT are supported, not DELETE at line 2, column 3"
+    );
+    assert_eq!(
+        error(&dir, "SELECT a FROM t\nUNION SELECT a FROM t"),
+        "UNION is not supported at line 2, column 1"
+    );
+    assert_eq!(
+        error(&dir, "SELECT a FROM t EXCEPT SELECT a FROM t"),
+        "EXCEPT is not supported at line 1, column 17"
+    );
+    assert_eq!(
+        error(&dir, "VALUES (1)"),
+        "VALUES is not supported at line 1, column 1"
+    );
+    // A CAST that fails while running says where it is.
+    assert_eq!(
+        error(&dir, "SELECT a,\n  CAST(s AS INT) FROM t"),
+        "cannot cast \"x\" to INT: not an integer at line 2, column 3"
+    );
+    // ... and names the type as written, not as evaluated.
+    assert_eq!(
+        error(&dir, "SELECT CAST(score * 1e9 AS DECIMAL(10,2)) FROM t"),
+        "value out of range for DECIMAL(10,2) at line 1, column 8"
+    );
+    assert_eq!(
+        error(&dir, "SELECT CAST(CAST('nan' AS DOUBLE) AS DECIMAL(10,2))"),
+        "cannot cast NaN to DECIMAL(10,2) at line 1, column 8"
+    );
+    assert_eq!(
+        error(&dir, "SELECT CAST(s AS DECIMAL(10,2)) FROM t"),
+        "cannot cast \"x\" to DECIMAL(10,2): not a decimal number at line 1, column 8"
+    );
+    assert_eq!(
+        error(&dir, "SELECT CAST(a > 0 AS DECIMAL(10,2)) FROM t"),
+        "cannot cast BOOLEAN to DECIMAL(10,2) at line 1, column 8"
+    );
+    // The parser's own errors say where in the same words.
+    assert_eq!(
+        error(&dir, "SELECT a\n FROM t WHER a = 1"),
+        "sql parser error: Expected: end of statement, found: a at line 2, column 14"
+    );
+    assert_eq!(
+        error(&dir, "SELECT a FROM t WHERE"),
+        "sql parser error: Expected: an expression, found: EOF"
+    );
+}
+
+#[test]
+fn decimal_cast_checks_the_written_precision() {
+    let dir = table("d DECIMAL(10,2)", "d\n123.45\n");
+    assert_eq!(one(&dir, "SELECT CAST(d AS DECIMAL(5,2)) FROM t"), "123.45");
+    assert_eq!(one(&dir, "SELECT CAST(d AS DECIMAL(4,1)) FROM t"), "123.5");
+    assert_eq!(
+        error(&dir, "SELECT CAST(d AS DECIMAL(4,2)) FROM t"),
+        "value out of range for DECIMAL(4,2) at line 1, column 8"
+    );
+    assert_eq!(
+        error(&dir, "SELECT CAST(123.45 AS DECIMAL(4,2))"),
+        "value out of range for DECIMAL(4,2) at line 1, column 8"
+    );
+    // The outer CAST of two that start at one place.
+    assert_eq!(
+        error(
+            &dir,
+            "SELECT 1, CAST(CAST(d AS DECIMAL(10,1)) AS DECIMAL(2,0)) FROM t"
+        ),
+        "value out of range for DECIMAL(2,0) at line 1, column 11"
+    );
+    assert_eq!(
+        error(
+            &dir,
+            "SELECT 1, CAST( CAST(d AS DECIMAL(3,1)) + 1 AS DECIMAL(10,2)) FROM t"
+        ),
+        "value out of range for DECIMAL(3,1) at line 1, column 17"
+    );
+    assert_eq!(
+        error(&dir, "SELECT d::DECIMAL(3,1) FROM t"),
+        "value out of range for DECIMAL(3,1) at line 1, column 8"
+    );
+}
+
+#[test]
+fn negative_zero_agrees_with_sqlite() {
+    let values = [
+        Some(-0.0),
+        Some(0.0),
+        Some(0.5),
+        None,
+        Some(-1.5),
+        Some(-0.0),
+        Some(0.0),
+    ];
+    let mut csv = String::from("k,x\n");
+    for (k, v) in values.iter().enumerate() {
+        let x = v.map(|x: f64| format!("{x:?}")).unwrap_or_default();
+        csv.push_str(&format!("{k},{x}\n"));
+    }
+    let dir = table("k INT, x DOUBLE", &csv);
+    let lite = rusqlite::Connection::open_in_memory().unwrap();
+    lite.execute("CREATE TABLE t (k INTEGER, x REAL)", [])
+        .unwrap();
+    for (k, v) in values.iter().enumerate() {
+        lite.execute(
+            "INSERT INTO t VALUES (?1, ?2)",
+            rusqlite::params![k as i64, v],
+        )
+        .unwrap();
+    }
+    let number = |s: &str| -> Option<f64> { s.parse().ok() };
+    for sql in [
+        "SELECT count(*) FROM t WHERE x = 0",
+        "SELECT count(*) FROM t WHERE x < 0",
+        "SELECT count(*) FROM t WHERE x <= 0",
+        "SELECT count(*) FROM t WHERE x > -0.0",
+        "SELECT count(*) FROM t WHERE x IN (0)",
+        "SELECT count(DISTINCT x) FROM t",
+        "SELECT x, count(*) FROM t GROUP BY x ORDER BY x NULLS LAST",
+        "SELECT min(x), max(x) FROM t WHERE x >= 0",
+        "SELECT k FROM t WHERE x = 0 ORDER BY k",
+    ] {
+        let ours = rows(&dir, sql);
+        let mut stmt = lite.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        let theirs: Vec<Vec<String>> = stmt
+            .query_map([], |row| {
+                (0..n)
+                    .map(|c| {
+                        Ok(match row.get_ref(c)? {
+                            rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                            rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                            rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                            other => format!("{other:?}"),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        // Numbers compare by value: -0 and 0 print differently and are equal.
+        let same = ours.len() == theirs.len()
+            && ours.iter().zip(&theirs).all(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x == y || (number(x).is_some() && number(x) == number(y)))
+            });
+        assert!(same, "{sql}\nsluice: {ours:?}\nsqlite: {theirs:?}");
+    }
+}
