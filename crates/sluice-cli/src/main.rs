@@ -696,6 +696,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             null: a.null.into_bytes(),
             date_format: a.date_format,
             timestamp_format: a.timestamp_format,
+            // Values the samples did not see must fit as written.
+            exact: inferred
+                .as_ref()
+                .map(|i| i.exact.clone())
+                .unwrap_or_default(),
         },
         threads,
         memory_limit: util::parse_size(&a.memory_limit, "--memory-limit")?,

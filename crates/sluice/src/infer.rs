@@ -72,6 +72,11 @@ pub struct Inferred {
     pub files_sampled: usize,
     pub samples: usize,
     pub records_sampled: u64,
+    /// The numeric columns whose type the samples chose (not `types`):
+    /// for [`ValueOptions::exact`](crate::batch::ValueOptions::exact), so
+    /// that a value the samples missed fails the load rather than being
+    /// stored changed (`0042` into a BIGINT, 20 digits into a DOUBLE).
+    pub exact: Vec<String>,
 }
 
 /// One chunk of a file: its bytes, and whether it is the file's start.
@@ -266,8 +271,17 @@ impl Candidates {
     fn see(&mut self, v: &[u8], o: &InferOptions) {
         let t = value::trim(v);
         self.values += 1;
-        if self.bigint && value::parse_i64(t).is_err() {
+        // A number type only for values it gives back as written: no `+`,
+        // no leading zeros (`02134` is a code, not 2134), no digits lost.
+        let number = value::NumberText::parse(t);
+        let kept = |name: &str, negative_zero: bool| {
+            number.is_some_and(|n| n.unkept_form(name, negative_zero).is_none())
+        };
+        if self.bigint && (value::parse_i64(t).is_err() || !kept("BIGINT", false)) {
             self.bigint = false;
+        }
+        if self.decimal && !kept("DECIMAL", false) {
+            self.decimal = false;
         }
         if self.decimal {
             match decimal_shape(t) {
@@ -281,7 +295,10 @@ impl Candidates {
                 None => self.decimal = false,
             }
         }
-        if self.double && value::parse_f64(t).is_err() {
+        if self.double
+            && (number.is_none()
+                || !value::parse_f64(t).is_ok_and(|f| value::check_f64_exact(t, f).is_ok()))
+        {
             self.double = false;
         }
         if self.date && value::parse_date(t, o.date_format.as_deref()).is_err() {
@@ -546,6 +563,16 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             }
         }
     }
+    let exact = columns
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.data_type,
+                DataType::BigInt | DataType::Decimal { .. } | DataType::Double
+            ) && !o.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(&c.name))
+        })
+        .map(|c| c.name.clone())
+        .collect();
     Ok(Inferred {
         schema: Schema::new(columns)?,
         delimiter,
@@ -553,6 +580,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         files_sampled: per_file.len(),
         samples: recs_of.len(),
         records_sampled,
+        exact,
     })
 }
 
@@ -605,8 +633,36 @@ mod tests {
         assert_eq!(pick(&["0", "1"]), DataType::BigInt);
         assert_eq!(pick(&["1", "x"]), DataType::Text);
         assert_eq!(pick(&[]), DataType::Text);
-        // 19 significant digits do not fit DECIMAL(18, s): DOUBLE.
-        assert_eq!(pick(&["1234567890.123456789"]), DataType::Double);
+        // 19 significant digits fit neither DECIMAL(18, s) nor DOUBLE.
+        assert_eq!(pick(&["1234567890.123456789"]), DataType::Text);
+        assert_eq!(pick(&["0.1234567890123456789"]), DataType::Text);
+        // 17 digits that a double gives back as written are one.
+        assert_eq!(pick(&["0.30000000000000004", "1e5"]), DataType::Double);
+        // Codes, not numbers: leading zeros, a sign, more than 64 bits.
+        assert_eq!(pick(&["02134", "10001"]), DataType::Text);
+        assert_eq!(pick(&["+15551234"]), DataType::Text);
+        assert_eq!(pick(&["007", "123"]), DataType::Text);
+        assert_eq!(pick(&["18446744073709551615", "1"]), DataType::Text);
+        // A BIGINT has no negative zero; a DOUBLE does.
+        assert_eq!(pick(&["-0", "1"]), DataType::Double);
+        assert_eq!(pick(&["-0", "x"]), DataType::Text);
+        assert_eq!(pick(&["00.5"]), DataType::Text);
+        assert_eq!(
+            pick(&["0.5", ".25"]),
+            DataType::Decimal {
+                precision: 18,
+                scale: 2
+            }
+        );
+        assert_eq!(pick(&["0", "-3"]), DataType::BigInt);
+        assert_eq!(pick(&["2.5E-3", "-1e5"]), DataType::Double);
+        assert_eq!(pick(&["1e400"]), DataType::Text);
+        assert_eq!(pick(&["NaN"]), DataType::Text);
+        assert_eq!(pick(&["24-01-31", "99-12-31"]), DataType::Text);
+        assert_eq!(
+            pick(&["2013-01-01T10:00:00Z", "2013-01-01 10:00+01:00"]),
+            DataType::Timestamp
+        );
     }
 
     #[test]

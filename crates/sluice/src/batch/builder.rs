@@ -23,6 +23,11 @@ pub struct ValueOptions {
     pub date_format: Option<String>,
     /// chrono/strftime format for TIMESTAMP columns; `None` is ISO 8601.
     pub timestamp_format: Option<String>,
+    /// Numeric columns (by name) whose values must read back as written:
+    /// no `+`, no leading zeros, no digits a DOUBLE would round. For
+    /// types inferred from samples, whose other values the samples did
+    /// not see: such a value fails rather than being stored changed.
+    pub exact: Vec<String>,
 }
 
 enum Col {
@@ -39,6 +44,8 @@ enum Col {
 /// Builds one batch of rows for a schema, one field at a time.
 pub struct BatchBuilder {
     cols: Vec<Col>,
+    /// Per column: whether it is one of `opts.exact`.
+    exact: Vec<bool>,
     arrow_schema: SchemaRef,
     opts: Arc<ValueOptions>,
 }
@@ -101,8 +108,14 @@ impl BatchBuilder {
                 DataType::Text => Col::Text(StringBuilder::with_capacity(capacity, capacity * 8)),
             })
             .collect();
+        let exact = schema
+            .columns
+            .iter()
+            .map(|c| opts.exact.iter().any(|n| n.eq_ignore_ascii_case(&c.name)))
+            .collect();
         BatchBuilder {
             cols,
+            exact,
             arrow_schema: schema.arrow_schema(),
             opts,
         }
@@ -142,11 +155,20 @@ impl BatchBuilder {
             self.push_null(col);
             return Ok(());
         }
+        if self.exact[col] {
+            self.check_exact(col, field)?;
+        }
         match &mut self.cols[col] {
             Col::Bool(b) => b.append_value(value::parse_bool(field)?),
             Col::Int(b) => b.append_value(value::parse_i32(field)?),
             Col::BigInt(b) => b.append_value(value::parse_i64(field)?),
-            Col::Double(b) => b.append_value(value::parse_f64(field)?),
+            Col::Double(b) => {
+                let v = value::parse_f64(field)?;
+                if self.exact[col] {
+                    value::check_f64_exact(field, v)?;
+                }
+                b.append_value(v)
+            }
             Col::Decimal(b, p, s) => b.append_value(value::parse_decimal(field, *p, *s)?),
             Col::Date(b) => {
                 b.append_value(value::parse_date(field, self.opts.date_format.as_deref())?)
@@ -158,6 +180,32 @@ impl BatchBuilder {
             Col::Text(_) => unreachable!("handled above"),
         }
         Ok(())
+    }
+
+    /// Checks that a value of an exact INT, BIGINT or DECIMAL column reads
+    /// back as written (DOUBLE values are checked once parsed).
+    fn check_exact(&self, col: usize, field: &[u8]) -> Result<(), String> {
+        let t = value::trim(field);
+        let Some(text) = value::NumberText::parse(t) else {
+            // Not a number: the type's parser says why.
+            return Ok(());
+        };
+        let name = match &self.cols[col] {
+            Col::Int(_) => "INT",
+            Col::BigInt(_) => "BIGINT",
+            Col::Decimal(..) => "DECIMAL",
+            _ => return Ok(()),
+        };
+        match text.unkept_form(name, false) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether column `col` is one whose values must read back as written
+    /// (see [`ValueOptions::exact`]).
+    pub fn is_exact(&self, col: usize) -> bool {
+        self.exact[col]
     }
 
     /// Whether column `col` takes the integer fast path of the parser: an

@@ -252,6 +252,18 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
     }
 }
 
+/// Whether the field at `pos` starts with a zero that a number read back
+/// would not have (`007`, `-0`): such a field of an exact column takes the
+/// slow path, which says why it cannot be stored as written.
+#[inline]
+fn zero_first(data: &[u8], pos: usize) -> bool {
+    match data.get(pos..pos + 2) {
+        Some([b'0', c]) => c.is_ascii_digit(),
+        Some([b'-', b'0']) => true,
+        _ => false,
+    }
+}
+
 const POW10: [i64; 9] = [
     1,
     10,
@@ -376,6 +388,7 @@ pub fn parse_block_with(
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
     let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
+    let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
     let mut builder_rows: u32 = 0;
     let mut pos = 0;
     while pos < n {
@@ -415,6 +428,7 @@ pub fn parse_block_with(
             };
             if let Some(t) = target
                 && integer[t]
+                && !(exact[t] && zero_first(data, pos))
                 && let Some((v, term, next)) = scan_integer(data, pos, d.delimiter)
             {
                 if let Err(msg) = out.push_integer(t, v) {

@@ -637,7 +637,10 @@ pub fn parse_json_block(
     };
     let mut cols = Columns {
         schema,
-        integer: (0..ncols).map(|c| out.is_integer(c)).collect(),
+        // Exact columns see each number's text (`-0` is a zero).
+        integer: (0..ncols)
+            .map(|c| out.is_integer(c) && !out.is_exact(c))
+            .collect(),
         names: schema.columns.iter().map(|c| c.name.as_bytes()).collect(),
         key: schema.key_column(),
         by_name: HashMap::new(),

@@ -85,10 +85,162 @@ pub fn parse_i32(b: &[u8]) -> Result<i32, String> {
 }
 
 /// Parses a double. Accepts what Rust's `f64::from_str` accepts (`1e10`,
-/// `inf`, `NaN`).
+/// `inf`, `NaN`), but not a number beyond the range of a double: `1e400`
+/// is an error, not infinity, and `1e-400` one, not zero (as in
+/// PostgreSQL; subnormals such as `1e-310` are values).
 pub fn parse_f64(b: &[u8]) -> Result<f64, String> {
-    let s = std::str::from_utf8(trim(b)).map_err(|_| "not a number".to_string())?;
-    s.parse::<f64>().map_err(|_| "not a number".into())
+    let t = trim(b);
+    let s = std::str::from_utf8(t).map_err(|_| "not a number".to_string())?;
+    let v = s.parse::<f64>().map_err(|_| "not a number".to_string())?;
+    // Spelled-out infinities and NaN have no digits.
+    let digits = || t.iter().take_while(|&&c| c != b'e' && c != b'E');
+    if v.is_infinite() && digits().any(u8::is_ascii_digit) {
+        return Err("out of range for DOUBLE (beyond ±1.8e308)".into());
+    }
+    if v == 0.0 && digits().any(|&c| (b'1'..=b'9').contains(&c)) {
+        return Err("out of range for DOUBLE (too close to zero; below 4.9e-324)".into());
+    }
+    Ok(v)
+}
+
+/// A decimal number's text split into its parts: `-12.50e3` is sign
+/// `-`, integer digits `12`, fraction digits `50` and exponent 3.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NumberText<'a> {
+    pub sign: Option<u8>,
+    pub int: &'a [u8],
+    pub frac: &'a [u8],
+    pub exp: i64,
+}
+
+impl<'a> NumberText<'a> {
+    /// Splits `[+-]digits[.digits][(e|E)[+-]digits]` (digits on at least
+    /// one side of the point); `None` for anything else.
+    pub fn parse(t: &'a [u8]) -> Option<Self> {
+        let (sign, body) = match t.first() {
+            Some(&c @ (b'-' | b'+')) => (Some(c), &t[1..]),
+            _ => (None, t),
+        };
+        let (mantissa, exp) = match body.iter().position(|&c| c == b'e' || c == b'E') {
+            Some(i) => (&body[..i], Some(&body[i + 1..])),
+            None => (body, None),
+        };
+        let (int, frac) = match memchr::memchr(b'.', mantissa) {
+            Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+            None => (mantissa, &mantissa[..0]),
+        };
+        if (int.is_empty() && frac.is_empty()) || !int.iter().chain(frac).all(u8::is_ascii_digit) {
+            return None;
+        }
+        let exp = match exp {
+            None => 0,
+            Some(e) => {
+                let digits = e.strip_prefix(b"-").or(e.strip_prefix(b"+")).unwrap_or(e);
+                if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                    return None;
+                }
+                // Saturates far beyond any double's exponent.
+                let v = digits
+                    .iter()
+                    .fold(0i64, |a, &c| (a * 10 + (c - b'0') as i64).min(1 << 40));
+                if e[0] == b'-' { -v } else { v }
+            }
+        };
+        Some(NumberText {
+            sign,
+            int,
+            frac,
+            exp,
+        })
+    }
+
+    /// Why sluice would not write this number back as it is written: a
+    /// `+`, a zero before other integer digits, a negative zero (for
+    /// integer and decimal types, which have none); `None` when nothing
+    /// of it is lost that way.
+    pub fn unkept_form(&self, type_name: &str, negative_zero: bool) -> Option<String> {
+        if self.sign == Some(b'+') {
+            return Some(format!(
+                "has a \"+\" sign, which a {type_name} does not keep"
+            ));
+        }
+        if self.int.len() > 1 && self.int[0] == b'0' {
+            return Some(format!(
+                "has a leading zero, which a {type_name} does not keep"
+            ));
+        }
+        if !negative_zero && self.sign == Some(b'-') && self.significant().1 == 0 {
+            return Some(format!(
+                "is a negative zero, which a {type_name} stores as 0"
+            ));
+        }
+        None
+    }
+
+    /// The significant digits (no leading or trailing zeros), how many
+    /// there are, and the power of ten `p` such that the magnitude is
+    /// `0.DIGITS × 10^p`.
+    fn significant(&self) -> (impl Iterator<Item = &'a u8> + use<'a>, usize, i64) {
+        let all = self.int.iter().chain(self.frac);
+        let len = self.int.len() + self.frac.len();
+        let lead = all.clone().take_while(|&&c| c == b'0').count();
+        if lead == len {
+            return (all.skip(len).take(0), 0, 0);
+        }
+        let trail = self
+            .frac
+            .iter()
+            .rev()
+            .chain(self.int.iter().rev())
+            .take_while(|&&c| c == b'0')
+            .count();
+        let n = len - lead - trail;
+        let p = self.int.len() as i64 - lead as i64 + self.exp;
+        (all.skip(lead).take(n), n, p)
+    }
+}
+
+/// Checks that the double `v`, read from the text `t`, is the number `t`
+/// says to its last digit, so that it reads back as the same number (not
+/// rounded to the nearest double). Spelled-out infinities and NaN are
+/// what they say.
+pub fn check_f64_exact(t: &[u8], v: f64) -> Result<(), String> {
+    let t = trim(t);
+    let Some(text) = NumberText::parse(t) else {
+        return Ok(());
+    };
+    if let Some(why) = text.unkept_form("DOUBLE", true) {
+        return Err(why);
+    }
+    let (digits, n, p) = text.significant();
+    // Any decimal of at most 15 significant digits survives the trip
+    // through a normal double (f64 has 15.95 decimal digits of precision).
+    if n <= 15 && (v == 0.0 || v.abs() >= f64::MIN_POSITIVE) {
+        return Ok(());
+    }
+    // The shortest text that reads back as `v`: at most 17 digits, an
+    // exponent of at most 3, signs and a point.
+    let mut buf = [0u8; 32];
+    let len = {
+        use std::io::Write;
+        let mut w = &mut buf[..];
+        write!(w, "{:e}", v.abs()).expect("a double's shortest form fits 32 bytes");
+        32 - w.len()
+    };
+    let back = NumberText::parse(&buf[..len]).expect("a double's shortest form is a number");
+    let (back_digits, back_n, back_p) = back.significant();
+    if n == back_n && p == back_p && digits.eq(back_digits) {
+        Ok(())
+    } else {
+        let shown = if (1e-6..1e21).contains(&v.abs()) {
+            format!("{v}")
+        } else {
+            format!("{v:e}")
+        };
+        Err(format!(
+            "has {n} significant digits; a DOUBLE would round it to {shown}"
+        ))
+    }
 }
 
 /// Parses a boolean: true/false, t/f, yes/no, y/n, on/off, 1/0 (any case).
@@ -177,7 +329,9 @@ fn fast_ymd(t: &[u8]) -> Option<Result<NaiveDate, String>> {
     Some(NaiveDate::from_ymd_opt(y as i32, m, d).ok_or_else(|| "is not a valid date".to_string()))
 }
 
-/// Parses a date into days since 1970-01-01. Without a format: `YYYY-MM-DD`.
+/// Parses a date into days since 1970-01-01. Without a format:
+/// `YYYY-MM-DD`, the year of four digits (`24-01-31` is no date: its
+/// century is unknown); the month and day may have one digit.
 /// With one: a chrono/strftime format such as `%d/%m/%Y`.
 pub fn parse_date(b: &[u8], format: Option<&str>) -> Result<i32, String> {
     let t = trim(b);
@@ -185,6 +339,12 @@ pub fn parse_date(b: &[u8], format: Option<&str>) -> Result<i32, String> {
         None => match fast_ymd(t) {
             Some(r) => r?,
             None => {
+                if t.len() < 5 || t[4] != b'-' || !t[..4].iter().all(u8::is_ascii_digit) {
+                    return Err(
+                        "not a date in the form YYYY-MM-DD (a four-digit year); use --date-format"
+                            .into(),
+                    );
+                }
                 let s = std::str::from_utf8(t).map_err(|_| "not a date".to_string())?;
                 NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| {
                     format!("not a date in the form YYYY-MM-DD ({e}); use --date-format")
@@ -202,8 +362,11 @@ pub fn parse_date(b: &[u8], format: Option<&str>) -> Result<i32, String> {
 
 /// Parses a timestamp into microseconds since 1970-01-01 00:00:00.
 ///
-/// Without a format: `YYYY-MM-DD[ T]HH:MM:SS[.fraction]` or a bare date.
+/// Without a format, ISO 8601: `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]`
+/// and an optional zone, `Z` or an offset `+HH:MM`, `+HHMM` or `+HH` (or
+/// `-`), by which the time is converted to UTC; a bare date is midnight.
 /// Fractions finer than a microsecond must be zeros (never rounded).
+/// With a format: a chrono/strftime format, no zone.
 pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
     let t = trim(b);
     let dt = match format {
@@ -218,8 +381,7 @@ pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
 }
 
 fn parse_timestamp_default(t: &[u8]) -> Result<i64, String> {
-    const FORM: &str =
-        "not a timestamp in the form YYYY-MM-DD HH:MM:SS[.ffffff]; use --timestamp-format";
+    const FORM: &str = "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]; use --timestamp-format";
     if t.len() < 10 {
         return Err(FORM.into());
     }
@@ -232,34 +394,59 @@ fn parse_timestamp_default(t: &[u8]) -> Result<i64, String> {
     if rest.is_empty() {
         return Ok(days * 86_400_000_000);
     }
-    if rest.len() < 9 || !(rest[0] == b' ' || rest[0] == b'T') || rest[3] != b':' || rest[6] != b':'
-    {
+    if rest.len() < 6 || !(rest[0] == b' ' || rest[0] == b'T') || rest[3] != b':' {
         return Err(FORM.into());
     }
-    let (h, m, s) = match (two(&rest[1..3]), two(&rest[4..6]), two(&rest[7..9])) {
-        (Some(h), Some(m), Some(s)) if h < 24 && m < 60 && s < 60 => (h, m, s),
+    let (h, m) = match (two(&rest[1..3]), two(&rest[4..6])) {
+        (Some(h), Some(m)) if h < 24 && m < 60 => (h, m),
         _ => return Err("has an invalid time of day".into()),
     };
+    let mut rest = &rest[6..];
+    let mut s = 0;
     let mut micros: i64 = 0;
-    let frac = &rest[9..];
-    if !frac.is_empty() {
-        let Some(digits) = frac.strip_prefix(b".") else {
-            return Err(FORM.into());
+    if let [b':', a, b, tail @ ..] = rest {
+        s = match two(&[*a, *b]) {
+            Some(s) if s < 60 => s,
+            _ => return Err("has an invalid time of day".into()),
         };
-        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-            return Err(FORM.into());
-        }
-        if digits.len() > 6 && digits[6..].iter().any(|&c| c != b'0') {
-            return Err(
-                "has a fraction finer than a microsecond (values are never rounded)".into(),
-            );
-        }
-        for i in 0..6 {
-            micros = micros * 10 + digits.get(i).map_or(0, |&c| (c - b'0') as i64);
+        rest = tail;
+        if let Some(frac) = rest.strip_prefix(b".") {
+            let n = frac.iter().take_while(|c| c.is_ascii_digit()).count();
+            let digits = &frac[..n];
+            if digits.is_empty() {
+                return Err(FORM.into());
+            }
+            if digits.len() > 6 && digits[6..].iter().any(|&c| c != b'0') {
+                return Err(
+                    "has a fraction finer than a microsecond (values are never rounded)".into(),
+                );
+            }
+            for i in 0..6 {
+                micros = micros * 10 + digits.get(i).map_or(0, |&c| (c - b'0') as i64);
+            }
+            rest = &frac[n..];
         }
     }
-    let secs = days * 86_400 + (h * 3600 + m * 60 + s) as i64;
+    let offset_secs = zone_offset(rest).ok_or_else(|| FORM.to_string())?;
+    let secs = days * 86_400 + (h * 3600 + m * 60 + s) as i64 - offset_secs;
     Ok(secs * 1_000_000 + micros)
+}
+
+/// Seconds east of UTC of a zone suffix: none or `Z` (0), `+HH:MM`,
+/// `+HHMM`, `+HH`, or the same with `-`; `None` for anything else.
+fn zone_offset(z: &[u8]) -> Option<i64> {
+    let (sign, hm) = match z {
+        [] | [b'Z' | b'z'] => return Some(0),
+        [b'+', hm @ ..] => (1, hm),
+        [b'-', hm @ ..] => (-1, hm),
+        _ => return None,
+    };
+    let (h, m) = match hm {
+        [a, b] => (two(&[*a, *b])?, 0),
+        [a, b, c, d] | [a, b, b':', c, d] => (two(&[*a, *b])?, two(&[*c, *d])?),
+        _ => return None,
+    };
+    (h < 24 && m < 60).then_some(sign * (h as i64 * 3600 + m as i64 * 60))
 }
 
 /// Converts days since 1970-01-01 to a date (for display).
@@ -382,5 +569,179 @@ mod tests {
         assert_eq!(parse_f64(b"1.5e3"), Ok(1500.0));
         assert_eq!(parse_f64(b"-0.25"), Ok(-0.25));
         assert!(parse_f64(b"1,5").is_err());
+    }
+
+    #[test]
+    fn doubles_out_of_range_are_errors() {
+        assert_eq!(
+            parse_f64(b"1e400").unwrap_err(),
+            "out of range for DOUBLE (beyond ±1.8e308)"
+        );
+        assert_eq!(
+            parse_f64(b"-1e400").unwrap_err(),
+            "out of range for DOUBLE (beyond ±1.8e308)"
+        );
+        assert_eq!(
+            parse_f64(b"1e-400").unwrap_err(),
+            "out of range for DOUBLE (too close to zero; below 4.9e-324)"
+        );
+        assert_eq!(parse_f64(b"1e-310"), Ok(1e-310));
+        assert_eq!(parse_f64(b"0e999"), Ok(0.0));
+        assert_eq!(parse_f64(b"inf"), Ok(f64::INFINITY));
+        assert_eq!(parse_f64(b"-Infinity"), Ok(f64::NEG_INFINITY));
+        assert!(parse_f64(b"NaN").unwrap().is_nan());
+        assert_eq!(parse_f64(b"1.7976931348623157e308"), Ok(f64::MAX));
+    }
+
+    #[test]
+    fn exact_doubles_read_back_as_written() {
+        let exact = |t: &str| check_f64_exact(t.as_bytes(), parse_f64(t.as_bytes()).unwrap());
+        for ok in [
+            "0.1",
+            "123456789012345",
+            "0.30000000000000004",
+            "1.7976931348623157e308",
+            "2.5E-3",
+            "1e21",
+            "100000000000000000000",
+            "-0",
+            "1.50",
+            ".5",
+            "5e-324",
+            "NaN",
+        ] {
+            assert_eq!(exact(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(
+            exact("18446744073709551615").unwrap_err(),
+            "has 20 significant digits; a DOUBLE would round it to 18446744073709552000"
+        );
+        assert_eq!(
+            exact("0.1234567890123456789").unwrap_err(),
+            "has 19 significant digits; a DOUBLE would round it to 0.12345678901234568"
+        );
+        assert_eq!(
+            exact("1.2345678901234567e-320").unwrap_err(),
+            "has 17 significant digits; a DOUBLE would round it to 1.2347e-320"
+        );
+        assert_eq!(
+            exact("+1.5").unwrap_err(),
+            "has a \"+\" sign, which a DOUBLE does not keep"
+        );
+        assert_eq!(
+            exact("01.5").unwrap_err(),
+            "has a leading zero, which a DOUBLE does not keep"
+        );
+    }
+
+    #[test]
+    fn number_texts_say_what_a_type_does_not_keep() {
+        let unkept = |t: &str| {
+            NumberText::parse(t.as_bytes())
+                .unwrap()
+                .unkept_form("BIGINT", false)
+        };
+        assert_eq!(unkept("0"), None);
+        assert_eq!(unkept("-12"), None);
+        assert_eq!(unkept("0.5"), None);
+        assert_eq!(
+            unkept("007").unwrap(),
+            "has a leading zero, which a BIGINT does not keep"
+        );
+        assert_eq!(
+            unkept("-0").unwrap(),
+            "is a negative zero, which a BIGINT stores as 0"
+        );
+        assert_eq!(
+            unkept("-0.00").unwrap(),
+            "is a negative zero, which a BIGINT stores as 0"
+        );
+        assert_eq!(
+            unkept("+1").unwrap(),
+            "has a \"+\" sign, which a BIGINT does not keep"
+        );
+        for bad in ["", ".", "e5", "1e", "1.2.3", "0x10", "inf", "1e+"] {
+            assert_eq!(NumberText::parse(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn two_digit_years_are_not_dates() {
+        for t in ["24-01-31", "99-12-31", "024-01-31", "2024-01-31 "] {
+            let r = parse_date(t.as_bytes(), None);
+            if t.ends_with(' ') {
+                assert_eq!(r, Ok(19753));
+            } else {
+                assert_eq!(
+                    r.unwrap_err(),
+                    "not a date in the form YYYY-MM-DD (a four-digit year); use --date-format",
+                    "{t}"
+                );
+            }
+        }
+        assert_eq!(parse_date(b"2024-1-5", None), Ok(19727));
+        assert_eq!(parse_date(b"05/01/24", Some("%d/%m/%y")), Ok(19727));
+        assert!(parse_timestamp(b"24-01-31 10:00:00", None).is_err());
+    }
+
+    #[test]
+    fn timestamps_accept_minutes_and_offsets() {
+        let base = 19753 * 86_400_000_000i64; // 2024-01-31
+        let at = |h: i64, m: i64| base + (h * 3600 + m * 60) * 1_000_000;
+        assert_eq!(parse_timestamp(b"2024-01-31 13:45", None), Ok(at(13, 45)));
+        assert_eq!(parse_timestamp(b"2024-01-31T13:45", None), Ok(at(13, 45)));
+        assert_eq!(
+            parse_timestamp(b"2024-01-31T13:45:00Z", None),
+            Ok(at(13, 45))
+        );
+        assert_eq!(parse_timestamp(b"2024-01-31T13:45Z", None), Ok(at(13, 45)));
+        assert_eq!(
+            parse_timestamp(b"2024-01-31T13:45:00.25Z", None),
+            Ok(at(13, 45) + 250_000)
+        );
+        assert_eq!(
+            parse_timestamp(b"2024-01-31T13:45:00+01:00", None),
+            Ok(at(12, 45))
+        );
+        assert_eq!(
+            parse_timestamp(b"2024-01-31T13:45:00+0130", None),
+            Ok(at(12, 15))
+        );
+        assert_eq!(
+            parse_timestamp(b"2024-01-31 13:45-05", None),
+            Ok(at(18, 45))
+        );
+        assert_eq!(
+            parse_timestamp(b"2024-01-31 00:30:00+01:00", None),
+            Ok(base - 30 * 60 * 1_000_000)
+        );
+        for bad in [
+            "2024-01-31 13",
+            "2024-01-31 13:4",
+            "2024-01-31 13:45:0",
+            "2024-01-31 13:45:00.",
+            "2024-01-31 13:45:00+1",
+            "2024-01-31 13:45:00+01:0",
+            "2024-01-31 13:45:00 +01:00",
+            "2024-01-31 13:45:00X",
+            "2024-01-31Z",
+        ] {
+            assert!(
+                parse_timestamp(bad.as_bytes(), None)
+                    .unwrap_err()
+                    .starts_with(
+                        "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]"
+                    ),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_timestamp(b"2024-01-31 13:45:00+24:00", None).unwrap_err(),
+            "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]; use --timestamp-format"
+        );
+        assert_eq!(
+            parse_timestamp(b"2024-01-31 13:60", None).unwrap_err(),
+            "has an invalid time of day"
+        );
     }
 }

@@ -11,6 +11,7 @@ mod load;
 mod load_fuzz;
 mod parallel;
 mod regression_query;
+mod regression_values;
 mod rejects;
 mod resume;
 mod shards;

@@ -1,0 +1,77 @@
+//! `sluice load` stores values as written or not at all: inferred types
+//! that keep every sampled value, later values checked, exact parsers.
+
+use crate::{Tmp, ok, sluice};
+
+#[test]
+fn inference_keeps_leading_zeros_and_plus_signs() {
+    let t = Tmp::new();
+    t.write(
+        "f.csv",
+        b"zip,phone,code,big\n02134,+15551234,007,18446744073709551615\n10001,+15559999,123,1\n",
+    );
+    let out = ok(&t.0, &["load", "--dry-run", "t", "f.csv"]);
+    assert!(
+        out.ends_with("--schema \"zip TEXT, phone TEXT, code TEXT, big TEXT\"\n"),
+        "{out}"
+    );
+    ok(&t.0, &["load", "-q", "t", "f.csv"]);
+    assert_eq!(
+        ok(&t.0, &["export", "t"]),
+        "zip,phone,code,big\n02134,+15551234,007,18446744073709551615\n10001,+15559999,123,1\n"
+    );
+}
+
+#[test]
+fn inference_never_rounds_long_numbers() {
+    let t = Tmp::new();
+    t.write("f.csv", b"x\n0.1234567890123456789\n");
+    ok(&t.0, &["load", "-q", "t", "f.csv"]);
+    assert_eq!(
+        ok(&t.0, &["query", "select x from t"]),
+        "x\n0.1234567890123456789\n"
+    );
+    // A value the samples did not see fails rather than being rounded,
+    // with the hint to override the inferred type.
+    let mut big = String::from("id,v\n");
+    for i in 0..200_000 {
+        if i == 60_000 {
+            big.push_str("60000,18446744073709551615\n");
+        } else {
+            big.push_str(&format!("{i},{i}.5e3\n"));
+        }
+    }
+    t.write("big.csv", big.as_bytes());
+    let o = sluice(&t.0, &["load", "big", "big.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    let want = "error: loading table big; nothing was committed: big.csv:60002: column 2 (v): invalid DOUBLE value \"18446744073709551615\": has 20 significant digits; a DOUBLE would round it to 18446744073709552000 (byte 937791)\nhint: v is DOUBLE, inferred from samples of 1 file; load it with --types v=TEXT (or another type), or give the whole --schema\n";
+    assert!(e.ends_with(want), "{e}");
+    ok(&t.0, &["load", "-q", "--types", "v=TEXT", "big", "big.csv"]);
+    assert_eq!(
+        ok(&t.0, &["query", "select v from big where id = 60000"]),
+        "v\n18446744073709551615\n"
+    );
+}
+
+#[test]
+fn timestamps_accept_minutes_and_offsets() {
+    let t = Tmp::new();
+    t.write(
+        "f.csv",
+        b"at\n2013-01-01T10:00:00Z\n2013-01-01 10:30\n2013-01-01T12:00+01:00\n",
+    );
+    let out = ok(&t.0, &["load", "--dry-run", "t", "f.csv"]);
+    assert!(out.ends_with("--schema \"at TIMESTAMP\"\n"), "{out}");
+    ok(&t.0, &["load", "-q", "t", "f.csv"]);
+    assert_eq!(
+        ok(
+            &t.0,
+            &[
+                "query",
+                "select at from t where at >= TIMESTAMP '2013-01-01T10:30Z'"
+            ]
+        ),
+        "at\n2013-01-01 10:30:00\n2013-01-01 11:00:00\n"
+    );
+}
