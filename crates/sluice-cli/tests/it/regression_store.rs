@@ -198,3 +198,209 @@ fn key_option_and_schema_key_must_agree() {
         "error: loading table t; nothing was committed: table t exists with primary key k; --key gives v\n"
     );
 }
+
+/// A table `t` of one load in database `db`.
+fn one_table(t: &Tmp) {
+    t.write("a.csv", b"1,x\n2,y\n");
+    ok(
+        &t.0,
+        &[
+            "--db",
+            "db",
+            "load",
+            "--no-header",
+            "--schema",
+            "k INT, s TEXT",
+            "t",
+            "a.csv",
+        ],
+    );
+}
+
+#[test]
+fn check_reports_orphan_segments_and_manifest_tmp() {
+    let t = Tmp::new();
+    one_table(&t);
+    // A first load of table u killed before its commit, and a commit
+    // killed before its rename.
+    t.write("db/tables/u/000002-00000.arrow", b"half a segment");
+    t.write("db/MANIFEST.tmp", b"");
+    let out = ok(&t.0, &["--db", "db", "check"]);
+    assert!(out.starts_with("t: 1 segment, "), "{out}");
+    assert!(
+        out.ends_with(
+            ": ok\n2 files of no committed table (left by an interrupted load or merge; the next load removes them): MANIFEST.tmp, tables/u/000002-00000.arrow\n"
+        ),
+        "{out}"
+    );
+    // Asked about u alone: its leftovers.
+    let out = ok(&t.0, &["--db", "db", "check", "u"]);
+    assert_eq!(
+        out,
+        "2 files of no committed table (left by an interrupted load or merge; the next load removes them): MANIFEST.tmp, tables/u/000002-00000.arrow\n"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&t.0, &["--db", "db", "check", "--json"])).unwrap();
+    assert_eq!(
+        v["leftovers"],
+        serde_json::json!(["MANIFEST.tmp", "tables/u/000002-00000.arrow"])
+    );
+    assert_eq!(v["tables"][0]["table"], "t");
+    // Check changed nothing; the next writer removes them.
+    assert!(t.0.join("db/MANIFEST.tmp").exists());
+    t.write("b.csv", b"3,z\n");
+    ok(&t.0, &["--db", "db", "load", "--no-header", "t", "b.csv"]);
+    assert!(!t.0.join("db/MANIFEST.tmp").exists());
+    assert!(!t.0.join("db/tables/u").exists());
+    assert!(ok(&t.0, &["--db", "db", "check"]).ends_with(": ok\n"));
+}
+
+#[test]
+fn check_names_the_writer_that_holds_files_in_progress() {
+    let t = Tmp::new();
+    one_table(&t);
+    t.write("db/tables/t/000002-00000.arrow", b"being written");
+    // A writer holds the lock and wrote its pid in it.
+    let mut lock = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(t.0.join("db/LOCK"))
+        .unwrap();
+    std::io::Write::write_all(&mut lock, b"4242").unwrap();
+    lock.lock().unwrap();
+    let out = ok(&t.0, &["--db", "db", "check", "t"]);
+    assert!(
+        out.ends_with(
+            ": ok\n  1 file not named by the manifest (a writer, pid 4242, holds the database: files of its load or merge in progress): 000002-00000.arrow\n"
+        ),
+        "{out}"
+    );
+    lock.unlock().unwrap();
+    let out = ok(&t.0, &["--db", "db", "check", "t"]);
+    assert!(
+        out.ends_with(
+            ": ok\n  1 file not named by the manifest (left by an interrupted load or merge; the next load removes them): 000002-00000.arrow\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_exit_code_for_corrupt_manifest_is_one() {
+    let t = Tmp::new();
+    one_table(&t);
+    let m = t.0.join("db/MANIFEST");
+    let mut bytes = std::fs::read(&m).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] ^= 1;
+    std::fs::write(&m, &bytes).unwrap();
+    let o = sluice(&t.0, &["--db", "db", "check"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "damaged: db/MANIFEST: corrupt: checksum mismatch\n"
+    );
+    assert_eq!(String::from_utf8(o.stderr).unwrap(), "");
+}
+
+/// A keyed table `t` (DATE key) of three loads, with `extra` options.
+fn dated(t: &Tmp, extra: &[&str]) {
+    for (i, f) in ["a.csv", "b.csv", "c.csv"].iter().enumerate() {
+        let text: String = (0..28)
+            .map(|d| format!("2024-{:02}-{:02},{d}\n", i + 1, d + 1))
+            .collect();
+        t.write(f, text.as_bytes());
+        let mut args = vec![
+            "--db",
+            "db",
+            "load",
+            "--no-header",
+            "--schema",
+            "d DATE PRIMARY KEY, v INT",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["t", f]);
+        ok(&t.0, &args);
+    }
+}
+
+#[test]
+fn get_reports_each_bad_key_and_prints_the_rest() {
+    let t = Tmp::new();
+    dated(&t, &[]);
+    let o = sluice(
+        &t.0,
+        &[
+            "--db",
+            "db",
+            "get",
+            "--format",
+            "csv",
+            "t",
+            "2024-01-02",
+            "31/01/2024",
+            "2024-03-05",
+            "2024-02-30",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "d,v\n2024-01-02,1\n2024-03-05,4\n"
+    );
+    assert_eq!(
+        String::from_utf8(o.stderr).unwrap(),
+        "error: key \"31/01/2024\" is not a DATE in the form YYYY-MM-DD (the key column d is one; keys take that form whatever format the load read)\n\
+         error: key \"2024-02-30\" is not a DATE in the form YYYY-MM-DD (the key column d is one; keys take that form whatever format the load read)\n\
+         error: 2 keys were not looked up (above); the rows of the other 2 keys are printed\n"
+    );
+}
+
+#[test]
+fn compact_says_per_shard_and_when_a_table_has_no_key() {
+    let t = Tmp::new();
+    dated(&t, &["--shards", "4"]);
+    let info = ok(&t.0, &["--db", "db", "info", "t"]);
+    assert!(info.contains(", 12 key-index runs\n"), "{info}");
+    assert_eq!(
+        ok(&t.0, &["--db", "db", "compact", "t"]),
+        "t: merged 12 runs into 4, one per shard\n"
+    );
+    assert_eq!(
+        ok(&t.0, &["--db", "db", "compact", "t"]),
+        "t: nothing to merge (at most one run per shard)\n"
+    );
+    t.write("p.csv", b"1,x\n");
+    ok(
+        &t.0,
+        &[
+            "--db",
+            "db",
+            "load",
+            "--no-header",
+            "--schema",
+            "k INT, s TEXT",
+            "p",
+            "p.csv",
+        ],
+    );
+    assert_eq!(
+        fails(&t.0, &["--db", "db", "compact", "p"]),
+        "error: table p has no primary key, so no key index to merge (compact merges the key-index runs of a table created with --key COLUMN)\n"
+    );
+}
+
+#[test]
+fn a_database_path_that_is_a_file_is_not_a_directory() {
+    let t = Tmp::new();
+    t.write("afile", b"not a database");
+    for args in [
+        &["--db", "afile", "info"][..],
+        &["--db", "afile", "query", "SELECT 1 FROM t"],
+    ] {
+        assert_eq!(
+            fails(&t.0, args),
+            "error: afile is not a directory (a database is a directory: pass another --db)\n"
+        );
+    }
+}
