@@ -397,8 +397,13 @@ enum OnErrorArg {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let db_given = matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine);
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli, db_given) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if e.chain().any(|c| {
@@ -413,7 +418,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Runs the subcommand; `db_given`: `--db` was on the command line (not
+/// from `$SLUICE_DB` or the default).
+fn run(cli: Cli, db_given: bool) -> Result<()> {
     match cli.command {
         Command::Load(args) => cmd_load(&cli.db, cli.threads, cli.quiet, args),
         Command::Info { table, json, loads } => {
@@ -443,6 +450,17 @@ fn run(cli: Cli) -> Result<()> {
         } => cmd_get(&cli.db, &table, keys, keys_file, format),
         Command::Compact { table } => cmd_compact(&cli.db, &table, cli.quiet),
         Command::Gen { what } => generate::run(what, &cli.db, cli.threads),
+        // Both make databases of their own (removed and made again):
+        // a --db given would be ignored, or worse.
+        Command::Demo(_) | Command::Bench { .. } if db_given => bail!(
+            "--db {}: {} makes a database of its own (demo: in a temporary directory, or under --keep DIR; bench: under --dir DIR) and never touches another; drop --db",
+            cli.db.display(),
+            if matches!(cli.command, Command::Demo(_)) {
+                "demo"
+            } else {
+                "bench"
+            }
+        ),
         Command::Demo(args) => demo::run(args, cli.threads),
         Command::Bench { scenario } => bench::run(scenario, cli.quiet),
     }

@@ -404,3 +404,70 @@ fn a_database_path_that_is_a_file_is_not_a_directory() {
         );
     }
 }
+
+#[test]
+fn gen_and_bench_subcommands_show_examples() {
+    let t = Tmp::new();
+    for (cmd, sub) in [
+        ("gen", "tpch"),
+        ("gen", "ints"),
+        ("gen", "objects"),
+        ("bench", "ingest"),
+        ("bench", "q1"),
+        ("bench", "secondary-index"),
+        ("bench", "resume"),
+        ("bench", "shards"),
+        ("bench", "profile-workload"),
+    ] {
+        let out = ok(&t.0, &[cmd, sub, "--help"]);
+        assert!(
+            out.contains(&format!("Examples:\n  sluice {cmd} {sub}")),
+            "{cmd} {sub} --help lacks examples:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn gen_ints_needs_a_size_or_rows() {
+    let t = Tmp::new();
+    let help = ok(&t.0, &["gen", "ints", "--help"]);
+    assert!(!help.contains("default when"), "{help}");
+    for what in ["ints", "objects"] {
+        let o = sluice(&t.0, &["gen", what, "--output", "x"]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert!(
+            err.starts_with(
+                "error: the following required arguments were not provided:\n  --size <SIZE>\n"
+            ),
+            "{err}"
+        );
+    }
+    assert!(!t.0.join("x").exists());
+    ok(&t.0, &["gen", "ints", "--rows", "3", "--output", "x"]);
+    assert_eq!(
+        std::fs::read_to_string(t.0.join("x"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn demo_and_bench_refuse_db() {
+    let t = Tmp::new();
+    for (args, what) in [
+        (&["--db", "mine", "demo", "--rows", "10"][..], "demo"),
+        (&["--db", "mine", "bench", "q1", "--sf", "0.01"], "bench"),
+    ] {
+        assert_eq!(
+            fails(&t.0, args),
+            format!(
+                "error: --db mine: {what} makes a database of its own (demo: in a temporary directory, or under --keep DIR; bench: under --dir DIR) and never touches another; drop --db\n"
+            )
+        );
+    }
+    assert!(!t.0.join("mine").exists());
+    assert!(!t.0.join("bench-data").exists());
+}
