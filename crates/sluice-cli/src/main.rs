@@ -1321,12 +1321,9 @@ fn cmd_get(
     query::write_result(&mut out, &rows.schema(), &[rows], format)?;
     out.flush().context("writing the result")?;
     if bad > 0 {
-        bail!(
-            "{bad} key{} not looked up (above); the rows of the other {} key{} are printed",
-            if bad == 1 { " was" } else { "s were" },
-            keys.len(),
-            if keys.len() == 1 { "" } else { "s" }
-        );
+        // Each bad key had its error line; the rows of the others are out.
+        drop(out);
+        std::process::exit(2);
     }
     Ok(())
 }
