@@ -15,6 +15,10 @@ pub enum Scenario {
     /// Load the three-integer CSV (1.28 GB, fixed seed) at several thread
     /// counts; DuckDB loads the same file in the same run when `import duckdb`
     /// works in python3
+    #[command(after_help = "Examples:
+  sluice bench ingest                                   # 1.28 GB at 1, 2 and 64 threads, DuckDB too
+  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2
+  sluice bench ingest --no-peers --json --dir /tmp/bench")]
     Ingest {
         /// Size of the generated CSV
         #[arg(long, default_value = "1.28GB")]
@@ -38,6 +42,10 @@ pub enum Scenario {
     /// TPC-H Q1 over lineitem (generated and loaded once, kept in --dir), warm,
     /// at several thread counts; DuckDB runs the same data and query in the
     /// same run when `import duckdb` works in python3
+    #[command(after_help = "Examples:
+  sluice bench q1                          # scale factor 1, DuckDB too
+  sluice bench q1 --sf 10 --threads-list 1,16 --runs 3
+  sluice bench q1 --sf 0.1 --no-peers")]
     Q1 {
         /// Scale factor (1 = 6 million rows)
         #[arg(long, default_value_t = 1.0)]
@@ -61,6 +69,10 @@ pub enum Scenario {
     /// then warm key lookups through the library; MariaDB InnoDB loads the
     /// same files one LOAD DATA INFILE at a time when its server is
     /// installed
+    #[command(after_help = "Examples:
+  sluice bench secondary-index --files 200 --rows 100000
+  sluice bench secondary-index --files 20 --rows 10000 --no-peers --runs 1
+  sluice bench secondary-index --compression none --keep --dir /tmp/idx")]
     SecondaryIndex {
         /// Number of files
         #[arg(long, default_value_t = 200)]
@@ -92,6 +104,10 @@ pub enum Scenario {
     /// The secondary-index files loaded keyed by `sluice load` processes at
     /// several --commit-every settings (the cost of committing in groups),
     /// then a load killed part way and run again (the time a resume saves)
+    #[command(after_help = "Examples:
+  sluice bench resume
+  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5
+  sluice bench resume --files 20 --rows 10000 --runs 1 --no-key")]
     Resume {
         /// Number of files
         #[arg(long, default_value_t = 200)]
@@ -122,6 +138,10 @@ pub enum Scenario {
     /// The secondary-index files loaded into 1, 2, 4 and 8 shards at 1
     /// and 2 threads, routed by the hash of the key and round-robin: a
     /// matrix of seconds and each cell's ratio to one shard
+    #[command(after_help = "Examples:
+  sluice bench shards
+  sluice bench shards --shards 1,2,4,8 --threads-list 1,2
+  sluice bench shards --files 20 --rows 10000 --routing key --formats tsv --runs 1")]
     Shards {
         /// Number of files
         #[arg(long, default_value_t = 200)]
@@ -156,6 +176,10 @@ pub enum Scenario {
     /// hot paths on data of its own (CSV of every type, small blocks, many
     /// small files, rejects, a keyed table and its lookups, aggregate
     /// queries, JSON lines into a sharded table); about a minute at scale 1 with an instrumented binary
+    #[command(after_help = "Examples:
+  sluice bench profile-workload                 # what cargo xtask pgo runs
+  sluice bench profile-workload --scale 0.02    # the size CI builds with
+  sluice bench profile-workload --dir /tmp/pgo-data")]
     ProfileWorkload {
         /// Keep the data here (default: a temporary directory, removed)
         #[arg(long)]

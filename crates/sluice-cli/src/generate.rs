@@ -10,6 +10,10 @@ use clap::Subcommand;
 pub enum GenCommand {
     /// TPC-H tables as CSV with a header (the tpchgen crate, a port of dbgen);
     /// prints the `sluice load` command for each table
+    #[command(after_help = "Examples:
+  sluice gen tpch --sf 0.1                       # eight CSV files in tpch/, and their load commands
+  sluice gen tpch --sf 1 --table lineitem --output data
+  sluice --db tpch.db gen tpch --sf 1 --load     # generate and load every table")]
     Tpch {
         /// Scale factor (1 = lineitem of 6 million rows, ~750 MB)
         #[arg(long, default_value_t = 1.0)]
@@ -26,9 +30,13 @@ pub enum GenCommand {
     },
     /// The three-integer CSV of the ingest benchmark: `a,b,c` per line, no
     /// header, values uniform in 0..2^31, fixed seed
+    #[command(after_help = "Examples:
+  sluice gen ints --size 1.28GB --output ints.csv   # the file of sluice bench ingest
+  sluice gen ints --rows 1000000 --output - | head
+  sluice gen ints --size 100MB --seed 7 --output other.csv")]
     Ints {
-        /// Approximate file size, e.g. 1.28GB (default when --rows is absent)
-        #[arg(long, conflicts_with = "rows")]
+        /// Approximate file size, e.g. 1.28GB (give --size or --rows)
+        #[arg(long, conflicts_with = "rows", required_unless_present = "rows")]
         size: Option<String>,
         /// Exact number of rows
         #[arg(long)]
@@ -43,10 +51,14 @@ pub enum GenCommand {
     /// {"source_id":"<19 digits>","chunkId":0..100000,"subChunkId":0..1000}
     /// (table "source_id TEXT, chunkId INT, subChunkId INT"); with --tsv
     /// the same rows (same seed) as tab-separated values
+    #[command(after_help = "Examples:
+  sluice gen objects --size 220MB --output rows.jsonl        # the JSON input benchmark
+  sluice gen objects --size 220MB --tsv --output rows.tsv    # the same rows as TSV
+  sluice gen objects --rows 1000 --output - | head -3")]
     Objects {
-        /// Approximate size of the JSON lines, e.g. 220MB (default when
-        /// --rows is absent; the TSV of the same rows is smaller)
-        #[arg(long, conflicts_with = "rows")]
+        /// Approximate size of the JSON lines, e.g. 220MB (give --size or
+        /// --rows; the TSV of the same rows is smaller)
+        #[arg(long, conflicts_with = "rows", required_unless_present = "rows")]
         size: Option<String>,
         /// Exact number of rows
         #[arg(long)]

@@ -105,7 +105,10 @@ enum Command {
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         header: bool,
     },
-    /// Print the rows of a keyed table with the given keys (missing keys print nothing)
+    /// Print the rows of a keyed table with the given keys (missing keys
+    /// print nothing). A key that is not a value of the key's type is
+    /// reported on stderr and the others are printed; the exit status is
+    /// then 2
     #[command(after_help = GET_EXAMPLES)]
     Get {
         table: String,
@@ -396,8 +399,13 @@ enum OnErrorArg {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let db_given = matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine);
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli, db_given) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if e.chain().any(|c| {
@@ -412,7 +420,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Runs the subcommand; `db_given`: `--db` was on the command line (not
+/// from `$SLUICE_DB` or the default).
+fn run(cli: Cli, db_given: bool) -> Result<()> {
     match cli.command {
         Command::Load(args) => cmd_load(&cli.db, cli.threads, cli.quiet, args),
         Command::Info { table, json, loads } => {
@@ -440,22 +450,53 @@ fn run(cli: Cli) -> Result<()> {
             keys_file,
             format,
         } => cmd_get(&cli.db, &table, keys, keys_file, format),
-        Command::Compact { table } => {
-            let mut db = Database::open_writer(&cli.db)
-                .with_context(|| format!("opening database {}", cli.db.display()))?;
-            let n = db.compact(&table)?;
-            if !cli.quiet {
-                match n {
-                    0 => println!("{table}: nothing to merge (at most one run)"),
-                    n => println!("{table}: merged {n} runs into one"),
-                }
-            }
-            Ok(())
-        }
+        Command::Compact { table } => cmd_compact(&cli.db, &table, cli.quiet),
         Command::Gen { what } => generate::run(what, &cli.db, cli.threads),
+        // Both make databases of their own (removed and made again):
+        // a --db given would be ignored, or worse.
+        Command::Demo(_) | Command::Bench { .. } if db_given => bail!(
+            "--db {}: {} makes a database of its own (demo: in a temporary directory, or under --keep DIR; bench: under --dir DIR) and never touches another; drop --db",
+            cli.db.display(),
+            if matches!(cli.command, Command::Demo(_)) {
+                "demo"
+            } else {
+                "bench"
+            }
+        ),
         Command::Demo(args) => demo::run(args, cli.threads),
         Command::Bench { scenario } => bench::run(scenario, cli.quiet),
     }
+}
+
+/// Merges each shard's key-index runs into one and says what it did.
+fn cmd_compact(db_dir: &std::path::Path, table: &str, quiet: bool) -> Result<()> {
+    let mut db = Database::open_writer(db_dir)
+        .with_context(|| format!("opening database {}", db_dir.display()))?;
+    // Shards with more than one run: each ends with one.
+    let (shards, merging) = match db.table(table) {
+        Some(t) => {
+            let stats = t.shard_stats();
+            (stats.len(), stats.iter().filter(|s| s.runs >= 2).count())
+        }
+        None => (0, 0),
+    };
+    let n = db.compact(table)?;
+    if quiet {
+        return Ok(());
+    }
+    match (n, shards) {
+        (0, 1) => println!("{table}: nothing to merge (at most one run)"),
+        (0, _) => println!("{table}: nothing to merge (at most one run per shard)"),
+        (n, 1) => println!("{table}: merged {n} runs into one"),
+        (n, _) if merging == shards => {
+            println!("{table}: merged {n} runs into {merging}, one per shard")
+        }
+        (n, _) => println!(
+            "{table}: merged {n} runs into {merging}, one per shard that had more than one ({} of {shards} shards had at most one)",
+            shards - merging
+        ),
+    }
+    Ok(())
 }
 
 fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
@@ -1047,16 +1088,60 @@ fn cmd_loads(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Prints what `check` found; exits 1 when anything is damaged (the
+/// manifest itself included), 2 when it cannot check at all.
 fn cmd_check(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
-    let db = Database::open(db_dir)?;
+    // A manifest that fails its own checks is damage that check reports,
+    // not a failure to run.
+    let mut damaged_db: Vec<String> = Vec::new();
     let mut reports = Vec::new();
-    for (name, _) in tables_of(&db, db_dir, table)? {
-        reports.push(db.check(name)?);
+    let mut leftovers = Vec::new();
+    let mut writer = None;
+    match Database::open(db_dir) {
+        Err(e @ sluice::Error::Corrupt { .. }) => damaged_db.push(e.to_string()),
+        Err(e) => return Err(e.into()),
+        Ok(db) => {
+            let exists = table.is_none_or(|t| db.table(t).is_some());
+            leftovers = match db.leftovers(table) {
+                Err(e @ sluice::Error::Corrupt { .. }) => {
+                    damaged_db.push(e.to_string());
+                    Vec::new()
+                }
+                other => other?,
+            };
+            writer = db.live_writer();
+            // A table whose first load never committed has only leftovers.
+            if exists || leftovers.is_empty() {
+                for (name, _) in tables_of(&db, db_dir, table)? {
+                    match db.check(name) {
+                        Err(e @ sluice::Error::Corrupt { .. }) => damaged_db.push(e.to_string()),
+                        other => reports.push(other?),
+                    }
+                }
+            }
+        }
     }
+    // Why files no manifest names are there.
+    let why = match writer {
+        Some(w) => format!(
+            "a writer{} holds the database: files of its load or merge in progress",
+            w.pid.map(|p| format!(", pid {p},")).unwrap_or_default()
+        ),
+        None => "left by an interrupted load or merge; the next load removes them".to_string(),
+    };
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
+        let v = serde_json::json!({
+            "tables": reports,
+            "problems": damaged_db,
+            "leftovers": leftovers,
+            "writer": writer,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
+        for p in &damaged_db {
+            writeln!(out, "damaged: {p}")?;
+        }
         for r in &reports {
             writeln!(
                 out,
@@ -1085,15 +1170,24 @@ fn cmd_check(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
             if !r.unnamed.is_empty() {
                 writeln!(
                     out,
-                    "  {} file{} not named by the manifest (left by an interrupted load; the next load removes them): {}",
+                    "  {} file{} not named by the manifest ({why}): {}",
                     r.unnamed.len(),
                     if r.unnamed.len() == 1 { "" } else { "s" },
                     r.unnamed.join(", ")
                 )?;
             }
         }
+        if !leftovers.is_empty() {
+            writeln!(
+                out,
+                "{} file{} of no committed table ({why}): {}",
+                leftovers.len(),
+                if leftovers.len() == 1 { "" } else { "s" },
+                leftovers.join(", ")
+            )?;
+        }
     }
-    let damaged: usize = reports.iter().map(|r| r.problems.len()).sum();
+    let damaged = damaged_db.len() + reports.iter().map(|r| r.problems.len()).sum::<usize>();
     if damaged > 0 {
         out.flush()?;
         drop(out);
@@ -1115,6 +1209,10 @@ fn cmd_info(db_dir: &PathBuf, table: Option<&str>, json: bool) -> Result<()> {
         }
         None => m.tables.iter().collect(),
     };
+    // A shard on a disk that is not mounted: say so, not its row counts.
+    for (name, _) in &tables {
+        db.check_shard_dirs(name)?;
+    }
     let mut out = std::io::stdout().lock();
     if json {
         let v: Vec<_> = tables
@@ -1213,11 +1311,27 @@ fn cmd_get(
     }
     let db = Database::open(db_dir)?;
     let t = db.keyed(table)?;
+    // A key that is not a value of the key's type is reported, and the
+    // others are still looked up.
+    let mut bad = 0usize;
+    keys.retain(|k| match t.encode_key(k) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("error: {e}");
+            bad += 1;
+            false
+        }
+    });
     let rows = t.get_many(&keys)?;
     let format = query::pick_format(format);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     query::write_result(&mut out, &rows.schema(), &[rows], format)?;
     out.flush().context("writing the result")?;
+    if bad > 0 {
+        // Each bad key had its error line; the rows of the others are out.
+        drop(out);
+        std::process::exit(2);
+    }
     Ok(())
 }
 

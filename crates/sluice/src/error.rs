@@ -55,6 +55,21 @@ pub enum Error {
     #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Locked { path: PathBuf, pid: Option<u32> },
 
+    /// A shard directory of a committed table is missing, or holds none of
+    /// the files the manifest names in it: a disk not mounted. It is never
+    /// recreated (files written there would vanish when the disk is mounted).
+    #[error(
+        "table {table}: shard {shard} directory {} is missing or empty — disk not mounted? (the manifest names {files} file{} in it; sluice never recreates it)",
+        dir.display(),
+        if *files == 1 { "" } else { "s" }
+    )]
+    ShardMissing {
+        table: String,
+        shard: u32,
+        dir: PathBuf,
+        files: usize,
+    },
+
     /// A key loaded twice into a keyed table.
     #[error(
         "duplicate key {key} in table {table}: {second} repeats the key of {first} (--on-duplicate skip keeps the first row and goes on)"

@@ -969,9 +969,6 @@ fn checked_options(
     json_columns(opts)?;
     let existing = db.table(table).cloned();
     let mut wanted = opts.schema.clone();
-    if let (Some(s), Some(k)) = (&mut wanted, &opts.key) {
-        s.set_key(k)?;
-    }
     if let (Some(t), Some(k)) = (&existing, &opts.key) {
         let have = t.schema.key_column().map(|i| &t.schema.columns[i].name);
         if !have.is_some_and(|h| h.eq_ignore_ascii_case(k)) {
@@ -984,10 +981,13 @@ fn checked_options(
         }
         // The stored schema holds the key; compare the rest.
         if let Some(s) = &mut wanted
-            && let Some(i) = t.schema.key_column()
+            && let Some(c) = t.schema.key_column().and_then(|i| s.columns.get_mut(i))
         {
-            s.columns[i].primary_key = true;
+            c.primary_key = true;
         }
+    }
+    if let (Some(s), Some(k)) = (&mut wanted, &opts.key) {
+        s.set_key(k)?;
     }
     let schema = match (&existing, &wanted) {
         (Some(t), Some(s)) if &t.schema != s => {
@@ -1048,6 +1048,7 @@ fn checked_options(
                     "table {table} exists; --shard-paths places the shards of a new table"
                 )));
             }
+            db.check_shard_dirs(table)?;
             t.sharding.clone()
         }
         None => new_sharding(table, &schema, opts)?,
@@ -1102,7 +1103,7 @@ fn new_sharding(table: &str, schema: &Schema, opts: &LoadOptions) -> Result<Opti
     };
     let mut paths = Vec::with_capacity(opts.shard_paths.len());
     for p in &opts.shard_paths {
-        std::fs::create_dir_all(p).map_err(|e| Error::io(p, e))?;
+        crate::store::create_last_dir(p, "--shard-paths")?;
         let abs = p.canonicalize().map_err(|e| Error::io(p, e))?;
         let text = abs.to_str().ok_or_else(|| {
             Error::Config(format!(
@@ -1117,8 +1118,14 @@ fn new_sharding(table: &str, schema: &Schema, opts: &LoadOptions) -> Result<Opti
 
 /// Creates the shard directories of a table's first load: inside the
 /// table's directory, or on another disk with a link to it from there.
-/// Returns what it created (removed again if the load fails).
+/// Returns what it created (removed again if the load fails). A committed
+/// table's shard directories are never created again: one that is missing
+/// is an error ([`Error::ShardMissing`]: a disk not mounted).
 fn create_shard_dirs(db: &Database, table: &str, sharding: &Sharding) -> Result<Vec<PathBuf>> {
+    if db.table(table).is_some() {
+        db.check_shard_dirs(table)?;
+        return Ok(Vec::new());
+    }
     let mut made = Vec::new();
     for s in 0..sharding.count {
         let (_, link) = db.shard_dir(table, s, sharding.count);

@@ -9,6 +9,7 @@ mod json;
 mod keyed;
 mod regression_query;
 mod regression_values;
+mod regression_store;
 mod resume;
 mod shards;
 

@@ -244,8 +244,19 @@ impl Schema {
         self.columns.iter().position(|c| c.primary_key)
     }
 
-    /// Makes the column named `name` the PRIMARY KEY.
+    /// Makes the column named `name` the PRIMARY KEY. A schema that
+    /// already has another key is an error: two keys never silently
+    /// become one.
     pub fn set_key(&mut self, name: &str) -> Result<()> {
+        if let Some(k) = self.key_column() {
+            let have = &self.columns[k].name;
+            if have.eq_ignore_ascii_case(name) {
+                return Ok(());
+            }
+            return Err(Error::Schema(format!(
+                "--key {name} and PRIMARY KEY {have} in --schema name two different keys (a table has one key: give it once)"
+            )));
+        }
         let i = self
             .columns
             .iter()

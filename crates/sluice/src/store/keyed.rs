@@ -6,7 +6,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use super::{Database, RunMeta, TableMeta};
-use crate::batch::{Column, ValueOptions};
+use crate::batch::{Column, DataType, ValueOptions};
 use crate::error::{Error, Result};
 use crate::index::{KeyIndex, RowId, encode_key_text};
 
@@ -115,12 +115,19 @@ impl Database {
         })
     }
 
-    /// Merges every run of a keyed table into one and commits; returns
-    /// the number of runs merged (0 when there was at most one).
+    /// Merges every run of each shard of a keyed table into one and
+    /// commits; returns the number of runs merged (0 when each shard had
+    /// at most one). A table without a key has no runs: an error.
     pub fn compact(&mut self, table: &str) -> Result<usize> {
         let meta = self
             .table(table)
             .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?;
+        if meta.schema.key_column().is_none() {
+            return Err(Error::Schema(format!(
+                "table {table} has no primary key, so no key index to merge (compact merges the key-index runs of a table created with --key COLUMN)"
+            )));
+        }
+        self.check_shard_dirs(table)?;
         let mut merged = 0;
         for shard in 0..meta.shard_count() {
             let picked = self.shard_runs(table, shard)?;
@@ -276,9 +283,22 @@ impl KeyedTable<'_> {
         &self.meta
     }
 
-    /// The index's byte form of a key given as text.
+    /// The index's byte form of a key given as text. Dates and timestamps
+    /// are read in their canonical form only (lookups have no
+    /// `--date-format`), and the message says so.
     pub fn encode_key(&self, text: &str) -> Result<Vec<u8>> {
-        encode_key_text(self.key_column(), text, &self.values)
+        let c = self.key_column();
+        encode_key_text(c, text, &self.values).map_err(|e| {
+            let form = match c.data_type {
+                DataType::Date => "YYYY-MM-DD",
+                DataType::Timestamp => "YYYY-MM-DD HH:MM:SS[.ffffff]",
+                _ => return e,
+            };
+            Error::Config(format!(
+                "key {text:?} is not a {} in the form {form} (the key column {} is one; keys take that form whatever format the load read)",
+                c.data_type, c.name
+            ))
+        })
     }
 
     /// The row id of an encoded key (looked up in its shard only).

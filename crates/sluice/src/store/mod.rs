@@ -56,6 +56,9 @@ impl Database {
     /// Opens an existing database for reading.
     pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
+        if dir.exists() && !dir.is_dir() {
+            return Err(not_a_directory(&dir));
+        }
         if !dir.is_dir() {
             return Err(Error::Config(format!(
                 "no database at {} (load data first, or pass --db)",
@@ -73,10 +76,16 @@ impl Database {
     }
 
     /// Opens (creating if needed) a database for writing: takes the writer
-    /// lock and removes files left by crashed loads.
+    /// lock and removes files left by crashed loads. Only the database
+    /// directory itself is created: its parent must exist (a mistyped path
+    /// is an error, not a new tree of directories).
     pub fn open_writer(dir: impl AsRef<Path>) -> Result<Database> {
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(dir.join(TABLES_DIR)).map_err(|e| Error::io(&dir, e))?;
+        create_last_dir(&dir, "database directory")?;
+        let tables = dir.join(TABLES_DIR);
+        if !tables.is_dir() {
+            std::fs::create_dir(&tables).map_err(|e| Error::io(&tables, e))?;
+        }
         let lock_path = dir.join(LOCK_FILE);
         let mut lock = OpenOptions::new()
             .read(true)
@@ -199,6 +208,42 @@ impl Database {
         Ok(())
     }
 
+    /// Checks that every shard directory of `table` is there and, when the
+    /// manifest names files in it, holds at least one of them; else
+    /// [`Error::ShardMissing`] (a disk not mounted). Tables of one shard
+    /// pass.
+    pub fn check_shard_dirs(&self, table: &str) -> Result<()> {
+        let name = table.to_ascii_lowercase();
+        match self.manifest.tables.get(&name) {
+            Some(meta) => shard_dirs_present(&self.dir, &name, meta),
+            None => Ok(()),
+        }
+    }
+
+    /// `e`, or, when it is a missing `file` of a shard whose directory is
+    /// missing or empty, the [`Error::ShardMissing`] that explains it.
+    fn explain_missing(&self, file: &str, e: Error) -> Error {
+        let Error::Io { error, .. } = &e else {
+            return e;
+        };
+        if error.kind() != std::io::ErrorKind::NotFound {
+            return e;
+        }
+        let Some(table) = file
+            .strip_prefix(TABLES_DIR)
+            .and_then(|f| f.strip_prefix('/'))
+            .and_then(|f| f.split('/').next())
+        else {
+            return e;
+        };
+        match self.manifest.tables.get(table) {
+            Some(meta) => shard_dirs_present(&self.dir, table, meta)
+                .err()
+                .unwrap_or(e),
+            None => e,
+        }
+    }
+
     /// Directory of shard `shard` of a table of `count` shards, relative
     /// and absolute: the table's directory for a table of one shard,
     /// `tables/<table>/sNNN` otherwise.
@@ -226,11 +271,10 @@ impl Database {
         {
             return Ok(b);
         }
-        let batches = Arc::new(segment::read_segment(
-            &self.dir.join(&seg.file),
-            seg,
-            schema,
-        )?);
+        let batches = Arc::new(
+            segment::read_segment(&self.dir.join(&seg.file), seg, schema)
+                .map_err(|e| self.explain_missing(&seg.file, e))?,
+        );
         if let Ok(mut c) = self.segments.lock() {
             c.insert(seg.file.clone(), batches.clone());
         }
@@ -243,7 +287,7 @@ impl Database {
         if let Some(r) = self.cached_run(meta) {
             return Ok(r);
         }
-        let run = open_run(&self.dir, meta)?;
+        let run = open_run(&self.dir, meta).map_err(|e| self.explain_missing(&meta.file, e))?;
         self.remember_run(meta, run.clone());
         Ok(run)
     }
@@ -270,6 +314,7 @@ impl Database {
             .table(table)
             .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
             .clone();
+        self.check_shard_dirs(table)?;
         let schema = meta.schema.arrow_schema();
         let dir = self.dir.clone();
         Ok(meta.segments.into_iter().flat_map(move |seg| {
@@ -308,12 +353,98 @@ fn remove_unnamed(
             remove_unnamed(&p, &child, keep, false)?;
             continue;
         }
+        if shards && is_shard_dir_name(&name) && p.is_symlink() {
+            // A link to a shard directory that is not there (a disk not
+            // mounted): the table needs it back, untouched.
+            continue;
+        }
         if !keep.contains(child.as_str()) {
             if p.is_dir() && !p.is_symlink() {
                 std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
             } else {
                 std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// The error for a path that exists and is not a directory.
+fn not_a_directory(dir: &Path) -> Error {
+    Error::Config(format!(
+        "{} is not a directory (a database is a directory: pass another --db)",
+        dir.display()
+    ))
+}
+
+/// Creates directory `dir` unless it exists, but not its parents: a
+/// parent that does not exist is an error (`what` names the directory).
+pub(crate) fn create_last_dir(dir: &Path, what: &str) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if dir.exists() || dir.is_symlink() {
+        return Err(Error::Config(format!(
+            "{what} {} is not a directory",
+            dir.display()
+        )));
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::Config(format!(
+            "{what} {}: {} does not exist (sluice creates the last directory of a path only)",
+            dir.display(),
+            parent.display()
+        )));
+    }
+    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))
+}
+
+/// Checks the shard directories of table `name` (see
+/// [`Database::check_shard_dirs`]).
+fn shard_dirs_present(dir: &Path, name: &str, meta: &TableMeta) -> Result<()> {
+    let count = meta.shard_count();
+    if count <= 1 {
+        return Ok(());
+    }
+    for shard in 0..count {
+        let rel = format!("{TABLES_DIR}/{name}/{}", shard_dir_name(shard));
+        let abs = dir.join(&rel);
+        let named: Vec<&str> = meta
+            .segments
+            .iter()
+            .filter(|s| s.shard == shard)
+            .map(|s| s.file.as_str())
+            .chain(
+                meta.runs
+                    .iter()
+                    .filter(|r| r.shard == shard)
+                    .map(|r| r.file.as_str()),
+            )
+            .collect();
+        let present =
+            abs.is_dir() && (named.is_empty() || named.iter().any(|f| dir.join(f).exists()));
+        if !present {
+            // Where the files should be: the link's target for a shard on
+            // another disk.
+            let shown = std::fs::read_link(&abs)
+                .map(|t| {
+                    if t.is_absolute() {
+                        t
+                    } else {
+                        abs.join("..").join(t)
+                    }
+                })
+                .unwrap_or(abs);
+            return Err(Error::ShardMissing {
+                table: name.to_string(),
+                shard,
+                dir: shown,
+                files: named.len(),
+            });
         }
     }
     Ok(())

@@ -743,13 +743,17 @@ fn key_options_that_do_not_fit_the_table_are_refused() {
     load_files(&dir, "k", &[("k3.csv", "2,b\n")], &plain).unwrap();
     let err = load_files(&dir, "k", &[("k4.csv", "1,again\n")], &plain).unwrap_err();
     assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
-    // Lookups need a key; compact of a table without runs is a no-op.
+    // Lookups need a key, and so does compact.
     let d = Database::open(&db).unwrap();
     assert!(matches!(d.keyed("p"), Err(Error::Schema(_))));
     assert!(d.keyed("missing").is_err());
     drop(d);
     let mut w = Database::open_writer(&db).unwrap();
-    assert_eq!(w.compact("p").unwrap(), 0);
+    let err = w.compact("p").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "table p has no primary key, so no key index to merge (compact merges the key-index runs of a table created with --key COLUMN)"
+    );
     assert!(w.compact("missing").is_err());
     assert_eq!(w.compact("k").unwrap(), 2);
     drop(w);

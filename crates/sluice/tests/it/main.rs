@@ -12,6 +12,7 @@ mod load_fuzz;
 mod parallel;
 mod regression_query;
 mod regression_values;
+mod regression_store;
 mod rejects;
 mod resume;
 mod shards;
