@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod json;
 mod keyed;
 mod regression_query;
-mod regression_values;
 mod regression_store;
+mod regression_values;
 mod resume;
 mod shards;
 
