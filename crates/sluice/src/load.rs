@@ -69,7 +69,8 @@ pub const DEFAULT_MAX_LINE_SIZE: usize = 16 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
     /// A header iff the first record's fields equal the column names
-    /// (ignoring case and surrounding spaces).
+    /// (ignoring case and surrounding spaces), as written or as inference
+    /// normalises them (`First Name` for `first_name`).
     #[default]
     Auto,
     Yes,
@@ -260,6 +261,15 @@ pub fn normalize_name(raw: &[u8]) -> String {
         }
     }
     name.trim_end_matches('_').to_string()
+}
+
+/// Whether a header field names column `column`: as written (ignoring
+/// case and surrounding spaces), or as inference normalises it
+/// (`First Name` names `first_name`), so that a file whose header gave
+/// the table its names is recognised again on a later load.
+fn header_names(field: &[u8], column: &str) -> bool {
+    std::str::from_utf8(field).is_ok_and(|f| f.trim().eq_ignore_ascii_case(column))
+        || normalize_name(field).eq_ignore_ascii_case(column)
 }
 
 /// The field map of one file, from `--columns` or its header names.
@@ -1931,10 +1941,10 @@ fn split_file(
                         })
                     } else {
                         fields.len() == cols.len()
-                            && fields.iter().zip(cols).all(|(f, c)| {
-                                std::str::from_utf8(f)
-                                    .is_ok_and(|f| f.trim().eq_ignore_ascii_case(&c.name))
-                            })
+                            && fields
+                                .iter()
+                                .zip(cols)
+                                .all(|(f, c)| header_names(f, &c.name))
                     };
                     if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
                         return Err(Error::Parse {
