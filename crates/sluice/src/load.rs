@@ -763,7 +763,7 @@ pub fn load(
     });
     drop(keep);
     let unique: &[Input] = deduped.as_deref().unwrap_or(inputs);
-    let (rest, already_loaded) = resume_plan(db, &table, unique, opts.reload)?;
+    let (rest, already_loaded) = resume_plan(db, &table, unique, opts)?;
     let todo: &[Input] = rest.as_deref().unwrap_or(unique);
     let mut total = LoadSummary {
         table: table.clone(),
@@ -863,14 +863,17 @@ pub fn load(
 }
 
 /// The inputs still to load (`None`: all of them), and how many are
-/// skipped because an earlier commit of the table loaded them (same
-/// path, size and modification time; or same size and checksum).
+/// skipped because an earlier commit of the table loaded them: the same
+/// path, size and CRC-32 of the bytes. The size and modification time
+/// alone never skip a file: an edit that keeps both (`touch -r`, a copy
+/// with `cp -p`, a clock set back) would leave its new rows unloaded.
 fn resume_plan(
     db: &Database,
     table: &str,
     inputs: &[Input],
-    reload: Reload,
+    opts: &LoadOptions,
 ) -> Result<(Option<Vec<Input>>, u64)> {
+    let reload = opts.reload;
     let meta = match db.table(table) {
         Some(m) if !m.loads.is_empty() && reload != Reload::All => m,
         _ => return Ok((None, 0)),
@@ -883,53 +886,123 @@ fn resume_plan(
             loaded.insert(f.path.clone(), (j.version, f));
         }
     }
-    let mut todo = Vec::new();
-    let mut skipped = 0;
+    // Per input: load it (`None`), or compare its bytes with the journal's.
+    let mut plan: Vec<Option<Compare>> = Vec::with_capacity(inputs.len());
     let mut paths = JournalPaths::default();
     for input in inputs {
         let Input::File(p) = input else {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         };
         let Some((version, f)) = loaded.get(&paths.of(input)) else {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         };
         // A file that cannot be read is the load's to report; a pipe or
         // device is read again.
         let Ok(md) = std::fs::metadata(p) else {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         };
         if !md.is_file() {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         }
-        let (size, mtime) = (md.len(), mtime_ns(&md));
-        if size == f.size && mtime == f.mtime_ns {
-            skipped += 1;
-            continue;
-        }
-        let what = if size != f.size {
-            format!("{} bytes then, {size} now", f.size)
-        } else if crate::source::fingerprint(p)? == f.crc32 {
-            // Touched, not changed.
-            skipped += 1;
-            continue;
-        } else {
-            "same size, different contents".to_string()
-        };
-        if reload == Reload::Changed {
-            todo.push(input.clone());
-        } else {
+        let size = md.len();
+        if size != f.size {
+            if reload == Reload::Changed {
+                plan.push(None);
+                continue;
+            }
             return Err(Error::Changed {
                 path: input.display_name(),
                 version: *version,
-                what,
+                what: format!("{} bytes then, {size} now", f.size),
             });
+        }
+        plan.push(Some(Compare {
+            version: *version,
+            same_time: mtime_ns(&md) == f.mtime_ns,
+            crc32: f.crc32,
+        }));
+    }
+    let crcs = fingerprints(inputs, &plan, worker_count(opts.threads))?;
+    let mut todo = Vec::new();
+    let mut skipped = 0;
+    for ((input, p), crc) in inputs.iter().zip(&plan).zip(crcs) {
+        match (p, crc) {
+            (Some(c), Some(crc)) if c.crc32 == crc => skipped += 1,
+            (Some(c), Some(_)) if reload != Reload::Changed => {
+                return Err(Error::Changed {
+                    path: input.display_name(),
+                    version: c.version,
+                    what: if c.same_time {
+                        "same size and modification time, different contents".to_string()
+                    } else {
+                        "same size, different contents".to_string()
+                    },
+                });
+            }
+            _ => todo.push(input.clone()),
         }
     }
     Ok((Some(todo), skipped))
+}
+
+/// An input file an earlier commit loaded, with its size then: its bytes
+/// are compared with what the journal says of them.
+struct Compare {
+    /// The commit that loaded it.
+    version: u64,
+    /// Whether its modification time is the one journaled (for messages).
+    same_time: bool,
+    crc32: u32,
+}
+
+/// The CRC-32 of each input that `plan` says to compare (`None` for the
+/// others), read on `threads` threads: a resumed load of many files reads
+/// the files committed before again, at the speed of the disk.
+fn fingerprints(
+    inputs: &[Input],
+    plan: &[Option<Compare>],
+    threads: usize,
+) -> Result<Vec<Option<u32>>> {
+    let next = AtomicU64::new(0);
+    let results: Vec<Mutex<Option<Result<u32>>>> = plan.iter().map(|_| Mutex::new(None)).collect();
+    let todo = plan.iter().filter(|p| p.is_some()).count();
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(todo) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    if i >= plan.len() {
+                        break;
+                    }
+                    let (Some(_), Input::File(p)) = (&plan[i], &inputs[i]) else {
+                        continue;
+                    };
+                    let crc = crate::source::fingerprint(p);
+                    if let Ok(mut r) = results[i].lock() {
+                        *r = Some(crc);
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .zip(plan)
+        .map(|(r, p)| {
+            let r = r
+                .into_inner()
+                .map_err(|_| Error::Internal("a checksum thread panicked".into()))?;
+            match (p, r) {
+                (None, _) => Ok(None),
+                (Some(_), Some(crc)) => crc.map(Some),
+                (Some(_), None) => Err(Error::Internal("a file was not checksummed".into())),
+            }
+        })
+        .collect()
 }
 
 /// Whether an input is a regular file (not standard input, a pipe or a

@@ -36,3 +36,66 @@ fn normalised_header_names_are_recognised_with_the_printed_schema() {
     );
     assert_eq!(rows(&t), "ann,2024-01-31\n");
 }
+
+/// Rewrites `name` in `t` with `data` and gives it back its modification
+/// time, as `touch -r` would.
+fn rewrite_keeping_mtime(t: &Tmp, name: &str, data: &[u8]) {
+    let path = t.0.join(name);
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::fs::write(&path, data).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+}
+
+#[test]
+fn changed_file_with_restored_mtime_is_not_skipped() {
+    let t = Tmp::new();
+    t.write("f.csv", b"1,a\n2,b\n");
+    let load = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "t",
+        "f.csv",
+    ];
+    ok(&t.0, &load);
+    rewrite_keeping_mtime(&t, "f.csv", b"1,a\n2,c\n");
+    let err = fails(&t.0, &load);
+    assert_eq!(
+        err,
+        "error: loading table t; nothing was committed: f.csv was loaded before (commit 1) and has changed since: same size and modification time, different contents; --reload-changed loads it again (the rows loaded from it before stay)\n"
+    );
+    let mut again = load.to_vec();
+    again.insert(1, "--reload-changed");
+    let out = ok(&t.0, &again);
+    assert!(out.starts_with("loaded 2 rows ("), "{out}");
+    assert_eq!(rows(&t), "1,a\n2,b\n1,a\n2,c\n");
+}
+
+#[test]
+fn unchanged_file_with_restored_mtime_is_still_skipped() {
+    let t = Tmp::new();
+    t.write("f.csv", b"1,a\n2,b\n");
+    let load = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "t",
+        "f.csv",
+    ];
+    ok(&t.0, &load);
+    rewrite_keeping_mtime(&t, "f.csv", b"1,a\n2,b\n");
+    let out = ok(&t.0, &load);
+    assert!(
+        out.contains("skipped 1 file loaded by earlier commits"),
+        "{out}"
+    );
+    assert_eq!(rows(&t), "1,a\n2,b\n");
+}
