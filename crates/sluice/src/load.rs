@@ -1618,6 +1618,7 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
             let policy = RowPolicy {
                 skip_bad: shared.opts.on_error == OnError::Skip,
                 fill_missing: shared.opts.allow_missing_columns,
+                max_record: Some(shared.opts.max_line_size),
             };
             let mut parts = Vec::with_capacity(block.parts.len());
             let mut drop: Vec<u32> = Vec::new();
@@ -1939,10 +1940,7 @@ fn split_file(
         line: line + 1,
         byte: offset,
         column: None,
-        message: format!(
-            "no end of record within --max-line-size ({} bytes); an unterminated quote?",
-            opts.max_line_size
-        ),
+        message: crate::parse::too_long_message(opts.max_line_size),
     };
 
     for _ in 0..opts.skip {
@@ -2066,6 +2064,14 @@ fn split_file(
     };
     let mut first_line = Some(line);
     let mut closed = !json_array;
+    // `buf[..open]` holds no record end: the record that starts the
+    // buffer is still open through it (0: nothing known).
+    let mut open = 0usize;
+    // A record longer than --max-line-size, starting at `start` of `buf`.
+    let too_long_at = |buf: &Buf, start: usize, line: u64, offset: u64| {
+        let before = memchr::memchr_iter(b'\n', &buf.data()[..start]).count() as u64;
+        too_long(line + before, offset + start as u64)
+    };
     loop {
         if !eof && buf.len < bs {
             grow(&mut buf, &mut eof)?;
@@ -2081,17 +2087,39 @@ fn split_file(
             if buf.is_empty() {
                 break;
             }
+            // The last record ends with the input: only a buffer longer
+            // than the limit can hold one too long.
+            if buf.len > opts.max_line_size {
+                let start = last_cut(opts, buf.data(), open, buf.len - 1).unwrap_or(0);
+                if buf.len - start > opts.max_line_size {
+                    return Err(too_long_at(&buf, start, line, offset));
+                }
+            }
             buf.len
         } else {
-            let target = buf.len - (buf.len / 8).clamp(1, CUT_SEARCH);
+            let target = (buf.len - (buf.len / 8).clamp(1, CUT_SEARCH)).max(open);
             match find_cut(opts, buf.data(), target) {
-                Some(c) => c,
-                None if buf.len - target > opts.max_line_size => {
-                    return Err(too_long(first_line.unwrap_or(0), offset));
+                Some(c) => {
+                    open = 0;
+                    c
                 }
                 None => {
-                    grow(&mut buf, &mut eof)?;
-                    continue;
+                    // No record ends after `target`: the one open there
+                    // starts at the last record end before it. What
+                    // precedes it goes as a block, so that the buffer
+                    // holds the long record alone (memory: a block and
+                    // the limit), and it fails once it passes the limit.
+                    let start = last_cut(opts, buf.data(), open, target).unwrap_or(0);
+                    if buf.len - start > opts.max_line_size {
+                        return Err(too_long_at(&buf, start, line, offset));
+                    }
+                    if start == 0 {
+                        open = buf.len;
+                        grow(&mut buf, &mut eof)?;
+                        continue;
+                    }
+                    open = buf.len - start;
+                    start
                 }
             }
         };
@@ -2119,12 +2147,27 @@ fn split_file(
         buf.len = cut;
         let data = std::mem::replace(&mut buf, tail);
         let len = data.len as u64;
+        // Lines before the buffer, for messages about a record too long.
+        line += memchr::memchr_iter(b'\n', data.data()).count() as u64;
         send_block(shared, blocks, tokens, seq, data, vec![part])?;
         offset += len;
     }
     shared.give_buf(buf);
     record(None);
     Ok(total)
+}
+
+/// The last record boundary `c` with `from < c <= to` in `data`, by input
+/// format: the start of the record open at `to` (`None`: none ends there).
+fn last_cut(opts: &LoadOptions, data: &[u8], from: usize, to: usize) -> Option<usize> {
+    match opts.format {
+        Format::Delimited => crate::split::last_boundary(data, from, to, &opts.dialect),
+        Format::Json(j) if j.shape == JsonShape::Lines => {
+            let to = to.min(data.len());
+            memchr::memrchr(b'\n', data.get(from..to)?).map(|i| from + i + 1)
+        }
+        Format::Json(_) => crate::parse::json::last_array_boundary(data, from, to),
+    }
 }
 
 /// The first record boundary after `target` in `data`, by input format.

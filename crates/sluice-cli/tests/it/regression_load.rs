@@ -99,3 +99,60 @@ fn unchanged_file_with_restored_mtime_is_still_skipped() {
     );
     assert_eq!(rows(&t), "1,a\n2,b\n");
 }
+
+/// Runs `sluice` in `t` with `input` on standard input.
+fn with_stdin(t: &Tmp, args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The load may fail before reading it all: a broken pipe is expected.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn max_line_size_fires_on_one_long_line_from_stdin() {
+    let t = Tmp::new();
+    let mut input = b"1,a\n2,".to_vec();
+    input.extend(std::iter::repeat_n(b'x', 100_000));
+    input.extend_from_slice(b"\n3,c\n");
+    let args = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "--max-line-size",
+        "4KiB",
+        "t",
+        "-",
+    ];
+    let o = with_stdin(&t, &args, &input);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: loading table t; nothing was committed: <stdin>:2: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 4)\n"
+    );
+    // The same with the limit above the line loads it whole.
+    let args = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "--max-line-size",
+        "200KiB",
+        "t",
+        "-",
+    ];
+    let o = with_stdin(&t, &args, &input);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(rows(&t).len(), "1,a\n2,\n3,c\n".len() + 100_000);
+}

@@ -296,6 +296,10 @@ pub struct RowPolicy {
     pub skip_bad: bool,
     /// A record with too few fields gets NULLs for the missing ones.
     pub fill_missing: bool,
+    /// A record longer than this many bytes fails the block, also with
+    /// `skip_bad` (`--max-line-size`: the reader fails a longer one that
+    /// has not ended where it cuts, so a block of any size does the same).
+    pub max_record: Option<usize>,
 }
 
 /// A record that was not loaded, and why.
@@ -529,6 +533,12 @@ pub fn parse_block_with(
             }
         }
         let Some((error, resume)) = failure else {
+            if let Some(max) = policy.max_record
+                && pos.min(n) - record_start > max
+            {
+                let message = super::too_long_message(max);
+                return Err(block_error(data, record_start, None, message));
+            }
             info.rows += 1;
             builder_rows += 1;
             continue;

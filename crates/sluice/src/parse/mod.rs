@@ -18,6 +18,11 @@ pub use json::{JsonFormat, JsonShape, parse_json_block};
 
 use crate::error::{Error, Result};
 
+/// Why a record longer than `--max-line-size` fails a load.
+pub(crate) fn too_long_message(max: usize) -> String {
+    format!("no end of record within --max-line-size ({max} bytes); an unterminated quote?")
+}
+
 /// What an input's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {

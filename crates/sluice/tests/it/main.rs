@@ -10,6 +10,7 @@ mod keys;
 mod load;
 mod load_fuzz;
 mod parallel;
+mod regression_load;
 mod rejects;
 mod resume;
 mod shards;
