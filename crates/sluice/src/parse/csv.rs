@@ -342,6 +342,24 @@ enum Resume {
     Ended(usize),
 }
 
+/// [`BatchBuilder::push`], refusing a NUL byte: text never holds one. The
+/// reader refuses a file with one near its start as binary; one further
+/// on fails its value (or is rejected) wherever it is, never loaded.
+#[inline]
+fn push_field(
+    out: &mut BatchBuilder,
+    col: usize,
+    bytes: &[u8],
+    quoted: bool,
+) -> Result<(), String> {
+    if let Some(z) = memchr(0, bytes) {
+        return Err(format!(
+            "a NUL byte at byte {z} of the value (binary data, not text)"
+        ));
+    }
+    out.push(col, bytes, quoted)
+}
+
 /// Parses every record of `data` (which starts at a record boundary) into
 /// `out`. Blank lines and comment lines are skipped. The first malformed
 /// record is an error.
@@ -462,7 +480,7 @@ pub fn parse_block_with(
                     Field::Slice(a, b) => (&data[a..b], s.quoted),
                     Field::Scratch => (scratch.as_slice(), s.quoted),
                 };
-                if let Err(msg) = out.push(t, bytes, quoted) {
+                if let Err(msg) = push_field(out, t, bytes, quoted) {
                     let ty = schema.columns[t].data_type;
                     let e = block_error(
                         data,

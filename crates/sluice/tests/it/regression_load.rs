@@ -219,3 +219,65 @@ fn max_line_size_fires_on_a_gzipped_runaway_quote() {
         );
     }
 }
+
+/// `lines` good records, then one whose name holds a NUL byte, then one
+/// more good record.
+fn nul_late(lines: usize) -> Vec<u8> {
+    let mut data = Vec::new();
+    for i in 0..lines {
+        data.extend_from_slice(format!("{i},b,1.00,2024-01-01\n").as_bytes());
+    }
+    data.extend_from_slice(b"7,a\0b,1.00,2024-01-01\n8,c,2.00,2024-01-02\n");
+    data
+}
+
+#[test]
+fn nul_byte_in_a_later_block_is_treated_like_the_first() {
+    // Past the first 8 KiB that the binary check reads: a NUL never
+    // reaches a TEXT column, whatever the block size.
+    let data = nul_late(1000);
+    let at = data.len() - b"7,a\0b,1.00,2024-01-01\n8,c,2.00,2024-01-02\n".len() + 2;
+    for bs in BLOCK_SIZES {
+        let dir = TempDir::new("nul");
+        let o = LoadOptions {
+            block_size: bs,
+            ..opts(SCHEMA)
+        };
+        let e = load_bytes(&dir, "t", &data, &o).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}/t-input.csv:1001: column 2 (name): invalid TEXT value \"a\\0b\": a NUL byte at byte 1 of the value (binary data, not text) (byte {at})",
+                dir.path().display()
+            ),
+            "block size {bs:?}"
+        );
+    }
+    // In the first block it is a binary file.
+    let dir = TempDir::new("nul-first");
+    let e = load_bytes(&dir, "t", &nul_late(3), &opts(SCHEMA))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "{}/t-input.csv: looks like a binary file (NUL byte at offset 63), not delimited text",
+            dir.path().display()
+        )
+    );
+}
+
+#[test]
+fn nul_byte_in_a_later_block_is_rejected_with_on_error_skip() {
+    let dir = TempDir::new("nul-skip");
+    let o = LoadOptions {
+        block_size: Some(1000),
+        on_error: OnError::Skip,
+        ..opts(SCHEMA)
+    };
+    let s = load_bytes(&dir, "t", &nul_late(1000), &o).unwrap();
+    assert_eq!((s.rows, s.rejected), (1001, 1));
+    let rows = table_rows(&dir.path().join("db"), "t");
+    assert_eq!(rows.len(), 1001);
+    assert!(rows.iter().all(|r| !r[1].as_ref().unwrap().contains('\0')));
+}
