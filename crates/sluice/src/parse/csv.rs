@@ -2,7 +2,7 @@
 
 use memchr::{memchr, memchr_iter, memchr2};
 
-use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect};
+use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect, LineCount};
 use crate::batch::{BatchBuilder, Schema};
 
 /// A malformed record or value inside a block.
@@ -193,10 +193,21 @@ fn scan_quoted(
 }
 
 fn block_error(data: &[u8], offset: usize, column: Option<usize>, message: String) -> BlockError {
+    block_error_at(&mut LineCount::default(), data, offset, column, message)
+}
+
+/// [`block_error`], its line counted on from the block's last error.
+fn block_error_at(
+    lines: &mut LineCount,
+    data: &[u8],
+    offset: usize,
+    column: Option<usize>,
+    message: String,
+) -> BlockError {
     let offset = offset.min(data.len());
     BlockError {
         offset,
-        line_in_block: memchr_iter(b'\n', &data[..offset]).count() as u64,
+        line_in_block: lines.before(data, offset),
         column,
         message,
     }
@@ -397,6 +408,7 @@ pub fn parse_block_with(
     let n = data.len();
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
+    let mut lines = LineCount::default();
     let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
     let mut builder_rows: u32 = 0;
     let mut pos = 0;
@@ -445,7 +457,8 @@ pub fn parse_block_with(
                     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
-                    let e = block_error(
+                    let e = block_error_at(
+                        &mut lines,
                         data,
                         field_start,
                         Some(t),
@@ -469,7 +482,7 @@ pub fn parse_block_with(
             let s = match scan_field(data, pos, d, &classes, &mut scratch) {
                 Ok(s) => s,
                 Err((off, msg)) => {
-                    let e = block_error(data, off, target, msg);
+                    let e = block_error_at(&mut lines, data, off, target, msg);
                     failure = Some((e, Resume::Line(off)));
                     break;
                 }
@@ -482,7 +495,8 @@ pub fn parse_block_with(
                 };
                 if let Err(msg) = push_field(out, t, bytes, quoted) {
                     let ty = schema.columns[t].data_type;
-                    let e = block_error(
+                    let e = block_error_at(
+                        &mut lines,
                         data,
                         field_start,
                         Some(t),
@@ -508,7 +522,8 @@ pub fn parse_block_with(
             // Mapped: extra fields are skipped; missing ones are an error
             // (or NULL); unfed columns get their DEFAULT.
             if col < m.needed && !policy.fill_missing {
-                let e = block_error(
+                let e = block_error_at(
+                    &mut lines,
                     data,
                     record_start,
                     None,
@@ -526,7 +541,13 @@ pub fn parse_block_with(
                 for (c, fill) in &m.fills {
                     match fill {
                         Some(v) => out.push(*c, v, true).map_err(|msg| {
-                            block_error(data, record_start, Some(*c), format!("DEFAULT: {msg}"))
+                            block_error_at(
+                                &mut lines,
+                                data,
+                                record_start,
+                                Some(*c),
+                                format!("DEFAULT: {msg}"),
+                            )
                         })?,
                         None => out.push_null(*c),
                     }
@@ -538,7 +559,8 @@ pub fn parse_block_with(
                     out.push_null(c);
                 }
             } else {
-                let e = block_error(
+                let e = block_error_at(
+                    &mut lines,
                     data,
                     record_start,
                     None,
@@ -555,7 +577,13 @@ pub fn parse_block_with(
                 && pos.min(n) - record_start > max
             {
                 let message = super::too_long_message(max);
-                return Err(block_error(data, record_start, None, message));
+                return Err(block_error_at(
+                    &mut lines,
+                    data,
+                    record_start,
+                    None,
+                    message,
+                ));
             }
             info.rows += 1;
             builder_rows += 1;

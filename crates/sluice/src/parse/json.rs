@@ -113,7 +113,7 @@ fn char_in_line(data: &[u8], offset: usize) -> usize {
         + 1
 }
 
-fn block_error(data: &[u8], f: Fail) -> BlockError {
+fn block_error(lines: &mut super::LineCount, data: &[u8], f: Fail) -> BlockError {
     let offset = f.offset.min(data.len());
     let message = match f.column {
         // Value errors name the column; syntax errors say where in the line.
@@ -126,7 +126,7 @@ fn block_error(data: &[u8], f: Fail) -> BlockError {
     };
     BlockError {
         offset,
-        line_in_block: memchr_iter(b'\n', &data[..offset]).count() as u64,
+        line_in_block: lines.before(data, offset),
         column: f.column,
         message,
     }
@@ -648,6 +648,7 @@ pub fn parse_json_block(
     };
     let n = data.len();
     let mut info = BlockInfo::default();
+    let mut counted = super::LineCount::default();
     let mut builder_rows: u32 = 0;
     loop {
         // Between rows: whitespace, blank lines, a comma in an array.
@@ -717,7 +718,7 @@ pub fn parse_json_block(
             {
                 return Err(BlockError {
                     offset: record_start,
-                    line_in_block: memchr_iter(b'\n', &data[..record_start]).count() as u64,
+                    line_in_block: counted.before(data, record_start),
                     column: None,
                     message: super::too_long_message(max),
                 });
@@ -726,7 +727,7 @@ pub fn parse_json_block(
             builder_rows += 1;
             continue;
         };
-        let error = block_error(data, f);
+        let error = block_error(&mut counted, data, f);
         if !policy.skip_bad {
             return Err(error);
         }

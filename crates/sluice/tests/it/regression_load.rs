@@ -281,3 +281,44 @@ fn nul_byte_in_a_later_block_is_rejected_with_on_error_skip() {
     assert_eq!(rows.len(), 1001);
     assert!(rows.iter().all(|r| !r[1].as_ref().unwrap().contains('\0')));
 }
+
+#[test]
+fn many_rejects_in_one_block_keep_their_line_numbers() {
+    // Every other record bad, some good ones spanning two lines: each
+    // reject names its own line, in blocks holding thousands of them.
+    let mut data = Vec::new();
+    let mut want = Vec::new();
+    let mut line = 1;
+    for i in 0..6000 {
+        if i % 2 == 1 {
+            data.extend_from_slice(format!("x{i},b,1.00,2024-01-01\n").as_bytes());
+            want.push(line);
+            line += 1;
+        } else if i % 10 == 0 {
+            data.extend_from_slice(format!("{i},\"two\nlines\",1.00,2024-01-01\n").as_bytes());
+            line += 2;
+        } else {
+            data.extend_from_slice(format!("{i},b,1.00,2024-01-01\n").as_bytes());
+            line += 1;
+        }
+    }
+    for bs in [Some(100), Some(10_000), None] {
+        let dir = TempDir::new("many-rejects");
+        let rejects = dir.path().join("rejects.csv");
+        let o = LoadOptions {
+            block_size: bs,
+            rejects: Some(rejects.clone()),
+            on_error: OnError::Skip,
+            ..opts(SCHEMA)
+        };
+        let s = load_bytes(&dir, "t", &data, &o).unwrap();
+        assert_eq!((s.rows, s.rejected), (3000, 3000), "block size {bs:?}");
+        let text = std::fs::read_to_string(&rejects).unwrap();
+        let lines: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(lines, want, "block size {bs:?}");
+    }
+}
