@@ -188,7 +188,11 @@ struct LoadArgs {
     /// (repeatable)
     #[arg(long, value_name = "COL=TYPE,...")]
     types: Vec<String>,
-    /// Print the schema and dialect the load would use, and load nothing
+    /// Print the schema and dialect the load would use, and load nothing.
+    /// With --json, one JSON object: {"dry_run": true, "table", "format"
+    /// ("csv", "jsonl" or "json"), "delimiter" (null for JSON), "schema"
+    /// (a --schema string), "inferred" (null when not inferred, else
+    /// {"samples", "files_sampled", "records_sampled", "header"})}
     #[arg(long)]
     dry_run: bool,
     /// The input fields that feed the table's columns, in column order, by
@@ -642,6 +646,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             (s, d, h)
         }
     };
+    if a.dry_run && a.json {
+        println!(
+            "{}",
+            dry_run_json(&a.table, &schema, delimiter, json, inferred.as_ref())
+        );
+        return Ok(());
+    }
     if a.dry_run || (!quiet && inferred.is_some()) {
         let mut text = String::new();
         match &inferred {
@@ -827,6 +838,33 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
 
 /// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
 /// parentheses belong to the type).
+/// What `load --dry-run --json` prints (its shape is in `--help`).
+fn dry_run_json(
+    table: &str,
+    schema: &sluice::batch::Schema,
+    delimiter: u8,
+    json: Option<JsonShape>,
+    inferred: Option<&sluice::infer::Inferred>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "dry_run": true,
+        "table": table,
+        "format": match json {
+            None => "csv",
+            Some(JsonShape::Lines) => "jsonl",
+            Some(JsonShape::Array) => "json",
+        },
+        "delimiter": json.is_none().then(|| (delimiter as char).to_string()),
+        "schema": schema.to_string(),
+        "inferred": inferred.map(|inf| serde_json::json!({
+            "samples": inf.samples,
+            "files_sampled": inf.files_sampled,
+            "records_sampled": inf.records_sampled,
+            "header": inf.header,
+        })),
+    })
+}
+
 fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
     let mut out = Vec::new();
     for arg in args {

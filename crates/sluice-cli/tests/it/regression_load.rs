@@ -156,3 +156,56 @@ fn max_line_size_fires_on_one_long_line_from_stdin() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(rows(&t).len(), "1,a\n2,\n3,c\n".len() + 100_000);
 }
+
+#[test]
+fn commit_every_zero_is_refused_like_zero_files() {
+    let t = Tmp::new();
+    t.write("a.csv", b"1\n");
+    let load = |every: &'static str| {
+        fails(
+            &t.0,
+            &[
+                "load",
+                "--schema",
+                "x INT",
+                "--commit-every",
+                every,
+                "t",
+                "a.csv",
+            ],
+        )
+    };
+    assert_eq!(
+        load("0"),
+        "error: --commit-every \"0\": expected more than 0 (examples: 1GiB, 256MB, 1000files, 30s, 10min, all)\n"
+    );
+    assert_eq!(
+        load("0files"),
+        "error: --commit-every \"0files\": expected a positive number (examples: 1GiB, 256MB, 1000files, 30s, 10min, all)\n"
+    );
+}
+
+#[test]
+fn dry_run_json_prints_json() {
+    let t = Tmp::new();
+    t.write("q.csv", b"First Name,n\nann,1\nbob,2\n");
+    let out = ok(&t.0, &["load", "--dry-run", "--json", "t", "q.csv"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "dry_run": true,
+            "table": "t",
+            "format": "csv",
+            "delimiter": ",",
+            "schema": "first_name TEXT, n BIGINT",
+            "inferred": {"samples": 1, "files_sampled": 1, "records_sampled": 2, "header": true},
+        })
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+    // Nothing was loaded.
+    assert!(
+        !t.0.join("sluice.db").join("tables").join("t").exists(),
+        "{out}"
+    );
+}
