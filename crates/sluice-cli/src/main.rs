@@ -682,7 +682,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     }
     let schema = Some(schema);
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
-    let stop = stop_on_interrupt();
+    // A stream (standard input, a pipe) read when Ctrl-C comes may have
+    // been cut short: its group is dropped, which the message says.
+    let streams = inputs.iter().any(|i| match i {
+        sluice::source::Input::Stdin => true,
+        sluice::source::Input::File(p) => !std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+    });
+    let stop = stop_on_interrupt(streams);
     let progress = Arc::new(Progress::default());
     let opts = LoadOptions {
         schema,
@@ -885,9 +891,11 @@ fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>
 
 /// Ctrl-C (or SIGTERM) ends the load after the file being read: the
 /// files read so far are committed, and the same command run again loads
-/// the rest. A second Ctrl-C exits at once; the last commit is intact and
-/// the next writer removes the unfinished files.
-fn stop_on_interrupt() -> Arc<AtomicBool> {
+/// the rest; with `streams` (standard input or a pipe among the inputs),
+/// except a group holding one, which the signal may have cut short. A
+/// second Ctrl-C exits at once; the last commit is intact and the next
+/// writer removes the unfinished files.
+fn stop_on_interrupt(streams: bool) -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registered first, so it sees the flag before the second handler sets it.
@@ -902,9 +910,15 @@ fn stop_on_interrupt() -> Arc<AtomicBool> {
             while !watch.load(Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            eprintln!(
-                "\nstopping after the current file: what was read is being committed (Ctrl-C again stops at once; the last commit stays)"
-            );
+            if streams {
+                eprintln!(
+                    "\nstopping after the current file: what was read is committed, except a group holding standard input or a pipe, which may have been cut short (Ctrl-C again stops at once; the last commit stays)"
+                );
+            } else {
+                eprintln!(
+                    "\nstopping after the current file: what was read is being committed (Ctrl-C again stops at once; the last commit stays)"
+                );
+            }
         });
     flag
 }

@@ -209,3 +209,67 @@ fn dry_run_json_prints_json() {
         "{out}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_on_stdin_says_only_that_nothing_was_committed() {
+    use std::io::{BufRead, Read, Write};
+    let t = Tmp::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args([
+            "load",
+            "--no-header",
+            "--delimiter",
+            ",",
+            "--schema",
+            "id INT, v TEXT",
+            "t",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"1,a\n2,b\n").unwrap();
+    // The table's directory exists once the load runs (the handlers are
+    // in place by then).
+    let dir = t.0.join("sluice.db/tables/t");
+    for _ in 0..1_000_000 {
+        if dir.exists() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    assert!(dir.exists());
+    // The shell's kill (no procps needed).
+    let int = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(int.success());
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("stopping after the current file") {
+        let mut line = String::new();
+        let n = stderr.read_line(&mut line).unwrap();
+        assert!(n > 0, "the load ended without stopping: {said}");
+        said.push_str(&line);
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert_eq!(
+        said,
+        "\nstopping after the current file: what was read is committed, except a group holding standard input or a pipe, which may have been cut short (Ctrl-C again stops at once; the last commit stays)\nerror: loading table t: stopped while reading a stream (standard input or a pipe), which may have been cut short: nothing of its group was committed\n"
+    );
+    assert!(!said.contains("being committed"), "{said}");
+    // Nothing committed: no table t.
+    let info = fails(&t.0, &["info", "t"]);
+    assert!(info.starts_with("error: no "), "{info}");
+    assert!(!dir.exists());
+}
