@@ -1159,11 +1159,7 @@ fn array_cuts(data: &[u8], target: usize, mut cut: impl FnMut(usize, usize) -> b
                 }
                 depth -= 1;
             }
-            b',' if depth == 0 && i >= target => {
-                if !cut(i, after_separator(data, i + 1)) {
-                    return;
-                }
-            }
+            b',' if depth == 0 && i >= target && !cut(i, after_separator(data, i + 1)) => return,
             _ => {}
         }
         i += 1;
