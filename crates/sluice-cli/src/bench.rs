@@ -2,6 +2,7 @@
 //! side and print a table of medians. Scenarios are not tests: they time
 //! things, tests never do.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -38,6 +39,20 @@ pub enum Scenario {
         /// Print the results as JSON lines too
         #[arg(long)]
         json: bool,
+    },
+    /// Rejecting: a file of records that all fail (a letter in an INT
+    /// column) loaded with --on-error skip, beside a file of as many good
+    /// records: rejecting should cost about what parsing does
+    Rejects {
+        /// Records per file
+        #[arg(long, default_value_t = 1_000_000)]
+        records: u64,
+        /// Runs per file (the median is reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the files and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
     },
     /// TPC-H Q1 over lineitem (generated and loaded once, kept in --dir), warm,
     /// at several thread counts; DuckDB runs the same data and query in the
@@ -229,6 +244,7 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             no_peers,
             json,
         } => ingest(&size, &threads_list, runs, &dir, no_peers, json, quiet),
+        Scenario::Rejects { records, runs, dir } => rejects(records, runs, &dir, quiet),
         Scenario::Q1 {
             sf,
             threads_list,
@@ -711,6 +727,73 @@ fn ingest(
     println!(
         "vs_duckdb: DuckDB median / sluice median at equal threads (>1 means sluice is faster); vs_best: sluice median / best sluice median"
     );
+    Ok(())
+}
+
+/// The `rejects` scenario: good and bad records, loaded alike.
+fn rejects(records: u64, runs: usize, dir: &Path, quiet: bool) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let exe = std::env::current_exe().context("locating the sluice binary")?;
+    let mut files = Vec::new();
+    for (kind, prefix) in [("good", ""), ("bad", "x")] {
+        let p = dir.join(format!("rejects-{kind}-{records}.csv"));
+        if !p.exists() {
+            let tmp = p.with_extension("tmp");
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            for i in 0..records {
+                writeln!(w, "{prefix}{i},name{}", i % 1000)?;
+            }
+            w.flush()?;
+            drop(w);
+            std::fs::rename(&tmp, &p)?;
+        }
+        files.push((kind, p, Vec::<Measure>::new()));
+    }
+    for run in 0..runs {
+        for (kind, p, measures) in files.iter_mut() {
+            let db = dir.join("rejects.db");
+            let _ = std::fs::remove_dir_all(&db);
+            let v = run_json(
+                Command::new(&exe)
+                    .arg("load")
+                    .arg("--db")
+                    .arg(&db)
+                    .args([
+                        "--no-header",
+                        "--schema",
+                        "a INT, b TEXT",
+                        "--on-error",
+                        "skip",
+                        "--json",
+                        "t",
+                    ])
+                    .arg(&*p),
+                "sluice load",
+            )?;
+            let m = measure(&v);
+            if !quiet {
+                eprintln!("run {}/{runs}: {kind:<4} {:.3} s", run + 1, m.seconds);
+            }
+            measures.push(m);
+            let _ = std::fs::remove_dir_all(&db);
+        }
+    }
+    println!("rejects: {records} records a file, --on-error skip, {runs} runs each");
+    println!(
+        "{:<6} {:>9} {:>12} {:>10}",
+        "input", "median_s", "records/s", "vs_good"
+    );
+    let med = |m: &[Measure]| median(&mut m.iter().map(|m| m.seconds).collect::<Vec<_>>());
+    let good = med(&files[0].2);
+    for (kind, _, measures) in &files {
+        let m = med(measures);
+        println!(
+            "{kind:<6} {m:>9.3} {:>12.0} {:>9.2}x",
+            records as f64 / m,
+            m / good
+        );
+    }
+    println!("vs_good: median / the good file's median (rejecting costs that much more)");
     Ok(())
 }
 

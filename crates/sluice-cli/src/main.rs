@@ -193,7 +193,11 @@ struct LoadArgs {
     /// (repeatable)
     #[arg(long, value_name = "COL=TYPE,...")]
     types: Vec<String>,
-    /// Print the schema and dialect the load would use, and load nothing
+    /// Print the schema and dialect the load would use, and load nothing.
+    /// With --json, one JSON object: {"dry_run": true, "table", "format"
+    /// ("csv", "jsonl" or "json"), "delimiter" (null for JSON), "schema"
+    /// (a --schema string), "inferred" (null when not inferred, else
+    /// {"samples", "files_sampled", "records_sampled", "header"})}
     #[arg(long)]
     dry_run: bool,
     /// The input fields that feed the table's columns, in column order, by
@@ -685,6 +689,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             (s, d, h)
         }
     };
+    if a.dry_run && a.json {
+        println!(
+            "{}",
+            dry_run_json(&a.table, &schema, delimiter, json, inferred.as_ref())
+        );
+        return Ok(());
+    }
     if a.dry_run || (!quiet && inferred.is_some()) {
         let mut text = String::new();
         match &inferred {
@@ -714,7 +725,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     }
     let schema = Some(schema);
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
-    let stop = stop_on_interrupt();
+    // A stream (standard input, a pipe) read when Ctrl-C comes may have
+    // been cut short: its group is dropped, which the message says.
+    let streams = inputs.iter().any(|i| match i {
+        sluice::source::Input::Stdin => true,
+        sluice::source::Input::File(p) => !std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+    });
+    let stop = stop_on_interrupt(streams);
     let progress = Arc::new(Progress::default());
     let opts = LoadOptions {
         schema,
@@ -875,6 +892,33 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
 
 /// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
 /// parentheses belong to the type).
+/// What `load --dry-run --json` prints (its shape is in `--help`).
+fn dry_run_json(
+    table: &str,
+    schema: &sluice::batch::Schema,
+    delimiter: u8,
+    json: Option<JsonShape>,
+    inferred: Option<&sluice::infer::Inferred>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "dry_run": true,
+        "table": table,
+        "format": match json {
+            None => "csv",
+            Some(JsonShape::Lines) => "jsonl",
+            Some(JsonShape::Array) => "json",
+        },
+        "delimiter": json.is_none().then(|| (delimiter as char).to_string()),
+        "schema": schema.to_string(),
+        "inferred": inferred.map(|inf| serde_json::json!({
+            "samples": inf.samples,
+            "files_sampled": inf.files_sampled,
+            "records_sampled": inf.records_sampled,
+            "header": inf.header,
+        })),
+    })
+}
+
 fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
     let mut out = Vec::new();
     for arg in args {
@@ -895,9 +939,11 @@ fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>
 
 /// Ctrl-C (or SIGTERM) ends the load after the file being read: the
 /// files read so far are committed, and the same command run again loads
-/// the rest. A second Ctrl-C exits at once; the last commit is intact and
-/// the next writer removes the unfinished files.
-fn stop_on_interrupt() -> Arc<AtomicBool> {
+/// the rest; with `streams` (standard input or a pipe among the inputs),
+/// except a group holding one, which the signal may have cut short. A
+/// second Ctrl-C exits at once; the last commit is intact and the next
+/// writer removes the unfinished files.
+fn stop_on_interrupt(streams: bool) -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registered first, so it sees the flag before the second handler sets it.
@@ -912,9 +958,15 @@ fn stop_on_interrupt() -> Arc<AtomicBool> {
             while !watch.load(Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            eprintln!(
-                "\nstopping after the current file: what was read is being committed (Ctrl-C again stops at once; the last commit stays)"
-            );
+            if streams {
+                eprintln!(
+                    "\nstopping after the current file: what was read is committed, except a group holding standard input or a pipe, which may have been cut short (Ctrl-C again stops at once; the last commit stays)"
+                );
+            } else {
+                eprintln!(
+                    "\nstopping after the current file: what was read is being committed (Ctrl-C again stops at once; the last commit stays)"
+                );
+            }
         });
     flag
 }

@@ -49,7 +49,7 @@ pub fn parse_commit_every(s: &str) -> Result<sluice::load::CommitEvery> {
     use sluice::load::CommitEvery;
     let t = s.trim().to_ascii_lowercase();
     let hint = "examples: 1GiB, 256MB, 1000files, 30s, 10min, all";
-    if matches!(t.as_str(), "all" | "once" | "never" | "0") {
+    if matches!(t.as_str(), "all" | "once" | "never") {
         return Ok(CommitEvery::ONCE);
     }
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -234,6 +234,8 @@ mod tests {
             "",
             "files",
             "0files",
+            "0",
+            "0s",
             "-1",
             "3 parsecs",
             "0B",

@@ -69,7 +69,8 @@ pub const DEFAULT_MAX_LINE_SIZE: usize = 16 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
     /// A header iff the first record's fields equal the column names
-    /// (ignoring case and surrounding spaces).
+    /// (ignoring case and surrounding spaces), as written or as inference
+    /// normalises them (`First Name` for `first_name`).
     #[default]
     Auto,
     Yes,
@@ -260,6 +261,15 @@ pub fn normalize_name(raw: &[u8]) -> String {
         }
     }
     name.trim_end_matches('_').to_string()
+}
+
+/// Whether a header field names column `column`: as written (ignoring
+/// case and surrounding spaces), or as inference normalises it
+/// (`First Name` names `first_name`), so that a file whose header gave
+/// the table its names is recognised again on a later load.
+fn header_names(field: &[u8], column: &str) -> bool {
+    std::str::from_utf8(field).is_ok_and(|f| f.trim().eq_ignore_ascii_case(column))
+        || normalize_name(field).eq_ignore_ascii_case(column)
 }
 
 /// The field map of one file, from `--columns` or its header names.
@@ -753,7 +763,7 @@ pub fn load(
     });
     drop(keep);
     let unique: &[Input] = deduped.as_deref().unwrap_or(inputs);
-    let (rest, already_loaded) = resume_plan(db, &table, unique, opts.reload)?;
+    let (rest, already_loaded) = resume_plan(db, &table, unique, opts)?;
     let todo: &[Input] = rest.as_deref().unwrap_or(unique);
     let mut total = LoadSummary {
         table: table.clone(),
@@ -853,14 +863,17 @@ pub fn load(
 }
 
 /// The inputs still to load (`None`: all of them), and how many are
-/// skipped because an earlier commit of the table loaded them (same
-/// path, size and modification time; or same size and checksum).
+/// skipped because an earlier commit of the table loaded them: the same
+/// path, size and CRC-32 of the bytes. The size and modification time
+/// alone never skip a file: an edit that keeps both (`touch -r`, a copy
+/// with `cp -p`, a clock set back) would leave its new rows unloaded.
 fn resume_plan(
     db: &Database,
     table: &str,
     inputs: &[Input],
-    reload: Reload,
+    opts: &LoadOptions,
 ) -> Result<(Option<Vec<Input>>, u64)> {
+    let reload = opts.reload;
     let meta = match db.table(table) {
         Some(m) if !m.loads.is_empty() && reload != Reload::All => m,
         _ => return Ok((None, 0)),
@@ -873,53 +886,123 @@ fn resume_plan(
             loaded.insert(f.path.clone(), (j.version, f));
         }
     }
-    let mut todo = Vec::new();
-    let mut skipped = 0;
+    // Per input: load it (`None`), or compare its bytes with the journal's.
+    let mut plan: Vec<Option<Compare>> = Vec::with_capacity(inputs.len());
     let mut paths = JournalPaths::default();
     for input in inputs {
         let Input::File(p) = input else {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         };
         let Some((version, f)) = loaded.get(&paths.of(input)) else {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         };
         // A file that cannot be read is the load's to report; a pipe or
         // device is read again.
         let Ok(md) = std::fs::metadata(p) else {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         };
         if !md.is_file() {
-            todo.push(input.clone());
+            plan.push(None);
             continue;
         }
-        let (size, mtime) = (md.len(), mtime_ns(&md));
-        if size == f.size && mtime == f.mtime_ns {
-            skipped += 1;
-            continue;
-        }
-        let what = if size != f.size {
-            format!("{} bytes then, {size} now", f.size)
-        } else if crate::source::fingerprint(p)? == f.crc32 {
-            // Touched, not changed.
-            skipped += 1;
-            continue;
-        } else {
-            "same size, different contents".to_string()
-        };
-        if reload == Reload::Changed {
-            todo.push(input.clone());
-        } else {
+        let size = md.len();
+        if size != f.size {
+            if reload == Reload::Changed {
+                plan.push(None);
+                continue;
+            }
             return Err(Error::Changed {
                 path: input.display_name(),
                 version: *version,
-                what,
+                what: format!("{} bytes then, {size} now", f.size),
             });
+        }
+        plan.push(Some(Compare {
+            version: *version,
+            same_time: mtime_ns(&md) == f.mtime_ns,
+            crc32: f.crc32,
+        }));
+    }
+    let crcs = fingerprints(inputs, &plan, worker_count(opts.threads))?;
+    let mut todo = Vec::new();
+    let mut skipped = 0;
+    for ((input, p), crc) in inputs.iter().zip(&plan).zip(crcs) {
+        match (p, crc) {
+            (Some(c), Some(crc)) if c.crc32 == crc => skipped += 1,
+            (Some(c), Some(_)) if reload != Reload::Changed => {
+                return Err(Error::Changed {
+                    path: input.display_name(),
+                    version: c.version,
+                    what: if c.same_time {
+                        "same size and modification time, different contents".to_string()
+                    } else {
+                        "same size, different contents".to_string()
+                    },
+                });
+            }
+            _ => todo.push(input.clone()),
         }
     }
     Ok((Some(todo), skipped))
+}
+
+/// An input file an earlier commit loaded, with its size then: its bytes
+/// are compared with what the journal says of them.
+struct Compare {
+    /// The commit that loaded it.
+    version: u64,
+    /// Whether its modification time is the one journaled (for messages).
+    same_time: bool,
+    crc32: u32,
+}
+
+/// The CRC-32 of each input that `plan` says to compare (`None` for the
+/// others), read on `threads` threads: a resumed load of many files reads
+/// the files committed before again, at the speed of the disk.
+fn fingerprints(
+    inputs: &[Input],
+    plan: &[Option<Compare>],
+    threads: usize,
+) -> Result<Vec<Option<u32>>> {
+    let next = AtomicU64::new(0);
+    let results: Vec<Mutex<Option<Result<u32>>>> = plan.iter().map(|_| Mutex::new(None)).collect();
+    let todo = plan.iter().filter(|p| p.is_some()).count();
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(todo) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    if i >= plan.len() {
+                        break;
+                    }
+                    let (Some(_), Input::File(p)) = (&plan[i], &inputs[i]) else {
+                        continue;
+                    };
+                    let crc = crate::source::fingerprint(p);
+                    if let Ok(mut r) = results[i].lock() {
+                        *r = Some(crc);
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .zip(plan)
+        .map(|(r, p)| {
+            let r = r
+                .into_inner()
+                .map_err(|_| Error::Internal("a checksum thread panicked".into()))?;
+            match (p, r) {
+                (None, _) => Ok(None),
+                (Some(_), Some(crc)) => crc.map(Some),
+                (Some(_), None) => Err(Error::Internal("a file was not checksummed".into())),
+            }
+        })
+        .collect()
 }
 
 /// Whether an input is a regular file (not standard input, a pipe or a
@@ -1542,6 +1625,7 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
             let policy = RowPolicy {
                 skip_bad: shared.opts.on_error == OnError::Skip,
                 fill_missing: shared.opts.allow_missing_columns,
+                max_record: Some(shared.opts.max_line_size),
             };
             let mut parts = Vec::with_capacity(block.parts.len());
             let mut drop: Vec<u32> = Vec::new();
@@ -1863,10 +1947,7 @@ fn split_file(
         line: line + 1,
         byte: offset,
         column: None,
-        message: format!(
-            "no end of record within --max-line-size ({} bytes); an unterminated quote?",
-            opts.max_line_size
-        ),
+        message: crate::parse::too_long_message(opts.max_line_size),
     };
 
     for _ in 0..opts.skip {
@@ -1938,10 +2019,10 @@ fn split_file(
                         })
                     } else {
                         fields.len() == cols.len()
-                            && fields.iter().zip(cols).all(|(f, c)| {
-                                std::str::from_utf8(f)
-                                    .is_ok_and(|f| f.trim().eq_ignore_ascii_case(&c.name))
-                            })
+                            && fields
+                                .iter()
+                                .zip(cols)
+                                .all(|(f, c)| header_names(f, &c.name))
                     };
                     if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
                         return Err(Error::Parse {
@@ -1990,6 +2071,14 @@ fn split_file(
     };
     let mut first_line = Some(line);
     let mut closed = !json_array;
+    // `buf[..open]` holds no record end: the record that starts the
+    // buffer is still open through it (0: nothing known).
+    let mut open = 0usize;
+    // A record longer than --max-line-size, starting at `start` of `buf`.
+    let too_long_at = |buf: &Buf, start: usize, line: u64, offset: u64| {
+        let before = memchr::memchr_iter(b'\n', &buf.data()[..start]).count() as u64;
+        too_long(line + before, offset + start as u64)
+    };
     loop {
         if !eof && buf.len < bs {
             grow(&mut buf, &mut eof)?;
@@ -2005,17 +2094,39 @@ fn split_file(
             if buf.is_empty() {
                 break;
             }
+            // The last record ends with the input: only a buffer longer
+            // than the limit can hold one too long.
+            if buf.len > opts.max_line_size {
+                let start = last_cut(opts, buf.data(), open, buf.len - 1).unwrap_or(0);
+                if buf.len - start > opts.max_line_size {
+                    return Err(too_long_at(&buf, start, line, offset));
+                }
+            }
             buf.len
         } else {
-            let target = buf.len - (buf.len / 8).clamp(1, CUT_SEARCH);
+            let target = (buf.len - (buf.len / 8).clamp(1, CUT_SEARCH)).max(open);
             match find_cut(opts, buf.data(), target) {
-                Some(c) => c,
-                None if buf.len - target > opts.max_line_size => {
-                    return Err(too_long(first_line.unwrap_or(0), offset));
+                Some(c) => {
+                    open = 0;
+                    c
                 }
                 None => {
-                    grow(&mut buf, &mut eof)?;
-                    continue;
+                    // No record ends after `target`: the one open there
+                    // starts at the last record end before it. What
+                    // precedes it goes as a block, so that the buffer
+                    // holds the long record alone (memory: a block and
+                    // the limit), and it fails once it passes the limit.
+                    let start = last_cut(opts, buf.data(), open, target).unwrap_or(0);
+                    if buf.len - start > opts.max_line_size {
+                        return Err(too_long_at(&buf, start, line, offset));
+                    }
+                    if start == 0 {
+                        open = buf.len;
+                        grow(&mut buf, &mut eof)?;
+                        continue;
+                    }
+                    open = buf.len - start;
+                    start
                 }
             }
         };
@@ -2043,12 +2154,27 @@ fn split_file(
         buf.len = cut;
         let data = std::mem::replace(&mut buf, tail);
         let len = data.len as u64;
+        // Lines before the buffer, for messages about a record too long.
+        line += memchr::memchr_iter(b'\n', data.data()).count() as u64;
         send_block(shared, blocks, tokens, seq, data, vec![part])?;
         offset += len;
     }
     shared.give_buf(buf);
     record(None);
     Ok(total)
+}
+
+/// The last record boundary `c` with `from < c <= to` in `data`, by input
+/// format: the start of the record open at `to` (`None`: none ends there).
+fn last_cut(opts: &LoadOptions, data: &[u8], from: usize, to: usize) -> Option<usize> {
+    match opts.format {
+        Format::Delimited => crate::split::last_boundary(data, from, to, &opts.dialect),
+        Format::Json(j) if j.shape == JsonShape::Lines => {
+            let to = to.min(data.len());
+            memchr::memrchr(b'\n', data.get(from..to)?).map(|i| from + i + 1)
+        }
+        Format::Json(_) => crate::parse::json::last_array_boundary(data, from, to),
+    }
 }
 
 /// The first record boundary after `target` in `data`, by input format.

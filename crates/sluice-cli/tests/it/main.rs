@@ -10,6 +10,7 @@ mod keyed;
 mod regression_query;
 mod regression_store;
 mod regression_values;
+mod regression_load;
 mod resume;
 mod shards;
 

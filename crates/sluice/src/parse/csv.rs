@@ -2,7 +2,7 @@
 
 use memchr::{memchr, memchr_iter, memchr2};
 
-use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect};
+use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect, LineCount};
 use crate::batch::{BatchBuilder, Schema};
 
 /// A malformed record or value inside a block.
@@ -193,10 +193,21 @@ fn scan_quoted(
 }
 
 fn block_error(data: &[u8], offset: usize, column: Option<usize>, message: String) -> BlockError {
+    block_error_at(&mut LineCount::default(), data, offset, column, message)
+}
+
+/// [`block_error`], its line counted on from the block's last error.
+fn block_error_at(
+    lines: &mut LineCount,
+    data: &[u8],
+    offset: usize,
+    column: Option<usize>,
+    message: String,
+) -> BlockError {
     let offset = offset.min(data.len());
     BlockError {
         offset,
-        line_in_block: memchr_iter(b'\n', &data[..offset]).count() as u64,
+        line_in_block: lines.before(data, offset),
         column,
         message,
     }
@@ -308,6 +319,10 @@ pub struct RowPolicy {
     pub skip_bad: bool,
     /// A record with too few fields gets NULLs for the missing ones.
     pub fill_missing: bool,
+    /// A record longer than this many bytes fails the block, also with
+    /// `skip_bad` (`--max-line-size`: the reader fails a longer one that
+    /// has not ended where it cuts, so a block of any size does the same).
+    pub max_record: Option<usize>,
 }
 
 /// A record that was not loaded, and why.
@@ -350,6 +365,24 @@ enum Resume {
     Ended(usize),
 }
 
+/// [`BatchBuilder::push`], refusing a NUL byte: text never holds one. The
+/// reader refuses a file with one near its start as binary; one further
+/// on fails its value (or is rejected) wherever it is, never loaded.
+#[inline]
+fn push_field(
+    out: &mut BatchBuilder,
+    col: usize,
+    bytes: &[u8],
+    quoted: bool,
+) -> Result<(), String> {
+    if let Some(z) = memchr(0, bytes) {
+        return Err(format!(
+            "a NUL byte at byte {z} of the value (binary data, not text)"
+        ));
+    }
+    out.push(col, bytes, quoted)
+}
+
 /// Parses every record of `data` (which starts at a record boundary) into
 /// `out`. Blank lines and comment lines are skipped. The first malformed
 /// record is an error.
@@ -387,6 +420,7 @@ pub fn parse_block_with(
     let n = data.len();
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
+    let mut lines = LineCount::default();
     let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
     let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
     let mut builder_rows: u32 = 0;
@@ -437,7 +471,8 @@ pub fn parse_block_with(
                     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
-                    let e = block_error(
+                    let e = block_error_at(
+                        &mut lines,
                         data,
                         field_start,
                         Some(t),
@@ -461,7 +496,7 @@ pub fn parse_block_with(
             let s = match scan_field(data, pos, d, &classes, &mut scratch) {
                 Ok(s) => s,
                 Err((off, msg)) => {
-                    let e = block_error(data, off, target, msg);
+                    let e = block_error_at(&mut lines, data, off, target, msg);
                     failure = Some((e, Resume::Line(off)));
                     break;
                 }
@@ -472,9 +507,10 @@ pub fn parse_block_with(
                     Field::Slice(a, b) => (&data[a..b], s.quoted),
                     Field::Scratch => (scratch.as_slice(), s.quoted),
                 };
-                if let Err(msg) = out.push(t, bytes, quoted) {
+                if let Err(msg) = push_field(out, t, bytes, quoted) {
                     let ty = schema.columns[t].data_type;
-                    let e = block_error(
+                    let e = block_error_at(
+                        &mut lines,
                         data,
                         field_start,
                         Some(t),
@@ -500,7 +536,8 @@ pub fn parse_block_with(
             // Mapped: extra fields are skipped; missing ones are an error
             // (or NULL); unfed columns get their DEFAULT.
             if col < m.needed && !policy.fill_missing {
-                let e = block_error(
+                let e = block_error_at(
+                    &mut lines,
                     data,
                     record_start,
                     None,
@@ -518,7 +555,13 @@ pub fn parse_block_with(
                 for (c, fill) in &m.fills {
                     match fill {
                         Some(v) => out.push(*c, v, true).map_err(|msg| {
-                            block_error(data, record_start, Some(*c), format!("DEFAULT: {msg}"))
+                            block_error_at(
+                                &mut lines,
+                                data,
+                                record_start,
+                                Some(*c),
+                                format!("DEFAULT: {msg}"),
+                            )
                         })?,
                         None => out.push_null(*c),
                     }
@@ -530,7 +573,8 @@ pub fn parse_block_with(
                     out.push_null(c);
                 }
             } else {
-                let e = block_error(
+                let e = block_error_at(
+                    &mut lines,
                     data,
                     record_start,
                     None,
@@ -543,6 +587,18 @@ pub fn parse_block_with(
             }
         }
         let Some((error, resume)) = failure else {
+            if let Some(max) = policy.max_record
+                && pos.min(n) - record_start > max
+            {
+                let message = super::too_long_message(max);
+                return Err(block_error_at(
+                    &mut lines,
+                    data,
+                    record_start,
+                    None,
+                    message,
+                ));
+            }
             info.rows += 1;
             builder_rows += 1;
             continue;

@@ -18,6 +18,34 @@ pub use json::{JsonFormat, JsonShape, parse_json_block};
 
 use crate::error::{Error, Result};
 
+/// Newlines before offsets of one block, counted on from the offset asked
+/// about last: a block's errors come in order, so the line numbers of all
+/// its rejects cost one pass over it (counting from the block's start for
+/// each cost time quadratic in the rejects of a block: 132 s for a 9 MB
+/// file of a million bad records).
+#[derive(Debug, Default)]
+pub(crate) struct LineCount {
+    offset: usize,
+    lines: u64,
+}
+
+impl LineCount {
+    /// The newlines in `data[..offset]`.
+    pub(crate) fn before(&mut self, data: &[u8], offset: usize) -> u64 {
+        if offset < self.offset {
+            *self = LineCount::default();
+        }
+        self.lines += memchr::memchr_iter(b'\n', &data[self.offset..offset]).count() as u64;
+        self.offset = offset;
+        self.lines
+    }
+}
+
+/// Why a record longer than `--max-line-size` fails a load.
+pub(crate) fn too_long_message(max: usize) -> String {
+    format!("no end of record within --max-line-size ({max} bytes); an unterminated quote?")
+}
+
 /// What an input's text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {

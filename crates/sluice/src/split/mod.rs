@@ -8,7 +8,7 @@
 //! short scan after it. With a distinct escape character or comment lines
 //! the parity trick does not hold, and a full state machine runs instead.
 
-use memchr::{memchr, memchr_iter, memchr2};
+use memchr::{memchr, memchr_iter, memchr2, memrchr};
 
 use crate::parse::Dialect;
 
@@ -38,6 +38,88 @@ pub fn find_boundary(data: &[u8], target: usize, d: &Dialect) -> Option<usize> {
         pos = p + 1;
     }
     None
+}
+
+/// Returns the last cut point `c` with `from < c <= to` (a position where
+/// `data[..c]` ends with the newline of a complete record), or `None`: the
+/// start of the record still open at `to`. The load asks it only when
+/// [`find_boundary`] finds no cut, to cut off what precedes a long record.
+///
+/// `data` must start at a record boundary.
+pub fn last_boundary(data: &[u8], from: usize, to: usize, d: &Dialect) -> Option<usize> {
+    let to = to.min(data.len());
+    if from >= to {
+        return None;
+    }
+    let Some(q) = d.quote else {
+        return memrchr(b'\n', &data[from..to]).map(|i| from + i + 1);
+    };
+    if d.distinct_escape().is_some() || d.comment.is_some() {
+        return last_boundary_exact(data, from, to, d);
+    }
+    let mut inside = memchr_iter(q, &data[..from]).count() % 2 == 1;
+    let mut last = None;
+    let mut pos = from;
+    while let Some(i) = memchr2(q, b'\n', &data[pos..to]) {
+        let p = pos + i;
+        if data[p] == q {
+            inside = !inside;
+        } else if !inside {
+            last = Some(p + 1);
+        }
+        pos = p + 1;
+    }
+    last
+}
+
+/// [`last_boundary`] by the full state machine (escapes, comment lines),
+/// from the start of `data`, as [`find_boundary_exact`].
+fn last_boundary_exact(data: &[u8], from: usize, to: usize, d: &Dialect) -> Option<usize> {
+    let q = d.quote;
+    let esc = d.distinct_escape();
+    let mut last = None;
+    let mut i = 0;
+    let mut at_record_start = true;
+    let mut in_quotes = false;
+    while i < to {
+        let c = data[i];
+        if in_quotes {
+            if Some(c) == esc {
+                i += 2;
+                continue;
+            }
+            if Some(c) == q {
+                if d.doubling() && data.get(i + 1) == Some(&c) {
+                    i += 2;
+                    continue;
+                }
+                in_quotes = false;
+            }
+            i += 1;
+            continue;
+        }
+        if at_record_start && Some(c) == d.comment {
+            let Some(nl) = memchr(b'\n', &data[i..to]).map(|k| i + k) else {
+                break;
+            };
+            if nl + 1 > from {
+                last = Some(nl + 1);
+            }
+            i = nl + 1;
+            continue;
+        }
+        at_record_start = false;
+        if Some(c) == q {
+            in_quotes = true;
+        } else if c == b'\n' {
+            if i + 1 > from {
+                last = Some(i + 1);
+            }
+            at_record_start = true;
+        }
+        i += 1;
+    }
+    last
 }
 
 /// The full state machine: correct for escapes and comment lines.
@@ -101,6 +183,33 @@ mod tests {
         assert_eq!(find_boundary(data, 12, &d), None);
         let doubled = b"\"x\"\"\n\"\"y\"\n";
         assert_eq!(find_boundary(doubled, 1, &d), Some(10));
+    }
+
+    #[test]
+    fn last_boundary_is_the_start_of_the_open_record() {
+        let d = Dialect::default();
+        // Records end at 4, 12 and 16; a quote opens at 16 and stays open.
+        let data = b"1,a\n2,\"b\nc\"\n3,d\n4,\"e\nf\ng";
+        assert_eq!(last_boundary(data, 0, data.len(), &d), Some(16));
+        assert_eq!(last_boundary(data, 0, 15, &d), Some(12));
+        assert_eq!(last_boundary(data, 4, 11, &d), None);
+        assert_eq!(last_boundary(data, 16, data.len(), &d), None);
+        assert_eq!(last_boundary(data, 12, data.len(), &d), Some(16));
+        let exact = Dialect {
+            escape: Some(b'\\'),
+            comment: Some(b'#'),
+            ..Dialect::default()
+        };
+        let data = b"#\"\n\"a\\\"\nb\"\nz\n\"open\n";
+        assert_eq!(last_boundary(data, 0, data.len(), &exact), Some(13));
+        assert_eq!(last_boundary(data, 0, 12, &exact), Some(11));
+        assert_eq!(last_boundary(data, 3, 10, &exact), None);
+        let no_quote = Dialect {
+            quote: None,
+            ..Dialect::default()
+        };
+        assert_eq!(last_boundary(b"\"a\n\"b\nc", 0, 7, &no_quote), Some(6));
+        assert_eq!(last_boundary(b"\"a\n\"b\nc", 3, 5, &no_quote), None);
     }
 
     #[test]

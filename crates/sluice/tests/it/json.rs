@@ -863,7 +863,7 @@ proptest! {
             &JsonFormat { shape, ignore_unknown: false },
             &schema,
             &mut b,
-            RowPolicy { skip_bad: skip, fill_missing: false },
+            RowPolicy { skip_bad: skip, ..RowPolicy::default() },
             None,
             &mut rejects,
         );
@@ -908,10 +908,10 @@ fn a_row_longer_than_max_line_size_is_an_error() {
         o.block_size = Some(1024);
         o.max_line_size = 4096;
         let e = load_files(&dir, &[(name, data.as_bytes())], &o).unwrap_err();
-        // (The reader names the line where its buffer starts, as for CSV.)
+        // The line where the long row starts, as for CSV.
         assert!(
             e.to_string().starts_with(&format!(
-                "{}:1: no end of record within --max-line-size (4096 bytes)",
+                "{}:2: no end of record within --max-line-size (4096 bytes)",
                 path(&dir, name)
             )),
             "{e}"

@@ -13,6 +13,7 @@ mod parallel;
 mod regression_query;
 mod regression_store;
 mod regression_values;
+mod regression_load;
 mod rejects;
 mod resume;
 mod shards;

@@ -1,0 +1,275 @@
+//! Loads that once stored wrong rows, or said less than they did: a header
+//! loaded as data, a changed file skipped, a runaway quote read as one
+//! record, a NUL byte loaded into TEXT.
+
+use crate::{Tmp, fails, ok};
+
+/// Rows of table `t` as CSV, without the header.
+fn rows(t: &Tmp) -> String {
+    ok(&t.0, &["export", "--header", "false", "t"])
+}
+
+#[test]
+fn normalised_header_names_are_recognised_on_append() {
+    let t = Tmp::new();
+    t.write("q1.csv", b"First Name,City\nann,Oslo\n");
+    t.write("q2.csv", b"First Name,City\ncat,Paris\n");
+    ok(&t.0, &["load", "t", "q1.csv"]);
+    let out = ok(&t.0, &["load", "t", "q2.csv"]);
+    assert!(out.starts_with("loaded 1 rows ("), "{out}");
+    assert_eq!(rows(&t), "ann,Oslo\ncat,Paris\n");
+}
+
+#[test]
+fn normalised_header_names_are_recognised_with_the_printed_schema() {
+    let t = Tmp::new();
+    t.write("q.csv", b"First Name,Born On\nann,2024-01-31\n");
+    ok(
+        &t.0,
+        &[
+            "load",
+            "--schema",
+            "first_name TEXT, born_on DATE",
+            "t",
+            "q.csv",
+        ],
+    );
+    assert_eq!(rows(&t), "ann,2024-01-31\n");
+}
+
+/// Rewrites `name` in `t` with `data` and gives it back its modification
+/// time, as `touch -r` would.
+fn rewrite_keeping_mtime(t: &Tmp, name: &str, data: &[u8]) {
+    let path = t.0.join(name);
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::fs::write(&path, data).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+}
+
+#[test]
+fn changed_file_with_restored_mtime_is_not_skipped() {
+    let t = Tmp::new();
+    t.write("f.csv", b"1,a\n2,b\n");
+    let load = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "t",
+        "f.csv",
+    ];
+    ok(&t.0, &load);
+    rewrite_keeping_mtime(&t, "f.csv", b"1,a\n2,c\n");
+    let err = fails(&t.0, &load);
+    assert_eq!(
+        err,
+        "error: loading table t; nothing was committed: f.csv was loaded before (commit 1) and has changed since: same size and modification time, different contents; --reload-changed loads it again (the rows loaded from it before stay)\n"
+    );
+    let mut again = load.to_vec();
+    again.insert(1, "--reload-changed");
+    let out = ok(&t.0, &again);
+    assert!(out.starts_with("loaded 2 rows ("), "{out}");
+    assert_eq!(rows(&t), "1,a\n2,b\n1,a\n2,c\n");
+}
+
+#[test]
+fn unchanged_file_with_restored_mtime_is_still_skipped() {
+    let t = Tmp::new();
+    t.write("f.csv", b"1,a\n2,b\n");
+    let load = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "t",
+        "f.csv",
+    ];
+    ok(&t.0, &load);
+    rewrite_keeping_mtime(&t, "f.csv", b"1,a\n2,b\n");
+    let out = ok(&t.0, &load);
+    assert!(
+        out.contains("skipped 1 file loaded by earlier commits"),
+        "{out}"
+    );
+    assert_eq!(rows(&t), "1,a\n2,b\n");
+}
+
+/// Runs `sluice` in `t` with `input` on standard input.
+fn with_stdin(t: &Tmp, args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The load may fail before reading it all: a broken pipe is expected.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn max_line_size_fires_on_one_long_line_from_stdin() {
+    let t = Tmp::new();
+    let mut input = b"1,a\n2,".to_vec();
+    input.extend(std::iter::repeat_n(b'x', 100_000));
+    input.extend_from_slice(b"\n3,c\n");
+    let args = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "--max-line-size",
+        "4KiB",
+        "t",
+        "-",
+    ];
+    let o = with_stdin(&t, &args, &input);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: loading table t; nothing was committed: <stdin>:2: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 4)\n"
+    );
+    // The same with the limit above the line loads it whole.
+    let args = [
+        "load",
+        "--no-header",
+        "--schema",
+        "id INT, v TEXT",
+        "--max-line-size",
+        "200KiB",
+        "t",
+        "-",
+    ];
+    let o = with_stdin(&t, &args, &input);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(rows(&t).len(), "1,a\n2,\n3,c\n".len() + 100_000);
+}
+
+#[test]
+fn commit_every_zero_is_refused_like_zero_files() {
+    let t = Tmp::new();
+    t.write("a.csv", b"1\n");
+    let load = |every: &'static str| {
+        fails(
+            &t.0,
+            &[
+                "load",
+                "--schema",
+                "x INT",
+                "--commit-every",
+                every,
+                "t",
+                "a.csv",
+            ],
+        )
+    };
+    assert_eq!(
+        load("0"),
+        "error: --commit-every \"0\": expected more than 0 (examples: 1GiB, 256MB, 1000files, 30s, 10min, all)\n"
+    );
+    assert_eq!(
+        load("0files"),
+        "error: --commit-every \"0files\": expected a positive number (examples: 1GiB, 256MB, 1000files, 30s, 10min, all)\n"
+    );
+}
+
+#[test]
+fn dry_run_json_prints_json() {
+    let t = Tmp::new();
+    t.write("q.csv", b"First Name,n\nann,1\nbob,2\n");
+    let out = ok(&t.0, &["load", "--dry-run", "--json", "t", "q.csv"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "dry_run": true,
+            "table": "t",
+            "format": "csv",
+            "delimiter": ",",
+            "schema": "first_name TEXT, n BIGINT",
+            "inferred": {"samples": 1, "files_sampled": 1, "records_sampled": 2, "header": true},
+        })
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+    // Nothing was loaded.
+    assert!(
+        !t.0.join("sluice.db").join("tables").join("t").exists(),
+        "{out}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_on_stdin_says_only_that_nothing_was_committed() {
+    use std::io::{BufRead, Read, Write};
+    let t = Tmp::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args([
+            "load",
+            "--no-header",
+            "--delimiter",
+            ",",
+            "--schema",
+            "id INT, v TEXT",
+            "t",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"1,a\n2,b\n").unwrap();
+    // The table's directory exists once the load runs (the handlers are
+    // in place by then).
+    let dir = t.0.join("sluice.db/tables/t");
+    for _ in 0..1_000_000 {
+        if dir.exists() {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    assert!(dir.exists());
+    // The shell's kill (no procps needed).
+    let int = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(int.success());
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("stopping after the current file") {
+        let mut line = String::new();
+        let n = stderr.read_line(&mut line).unwrap();
+        assert!(n > 0, "the load ended without stopping: {said}");
+        said.push_str(&line);
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert_eq!(
+        said,
+        "\nstopping after the current file: what was read is committed, except a group holding standard input or a pipe, which may have been cut short (Ctrl-C again stops at once; the last commit stays)\nerror: loading table t: stopped while reading a stream (standard input or a pipe), which may have been cut short: nothing of its group was committed\n"
+    );
+    assert!(!said.contains("being committed"), "{said}");
+    // Nothing committed: no table t.
+    let info = fails(&t.0, &["info", "t"]);
+    assert!(info.starts_with("error: no "), "{info}");
+    assert!(!dir.exists());
+}
