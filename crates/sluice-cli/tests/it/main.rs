@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod json;
 mod keyed;
+mod regression_load;
 mod regression_query;
 mod regression_store;
 mod regression_values;
-mod regression_load;
 mod resume;
 mod shards;
 
