@@ -72,65 +72,40 @@ pub fn last_boundary(data: &[u8], from: usize, to: usize, d: &Dialect) -> Option
     last
 }
 
-/// [`last_boundary`] by the full state machine (escapes, comment lines),
-/// from the start of `data`, as [`find_boundary_exact`].
+/// [`last_boundary`] by the full state machine (escapes, comment lines).
 fn last_boundary_exact(data: &[u8], from: usize, to: usize, d: &Dialect) -> Option<usize> {
-    let q = d.quote;
-    let esc = d.distinct_escape();
     let mut last = None;
-    let mut i = 0;
-    let mut at_record_start = true;
-    let mut in_quotes = false;
-    while i < to {
-        let c = data[i];
-        if in_quotes {
-            if Some(c) == esc {
-                i += 2;
-                continue;
-            }
-            if Some(c) == q {
-                if d.doubling() && data.get(i + 1) == Some(&c) {
-                    i += 2;
-                    continue;
-                }
-                in_quotes = false;
-            }
-            i += 1;
-            continue;
+    walk_exact(data, to, d, |c| {
+        if c > from {
+            last = Some(c);
         }
-        if at_record_start && Some(c) == d.comment {
-            let Some(nl) = memchr(b'\n', &data[i..to]).map(|k| i + k) else {
-                break;
-            };
-            if nl + 1 > from {
-                last = Some(nl + 1);
-            }
-            i = nl + 1;
-            continue;
-        }
-        at_record_start = false;
-        if Some(c) == q {
-            in_quotes = true;
-        } else if c == b'\n' {
-            if i + 1 > from {
-                last = Some(i + 1);
-            }
-            at_record_start = true;
-        }
-        i += 1;
-    }
+        false
+    });
     last
 }
 
-/// The full state machine: correct for escapes and comment lines.
+/// [`find_boundary`] by the full state machine: correct for escapes and
+/// comment lines.
 fn find_boundary_exact(data: &[u8], target: usize, d: &Dialect) -> Option<usize> {
+    walk_exact(data, data.len(), d, |c| c > target)
+}
+
+/// Walks `data[..end]` from its start (a record boundary) with the full
+/// state machine, calling `stop` with each cut point (the position after
+/// a record's newline, comment lines included) until it returns true; that
+/// cut point is returned.
+fn walk_exact(
+    data: &[u8],
+    end: usize,
+    d: &Dialect,
+    mut stop: impl FnMut(usize) -> bool,
+) -> Option<usize> {
     let q = d.quote;
     let esc = d.distinct_escape();
     let mut i = 0;
     let mut at_record_start = true;
     let mut in_quotes = false;
-    let n = data.len();
-    while i < n {
+    while i < end {
         let c = data[i];
         if in_quotes {
             if Some(c) == esc {
@@ -148,8 +123,8 @@ fn find_boundary_exact(data: &[u8], target: usize, d: &Dialect) -> Option<usize>
             continue;
         }
         if at_record_start && Some(c) == d.comment {
-            let nl = i + memchr(b'\n', &data[i..])?;
-            if nl >= target {
+            let nl = i + memchr(b'\n', &data[i..end])?;
+            if stop(nl + 1) {
                 return Some(nl + 1);
             }
             i = nl + 1;
@@ -159,7 +134,7 @@ fn find_boundary_exact(data: &[u8], target: usize, d: &Dialect) -> Option<usize>
         if Some(c) == q {
             in_quotes = true;
         } else if c == b'\n' {
-            if i >= target {
+            if stop(i + 1) {
                 return Some(i + 1);
             }
             at_record_start = true;
