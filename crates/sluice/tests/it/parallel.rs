@@ -41,14 +41,17 @@ prop_compose! {
             s.push(',');
             // A bare `\r` before the terminator is kept by the parser only
             // when quoted; quote to make the expected value unambiguous.
-            s.push_str(&encode(b, *q || b.ends_with('\r')));
+            let b_enc = encode(b, *q || b.ends_with('\r'));
+            // "\r\r\n" after a quoted field is malformed: "\r\n" there.
+            let term = if *term == 2 && b_enc.ends_with('"') { 1 } else { *term };
+            s.push_str(&b_enc);
             let last = i + 1 == rows.len();
             if !last || trailing_newline {
                 // With "\r\r\n" the record ends at "\r\n" and the unquoted
                 // last field keeps one '\r'.
                 s.push_str(match term { 0 => "\n", 1 => "\r\n", _ => "\r\r\n" });
             }
-            let b_val = if *term == 2 && (!last || trailing_newline) { format!("{b}\r") } else { b.clone() };
+            let b_val = if term == 2 && (!last || trailing_newline) { format!("{b}\r") } else { b.clone() };
             expect.push((a.clone(), *n, b_val));
         }
         (s, expect)
@@ -71,8 +74,6 @@ proptest! {
         block in 1usize..200,
         threads in 1usize..4,
     ) {
-        // "\r\r\n" after a quoted field is malformed; skip those inputs.
-        prop_assume!(!data.contains("\"\r\r\n"));
         let dir = TempDir::new("prop");
         let o = LoadOptions {
             schema: Some(SCHEMA.parse().unwrap()),
@@ -91,7 +92,6 @@ proptest! {
         (data, expect) in csv_input(),
         block in 1usize..200,
     ) {
-        prop_assume!(!data.contains("\"\r\r\n"));
         let dir = TempDir::new("prop-rt");
         let o = LoadOptions {
             schema: Some(SCHEMA.parse().unwrap()),
