@@ -247,6 +247,11 @@ struct LoadArgs {
     /// Lines starting with this character are ignored
     #[arg(long)]
     comment: Option<String>,
+    /// How records end: auto (the default: a lone CR, as classic Mac OS
+    /// wrote, when the first 64 KiB of a file hold a CR and no LF; else
+    /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
+    #[arg(long, value_name = "auto|lf|cr", default_value = "auto")]
+    line_end: String,
     /// Date format (strftime), e.g. %d/%m/%Y; default YYYY-MM-DD
     #[arg(long)]
     date_format: Option<String>,
@@ -534,6 +539,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .as_deref()
         .map(|c| util::parse_char(c, "--comment"))
         .transpose()?;
+    let line_end: sluice::source::LineEnd = a.line_end.parse()?;
     let given: Option<sluice::batch::Schema> = a.schema.as_deref().map(str::parse).transpose()?;
     let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
     let on_error = match (a.on_error, wants_skip) {
@@ -573,6 +579,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         date_format: a.date_format.clone(),
         timestamp_format: a.timestamp_format.clone(),
         encoding,
+        line_end,
         types: parse_types(&a.types)?,
         ..Default::default()
     };
@@ -647,20 +654,28 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     if a.dry_run || (!quiet && inferred.is_some()) {
         let mut text = String::new();
         match &inferred {
-            Some(inf) => text.push_str(&format!(
-                "inferred from {} sample{} of {} file{} ({} records): delimiter {}, {}\n",
-                inf.samples,
-                if inf.samples == 1 { "" } else { "s" },
-                inf.files_sampled,
-                if inf.files_sampled == 1 { "" } else { "s" },
-                inf.records_sampled,
-                util::show_char(delimiter),
-                if inf.header {
-                    "header line"
-                } else {
-                    "no header line"
-                },
-            )),
+            Some(inf) => {
+                let mut how = vec![
+                    format!("delimiter {}", util::show_char(delimiter)),
+                    if inf.header {
+                        "header line".to_string()
+                    } else {
+                        "no header line".to_string()
+                    },
+                ];
+                if inf.line_end == sluice::source::LineEnd::Cr {
+                    how.push("line ends a lone CR (classic Mac OS)".into());
+                }
+                text.push_str(&format!(
+                    "inferred from {} sample{} of {} file{} ({} records): {}\n",
+                    inf.samples,
+                    if inf.samples == 1 { "" } else { "s" },
+                    inf.files_sampled,
+                    if inf.files_sampled == 1 { "" } else { "s" },
+                    inf.records_sampled,
+                    how.join(", "),
+                ));
+            }
             None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
             None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
         }
@@ -726,6 +741,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         max_errors: a.max_errors,
         allow_missing_columns: a.allow_missing_columns,
         encoding,
+        line_end,
         columns: column_refs,
         match_by_name: a.match_by_name,
         key: a.key.clone(),

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::load::Header;
 use crate::parse::value;
 use crate::parse::{Dialect, read_record};
-use crate::source::{Compression, Input};
+use crate::source::{Compression, Input, LineEnd};
 
 /// Delimiters tried when none is given, in order of preference.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b'|', b';'];
@@ -36,6 +36,8 @@ pub struct InferOptions {
     pub date_format: Option<String>,
     pub timestamp_format: Option<String>,
     pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// How records end (`Auto`: from each file's start).
+    pub line_end: LineEnd,
     /// Types forced by column name, whatever the samples say.
     pub types: Vec<(String, DataType)>,
     /// Bytes read per sample.
@@ -55,6 +57,7 @@ impl Default for InferOptions {
             date_format: None,
             timestamp_format: None,
             encoding: None,
+            line_end: LineEnd::Auto,
             types: Vec::new(),
             sample_bytes: 256 << 10,
             max_files: 16,
@@ -69,6 +72,8 @@ pub struct Inferred {
     pub delimiter: u8,
     /// Whether each file starts with a header line.
     pub header: bool,
+    /// The first file's line ends (never `Auto`).
+    pub line_end: LineEnd,
     pub files_sampled: usize,
     pub samples: usize,
     pub records_sampled: u64,
@@ -94,14 +99,16 @@ fn read_up_to(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
+/// Samples of one input, their records ending with LF (a CR file's
+/// read as the load reads it), and the input's line end.
+fn samples_of(input: &Input, o: &InferOptions) -> Result<(Vec<Sample>, LineEnd)> {
     if *input == Input::Stdin {
         return Err(Error::Config(
             "the schema cannot be inferred from standard input (it would be consumed); pass --schema".into(),
         ));
     }
     let n = o.sample_bytes;
-    let (mut reader, compression) = input.open_text(None, o.encoding)?;
+    let (mut reader, compression, line_end) = input.open_lines(None, o.encoding, o.line_end)?;
     let head = read_up_to(&mut reader, n + 1).map_err(|e| input.io_error(e))?;
     let whole = head.len() <= n;
     let mut out = vec![Sample {
@@ -117,7 +124,14 @@ fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
             let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
             for at in [len / 2, len - n as u64] {
                 f.seek(SeekFrom::Start(at)).map_err(|e| Error::io(p, e))?;
-                let data = read_up_to(&mut f, n).map_err(|e| Error::io(p, e))?;
+                let mut data = read_up_to(&mut f, n).map_err(|e| Error::io(p, e))?;
+                if line_end == LineEnd::Cr {
+                    for b in &mut data {
+                        if *b == b'\r' {
+                            *b = b'\n';
+                        }
+                    }
+                }
                 out.push(Sample {
                     data,
                     start: false,
@@ -126,7 +140,7 @@ fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
             }
         }
     }
-    Ok(out)
+    Ok((out, line_end))
 }
 
 /// The records of a sample, as raw fields. A chunk from inside a file
@@ -225,7 +239,7 @@ pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: Option<usize
     if *first == Input::Stdin {
         return Ok(b',');
     }
-    let samples = samples_of(
+    let (samples, _) = samples_of(
         first,
         &InferOptions {
             sample_bytes: 64 << 10,
@@ -455,8 +469,13 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         .collect();
     chosen.dedup();
     let mut per_file: Vec<(usize, Vec<Sample>)> = Vec::new();
+    let mut line_end = LineEnd::Lf;
     for &i in &chosen {
-        per_file.push((i, samples_of(&inputs[i], o)?));
+        let (samples, le) = samples_of(&inputs[i], o)?;
+        if per_file.is_empty() {
+            line_end = le;
+        }
+        per_file.push((i, samples));
     }
     let first = &per_file[0].1[0];
     if first.data.is_empty() {
@@ -577,6 +596,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         schema: Schema::new(columns)?,
         delimiter,
         header,
+        line_end,
         files_sampled: per_file.len(),
         samples: recs_of.len(),
         records_sampled,

@@ -35,7 +35,7 @@ use crate::parse::{
     BlockError, BlockInfo, Dialect, FieldMap, Format, JsonShape, Reject, RowPolicy,
     parse_block_with, parse_json_block, read_record,
 };
-use crate::source::{Input, check_text};
+use crate::source::{Input, LineEnd, check_text};
 use crate::split::find_boundary;
 use crate::store::manifest::{MAX_SHARDS, Sharding};
 use crate::store::segment::SegmentWriter;
@@ -114,6 +114,9 @@ pub struct LoadOptions {
     /// Encoding of the input text (`None`: UTF-8). A byte order mark
     /// overrides it; a UTF-8 one is skipped.
     pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// How records end: `Auto` tells a lone CR (classic Mac OS) from
+    /// each file's first 64 KiB.
+    pub line_end: LineEnd,
     /// The input fields that feed the table's columns, in column order
     /// (by header name or 1-based position); other fields are skipped and
     /// columns past the list get their DEFAULT or NULL.
@@ -412,6 +415,7 @@ impl Default for LoadOptions {
             max_errors: None,
             allow_missing_columns: false,
             encoding: None,
+            line_end: LineEnd::Auto,
             columns: None,
             match_by_name: false,
             key: None,
@@ -1819,14 +1823,15 @@ fn split_file(
     // With --on-error skip, a file that cannot be opened or is empty is
     // skipped and reported; otherwise it fails the load.
     let skip_bad = opts.on_error == OnError::Skip;
-    let (mut reader, _compression) = match input.open_text(Some(on_read), opts.encoding) {
-        Ok(r) => r,
-        Err(e) if skip_bad => {
-            record(Some(e.to_string().into()));
-            return Ok(0);
-        }
-        Err(e) => return Err(e),
-    };
+    let (mut reader, _compression, _line_end) =
+        match input.open_lines(Some(on_read), opts.encoding, opts.line_end) {
+            Ok(r) => r,
+            Err(e) if skip_bad => {
+                record(Some(e.to_string().into()));
+                return Ok(0);
+            }
+            Err(e) => return Err(e),
+        };
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
     if buf.is_empty() {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod json;
 mod keyed;
 mod regression_query;
+mod regression_realfiles;
 mod regression_values;
 mod resume;
 mod shards;
