@@ -392,6 +392,16 @@ fn column_name(raw: &[u8], n: usize, taken: &[String]) -> String {
     name
 }
 
+/// The column names inference gives a header's fields.
+pub(crate) fn column_names(fields: &[Vec<u8>]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(fields.len());
+    for (c, raw) in fields.iter().enumerate() {
+        let name = column_name(raw, c + 1, &names);
+        names.push(name);
+    }
+    names
+}
+
 /// Whether the first record is a header: some typed column (not TEXT in
 /// the other records) has a first value that is not of its type, or every
 /// column is TEXT and the first record's values are distinct, non-empty,
@@ -551,12 +561,16 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     };
     let (cands, records_sampled) = observe(header);
     let mut columns: Vec<Column> = Vec::with_capacity(ncols);
-    for (c, cand) in cands.iter().enumerate() {
-        let taken: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
-        let name = match (header, first_recs.first().and_then(|f| f.get(c))) {
-            (true, Some(raw)) => column_name(raw, c + 1, &taken),
-            _ => column_name(b"", c + 1, &taken),
-        };
+    let raw: Vec<Vec<u8>> = (0..ncols)
+        .map(
+            |c| match (header, first_recs.first().and_then(|f| f.get(c))) {
+                (true, Some(raw)) => raw.clone(),
+                _ => Vec::new(),
+            },
+        )
+        .collect();
+    let names = column_names(&raw);
+    for (cand, name) in cands.iter().zip(names) {
         columns.push(Column {
             name,
             data_type: cand.pick(),

@@ -1919,7 +1919,24 @@ fn split_file(
     let mut header_fields: Option<Vec<Vec<u8>>> = None;
     if header_mode != Header::No && json_format.is_none() {
         loop {
-            match read_record(buf.data(), &opts.dialect, eof) {
+            // Blank and comment lines before the header are skipped, as
+            // inference skips them.
+            let Some((pre, pre_lines)) = preamble(buf.data(), opts.dialect.comment, eof) else {
+                if buf.len <= opts.max_line_size {
+                    grow(&mut buf, &mut eof)?;
+                    continue;
+                }
+                return Err(too_long(line, offset));
+            };
+            if pre == buf.len {
+                if header_mode == Header::Yes {
+                    buf.consume(pre);
+                    offset += pre as u64;
+                    line += pre_lines;
+                }
+                break;
+            }
+            match read_record(&buf.data()[pre..], &opts.dialect, eof) {
                 Ok(Some((fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
                     let names_match = if mapped {
@@ -1935,17 +1952,22 @@ fn split_file(
                             })
                         })
                     } else {
+                        // The names as written, or as inference makes
+                        // column names of them (`Order ID`: order_id).
                         fields.len() == cols.len()
-                            && fields.iter().zip(cols).all(|(f, c)| {
+                            && (fields.iter().zip(cols).all(|(f, c)| {
                                 std::str::from_utf8(f)
                                     .is_ok_and(|f| f.trim().eq_ignore_ascii_case(&c.name))
-                            })
+                            }) || crate::infer::column_names(&fields)
+                                .iter()
+                                .zip(cols)
+                                .all(|(n, c)| n.eq_ignore_ascii_case(&c.name)))
                     };
                     if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
                         return Err(Error::Parse {
                             path: name,
-                            line: line + 1,
-                            byte: offset,
+                            line: line + pre_lines + 1,
+                            byte: offset + pre as u64,
                             column: None,
                             message: format!(
                                 "the header has {} fields, the table has {} columns",
@@ -1955,9 +1977,9 @@ fn split_file(
                         });
                     }
                     if header_mode == Header::Yes || names_match {
-                        buf.consume(used);
-                        offset += used as u64;
-                        line += newlines;
+                        buf.consume(pre + used);
+                        offset += (pre + used) as u64;
+                        line += pre_lines + newlines;
                         header_fields = Some(fields);
                     }
                     break;
@@ -1969,8 +1991,8 @@ fn split_file(
                 Err(e) => {
                     return Err(Error::Parse {
                         path: name,
-                        line: line + 1 + e.line_in_block,
-                        byte: offset + e.offset as u64,
+                        line: line + pre_lines + 1 + e.line_in_block,
+                        byte: offset + (pre + e.offset) as u64,
                         column: None,
                         message: format!("in the header: {}", e.message),
                     });
@@ -2047,6 +2069,30 @@ fn split_file(
     shared.give_buf(buf);
     record(None);
     Ok(total)
+}
+
+/// The bytes and lines of the blank lines and the lines starting with
+/// `comment` at the start of `data` (what may come before a header);
+/// `None` when `data` ends inside them and more input may follow.
+fn preamble(data: &[u8], comment: Option<u8>, eof: bool) -> Option<(usize, u64)> {
+    let (mut at, mut lines) = (0, 0);
+    loop {
+        let rest = &data[at..];
+        match rest {
+            [] => return eof.then_some((at, lines)),
+            [b'\r'] if !eof => return None,
+            [b'\n', ..] | [b'\r', b'\n', ..] => {}
+            [c, ..] if Some(*c) == comment => {}
+            _ => return Some((at, lines)),
+        }
+        match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                at += i + 1;
+                lines += 1;
+            }
+            None => return eof.then_some((data.len(), lines)),
+        }
+    }
 }
 
 /// The first record boundary after `target` in `data`, by input format.

@@ -54,3 +54,49 @@ fn cr_only_line_ends_are_records() {
     );
     assert_eq!(ok(&t.0, &["export", "w"]), "a\n\"x\ry\"\n");
 }
+
+#[test]
+fn blank_first_line_is_not_a_second_header() {
+    let t = Tmp::new();
+    t.write("f.txt", b"\nname val\nb 2\nc 3\n");
+    let out = ok(&t.0, &["load", "t", "f.txt"]);
+    assert!(out.starts_with("loaded 2 rows "), "{out}");
+    assert_eq!(ok(&t.0, &["export", "t"]), "name_val\nb 2\nc 3\n");
+    // Appending: the header is told by its names, after the blank line.
+    ok(&t.0, &["load", "-q", "--reload", "t", "f.txt"]);
+    assert_eq!(ok(&t.0, &["export", "t"]), "name_val\nb 2\nc 3\nb 2\nc 3\n");
+    // --skip, then blank lines, then the header; line numbers count them all.
+    t.write("g.csv", b"junk\n\n\na,b\n1,2\nx,3\n");
+    let o = sluice(
+        &t.0,
+        &[
+            "load",
+            "--skip",
+            "1",
+            "--header",
+            "--schema",
+            "a INT, b INT",
+            "u",
+            "g.csv",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: loading table u; nothing was committed: g.csv:6: column 1 (a): invalid INT value \"x\": not an integer (byte 15)\n"
+    );
+    t.write("g.csv", b"junk\n\n\na,b\n1,2\n3,4\n");
+    ok(&t.0, &["load", "-q", "--skip", "1", "u", "g.csv"]);
+    assert_eq!(ok(&t.0, &["export", "u"]), "a,b\n1,2\n3,4\n");
+    // A header of the wrong width is reported where it is.
+    let o = sluice(
+        &t.0,
+        &[
+            "load", "--skip", "1", "--header", "--schema", "a INT", "v", "g.csv",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: loading table v; nothing was committed: g.csv:4: the header has 2 fields, the table has 1 columns (byte 7)\n"
+    );
+}
