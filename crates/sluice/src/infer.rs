@@ -437,12 +437,19 @@ fn looks_like_header(
         }
     }
     if typed > 0 {
-        return votes > 0;
+        return votes > 0 || row_names_header(first, rest, rest_values);
     }
     // All TEXT: names are short, distinct, start with a letter, and do not
     // appear again as values of their column.
+    // A file of one name-like record (an export with no rows) is a header.
+    !first.is_empty() && names_like(first, rest_values, 0)
+}
+
+/// Whether the fields of `first` from `from` on are short, distinct,
+/// start with a letter, and do not appear again as values of their column.
+fn names_like(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>], from: usize) -> bool {
     let mut seen: Vec<&[u8]> = Vec::new();
-    for (c, v) in first.iter().enumerate() {
+    for (c, v) in first.iter().enumerate().skip(from) {
         let t = value::trim(v);
         let name_like = !t.is_empty()
             && t.len() <= 64
@@ -457,8 +464,30 @@ fn looks_like_header(
         }
         seen.push(t);
     }
-    // A file of one name-like record (an export with no rows) is a header.
-    !first.is_empty()
+    true
+}
+
+/// R's `write.csv` header: an empty name over the row names (rising
+/// integers: 1, 2, 3, … unless rows were dropped), and names over the
+/// other columns (`"","x","y"` over `"1","a",3`). No type decides it, as
+/// the empty name reads as NULL.
+fn row_names_header(first: &[Vec<u8>], rest: &[Candidates], rest_values: &[Vec<&[u8]>]) -> bool {
+    let rising = |vals: &Vec<&[u8]>| {
+        let mut last = 0;
+        !vals.is_empty()
+            && vals.iter().all(|v| match value::parse_i64(v) {
+                Ok(n) if n > last => {
+                    last = n;
+                    true
+                }
+                _ => false,
+            })
+    };
+    first.len() >= 2
+        && value::trim(&first[0]).is_empty()
+        && rest.first().is_some_and(|c| c.pick() == DataType::BigInt)
+        && rest_values.first().is_some_and(rising)
+        && names_like(first, rest_values, 1)
 }
 
 /// Infers how to read `inputs` and what table they make.
@@ -740,6 +769,14 @@ ada,paris
             b"id,name
 "
         ));
+        // R's write.csv: an empty name over the row numbers.
+        assert!(first_is_header(
+            b"\"\",\"x\",\"y\"\n\"1\",\"a\",\"b\"\n\"2\",\"c\",\"d\"\n"
+        ));
+        assert!(first_is_header(b"\"\",\"x\",\"y\"\n\"1\",2,3\n"));
+        // An empty first field over integers that are no row numbers.
+        assert!(!first_is_header(b",ada,paris\n3,bob,rome\n1,eve,oslo\n"));
+        assert!(!first_is_header(b",x,y\n1,a,b\n,c,d\n"));
     }
 
     #[test]

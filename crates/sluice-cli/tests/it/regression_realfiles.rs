@@ -100,3 +100,31 @@ fn blank_first_line_is_not_a_second_header() {
         "error: loading table v; nothing was committed: g.csv:4: the header has 2 fields, the table has 1 columns (byte 7)\n"
     );
 }
+
+#[test]
+fn r_write_csv_header_is_a_header() {
+    let t = Tmp::new();
+    // write.csv(data.frame(x = c("a", "c"), y = c("b", "d")))
+    t.write(
+        "r.csv",
+        b"\"\",\"x\",\"y\"\n\"1\",\"a\",\"b\"\n\"2\",\"c\",\"d\"\n",
+    );
+    let out = ok(&t.0, &["load", "--dry-run", "t", "r.csv"]);
+    assert_eq!(
+        out,
+        "inferred from 1 sample of 1 file (2 records): delimiter ',', header line\n--schema \"c1 BIGINT, x TEXT, y TEXT\"\n"
+    );
+    let out = ok(&t.0, &["load", "t", "r.csv"]);
+    assert!(out.starts_with("loaded 2 rows "), "{out}");
+    assert_eq!(ok(&t.0, &["export", "t"]), "c1,x,y\n1,a,b\n2,c,d\n");
+    // Appended, the same header is known by the names it gave.
+    ok(&t.0, &["load", "-q", "--reload", "t", "r.csv"]);
+    assert_eq!(
+        ok(&t.0, &["query", "select count(*), count(c1) from t"]),
+        "count(*),count(c1)\n4,4\n"
+    );
+    // Numeric columns too.
+    t.write("n.csv", b"\"\",\"x\",\"y\"\n\"1\",2,3\n");
+    ok(&t.0, &["load", "-q", "u", "n.csv"]);
+    assert_eq!(ok(&t.0, &["export", "u"]), "c1,x,y\n1,2,3\n");
+}
