@@ -584,6 +584,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         ..Default::default()
     };
     let mut inferred = None;
+    let mut leading_comment = None;
     let (schema, delimiter, header) = match (given, existing) {
         (Some(s), _) | (None, Some(s)) if json.is_some() => {
             if !a.types.is_empty() {
@@ -603,14 +604,10 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                     "--types adjusts an inferred schema; with --schema or an existing table, the types are already fixed"
                 );
             }
-            let d = match delimiter {
-                Some(d) => d,
-                // Mapped inputs may have any number of fields.
-                None => {
-                    let fields = (column_refs.is_none() && !a.match_by_name).then_some(s.len());
-                    sluice::infer::sniff_delimiter(&inputs, &infer_opts, fields)?
-                }
-            };
+            // Mapped inputs may have any number of fields.
+            let fields = (column_refs.is_none() && !a.match_by_name).then_some(s.len());
+            let (d, notes) = sluice::infer::sniff_delimiter(&inputs, &infer_opts, fields)?;
+            leading_comment = notes;
             (s, d, header)
         }
         (None, None) => {
@@ -618,6 +615,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 sluice::infer::infer(&inputs, &infer_opts).context("inferring the schema")?;
             let d = inf.delimiter;
             let h = if inf.header { Header::Yes } else { Header::No };
+            leading_comment = inf.leading_comment;
             // With --columns, the table is the chosen fields, in that order.
             if let Some(refs) = &column_refs {
                 let all = &inf.schema.columns;
@@ -665,6 +663,12 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 ];
                 if inf.line_end == sluice::source::LineEnd::Cr {
                     how.push("line ends a lone CR (classic Mac OS)".into());
+                }
+                if let Some(c) = inf.leading_comment {
+                    how.push(format!(
+                        "comment lines ({}) above the data skipped",
+                        util::show_char(c)
+                    ));
                 }
                 text.push_str(&format!(
                     "inferred from {} sample{} of {} file{} ({} records): {}\n",
@@ -742,6 +746,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         allow_missing_columns: a.allow_missing_columns,
         encoding,
         line_end,
+        leading_comment,
         columns: column_refs,
         match_by_name: a.match_by_name,
         key: a.key.clone(),

@@ -74,6 +74,9 @@ pub struct Inferred {
     pub header: bool,
     /// The first file's line ends (never `Auto`).
     pub line_end: LineEnd,
+    /// Lines starting with this byte before each file's first record are
+    /// notes, not records (see [`crate::load::LoadOptions::leading_comment`]).
+    pub leading_comment: Option<u8>,
     pub files_sampled: usize,
     pub samples: usize,
     pub records_sampled: u64,
@@ -143,18 +146,50 @@ fn samples_of(input: &Input, o: &InferOptions) -> Result<(Vec<Sample>, LineEnd)>
     Ok((out, line_end))
 }
 
+/// The start of a file's text after `skip` lines (a UTF-8 byte order mark
+/// was removed when the input was opened); `None` when nothing is left.
+fn after_skip(mut data: &[u8], skip: u64) -> Option<&[u8]> {
+    for _ in 0..skip {
+        let i = memchr::memchr(b'\n', data)?;
+        data = &data[i + 1..];
+    }
+    Some(data)
+}
+
+/// The lines at the start of `data` that are blank or start with
+/// `comment`: the offset after them and the comment lines themselves.
+fn leading_lines(data: &[u8], comment: u8) -> (usize, Vec<&[u8]>) {
+    let mut at = 0;
+    let mut lines = Vec::new();
+    while at < data.len() {
+        let rest = &data[at..];
+        let blank = rest[0] == b'\n' || rest.starts_with(b"\r\n");
+        if !blank && rest[0] != comment {
+            break;
+        }
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        if !blank {
+            lines.push(&rest[..end]);
+        }
+        at += end;
+    }
+    (at, lines)
+}
+
 /// The records of a sample, as raw fields. A chunk from inside a file
 /// starts after its first newline; records that cannot be read there
-/// (a cut inside quotes) are skipped to the next line.
-fn records(s: &Sample, d: &Dialect, skip: u64) -> Vec<Vec<Vec<u8>>> {
+/// (a cut inside quotes) are skipped to the next line. A file's start
+/// drops `skip` lines, then the lines starting with `preamble` before
+/// its first record.
+fn records(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> Vec<Vec<Vec<u8>>> {
     let mut data: &[u8] = &s.data;
     if s.start {
-        // A UTF-8 byte order mark was removed when the input was opened.
-        for _ in 0..skip {
-            match memchr::memchr(b'\n', data) {
-                Some(i) => data = &data[i + 1..],
-                None => return Vec::new(),
-            }
+        match after_skip(data, skip) {
+            Some(rest) => data = rest,
+            None => return Vec::new(),
+        }
+        if let Some(c) = preamble {
+            data = &data[leading_lines(data, c).0..];
         }
     } else {
         match memchr::memchr(b'\n', data) {
@@ -204,14 +239,14 @@ fn modal_count(recs: &[Vec<Vec<u8>>]) -> (usize, usize) {
 
 /// The delimiter that splits the first sample's first records into the
 /// same number (> 1) of fields most consistently; `want` when known.
-fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>) -> u8 {
+fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>, preamble: Option<u8>) -> u8 {
     let mut best = (b',', 0.0f64);
     for &delim in &DELIMITERS {
         let d = Dialect {
             delimiter: delim,
             ..o.dialect.clone()
         };
-        let mut recs = records(s, &d, o.skip);
+        let mut recs = records(s, &d, o.skip, preamble);
         recs.truncate(200);
         if recs.is_empty() {
             continue;
@@ -229,15 +264,21 @@ fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>) -> u8 {
 }
 
 /// The delimiter for records of `columns` fields (any number above one
-/// when `None`), from the first input's start (`,` when no candidate
-/// splits records consistently).
-pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: Option<usize>) -> Result<u8> {
+/// when `None`; `o.delimiter` when given), from the first input's start
+/// (`,` when no candidate splits records consistently), and the byte of
+/// the comment lines above its data (see [`Inferred::leading_comment`]).
+pub fn sniff_delimiter(
+    inputs: &[Input],
+    o: &InferOptions,
+    columns: Option<usize>,
+) -> Result<(u8, Option<u8>)> {
+    let fallback = o.delimiter.unwrap_or(b',');
     let Some(first) = inputs.first() else {
-        return Ok(b',');
+        return Ok((fallback, None));
     };
     // Standard input cannot be read twice: the default then.
     if *first == Input::Stdin {
-        return Ok(b',');
+        return Ok((fallback, None));
     }
     let (samples, _) = samples_of(
         first,
@@ -247,9 +288,59 @@ pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: Option<usize
         },
     )?;
     Ok(match samples.first() {
-        Some(s) => sniff(s, o, columns),
-        None => b',',
+        Some(s) => {
+            let preamble = leading_comment(s, o);
+            let delimiter = o
+                .delimiter
+                .unwrap_or_else(|| sniff(s, o, columns, preamble));
+            (delimiter, preamble)
+        }
+        None => (fallback, None),
     })
+}
+
+/// What starts the comment lines inference looks for above the data.
+const COMMENT: u8 = b'#';
+
+/// `#` when the file's start (after `skip` lines) is a run of lines
+/// starting with `#` above records of two or more fields, and some of
+/// those lines do not split into as many fields: notes a tool wrote
+/// above the data, not records. Only that run is skipped, never a `#`
+/// line below it (`#ff0000,red` is data); `None` when `--comment` is
+/// given.
+fn leading_comment(s: &Sample, o: &InferOptions) -> Option<u8> {
+    if o.dialect.comment.is_some() || !s.start {
+        return None;
+    }
+    let data = after_skip(&s.data, o.skip)?;
+    let (at, lines) = leading_lines(data, COMMENT);
+    if lines.is_empty() || at == data.len() {
+        return None;
+    }
+    let rest = Sample {
+        data: data[at..].to_vec(),
+        start: true,
+        whole: s.whole,
+    };
+    let plain = InferOptions {
+        skip: 0,
+        ..o.clone()
+    };
+    let delimiter = o
+        .delimiter
+        .unwrap_or_else(|| sniff(&rest, &plain, None, None));
+    let d = Dialect {
+        delimiter,
+        ..o.dialect.clone()
+    };
+    let (n, _) = modal_count(&records(&rest, &d, 0, None));
+    let splits_like_data = |line: &&[u8]| {
+        read_record(line, &d, true)
+            .ok()
+            .flatten()
+            .is_some_and(|(fields, _, _)| fields.len() == n)
+    };
+    (n >= 2 && !lines.iter().all(splits_like_data)).then_some(COMMENT)
 }
 
 /// Which types a column's values allow so far.
@@ -402,6 +493,23 @@ pub(crate) fn column_names(fields: &[Vec<u8>]) -> Vec<String> {
     names
 }
 
+/// Whether inference names `cols` after the header `fields`
+/// (`Order ID`: order_id; an empty name: c<N> at position N). Fields
+/// with no letter other than empty ones never match, nor do only empty
+/// fields: `1,2` and `,` are data, not the names c1, c2.
+pub(crate) fn named_by(fields: &[Vec<u8>], cols: &[Column]) -> bool {
+    let letters = |f: &[u8]| f.iter().any(u8::is_ascii_alphabetic);
+    fields.len() == cols.len()
+        && fields.iter().any(|f| letters(f))
+        && fields
+            .iter()
+            .all(|f| value::trim(f).is_empty() || letters(f))
+        && column_names(fields)
+            .iter()
+            .zip(cols)
+            .all(|(n, c)| n.eq_ignore_ascii_case(&c.name))
+}
+
 /// Whether the first record is a header: some typed column (not TEXT in
 /// the other records) has a first value that is not of its type, or every
 /// column is TEXT and the first record's values are distinct, non-empty,
@@ -523,14 +631,21 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             message: "file is empty".into(),
         });
     }
-    let delimiter = o.delimiter.unwrap_or_else(|| sniff(first, o, None));
+    let leading_comment = leading_comment(first, o);
+    let delimiter = o
+        .delimiter
+        .unwrap_or_else(|| sniff(first, o, None, leading_comment));
     let d = Dialect {
         delimiter,
         ..o.dialect.clone()
     };
     let recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
         .iter()
-        .flat_map(|(_, samples)| samples.iter().map(|s| records(s, &d, o.skip)))
+        .flat_map(|(_, samples)| {
+            samples
+                .iter()
+                .map(|s| records(s, &d, o.skip, leading_comment))
+        })
         .collect();
     // The first file's first record decides the header; every file's
     // start sample begins with its own.
@@ -640,6 +755,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         delimiter,
         header,
         line_end,
+        leading_comment,
         files_sampled: per_file.len(),
         samples: recs_of.len(),
         records_sampled,
@@ -662,10 +778,13 @@ mod tests {
     #[test]
     fn delimiters_are_sniffed_from_consistent_field_counts() {
         let o = InferOptions::default();
-        assert_eq!(sniff(&sample(b"a\tb\tc\n1\t2\t3\n"), &o, None), b'\t');
-        assert_eq!(sniff(&sample(b"a;b\n\"x;y\";2\n3;4\n"), &o, None), b';');
-        assert_eq!(sniff(&sample(b"a,b|c\n1,2|3\n"), &o, Some(2)), b',');
-        assert_eq!(sniff(&sample(b"one\ntwo\n"), &o, None), b',');
+        assert_eq!(sniff(&sample(b"a\tb\tc\n1\t2\t3\n"), &o, None, None), b'\t');
+        assert_eq!(
+            sniff(&sample(b"a;b\n\"x;y\";2\n3;4\n"), &o, None, None),
+            b';'
+        );
+        assert_eq!(sniff(&sample(b"a,b|c\n1,2|3\n"), &o, Some(2), None), b',');
+        assert_eq!(sniff(&sample(b"one\ntwo\n"), &o, None, None), b',');
     }
 
     #[test]
@@ -732,7 +851,7 @@ mod tests {
     fn headers_are_told_from_data() {
         let o = InferOptions::default();
         let first_is_header = |data: &[u8]| {
-            let recs = records(&sample(data), &Dialect::default(), 0);
+            let recs = records(&sample(data), &Dialect::default(), 0, None);
             let mut rest = vec![Candidates::new(); recs[0].len()];
             let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); recs[0].len()];
             for r in &recs[1..] {

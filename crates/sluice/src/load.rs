@@ -114,6 +114,11 @@ pub struct LoadOptions {
     /// Encoding of the input text (`None`: UTF-8). A byte order mark
     /// overrides it; a UTF-8 one is skipped.
     pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// Lines starting with this byte before each file's first record
+    /// (header or data) are skipped: notes a tool wrote above the data, as
+    /// inference detects them. Unlike `dialect.comment`, a line starting
+    /// with it below the first record is a record.
+    pub leading_comment: Option<u8>,
     /// How records end: `Auto` tells a lone CR (classic Mac OS) from
     /// each file's first 64 KiB.
     pub line_end: LineEnd,
@@ -416,6 +421,7 @@ impl Default for LoadOptions {
             allow_missing_columns: false,
             encoding: None,
             line_end: LineEnd::Auto,
+            leading_comment: None,
             columns: None,
             match_by_name: false,
             key: None,
@@ -1917,11 +1923,28 @@ fn split_file(
         opts.header
     };
     let mut header_fields: Option<Vec<Vec<u8>>> = None;
+    let comment = opts.dialect.comment.or(opts.leading_comment);
+    if let (None, Some(c)) = (json_format, opts.leading_comment) {
+        // Notes above the header or the data.
+        loop {
+            let Some((pre, pre_lines)) = preamble(buf.data(), Some(c), eof) else {
+                if buf.len <= opts.max_line_size {
+                    grow(&mut buf, &mut eof)?;
+                    continue;
+                }
+                return Err(too_long(line, offset));
+            };
+            buf.consume(pre);
+            offset += pre as u64;
+            line += pre_lines;
+            break;
+        }
+    }
     if header_mode != Header::No && json_format.is_none() {
         loop {
             // Blank and comment lines before the header are skipped, as
             // inference skips them.
-            let Some((pre, pre_lines)) = preamble(buf.data(), opts.dialect.comment, eof) else {
+            let Some((pre, pre_lines)) = preamble(buf.data(), comment, eof) else {
                 if buf.len <= opts.max_line_size {
                     grow(&mut buf, &mut eof)?;
                     continue;
@@ -1952,16 +1975,11 @@ fn split_file(
                             })
                         })
                     } else {
-                        // The names as written, or as inference makes
-                        // column names of them (`Order ID`: order_id).
                         fields.len() == cols.len()
                             && (fields.iter().zip(cols).all(|(f, c)| {
                                 std::str::from_utf8(f)
                                     .is_ok_and(|f| f.trim().eq_ignore_ascii_case(&c.name))
-                            }) || crate::infer::column_names(&fields)
-                                .iter()
-                                .zip(cols)
-                                .all(|(n, c)| n.eq_ignore_ascii_case(&c.name)))
+                            }) || crate::infer::named_by(&fields, cols))
                     };
                     if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
                         return Err(Error::Parse {

@@ -128,3 +128,42 @@ fn r_write_csv_header_is_a_header() {
     ok(&t.0, &["load", "-q", "u", "n.csv"]);
     assert_eq!(ok(&t.0, &["export", "u"]), "c1,x,y\n1,2,3\n");
 }
+
+#[test]
+fn comment_lines_are_not_data() {
+    let t = Tmp::new();
+    t.write(
+        "f.csv",
+        b"# exported by a tool\n# 2024-01-31, all stations\n# units: mm\n#\n# end of notes\na;b\n1;2\n",
+    );
+    let out = ok(&t.0, &["load", "--dry-run", "t", "f.csv"]);
+    assert_eq!(
+        out,
+        "inferred from 1 sample of 1 file (1 records): delimiter ';', header line, comment lines ('#') above the data skipped\n--schema \"a BIGINT, b BIGINT\"\n"
+    );
+    let out = ok(&t.0, &["load", "t", "f.csv"]);
+    assert!(out.starts_with("loaded 1 rows "), "{out}");
+    assert_eq!(ok(&t.0, &["export", "t"]), "a,b\n1,2\n");
+    // Appending (no inference): the same notes are skipped.
+    ok(&t.0, &["load", "-q", "--reload", "t", "f.csv"]);
+    assert_eq!(ok(&t.0, &["export", "t"]), "a,b\n1,2\n1,2\n");
+    // Without a header; appended, the first row is no header named c1, c2.
+    t.write("g.csv", b"# note\n# more notes here\n1;2\n3;4\n");
+    ok(&t.0, &["load", "-q", "u", "g.csv"]);
+    ok(&t.0, &["load", "-q", "--reload", "u", "g.csv"]);
+    assert_eq!(ok(&t.0, &["export", "u"]), "c1,c2\n1,2\n3,4\n1,2\n3,4\n");
+    // Only the notes above the data: a `#` value below them is data, and
+    // lines that split like the data are data.
+    t.write("h.csv", b"# colours\nc,n\n#ff0000,red\n#00ff00,green\n");
+    ok(&t.0, &["load", "-q", "v", "h.csv"]);
+    assert_eq!(
+        ok(&t.0, &["export", "v"]),
+        "c,n\n#ff0000,red\n#00ff00,green\n"
+    );
+    t.write("k.csv", b"#ff0000,red\n#00ff00,green\n");
+    ok(&t.0, &["load", "-q", "w", "k.csv"]);
+    assert_eq!(
+        ok(&t.0, &["export", "w"]),
+        "c1,c2\n#ff0000,red\n#00ff00,green\n"
+    );
+}
