@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
-use sluice::parse::{Dialect, Format, JsonFormat, JsonShape};
+use sluice::parse::{BlankLines, Dialect, Format, JsonFormat, JsonShape};
 use sluice::store::Database;
 
 #[derive(Parser)]
@@ -247,6 +247,12 @@ struct LoadArgs {
     /// Lines starting with this character are ignored
     #[arg(long)]
     comment: Option<String>,
+    /// What a blank line is: skip (no record) or null (a record of one
+    /// empty field: a NULL row in a one-column table). Default: null for a
+    /// one-column table (without --columns or --match-by-name), skip
+    /// otherwise. Blank lines before a header are always skipped
+    #[arg(long, value_enum, value_name = "skip|null")]
+    blank_lines: Option<BlankLinesArg>,
     /// How records end: auto (the default: a lone CR, as classic Mac OS
     /// wrote, when the first 64 KiB of a file hold a CR and no LF; else
     /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
@@ -395,6 +401,12 @@ enum OnDuplicateArg {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BlankLinesArg {
+    Skip,
+    Null,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OnErrorArg {
     Abort,
     Skip,
@@ -493,6 +505,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             (a.tsv || a.delimiter.is_some(), "--delimiter"),
             (a.escape.is_some(), "--escape"),
             (a.comment.is_some(), "--comment"),
+            (a.blank_lines.is_some(), "--blank-lines"),
             (a.match_by_name, "--match-by-name"),
         ] {
             if given {
@@ -540,6 +553,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .map(|c| util::parse_char(c, "--comment"))
         .transpose()?;
     let line_end: sluice::source::LineEnd = a.line_end.parse()?;
+    let blank_lines = match a.blank_lines {
+        None => BlankLines::Auto,
+        Some(BlankLinesArg::Skip) => BlankLines::Skip,
+        Some(BlankLinesArg::Null) => BlankLines::Null,
+    };
     let given: Option<sluice::batch::Schema> = a.schema.as_deref().map(str::parse).transpose()?;
     let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
     let on_error = match (a.on_error, wants_skip) {
@@ -572,6 +590,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             quote,
             escape,
             comment,
+            blank_lines,
         },
         header,
         skip: a.skip,
@@ -701,6 +720,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             quote,
             escape,
             comment,
+            blank_lines,
         },
         format: match json {
             Some(shape) => Format::Json(JsonFormat {

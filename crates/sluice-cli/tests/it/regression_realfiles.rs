@@ -167,3 +167,36 @@ fn comment_lines_are_not_data() {
         "c1,c2\n#ff0000,red\n#00ff00,green\n"
     );
 }
+
+#[test]
+fn blank_lines_in_one_column_files() {
+    let t = Tmp::new();
+    t.write("one.csv", b"\nv\na\n\nb\r\n\r\nc\n");
+    // A one-column table: a blank line is an empty value, a NULL row
+    // (blank lines before the header are no rows).
+    let out = ok(&t.0, &["load", "t", "one.csv"]);
+    assert!(out.starts_with("loaded 5 rows "), "{out}");
+    assert_eq!(
+        ok(&t.0, &["query", "select count(*), count(v) from t"]),
+        "count(*),count(v)\n5,3\n"
+    );
+    // --blank-lines skip: no rows.
+    ok(
+        &t.0,
+        &["load", "-q", "--blank-lines", "skip", "u", "one.csv"],
+    );
+    assert_eq!(ok(&t.0, &["export", "u"]), "v\na\nb\nc\n");
+    // Wider tables skip them; --blank-lines null makes them too few fields.
+    t.write("two.csv", b"a,b\n1,2\n\n3,4\n");
+    ok(&t.0, &["load", "-q", "w", "two.csv"]);
+    assert_eq!(ok(&t.0, &["export", "w"]), "a,b\n1,2\n3,4\n");
+    let o = sluice(&t.0, &["load", "--blank-lines", "null", "x", "two.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).ends_with(
+            "error: loading table x; nothing was committed: two.csv:3: found a record with 1 field, expected 2 (byte 8)\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
