@@ -254,7 +254,8 @@ struct LoadArgs {
     #[arg(long, value_enum, value_name = "skip|null")]
     blank_lines: Option<BlankLinesArg>,
     /// How records end: auto (the default: a lone CR, as classic Mac OS
-    /// wrote, when the first 64 KiB of a file hold a CR and no LF; else
+    /// wrote, when the first 64 KiB of a file hold no LF and a CR outside
+    /// quotes; else
     /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
     #[arg(long, value_name = "auto|lf|cr", default_value = "auto")]
     line_end: String,

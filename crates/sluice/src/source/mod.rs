@@ -192,8 +192,8 @@ impl<R: BufRead> Read for Transcode<R> {
 /// How records end in a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LineEnd {
-    /// What the first [`LINE_END_SAMPLE`] bytes of each file's text show:
-    /// [`LineEnd::Cr`] when they hold a CR and no LF, else [`LineEnd::Lf`].
+    /// What the first [`LINE_END_SAMPLE`] bytes of each file's text show
+    /// (see [`LineEnd::detect`]).
     #[default]
     Auto,
     /// LF or CR LF; a lone CR is data.
@@ -204,18 +204,26 @@ pub enum LineEnd {
 
 /// Text looked at to tell a file's line ends: as much as the delimiter
 /// sniff reads, so that both see records. A file whose first record is
-/// longer and holds a CR but no LF would be misread; 64 KiB of one
-/// record with no LF is no CSV seen in practice.
+/// longer and holds an unquoted CR but no LF would be misread; 64 KiB of
+/// one record with no LF is no CSV seen in practice.
 pub const LINE_END_SAMPLE: usize = 64 << 10;
 
 impl LineEnd {
-    /// The line end the start of a text shows (never `Auto`).
+    /// The line end the start of a text shows (never `Auto`): CR when it
+    /// has no LF and a CR outside double quotes (a quoted one is data).
     pub fn detect(head: &[u8]) -> LineEnd {
-        if memchr::memchr(b'\n', head).is_none() && memchr::memchr(b'\r', head).is_some() {
-            LineEnd::Cr
-        } else {
-            LineEnd::Lf
+        if memchr::memchr(b'\n', head).is_some() {
+            return LineEnd::Lf;
         }
+        let mut quoted = false;
+        for &b in head {
+            match b {
+                b'"' => quoted = !quoted,
+                b'\r' if !quoted => return LineEnd::Cr,
+                _ => {}
+            }
+        }
+        LineEnd::Lf
     }
 }
 
@@ -515,6 +523,9 @@ mod tests {
         assert_eq!(LineEnd::detect(b"a|b\r\n1|2\r\n"), LineEnd::Lf);
         assert_eq!(LineEnd::detect(b"a|b\n1|2"), LineEnd::Lf);
         assert_eq!(LineEnd::detect(b"a|b"), LineEnd::Lf);
+        // One record, no line end, a CR inside quotes: data.
+        assert_eq!(LineEnd::detect(b",0,\"\r\""), LineEnd::Lf);
+        assert_eq!(LineEnd::detect(b"\"a\rb\"\r\"c\"\r"), LineEnd::Cr);
         let mut out = Vec::new();
         CrToLf {
             inner: &b"a\rb\r"[..],
