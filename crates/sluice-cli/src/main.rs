@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
-use sluice::parse::{Dialect, Format, JsonFormat, JsonShape};
+use sluice::parse::{BlankLines, Dialect, Format, JsonFormat, JsonShape};
 use sluice::store::Database;
 
 #[derive(Parser)]
@@ -254,6 +254,18 @@ struct LoadArgs {
     /// Lines starting with this character are ignored
     #[arg(long)]
     comment: Option<String>,
+    /// What a blank line is: skip (no record) or null (a record of one
+    /// empty field: a NULL row in a one-column table). Default: null for a
+    /// one-column table (without --columns or --match-by-name), skip
+    /// otherwise. Blank lines before a header are always skipped
+    #[arg(long, value_enum, value_name = "skip|null")]
+    blank_lines: Option<BlankLinesArg>,
+    /// How records end: auto (the default: a lone CR, as classic Mac OS
+    /// wrote, when the first 64 KiB of a file hold no LF and a CR outside
+    /// quotes; else
+    /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
+    #[arg(long, value_name = "auto|lf|cr", default_value = "auto")]
+    line_end: String,
     /// Date format (strftime), e.g. %d/%m/%Y; default YYYY-MM-DD
     #[arg(long)]
     date_format: Option<String>,
@@ -397,6 +409,12 @@ enum OnDuplicateArg {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BlankLinesArg {
+    Skip,
+    Null,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OnErrorArg {
     Abort,
     Skip,
@@ -533,6 +551,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             (a.tsv || a.delimiter.is_some(), "--delimiter"),
             (a.escape.is_some(), "--escape"),
             (a.comment.is_some(), "--comment"),
+            (a.blank_lines.is_some(), "--blank-lines"),
             (a.match_by_name, "--match-by-name"),
         ] {
             if given {
@@ -579,6 +598,12 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .as_deref()
         .map(|c| util::parse_char(c, "--comment"))
         .transpose()?;
+    let line_end: sluice::source::LineEnd = a.line_end.parse()?;
+    let blank_lines = match a.blank_lines {
+        None => BlankLines::Auto,
+        Some(BlankLinesArg::Skip) => BlankLines::Skip,
+        Some(BlankLinesArg::Null) => BlankLines::Null,
+    };
     let given: Option<sluice::batch::Schema> = a.schema.as_deref().map(str::parse).transpose()?;
     let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
     let on_error = match (a.on_error, wants_skip) {
@@ -611,6 +636,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             quote,
             escape,
             comment,
+            blank_lines,
         },
         header,
         skip: a.skip,
@@ -618,10 +644,12 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         date_format: a.date_format.clone(),
         timestamp_format: a.timestamp_format.clone(),
         encoding,
+        line_end,
         types: parse_types(&a.types)?,
         ..Default::default()
     };
     let mut inferred = None;
+    let mut leading_comment = None;
     let (schema, delimiter, header) = match (given, existing) {
         (Some(s), _) | (None, Some(s)) if json.is_some() => {
             if !a.types.is_empty() {
@@ -641,14 +669,10 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                     "--types adjusts an inferred schema; with --schema or an existing table, the types are already fixed"
                 );
             }
-            let d = match delimiter {
-                Some(d) => d,
-                // Mapped inputs may have any number of fields.
-                None => {
-                    let fields = (column_refs.is_none() && !a.match_by_name).then_some(s.len());
-                    sluice::infer::sniff_delimiter(&inputs, &infer_opts, fields)?
-                }
-            };
+            // Mapped inputs may have any number of fields.
+            let fields = (column_refs.is_none() && !a.match_by_name).then_some(s.len());
+            let (d, notes) = sluice::infer::sniff_delimiter(&inputs, &infer_opts, fields)?;
+            leading_comment = notes;
             (s, d, header)
         }
         (None, None) => {
@@ -656,6 +680,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 sluice::infer::infer(&inputs, &infer_opts).context("inferring the schema")?;
             let d = inf.delimiter;
             let h = if inf.header { Header::Yes } else { Header::No };
+            leading_comment = inf.leading_comment;
             // With --columns, the table is the chosen fields, in that order.
             if let Some(refs) = &column_refs {
                 let all = &inf.schema.columns;
@@ -699,20 +724,34 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     if a.dry_run || (!quiet && inferred.is_some()) {
         let mut text = String::new();
         match &inferred {
-            Some(inf) => text.push_str(&format!(
-                "inferred from {} sample{} of {} file{} ({} records): delimiter {}, {}\n",
-                inf.samples,
-                if inf.samples == 1 { "" } else { "s" },
-                inf.files_sampled,
-                if inf.files_sampled == 1 { "" } else { "s" },
-                inf.records_sampled,
-                util::show_char(delimiter),
-                if inf.header {
-                    "header line"
-                } else {
-                    "no header line"
-                },
-            )),
+            Some(inf) => {
+                let mut how = vec![
+                    format!("delimiter {}", util::show_char(delimiter)),
+                    if inf.header {
+                        "header line".to_string()
+                    } else {
+                        "no header line".to_string()
+                    },
+                ];
+                if inf.line_end == sluice::source::LineEnd::Cr {
+                    how.push("line ends a lone CR (classic Mac OS)".into());
+                }
+                if let Some(c) = inf.leading_comment {
+                    how.push(format!(
+                        "comment lines ({}) above the data skipped",
+                        util::show_char(c)
+                    ));
+                }
+                text.push_str(&format!(
+                    "inferred from {} sample{} of {} file{} ({} records): {}\n",
+                    inf.samples,
+                    if inf.samples == 1 { "" } else { "s" },
+                    inf.files_sampled,
+                    if inf.files_sampled == 1 { "" } else { "s" },
+                    inf.records_sampled,
+                    how.join(", "),
+                ));
+            }
             None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
             None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
         }
@@ -740,6 +779,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             quote,
             escape,
             comment,
+            blank_lines,
         },
         format: match json {
             Some(shape) => Format::Json(JsonFormat {
@@ -784,6 +824,8 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         max_errors: a.max_errors,
         allow_missing_columns: a.allow_missing_columns,
         encoding,
+        line_end,
+        leading_comment,
         columns: column_refs,
         match_by_name: a.match_by_name,
         key: a.key.clone(),

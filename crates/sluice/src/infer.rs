@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::load::Header;
 use crate::parse::value;
 use crate::parse::{Dialect, read_record};
-use crate::source::{Compression, Input};
+use crate::source::{Compression, Input, LineEnd};
 
 /// Delimiters tried when none is given, in order of preference.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b'|', b';'];
@@ -36,6 +36,8 @@ pub struct InferOptions {
     pub date_format: Option<String>,
     pub timestamp_format: Option<String>,
     pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// How records end (`Auto`: from each file's start).
+    pub line_end: LineEnd,
     /// Types forced by column name, whatever the samples say.
     pub types: Vec<(String, DataType)>,
     /// Bytes read per sample.
@@ -55,6 +57,7 @@ impl Default for InferOptions {
             date_format: None,
             timestamp_format: None,
             encoding: None,
+            line_end: LineEnd::Auto,
             types: Vec::new(),
             sample_bytes: 256 << 10,
             max_files: 16,
@@ -69,6 +72,11 @@ pub struct Inferred {
     pub delimiter: u8,
     /// Whether each file starts with a header line.
     pub header: bool,
+    /// The first file's line ends (never `Auto`).
+    pub line_end: LineEnd,
+    /// Lines starting with this byte before each file's first record are
+    /// notes, not records (see [`crate::load::LoadOptions::leading_comment`]).
+    pub leading_comment: Option<u8>,
     pub files_sampled: usize,
     pub samples: usize,
     pub records_sampled: u64,
@@ -94,14 +102,16 @@ fn read_up_to(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
+/// Samples of one input, their records ending with LF (a CR file's
+/// read as the load reads it), and the input's line end.
+fn samples_of(input: &Input, o: &InferOptions) -> Result<(Vec<Sample>, LineEnd)> {
     if *input == Input::Stdin {
         return Err(Error::Config(
             "the schema cannot be inferred from standard input (it would be consumed); pass --schema".into(),
         ));
     }
     let n = o.sample_bytes;
-    let (mut reader, compression) = input.open_text(None, o.encoding)?;
+    let (mut reader, compression, line_end) = input.open_lines(None, o.encoding, o.line_end)?;
     let head = read_up_to(&mut reader, n + 1).map_err(|e| input.io_error(e))?;
     let whole = head.len() <= n;
     let mut out = vec![Sample {
@@ -117,7 +127,14 @@ fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
             let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
             for at in [len / 2, len - n as u64] {
                 f.seek(SeekFrom::Start(at)).map_err(|e| Error::io(p, e))?;
-                let data = read_up_to(&mut f, n).map_err(|e| Error::io(p, e))?;
+                let mut data = read_up_to(&mut f, n).map_err(|e| Error::io(p, e))?;
+                if line_end == LineEnd::Cr {
+                    for b in &mut data {
+                        if *b == b'\r' {
+                            *b = b'\n';
+                        }
+                    }
+                }
                 out.push(Sample {
                     data,
                     start: false,
@@ -126,21 +143,53 @@ fn samples_of(input: &Input, o: &InferOptions) -> Result<Vec<Sample>> {
             }
         }
     }
-    Ok(out)
+    Ok((out, line_end))
+}
+
+/// The start of a file's text after `skip` lines (a UTF-8 byte order mark
+/// was removed when the input was opened); `None` when nothing is left.
+fn after_skip(mut data: &[u8], skip: u64) -> Option<&[u8]> {
+    for _ in 0..skip {
+        let i = memchr::memchr(b'\n', data)?;
+        data = &data[i + 1..];
+    }
+    Some(data)
+}
+
+/// The lines at the start of `data` that are blank or start with
+/// `comment`: the offset after them and the comment lines themselves.
+fn leading_lines(data: &[u8], comment: u8) -> (usize, Vec<&[u8]>) {
+    let mut at = 0;
+    let mut lines = Vec::new();
+    while at < data.len() {
+        let rest = &data[at..];
+        let blank = rest[0] == b'\n' || rest.starts_with(b"\r\n");
+        if !blank && rest[0] != comment {
+            break;
+        }
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        if !blank {
+            lines.push(&rest[..end]);
+        }
+        at += end;
+    }
+    (at, lines)
 }
 
 /// The records of a sample, as raw fields. A chunk from inside a file
 /// starts after its first newline; records that cannot be read there
-/// (a cut inside quotes) are skipped to the next line.
-fn records(s: &Sample, d: &Dialect, skip: u64) -> Vec<Vec<Vec<u8>>> {
+/// (a cut inside quotes) are skipped to the next line. A file's start
+/// drops `skip` lines, then the lines starting with `preamble` before
+/// its first record.
+fn records(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> Vec<Vec<Vec<u8>>> {
     let mut data: &[u8] = &s.data;
     if s.start {
-        // A UTF-8 byte order mark was removed when the input was opened.
-        for _ in 0..skip {
-            match memchr::memchr(b'\n', data) {
-                Some(i) => data = &data[i + 1..],
-                None => return Vec::new(),
-            }
+        match after_skip(data, skip) {
+            Some(rest) => data = rest,
+            None => return Vec::new(),
+        }
+        if let Some(c) = preamble {
+            data = &data[leading_lines(data, c).0..];
         }
     } else {
         match memchr::memchr(b'\n', data) {
@@ -190,14 +239,14 @@ fn modal_count(recs: &[Vec<Vec<u8>>]) -> (usize, usize) {
 
 /// The delimiter that splits the first sample's first records into the
 /// same number (> 1) of fields most consistently; `want` when known.
-fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>) -> u8 {
+fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>, preamble: Option<u8>) -> u8 {
     let mut best = (b',', 0.0f64);
     for &delim in &DELIMITERS {
         let d = Dialect {
             delimiter: delim,
             ..o.dialect.clone()
         };
-        let mut recs = records(s, &d, o.skip);
+        let mut recs = records(s, &d, o.skip, preamble);
         recs.truncate(200);
         if recs.is_empty() {
             continue;
@@ -215,17 +264,23 @@ fn sniff(s: &Sample, o: &InferOptions, want: Option<usize>) -> u8 {
 }
 
 /// The delimiter for records of `columns` fields (any number above one
-/// when `None`), from the first input's start (`,` when no candidate
-/// splits records consistently).
-pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: Option<usize>) -> Result<u8> {
+/// when `None`; `o.delimiter` when given), from the first input's start
+/// (`,` when no candidate splits records consistently), and the byte of
+/// the comment lines above its data (see [`Inferred::leading_comment`]).
+pub fn sniff_delimiter(
+    inputs: &[Input],
+    o: &InferOptions,
+    columns: Option<usize>,
+) -> Result<(u8, Option<u8>)> {
+    let fallback = o.delimiter.unwrap_or(b',');
     let Some(first) = inputs.first() else {
-        return Ok(b',');
+        return Ok((fallback, None));
     };
     // Standard input cannot be read twice: the default then.
     if *first == Input::Stdin {
-        return Ok(b',');
+        return Ok((fallback, None));
     }
-    let samples = samples_of(
+    let (samples, _) = samples_of(
         first,
         &InferOptions {
             sample_bytes: 64 << 10,
@@ -233,9 +288,59 @@ pub fn sniff_delimiter(inputs: &[Input], o: &InferOptions, columns: Option<usize
         },
     )?;
     Ok(match samples.first() {
-        Some(s) => sniff(s, o, columns),
-        None => b',',
+        Some(s) => {
+            let preamble = leading_comment(s, o);
+            let delimiter = o
+                .delimiter
+                .unwrap_or_else(|| sniff(s, o, columns, preamble));
+            (delimiter, preamble)
+        }
+        None => (fallback, None),
     })
+}
+
+/// What starts the comment lines inference looks for above the data.
+const COMMENT: u8 = b'#';
+
+/// `#` when the file's start (after `skip` lines) is a run of lines
+/// starting with `#` above records of two or more fields, and some of
+/// those lines do not split into as many fields: notes a tool wrote
+/// above the data, not records. Only that run is skipped, never a `#`
+/// line below it (`#ff0000,red` is data); `None` when `--comment` is
+/// given.
+fn leading_comment(s: &Sample, o: &InferOptions) -> Option<u8> {
+    if o.dialect.comment.is_some() || !s.start {
+        return None;
+    }
+    let data = after_skip(&s.data, o.skip)?;
+    let (at, lines) = leading_lines(data, COMMENT);
+    if lines.is_empty() || at == data.len() {
+        return None;
+    }
+    let rest = Sample {
+        data: data[at..].to_vec(),
+        start: true,
+        whole: s.whole,
+    };
+    let plain = InferOptions {
+        skip: 0,
+        ..o.clone()
+    };
+    let delimiter = o
+        .delimiter
+        .unwrap_or_else(|| sniff(&rest, &plain, None, None));
+    let d = Dialect {
+        delimiter,
+        ..o.dialect.clone()
+    };
+    let (n, _) = modal_count(&records(&rest, &d, 0, None));
+    let splits_like_data = |line: &&[u8]| {
+        read_record(line, &d, true)
+            .ok()
+            .flatten()
+            .is_some_and(|(fields, _, _)| fields.len() == n)
+    };
+    (n >= 2 && !lines.iter().all(splits_like_data)).then_some(COMMENT)
 }
 
 /// Which types a column's values allow so far.
@@ -378,6 +483,33 @@ fn column_name(raw: &[u8], n: usize, taken: &[String]) -> String {
     name
 }
 
+/// The column names inference gives a header's fields.
+pub(crate) fn column_names(fields: &[Vec<u8>]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(fields.len());
+    for (c, raw) in fields.iter().enumerate() {
+        let name = column_name(raw, c + 1, &names);
+        names.push(name);
+    }
+    names
+}
+
+/// Whether inference names `cols` after the header `fields`
+/// (`Order ID`: order_id; an empty name: c<N> at position N). Fields
+/// with no letter other than empty ones never match, nor do only empty
+/// fields: `1,2` and `,` are data, not the names c1, c2.
+pub(crate) fn named_by(fields: &[Vec<u8>], cols: &[Column]) -> bool {
+    let letters = |f: &[u8]| f.iter().any(u8::is_ascii_alphabetic);
+    fields.len() == cols.len()
+        && fields.iter().any(|f| letters(f))
+        && fields
+            .iter()
+            .all(|f| value::trim(f).is_empty() || letters(f))
+        && column_names(fields)
+            .iter()
+            .zip(cols)
+            .all(|(n, c)| n.eq_ignore_ascii_case(&c.name))
+}
+
 /// Whether the first record is a header: some typed column (not TEXT in
 /// the other records) has a first value that is not of its type, or every
 /// column is TEXT and the first record's values are distinct, non-empty,
@@ -413,12 +545,19 @@ fn looks_like_header(
         }
     }
     if typed > 0 {
-        return votes > 0;
+        return votes > 0 || row_names_header(first, rest, rest_values);
     }
     // All TEXT: names are short, distinct, start with a letter, and do not
     // appear again as values of their column.
+    // A file of one name-like record (an export with no rows) is a header.
+    !first.is_empty() && names_like(first, rest_values, 0)
+}
+
+/// Whether the fields of `first` from `from` on are short, distinct,
+/// start with a letter, and do not appear again as values of their column.
+fn names_like(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>], from: usize) -> bool {
     let mut seen: Vec<&[u8]> = Vec::new();
-    for (c, v) in first.iter().enumerate() {
+    for (c, v) in first.iter().enumerate().skip(from) {
         let t = value::trim(v);
         let name_like = !t.is_empty()
             && t.len() <= 64
@@ -433,8 +572,30 @@ fn looks_like_header(
         }
         seen.push(t);
     }
-    // A file of one name-like record (an export with no rows) is a header.
-    !first.is_empty()
+    true
+}
+
+/// R's `write.csv` header: an empty name over the row names (rising
+/// integers: 1, 2, 3, … unless rows were dropped), and names over the
+/// other columns (`"","x","y"` over `"1","a",3`). No type decides it, as
+/// the empty name reads as NULL.
+fn row_names_header(first: &[Vec<u8>], rest: &[Candidates], rest_values: &[Vec<&[u8]>]) -> bool {
+    let rising = |vals: &Vec<&[u8]>| {
+        let mut last = 0;
+        !vals.is_empty()
+            && vals.iter().all(|v| match value::parse_i64(v) {
+                Ok(n) if n > last => {
+                    last = n;
+                    true
+                }
+                _ => false,
+            })
+    };
+    first.len() >= 2
+        && value::trim(&first[0]).is_empty()
+        && rest.first().is_some_and(|c| c.pick() == DataType::BigInt)
+        && rest_values.first().is_some_and(rising)
+        && names_like(first, rest_values, 1)
 }
 
 /// Infers how to read `inputs` and what table they make.
@@ -455,8 +616,13 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         .collect();
     chosen.dedup();
     let mut per_file: Vec<(usize, Vec<Sample>)> = Vec::new();
+    let mut line_end = LineEnd::Lf;
     for &i in &chosen {
-        per_file.push((i, samples_of(&inputs[i], o)?));
+        let (samples, le) = samples_of(&inputs[i], o)?;
+        if per_file.is_empty() {
+            line_end = le;
+        }
+        per_file.push((i, samples));
     }
     let first = &per_file[0].1[0];
     if first.data.is_empty() {
@@ -465,14 +631,21 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             message: "file is empty".into(),
         });
     }
-    let delimiter = o.delimiter.unwrap_or_else(|| sniff(first, o, None));
+    let leading_comment = leading_comment(first, o);
+    let delimiter = o
+        .delimiter
+        .unwrap_or_else(|| sniff(first, o, None, leading_comment));
     let d = Dialect {
         delimiter,
         ..o.dialect.clone()
     };
     let recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
         .iter()
-        .flat_map(|(_, samples)| samples.iter().map(|s| records(s, &d, o.skip)))
+        .flat_map(|(_, samples)| {
+            samples
+                .iter()
+                .map(|s| records(s, &d, o.skip, leading_comment))
+        })
         .collect();
     // The first file's first record decides the header; every file's
     // start sample begins with its own.
@@ -532,12 +705,16 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     };
     let (cands, records_sampled) = observe(header);
     let mut columns: Vec<Column> = Vec::with_capacity(ncols);
-    for (c, cand) in cands.iter().enumerate() {
-        let taken: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
-        let name = match (header, first_recs.first().and_then(|f| f.get(c))) {
-            (true, Some(raw)) => column_name(raw, c + 1, &taken),
-            _ => column_name(b"", c + 1, &taken),
-        };
+    let raw: Vec<Vec<u8>> = (0..ncols)
+        .map(
+            |c| match (header, first_recs.first().and_then(|f| f.get(c))) {
+                (true, Some(raw)) => raw.clone(),
+                _ => Vec::new(),
+            },
+        )
+        .collect();
+    let names = column_names(&raw);
+    for (cand, name) in cands.iter().zip(names) {
         columns.push(Column {
             name,
             data_type: cand.pick(),
@@ -577,6 +754,8 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         schema: Schema::new(columns)?,
         delimiter,
         header,
+        line_end,
+        leading_comment,
         files_sampled: per_file.len(),
         samples: recs_of.len(),
         records_sampled,
@@ -599,10 +778,13 @@ mod tests {
     #[test]
     fn delimiters_are_sniffed_from_consistent_field_counts() {
         let o = InferOptions::default();
-        assert_eq!(sniff(&sample(b"a\tb\tc\n1\t2\t3\n"), &o, None), b'\t');
-        assert_eq!(sniff(&sample(b"a;b\n\"x;y\";2\n3;4\n"), &o, None), b';');
-        assert_eq!(sniff(&sample(b"a,b|c\n1,2|3\n"), &o, Some(2)), b',');
-        assert_eq!(sniff(&sample(b"one\ntwo\n"), &o, None), b',');
+        assert_eq!(sniff(&sample(b"a\tb\tc\n1\t2\t3\n"), &o, None, None), b'\t');
+        assert_eq!(
+            sniff(&sample(b"a;b\n\"x;y\";2\n3;4\n"), &o, None, None),
+            b';'
+        );
+        assert_eq!(sniff(&sample(b"a,b|c\n1,2|3\n"), &o, Some(2), None), b',');
+        assert_eq!(sniff(&sample(b"one\ntwo\n"), &o, None, None), b',');
     }
 
     #[test]
@@ -669,7 +851,7 @@ mod tests {
     fn headers_are_told_from_data() {
         let o = InferOptions::default();
         let first_is_header = |data: &[u8]| {
-            let recs = records(&sample(data), &Dialect::default(), 0);
+            let recs = records(&sample(data), &Dialect::default(), 0, None);
             let mut rest = vec![Candidates::new(); recs[0].len()];
             let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); recs[0].len()];
             for r in &recs[1..] {
@@ -706,6 +888,14 @@ ada,paris
             b"id,name
 "
         ));
+        // R's write.csv: an empty name over the row numbers.
+        assert!(first_is_header(
+            b"\"\",\"x\",\"y\"\n\"1\",\"a\",\"b\"\n\"2\",\"c\",\"d\"\n"
+        ));
+        assert!(first_is_header(b"\"\",\"x\",\"y\"\n\"1\",2,3\n"));
+        // An empty first field over integers that are no row numbers.
+        assert!(!first_is_header(b",ada,paris\n3,bob,rome\n1,eve,oslo\n"));
+        assert!(!first_is_header(b",x,y\n1,a,b\n,c,d\n"));
     }
 
     #[test]

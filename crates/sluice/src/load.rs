@@ -35,7 +35,7 @@ use crate::parse::{
     BlockError, BlockInfo, Dialect, FieldMap, Format, JsonShape, Reject, RowPolicy,
     parse_block_with, parse_json_block, read_record,
 };
-use crate::source::{Input, check_text};
+use crate::source::{Input, LineEnd, check_text};
 use crate::split::find_boundary;
 use crate::store::manifest::{MAX_SHARDS, Sharding};
 use crate::store::segment::SegmentWriter;
@@ -115,6 +115,14 @@ pub struct LoadOptions {
     /// Encoding of the input text (`None`: UTF-8). A byte order mark
     /// overrides it; a UTF-8 one is skipped.
     pub encoding: Option<&'static encoding_rs::Encoding>,
+    /// Lines starting with this byte before each file's first record
+    /// (header or data) are skipped: notes a tool wrote above the data, as
+    /// inference detects them. Unlike `dialect.comment`, a line starting
+    /// with it below the first record is a record.
+    pub leading_comment: Option<u8>,
+    /// How records end: `Auto` tells a lone CR (classic Mac OS) from
+    /// each file's first 64 KiB.
+    pub line_end: LineEnd,
     /// The input fields that feed the table's columns, in column order
     /// (by header name or 1-based position); other fields are skipped and
     /// columns past the list get their DEFAULT or NULL.
@@ -422,6 +430,8 @@ impl Default for LoadOptions {
             max_errors: None,
             allow_missing_columns: false,
             encoding: None,
+            line_end: LineEnd::Auto,
+            leading_comment: None,
             columns: None,
             match_by_name: false,
             key: None,
@@ -1910,14 +1920,15 @@ fn split_file(
     // With --on-error skip, a file that cannot be opened or is empty is
     // skipped and reported; otherwise it fails the load.
     let skip_bad = opts.on_error == OnError::Skip;
-    let (mut reader, _compression) = match input.open_text(Some(on_read), opts.encoding) {
-        Ok(r) => r,
-        Err(e) if skip_bad => {
-            record(Some(e.to_string().into()));
-            return Ok(0);
-        }
-        Err(e) => return Err(e),
-    };
+    let (mut reader, _compression, _line_end) =
+        match input.open_lines(Some(on_read), opts.encoding, opts.line_end) {
+            Ok(r) => r,
+            Err(e) if skip_bad => {
+                record(Some(e.to_string().into()));
+                return Ok(0);
+            }
+            Err(e) => return Err(e),
+        };
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
     if buf.is_empty() {
@@ -2000,9 +2011,43 @@ fn split_file(
         opts.header
     };
     let mut header_fields: Option<Vec<Vec<u8>>> = None;
+    let comment = opts.dialect.comment.or(opts.leading_comment);
+    if let (None, Some(c)) = (json_format, opts.leading_comment) {
+        // Notes above the header or the data.
+        loop {
+            let Some((pre, pre_lines)) = preamble(buf.data(), Some(c), eof) else {
+                if buf.len <= opts.max_line_size {
+                    grow(&mut buf, &mut eof)?;
+                    continue;
+                }
+                return Err(too_long(line, offset));
+            };
+            buf.consume(pre);
+            offset += pre as u64;
+            line += pre_lines;
+            break;
+        }
+    }
     if header_mode != Header::No && json_format.is_none() {
         loop {
-            match read_record(buf.data(), &opts.dialect, eof) {
+            // Blank and comment lines before the header are skipped, as
+            // inference skips them.
+            let Some((pre, pre_lines)) = preamble(buf.data(), comment, eof) else {
+                if buf.len <= opts.max_line_size {
+                    grow(&mut buf, &mut eof)?;
+                    continue;
+                }
+                return Err(too_long(line, offset));
+            };
+            if pre == buf.len {
+                if header_mode == Header::Yes {
+                    buf.consume(pre);
+                    offset += pre as u64;
+                    line += pre_lines;
+                }
+                break;
+            }
+            match read_record(&buf.data()[pre..], &opts.dialect, eof) {
                 Ok(Some((fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
                     let names_match = if mapped {
@@ -2019,16 +2064,17 @@ fn split_file(
                         })
                     } else {
                         fields.len() == cols.len()
-                            && fields
+                            && (fields
                                 .iter()
                                 .zip(cols)
                                 .all(|(f, c)| header_names(f, &c.name))
+                                || crate::infer::named_by(&fields, cols))
                     };
                     if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
                         return Err(Error::Parse {
                             path: name,
-                            line: line + 1,
-                            byte: offset,
+                            line: line + pre_lines + 1,
+                            byte: offset + pre as u64,
                             column: None,
                             message: format!(
                                 "the header has {} fields, the table has {} columns",
@@ -2038,9 +2084,9 @@ fn split_file(
                         });
                     }
                     if header_mode == Header::Yes || names_match {
-                        buf.consume(used);
-                        offset += used as u64;
-                        line += newlines;
+                        buf.consume(pre + used);
+                        offset += (pre + used) as u64;
+                        line += pre_lines + newlines;
                         header_fields = Some(fields);
                     }
                     break;
@@ -2052,8 +2098,8 @@ fn split_file(
                 Err(e) => {
                     return Err(Error::Parse {
                         path: name,
-                        line: line + 1 + e.line_in_block,
-                        byte: offset + e.offset as u64,
+                        line: line + pre_lines + 1 + e.line_in_block,
+                        byte: offset + (pre + e.offset) as u64,
                         column: None,
                         message: format!("in the header: {}", e.message),
                     });
@@ -2174,6 +2220,30 @@ fn last_cut(opts: &LoadOptions, data: &[u8], from: usize, to: usize) -> Option<u
             memchr::memrchr(b'\n', data.get(from..to)?).map(|i| from + i + 1)
         }
         Format::Json(_) => crate::parse::json::last_array_boundary(data, from, to),
+    }
+}
+
+/// The bytes and lines of the blank lines and the lines starting with
+/// `comment` at the start of `data` (what may come before a header);
+/// `None` when `data` ends inside them and more input may follow.
+fn preamble(data: &[u8], comment: Option<u8>, eof: bool) -> Option<(usize, u64)> {
+    let (mut at, mut lines) = (0, 0);
+    loop {
+        let rest = &data[at..];
+        match rest {
+            [] => return eof.then_some((at, lines)),
+            [b'\r'] if !eof => return None,
+            [b'\n', ..] | [b'\r', b'\n', ..] => {}
+            [c, ..] if Some(*c) == comment => {}
+            _ => return Some((at, lines)),
+        }
+        match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                at += i + 1;
+                lines += 1;
+            }
+            None => return eof.then_some((data.len(), lines)),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ mod json;
 mod keyed;
 mod regression_load;
 mod regression_query;
+mod regression_realfiles;
 mod regression_store;
 mod regression_values;
 mod resume;

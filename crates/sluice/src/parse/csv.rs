@@ -424,15 +424,16 @@ pub fn parse_block_with(
     let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
     let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
     let mut builder_rows: u32 = 0;
+    let blank_records = d.blank_lines.are_records(ncols == 1 && map.is_none());
     let mut pos = 0;
     while pos < n {
         let c = data[pos];
-        if c == b'\n' {
+        if c == b'\n' && !blank_records {
             pos += 1;
             info.newlines += 1;
             continue;
         }
-        if c == b'\r' && data.get(pos + 1) == Some(&b'\n') {
+        if c == b'\r' && data.get(pos + 1) == Some(&b'\n') && !blank_records {
             pos += 2;
             info.newlines += 1;
             continue;
@@ -707,6 +708,7 @@ mod tests {
 
     use super::*;
     use crate::batch::{ValueOptions, format_value};
+    use crate::parse::BlankLines;
 
     fn parse(
         data: &str,
@@ -789,6 +791,41 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rows, vec![vec![s("1"), s("a\"b")]]);
+    }
+
+    #[test]
+    fn blank_lines_are_null_in_one_column() {
+        let d = Dialect::default();
+        let rows = parse("a\n\nb\r\n\r\n\nc", "t TEXT", &d).unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![s("a")],
+                vec![None],
+                vec![s("b")],
+                vec![None],
+                vec![None],
+                vec![s("c")]
+            ]
+        );
+        let rows = parse("1\n\n2\n", "n INT", &d).unwrap();
+        assert_eq!(rows, vec![vec![s("1")], vec![None], vec![s("2")]]);
+        let skip = Dialect {
+            blank_lines: BlankLines::Skip,
+            ..Dialect::default()
+        };
+        let rows = parse("a\n\nb\n", "t TEXT", &skip).unwrap();
+        assert_eq!(rows, vec![vec![s("a")], vec![s("b")]]);
+        // Wider records: skipped, unless asked, then too few fields.
+        let rows = parse("1,a\n\n2,b\n", "n INT, t TEXT", &d).unwrap();
+        assert_eq!(rows.len(), 2);
+        let null = Dialect {
+            blank_lines: BlankLines::Null,
+            ..Dialect::default()
+        };
+        let e = parse("1,a\n\n2,b\n", "n INT, t TEXT", &null).unwrap_err();
+        assert_eq!(e.message, "found a record with 1 field, expected 2");
+        assert_eq!(e.line_in_block, 1);
     }
 
     #[test]

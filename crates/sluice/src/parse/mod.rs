@@ -67,6 +67,8 @@ pub struct Dialect {
     pub escape: Option<u8>,
     /// Lines starting with this byte are skipped.
     pub comment: Option<u8>,
+    /// What a blank line is.
+    pub blank_lines: BlankLines,
 }
 
 impl Default for Dialect {
@@ -76,6 +78,33 @@ impl Default for Dialect {
             quote: Some(b'"'),
             escape: None,
             comment: None,
+            blank_lines: BlankLines::Auto,
+        }
+    }
+}
+
+/// What a blank line (nothing before its LF or CR LF) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlankLines {
+    /// [`BlankLines::Null`] for records of one field (a one-column table
+    /// fed with no field map), where a blank line is an empty value, as
+    /// PostgreSQL's COPY and DuckDB read it; else [`BlankLines::Skip`].
+    #[default]
+    Auto,
+    /// Skipped: no record.
+    Skip,
+    /// A record of one empty field: NULL in a one-column table (unless
+    /// `--null` names another marker); too few fields in a wider one.
+    Null,
+}
+
+impl BlankLines {
+    /// Whether a blank line is a record, for records of `one_field`.
+    pub fn are_records(self, one_field: bool) -> bool {
+        match self {
+            BlankLines::Auto => one_field,
+            BlankLines::Skip => false,
+            BlankLines::Null => true,
         }
     }
 }

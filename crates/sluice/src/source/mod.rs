@@ -189,6 +189,77 @@ impl<R: BufRead> Read for Transcode<R> {
     }
 }
 
+/// How records end in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LineEnd {
+    /// What the first [`LINE_END_SAMPLE`] bytes of each file's text show
+    /// (see [`LineEnd::detect`]).
+    #[default]
+    Auto,
+    /// LF or CR LF; a lone CR is data.
+    Lf,
+    /// A lone CR (classic Mac OS): every CR is read as an LF.
+    Cr,
+}
+
+/// Text looked at to tell a file's line ends: as much as the delimiter
+/// sniff reads, so that both see records. A file whose first record is
+/// longer and holds an unquoted CR but no LF would be misread; 64 KiB of
+/// one record with no LF is no CSV seen in practice.
+pub const LINE_END_SAMPLE: usize = 64 << 10;
+
+impl LineEnd {
+    /// The line end the start of a text shows (never `Auto`): CR when it
+    /// has no LF and a CR outside double quotes (a quoted one is data).
+    pub fn detect(head: &[u8]) -> LineEnd {
+        if memchr::memchr(b'\n', head).is_some() {
+            return LineEnd::Lf;
+        }
+        let mut quoted = false;
+        for &b in head {
+            match b {
+                b'"' => quoted = !quoted,
+                b'\r' if !quoted => return LineEnd::Cr,
+                _ => {}
+            }
+        }
+        LineEnd::Lf
+    }
+}
+
+impl std::str::FromStr for LineEnd {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(LineEnd::Auto),
+            "lf" | "crlf" => Ok(LineEnd::Lf),
+            "cr" => Ok(LineEnd::Cr),
+            _ => Err(Error::Config(format!(
+                "unknown line end {s:?} (use auto, lf or cr)"
+            ))),
+        }
+    }
+}
+
+/// Reads every CR as an LF: classic Mac OS text becomes one record a line,
+/// byte for byte, so offsets and line numbers stay those of the file.
+struct CrToLf<R> {
+    inner: R,
+}
+
+impl<R: Read> Read for CrToLf<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for b in &mut buf[..n] {
+            if *b == b'\r' {
+                *b = b'\n';
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// The encoding a `--encoding` label names (WHATWG labels: `latin1`,
 /// `windows-1252`, `utf-16le`, `shift_jis`, …).
 pub fn encoding_for(label: &str) -> Result<&'static encoding_rs::Encoding> {
@@ -237,6 +308,36 @@ impl Input {
             }),
             kind,
         ))
+    }
+
+    /// Opens the input as UTF-8 text ([`Self::open_text`]) whose records
+    /// end with LF: with `line_end` `Auto`, the first [`LINE_END_SAMPLE`]
+    /// bytes decide; a CR file is read with every CR as an LF. Returns the
+    /// line end used (never `Auto`).
+    pub fn open_lines(
+        &self,
+        on_read: Option<OnRead>,
+        encoding: Option<&'static encoding_rs::Encoding>,
+        line_end: LineEnd,
+    ) -> Result<(Box<dyn Read + Send>, Compression, LineEnd)> {
+        let (mut reader, kind) = self.open_text(on_read, encoding)?;
+        let line_end = match line_end {
+            LineEnd::Auto => {
+                let mut head = Vec::new();
+                (&mut reader)
+                    .take(LINE_END_SAMPLE as u64)
+                    .read_to_end(&mut head)
+                    .map_err(|e| self.io_error(e))?;
+                let detected = LineEnd::detect(&head);
+                reader = Box::new(std::io::Cursor::new(head).chain(reader));
+                detected
+            }
+            given => given,
+        };
+        if line_end == LineEnd::Cr {
+            reader = Box::new(CrToLf { inner: reader });
+        }
+        Ok((reader, kind, line_end))
     }
 
     /// Opens the input and decompresses it when its first bytes are a gzip
@@ -414,6 +515,24 @@ mod tests {
             e,
             "b: looks like a binary file (NUL byte at offset 2), not delimited text"
         );
+    }
+
+    #[test]
+    fn lone_cr_line_ends_are_read_as_lf() {
+        assert_eq!(LineEnd::detect(b"a|b\r1|2\r"), LineEnd::Cr);
+        assert_eq!(LineEnd::detect(b"a|b\r\n1|2\r\n"), LineEnd::Lf);
+        assert_eq!(LineEnd::detect(b"a|b\n1|2"), LineEnd::Lf);
+        assert_eq!(LineEnd::detect(b"a|b"), LineEnd::Lf);
+        // One record, no line end, a CR inside quotes: data.
+        assert_eq!(LineEnd::detect(b",0,\"\r\""), LineEnd::Lf);
+        assert_eq!(LineEnd::detect(b"\"a\rb\"\r\"c\"\r"), LineEnd::Cr);
+        let mut out = Vec::new();
+        CrToLf {
+            inner: &b"a\rb\r"[..],
+        }
+        .read_to_end(&mut out)
+        .unwrap();
+        assert_eq!(out, b"a\nb\n");
     }
 
     #[test]

@@ -85,6 +85,7 @@ fn tsv_skip_comment_null_and_custom_formats() {
         quote: None,
         escape: None,
         comment: Some(b'#'),
+        ..Dialect::default()
     };
     o.skip = 2;
     o.values.null = b"\\N".to_vec();
