@@ -1636,6 +1636,7 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                 skip_bad: shared.opts.on_error == OnError::Skip,
                 fill_missing: shared.opts.allow_missing_columns,
                 max_record: Some(shared.opts.max_line_size),
+                counted_only: shared.opts.rejects.is_none() && shared.opts.max_errors.is_none(),
             };
             let mut parts = Vec::with_capacity(block.parts.len());
             let mut drop: Vec<u32> = Vec::new();
@@ -3012,6 +3013,16 @@ impl Writer<'_> {
     /// the load past `--max-errors`.
     fn reject(&mut self, file: usize, offset: u64, r: Reject) -> Result<()> {
         self.rejected += 1;
+        let over_max = self
+            .shared
+            .opts
+            .max_errors
+            .is_some_and(|max| self.rejected > max);
+        if self.rejects.is_none() && !over_max {
+            // Only counted: nothing to name (a million rejects format
+            // nothing).
+            return Ok(());
+        }
         let path = self.shared.inputs[file].display_name();
         let line = self.line + r.error.line_in_block + 1;
         let byte = offset + r.error.offset as u64;

@@ -140,14 +140,20 @@ proptest! {
             ..opts("n INT, t TEXT")
         };
         let mut db = Database::open_writer(dir.path().join("db")).unwrap();
-        let s = load(&mut db, "t", &[Input::File(file)], &o).unwrap();
+        let s = load(&mut db, "t", &[Input::File(file.clone())], &o).unwrap();
+        // Without a rejects file or --max-errors the rejects are only
+        // counted (their messages are not made): the same rows and count.
+        let counted = LoadOptions { rejects: None, ..o };
+        let c = load(&mut db, "u", &[Input::File(file)], &counted).unwrap();
         drop(db);
         prop_assert_eq!(s.rows + s.rejected, recs.len() as u64);
         prop_assert_eq!(s.rejected as usize, expect_rejects.len());
+        prop_assert_eq!((c.rows, c.rejected), (s.rows, s.rejected));
         let got_rejects = read_rejects(&rejects);
         prop_assert_eq!(&got_rejects, &expect_rejects);
         if !expect_rows.is_empty() {
-            prop_assert_eq!(table_rows(&dir.path().join("db"), "t"), expect_rows);
+            prop_assert_eq!(table_rows(&dir.path().join("db"), "t"), expect_rows.clone());
+            prop_assert_eq!(table_rows(&dir.path().join("db"), "u"), expect_rows);
         }
     }
 }
