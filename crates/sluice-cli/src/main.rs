@@ -1013,6 +1013,26 @@ fn stop_on_interrupt(streams: bool) -> Arc<AtomicBool> {
     flag
 }
 
+/// Names shown of the empty files of a load; the rest are counted.
+const EMPTY_FILES_SHOWN: usize = 5;
+
+/// The summary line naming the empty input files, each loaded as 0 rows.
+fn empty_files_line(files: &[String]) -> String {
+    let mut names = files
+        .iter()
+        .take(EMPTY_FILES_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > EMPTY_FILES_SHOWN {
+        names.push_str(&format!(" and {} more", files.len() - EMPTY_FILES_SHOWN));
+    }
+    match files.len() {
+        1 => format!("1 file was empty (0 rows): {names}"),
+        n => format!("{n} files were empty (0 rows each): {names}"),
+    }
+}
+
 fn print_summary(
     s: &LoadSummary,
     rejects: Option<&std::path::Path>,
@@ -1067,6 +1087,9 @@ fn print_summary(
         )?;
         if s.commits > 1 {
             writeln!(out, "committed in {} groups of files", s.commits)?;
+        }
+        if !s.empty_files.is_empty() {
+            writeln!(out, "{}", empty_files_line(&s.empty_files))?;
         }
         if s.files_left > 0 {
             writeln!(

@@ -495,6 +495,8 @@ pub struct LoadSummary {
     /// Input files that could not be read and were skipped
     /// (`OnError::Skip`), with why.
     pub unreadable: Vec<(String, String)>,
+    /// Input files that hold no text at all: each loaded as 0 rows.
+    pub empty_files: Vec<String>,
     /// Input files left unread because the load was stopped (`stop`);
     /// running the same load again loads them.
     pub files_left: u64,
@@ -695,6 +697,8 @@ struct FileRead {
     crc32: u32,
     /// Why it was skipped (`OnError::Skip`), if it could not be read.
     unreadable: Option<Box<str>>,
+    /// It holds no text: 0 rows.
+    empty: bool,
 }
 
 impl Shared<'_> {
@@ -793,6 +797,7 @@ pub fn load(
         already_loaded,
         listed_twice,
         unreadable: Vec::new(),
+        empty_files: Vec::new(),
         files_left: 0,
     };
     if todo.is_empty() {
@@ -850,6 +855,7 @@ pub fn load(
             }
         }
         total.unreadable.extend(g.unreadable);
+        total.empty_files.extend(g.empty_files);
         done += g.files as usize;
         if done >= todo.len() {
             break Ok(());
@@ -1605,6 +1611,17 @@ fn load_group(
                     .collect()
             })
             .unwrap_or_default(),
+        empty_files: shared
+            .read
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .zip(inputs)
+                    .filter(|(f, _)| f.empty)
+                    .map(|(_, i)| i.display_name())
+                    .collect()
+            })
+            .unwrap_or_default(),
         files_left: 0,
     })
 }
@@ -1903,7 +1920,7 @@ fn split_file(
         Input::File(p) => std::fs::metadata(p).map(|m| mtime_ns(&m)).unwrap_or(0),
         Input::Stdin => 0,
     };
-    let record = |unreadable: Option<Box<str>>| {
+    let record = |unreadable: Option<Box<str>>, empty: bool| {
         let (crc32, size) = seen
             .lock()
             .map(|s| (s.0.clone().finalize(), s.1))
@@ -1914,33 +1931,30 @@ fn split_file(
                 mtime_ns,
                 crc32,
                 unreadable,
+                empty,
             });
         }
     };
-    // With --on-error skip, a file that cannot be opened or is empty is
-    // skipped and reported; otherwise it fails the load.
+    // With --on-error skip, a file that cannot be opened is skipped and
+    // reported; otherwise it fails the load.
     let skip_bad = opts.on_error == OnError::Skip;
     let (mut reader, _compression, _line_end) =
         match input.open_lines(Some(on_read), opts.encoding, opts.line_end) {
             Ok(r) => r,
             Err(e) if skip_bad => {
-                record(Some(e.to_string().into()));
+                record(Some(e.to_string().into()), false);
                 return Ok(0);
             }
             Err(e) => return Err(e),
         };
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
+    // An empty file (an export of no rows, a placeholder) is 0 rows, and
+    // the summary names it.
     if buf.is_empty() {
         shared.give_buf(buf);
-        if skip_bad {
-            record(Some("file is empty".into()));
-            return Ok(0);
-        }
-        return Err(Error::Input {
-            path: name,
-            message: "file is empty".into(),
-        });
+        record(None, true);
+        return Ok(0);
     }
     check_text(&name, buf.data())?;
     let mut offset = 0u64;
@@ -2206,7 +2220,7 @@ fn split_file(
         offset += len;
     }
     shared.give_buf(buf);
-    record(None);
+    record(None, false);
     Ok(total)
 }
 

@@ -1,0 +1,96 @@
+//! Edges of real-world files: empty files, a name that says CSV over
+//! content that looks like JSON, a header one field short of its rows,
+//! title lines above the header, and hints that fit the error they follow.
+
+use crate::{Tmp, fails, ok, sluice};
+
+/// Rows of table `t` as CSV, without the header.
+fn rows(t: &Tmp) -> String {
+    ok(&t.0, &["export", "--header", "false", "t"])
+}
+
+/// The summary after its first line (which holds timings).
+fn after_first_line(out: &str) -> &str {
+    out.split_once('\n').map_or("", |(_, rest)| rest)
+}
+
+#[test]
+fn empty_file_with_a_schema_is_zero_rows() {
+    let t = Tmp::new();
+    t.write("empty.csv", b"");
+    let out = ok(
+        &t.0,
+        &["load", "--schema", "a INT, b TEXT", "t", "empty.csv"],
+    );
+    assert!(
+        out.starts_with("loaded 0 rows (0 B) from 1 file into t in "),
+        "{out}"
+    );
+    assert_eq!(
+        after_first_line(&out),
+        "1 file was empty (0 rows): empty.csv\n"
+    );
+    assert_eq!(
+        ok(&t.0, &["info"]).lines().next(),
+        Some("t: 0 rows, 0 B on disk, 0 segments")
+    );
+    // A header and no rows is 0 rows too, the table's names from it.
+    t.write("header.csv", b"id,name\n");
+    let out = ok(&t.0, &["load", "u", "header.csv"]);
+    assert!(
+        out.contains("loaded 0 rows (8 B) from 1 file into u in "),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(" thread\n") || out.ends_with(" threads\n"),
+        "{out}"
+    );
+    assert!(ok(&t.0, &["info", "u"]).contains("  id "), "no column id");
+    // Nothing to infer the columns from: an error that says so.
+    assert_eq!(
+        fails(&t.0, &["load", "v", "empty.csv"]),
+        "error: inferring the schema: empty.csv: file is empty: nothing to infer the table's columns from; give them with --schema\n"
+    );
+    t.write("empty2.csv", b"");
+    assert_eq!(
+        fails(&t.0, &["load", "v", "empty.csv", "empty2.csv"]),
+        "error: inferring the schema: all 2 input files are empty: nothing to infer the table's columns from; give them with --schema\n"
+    );
+}
+
+#[test]
+fn empty_file_in_a_directory_load_is_zero_rows() {
+    let t = Tmp::new();
+    // The empty file sorts first: the others give the columns and the
+    // delimiter.
+    t.write("d/a.csv", b"");
+    t.write("d/b.csv", b"id|name\n1|x\n");
+    t.write("d/c.csv", b"");
+    t.write("d/d.csv", b"id|name\n2|y\n");
+    let out = ok(&t.0, &["load", "t", "d"]);
+    assert!(
+        out.starts_with("loaded 2 rows (24 B) from 4 files into t in "),
+        "{out}"
+    );
+    assert_eq!(
+        after_first_line(&out),
+        "2 files were empty (0 rows each): d/a.csv, d/c.csv\n"
+    );
+    assert_eq!(rows(&t), "1,x\n2,y\n");
+    // With a schema, the delimiter is sniffed past the empty file too.
+    let out = ok(&t.0, &["load", "--schema", "id INT, name TEXT", "u", "d"]);
+    assert_eq!(
+        after_first_line(&out),
+        "2 files were empty (0 rows each): d/a.csv, d/c.csv\n"
+    );
+    assert_eq!(
+        ok(&t.0, &["export", "--header", "false", "u"]),
+        "1,x\n2,y\n"
+    );
+    // Journaled as loaded: run again, nothing is read twice.
+    let out = ok(&t.0, &["load", "t", "d"]);
+    assert_eq!(
+        out,
+        "skipped 4 files loaded by earlier commits (--reload loads them again)\nnothing to load into t\n"
+    );
+}
