@@ -213,8 +213,8 @@ struct LoadArgs {
     match_by_name: bool,
     /// Input format: csv, tsv, jsonl (one JSON object or array per line) or
     /// json (one top-level array of rows). Default: from the first file's
-    /// name (.jsonl, .ndjson: jsonl; .json: json; also under .gz/.zst),
-    /// else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
+    /// name (.jsonl, .ndjson: jsonl; .json: json; .csv: csv; .tsv, .tab:
+    /// tsv; also under .gz/.zst), else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
     /// a line '[...]': jsonl), else csv. JSON object fields feed the
     /// columns of the same name (any case); missing ones get their DEFAULT
     /// or NULL; nested objects and arrays load into TEXT as JSON text.
@@ -360,16 +360,18 @@ enum FormatArg {
 }
 
 /// The input format from the first file's name, else its first bytes
-/// (standard input is not sniffed: it cannot be read twice).
+/// (standard input is not sniffed: it cannot be read twice), and when
+/// the bytes chose JSON, a note that says so for messages.
+/// A known name wins: a `.csv` whose lines start with `[` is CSV.
 fn guess_format(
     inputs: &[sluice::source::Input],
     head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
-) -> FormatArg {
+) -> (FormatArg, Option<String>) {
     let Some(first) = inputs.iter().find_map(|i| match i {
         sluice::source::Input::File(p) => Some((i, p)),
         sluice::source::Input::Stdin => None,
     }) else {
-        return FormatArg::Csv;
+        return (FormatArg::Csv, None);
     };
     let name = first.1.to_string_lossy().to_ascii_lowercase();
     let name = [".gz", ".zst", ".zstd"]
@@ -377,17 +379,20 @@ fn guess_format(
         .find_map(|e| name.strip_suffix(e))
         .unwrap_or(&name);
     if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
-        return FormatArg::Jsonl;
+        return (FormatArg::Jsonl, None);
     }
     if name.ends_with(".json") {
-        return FormatArg::Json;
+        return (FormatArg::Json, None);
     }
     if name.ends_with(".tsv") || name.ends_with(".tab") {
-        return FormatArg::Tsv;
+        return (FormatArg::Tsv, None);
+    }
+    if name.ends_with(".csv") {
+        return (FormatArg::Csv, None);
     }
     let head = head_of(first.0);
     let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
-    match (bytes.next(), bytes.next()) {
+    let format = match (bytes.next(), bytes.next()) {
         (Some(b'{'), _) => FormatArg::Jsonl,
         (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
         (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
@@ -399,7 +404,24 @@ fn guess_format(
             }
         }
         _ => FormatArg::Csv,
-    }
+    };
+    let note = (format != FormatArg::Csv).then(|| {
+        let line = head
+            .split(|&b| b == b'\n')
+            .find(|l| !l.trim_ascii().is_empty())
+            .unwrap_or_default();
+        format!(
+            "{} was read as {}: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON ({}); if it is CSV, give --format csv",
+            first.1.display(),
+            if format == FormatArg::Json {
+                "a JSON array"
+            } else {
+                "JSON lines"
+            },
+            util::snippet(line.trim_ascii())
+        )
+    });
+    (format, note)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -528,9 +550,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .as_deref()
         .map(sluice::source::encoding_for)
         .transpose()?;
-    let format = match a.format {
-        Some(f) => f,
-        None if a.tsv || a.delimiter.is_some() => FormatArg::Csv,
+    let (format, sniffed) = match a.format {
+        Some(f) => (f, None),
+        None if a.tsv || a.delimiter.is_some() => (FormatArg::Csv, None),
         None => guess_format(&inputs, |input| {
             // The first 64 KiB of text (decompressed, decoded).
             let mut head = Vec::new();
@@ -556,12 +578,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         ] {
             if given {
                 bail!(
-                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name",
+                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name{}",
                     if json == Some(JsonShape::Lines) {
                         "jsonl"
                     } else {
                         "json"
-                    }
+                    },
+                    hint_line(sniffed.as_deref())
                 );
             }
         }
@@ -660,8 +683,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             (s, b',', header)
         }
         (None, None) if json.is_some() => bail!(
-            "table {} does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT)",
-            a.table
+            "table {} does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT){}",
+            a.table,
+            hint_line(sniffed.as_deref())
         ),
         (Some(s), _) | (None, Some(s)) => {
             if !a.types.is_empty() {
@@ -917,6 +941,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         (Err(e @ (sluice::Error::NotDurable(_) | sluice::Error::PartlyLoaded { .. })), _) => {
             return Err(anyhow::Error::new(e).context(format!("loading table {}", a.table)));
         }
+        (Err(e), _) if sniffed.is_some() => bail!(
+            "loading table {}; nothing was committed: {e}{}",
+            a.table,
+            hint_line(sniffed.as_deref())
+        ),
         (Err(e), _) => {
             return Err(anyhow::Error::new(e)
                 .context(format!("loading table {}; nothing was committed", a.table)));
@@ -930,6 +959,11 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// A hint on a line of its own after an error, or nothing.
+fn hint_line(hint: Option<&str>) -> String {
+    hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()
 }
 
 /// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside

@@ -94,3 +94,27 @@ fn empty_file_in_a_directory_load_is_zero_rows() {
         "skipped 4 files loaded by earlier commits (--reload loads them again)\nnothing to load into t\n"
     );
 }
+
+#[test]
+fn csv_name_wins_over_a_bracket_first_byte() {
+    let t = Tmp::new();
+    // Log-style fields in brackets: each line looks like a JSON array.
+    t.write("log.csv", b"[1],[2]\n[3],[4]\n");
+    let out = ok(&t.0, &["load", "t", "log.csv"]);
+    assert!(out.starts_with("loaded 2 rows (16 B) from 1 file"), "{out}");
+    assert_eq!(rows(&t), "[1],[2]\n[3],[4]\n");
+    // A name that does not say: sniffed, and the error says what was
+    // detected and how to read it as CSV.
+    t.write("log.txt", b"[1],[2]\n[3],[4]\n");
+    let o = sluice(&t.0, &["load", "u", "log.txt"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: table u does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT)\nhint: log.txt was read as JSON lines: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON (\"[1],[2]\"); if it is CSV, give --format csv\n"
+    );
+    ok(&t.0, &["load", "--format", "csv", "u", "log.txt"]);
+    assert_eq!(
+        ok(&t.0, &["export", "--header", "false", "u"]),
+        "[1],[2]\n[3],[4]\n"
+    );
+}
