@@ -610,6 +610,21 @@ fn nothing_to_infer(inputs: &[Input]) -> Error {
     }
 }
 
+/// A first record one field short of the records below, which all end
+/// with an empty field, gets that empty field too: a header without the
+/// trailing delimiter its rows have (`c1,c2` over `1,2,`), whose last,
+/// unnamed column is then `c<N>` like any empty name. Only the first
+/// sample's records decide; the load pads such a header the same way.
+fn pad_short_header(recs: &mut [Vec<Vec<u8>>], ncols: usize) {
+    let Some((first, rest)) = recs.split_first_mut() else {
+        return;
+    };
+    let trailing_empty = |r: &Vec<Vec<u8>>| r.len() == ncols && r.last().is_some_and(Vec::is_empty);
+    if first.len() + 1 == ncols && !rest.is_empty() && rest.iter().all(trailing_empty) {
+        first.push(Vec::new());
+    }
+}
+
 /// Infers how to read `inputs` and what table they make.
 pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     if inputs.is_empty() {
@@ -657,7 +672,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         delimiter,
         ..o.dialect.clone()
     };
-    let recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
+    let mut recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
         .iter()
         .flat_map(|(_, samples)| {
             samples
@@ -671,10 +686,13 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         .iter()
         .flat_map(|(_, samples)| samples.iter().map(|s| s.start))
         .collect();
-    let first_recs = &recs_of[0];
-    let ncols = modal_count(first_recs)
+    let ncols = modal_count(&recs_of[0])
         .0
-        .max(first_recs.first().map_or(0, Vec::len));
+        .max(recs_of[0].first().map_or(0, Vec::len));
+    if o.header != Header::No {
+        pad_short_header(&mut recs_of[0], ncols);
+    }
+    let first_recs = &recs_of[0];
     if ncols == 0 {
         return Err(Error::Input {
             path: inputs[per_file[0].0].display_name(),

@@ -27,7 +27,7 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 use serde::Serialize;
 
-use crate::batch::{BatchBuilder, ColumnStats, Schema, ValueOptions, validate_identifier};
+use crate::batch::{BatchBuilder, Column, ColumnStats, Schema, ValueOptions, validate_identifier};
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::index::{Built, KeyBatch, RowId};
@@ -278,6 +278,21 @@ pub fn normalize_name(raw: &[u8]) -> String {
 fn header_names(field: &[u8], column: &str) -> bool {
     std::str::from_utf8(field).is_ok_and(|f| f.trim().eq_ignore_ascii_case(column))
         || normalize_name(field).eq_ignore_ascii_case(column)
+}
+
+/// A header one field short of a table whose last column is `c<N>` (N
+/// its position) gets an empty last field: inference names so the empty
+/// field that rows ending with a delimiter have after the header's last
+/// name (`c1,c2` over `1,2,`; see `infer`), and the header is then
+/// recognised by those names.
+fn pad_short_header(fields: &mut Vec<Vec<u8>>, cols: &[Column]) {
+    if fields.len() + 1 == cols.len()
+        && cols
+            .last()
+            .is_some_and(|c| c.name.eq_ignore_ascii_case(&format!("c{}", cols.len())))
+    {
+        fields.push(Vec::new());
+    }
 }
 
 /// The field map of one file, from `--columns` or its header names.
@@ -2062,8 +2077,11 @@ fn split_file(
                 break;
             }
             match read_record(&buf.data()[pre..], &opts.dialect, eof) {
-                Ok(Some((fields, used, newlines))) => {
+                Ok(Some((mut fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
+                    if !mapped {
+                        pad_short_header(&mut fields, cols);
+                    }
                     let names_match = if mapped {
                         // The fields the mapping reads are the names of
                         // the columns they feed.

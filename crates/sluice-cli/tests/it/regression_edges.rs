@@ -118,3 +118,34 @@ fn csv_name_wins_over_a_bracket_first_byte() {
         "[1],[2]\n[3],[4]\n"
     );
 }
+
+#[test]
+fn trailing_delimiter_after_a_short_header() {
+    let t = Tmp::new();
+    // Every row ends with a delimiter; the header does not.
+    t.write("tr.csv", b"id,qty\n1,2,\n3,4,\n");
+    let out = ok(&t.0, &["load", "--dry-run", "t", "tr.csv"]);
+    assert_eq!(
+        out,
+        "inferred from 1 sample of 1 file (2 records): delimiter ',', header line\n--schema \"id BIGINT, qty BIGINT, c3 TEXT\"\n"
+    );
+    ok(&t.0, &["load", "-q", "t", "tr.csv"]);
+    assert_eq!(ok(&t.0, &["export", "t"]), "id,qty,c3\n1,2,\n3,4,\n");
+    // Appended, the short header is known again, not read as data.
+    t.write("tr2.csv", b"id,qty\n5,6,\n");
+    ok(&t.0, &["load", "-q", "t", "tr2.csv"]);
+    assert_eq!(rows(&t), "1,2,\n3,4,\n5,6,\n");
+    // The printed schema reads the file the same way.
+    ok(
+        &t.0,
+        &[
+            "load",
+            "-q",
+            "--schema",
+            "id BIGINT, qty BIGINT, c3 TEXT",
+            "u",
+            "tr.csv",
+        ],
+    );
+    assert_eq!(ok(&t.0, &["export", "u"]), "id,qty,c3\n1,2,\n3,4,\n");
+}
