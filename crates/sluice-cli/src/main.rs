@@ -895,47 +895,21 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             );
             std::process::exit(130);
         }
-        // A value that contradicts an inferred type: say how to override.
-        (
-            Err(
-                e @ sluice::Error::Parse {
-                    column: Some(_), ..
+        // A malformed record: a hint that fits the error, if one does.
+        (Err(e @ sluice::Error::Parse { .. }), _) if sniffed.is_none() => {
+            let hint = parse_hint(
+                &e,
+                &HintContext {
+                    inferred: inferred.as_ref(),
+                    types: &parse_types(&a.types)?,
+                    opts: &opts,
+                    skip: a.skip,
                 },
-            ),
-            Some(inf),
-        ) => {
-            let sluice::Error::Parse {
-                column: Some(col), ..
-            } = &e
-            else {
-                unreachable!("matched above")
-            };
-            let name = col
-                .rsplit_once('(')
-                .map(|(_, n)| n.trim_end_matches(')'))
-                .unwrap_or(col);
-            let ty = inf
-                .schema
-                .columns
-                .iter()
-                .find(|c| c.name == name)
-                .map(|c| c.data_type.to_string())
-                .unwrap_or_default();
-            let from = if parse_types(&a.types)?
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name))
-            {
-                "given by --types".to_string()
-            } else {
-                format!(
-                    "inferred from samples of {} file{}",
-                    inf.files_sampled,
-                    if inf.files_sampled == 1 { "" } else { "s" }
-                )
-            };
+            );
             bail!(
-                "loading table {}; nothing was committed: {e}\nhint: {name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema",
-                a.table
+                "loading table {}; nothing was committed: {e}{}",
+                a.table,
+                hint_line(hint.as_deref())
             )
         }
         (Err(e @ (sluice::Error::NotDurable(_) | sluice::Error::PartlyLoaded { .. })), _) => {
@@ -959,6 +933,151 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// What a hint after a load error may look at.
+struct HintContext<'a> {
+    inferred: Option<&'a sluice::infer::Inferred>,
+    /// The types `--types` gave.
+    types: &'a [(String, sluice::batch::DataType)],
+    opts: &'a LoadOptions,
+    /// Lines `--skip` skipped.
+    skip: u64,
+}
+
+/// Whether a tokenizer message is about quotes.
+fn is_quote_error(message: &str) -> bool {
+    message.starts_with("unterminated quoted field")
+        || message.starts_with("unexpected quote inside an unquoted field")
+        || (message.starts_with("unexpected ") && message.contains(" after a closing quote"))
+}
+
+/// The one hint that fits a malformed record's error, if one does: a
+/// comment line, a quote, a preamble above the data, or a value that
+/// contradicts an inferred type, in that order.
+fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
+    let sluice::Error::Parse {
+        path,
+        line,
+        column,
+        message,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    if cx.opts.format != Format::Delimited {
+        return None;
+    }
+    if message.ends_with(sluice::parse::COMMENT_NOTE) {
+        return Some(
+            "if lines starting with '#' are comments, load with --comment '#' to skip them".into(),
+        );
+    }
+    if is_quote_error(message) {
+        return Some(
+            "a field that starts with a quote ends at the next lone quote, and a quote inside it is doubled (\"\"); if quotes in this file are data, load with --quote ''; if it escapes them with a backslash, with --escape '\\'".into(),
+        );
+    }
+    if message.starts_with("found a record with ") {
+        return skip_hint(path, *line, cx);
+    }
+    let (Some(col), Some(inf)) = (column, cx.inferred) else {
+        return None;
+    };
+    let name = col
+        .rsplit_once('(')
+        .map(|(_, n)| n.trim_end_matches(')'))
+        .unwrap_or(col);
+    let ty = inf
+        .schema
+        .columns
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.data_type)?;
+    // TEXT takes any valid text: --types cannot help (bad UTF-8 says
+    // --encoding itself).
+    if !message.starts_with("invalid ") || ty == sluice::batch::DataType::Text {
+        return None;
+    }
+    let from = if cx.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        "given by --types".to_string()
+    } else {
+        format!(
+            "inferred from samples of {} file{}",
+            inf.files_sampled,
+            if inf.files_sampled == 1 { "" } else { "s" }
+        )
+    };
+    Some(format!(
+        "{name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema"
+    ))
+}
+
+/// Text of a file's start looked at for the `--skip` hint: as much as
+/// inference samples for the delimiter.
+const SKIP_HINT_SAMPLE: u64 = 64 << 10;
+
+/// `--skip N` when a record with the wrong field count at `line` of
+/// `path` lies above records that all have the table's: lines a tool
+/// wrote above the data (a title, notes). N counts the lines before the
+/// first of those records, so that the header below them is read as one.
+fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
+    let o = cx.opts;
+    if o.columns.is_some() || o.match_by_name || path == "<stdin>" {
+        return None;
+    }
+    let want = o.schema.as_ref()?.len();
+    let input = sluice::source::Input::File(PathBuf::from(path));
+    let (r, _, _) = input.open_lines(None, o.encoding, o.line_end).ok()?;
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(r, SKIP_HINT_SAMPLE), &mut head).ok()?;
+    let whole = (head.len() as u64) < SKIP_HINT_SAMPLE;
+    // Each record's first line (1-based) and field count.
+    let mut records: Vec<(u64, usize)> = Vec::new();
+    let mut data = &head[..];
+    let mut at = 1u64;
+    while !data.is_empty() {
+        let blank = data[0] == b'\n' || data.starts_with(b"\r\n");
+        if at <= cx.skip || blank || Some(data[0]) == o.dialect.comment {
+            let Some(i) = memchr_newline(data) else { break };
+            data = &data[i + 1..];
+            at += 1;
+            continue;
+        }
+        let Ok(Some((fields, used, newlines))) =
+            sluice::parse::read_record(data, &o.dialect, whole)
+        else {
+            break;
+        };
+        records.push((at, fields.len()));
+        data = &data[used..];
+        at += newlines.max(1);
+    }
+    // The first record from which on every record has the table's count,
+    // with two at least below the failing one.
+    let k = (0..records.len())
+        .rev()
+        .take_while(|&k| records[k].1 == want)
+        .last()?;
+    if records.len() - k < 2 || records[k].0 <= line {
+        return None;
+    }
+    let n = records[k].0 - 1;
+    Some(if n == 1 {
+        format!(
+            "line 1 does not split into {want} fields like the records below it; if it is a title or a note above the data, load with --skip 1"
+        )
+    } else {
+        format!(
+            "lines 1 to {n} do not split into {want} fields like the records below them; if they are a title or notes above the data, load with --skip {n}"
+        )
+    })
+}
+
+/// The offset of the first LF in `data`.
+fn memchr_newline(data: &[u8]) -> Option<usize> {
+    data.iter().position(|&b| b == b'\n')
 }
 
 /// A hint on a line of its own after an error, or nothing.

@@ -149,3 +149,122 @@ fn trailing_delimiter_after_a_short_header() {
     );
     assert_eq!(ok(&t.0, &["export", "u"]), "id,qty,c3\n1,2,\n3,4,\n");
 }
+
+/// Runs a load that must fail; returns its stderr (an error and a hint
+/// are two lines).
+fn load_error(t: &Tmp, args: &[&str]) -> String {
+    let o = sluice(&t.0, args);
+    assert_eq!(o.status.code(), Some(2), "sluice {args:?} should fail");
+    String::from_utf8(o.stderr).unwrap()
+}
+
+#[test]
+fn preamble_lines_hint_skip() {
+    let t = Tmp::new();
+    t.write(
+        "report.csv",
+        b"Sales report\nGenerated 2024-01-31\n\nid,qty,price\n1,2,3.50\n4,5,6.00\n",
+    );
+    assert_eq!(
+        load_error(&t, &["load", "-q", "t", "report.csv"]),
+        "error: loading table t; nothing was committed: report.csv:1: found a record with 1 field, expected 3 (byte 0)\nhint: lines 1 to 3 do not split into 3 fields like the records below them; if they are a title or notes above the data, load with --skip 3\n"
+    );
+    // As the hint says: the header below the notes is a header.
+    ok(&t.0, &["load", "-q", "--skip", "3", "t", "report.csv"]);
+    assert_eq!(
+        ok(&t.0, &["export", "t"]),
+        "id,qty,price\n1,2,3.50\n4,5,6.00\n"
+    );
+    // One title line, a given schema: the same hint.
+    t.write("one.csv", b"Inventory\n1,2,3\n4,5,6\n");
+    assert_eq!(
+        load_error(
+            &t,
+            &["load", "--schema", "a INT, b INT, c INT", "u", "one.csv"]
+        ),
+        "error: loading table u; nothing was committed: one.csv:1: found a record with 1 field, expected 3 (byte 0)\nhint: line 1 does not split into 3 fields like the records below it; if it is a title or a note above the data, load with --skip 1\n"
+    );
+    // A short record among the data is no preamble: no hint.
+    t.write("ragged.csv", b"1,2,3\n4,5\n6,7,8\n");
+    assert_eq!(
+        load_error(
+            &t,
+            &["load", "--schema", "a INT, b INT, c INT", "u", "ragged.csv"]
+        ),
+        "error: loading table u; nothing was committed: ragged.csv:2: found a record with 2 fields, expected 3 (byte 6)\n"
+    );
+}
+
+#[test]
+fn quoting_error_hint_does_not_suggest_types() {
+    let t = Tmp::new();
+    t.write("q.csv", b"id,name\n1,x\n2,\"y\"z\n");
+    assert_eq!(
+        load_error(&t, &["load", "-q", "t", "q.csv"]),
+        "error: loading table t; nothing was committed: q.csv:3: column 2 (name): unexpected 'z' after a closing quote (expected a delimiter or the end of the line) (byte 17)\nhint: a field that starts with a quote ends at the next lone quote, and a quote inside it is doubled (\"\"); if quotes in this file are data, load with --quote ''; if it escapes them with a backslash, with --escape '\\'\n"
+    );
+    // Bad UTF-8 in a TEXT column: the message names --encoding, and
+    // --types cannot help.
+    t.write("u.csv", b"id,name\n1,x\n2,y\xff\n");
+    assert_eq!(
+        load_error(&t, &["load", "-q", "t", "u.csv"]),
+        "error: loading table t; nothing was committed: u.csv:3: column 2 (name): invalid TEXT value \"y\u{fffd}\": invalid UTF-8 at byte 1 of the value (another encoding? see --encoding) (byte 14)\n"
+    );
+    // A value that contradicts a chosen type still gets its hint.
+    t.write("v.csv", b"id,name\n1,x\nn/a,z\n");
+    assert_eq!(
+        load_error(&t, &["load", "-q", "--types", "id=BIGINT", "t", "v.csv"]),
+        "error: loading table t; nothing was committed: v.csv:3: column 1 (id): invalid BIGINT value \"n/a\": not an integer (byte 12)\nhint: id is BIGINT, given by --types; load it with --types id=TEXT (or another type), or give the whole --schema\n"
+    );
+}
+
+#[test]
+fn comment_line_hint_suggests_comment() {
+    let t = Tmp::new();
+    t.write("c.csv", b"a,b\n1,2\n# totals below\n3,4\n");
+    assert_eq!(
+        load_error(&t, &["load", "-q", "t", "c.csv"]),
+        "error: loading table t; nothing was committed: c.csv:3: found a record with 1 field, expected 2 (the line starts with '#') (byte 8)\nhint: if lines starting with '#' are comments, load with --comment '#' to skip them\n"
+    );
+    // As many fields as the table: a value error, the same hint.
+    t.write("d.csv", b"a,b\n1,2\n#x,4\n");
+    assert_eq!(
+        load_error(&t, &["load", "--schema", "a INT, b INT", "u", "d.csv"]),
+        "error: loading table u; nothing was committed: d.csv:3: column 1 (a): invalid INT value \"#x\": not an integer (the line starts with '#') (byte 8)\nhint: if lines starting with '#' are comments, load with --comment '#' to skip them\n"
+    );
+    ok(&t.0, &["load", "-q", "--comment", "#", "t", "c.csv"]);
+    assert_eq!(rows(&t), "1,2\n3,4\n");
+}
+
+#[test]
+fn wrong_field_count_is_reported_before_a_type_error() {
+    let t = Tmp::new();
+    // Line 3 has a bad first value and a field too many: the count is
+    // what is wrong (the values are shifted).
+    t.write("w.csv", b"a,b\n1,2\nx,3,4\n");
+    let schema = "a INT, b INT";
+    assert_eq!(
+        load_error(&t, &["load", "--schema", schema, "t", "w.csv"]),
+        "error: loading table t; nothing was committed: w.csv:3: found a record with 3 fields, expected 2 (byte 8)\n"
+    );
+    t.write("s.csv", b"a,b\n1,2\nx\n");
+    assert_eq!(
+        load_error(&t, &["load", "--schema", schema, "t", "s.csv"]),
+        "error: loading table t; nothing was committed: s.csv:3: found a record with 1 field, expected 2 (byte 8)\n"
+    );
+    // Too few fields allowed: the value error it is.
+    assert_eq!(
+        load_error(
+            &t,
+            &[
+                "load",
+                "--allow-missing-columns",
+                "--schema",
+                schema,
+                "t",
+                "s.csv"
+            ]
+        ),
+        "error: loading table t; nothing was committed: s.csv:3: column 1 (a): invalid INT value \"x\": not an integer (byte 8)\n"
+    );
+}
