@@ -213,8 +213,8 @@ struct LoadArgs {
     match_by_name: bool,
     /// Input format: csv, tsv, jsonl (one JSON object or array per line) or
     /// json (one top-level array of rows). Default: from the first file's
-    /// name (.jsonl, .ndjson: jsonl; .json: json; also under .gz/.zst),
-    /// else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
+    /// name (.jsonl, .ndjson: jsonl; .json: json; .csv: csv; .tsv, .tab:
+    /// tsv; also under .gz/.zst), else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
     /// a line '[...]': jsonl), else csv. JSON object fields feed the
     /// columns of the same name (any case); missing ones get their DEFAULT
     /// or NULL; nested objects and arrays load into TEXT as JSON text.
@@ -360,16 +360,18 @@ enum FormatArg {
 }
 
 /// The input format from the first file's name, else its first bytes
-/// (standard input is not sniffed: it cannot be read twice).
+/// (standard input is not sniffed: it cannot be read twice), and when
+/// the bytes chose JSON, a note that says so for messages.
+/// A known name wins: a `.csv` whose lines start with `[` is CSV.
 fn guess_format(
     inputs: &[sluice::source::Input],
     head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
-) -> FormatArg {
+) -> (FormatArg, Option<String>) {
     let Some(first) = inputs.iter().find_map(|i| match i {
         sluice::source::Input::File(p) => Some((i, p)),
         sluice::source::Input::Stdin => None,
     }) else {
-        return FormatArg::Csv;
+        return (FormatArg::Csv, None);
     };
     let name = first.1.to_string_lossy().to_ascii_lowercase();
     let name = [".gz", ".zst", ".zstd"]
@@ -377,17 +379,20 @@ fn guess_format(
         .find_map(|e| name.strip_suffix(e))
         .unwrap_or(&name);
     if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
-        return FormatArg::Jsonl;
+        return (FormatArg::Jsonl, None);
     }
     if name.ends_with(".json") {
-        return FormatArg::Json;
+        return (FormatArg::Json, None);
     }
     if name.ends_with(".tsv") || name.ends_with(".tab") {
-        return FormatArg::Tsv;
+        return (FormatArg::Tsv, None);
+    }
+    if name.ends_with(".csv") {
+        return (FormatArg::Csv, None);
     }
     let head = head_of(first.0);
     let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
-    match (bytes.next(), bytes.next()) {
+    let format = match (bytes.next(), bytes.next()) {
         (Some(b'{'), _) => FormatArg::Jsonl,
         (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
         (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
@@ -399,7 +404,24 @@ fn guess_format(
             }
         }
         _ => FormatArg::Csv,
-    }
+    };
+    let note = (format != FormatArg::Csv).then(|| {
+        let line = head
+            .split(|&b| b == b'\n')
+            .find(|l| !l.trim_ascii().is_empty())
+            .unwrap_or_default();
+        format!(
+            "{} was read as {}: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON ({}); if it is CSV, give --format csv",
+            first.1.display(),
+            if format == FormatArg::Json {
+                "a JSON array"
+            } else {
+                "JSON lines"
+            },
+            util::snippet(line.trim_ascii())
+        )
+    });
+    (format, note)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -528,9 +550,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         .as_deref()
         .map(sluice::source::encoding_for)
         .transpose()?;
-    let format = match a.format {
-        Some(f) => f,
-        None if a.tsv || a.delimiter.is_some() => FormatArg::Csv,
+    let (format, sniffed) = match a.format {
+        Some(f) => (f, None),
+        None if a.tsv || a.delimiter.is_some() => (FormatArg::Csv, None),
         None => guess_format(&inputs, |input| {
             // The first 64 KiB of text (decompressed, decoded).
             let mut head = Vec::new();
@@ -556,12 +578,13 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         ] {
             if given {
                 bail!(
-                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name",
+                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name{}",
                     if json == Some(JsonShape::Lines) {
                         "jsonl"
                     } else {
                         "json"
-                    }
+                    },
+                    hint_line(sniffed.as_deref())
                 );
             }
         }
@@ -660,8 +683,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             (s, b',', header)
         }
         (None, None) if json.is_some() => bail!(
-            "table {} does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT)",
-            a.table
+            "table {} does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT){}",
+            a.table,
+            hint_line(sniffed.as_deref())
         ),
         (Some(s), _) | (None, Some(s)) => {
             if !a.types.is_empty() {
@@ -871,52 +895,31 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             );
             std::process::exit(130);
         }
-        // A value that contradicts an inferred type: say how to override.
-        (
-            Err(
-                e @ sluice::Error::Parse {
-                    column: Some(_), ..
+        // A malformed record: a hint that fits the error, if one does.
+        (Err(e @ sluice::Error::Parse { .. }), _) if sniffed.is_none() => {
+            let hint = parse_hint(
+                &e,
+                &HintContext {
+                    inferred: inferred.as_ref(),
+                    types: &parse_types(&a.types)?,
+                    opts: &opts,
+                    skip: a.skip,
                 },
-            ),
-            Some(inf),
-        ) => {
-            let sluice::Error::Parse {
-                column: Some(col), ..
-            } = &e
-            else {
-                unreachable!("matched above")
-            };
-            let name = col
-                .rsplit_once('(')
-                .map(|(_, n)| n.trim_end_matches(')'))
-                .unwrap_or(col);
-            let ty = inf
-                .schema
-                .columns
-                .iter()
-                .find(|c| c.name == name)
-                .map(|c| c.data_type.to_string())
-                .unwrap_or_default();
-            let from = if parse_types(&a.types)?
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(name))
-            {
-                "given by --types".to_string()
-            } else {
-                format!(
-                    "inferred from samples of {} file{}",
-                    inf.files_sampled,
-                    if inf.files_sampled == 1 { "" } else { "s" }
-                )
-            };
+            );
             bail!(
-                "loading table {}; nothing was committed: {e}\nhint: {name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema",
-                a.table
+                "loading table {}; nothing was committed: {e}{}",
+                a.table,
+                hint_line(hint.as_deref())
             )
         }
         (Err(e @ (sluice::Error::NotDurable(_) | sluice::Error::PartlyLoaded { .. })), _) => {
             return Err(anyhow::Error::new(e).context(format!("loading table {}", a.table)));
         }
+        (Err(e), _) if sniffed.is_some() => bail!(
+            "loading table {}; nothing was committed: {e}{}",
+            a.table,
+            hint_line(sniffed.as_deref())
+        ),
         (Err(e), _) => {
             return Err(anyhow::Error::new(e)
                 .context(format!("loading table {}; nothing was committed", a.table)));
@@ -930,6 +933,156 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// What a hint after a load error may look at.
+struct HintContext<'a> {
+    inferred: Option<&'a sluice::infer::Inferred>,
+    /// The types `--types` gave.
+    types: &'a [(String, sluice::batch::DataType)],
+    opts: &'a LoadOptions,
+    /// Lines `--skip` skipped.
+    skip: u64,
+}
+
+/// Whether a tokenizer message is about quotes.
+fn is_quote_error(message: &str) -> bool {
+    message.starts_with("unterminated quoted field")
+        || message.starts_with("unexpected quote inside an unquoted field")
+        || (message.starts_with("unexpected ") && message.contains(" after a closing quote"))
+}
+
+/// The one hint that fits a malformed record's error, if one does: a
+/// comment line, a quote, a preamble above the data, or a value that
+/// contradicts an inferred type, in that order.
+fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
+    let sluice::Error::Parse {
+        path,
+        line,
+        column,
+        message,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    if cx.opts.format != Format::Delimited {
+        return None;
+    }
+    if message.ends_with(sluice::parse::COMMENT_NOTE) {
+        return Some(
+            "if lines starting with '#' are comments, load with --comment '#' to skip them".into(),
+        );
+    }
+    if is_quote_error(message) {
+        return Some(
+            "a field that starts with a quote ends at the next lone quote, and a quote inside it is doubled (\"\"); if quotes in this file are data, load with --quote ''; if it escapes them with a backslash, with --escape '\\'".into(),
+        );
+    }
+    if message.starts_with("found a record with ") {
+        return skip_hint(path, *line, cx);
+    }
+    let (Some(col), Some(inf)) = (column, cx.inferred) else {
+        return None;
+    };
+    let name = col
+        .rsplit_once('(')
+        .map(|(_, n)| n.trim_end_matches(')'))
+        .unwrap_or(col);
+    let ty = inf
+        .schema
+        .columns
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.data_type)?;
+    // TEXT takes any valid text: --types cannot help (bad UTF-8 says
+    // --encoding itself).
+    if !message.starts_with("invalid ") || ty == sluice::batch::DataType::Text {
+        return None;
+    }
+    let from = if cx.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        "given by --types".to_string()
+    } else {
+        format!(
+            "inferred from samples of {} file{}",
+            inf.files_sampled,
+            if inf.files_sampled == 1 { "" } else { "s" }
+        )
+    };
+    Some(format!(
+        "{name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema"
+    ))
+}
+
+/// Text of a file's start looked at for the `--skip` hint: as much as
+/// inference samples for the delimiter.
+const SKIP_HINT_SAMPLE: u64 = 64 << 10;
+
+/// `--skip N` when a record with the wrong field count at `line` of
+/// `path` lies above records that all have the table's: lines a tool
+/// wrote above the data (a title, notes). N counts the lines before the
+/// first of those records, so that the header below them is read as one.
+fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
+    let o = cx.opts;
+    if o.columns.is_some() || o.match_by_name || path == "<stdin>" {
+        return None;
+    }
+    let want = o.schema.as_ref()?.len();
+    let input = sluice::source::Input::File(PathBuf::from(path));
+    let (r, _, _) = input.open_lines(None, o.encoding, o.line_end).ok()?;
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(r, SKIP_HINT_SAMPLE), &mut head).ok()?;
+    let whole = (head.len() as u64) < SKIP_HINT_SAMPLE;
+    // Each record's first line (1-based) and field count.
+    let mut records: Vec<(u64, usize)> = Vec::new();
+    let mut data = &head[..];
+    let mut at = 1u64;
+    while !data.is_empty() {
+        let blank = data[0] == b'\n' || data.starts_with(b"\r\n");
+        if at <= cx.skip || blank || Some(data[0]) == o.dialect.comment {
+            let Some(i) = memchr_newline(data) else { break };
+            data = &data[i + 1..];
+            at += 1;
+            continue;
+        }
+        let Ok(Some((fields, used, newlines))) =
+            sluice::parse::read_record(data, &o.dialect, whole)
+        else {
+            break;
+        };
+        records.push((at, fields.len()));
+        data = &data[used..];
+        at += newlines.max(1);
+    }
+    // The first record from which on every record has the table's count,
+    // with two at least below the failing one.
+    let k = (0..records.len())
+        .rev()
+        .take_while(|&k| records[k].1 == want)
+        .last()?;
+    if records.len() - k < 2 || records[k].0 <= line {
+        return None;
+    }
+    let n = records[k].0 - 1;
+    Some(if n == 1 {
+        format!(
+            "line 1 does not split into {want} fields like the records below it; if it is a title or a note above the data, load with --skip 1"
+        )
+    } else {
+        format!(
+            "lines 1 to {n} do not split into {want} fields like the records below them; if they are a title or notes above the data, load with --skip {n}"
+        )
+    })
+}
+
+/// The offset of the first LF in `data`.
+fn memchr_newline(data: &[u8]) -> Option<usize> {
+    data.iter().position(|&b| b == b'\n')
+}
+
+/// A hint on a line of its own after an error, or nothing.
+fn hint_line(hint: Option<&str>) -> String {
+    hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()
 }
 
 /// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
@@ -1013,6 +1166,26 @@ fn stop_on_interrupt(streams: bool) -> Arc<AtomicBool> {
     flag
 }
 
+/// Names shown of the empty files of a load; the rest are counted.
+const EMPTY_FILES_SHOWN: usize = 5;
+
+/// The summary line naming the empty input files, each loaded as 0 rows.
+fn empty_files_line(files: &[String]) -> String {
+    let mut names = files
+        .iter()
+        .take(EMPTY_FILES_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > EMPTY_FILES_SHOWN {
+        names.push_str(&format!(" and {} more", files.len() - EMPTY_FILES_SHOWN));
+    }
+    match files.len() {
+        1 => format!("1 file was empty (0 rows): {names}"),
+        n => format!("{n} files were empty (0 rows each): {names}"),
+    }
+}
+
 fn print_summary(
     s: &LoadSummary,
     rejects: Option<&std::path::Path>,
@@ -1067,6 +1240,9 @@ fn print_summary(
         )?;
         if s.commits > 1 {
             writeln!(out, "committed in {} groups of files", s.commits)?;
+        }
+        if !s.empty_files.is_empty() {
+            writeln!(out, "{}", empty_files_line(&s.empty_files))?;
         }
         if s.files_left > 0 {
             writeln!(

@@ -207,6 +207,17 @@ pub fn show_char(c: u8) -> String {
     }
 }
 
+/// Bytes of input shown in a message, quoted, the rest cut to `...`.
+pub fn snippet(v: &[u8]) -> String {
+    const MAX: usize = 40;
+    let s = String::from_utf8_lossy(&v[..v.len().min(MAX)]);
+    if v.len() > MAX {
+        format!("{s:?}...")
+    } else {
+        format!("{s:?}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -273,30 +273,27 @@ pub fn sniff_delimiter(
     columns: Option<usize>,
 ) -> Result<(u8, Option<u8>)> {
     let fallback = o.delimiter.unwrap_or(b',');
-    let Some(first) = inputs.first() else {
-        return Ok((fallback, None));
-    };
     // Standard input cannot be read twice: the default then.
-    if *first == Input::Stdin {
-        return Ok((fallback, None));
-    }
-    let (samples, _) = samples_of(
-        first,
-        &InferOptions {
-            sample_bytes: 64 << 10,
-            ..o.clone()
-        },
-    )?;
-    Ok(match samples.first() {
-        Some(s) => {
+    let small = InferOptions {
+        sample_bytes: 64 << 10,
+        ..o.clone()
+    };
+    // The first file that is not empty (an empty one is 0 rows), among
+    // as many as inference samples.
+    for input in inputs.iter().take(o.max_files.max(1)) {
+        if *input == Input::Stdin {
+            break;
+        }
+        let (samples, _) = samples_of(input, &small)?;
+        if let Some(s) = samples.first().filter(|s| !s.data.is_empty()) {
             let preamble = leading_comment(s, o);
             let delimiter = o
                 .delimiter
                 .unwrap_or_else(|| sniff(s, o, columns, preamble));
-            (delimiter, preamble)
+            return Ok((delimiter, preamble));
         }
-        None => (fallback, None),
-    })
+    }
+    Ok((fallback, None))
 }
 
 /// What starts the comment lines inference looks for above the data.
@@ -598,6 +595,36 @@ fn row_names_header(first: &[Vec<u8>], rest: &[Candidates], rest_values: &[Vec<&
         && names_like(first, rest_values, 1)
 }
 
+/// Why no schema can be inferred from `inputs`, every one of them empty.
+fn nothing_to_infer(inputs: &[Input]) -> Error {
+    const WHAT: &str = "nothing to infer the table's columns from; give them with --schema";
+    match inputs {
+        [one] => Error::Input {
+            path: one.display_name(),
+            message: format!("file is empty: {WHAT}"),
+        },
+        _ => Error::Config(format!(
+            "all {} input files are empty: {WHAT}",
+            inputs.len()
+        )),
+    }
+}
+
+/// A first record one field short of the records below, which all end
+/// with an empty field, gets that empty field too: a header without the
+/// trailing delimiter its rows have (`c1,c2` over `1,2,`), whose last,
+/// unnamed column is then `c<N>` like any empty name. Only the first
+/// sample's records decide; the load pads such a header the same way.
+fn pad_short_header(recs: &mut [Vec<Vec<u8>>], ncols: usize) {
+    let Some((first, rest)) = recs.split_first_mut() else {
+        return;
+    };
+    let trailing_empty = |r: &Vec<Vec<u8>>| r.len() == ncols && r.last().is_some_and(Vec::is_empty);
+    if first.len() + 1 == ncols && !rest.is_empty() && rest.iter().all(trailing_empty) {
+        first.push(Vec::new());
+    }
+}
+
 /// Infers how to read `inputs` and what table they make.
 pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     if inputs.is_empty() {
@@ -617,20 +644,26 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     chosen.dedup();
     let mut per_file: Vec<(usize, Vec<Sample>)> = Vec::new();
     let mut line_end = LineEnd::Lf;
-    for &i in &chosen {
+    // Every sampled file empty: the first other file that is not.
+    let others = (0..inputs.len()).filter(|i| !chosen.contains(i));
+    for i in chosen.clone().into_iter().chain(others) {
+        if !per_file.is_empty() && !chosen.contains(&i) {
+            break;
+        }
         let (samples, le) = samples_of(&inputs[i], o)?;
+        // An empty file loads as 0 rows and says nothing of the table.
+        if samples[0].data.is_empty() {
+            continue;
+        }
         if per_file.is_empty() {
             line_end = le;
         }
         per_file.push((i, samples));
     }
-    let first = &per_file[0].1[0];
-    if first.data.is_empty() {
-        return Err(Error::Input {
-            path: inputs[0].display_name(),
-            message: "file is empty".into(),
-        });
-    }
+    let Some((_, first)) = per_file.first() else {
+        return Err(nothing_to_infer(inputs));
+    };
+    let first = &first[0];
     let leading_comment = leading_comment(first, o);
     let delimiter = o
         .delimiter
@@ -639,7 +672,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         delimiter,
         ..o.dialect.clone()
     };
-    let recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
+    let mut recs_of: Vec<Vec<Vec<Vec<u8>>>> = per_file
         .iter()
         .flat_map(|(_, samples)| {
             samples
@@ -653,13 +686,16 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         .iter()
         .flat_map(|(_, samples)| samples.iter().map(|s| s.start))
         .collect();
-    let first_recs = &recs_of[0];
-    let ncols = modal_count(first_recs)
+    let ncols = modal_count(&recs_of[0])
         .0
-        .max(first_recs.first().map_or(0, Vec::len));
+        .max(recs_of[0].first().map_or(0, Vec::len));
+    if o.header != Header::No {
+        pad_short_header(&mut recs_of[0], ncols);
+    }
+    let first_recs = &recs_of[0];
     if ncols == 0 {
         return Err(Error::Input {
-            path: inputs[0].display_name(),
+            path: inputs[per_file[0].0].display_name(),
             message: "no records to infer a schema from".into(),
         });
     }

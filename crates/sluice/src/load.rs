@@ -27,7 +27,7 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 use serde::Serialize;
 
-use crate::batch::{BatchBuilder, ColumnStats, Schema, ValueOptions, validate_identifier};
+use crate::batch::{BatchBuilder, Column, ColumnStats, Schema, ValueOptions, validate_identifier};
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::index::{Built, KeyBatch, RowId};
@@ -280,6 +280,21 @@ fn header_names(field: &[u8], column: &str) -> bool {
         || normalize_name(field).eq_ignore_ascii_case(column)
 }
 
+/// A header one field short of a table whose last column is `c<N>` (N
+/// its position) gets an empty last field: inference names so the empty
+/// field that rows ending with a delimiter have after the header's last
+/// name (`c1,c2` over `1,2,`; see `infer`), and the header is then
+/// recognised by those names.
+fn pad_short_header(fields: &mut Vec<Vec<u8>>, cols: &[Column]) {
+    if fields.len() + 1 == cols.len()
+        && cols
+            .last()
+            .is_some_and(|c| c.name.eq_ignore_ascii_case(&format!("c{}", cols.len())))
+    {
+        fields.push(Vec::new());
+    }
+}
+
 /// The field map of one file, from `--columns` or its header names.
 fn field_map(shared: &Shared<'_>, file: &str, header: Option<&Vec<Vec<u8>>>) -> Result<FieldMap> {
     let opts = shared.opts;
@@ -495,6 +510,8 @@ pub struct LoadSummary {
     /// Input files that could not be read and were skipped
     /// (`OnError::Skip`), with why.
     pub unreadable: Vec<(String, String)>,
+    /// Input files that hold no text at all: each loaded as 0 rows.
+    pub empty_files: Vec<String>,
     /// Input files left unread because the load was stopped (`stop`);
     /// running the same load again loads them.
     pub files_left: u64,
@@ -695,6 +712,8 @@ struct FileRead {
     crc32: u32,
     /// Why it was skipped (`OnError::Skip`), if it could not be read.
     unreadable: Option<Box<str>>,
+    /// It holds no text: 0 rows.
+    empty: bool,
 }
 
 impl Shared<'_> {
@@ -793,6 +812,7 @@ pub fn load(
         already_loaded,
         listed_twice,
         unreadable: Vec::new(),
+        empty_files: Vec::new(),
         files_left: 0,
     };
     if todo.is_empty() {
@@ -850,6 +870,7 @@ pub fn load(
             }
         }
         total.unreadable.extend(g.unreadable);
+        total.empty_files.extend(g.empty_files);
         done += g.files as usize;
         if done >= todo.len() {
             break Ok(());
@@ -1605,6 +1626,17 @@ fn load_group(
                     .collect()
             })
             .unwrap_or_default(),
+        empty_files: shared
+            .read
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .zip(inputs)
+                    .filter(|(f, _)| f.empty)
+                    .map(|(_, i)| i.display_name())
+                    .collect()
+            })
+            .unwrap_or_default(),
         files_left: 0,
     })
 }
@@ -1904,7 +1936,7 @@ fn split_file(
         Input::File(p) => std::fs::metadata(p).map(|m| mtime_ns(&m)).unwrap_or(0),
         Input::Stdin => 0,
     };
-    let record = |unreadable: Option<Box<str>>| {
+    let record = |unreadable: Option<Box<str>>, empty: bool| {
         let (crc32, size) = seen
             .lock()
             .map(|s| (s.0.clone().finalize(), s.1))
@@ -1915,33 +1947,30 @@ fn split_file(
                 mtime_ns,
                 crc32,
                 unreadable,
+                empty,
             });
         }
     };
-    // With --on-error skip, a file that cannot be opened or is empty is
-    // skipped and reported; otherwise it fails the load.
+    // With --on-error skip, a file that cannot be opened is skipped and
+    // reported; otherwise it fails the load.
     let skip_bad = opts.on_error == OnError::Skip;
     let (mut reader, _compression, _line_end) =
         match input.open_lines(Some(on_read), opts.encoding, opts.line_end) {
             Ok(r) => r,
             Err(e) if skip_bad => {
-                record(Some(e.to_string().into()));
+                record(Some(e.to_string().into()), false);
                 return Ok(0);
             }
             Err(e) => return Err(e),
         };
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
+    // An empty file (an export of no rows, a placeholder) is 0 rows, and
+    // the summary names it.
     if buf.is_empty() {
         shared.give_buf(buf);
-        if skip_bad {
-            record(Some("file is empty".into()));
-            return Ok(0);
-        }
-        return Err(Error::Input {
-            path: name,
-            message: "file is empty".into(),
-        });
+        record(None, true);
+        return Ok(0);
     }
     check_text(&name, buf.data())?;
     let mut offset = 0u64;
@@ -2049,8 +2078,11 @@ fn split_file(
                 break;
             }
             match read_record(&buf.data()[pre..], &opts.dialect, eof) {
-                Ok(Some((fields, used, newlines))) => {
+                Ok(Some((mut fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
+                    if !mapped {
+                        pad_short_header(&mut fields, cols);
+                    }
                     let names_match = if mapped {
                         // The fields the mapping reads are the names of
                         // the columns they feed.
@@ -2207,7 +2239,7 @@ fn split_file(
         offset += len;
     }
     shared.give_buf(buf);
-    record(None);
+    record(None, false);
     Ok(total)
 }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod json;
 mod keyed;
+mod regression_edges;
 mod regression_load;
 mod regression_query;
 mod regression_realfiles;
@@ -272,8 +273,14 @@ fn bad_input_fails_cleanly_and_commits_nothing() {
         e.contains("nomatch*.csv: no files match this pattern"),
         "{e}"
     );
+    // An empty file is 0 rows (see regression_edges), unless nothing
+    // else gives a new table its columns.
     t.write("empty.csv", b"");
-    assert!(fails(&t.0, &["load", "t", "empty.csv"]).ends_with("empty.csv: file is empty\n"));
+    assert!(
+        fails(&t.0, &["load", "newtable", "empty.csv"]).ends_with(
+            "empty.csv: file is empty: nothing to infer the table's columns from; give them with --schema\n"
+        )
+    );
     t.write("bin.dat", b"\x7fELF\x02\x01\x01\x00\x00");
     assert!(
         fails(&t.0, &["load", "t", "bin.dat"])

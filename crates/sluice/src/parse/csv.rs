@@ -537,21 +537,22 @@ pub fn parse_block_with(
                 Term::Eof => break,
             }
         }
+        // A record with the wrong number of fields is reported as that,
+        // before a bad value in it (its values are likely in the wrong
+        // columns): the fields after the bad one are counted.
+        if let Some((_, Resume::Field(next, term))) = &failure
+            && let Some((fields, end)) =
+                count_fields(data, *next, *term, col + 1, d, &classes, &mut scratch)
+            && let Some(message) = field_count_error(fields, ncols, map, policy)
+        {
+            let e = block_error_at(&mut lines, data, record_start, None, message);
+            failure = Some((e, Resume::Ended(end)));
+        }
         if let (None, Some(m)) = (&failure, map) {
             // Mapped: extra fields are skipped; missing ones are an error
             // (or NULL); unfed columns get their DEFAULT.
-            if col < m.needed && !policy.fill_missing {
-                let e = block_error_at(
-                    &mut lines,
-                    data,
-                    record_start,
-                    None,
-                    format!(
-                        "found a record with {col} field{}, the column mapping needs {}",
-                        if col == 1 { "" } else { "s" },
-                        m.needed
-                    ),
-                );
+            if let Some(message) = field_count_error(col, ncols, map, policy) {
+                let e = block_error_at(&mut lines, data, record_start, None, message);
                 failure = Some((e, Resume::Ended(pos)));
             } else {
                 for t in m.targets.iter().take(m.needed).skip(col).flatten() {
@@ -573,25 +574,19 @@ pub fn parse_block_with(
                 }
             }
         } else if failure.is_none() && col != ncols {
-            if col < ncols && policy.fill_missing {
-                for c in col..ncols {
-                    out.push_null(c);
+            match field_count_error(col, ncols, map, policy) {
+                None => {
+                    for c in col..ncols {
+                        out.push_null(c);
+                    }
                 }
-            } else {
-                let e = block_error_at(
-                    &mut lines,
-                    data,
-                    record_start,
-                    None,
-                    format!(
-                        "found a record with {col} field{}, expected {ncols}",
-                        if col == 1 { "" } else { "s" }
-                    ),
-                );
-                failure = Some((e, Resume::Ended(pos)));
+                Some(message) => {
+                    let e = block_error_at(&mut lines, data, record_start, None, message);
+                    failure = Some((e, Resume::Ended(pos)));
+                }
             }
         }
-        let Some((error, resume)) = failure else {
+        let Some((mut error, resume)) = failure else {
             if let Some(max) = policy.max_record
                 && pos.min(n) - record_start > max
             {
@@ -608,6 +603,9 @@ pub fn parse_block_with(
             builder_rows += 1;
             continue;
         };
+        if data[record_start] == COMMENT_LIKE && d.comment.is_none() {
+            error.message.push_str(COMMENT_NOTE);
+        }
         if !policy.skip_bad {
             return Err(error);
         }
@@ -675,6 +673,61 @@ fn value_message(policy: RowPolicy, ty: DataType, bytes: &[u8], msg: &str) -> St
         String::new()
     } else {
         format!("invalid {ty} value {}: {msg}", snippet(bytes))
+    }
+}
+
+/// What starts the comment lines of many tools (R, gnuplot, shell).
+const COMMENT_LIKE: u8 = b'#';
+
+/// Said after the error of a record that starts like a comment line,
+/// when no comment character is set: `--comment '#'` may be the fix.
+pub const COMMENT_NOTE: &str = " (the line starts with '#')";
+
+/// Why a record of `fields` fields cannot be loaded, if it cannot: not as
+/// many as the table has columns (fewer are NULL-filled with
+/// `fill_missing`), or, mapped, fewer than the mapping reads.
+fn field_count_error(
+    fields: usize,
+    ncols: usize,
+    map: Option<&FieldMap>,
+    policy: RowPolicy,
+) -> Option<String> {
+    let s = if fields == 1 { "" } else { "s" };
+    match map {
+        Some(m) if fields < m.needed && !policy.fill_missing => Some(format!(
+            "found a record with {fields} field{s}, the column mapping needs {}",
+            m.needed
+        )),
+        Some(_) => None,
+        None if fields > ncols || (fields < ncols && !policy.fill_missing) => Some(format!(
+            "found a record with {fields} field{s}, expected {ncols}"
+        )),
+        None => None,
+    }
+}
+
+/// Counts the fields of a record on from a field that ended at `next`
+/// with `term`, `seen` fields so far: the record's field count and where
+/// it ends, or `None` when the rest cannot be tokenized.
+fn count_fields(
+    data: &[u8],
+    mut next: usize,
+    mut term: Term,
+    mut seen: usize,
+    d: &Dialect,
+    classes: &[u8; 256],
+    scratch: &mut Vec<u8>,
+) -> Option<(usize, usize)> {
+    loop {
+        match term {
+            Term::Newline | Term::Eof => return Some((seen, next)),
+            Term::Delim => {
+                let s = scan_field(data, next, d, classes, scratch).ok()?;
+                seen += 1;
+                next = s.next;
+                term = s.term;
+            }
+        }
     }
 }
 
@@ -872,6 +925,36 @@ mod tests {
         );
         let e = parse("1,2,3\n", "a INT, b INT", &d).unwrap_err();
         assert_eq!(e.message, "found a record with 3 fields, expected 2");
+    }
+
+    #[test]
+    fn wrong_field_count_is_reported_before_a_type_error() {
+        let d = Dialect::default();
+        let e = parse("1,2\nx,3,4\n", "a INT, b INT", &d).unwrap_err();
+        assert_eq!((e.offset, e.line_in_block, e.column), (4, 1, None));
+        assert_eq!(e.message, "found a record with 3 fields, expected 2");
+        // The integer fast path, and a record that ends the data.
+        let e = parse("1,2\n3,99999999999", "a INT, b INT, c INT", &d).unwrap_err();
+        assert_eq!(e.message, "found a record with 2 fields, expected 3");
+        // The right count: the value error it is.
+        let e = parse("1,2\nx,3\n", "a INT, b INT", &d).unwrap_err();
+        assert_eq!(e.message, "invalid INT value \"x\": not an integer");
+    }
+
+    #[test]
+    fn a_failing_line_that_starts_with_a_hash_says_so() {
+        let d = Dialect::default();
+        let e = parse("1,2\n# note\n", "a INT, b INT", &d).unwrap_err();
+        assert_eq!(
+            e.message,
+            "found a record with 1 field, expected 2 (the line starts with '#')"
+        );
+        let c = Dialect {
+            comment: Some(b';'),
+            ..Dialect::default()
+        };
+        let e = parse("1,2\n#x,3\n", "a INT, b INT", &c).unwrap_err();
+        assert_eq!(e.message, "invalid INT value \"#x\": not an integer");
     }
 
     #[test]

@@ -11,7 +11,8 @@ pub mod json;
 pub mod value;
 
 pub use csv::{
-    BlockError, BlockInfo, FieldMap, Reject, RowPolicy, parse_block, parse_block_with, read_record,
+    BlockError, BlockInfo, COMMENT_NOTE, FieldMap, Reject, RowPolicy, parse_block,
+    parse_block_with, read_record,
 };
 
 pub use json::{JsonFormat, JsonShape, parse_json_block};

@@ -256,7 +256,7 @@ fn an_error_after_some_commits_keeps_them_and_says_how_many_files_they_held() {
 }
 
 #[test]
-fn unreadable_and_empty_files_are_skipped_and_reported_with_on_error_skip() {
+fn unreadable_files_are_skipped_and_reported_with_on_error_skip_and_empty_ones_are_0_rows() {
     let dir = TempDir::new("resume-unreadable");
     let mut files = write_files(&dir, 3, 10);
     files.insert(1, dir.path().join("missing.csv"));
@@ -277,14 +277,16 @@ fn unreadable_and_empty_files_are_skipped_and_reported_with_on_error_skip() {
         .iter()
         .map(|(f, _)| f.rsplit('/').next().unwrap())
         .collect();
-    assert_eq!(names, ["missing.csv", "empty.csv"]);
-    assert!(
-        s.unreadable[1].1.contains("file is empty"),
-        "{:?}",
-        s.unreadable
-    );
+    assert_eq!(names, ["missing.csv"]);
+    // An empty file is no error: 0 rows, named in the summary.
+    let empty: Vec<&str> = s
+        .empty_files
+        .iter()
+        .map(|f| f.rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(empty, ["empty.csv"]);
     let text = std::fs::read_to_string(&rejects).unwrap();
-    assert_eq!(text.lines().count(), 3, "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
     assert!(
         text.lines()
             .nth(1)
@@ -295,11 +297,11 @@ fn unreadable_and_empty_files_are_skipped_and_reported_with_on_error_skip() {
     // Only the files read are journaled: a rerun tries the others again.
     assert_eq!(
         journaled_names(&dir),
-        [vec!["f00.csv", "f01.csv", "f02.csv"]]
+        [vec!["f00.csv", "f01.csv", "f02.csv", "empty.csv"]]
     );
     dir.write("missing.csv", b"7000,7\n");
     let s = run(&dir, &files, &o).unwrap();
-    assert_eq!((s.already_loaded, s.rows, s.unreadable.len()), (3, 1, 1));
+    assert_eq!((s.already_loaded, s.rows, s.unreadable.len()), (4, 1, 0));
 }
 
 #[test]
