@@ -834,6 +834,12 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         shards: a.shards,
         shard_by: a.shard_by.clone(),
         shard_paths: a.shard_paths.clone(),
+        // Types the samples chose widen when a later value contradicts
+        // them, until the load's first commit.
+        widen: inferred
+            .as_ref()
+            .map(|i| i.widen.clone())
+            .unwrap_or_default(),
         on_duplicate: match a.on_duplicate {
             OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
             OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,
@@ -914,7 +920,14 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 a.table
             )
         }
-        (Err(e @ (sluice::Error::NotDurable(_) | sluice::Error::PartlyLoaded { .. })), _) => {
+        (
+            Err(
+                e @ (sluice::Error::NotDurable(_)
+                | sluice::Error::PartlyLoaded { .. }
+                | sluice::Error::NotWidened { .. }),
+            ),
+            _,
+        ) => {
             return Err(anyhow::Error::new(e).context(format!("loading table {}", a.table)));
         }
         (Err(e), _) => {
@@ -1067,6 +1080,9 @@ fn print_summary(
         )?;
         if s.commits > 1 {
             writeln!(out, "committed in {} groups of files", s.commits)?;
+        }
+        for w in &s.widened {
+            writeln!(out, "{w}; the load started over")?;
         }
         if s.files_left > 0 {
             writeln!(
