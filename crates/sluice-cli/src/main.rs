@@ -858,6 +858,12 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         shards: a.shards,
         shard_by: a.shard_by.clone(),
         shard_paths: a.shard_paths.clone(),
+        // Types the samples chose widen when a later value contradicts
+        // them, until the load's first commit.
+        widen: inferred
+            .as_ref()
+            .map(|i| i.widen.clone())
+            .unwrap_or_default(),
         on_duplicate: match a.on_duplicate {
             OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
             OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,
@@ -912,7 +918,14 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                 hint_line(hint.as_deref())
             )
         }
-        (Err(e @ (sluice::Error::NotDurable(_) | sluice::Error::PartlyLoaded { .. })), _) => {
+        (
+            Err(
+                e @ (sluice::Error::NotDurable(_)
+                | sluice::Error::PartlyLoaded { .. }
+                | sluice::Error::NotWidened { .. }),
+            ),
+            _,
+        ) => {
             return Err(anyhow::Error::new(e).context(format!("loading table {}", a.table)));
         }
         (Err(e), _) if sniffed.is_some() => bail!(
@@ -1243,6 +1256,9 @@ fn print_summary(
         }
         if !s.empty_files.is_empty() {
             writeln!(out, "{}", empty_files_line(&s.empty_files))?;
+        }
+        for w in &s.widened {
+            writeln!(out, "{w}; the load started over")?;
         }
         if s.files_left > 0 {
             writeln!(

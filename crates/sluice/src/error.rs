@@ -106,6 +106,24 @@ pub enum Error {
         cause: Box<Error>,
     },
 
+    /// A value contradicts a column type this load inferred from samples
+    /// (see `LoadOptions::widen`) after an earlier group of the load
+    /// committed the table with that type: a committed type is never
+    /// widened, so the rest of the files cannot load into this table.
+    #[error(
+        "{cause} ({committed} of {total} files were committed before this, with column {column} {ty} as inferred from samples; a type is widened only before a load's first commit: load the files into a new table with --types {column}={wider} (or a larger --commit-every), or give the whole --schema)"
+    )]
+    NotWidened {
+        column: String,
+        /// The column's type in the table.
+        ty: crate::batch::DataType,
+        /// The narrowest wider type that holds the value.
+        wider: crate::batch::DataType,
+        committed: u64,
+        total: u64,
+        cause: Box<Error>,
+    },
+
     /// A stored file failed its checksum or could not be decoded.
     #[error("{}: corrupt: {message}", file.display())]
     Corrupt { file: PathBuf, message: String },

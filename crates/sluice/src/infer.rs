@@ -85,6 +85,10 @@ pub struct Inferred {
     /// that a value the samples missed fails the load rather than being
     /// stored changed (`0042` into a BIGINT, 20 digits into a DOUBLE).
     pub exact: Vec<String>,
+    /// Every column whose type the samples chose (not `types`): for
+    /// [`LoadOptions::widen`](crate::load::LoadOptions::widen), so that a
+    /// value the samples missed widens the type instead of failing.
+    pub widen: Vec<String>,
 }
 
 /// One chunk of a file: its bytes, and whether it is the file's start.
@@ -786,6 +790,11 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         })
         .map(|c| c.name.clone())
         .collect();
+    let widen = columns
+        .iter()
+        .filter(|c| !o.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(&c.name)))
+        .map(|c| c.name.clone())
+        .collect();
     Ok(Inferred {
         schema: Schema::new(columns)?,
         delimiter,
@@ -796,6 +805,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         samples: recs_of.len(),
         records_sampled,
         exact,
+        widen,
     })
 }
 

@@ -42,7 +42,10 @@ use crate::store::segment::SegmentWriter;
 use crate::store::{Compression, Database, LoadJournal, LoadMeta, LoadedFile, RunMeta, TableMeta};
 
 mod json_input;
+mod widen;
 use json_input::{close_json_array, json_columns, json_header};
+use widen::{Contradiction, MAX_WIDENINGS};
+pub use widen::{Widening, wider_type};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -159,6 +162,14 @@ pub struct LoadOptions {
     /// Directories for the shards' files of a new table, shard `i` in
     /// `shard_paths[i % len]` (default: inside the database directory).
     pub shard_paths: Vec<PathBuf>,
+    /// Columns (by name) whose type was inferred from samples, not given:
+    /// when the load creates the table, a later value of delimited input
+    /// that such a type does not take widens it ([`wider_type`]) and the
+    /// files are read again,
+    /// as long as no group of the load has committed
+    /// ([`LoadSummary::widened`] says so); after a commit such a value
+    /// fails the load ([`Error::NotWidened`]).
+    pub widen: Vec<String>,
 }
 
 /// When a multi-file load commits. A group closes after the file that
@@ -459,6 +470,7 @@ impl Default for LoadOptions {
             shards: None,
             shard_by: None,
             shard_paths: Vec::new(),
+            widen: Vec::new(),
         }
     }
 }
@@ -472,6 +484,23 @@ pub struct Progress {
     pub rows: AtomicU64,
     /// Input files fully read.
     pub files_done: AtomicU64,
+}
+
+impl Progress {
+    /// The counters now.
+    fn counts(&self) -> [u64; 3] {
+        [&self.bytes_read, &self.rows, &self.files_done].map(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// Sets the counters back to `counts` (a group read again).
+    fn restore(&self, counts: [u64; 3]) {
+        for (c, v) in [&self.bytes_read, &self.rows, &self.files_done]
+            .into_iter()
+            .zip(counts)
+        {
+            c.store(v, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What a finished load did.
@@ -515,6 +544,10 @@ pub struct LoadSummary {
     /// Input files left unread because the load was stopped (`stop`);
     /// running the same load again loads them.
     pub files_left: u64,
+    /// Inferred column types a later value contradicted, widened in
+    /// order (see [`LoadOptions::widen`]); the table has the last type of
+    /// each column.
+    pub widened: Vec<Widening>,
 }
 
 impl LoadSummary {
@@ -814,6 +847,7 @@ pub fn load(
         unreadable: Vec::new(),
         empty_files: Vec::new(),
         files_left: 0,
+        widened: Vec::new(),
     };
     if todo.is_empty() {
         if db.table(&table).is_none() {
@@ -829,25 +863,55 @@ pub fn load(
         Some(p) => Some(RejectsFile::create(p, already_loaded > 0)?),
         None => None,
     };
+    // Inferred types of a table this load creates may widen until the
+    // load's first commit (`LoadOptions::widen`): the options then carry
+    // the widened schema.
+    let new_table = db.table(&table).is_none();
+    let mut widened: Option<LoadOptions> = None;
     let mut done = 0usize;
     let result = loop {
+        let cur = widened.as_ref().unwrap_or(opts);
+        let progress_before = cur.progress.as_deref().map(Progress::counts);
+        let mut contradiction = None;
         let group = load_group(
             db,
             &table,
             &todo[done..],
-            opts,
+            cur,
             &mut rejects,
             total.rejected,
+            &mut contradiction,
         );
         let g = match group {
             Ok(g) => g,
-            Err(e) if done == 0 => break Err(e),
             Err(e) => {
-                break Err(Error::PartlyLoaded {
-                    committed: already_loaded + done as u64,
-                    total: unique.len() as u64,
-                    cause: Box::new(e),
-                });
+                let failed = Failure {
+                    error: e,
+                    contradiction,
+                    inputs: &todo[done..],
+                    new_table,
+                    committed: (done > 0)
+                        .then_some((already_loaded + done as u64, unique.len() as u64)),
+                };
+                match widen_after(cur, failed, &total.widened) {
+                    Ok((next, w)) => {
+                        if let (Some(p), Some(c)) = (&cur.progress, progress_before) {
+                            p.restore(c);
+                        }
+                        total.widened.push(w);
+                        widened = Some(next);
+                        continue;
+                    }
+                    Err(e @ Error::NotWidened { .. }) => break Err(e),
+                    Err(e) if done == 0 => break Err(e),
+                    Err(e) => {
+                        break Err(Error::PartlyLoaded {
+                            committed: already_loaded + done as u64,
+                            total: unique.len() as u64,
+                            cause: Box::new(e),
+                        });
+                    }
+                }
             }
         };
         total.created |= g.created;
@@ -891,6 +955,88 @@ pub fn load(
     result?;
     total.seconds = start.elapsed().as_secs_f64();
     Ok(total)
+}
+
+/// A group of files that failed to load, and what widening needs to know
+/// of it.
+struct Failure<'a> {
+    error: Error,
+    /// The value behind `error`, when it is one its column's type did not
+    /// take.
+    contradiction: Option<Contradiction>,
+    /// The group's inputs (and those after it).
+    inputs: &'a [Input],
+    /// The table did not exist when the load started.
+    new_table: bool,
+    /// Files committed by this load's earlier groups (and in all), if any.
+    committed: Option<(u64, u64)>,
+}
+
+/// After a failed group: the options to read it again with, with the
+/// offending value's column widened (see [`LoadOptions::widen`]), and
+/// what was widened; or the error to fail with. `before` are the
+/// widenings of this load so far.
+fn widen_after(
+    opts: &LoadOptions,
+    f: Failure<'_>,
+    before: &[Widening],
+) -> Result<(LoadOptions, Widening)> {
+    let (Error::Parse { path, line, .. }, Some(c), Some(schema), true) =
+        (&f.error, &f.contradiction, &opts.schema, f.new_table)
+    else {
+        return Err(f.error);
+    };
+    let Some(col) = schema.columns.get(c.column) else {
+        return Err(f.error);
+    };
+    if !opts.widen.iter().any(|n| n.eq_ignore_ascii_case(&col.name)) {
+        return Err(f.error);
+    }
+    let times = before.iter().filter(|w| w.column == col.name).count();
+    let key = col.primary_key
+        || opts
+            .key
+            .as_ref()
+            .is_some_and(|k| k.eq_ignore_ascii_case(&col.name));
+    let last = times + 1 >= MAX_WIDENINGS;
+    let Some(wider) = wider_type(col.data_type, &c.value, &opts.values, key, last) else {
+        return Err(f.error);
+    };
+    if let Some((committed, total)) = f.committed {
+        return Err(Error::NotWidened {
+            column: col.name.clone(),
+            ty: col.data_type,
+            wider,
+            committed,
+            total,
+            cause: Box::new(f.error),
+        });
+    }
+    // Read again only what can be: not a stream, not after a stop.
+    let stopping = [&opts.stop, &opts.cancel]
+        .into_iter()
+        .flatten()
+        .any(|s| s.load(Ordering::Relaxed));
+    let rereadable = f
+        .inputs
+        .get(..=c.file)
+        .is_some_and(|read| read.iter().all(is_regular));
+    if times >= MAX_WIDENINGS || stopping || !rereadable {
+        return Err(f.error);
+    }
+    let widening = Widening {
+        column: col.name.clone(),
+        from: col.data_type,
+        to: wider,
+        path: path.clone(),
+        line: *line,
+        value: String::from_utf8_lossy(&c.value).into_owned(),
+    };
+    let mut next = opts.clone();
+    if let Some(s) = &mut next.schema {
+        s.columns[c.column].data_type = wider;
+    }
+    Ok((next, widening))
 }
 
 /// The inputs still to load (`None`: all of them), and how many are
@@ -1309,6 +1455,7 @@ fn load_group(
     opts: &LoadOptions,
     rejects: &mut Option<RejectsFile>,
     rejected_before: u64,
+    contradiction: &mut Option<Contradiction>,
 ) -> Result<LoadSummary> {
     let start = Instant::now();
     let table = table.to_string();
@@ -1439,6 +1586,7 @@ fn load_group(
         conflict_existing: None,
         table_runs,
         opening,
+        contradiction: None,
     };
     let slots = in_flight(workers);
     let (block_tx, block_rx) = sync_channel::<Block>(slots);
@@ -1527,6 +1675,7 @@ fn load_group(
             });
         }
         Err(e) => {
+            *contradiction = writer.contradiction.take();
             writer.discard();
             return Err(e);
         }
@@ -1638,6 +1787,7 @@ fn load_group(
             })
             .unwrap_or_default(),
         files_left: 0,
+        widened: Vec::new(),
     })
 }
 
@@ -2570,6 +2720,9 @@ struct Writer<'a> {
     table_runs: Vec<RunMeta>,
     /// The thread opening those not open yet ([`open_runs`]).
     opening: Option<OpeningRuns>,
+    /// The value behind a failure, when it is one its column's type does
+    /// not take.
+    contradiction: Option<Contradiction>,
 }
 
 impl Writer<'_> {
@@ -2620,6 +2773,13 @@ impl Writer<'_> {
                 let column = e
                     .column
                     .map(|c| format!("{} ({})", c + 1, self.shared.schema.columns[c].name));
+                if let (Some(c), Some(value)) = (e.column, e.value) {
+                    self.contradiction = Some(Contradiction {
+                        file: part.file,
+                        column: c,
+                        value,
+                    });
+                }
                 return Err(Error::Parse {
                     path: self.shared.inputs[part.file].display_name(),
                     line: self.line + e.line_in_block + 1,

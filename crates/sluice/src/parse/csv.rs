@@ -15,6 +15,9 @@ pub struct BlockError {
     /// 0-based column index, when the error is about one field.
     pub column: Option<usize>,
     pub message: String,
+    /// The field as read, when it is a value its column's type does not
+    /// take (what widening an inferred type needs to know).
+    pub value: Option<Vec<u8>>,
 }
 
 /// What a parsed block contained.
@@ -210,6 +213,7 @@ fn block_error_at(
         line_in_block: lines.before(data, offset),
         column,
         message,
+        value: None,
     }
 }
 
@@ -476,13 +480,14 @@ pub fn parse_block_with(
                     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
-                    let e = block_error_at(
+                    let mut e = block_error_at(
                         &mut lines,
                         data,
                         field_start,
                         Some(t),
                         value_message(policy, ty, bytes, &msg),
                     );
+                    e.value = Some(bytes.to_vec());
                     failure = Some((e, Resume::Field(next, term)));
                     break;
                 }
@@ -514,13 +519,14 @@ pub fn parse_block_with(
                 };
                 if let Err(msg) = push_field(out, t, bytes, quoted) {
                     let ty = schema.columns[t].data_type;
-                    let e = block_error_at(
+                    let mut e = block_error_at(
                         &mut lines,
                         data,
                         field_start,
                         Some(t),
                         value_message(policy, ty, bytes, &msg),
                     );
+                    e.value = Some(bytes.to_vec());
                     failure = Some((e, Resume::Field(s.next, s.term)));
                     break;
                 }

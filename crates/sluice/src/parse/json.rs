@@ -129,6 +129,7 @@ fn block_error(lines: &mut super::LineCount, data: &[u8], f: Fail) -> BlockError
         line_in_block: lines.before(data, offset),
         column: f.column,
         message,
+        value: None,
     }
 }
 
@@ -724,6 +725,7 @@ pub fn parse_json_block(
                     line_in_block: counted.before(data, record_start),
                     column: None,
                     message: super::too_long_message(max),
+                    value: None,
                 });
             }
             info.rows += 1;

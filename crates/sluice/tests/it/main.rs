@@ -14,6 +14,7 @@ mod regression_load;
 mod regression_query;
 mod regression_store;
 mod regression_values;
+mod regression_widen;
 mod rejects;
 mod resume;
 mod shards;
