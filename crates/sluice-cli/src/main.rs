@@ -212,10 +212,12 @@ struct LoadArgs {
     #[arg(long, conflicts_with = "columns")]
     match_by_name: bool,
     /// Input format: csv, tsv, jsonl (one JSON object or array per line) or
-    /// json (one top-level array of rows). Default: from the first file's
-    /// name (.jsonl, .ndjson: jsonl; .json: json; also under .gz/.zst),
-    /// else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
-    /// a line '[...]': jsonl), else csv. JSON object fields feed the
+    /// json (a top-level array of rows, objects one after another, e.g.
+    /// pretty-printed, or an object holding the array of rows). Default:
+    /// from the first file's name (.jsonl, .ndjson: jsonl; .json: json;
+    /// also under .gz/.zst), else from its first bytes (a first line '{':
+    /// json; '{': jsonl; '[' then '{' or '[': json; a line '[...]':
+    /// jsonl), else csv. JSON object fields feed the
     /// columns of the same name (any case); missing ones get their DEFAULT
     /// or NULL; nested objects and arrays load into TEXT as JSON text.
     /// Array rows take their field names from a first row of strings
@@ -387,7 +389,13 @@ fn guess_format(
     }
     let head = head_of(first.0);
     let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
+    let first_line = head
+        .split(|&b| b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())
+        .unwrap_or_default();
     match (bytes.next(), bytes.next()) {
+        // An object spread over lines: not JSON lines.
+        (Some(b'{'), _) if first_line.trim_ascii() == b"{" => FormatArg::Json,
         (Some(b'{'), _) => FormatArg::Jsonl,
         (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
         (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
@@ -948,7 +956,7 @@ fn dry_run_json(
         "format": match json {
             None => "csv",
             Some(JsonShape::Lines) => "jsonl",
-            Some(JsonShape::Array) => "json",
+            Some(JsonShape::Array | JsonShape::Values) => "json",
         },
         "delimiter": json.is_none().then(|| (delimiter as char).to_string()),
         "schema": schema.to_string(),

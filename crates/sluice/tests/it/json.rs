@@ -337,7 +337,7 @@ fn a_bad_line_deep_in_a_file_names_its_line_at_any_block_size() {
             assert_eq!(
                 e.to_string(),
                 format!(
-                    "{}:501: unterminated object: no '}}' before the end of the line (JSON lines hold one value per line; for a top-level array use --format json) (character 1 of the line) (byte {line_start})",
+                    "{}:501: unterminated object: no '}}' before the end of the line (JSON lines hold one value per line; for a top-level array or values spread over several lines, use --format json) (character 1 of the line) (byte {line_start})",
                     path(&dir, "f.jsonl")
                 ),
                 "block {block} threads {threads}"
