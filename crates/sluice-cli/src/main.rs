@@ -218,7 +218,8 @@ struct LoadArgs {
     /// also under .gz/.zst), else from its first bytes (a first line '{':
     /// json; '{': jsonl; '[' then '{' or '[': json; a line '[...]':
     /// jsonl), else csv. JSON object fields feed the
-    /// columns of the same name (any case); missing ones get their DEFAULT
+    /// columns of the same name (exactly, else in any case when one column
+    /// alone matches so); missing ones get their DEFAULT
     /// or NULL; nested objects and arrays load into TEXT as JSON text.
     /// Array rows take their field names from a first row of strings
     /// (["id","name"]) or from --columns
@@ -763,7 +764,15 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
             None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
         }
-        text.push_str(&format!("--schema \"{schema}\"\n"));
+        // Quoted for a shell: in single quotes when a name is in double
+        // quotes.
+        let shown = schema.to_string();
+        if shown.contains('"') {
+            let quoted = shown.replace('\'', "'\\''");
+            text.push_str(&format!("--schema '{quoted}'\n"));
+        } else {
+            text.push_str(&format!("--schema \"{shown}\"\n"));
+        }
         if a.dry_run {
             print!("{text}");
             return Ok(());

@@ -1,7 +1,7 @@
 //! JSON input: JSON lines, and top-level arrays of rows.
 //!
-//! A row is a JSON object (fields matched to columns by name, ignoring
-//! ASCII case) or a JSON array (fields by position, named by a header row
+//! A row is a JSON object (fields matched to columns by name: exactly,
+//! else ignoring ASCII case when one column alone matches so) or a JSON array (fields by position, named by a header row
 //! or `--columns`). [`parse_json_block`] has the shape of
 //! [`super::parse_block_with`]: it takes a block that starts at a row
 //! boundary and appends its rows to a [`BatchBuilder`], so the parallel
@@ -55,7 +55,7 @@ use std::collections::HashMap;
 use memchr::{memchr, memchr_iter, memrchr};
 
 use super::{BlockError, BlockInfo, FieldMap, Reject, RowPolicy};
-use crate::batch::{BatchBuilder, DataType, Schema};
+use crate::batch::{BatchBuilder, DataType, Schema, position_of};
 
 /// How the values of a JSON input are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -600,12 +600,13 @@ struct Columns<'s> {
 }
 
 impl Columns<'_> {
-    /// The column a field name names, ignoring ASCII case.
+    /// The column a field name names: exactly, else ignoring ASCII case
+    /// when one column alone matches so (`Duck` and `duck` are two).
     fn lookup(&mut self, key: &[u8]) -> Option<usize> {
         if let Some(c) = self.by_name.get(key) {
             return *c;
         }
-        let c = self.names.iter().position(|n| n.eq_ignore_ascii_case(key));
+        let c = position_of(self.names.iter().copied(), key);
         if self.by_name.len() < 4096 {
             self.by_name.insert(key.to_vec(), c);
         }
@@ -1508,7 +1509,8 @@ pub fn object_rest(data: &[u8], is_column: impl Fn(&[u8]) -> bool) -> Result<(),
 }
 
 /// The field map of array rows: field i feeds the column that `names[i]`
-/// (a header row or `--columns`) names, ignoring ASCII case. A name that
+/// (a header row or `--columns`) names (exactly, else ignoring ASCII case
+/// when one column alone matches so). A name that
 /// is no column is an error unless `ignore_unknown` (then the field is
 /// skipped); a column named twice is an error.
 pub fn names_field_map(
@@ -1518,10 +1520,7 @@ pub fn names_field_map(
 ) -> Result<FieldMap, String> {
     let mut targets = Vec::with_capacity(names.len());
     for name in names {
-        let c = schema
-            .columns
-            .iter()
-            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name));
+        let c = position_of(schema.columns.iter().map(|c| c.name.as_bytes()), name);
         match c {
             Some(c) if targets.contains(&Some(c)) => {
                 return Err(format!(

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use sluice::batch::{BatchBuilder, Schema, ValueOptions};
 use sluice::load::{LoadOptions, load};
 use sluice::parse::{Format, JsonFormat, JsonShape, RowPolicy, parse_json_block};
+use sluice::query::query;
 use sluice::source::Input;
 use sluice::store::Database;
 
@@ -35,15 +36,33 @@ fn jsonl(schema: &str) -> LoadOptions {
     }
 }
 
-/// Loads `data` as file `name` into table `t`: its rows, or the error.
-fn load_data(name: &str, data: &[u8], o: &LoadOptions) -> Result<Vec<Vec<Option<String>>>, String> {
-    let dir = TempDir::new("regression-json");
+/// Loads `data` as file `name` of `dir` into table `t` (errors with the
+/// file's path as FILE).
+fn load_into(dir: &TempDir, name: &str, data: &[u8], o: &LoadOptions) -> Result<(), String> {
     let f = dir.write(name, data);
     let mut db = Database::open_writer(dir.path().join("db")).unwrap();
     let path = f.display().to_string();
     load(&mut db, "t", &[Input::File(f)], o).map_err(|e| e.to_string().replace(&path, "FILE"))?;
-    drop(db);
+    Ok(())
+}
+
+/// Loads `data` as file `name` into table `t`: its rows, or the error.
+fn load_data(name: &str, data: &[u8], o: &LoadOptions) -> Result<Vec<Vec<Option<String>>>, String> {
+    let dir = TempDir::new("regression-json");
+    load_into(&dir, name, data, o)?;
     Ok(table_rows(&dir.path().join("db"), "t"))
+}
+
+/// The rows of `sql` on the database of `dir`, or the error.
+fn sql(dir: &TempDir, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+    let db = Database::open(dir.path().join("db")).unwrap();
+    query(&db, sql, Some(2))
+        .map(|r| rows_of(&r.batches))
+        .map_err(|e| e.to_string())
+}
+
+fn some(v: &[&str]) -> Vec<Option<String>> {
+    v.iter().map(|s| Some(s.to_string())).collect()
 }
 
 /// One parse of the whole of `data`, in one block.
@@ -205,6 +224,93 @@ fn json_lines_error_on_a_lone_brace_names_format_json() {
     assert_eq!(
         load_data("p.jsonl", b"{\n  \"a\": 1\n}\n", &o).unwrap_err(),
         "FILE:1: the line ends inside an object: JSON lines needs one value per line (for objects spread over several lines, use --format json) (character 2 of the line) (byte 1)"
+    );
+}
+
+#[test]
+fn quoted_column_names_of_any_text() {
+    let schema: Schema = r#""$lib" TEXT, "a b" INT, "say ""hi""" TEXT, id INT"#
+        .parse()
+        .unwrap();
+    let names: Vec<&str> = schema.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["$lib", "a b", "say \"hi\"", "id"]);
+    // Printed as it parses back.
+    assert_eq!(
+        schema.to_string(),
+        r#""$lib" TEXT, "a b" INT, "say ""hi""" TEXT, id INT"#
+    );
+    assert_eq!(schema.to_string().parse::<Schema>().unwrap(), schema);
+    // Bare names stay identifiers.
+    assert_eq!(
+        "$lib TEXT".parse::<Schema>().unwrap_err().to_string(),
+        "invalid column name \"$lib\": use letters, digits and '_', not starting with a digit, at most 63 characters (or write any name in double quotes: \"$lib\" TEXT)"
+    );
+    let dir = TempDir::new("regression-json-names");
+    let o = LoadOptions {
+        schema: Some(schema),
+        ..jsonl("x INT")
+    };
+    let data = br#"{"$lib": "core", "a b": 2, "say \"hi\"": "yes", "id": 1}
+{"id": 2, "$lib": null}
+"#;
+    load_into(&dir, "n.jsonl", data, &o).unwrap();
+    assert_eq!(
+        sql(
+            &dir,
+            r#"SELECT "$lib", "a b" + 1, "say ""hi""" FROM t WHERE id = 1"#
+        )
+        .unwrap(),
+        vec![some(&["core", "3", "yes"])]
+    );
+    assert_eq!(
+        sql(&dir, r#"SELECT id FROM t WHERE "$lib" IS NULL"#).unwrap(),
+        vec![some(&["2"])]
+    );
+}
+
+#[test]
+fn keys_differing_only_in_case_are_two_columns() {
+    let schema: Schema = r#""Duck" INT, "duck" INT, Name TEXT"#.parse().unwrap();
+    assert_eq!(schema.to_string(), r#""Duck" INT, "duck" INT, Name TEXT"#);
+    assert_eq!(schema.to_string().parse::<Schema>().unwrap(), schema);
+    // Bare, or one of them bare, they are one column named twice.
+    for (s, twice) in [
+        ("Duck INT, duck INT", "duck"),
+        (r#""Duck" INT, duck INT"#, "duck"),
+        (r#"a INT, "a" INT"#, "a"),
+    ] {
+        assert_eq!(
+            s.parse::<Schema>().unwrap_err().to_string(),
+            format!("column {twice:?} appears twice"),
+            "{s}"
+        );
+    }
+    let dir = TempDir::new("regression-json-case");
+    let o = LoadOptions {
+        schema: Some(schema),
+        ..jsonl("x INT")
+    };
+    // Exact names first; another case only when one column alone matches.
+    let data = br#"{"Duck": 1, "duck": 2, "NAME": "a"}
+{"duck": 3, "Duck": 4, "name": "b"}
+"#;
+    load_into(&dir, "d.jsonl", data, &o).unwrap();
+    assert_eq!(
+        sql(&dir, "SELECT * FROM t ORDER BY 1").unwrap(),
+        vec![some(&["1", "2", "a"]), some(&["4", "3", "b"])]
+    );
+    assert_eq!(
+        sql(&dir, r#"SELECT "Duck", duck, name FROM t WHERE Duck = 4"#).unwrap(),
+        vec![some(&["4", "3", "b"])]
+    );
+    // A key that matches both in another case names neither.
+    assert_eq!(
+        load_into(&dir, "e.jsonl", b"{\"DUCK\": 5}\n", &o).unwrap_err(),
+        "FILE:1: unknown field \"DUCK\" (the table's columns: Duck, duck, Name; --ignore-unknown skips such fields) (character 2 of the line) (byte 1)"
+    );
+    assert_eq!(
+        sql(&dir, "SELECT DUCK FROM t").unwrap_err(),
+        "column name \"DUCK\" is ambiguous: columns Duck, duck differ in case alone (write the one meant in double quotes, as it is written) at line 1, column 8"
     );
 }
 
