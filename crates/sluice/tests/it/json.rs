@@ -504,10 +504,10 @@ fn array_of_objects() {
     let o = json_array("a INT, b TEXT");
     load_files(&dir, &[("e.json", b" [ ] ")], &o).unwrap();
     assert_eq!(rows(&dir), Vec::<Vec<Option<String>>>::new());
-    let e = load_files(&dir, &[("o.json", b"{\"a\":1}")], &o).unwrap_err();
+    let e = load_files(&dir, &[("o.json", b"\n \"a\"")], &o).unwrap_err();
     assert!(
         e.to_string().starts_with(&format!(
-            "{}:1: --format json reads one top-level array",
+            "{}:2: --format json reads a top-level array of rows, an object holding one, or objects one after another",
             path(&dir, "o.json")
         )),
         "{e}"
