@@ -229,6 +229,12 @@ struct LoadArgs {
     /// positions the header does not name) instead of failing
     #[arg(long)]
     ignore_unknown: bool,
+    /// JSON (--format json): the field of the top-level object that holds
+    /// the array of rows ({"data": [...], ...}); without it, the first
+    /// field holding an array of objects or arrays, before any field
+    /// named like a column
+    #[arg(long, value_name = "FIELD")]
+    json_rows: Option<String>,
     /// Field delimiter: one character, or 'tab' (default: detected from the
     /// data among , tab | ;)
     #[arg(long, short)]
@@ -845,6 +851,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         leading_comment,
         columns: column_refs,
         match_by_name: a.match_by_name,
+        json_rows: a.json_rows,
         key: a.key.clone(),
         compression: a.compression.as_deref().map(str::parse).transpose()?,
         key_budget: None,

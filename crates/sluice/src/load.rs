@@ -130,6 +130,10 @@ pub struct LoadOptions {
     /// Map fields to columns by the header names of each file, in any
     /// order; columns a file lacks get their DEFAULT or NULL.
     pub match_by_name: bool,
+    /// JSON (`--format json`): the field of the top-level object that
+    /// holds the array of rows (`None`: found as `parse::json::
+    /// object_start` says).
+    pub json_rows: Option<String>,
     /// The PRIMARY KEY column of a new table (or `PRIMARY KEY` in the
     /// schema); for an existing table it must name its key.
     pub key: Option<String>,
@@ -434,6 +438,7 @@ impl Default for LoadOptions {
             leading_comment: None,
             columns: None,
             match_by_name: false,
+            json_rows: None,
             key: None,
             on_duplicate: OnDuplicate::Error,
             compression: None,

@@ -10,6 +10,13 @@ use crate::parse::{FieldMap, Format, JsonShape};
 /// JSON: `--columns` names the table column of each position of array
 /// rows; `--match-by-name` does not apply (fields always match by name).
 pub(super) fn json_columns(opts: &LoadOptions) -> Result<Option<Vec<Vec<u8>>>> {
+    if opts.json_rows.is_some()
+        && !matches!(opts.format, Format::Json(j) if j.shape == JsonShape::Array)
+    {
+        return Err(Error::Config(
+            "--json-rows names the field of a top-level object that holds the rows, for --format json".into(),
+        ));
+    }
     let Format::Json(_) = opts.format else {
         return Ok(None);
     };
@@ -91,24 +98,44 @@ pub(super) fn json_header(
             }
             break;
         }
+        let rows = opts.json_rows.as_deref().map(str::as_bytes);
+        let input_err = |message: String| Error::Parse {
+            path: name.to_string(),
+            line: *line + 1,
+            byte: *offset,
+            column: None,
+            message,
+        };
         // Where the first element is, past the opening bracket.
         let open = match buf.data().first().copied() {
+            Some(b'[') if rows.is_some() => {
+                return Err(input_err(
+                    "--json-rows names a field of a top-level object, and this input is an array"
+                        .into(),
+                ));
+            }
             Some(b'[') => {
                 shape = JsonShape::Array;
                 Some(1)
             }
             Some(b'{') => loop {
                 let at_eof = *eof || buf.len > opts.max_line_size;
-                match json::object_start(buf.data(), at_eof, |k| names_column(shared, k)) {
+                match json::object_start(buf.data(), at_eof, rows, |k| names_column(shared, k)) {
                     json::ObjectStart::Rows(at) => {
                         shape = JsonShape::Array;
                         in_object = true;
                         break Some(at);
                     }
+                    json::ObjectStart::Values if rows.is_some() => {
+                        return Err(input_err(
+                            "the top-level object is malformed before the field that --json-rows names".into(),
+                        ));
+                    }
                     json::ObjectStart::Values => {
                         shape = JsonShape::Values;
                         break None;
                     }
+                    json::ObjectStart::NoRows(message) => return Err(input_err(message)),
                     json::ObjectStart::NeedMore => grow(buf, eof)?,
                 }
             },
@@ -199,7 +226,9 @@ pub(super) fn close_json_array(
         let Some(end) = json::array_body_end(data) else {
             return Err("the array of rows is not closed: the input ends without ']'".into());
         };
-        json::object_rest(&data[end + 1..], |k| names_column(shared, k))?;
+        // A named rows field: the other fields may be anything.
+        let named = shared.opts.json_rows.is_some();
+        json::object_rest(&data[end + 1..], |k| !named && names_column(shared, k))?;
         buf.len = end + 1;
     }
     let data = buf.data();

@@ -1363,8 +1363,11 @@ pub enum ObjectStart {
     /// An object holding the rows array: its first element is at or after
     /// this offset (just past the `[`).
     Rows(usize),
-    /// Values one after another, rows themselves ([`JsonShape::Values`]).
+    /// Values one after another, rows themselves ([`JsonShape::Values`]),
+    /// or, with a rows field named, no such field: the message says why.
     Values,
+    /// The named rows field is missing or holds no array: why.
+    NoRows(String),
     /// `data` ends before this is known and more can be read.
     NeedMore,
 }
@@ -1376,8 +1379,14 @@ pub enum ObjectStart {
 /// objects or arrays (or an empty one), before any such field, is the
 /// rows array. The fields after the array must name no column either
 /// ([`object_rest`] checks them). A malformed object is a row too: the
-/// parser says what is wrong with it.
-pub fn object_start(data: &[u8], at_eof: bool, is_column: impl Fn(&[u8]) -> bool) -> ObjectStart {
+/// parser says what is wrong with it. With `rows` (a field name), that
+/// field is the rows array, whatever the fields before it.
+pub fn object_start(
+    data: &[u8],
+    at_eof: bool,
+    rows: Option<&[u8]>,
+    is_column: impl Fn(&[u8]) -> bool,
+) -> ObjectStart {
     let start = data
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -1399,10 +1408,19 @@ pub fn object_start(data: &[u8], at_eof: bool, is_column: impl Fn(&[u8]) -> bool
             ObjectStart::Values
         }
     };
+    let missing = |rows: &[u8]| {
+        ObjectStart::NoRows(format!(
+            "the top-level object has no field {} (--json-rows)",
+            show_key(rows)
+        ))
+    };
     loop {
         s.ws();
         if s.peek() != Some(b'"') {
-            return other(&s);
+            return match (other(&s), rows) {
+                (ObjectStart::Values, Some(r)) => missing(r),
+                (o, _) => o,
+            };
         }
         let key = match s.string() {
             Ok(Str::Slice(a, b)) => data[a..b].to_vec(),
@@ -1413,7 +1431,7 @@ pub fn object_start(data: &[u8], at_eof: bool, is_column: impl Fn(&[u8]) -> bool
                 return other(&s);
             }
         };
-        if is_column(&key) {
+        if rows.is_none() && is_column(&key) {
             return ObjectStart::Values;
         }
         s.ws();
@@ -1422,7 +1440,27 @@ pub fn object_start(data: &[u8], at_eof: bool, is_column: impl Fn(&[u8]) -> bool
         }
         s.pos += 1;
         s.ws();
-        if s.peek() == Some(b'[') {
+        if let Some(r) = rows
+            && key == r
+        {
+            return match s.peek() {
+                Some(b'[') => ObjectStart::Rows(s.pos + 1),
+                None if !at_eof => ObjectStart::NeedMore,
+                other => ObjectStart::NoRows(format!(
+                    "field {} of the top-level object holds {}, not an array of rows (--json-rows)",
+                    show_key(r),
+                    match other {
+                        Some(b'"') => "a string".to_string(),
+                        Some(b'-' | b'0'..=b'9') => "a number".to_string(),
+                        Some(b'{') => "an object".to_string(),
+                        Some(b't' | b'f') => "a boolean".to_string(),
+                        Some(b'n') => "null".to_string(),
+                        _ => found(data, s.pos),
+                    }
+                )),
+            };
+        }
+        if rows.is_none() && s.peek() == Some(b'[') {
             let open = s.pos;
             s.pos += 1;
             s.ws();
@@ -1438,8 +1476,9 @@ pub fn object_start(data: &[u8], at_eof: bool, is_column: impl Fn(&[u8]) -> bool
             return other(&s);
         }
         s.ws();
-        match s.peek() {
-            Some(b',') => s.pos += 1,
+        match (s.peek(), rows) {
+            (Some(b','), _) => s.pos += 1,
+            (Some(b'}'), Some(r)) => return missing(r),
             _ => return other(&s),
         }
     }

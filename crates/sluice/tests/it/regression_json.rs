@@ -211,6 +211,41 @@ fn object_holding_an_array_of_rows() {
         load_data("w.json", b"{\"data\": [{\"id\": 1}]}\n{\"id\": 2}\n", &o).unwrap_err(),
         "FILE: after the object holding the rows array, found '{' (the input holds one such object)"
     );
+    // --json-rows names the field, whatever the others are.
+    let named = |field: &str| LoadOptions {
+        json_rows: Some(field.into()),
+        ..json(schema)
+    };
+    let data = br#"{"id": 0, "rows": [{"id": 1}], "name": "n", "more": [{"id": 2}]}"#;
+    assert_eq!(
+        load_data("n.json", data, &named("rows")).unwrap(),
+        vec![row("1", None)]
+    );
+    assert_eq!(
+        load_data("n.json", data, &named("more")).unwrap(),
+        vec![row("2", None)]
+    );
+    assert_eq!(
+        load_data("n.json", data, &named("name")).unwrap_err(),
+        "FILE:1: field \"name\" of the top-level object holds a string, not an array of rows (--json-rows) (byte 0)"
+    );
+    assert_eq!(
+        load_data("n.json", data, &named("nope")).unwrap_err(),
+        "FILE:1: the top-level object has no field \"nope\" (--json-rows) (byte 0)"
+    );
+    assert_eq!(
+        load_data("n.json", b"[{\"id\": 1}]", &named("rows")).unwrap_err(),
+        "FILE:1: --json-rows names a field of a top-level object, and this input is an array (byte 0)"
+    );
+    let o = LoadOptions {
+        json_rows: Some("rows".into()),
+        ..jsonl(schema)
+    };
+    assert_eq!(
+        load_data("n.jsonl", data, &o).unwrap_err(),
+        "--json-rows names the field of a top-level object that holds the rows, for --format json"
+    );
+    let o = json(schema);
     // A field naming a column first: the objects are rows.
     assert_eq!(
         load_data("w.json", br#"{"id": 1, "data": [{"id": 2}]}"#, &o).unwrap_err(),
