@@ -435,14 +435,24 @@ impl FromStr for Schema {
     }
 }
 
-/// Splits `s` at commas outside parentheses: `"a INT, d DECIMAL(5,2)"`
-/// gives `"a INT"` and `" d DECIMAL(5,2)"`.
+/// Splits `s` at commas outside parentheses and quotes: `"a INT, d
+/// DECIMAL(5,2)"` gives `"a INT"` and `" d DECIMAL(5,2)"`; a quoted name
+/// (`"a, b"`) or DEFAULT literal (`'x, y'`) stays whole.
 pub fn split_top_level(s: &str) -> Vec<&str> {
     let mut depth = 0i32;
     let mut start = 0;
     let mut parts = Vec::new();
+    let mut quote = None;
     for (i, ch) in s.char_indices() {
+        if let Some(q) = quote {
+            // A doubled quote closes and opens again: still inside.
+            if ch == q {
+                quote = None;
+            }
+            continue;
+        }
         match ch {
+            '"' | '\'' => quote = Some(ch),
             '(' => depth += 1,
             ')' => depth -= 1,
             ',' if depth == 0 => {

@@ -275,6 +275,11 @@ fn quoted_column_names_of_any_text() {
         r#""$lib" TEXT, "a b" INT, "say ""hi""" TEXT, id INT"#
     );
     assert_eq!(schema.to_string().parse::<Schema>().unwrap(), schema);
+    // Commas and parentheses inside quotes belong to the name or literal.
+    let s: Schema = r#""a, b (c" TEXT DEFAULT 'x, (y', n INT"#.parse().unwrap();
+    assert_eq!(s.columns[0].name, "a, b (c");
+    assert_eq!(s.columns[0].default.as_deref(), Some("x, (y"));
+    assert_eq!(s.to_string().parse::<Schema>().unwrap(), s);
     // Bare names stay identifiers.
     assert_eq!(
         "$lib TEXT".parse::<Schema>().unwrap_err().to_string(),
