@@ -212,11 +212,14 @@ struct LoadArgs {
     #[arg(long, conflicts_with = "columns")]
     match_by_name: bool,
     /// Input format: csv, tsv, jsonl (one JSON object or array per line) or
-    /// json (one top-level array of rows). Default: from the first file's
-    /// name (.jsonl, .ndjson: jsonl; .json: json; .csv: csv; .tsv, .tab:
-    /// tsv; also under .gz/.zst), else from its first bytes ('{': jsonl; '[' then '{' or '[': json;
-    /// a line '[...]': jsonl), else csv. JSON object fields feed the
-    /// columns of the same name (any case); missing ones get their DEFAULT
+    /// json (a top-level array of rows, objects one after another, e.g.
+    /// pretty-printed, or an object holding the array of rows). Default:
+    /// from the first file's name (.jsonl, .ndjson: jsonl; .json: json;
+    /// .csv: csv; .tsv, .tab: tsv; also under .gz/.zst), else from its
+    /// first bytes (a first line '{': json; '{': jsonl; '[' then '{' or
+    /// '[': json; a line '[...]': jsonl), else csv. JSON object fields feed
+    /// the columns of the same name (exactly, else in any case when one
+    /// column alone matches so); missing ones get their DEFAULT
     /// or NULL; nested objects and arrays load into TEXT as JSON text.
     /// Array rows take their field names from a first row of strings
     /// (["id","name"]) or from --columns
@@ -226,6 +229,12 @@ struct LoadArgs {
     /// positions the header does not name) instead of failing
     #[arg(long)]
     ignore_unknown: bool,
+    /// JSON (--format json): the field of the top-level object that holds
+    /// the array of rows ({"data": [...], ...}); without it, the first
+    /// field holding an array of objects or arrays, before any field
+    /// named like a column
+    #[arg(long, value_name = "FIELD")]
+    json_rows: Option<String>,
     /// Field delimiter: one character, or 'tab' (default: detected from the
     /// data among , tab | ;)
     #[arg(long, short)]
@@ -392,7 +401,13 @@ fn guess_format(
     }
     let head = head_of(first.0);
     let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
+    let first_line = head
+        .split(|&b| b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())
+        .unwrap_or_default();
     let format = match (bytes.next(), bytes.next()) {
+        // An object spread over lines: not JSON lines.
+        (Some(b'{'), _) if first_line.trim_ascii() == b"{" => FormatArg::Json,
         (Some(b'{'), _) => FormatArg::Jsonl,
         (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
         (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
@@ -414,7 +429,7 @@ fn guess_format(
             "{} was read as {}: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON ({}); if it is CSV, give --format csv",
             first.1.display(),
             if format == FormatArg::Json {
-                "a JSON array"
+                "JSON (--format json)"
             } else {
                 "JSON lines"
             },
@@ -779,7 +794,15 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
             None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
         }
-        text.push_str(&format!("--schema \"{schema}\"\n"));
+        // Quoted for a shell: in single quotes when a name is in double
+        // quotes.
+        let shown = schema.to_string();
+        if shown.contains('"') {
+            let quoted = shown.replace('\'', "'\\''");
+            text.push_str(&format!("--schema '{quoted}'\n"));
+        } else {
+            text.push_str(&format!("--schema \"{shown}\"\n"));
+        }
         if a.dry_run {
             print!("{text}");
             return Ok(());
@@ -852,6 +875,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         leading_comment,
         columns: column_refs,
         match_by_name: a.match_by_name,
+        json_rows: a.json_rows,
         key: a.key.clone(),
         compression: a.compression.as_deref().map(str::parse).transpose()?,
         key_budget: None,
@@ -1114,7 +1138,7 @@ fn dry_run_json(
         "format": match json {
             None => "csv",
             Some(JsonShape::Lines) => "jsonl",
-            Some(JsonShape::Array) => "json",
+            Some(JsonShape::Array | JsonShape::Values) => "json",
         },
         "delimiter": json.is_none().then(|| (delimiter as char).to_string()),
         "schema": schema.to_string(),

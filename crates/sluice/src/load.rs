@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::index::{Built, KeyBatch, RowId};
 use crate::parse::{
-    BlockError, BlockInfo, Dialect, FieldMap, Format, JsonShape, Reject, RowPolicy,
+    BlockError, BlockInfo, Dialect, FieldMap, Format, JsonFormat, JsonShape, Reject, RowPolicy,
     parse_block_with, parse_json_block, read_record,
 };
 use crate::source::{Input, LineEnd, check_text};
@@ -133,6 +133,10 @@ pub struct LoadOptions {
     /// Map fields to columns by the header names of each file, in any
     /// order; columns a file lacks get their DEFAULT or NULL.
     pub match_by_name: bool,
+    /// JSON (`--format json`): the field of the top-level object that
+    /// holds the array of rows (`None`: found as `parse::json::
+    /// object_start` says).
+    pub json_rows: Option<String>,
     /// The PRIMARY KEY column of a new table (or `PRIMARY KEY` in the
     /// schema); for an existing table it must name its key.
     pub key: Option<String>,
@@ -460,6 +464,7 @@ impl Default for LoadOptions {
             leading_comment: None,
             columns: None,
             match_by_name: false,
+            json_rows: None,
             key: None,
             on_duplicate: OnDuplicate::Error,
             compression: None,
@@ -599,6 +604,9 @@ struct Part {
     end: usize,
     /// The file's column mapping, if any.
     map: Option<Arc<FieldMap>>,
+    /// JSON: how the file's rows are laid out (`--format json` reads an
+    /// array or values one after another, as the file starts).
+    json: JsonShape,
 }
 
 /// A reusable byte buffer: `bytes[..len]` holds data, the rest of `bytes`
@@ -1840,7 +1848,10 @@ fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<D
                     ),
                     Format::Json(j) => parse_json_block(
                         bytes,
-                        j,
+                        &JsonFormat {
+                            shape: part.json,
+                            ..*j
+                        },
                         shared.schema,
                         &mut builder,
                         policy,
@@ -2163,9 +2174,8 @@ fn split_file(
         Format::Json(j) => Some(j),
         Format::Delimited => None,
     };
-    let json_array = json_format.is_some_and(|j| j.shape == JsonShape::Array);
-    let json_map = match json_format {
-        Some(j) => json_header(
+    let json_start = match json_format {
+        Some(j) => Some(json_header(
             shared,
             j,
             &name,
@@ -2175,9 +2185,13 @@ fn split_file(
             &mut line,
             &mut grow,
             &too_long,
-        )?,
+        )?),
         None => None,
     };
+    let json_shape = json_start.as_ref().map_or(JsonShape::Lines, |s| s.shape);
+    let json_array = json_shape == JsonShape::Array;
+    let in_object = json_start.as_ref().is_some_and(|s| s.in_object);
+    let json_map = json_start.and_then(|s| s.map);
     let mapped = (opts.columns.is_some() || opts.match_by_name) && json_format.is_none();
     // With names to map, the header is required.
     let names_needed = opts.match_by_name
@@ -2314,10 +2328,12 @@ fn split_file(
         }
         if eof && !closed {
             closed = true;
-            close_json_array(&mut buf, first_line.is_none()).map_err(|message| Error::Input {
-                path: name.clone(),
-                message,
-            })?;
+            close_json_array(shared, &mut buf, first_line.is_none(), in_object).map_err(
+                |message| Error::Input {
+                    path: name.clone(),
+                    message,
+                },
+            )?;
         }
         let cut = if eof {
             if buf.is_empty() {
@@ -2326,7 +2342,7 @@ fn split_file(
             // The last record ends with the input: only a buffer longer
             // than the limit can hold one too long.
             if buf.len > opts.max_line_size {
-                let start = last_cut(opts, buf.data(), open, buf.len - 1).unwrap_or(0);
+                let start = last_cut(opts, json_shape, buf.data(), open, buf.len - 1).unwrap_or(0);
                 if buf.len - start > opts.max_line_size {
                     return Err(too_long_at(&buf, start, line, offset));
                 }
@@ -2334,7 +2350,7 @@ fn split_file(
             buf.len
         } else {
             let target = (buf.len - (buf.len / 8).clamp(1, CUT_SEARCH)).max(open);
-            match find_cut(opts, buf.data(), target) {
+            match find_cut(opts, json_shape, buf.data(), target) {
                 Some(c) => {
                     open = 0;
                     c
@@ -2345,7 +2361,7 @@ fn split_file(
                     // precedes it goes as a block, so that the buffer
                     // holds the long record alone (memory: a block and
                     // the limit), and it fails once it passes the limit.
-                    let start = last_cut(opts, buf.data(), open, target).unwrap_or(0);
+                    let start = last_cut(opts, json_shape, buf.data(), open, target).unwrap_or(0);
                     if buf.len - start > opts.max_line_size {
                         return Err(too_long_at(&buf, start, line, offset));
                     }
@@ -2366,6 +2382,7 @@ fn split_file(
             start: 0,
             end: cut,
             map: map.clone(),
+            json: json_shape,
         };
         // A whole small file joins the pack; anything else goes alone,
         // after the pack (blocks leave in input order).
@@ -2394,15 +2411,27 @@ fn split_file(
 }
 
 /// The last record boundary `c` with `from < c <= to` in `data`, by input
-/// format: the start of the record open at `to` (`None`: none ends there).
-fn last_cut(opts: &LoadOptions, data: &[u8], from: usize, to: usize) -> Option<usize> {
-    match opts.format {
-        Format::Delimited => crate::split::last_boundary(data, from, to, &opts.dialect),
-        Format::Json(j) if j.shape == JsonShape::Lines => {
+/// format (`json`: the file's layout): the start of the record open at
+/// `to` (`None`: none ends there).
+fn last_cut(
+    opts: &LoadOptions,
+    json: JsonShape,
+    data: &[u8],
+    from: usize,
+    to: usize,
+) -> Option<usize> {
+    match (opts.format, json) {
+        (Format::Delimited, _) => crate::split::last_boundary(data, from, to, &opts.dialect),
+        (Format::Json(_), JsonShape::Lines) => {
             let to = to.min(data.len());
             memchr::memrchr(b'\n', data.get(from..to)?).map(|i| from + i + 1)
         }
-        Format::Json(_) => crate::parse::json::last_array_boundary(data, from, to),
+        (Format::Json(_), JsonShape::Array) => {
+            crate::parse::json::last_array_boundary(data, from, to)
+        }
+        (Format::Json(_), JsonShape::Values) => {
+            crate::parse::json::last_values_boundary(data, from, to)
+        }
     }
 }
 
@@ -2430,14 +2459,18 @@ fn preamble(data: &[u8], comment: Option<u8>, eof: bool) -> Option<(usize, u64)>
     }
 }
 
-/// The first record boundary after `target` in `data`, by input format.
-fn find_cut(opts: &LoadOptions, data: &[u8], target: usize) -> Option<usize> {
-    match opts.format {
-        Format::Delimited => find_boundary(data, target, &opts.dialect),
-        Format::Json(j) if j.shape == JsonShape::Lines => {
-            crate::parse::json::find_line_boundary(data, target)
+/// The first record boundary after `target` in `data`, by input format
+/// (`json`: the file's layout).
+fn find_cut(opts: &LoadOptions, json: JsonShape, data: &[u8], target: usize) -> Option<usize> {
+    match (opts.format, json) {
+        (Format::Delimited, _) => find_boundary(data, target, &opts.dialect),
+        (Format::Json(_), JsonShape::Lines) => crate::parse::json::find_line_boundary(data, target),
+        (Format::Json(_), JsonShape::Array) => {
+            crate::parse::json::find_array_boundary(data, target)
         }
-        Format::Json(_) => crate::parse::json::find_array_boundary(data, target),
+        (Format::Json(_), JsonShape::Values) => {
+            crate::parse::json::find_values_boundary(data, target)
+        }
     }
 }
 

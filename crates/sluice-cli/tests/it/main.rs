@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod json;
 mod keyed;
 mod regression_edges;
+mod regression_json;
 mod regression_load;
 mod regression_query;
 mod regression_realfiles;

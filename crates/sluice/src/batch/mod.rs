@@ -198,7 +198,7 @@ impl Schema {
             return Err(Error::Schema("a schema needs at least one column".into()));
         }
         for (i, c) in columns.iter().enumerate() {
-            validate_identifier(&c.name, "column")?;
+            validate_column_name(&c.name)?;
             if let Some(d) = &c.default {
                 // The default must be a value of the column's type.
                 let one = Schema {
@@ -225,14 +225,23 @@ impl Schema {
                     )));
                 }
             }
-            if columns[..i]
-                .iter()
-                .any(|o| o.name.eq_ignore_ascii_case(&c.name))
-            {
+            // Names that differ only in case are two columns (quoted
+            // names in `--schema`, JSON keys); see `FromStr`.
+            if columns[..i].iter().any(|o| o.name == c.name) {
                 return Err(Error::Schema(format!("column {:?} appears twice", c.name)));
             }
         }
         Ok(Schema { columns })
+    }
+
+    /// The column `name` names: the one of exactly that name, else the
+    /// only one that differs from it in ASCII case alone (`None`: none, or
+    /// several).
+    pub fn position(&self, name: &str) -> Option<usize> {
+        position_of(
+            self.columns.iter().map(|c| c.name.as_bytes()),
+            name.as_bytes(),
+        )
     }
 
     pub fn len(&self) -> usize {
@@ -250,27 +259,23 @@ impl Schema {
     pub fn set_key(&mut self, name: &str) -> Result<()> {
         if let Some(k) = self.key_column() {
             let have = &self.columns[k].name;
-            if have.eq_ignore_ascii_case(name) {
+            if self.position(name) == Some(k) {
                 return Ok(());
             }
             return Err(Error::Schema(format!(
                 "--key {name} and PRIMARY KEY {have} in --schema name two different keys (a table has one key: give it once)"
             )));
         }
-        let i = self
-            .columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                Error::Schema(format!(
-                    "--key {name}: no such column (columns: {})",
-                    self.columns
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
+        let i = self.position(name).ok_or_else(|| {
+            Error::Schema(format!(
+                "--key {name}: no such column (columns: {})",
+                self.columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
         for c in &mut self.columns {
             c.primary_key = false;
         }
@@ -300,7 +305,18 @@ impl fmt::Display for Schema {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            write!(f, "{} {}", c.name, c.data_type)?;
+            // Quoted when it is no identifier, or when another column's
+            // name differs from it in case alone.
+            let twin = self
+                .columns
+                .iter()
+                .any(|o| o.name != c.name && o.name.eq_ignore_ascii_case(&c.name));
+            if twin || validate_identifier(&c.name, "column").is_err() {
+                write!(f, "\"{}\"", c.name.replace('"', "\"\""))?;
+            } else {
+                f.write_str(&c.name)?;
+            }
+            write!(f, " {}", c.data_type)?;
             if c.primary_key {
                 f.write_str(" PRIMARY KEY")?;
             }
@@ -315,9 +331,14 @@ impl fmt::Display for Schema {
 impl FromStr for Schema {
     type Err = Error;
 
-    /// Parses `"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"`.
+    /// Parses `"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"`. A
+    /// name in double quotes (`"$lib" TEXT`, `"Duck" INT`; `""` is a
+    /// quote) may be any text, and may differ from another quoted name in
+    /// case alone; a bare name is an identifier, and names a column once
+    /// in any case.
     fn from_str(s: &str) -> Result<Self> {
-        let mut columns = Vec::new();
+        let mut columns: Vec<Column> = Vec::new();
+        let mut quoted = Vec::new();
         for part in split_top_level(s) {
             let part = part.trim();
             if part.is_empty() {
@@ -327,13 +348,22 @@ impl FromStr for Schema {
             }
             let (name, ty) = match part.strip_prefix('"') {
                 Some(rest) => {
-                    let end = rest.find('"').ok_or_else(|| {
+                    let end = closing_quote(rest).ok_or_else(|| {
                         Error::Schema(format!("--schema: unterminated quoted name in {part:?}"))
                     })?;
-                    (rest[..end].to_string(), rest[end + 1..].trim())
+                    (rest[..end].replace("\"\"", "\""), rest[end + 1..].trim())
                 }
                 None => match part.split_once(char::is_whitespace) {
-                    Some((n, t)) => (n.to_string(), t.trim()),
+                    Some((n, t)) => {
+                        validate_identifier(n, "column").map_err(|e| match e {
+                            Error::Schema(m) => Error::Schema(format!(
+                                "{m} (or write any name in double quotes: \"{}\" TEXT)",
+                                n.replace('"', "\"\"")
+                            )),
+                            other => other,
+                        })?;
+                        (n.to_string(), t.trim())
+                    }
                     None => {
                         return Err(Error::Schema(format!(
                             "--schema: column {part:?} has no type (write \"{part} TEXT\", for example)"
@@ -341,6 +371,13 @@ impl FromStr for Schema {
                     }
                 },
             };
+            let is_quoted = part.starts_with('"');
+            if columns.iter().zip(&quoted).any(|(o, q)| {
+                o.name.eq_ignore_ascii_case(&name) && (o.name == name || !(*q && is_quoted))
+            }) {
+                return Err(Error::Schema(format!("column {name:?} appears twice")));
+            }
+            quoted.push(is_quoted);
             // `TYPE [PRIMARY KEY] [DEFAULT literal]`.
             let (ty, primary_key) = match find_keyword(ty, "PRIMARY") {
                 Some(i) => {
@@ -398,14 +435,24 @@ impl FromStr for Schema {
     }
 }
 
-/// Splits `s` at commas outside parentheses: `"a INT, d DECIMAL(5,2)"`
-/// gives `"a INT"` and `" d DECIMAL(5,2)"`.
+/// Splits `s` at commas outside parentheses and quotes: `"a INT, d
+/// DECIMAL(5,2)"` gives `"a INT"` and `" d DECIMAL(5,2)"`; a quoted name
+/// (`"a, b"`) or DEFAULT literal (`'x, y'`) stays whole.
 pub fn split_top_level(s: &str) -> Vec<&str> {
     let mut depth = 0i32;
     let mut start = 0;
     let mut parts = Vec::new();
+    let mut quote = None;
     for (i, ch) in s.char_indices() {
+        if let Some(q) = quote {
+            // A doubled quote closes and opens again: still inside.
+            if ch == q {
+                quote = None;
+            }
+            continue;
+        }
         match ch {
+            '"' | '\'' => quote = Some(ch),
             '(' => depth += 1,
             ')' => depth -= 1,
             ',' if depth == 0 => {
@@ -438,6 +485,53 @@ fn find_keyword(s: &str, kw: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// The position of the closing quote of a name in double quotes, whose
+/// opening quote precedes `s` (`""` inside it is a quote).
+fn closing_quote(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'"' {
+            if b.get(i + 1) == Some(&b'"') {
+                i += 2;
+                continue;
+            }
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The position of the name `name` among `names`: exactly, else the only
+/// one that differs from it in ASCII case alone.
+pub fn position_of<'a>(
+    names: impl Iterator<Item = &'a [u8]> + Clone,
+    name: &[u8],
+) -> Option<usize> {
+    if let Some(i) = names.clone().position(|n| n == name) {
+        return Some(i);
+    }
+    let mut found = names
+        .enumerate()
+        .filter(|(_, n)| n.eq_ignore_ascii_case(name))
+        .map(|(i, _)| i);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// Checks a column name: any text of 1 to 63 bytes without control
+/// characters (a name that is no identifier is written in double quotes
+/// in `--schema` and SQL).
+pub fn validate_column_name(name: &str) -> Result<()> {
+    if !name.is_empty() && name.len() <= 63 && !name.chars().any(char::is_control) {
+        return Ok(());
+    }
+    Err(Error::Schema(format!(
+        "invalid column name {name:?}: a name has 1 to 63 bytes and no control characters"
+    )))
 }
 
 /// Checks a table or column name: letters, digits and `_`, not starting with

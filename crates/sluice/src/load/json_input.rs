@@ -10,6 +10,13 @@ use crate::parse::{FieldMap, Format, JsonShape};
 /// JSON: `--columns` names the table column of each position of array
 /// rows; `--match-by-name` does not apply (fields always match by name).
 pub(super) fn json_columns(opts: &LoadOptions) -> Result<Option<Vec<Vec<u8>>>> {
+    if opts.json_rows.is_some()
+        && !matches!(opts.format, Format::Json(j) if j.shape == JsonShape::Array)
+    {
+        return Err(Error::Config(
+            "--json-rows names the field of a top-level object that holds the rows, for --format json".into(),
+        ));
+    }
     let Format::Json(_) = opts.format else {
         return Ok(None);
     };
@@ -32,10 +39,33 @@ pub(super) fn json_columns(opts: &LoadOptions) -> Result<Option<Vec<Vec<u8>>>> {
         .map(Some)
 }
 
-/// Reads the start of a JSON file: the opening bracket of an array, and a
-/// header row (an array of strings, unless `--no-header`, or `--columns`
-/// names the fields without `--header`). Returns the field map of array
-/// rows, if they have one.
+/// What the start of a JSON file says about the rest.
+pub(super) struct JsonStart {
+    /// The field map of array rows, if they have one.
+    pub map: Option<FieldMap>,
+    /// How the rows are laid out: with `--format json`, an array, or
+    /// values one after another.
+    pub shape: JsonShape,
+    /// The rows array is a field of a top-level object, whose other fields
+    /// follow it (see [`json::object_start`]).
+    pub in_object: bool,
+}
+
+/// Whether `key` names a column of the table (as an object row's field
+/// would).
+pub(super) fn names_column(shared: &Shared<'_>, key: &[u8]) -> bool {
+    shared
+        .schema
+        .columns
+        .iter()
+        .any(|c| c.name.as_bytes().eq_ignore_ascii_case(key))
+}
+
+/// Reads the start of a JSON file: with `--format json`, what holds the
+/// rows (an array; an object holding the rows array, through its opening
+/// bracket; or values one after another), and a header row (an array of
+/// strings, unless `--no-header`, or `--columns` names the fields without
+/// `--header`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn json_header(
     shared: &Shared<'_>,
@@ -47,9 +77,11 @@ pub(super) fn json_header(
     line: &mut u64,
     grow: &mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
     too_long: &dyn Fn(u64, u64) -> Error,
-) -> Result<Option<FieldMap>> {
+) -> Result<JsonStart> {
     let opts = shared.opts;
-    if j.shape == JsonShape::Array {
+    let mut shape = j.shape;
+    let mut in_object = false;
+    if j.shape != JsonShape::Lines {
         // Whitespace, then the opening bracket.
         loop {
             let ws = buf
@@ -66,21 +98,66 @@ pub(super) fn json_header(
             }
             break;
         }
-        if buf.data().first() != Some(&b'[') {
-            return Err(Error::Parse {
-                path: name.to_string(),
-                line: *line + 1,
-                byte: *offset,
-                column: None,
-                message: "--format json reads one top-level array of rows, and this input does not start with '[' (for one value per line, use --format jsonl)".into(),
-            });
+        let rows = opts.json_rows.as_deref().map(str::as_bytes);
+        let input_err = |message: String| Error::Parse {
+            path: name.to_string(),
+            line: *line + 1,
+            byte: *offset,
+            column: None,
+            message,
+        };
+        // Where the first element is, past the opening bracket.
+        let open = match buf.data().first().copied() {
+            Some(b'[') if rows.is_some() => {
+                return Err(input_err(
+                    "--json-rows names a field of a top-level object, and this input is an array"
+                        .into(),
+                ));
+            }
+            Some(b'[') => {
+                shape = JsonShape::Array;
+                Some(1)
+            }
+            Some(b'{') => loop {
+                let at_eof = *eof || buf.len > opts.max_line_size;
+                match json::object_start(buf.data(), at_eof, rows, |k| names_column(shared, k)) {
+                    json::ObjectStart::Rows(at) => {
+                        shape = JsonShape::Array;
+                        in_object = true;
+                        break Some(at);
+                    }
+                    json::ObjectStart::Values if rows.is_some() => {
+                        return Err(input_err(
+                            "the top-level object is malformed before the field that --json-rows names".into(),
+                        ));
+                    }
+                    json::ObjectStart::Values => {
+                        shape = JsonShape::Values;
+                        break None;
+                    }
+                    json::ObjectStart::NoRows(message) => return Err(input_err(message)),
+                    json::ObjectStart::NeedMore => grow(buf, eof)?,
+                }
+            },
+            _ => {
+                return Err(Error::Parse {
+                    path: name.to_string(),
+                    line: *line + 1,
+                    byte: *offset,
+                    column: None,
+                    message: "--format json reads a top-level array of rows, an object holding one, or objects one after another, and this input starts with none of them (for one value per line, use --format jsonl)".into(),
+                });
+            }
+        };
+        if let Some(open) = open {
+            // The first element starts the next line, if nothing else is
+            // on this one (so that one element a line gives exact line
+            // numbers).
+            let used = json::after_separator(buf.data(), open);
+            *line += memchr::memchr_iter(b'\n', &buf.data()[..used]).count() as u64;
+            buf.consume(used);
+            *offset += used as u64;
         }
-        // The first element starts the next line, if nothing else is on
-        // this one (so that one element a line gives exact line numbers).
-        let used = json::after_separator(buf.data(), 1);
-        *line += (buf.data()[used - 1] == b'\n') as u64;
-        buf.consume(used);
-        *offset += used as u64;
     }
     let columns = json_columns(opts)?;
     let read = match opts.header {
@@ -91,7 +168,7 @@ pub(super) fn json_header(
     let mut header = None;
     if read {
         loop {
-            match json::read_first_row(buf.data(), j.shape, *eof) {
+            match json::read_first_row(buf.data(), shape, *eof) {
                 FirstRow::Names(names, used, newlines) => {
                     buf.consume(used);
                     *offset += used as u64;
@@ -114,7 +191,7 @@ pub(super) fn json_header(
             }
         }
     }
-    columns
+    let map = columns
         .as_ref()
         .or(header.as_ref())
         .map(|names| {
@@ -125,13 +202,35 @@ pub(super) fn json_header(
                 }
             })
         })
-        .transpose()
+        .transpose()?;
+    Ok(JsonStart {
+        map,
+        shape,
+        in_object,
+    })
 }
 
 /// At the end of a JSON array input: drops the closing `]` (and what
-/// follows it, which must be whitespace) from `buf`. `cut_before`: a block
-/// of the file was sent already, so the data ended after a comma.
-pub(super) fn close_json_array(buf: &mut Buf, cut_before: bool) -> std::result::Result<(), String> {
+/// follows it, which must be whitespace, or with `in_object` the rest of
+/// the object holding the array: [`json::object_rest`]) from `buf`.
+/// `cut_before`: a block of the file was sent already, so the data ended
+/// after a comma.
+pub(super) fn close_json_array(
+    shared: &Shared<'_>,
+    buf: &mut Buf,
+    cut_before: bool,
+    in_object: bool,
+) -> std::result::Result<(), String> {
+    if in_object {
+        let data = buf.data();
+        let Some(end) = json::array_body_end(data) else {
+            return Err("the array of rows is not closed: the input ends without ']'".into());
+        };
+        // A named rows field: the other fields may be anything.
+        let named = shared.opts.json_rows.is_some();
+        json::object_rest(&data[end + 1..], |k| !named && names_column(shared, k))?;
+        buf.len = end + 1;
+    }
     let data = buf.data();
     let Some(last) = data.iter().rposition(|b| !b.is_ascii_whitespace()) else {
         return Err("the JSON array is not closed: the input ends without ']'".into());

@@ -1,7 +1,7 @@
 //! JSON input: JSON lines, and top-level arrays of rows.
 //!
-//! A row is a JSON object (fields matched to columns by name, ignoring
-//! ASCII case) or a JSON array (fields by position, named by a header row
+//! A row is a JSON object (fields matched to columns by name: exactly,
+//! else ignoring ASCII case when one column alone matches so) or a JSON array (fields by position, named by a header row
 //! or `--columns`). [`parse_json_block`] has the shape of
 //! [`super::parse_block_with`]: it takes a block that starts at a row
 //! boundary and appends its rows to a [`BatchBuilder`], so the parallel
@@ -14,7 +14,11 @@
 //!   by commas, with the outer `[` and `]` removed by the reader, which cuts
 //!   blocks just after a comma between two elements
 //!   ([`find_array_boundary`]: depth and strings tracked from the block
-//!   start, whose state is known).
+//!   start, whose state is known). The array may be a field of a top-level
+//!   object ([`object_start`]); the reader then drops the rest of it too.
+//! * [`JsonShape::Values`]: values one after another (pretty-printed
+//!   objects): an array without brackets and commas, cut just after a
+//!   value closes at depth 0 ([`find_values_boundary`]).
 //!
 //! Values: `null` is NULL; strings go through the column type's parser (so
 //! `"2024-01-31"` loads into a DATE and `"12.50"` into a DECIMAL); numbers
@@ -51,7 +55,7 @@ use std::collections::HashMap;
 use memchr::{memchr, memchr_iter, memrchr};
 
 use super::{BlockError, BlockInfo, FieldMap, Reject, RowPolicy};
-use crate::batch::{BatchBuilder, DataType, Schema};
+use crate::batch::{BatchBuilder, DataType, Schema, position_of};
 
 /// How the values of a JSON input are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +65,10 @@ pub enum JsonShape {
     Lines,
     /// One top-level array whose elements are the rows.
     Array,
+    /// JSON values one after another, separated by whitespace only (objects
+    /// pretty-printed over several lines each, or `{..}{..}`). `--format
+    /// json` reads an input that starts with `{` so (see [`object_start`]).
+    Values,
 }
 
 /// A JSON input's layout and field rules.
@@ -505,6 +513,13 @@ impl<'a> Scanner<'a> {
 
     #[cold]
     fn expected_name(&self) -> Fail {
+        if !self.newline_is_space && matches!(self.peek(), None | Some(b'\n')) {
+            // `{` alone on a line: an object spread over several lines.
+            return fail(
+                self.pos,
+                "the line ends inside an object: JSON lines needs one value per line (for objects spread over several lines, use --format json)",
+            );
+        }
         fail(
             self.pos,
             format!(
@@ -526,7 +541,7 @@ impl<'a> Scanner<'a> {
             fail(
                 start,
                 format!(
-                    "unterminated {what}: no '{close}' before the end of the line (JSON lines hold one value per line; for a top-level array use --format json)"
+                    "unterminated {what}: no '{close}' before the end of the line (JSON lines hold one value per line; for a top-level array or values spread over several lines, use --format json)"
                 ),
             )
         } else {
@@ -586,12 +601,13 @@ struct Columns<'s> {
 }
 
 impl Columns<'_> {
-    /// The column a field name names, ignoring ASCII case.
+    /// The column a field name names: exactly, else ignoring ASCII case
+    /// when one column alone matches so (`Duck` and `duck` are two).
     fn lookup(&mut self, key: &[u8]) -> Option<usize> {
         if let Some(c) = self.by_name.get(key) {
             return *c;
         }
-        let c = self.names.iter().position(|n| n.eq_ignore_ascii_case(key));
+        let c = position_of(self.names.iter().copied(), key);
         if self.by_name.len() < 4096 {
             self.by_name.insert(key.to_vec(), c);
         }
@@ -630,6 +646,7 @@ pub fn parse_json_block(
 ) -> Result<BlockInfo, BlockError> {
     let ncols = schema.len();
     let lines = format.shape == JsonShape::Lines;
+    let values = format.shape == JsonShape::Values;
     let mut s = Scanner {
         data,
         pos: 0,
@@ -698,6 +715,9 @@ pub fn parse_json_block(
                         ),
                     )),
                 }
+            } else if values {
+                // The next value starts after any whitespace.
+                Ok(())
             } else {
                 s.ws();
                 match s.peek() {
@@ -736,8 +756,8 @@ pub fn parse_json_block(
         if !policy.skip_bad {
             return Err(error);
         }
-        // The row ends at its line's end (JSON lines), or at the next
-        // comma between elements (array).
+        // The row ends at its line's end (JSON lines), at the next comma
+        // between elements (array), or where a value next closes (values).
         let end = if lines {
             match memchr(b'\n', &data[record_start..]) {
                 Some(i) => {
@@ -746,6 +766,8 @@ pub fn parse_json_block(
                 }
                 None => n,
             }
+        } else if values {
+            find_values_boundary(&data[record_start..], 0).map_or(n, |c| record_start + c)
         } else {
             find_array_boundary(&data[record_start..], 0).map_or(n, |c| record_start + c)
         };
@@ -756,7 +778,7 @@ pub fn parse_json_block(
             }
         }
         let mut record = data[record_start..end].trim_ascii_end();
-        if !lines {
+        if format.shape == JsonShape::Array {
             record = record.strip_suffix(b",").unwrap_or(record).trim_ascii_end();
         }
         rejects.push(Reject {
@@ -1102,7 +1124,7 @@ fn show_key(key: &[u8]) -> String {
 /// the parser says how).
 pub fn find_array_boundary(data: &[u8], target: usize) -> Option<usize> {
     let mut found = None;
-    array_cuts(data, target, |_, c| {
+    cuts::<false>(data, target, |_, c| {
         found = Some(c);
         false
     });
@@ -1113,9 +1135,39 @@ pub fn find_array_boundary(data: &[u8], target: usize) -> Option<usize> {
 /// in the rows of a JSON array (as [`find_array_boundary`] cuts), or
 /// `None`: the start of the element still open at `to`.
 pub fn last_array_boundary(data: &[u8], from: usize, to: usize) -> Option<usize> {
+    last_cut::<false>(data, from, to)
+}
+
+/// The position of the `]` that closes the array whose body `data` is
+/// (from an element boundary, as [`find_array_boundary`]), if `data`
+/// holds it.
+pub fn array_body_end(data: &[u8]) -> Option<usize> {
+    cuts::<false>(data, usize::MAX, |_, _| true)
+}
+
+/// Returns the first cut point `c > target` just after a value that
+/// closes at depth 0 (its `}` or `]` at `target` or later) in values one
+/// after another ([`JsonShape::Values`]; `data` starts between two
+/// values), or `None` when there is none.
+pub fn find_values_boundary(data: &[u8], target: usize) -> Option<usize> {
+    let mut found = None;
+    cuts::<true>(data, target, |_, c| {
+        found = Some(c);
+        false
+    });
+    found
+}
+
+/// The last cut point after a value that closes at `from` or later and
+/// before `to` (as [`find_values_boundary`] cuts), or `None`.
+pub fn last_values_boundary(data: &[u8], from: usize, to: usize) -> Option<usize> {
+    last_cut::<true>(data, from, to)
+}
+
+fn last_cut<const VALUES: bool>(data: &[u8], from: usize, to: usize) -> Option<usize> {
     let mut last = None;
-    array_cuts(data, from, |comma, c| {
-        if comma >= to {
+    cuts::<VALUES>(data, from, |at, c| {
+        if at >= to {
             return false;
         }
         last = Some(c);
@@ -1124,11 +1176,18 @@ pub fn last_array_boundary(data: &[u8], from: usize, to: usize) -> Option<usize>
     last
 }
 
-/// Calls `cut` with each comma at or after `target` that separates two
-/// elements, and the cut point after it (see [`find_array_boundary`]), in
-/// order, while it returns true.
+/// Calls `cut` with each separator at or after `target` and the cut point
+/// after it (see [`find_array_boundary`]), in order, while it returns
+/// true. The separators: commas between elements of an array body, or
+/// with `VALUES`, the closing bracket of each top-level value. Returns
+/// the position of a closing bracket at depth 0 (the end of an array
+/// body), if the scan stops there.
 #[inline(always)]
-fn array_cuts(data: &[u8], target: usize, mut cut: impl FnMut(usize, usize) -> bool) {
+fn cuts<const VALUES: bool>(
+    data: &[u8],
+    target: usize,
+    mut cut: impl FnMut(usize, usize) -> bool,
+) -> Option<usize> {
     // A byte loop, strings skipped with memchr: rows are dense with
     // structure (a quote or a comma every few bytes), where a word-at-a-time
     // scan for the structural bytes measured 30 % slower, and a byte loop
@@ -1142,13 +1201,11 @@ fn array_cuts(data: &[u8], target: usize, mut cut: impl FnMut(usize, usize) -> b
                 // Skip the string: to the next quote not escaped.
                 let mut j = i + 1;
                 loop {
-                    let Some(r) = memchr::memchr2(b'"', b'\\', &data[j..]) else {
-                        return;
-                    };
+                    let r = memchr::memchr2(b'"', b'\\', &data[j..])?;
                     if data[j + r] == b'\\' {
                         j += r + 2;
                         if j > n {
-                            return;
+                            return None;
                         }
                     } else {
                         i = j + r;
@@ -1160,15 +1217,25 @@ fn array_cuts(data: &[u8], target: usize, mut cut: impl FnMut(usize, usize) -> b
             b'}' | b']' => {
                 if depth == 0 {
                     // The end of the top-level array.
-                    return;
+                    return Some(i);
                 }
                 depth -= 1;
+                if VALUES && depth == 0 && i >= target && !cut(i, after_separator(data, i + 1)) {
+                    return None;
+                }
             }
-            b',' if depth == 0 && i >= target && !cut(i, after_separator(data, i + 1)) => return,
+            b',' if !VALUES
+                && depth == 0
+                && i >= target
+                && !cut(i, after_separator(data, i + 1)) =>
+            {
+                return None;
+            }
             _ => {}
         }
         i += 1;
     }
+    None
 }
 
 /// The position after spaces and one newline (if one follows) from `i`:
@@ -1271,23 +1338,220 @@ pub fn read_first_row(data: &[u8], shape: JsonShape, at_eof: bool) -> FirstRow {
             _ => return other(&s),
         }
     }
-    // Then the end of the line (JSON lines), or a comma or the array's
-    // closing bracket (left for the reader).
-    s.newline_is_space = true;
-    s.ws();
-    let used = match s.peek() {
-        None if lines || at_eof => limit,
-        None => return FirstRow::NeedMore,
-        Some(b',') if !lines => after_separator(data, s.pos + 1),
-        Some(b']') if !lines => s.pos,
-        Some(_) => return FirstRow::Data,
+    // Then the end of the line (JSON lines), a comma or the array's
+    // closing bracket (left for the reader), or the next value.
+    let array = shape == JsonShape::Array;
+    let used = if shape == JsonShape::Values {
+        after_separator(data, s.pos)
+    } else {
+        s.newline_is_space = true;
+        s.ws();
+        match s.peek() {
+            None if lines || at_eof => limit,
+            None => return FirstRow::NeedMore,
+            Some(b',') if array => after_separator(data, s.pos + 1),
+            Some(b']') if array => s.pos,
+            Some(_) => return FirstRow::Data,
+        }
     };
     let newlines = memchr_iter(b'\n', &data[..used]).count() as u64;
     FirstRow::Names(names, used, newlines)
 }
 
+/// What an input that `--format json` reads holds, when it starts with
+/// `{` (see [`object_start`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectStart {
+    /// An object holding the rows array: its first element is at or after
+    /// this offset (just past the `[`).
+    Rows(usize),
+    /// Values one after another, rows themselves ([`JsonShape::Values`]),
+    /// or, with a rows field named, no such field: the message says why.
+    Values,
+    /// The named rows field is missing or holds no array: why.
+    NoRows(String),
+    /// `data` ends before this is known and more can be read.
+    NeedMore,
+}
+
+/// Tells an object holding an array of rows (`{"data": [{..}, {..}],
+/// "meta": ..}`) from values that are rows themselves, at the start of
+/// `data`. Its fields are read in order: one that names a column
+/// (`is_column`) makes the object a row; one that holds an array of
+/// objects or arrays (or an empty one), before any such field, is the
+/// rows array. The fields after the array must name no column either
+/// ([`object_rest`] checks them). A malformed object is a row too: the
+/// parser says what is wrong with it. With `rows` (a field name), that
+/// field is the rows array, whatever the fields before it.
+pub fn object_start(
+    data: &[u8],
+    at_eof: bool,
+    rows: Option<&[u8]>,
+    is_column: impl Fn(&[u8]) -> bool,
+) -> ObjectStart {
+    let start = data
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(data.len());
+    if data.get(start) != Some(&b'{') {
+        return ObjectStart::Values;
+    }
+    let mut s = Scanner {
+        data,
+        pos: start + 1,
+        newline_is_space: true,
+        scratch: Vec::new(),
+    };
+    // Ran out of data (more may come), or malformed.
+    let other = |s: &Scanner<'_>| {
+        if !at_eof && s.pos >= data.len() {
+            ObjectStart::NeedMore
+        } else {
+            ObjectStart::Values
+        }
+    };
+    let missing = |rows: &[u8]| {
+        ObjectStart::NoRows(format!(
+            "the top-level object has no field {} (--json-rows)",
+            show_key(rows)
+        ))
+    };
+    loop {
+        s.ws();
+        if s.peek() != Some(b'"') {
+            return match (other(&s), rows) {
+                (ObjectStart::Values, Some(r)) => missing(r),
+                (o, _) => o,
+            };
+        }
+        let key = match s.string() {
+            Ok(Str::Slice(a, b)) => data[a..b].to_vec(),
+            Ok(Str::Scratch) => s.scratch.clone(),
+            Err(_) => {
+                // An unterminated string runs to the end of the data.
+                s.pos = data.len();
+                return other(&s);
+            }
+        };
+        if rows.is_none() && is_column(&key) {
+            return ObjectStart::Values;
+        }
+        s.ws();
+        if s.peek() != Some(b':') {
+            return other(&s);
+        }
+        s.pos += 1;
+        s.ws();
+        if let Some(r) = rows
+            && key == r
+        {
+            return match s.peek() {
+                Some(b'[') => ObjectStart::Rows(s.pos + 1),
+                None if !at_eof => ObjectStart::NeedMore,
+                other => ObjectStart::NoRows(format!(
+                    "field {} of the top-level object holds {}, not an array of rows (--json-rows)",
+                    show_key(r),
+                    match other {
+                        Some(b'"') => "a string".to_string(),
+                        Some(b'-' | b'0'..=b'9') => "a number".to_string(),
+                        Some(b'{') => "an object".to_string(),
+                        Some(b't' | b'f') => "a boolean".to_string(),
+                        Some(b'n') => "null".to_string(),
+                        _ => found(data, s.pos),
+                    }
+                )),
+            };
+        }
+        if rows.is_none() && s.peek() == Some(b'[') {
+            let open = s.pos;
+            s.pos += 1;
+            s.ws();
+            match s.peek() {
+                Some(b'{' | b'[' | b']') => return ObjectStart::Rows(open + 1),
+                None => return other(&s),
+                Some(_) => s.pos = open,
+            }
+        }
+        if s.skip_value(1).is_err() {
+            // Perhaps cut short by the end of the data: read more.
+            s.pos = data.len();
+            return other(&s);
+        }
+        s.ws();
+        match (s.peek(), rows) {
+            (Some(b','), _) => s.pos += 1,
+            (Some(b'}'), Some(r)) => return missing(r),
+            _ => return other(&s),
+        }
+    }
+}
+
+/// Checks what follows the `]` of the rows array of an object
+/// ([`object_start`]): more fields, none naming a column, then the `}`,
+/// then nothing but whitespace.
+pub fn object_rest(data: &[u8], is_column: impl Fn(&[u8]) -> bool) -> Result<(), String> {
+    let mut s = Scanner {
+        data,
+        pos: 0,
+        newline_is_space: true,
+        scratch: Vec::new(),
+    };
+    let what = "the object holding the rows array";
+    loop {
+        s.ws();
+        match s.peek() {
+            Some(b'}') => {
+                s.pos += 1;
+                break;
+            }
+            Some(b',') => {
+                s.pos += 1;
+                s.ws();
+            }
+            _ => {
+                return Err(format!(
+                    "expected ',' or '}}' in {what} after the array, found {}",
+                    found(data, s.pos)
+                ));
+            }
+        }
+        let key = match s.peek() {
+            Some(b'"') => s
+                .string()
+                .map_err(|f| format!("in {what}: {}", f.message))?,
+            _ => return Err(format!("in {what}: {}", s.expected_name().message)),
+        };
+        let key = match key {
+            Str::Slice(a, b) => data[a..b].to_vec(),
+            Str::Scratch => s.scratch.clone(),
+        };
+        if is_column(&key) {
+            return Err(format!(
+                "the input was read as an object holding an array of rows (its fields before the array name no column), but the object also has field {}, which names a column (if the objects are rows, put a field that names a column first)",
+                show_key(&key)
+            ));
+        }
+        s.ws();
+        s.expect(b':', "':' after a field name")
+            .and_then(|()| {
+                s.ws();
+                s.skip_value(1)
+            })
+            .map_err(|f| format!("in {what}: {}", f.message))?;
+    }
+    s.ws();
+    match s.peek() {
+        None => Ok(()),
+        Some(_) => Err(format!(
+            "after {what}, found {} (the input holds one such object)",
+            found(data, s.pos)
+        )),
+    }
+}
+
 /// The field map of array rows: field i feeds the column that `names[i]`
-/// (a header row or `--columns`) names, ignoring ASCII case. A name that
+/// (a header row or `--columns`) names (exactly, else ignoring ASCII case
+/// when one column alone matches so). A name that
 /// is no column is an error unless `ignore_unknown` (then the field is
 /// skipped); a column named twice is an error.
 pub fn names_field_map(
@@ -1297,10 +1561,7 @@ pub fn names_field_map(
 ) -> Result<FieldMap, String> {
     let mut targets = Vec::with_capacity(names.len());
     for name in names {
-        let c = schema
-            .columns
-            .iter()
-            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name));
+        let c = position_of(schema.columns.iter().map(|c| c.name.as_bytes()), name);
         match c {
             Some(c) if targets.contains(&Some(c)) => {
                 return Err(format!(
@@ -1725,7 +1986,7 @@ mod tests {
         let e = err("{\"a\":\n1}\n", "a INT");
         assert!(e.2.starts_with("expected a JSON value"), "{}", e.2);
         let e = err("{\"a\":1,\n", "a INT");
-        assert!(e.2.starts_with("expected a field name"), "{}", e.2);
+        assert!(e.2.starts_with("the line ends inside an object"), "{}", e.2);
         let e = err("{\"a\" 1}", "a INT");
         assert!(
             e.2.starts_with("expected ':' after a field name, found '1'"),

@@ -869,10 +869,28 @@ impl Binder<'_> {
         }
     }
 
+    /// The column `name` names: exactly, else ignoring ASCII case when one
+    /// column alone matches so (a table may have `Duck` and `duck`).
     fn column(&self, name: &str, node: &ast::Expr) -> Result<(usize, String)> {
-        self.columns
-            .iter()
-            .position(|c| c.0.eq_ignore_ascii_case(name))
+        let names = self.columns.iter().map(|c| c.0.as_bytes());
+        if crate::batch::position_of(names, name.as_bytes()).is_none() {
+            let alike: Vec<&str> = self
+                .columns
+                .iter()
+                .filter(|c| c.0.eq_ignore_ascii_case(name))
+                .map(|c| c.0.as_str())
+                .collect();
+            if alike.len() > 1 {
+                return Err(plan_err(
+                    format!(
+                        "column name {name:?} is ambiguous: columns {} differ in case alone (write the one meant in double quotes, as it is written)",
+                        alike.join(", ")
+                    ),
+                    node,
+                ));
+            }
+        }
+        crate::batch::position_of(self.columns.iter().map(|c| c.0.as_bytes()), name.as_bytes())
             .map(|i| (i, self.columns[i].0.clone()))
             .ok_or_else(|| match &self.table {
                 Some(t) => plan_err(format!("no column named {name:?} in table {t}"), node),

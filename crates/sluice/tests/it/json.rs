@@ -337,7 +337,7 @@ fn a_bad_line_deep_in_a_file_names_its_line_at_any_block_size() {
             assert_eq!(
                 e.to_string(),
                 format!(
-                    "{}:501: unterminated object: no '}}' before the end of the line (JSON lines hold one value per line; for a top-level array use --format json) (character 1 of the line) (byte {line_start})",
+                    "{}:501: unterminated object: no '}}' before the end of the line (JSON lines hold one value per line; for a top-level array or values spread over several lines, use --format json) (character 1 of the line) (byte {line_start})",
                     path(&dir, "f.jsonl")
                 ),
                 "block {block} threads {threads}"
@@ -504,10 +504,10 @@ fn array_of_objects() {
     let o = json_array("a INT, b TEXT");
     load_files(&dir, &[("e.json", b" [ ] ")], &o).unwrap();
     assert_eq!(rows(&dir), Vec::<Vec<Option<String>>>::new());
-    let e = load_files(&dir, &[("o.json", b"{\"a\":1}")], &o).unwrap_err();
+    let e = load_files(&dir, &[("o.json", b"\n \"a\"")], &o).unwrap_err();
     assert!(
         e.to_string().starts_with(&format!(
-            "{}:1: --format json reads one top-level array",
+            "{}:2: --format json reads a top-level array of rows, an object holding one, or objects one after another",
             path(&dir, "o.json")
         )),
         "{e}"
