@@ -73,6 +73,12 @@ fn scan_field(
     if pos < n && Some(data[pos]) == d.quote {
         return scan_quoted(data, pos, d, scratch);
     }
+    if d.trim_around_quotes && pos < n && data[pos] == b' ' {
+        let at = pos + data[pos..].iter().take_while(|&&c| c == b' ').count();
+        if at < n && Some(data[at]) == d.quote {
+            return scan_quoted(data, at, d, scratch);
+        }
+    }
     let mut i = pos;
     while i < n && classes[data[i] as usize] == 0 {
         i += 1;
@@ -164,6 +170,9 @@ fn scan_quoted(
         break;
     }
     let newlines = memchr_iter(b'\n', &data[start..content_end]).count() as u64;
+    if d.trim_around_quotes {
+        pos += data[pos..].iter().take_while(|&&c| c == b' ').count();
+    }
     let (term, next) = match data.get(pos) {
         None => (Term::Eof, n + 1),
         Some(&c) if c == d.delimiter => (Term::Delim, pos + 1),
