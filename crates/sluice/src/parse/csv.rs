@@ -803,6 +803,45 @@ mod tests {
     }
 
     #[test]
+    fn spaces_around_quoted_fields_are_trimmed_when_asked() {
+        let d = Dialect {
+            trim_around_quotes: true,
+            ..Dialect::default()
+        };
+        let rows = parse(
+            "\"a\", \"b, c\"  ,  d \n  \"e\"\"\" ,\"f\nf\", \r\n",
+            "x TEXT, y TEXT, z TEXT",
+            &d,
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![s("a"), s("b, c"), s("  d ")],
+                vec![s("e\""), s("f\nf"), s(" ")],
+            ]
+        );
+        // A quote after other text, or text after a closing quote, is
+        // still an error.
+        let e = parse("1, x\"y\"\n", "a INT, b TEXT", &d).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected quote inside an unquoted field")
+        );
+        let e = parse("1, \"y\" z\n", "a INT, b TEXT", &d).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected 'z' after a closing quote")
+        );
+        // Without it, a quote after a space is an error.
+        let e = parse("1, \"y\"\n", "a INT, b TEXT", &Dialect::default()).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected quote inside an unquoted field")
+        );
+    }
+
+    #[test]
     fn blank_lines_are_null_in_one_column() {
         let d = Dialect::default();
         let rows = parse("a\n\nb\r\n\r\n\nc", "t TEXT", &d).unwrap();
