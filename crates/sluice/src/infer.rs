@@ -373,9 +373,11 @@ struct Trial {
     counts: Vec<(usize, usize, u64)>,
     /// The first record that cannot be read: its line, column and why.
     error: Option<(u64, u64, String)>,
-    /// With no quote: the line of a field that a quote opens and closes
-    /// (`"Year"`): the data is quoted, whatever breaks the quoting.
-    quoted_field: Option<u64>,
+    /// A record the dialect reads, but surely not as meant: its line and
+    /// why. With no quote, a field that a quote opens and closes
+    /// (`"Year"`: the data is quoted, whatever breaks the quoting); with a
+    /// space delimiter, an empty field (a run of spaces aligning columns).
+    suspect: Option<(u64, &'static str)>,
 }
 
 impl Trial {
@@ -398,7 +400,7 @@ impl Trial {
     fn reads(&self, want: Option<usize>, consistent: bool) -> bool {
         let (n, _) = self.modal();
         self.error.is_none()
-            && self.quoted_field.is_none()
+            && self.suspect.is_none()
             && n >= 2
             && want.is_none_or(|w| w == n)
             && (!consistent || self.counts.len() == 1)
@@ -409,8 +411,8 @@ impl Trial {
         if let Some((line, column, message)) = &self.error {
             return format!("line {line}, column {column}: {message}");
         }
-        if let Some(line) = self.quoted_field {
-            return format!("line {line}: a field in quotes");
+        if let Some((line, why)) = self.suspect {
+            return format!("line {line}: {why}");
         }
         let (n, _) = self.modal();
         match self.counts.as_slice() {
@@ -483,7 +485,7 @@ fn trial(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> Trial {
         dialect: d.clone(),
         counts: Vec::new(),
         error: None,
-        quoted_field: None,
+        suspect: None,
     };
     // The quote a dialect with none reads as text.
     let q = b'"';
@@ -494,8 +496,14 @@ fn trial(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> Trial {
     walk(&part, d, skip, preamble, |at, r| {
         match r {
             Ok(fields) => {
-                if d.quote.is_none() && t.quoted_field.is_none() && fields.iter().any(in_quotes) {
-                    t.quoted_field = Some(place(at).0);
+                if t.suspect.is_some() {
+                } else if d.quote.is_none() && fields.iter().any(in_quotes) {
+                    t.suspect = Some((place(at).0, "a field in quotes"));
+                } else if d.delimiter == b' ' && fields.iter().any(Vec::is_empty) {
+                    t.suspect = Some((
+                        place(at).0,
+                        "an empty field: columns aligned by runs of spaces are not read as one delimiter",
+                    ));
                 }
                 match t.counts.iter_mut().find(|c| c.0 == fields.len()) {
                     Some(c) => c.1 += 1,
