@@ -227,7 +227,7 @@ struct LoadArgs {
     #[arg(long)]
     ignore_unknown: bool,
     /// Field delimiter: one character, or 'tab' (default: detected from the
-    /// data among , tab | ;)
+    /// data among , tab | ; then a single space)
     #[arg(long, short)]
     delimiter: Option<String>,
     /// Shorthand for --delimiter tab

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod json;
 mod keyed;
+mod regression_dialects;
 mod regression_load;
 mod regression_query;
 mod regression_realfiles;
