@@ -62,8 +62,9 @@ pub struct InferOptions {
     pub sample_bytes: usize,
     /// A file of at most this many bytes (after decompression) is read
     /// whole, so that a value contradicting a type anywhere in it is seen;
-    /// all files together at most twice this. 16 MiB of a 3-column file
-    /// take about 1 s to read in a release build.
+    /// all files together at most twice this. Inferring a 16 MiB file of
+    /// 400,000 records of 5 columns read whole took 3.1 s in a debug build
+    /// (0.2 s from three 256 KiB samples).
     pub whole_bytes: usize,
     /// Try other quoting than `dialect`'s (none, spaces around quoted
     /// fields, a backslash escape) when it does not read the data: false
