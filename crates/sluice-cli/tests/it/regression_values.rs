@@ -32,21 +32,28 @@ fn inference_never_rounds_long_numbers() {
         "x\n0.1234567890123456789\n"
     );
     // A value the samples did not see fails rather than being rounded,
-    // with the hint to override the inferred type.
-    let mut big = String::from("id,v\n");
+    // with the hint to override the inferred type. (Over 16 MiB: a
+    // smaller file is read whole.)
+    let pad = "p".repeat(80);
+    let mut big = String::from("id,v,pad\n");
+    let mut at = 0;
     for i in 0..200_000 {
         if i == 60_000 {
-            big.push_str("60000,18446744073709551615\n");
+            at = big.len() + "60000,".len();
+            big.push_str(&format!("60000,18446744073709551615,{pad}\n"));
         } else {
-            big.push_str(&format!("{i},{i}.5e3\n"));
+            big.push_str(&format!("{i},{i}.5e3,{pad}\n"));
         }
     }
+    assert!(big.len() > 16 << 20);
     t.write("big.csv", big.as_bytes());
     let o = sluice(&t.0, &["load", "big", "big.csv"]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    let want = "error: loading table big; nothing was committed: big.csv:60002: column 2 (v): invalid DOUBLE value \"18446744073709551615\": has 20 significant digits; a DOUBLE would round it to 18446744073709552000 (byte 937791)\nhint: v is DOUBLE, inferred from samples of 1 file; load it with --types v=TEXT (or another type), or give the whole --schema\n";
-    assert!(e.ends_with(want), "{e}");
+    let want = format!(
+        "error: loading table big; nothing was committed: big.csv:60002: column 2 (v): invalid DOUBLE value \"18446744073709551615\": has 20 significant digits; a DOUBLE would round it to 18446744073709552000 (byte {at})\nhint: v is DOUBLE, inferred from samples of 1 file; load it with --types v=TEXT (or another type), or give the whole --schema\n"
+    );
+    assert!(e.ends_with(&want), "{e}");
     ok(&t.0, &["load", "-q", "--types", "v=TEXT", "big", "big.csv"]);
     assert_eq!(
         ok(&t.0, &["query", "select v from big where id = 60000"]),
