@@ -462,8 +462,15 @@ pub fn quoting_words(d: &Dialect) -> Vec<String> {
 }
 
 /// Reads the start of `s` (its first [`TRIAL_RECORDS`] records in its
-/// first [`TRIAL_BYTES`]) with `d`.
-fn trial(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> Trial {
+/// first [`TRIAL_BYTES`]) with `d`; `text_quote` is the quote that `d`,
+/// if it has none, reads as text.
+fn trial(
+    s: &Sample,
+    d: &Dialect,
+    skip: u64,
+    preamble: Option<u8>,
+    text_quote: Option<u8>,
+) -> Trial {
     // Whole lines only, read to their end: an error is an error, except
     // a quote still open where the lines were cut.
     let cut = s.data.len() > TRIAL_BYTES || !s.whole;
@@ -488,23 +495,27 @@ fn trial(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> Trial {
         error: None,
         suspect: None,
     };
-    // The quote a dialect with none reads as text.
-    let q = b'"';
+    // The quote that a dialect with none reads as text.
     let in_quotes = |f: &Vec<u8>| {
         let f = value::trim(f);
-        f.len() >= 2 && f[0] == q && f[f.len() - 1] == q
+        f.len() >= 2 && Some(f[0]) == text_quote && Some(f[f.len() - 1]) == text_quote
+    };
+    let suspect = |fields: &[Vec<u8>]| {
+        if d.quote.is_none() && fields.iter().any(in_quotes) {
+            Some("a field in quotes")
+        } else if d.delimiter == b' ' && fields.iter().any(Vec::is_empty) {
+            Some("an empty field: columns aligned by runs of spaces are not read as one delimiter")
+        } else {
+            None
+        }
     };
     walk(&part, d, skip, preamble, |at, r| {
         match r {
             Ok(fields) => {
-                if t.suspect.is_some() {
-                } else if d.quote.is_none() && fields.iter().any(in_quotes) {
-                    t.suspect = Some((place(at).0, "a field in quotes"));
-                } else if d.delimiter == b' ' && fields.iter().any(Vec::is_empty) {
-                    t.suspect = Some((
-                        place(at).0,
-                        "an empty field: columns aligned by runs of spaces are not read as one delimiter",
-                    ));
+                if t.suspect.is_none()
+                    && let Some(why) = suspect(&fields)
+                {
+                    t.suspect = Some((place(at).0, why));
                 }
                 match t.counts.iter_mut().find(|c| c.0 == fields.len()) {
                     Some(c) => c.1 += 1,
@@ -594,7 +605,7 @@ fn choose_dialect(
         };
         for delimiter in tried {
             for d in candidates(delimiter, o, head) {
-                let t = trial(s, &d, o.skip, preamble);
+                let t = trial(s, &d, o.skip, preamble, o.dialect.quote);
                 if t.reads(want, space || !given(&d)) {
                     let (_, k) = t.modal();
                     let score = k as f64 / t.records() as f64;
@@ -1217,6 +1228,38 @@ mod tests {
         );
         assert_eq!(sniff(&sample(b"a,b|c\n1,2|3\n"), &o, Some(2), None), b',');
         assert_eq!(sniff(&sample(b"one\ntwo\n"), &o, None, None), b',');
+    }
+
+    #[test]
+    fn dialects_are_chosen_by_what_reads_the_first_records() {
+        let o = InferOptions::default();
+        let pick = |data: &[u8]| {
+            choose_dialect(&sample(data), &o, None, None)
+                .map(|d| (d.delimiter as char, d.quote, d.escape, d.trim_around_quotes))
+                .map_err(|trials| no_dialect_message(&trials, None))
+        };
+        let q = Some(b'"');
+        assert_eq!(pick(b"a,b\n\"x,y\",2\n"), Ok((',', q, None, false)));
+        assert_eq!(pick(b"a\tb\n5\" tv\t2\n"), Ok(('\t', None, None, false)));
+        assert_eq!(pick(b"\"a\", \"b\"\n1, \"x\"\n"), Ok((',', q, None, true)));
+        assert_eq!(
+            pick(b"a,b\n\"x\\\"y\",2\n"),
+            Ok((',', q, Some(b'\\'), false))
+        );
+        assert_eq!(pick(b"a b\n1 2\n"), Ok((' ', q, None, false)));
+        // Ragged records under a quoting other than the given one, fields
+        // in quotes with none, runs of spaces: not taken.
+        assert!(pick(b"a;b\n\"1\";\"x\"y\n").is_err());
+        assert!(pick(b"a  b\n1  2\n").is_err());
+        assert!(pick(b"one\ntwo\n").is_err());
+        // Given quoting: taken also when ragged, the load says where.
+        assert_eq!(pick(b"a,b\n1,2\n3,4,5\n"), Ok((',', q, None, false)));
+        // A given quote is the only one tried.
+        let given = InferOptions {
+            detect_quoting: false,
+            ..InferOptions::default()
+        };
+        assert!(choose_dialect(&sample(b"a\tb\n5\" tv\t2\n"), &given, None, None).is_err());
     }
 
     #[test]
