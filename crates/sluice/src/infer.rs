@@ -717,13 +717,12 @@ fn leading_comment(s: &Sample, o: &InferOptions) -> Option<u8> {
         skip: 0,
         ..o.clone()
     };
-    let delimiter = o
-        .delimiter
-        .unwrap_or_else(|| sniff(&rest, &plain, None, None));
-    let d = Dialect {
-        delimiter,
+    let d = choose_dialect(&rest, &plain, None, None).unwrap_or_else(|_| Dialect {
+        delimiter: o
+            .delimiter
+            .unwrap_or_else(|| sniff(&rest, &plain, None, None)),
         ..o.dialect.clone()
-    };
+    });
     let (n, _) = modal_count(&records(&rest, &d, 0, None));
     let splits_like_data = |line: &&[u8]| {
         read_record(line, &d, true)

@@ -113,6 +113,14 @@ fn space_before_quoted_fields() {
             vec![s("2021"), s("7.0"), s("  plain ")],
         ]
     );
+    // Below comment lines a tool wrote.
+    let (inf, rows) = infer_and_load(
+        "noted.csv",
+        b"# exported by a tool\n\"Year\", \"Score\"\n\"2020\", \"5\"\n",
+    );
+    assert!(inf.dialect.trim_around_quotes);
+    assert_eq!(inf.leading_comment, Some(b'#'));
+    assert_eq!(rows.unwrap(), vec![vec![s("2020"), s("5")]]);
 }
 
 #[test]
