@@ -236,15 +236,16 @@ struct LoadArgs {
     #[arg(long, value_name = "FIELD")]
     json_rows: Option<String>,
     /// Field delimiter: one character, or 'tab' (default: detected from the
-    /// data among , tab | ;)
+    /// data among , tab | ; then a single space)
     #[arg(long, short)]
     delimiter: Option<String>,
     /// Shorthand for --delimiter tab
     #[arg(long, conflicts_with = "delimiter")]
     tsv: bool,
-    /// Quote character; '' for none
-    #[arg(long, default_value = "\"")]
-    quote: String,
+    /// Quote character; '' or 'none' for none (default: '"', or none, or
+    /// '"' with spaces around quoted fields, whichever reads the data)
+    #[arg(long)]
+    quote: Option<String>,
     /// Escape character inside quotes (default: doubled quotes, as RFC 4180)
     #[arg(long)]
     escape: Option<String>,
@@ -621,10 +622,10 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             .map(|d| util::parse_char(d, "--delimiter"))
             .transpose()?
     };
-    let quote = if a.quote.is_empty() || a.quote.eq_ignore_ascii_case("none") {
-        None
-    } else {
-        Some(util::parse_char(&a.quote, "--quote")?)
+    let quote = match a.quote.as_deref() {
+        None => Some(b'"'),
+        Some(q) if q.is_empty() || q.eq_ignore_ascii_case("none") => None,
+        Some(q) => Some(util::parse_char(q, "--quote")?),
     };
     let escape = a
         .escape
@@ -675,7 +676,9 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             escape,
             comment,
             blank_lines,
+            trim_around_quotes: false,
         },
+        detect_quoting: a.quote.is_none() && a.escape.is_none(),
         header,
         skip: a.skip,
         null: a.null.clone().into_bytes(),
@@ -688,6 +691,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     };
     let mut inferred = None;
     let mut leading_comment = None;
+    let mut dialect = infer_opts.dialect.clone();
     let (schema, delimiter, header) = match (given, existing) {
         (Some(s), _) | (None, Some(s)) if json.is_some() => {
             if !a.types.is_empty() {
@@ -712,12 +716,14 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             let fields = (column_refs.is_none() && !a.match_by_name).then_some(s.len());
             let (d, notes) = sluice::infer::sniff_delimiter(&inputs, &infer_opts, fields)?;
             leading_comment = notes;
-            (s, d, header)
+            dialect = d;
+            (s, dialect.delimiter, header)
         }
         (None, None) => {
             let mut inf =
                 sluice::infer::infer(&inputs, &infer_opts).context("inferring the schema")?;
             let d = inf.delimiter;
+            dialect = inf.dialect.clone();
             let h = if inf.header { Header::Yes } else { Header::No };
             leading_comment = inf.leading_comment;
             // With --columns, the table is the chosen fields, in that order.
@@ -772,6 +778,15 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
                         "no header line".to_string()
                     },
                 ];
+                // The quoting inference chose, where it is not the given one.
+                let words = sluice::infer::quoting_words(&inf.dialect);
+                let given = sluice::infer::quoting_words(&Dialect {
+                    quote,
+                    escape,
+                    trim_around_quotes: false,
+                    ..inf.dialect.clone()
+                });
+                how.extend(words.into_iter().filter(|w| !given.contains(w)));
                 if inf.line_end == sluice::source::LineEnd::Cr {
                     how.push("line ends a lone CR (classic Mac OS)".into());
                 }
@@ -823,10 +838,7 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
         schema,
         dialect: Dialect {
             delimiter,
-            quote,
-            escape,
-            comment,
-            blank_lines,
+            ..dialect
         },
         format: match json {
             Some(shape) => Format::Json(JsonFormat {

@@ -287,10 +287,7 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
     })?;
     let readings = LoadOptions {
         schema: Some(inferred.schema.clone()),
-        dialect: Dialect {
-            delimiter: inferred.delimiter,
-            ..Dialect::default()
-        },
+        dialect: inferred.dialect.clone(),
         header: sluice::load::Header::Yes,
         ..LoadOptions::default()
     };

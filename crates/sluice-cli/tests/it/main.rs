@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod json;
 mod keyed;
+mod regression_dialects;
 mod regression_edges;
 mod regression_json;
 mod regression_load;
@@ -742,17 +743,19 @@ fn schemas_are_inferred_printed_and_overridable() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    // A value the samples may not see: the column is TEXT, inferred or
-    // widened (see regression_widen); given types are not widened, and
-    // the error says how to override them.
-    let mut big = String::from("id,v\n");
+    // A value the samples did not see: the column widens to TEXT (see
+    // regression_widen); given types are not widened, and the error says
+    // how to override them. (Over 16 MiB: a smaller file is read whole.)
+    let pad = "p".repeat(80);
+    let mut big = String::from("id,v,pad\n");
     for i in 0..200_000 {
         if i == 60_000 {
-            big.push_str("60000,n/a\n");
+            big.push_str(&format!("60000,n/a,{pad}\n"));
         } else {
-            big.push_str(&format!("{i},{i}\n"));
+            big.push_str(&format!("{i},{i},{pad}\n"));
         }
     }
+    assert!(big.len() > 16 << 20);
     t.write("big.csv", big.as_bytes());
     let o = sluice(&t.0, &["load", "--types", "v=BIGINT", "big", "big.csv"]);
     assert_eq!(o.status.code(), Some(2));

@@ -31,17 +31,19 @@ fn inference_never_rounds_long_numbers() {
         ok(&t.0, &["query", "select x from t"]),
         "x\n0.1234567890123456789\n"
     );
-    // A value the samples may not see is never rounded: the inferred
-    // column is TEXT (inferred, or widened when the samples missed the
-    // value; see regression_widen).
-    let mut big = String::from("id,v\n");
+    // A value the samples did not see is never rounded: the inferred
+    // column widens to TEXT (see regression_widen). (Over 16 MiB: a
+    // smaller file is read whole.)
+    let pad = "p".repeat(80);
+    let mut big = String::from("id,v,pad\n");
     for i in 0..200_000 {
         if i == 60_000 {
-            big.push_str("60000,18446744073709551615\n");
+            big.push_str(&format!("60000,18446744073709551615,{pad}\n"));
         } else {
-            big.push_str(&format!("{i},{i}.5e3\n"));
+            big.push_str(&format!("{i},{i}.5e3,{pad}\n"));
         }
     }
+    assert!(big.len() > 16 << 20);
     t.write("big.csv", big.as_bytes());
     ok(&t.0, &["load", "-q", "big", "big.csv"]);
     assert!(ok(&t.0, &["info", "big"]).contains("  v                        TEXT\n"));

@@ -76,6 +76,12 @@ fn scan_field(
     if pos < n && Some(data[pos]) == d.quote {
         return scan_quoted(data, pos, d, scratch);
     }
+    if d.trim_around_quotes && pos < n && data[pos] == b' ' {
+        let at = pos + data[pos..].iter().take_while(|&&c| c == b' ').count();
+        if at < n && Some(data[at]) == d.quote {
+            return scan_quoted(data, at, d, scratch);
+        }
+    }
     let mut i = pos;
     while i < n && classes[data[i] as usize] == 0 {
         i += 1;
@@ -167,6 +173,9 @@ fn scan_quoted(
         break;
     }
     let newlines = memchr_iter(b'\n', &data[start..content_end]).count() as u64;
+    if d.trim_around_quotes {
+        pos += data[pos..].iter().take_while(|&&c| c == b' ').count();
+    }
     let (term, next) = match data.get(pos) {
         None => (Term::Eof, n + 1),
         Some(&c) if c == d.delimiter => (Term::Delim, pos + 1),
@@ -868,6 +877,45 @@ mod tests {
         )
         .unwrap();
         assert_eq!(rows, vec![vec![s("1"), s("a\"b")]]);
+    }
+
+    #[test]
+    fn spaces_around_quoted_fields_are_trimmed_when_asked() {
+        let d = Dialect {
+            trim_around_quotes: true,
+            ..Dialect::default()
+        };
+        let rows = parse(
+            "\"a\", \"b, c\"  ,  d \n  \"e\"\"\" ,\"f\nf\", \r\n",
+            "x TEXT, y TEXT, z TEXT",
+            &d,
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![s("a"), s("b, c"), s("  d ")],
+                vec![s("e\""), s("f\nf"), s(" ")],
+            ]
+        );
+        // A quote after other text, or text after a closing quote, is
+        // still an error.
+        let e = parse("1, x\"y\"\n", "a INT, b TEXT", &d).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected quote inside an unquoted field")
+        );
+        let e = parse("1, \"y\" z\n", "a INT, b TEXT", &d).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected 'z' after a closing quote")
+        );
+        // Without it, a quote after a space is an error.
+        let e = parse("1, \"y\"\n", "a INT, b TEXT", &Dialect::default()).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("unexpected quote inside an unquoted field")
+        );
     }
 
     #[test]

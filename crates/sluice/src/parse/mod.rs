@@ -70,6 +70,10 @@ pub struct Dialect {
     pub comment: Option<u8>,
     /// What a blank line is.
     pub blank_lines: BlankLines,
+    /// Spaces before an opening quote and after a closing quote are
+    /// skipped (`"Year", "Score"`, as some tools write); spaces around an
+    /// unquoted field are kept. Needs a delimiter other than a space.
+    pub trim_around_quotes: bool,
 }
 
 impl Default for Dialect {
@@ -80,6 +84,7 @@ impl Default for Dialect {
             escape: None,
             comment: None,
             blank_lines: BlankLines::Auto,
+            trim_around_quotes: false,
         }
     }
 }
@@ -141,6 +146,11 @@ impl Dialect {
                     )));
                 }
             }
+        }
+        if self.trim_around_quotes && (self.delimiter == b' ' || self.quote.is_none()) {
+            return Err(Error::Config(
+                "trimming spaces around quoted fields needs a quote and a delimiter other than a space".into(),
+            ));
         }
         Ok(())
     }

@@ -260,17 +260,70 @@ pub fn parse_bool(b: &[u8]) -> Result<bool, String> {
     }
 }
 
-/// Parses an exact decimal into an integer scaled by 10^scale.
+/// Parses an exact decimal (`12.50`, or with an exponent: `1.25e1`) into
+/// an integer scaled by 10^scale.
 ///
 /// More decimals than `scale` are an error unless they are all zeros (the
 /// value is then exact); more integer digits than `precision - scale` are
 /// out of range.
 pub fn parse_decimal(b: &[u8], precision: u8, scale: u8) -> Result<i64, String> {
     let (neg, body) = split_sign(trim(b));
+    if body.iter().any(|&c| c == b'e' || c == b'E') {
+        return parse_decimal_exponent(neg, body, precision, scale);
+    }
     let (int_part, frac_part) = match memchr::memchr(b'.', body) {
         Some(i) => (&body[..i], &body[i + 1..]),
         None => (body, &body[..0]),
     };
+    decimal_of_parts(neg, int_part, frac_part, precision, scale)
+}
+
+/// [`parse_decimal`] of a number with an exponent (`1.5e2`, `25E-2`): the
+/// same value written out, so it is exact at the scale or an error.
+fn parse_decimal_exponent(neg: bool, body: &[u8], precision: u8, scale: u8) -> Result<i64, String> {
+    // Beyond any DECIMAL's 38 digits on either side of the point.
+    const FAR: i64 = 64;
+    let Some(text) = NumberText::parse(body).filter(|t| t.sign.is_none()) else {
+        return Err("not a decimal number".into());
+    };
+    let digits: Vec<u8> = text.int.iter().chain(text.frac).copied().collect();
+    if digits.iter().all(|&c| c == b'0') {
+        return Ok(0);
+    }
+    // Where the point goes in `digits`.
+    let point = text.int.len() as i64 + text.exp;
+    let (int_part, frac_part): (Vec<u8>, Vec<u8>) = if point > FAR {
+        let max_int_digits = precision - scale;
+        return Err(format!(
+            "out of range for DECIMAL({precision},{scale}) (at most {max_int_digits} digits before the point)"
+        ));
+    } else if point < -FAR {
+        return Err(format!(
+            "has more than {FAR} decimal places, more than the scale {scale} (values are never rounded)"
+        ));
+    } else if point <= 0 {
+        let mut frac = vec![b'0'; (-point) as usize];
+        frac.extend_from_slice(&digits);
+        (Vec::new(), frac)
+    } else if point as usize >= digits.len() {
+        let mut int = digits.clone();
+        int.resize(point as usize, b'0');
+        (int, Vec::new())
+    } else {
+        let (i, f) = digits.split_at(point as usize);
+        (i.to_vec(), f.to_vec())
+    };
+    decimal_of_parts(neg, &int_part, &frac_part, precision, scale)
+}
+
+/// A DECIMAL(precision, scale) from the digits before and after the point.
+fn decimal_of_parts(
+    neg: bool,
+    int_part: &[u8],
+    frac_part: &[u8],
+    precision: u8,
+    scale: u8,
+) -> Result<i64, String> {
     if int_part.is_empty() && frac_part.is_empty() {
         return Err("not a decimal number".into());
     }
@@ -495,6 +548,34 @@ mod tests {
         assert_eq!(parse_decimal(b"1.2300", 15, 2), Ok(123));
         assert_eq!(parse_decimal(b"99.99", 4, 2), Ok(9999));
         assert_eq!(parse_decimal(b"0099.99", 4, 2), Ok(9999));
+        // Exponents: the same value written out, exact at the scale.
+        assert_eq!(parse_decimal(b"1e3", 15, 2), Ok(100_000));
+        assert_eq!(parse_decimal(b"1.5E2", 15, 2), Ok(15_000));
+        assert_eq!(parse_decimal(b"-25e-2", 15, 2), Ok(-25));
+        assert_eq!(parse_decimal(b"0e999999", 15, 2), Ok(0));
+        assert_eq!(
+            parse_decimal(b"1.2345e1", 15, 2),
+            Err("has 3 decimal places, more than the scale 2 (values are never rounded)".into())
+        );
+        assert_eq!(
+            parse_decimal(b"1e20", 18, 2),
+            Err("out of range for DECIMAL(18,2) (at most 16 digits before the point)".into())
+        );
+        assert_eq!(
+            parse_decimal(b"1e-99", 18, 2),
+            Err(
+                "has more than 64 decimal places, more than the scale 2 (values are never rounded)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            parse_decimal(b"1e", 15, 2),
+            Err("not a decimal number".into())
+        );
+        assert_eq!(
+            parse_decimal(b"1e+-2", 15, 2),
+            Err("not a decimal number".into())
+        );
         assert_eq!(
             parse_decimal(b"999999999999999999", 18, 0),
             Ok(999_999_999_999_999_999)
@@ -508,10 +589,7 @@ mod tests {
                 .unwrap_err()
                 .starts_with("out of range for DECIMAL(4,2)")
         );
-        assert_eq!(
-            parse_decimal(b"1e5", 15, 2).unwrap_err(),
-            "not a decimal number"
-        );
+        assert_eq!(parse_decimal(b"1e5", 15, 2), Ok(10_000_000));
         assert_eq!(
             parse_decimal(b".", 15, 2).unwrap_err(),
             "not a decimal number"

@@ -361,7 +361,11 @@ fn inference_samples_the_middle_and_end_of_files_and_later_files() {
         s.push_str(&format!("{i};{v};{note};2024-01-{:02}\n", 1 + i % 28));
     }
     let big = dir.write("big.csv", s.as_bytes());
-    let o = InferOptions::default();
+    // (Larger than a file read whole.)
+    let o = InferOptions {
+        whole_bytes: 1 << 20,
+        ..InferOptions::default()
+    };
     let inf = infer(&[sluice::source::Input::File(big.clone())], &o).unwrap();
     assert_eq!(inf.delimiter, b';');
     assert!(inf.header);

@@ -94,7 +94,7 @@ proptest! {
                 let lo = LoadOptions {
                     schema: Some(inf.schema.clone()),
                     header: if inf.header { Header::Yes } else { Header::No },
-                    dialect: sluice::parse::Dialect { delimiter: inf.delimiter, ..Default::default() },
+                    dialect: inf.dialect.clone(),
                     ..LoadOptions::default()
                 };
                 let mut db = Database::open_writer(dir.path().join("db")).unwrap();

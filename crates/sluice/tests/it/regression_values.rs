@@ -28,6 +28,8 @@ fn infer_and_load(
         &inputs,
         &InferOptions {
             sample_bytes,
+            // The sample alone, also of a small file.
+            whole_bytes: 0,
             ..InferOptions::default()
         },
     )

@@ -1,0 +1,365 @@
+//! Inference tries the dialects real files use (no quote, spaces around
+//! quoted fields, a space delimiter, a backslash escape), reads small
+//! files whole, samples compressed ones beyond their start, and says what
+//! broke each dialect when none reads a file.
+
+use std::io::Write;
+
+use sluice::batch::{DataType, ValueOptions};
+use sluice::infer::{InferOptions, Inferred, infer};
+use sluice::load::{Header, LoadOptions, load};
+use sluice::parse::Dialect;
+use sluice::source::Input;
+use sluice::store::Database;
+
+use crate::common::{TempDir, load_bytes, opts, table_rows};
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+/// Loads `inputs` with what inference says of them (as the binary does),
+/// with `block_size` when given; the rows read back, or the error.
+fn load_inferred(
+    dir: &TempDir,
+    table: &str,
+    inputs: &[Input],
+    inf: &Inferred,
+    block_size: Option<usize>,
+) -> Result<Vec<Vec<Option<String>>>, String> {
+    let o = LoadOptions {
+        schema: Some(inf.schema.clone()),
+        dialect: inf.dialect.clone(),
+        header: if inf.header { Header::Yes } else { Header::No },
+        leading_comment: inf.leading_comment,
+        values: ValueOptions {
+            exact: inf.exact.clone(),
+            ..ValueOptions::default()
+        },
+        block_size,
+        ..LoadOptions::default()
+    };
+    let db_dir = dir.path().join("db");
+    let mut db = Database::open_writer(&db_dir).unwrap();
+    match load(&mut db, table, inputs, &o) {
+        Ok(_) => Ok(table_rows(&db_dir, table)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Infers the schema of one file holding `data`, and loads it.
+fn infer_and_load(name: &str, data: &[u8]) -> (Inferred, Result<Vec<Vec<Option<String>>>, String>) {
+    let dir = TempDir::new("regression-dialects");
+    let inputs = [Input::File(dir.write(name, data))];
+    let inf = infer(&inputs, &InferOptions::default()).unwrap();
+    let rows = load_inferred(&dir, "t", &inputs, &inf, None);
+    (inf, rows)
+}
+
+#[test]
+fn stray_quote_in_unquoted_tsv_field() {
+    let (inf, rows) = infer_and_load(
+        "tv.tsv",
+        b"id\tname\tsize\n1\tTV\t5\" screen\n2\tradio\tsmall\n3\t\"best\" deal\t7\"\n",
+    );
+    assert_eq!(inf.delimiter, b'\t');
+    assert_eq!(inf.dialect.quote, None);
+    assert!(inf.header);
+    assert_eq!(inf.schema.to_string(), "id BIGINT, name TEXT, size TEXT");
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("1"), s("TV"), s("5\" screen")],
+            vec![s("2"), s("radio"), s("small")],
+            vec![s("3"), s("\"best\" deal"), s("7\"")],
+        ]
+    );
+    // A quoted file whose quoting breaks is not read as unquoted: the
+    // quotes would be kept as text. The load says where it breaks.
+    let (inf, rows) = infer_and_load("q.csv", b"a;b\n\"1\";\"x\"y\n\"2\";\"z\"\n");
+    assert_eq!(
+        inf.dialect,
+        Dialect {
+            delimiter: b';',
+            ..Dialect::default()
+        }
+    );
+    let e = rows.unwrap_err();
+    assert!(
+        e.ends_with(
+            "q.csv:2: column 2 (b): unexpected 'y' after a closing quote (expected a delimiter or the end of the line) (byte 11)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn space_before_quoted_fields() {
+    let (inf, rows) = infer_and_load(
+        "scores.csv",
+        b"\"Year\", \"Score\", \"Note\"\n\"2020\", \"5.5\", \"a, b\"\n\"2021\", \"7\",  plain \n",
+    );
+    assert_eq!(inf.delimiter, b',');
+    assert!(inf.dialect.trim_around_quotes);
+    assert_eq!(inf.dialect.quote, Some(b'"'));
+    assert_eq!(
+        inf.schema.to_string(),
+        "year BIGINT, score DECIMAL(18,1), note TEXT"
+    );
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("2020"), s("5.5"), s("a, b")],
+            vec![s("2021"), s("7.0"), s("  plain ")],
+        ]
+    );
+    // Below comment lines a tool wrote.
+    let (inf, rows) = infer_and_load(
+        "noted.csv",
+        b"# exported by a tool\n\"Year\", \"Score\"\n\"2020\", \"5\"\n",
+    );
+    assert!(inf.dialect.trim_around_quotes);
+    assert_eq!(inf.leading_comment, Some(b'#'));
+    assert_eq!(rows.unwrap(), vec![vec![s("2020"), s("5")]]);
+}
+
+#[test]
+fn spaces_around_quoted_fields_split_exactly_at_every_block_size() {
+    // Quoted fields after spaces, with delimiters, doubled quotes and
+    // newlines inside: every block size reads the same rows.
+    let mut data = b"\"id\", \"text\"\n".to_vec();
+    let mut want = Vec::new();
+    for i in 0..300 {
+        let text = match i % 4 {
+            0 => format!("line {i},\nnext \"\"q\"\""),
+            1 => format!("{i}"),
+            2 => String::new(),
+            _ => format!("a, \"\"b\"\"\n\nc {i}"),
+        };
+        data.extend_from_slice(format!("{i},  \"{text}\" \n").as_bytes());
+        want.push(vec![s(&i.to_string()), s(&text.replace("\"\"", "\""))]);
+    }
+    let dir = TempDir::new("regression-dialects-blocks");
+    let inputs = [Input::File(dir.write("in.csv", &data))];
+    let inf = infer(&inputs, &InferOptions::default()).unwrap();
+    assert!(inf.dialect.trim_around_quotes);
+    assert_eq!(inf.schema.to_string(), "id BIGINT, text TEXT");
+    for (k, block) in [64, 100, 333, 4096, 1 << 20].into_iter().enumerate() {
+        let rows = load_inferred(&dir, &format!("t{k}"), &inputs, &inf, Some(block));
+        assert_eq!(rows.as_ref(), Ok(&want), "block size {block}");
+    }
+}
+
+#[test]
+fn space_delimited_file() {
+    let (inf, rows) = infer_and_load("s.txt", b"x y label\n1 2.5 a\n3 4 b\n-5 6 c\n");
+    assert_eq!(inf.delimiter, b' ');
+    assert_eq!(
+        inf.schema.to_string(),
+        "x BIGINT, y DECIMAL(18,1), label TEXT"
+    );
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("1"), s("2.5"), s("a")],
+            vec![s("3"), s("4.0"), s("b")],
+            vec![s("-5"), s("6.0"), s("c")],
+        ]
+    );
+    // Columns aligned by runs of spaces are not split (runs are not one
+    // delimiter): each line is one value, as written.
+    let (inf, rows) = infer_and_load("aligned.txt", b"name  age\nada   36\nbob    7\n");
+    assert_eq!(inf.schema.to_string(), "name_age TEXT");
+    assert_eq!(
+        rows.unwrap(),
+        vec![vec![s("ada   36")], vec![s("bob    7")]]
+    );
+    // Words in a one-column file do not make a space-delimited one.
+    let (inf, _) = infer_and_load("w.txt", b"title\nHello world\nGood bye now\n");
+    assert_eq!(inf.schema.to_string(), "title TEXT");
+}
+
+#[test]
+fn backslash_escapes_are_detected() {
+    let (inf, rows) = infer_and_load(
+        "esc.csv",
+        b"id,text\n1,\"say \\\"hi\\\", then go\"\n2,\"plain, text\"\n3,\"back\\\\slash\"\n",
+    );
+    assert_eq!(inf.dialect.escape, Some(b'\\'));
+    assert_eq!(inf.schema.to_string(), "id BIGINT, text TEXT");
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("1"), s("say \"hi\", then go")],
+            vec![s("2"), s("plain, text")],
+            vec![s("3"), s("back\\slash")],
+        ]
+    );
+    // A backslash before a closing quote, read with doubled quotes, is
+    // text: no escape is assumed where the default reads the file.
+    let (inf, rows) = infer_and_load("path.csv", b"id,path\n1,\"C:\\dir\\\"\n2,\"x\"\n");
+    assert_eq!(inf.dialect.escape, None);
+    assert_eq!(
+        rows.unwrap(),
+        vec![vec![s("1"), s("C:\\dir\\")], vec![s("2"), s("x")]]
+    );
+}
+
+#[test]
+fn exponents_in_a_decimal_looking_column() {
+    // 300 KB: more than one 256 KiB sample; the exponent is on the last line.
+    let mut data = b"id,price\n".to_vec();
+    let mut i = 0;
+    while data.len() < 300_000 {
+        data.extend_from_slice(format!("{i},{}.25\n", i % 1000).as_bytes());
+        i += 1;
+    }
+    data.extend_from_slice(format!("{i},1e3\n").as_bytes());
+    let (inf, rows) = infer_and_load("prices.csv", &data);
+    assert_eq!(inf.schema.to_string(), "id BIGINT, price DOUBLE");
+    let rows = rows.unwrap();
+    assert_eq!(rows[0], vec![s("0"), s("0.25")]);
+    assert_eq!(rows.last().unwrap(), &vec![s(&i.to_string()), s("1000")]);
+    // A DECIMAL column takes exponent notation when it is exact at the scale.
+    let dir = TempDir::new("regression-dialects-decimal");
+    load_bytes(&dir, "d", b"1e3\n1.5E2\n-25e-2\n", &opts("v DECIMAL(10,2)")).unwrap();
+    assert_eq!(
+        table_rows(&dir.path().join("db"), "d"),
+        vec![vec![s("1000.00")], vec![s("150.00")], vec![s("-0.25")]]
+    );
+    let e = load_bytes(&dir, "e", b"1.234e-1\n", &opts("v DECIMAL(10,2)"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with(
+            "e-input.csv:1: column 1 (v): invalid DECIMAL(10,2) value \"1.234e-1\": has 4 decimal places, more than the scale 2 (values are never rounded) (byte 0)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn numbers_beyond_bigint_in_the_sample() {
+    // Past the first 256 KiB of a small file.
+    let mut data = b"id,n\n".to_vec();
+    let mut i = 0;
+    while data.len() < 400_000 {
+        data.extend_from_slice(format!("{i},{}\n", i * 7).as_bytes());
+        i += 1;
+    }
+    data.extend_from_slice(format!("{i},22193816997618274304\n").as_bytes());
+    let (inf, rows) = infer_and_load("big.csv", &data);
+    assert_eq!(inf.schema.to_string(), "id BIGINT, n TEXT");
+    assert_eq!(
+        rows.unwrap().last().unwrap(),
+        &vec![s(&i.to_string()), s("22193816997618274304")]
+    );
+    // In the sample: TEXT, never a rounded DOUBLE.
+    let (inf, rows) = infer_and_load("one.csv", b"n\n1\n22193816997618274304\n");
+    assert_eq!(inf.schema.to_string(), "n TEXT");
+    assert_eq!(
+        rows.unwrap(),
+        vec![vec![s("1")], vec![s("22193816997618274304")]]
+    );
+}
+
+#[test]
+fn small_file_is_sampled_whole() {
+    // 6,000 records of about 70 bytes (400 KB); a value on the last
+    // records contradicts the types of the first 3,600.
+    let mut data = b"id,amount,day,flag\n".to_vec();
+    for i in 0..6000 {
+        let amount = if i == 5998 {
+            "n/a".to_string()
+        } else {
+            format!("{}", i * 3)
+        };
+        let day = if i == 5999 {
+            "soon".to_string()
+        } else {
+            format!("2024-01-{:02}", 1 + i % 28)
+        };
+        data.extend_from_slice(
+            format!("{i},{amount},{day},padding-to-make-the-record-about-70-bytes-{i:08}\n")
+                .as_bytes(),
+        );
+    }
+    assert!(data.len() > 400_000);
+    let (inf, rows) = infer_and_load("late.csv", &data);
+    assert_eq!(
+        inf.schema.to_string(),
+        "id BIGINT, amount TEXT, day TEXT, flag TEXT"
+    );
+    assert_eq!((inf.samples, inf.records_sampled), (1, 6000));
+    let rows = rows.unwrap();
+    assert_eq!(rows.len(), 6000);
+    assert_eq!(rows[5998][1], s("n/a"));
+    assert_eq!(rows[5999][2], s("soon"));
+    assert_eq!(rows[0][1], s("0"));
+}
+
+/// `data` compressed with gzip.
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn gzip_is_sampled_beyond_its_first_block() {
+    // 1 MB of text, an integer column that holds a word near the end.
+    let mut data = b"id,v\n".to_vec();
+    let mut i = 0;
+    while data.len() < 1_000_000 {
+        data.extend_from_slice(format!("{i},{}\n", i % 97).as_bytes());
+        i += 1;
+    }
+    data.extend_from_slice(format!("{i},none\n").as_bytes());
+    let dir = TempDir::new("regression-dialects-gzip");
+    let inputs = [Input::File(dir.write("in.csv.gz", &gzip(&data)))];
+    let inf = infer(&inputs, &InferOptions::default()).unwrap();
+    assert_eq!(inf.schema.to_string(), "id BIGINT, v TEXT");
+    assert_eq!(inf.samples, 1, "read whole");
+    let rows = load_inferred(&dir, "t", &inputs, &inf, None).unwrap();
+    assert_eq!(rows.len(), i + 1);
+    assert_eq!(rows[i], vec![s(&i.to_string()), s("none")]);
+    // Longer than read whole: the start, middle and end of what was read.
+    let o = InferOptions {
+        sample_bytes: 64 << 10,
+        whole_bytes: 512 << 10,
+        ..InferOptions::default()
+    };
+    let mut late = data[..500_000].to_vec();
+    late.extend_from_slice(b"1,2.5\n");
+    late.extend_from_slice(&data[500_000..]);
+    let inputs = [Input::File(dir.write("late.csv.gz", &gzip(&late)))];
+    let inf = infer(&inputs, &o).unwrap();
+    assert_eq!(inf.samples, 3);
+    assert_eq!(
+        inf.schema.columns[1].data_type,
+        DataType::Decimal {
+            precision: 18,
+            scale: 1
+        },
+        "the value in the end chunk of the first 512 KiB is seen"
+    );
+}
+
+#[test]
+fn inference_failure_names_each_dialect_and_line() {
+    let dir = TempDir::new("regression-dialects-fail");
+    let f = dir.write("bad.csv", b"\"a\"b,c\nd,\"e,f\"\n");
+    let e = infer(&[Input::File(f)], &InferOptions::default())
+        .unwrap_err()
+        .to_string();
+    let e = e.replace(&format!("{}/", dir.path().display()), "");
+    assert_eq!(
+        e,
+        "bad.csv: no records to infer a schema from: no dialect reads its first records (tried \
+         comma, tab, pipe, semicolon, space with quote '\"': line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
+         comma, tab, pipe, semicolon with quote '\"', spaces around quoted fields trimmed: line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
+         comma with quote none: 2 fields on line 1, 3 on line 2; \
+         tab, pipe, semicolon, space with quote none: one field per record); \
+         give --delimiter, --quote or --schema"
+    );
+}
