@@ -198,9 +198,10 @@ fn preamble_lines_hint_skip() {
 #[test]
 fn quoting_error_hint_does_not_suggest_types() {
     let t = Tmp::new();
+    // (Inference would read this file with no quote; --quote keeps it.)
     t.write("q.csv", b"id,name\n1,x\n2,\"y\"z\n");
     assert_eq!(
-        load_error(&t, &["load", "-q", "t", "q.csv"]),
+        load_error(&t, &["load", "-q", "--quote", "\"", "t", "q.csv"]),
         "error: loading table t; nothing was committed: q.csv:3: column 2 (name): unexpected 'z' after a closing quote (expected a delimiter or the end of the line) (byte 17)\nhint: a field that starts with a quote ends at the next lone quote, and a quote inside it is doubled (\"\"); if quotes in this file are data, load with --quote ''; if it escapes them with a backslash, with --escape '\\'\n"
     );
     // Bad UTF-8 in a TEXT column: the message names --encoding, and
