@@ -62,10 +62,18 @@ pub struct InferOptions {
     pub sample_bytes: usize,
     /// A file of at most this many bytes (after decompression) is read
     /// whole, so that a value contradicting a type anywhere in it is seen;
-    /// all files together at most twice this. Inferring a 16 MiB file of
-    /// 400,000 records of 5 columns read whole took 3.1 s in a debug build
-    /// (0.2 s from three 256 KiB samples).
+    /// all files together at most twice this. 1 MiB: inference costs
+    /// about 22 ms a MiB it reads (release, 5 columns), so a 16 MiB limit
+    /// made `sluice load` of a 16 MiB file 3.2x slower (159 -> 517 ms);
+    /// at 1 MiB a file read whole costs no more than the three samples of
+    /// a longer one. A value the samples miss widens an inferred type
+    /// (see `LoadOptions::widen`) instead of failing.
     pub whole_bytes: usize,
+    /// Compressed or re-encoded input (whose length is not known without
+    /// reading it) is read up to this many bytes, and sampled at the
+    /// start, the middle and the end of what was read when it is longer
+    /// than `whole_bytes`: so its samples reach beyond its first block.
+    pub read_ahead_bytes: usize,
     /// Try other quoting than `dialect`'s (none, spaces around quoted
     /// fields, a backslash escape) when it does not read the data: false
     /// when the quote or escape was given.
@@ -88,7 +96,8 @@ impl Default for InferOptions {
             line_end: LineEnd::Auto,
             types: Vec::new(),
             sample_bytes: 256 << 10,
-            whole_bytes: 16 << 20,
+            whole_bytes: 1 << 20,
+            read_ahead_bytes: 16 << 20,
             detect_quoting: true,
             max_files: 16,
         }
@@ -165,10 +174,10 @@ fn samples_of(
             Some(len) if len <= whole_max as u64 => whole_max,
             _ => n,
         },
-        _ => whole_max,
+        _ => o.read_ahead_bytes.max(whole_max),
     };
     let mut head = read_up_to(&mut reader, want + 1).map_err(|e| input.io_error(e))?;
-    if head.len() <= want {
+    if head.len() <= want.min(whole_max) {
         *budget = budget.saturating_sub(head.len());
         let sample = Sample {
             data: head,

@@ -327,6 +327,7 @@ fn gzip_is_sampled_beyond_its_first_block() {
     let o = InferOptions {
         sample_bytes: 64 << 10,
         whole_bytes: 512 << 10,
+        read_ahead_bytes: 512 << 10,
         ..InferOptions::default()
     };
     let mut late = data[..500_000].to_vec();
