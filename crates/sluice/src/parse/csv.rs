@@ -391,8 +391,9 @@ fn push_field(
     col: usize,
     bytes: &[u8],
     quoted: bool,
+    block_has_nul: bool,
 ) -> Result<(), String> {
-    if let Some(z) = memchr(0, bytes) {
+    if block_has_nul && let Some(z) = memchr(0, bytes) {
         return Err(format!(
             "a NUL byte at byte {z} of the value (binary data, not text)"
         ));
@@ -440,6 +441,9 @@ pub fn parse_block_with(
     let mut lines = LineCount::default();
     let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
     let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
+    // One scan of the block for a NUL byte, instead of one per field:
+    // per field it cost 4 % of a 5-column load (short fields).
+    let has_nul = memchr(0, data).is_some();
     let mut builder_rows: u32 = 0;
     let blank_records = d.blank_lines.are_records(ncols == 1 && map.is_none());
     let mut pos = 0;
@@ -526,7 +530,7 @@ pub fn parse_block_with(
                     Field::Slice(a, b) => (&data[a..b], s.quoted),
                     Field::Scratch => (scratch.as_slice(), s.quoted),
                 };
-                if let Err(msg) = push_field(out, t, bytes, quoted) {
+                if let Err(msg) = push_field(out, t, bytes, quoted, has_nul) {
                     let ty = schema.columns[t].data_type;
                     let mut e = block_error_at(
                         &mut lines,
