@@ -24,26 +24,34 @@ fn runaway_quote(lines: usize) -> Vec<u8> {
     data
 }
 
-#[test]
-fn max_line_size_fires_on_a_runaway_quote() {
-    let data = runaway_quote(2000);
+/// Loads `data` at every block size of [`BLOCK_SIZES`] with a
+/// `--max-line-size` of 4096 bytes: it fails naming the line and byte
+/// where the record too long starts.
+fn too_long_at_every_block_size(data: &[u8], base: &LoadOptions, line: u64, byte: usize) {
     for bs in BLOCK_SIZES {
-        let dir = TempDir::new("runaway");
+        let dir = TempDir::new("too-long");
         let o = LoadOptions {
             max_line_size: 4096,
             block_size: bs,
-            ..opts(SCHEMA)
+            ..base.clone()
         };
-        let e = load_bytes(&dir, "t", &data, &o).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            format!(
-                "{}/t-input.csv:2: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 20)",
-                dir.path().display()
-            ),
-            "block size {bs:?}"
-        );
+        let e = load_bytes(&dir, "t", data, &o).unwrap_err().to_string();
+        assert_eq!(e, too_long_message(&dir, line, byte), "block size {bs:?}");
     }
+}
+
+/// The error of a record too long that starts at `line` and `byte`.
+fn too_long_message(dir: &TempDir, line: u64, byte: usize) -> String {
+    format!(
+        "{}/t-input.csv:{line}: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte {byte})",
+        dir.path().display()
+    )
+}
+
+#[test]
+fn max_line_size_fires_on_a_runaway_quote() {
+    let data = runaway_quote(2000);
+    too_long_at_every_block_size(&data, &opts(SCHEMA), 2, 20);
 }
 
 #[test]
@@ -56,23 +64,7 @@ fn max_line_size_fires_on_a_runaway_quote_after_many_blocks() {
     }
     let at = data.len();
     data.extend_from_slice(&runaway_quote(2000)[20..]);
-    for bs in BLOCK_SIZES {
-        let dir = TempDir::new("runaway-late");
-        let o = LoadOptions {
-            max_line_size: 4096,
-            block_size: bs,
-            ..opts(SCHEMA)
-        };
-        let e = load_bytes(&dir, "t", &data, &o).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            format!(
-                "{}/t-input.csv:501: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte {at})",
-                dir.path().display()
-            ),
-            "block size {bs:?}"
-        );
-    }
+    too_long_at_every_block_size(&data, &opts(SCHEMA), 501, at);
 }
 
 #[test]
@@ -82,27 +74,18 @@ fn max_line_size_fires_on_one_long_json_line() {
         format!("{{\"id\": 2, \"name\": \"{}\"}}\n", "x".repeat(20_000)).as_bytes(),
     );
     data.extend_from_slice(b"{\"id\": 3, \"name\": \"c\"}\n");
-    for bs in BLOCK_SIZES {
-        let dir = TempDir::new("json-line");
-        let o = LoadOptions {
-            max_line_size: 4096,
-            block_size: bs,
+    too_long_at_every_block_size(
+        &data,
+        &LoadOptions {
             format: Format::Json(JsonFormat {
                 shape: JsonShape::Lines,
                 ..JsonFormat::default()
             }),
             ..opts("id INT, name TEXT")
-        };
-        let e = load_bytes(&dir, "t", &data, &o).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            format!(
-                "{}/t-input.csv:2: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 23)",
-                dir.path().display()
-            ),
-            "block size {bs:?}"
-        );
-    }
+        },
+        2,
+        23,
+    );
 }
 
 #[test]
@@ -112,27 +95,18 @@ fn max_line_size_fires_on_one_long_json_array_element() {
         format!("{{\"id\": 2, \"name\": \"{}\"}},\n", "x".repeat(20_000)).as_bytes(),
     );
     data.extend_from_slice(b"{\"id\": 3, \"name\": \"c\"}\n]\n");
-    for bs in BLOCK_SIZES {
-        let dir = TempDir::new("json-array");
-        let o = LoadOptions {
-            max_line_size: 4096,
-            block_size: bs,
+    too_long_at_every_block_size(
+        &data,
+        &LoadOptions {
             format: Format::Json(JsonFormat {
                 shape: JsonShape::Array,
                 ..JsonFormat::default()
             }),
             ..opts("id INT, name TEXT")
-        };
-        let e = load_bytes(&dir, "t", &data, &o).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            format!(
-                "{}/t-input.csv:3: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 26)",
-                dir.path().display()
-            ),
-            "block size {bs:?}"
-        );
-    }
+        },
+        3,
+        26,
+    );
 }
 
 #[test]
@@ -176,23 +150,11 @@ fn records_longer_than_the_cut_search_within_the_limit_load_whole() {
 fn max_line_size_is_kept_by_rejects_too() {
     // --on-error skip does not make a runaway quote a reject: the
     // record has no end to cut it at.
-    let dir = TempDir::new("runaway-skip");
     let o = LoadOptions {
-        max_line_size: 4096,
-        block_size: Some(1000),
         on_error: OnError::Skip,
         ..opts(SCHEMA)
     };
-    let e = load_bytes(&dir, "t", &runaway_quote(2000), &o)
-        .unwrap_err()
-        .to_string();
-    assert_eq!(
-        e,
-        format!(
-            "{}/t-input.csv:2: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 20)",
-            dir.path().display()
-        )
-    );
+    too_long_at_every_block_size(&runaway_quote(2000), &o, 2, 20);
 }
 
 #[test]
@@ -201,23 +163,7 @@ fn max_line_size_fires_on_a_gzipped_runaway_quote() {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(&runaway_quote(2000)).unwrap();
     let data = e.finish().unwrap();
-    for bs in BLOCK_SIZES {
-        let dir = TempDir::new("runaway-gz");
-        let o = LoadOptions {
-            max_line_size: 4096,
-            block_size: bs,
-            ..opts(SCHEMA)
-        };
-        let e = load_bytes(&dir, "t", &data, &o).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            format!(
-                "{}/t-input.csv:2: no end of record within --max-line-size (4096 bytes); an unterminated quote? (byte 20)",
-                dir.path().display()
-            ),
-            "block size {bs:?}"
-        );
-    }
+    too_long_at_every_block_size(&data, &opts(SCHEMA), 2, 20);
 }
 
 /// `lines` good records, then one whose name holds a NUL byte, then one
