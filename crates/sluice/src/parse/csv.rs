@@ -502,7 +502,11 @@ pub fn parse_block_with(
                         Some(t),
                         value_message(policy, ty, bytes, &msg),
                     );
-                    e.value = Some(bytes.to_vec());
+                    // What widening an inferred type needs; a reject
+                    // is never widened.
+                    if !policy.skip_bad {
+                        e.value = Some(bytes.to_vec());
+                    }
                     failure = Some((e, Resume::Field(next, term)));
                     break;
                 }
@@ -541,7 +545,11 @@ pub fn parse_block_with(
                         Some(t),
                         value_message(policy, ty, bytes, &msg),
                     );
-                    e.value = Some(bytes.to_vec());
+                    // What widening an inferred type needs; a reject
+                    // is never widened.
+                    if !policy.skip_bad {
+                        e.value = Some(bytes.to_vec());
+                    }
                     failure = Some((e, Resume::Field(s.next, s.term)));
                     break;
                 }
