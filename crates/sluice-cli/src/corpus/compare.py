@@ -15,6 +15,9 @@ manifest, results_csv = sys.argv[1], sys.argv[2]
 # Texts read as NULL by one side and kept as text by the other: a NULL-marker
 # decision (a type choice), not different data.
 NULL_WORDS = {"", "na", "n/a", "nan", "null", "none", "-", "?", ".", "nil"}
+# The words a boolean column is read from, and the value each stands for.
+BOOL_WORDS = {"true": "true", "t": "true", "yes": "true", "y": "true",
+              "false": "false", "f": "false", "no": "false", "n": "false"}
 NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)\s*$", re.I)
 
 
@@ -95,7 +98,18 @@ def same_value(a, b):
     if s == t:
         return True, None
     if isinstance(a, bool) or isinstance(b, bool):
-        return s.strip().lower() == t.strip().lower(), None
+        word = lambda z: BOOL_WORDS.get(z.strip().lower(), z.strip().lower())
+        return word(s) == word(t), None
+    # A date as one side's text (month or day first, a four-digit year),
+    # the other side's date.
+    for text, other in ((a, b), (b, a)):
+        if isinstance(text, str) and isinstance(other, datetime.date) and not isinstance(other, datetime.datetime):
+            m = re.match(r"^(\d\d?)([/.-])(\d\d?)\2(\d{4})$", text.strip())
+            if m:
+                p, q, y = int(m.group(1)), int(m.group(3)), int(m.group(4))
+                key = (other.year, other.month, other.day)
+                if key in ((y, p, q), (y, q, p)):
+                    return True, None
     # Dates and timestamps year first: "-" or "/", "T" or a space, seconds
     # or not, a zero fraction, a UTC suffix.
     x, y = date_key(s), date_key(t)
@@ -129,8 +143,20 @@ def duckdb_read(con, path):
         q = "SELECT * FROM read_json_auto(?)"
     else:
         q = "SELECT * FROM read_csv(?, auto_detect=true)"
-    cur = con.execute(q, [path])
-    rows = cur.fetchall()
+    try:
+        cur = con.execute(q, [path])
+        rows = cur.fetchall()
+    except Exception as e:
+        if "pytz" not in str(e):
+            raise
+        # Python needs pytz for TIMESTAMP WITH TIME ZONE: such columns are
+        # read as DuckDB's text of them instead.
+        desc = con.execute("DESCRIBE " + q, [path]).fetchall()
+        ident = lambda n: '"' + n.replace('"', '""') + '"'
+        cols = [f"CAST({ident(d[0])} AS VARCHAR)" if "TIME ZONE" in d[1].upper() else ident(d[0])
+                for d in desc]
+        cur = con.execute(q.replace("*", ", ".join(cols), 1), [path])
+        rows = cur.fetchall()
     types = [str(d[1]) for d in cur.description]
     return rows, types
 
