@@ -100,6 +100,18 @@ def same_value(a, b):
     if isinstance(a, bool) or isinstance(b, bool):
         word = lambda z: BOOL_WORDS.get(z.strip().lower(), z.strip().lower())
         return word(s) == word(t), None
+    # A time of day as one side's text (an hour of one digit, or no
+    # seconds), the other side's TIME.
+    for text, other in ((a, b), (b, a)):
+        if isinstance(text, str) and isinstance(other, datetime.time):
+            m = re.match(r"^(\d\d?):(\d\d)(?::(\d\d)(\.\d+)?)?$", text.strip())
+            if m:
+                h, mi, sec, frac = m.groups()
+                micro = round(float(frac) * 1e6) if frac else 0
+                try:
+                    return datetime.time(int(h), int(mi), int(sec or 0), micro) == other, None
+                except ValueError:
+                    return False, None
     # A date as one side's text (month or day first, a four-digit year),
     # the other side's date.
     for text, other in ((a, b), (b, a)):
