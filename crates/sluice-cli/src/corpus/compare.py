@@ -1,0 +1,243 @@
+# The DuckDB half of `sluice bench corpus`. Usage:
+#   python3 compare.py MANIFEST RESULTS_CSV
+# MANIFEST holds one JSON object a file, written by sluice: {"file",
+# "source", "status": "ok" | "refused" | "crash", "message", "rows" (path of
+# `sluice query --format json "SELECT * FROM t"`), "info" (path of `sluice
+# info t --json`)}. Each file is read with DuckDB (read_csv with
+# auto_detect, or read_json_auto for .json/.jsonl/.ndjson), the two results
+# are compared after a canonical text form and classified. Prints one JSON
+# object a file and writes the same as CSV to RESULTS_CSV.
+import csv, datetime, decimal, json, math, re, sys
+
+import duckdb
+
+manifest, results_csv = sys.argv[1], sys.argv[2]
+# Texts read as NULL by one side and kept as text by the other: a NULL-marker
+# decision (a type choice), not different data.
+NULL_WORDS = {"", "na", "n/a", "nan", "null", "none", "-", "?", ".", "nil"}
+# The words a boolean column is read from, and the value each stands for.
+BOOL_WORDS = {"true": "true", "t": "true", "yes": "true", "y": "true",
+              "false": "false", "f": "false", "no": "false", "n": "false"}
+NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)\s*$", re.I)
+
+
+def type_class(t):
+    t = t.upper()
+    if t in ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+             "UINTEGER", "UBIGINT", "UHUGEINT"):
+        return "int"
+    if t in ("DOUBLE", "FLOAT", "REAL") or t.startswith("DECIMAL"):
+        return "number"
+    if t in ("BOOLEAN", "BOOL"):
+        return "bool"
+    if t == "DATE":
+        return "date"
+    if t.startswith("TIMESTAMP"):
+        return "timestamp"
+    if t in ("TEXT", "VARCHAR"):
+        return "text"
+    return t.lower()
+
+
+def canon_text(v):
+    """A value as text: dates ISO, timestamps with a space, JSON sorted."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(sep=" ")
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True, default=str)
+    return str(v)
+
+
+DATE = re.compile(r"^(\d{4})([-/.])(\d\d?)\2(\d\d?)(?:[ T](\d\d?):(\d\d)(?::(\d\d)(\.\d+)?)?)?(Z|\+00(?::?00)?)?$")
+
+
+def date_key(z):
+    m = DATE.match(z.strip())
+    if not m:
+        return None
+    y, _, mo, d, h, mi, sec, frac, _ = m.groups()
+    f = float(frac) if frac else 0.0
+    return (int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), f)
+
+
+def as_number(v):
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float, decimal.Decimal)):
+        return float(v)
+    if isinstance(v, str) and NUMBER.match(v):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def same_value(a, b):
+    """(equal, how): how is "null" when one side's NULL is the other's NULL
+    word, else None."""
+    if a is None and b is None:
+        return True, None
+    if a is None or b is None:
+        other = b if a is None else a
+        if isinstance(other, str) and other.strip().lower() in NULL_WORDS:
+            return True, ("null" if other != "" else None)
+        if isinstance(other, float) and math.isnan(other):
+            return True, "null"
+        return False, None
+    x, y = as_number(a), as_number(b)
+    if x is not None and y is not None:
+        if math.isnan(x) and math.isnan(y):
+            return True, None
+        return (x == y or math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)), None
+    s, t = canon_text(a), canon_text(b)
+    if s == t:
+        return True, None
+    if isinstance(a, bool) or isinstance(b, bool):
+        word = lambda z: BOOL_WORDS.get(z.strip().lower(), z.strip().lower())
+        return word(s) == word(t), None
+    # A time of day as one side's text (an hour of one digit, or no
+    # seconds), the other side's TIME.
+    for text, other in ((a, b), (b, a)):
+        if isinstance(text, str) and isinstance(other, datetime.time):
+            m = re.match(r"^(\d\d?):(\d\d)(?::(\d\d)(\.\d+)?)?$", text.strip())
+            if m:
+                h, mi, sec, frac = m.groups()
+                micro = round(float(frac) * 1e6) if frac else 0
+                try:
+                    return datetime.time(int(h), int(mi), int(sec or 0), micro) == other, None
+                except ValueError:
+                    return False, None
+    # A date as one side's text (month or day first, a four-digit year),
+    # the other side's date.
+    for text, other in ((a, b), (b, a)):
+        if isinstance(text, str) and isinstance(other, datetime.date) and not isinstance(other, datetime.datetime):
+            m = re.match(r"^(\d\d?)([/.-])(\d\d?)\2(\d{4})$", text.strip())
+            if m:
+                p, q, y = int(m.group(1)), int(m.group(3)), int(m.group(4))
+                key = (other.year, other.month, other.day)
+                if key in ((y, p, q), (y, q, p)):
+                    return True, None
+    # Dates and timestamps year first: "-" or "/", "T" or a space, seconds
+    # or not, a zero fraction, a UTC suffix.
+    x, y = date_key(s), date_key(t)
+    if x is not None and y is not None:
+        return x == y, None
+    # JSON kept as text by one side, nested by the other.
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        try:
+            load = lambda z: z if isinstance(z, (dict, list)) else json.loads(z)
+            return json.dumps(load(a), sort_keys=True, default=str) == json.dumps(load(b), sort_keys=True, default=str), None
+        except Exception:
+            return False, None
+    return False, None
+
+
+def compare_rows(s_rows, d_rows, ncols):
+    """The first difference as text, or None; and whether NULL words differed."""
+    null_choice = False
+    for r, (sr, dr) in enumerate(zip(s_rows, d_rows)):
+        for c in range(ncols):
+            eq, how = same_value(sr[c], dr[c])
+            if not eq:
+                return f"row {r + 1} column {c + 1}: sluice {sr[c]!r}, duckdb {dr[c]!r}", null_choice
+            null_choice |= how == "null"
+    return None, null_choice
+
+
+def duckdb_read(con, path):
+    lower = path.lower()
+    if lower.endswith((".json", ".jsonl", ".ndjson")):
+        q = "SELECT * FROM read_json_auto(?)"
+    else:
+        q = "SELECT * FROM read_csv(?, auto_detect=true)"
+    try:
+        cur = con.execute(q, [path])
+        rows = cur.fetchall()
+    except Exception as e:
+        if "pytz" not in str(e):
+            raise
+        # Python needs pytz for TIMESTAMP WITH TIME ZONE: such columns are
+        # read as DuckDB's text of them instead.
+        desc = con.execute("DESCRIBE " + q, [path]).fetchall()
+        ident = lambda n: '"' + n.replace('"', '""') + '"'
+        cols = [f"CAST({ident(d[0])} AS VARCHAR)" if "TIME ZONE" in d[1].upper() else ident(d[0])
+                for d in desc]
+        cur = con.execute(q.replace("*", ", ".join(cols), 1), [path])
+        rows = cur.fetchall()
+    types = [str(d[1]) for d in cur.description]
+    return rows, types
+
+
+def classify(m, con):
+    out = {"file": m["file"], "source": m["source"], "class": "", "detail": "",
+           "sluice_types": "", "duckdb_types": ""}
+    duck_err = None
+    try:
+        d_rows, d_types = duckdb_read(con, m["file"])
+        out["duckdb_types"] = " ".join(type_class(t) for t in d_types)
+    except Exception as e:
+        duck_err = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if m["status"] == "crash":
+        out["class"], out["detail"] = "crash", m["message"]
+        return out
+    if m["status"] == "refused":
+        out["class"] = "both refused" if duck_err else "sluice refused"
+        out["detail"] = m["message"] + (f" | duckdb: {duck_err}" if duck_err else "")
+        return out
+    with open(m["info"]) as f:
+        cols = json.load(f)[0]["columns"]
+    with open(m["rows"]) as f:
+        s_rows = [[v for _, v in r] for r in json.load(f, object_pairs_hook=list)]
+    s_types = [type_class(c["type"]) for c in cols]
+    out["sluice_types"] = " ".join(s_types)
+    if duck_err:
+        out["class"], out["detail"] = "duckdb refused", duck_err
+        return out
+    d_rows = [list(r) for r in d_rows]
+    if len(cols) != len(d_types):
+        out["class"] = "dialect choice"
+        out["detail"] = f"columns: sluice {len(cols)}, duckdb {len(d_types)}"
+        return out
+    if len(s_rows) != len(d_rows):
+        # A header decision: the longer result's first row is the other's header.
+        longer, shorter = (s_rows, d_rows) if len(s_rows) > len(d_rows) else (d_rows, s_rows)
+        if len(longer) == len(shorter) + 1 and compare_rows(longer[1:], shorter, len(cols))[0] is None:
+            out["class"] = "dialect choice"
+            out["detail"] = f"header: sluice {len(s_rows)} rows, duckdb {len(d_rows)} rows"
+        else:
+            out["class"] = "wrong data"
+            out["detail"] = f"rows: sluice {len(s_rows)}, duckdb {len(d_rows)}"
+        return out
+    diff, null_choice = compare_rows(s_rows, d_rows, len(cols))
+    if diff:
+        out["class"], out["detail"] = "wrong data", diff
+    elif s_types != [type_class(t) for t in d_types] or null_choice:
+        out["class"] = "type choice"
+        out["detail"] = ("NULL words differ; " if null_choice else "") + \
+            f"sluice {out['sluice_types']} / duckdb {out['duckdb_types']}"
+    else:
+        out["class"] = "same"
+    return out
+
+
+con = duckdb.connect()
+fields = ["file", "source", "class", "detail", "sluice_types", "duckdb_types"]
+with open(manifest) as mf, open(results_csv, "w", newline="") as rf:
+    w = csv.DictWriter(rf, fieldnames=fields)
+    w.writeheader()
+    for line in mf:
+        m = json.loads(line)
+        try:
+            out = classify(m, con)
+        except Exception as e:  # the comparison itself failed: say so
+            out = {"file": m["file"], "source": m["source"], "class": "wrong data",
+                   "detail": f"comparison failed: {type(e).__name__}: {e}",
+                   "sluice_types": "", "duckdb_types": ""}
+        out["detail"] = out["detail"][:300]
+        w.writerow(out)
+        print(json.dumps(out), flush=True)
