@@ -935,9 +935,67 @@ fn looks_like_header(
     rest_values: &[Vec<&[u8]>],
     o: &InferOptions,
 ) -> bool {
+    let (typed, votes) = header_votes(first, rest, o);
+    if typed > 0 {
+        return votes > 0 || row_names_header(first, rest, rest_values);
+    }
+    // All TEXT, perhaps only because missing values are written `NA` (as
+    // R writes them): with those read as missing, some column may be
+    // typed, and a first value that is not of its type makes a header.
+    let na_free: Vec<Candidates> = rest_values
+        .iter()
+        .map(|vals| {
+            let mut c = Candidates::new();
+            for v in vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)) {
+                c.see(v, o);
+            }
+            c
+        })
+        .collect();
+    let (typed, votes) = header_votes(first, &na_free, o);
+    if typed > 0 && votes > 0 {
+        return true;
+    }
+    // All TEXT: names are short, distinct, start with a letter, and do not
+    // appear again as values of their column; or R's header over text row
+    // names (`"","Content"` over `"V1","Do you …"`): an empty name over
+    // distinct, non-empty values.
+    // A file of one name-like record (an export with no rows) is a header.
+    !first.is_empty()
+        && (names_like(first, rest_values, 0) || text_row_names_header(first, rest_values))
+}
+
+/// R's `write.csv` header over row names that are text (`"","x"` over
+/// `"Albania",32`): an empty first name, the others names, and the first
+/// column's values below distinct and never empty, as row names are.
+fn text_row_names_header(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>]) -> bool {
+    let distinct = |vals: &Vec<&[u8]>| {
+        let mut v = vals.clone();
+        v.sort_unstable();
+        v.len() >= 2 && v.iter().all(|x| !x.is_empty()) && v.windows(2).all(|w| w[0] != w[1])
+    };
+    first.len() >= 2
+        && value::trim(&first[0]).is_empty()
+        && rest_values.first().is_some_and(distinct)
+        && names_like(first, rest_values, 1)
+}
+
+/// Missing values as R (`NA`), spreadsheets (`#N/A`, `N/A`) and others
+/// write them: they say nothing of a column's type when telling a header
+/// from data (they stay text in the table: `--null` makes them NULL).
+fn is_na_like(v: &[u8]) -> bool {
+    matches!(
+        v,
+        b"NA" | b"N/A" | b"n/a" | b"#N/A" | b"NULL" | b"null" | b"None" | b"nan" | b"NaN"
+    )
+}
+
+/// Of the columns typed by `cands`: how many, and how many of them have a
+/// first value (in `first`) that is not of their type.
+fn header_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> (usize, usize) {
     let mut typed = 0;
     let mut votes = 0;
-    for (c, cand) in rest.iter().enumerate() {
+    for (c, cand) in cands.iter().enumerate() {
         let Some(v) = first.get(c) else { continue };
         let ty = cand.pick();
         if ty == DataType::Text {
@@ -959,13 +1017,7 @@ fn looks_like_header(
             votes += 1;
         }
     }
-    if typed > 0 {
-        return votes > 0 || row_names_header(first, rest, rest_values);
-    }
-    // All TEXT: names are short, distinct, start with a letter, and do not
-    // appear again as values of their column.
-    // A file of one name-like record (an export with no rows) is a header.
-    !first.is_empty() && names_like(first, rest_values, 0)
+    (typed, votes)
 }
 
 /// Whether the fields of `first` from `from` on are short, distinct,

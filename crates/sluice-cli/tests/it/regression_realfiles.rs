@@ -131,6 +131,40 @@ fn r_write_csv_header_is_a_header() {
 }
 
 #[test]
+fn r_header_over_text_row_names_and_na_values_is_a_header() {
+    // Two shapes a corpus of R datasets showed loaded with their header
+    // as a data row: row names that are text, and numeric columns whose
+    // missing values are written NA (so every column is TEXT).
+    let t = Tmp::new();
+    t.write(
+        "un.csv",
+        b"\"\",\"infant.mortality\",\"gdp\"\n\"Afghanistan\",154,2848\n\"Albania\",32,863\n\"American.Samoa\",11,NA\n\"Andorra\",NA,19000\n",
+    );
+    ok(&t.0, &["load", "-q", "un", "un.csv"]);
+    assert_eq!(
+        ok(&t.0, &["export", "un"]),
+        "c1,infant_mortality,gdp\nAfghanistan,154,2848\nAlbania,32,863\nAmerican.Samoa,11,NA\nAndorra,NA,19000\n"
+    );
+    t.write(
+        "dict.csv",
+        b"\"\",\"Content\"\n\"V1\",\"Do you often long for excitement?\"\n\"V2\",\"Are you usually carefree?\"\n",
+    );
+    ok(&t.0, &["load", "-q", "dict", "dict.csv"]);
+    assert_eq!(
+        ok(&t.0, &["export", "dict"]),
+        "c1,content\nV1,Do you often long for excitement?\nV2,Are you usually carefree?\n"
+    );
+    // Without the empty name, a first row of text over text is data
+    // when its values are not name-like.
+    t.write("data.csv", b"x1,Do you?\nx2,Are you?\n");
+    ok(&t.0, &["load", "-q", "data", "data.csv"]);
+    assert_eq!(
+        ok(&t.0, &["query", "select count(*) from data"]),
+        "count(*)\n2\n"
+    );
+}
+
+#[test]
 fn comment_lines_are_not_data() {
     let t = Tmp::new();
     t.write(
