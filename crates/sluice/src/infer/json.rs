@@ -304,3 +304,33 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
         widen,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(rows: &[(Value, &[u8])]) -> Vec<String> {
+        rows.iter().map(|(v, _)| v.to_string()).collect()
+    }
+
+    #[test]
+    fn a_truncated_array_ends_at_its_last_complete_element() {
+        let rows = rows_of(b"[ {\"a\": 1}, {\"a\": 2}, {\"a\": 3", None);
+        assert_eq!(texts(&rows), ["{\"a\":1}", "{\"a\":2}"]);
+    }
+
+    #[test]
+    fn an_object_holding_the_rows_array_gives_its_elements() {
+        let rows = rows_of(b"{\"meta\": 1, \"data\": [{\"a\": 1}, {\"a\": 2}]}", None);
+        assert_eq!(texts(&rows), ["{\"a\":1}", "{\"a\":2}"]);
+    }
+
+    #[test]
+    fn keys_keep_the_order_written() {
+        let rows = rows_of(b"{\"b\": 1, \"a\": 2}\n", None);
+        let (Value::Object(m), text) = &rows[0] else {
+            panic!("{rows:?}")
+        };
+        assert_eq!(keys_of(m, text), ["b", "a"]);
+    }
+}
