@@ -206,16 +206,16 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
         // A first row of strings is a header naming array rows' fields
         // (as the load reads it).
         let mut rows = &rows[..];
-        if let Some((Value::Array(a), _)) = rows.first() {
-            if a.iter().all(Value::is_string) {
-                if names.is_empty() {
-                    names = a
-                        .iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect();
-                }
-                rows = &rows[1..];
+        if let Some((Value::Array(a), _)) = rows.first()
+            && a.iter().all(Value::is_string)
+        {
+            if names.is_empty() {
+                names = a
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
             }
+            rows = &rows[1..];
         }
         for (row, text) in rows {
             records += 1;
