@@ -60,3 +60,16 @@ fn pretty_printed_values_columns_are_inferred() {
     ok(&t.0, &["load", "v", "values.json"]);
     assert_eq!(ok(&t.0, &["export", "v"]), "b,a\n1,x\n2,y\n");
 }
+
+#[test]
+fn json_integers_beyond_a_double_are_text() {
+    let t = Tmp::new();
+    t.write("big.jsonl", b"{\"big\": 12345678901234567890123}\n");
+    let out = ok(&t.0, &["load", "--dry-run", "b", "big.jsonl"]);
+    assert_eq!(
+        out,
+        "inferred from 1 file (1 JSON rows)\n--schema \"big TEXT\"\n"
+    );
+    ok(&t.0, &["load", "b", "big.jsonl"]);
+    assert_eq!(ok(&t.0, &["export", "b"]), "big\n12345678901234567890123\n");
+}

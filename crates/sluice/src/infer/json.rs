@@ -142,6 +142,12 @@ fn kind_and_text(v: &Value) -> Option<(Kind, String)> {
     match v {
         Value::Null => None,
         Value::Bool(b) => Some((Kind::Bool, b.to_string())),
+        // A float is shown shortest, not as written: with an exponent, its
+        // literal may hold more digits than the text says, so the column
+        // is TEXT (which keeps any number as written).
+        Value::Number(n) if n.is_f64() && n.to_string().contains(['e', 'E']) => {
+            Some((Kind::Number, "not a number".into()))
+        }
         Value::Number(n) => Some((Kind::Number, n.to_string())),
         Value::String(s) => Some((Kind::String, s.clone())),
         Value::Array(_) | Value::Object(_) => Some((Kind::Nested, v.to_string())),
