@@ -702,11 +702,16 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
             }
             (s, b',', header)
         }
-        (None, None) if json.is_some() => bail!(
-            "table {} does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT){}",
-            a.table,
-            hint_line(sniffed.as_deref())
-        ),
+        (None, None) if json.is_some() => {
+            let mut inf = sluice::infer::infer_json(&inputs, &infer_opts, a.json_rows.as_deref())
+                .context("inferring the schema from JSON")?;
+            if let Some(k) = &a.key {
+                inf.schema.set_key(k)?;
+            }
+            let s = inf.schema.clone();
+            inferred = Some(inf);
+            (s, b',', header)
+        }
         (Some(s), _) | (None, Some(s)) => {
             if !a.types.is_empty() {
                 bail!(
@@ -770,6 +775,12 @@ fn cmd_load(db_dir: &PathBuf, threads: Option<usize>, quiet: bool, a: LoadArgs) 
     if a.dry_run || (!quiet && inferred.is_some()) {
         let mut text = String::new();
         match &inferred {
+            Some(inf) if json.is_some() => text.push_str(&format!(
+                "inferred from {} file{} ({} JSON rows)\n",
+                inf.files_sampled,
+                if inf.files_sampled == 1 { "" } else { "s" },
+                inf.records_sampled,
+            )),
             Some(inf) => {
                 let mut how = vec![
                     format!("delimiter {}", util::show_char(delimiter)),

@@ -19,6 +19,9 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
+mod json;
+pub use json::infer_json;
+
 use crate::batch::{Column, DataType, Schema, validate_identifier};
 use crate::error::{Error, Result};
 use crate::load::Header;

@@ -1,5 +1,5 @@
 //! `sluice load` of JSON: the format from the file name or its first
-//! bytes, fields by name, the schema required for a new table.
+//! bytes, fields by name, a new table's columns inferred.
 
 use crate::{Tmp, fails, ok};
 
@@ -38,12 +38,14 @@ fn jsonl_and_json_arrays_load_by_name_and_by_sniffing() {
         rows,
         "id,name,tags\n1,caf\u{e9},\"[\"\"a\"\",\"\"b\"\"]\"\n2,,\n3,x,\n"
     );
-    // A new table needs --schema: JSON schemas are not inferred.
-    let err = fails(&t.0, &["load", "fresh", "events.jsonl"]);
-    assert!(
-        err.contains("table fresh does not exist, and its columns are not inferred from JSON: give them with --schema"),
-        "{err}"
+    // A new table takes its columns from the rows' keys.
+    let out = ok(&t.0, &["load", "--dry-run", "fresh", "events.jsonl"]);
+    assert_eq!(
+        out,
+        "inferred from 1 file (2 JSON rows)\n--schema \"id BIGINT, tags TEXT, name TEXT, extra BOOLEAN\"\n"
     );
+    let out = ok(&t.0, &["load", "fresh", "events.jsonl"]);
+    assert!(out.starts_with("loaded 2 rows ("), "{out}");
     let err = fails(
         &t.0,
         &["load", "--format", "jsonl", "--tsv", "ev", "events.jsonl"],

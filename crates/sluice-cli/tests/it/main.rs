@@ -11,6 +11,7 @@ mod regression_corpus;
 mod regression_dialects;
 mod regression_edges;
 mod regression_json;
+mod regression_jsoninfer;
 mod regression_load;
 mod regression_query;
 mod regression_realfiles;

@@ -95,9 +95,6 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
             ("latin1.csv", "both refused"),
             // A short and a long record: sluice stops at the first.
             ("ragged.csv", "sluice refused"),
-            // JSON columns are not inferred: sluice asks for --schema.
-            ("rows.json", "sluice refused"),
-            ("rows.jsonl", "sluice refused"),
         ],
         "{r:#?}"
     );

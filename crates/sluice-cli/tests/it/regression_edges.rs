@@ -103,14 +103,15 @@ fn csv_name_wins_over_a_bracket_first_byte() {
     let out = ok(&t.0, &["load", "t", "log.csv"]);
     assert!(out.starts_with("loaded 2 rows (16 B) from 1 file"), "{out}");
     assert_eq!(rows(&t), "[1],[2]\n[3],[4]\n");
-    // A name that does not say: sniffed, and the error says what was
-    // detected and how to read it as CSV.
+    // A name that does not say: sniffed, the columns inferred from the
+    // first line's first value, and the error says what was detected and
+    // how to read it as CSV.
     t.write("log.txt", b"[1],[2]\n[3],[4]\n");
     let o = sluice(&t.0, &["load", "u", "log.txt"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "error: table u does not exist, and its columns are not inferred from JSON: give them with --schema, e.g. --schema \"id BIGINT, name TEXT, tags TEXT\" (nested objects and arrays load into TEXT)\nhint: log.txt was read as JSON lines: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON (\"[1],[2]\"); if it is CSV, give --format csv\n"
+        "inferred from 1 file (1 JSON rows)\n--schema \"c1 BIGINT\"\nerror: loading table u; nothing was committed: log.txt:1: expected the end of the line after a row, found ',' (JSON lines hold one value per line) (character 4 of the line) (byte 3)\nhint: log.txt was read as JSON lines: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON (\"[1],[2]\"); if it is CSV, give --format csv\n"
     );
     ok(&t.0, &["load", "--format", "csv", "u", "log.txt"]);
     assert_eq!(
