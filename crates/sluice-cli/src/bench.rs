@@ -554,7 +554,8 @@ print(json.dumps({"seconds": seconds, "rows": n, "cpu_seconds": usage.ru_utime +
                   "version": duckdb.__version__}))
 "#;
 
-fn duckdb_version() -> Option<String> {
+/// The version of DuckDB that python3 imports, if it does.
+pub(crate) fn duckdb_version() -> Option<String> {
     let out = Command::new("python3")
         .args(["-c", "import duckdb; print(duckdb.__version__)"])
         .output()

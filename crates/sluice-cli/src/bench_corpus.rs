@@ -56,7 +56,7 @@ pub fn run(
     json: bool,
     quiet: bool,
 ) -> Result<()> {
-    let version = duckdb_version().context(
+    let version = crate::bench::duckdb_version().context(
         "DuckDB is not importable from python3, and the corpus is compared against it: \
          `pip install duckdb`",
     )?;
@@ -344,14 +344,4 @@ fn collect(dir: &Path, sources: &str, quiet: bool) -> Result<Vec<CorpusFile>> {
         }
     }
     Ok(files)
-}
-
-fn duckdb_version() -> Option<String> {
-    let out = Command::new("python3")
-        .args(["-c", "import duckdb; print(duckdb.__version__)"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

@@ -1266,6 +1266,25 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             primary_key: false,
         });
     }
+    apply_types(&mut columns, o)?;
+    let (exact, widen) = chosen_columns(&columns, o);
+    Ok(Inferred {
+        schema: Schema::new(columns)?,
+        delimiter,
+        dialect: d,
+        header,
+        line_end,
+        leading_comment,
+        files_sampled: per_file.len(),
+        samples,
+        records_sampled,
+        exact,
+        widen,
+    })
+}
+
+/// Sets the types `--types` names on the inferred `columns`.
+pub(crate) fn apply_types(columns: &mut [Column], o: &InferOptions) -> Result<()> {
     for (name, ty) in &o.types {
         match columns
             .iter_mut()
@@ -1284,34 +1303,31 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             }
         }
     }
+    Ok(())
+}
+
+/// The columns whose types the samples chose (not `--types`): the numeric
+/// ones, which must read back as written (`Inferred::exact`), and all of
+/// them, which may widen (`Inferred::widen`).
+pub(crate) fn chosen_columns(columns: &[Column], o: &InferOptions) -> (Vec<String>, Vec<String>) {
+    let chosen = |c: &&Column| !o.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(&c.name));
     let exact = columns
         .iter()
+        .filter(chosen)
         .filter(|c| {
             matches!(
                 c.data_type,
                 DataType::BigInt | DataType::Decimal { .. } | DataType::Double
-            ) && !o.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(&c.name))
+            )
         })
         .map(|c| c.name.clone())
         .collect();
     let widen = columns
         .iter()
-        .filter(|c| !o.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(&c.name)))
+        .filter(chosen)
         .map(|c| c.name.clone())
         .collect();
-    Ok(Inferred {
-        schema: Schema::new(columns)?,
-        delimiter,
-        dialect: d,
-        header,
-        line_end,
-        leading_comment,
-        files_sampled: per_file.len(),
-        samples,
-        records_sampled,
-        exact,
-        widen,
-    })
+    (exact, widen)
 }
 
 #[cfg(test)]

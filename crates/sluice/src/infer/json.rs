@@ -261,41 +261,8 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
             primary_key: false,
         })
         .collect();
-    for (name, ty) in &o.types {
-        match columns
-            .iter_mut()
-            .find(|c| c.name.eq_ignore_ascii_case(name))
-        {
-            Some(c) => c.data_type = *ty,
-            None => {
-                return Err(Error::Config(format!(
-                    "--types names column {name:?}, but the inferred columns are: {}",
-                    columns
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
-    }
-    let chosen = |c: &&Column| !o.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(&c.name));
-    let exact = columns
-        .iter()
-        .filter(chosen)
-        .filter(|c| {
-            matches!(
-                c.data_type,
-                DataType::BigInt | DataType::Decimal { .. } | DataType::Double
-            )
-        })
-        .map(|c| c.name.clone())
-        .collect();
-    let widen = columns
-        .iter()
-        .filter(chosen)
-        .map(|c| c.name.clone())
-        .collect();
+    super::apply_types(&mut columns, o)?;
+    let (exact, widen) = super::chosen_columns(&columns, o);
     Ok(Inferred {
         schema: Schema::new(columns)?,
         delimiter: b',',
