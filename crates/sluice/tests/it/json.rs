@@ -739,8 +739,9 @@ fn encode(o: &Obj, spaces: bool) -> String {
     format!("{{{}}}", fields.join(sep))
 }
 
-fn sequential(data: &[u8], shape: JsonShape) -> Vec<Vec<Option<String>>> {
-    let schema: Schema = SCHEMA.parse().unwrap();
+/// One parse of the whole of `data`, in one block, into `schema`.
+pub(crate) fn sequential(data: &[u8], shape: JsonShape, schema: &str) -> Vec<Vec<Option<String>>> {
+    let schema: Schema = schema.parse().unwrap();
     let mut b = BatchBuilder::new(&schema, Arc::new(ValueOptions::default()), 16);
     parse_json_block(
         data,
@@ -793,7 +794,7 @@ proptest! {
             threads: Some(threads),
             ..LoadOptions::default()
         };
-        let want = sequential(body.as_bytes(), shape);
+        let want = sequential(body.as_bytes(), shape, SCHEMA);
         prop_assert_eq!(want.len(), objs.len());
         prop_assert_eq!(load_one(file.as_bytes(), &o), want);
     }

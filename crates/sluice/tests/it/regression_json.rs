@@ -14,6 +14,7 @@ use sluice::source::Input;
 use sluice::store::Database;
 
 use crate::common::{TempDir, rows_of, table_rows};
+use crate::json::sequential;
 
 /// `--format json`.
 fn json(schema: &str) -> LoadOptions {
@@ -63,26 +64,6 @@ fn sql(dir: &TempDir, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
 
 fn some(v: &[&str]) -> Vec<Option<String>> {
     v.iter().map(|s| Some(s.to_string())).collect()
-}
-
-/// One parse of the whole of `data`, in one block.
-fn sequential(data: &[u8], shape: JsonShape, schema: &str) -> Vec<Vec<Option<String>>> {
-    let schema: Schema = schema.parse().unwrap();
-    let mut b = BatchBuilder::new(&schema, Arc::new(ValueOptions::default()), 16);
-    parse_json_block(
-        data,
-        &JsonFormat {
-            shape,
-            ignore_unknown: false,
-        },
-        &schema,
-        &mut b,
-        RowPolicy::default(),
-        None,
-        &mut Vec::new(),
-    )
-    .unwrap();
-    rows_of(&[b.finish().unwrap().0])
 }
 
 fn row(a: &str, b: Option<&str>) -> Vec<Option<String>> {
