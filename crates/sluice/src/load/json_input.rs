@@ -2,7 +2,9 @@
 //! bracket and header row of a file, the closing bracket. (The rows are
 //! parsed by `parse::json` in the workers.)
 
-use super::{Buf, ColumnRef, Header, LoadOptions, Shared};
+use super::pipeline::Shared;
+use super::reader::Buf;
+use super::{ColumnRef, Header, LoadOptions};
 use crate::error::{Error, Result};
 use crate::parse::json::{self, FirstRow};
 use crate::parse::{FieldMap, Format, JsonShape};

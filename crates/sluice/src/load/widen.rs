@@ -9,11 +9,17 @@
 //! DOUBLE → TEXT, DOUBLE, DATE, TIMESTAMP and BOOLEAN → TEXT.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
 use crate::batch::{BatchBuilder, Column, DataType, Schema, ValueOptions};
+use crate::error::{Error, Result};
 use crate::parse::value;
+use crate::source::Input;
+
+use super::LoadOptions;
+use super::plan::is_regular;
 
 /// Widenings of one column at most: the last one goes to TEXT, which
 /// takes every value, so that a column whose values keep needing more
@@ -192,4 +198,86 @@ mod tests {
         // Nothing takes invalid UTF-8.
         assert_eq!(wider_type(DataType::Date, b"\xff", &o, false, false), None);
     }
+}
+
+/// A group of files that failed to load, and what widening needs to know
+/// of it.
+pub(super) struct Failure<'a> {
+    pub(super) error: Error,
+    /// The value behind `error`, when it is one its column's type did not
+    /// take.
+    pub(super) contradiction: Option<Contradiction>,
+    /// The group's inputs (and those after it).
+    pub(super) inputs: &'a [Input],
+    /// The table did not exist when the load started.
+    pub(super) new_table: bool,
+    /// Files committed by this load's earlier groups (and in all), if any.
+    pub(super) committed: Option<(u64, u64)>,
+}
+
+/// After a failed group: the options to read it again with, with the
+/// offending value's column widened (see [`LoadOptions::widen`]), and
+/// what was widened; or the error to fail with. `before` are the
+/// widenings of this load so far.
+pub(super) fn widen_after(
+    opts: &LoadOptions,
+    f: Failure<'_>,
+    before: &[Widening],
+) -> Result<(LoadOptions, Widening)> {
+    let (Error::Parse { path, line, .. }, Some(c), Some(schema), true) =
+        (&f.error, &f.contradiction, &opts.schema, f.new_table)
+    else {
+        return Err(f.error);
+    };
+    let Some(col) = schema.columns.get(c.column) else {
+        return Err(f.error);
+    };
+    if !opts.widen.iter().any(|n| n.eq_ignore_ascii_case(&col.name)) {
+        return Err(f.error);
+    }
+    let times = before.iter().filter(|w| w.column == col.name).count();
+    let key = col.primary_key
+        || opts
+            .key
+            .as_ref()
+            .is_some_and(|k| k.eq_ignore_ascii_case(&col.name));
+    let last = times + 1 >= MAX_WIDENINGS;
+    let Some(wider) = wider_type(col.data_type, &c.value, &opts.values, key, last) else {
+        return Err(f.error);
+    };
+    if let Some((committed, total)) = f.committed {
+        return Err(Error::NotWidened {
+            column: col.name.clone(),
+            ty: col.data_type,
+            wider,
+            committed,
+            total,
+            cause: Box::new(f.error),
+        });
+    }
+    // Read again only what can be: not a stream, not after a stop.
+    let stopping = [&opts.stop, &opts.cancel]
+        .into_iter()
+        .flatten()
+        .any(|s| s.load(Ordering::Relaxed));
+    let rereadable = f
+        .inputs
+        .get(..=c.file)
+        .is_some_and(|read| read.iter().all(is_regular));
+    if times >= MAX_WIDENINGS || stopping || !rereadable {
+        return Err(f.error);
+    }
+    let widening = Widening {
+        column: col.name.clone(),
+        from: col.data_type,
+        to: wider,
+        path: path.clone(),
+        line: *line,
+        value: String::from_utf8_lossy(&c.value).into_owned(),
+    };
+    let mut next = opts.clone();
+    if let Some(s) = &mut next.schema {
+        s.columns[c.column].data_type = wider;
+    }
+    Ok((next, widening))
 }

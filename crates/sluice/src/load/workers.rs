@@ -1,0 +1,236 @@
+//! The compute workers: parse a block, build its Arrow batch, cut it by
+//! shard.
+//!
+//! Useful for: what runs on every core: a block (one piece of a file, or
+//! many small files) parsed by `parse` into a `BatchBuilder`, rejected
+//! records dropped, the batch cut into the sink's shards (by key hash or
+//! dealt round-robin), each piece's keys extracted and sorted and its
+//! repeating TEXT dictionary-encoded. Any worker takes any block.
+//! Not useful for: block boundaries (`reader`), or putting blocks back in
+//! order (`writer`).
+
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use arrow_array::RecordBatch;
+
+use crate::batch::{BatchBuilder, ColumnStats};
+use crate::error::{Error, Result};
+use crate::index::KeyBatch;
+use crate::parse::{
+    BlockError, BlockInfo, Format, JsonFormat, Reject, RowPolicy, parse_block_with,
+    parse_json_block,
+};
+
+use super::OnError;
+use super::pipeline::Shared;
+use super::reader::{Block, Part};
+use super::sink::{Piece, Route};
+
+/// A parsed block: its rows cut by shard, and per part what it held; or
+/// why it failed.
+pub(super) type Parsed = Result<(Vec<Piece>, Vec<(BlockInfo, Vec<Reject>, bool)>), Failed>;
+
+/// Why a block failed.
+pub(super) enum Failed {
+    /// Part `.0` of the block does not parse.
+    Part(usize, BlockError),
+    /// Anything else (a damaged key-index run, an Arrow error): reported
+    /// as it is, never as a malformed input.
+    Other(Error),
+}
+
+pub(super) struct Done {
+    pub(super) seq: u64,
+    pub(super) parts: Vec<Part>,
+    /// `None`: skipped because the load is failing or cancelled.
+    pub(super) result: Option<Parsed>,
+}
+
+/// Worker: parse blocks until the block channel closes.
+pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: SyncSender<Done>) {
+    let mut rows_per_byte = 1.0 / 16.0;
+    loop {
+        let next = match blocks.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(block) = next else { return };
+        let cancelled = shared
+            .opts
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed));
+        let result = if cancelled
+            || shared.stop.load(Ordering::Relaxed)
+            || shared.first_error.load(Ordering::Relaxed) < block.seq
+        {
+            None
+        } else {
+            let data = block.data.data();
+            let capacity = (data.len() as f64 * rows_per_byte * 1.1) as usize + 16;
+            let mut builder = BatchBuilder::new(shared.schema, shared.values.clone(), capacity);
+            let policy = RowPolicy {
+                skip_bad: shared.opts.on_error == OnError::Skip,
+                fill_missing: shared.opts.allow_missing_columns,
+                max_record: Some(shared.opts.max_line_size),
+                counted_only: shared.opts.rejects.is_none() && shared.opts.max_errors.is_none(),
+            };
+            let mut parts = Vec::with_capacity(block.parts.len());
+            let mut drop: Vec<u32> = Vec::new();
+            let mut rows_in_builder = 0u32;
+            let mut failed = None;
+            for (k, part) in block.parts.iter().enumerate() {
+                let mut rejects = Vec::new();
+                let bytes = &data[part.start..part.end];
+                let map = part.map.as_deref();
+                let parsed = match &shared.opts.format {
+                    Format::Delimited => parse_block_with(
+                        bytes,
+                        &shared.opts.dialect,
+                        shared.schema,
+                        &mut builder,
+                        policy,
+                        map,
+                        &mut rejects,
+                    ),
+                    Format::Json(j) => parse_json_block(
+                        bytes,
+                        &JsonFormat {
+                            shape: part.json,
+                            ..*j
+                        },
+                        shared.schema,
+                        &mut builder,
+                        policy,
+                        map,
+                        &mut rejects,
+                    ),
+                };
+                match parsed {
+                    Ok(info) => {
+                        // Rows of rejects count from the part's first row.
+                        for r in &mut rejects {
+                            r.row += rows_in_builder;
+                            drop.push(r.row);
+                        }
+                        rows_in_builder += (info.rows + rejects.len() as u64) as u32;
+                        // One record a line (row i is the part's line i+1):
+                        // as many newlines as rows, one fewer when the part
+                        // ends without one. Blank or comment lines and
+                        // quoted newlines break it.
+                        let bytes = &data[part.start..part.end];
+                        let open_end = !bytes.is_empty() && bytes.last() != Some(&b'\n');
+                        let one_a_line =
+                            info.newlines + open_end as u64 == info.rows + rejects.len() as u64;
+                        parts.push((info, rejects, one_a_line));
+                    }
+                    Err(e) => {
+                        failed = Some((k, e));
+                        break;
+                    }
+                }
+            }
+            Some(match failed {
+                None => {
+                    if !data.is_empty() {
+                        rows_per_byte = rows_in_builder as f64 / data.len() as f64;
+                    }
+                    // Repeating TEXT values are dictionary-encoded here,
+                    // in parallel, so the writer only merges dictionaries.
+                    // So are the keys extracted and sorted.
+                    match builder
+                        .finish_without(&drop)
+                        .and_then(|(b, stats)| route_batch(shared, b, stats))
+                    {
+                        Ok(outs) => Ok((outs, parts)),
+                        Err(e) => Err(Failed::Other(e)),
+                    }
+                }
+                Some((k, e)) => {
+                    shared.first_error.fetch_min(block.seq, Ordering::Relaxed);
+                    Err(Failed::Part(k, e))
+                }
+            })
+        };
+        let Block { seq, data, parts } = block;
+        shared.give_buf(data);
+        // If the writer is gone, keep draining so the reader never blocks.
+        let _ = done.send(Done { seq, parts, result });
+    }
+}
+
+/// Cuts a parsed batch by shard; per shard, extracts and sorts the keys
+/// and checks them against the shard's runs, and dictionary-encodes
+/// repeating TEXT. Runs on the workers, in parallel.
+fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> Result<Vec<Piece>> {
+    use crate::partition::{deal, shards_of, split};
+    let n = shared.shards;
+    let pieces = match shared.route {
+        Route::One => return Ok(vec![finish_piece(shared, 0, b, stats, Vec::new())?]),
+        Route::Hash(c) => split(&b, &shards_of(b.column(c).as_ref(), n)?, n)?,
+        Route::RoundRobin => deal(&b, n),
+    };
+    if let [one] = pieces.as_slice()
+        && one.rows.len() == b.num_rows()
+    {
+        return Ok(vec![finish_piece(shared, one.shard, b, stats, Vec::new())?]);
+    }
+    // Which TEXT columns repeat enough to encode: asked once of the whole
+    // batch, not once a piece.
+    let gains = crate::batch::dict::text_gains(&b);
+    pieces
+        .into_iter()
+        .map(|p| {
+            let stats = p
+                .batch
+                .columns()
+                .iter()
+                .map(|a| crate::batch::column_stats(a.as_ref()))
+                .collect();
+            finish_piece_where(shared, p.shard, p.batch, stats, p.rows, Some(&gains))
+        })
+        .collect()
+}
+
+fn finish_piece(
+    shared: &Shared<'_>,
+    shard: u32,
+    batch: RecordBatch,
+    stats: Vec<ColumnStats>,
+    rows: Vec<u32>,
+) -> Result<Piece> {
+    finish_piece_where(shared, shard, batch, stats, rows, None)
+}
+
+/// [`finish_piece`], dictionary-encoding only the TEXT columns `encode`
+/// marks (all that gain when `None`).
+fn finish_piece_where(
+    shared: &Shared<'_>,
+    shard: u32,
+    batch: RecordBatch,
+    stats: Vec<ColumnStats>,
+    rows: Vec<u32>,
+    encode: Option<&[bool]>,
+) -> Result<Piece> {
+    let keys = match shared.key_col {
+        Some(k) => {
+            let mut kb = KeyBatch::from_array(batch.column(k).as_ref())?;
+            // Checked against the table's runs when the group's run is
+            // built, all of its keys at once (`index::check_batches`).
+            if shared.check_keys.get(shard as usize) == Some(&true) {
+                kb.order_by_hash();
+            }
+            Some(kb)
+        }
+        None => None,
+    };
+    Ok(Piece {
+        shard,
+        batch: crate::batch::dict::encode_batch_where(batch, encode)?,
+        stats,
+        keys,
+        rows,
+    })
+}
