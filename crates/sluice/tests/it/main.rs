@@ -21,6 +21,7 @@ mod regression_widen;
 mod rejects;
 mod resume;
 mod shards;
+mod sink;
 mod slt;
 mod sql_fuzz;
 mod store;
