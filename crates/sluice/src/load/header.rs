@@ -9,10 +9,13 @@
 
 use crate::batch::{BatchBuilder, Column};
 use crate::error::{Error, Result};
-use crate::parse::FieldMap;
+use std::sync::Arc;
 
-use super::ColumnRef;
+use crate::parse::{FieldMap, read_record};
+
 use super::pipeline::Shared;
+use super::reader::Buf;
+use super::{ColumnRef, Header};
 
 /// The largest field position `--columns` accepts.
 const MAX_FIELD_POSITION: usize = 1 << 16;
@@ -177,4 +180,165 @@ pub(super) fn field_map(
         }
     }
     Ok(m)
+}
+
+/// Delimited input: skips the notes above a file's first record
+/// (`LoadOptions::leading_comment`), then blank and comment lines and the
+/// header when there is one (`Header::Auto`: when its fields name the
+/// columns), moving `offset` and `line` past them. Returns the file's
+/// field map when fields are mapped by `--columns` or `--match-by-name`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn delimited_start(
+    shared: &Shared<'_>,
+    name: &str,
+    buf: &mut Buf,
+    eof: &mut bool,
+    offset: &mut u64,
+    line: &mut u64,
+    grow: &mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
+    too_long: &dyn Fn(u64, u64) -> Error,
+) -> Result<Option<Arc<FieldMap>>> {
+    let opts = shared.opts;
+    let mapped = opts.columns.is_some() || opts.match_by_name;
+    // With names to map, the header is required.
+    let names_needed = opts.match_by_name
+        || opts
+            .columns
+            .as_ref()
+            .is_some_and(|c| c.iter().any(|r| matches!(r, ColumnRef::Name(_))));
+    let header_mode = if names_needed && opts.header == Header::Auto {
+        Header::Yes
+    } else {
+        opts.header
+    };
+    let mut header_fields: Option<Vec<Vec<u8>>> = None;
+    let comment = opts.dialect.comment.or(opts.leading_comment);
+    if let Some(c) = opts.leading_comment {
+        // Notes above the header or the data.
+        loop {
+            let Some((pre, pre_lines)) = preamble(buf.data(), Some(c), *eof) else {
+                if buf.len <= opts.max_line_size {
+                    grow(buf, eof)?;
+                    continue;
+                }
+                return Err(too_long(*line, *offset));
+            };
+            buf.consume(pre);
+            *offset += pre as u64;
+            *line += pre_lines;
+            break;
+        }
+    }
+    if header_mode != Header::No {
+        loop {
+            // Blank and comment lines before the header are skipped, as
+            // inference skips them.
+            let Some((pre, pre_lines)) = preamble(buf.data(), comment, *eof) else {
+                if buf.len <= opts.max_line_size {
+                    grow(buf, eof)?;
+                    continue;
+                }
+                return Err(too_long(*line, *offset));
+            };
+            if pre == buf.len {
+                if header_mode == Header::Yes {
+                    buf.consume(pre);
+                    *offset += pre as u64;
+                    *line += pre_lines;
+                }
+                break;
+            }
+            match read_record(&buf.data()[pre..], &opts.dialect, *eof) {
+                Ok(Some((mut fields, used, newlines))) => {
+                    let cols = &shared.schema.columns;
+                    if !mapped {
+                        pad_short_header(&mut fields, cols);
+                    }
+                    let names_match = if mapped {
+                        // The fields the mapping reads are the names of
+                        // the columns they feed.
+                        field_map(shared, name, Some(&fields)).is_ok_and(|m| {
+                            m.targets.iter().enumerate().all(|(i, t)| {
+                                t.is_none_or(|c| {
+                                    fields.get(i).is_some_and(|f| {
+                                        normalize_name(f).eq_ignore_ascii_case(&cols[c].name)
+                                    })
+                                })
+                            })
+                        })
+                    } else {
+                        fields.len() == cols.len()
+                            && (fields
+                                .iter()
+                                .zip(cols)
+                                .all(|(f, c)| header_names(f, &c.name))
+                                || crate::infer::named_by(&fields, cols))
+                    };
+                    if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
+                        return Err(Error::Parse {
+                            path: name.to_string(),
+                            line: *line + pre_lines + 1,
+                            byte: *offset + pre as u64,
+                            column: None,
+                            message: format!(
+                                "the header has {} fields, the table has {} columns",
+                                fields.len(),
+                                cols.len()
+                            ),
+                        });
+                    }
+                    if header_mode == Header::Yes || names_match {
+                        buf.consume(pre + used);
+                        *offset += (pre + used) as u64;
+                        *line += pre_lines + newlines;
+                        header_fields = Some(fields);
+                    }
+                    break;
+                }
+                Ok(None) if buf.len <= opts.max_line_size => grow(buf, eof)?,
+                Ok(None) => return Err(too_long(*line, *offset)),
+                // A malformed first record: the data parse reports it.
+                Err(_) if header_mode == Header::Auto => break,
+                Err(e) => {
+                    return Err(Error::Parse {
+                        path: name.to_string(),
+                        line: *line + pre_lines + 1 + e.line_in_block,
+                        byte: *offset + (pre + e.offset) as u64,
+                        column: None,
+                        message: format!("in the header: {}", e.message),
+                    });
+                }
+            }
+        }
+    }
+
+    Ok(if mapped {
+        Some(Arc::new(field_map(shared, name, header_fields.as_ref())?))
+    } else {
+        None
+    })
+}
+
+/// The bytes and lines of the blank lines and the lines starting with
+/// `comment` at the start of `data` (what may come before a header);
+/// `None` when `data` ends inside them and more input may follow.
+pub(super) fn preamble(data: &[u8], comment: Option<u8>, eof: bool) -> Option<(usize, u64)> {
+    let (mut at, mut lines) = (0, 0);
+    loop {
+        let rest = &data[at..];
+        match rest {
+            [] => return eof.then_some((at, lines)),
+            [b'\r'] if !eof => return None,
+            [b'\n', ..] | [b'\r', b'\n', ..] => {}
+            [c, ..] if Some(*c) == comment => {}
+            _ => return Some((at, lines)),
+        }
+        match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                at += i + 1;
+                lines += 1;
+            }
+            None => return eof.then_some((data.len(), lines)),
+        }
+    }
 }

@@ -19,16 +19,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::parse::{FieldMap, Format, JsonShape, read_record};
+use crate::parse::{FieldMap, Format, JsonShape};
 use crate::source::{Input, check_text};
 use crate::split::find_boundary;
 
-use super::header::{field_map, header_names, normalize_name, pad_short_header};
+use super::header::delimited_start;
 use super::json_input::{close_json_array, json_header};
 use super::pipeline::Shared;
 use super::plan::mtime_ns;
 use super::sink::FileRecord;
-use super::{ColumnRef, Header, LoadOptions, OnError};
+use super::{LoadOptions, OnError};
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -322,126 +322,19 @@ fn split_file(
     let json_shape = json_start.as_ref().map_or(JsonShape::Lines, |s| s.shape);
     let json_array = json_shape == JsonShape::Array;
     let in_object = json_start.as_ref().is_some_and(|s| s.in_object);
-    let json_map = json_start.and_then(|s| s.map);
-    let mapped = (opts.columns.is_some() || opts.match_by_name) && json_format.is_none();
-    // With names to map, the header is required.
-    let names_needed = opts.match_by_name
-        || opts
-            .columns
-            .as_ref()
-            .is_some_and(|c| c.iter().any(|r| matches!(r, ColumnRef::Name(_))));
-    let header_mode = if names_needed && opts.header == Header::Auto {
-        Header::Yes
-    } else {
-        opts.header
-    };
-    let mut header_fields: Option<Vec<Vec<u8>>> = None;
-    let comment = opts.dialect.comment.or(opts.leading_comment);
-    if let (None, Some(c)) = (json_format, opts.leading_comment) {
-        // Notes above the header or the data.
-        loop {
-            let Some((pre, pre_lines)) = preamble(buf.data(), Some(c), eof) else {
-                if buf.len <= opts.max_line_size {
-                    grow(&mut buf, &mut eof)?;
-                    continue;
-                }
-                return Err(too_long(line, offset));
-            };
-            buf.consume(pre);
-            offset += pre as u64;
-            line += pre_lines;
-            break;
-        }
-    }
-    if header_mode != Header::No && json_format.is_none() {
-        loop {
-            // Blank and comment lines before the header are skipped, as
-            // inference skips them.
-            let Some((pre, pre_lines)) = preamble(buf.data(), comment, eof) else {
-                if buf.len <= opts.max_line_size {
-                    grow(&mut buf, &mut eof)?;
-                    continue;
-                }
-                return Err(too_long(line, offset));
-            };
-            if pre == buf.len {
-                if header_mode == Header::Yes {
-                    buf.consume(pre);
-                    offset += pre as u64;
-                    line += pre_lines;
-                }
-                break;
-            }
-            match read_record(&buf.data()[pre..], &opts.dialect, eof) {
-                Ok(Some((mut fields, used, newlines))) => {
-                    let cols = &shared.schema.columns;
-                    if !mapped {
-                        pad_short_header(&mut fields, cols);
-                    }
-                    let names_match = if mapped {
-                        // The fields the mapping reads are the names of
-                        // the columns they feed.
-                        field_map(shared, &name, Some(&fields)).is_ok_and(|m| {
-                            m.targets.iter().enumerate().all(|(i, t)| {
-                                t.is_none_or(|c| {
-                                    fields.get(i).is_some_and(|f| {
-                                        normalize_name(f).eq_ignore_ascii_case(&cols[c].name)
-                                    })
-                                })
-                            })
-                        })
-                    } else {
-                        fields.len() == cols.len()
-                            && (fields
-                                .iter()
-                                .zip(cols)
-                                .all(|(f, c)| header_names(f, &c.name))
-                                || crate::infer::named_by(&fields, cols))
-                    };
-                    if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
-                        return Err(Error::Parse {
-                            path: name,
-                            line: line + pre_lines + 1,
-                            byte: offset + pre as u64,
-                            column: None,
-                            message: format!(
-                                "the header has {} fields, the table has {} columns",
-                                fields.len(),
-                                cols.len()
-                            ),
-                        });
-                    }
-                    if header_mode == Header::Yes || names_match {
-                        buf.consume(pre + used);
-                        offset += (pre + used) as u64;
-                        line += pre_lines + newlines;
-                        header_fields = Some(fields);
-                    }
-                    break;
-                }
-                Ok(None) if buf.len <= opts.max_line_size => grow(&mut buf, &mut eof)?,
-                Ok(None) => return Err(too_long(line, offset)),
-                // A malformed first record: the data parse reports it.
-                Err(_) if header_mode == Header::Auto => break,
-                Err(e) => {
-                    return Err(Error::Parse {
-                        path: name,
-                        line: line + pre_lines + 1 + e.line_in_block,
-                        byte: offset + (pre + e.offset) as u64,
-                        column: None,
-                        message: format!("in the header: {}", e.message),
-                    });
-                }
-            }
-        }
-    }
-
-    let map = if let Some(m) = json_map {
-        Some(Arc::new(m))
-    } else if mapped {
-        Some(Arc::new(field_map(shared, &name, header_fields.as_ref())?))
-    } else {
-        None
+    let map = match json_start.and_then(|s| s.map) {
+        Some(m) => Some(Arc::new(m)),
+        None if json_format.is_some() => None,
+        None => delimited_start(
+            shared,
+            &name,
+            &mut buf,
+            &mut eof,
+            &mut offset,
+            &mut line,
+            &mut grow,
+            &too_long,
+        )?,
     };
     let mut first_line = Some(line);
     let mut closed = !json_array;
@@ -596,30 +489,6 @@ fn last_cut(
         }
         (Format::Json(_), JsonShape::Values) => {
             crate::parse::json::last_values_boundary(data, from, to)
-        }
-    }
-}
-
-/// The bytes and lines of the blank lines and the lines starting with
-/// `comment` at the start of `data` (what may come before a header);
-/// `None` when `data` ends inside them and more input may follow.
-fn preamble(data: &[u8], comment: Option<u8>, eof: bool) -> Option<(usize, u64)> {
-    let (mut at, mut lines) = (0, 0);
-    loop {
-        let rest = &data[at..];
-        match rest {
-            [] => return eof.then_some((at, lines)),
-            [b'\r'] if !eof => return None,
-            [b'\n', ..] | [b'\r', b'\n', ..] => {}
-            [c, ..] if Some(*c) == comment => {}
-            _ => return Some((at, lines)),
-        }
-        match memchr::memchr(b'\n', rest) {
-            Some(i) => {
-                at += i + 1;
-                lines += 1;
-            }
-            None => return eof.then_some((data.len(), lines)),
         }
     }
 }

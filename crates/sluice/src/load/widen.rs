@@ -140,66 +140,6 @@ fn takes(ty: DataType, value: &[u8], values: &ValueOptions) -> bool {
     b.push(0, value, true).is_ok()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn wider(from: DataType, v: &str) -> Option<DataType> {
-        wider_type(from, v.as_bytes(), &ValueOptions::default(), false, false)
-    }
-
-    const fn dec(scale: u8) -> DataType {
-        DataType::Decimal {
-            precision: 18,
-            scale,
-        }
-    }
-
-    #[test]
-    fn each_type_widens_to_the_narrowest_that_keeps_the_value() {
-        assert_eq!(wider(DataType::BigInt, "5.75"), Some(dec(2)));
-        assert_eq!(wider(DataType::BigInt, "-0.5"), Some(dec(1)));
-        assert_eq!(wider(DataType::BigInt, "1.5e3"), Some(DataType::Double));
-        assert_eq!(wider(DataType::BigInt, "n/a"), Some(DataType::Text));
-        // Would not read back as written: a code, not a number.
-        assert_eq!(wider(DataType::BigInt, "0042"), Some(DataType::Text));
-        assert_eq!(wider(DataType::BigInt, "+5.5"), Some(DataType::Text));
-        assert_eq!(
-            wider(DataType::BigInt, "18446744073709551615"),
-            Some(DataType::Text)
-        );
-        assert_eq!(wider(DataType::Int, "5000000000"), Some(DataType::BigInt));
-        assert_eq!(wider(dec(3), "0.9732"), Some(dec(4)));
-        assert_eq!(wider(dec(2), "0.12345678901234567"), Some(dec(17)));
-        assert_eq!(wider(dec(2), "0.1234567890123456789"), Some(DataType::Text));
-        assert_eq!(wider(dec(2), "abc"), Some(DataType::Text));
-        assert_eq!(wider(DataType::Double, "1,5"), Some(DataType::Text));
-        assert_eq!(wider(DataType::Date, "2024-13-45"), Some(DataType::Text));
-        assert_eq!(wider(DataType::Timestamp, "later"), Some(DataType::Text));
-        assert_eq!(wider(DataType::Boolean, "maybe"), Some(DataType::Text));
-        assert_eq!(wider(DataType::Text, "x"), None);
-    }
-
-    #[test]
-    fn keys_skip_double_and_the_last_widening_is_text() {
-        let o = ValueOptions::default();
-        assert_eq!(
-            wider_type(DataType::BigInt, b"1.5e3", &o, true, false),
-            Some(DataType::Text)
-        );
-        assert_eq!(
-            wider_type(DataType::BigInt, b"5.75", &o, true, false),
-            Some(dec(2))
-        );
-        assert_eq!(
-            wider_type(DataType::BigInt, b"5.75", &o, false, true),
-            Some(DataType::Text)
-        );
-        // Nothing takes invalid UTF-8.
-        assert_eq!(wider_type(DataType::Date, b"\xff", &o, false, false), None);
-    }
-}
-
 /// A group of files that failed to load, and what widening needs to know
 /// of it.
 pub(super) struct Failure<'a> {
@@ -280,4 +220,64 @@ pub(super) fn widen_after(
         s.columns[c.column].data_type = wider;
     }
     Ok((next, widening))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wider(from: DataType, v: &str) -> Option<DataType> {
+        wider_type(from, v.as_bytes(), &ValueOptions::default(), false, false)
+    }
+
+    const fn dec(scale: u8) -> DataType {
+        DataType::Decimal {
+            precision: 18,
+            scale,
+        }
+    }
+
+    #[test]
+    fn each_type_widens_to_the_narrowest_that_keeps_the_value() {
+        assert_eq!(wider(DataType::BigInt, "5.75"), Some(dec(2)));
+        assert_eq!(wider(DataType::BigInt, "-0.5"), Some(dec(1)));
+        assert_eq!(wider(DataType::BigInt, "1.5e3"), Some(DataType::Double));
+        assert_eq!(wider(DataType::BigInt, "n/a"), Some(DataType::Text));
+        // Would not read back as written: a code, not a number.
+        assert_eq!(wider(DataType::BigInt, "0042"), Some(DataType::Text));
+        assert_eq!(wider(DataType::BigInt, "+5.5"), Some(DataType::Text));
+        assert_eq!(
+            wider(DataType::BigInt, "18446744073709551615"),
+            Some(DataType::Text)
+        );
+        assert_eq!(wider(DataType::Int, "5000000000"), Some(DataType::BigInt));
+        assert_eq!(wider(dec(3), "0.9732"), Some(dec(4)));
+        assert_eq!(wider(dec(2), "0.12345678901234567"), Some(dec(17)));
+        assert_eq!(wider(dec(2), "0.1234567890123456789"), Some(DataType::Text));
+        assert_eq!(wider(dec(2), "abc"), Some(DataType::Text));
+        assert_eq!(wider(DataType::Double, "1,5"), Some(DataType::Text));
+        assert_eq!(wider(DataType::Date, "2024-13-45"), Some(DataType::Text));
+        assert_eq!(wider(DataType::Timestamp, "later"), Some(DataType::Text));
+        assert_eq!(wider(DataType::Boolean, "maybe"), Some(DataType::Text));
+        assert_eq!(wider(DataType::Text, "x"), None);
+    }
+
+    #[test]
+    fn keys_skip_double_and_the_last_widening_is_text() {
+        let o = ValueOptions::default();
+        assert_eq!(
+            wider_type(DataType::BigInt, b"1.5e3", &o, true, false),
+            Some(DataType::Text)
+        );
+        assert_eq!(
+            wider_type(DataType::BigInt, b"5.75", &o, true, false),
+            Some(dec(2))
+        );
+        assert_eq!(
+            wider_type(DataType::BigInt, b"5.75", &o, false, true),
+            Some(DataType::Text)
+        );
+        // Nothing takes invalid UTF-8.
+        assert_eq!(wider_type(DataType::Date, b"\xff", &o, false, false), None);
+    }
 }
