@@ -88,11 +88,11 @@ fn write_shipments(path: &Path, rows: u64, seed: u64) -> Result<()> {
 /// format, to nowhere.
 fn print_all(r: &arrow_array::RecordBatch) -> Result<()> {
     for f in [
-        crate::query::Format::Csv,
-        crate::query::Format::Json,
-        crate::query::Format::Table,
+        crate::output::Format::Csv,
+        crate::output::Format::Json,
+        crate::output::Format::Table,
     ] {
-        crate::query::write_result(
+        crate::output::write_result(
             &mut std::io::sink(),
             &r.schema(),
             std::slice::from_ref(r),
@@ -153,11 +153,11 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
     // CSV of every type: big blocks on every core, then small blocks on
     // one (small batches).
     let csv = dir.join("sales.csv");
-    crate::demo::write_sample(&csv, rows(1_500_000.0), 1_234)?;
+    crate::commands::demo::write_sample(&csv, rows(1_500_000.0), 1_234)?;
     let db_dir = dir.join("db");
     let mut db = Database::open_writer(&db_dir)?;
     let sales = LoadOptions {
-        schema: Some(crate::demo::SCHEMA.parse()?),
+        schema: Some(crate::commands::demo::SCHEMA.parse()?),
         ..LoadOptions::default()
     };
     time("load sales.csv", quiet, || {
@@ -363,11 +363,11 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
         for batch in keys.chunks(1000) {
             let rows = t.get_many(batch)?;
             found += rows.num_rows();
-            crate::query::write_result(
+            crate::output::write_result(
                 &mut std::io::sink(),
                 &rows.schema(),
                 std::slice::from_ref(&rows),
-                crate::query::Format::Csv,
+                crate::output::Format::Csv,
             )?;
         }
         anyhow::ensure!(

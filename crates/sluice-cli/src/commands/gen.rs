@@ -1,0 +1,175 @@
+//! `sluice gen`: benchmark data on standard output or into files, from the
+//! same generators the benchmarks use (`crate::generate`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+
+use crate::generate;
+use crate::tpch;
+
+#[derive(Subcommand)]
+pub enum GenCommand {
+    /// TPC-H tables as CSV with a header (the tpchgen crate, a port of dbgen);
+    /// prints the `sluice load` command for each table
+    #[command(after_help = "Examples:
+  sluice gen tpch --sf 0.1                       # eight CSV files in tpch/, and their load commands
+  sluice gen tpch --sf 1 --table lineitem --output data
+  sluice --db tpch.db gen tpch --sf 1 --load     # generate and load every table")]
+    Tpch {
+        /// Scale factor (1 = lineitem of 6 million rows, ~750 MB)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Only this table (default: all eight)
+        #[arg(long)]
+        table: Option<String>,
+        /// Directory for the CSV files
+        #[arg(long, short, default_value = "tpch")]
+        output: PathBuf,
+        /// Also load the tables into the database (--db)
+        #[arg(long)]
+        load: bool,
+    },
+    /// The three-integer CSV of the ingest benchmark: `a,b,c` per line, no
+    /// header, values uniform in 0..2^31, fixed seed
+    #[command(after_help = "Examples:
+  sluice gen ints --size 1.28GB --output ints.csv   # the file of sluice bench ingest
+  sluice gen ints --rows 1000000 --output - | head
+  sluice gen ints --size 100MB --seed 7 --output other.csv")]
+    Ints {
+        /// Approximate file size, e.g. 1.28GB (give --size or --rows)
+        #[arg(long, conflicts_with = "rows", required_unless_present = "rows")]
+        size: Option<String>,
+        /// Exact number of rows
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Output file, or - for standard output
+        #[arg(long, short)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// The rows of the JSON input benchmark, one object per line:
+    /// {"source_id":"<19 digits>","chunkId":0..100000,"subChunkId":0..1000}
+    /// (table "source_id TEXT, chunkId INT, subChunkId INT"); with --tsv
+    /// the same rows (same seed) as tab-separated values
+    #[command(after_help = "Examples:
+  sluice gen objects --size 220MB --output rows.jsonl        # the JSON input benchmark
+  sluice gen objects --size 220MB --tsv --output rows.tsv    # the same rows as TSV
+  sluice gen objects --rows 1000 --output - | head -3")]
+    Objects {
+        /// Approximate size of the JSON lines, e.g. 220MB (give --size or
+        /// --rows; the TSV of the same rows is smaller)
+        #[arg(long, conflicts_with = "rows", required_unless_present = "rows")]
+        size: Option<String>,
+        /// Exact number of rows
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Write TSV instead of JSON lines
+        #[arg(long)]
+        tsv: bool,
+        /// Output file, or - for standard output
+        #[arg(long, short)]
+        output: PathBuf,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+/// Writes the data asked for (and with `gen tpch --load`, loads it).
+pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
+    match cmd {
+        GenCommand::Tpch {
+            sf,
+            table,
+            output,
+            load,
+        } => {
+            std::fs::create_dir_all(&output)
+                .with_context(|| format!("creating {}", output.display()))?;
+            let tables: Vec<String> = match table {
+                Some(t) => vec![t.to_ascii_lowercase()],
+                None => tpch::TABLES.iter().map(|t| t.to_string()).collect(),
+            };
+            let workers = sluice::exec::worker_count(threads);
+            for t in &tables {
+                let (path, bytes) = tpch::write_table(&output, t, sf, workers)?;
+                let schema = tpch::schema(t).unwrap_or_default();
+                eprintln!(
+                    "wrote {} ({})",
+                    path.display(),
+                    crate::util::human_bytes(bytes)
+                );
+                if load {
+                    let mut database = sluice::store::Database::open_writer(db)?;
+                    let opts = sluice::load::LoadOptions {
+                        schema: Some(schema.parse()?),
+                        header: sluice::load::Header::Yes,
+                        threads,
+                        ..Default::default()
+                    };
+                    let s = sluice::load::load(
+                        &mut database,
+                        t,
+                        &[sluice::source::Input::File(path.clone())],
+                        &opts,
+                    )
+                    .with_context(|| format!("loading {t}"))?;
+                    eprintln!("loaded {} rows into {t} in {:.2} s", s.rows, s.seconds);
+                } else {
+                    println!(
+                        "sluice load --header --schema \"{schema}\" {t} {}",
+                        path.display()
+                    );
+                }
+            }
+            Ok(())
+        }
+        GenCommand::Ints {
+            size,
+            rows,
+            output,
+            seed,
+        } => {
+            let limit = match (rows, size) {
+                (Some(r), _) => generate::Limit::Rows(r),
+                (None, Some(s)) => generate::Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+                (None, None) => bail!("give --size (e.g. 1.28GB) or --rows"),
+            };
+            let (rows, bytes) = if output.as_os_str() == "-" {
+                generate::write_ints(&mut std::io::stdout().lock(), limit, seed)?
+            } else {
+                generate::write_ints_file(&output, limit, seed)?
+            };
+            eprintln!("wrote {rows} rows, {bytes} bytes");
+            Ok(())
+        }
+        GenCommand::Objects {
+            size,
+            rows,
+            tsv,
+            output,
+            seed,
+        } => {
+            let limit = match (rows, size) {
+                (Some(r), _) => generate::Limit::Rows(r),
+                (None, Some(s)) => generate::Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+                (None, None) => bail!("give --size (e.g. 220MB) or --rows"),
+            };
+            let (rows, bytes) = if output.as_os_str() == "-" {
+                generate::write_objects(&mut std::io::stdout().lock(), limit, seed, tsv)?
+            } else {
+                let f = std::fs::File::create(&output)
+                    .with_context(|| format!("creating {}", output.display()))?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                let r = generate::write_objects(&mut w, limit, seed, tsv)?;
+                w.flush()?;
+                r
+            };
+            eprintln!("wrote {rows} rows, {bytes} bytes");
+            Ok(())
+        }
+    }
+}
