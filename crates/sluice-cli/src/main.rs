@@ -3,15 +3,9 @@
 //! (the benchmark scenarios).
 
 mod bench;
-mod bench_corpus;
-mod bench_index;
-mod bench_resume;
-mod bench_shards;
 mod commands;
 mod generate;
 mod output;
-mod profile;
-mod tpch;
 mod util;
 
 use std::path::PathBuf;

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
-use crate::generate;
-use crate::tpch;
+use crate::generate::{Limit, ints, objects, tpch};
 
 #[derive(Subcommand)]
 pub enum GenCommand {
@@ -134,14 +133,14 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             seed,
         } => {
             let limit = match (rows, size) {
-                (Some(r), _) => generate::Limit::Rows(r),
-                (None, Some(s)) => generate::Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+                (Some(r), _) => Limit::Rows(r),
+                (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
                 (None, None) => bail!("give --size (e.g. 1.28GB) or --rows"),
             };
             let (rows, bytes) = if output.as_os_str() == "-" {
-                generate::write_ints(&mut std::io::stdout().lock(), limit, seed)?
+                ints::write_ints(&mut std::io::stdout().lock(), limit, seed, &ints::INGEST)?
             } else {
-                generate::write_ints_file(&output, limit, seed)?
+                ints::write_ints_file(&output, limit, seed, &ints::INGEST)?
             };
             eprintln!("wrote {rows} rows, {bytes} bytes");
             Ok(())
@@ -154,17 +153,17 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             seed,
         } => {
             let limit = match (rows, size) {
-                (Some(r), _) => generate::Limit::Rows(r),
-                (None, Some(s)) => generate::Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+                (Some(r), _) => Limit::Rows(r),
+                (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
                 (None, None) => bail!("give --size (e.g. 220MB) or --rows"),
             };
             let (rows, bytes) = if output.as_os_str() == "-" {
-                generate::write_objects(&mut std::io::stdout().lock(), limit, seed, tsv)?
+                objects::write_objects(&mut std::io::stdout().lock(), limit, seed, tsv)?
             } else {
                 let f = std::fs::File::create(&output)
                     .with_context(|| format!("creating {}", output.display()))?;
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-                let r = generate::write_objects(&mut w, limit, seed, tsv)?;
+                let r = objects::write_objects(&mut w, limit, seed, tsv)?;
                 w.flush()?;
                 r
             };
