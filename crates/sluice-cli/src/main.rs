@@ -66,7 +66,7 @@ enum Command {
         json: bool,
     },
     /// Run a SQL query (SELECT or EXPLAIN SELECT) and print the result
-    #[command(after_help = QUERY_EXAMPLES)]
+    #[command(after_help = commands::query::EXAMPLES)]
     Query {
         /// The SQL text
         sql: String,
@@ -99,7 +99,7 @@ enum Command {
     /// print nothing). A key that is not a value of the key's type is
     /// reported on stderr and the others are printed; the exit status is
     /// then 2
-    #[command(after_help = GET_EXAMPLES)]
+    #[command(after_help = commands::get::EXAMPLES)]
     Get {
         table: String,
         /// Keys to look up (negative numbers such as -5 are keys, not options)
@@ -135,20 +135,6 @@ enum Command {
         scenario: bench::Scenario,
     },
 }
-
-const QUERY_EXAMPLES: &str = "Examples:
-  sluice query \"SELECT count(*) FROM sales\"
-  sluice query --format json \"SELECT d, sum(price) AS total FROM sales GROUP BY d ORDER BY total DESC LIMIT 5\"
-  sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
-
-Supported: one table; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET; + - * /, CASE, CAST,
-EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR;
-COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
-
-const GET_EXAMPLES: &str = "Examples:
-  sluice load --key source_id --tsv --schema \"source_id TEXT, chunk INT, sub INT\" objects 'chunks/*.tsv'
-  sluice get objects 4295806720 4295806721
-  sluice get objects --keys wanted.txt --format json";
 
 fn main() -> ExitCode {
     let matches = <Cli as clap::CommandFactory>::command().get_matches();

@@ -6,6 +6,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use sluice::store::Database;
 
+/// The examples of `--help`.
+pub const EXAMPLES: &str = "Examples:
+  sluice load --key source_id --tsv --schema \"source_id TEXT, chunk INT, sub INT\" objects 'chunks/*.tsv'
+  sluice get objects 4295806720 4295806721
+  sluice get objects --keys wanted.txt --format json";
+
 /// Prints the rows with the given keys (arguments and `--keys FILE`).
 pub fn run(
     db_dir: &Path,

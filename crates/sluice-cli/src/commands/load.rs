@@ -17,6 +17,7 @@ use sluice::store::Database;
 
 use crate::util;
 
+/// The examples of `--help`.
 pub const EXAMPLES: &str = "Examples:
   sluice load --dry-run sales sales.csv     # print the inferred schema and delimiter
   sluice load --types \"zip=TEXT\" sales sales.csv   # infer, but keep zip codes as text
@@ -1043,8 +1044,6 @@ fn hint_line(hint: Option<&str>) -> String {
     hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()
 }
 
-/// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
-/// parentheses belong to the type).
 /// What `load --dry-run --json` prints (its shape is in `--help`).
 fn dry_run_json(
     table: &str,
@@ -1072,6 +1071,8 @@ fn dry_run_json(
     })
 }
 
+/// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
+/// parentheses belong to the type).
 fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
     let mut out = Vec::new();
     for arg in args {

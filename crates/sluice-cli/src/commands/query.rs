@@ -9,6 +9,16 @@ use sluice::store::Database;
 
 use crate::output::{Format, pick_format, write_result};
 
+/// The examples of `--help`.
+pub const EXAMPLES: &str = "Examples:
+  sluice query \"SELECT count(*) FROM sales\"
+  sluice query --format json \"SELECT d, sum(price) AS total FROM sales GROUP BY d ORDER BY total DESC LIMIT 5\"
+  sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
+
+Supported: one table; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET; + - * /, CASE, CAST,
+EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR;
+COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
+
 /// Runs `sql` and prints its rows (or its plan); with `timing`, the run
 /// time and scan statistics to stderr.
 pub fn run(
