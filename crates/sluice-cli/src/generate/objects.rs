@@ -191,3 +191,26 @@ pub fn rows_as_json(tsv: &str, names: [&str; 3], out: &mut String) -> Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_file_rows_as_json_lines() {
+        let mut out = String::new();
+        rows_as_json("1000000000000000001\t7\t9\n", ["id", "c", "s"], &mut out).unwrap();
+        assert_eq!(out, "{\"id\":\"1000000000000000001\",\"c\":7,\"s\":9}\n");
+        assert!(rows_as_json("1\t2\n", ["id", "c", "s"], &mut out).is_err());
+    }
+
+    #[test]
+    fn object_ids_have_19_digits_and_differ() {
+        let ids: Vec<u64> = (0..1000).map(object_id).collect();
+        assert!(ids.iter().all(|id| id.to_string().len() == 19));
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+    }
+}
