@@ -161,6 +161,9 @@ pub fn write_csv_row(out: &mut dyn Write, cells: &[Option<String>], d: u8) -> st
     out.write_all(b"\n")
 }
 
+/// How often the progress bar redraws.
+const PROGRESS_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Shows a progress bar on stderr until the returned flag is set.
 pub fn spawn_progress(
     p: Arc<Progress>,
@@ -191,7 +194,7 @@ pub fn spawn_progress(
             } else {
                 bar.set_message(format!("{} rows", human_count(rows)));
             }
-            std::thread::sleep(crate::PROGRESS_TICK);
+            std::thread::sleep(PROGRESS_TICK);
         }
         bar.finish_and_clear();
     });

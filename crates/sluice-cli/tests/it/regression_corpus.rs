@@ -104,7 +104,7 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
 fn compare(t: &Tmp, entries: &[serde_json::Value]) -> BTreeMap<String, (String, String)> {
     let manifest: String = entries.iter().map(|e| format!("{e}\n")).collect();
     let m = t.write("manifest.jsonl", manifest.as_bytes());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/corpus/compare.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bench/corpus/compare.py");
     let o = Command::new("python3")
         .arg(&script)
         .arg(&m)

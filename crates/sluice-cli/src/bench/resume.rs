@@ -4,24 +4,23 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::bench::median;
-use crate::bench_index::{SCHEMA, generate};
+use super::common::{median, sluice_exe, sync, timed_load};
+use crate::generate::objects::{SCHEMA, UNKEYED_SCHEMA, object_files};
 
 /// One `sluice load` of all the files into a fresh database at `db`.
 fn load_cmd(db: &Path, every: &str, paths: &[PathBuf], keyed: bool) -> Result<Command> {
-    let exe = std::env::current_exe().context("locating the sluice binary")?;
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(sluice_exe()?);
     cmd.arg("--db")
         .arg(db)
         .args(["load", "--json", "--tsv", "--no-header"]);
     if keyed {
         cmd.args(["--key", "source_id", "--schema", SCHEMA]);
     } else {
-        cmd.args(["--schema", "source_id TEXT, chunkId INT, subChunkId INT"]);
+        cmd.args(["--schema", UNKEYED_SCHEMA]);
     }
     cmd.args(["--compression", "zstd", "--commit-every", every, "objects"])
         .args(paths)
@@ -31,22 +30,8 @@ fn load_cmd(db: &Path, every: &str, paths: &[PathBuf], keyed: bool) -> Result<Co
     Ok(cmd)
 }
 
-/// Runs `cmd` to the end; (seconds, its JSON summary).
-fn timed(mut cmd: Command) -> Result<(f64, serde_json::Value)> {
-    let start = Instant::now();
-    let out = cmd.output().context("running sluice load")?;
-    let secs = start.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!(
-            "sluice load failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let v = serde_json::from_slice(&out.stdout).context("sluice load printed no JSON summary")?;
-    Ok((secs, v))
-}
-
 #[allow(clippy::too_many_arguments)]
+/// Runs the scenario and prints its table.
 pub fn run(
     files: usize,
     rows: u64,
@@ -63,7 +48,7 @@ pub fn run(
     }
     let runs = runs.max(1);
     let data = dir.join(format!("secondary-{files}x{rows}"));
-    let (paths, raw_bytes) = generate(&data, files, rows, quiet)?;
+    let (paths, raw_bytes) = object_files(&data, files, rows, quiet)?;
     let settings: Vec<String> = settings.split(',').map(|s| s.trim().to_string()).collect();
     if !settings.iter().any(|s| s == resume_every) {
         bail!("--resume-every {resume_every} must be one of --settings");
@@ -75,8 +60,8 @@ pub fn run(
     for r in 0..runs {
         for (i, s) in settings.iter().enumerate() {
             let _ = std::fs::remove_dir_all(&db);
-            let _ = Command::new("sync").status();
-            let (secs, v) = timed(load_cmd(&db, s, &paths, keyed)?)?;
+            sync();
+            let (secs, v) = timed_load(&mut load_cmd(&db, s, &paths, keyed)?, "sluice load")?;
             if v["rows"].as_u64() != Some(files as u64 * rows) {
                 bail!("--commit-every {s}: loaded {} rows", v["rows"]);
             }
@@ -91,7 +76,7 @@ pub fn run(
             times[i].push(secs);
         }
     }
-    let medians: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
     let base = medians[0];
     let full = medians[settings.iter().position(|s| s == resume_every).unwrap_or(0)];
 
@@ -100,7 +85,7 @@ pub fn run(
     let mut committed = Vec::new();
     for r in 0..runs {
         let _ = std::fs::remove_dir_all(&db);
-        let _ = Command::new("sync").status();
+        sync();
         let mut child = load_cmd(&db, resume_every, &paths, keyed)?
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -112,7 +97,10 @@ pub fn run(
         if status.success() {
             bail!("the load finished before the kill at {kill_at} of {full:.2} s");
         }
-        let (secs, v) = timed(load_cmd(&db, resume_every, &paths, keyed)?)?;
+        let (secs, v) = timed_load(
+            &mut load_cmd(&db, resume_every, &paths, keyed)?,
+            "sluice load",
+        )?;
         let skipped = v["already_loaded"].as_u64().unwrap_or(0);
         if !quiet {
             eprintln!(
@@ -124,8 +112,8 @@ pub fn run(
         resumed.push(secs);
         committed.push(skipped as f64 / files as f64);
     }
-    let resume = median(&mut resumed);
-    let at_kill = median(&mut committed);
+    let resume = median(&resumed);
+    let at_kill = median(&committed);
     let _ = std::fs::remove_dir_all(&db);
 
     println!(

@@ -1,6 +1,5 @@
 //! `sluice demo`: the main job, end to end, on generated data.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,7 +9,7 @@ use sluice::load::{LoadOptions, Progress, load};
 use sluice::source::Input;
 use sluice::store::Database;
 
-use crate::generate::{Rng, push_u64};
+use crate::generate::sales::{SCHEMA, write_sales};
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -22,66 +21,7 @@ pub struct DemoArgs {
     keep: Option<PathBuf>,
 }
 
-pub(crate) const SCHEMA: &str = "id BIGINT, customer TEXT, price DECIMAL(12,2), qty INT, sold DATE, at TIMESTAMP, paid BOOLEAN, score DOUBLE";
-
-/// Writes `rows` sales rows of every type (quoted text with commas and
-/// quotes, NULLs) to `path`; returns the bytes written.
-pub(crate) fn write_sample(path: &PathBuf, rows: u64, seed: u64) -> Result<u64> {
-    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-    let mut rng = Rng::new(seed);
-    let mut line = Vec::with_capacity(256);
-    let mut bytes = 0u64;
-    w.write_all(b"id,customer,price,qty,sold,at,paid,score\n")?;
-    for id in 0..rows {
-        line.clear();
-        push_u64(&mut line, id);
-        line.push(b',');
-        match rng.below(50) {
-            0 => line.extend_from_slice(b"\"Smith, Jones & \"\"Partners\"\"\""),
-            1 => {} // NULL
-            _ => {
-                line.extend_from_slice(b"customer_");
-                push_u64(&mut line, rng.below(100_000));
-            }
-        }
-        line.push(b',');
-        push_u64(&mut line, rng.below(100_000));
-        line.push(b'.');
-        let cents = rng.below(100);
-        line.push(b'0' + (cents / 10) as u8);
-        line.push(b'0' + (cents % 10) as u8);
-        line.push(b',');
-        push_u64(&mut line, 1 + rng.below(50));
-        let day = rng.below(28) + 1;
-        let month = rng.below(12) + 1;
-        let year = 2015 + rng.below(10);
-        let date = format!("{year}-{month:02}-{day:02}");
-        line.push(b',');
-        line.extend_from_slice(date.as_bytes());
-        line.push(b',');
-        line.extend_from_slice(date.as_bytes());
-        line.extend_from_slice(
-            format!(
-                " {:02}:{:02}:{:02}",
-                rng.below(24),
-                rng.below(60),
-                rng.below(60)
-            )
-            .as_bytes(),
-        );
-        line.push(b',');
-        line.extend_from_slice(if rng.below(2) == 0 { b"true" } else { b"false" });
-        line.push(b',');
-        line.extend_from_slice(format!("{:.4}", rng.below(1_000_000) as f64 / 997.0).as_bytes());
-        line.push(b'\n');
-        w.write_all(&line)?;
-        bytes += line.len() as u64;
-    }
-    w.flush()?;
-    Ok(bytes)
-}
-
+/// Generates the sales CSV, loads it, queries it and prints each step.
 pub fn run(args: DemoArgs, threads: Option<usize>) -> Result<()> {
     let (dir, temporary) = match &args.keep {
         Some(d) => (d.clone(), false),
@@ -96,7 +36,7 @@ pub fn run(args: DemoArgs, threads: Option<usize>) -> Result<()> {
     let _ = std::fs::remove_dir_all(&db_dir);
 
     eprintln!("generating {} rows into {} ...", args.rows, csv.display());
-    let bytes = write_sample(&csv, args.rows, 7)?;
+    let bytes = write_sales(&csv, args.rows, 7)?;
     eprintln!("generated {}", crate::util::human_bytes(bytes));
 
     let mut db = Database::open_writer(&db_dir)?;

@@ -56,7 +56,7 @@ pub fn run(
     json: bool,
     quiet: bool,
 ) -> Result<()> {
-    let version = crate::bench::duckdb_version().context(
+    let version = super::common::duckdb_version().context(
         "DuckDB is not importable from python3, and the corpus is compared against it: \
          `pip install duckdb`",
     )?;

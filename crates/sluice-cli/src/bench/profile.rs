@@ -8,7 +8,7 @@
 //! a benchmark: it prints how long each part took, nothing to compare.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -17,7 +17,11 @@ use sluice::parse::Dialect;
 use sluice::source::Input;
 use sluice::store::Database;
 
-use crate::generate::{Rng, push_u64};
+use crate::generate::ints::write_ints_file;
+use crate::generate::objects::{keyed_files, object_id, rows_as_json};
+use crate::generate::sales::{self, write_sales};
+use crate::generate::text::{write_prices, write_readings};
+use crate::generate::{Limit, Rng};
 
 /// Queries over the sales table: grouped aggregates on decimals and
 /// dates (Q1-like), distinct counts, filters, LIKE, ORDER BY with LIMIT.
@@ -39,60 +43,15 @@ const SHIPMENT_QUERIES: &[&str] = &[
     "SELECT mode, count(*), min(shipped), max(shipped) FROM shipments GROUP BY mode ORDER BY mode",
 ];
 
-/// A shipments table shaped like TPC-H lineitem (its own generator):
-/// integers, DECIMAL(15,2) quantities, prices, discounts and taxes, one-
-/// and few-letter TEXT codes, dates.
-fn write_shipments(path: &Path, rows: u64, seed: u64) -> Result<()> {
-    let mut rng = Rng::new(seed);
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let modes = ["AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB", "REG AIR"];
-    let mut line = Vec::new();
-    for i in 0..rows {
-        line.clear();
-        push_u64(&mut line, i / 4 + 1);
-        line.push(b',');
-        push_u64(&mut line, rng.below(200_000));
-        line.push(b',');
-        push_u64(&mut line, 1 + rng.below(50));
-        line.extend_from_slice(b".00,");
-        push_u64(&mut line, 900 + rng.below(100_000));
-        line.extend_from_slice(
-            format!(
-                ".{:02},0.{:02},0.{:02},",
-                rng.below(100),
-                rng.below(11),
-                rng.below(9)
-            )
-            .as_bytes(),
-        );
-        line.push([b'A', b'N', b'R'][rng.below(3) as usize]);
-        line.push(b',');
-        line.push([b'O', b'F'][rng.below(2) as usize]);
-        line.extend_from_slice(
-            format!(
-                ",{}-{:02}-{:02},{}\n",
-                2019 + rng.below(6),
-                1 + rng.below(12),
-                1 + rng.below(28),
-                modes[rng.below(7) as usize]
-            )
-            .as_bytes(),
-        );
-        w.write_all(&line)?;
-    }
-    w.flush()?;
-    Ok(())
-}
-
 /// Writes a result as `sluice query` and `sluice get` print it, in every
 /// format, to nowhere.
 fn print_all(r: &arrow_array::RecordBatch) -> Result<()> {
     for f in [
-        crate::query::Format::Csv,
-        crate::query::Format::Json,
-        crate::query::Format::Table,
+        crate::output::Format::Csv,
+        crate::output::Format::Json,
+        crate::output::Format::Table,
     ] {
-        crate::query::write_result(
+        crate::output::write_result(
             &mut std::io::sink(),
             &r.schema(),
             std::slice::from_ref(r),
@@ -111,32 +70,6 @@ fn time<T>(what: &str, quiet: bool, f: impl FnOnce() -> Result<T>) -> Result<T> 
     Ok(v)
 }
 
-/// `files` TSV files of (19-digit id text, chunk, sub): unique ids from
-/// a bijection of the row number, not sorted.
-fn write_keyed(dir: &Path, files: usize, rows: u64, seed: u64) -> Result<Vec<PathBuf>> {
-    let mut rng = Rng::new(seed);
-    let mut out = Vec::new();
-    for f in 0..files {
-        let p = dir.join(format!("objects-{f:03}.tsv"));
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&p)?);
-        let mut line = Vec::new();
-        for i in 0..rows {
-            line.clear();
-            let n = f as u64 * rows + i;
-            push_u64(&mut line, crate::bench_index::object_id(n ^ seed));
-            line.push(b'\t');
-            push_u64(&mut line, rng.below(150_000));
-            line.push(b'\t');
-            push_u64(&mut line, rng.below(1_000));
-            line.push(b'\n');
-            w.write_all(&line)?;
-        }
-        w.flush()?;
-        out.push(p);
-    }
-    Ok(out)
-}
-
 pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
     let (dir, temporary) = match dir {
         Some(d) => (d, false),
@@ -153,11 +86,11 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
     // CSV of every type: big blocks on every core, then small blocks on
     // one (small batches).
     let csv = dir.join("sales.csv");
-    crate::demo::write_sample(&csv, rows(1_500_000.0), 1_234)?;
+    write_sales(&csv, rows(1_500_000.0), 1_234)?;
     let db_dir = dir.join("db");
     let mut db = Database::open_writer(&db_dir)?;
     let sales = LoadOptions {
-        schema: Some(crate::demo::SCHEMA.parse()?),
+        schema: Some(sales::SCHEMA.parse()?),
         ..LoadOptions::default()
     };
     time("load sales.csv", quiet, || {
@@ -183,22 +116,12 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
 
     // Integers only, no header (the integer fast path on every column).
     let ints = dir.join("ints.csv");
-    {
-        let mut rng = Rng::new(4_242);
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&ints)?);
-        let mut line = Vec::new();
-        for _ in 0..rows(2_000_000.0) {
-            line.clear();
-            push_u64(&mut line, rng.below(1 << 40));
-            line.push(b',');
-            push_u64(&mut line, rng.below(1 << 31));
-            line.push(b',');
-            push_u64(&mut line, rng.below(100_000));
-            line.push(b'\n');
-            w.write_all(&line)?;
-        }
-        w.flush()?;
-    }
+    write_ints_file(
+        &ints,
+        Limit::Rows(rows(2_000_000.0)),
+        4_242,
+        &[1 << 40, 1 << 31, 100_000],
+    )?;
     let int_opts = LoadOptions {
         schema: Some("x BIGINT, y BIGINT, z INT".parse()?),
         header: sluice::load::Header::No,
@@ -226,7 +149,7 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
 
     // Lineitem-shaped rows and Q1-shaped queries.
     let ship = dir.join("shipments.csv");
-    write_shipments(&ship, rows(1_000_000.0), 77)?;
+    sales::write_shipments(&ship, rows(1_000_000.0), 77)?;
     let ship_opts = LoadOptions {
         schema: Some("id BIGINT, part BIGINT, qty DECIMAL(15,2), price DECIMAL(15,2), disc DECIMAL(15,2), tax DECIMAL(15,2), flag TEXT, status TEXT, shipped DATE, mode TEXT".parse()?),
         header: sluice::load::Header::No,
@@ -261,24 +184,10 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
     // Many small TSV files, schema inferred as `sluice load` does.
     let small_dir = dir.join("small");
     std::fs::create_dir_all(&small_dir)?;
-    let mut inputs = Vec::new();
-    let mut rng = Rng::new(99);
-    for f in 0..rows(2_000.0) {
-        let p = small_dir.join(format!("part-{f:05}.tsv"));
-        let mut text = String::from("station\treading\tday\n");
-        for _ in 0..20 {
-            text.push_str(&format!(
-                "st{}\t{}.{}\t2024-{:02}-{:02}\n",
-                rng.below(500),
-                rng.below(1000),
-                rng.below(10),
-                1 + rng.below(12),
-                1 + rng.below(28)
-            ));
-        }
-        std::fs::write(&p, text)?;
-        inputs.push(Input::File(p));
-    }
+    let inputs: Vec<Input> = write_readings(&small_dir, rows(2_000.0), 99)?
+        .into_iter()
+        .map(Input::File)
+        .collect();
     let inferred = time("infer a schema", quiet, || {
         Ok(sluice::infer::infer(
             &inputs,
@@ -304,15 +213,7 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
 
     // Malformed records, rejected.
     let bad = dir.join("bad.csv");
-    let mut text = String::new();
-    for i in 0..rows(20_000.0) {
-        if i % 97 == 0 {
-            text.push_str(&format!("{i},oops,{i}\n"));
-        } else {
-            text.push_str(&format!("{i},{}.{:02},{}\n", i % 1000, i % 100, i % 7));
-        }
-    }
-    std::fs::write(&bad, text)?;
+    write_prices(&bad, rows(20_000.0))?;
     let rejecting = LoadOptions {
         schema: Some("id BIGINT, price DECIMAL(10,2), k INT".parse()?),
         on_error: OnError::Skip,
@@ -330,7 +231,7 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
 
     // A keyed table: two loads (the second checked against the first's
     // runs), a merge, lookups one at a time and in batches, and SQL.
-    let files = write_keyed(&dir, 8, rows(250_000.0), 0x5eed)?;
+    let files = keyed_files(&dir, 8, rows(250_000.0), 0x5eed)?;
     let keyed = LoadOptions {
         schema: Some("source_id TEXT PRIMARY KEY, chunk INT, sub INT".parse()?),
         dialect: Dialect {
@@ -352,7 +253,7 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
     let mut rng = Rng::new(3);
     for _ in 0..rows(300_000.0) {
         let n = rng.below(8 * per_file);
-        keys.push(crate::bench_index::object_id(n ^ 0x5eed).to_string());
+        keys.push(object_id(n ^ 0x5eed).to_string());
     }
     time("lookups, one at a time and in batches", quiet, || {
         let t = db.keyed("objects")?;
@@ -363,11 +264,11 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
         for batch in keys.chunks(1000) {
             let rows = t.get_many(batch)?;
             found += rows.num_rows();
-            crate::query::write_result(
+            crate::output::write_result(
                 &mut std::io::sink(),
                 &rows.schema(),
                 std::slice::from_ref(&rows),
-                crate::query::Format::Csv,
+                crate::output::Format::Csv,
             )?;
         }
         anyhow::ensure!(
@@ -398,15 +299,10 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
         );
         for f in &files[..files.len() / 2] {
             let text = std::fs::read_to_string(f)?;
-            for line in text.lines() {
-                let mut v = line.split('\t');
-                if let (Some(id), Some(c), Some(sub)) = (v.next(), v.next(), v.next()) {
-                    writeln!(
-                        out,
-                        "{{\"source_id\":\"{id}\",\"chunk\":{c},\"sub\":{sub}}}"
-                    )?;
-                }
-            }
+            let mut json = String::with_capacity(text.len() * 2);
+            rows_as_json(&text, ["source_id", "chunk", "sub"], &mut json)
+                .with_context(|| f.display().to_string())?;
+            out.write_all(json.as_bytes())?;
         }
         out.flush()?;
     }

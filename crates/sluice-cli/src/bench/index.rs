@@ -16,82 +16,9 @@ use sluice::load::{Header, LoadOptions, Progress, load};
 use sluice::source::Input;
 use sluice::store::{Compression, Database};
 
-use crate::generate::{Rng, push_u64};
-
-pub(crate) const SCHEMA: &str = "source_id TEXT PRIMARY KEY, chunkId INT, subChunkId INT";
-const SEED: u64 = 28;
-
-/// The `i`-th object id: 19 digits, unique for every `i` below 2^62
-/// (a bijection of the 62-bit integers, offset by 10^18), unsorted.
-pub fn object_id(i: u64) -> u64 {
-    const MASK: u64 = (1 << 62) - 1;
-    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & MASK;
-    x ^= x >> 31;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & MASK;
-    x ^= x >> 29;
-    1_000_000_000_000_000_000 + x
-}
-
-/// Writes the files (in parallel) unless they exist; returns the paths
-/// and their total size.
-pub(crate) fn generate(
-    dir: &Path,
-    files: usize,
-    rows: u64,
-    quiet: bool,
-) -> Result<(Vec<PathBuf>, u64)> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let paths: Vec<PathBuf> = (0..files)
-        .map(|f| dir.join(format!("chunk-{f:05}.tsv")))
-        .collect();
-    let missing: Vec<usize> = (0..files).filter(|&f| !paths[f].exists()).collect();
-    if !missing.is_empty() && !quiet {
-        eprintln!(
-            "generating {} files of {rows} rows in {} ...",
-            missing.len(),
-            dir.display()
-        );
-    }
-    let cores = sluice::exec::usable_cores();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| -> Result<()> {
-        let mut hs = Vec::new();
-        for _ in 0..cores {
-            hs.push(s.spawn(|| -> Result<()> {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&f) = missing.get(k) else {
-                        return Ok(());
-                    };
-                    let mut rng = Rng::new(SEED ^ (f as u64).wrapping_mul(0x1234_5678_9abc_def1));
-                    let mut out = Vec::with_capacity(rows as usize * 32);
-                    for r in 0..rows {
-                        push_u64(&mut out, object_id(f as u64 * rows + r));
-                        out.push(b'\t');
-                        push_u64(&mut out, rng.below(150_000));
-                        out.push(b'\t');
-                        push_u64(&mut out, rng.below(1000));
-                        out.push(b'\n');
-                    }
-                    let tmp = paths[f].with_extension("tmp");
-                    std::fs::write(&tmp, &out)
-                        .with_context(|| format!("writing {}", tmp.display()))?;
-                    std::fs::rename(&tmp, &paths[f])?;
-                }
-            }));
-        }
-        for h in hs {
-            h.join()
-                .map_err(|_| anyhow::anyhow!("a generator thread panicked"))??;
-        }
-        Ok(())
-    })?;
-    let mut bytes = 0;
-    for p in &paths {
-        bytes += std::fs::metadata(p)?.len();
-    }
-    Ok((paths, bytes))
-}
+use super::common::{median, percentile, sluice_exe, sync, timed_load};
+use crate::generate::Rng;
+use crate::generate::objects::{FILES_SEED, SCHEMA, object_files, object_id};
 
 fn opts(compression: Compression, progress: Option<Arc<Progress>>) -> Result<LoadOptions> {
     let mut o = LoadOptions {
@@ -109,15 +36,8 @@ fn inputs(paths: &[PathBuf]) -> Vec<Input> {
     paths.iter().map(|p| Input::File(p.clone())).collect()
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i]
-}
-
 #[allow(clippy::too_many_arguments)]
+/// Runs the scenario and prints its tables.
 pub fn run(
     files: usize,
     rows: u64,
@@ -133,11 +53,11 @@ pub fn run(
         bail!("--files must be at least 10 (the load is timed in tenths)");
     }
     let data = dir.join(format!("secondary-{files}x{rows}"));
-    let (paths, raw_bytes) = generate(&data, files, rows, quiet)?;
+    let (paths, raw_bytes) = object_files(&data, files, rows, quiet)?;
     let total_rows = files as u64 * rows;
     let tenth = |i: usize| &paths[i * files / 10..(i + 1) * files / 10];
     let tenth_rows = |i: usize| tenth(i).len() as u64 * rows;
-    let _ = Command::new("sync").status();
+    sync();
 
     // 1. One load over every file; the time at which each tenth of the
     // rows has been parsed and written comes from the progress counters.
@@ -151,7 +71,7 @@ pub fn run(
     let mut merged_at = Vec::new();
     for run in 0..runs.max(1) {
         let _ = std::fs::remove_dir_all(&one_db);
-        let _ = Command::new("sync").status();
+        sync();
         let progress = Arc::new(Progress::default());
         let mut db = Database::open_writer(&one_db)?;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -185,11 +105,11 @@ pub fn run(
         one_runs.push((s.seconds, marks));
 
         let _ = std::fs::remove_dir_all(&inc_db);
-        let _ = Command::new("sync").status();
+        sync();
         let mut inc = Vec::new();
         // Each incremental load is a `sluice load` process, as a loader
         // script would run it (its wall time, start-up included).
-        let exe = std::env::current_exe().context("locating the sluice binary")?;
+        let exe = sluice_exe()?;
         for i in 0..10 {
             let mut cmd = Command::new(&exe);
             cmd.arg("--db")
@@ -206,18 +126,7 @@ pub fn run(
                 .arg(format!("{compression:?}").to_ascii_lowercase())
                 .arg("objects")
                 .args(tenth(i));
-            let start = Instant::now();
-            let out = cmd.output().context("running sluice load")?;
-            let wall = start.elapsed().as_secs_f64();
-            if !out.status.success() {
-                bail!(
-                    "incremental load {} failed: {}",
-                    i + 1,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .context("sluice load printed no JSON summary")?;
+            let (wall, v) = timed_load(&mut cmd, &format!("incremental load {}", i + 1))?;
             inc.push(wall);
             if v["runs_merged"].as_u64().unwrap_or(0) > 0 && run == 0 {
                 merged_at.push(i + 1);
@@ -233,7 +142,7 @@ pub fn run(
         }
         inc_runs.push(inc);
     }
-    let med = |mut v: Vec<f64>| crate::bench::median(&mut v);
+    let med = |v: Vec<f64>| median(&v);
     let inc: Vec<f64> = (0..10)
         .map(|i| med(inc_runs.iter().map(|r| r[i]).collect()))
         .collect();
@@ -248,7 +157,7 @@ pub fn run(
     let seg_bytes: u64 = meta.segments.iter().map(|s| s.bytes).sum();
     let run_bytes: u64 = meta.runs.iter().map(|r| r.bytes).sum();
     let t = db.keyed("objects")?;
-    let mut rng = Rng::new(SEED + 1);
+    let mut rng = Rng::new(FILES_SEED + 1);
     let keys: Vec<String> = (0..lookups)
         .map(|_| object_id(rng.below(total_rows)).to_string())
         .collect();

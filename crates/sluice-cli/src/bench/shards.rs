@@ -4,7 +4,7 @@
 //! round-robin); a matrix of seconds like the sharding study's, each
 //! cell's ratio to one shard, and the input rate per core.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -13,8 +13,8 @@ use sluice::parse::{Format, JsonFormat};
 use sluice::source::Input;
 use sluice::store::{Compression, Database};
 
-use crate::bench::median;
-use crate::bench_index::generate;
+use super::common::median;
+use crate::generate::objects::{SCHEMA, UNKEYED_SCHEMA, object_files, rows_as_json};
 
 /// What the rows are routed by.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -33,7 +33,7 @@ impl Routing {
 }
 
 /// The same rows as JSON lines, one file per TSV file (written once).
-fn jsonl_copies(tsv: &[std::path::PathBuf], dir: &Path) -> Result<(Vec<std::path::PathBuf>, u64)> {
+fn jsonl_copies(tsv: &[PathBuf], dir: &Path) -> Result<(Vec<PathBuf>, u64)> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut out = Vec::with_capacity(tsv.len());
     let mut bytes = 0;
@@ -47,15 +47,8 @@ fn jsonl_copies(tsv: &[std::path::PathBuf], dir: &Path) -> Result<(Vec<std::path
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
             let mut s = String::with_capacity(text.len() * 2 + 64);
-            for line in text.lines() {
-                let mut f = line.split('\t');
-                let (Some(id), Some(c), Some(sc)) = (f.next(), f.next(), f.next()) else {
-                    bail!("{}: a line without three fields", p.display());
-                };
-                s.push_str(&format!(
-                    "{{\"source_id\":\"{id}\",\"chunkId\":{c},\"subChunkId\":{sc}}}\n"
-                ));
-            }
+            rows_as_json(&text, ["source_id", "chunkId", "subChunkId"], &mut s)
+                .with_context(|| p.display().to_string())?;
             let tmp = j.with_extension("tmp");
             std::fs::write(&tmp, s.as_bytes())
                 .with_context(|| format!("writing {}", tmp.display()))?;
@@ -67,6 +60,7 @@ fn jsonl_copies(tsv: &[std::path::PathBuf], dir: &Path) -> Result<(Vec<std::path
     Ok((out, bytes))
 }
 
+/// Parses a list of positive numbers, comma separated.
 fn parse_list(s: &str, what: &str) -> Result<Vec<usize>> {
     s.split(',')
         .map(|t| {
@@ -80,6 +74,7 @@ fn parse_list(s: &str, what: &str) -> Result<Vec<usize>> {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// Runs the scenario and prints a matrix for each input and routing.
 pub fn run(
     files: usize,
     rows: u64,
@@ -106,7 +101,7 @@ pub fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     let data = dir.join(format!("secondary-{files}x{rows}"));
-    let (paths, tsv_bytes) = generate(&data, files, rows, quiet)?;
+    let (paths, tsv_bytes) = object_files(&data, files, rows, quiet)?;
     let mut sets = Vec::new();
     for f in formats.split(',') {
         match f.trim() {
@@ -138,7 +133,7 @@ pub fn run(
                     for (ti, &t) in threads.iter().enumerate() {
                         let _ = std::fs::remove_dir_all(&db_dir);
                         let mut o = LoadOptions {
-                            schema: Some(crate::bench_index::SCHEMA.parse()?),
+                            schema: Some(SCHEMA.parse()?),
                             header: Header::No,
                             threads: Some(t),
                             shards: Some(s as u32),
@@ -152,7 +147,7 @@ pub fn run(
                         }
                         if routing == Routing::RoundRobin {
                             // The same columns without the key.
-                            o.schema = Some("source_id TEXT, chunkId INT, subChunkId INT".parse()?);
+                            o.schema = Some(UNKEYED_SCHEMA.parse()?);
                         }
                         let mut db = Database::open_writer(&db_dir)?;
                         let start = Instant::now();
@@ -192,13 +187,11 @@ pub fn run(
                 head.push_str(&format!(" {:>18}", format!("threads={t}")));
             }
             println!("{head}");
-            let base: Vec<f64> = (0..threads.len())
-                .map(|ti| median(&mut times[0][ti].clone()))
-                .collect();
+            let base: Vec<f64> = (0..threads.len()).map(|ti| median(&times[0][ti])).collect();
             for (si, s) in shards.iter().enumerate() {
                 let mut line = format!("{s:>8}");
                 for ti in 0..threads.len() {
-                    let m = median(&mut times[si][ti].clone());
+                    let m = median(&times[si][ti]);
                     line.push_str(&format!(
                         " {:>18}",
                         format!("{m:.2} ({:.2}x)", m / base[ti])

@@ -1,14 +1,12 @@
-//! `sluice query`: run SQL and print the result.
+//! Result rows as `sluice query` and `sluice get` print them: an aligned
+//! table, CSV or JSON.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
-use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType as A;
 use sluice::batch::format_value;
-use sluice::store::Database;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -19,48 +17,6 @@ pub enum Format {
     /// One JSON array of row objects (EXPLAIN: one object a plan line,
     /// `{"plan": "..."}`)
     Json,
-}
-
-pub fn run(
-    db_dir: &Path,
-    sql: &str,
-    threads: Option<usize>,
-    format: Option<Format>,
-    timing: bool,
-) -> Result<()> {
-    let db = Database::open(db_dir)?;
-    let start = Instant::now();
-    let result = sluice::query::query(&db, sql, threads)?;
-    let elapsed = start.elapsed();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    match (&result.explain, format) {
-        // A plan is text, unless a format for programs is asked for: then
-        // it is rows of one `plan` column, one row a line.
-        (Some(plan), None | Some(Format::Table)) => out.write_all(plan.as_bytes())?,
-        _ => write_result(
-            &mut out,
-            &result.schema,
-            &result.batches,
-            pick_format(format),
-        )?,
-    }
-    out.flush().context("writing the result")?;
-    if timing {
-        let rows: usize = result.batches.iter().map(|b| b.num_rows()).sum();
-        let f = &result.facts;
-        eprintln!(
-            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments",
-            elapsed.as_secs_f64(),
-            rows,
-            f.rows,
-            f.morsels,
-            f.morsel_rows,
-            f.workers,
-            f.segments_scanned,
-            f.segments_total
-        );
-    }
-    Ok(())
 }
 
 /// The format asked for, or the default: a table on a terminal, CSV

@@ -1,0 +1,126 @@
+//! What the scenarios share: medians and percentiles, the `sluice` binary
+//! and the peers (DuckDB's version), running a process for the JSON
+//! summary it prints, and the thread lists of the command line.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+/// The median of `v` (the mean of the middle two of an even count).
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The value at fraction `p` of `sorted` (nearest rank); NaN when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+/// This binary, to run `sluice load` as a process of its own.
+pub fn sluice_exe() -> Result<PathBuf> {
+    std::env::current_exe().context("locating the sluice binary")
+}
+
+/// Flushes the dirty pages of the previous run, so that its write-back
+/// does not land in the next run's time.
+pub fn sync() {
+    let _ = Command::new("sync").status();
+}
+
+/// The version of DuckDB that python3 imports, if it does.
+pub fn duckdb_version() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import duckdb; print(duckdb.__version__)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Runs `cmd` to the end and parses the JSON summary its last line of
+/// output holds.
+pub fn run_json(cmd: &mut Command, what: &str) -> Result<serde_json::Value> {
+    let out = cmd.output().with_context(|| format!("starting {what}"))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or("");
+    serde_json::from_str(last).with_context(|| format!("{what} printed no JSON summary: {text}"))
+}
+
+/// Runs a `sluice load --json` process to the end: its wall time (start-up
+/// included) and its JSON summary; `what` names it when it fails.
+pub fn timed_load(cmd: &mut Command, what: &str) -> Result<(f64, serde_json::Value)> {
+    let start = Instant::now();
+    let out = cmd.output().context("running sluice load")?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let v = serde_json::from_slice(&out.stdout).context("sluice load printed no JSON summary")?;
+    Ok((secs, v))
+}
+
+/// One timed run of a process that prints a JSON summary.
+pub struct Measure {
+    pub seconds: f64,
+    /// CPU seconds (user + system) of the whole process.
+    pub cpu: f64,
+    pub peak_rss: u64,
+}
+
+/// The measure of a summary (`seconds`, `cpu_seconds`, `peak_rss_bytes`).
+pub fn measure(v: &serde_json::Value) -> Measure {
+    Measure {
+        seconds: v["seconds"].as_f64().unwrap_or(f64::NAN),
+        cpu: v["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
+        peak_rss: v["peak_rss_bytes"].as_u64().unwrap_or(0),
+    }
+}
+
+/// Parses `--threads-list`: thread counts, comma separated.
+pub fn parse_threads(list: &str) -> Result<Vec<usize>> {
+    list.split(',')
+        .map(|t| {
+            t.trim()
+                .parse::<usize>()
+                .with_context(|| format!("--threads-list: {t:?} is not a number"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_percentiles() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        let sorted = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(percentile(&sorted, 0.5), 3.0);
+        assert_eq!(percentile(&sorted, 0.99), 5.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+}

