@@ -11,6 +11,7 @@
 //! the names alone: it refuses their calls in per-row clauses and, after
 //! GROUP BY, hands them to the planner's `Grouping`.
 
+mod function;
 mod types;
 
 use std::sync::Arc;
@@ -335,40 +336,7 @@ impl<'c> Binder<'c> {
                 expr,
                 list,
                 negated,
-            } => {
-                let x = self.bind(expr, scope)?;
-                let mut items = Vec::new();
-                let mut xts = Vec::new();
-                for item in list {
-                    let it = self.bind(item, scope)?;
-                    // Coerce like `x = item` (which checks the types)...
-                    match self.binary(BinOp::Eq, x.clone(), it, scope, item)? {
-                        Expr::Binary { left, right, .. } => {
-                            xts.push(self.ty(&left, scope));
-                            items.push(*right);
-                        }
-                        _ => return Err(Error::Internal("IN coercion".into())),
-                    }
-                }
-                // ...then bring x and every item to one type: `a IN (1,
-                // 1.5)` compares a as DECIMAL with both.
-                let to = common_type(&xts).ok_or_else(|| {
-                    plan_err("IN list items of incompatible types".into(), expr.as_ref())
-                })?;
-                let xty = self.ty(&x, scope);
-                let items = items
-                    .into_iter()
-                    .map(|it| {
-                        let t = self.ty(&it, scope);
-                        coerce(it, &t, &to)
-                    })
-                    .collect();
-                Ok(Expr::InList {
-                    expr: Box::new(coerce(x, &xty, &to)),
-                    list: items,
-                    negated: *negated,
-                })
-            }
+            } => self.in_list(expr, list, *negated, scope),
             ast::Expr::Like {
                 negated,
                 any,
@@ -386,87 +354,20 @@ impl<'c> Binder<'c> {
                 if *any || escape_char.is_some() {
                     return Err(unsupported("LIKE ANY / ESCAPE", e));
                 }
-                let x = self.bind(expr, scope)?;
-                let t = self.ty(&x, scope);
-                if t != A::Utf8 && t != A::Null {
-                    return Err(plan_err(
-                        format!("LIKE needs TEXT, not {}", type_name(&t)),
-                        e,
-                    ));
-                }
-                let pattern = match pattern.as_ref() {
-                    ast::Expr::Value(v) => v.value.clone().into_string(),
-                    _ => None,
-                }
-                .ok_or_else(|| {
-                    unsupported(
-                        "a LIKE pattern that is not a string literal",
-                        pattern.as_ref(),
-                    )
-                })?;
-                Ok(Expr::Like {
-                    expr: Box::new(coerce(x, &t, &A::Utf8)),
-                    pattern,
-                    negated: *negated,
-                    case_insensitive: matches!(e, ast::Expr::ILike { .. }),
-                })
+                self.like(expr, pattern, *negated, e, scope)
             }
             ast::Expr::Case {
                 operand,
                 conditions,
                 else_result,
                 ..
-            } => {
-                let op = match operand {
-                    Some(o) => Some(self.bind(o, scope)?),
-                    None => None,
-                };
-                let mut whens = Vec::new();
-                let mut results = Vec::new();
-                for cw in conditions {
-                    let c = self.bind(&cw.condition, scope)?;
-                    let c = match &op {
-                        Some(o) => self.binary(BinOp::Eq, o.clone(), c, scope, &cw.condition)?,
-                        None => {
-                            let t = self.ty(&c, scope);
-                            if t != A::Boolean && t != A::Null {
-                                return Err(plan_err(
-                                    format!("CASE WHEN needs a boolean, not {}", type_name(&t)),
-                                    &cw.condition,
-                                ));
-                            }
-                            c
-                        }
-                    };
-                    whens.push(c);
-                    results.push(self.bind(&cw.result, scope)?);
-                }
-                let otherwise = match else_result {
-                    Some(x) => self.bind(x, scope)?,
-                    None => lit(new_null_array(&A::Null, 1)),
-                };
-                results.push(otherwise);
-                let types: Vec<A> = results.iter().map(|r| self.ty(r, scope)).collect();
-                let target = common_type(&types).ok_or_else(|| {
-                    plan_err(
-                        format!(
-                            "CASE results have incompatible types: {}",
-                            types.iter().map(type_name).collect::<Vec<_>>().join(", ")
-                        ),
-                        e,
-                    )
-                })?;
-                let mut results: Vec<Expr> = results
-                    .into_iter()
-                    .zip(&types)
-                    .map(|(r, t)| coerce(r, t, &target))
-                    .collect();
-                let otherwise = results.pop().expect("pushed above");
-                Ok(Expr::Case {
-                    whens: whens.into_iter().zip(results).collect(),
-                    otherwise: Box::new(otherwise),
-                })
-            }
+            } => self.case(
+                operand.as_deref(),
+                conditions,
+                else_result.as_deref(),
+                e,
+                scope,
+            ),
             ast::Expr::Cast {
                 kind,
                 expr,
@@ -478,29 +379,7 @@ impl<'c> Binder<'c> {
                 {
                     return Err(unsupported("this form of CAST", e));
                 }
-                let x = self.bind(expr, scope)?;
-                let to = sql_type(data_type, e)?;
-                let site = CastSite {
-                    type_text: data_type.to_string(),
-                    precision: decimal_precision(data_type),
-                    at: match self.text.cast_keyword(expr) {
-                        s if s.is_empty() => at(e.span()),
-                        s => s,
-                    },
-                };
-                let from = self.ty(&x, scope);
-                check_cast(&from, &to, &site.type_text)
-                    .map_err(|m| Error::Plan(format!("{m}{}", site.at)))?;
-                if let Expr::Literal(a) = &x {
-                    return Ok(lit(
-                        cast_at(a, &to, Some(&site)).map_err(|er| Error::Plan(er.to_string()))?
-                    ));
-                }
-                Ok(Expr::Cast {
-                    expr: Box::new(x),
-                    to,
-                    site: Some(Arc::new(site)),
-                })
+                self.cast(expr, data_type, e, scope)
             }
             ast::Expr::Extract { field, expr, .. } => {
                 let part = match field {
@@ -527,130 +406,14 @@ impl<'c> Binder<'c> {
                 substring_from,
                 substring_for,
                 ..
-            } => {
-                let x = self.bind(expr, scope)?;
-                let t = self.ty(&x, scope);
-                if t != A::Utf8 && t != A::Null {
-                    return Err(plan_err(
-                        format!("SUBSTRING needs TEXT, not {}", type_name(&t)),
-                        e,
-                    ));
-                }
-                let x = coerce(x, &t, &A::Utf8);
-                let int_arg = |a: &ast::Expr, scope: &mut Scope| -> Result<Expr> {
-                    let v = self.bind(a, scope)?;
-                    let t = self.ty(&v, scope);
-                    if !matches!(t, A::Int32 | A::Int64 | A::Null) {
-                        return Err(plan_err(
-                            format!(
-                                "SUBSTRING positions must be integers, not {}",
-                                type_name(&t)
-                            ),
-                            a,
-                        ));
-                    }
-                    Ok(coerce(v, &t, &A::Int64))
-                };
-                let start = match substring_from {
-                    Some(f) => int_arg(f, scope)?,
-                    None => lit(Arc::new(Int64Array::from(vec![1]))),
-                };
-                let len = match substring_for {
-                    Some(f) => Some(Box::new(int_arg(f, scope)?)),
-                    None => None,
-                };
-                Ok(Expr::Substring {
-                    expr: Box::new(x),
-                    start: Box::new(start),
-                    len,
-                })
-            }
-            ast::Expr::Function(f) => {
-                let name = function_name(f);
-                if f.over.is_some() {
-                    return Err(unsupported("window functions (OVER)", e));
-                }
-                if is_aggregate_name(&name) {
-                    let Scope::Row { clause } = scope else {
-                        unreachable!("handled above")
-                    };
-                    return Err(plan_err(
-                        format!("aggregate functions are not allowed in {clause}"),
-                        e,
-                    ));
-                }
-                let args = self.plain_args(f, e)?;
-                let mut bound = Vec::new();
-                for a in &args {
-                    bound.push(self.bind(a, scope)?);
-                }
-                let types: Vec<A> = bound.iter().map(|b| self.ty(b, scope)).collect();
-                let one = |what: &str| -> Result<()> {
-                    if bound.len() != 1 {
-                        return Err(plan_err(format!("{what} takes one argument"), e));
-                    }
-                    Ok(())
-                };
-                match name.as_str() {
-                    "upper" | "lower" | "length" | "char_length" => {
-                        one(&name.to_uppercase())?;
-                        if types[0] != A::Utf8 && types[0] != A::Null {
-                            return Err(plan_err(
-                                format!(
-                                    "{} needs TEXT, not {}",
-                                    name.to_uppercase(),
-                                    type_name(&types[0])
-                                ),
-                                e,
-                            ));
-                        }
-                        let x = Box::new(coerce(bound.remove(0), &types[0], &A::Utf8));
-                        Ok(match name.as_str() {
-                            "upper" => Expr::Upper(x),
-                            "lower" => Expr::Lower(x),
-                            _ => Expr::Length(x),
-                        })
-                    }
-                    "abs" => {
-                        one("ABS")?;
-                        if !is_numeric(&types[0]) && types[0] != A::Null {
-                            return Err(plan_err(
-                                format!("ABS needs a number, not {}", type_name(&types[0])),
-                                e,
-                            ));
-                        }
-                        let target = if types[0] == A::Null {
-                            A::Int64
-                        } else {
-                            types[0].clone()
-                        };
-                        Ok(Expr::Abs(Box::new(coerce(
-                            bound.remove(0),
-                            &types[0],
-                            &target,
-                        ))))
-                    }
-                    "coalesce" => {
-                        if bound.is_empty() {
-                            return Err(plan_err("COALESCE needs arguments".into(), e));
-                        }
-                        let target = common_type(&types).ok_or_else(|| {
-                            plan_err("COALESCE arguments have incompatible types".into(), e)
-                        })?;
-                        Ok(Expr::Coalesce(
-                            bound
-                                .into_iter()
-                                .zip(&types)
-                                .map(|(b, t)| coerce(b, t, &target))
-                                .collect(),
-                        ))
-                    }
-                    _ => Err(plan_err(
-                        format!("unknown function {}", name.to_uppercase()),
-                        e,
-                    )),
-                }
-            }
+            } => self.substring(
+                expr,
+                substring_from.as_deref(),
+                substring_for.as_deref(),
+                e,
+                scope,
+            ),
+            ast::Expr::Function(f) => self.function(f, e, scope),
             ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
                 Err(plan_err("subqueries are not supported".to_string(), e))
             }
@@ -659,24 +422,219 @@ impl<'c> Binder<'c> {
         }
     }
 
-    /// The arguments of a call that takes plain expressions only.
-    pub(crate) fn plain_args(&self, f: &ast::Function, node: &ast::Expr) -> Result<Vec<ast::Expr>> {
-        match &f.args {
-            ast::FunctionArguments::None => Ok(vec![]),
-            ast::FunctionArguments::Subquery(_) => Err(unsupported("a subquery argument", node)),
-            ast::FunctionArguments::List(list) => {
-                if !list.clauses.is_empty() {
-                    return Err(unsupported("function argument clauses", node));
+    /// `x [NOT] LIKE pattern` (ILIKE: `e` says which) of TEXT; the pattern
+    /// a string literal.
+    fn like(
+        &self,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+        negated: bool,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let t = self.ty(&x, scope);
+        if t != A::Utf8 && t != A::Null {
+            return Err(plan_err(
+                format!("LIKE needs TEXT, not {}", type_name(&t)),
+                e,
+            ));
+        }
+        let pattern = match pattern {
+            ast::Expr::Value(v) => v.value.clone().into_string(),
+            _ => None,
+        }
+        .ok_or_else(|| unsupported("a LIKE pattern that is not a string literal", pattern))?;
+        Ok(Expr::Like {
+            expr: Box::new(coerce(x, &t, &A::Utf8)),
+            pattern,
+            negated,
+            case_insensitive: matches!(e, ast::Expr::ILike { .. }),
+        })
+    }
+
+    /// `CAST(expr AS data_type)` (or `expr::data_type`): allowed casts
+    /// only; a literal is cast at once. The type as written is kept for
+    /// the cast's errors.
+    fn cast(
+        &self,
+        expr: &ast::Expr,
+        data_type: &ast::DataType,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let to = sql_type(data_type, e)?;
+        let site = CastSite {
+            type_text: data_type.to_string(),
+            precision: decimal_precision(data_type),
+            at: match self.text.cast_keyword(expr) {
+                s if s.is_empty() => at(e.span()),
+                s => s,
+            },
+        };
+        let from = self.ty(&x, scope);
+        check_cast(&from, &to, &site.type_text)
+            .map_err(|m| Error::Plan(format!("{m}{}", site.at)))?;
+        if let Expr::Literal(a) = &x {
+            return Ok(lit(
+                cast_at(a, &to, Some(&site)).map_err(|er| Error::Plan(er.to_string()))?
+            ));
+        }
+        Ok(Expr::Cast {
+            expr: Box::new(x),
+            to,
+            site: Some(Arc::new(site)),
+        })
+    }
+
+    /// `x [NOT] IN (items)`: `x` and every item brought to one type.
+    fn in_list(
+        &self,
+        expr: &ast::Expr,
+        list: &[ast::Expr],
+        negated: bool,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let mut items = Vec::new();
+        let mut xts = Vec::new();
+        for item in list {
+            let it = self.bind(item, scope)?;
+            // Coerce like `x = item` (which checks the types)...
+            match self.binary(BinOp::Eq, x.clone(), it, scope, item)? {
+                Expr::Binary { left, right, .. } => {
+                    xts.push(self.ty(&left, scope));
+                    items.push(*right);
                 }
-                list.args
-                    .iter()
-                    .map(|a| match a {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x.clone()),
-                        _ => Err(unsupported("this function argument", node)),
-                    })
-                    .collect()
+                _ => return Err(Error::Internal("IN coercion".into())),
             }
         }
+        // ...then bring x and every item to one type: `a IN (1,
+        // 1.5)` compares a as DECIMAL with both.
+        let to = common_type(&xts)
+            .ok_or_else(|| plan_err("IN list items of incompatible types".into(), expr))?;
+        let xty = self.ty(&x, scope);
+        let items = items
+            .into_iter()
+            .map(|it| {
+                let t = self.ty(&it, scope);
+                coerce(it, &t, &to)
+            })
+            .collect();
+        Ok(Expr::InList {
+            expr: Box::new(coerce(x, &xty, &to)),
+            list: items,
+            negated,
+        })
+    }
+
+    /// CASE: the conditions boolean (or compared with the operand), the
+    /// results brought to one type.
+    fn case(
+        &self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&ast::Expr>,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let op = match operand {
+            Some(o) => Some(self.bind(o, scope)?),
+            None => None,
+        };
+        let mut whens = Vec::new();
+        let mut results = Vec::new();
+        for cw in conditions {
+            let c = self.bind(&cw.condition, scope)?;
+            let c = match &op {
+                Some(o) => self.binary(BinOp::Eq, o.clone(), c, scope, &cw.condition)?,
+                None => {
+                    let t = self.ty(&c, scope);
+                    if t != A::Boolean && t != A::Null {
+                        return Err(plan_err(
+                            format!("CASE WHEN needs a boolean, not {}", type_name(&t)),
+                            &cw.condition,
+                        ));
+                    }
+                    c
+                }
+            };
+            whens.push(c);
+            results.push(self.bind(&cw.result, scope)?);
+        }
+        let otherwise = match else_result {
+            Some(x) => self.bind(x, scope)?,
+            None => lit(new_null_array(&A::Null, 1)),
+        };
+        results.push(otherwise);
+        let types: Vec<A> = results.iter().map(|r| self.ty(r, scope)).collect();
+        let target = common_type(&types).ok_or_else(|| {
+            plan_err(
+                format!(
+                    "CASE results have incompatible types: {}",
+                    types.iter().map(type_name).collect::<Vec<_>>().join(", ")
+                ),
+                e,
+            )
+        })?;
+        let mut results: Vec<Expr> = results
+            .into_iter()
+            .zip(&types)
+            .map(|(r, t)| coerce(r, t, &target))
+            .collect();
+        let otherwise = results.pop().expect("pushed above");
+        Ok(Expr::Case {
+            whens: whens.into_iter().zip(results).collect(),
+            otherwise: Box::new(otherwise),
+        })
+    }
+
+    /// SUBSTRING(x FROM start FOR len) of TEXT, with integer positions.
+    fn substring(
+        &self,
+        expr: &ast::Expr,
+        from: Option<&ast::Expr>,
+        len: Option<&ast::Expr>,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let t = self.ty(&x, scope);
+        if t != A::Utf8 && t != A::Null {
+            return Err(plan_err(
+                format!("SUBSTRING needs TEXT, not {}", type_name(&t)),
+                e,
+            ));
+        }
+        let x = coerce(x, &t, &A::Utf8);
+        let int_arg = |a: &ast::Expr, scope: &mut Scope| -> Result<Expr> {
+            let v = self.bind(a, scope)?;
+            let t = self.ty(&v, scope);
+            if !matches!(t, A::Int32 | A::Int64 | A::Null) {
+                return Err(plan_err(
+                    format!(
+                        "SUBSTRING positions must be integers, not {}",
+                        type_name(&t)
+                    ),
+                    a,
+                ));
+            }
+            Ok(coerce(v, &t, &A::Int64))
+        };
+        let start = match from {
+            Some(f) => int_arg(f, scope)?,
+            None => lit(Arc::new(Int64Array::from(vec![1]))),
+        };
+        let len = match len {
+            Some(f) => Some(Box::new(int_arg(f, scope)?)),
+            None => None,
+        };
+        Ok(Expr::Substring {
+            expr: Box::new(x),
+            start: Box::new(start),
+            len,
+        })
     }
 
     fn date_interval(
