@@ -817,3 +817,95 @@ fn op_text(op: BinOp) -> &'static str {
         _ => "comparison",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sqlparser::dialect::GenericDialect;
+    use sqlparser::parser::Parser;
+
+    use super::*;
+
+    fn sql(e: &str) -> ast::Expr {
+        Parser::new(&GenericDialect {})
+            .try_with_sql(e)
+            .and_then(|mut p| p.parse_expr())
+            .expect("parses")
+    }
+
+    fn columns() -> Vec<(String, A)> {
+        vec![("a".into(), A::Int32), ("s".into(), A::Utf8)]
+    }
+
+    fn bind_row(e: &str) -> Result<Expr> {
+        let cols = columns();
+        let b = Binder::new(Some("t".into()), None, &cols, Text(""));
+        b.bind(&sql(e), &mut Scope::Row { clause: "WHERE" })
+    }
+
+    #[test]
+    fn implicit_conversions_become_casts_and_literals_fold() {
+        let e = bind_row("a + 1").unwrap();
+        assert_eq!(e.to_string(), "(CAST(a AS BIGINT) + 1)");
+        assert_eq!(e.data_type(&[A::Int32, A::Utf8]), A::Int64);
+        assert_eq!(bind_row("1 + 2 * 3").unwrap().to_string(), "7");
+        assert_eq!(
+            bind_row("upper(s) = 'X'").unwrap().to_string(),
+            "(UPPER(s) = 'X')"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_column_type_and_clause() {
+        let msg = |e: &str| bind_row(e).unwrap_err().to_string();
+        assert!(msg("b").contains(r#"no column named "b" in table t"#));
+        assert!(msg("x.a").contains(r#"unknown table "x""#));
+        assert!(msg("s + 1").contains("operator + cannot be applied to TEXT and BIGINT"));
+        assert!(msg("sum(a)").contains("aggregate functions are not allowed in WHERE"));
+        assert!(msg("nosuch(a)").contains("unknown function NOSUCH"));
+    }
+
+    /// A grouping by `a` that records the aggregate calls it is handed.
+    struct ByA(Vec<String>);
+
+    impl Grouping for ByA {
+        fn aggregate(&mut self, _: &Binder, f: &ast::Function, _: &ast::Expr) -> Result<Expr> {
+            self.0.push(f.to_string());
+            Ok(Expr::Column {
+                index: self.0.len(),
+                name: f.to_string(),
+            })
+        }
+
+        fn grouped(&self, _: &ast::Expr, row: &Expr) -> Result<Option<Expr>> {
+            Ok((row.to_string() == "a").then(|| Expr::Column {
+                index: 0,
+                name: "a".into(),
+            }))
+        }
+
+        fn types(&self, _: &[A]) -> Vec<A> {
+            let mut t = vec![A::Int32];
+            t.extend(self.0.iter().map(|_| A::Int64));
+            t
+        }
+    }
+
+    #[test]
+    fn after_group_by_aggregates_and_keys_go_to_the_grouping() {
+        let cols = columns();
+        let b = Binder::new(Some("t".into()), None, &cols, Text(""));
+        let mut g = ByA(Vec::new());
+        let e = b
+            .bind(&sql("a + count(*)"), &mut Scope::Grouped(&mut g))
+            .unwrap();
+        assert_eq!(g.0, ["count(*)"]);
+        assert_eq!(e.to_string(), "(CAST(a AS BIGINT) + count(*))");
+        let Expr::Binary { left, right, .. } = e else {
+            panic!("not a binary expression")
+        };
+        assert!(
+            matches!(*left, Expr::Cast { ref expr, .. } if matches!(**expr, Expr::Column { index: 0, .. }))
+        );
+        assert!(matches!(*right, Expr::Column { index: 1, .. }));
+    }
+}

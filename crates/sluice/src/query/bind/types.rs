@@ -186,3 +186,36 @@ pub(crate) fn literal(v: &ast::Value, node: &ast::Expr) -> Result<Expr> {
         other => return Err(unsupported(&format!("the literal {other}"), node)),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_types_widen_numbers_and_take_nulls() {
+        let ct = |t: &[A]| common_type(t);
+        assert_eq!(ct(&[A::Int32, A::Int64]), Some(A::Int64));
+        assert_eq!(ct(&[A::Null, A::Utf8]), Some(A::Utf8));
+        assert_eq!(
+            ct(&[A::Decimal128(38, 2), A::Decimal128(38, 4), A::Int32]),
+            Some(A::Decimal128(38, 4))
+        );
+        assert_eq!(ct(&[A::Decimal128(38, 2), A::Float64]), Some(A::Float64));
+        assert_eq!(
+            ct(&[A::Date32, A::Timestamp(TimeUnit::Microsecond, None)]),
+            Some(A::Timestamp(TimeUnit::Microsecond, None))
+        );
+        assert_eq!(ct(&[A::Utf8, A::Int64]), None);
+        assert_eq!(ct(&[]), Some(A::Null));
+    }
+
+    #[test]
+    fn casts_allowed_between_numbers_and_from_text() {
+        assert!(check_cast(&A::Utf8, &A::Date32, "DATE").is_ok());
+        assert!(check_cast(&A::Int32, &A::Decimal128(38, 2), "DECIMAL(10,2)").is_ok());
+        assert_eq!(
+            check_cast(&A::Date32, &A::Int64, "BIGINT").unwrap_err(),
+            "cannot cast DATE to BIGINT"
+        );
+    }
+}
