@@ -806,6 +806,7 @@ fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
     }
 }
 
+/// An operator as type errors name it.
 fn op_text(op: BinOp) -> &'static str {
     match op {
         BinOp::Add => "+",

@@ -164,7 +164,7 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) 
     let (mut body, order) = if !has_agg {
         project(&binder, &items, &order_by, &mut names)?
     } else {
-        let shape = Grouped {
+        let shape = AggClauses {
             items: &items,
             columns: &columns,
             group_by: &group_exprs,
@@ -415,7 +415,7 @@ fn project(
 }
 
 /// The clauses of an aggregate query, as written.
-struct Grouped<'q> {
+struct AggClauses<'q> {
     items: &'q [(ast::Expr, String)],
     /// The table's columns, for GROUP BY names that are columns, not aliases.
     columns: &'q [(String, A)],
@@ -429,7 +429,7 @@ struct Grouped<'q> {
 /// not among them (hidden columns, named in `names`); the sort keys.
 fn aggregate(
     binder: &Binder,
-    q: &Grouped,
+    q: &AggClauses,
     names: &mut Vec<String>,
 ) -> Result<(Body, Vec<SortKey>)> {
     let items = q.items;
@@ -490,7 +490,7 @@ fn aggregate(
 
 /// The GROUP BY expressions with positions and output aliases resolved to
 /// the select items they name (a table column's name wins over an alias).
-fn group_keys(q: &Grouped) -> Result<Vec<ast::Expr>> {
+fn group_keys(q: &AggClauses) -> Result<Vec<ast::Expr>> {
     let (items, columns) = (q.items, q.columns);
     let visible = items.len();
     let mut key_asts = Vec::new();
