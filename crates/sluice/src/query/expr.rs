@@ -1,10 +1,10 @@
 //! Typed scalar expressions, evaluated a whole Arrow array at a time.
 //!
-//! The planner binds SQL to [`Expr`] with every type known and every
-//! implicit conversion made explicit as a [`Expr::Cast`], so evaluation
-//! never guesses. Arithmetic is checked: an overflow is an error, never a
-//! wrapped value. Decimals are evaluated as `Decimal128(38, s)` so that
-//! products of DECIMAL(15,2) columns stay exact.
+//! The binder ([`super::bind`]) turns SQL into an [`Expr`] with every type
+//! known and every implicit conversion made explicit as a [`Expr::Cast`],
+//! so evaluation never guesses. Arithmetic is checked: an overflow is an
+//! error, never a wrapped value. Decimals are evaluated as
+//! `Decimal128(38, s)` so that products of DECIMAL(15,2) columns stay exact.
 
 use std::fmt;
 use std::sync::Arc;

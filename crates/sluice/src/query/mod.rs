@@ -1,6 +1,6 @@
-//! SQL queries over the store: parse ([`plan::parse`], the `sqlparser`
-//! crate), bind and plan ([`plan::plan`]), and run morsel-driven in
-//! parallel ([`exec::execute`]).
+//! SQL queries over the store: parse ([`sql::parse`], the `sqlparser`
+//! crate), plan ([`plan::plan`]) with each expression bound and typed
+//! ([`bind`]), and run morsel-driven in parallel ([`exec::execute`]).
 //!
 //! ```
 //! # use sluice::{load::{load, LoadOptions}, source::Input, store::Database};
@@ -16,11 +16,13 @@
 //! ```
 
 pub mod agg;
+pub mod bind;
 pub mod exec;
 pub mod expr;
 pub mod fused;
 pub mod intexpr;
 pub mod plan;
+pub mod sql;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;

@@ -1,0 +1,912 @@
+//! Binding: one SQL expression (a `sqlparser` syntax tree) → a typed
+//! [`Expr`] over the columns of one table.
+//!
+//! For: resolving column names against the table (exactly, else ignoring
+//! ASCII case), type checking, the implicit conversions (made explicit
+//! casts, `types`), literals, scalar functions, CASE, CAST, EXTRACT,
+//! comparisons, `DATE ± INTERVAL`, folding operations over literals, and
+//! the errors that name an unknown column, type or function. Not for: the
+//! shape of a query — select list, GROUP BY, HAVING, ORDER BY, LIMIT,
+//! pruning — which is [`super::plan`]'s. Of aggregates the binder knows
+//! the names alone: it refuses their calls in per-row clauses and, after
+//! GROUP BY, hands them to the planner's `Grouping`.
+
+mod function;
+mod types;
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, StringArray, new_null_array};
+use arrow_schema::DataType as A;
+use sqlparser::ast::{self, Spanned};
+
+use super::expr::{BinOp, CastSite, DatePart, Expr, arith_type, cast, cast_at, type_name};
+use super::sql::{Text, at, plan_err, unsupported};
+use crate::error::{Error, Result};
+pub use types::common_type;
+use types::{check_cast, decimal_of, decimal_precision, lit, literal, sql_type};
+pub(crate) use types::{coerce, is_numeric};
+
+/// Whether a function name (lower case) is an aggregate's.
+pub(crate) fn is_aggregate_name(n: &str) -> bool {
+    matches!(n, "count" | "sum" | "avg" | "min" | "max")
+}
+
+/// A function call's name, lower case.
+pub(crate) fn function_name(f: &ast::Function) -> String {
+    f.name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Whether an expression calls an aggregate anywhere.
+pub(crate) fn contains_aggregate(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    let any = |v: &[&ast::Expr]| v.iter().any(|x| contains_aggregate(x));
+    match e {
+        E::Function(f) => {
+            is_aggregate_name(&function_name(f))
+                || match &f.args {
+                    ast::FunctionArguments::List(l) => l.args.iter().any(|a| {
+                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if contains_aggregate(x))
+                    }),
+                    _ => false,
+                }
+        }
+        E::BinaryOp { left, right, .. } => any(&[left, right]),
+        E::UnaryOp { expr, .. } | E::Nested(expr) | E::IsNull(expr) | E::IsNotNull(expr) => contains_aggregate(expr),
+        E::Cast { expr, .. } | E::Extract { expr, .. } => contains_aggregate(expr),
+        E::Between { expr, low, high, .. } => any(&[expr, low, high]),
+        E::InList { expr, list, .. } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
+        E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => any(&[expr, pattern]),
+        E::Substring { expr, substring_from, substring_for, .. } => {
+            contains_aggregate(expr)
+                || substring_from.as_deref().is_some_and(contains_aggregate)
+                || substring_for.as_deref().is_some_and(contains_aggregate)
+        }
+        E::Case { operand, conditions, else_result, .. } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || conditions.iter().any(|c| contains_aggregate(&c.condition) || contains_aggregate(&c.result))
+                || else_result.as_deref().is_some_and(contains_aggregate)
+        }
+        _ => false,
+    }
+}
+
+/// Where an expression is bound.
+pub(crate) enum Scope<'s> {
+    /// Per-row expressions over the table's columns; `clause` names where,
+    /// for the error that refuses an aggregate call there.
+    Row { clause: &'static str },
+    /// After GROUP BY: aggregate calls and GROUP BY keys are columns of the
+    /// grouping's output, which the grouping resolves.
+    Grouped(&'s mut dyn Grouping),
+}
+
+/// The planner's side of binding after GROUP BY: the binder hands it
+/// aggregate calls and whole expressions, and asks it the types of its
+/// output columns.
+pub(crate) trait Grouping {
+    /// The output column the aggregate call `f` (the node `node`) becomes;
+    /// its argument is bound per row with `binder`.
+    fn aggregate(&mut self, binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<Expr>;
+    /// What `node`, an expression without aggregates bound per row as
+    /// `row`, is after grouping: a key column, an error (a column that is
+    /// not grouped), or `None` to bind its parts one by one.
+    fn grouped(&self, node: &ast::Expr, row: &Expr) -> Result<Option<Expr>>;
+    /// The types of the output columns, given the table's column types.
+    fn types(&self, table: &[A]) -> Vec<A>;
+}
+
+/// Binds SQL expressions over the columns of one table (or of none).
+pub(crate) struct Binder<'c> {
+    table: Option<String>,
+    alias: Option<String>,
+    columns: &'c [(String, A)],
+    text: Text<'c>,
+}
+
+impl<'c> Binder<'c> {
+    /// A binder over `columns` (name and type) of `table`, also named
+    /// `alias`; errors about CAST say where it is in `text`.
+    pub(crate) fn new(
+        table: Option<String>,
+        alias: Option<String>,
+        columns: &'c [(String, A)],
+        text: Text<'c>,
+    ) -> Self {
+        Binder {
+            table,
+            alias,
+            columns,
+            text,
+        }
+    }
+
+    /// The table's column types.
+    pub(crate) fn types(&self) -> Vec<A> {
+        self.columns.iter().map(|c| c.1.clone()).collect()
+    }
+
+    fn ty(&self, e: &Expr, scope: &Scope) -> A {
+        match scope {
+            Scope::Row { .. } => e.data_type(&self.types()),
+            Scope::Grouped(g) => e.data_type(&g.types(&self.types())),
+        }
+    }
+
+    /// `e` as the condition of `clause`: a BOOLEAN (NULL cast to it).
+    pub(crate) fn boolean(&self, e: Expr, node: &ast::Expr, clause: &str) -> Result<Expr> {
+        let t = e.data_type(&self.types());
+        match t {
+            A::Boolean => Ok(e),
+            A::Null => Ok(Expr::Cast {
+                expr: Box::new(e),
+                to: A::Boolean,
+                site: None,
+            }),
+            other => Err(plan_err(
+                format!(
+                    "{clause} must be a boolean condition, not {}",
+                    type_name(&other)
+                ),
+                node,
+            )),
+        }
+    }
+
+    /// The column `name` names: exactly, else ignoring ASCII case when one
+    /// column alone matches so (a table may have `Duck` and `duck`).
+    fn column(&self, name: &str, node: &ast::Expr) -> Result<(usize, String)> {
+        let names = self.columns.iter().map(|c| c.0.as_bytes());
+        if crate::batch::position_of(names, name.as_bytes()).is_none() {
+            let alike: Vec<&str> = self
+                .columns
+                .iter()
+                .filter(|c| c.0.eq_ignore_ascii_case(name))
+                .map(|c| c.0.as_str())
+                .collect();
+            if alike.len() > 1 {
+                return Err(plan_err(
+                    format!(
+                        "column name {name:?} is ambiguous: columns {} differ in case alone (write the one meant in double quotes, as it is written)",
+                        alike.join(", ")
+                    ),
+                    node,
+                ));
+            }
+        }
+        crate::batch::position_of(self.columns.iter().map(|c| c.0.as_bytes()), name.as_bytes())
+            .map(|i| (i, self.columns[i].0.clone()))
+            .ok_or_else(|| match &self.table {
+                Some(t) => plan_err(format!("no column named {name:?} in table {t}"), node),
+                None => plan_err(
+                    format!("no column named {name:?} (the query has no FROM)"),
+                    node,
+                ),
+            })
+    }
+
+    /// Binds `e` in `scope`: its columns resolved, its types checked, its
+    /// implicit conversions made casts, literal-only operations folded.
+    pub(crate) fn bind(&self, e: &ast::Expr, scope: &mut Scope) -> Result<Expr> {
+        if let ast::Expr::Function(f) = e
+            && f.over.is_some()
+        {
+            return Err(plan_err(
+                "window functions (OVER) are not supported".into(),
+                e,
+            ));
+        }
+        if let Scope::Grouped(g) = scope {
+            // An aggregate call becomes a column of the aggregate's output.
+            if let ast::Expr::Function(f) = e
+                && is_aggregate_name(&function_name(f))
+            {
+                return g.aggregate(self, f, e);
+            }
+            // A whole expression that is a GROUP BY key becomes that key.
+            if !contains_aggregate(e)
+                && let Ok(row) = self.bind(e, &mut Scope::Row { clause: "SELECT" })
+                && let Some(x) = g.grouped(e, &row)?
+            {
+                return Ok(x);
+            }
+        }
+        match e {
+            ast::Expr::Identifier(i) => {
+                let (index, name) = self.column(&i.value, e)?;
+                Ok(Expr::Column { index, name })
+            }
+            ast::Expr::CompoundIdentifier(parts) => {
+                let [q, c] = parts.as_slice() else {
+                    return Err(plan_err(format!("bad column reference {e}"), e));
+                };
+                let qn = q.value.to_ascii_lowercase();
+                if Some(&qn) != self.table.as_ref() && Some(&qn) != self.alias.as_ref() {
+                    return Err(plan_err(format!("unknown table {:?} in {e}", q.value), e));
+                }
+                let (index, name) = self.column(&c.value, e)?;
+                Ok(Expr::Column { index, name })
+            }
+            ast::Expr::Nested(inner) => self.bind(inner, scope),
+            ast::Expr::Value(v) => literal(&v.value, e),
+            ast::Expr::TypedString(ts) => {
+                let text = ts
+                    .value
+                    .value
+                    .clone()
+                    .into_string()
+                    .ok_or_else(|| plan_err("bad typed literal".into(), e))?;
+                let target = sql_type(&ts.data_type, e)?;
+                let s: ArrayRef = Arc::new(StringArray::from(vec![text]));
+                Ok(lit(
+                    cast(&s, &target).map_err(|er| plan_err(er.to_string(), e))?
+                ))
+            }
+            ast::Expr::UnaryOp { op, expr } => {
+                let inner = self.bind(expr, scope)?;
+                let t = self.ty(&inner, scope);
+                match op {
+                    ast::UnaryOperator::Minus => {
+                        if !is_numeric(&t) && t != A::Null {
+                            return Err(plan_err(format!("cannot negate {}", type_name(&t)), e));
+                        }
+                        Ok(Expr::Neg(Box::new(coerce(
+                            inner,
+                            &t,
+                            &if t == A::Null { A::Int64 } else { t.clone() },
+                        ))))
+                    }
+                    ast::UnaryOperator::Plus => Ok(inner),
+                    ast::UnaryOperator::Not => {
+                        if t != A::Boolean && t != A::Null {
+                            return Err(plan_err(
+                                format!("NOT needs a boolean, not {}", type_name(&t)),
+                                e,
+                            ));
+                        }
+                        Ok(Expr::Not(Box::new(coerce(inner, &t, &A::Boolean))))
+                    }
+                    other => Err(unsupported(&format!("the operator {other}"), e)),
+                }
+            }
+            ast::Expr::BinaryOp { left, op, right } => {
+                let bop = match op {
+                    ast::BinaryOperator::Plus => BinOp::Add,
+                    ast::BinaryOperator::Minus => BinOp::Sub,
+                    ast::BinaryOperator::Multiply => BinOp::Mul,
+                    ast::BinaryOperator::Divide => BinOp::Div,
+                    ast::BinaryOperator::Eq => BinOp::Eq,
+                    ast::BinaryOperator::NotEq => BinOp::NotEq,
+                    ast::BinaryOperator::Lt => BinOp::Lt,
+                    ast::BinaryOperator::LtEq => BinOp::LtEq,
+                    ast::BinaryOperator::Gt => BinOp::Gt,
+                    ast::BinaryOperator::GtEq => BinOp::GtEq,
+                    ast::BinaryOperator::And => BinOp::And,
+                    ast::BinaryOperator::Or => BinOp::Or,
+                    other => return Err(unsupported(&format!("the operator {other}"), e)),
+                };
+                // DATE ± INTERVAL
+                if let ast::Expr::Interval(iv) = right.as_ref()
+                    && matches!(bop, BinOp::Add | BinOp::Sub)
+                {
+                    let l = self.bind(left, scope)?;
+                    return self.date_interval(l, bop, iv, scope, e);
+                }
+                let l = self.bind(left, scope)?;
+                let r = self.bind(right, scope)?;
+                let out = self.binary(bop, l, r, scope, e)?;
+                fold(out, e)
+            }
+            ast::Expr::IsNull(x) => Ok(Expr::IsNull {
+                expr: Box::new(self.bind(x, scope)?),
+                negated: false,
+            }),
+            ast::Expr::IsNotNull(x) => Ok(Expr::IsNull {
+                expr: Box::new(self.bind(x, scope)?),
+                negated: true,
+            }),
+            ast::Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.bind(expr, scope)?;
+                let lo = self.bind(low, scope)?;
+                let hi = self.bind(high, scope)?;
+                let ge = self.binary(BinOp::GtEq, x.clone(), lo, scope, e)?;
+                let le = self.binary(BinOp::LtEq, x, hi, scope, e)?;
+                let both = Expr::Binary {
+                    op: BinOp::And,
+                    left: Box::new(ge),
+                    right: Box::new(le),
+                };
+                Ok(if *negated {
+                    Expr::Not(Box::new(both))
+                } else {
+                    both
+                })
+            }
+            ast::Expr::InList {
+                expr,
+                list,
+                negated,
+            } => self.in_list(expr, list, *negated, scope),
+            ast::Expr::Like {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            }
+            | ast::Expr::ILike {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                if *any || escape_char.is_some() {
+                    return Err(unsupported("LIKE ANY / ESCAPE", e));
+                }
+                self.like(expr, pattern, *negated, e, scope)
+            }
+            ast::Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => self.case(
+                operand.as_deref(),
+                conditions,
+                else_result.as_deref(),
+                e,
+                scope,
+            ),
+            ast::Expr::Cast {
+                kind,
+                expr,
+                data_type,
+                format,
+            } => {
+                if format.is_some()
+                    || !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon)
+                {
+                    return Err(unsupported("this form of CAST", e));
+                }
+                self.cast(expr, data_type, e, scope)
+            }
+            ast::Expr::Extract { field, expr, .. } => {
+                let part = match field {
+                    ast::DateTimeField::Year | ast::DateTimeField::Years => DatePart::Year,
+                    ast::DateTimeField::Month | ast::DateTimeField::Months => DatePart::Month,
+                    ast::DateTimeField::Day | ast::DateTimeField::Days => DatePart::Day,
+                    other => return Err(unsupported(&format!("EXTRACT({other})"), e)),
+                };
+                let x = self.bind(expr, scope)?;
+                let t = self.ty(&x, scope);
+                if !matches!(t, A::Date32 | A::Timestamp(..) | A::Null) {
+                    return Err(plan_err(
+                        format!("EXTRACT needs a DATE or TIMESTAMP, not {}", type_name(&t)),
+                        e,
+                    ));
+                }
+                Ok(Expr::Extract {
+                    part,
+                    expr: Box::new(x),
+                })
+            }
+            ast::Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => self.substring(
+                expr,
+                substring_from.as_deref(),
+                substring_for.as_deref(),
+                e,
+                scope,
+            ),
+            ast::Expr::Function(f) => self.function(f, e, scope),
+            ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
+                Err(plan_err("subqueries are not supported".to_string(), e))
+            }
+            ast::Expr::Interval(_) => Err(unsupported("an INTERVAL outside DATE ± INTERVAL", e)),
+            other => Err(unsupported(&format!("the expression {other}"), e)),
+        }
+    }
+
+    /// `x [NOT] LIKE pattern` (ILIKE: `e` says which) of TEXT; the pattern
+    /// a string literal.
+    fn like(
+        &self,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+        negated: bool,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let t = self.ty(&x, scope);
+        if t != A::Utf8 && t != A::Null {
+            return Err(plan_err(
+                format!("LIKE needs TEXT, not {}", type_name(&t)),
+                e,
+            ));
+        }
+        let pattern = match pattern {
+            ast::Expr::Value(v) => v.value.clone().into_string(),
+            _ => None,
+        }
+        .ok_or_else(|| unsupported("a LIKE pattern that is not a string literal", pattern))?;
+        Ok(Expr::Like {
+            expr: Box::new(coerce(x, &t, &A::Utf8)),
+            pattern,
+            negated,
+            case_insensitive: matches!(e, ast::Expr::ILike { .. }),
+        })
+    }
+
+    /// `CAST(expr AS data_type)` (or `expr::data_type`): allowed casts
+    /// only; a literal is cast at once. The type as written is kept for
+    /// the cast's errors.
+    fn cast(
+        &self,
+        expr: &ast::Expr,
+        data_type: &ast::DataType,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let to = sql_type(data_type, e)?;
+        let site = CastSite {
+            type_text: data_type.to_string(),
+            precision: decimal_precision(data_type),
+            at: match self.text.cast_keyword(expr) {
+                s if s.is_empty() => at(e.span()),
+                s => s,
+            },
+        };
+        let from = self.ty(&x, scope);
+        check_cast(&from, &to, &site.type_text)
+            .map_err(|m| Error::Plan(format!("{m}{}", site.at)))?;
+        if let Expr::Literal(a) = &x {
+            return Ok(lit(
+                cast_at(a, &to, Some(&site)).map_err(|er| Error::Plan(er.to_string()))?
+            ));
+        }
+        Ok(Expr::Cast {
+            expr: Box::new(x),
+            to,
+            site: Some(Arc::new(site)),
+        })
+    }
+
+    /// `x [NOT] IN (items)`: `x` and every item brought to one type.
+    fn in_list(
+        &self,
+        expr: &ast::Expr,
+        list: &[ast::Expr],
+        negated: bool,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let mut items = Vec::new();
+        let mut xts = Vec::new();
+        for item in list {
+            let it = self.bind(item, scope)?;
+            // Coerce like `x = item` (which checks the types)...
+            match self.binary(BinOp::Eq, x.clone(), it, scope, item)? {
+                Expr::Binary { left, right, .. } => {
+                    xts.push(self.ty(&left, scope));
+                    items.push(*right);
+                }
+                _ => return Err(Error::Internal("IN coercion".into())),
+            }
+        }
+        // ...then bring x and every item to one type: `a IN (1,
+        // 1.5)` compares a as DECIMAL with both.
+        let to = common_type(&xts)
+            .ok_or_else(|| plan_err("IN list items of incompatible types".into(), expr))?;
+        let xty = self.ty(&x, scope);
+        let items = items
+            .into_iter()
+            .map(|it| {
+                let t = self.ty(&it, scope);
+                coerce(it, &t, &to)
+            })
+            .collect();
+        Ok(Expr::InList {
+            expr: Box::new(coerce(x, &xty, &to)),
+            list: items,
+            negated,
+        })
+    }
+
+    /// CASE: the conditions boolean (or compared with the operand), the
+    /// results brought to one type.
+    fn case(
+        &self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&ast::Expr>,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let op = match operand {
+            Some(o) => Some(self.bind(o, scope)?),
+            None => None,
+        };
+        let mut whens = Vec::new();
+        let mut results = Vec::new();
+        for cw in conditions {
+            let c = self.bind(&cw.condition, scope)?;
+            let c = match &op {
+                Some(o) => self.binary(BinOp::Eq, o.clone(), c, scope, &cw.condition)?,
+                None => {
+                    let t = self.ty(&c, scope);
+                    if t != A::Boolean && t != A::Null {
+                        return Err(plan_err(
+                            format!("CASE WHEN needs a boolean, not {}", type_name(&t)),
+                            &cw.condition,
+                        ));
+                    }
+                    c
+                }
+            };
+            whens.push(c);
+            results.push(self.bind(&cw.result, scope)?);
+        }
+        let otherwise = match else_result {
+            Some(x) => self.bind(x, scope)?,
+            None => lit(new_null_array(&A::Null, 1)),
+        };
+        results.push(otherwise);
+        let types: Vec<A> = results.iter().map(|r| self.ty(r, scope)).collect();
+        let target = common_type(&types).ok_or_else(|| {
+            plan_err(
+                format!(
+                    "CASE results have incompatible types: {}",
+                    types.iter().map(type_name).collect::<Vec<_>>().join(", ")
+                ),
+                e,
+            )
+        })?;
+        let mut results: Vec<Expr> = results
+            .into_iter()
+            .zip(&types)
+            .map(|(r, t)| coerce(r, t, &target))
+            .collect();
+        let otherwise = results.pop().expect("pushed above");
+        Ok(Expr::Case {
+            whens: whens.into_iter().zip(results).collect(),
+            otherwise: Box::new(otherwise),
+        })
+    }
+
+    /// SUBSTRING(x FROM start FOR len) of TEXT, with integer positions.
+    fn substring(
+        &self,
+        expr: &ast::Expr,
+        from: Option<&ast::Expr>,
+        len: Option<&ast::Expr>,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let x = self.bind(expr, scope)?;
+        let t = self.ty(&x, scope);
+        if t != A::Utf8 && t != A::Null {
+            return Err(plan_err(
+                format!("SUBSTRING needs TEXT, not {}", type_name(&t)),
+                e,
+            ));
+        }
+        let x = coerce(x, &t, &A::Utf8);
+        let int_arg = |a: &ast::Expr, scope: &mut Scope| -> Result<Expr> {
+            let v = self.bind(a, scope)?;
+            let t = self.ty(&v, scope);
+            if !matches!(t, A::Int32 | A::Int64 | A::Null) {
+                return Err(plan_err(
+                    format!(
+                        "SUBSTRING positions must be integers, not {}",
+                        type_name(&t)
+                    ),
+                    a,
+                ));
+            }
+            Ok(coerce(v, &t, &A::Int64))
+        };
+        let start = match from {
+            Some(f) => int_arg(f, scope)?,
+            None => lit(Arc::new(Int64Array::from(vec![1]))),
+        };
+        let len = match len {
+            Some(f) => Some(Box::new(int_arg(f, scope)?)),
+            None => None,
+        };
+        Ok(Expr::Substring {
+            expr: Box::new(x),
+            start: Box::new(start),
+            len,
+        })
+    }
+
+    fn date_interval(
+        &self,
+        l: Expr,
+        op: BinOp,
+        iv: &ast::Interval,
+        scope: &Scope,
+        node: &ast::Expr,
+    ) -> Result<Expr> {
+        let t = self.ty(&l, scope);
+        if t != A::Date32 {
+            return Err(plan_err(
+                format!("INTERVAL arithmetic needs a DATE, not {}", type_name(&t)),
+                node,
+            ));
+        }
+        let text = match iv.value.as_ref() {
+            ast::Expr::Value(v) => v.value.clone().into_string(),
+            _ => None,
+        }
+        .ok_or_else(|| unsupported("an INTERVAL that is not a quoted number", node))?;
+        let n: i32 = text
+            .trim()
+            .parse()
+            .map_err(|_| plan_err(format!("bad INTERVAL value {text:?}"), node))?;
+        let n = if op == BinOp::Sub { -n } else { n };
+        let e = match iv.leading_field {
+            Some(ast::DateTimeField::Day | ast::DateTimeField::Days) => Expr::AddDays {
+                expr: Box::new(l),
+                days: n,
+            },
+            Some(ast::DateTimeField::Month | ast::DateTimeField::Months) => Expr::AddMonths {
+                expr: Box::new(l),
+                months: n,
+            },
+            Some(ast::DateTimeField::Year | ast::DateTimeField::Years) => Expr::AddMonths {
+                expr: Box::new(l),
+                months: n * 12,
+            },
+            _ => {
+                return Err(unsupported(
+                    "an INTERVAL unit other than DAY, MONTH or YEAR",
+                    node,
+                ));
+            }
+        };
+        // Constant-fold literal dates.
+        if let Expr::AddDays { expr, .. } | Expr::AddMonths { expr, .. } = &e
+            && let Expr::Literal(_) = expr.as_ref()
+        {
+            let empty = crate::query::exec::empty_input(1)?;
+            if let crate::query::expr::Value::Scalar(a) = e
+                .eval(&empty)
+                .map_err(|er| plan_err(er.to_string(), node))?
+            {
+                return Ok(lit(a));
+            }
+        }
+        Ok(e)
+    }
+
+    fn binary(&self, op: BinOp, l: Expr, r: Expr, scope: &Scope, node: &ast::Expr) -> Result<Expr> {
+        let lt = self.ty(&l, scope);
+        let rt = self.ty(&r, scope);
+        let mismatch = || {
+            plan_err(
+                format!(
+                    "operator {} cannot be applied to {} and {}",
+                    op_text(op),
+                    type_name(&lt),
+                    type_name(&rt)
+                ),
+                node,
+            )
+        };
+        match op {
+            BinOp::And | BinOp::Or => {
+                for t in [&lt, &rt] {
+                    if *t != A::Boolean && *t != A::Null {
+                        return Err(mismatch());
+                    }
+                }
+                Ok(Expr::Binary {
+                    op,
+                    left: Box::new(coerce(l, &lt, &A::Boolean)),
+                    right: Box::new(coerce(r, &rt, &A::Boolean)),
+                })
+            }
+            _ if op.is_arithmetic() => {
+                if !(is_numeric(&lt) || lt == A::Null) || !(is_numeric(&rt) || rt == A::Null) {
+                    return Err(mismatch());
+                }
+                let target = common_type(&[lt.clone(), rt.clone()]).ok_or_else(mismatch)?;
+                let target = if target == A::Null { A::Int64 } else { target };
+                let (l, r) = match target {
+                    // Decimals keep their own scales: the kernel aligns them.
+                    A::Decimal128(..) => (
+                        coerce(l, &lt, &decimal_of(&lt)),
+                        coerce(r, &rt, &decimal_of(&rt)),
+                    ),
+                    _ => (coerce(l, &lt, &target), coerce(r, &rt, &target)),
+                };
+                let e = Expr::Binary {
+                    op,
+                    left: Box::new(l),
+                    right: Box::new(r),
+                };
+                let (a, b) = match &e {
+                    Expr::Binary { left, right, .. } => {
+                        (self.ty(left, scope), self.ty(right, scope))
+                    }
+                    _ => unreachable!(),
+                };
+                if arith_type(op, &a, &b).is_none() {
+                    return Err(mismatch());
+                }
+                Ok(e)
+            }
+            _ => {
+                // Comparison: text literals compared with dates become dates.
+                let (l, lt, r, rt) = match (&l, &lt, &r, &rt) {
+                    (_, A::Date32 | A::Timestamp(..), Expr::Literal(a), A::Utf8) => {
+                        let c = cast(a, &lt).map_err(|er| plan_err(er.to_string(), node))?;
+                        (l.clone(), lt.clone(), lit(c), lt.clone())
+                    }
+                    (Expr::Literal(a), A::Utf8, _, A::Date32 | A::Timestamp(..)) => {
+                        let c = cast(a, &rt).map_err(|er| plan_err(er.to_string(), node))?;
+                        (lit(c), rt.clone(), r.clone(), rt.clone())
+                    }
+                    _ => (l, lt, r, rt),
+                };
+                let target = common_type(&[lt.clone(), rt.clone()]).ok_or_else(|| {
+                    plan_err(
+                        format!("cannot compare {} with {}", type_name(&lt), type_name(&rt)),
+                        node,
+                    )
+                })?;
+                let target = if target == A::Null {
+                    A::Boolean
+                } else {
+                    target
+                };
+                Ok(Expr::Binary {
+                    op,
+                    left: Box::new(coerce(l, &lt, &target)),
+                    right: Box::new(coerce(r, &rt, &target)),
+                })
+            }
+        }
+    }
+}
+
+/// Evaluates an operator over two literals once, at plan time.
+fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
+    let Expr::Binary { left, right, .. } = &e else {
+        return Ok(e);
+    };
+    if !matches!(
+        (left.as_ref(), right.as_ref()),
+        (Expr::Literal(_), Expr::Literal(_))
+    ) {
+        return Ok(e);
+    }
+    let one = crate::query::exec::empty_input(1)?;
+    match e.eval(&one).map_err(|er| plan_err(er.to_string(), node))? {
+        crate::query::expr::Value::Scalar(a) => Ok(lit(a)),
+        crate::query::expr::Value::Array(_) => Ok(e),
+    }
+}
+
+/// An operator as type errors name it.
+fn op_text(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::And => "AND",
+        BinOp::Or => "OR",
+        _ => "comparison",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlparser::dialect::GenericDialect;
+    use sqlparser::parser::Parser;
+
+    use super::*;
+
+    fn sql(e: &str) -> ast::Expr {
+        Parser::new(&GenericDialect {})
+            .try_with_sql(e)
+            .and_then(|mut p| p.parse_expr())
+            .expect("parses")
+    }
+
+    fn columns() -> Vec<(String, A)> {
+        vec![("a".into(), A::Int32), ("s".into(), A::Utf8)]
+    }
+
+    fn bind_row(e: &str) -> Result<Expr> {
+        let cols = columns();
+        let b = Binder::new(Some("t".into()), None, &cols, Text(""));
+        b.bind(&sql(e), &mut Scope::Row { clause: "WHERE" })
+    }
+
+    #[test]
+    fn implicit_conversions_become_casts_and_literals_fold() {
+        let e = bind_row("a + 1").unwrap();
+        assert_eq!(e.to_string(), "(CAST(a AS BIGINT) + 1)");
+        assert_eq!(e.data_type(&[A::Int32, A::Utf8]), A::Int64);
+        assert_eq!(bind_row("1 + 2 * 3").unwrap().to_string(), "7");
+        assert_eq!(
+            bind_row("upper(s) = 'X'").unwrap().to_string(),
+            "(UPPER(s) = 'X')"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_column_type_and_clause() {
+        let msg = |e: &str| bind_row(e).unwrap_err().to_string();
+        assert!(msg("b").contains(r#"no column named "b" in table t"#));
+        assert!(msg("x.a").contains(r#"unknown table "x""#));
+        assert!(msg("s + 1").contains("operator + cannot be applied to TEXT and BIGINT"));
+        assert!(msg("sum(a)").contains("aggregate functions are not allowed in WHERE"));
+        assert!(msg("nosuch(a)").contains("unknown function NOSUCH"));
+    }
+
+    /// A grouping by `a` that records the aggregate calls it is handed.
+    struct ByA(Vec<String>);
+
+    impl Grouping for ByA {
+        fn aggregate(&mut self, _: &Binder, f: &ast::Function, _: &ast::Expr) -> Result<Expr> {
+            self.0.push(f.to_string());
+            Ok(Expr::Column {
+                index: self.0.len(),
+                name: f.to_string(),
+            })
+        }
+
+        fn grouped(&self, _: &ast::Expr, row: &Expr) -> Result<Option<Expr>> {
+            Ok((row.to_string() == "a").then(|| Expr::Column {
+                index: 0,
+                name: "a".into(),
+            }))
+        }
+
+        fn types(&self, _: &[A]) -> Vec<A> {
+            let mut t = vec![A::Int32];
+            t.extend(self.0.iter().map(|_| A::Int64));
+            t
+        }
+    }
+
+    #[test]
+    fn after_group_by_aggregates_and_keys_go_to_the_grouping() {
+        let cols = columns();
+        let b = Binder::new(Some("t".into()), None, &cols, Text(""));
+        let mut g = ByA(Vec::new());
+        let e = b
+            .bind(&sql("a + count(*)"), &mut Scope::Grouped(&mut g))
+            .unwrap();
+        assert_eq!(g.0, ["count(*)"]);
+        assert_eq!(e.to_string(), "(CAST(a AS BIGINT) + count(*))");
+        let Expr::Binary { left, right, .. } = e else {
+            panic!("not a binary expression")
+        };
+        assert!(
+            matches!(*left, Expr::Cast { ref expr, .. } if matches!(**expr, Expr::Column { index: 0, .. }))
+        );
+        assert!(matches!(*right, Expr::Column { index: 1, .. }));
+    }
+}

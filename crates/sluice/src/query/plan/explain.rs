@@ -1,0 +1,148 @@
+//! The plan as text, for EXPLAIN: one line per operator, outermost first,
+//! with the facts of the run (segments pruned, workers, shards).
+//!
+//! For: [`Plan::describe`]. Not for: what the plan is (the parent module).
+
+use std::fmt::Write as _;
+
+use super::{Body, Plan};
+
+impl Plan {
+    /// The plan as text (EXPLAIN), with the execution facts filled in.
+    pub fn describe(&self, facts: &crate::query::exec::ScanFacts) -> String {
+        let mut s = String::new();
+        let mut depth = 0;
+        let line = |s: &mut String, depth: usize, text: String| {
+            let _ = writeln!(s, "{}{text}", "  ".repeat(depth));
+        };
+        if self.limit.is_some() || self.offset > 0 {
+            line(
+                &mut s,
+                depth,
+                format!(
+                    "Limit: {} offset {}",
+                    self.limit.map_or("none".into(), |l| l.to_string()),
+                    self.offset
+                ),
+            );
+            depth += 1;
+        }
+        if !self.order.is_empty() {
+            let keys: Vec<String> = self
+                .order
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{} {} NULLS {}",
+                        self.names[k.column],
+                        if k.descending { "DESC" } else { "ASC" },
+                        if k.nulls_first { "FIRST" } else { "LAST" }
+                    )
+                })
+                .collect();
+            line(&mut s, depth, format!("Sort: {}", keys.join(", ")));
+            depth += 1;
+        }
+        match &self.body {
+            Body::Project(exprs) => {
+                let shown: Vec<String> = exprs.iter().map(|e| e.to_string()).collect();
+                line(&mut s, depth, format!("Projection: {}", shown.join(", ")));
+                depth += 1;
+            }
+            Body::Aggregate {
+                keys,
+                aggs,
+                having,
+                post,
+            } => {
+                let shown: Vec<String> = post.iter().map(|e| e.to_string()).collect();
+                line(&mut s, depth, format!("Projection: {}", shown.join(", ")));
+                depth += 1;
+                if let Some(h) = having {
+                    line(&mut s, depth, format!("Filter (HAVING): {h}"));
+                    depth += 1;
+                }
+                let k: Vec<String> = keys.iter().map(|e| e.to_string()).collect();
+                let a: Vec<String> = aggs.iter().map(|c| c.name.clone()).collect();
+                line(
+                    &mut s,
+                    depth,
+                    format!(
+                        "Aggregate (Final): merge {} partial tables once",
+                        facts.workers
+                    ),
+                );
+                depth += 1;
+                line(
+                    &mut s,
+                    depth,
+                    format!(
+                        "Aggregate (Partial, per worker): keys=[{}] aggregates=[{}]",
+                        k.join(", "),
+                        a.join(", ")
+                    ),
+                );
+                depth += 1;
+                if let Some(n) = facts.fused_programs {
+                    line(
+                        &mut s,
+                        depth,
+                        format!(
+                            "Fused pass per 2048-row chunk: {n} distinct integer programs into 64-bit lanes while at most 64 groups and no NULLs (else per-aggregate path)"
+                        ),
+                    );
+                    depth += 1;
+                }
+            }
+        }
+        if let Some(f) = &self.filter {
+            line(&mut s, depth, format!("Filter: {f}"));
+            depth += 1;
+        }
+        if self.table.is_some() && facts.shards > 1 {
+            let what = if facts.index_lookup.is_some() {
+                "each key read from the one shard its hash names"
+            } else {
+                "morsels of every shard from one counter; partial aggregates of all shards merged once"
+            };
+            line(
+                &mut s,
+                depth,
+                format!(
+                    "Fan-out over {} of {} shards: {what}",
+                    facts.shards_read, facts.shards
+                ),
+            );
+            depth += 1;
+        }
+        match &self.table {
+            Some(t) if facts.index_lookup.is_some() => {
+                let (keys, found) = facts.index_lookup.unwrap_or_default();
+                line(
+                    &mut s,
+                    depth,
+                    format!(
+                        "Index lookup {t}: {keys} key{} through the primary-key index, {found} row{} found (no scan)",
+                        if keys == 1 { "" } else { "s" },
+                        if found == 1 { "" } else { "s" }
+                    ),
+                )
+            }
+            Some(t) => line(
+                &mut s,
+                depth,
+                format!(
+                    "Scan {t}: {} of {} segments ({} pruned by zone maps), {} rows, morsels of {} rows from a lock-free counter, {} workers",
+                    facts.segments_scanned,
+                    facts.segments_total,
+                    facts.segments_total - facts.segments_scanned,
+                    facts.rows,
+                    facts.morsel_rows,
+                    facts.workers
+                ),
+            ),
+            None => line(&mut s, depth, "Values: one row".into()),
+        }
+        s
+    }
+}

@@ -1,0 +1,818 @@
+//! Query planning: a parsed SELECT → a [`Plan`] for one table.
+//!
+//! For: the shape of a query — FROM, the select list (`*` expanded),
+//! WHERE, GROUP BY (positions and aliases), aggregates, HAVING, ORDER BY
+//! (positions and aliases), LIMIT/OFFSET, EXPLAIN — and projection
+//! pushdown; zone-map pruning and key lookups (`prune`); the plan as text
+//! (`explain`). Not for: binding the expressions inside ([`super::bind`],
+//! called for each one), parsing ([`super::sql`]) or running the plan
+//! ([`super::exec`]). Everything outside the supported subset is refused
+//! with an error that names the construct and where it is, never answered
+//! wrongly.
+
+mod explain;
+mod prune;
+
+use std::sync::Arc;
+
+use arrow_schema::DataType as A;
+use sqlparser::ast::{self, Spanned};
+
+use super::agg::{AggCall, AggFunc};
+pub use super::bind::common_type;
+use super::bind::{Binder, Grouping, Scope, coerce, contains_aggregate, function_name, is_numeric};
+use super::expr::{Expr, type_name};
+pub use super::sql::parse;
+use super::sql::{Text, at, plan_err, unsupported};
+use crate::batch::Schema;
+use crate::error::{Error, Result};
+use prune::{key_lookup_of, prune_of};
+
+/// A sort key over the output columns (visible and hidden).
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// What the scan feeds.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Compute these expressions per row (visible, then hidden sort keys).
+    Project(Vec<Expr>),
+    /// Group and aggregate, then compute `post` over [keys..., aggs...].
+    Aggregate {
+        keys: Vec<Expr>,
+        aggs: Arc<Vec<AggCall>>,
+        having: Option<Expr>,
+        post: Vec<Expr>,
+    },
+}
+
+/// A zone-map test: segments whose `column` range misses `[lo, hi]` are skipped.
+#[derive(Debug, Clone)]
+pub struct Prune {
+    pub column: usize,
+    pub lo: Option<i128>,
+    pub hi: Option<i128>,
+}
+
+/// A bound query over one table (or over no table: `SELECT 1`).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub table: Option<String>,
+    /// Stored Arrow types of the scanned columns (after pushdown).
+    pub table_types: Vec<A>,
+    /// Table column index of each scanned column.
+    pub scan_columns: Vec<usize>,
+    pub filter: Option<Expr>,
+    pub body: Body,
+    pub names: Vec<String>,
+    pub visible: usize,
+    pub order: Vec<SortKey>,
+    pub limit: Option<usize>,
+    pub offset: usize,
+    pub prune: Vec<Prune>,
+    /// `key = v` or `key IN (v, ...)` on a keyed table: the keys in index
+    /// byte form; the rows come from the key index instead of a scan (the
+    /// filter still runs over them).
+    pub key_lookup: Option<Vec<Vec<u8>>>,
+    pub explain: bool,
+}
+
+/// Looks up a table's schema.
+pub trait Catalog {
+    fn table_schema(&self, name: &str) -> Option<Schema>;
+}
+
+/// Plans a statement.
+pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
+    plan_in(stmt, catalog, Text(""))
+}
+
+/// Parses and plans one statement; errors about keywords say where they
+/// are in `sql`.
+pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
+    plan_in(&parse(sql)?, catalog, Text(sql))
+}
+
+fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<Plan> {
+    // The statement's first keyword, else the statement's own place.
+    let start = || match text.first(&[]) {
+        s if s.is_empty() => at(stmt.span()),
+        s => s,
+    };
+    match stmt {
+        ast::Statement::Query(q) => plan_query(q, catalog, false, text),
+        ast::Statement::Explain {
+            statement, analyze, ..
+        } => {
+            if *analyze {
+                return Err(Error::Plan(format!(
+                    "EXPLAIN ANALYZE is not supported; use --timing{}",
+                    start()
+                )));
+            }
+            match statement.as_ref() {
+                ast::Statement::Query(q) => plan_query(q, catalog, true, text),
+                other => Err(unsupported("EXPLAIN of anything but SELECT", other)),
+            }
+        }
+        other => Err(Error::Plan(format!(
+            "only SELECT and EXPLAIN SELECT are supported, not {}{}",
+            other
+                .to_string()
+                .split_whitespace()
+                .next()
+                .unwrap_or("this statement")
+                .to_uppercase(),
+            start()
+        ))),
+    }
+}
+
+fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) -> Result<Plan> {
+    let select = select_of(q, text)?;
+    let (table, alias, schema) = from_table(select, catalog)?;
+    let columns: Vec<(String, A)> = schema
+        .as_ref()
+        .map(|s| {
+            s.columns
+                .iter()
+                .map(|c| (c.name.clone(), c.data_type.arrow_type()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let table_types: Vec<A> = columns.iter().map(|c| c.1.clone()).collect();
+    let binder = Binder::new(table.clone(), alias, &columns, text);
+
+    let mut filter = match &select.selection {
+        Some(w) => {
+            let e = binder.bind(w, &mut Scope::Row { clause: "WHERE" })?;
+            Some(binder.boolean(e, w, "WHERE")?)
+        }
+        None => None,
+    };
+    let items = select_items(select, &columns)?;
+    let group_exprs = group_by_list(select, text)?;
+    let has_agg = !group_exprs.is_empty()
+        || select.having.is_some()
+        || items.iter().any(|(e, _)| contains_aggregate(e));
+    let mut names: Vec<String> = items.iter().map(|i| i.1.clone()).collect();
+    let order_by = order_by_list(q, text)?;
+    let (mut body, order) = if !has_agg {
+        project(&binder, &items, &order_by, &mut names)?
+    } else {
+        let shape = AggClauses {
+            items: &items,
+            columns: &columns,
+            group_by: &group_exprs,
+            having: select.having.as_ref(),
+            order_by: &order_by,
+        };
+        aggregate(&binder, &shape, &mut names)?
+    };
+    let visible = items.len();
+    let (limit, offset) = limit_offset(q, text)?;
+
+    let prune = filter
+        .as_ref()
+        .map(|f| prune_of(f, &table_types))
+        .unwrap_or_default();
+    let key_lookup = match (&filter, schema.as_ref().and_then(|s| s.key_column())) {
+        (Some(f), Some(k)) => key_lookup_of(f, k, &table_types),
+        _ => None,
+    };
+    let scan_columns = push_down(&mut filter, &mut body, table_types.len());
+    let scan_types: Vec<A> = scan_columns
+        .iter()
+        .map(|&i| table_types[i].clone())
+        .collect();
+    Ok(Plan {
+        table,
+        table_types: scan_types,
+        scan_columns,
+        filter,
+        body,
+        names,
+        visible,
+        order,
+        limit,
+        offset,
+        prune,
+        key_lookup,
+        explain,
+    })
+}
+
+/// The SELECT a query is, once every clause around it that is not
+/// supported (WITH, FETCH, set operations, VALUES, DISTINCT, TOP,
+/// windows) is refused.
+fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
+    if let Some(w) = &q.with {
+        return Err(unsupported("WITH (common table expressions)", w));
+    }
+    if q.fetch.is_some() {
+        return Err(Error::Plan(format!(
+            "FETCH is not supported; use LIMIT{}",
+            text.first(&["FETCH"])
+        )));
+    }
+    let select = match q.body.as_ref() {
+        ast::SetExpr::Select(s) => s,
+        ast::SetExpr::Query(inner) => {
+            return Err(unsupported("a parenthesised subquery", inner.as_ref()));
+        }
+        ast::SetExpr::SetOperation { op, left, .. } => {
+            // The operator's keyword follows its left side.
+            let place = match text.word_at(left.span().end, &[&op.to_string()]) {
+                s if s.is_empty() => at(q.body.span()),
+                s => s,
+            };
+            return Err(Error::Plan(format!("{op} is not supported{place}")));
+        }
+        ast::SetExpr::Values(v) => {
+            return Err(Error::Plan(format!(
+                "VALUES is not supported{}",
+                match text.first(&["VALUES"]) {
+                    s if s.is_empty() => at(v.span()),
+                    s => s,
+                }
+            )));
+        }
+        other => return Err(unsupported(&other.to_string(), other)),
+    };
+    if select.distinct.is_some() {
+        return Err(unsupported(
+            "SELECT DISTINCT (use GROUP BY)",
+            select.as_ref(),
+        ));
+    }
+    if select.top.is_some() {
+        return Err(Error::Plan(format!(
+            "TOP is not supported; use LIMIT{}",
+            text.first(&["TOP"])
+        )));
+    }
+    if !select.named_window.is_empty() || select.qualify.is_some() {
+        return Err(Error::Plan(format!(
+            "window functions are not supported{}",
+            text.first(&["WINDOW", "QUALIFY"])
+        )));
+    }
+    Ok(select)
+}
+
+/// FROM: one table, no joins. Its name and alias (lower case) and schema;
+/// all `None` without FROM.
+fn from_table(
+    select: &ast::Select,
+    catalog: &dyn Catalog,
+) -> Result<(Option<String>, Option<String>, Option<Schema>)> {
+    Ok(match select.from.as_slice() {
+        [] => (None, None, None),
+        [twj] => {
+            if let Some(j) = twj.joins.first() {
+                return Err(unsupported("JOIN", j));
+            }
+            match &twj.relation {
+                ast::TableFactor::Table {
+                    name, alias, args, ..
+                } => {
+                    if args.is_some() {
+                        return Err(unsupported("table functions", &twj.relation));
+                    }
+                    let tname = name
+                        .0
+                        .last()
+                        .and_then(|p| p.as_ident())
+                        .map(|i| i.value.to_ascii_lowercase())
+                        .ok_or_else(|| plan_err(format!("bad table name {name}"), &twj.relation))?;
+                    let schema = catalog.table_schema(&tname).ok_or_else(|| {
+                        plan_err(format!("no table named {tname:?}"), &twj.relation)
+                    })?;
+                    (
+                        Some(tname),
+                        alias.as_ref().map(|a| a.name.value.to_ascii_lowercase()),
+                        Some(schema),
+                    )
+                }
+                ast::TableFactor::Derived { .. } => {
+                    return Err(unsupported("a subquery in FROM", &twj.relation));
+                }
+                other => return Err(unsupported("this kind of FROM item", other)),
+            }
+        }
+        [_, second, ..] => return Err(unsupported("more than one table in FROM (joins)", second)),
+    })
+}
+
+/// The select items with their output names, `*` expanded to the table's
+/// `columns`.
+fn select_items(select: &ast::Select, columns: &[(String, A)]) -> Result<Vec<(ast::Expr, String)>> {
+    let mut items: Vec<(ast::Expr, String)> = Vec::new();
+    for item in &select.projection {
+        match item {
+            ast::SelectItem::UnnamedExpr(e) => {
+                let name = match e {
+                    ast::Expr::Identifier(i) => i.value.clone(),
+                    ast::Expr::CompoundIdentifier(parts) => {
+                        parts.last().map(|i| i.value.clone()).unwrap_or_default()
+                    }
+                    other => other.to_string(),
+                };
+                items.push((e.clone(), name));
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                items.push((expr.clone(), alias.value.clone()))
+            }
+            ast::SelectItem::Wildcard(_) => {
+                if columns.is_empty() {
+                    return Err(unsupported("SELECT * without FROM", item));
+                }
+                for (n, _) in columns {
+                    items.push((ast::Expr::Identifier(ast::Ident::new(n.clone())), n.clone()));
+                }
+            }
+            other => return Err(unsupported("this select item", other)),
+        }
+    }
+    Ok(items)
+}
+
+/// The GROUP BY expressions as written (positions and aliases unresolved).
+fn group_by_list(select: &ast::Select, text: Text) -> Result<Vec<ast::Expr>> {
+    Ok(match &select.group_by {
+        ast::GroupByExpr::Expressions(exprs, mods) => {
+            if !mods.is_empty() {
+                return Err(Error::Plan(format!(
+                    "GROUP BY modifiers (ROLLUP, CUBE, ...) are not supported{}",
+                    text.first(&["ROLLUP", "CUBE", "TOTALS", "GROUPING"])
+                )));
+            }
+            exprs.clone()
+        }
+        ast::GroupByExpr::All(_) => {
+            return Err(Error::Plan(format!(
+                "GROUP BY ALL is not supported{}",
+                text.first(&["GROUP"])
+            )));
+        }
+    })
+}
+
+/// The ORDER BY items.
+fn order_by_list<'q>(q: &'q ast::Query, text: Text) -> Result<Vec<&'q ast::OrderByExpr>> {
+    Ok(match &q.order_by {
+        None => vec![],
+        Some(ob) => match &ob.kind {
+            ast::OrderByKind::Expressions(v) => v.iter().collect(),
+            ast::OrderByKind::All(_) => {
+                return Err(Error::Plan(format!(
+                    "ORDER BY ALL is not supported{}",
+                    text.first(&["ORDER"])
+                )));
+            }
+        },
+    })
+}
+
+/// A query without aggregates: the select items and, after them, the
+/// ORDER BY expressions that are not among them (hidden columns, named in
+/// `names`); the sort keys.
+fn project(
+    binder: &Binder,
+    items: &[(ast::Expr, String)],
+    order_by: &[&ast::OrderByExpr],
+    names: &mut Vec<String>,
+) -> Result<(Body, Vec<SortKey>)> {
+    let visible = items.len();
+    let mut order = Vec::new();
+    let mut exprs = Vec::new();
+    for (e, _) in items {
+        exprs.push(binder.bind(e, &mut Scope::Row { clause: "SELECT" })?);
+    }
+    for ob in order_by {
+        let column = match order_target(&ob.expr, items, visible)? {
+            Some(c) => c,
+            None => {
+                let e = binder.bind(&ob.expr, &mut Scope::Row { clause: "ORDER BY" })?;
+                let shown = e.to_string();
+                match exprs[..visible].iter().position(|x| x.to_string() == shown) {
+                    Some(c) => c,
+                    None => {
+                        exprs.push(e);
+                        names.push(shown);
+                        exprs.len() - 1
+                    }
+                }
+            }
+        };
+        order.push(sort_key(column, ob)?);
+    }
+    Ok((Body::Project(exprs), order))
+}
+
+/// The clauses of an aggregate query, as written.
+struct AggClauses<'q> {
+    items: &'q [(ast::Expr, String)],
+    /// The table's columns, for GROUP BY names that are columns, not aliases.
+    columns: &'q [(String, A)],
+    group_by: &'q [ast::Expr],
+    having: Option<&'q ast::Expr>,
+    order_by: &'q [&'q ast::OrderByExpr],
+}
+
+/// A query with aggregates: the GROUP BY keys, the aggregate calls, HAVING
+/// and the select items over them, then the ORDER BY expressions that are
+/// not among them (hidden columns, named in `names`); the sort keys.
+fn aggregate(
+    binder: &Binder,
+    q: &AggClauses,
+    names: &mut Vec<String>,
+) -> Result<(Body, Vec<SortKey>)> {
+    let items = q.items;
+    let visible = items.len();
+    let mut order = Vec::new();
+    let key_asts = group_keys(q)?;
+    let mut keys = Vec::new();
+    for k in &key_asts {
+        keys.push(binder.bind(k, &mut Scope::Row { clause: "GROUP BY" })?);
+    }
+    let key_shown: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let mut state = AggState {
+        keys: &keys,
+        key_shown: &key_shown,
+        calls: Vec::new(),
+    };
+    let mut post = Vec::new();
+    for (e, _) in items {
+        post.push(binder.bind(e, &mut Scope::Grouped(&mut state))?);
+    }
+    let having = match q.having {
+        Some(h) => {
+            let e = binder.bind(h, &mut Scope::Grouped(&mut state))?;
+            Some(binder.boolean(e, h, "HAVING")?)
+        }
+        None => None,
+    };
+    for ob in q.order_by {
+        let column = match order_target(&ob.expr, items, visible)? {
+            Some(c) => c,
+            None => {
+                let e = binder.bind(&ob.expr, &mut Scope::Grouped(&mut state))?;
+                let shown = e.to_string();
+                match post[..visible].iter().position(|x| x.to_string() == shown) {
+                    Some(c) => c,
+                    None => {
+                        post.push(e);
+                        names.push(shown);
+                        post.len() - 1
+                    }
+                }
+            }
+        };
+        order.push(sort_key(column, ob)?);
+    }
+    let calls = std::mem::take(&mut state.calls);
+    drop(state);
+    Ok((
+        Body::Aggregate {
+            keys,
+            aggs: Arc::new(calls),
+            having,
+            post,
+        },
+        order,
+    ))
+}
+
+/// The GROUP BY expressions with positions and output aliases resolved to
+/// the select items they name (a table column's name wins over an alias).
+fn group_keys(q: &AggClauses) -> Result<Vec<ast::Expr>> {
+    let (items, columns) = (q.items, q.columns);
+    let visible = items.len();
+    let mut key_asts = Vec::new();
+    for g in q.group_by {
+        let resolved = match g {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => {
+                    let pos: usize = n
+                        .parse()
+                        .map_err(|_| plan_err(format!("bad GROUP BY position {n}"), g))?;
+                    if pos == 0 || pos > visible {
+                        return Err(plan_err(
+                            format!("GROUP BY position {pos} is not in the select list"),
+                            g,
+                        ));
+                    }
+                    items[pos - 1].0.clone()
+                }
+                _ => g.clone(),
+            },
+            ast::Expr::Identifier(i)
+                if !columns.iter().any(|c| c.0.eq_ignore_ascii_case(&i.value))
+                    && items.iter().any(|it| it.1.eq_ignore_ascii_case(&i.value)) =>
+            {
+                items
+                    .iter()
+                    .find(|it| it.1.eq_ignore_ascii_case(&i.value))
+                    .map(|it| it.0.clone())
+                    .expect("found")
+            }
+            _ => g.clone(),
+        };
+        if contains_aggregate(&resolved) {
+            return Err(plan_err(
+                "aggregate functions are not allowed in GROUP BY".into(),
+                g,
+            ));
+        }
+        key_asts.push(resolved);
+    }
+    Ok(key_asts)
+}
+
+/// LIMIT (`None`: none, or `LIMIT NULL`) and OFFSET.
+fn limit_offset(q: &ast::Query, text: Text) -> Result<(Option<usize>, usize)> {
+    Ok(match &q.limit_clause {
+        None => (None, 0),
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return Err(Error::Plan(format!(
+                    "LIMIT BY is not supported{}",
+                    text.first(&["LIMIT"])
+                )));
+            }
+            let limit = match limit {
+                None => None,
+                Some(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => None,
+                Some(e) => Some(count_literal(e, "LIMIT")?),
+            };
+            let offset = match offset {
+                None => 0,
+                Some(o) => count_literal(&o.value, "OFFSET")?,
+            };
+            (limit, offset)
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(count_literal(limit, "LIMIT")?),
+            count_literal(offset, "OFFSET")?,
+        ),
+    })
+}
+
+/// Projection pushdown: the scan keeps only the columns the query reads,
+/// renumbered in `filter` and `body`; the table column index of each
+/// (of `table_columns`).
+fn push_down(filter: &mut Option<Expr>, body: &mut Body, table_columns: usize) -> Vec<usize> {
+    let mut used = vec![false; table_columns];
+    {
+        let mut exprs: Vec<&mut Expr> = Vec::new();
+        if let Some(f) = filter.as_mut() {
+            exprs.push(f);
+        }
+        match body {
+            Body::Project(list) => exprs.extend(list.iter_mut()),
+            Body::Aggregate { keys, aggs, .. } => {
+                exprs.extend(keys.iter_mut());
+                let calls = Arc::make_mut(aggs);
+                for c in calls.iter_mut() {
+                    if let Some(a) = c.arg.as_mut() {
+                        exprs.push(a);
+                    }
+                }
+            }
+        }
+        for e in &exprs {
+            e.mark_columns(&mut used);
+        }
+        let mut new_index = vec![0usize; used.len()];
+        let mut n = 0;
+        for (i, u) in used.iter().enumerate() {
+            if *u {
+                new_index[i] = n;
+                n += 1;
+            }
+        }
+        for e in exprs {
+            e.remap_columns(&mut |i| new_index[i]);
+        }
+    }
+    used.iter()
+        .enumerate()
+        .filter(|(_, u)| **u)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn count_literal(e: &ast::Expr, what: &str) -> Result<usize> {
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::Number(n, _) = &v.value
+        && let Ok(k) = n.parse::<usize>()
+    {
+        return Ok(k);
+    }
+    Err(plan_err(
+        format!("{what} must be a non-negative integer literal"),
+        e,
+    ))
+}
+
+/// ORDER BY 2, ORDER BY alias: the output column it names, if any.
+fn order_target(
+    e: &ast::Expr,
+    items: &[(ast::Expr, String)],
+    visible: usize,
+) -> Result<Option<usize>> {
+    match e {
+        ast::Expr::Value(v) => {
+            if let ast::Value::Number(n, _) = &v.value {
+                let pos: usize = n
+                    .parse()
+                    .map_err(|_| plan_err(format!("bad ORDER BY position {n}"), e))?;
+                if pos == 0 || pos > visible {
+                    return Err(plan_err(
+                        format!("ORDER BY position {pos} is not in the select list"),
+                        e,
+                    ));
+                }
+                return Ok(Some(pos - 1));
+            }
+            Ok(None)
+        }
+        // An output column's name (alias or column) wins, as in PostgreSQL.
+        ast::Expr::Identifier(i) => Ok(items
+            .iter()
+            .position(|it| it.1.eq_ignore_ascii_case(&i.value))),
+        _ => Ok(None),
+    }
+}
+
+fn sort_key(column: usize, ob: &ast::OrderByExpr) -> Result<SortKey> {
+    if ob.with_fill.is_some() {
+        return Err(unsupported("WITH FILL", &ob.expr));
+    }
+    let descending = match ob.options.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(_) => return Err(unsupported("ORDER BY USING", &ob.expr)),
+    };
+    // PostgreSQL's default: NULLs sort as larger than every value.
+    let nulls_first = ob.options.nulls_first.unwrap_or(descending);
+    Ok(SortKey {
+        column,
+        descending,
+        nulls_first,
+    })
+}
+
+/// The grouping of an aggregate query while its select list, HAVING and
+/// ORDER BY are bound: the GROUP BY keys, and the aggregate calls met so
+/// far (each once).
+struct AggState<'a> {
+    keys: &'a [Expr],
+    key_shown: &'a [String],
+    calls: Vec<AggCall>,
+}
+
+impl Grouping for AggState<'_> {
+    fn aggregate(&mut self, binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<Expr> {
+        let call = bind_aggregate(binder, f, node)?;
+        let idx = match self.calls.iter().position(|c| c.name == call.name) {
+            Some(i) => i,
+            None => {
+                self.calls.push(call);
+                self.calls.len() - 1
+            }
+        };
+        Ok(Expr::Column {
+            index: self.keys.len() + idx,
+            name: self.calls[idx].name.clone(),
+        })
+    }
+
+    fn grouped(&self, node: &ast::Expr, row: &Expr) -> Result<Option<Expr>> {
+        let shown = row.to_string();
+        if let Some(k) = self.key_shown.iter().position(|s| *s == shown) {
+            return Ok(Some(Expr::Column {
+                index: k,
+                name: shown,
+            }));
+        }
+        if let ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) = node {
+            return Err(plan_err(
+                format!(
+                    "column {shown:?} must appear in the GROUP BY clause or be used in an aggregate function"
+                ),
+                node,
+            ));
+        }
+        Ok(None)
+    }
+
+    fn types(&self, table: &[A]) -> Vec<A> {
+        let mut t: Vec<A> = self.keys.iter().map(|k| k.data_type(table)).collect();
+        t.extend(self.calls.iter().map(|c| c.output_type()));
+        t
+    }
+}
+
+/// Binds an aggregate call: its function, its argument bound per row.
+fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<AggCall> {
+    let name = function_name(f);
+    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return Err(unsupported(
+            "FILTER / OVER / WITHIN GROUP on aggregates",
+            node,
+        ));
+    }
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return Err(plan_err(
+            format!("{} needs an argument", name.to_uppercase()),
+            node,
+        ));
+    };
+    let distinct = matches!(
+        list.duplicate_treatment,
+        Some(ast::DuplicateTreatment::Distinct)
+    );
+    let func = match name.as_str() {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "avg" => AggFunc::Avg,
+        "min" => AggFunc::Min,
+        _ => AggFunc::Max,
+    };
+    if list.args.len() != 1 {
+        return Err(plan_err(
+            format!("{} takes one argument", name.to_uppercase()),
+            node,
+        ));
+    }
+    if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) = &list.args[0] {
+        if func != AggFunc::Count || distinct {
+            return Err(plan_err(
+                format!("{}(*) is not valid", name.to_uppercase()),
+                node,
+            ));
+        }
+        return Ok(AggCall {
+            func: AggFunc::CountStar,
+            arg: None,
+            distinct: false,
+            arg_type: A::Null,
+            name: "count(*)".into(),
+        });
+    }
+    let arg_ast = binder.plain_args(f, node)?.remove(0);
+    if contains_aggregate(&arg_ast) {
+        return Err(plan_err("aggregate calls cannot be nested".into(), node));
+    }
+    let arg = binder.bind(
+        &arg_ast,
+        &mut Scope::Row {
+            clause: "an aggregate argument",
+        },
+    )?;
+    let t = arg.data_type(&binder.types());
+    if distinct && func != AggFunc::Count && func != AggFunc::Min && func != AggFunc::Max {
+        return Err(unsupported(
+            &format!("{}(DISTINCT ...)", name.to_uppercase()),
+            node,
+        ));
+    }
+    let arg = match func {
+        AggFunc::Sum | AggFunc::Avg => {
+            if t == A::Null {
+                coerce(arg, &t, &A::Int64)
+            } else if !is_numeric(&t) {
+                return Err(plan_err(
+                    format!(
+                        "{} needs a number, not {}",
+                        name.to_uppercase(),
+                        type_name(&t)
+                    ),
+                    node,
+                ));
+            } else {
+                arg
+            }
+        }
+        _ => arg,
+    };
+    let arg_type = arg.data_type(&binder.types());
+    let shown = format!("{}({}{arg})", name, if distinct { "DISTINCT " } else { "" });
+    Ok(AggCall {
+        func,
+        arg: Some(arg),
+        distinct: distinct && func == AggFunc::Count,
+        arg_type,
+        name: shown,
+    })
+}
