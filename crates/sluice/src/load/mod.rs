@@ -70,7 +70,7 @@ use options::checked_options;
 use pipeline::run_group;
 use plan::{resume_plan, unique_inputs};
 use rejects::RejectsFile;
-use widen::{Failure, widen_after};
+use widen::{Failure, probe, widen_after, widen_probed};
 
 /// Loads `inputs` into `table`, creating it from `opts.schema` if needed.
 ///
@@ -201,11 +201,22 @@ fn run_groups<'a>(
                     committed: (done > 0).then_some((before.files + done as u64, before.total)),
                 };
                 match widen_after(cur, failed, &total.widened) {
-                    Ok((next, w)) => {
+                    Ok((mut next, w)) => {
+                        total.widened.push(w);
+                        // From the second widening on, one pass first notes
+                        // every other value the types refuse, so that a
+                        // file whose late rows surprise many columns is read
+                        // again once, not once a column (a single late
+                        // value costs no probe). Should the probe fail, the
+                        // group is just read again.
+                        if total.widened.len() >= 2
+                            && let Ok(probed) = probe(&todo[done..], &next, &total.widened)
+                        {
+                            widen_probed(&mut next, probed, &mut total.widened);
+                        }
                         if let (Some(p), Some(c)) = (&cur.progress, progress_before) {
                             p.restore(c);
                         }
-                        total.widened.push(w);
                         widened = Some(next);
                         continue;
                     }

@@ -162,18 +162,40 @@ pub fn describe_row(p: &[Provenance], inputs: &[Input], row: u64) -> String {
         return format!("row {} of this load", row + 1);
     };
     let name = inputs[x.file].display_name();
-    // Row ids count accepted records; rejected ones sit between them.
+    let record = record_of(x, row);
+    if x.exact {
+        format!("{name}:{}", x.line + record + 1)
+    } else {
+        format!("{name} (record {} after line {})", record + 1, x.line)
+    }
+}
+
+/// The file and 1-based line of row `row` (see [`describe_row`]): where
+/// records and lines do not match one to one, the line after which its
+/// part starts.
+pub fn locate(p: &[Provenance], inputs: &[Input], row: u64) -> (String, u64) {
+    let i = p.partition_point(|x| x.row <= row);
+    let Some(x) = i.checked_sub(1).map(|i| &p[i]) else {
+        return (String::new(), 0);
+    };
+    let line = if x.exact {
+        x.line + record_of(x, row) + 1
+    } else {
+        x.line + 1
+    };
+    (inputs[x.file].display_name(), line)
+}
+
+/// The record of part `x` that holds row `row`: row ids count accepted
+/// records; rejected ones sit between them.
+fn record_of(x: &Provenance, row: u64) -> u64 {
     let mut record = row - x.row;
     for &r in &x.rejected {
         if u64::from(r) <= record {
             record += 1;
         }
     }
-    if x.exact {
-        format!("{name}:{}", x.line + record + 1)
-    } else {
-        format!("{name} (record {} after line {})", record + 1, x.line)
-    }
+    record
 }
 
 /// What a commit is told of its group.

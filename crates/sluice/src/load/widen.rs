@@ -20,6 +20,7 @@ use crate::source::Input;
 
 use super::LoadOptions;
 use super::plan::is_regular;
+use super::sink::{Committed, GroupFiles, Layout, Rows, Sink};
 
 /// Widenings of one column at most: the last one goes to TEXT, which
 /// takes every value, so that a column whose values keep needing more
@@ -120,6 +121,19 @@ fn fraction_digits(v: &[u8]) -> Option<u8> {
         .then_some(frac.len() as u8)
 }
 
+/// `values` for a one-column check of a value, the column named `name`:
+/// the formats and NULL marker of the load, numbers exact (as every
+/// inferred column is). Not a clone of `values`: its list of exact columns
+/// holds every name of a wide table, and would be copied for every check.
+fn probe_values(values: &ValueOptions, name: String) -> ValueOptions {
+    ValueOptions {
+        null: values.null.clone(),
+        date_format: values.date_format.clone(),
+        timestamp_format: values.timestamp_format.clone(),
+        exact: vec![name],
+    }
+}
+
 /// Whether a column of type `ty` takes `value` as a load of an inferred
 /// column would: exactly as written.
 fn takes(ty: DataType, value: &[u8], values: &ValueOptions) -> bool {
@@ -132,11 +146,7 @@ fn takes(ty: DataType, value: &[u8], values: &ValueOptions) -> bool {
     }]) else {
         return false;
     };
-    let opts = ValueOptions {
-        exact: vec![name],
-        ..values.clone()
-    };
-    let mut b = BatchBuilder::new(&schema, Arc::new(opts), 1);
+    let mut b = BatchBuilder::new(&schema, Arc::new(probe_values(values, name)), 1);
     b.push(0, value, true).is_ok()
 }
 
@@ -220,6 +230,261 @@ pub(super) fn widen_after(
         s.columns[c.column].data_type = wider;
     }
     Ok((next, widening))
+}
+
+/// A value a probe found that its column's type does not take.
+pub(super) struct Probed {
+    /// Its row of the group (records rejected for other reasons skipped).
+    pub(super) row: u64,
+    pub(super) column: usize,
+    pub(super) value: Vec<u8>,
+    /// Where: the file and 1-based line.
+    pub(super) path: String,
+    pub(super) line: u64,
+}
+
+/// Reads the group that starts `inputs` once more, writing nothing, to
+/// find every value of `opts.widen`'s columns that their types refuse:
+/// those columns are read as TEXT and each value is checked against its
+/// column's type, which widens as values need it (as [`widen_probed`]
+/// does). Returns them in input order. One probe widens all the columns a
+/// file contradicts late, where reading the group again for each would
+/// read a wide file (thousands of columns) thousands of times.
+pub(super) fn probe(
+    inputs: &[Input],
+    opts: &LoadOptions,
+    before: &[Widening],
+) -> Result<Vec<Probed>> {
+    let mut schema = opts
+        .schema
+        .clone()
+        .ok_or_else(|| Error::Internal("a widening without a schema".into()))?;
+    let counts = widenings_by_column(before);
+    let mut checks = Vec::new();
+    for (i, c) in schema.columns.iter_mut().enumerate() {
+        if opts.widen.iter().any(|n| n.eq_ignore_ascii_case(&c.name))
+            && c.data_type != DataType::Text
+        {
+            let times = counts.get(c.name.as_str()).copied().unwrap_or(0);
+            let key = c.primary_key
+                || opts
+                    .key
+                    .as_ref()
+                    .is_some_and(|k| k.eq_ignore_ascii_case(&c.name));
+            checks.push(Check {
+                column: i,
+                ty: c.data_type,
+                key,
+                times,
+            });
+            c.data_type = DataType::Text;
+            c.primary_key = false;
+        }
+    }
+    let o = LoadOptions {
+        schema: Some(schema.clone()),
+        on_error: super::OnError::Skip,
+        rejects: None,
+        max_errors: None,
+        progress: None,
+        stop: None,
+        key: None,
+        ..opts.clone()
+    };
+    let mut layout = Layout::plain(schema);
+    layout.provenance = true;
+    let mut prober = Prober {
+        layout: Some(layout),
+        inputs: &[],
+        opts,
+        checks,
+        provenance: Vec::new(),
+        found: Vec::new(),
+    };
+    super::pipeline::run_group(&mut prober, "", inputs, &o, &mut None, 0, &mut None)?;
+    // Found column by column within a batch: in input order, as the
+    // widenings are reported.
+    prober.found.sort_by_key(|p| (p.row, p.column));
+    Ok(prober.found)
+}
+
+/// A column a probe checks: its type so far and widenings of it.
+struct Check {
+    column: usize,
+    ty: DataType,
+    key: bool,
+    times: usize,
+}
+
+/// The probe's sink: checks each value of the columns read as TEXT
+/// against its column's type, widening that type as values need it.
+struct Prober<'a, 'o> {
+    layout: Option<Layout>,
+    inputs: &'a [Input],
+    opts: &'o LoadOptions,
+    /// The columns checked, with their types so far.
+    checks: Vec<Check>,
+    provenance: Vec<super::sink::Provenance>,
+    found: Vec<Probed>,
+}
+
+impl Prober<'_, '_> {
+    /// A builder that checks values against `ty` (as [`takes`] does).
+    fn checker(&self, ty: DataType) -> Option<BatchBuilder> {
+        let name = "probe".to_string();
+        let schema = Schema::new(vec![Column {
+            name: name.clone(),
+            data_type: ty,
+            default: None,
+            primary_key: false,
+        }])
+        .ok()?;
+        let values = probe_values(&self.opts.values, name);
+        Some(BatchBuilder::new(&schema, Arc::new(values), 1024))
+    }
+}
+
+impl<'a> Sink<'a> for Prober<'a, '_> {
+    fn begin(&mut self, _: &LoadOptions, inputs: &'a [Input]) -> Result<Layout> {
+        self.inputs = inputs;
+        self.layout
+            .take()
+            .ok_or_else(|| Error::Internal("a probe of more than one group".into()))
+    }
+
+    fn write(&mut self, rows: Rows<'_>) -> Result<u64> {
+        use arrow_array::Array;
+        self.provenance.extend(rows.provenance.iter().cloned());
+        let mut n = 0u64;
+        for piece in rows.pieces {
+            let batch = crate::batch::dict::decode_batch(&piece.batch, &[])?;
+            for k in 0..self.checks.len() {
+                let col = self.checks[k].column;
+                let Some(text) = batch
+                    .column(col)
+                    .as_any()
+                    .downcast_ref::<arrow_array::StringArray>()
+                else {
+                    continue;
+                };
+                let mut check = self.checker(self.checks[k].ty);
+                for r in 0..text.len() {
+                    let (Some(b), false) = (check.as_mut(), text.is_null(r)) else {
+                        continue;
+                    };
+                    let value = text.value(r).as_bytes();
+                    if b.push(0, value, true).is_ok() {
+                        continue;
+                    }
+                    let row = rows.first_row + n + r as u64;
+                    let (path, line) = super::sink::locate(&self.provenance, self.inputs, row);
+                    self.found.push(Probed {
+                        row,
+                        column: col,
+                        value: value.to_vec(),
+                        path,
+                        line,
+                    });
+                    let c = &mut self.checks[k];
+                    // Past the widenings a column may take, the load
+                    // fails on the value as it would have.
+                    check = match next_type(c.ty, value, &self.opts.values, c.key, c.times) {
+                        Some(t) => {
+                            c.ty = t;
+                            c.times += 1;
+                            self.checker(t)
+                        }
+                        None => None,
+                    };
+                }
+            }
+            n += batch.num_rows() as u64;
+        }
+        Ok(n)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(&mut self, _: &GroupFiles<'_>) -> Result<Committed> {
+        Ok(Committed::default())
+    }
+
+    fn abort(&mut self) {}
+}
+
+/// The type a column of type `ty` widens to for `value`, after `times`
+/// widenings of it (see [`wider_type`]); `None` past [`MAX_WIDENINGS`] or
+/// when no type takes it.
+fn next_type(
+    ty: DataType,
+    value: &[u8],
+    values: &ValueOptions,
+    key: bool,
+    times: usize,
+) -> Option<DataType> {
+    if times >= MAX_WIDENINGS {
+        return None;
+    }
+    wider_type(ty, value, values, key, times + 1 >= MAX_WIDENINGS)
+}
+
+/// Widens, in `opts`' schema, each column of `opts.widen` to the narrowest
+/// type that takes all its values of `probed`, in order (within
+/// [`MAX_WIDENINGS`] widenings of a column in all; a value past that fails
+/// the next read as it would have), adding each step to `widened`.
+pub(super) fn widen_probed(
+    opts: &mut LoadOptions,
+    probed: Vec<Probed>,
+    widened: &mut Vec<Widening>,
+) {
+    let key = opts.key.clone();
+    let values = opts.values.clone();
+    let (widen, Some(schema)) = (&opts.widen, &mut opts.schema) else {
+        return;
+    };
+    let mut counts: std::collections::HashMap<String, usize> = widenings_by_column(widened)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    for p in probed {
+        let Some(col) = schema.columns.get_mut(p.column) else {
+            continue;
+        };
+        if !widen.iter().any(|n| n.eq_ignore_ascii_case(&col.name))
+            || takes(col.data_type, &p.value, &values)
+        {
+            continue;
+        }
+        let times = counts.get(&col.name).copied().unwrap_or(0);
+        let is_key = col.primary_key
+            || key
+                .as_ref()
+                .is_some_and(|k| k.eq_ignore_ascii_case(&col.name));
+        let Some(wider) = next_type(col.data_type, &p.value, &values, is_key, times) else {
+            continue;
+        };
+        widened.push(Widening {
+            column: col.name.clone(),
+            from: col.data_type,
+            to: wider,
+            path: p.path,
+            line: p.line,
+            value: String::from_utf8_lossy(&p.value).into_owned(),
+        });
+        *counts.entry(col.name.clone()).or_default() += 1;
+        col.data_type = wider;
+    }
+}
+
+/// How many times each column was widened.
+fn widenings_by_column(widened: &[Widening]) -> std::collections::HashMap<&str, usize> {
+    let mut counts = std::collections::HashMap::new();
+    for w in widened {
+        *counts.entry(w.column.as_str()).or_default() += 1;
+    }
+    counts
 }
 
 #[cfg(test)]

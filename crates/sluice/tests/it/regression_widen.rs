@@ -350,3 +350,87 @@ fn widened_load_keeps_every_row() {
         }
     }
 }
+
+#[test]
+fn a_wide_file_contradicted_late_in_many_columns_widens_them_all() {
+    // 300 columns, each contradicted at a line of its own, some twice:
+    // read again once a column this took minutes on a real file of 6,830
+    // columns; one probe of the file finds them all. The result must be
+    // what widening one column at a time gives.
+    const COLS: usize = 300;
+    let header: Vec<String> = (0..COLS).map(|c| format!("v{c}")).collect();
+    let mut data = format!("id,{}\n", header.join(","));
+    for i in 0..ROWS {
+        let row: Vec<String> = (0..COLS)
+            .map(|c| match i {
+                // Column c gets a decimal at line 100 + c and, for every
+                // third column, a word at line 1000 + c.
+                _ if i == 100 + c => "1.25".to_string(),
+                _ if c % 3 == 0 && i == 1000 + c => "many".to_string(),
+                _ => (i * c).to_string(),
+            })
+            .collect();
+        data.push_str(&format!("{i},{}\n", row.join(",")));
+    }
+    for block_size in [Some(4096), None] {
+        let dir = TempDir::new("widen-wide");
+        let files = inputs(&dir, data.as_bytes());
+        let path = files[1].display().to_string();
+        let db_dir = dir.path().join("db");
+        let (_, got) = first_load(&files, &[], &db_dir, |o| {
+            o.threads = Some(2);
+            o.block_size = block_size;
+        });
+        let s = got.unwrap();
+        assert_eq!(s.rows, (HEAD + ROWS) as u64);
+        // Every column widened to DECIMAL, every third again to TEXT, in
+        // input order (line 2 is the file's first row: row i is line i+2).
+        let mut want: Vec<(usize, Widening)> = Vec::new();
+        for c in 0..COLS {
+            let name = format!("v{c}");
+            want.push((
+                100 + c,
+                widening(
+                    &name,
+                    "BIGINT",
+                    "DECIMAL(18,2)",
+                    &path,
+                    102 + c as u64,
+                    "1.25",
+                ),
+            ));
+            if c % 3 == 0 {
+                want.push((
+                    1000 + c,
+                    widening(
+                        &name,
+                        "DECIMAL(18,2)",
+                        "TEXT",
+                        &path,
+                        1002 + c as u64,
+                        "many",
+                    ),
+                ));
+            }
+        }
+        want.sort_by_key(|(row, _)| *row);
+        let want: Vec<Widening> = want.into_iter().map(|(_, w)| w).collect();
+        assert_eq!(s.widened, want, "block size {block_size:?}");
+        let types: Vec<String> = (0..COLS)
+            .map(|c| {
+                let t = if c % 3 == 0 { "TEXT" } else { "DECIMAL(18,2)" };
+                format!("v{c} {t}")
+            })
+            .collect();
+        assert_eq!(
+            types_of(&db_dir),
+            format!("id BIGINT, {}", types.join(", "))
+        );
+        // Values as written: a row with a widened value, and one without.
+        let rows = table_rows(&db_dir, "t");
+        let r = &rows[HEAD + 103];
+        assert_eq!(r[4].as_deref(), Some("1.25"));
+        assert_eq!(r[5].as_deref(), Some("412.00"));
+        assert_eq!(rows[HEAD + 1003][4].as_deref(), Some("many"));
+    }
+}
