@@ -123,6 +123,17 @@ fn small_blocks(schema: &str) -> LoadOptions {
     }
 }
 
+/// [`small_blocks`] committing after every file.
+fn a_commit_a_file() -> LoadOptions {
+    LoadOptions {
+        commit_every: CommitEvery {
+            files: Some(1),
+            ..CommitEvery::ONCE
+        },
+        ..small_blocks("id BIGINT, name TEXT")
+    }
+}
+
 #[test]
 fn a_sink_of_its_own_gets_every_row_in_input_order_in_one_commit() {
     let dir = TempDir::new("sink-order");
@@ -150,13 +161,7 @@ fn commit_groups_reach_a_sink_as_one_commit_each() {
     let dir = TempDir::new("sink-groups");
     let (inputs, want) = csv_files(&dir, 3, 100);
     let mut sink = MemorySink::default();
-    let o = LoadOptions {
-        commit_every: CommitEvery {
-            files: Some(1),
-            ..CommitEvery::ONCE
-        },
-        ..small_blocks("id BIGINT, name TEXT")
-    };
+    let o = a_commit_a_file();
     let s = load_into(&mut sink, "mem", &inputs, &o).unwrap();
     assert_eq!(s.commits, 3);
     assert_eq!(sink.committed.len(), 3);
@@ -203,13 +208,7 @@ fn after_a_committed_group_an_error_keeps_it_and_says_so() {
     let (mut inputs, want) = csv_files(&dir, 1, 50);
     inputs.push(Input::File(dir.write("bad.csv", b"id,name\nx,b\n")));
     let mut sink = MemorySink::default();
-    let o = LoadOptions {
-        commit_every: CommitEvery {
-            files: Some(1),
-            ..CommitEvery::ONCE
-        },
-        ..small_blocks("id BIGINT, name TEXT")
-    };
+    let o = a_commit_a_file();
     let err = load_into(&mut sink, "mem", &inputs, &o).unwrap_err();
     assert!(
         matches!(
