@@ -274,7 +274,8 @@ struct LoadArgs {
     /// How records end: auto (the default: a lone CR, as classic Mac OS
     /// wrote, when the first 64 KiB of a file hold no LF and a CR outside
     /// quotes; else
-    /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
+    /// LF or CR LF), lf (a lone CR is data) or cr (every CR outside quotes
+    /// ends a line)
     #[arg(long, value_name = "auto|lf|cr", default_value = "auto")]
     line_end: String,
     /// Date format (strftime), e.g. %d/%m/%Y; default YYYY-MM-DD
