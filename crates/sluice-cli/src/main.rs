@@ -1042,7 +1042,7 @@ fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
         );
     }
     if message.starts_with("found a record with ") {
-        return skip_hint(path, *line, cx);
+        return skip_hint(path, *line, cx).or_else(|| Some(FIELD_COUNT_HINT.into()));
     }
     let (Some(col), Some(inf)) = (column, cx.inferred) else {
         return None;
@@ -1075,6 +1075,10 @@ fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
         "{name} is {ty}, {from}; load it with --types {name}=TEXT (or another type), or give the whole --schema"
     ))
 }
+
+/// The hint of a record with the wrong field count among the data (not
+/// above it, where `--skip` is named): the options that load the others.
+const FIELD_COUNT_HINT: &str = "to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter";
 
 /// Text of a file's start looked at for the `--skip` hint: as much as
 /// inference samples for the delimiter.
