@@ -1086,8 +1086,9 @@ const SKIP_HINT_SAMPLE: u64 = 64 << 10;
 
 /// `--skip N` when a record with the wrong field count at `line` of
 /// `path` lies above records that all have the table's: lines a tool
-/// wrote above the data (a title, notes). N counts the lines before the
-/// first of those records, so that the header below them is read as one.
+/// wrote above the data (a title, notes), none of which has the table's
+/// field count. N counts the lines before the first of those records, so
+/// that the header below them is read as one.
 fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
     let o = cx.opts;
     if o.columns.is_some() || o.match_by_name || path == "<stdin>" {
@@ -1126,7 +1127,9 @@ fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
         .rev()
         .take_while(|&k| records[k].1 == want)
         .last()?;
-    if records.len() - k < 2 || records[k].0 <= line {
+    // Lines above the data split otherwise than its records: a record of
+    // the table's count above them is data (a bad line is among the data).
+    if records.len() - k < 2 || records[k].0 <= line || records[..k].iter().any(|r| r.1 == want) {
         return None;
     }
     let n = records[k].0 - 1;

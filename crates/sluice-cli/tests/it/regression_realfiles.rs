@@ -269,3 +269,25 @@ fn ragged_records_among_the_data_name_rejects() {
     let rows = ok(&t.0, &["query", "--format", "json", "SELECT a FROM m"]);
     assert!(rows.contains("Once upon\\ra time"), "{rows}");
 }
+
+/// astropy's `short.rdb`: a header, a line of types, data, then a line
+/// ` # comment` among the data. The records above the failing line have
+/// the table's field count: it is among the data, and the hint names
+/// --rejects, not a --skip that would skip the header.
+#[test]
+fn a_bad_line_below_data_is_not_called_a_preamble() {
+    let t = Tmp::new();
+    t.write(
+        "short.rdb",
+        b"\n# blank lines\n\nagasc_id\tn_noids\tn_obs\nN\tN\tN\n115345072\t1\t1\n # comment\n335416352\t3\t8\n266612160\t1\t1\n645803280\t1\t1\n",
+    );
+    let o = sluice(&t.0, &["load", "t", "short.rdb"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.ends_with(
+            "short.rdb:7: found a record with 1 field, expected 3 (byte 59)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
+        ),
+        "{e}"
+    );
+}
