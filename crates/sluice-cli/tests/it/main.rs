@@ -255,10 +255,11 @@ fn bad_input_fails_cleanly_and_commits_nothing() {
     let manifest = std::fs::read(t.0.join("sluice.db/MANIFEST")).unwrap();
 
     t.write("ragged.csv", b"1,a\n2\n");
-    let e = fails(&t.0, &["load", "t", "good.csv", "ragged.csv"]);
+    let o = sluice(&t.0, &["load", "t", "good.csv", "ragged.csv"]);
+    assert_eq!(o.status.code(), Some(2));
     assert_eq!(
-        e,
-        "error: loading table t; nothing was committed: ragged.csv:2: found a record with 1 field, expected 2 (byte 4)\n"
+        String::from_utf8_lossy(&o.stderr),
+        "error: loading table t; nothing was committed: ragged.csv:2: found a record with 1 field, expected 2 (byte 4)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
     );
     t.write("overflow.csv", b"99999999999,a\n");
     let e = fails(&t.0, &["load", "t", "overflow.csv"]);

@@ -95,6 +95,10 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
             ("latin1.csv", "both refused"),
             // A short and a long record: sluice stops at the first.
             ("ragged.csv", "sluice refused"),
+            // RDB: a ` # comment` line among the data, one field.
+            ("rdb_types_line.rdb", "sluice refused"),
+            // UTF-16: sluice reads it by its byte order mark; DuckDB refuses.
+            ("utf16le.csv", "duckdb refused"),
         ],
         "{r:#?}"
     );

@@ -185,14 +185,15 @@ fn preamble_lines_hint_skip() {
         ),
         "error: loading table u; nothing was committed: one.csv:1: found a record with 1 field, expected 3 (byte 0)\nhint: line 1 does not split into 3 fields like the records below it; if it is a title or a note above the data, load with --skip 1\n"
     );
-    // A short record among the data is no preamble: no hint.
+    // A short record among the data is no preamble: the hint names
+    // --rejects, not --skip.
     t.write("ragged.csv", b"1,2,3\n4,5\n6,7,8\n");
     assert_eq!(
         load_error(
             &t,
             &["load", "--schema", "a INT, b INT, c INT", "u", "ragged.csv"]
         ),
-        "error: loading table u; nothing was committed: ragged.csv:2: found a record with 2 fields, expected 3 (byte 6)\n"
+        "error: loading table u; nothing was committed: ragged.csv:2: found a record with 2 fields, expected 3 (byte 6)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
     );
 }
 
@@ -247,12 +248,12 @@ fn wrong_field_count_is_reported_before_a_type_error() {
     let schema = "a INT, b INT";
     assert_eq!(
         load_error(&t, &["load", "--schema", schema, "t", "w.csv"]),
-        "error: loading table t; nothing was committed: w.csv:3: found a record with 3 fields, expected 2 (byte 8)\n"
+        "error: loading table t; nothing was committed: w.csv:3: found a record with 3 fields, expected 2 (byte 8)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
     );
     t.write("s.csv", b"a,b\n1,2\nx\n");
     assert_eq!(
         load_error(&t, &["load", "--schema", schema, "t", "s.csv"]),
-        "error: loading table t; nothing was committed: s.csv:3: found a record with 1 field, expected 2 (byte 8)\n"
+        "error: loading table t; nothing was committed: s.csv:3: found a record with 1 field, expected 2 (byte 8)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
     );
     // Too few fields allowed: the value error it is.
     assert_eq!(

@@ -229,9 +229,65 @@ fn blank_lines_in_one_column_files() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&o.stderr).ends_with(
-            "error: loading table x; nothing was committed: two.csv:3: found a record with 1 field, expected 2 (byte 8)\n"
+            "error: loading table x; nothing was committed: two.csv:3: found a record with 1 field, expected 2 (byte 8)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
         ),
         "{}",
         String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// csvkit's `examples/bad.csv`: a record too long and one too short among
+/// the data. The refusal names the line and the options that load the
+/// others; `--rejects` loads them and sets the two aside. A quoted CR of a
+/// CR-ended file (csvkit's `mac_newlines.csv`) stays data.
+#[test]
+fn ragged_records_among_the_data_name_rejects() {
+    let t = Tmp::new();
+    t.write(
+        "bad.csv",
+        b"column_a,column_b,column_c\n1,27,,\"I'm too long!\"\n,\"I'm too short!\"\n0,mixed types.... uh oh,17\n",
+    );
+    let o = sluice(&t.0, &["load", "t", "bad.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).ends_with(
+            "error: loading table t; nothing was committed: bad.csv:2: found a record with 4 fields, expected 3 (byte 27)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    ok(
+        &t.0,
+        &["load", "-q", "--rejects", "rej.csv", "t", "bad.csv"],
+    );
+    assert_eq!(
+        ok(&t.0, &["export", "t"]),
+        "column_a,column_b,column_c\n0,mixed types.... uh oh,17\n"
+    );
+    t.write("mac.csv", b"a,b,c\r1,2,3\r\"Once upon\ra time\",5,6\r");
+    ok(&t.0, &["load", "-q", "m", "mac.csv"]);
+    let rows = ok(&t.0, &["query", "--format", "json", "SELECT a FROM m"]);
+    assert!(rows.contains("Once upon\\ra time"), "{rows}");
+}
+
+/// astropy's `short.rdb`: a header, a line of types, data, then a line
+/// ` # comment` among the data. The records above the failing line have
+/// the table's field count: it is among the data, and the hint names
+/// --rejects, not a --skip that would skip the header.
+#[test]
+fn a_bad_line_below_data_is_not_called_a_preamble() {
+    let t = Tmp::new();
+    t.write(
+        "short.rdb",
+        b"\n# blank lines\n\nagasc_id\tn_noids\tn_obs\nN\tN\tN\n115345072\t1\t1\n # comment\n335416352\t3\t8\n266612160\t1\t1\n645803280\t1\t1\n",
+    );
+    let o = sluice(&t.0, &["load", "t", "short.rdb"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.ends_with(
+            "short.rdb:7: found a record with 1 field, expected 3 (byte 59)\nhint: to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter\n"
+        ),
+        "{e}"
     );
 }

@@ -242,19 +242,64 @@ impl std::str::FromStr for LineEnd {
     }
 }
 
-/// Reads every CR as an LF: classic Mac OS text becomes one record a line,
-/// byte for byte, so offsets and line numbers stay those of the file.
+/// Reads every CR outside double quotes as an LF: classic Mac OS text
+/// becomes one record a line, byte for byte, so offsets and line numbers
+/// stay those of the file, and a CR inside a quoted field stays data.
+///
+/// A quote opens a field only at its start (the start of a line, or after
+/// one of the candidate delimiters `,` tab `|` `;` or a space), as the CSV
+/// parser reads it: a `5" screen` in an unquoted field does not swallow
+/// the line ends after it. A doubled quote inside quotes is an escaped one.
 struct CrToLf<R> {
     inner: R,
+    state: CrQuote,
+}
+
+/// Where [`CrToLf`] is, over the bytes read so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CrQuote {
+    /// At the start of a field: a quote opens a quoted one.
+    FieldStart,
+    /// Inside an unquoted field.
+    Unquoted,
+    /// Inside quotes.
+    Quoted,
+    /// Just after a quote inside quotes: the end of the quoted field, or
+    /// the first half of a doubled quote.
+    QuoteInQuoted,
+}
+
+impl<R> CrToLf<R> {
+    fn new(inner: R) -> Self {
+        CrToLf {
+            inner,
+            state: CrQuote::FieldStart,
+        }
+    }
 }
 
 impl<R: Read> Read for CrToLf<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         for b in &mut buf[..n] {
-            if *b == b'\r' {
-                *b = b'\n';
+            if self.state == CrQuote::QuoteInQuoted {
+                if *b == b'"' {
+                    self.state = CrQuote::Quoted;
+                    continue;
+                }
+                self.state = CrQuote::Unquoted;
             }
+            self.state = match (self.state, *b) {
+                (CrQuote::Quoted, b'"') => CrQuote::QuoteInQuoted,
+                (CrQuote::Quoted, _) => CrQuote::Quoted,
+                (_, b'\r') | (_, b'\n') => {
+                    *b = b'\n';
+                    CrQuote::FieldStart
+                }
+                (_, b',' | b'\t' | b'|' | b';' | b' ') => CrQuote::FieldStart,
+                (CrQuote::FieldStart, b'"') => CrQuote::Quoted,
+                _ => CrQuote::Unquoted,
+            };
         }
         Ok(n)
     }
@@ -335,7 +380,7 @@ impl Input {
             given => given,
         };
         if line_end == LineEnd::Cr {
-            reader = Box::new(CrToLf { inner: reader });
+            reader = Box::new(CrToLf::new(reader));
         }
         Ok((reader, kind, line_end))
     }
@@ -527,12 +572,15 @@ mod tests {
         assert_eq!(LineEnd::detect(b",0,\"\r\""), LineEnd::Lf);
         assert_eq!(LineEnd::detect(b"\"a\rb\"\r\"c\"\r"), LineEnd::Cr);
         let mut out = Vec::new();
-        CrToLf {
-            inner: &b"a\rb\r"[..],
-        }
-        .read_to_end(&mut out)
-        .unwrap();
+        CrToLf::new(&b"a\rb\r"[..]).read_to_end(&mut out).unwrap();
         assert_eq!(out, b"a\nb\n");
+        // A CR inside quotes is data; a doubled quote does not close them;
+        // a quote inside an unquoted field opens nothing.
+        let mut out = Vec::new();
+        CrToLf::new(&b"a,b\r\"x\ry\",\"p\"\"\rq\"\r5\" s,c\rd"[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, b"a,b\n\"x\ry\",\"p\"\"\rq\"\n5\" s,c\nd");
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod load;
 mod load_fuzz;
 mod parallel;
 mod regression_corpus;
+mod regression_cr_quoted;
 mod regression_dialects;
 mod regression_json;
 mod regression_load;

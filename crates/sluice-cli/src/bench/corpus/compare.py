@@ -127,31 +127,79 @@ def same_value(a, b):
     x, y = date_key(s), date_key(t)
     if x is not None and y is not None:
         return x == y, None
-    # JSON kept as text by one side, nested by the other.
+    # JSON kept as text by one side, nested by the other: compared leaf by
+    # leaf in the canonical form (numbers numerically, dates by fields).
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         try:
             load = lambda z: z if isinstance(z, (dict, list)) else json.loads(z)
-            return json.dumps(load(a), sort_keys=True, default=str) == json.dumps(load(b), sort_keys=True, default=str), None
+            return canon_nested(load(a)) == canon_nested(load(b)), None
         except Exception:
             return False, None
+    # A field in single quotes kept by one side, its quotes read as a quote
+    # character by the other: a dialect decision (see compare_rows).
+    for text, other in ((a, b), (b, a)):
+        if isinstance(text, str) and len(text) > 1 and text[0] == text[-1] == "'" \
+                and text[1:-1] == canon_text(other):
+            return True, "quote"
     return False, None
 
 
+TIME = re.compile(r"^(\d\d?):(\d\d):(\d\d)$")
+
+
+def canon_nested(v):
+    """A nested value with its leaves in the canonical form: numbers (also
+    written as text, NaN as "nan") as floats, dates and timestamps as their
+    fields, times as hh:mm:ss, other leaves as text; a key whose value is
+    NULL is left out (DuckDB's structs give every object every key)."""
+    if isinstance(v, dict):
+        return {str(k): canon_nested(x) for k, x in v.items() if x is not None}
+    if isinstance(v, (list, tuple)):
+        return [canon_nested(x) for x in v]
+    if v is None or isinstance(v, bool):
+        return v
+    x = as_number(v)
+    if x is not None:
+        return "nan" if math.isnan(x) else x
+    t = canon_text(v)
+    m = TIME.match(t)
+    if m:
+        return "%02d:%s:%s" % (int(m.group(1)), m.group(2), m.group(3))
+    return date_key(t) or t
+
+
+def duckdb_json(v):
+    """A value of DuckDB's JSON type (text of JSON, also inside lists and
+    structs) as the JSON it stands for."""
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+    if isinstance(v, list):
+        return [duckdb_json(x) for x in v]
+    if isinstance(v, dict):
+        return {k: duckdb_json(x) for k, x in v.items()}
+    return v
+
+
 def compare_rows(s_rows, d_rows, ncols):
-    """The first difference as text, or None; and whether NULL words differed."""
-    null_choice = False
+    """The first difference as text, or None; and how values differed
+    that are the same: {"null"} (NULL words), {"quote"} (single quotes)."""
+    hows = set()
     for r, (sr, dr) in enumerate(zip(s_rows, d_rows)):
         for c in range(ncols):
             eq, how = same_value(sr[c], dr[c])
             if not eq:
-                return f"row {r + 1} column {c + 1}: sluice {sr[c]!r}, duckdb {dr[c]!r}", null_choice
-            null_choice |= how == "null"
-    return None, null_choice
+                return f"row {r + 1} column {c + 1}: sluice {sr[c]!r}, duckdb {dr[c]!r}", hows
+            if how:
+                hows.add(how)
+    return None, hows
 
 
 def duckdb_read(con, path):
     lower = path.lower()
-    if lower.endswith((".json", ".jsonl", ".ndjson")):
+    if lower.removesuffix(".gz").endswith((".json", ".jsonl", ".ndjson")):
         q = "SELECT * FROM read_json_auto(?)"
     else:
         q = "SELECT * FROM read_csv(?, auto_detect=true)"
@@ -199,6 +247,11 @@ def classify(m, con):
         out["class"], out["detail"] = "duckdb refused", duck_err
         return out
     d_rows = [list(r) for r in d_rows]
+    # DuckDB's JSON columns hold JSON texts ('""' for an empty string).
+    for c, t in enumerate(d_types):
+        if "JSON" in t.upper():
+            for r in d_rows:
+                r[c] = duckdb_json(r[c])
     if len(cols) != len(d_types):
         out["class"] = "dialect choice"
         out["detail"] = f"columns: sluice {len(cols)}, duckdb {len(d_types)}"
@@ -213,9 +266,13 @@ def classify(m, con):
             out["class"] = "wrong data"
             out["detail"] = f"rows: sluice {len(s_rows)}, duckdb {len(d_rows)}"
         return out
-    diff, null_choice = compare_rows(s_rows, d_rows, len(cols))
+    diff, hows = compare_rows(s_rows, d_rows, len(cols))
+    null_choice = "null" in hows
     if diff:
         out["class"], out["detail"] = "wrong data", diff
+    elif "quote" in hows:
+        out["class"] = "dialect choice"
+        out["detail"] = "quote: one side keeps fields in single quotes, the other reads them as quotes"
     elif s_types != [type_class(t) for t in d_types] or null_choice:
         out["class"] = "type choice"
         out["detail"] = ("NULL words differ; " if null_choice else "") + \
