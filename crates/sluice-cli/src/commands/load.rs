@@ -974,6 +974,10 @@ fn parse_hint(e: &sluice::Error, cx: &HintContext<'_>) -> Option<String> {
     ))
 }
 
+/// Widenings the summary lists one a line: a wide file may widen
+/// thousands of columns (an R dataset of 6,832 did).
+const WIDENINGS_SHOWN: usize = 10;
+
 /// The hint of a record with the wrong field count among the data (not
 /// above it, where `--skip` is named): the options that load the others.
 const FIELD_COUNT_HINT: &str = "to set aside records with another number of fields and load the others, load with --rejects FILE (or --on-error skip); if the delimiter is another, give --delimiter";
@@ -1213,8 +1217,18 @@ fn print_summary(
         if !s.empty_files.is_empty() {
             writeln!(out, "{}", empty_files_line(&s.empty_files))?;
         }
-        for w in &s.widened {
+        for w in s.widened.iter().take(WIDENINGS_SHOWN) {
             writeln!(out, "{w}; the load started over")?;
+        }
+        if s.widened.len() > WIDENINGS_SHOWN {
+            let columns: std::collections::HashSet<&str> =
+                s.widened.iter().map(|w| w.column.as_str()).collect();
+            writeln!(
+                out,
+                "and {} more widenings; {} columns widened in all (--json lists every one)",
+                s.widened.len() - WIDENINGS_SHOWN,
+                columns.len()
+            )?;
         }
         if s.files_left > 0 {
             writeln!(

@@ -283,3 +283,43 @@ fn widened_load_keeps_every_row() {
         }
     }
 }
+
+#[test]
+fn a_file_that_widens_many_columns_lists_ten_and_counts_the_rest() {
+    // 30 columns, each contradicted late (line 52 of f04.csv, a file the
+    // samples miss): 30 widenings, 10 listed.
+    let t = Tmp::new();
+    let header: Vec<String> = (0..30).map(|c| format!("v{c}")).collect();
+    let files = write_files(&t, &header.join(","), |f, i| {
+        (0..30)
+            .map(|c| {
+                if f == 4 && i == 50 {
+                    "5.75".to_string()
+                } else {
+                    (i * c).to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let out = ok(&t.0, &load_args(&["t"], &files));
+    let listed = out
+        .lines()
+        .filter(|l| l.starts_with("widened column v"))
+        .count();
+    assert_eq!(listed, 10, "{out}");
+    assert!(
+        out.contains(
+            "\nwidened column v0 BIGINT → DECIMAL(18,2) at f04.csv line 52 (\"5.75\"); the load started over\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "\nand 20 more widenings; 30 columns widened in all (--json lists every one)\n"
+        ),
+        "{out}"
+    );
+    let json = ok(&t.0, &load_args(&["--json", "t2"], &files));
+    assert_eq!(json.matches("\"column\":").count(), 30, "{json}");
+}
