@@ -77,6 +77,16 @@ pub enum GenCommand {
     },
 }
 
+/// How much to generate: `--rows`, else `--size` (`example` shows one
+/// in the message when neither is given).
+fn limit(rows: Option<u64>, size: Option<String>, example: &str) -> Result<Limit> {
+    Ok(match (rows, size) {
+        (Some(r), _) => Limit::Rows(r),
+        (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
+        (None, None) => bail!("give --size (e.g. {example}) or --rows"),
+    })
+}
+
 /// Writes the data asked for (and with `gen tpch --load`, loads it).
 pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
     match cmd {
@@ -132,11 +142,7 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             output,
             seed,
         } => {
-            let limit = match (rows, size) {
-                (Some(r), _) => Limit::Rows(r),
-                (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
-                (None, None) => bail!("give --size (e.g. 1.28GB) or --rows"),
-            };
+            let limit = limit(rows, size, "1.28GB")?;
             let (rows, bytes) = if output.as_os_str() == "-" {
                 ints::write_ints(&mut std::io::stdout().lock(), limit, seed, &ints::INGEST)?
             } else {
@@ -152,11 +158,7 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             output,
             seed,
         } => {
-            let limit = match (rows, size) {
-                (Some(r), _) => Limit::Rows(r),
-                (None, Some(s)) => Limit::Bytes(crate::util::parse_size(&s, "--size")?),
-                (None, None) => bail!("give --size (e.g. 220MB) or --rows"),
-            };
+            let limit = limit(rows, size, "220MB")?;
             let (rows, bytes) = if output.as_os_str() == "-" {
                 objects::write_objects(&mut std::io::stdout().lock(), limit, seed, tsv)?
             } else {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::parse::{FieldMap, read_record};
 
 use super::pipeline::Shared;
-use super::reader::Buf;
+use super::reader::FileStart;
 use super::{ColumnRef, Header};
 
 /// The largest field position `--columns` accepts.
@@ -187,17 +187,19 @@ pub(super) fn field_map(
 /// header when there is one (`Header::Auto`: when its fields name the
 /// columns), moving `offset` and `line` past them. Returns the file's
 /// field map when fields are mapped by `--columns` or `--match-by-name`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn delimited_start(
     shared: &Shared<'_>,
-    name: &str,
-    buf: &mut Buf,
-    eof: &mut bool,
-    offset: &mut u64,
-    line: &mut u64,
-    grow: &mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
-    too_long: &dyn Fn(u64, u64) -> Error,
+    at: FileStart<'_, '_>,
 ) -> Result<Option<Arc<FieldMap>>> {
+    let FileStart {
+        name,
+        buf,
+        eof,
+        offset,
+        line,
+        grow,
+        too_long,
+    } = at;
     let opts = shared.opts;
     let mapped = opts.columns.is_some() || opts.match_by_name;
     // With names to map, the header is required.

@@ -3,7 +3,7 @@
 //! parsed by `parse::json` in the workers.)
 
 use super::pipeline::Shared;
-use super::reader::Buf;
+use super::reader::{Buf, FileStart};
 use super::{ColumnRef, Header, LoadOptions};
 use crate::error::{Error, Result};
 use crate::parse::json::{self, FirstRow};
@@ -68,18 +68,20 @@ pub(super) fn names_column(shared: &Shared<'_>, key: &[u8]) -> bool {
 /// bracket; or values one after another), and a header row (an array of
 /// strings, unless `--no-header`, or `--columns` names the fields without
 /// `--header`).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn json_header(
     shared: &Shared<'_>,
     j: crate::parse::JsonFormat,
-    name: &str,
-    buf: &mut Buf,
-    eof: &mut bool,
-    offset: &mut u64,
-    line: &mut u64,
-    grow: &mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
-    too_long: &dyn Fn(u64, u64) -> Error,
+    at: FileStart<'_, '_>,
 ) -> Result<JsonStart> {
+    let FileStart {
+        name,
+        buf,
+        eof,
+        offset,
+        line,
+        grow,
+        too_long,
+    } = at;
     let opts = shared.opts;
     let mut shape = j.shape;
     let mut in_object = false;

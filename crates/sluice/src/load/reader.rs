@@ -189,6 +189,24 @@ fn fill(r: &mut dyn Read, buf: &mut Buf, want: usize, name: &Input) -> Result<bo
     Ok(false)
 }
 
+/// Where the reader is in a file while it reads what comes before the
+/// data (a JSON array's bracket, preambles, the header): the buffer and
+/// the position of its first byte, and how to read more.
+pub(super) struct FileStart<'a, 'b> {
+    pub(super) name: &'a str,
+    pub(super) buf: &'b mut Buf,
+    /// The input has ended.
+    pub(super) eof: &'b mut bool,
+    /// Byte offset and lines of the file before `buf`.
+    pub(super) offset: &'b mut u64,
+    pub(super) line: &'b mut u64,
+    /// Reads one more block into the buffer.
+    pub(super) grow: &'b mut dyn FnMut(&mut Buf, &mut bool) -> Result<()>,
+    /// The error of a record longer than `--max-line-size` at a line and
+    /// byte.
+    pub(super) too_long: &'b dyn Fn(u64, u64) -> Error,
+}
+
 /// How far before the end of a full buffer the search for a record end
 /// starts: the bytes after the cut are copied into the next buffer, so this
 /// bounds that copy (it was 1/8 of every block, ~3 % of a load's CPU).
@@ -309,13 +327,15 @@ fn split_file(
         Some(j) => Some(json_header(
             shared,
             j,
-            &name,
-            &mut buf,
-            &mut eof,
-            &mut offset,
-            &mut line,
-            &mut grow,
-            &too_long,
+            FileStart {
+                name: &name,
+                buf: &mut buf,
+                eof: &mut eof,
+                offset: &mut offset,
+                line: &mut line,
+                grow: &mut grow,
+                too_long: &too_long,
+            },
         )?),
         None => None,
     };
@@ -327,13 +347,15 @@ fn split_file(
         None if json_format.is_some() => None,
         None => delimited_start(
             shared,
-            &name,
-            &mut buf,
-            &mut eof,
-            &mut offset,
-            &mut line,
-            &mut grow,
-            &too_long,
+            FileStart {
+                name: &name,
+                buf: &mut buf,
+                eof: &mut eof,
+                offset: &mut offset,
+                line: &mut line,
+                grow: &mut grow,
+                too_long: &too_long,
+            },
         )?,
     };
     let mut first_line = Some(line);

@@ -137,17 +137,26 @@ fn probe_values(values: &ValueOptions, name: String) -> ValueOptions {
 /// Whether a column of type `ty` takes `value` as a load of an inferred
 /// column would: exactly as written.
 fn takes(ty: DataType, value: &[u8], values: &ValueOptions) -> bool {
+    checker(ty, values, 1).is_some_and(|mut b| b.push(0, value, true).is_ok())
+}
+
+/// A builder of one column of type `ty` that checks values as the load
+/// reads them into such a column (`values`' formats and NULL marker,
+/// numbers exact); `None` when no column can have the type.
+fn checker(ty: DataType, values: &ValueOptions, capacity: usize) -> Option<BatchBuilder> {
     let name = "probe".to_string();
-    let Ok(schema) = Schema::new(vec![Column {
+    let schema = Schema::new(vec![Column {
         name: name.clone(),
         data_type: ty,
         default: None,
         primary_key: false,
-    }]) else {
-        return false;
-    };
-    let mut b = BatchBuilder::new(&schema, Arc::new(probe_values(values, name)), 1);
-    b.push(0, value, true).is_ok()
+    }])
+    .ok()?;
+    Some(BatchBuilder::new(
+        &schema,
+        Arc::new(probe_values(values, name)),
+        capacity,
+    ))
 }
 
 /// A group of files that failed to load, and what widening needs to know
@@ -331,16 +340,7 @@ struct Prober<'a, 'o> {
 impl Prober<'_, '_> {
     /// A builder that checks values against `ty` (as [`takes`] does).
     fn checker(&self, ty: DataType) -> Option<BatchBuilder> {
-        let name = "probe".to_string();
-        let schema = Schema::new(vec![Column {
-            name: name.clone(),
-            data_type: ty,
-            default: None,
-            primary_key: false,
-        }])
-        .ok()?;
-        let values = probe_values(&self.opts.values, name);
-        Some(BatchBuilder::new(&schema, Arc::new(values), 1024))
+        checker(ty, &self.opts.values, 1024)
     }
 }
 

@@ -123,6 +123,13 @@ fn small_blocks(schema: &str) -> LoadOptions {
     }
 }
 
+/// The error of a load of `inputs` into `sink` with [`small_blocks`].
+fn load_error<'a>(sink: &mut MemorySink<'a>, inputs: &'a [Input]) -> String {
+    load_into(sink, "mem", inputs, &small_blocks("id BIGINT, name TEXT"))
+        .unwrap_err()
+        .to_string()
+}
+
 /// [`small_blocks`] committing after every file.
 fn a_commit_a_file() -> LoadOptions {
     LoadOptions {
@@ -180,14 +187,7 @@ fn a_malformed_record_aborts_the_group_and_names_file_and_line() {
     let (mut inputs, _) = csv_files(&dir, 2, 200);
     inputs.push(Input::File(dir.write("bad.csv", b"id,name\n1,a\nx,b\n")));
     let mut sink = MemorySink::default();
-    let err = load_into(
-        &mut sink,
-        "mem",
-        &inputs,
-        &small_blocks("id BIGINT, name TEXT"),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = load_error(&mut sink, &inputs);
     let bad = dir.path().join("bad.csv");
     assert!(
         err.starts_with(&format!("{}:3:", bad.display())),
@@ -251,14 +251,7 @@ fn a_sink_error_names_the_row_by_its_provenance_and_aborts() {
         refuse: Some("450".into()),
         ..MemorySink::default()
     };
-    let err = load_into(
-        &mut sink,
-        "mem",
-        &inputs,
-        &small_blocks("id BIGINT, name TEXT"),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = load_error(&mut sink, &inputs);
     // Row 450 is the 151st row of f1.csv: line 152 (after the header).
     let f1 = dir.path().join("f1.csv");
     assert_eq!(
