@@ -210,6 +210,15 @@ pub fn show_char(c: u8) -> String {
     }
 }
 
+/// A dialect's delimiter, as the load summary says it.
+pub fn show_delimiter(d: &sluice::parse::Dialect) -> String {
+    match d.split {
+        sluice::parse::Split::Delimiter => show_char(d.delimiter),
+        sluice::parse::Split::Whitespace => "whitespace (runs of spaces and tabs)".to_string(),
+        sluice::parse::Split::Line => "none (each line one field)".to_string(),
+    }
+}
+
 /// Bytes of input shown in a message, quoted, the rest cut to `...`.
 pub fn snippet(v: &[u8]) -> String {
     const MAX: usize = 40;

@@ -26,7 +26,7 @@ use crate::batch::{Column, DataType, Schema, validate_identifier};
 use crate::error::{Error, Result};
 use crate::load::Header;
 use crate::parse::value;
-use crate::parse::{Dialect, read_record};
+use crate::parse::{Dialect, Split, read_record};
 use crate::source::{Compression, Input, LineEnd};
 
 /// Delimiters tried when none is given, in order of preference. A space
@@ -52,6 +52,10 @@ pub struct InferOptions {
     pub header: Header,
     /// Lines skipped at the start of each file.
     pub skip: u64,
+    /// Look for notes above the table (a title, a description, counts)
+    /// and skip them too (see [`Inferred::notes`]): false when `--skip`
+    /// was given.
+    pub detect_notes: bool,
     /// An unquoted field equal to this is NULL (and says nothing of types).
     pub null: Vec<u8>,
     pub date_format: Option<String>,
@@ -92,6 +96,7 @@ impl Default for InferOptions {
             dialect: Dialect::default(),
             header: Header::Auto,
             skip: 0,
+            detect_notes: true,
             null: Vec::new(),
             date_format: None,
             timestamp_format: None,
@@ -117,6 +122,16 @@ pub struct Inferred {
     pub dialect: Dialect,
     /// Whether each file starts with a header line.
     pub header: bool,
+    /// Lines to skip at the start of each file: the options' `skip` and
+    /// the `notes`.
+    pub skip: u64,
+    /// Lines of notes found above the table (after `skip`): lines that do
+    /// not split like the records below them, which all do.
+    pub notes: u64,
+    /// Most records have fewer fields than the header, and none more:
+    /// the missing ones are NULL (see
+    /// [`LoadOptions::allow_missing_columns`](crate::load::LoadOptions::allow_missing_columns)).
+    pub fill_missing: bool,
     /// The first file's line ends (never `Auto`).
     pub line_end: LineEnd,
     /// Lines starting with this byte before each file's first record are
@@ -134,6 +149,27 @@ pub struct Inferred {
     /// [`LoadOptions::widen`](crate::load::LoadOptions::widen), so that a
     /// value the samples missed widens the type instead of failing.
     pub widen: Vec<String>,
+}
+
+impl Inferred {
+    /// `base` with what inference found of how to read the files and
+    /// what table they make: the schema, dialect, header, lines to skip,
+    /// notes above the data, NULL for missing trailing fields, and the
+    /// columns whose type the samples chose (exact, widened).
+    pub fn load_options(&self, base: crate::load::LoadOptions) -> crate::load::LoadOptions {
+        let mut o = crate::load::LoadOptions {
+            schema: Some(self.schema.clone()),
+            dialect: self.dialect.clone(),
+            header: if self.header { Header::Yes } else { Header::No },
+            skip: self.skip,
+            leading_comment: self.leading_comment,
+            allow_missing_columns: base.allow_missing_columns || self.fill_missing,
+            widen: self.widen.clone(),
+            ..base
+        };
+        o.values.exact = self.exact.clone();
+        o
+    }
 }
 
 /// One chunk of a file: its bytes, and whether it is the file's start.
@@ -413,14 +449,34 @@ impl Trial {
 
     /// Whether it reads every record without error into more than one
     /// field, `want` fields when known, and (with `consistent`) the same
-    /// number in every record.
+    /// number in every record but perhaps the first (a header one name
+    /// short, over row names, or one longer, see [`header_fits`]).
     fn reads(&self, want: Option<usize>, consistent: bool) -> bool {
         let (n, _) = self.modal();
         self.error.is_none()
             && self.suspect.is_none()
             && n >= 2
             && want.is_none_or(|w| w == n)
-            && (!consistent || self.counts.len() == 1)
+            && (!consistent || self.consistent())
+    }
+
+    /// Every record has the modal count, but perhaps a first record one
+    /// field off (a header one name short or long).
+    fn consistent(&self) -> bool {
+        let (n, _) = self.modal();
+        let first_line = self.counts.iter().map(|c| c.2).min().unwrap_or(0);
+        match self.counts.as_slice() {
+            [_] => true,
+            [a, b] => {
+                let (one, rest) = if a.0 == n { (b, a) } else { (a, b) };
+                one.1 == 1
+                    && rest.1 >= 2
+                    && one.2 == first_line
+                    && (one.0 + 1 == n || one.0 == n + 1)
+                    && one.0 >= 1
+            }
+            _ => false,
+        }
     }
 
     /// What broke it, for an error message.
@@ -447,9 +503,14 @@ impl Trial {
     }
 }
 
-/// A delimiter's name in messages.
-fn delimiter_name(d: u8) -> String {
-    match d {
+/// A dialect's delimiter's name in messages.
+fn delimiter_name(d: &Dialect) -> String {
+    match d.split {
+        Split::Whitespace => return "whitespace".into(),
+        Split::Line => return "none".into(),
+        Split::Delimiter => {}
+    }
+    match d.delimiter {
         b',' => "comma".into(),
         b'\t' => "tab".into(),
         b'|' => "pipe".into(),
@@ -519,7 +580,10 @@ fn trial(
     let suspect = |fields: &[Vec<u8>]| {
         if d.quote.is_none() && fields.iter().any(in_quotes) {
             Some("a field in quotes")
-        } else if d.delimiter == b' ' && fields.iter().any(Vec::is_empty) {
+        } else if d.delimiter == b' '
+            && d.split == Split::Delimiter
+            && fields.iter().any(Vec::is_empty)
+        {
             Some("an empty field: columns aligned by runs of spaces are not read as one delimiter")
         } else {
             None
@@ -591,14 +655,26 @@ fn candidates(delimiter: u8, o: &InferOptions, data: &[u8]) -> Vec<Dialect> {
 /// [`candidates`]) that read its start without error into records of
 /// more than one field (`want` when known), the one whose records most
 /// often have the same count, the earlier on ties. Quoting other than
-/// the given one, and a space delimiter, must give every record the same
-/// count. `Err`: every trial, none reads it.
+/// the given one, a space delimiter and runs of whitespace must give
+/// every record the same count (see [`Trial::consistent`]); they are
+/// tried when no other delimiter does. `Err`: every trial, none reads it.
 fn choose_dialect(
     s: &Sample,
     o: &InferOptions,
     want: Option<usize>,
     preamble: Option<u8>,
 ) -> std::result::Result<Dialect, Vec<Trial>> {
+    choose(s, o, want, preamble).map(|(d, _)| d)
+}
+
+/// [`choose_dialect`], and whether every record (but perhaps a header
+/// one field off) has the same count.
+fn choose(
+    s: &Sample,
+    o: &InferOptions,
+    want: Option<usize>,
+    preamble: Option<u8>,
+) -> std::result::Result<(Dialect, bool), Vec<Trial>> {
     let head = &s.data[..s.data.len().min(TRIAL_BYTES)];
     let delimiters = match o.delimiter {
         Some(d) => vec![d],
@@ -611,30 +687,48 @@ fn choose_dialect(
     let mut best: Option<(usize, f64)> = None;
     for pass in [false, true] {
         let space = pass && o.delimiter.is_none();
-        if pass && (best.is_some() || !space) {
+        let all_read = |best: Option<(usize, f64)>, trials: &[Trial]| {
+            best.is_some_and(|(i, _)| trials[i].counts.len() == 1)
+        };
+        if pass && (all_read(best, &trials) || !space) {
             break;
         }
-        let tried: Vec<u8> = if space {
-            vec![b' ']
+        let tried: Vec<Dialect> = if space {
+            let spaces = candidates(b' ', o, head);
+            let runs = spaces.iter().map(|d| Dialect {
+                split: Split::Whitespace,
+                ..d.clone()
+            });
+            spaces.clone().into_iter().chain(runs).collect()
         } else {
-            delimiters.clone()
+            delimiters
+                .iter()
+                .flat_map(|&delimiter| candidates(delimiter, o, head))
+                .collect()
         };
-        for delimiter in tried {
-            for d in candidates(delimiter, o, head) {
-                let t = trial(s, &d, o.skip, preamble, o.dialect.quote);
-                if t.reads(want, space || !given(&d)) {
-                    let (_, k) = t.modal();
-                    let score = k as f64 / t.records() as f64;
-                    if best.is_none_or(|(_, b)| score > b + 1e-9) {
-                        best = Some((trials.len(), score));
-                    }
+        for d in tried {
+            let t = trial(s, &d, o.skip, preamble, o.dialect.quote);
+            if t.reads(want, space || !given(&d)) {
+                let (_, k) = t.modal();
+                let score = k as f64 / t.records() as f64;
+                // Every record alike, then all but a header one off.
+                let score = match (t.counts.len(), t.consistent()) {
+                    (1, _) => 1.0,
+                    (_, true) => 1.0 - 1e-6,
+                    _ => score,
+                };
+                if best.is_none_or(|(_, b)| score > b + 1e-9) {
+                    best = Some((trials.len(), score));
                 }
-                trials.push(t);
             }
+            trials.push(t);
         }
     }
     match best {
-        Some((i, _)) => Ok(trials.swap_remove(i).dialect),
+        Some((i, _)) => {
+            let consistent = trials[i].consistent();
+            Ok((trials.swap_remove(i).dialect, consistent))
+        }
         None => Err(trials),
     }
 }
@@ -646,7 +740,7 @@ fn no_dialect_message(trials: &[Trial], want: Option<usize>) -> String {
     for t in trials {
         let quoting = quoting_words(&t.dialect).join(", ");
         let why = t.why(want);
-        let name = delimiter_name(t.dialect.delimiter);
+        let name = delimiter_name(&t.dialect);
         match groups.iter_mut().find(|g| g.0 == quoting && g.1 == why) {
             Some(g) => g.2.push(name),
             None => groups.push((quoting, why, vec![name])),
@@ -662,16 +756,31 @@ fn no_dialect_message(trials: &[Trial], want: Option<usize>) -> String {
     )
 }
 
+/// How the inputs of a table whose columns are known read: see
+/// [`sniff_delimiter`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sniffed {
+    pub dialect: Dialect,
+    /// The byte of the comment lines above the data (see
+    /// [`Inferred::leading_comment`]).
+    pub leading_comment: Option<u8>,
+    /// Lines to skip at each file's start: the options' `skip` and the
+    /// `notes`.
+    pub skip: u64,
+    /// Lines of notes found above the table (see [`Inferred::notes`]).
+    pub notes: u64,
+}
+
 /// The dialect for records of `columns` fields (any number above one
 /// when `None`; `o.delimiter` when given), from the first input's start
 /// (`o.dialect` with a `,` when no candidate reads records consistently),
-/// and the byte of the comment lines above its data (see
-/// [`Inferred::leading_comment`]).
+/// the comment lines above its data, and the lines of notes above the
+/// table when no dialect reads every record from the first line alike.
 pub fn sniff_delimiter(
     inputs: &[Input],
     o: &InferOptions,
     columns: Option<usize>,
-) -> Result<(Dialect, Option<u8>)> {
+) -> Result<Sniffed> {
     let fallback = Dialect {
         delimiter: o.delimiter.unwrap_or(b','),
         ..o.dialect.clone()
@@ -690,16 +799,38 @@ pub fn sniff_delimiter(
         let (samples, _) = samples_of(input, &small, &mut 0)?;
         if let Some(s) = samples.first().filter(|s| !s.data.is_empty()) {
             let preamble = leading_comment(s, o);
-            let dialect = choose_dialect(s, o, columns, preamble).unwrap_or_else(|_| Dialect {
+            let chosen = choose(s, o, columns, preamble);
+            if !matches!(chosen, Ok((_, true)))
+                && o.detect_notes
+                && let Some((notes, dialect)) = find_notes(s, o, columns)
+            {
+                return Ok(Sniffed {
+                    dialect,
+                    leading_comment: None,
+                    skip: o.skip + notes,
+                    notes,
+                });
+            }
+            let dialect = chosen.map(|(d, _)| d).unwrap_or_else(|_| Dialect {
                 delimiter: o
                     .delimiter
                     .unwrap_or_else(|| sniff(s, o, columns, preamble)),
                 ..o.dialect.clone()
             });
-            return Ok((dialect, preamble));
+            return Ok(Sniffed {
+                dialect,
+                leading_comment: preamble,
+                skip: o.skip,
+                notes: 0,
+            });
         }
     }
-    Ok((fallback, None))
+    Ok(Sniffed {
+        dialect: fallback,
+        leading_comment: None,
+        skip: o.skip,
+        notes: 0,
+    })
 }
 
 /// What starts the comment lines inference looks for above the data.
@@ -1083,19 +1214,227 @@ fn nothing_to_infer(inputs: &[Input]) -> Error {
     }
 }
 
-/// A first record one field short of the records below, which all end
-/// with an empty field, gets that empty field too: a header without the
-/// trailing delimiter its rows have (`c1,c2` over `1,2,`), whose last,
-/// unnamed column is then `c<N>` like any empty name. Only the first
-/// file's records decide; the load pads such a header the same way.
-fn pad_short_header(first: &mut Option<Vec<Vec<u8>>>, below: &[Vec<Vec<u8>>], ncols: usize) {
+/// A first record one field off the `ncols` of the records below is
+/// made a header of `ncols` names (the load fits it the same way, see
+/// `load::header::fit_header`). One short, over records that all end
+/// with an empty field: an empty last name (a header without the
+/// trailing delimiter its rows have, `c1,c2` over `1,2,`; the column is
+/// then `c<N>` like any empty name). One short over full records: an
+/// empty first name (R's `write.table` header, no name over the row
+/// names). One long with an empty last field: that field dropped (a
+/// delimiter after the last name). Only the first file's records decide.
+fn fit_header(first: &mut Option<Vec<Vec<u8>>>, below: &[Vec<Vec<u8>>], ncols: usize) {
     let Some(first) = first.as_mut() else {
         return;
     };
     let trailing_empty = |r: &Vec<Vec<u8>>| r.len() == ncols && r.last().is_some_and(Vec::is_empty);
+    let full = |r: &Vec<Vec<u8>>| r.len() == ncols;
     if first.len() + 1 == ncols && !below.is_empty() && below.iter().all(trailing_empty) {
         first.push(Vec::new());
+    } else if first.len() + 1 == ncols && ncols >= 2 && below.len() >= 2 && below.iter().all(full) {
+        first.insert(0, Vec::new());
+    } else if first.len() == ncols + 1 && first.last().is_some_and(|v| value::trim(v).is_empty()) {
+        first.pop();
     }
+}
+
+/// Where a file's table starts when notes come before it (a title, a
+/// description, a count of rows, blank lines): of the candidate dialects,
+/// the one whose records from some line on all have the same number of
+/// fields, at least two, to the end of the first sample (and its first
+/// [`TRIAL_RECORDS`]), its header perhaps one field off, with the most
+/// such records. The lines above (at most [`MAX_NOTES`]) are notes when
+/// none of them splits like the records (of ten or more, under a
+/// quarter), and there are at least [`MIN_TABLE`] records below them;
+/// lines of words just above the header that split alike are notes too. Returns the lines of notes
+/// (after `o.skip`) and the dialect.
+fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64, Dialect)> {
+    if !s.start {
+        return None;
+    }
+    let data = after_skip(&s.data, o.skip)?;
+    let mut data = &data[..data.len().min(TRIAL_BYTES)];
+    if data.len() < s.data.len() || !s.whole {
+        data = memchr::memrchr(b'\n', data).map_or(&data[..0], |i| &data[..i + 1]);
+    }
+    let delimiters = match o.delimiter {
+        Some(d) => vec![d],
+        None => DELIMITERS.iter().copied().chain([b' ']).collect(),
+    };
+    let mut tried: Vec<Dialect> = delimiters
+        .iter()
+        .flat_map(|&d| candidates(d, o, data))
+        .collect();
+    if o.delimiter.is_none() {
+        tried.extend(candidates(b' ', o, data).into_iter().map(|d| Dialect {
+            split: Split::Whitespace,
+            ..d
+        }));
+    }
+    let mut best: Option<(usize, u64, Dialect)> = None;
+    for d in tried.into_iter().filter(|d| d.split != Split::Line) {
+        let recs = line_records(data, &d);
+        let Some(n) = recs.last().map(|r| r.1.len()) else {
+            continue;
+        };
+        if n < 2 || want.is_some_and(|w| w != n) {
+            continue;
+        }
+        let mut b = recs.len();
+        while b > 0 && recs[b - 1].1.len() == n {
+            b -= 1;
+        }
+        let run = b;
+        // The columns of numbers, by the lower half of the run.
+        let below = &recs[b + (recs.len() - b) / 2..];
+        let numeric: Vec<bool> = (0..n)
+            .map(|c| {
+                let mut vals = below
+                    .iter()
+                    .map(|r| value::trim(&r.1[c]))
+                    .filter(|v| !v.is_empty());
+                let mut any = false;
+                vals.all(|v| {
+                    any = true;
+                    is_na_like(v) || is_number(v)
+                }) && any
+            })
+            .collect();
+        // A record of names over them: a word where a number goes.
+        let heads = |r: &[Vec<u8>]| {
+            r.iter().zip(&numeric).any(|(v, &num)| {
+                let v = value::trim(v);
+                num && !v.is_empty() && !is_na_like(v) && !is_number(v)
+            })
+        };
+        // Lines of words above the header (`<1960 Q1>` over `a b`) that
+        // happen to split alike are notes too.
+        while b + 2 < recs.len() && heads(&recs[b].1) && heads(&recs[b + 1].1) {
+            b += 1;
+        }
+        let rows = recs.len() - b - usize::from(heads(&recs[b].1));
+        // Above data, a header of names one short (no name over the row
+        // names, as R writes) or one long (a delimiter after the last).
+        if b == run && b > 0 && !heads(&recs[b].1) {
+            let h = &recs[b - 1].1;
+            let names = h
+                .iter()
+                .all(|v| !value::trim(v).is_empty() && !is_number(value::trim(v)));
+            let short = h.len() + 1 == n && names;
+            let long = h.len() == n + 1
+                && h.last().is_some_and(|v| value::trim(v).is_empty())
+                && h[..n].iter().all(|v| !is_number(value::trim(v)));
+            if short || long {
+                b -= 1;
+            }
+        }
+        if b == 0 || rows < MIN_TABLE || recs[b].0 > MAX_NOTES {
+            continue;
+        }
+        // Lines above the run that split like its records may be
+        // records (or their header): a bad record below them is no end
+        // of notes. A few such lines among many of prose are words.
+        let like = recs[..run].iter().filter(|r| r.1.len() == n).count();
+        if like > 0 && (run < 10 || like * 4 >= run) {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(r, _, _)| rows > *r) {
+            best = Some((rows, recs[b].0, d));
+        }
+    }
+    best.map(|(_, line, d)| (line, d))
+}
+
+/// Whether a field is a number (as a header tells names from data).
+fn is_number(v: &[u8]) -> bool {
+    std::str::from_utf8(v).is_ok_and(|s| s.parse::<f64>().is_ok())
+}
+
+/// Lines of notes at most above a table (see [`find_notes`]).
+const MAX_NOTES: u64 = 200;
+
+/// Records at least below notes (see [`find_notes`]).
+const MIN_TABLE: usize = 2;
+
+/// The records of `data` (a file's start) read with `d`: each one's
+/// first line (0-based) and its fields, none for a line that cannot be
+/// read (the reading goes on at the next line). Blank lines, lines of
+/// only spaces and comment lines are not records.
+fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let (mut at, mut line) = (0usize, 0u64);
+    while at < data.len() && out.len() < TRIAL_RECORDS {
+        let rest = &data[at..];
+        let indent = rest
+            .iter()
+            .take_while(|&&c| c == b' ' || c == b'\t')
+            .count();
+        let blank = matches!(&rest[indent..], [] | [b'\n', ..] | [b'\r', b'\n', ..])
+            || Some(rest[0]) == d.comment;
+        if !blank {
+            match read_record(rest, d, true) {
+                Ok(Some((fields, used, newlines))) if used > 0 => {
+                    out.push((line, fields));
+                    at += used;
+                    line += newlines;
+                    continue;
+                }
+                _ => out.push((line, Vec::new())),
+            }
+        }
+        match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                at += i + 1;
+                line += 1;
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// `d` reading each line as one field.
+fn as_lines(d: Dialect) -> Dialect {
+    Dialect {
+        split: Split::Line,
+        quote: None,
+        escape: None,
+        trim_around_quotes: false,
+        ..d
+    }
+}
+
+/// Whether the first record of `s` read with `d` has fewer fields than
+/// most records, and those are not all in one run at the end (a title
+/// above a table too short to tell notes by: its load fails, naming
+/// `--skip`).
+fn starts_short(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> bool {
+    let mut recs = records(s, d, skip, preamble);
+    recs.truncate(TRIAL_RECORDS);
+    let (n, k) = modal_count(&recs);
+    let in_one_run_at_end = recs.iter().rev().take_while(|r| r.len() == n).count() == k;
+    recs.first().is_some_and(|r| r.len() < n) && !in_one_run_at_end
+}
+
+/// Whether the records of `s` read with `d` are mostly of one field but
+/// some split into more: lines of text, not a table of one column.
+fn splits_unevenly(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> bool {
+    let mut counts: Vec<(usize, usize)> = Vec::new();
+    let mut seen = 0;
+    walk(s, d, skip, preamble, |_, r| {
+        let n = r.map_or(0, |f| f.len());
+        match counts.iter_mut().find(|c| c.0 == n) {
+            Some(c) => c.1 += 1,
+            None => counts.push((n, 1)),
+        }
+        seen += 1;
+        seen < TRIAL_RECORDS
+    });
+    let modal = counts
+        .iter()
+        .max_by_key(|&&(n, k)| (k, n))
+        .map_or(0, |c| c.0);
+    modal <= 1 && counts.len() > 1
 }
 
 /// Infers how to read `inputs` and what table they make.
@@ -1138,9 +1477,39 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         return Err(nothing_to_infer(inputs));
     };
     let (first_file, first) = (*first_file, &first[0]);
-    let leading_comment = leading_comment(first, o);
-    let (d, trials) = match choose_dialect(first, o, None, leading_comment) {
-        Ok(d) => (d, Vec::new()),
+    let mut leading_comment = leading_comment(first, o);
+    let mut chosen = choose(first, o, None, leading_comment);
+    // Notes above the table: when no dialect reads every record alike,
+    // but one reads all from some line on.
+    let mut with_notes = None;
+    if !matches!(chosen, Ok((_, true)))
+        && o.detect_notes
+        && let Some((notes, d)) = find_notes(first, o, None)
+    {
+        let o = InferOptions {
+            skip: o.skip + notes,
+            ..o.clone()
+        };
+        chosen = match choose(first, &o, None, None) {
+            Ok((d, true)) => Ok((d, true)),
+            _ => Ok((d, true)),
+        };
+        leading_comment = None;
+        with_notes = Some((o, notes));
+    }
+    let notes = with_notes.as_ref().map_or(0, |w| w.1);
+    let o = with_notes.as_ref().map_or(o, |w| &w.0);
+    let (d, trials) = match chosen {
+        // A first line shorter than most records, and no line from which
+        // all split alike: a report of several parts, not a table.
+        Ok((d, false))
+            if o.delimiter.is_none()
+                && with_notes.is_none()
+                && starts_short(first, &d, o.skip, leading_comment) =>
+        {
+            (as_lines(d), Vec::new())
+        }
+        Ok((d, _)) => (d, Vec::new()),
         // None reads every record: the given quoting, and the load says
         // where a record breaks it.
         Err(trials) => {
@@ -1150,6 +1519,13 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             let d = Dialect {
                 delimiter,
                 ..o.dialect.clone()
+            };
+            // Lines that split in no one way (a report, a program's
+            // output, prose): each line one field, rather than a table
+            // of one column that a later line breaks.
+            let d = match o.delimiter {
+                None if splits_unevenly(first, &d, o.skip, leading_comment) => as_lines(d),
+                _ => d,
             };
             (d, trials)
         }
@@ -1178,10 +1554,30 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         .iter()
         .max_by_key(|&&(n, k)| (k, n))
         .map_or(0, |c| c.0);
-    let ncols = modal.max(first_rec.as_ref().map_or(0, Vec::len));
+    let first_len = first_rec.as_ref().map_or(0, Vec::len);
+    // A header one name longer than the records, its last empty (a
+    // delimiter after the last name), names those records' columns.
+    let long_header = first_len == modal + 1
+        && modal >= 1
+        && first_rec
+            .as_ref()
+            .and_then(|f| f.last())
+            .is_some_and(|v| value::trim(v).is_empty());
+    let ncols = if long_header && o.header != Header::No {
+        modal
+    } else {
+        modal.max(first_len)
+    };
     if o.header != Header::No {
-        pad_short_header(&mut first_rec, &below, ncols);
+        fit_header(&mut first_rec, &below, ncols);
     }
+    // Most records shorter than a first record that no record outgrows:
+    // values left off at the end of rows under a header (as forecasts
+    // and sparse exports are written), NULL when that is a header.
+    let short_rows = first_rec.as_ref().is_some_and(|f| f.len() == ncols)
+        && modal < ncols
+        && counts.iter().all(|c| c.0 <= ncols)
+        && d.split != Split::Line;
     if ncols == 0 {
         let tried = trials
             .iter()
@@ -1206,7 +1602,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         walk(s, &d, o.skip, leading_comment, |_, r| {
             let Ok(fields) = r else { return true };
             let is_first = std::mem::replace(&mut at_first, false);
-            if fields.len() != ncols {
+            if fields.len() > ncols || (fields.len() < ncols && !short_rows) {
                 return true;
             }
             let (cands, n) = if is_first {
@@ -1226,6 +1622,8 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     let header = match o.header {
         Header::Yes => true,
         Header::No => false,
+        // Lines of text, not a table: the first is one of them.
+        Header::Auto if d.split == Split::Line => false,
         Header::Auto => {
             let rest_values: Vec<Vec<&[u8]>> = (0..ncols)
                 .map(|c| {
@@ -1240,6 +1638,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
                 .is_some_and(|f| f.len() == ncols && looks_like_header(f, &rest, &rest_values, o))
         }
     };
+    let fill_missing = header && short_rows;
     let (cands, records_sampled) = if header {
         (rest, n_rest)
     } else {
@@ -1273,6 +1672,9 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         delimiter,
         dialect: d,
         header,
+        skip: o.skip,
+        notes,
+        fill_missing,
         line_end,
         leading_comment,
         files_sampled: per_file.len(),
@@ -1374,7 +1776,10 @@ mod tests {
         // Ragged records under a quoting other than the given one, fields
         // in quotes with none, runs of spaces: not taken.
         assert!(pick(b"a;b\n\"1\";\"x\"y\n").is_err());
-        assert!(pick(b"a  b\n1  2\n").is_err());
+        // Runs of spaces: one delimiter, when no other reads the records.
+        assert_eq!(pick(b"a  b\n1  2\n"), Ok((' ', q, None, false)));
+        let runs = choose_dialect(&sample(b"a  b\n1  2\n"), &o, None, None);
+        assert!(runs.is_ok_and(|d| d.split == Split::Whitespace));
         assert!(pick(b"one\ntwo\n").is_err());
         // Given quoting: taken also when ragged, the load says where.
         assert_eq!(pick(b"a,b\n1,2\n3,4,5\n"), Ok((',', q, None, false)));

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
-use sluice::parse::{BlankLines, Dialect, Format, JsonFormat, JsonShape};
+use sluice::parse::{BlankLines, Dialect, Format, JsonFormat, JsonShape, Split};
 use sluice::store::Database;
 
 use crate::util;
@@ -93,8 +93,10 @@ pub struct LoadArgs {
     /// named like a column
     #[arg(long, value_name = "FIELD")]
     json_rows: Option<String>,
-    /// Field delimiter: one character, or 'tab' (default: detected from the
-    /// data among , tab | ; then a single space)
+    /// Field delimiter: one character, 'tab', 'whitespace' (runs of
+    /// spaces and tabs: columns aligned for reading) or 'none' (each line
+    /// one field) (default: detected from the data among , tab | ; then a
+    /// single space, then whitespace)
     #[arg(long, short)]
     delimiter: Option<String>,
     /// Shorthand for --delimiter tab
@@ -117,8 +119,11 @@ pub struct LoadArgs {
     #[arg(long, default_value = "")]
     null: String,
     /// Lines to skip at the start of each file (before the header)
-    #[arg(long, default_value_t = 0)]
-    skip: u64,
+    /// (default: none, or, with the schema inferred, the lines of notes
+    /// found above the table: a title, a description, a count of rows;
+    /// --skip 0 skips none)
+    #[arg(long)]
+    skip: Option<u64>,
     /// Lines starting with this character are ignored
     #[arg(long)]
     comment: Option<String>,
@@ -344,6 +349,13 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
     if show_schema(&a, &read, &settings, &chosen, quiet) {
         return Ok(());
     }
+    if chosen.inferred.is_none() && chosen.notes > 0 && !quiet {
+        eprintln!(
+            "{} line{} of notes above the data skipped in each file (--skip N to give another number)",
+            chosen.notes,
+            if chosen.notes == 1 { "" } else { "s" }
+        );
+    }
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let stop = stop_on_interrupt(has_streams(&inputs));
     let progress = Arc::new(Progress::default());
@@ -469,15 +481,18 @@ fn settings(
     read: &InputFormat,
     base: sluice::infer::InferOptions,
 ) -> Result<Settings> {
-    let delimiter = if read.format == FormatArg::Tsv || a.tsv {
-        Some(b'\t')
+    let (delimiter, split) = if read.format == FormatArg::Tsv || a.tsv {
+        (Some(b'\t'), Split::Delimiter)
     } else {
-        a.delimiter
-            .as_deref()
-            .map(|d| util::parse_char(d, "--delimiter"))
-            .transpose()?
+        match a.delimiter.as_deref() {
+            None => (None, Split::Delimiter),
+            Some(w) if w.eq_ignore_ascii_case("whitespace") => (Some(b' '), Split::Whitespace),
+            Some(w) if w.eq_ignore_ascii_case("none") => (Some(b','), Split::Line),
+            Some(d) => (Some(util::parse_char(d, "--delimiter")?), Split::Delimiter),
+        }
     };
     let quote = match a.quote.as_deref() {
+        None if split == Split::Line => None,
         None => Some(b'"'),
         Some(q) if q.is_empty() || q.eq_ignore_ascii_case("none") => None,
         Some(q) => Some(util::parse_char(q, "--quote")?),
@@ -528,10 +543,12 @@ fn settings(
             comment,
             blank_lines,
             trim_around_quotes: false,
+            split,
         },
         detect_quoting: a.quote.is_none() && a.escape.is_none(),
         header,
-        skip: a.skip,
+        skip: a.skip.unwrap_or(0),
+        detect_notes: a.skip.is_none(),
         null: a.null.clone().into_bytes(),
         date_format: a.date_format.clone(),
         timestamp_format: a.timestamp_format.clone(),
@@ -560,6 +577,10 @@ struct Chosen {
     inferred: Option<sluice::infer::Inferred>,
     /// Comment lines above the data that sniffing or inference saw.
     leading_comment: Option<u8>,
+    /// Lines skipped at each file's start: `--skip`, or the notes found.
+    skip: u64,
+    /// Lines of notes found above the table.
+    notes: u64,
 }
 
 /// Chooses the schema: `--schema`, else the existing table's, else
@@ -579,6 +600,7 @@ fn choose_schema(
         .and_then(|db| db.table(&a.table).map(|t| t.schema.clone()));
     let mut inferred = None;
     let mut leading_comment = None;
+    let (mut skip, mut notes) = (infer_opts.skip, 0);
     let mut dialect = infer_opts.dialect.clone();
     let (schema, delimiter, header) = match (settings.given.clone(), existing) {
         (Some(s), _) | (None, Some(s)) if read.json.is_some() => {
@@ -607,9 +629,10 @@ fn choose_schema(
             }
             // Mapped inputs may have any number of fields.
             let fields = (settings.columns.is_none() && !a.match_by_name).then_some(s.len());
-            let (d, notes) = sluice::infer::sniff_delimiter(inputs, infer_opts, fields)?;
-            leading_comment = notes;
-            dialect = d;
+            let sniffed = sluice::infer::sniff_delimiter(inputs, infer_opts, fields)?;
+            leading_comment = sniffed.leading_comment;
+            dialect = sniffed.dialect;
+            (skip, notes) = (sniffed.skip, sniffed.notes);
             (s, dialect.delimiter, header)
         }
         (None, None) => {
@@ -619,6 +642,7 @@ fn choose_schema(
             dialect = inf.dialect.clone();
             let h = if inf.header { Header::Yes } else { Header::No };
             leading_comment = inf.leading_comment;
+            (skip, notes) = (inf.skip, inf.notes);
             // With --columns, the table is the chosen fields, in that order.
             if let Some(refs) = &settings.columns {
                 inf.schema = chosen_columns(&inf.schema, refs)?;
@@ -639,6 +663,8 @@ fn choose_schema(
         dialect,
         inferred,
         leading_comment,
+        skip,
+        notes,
     })
 }
 
@@ -680,12 +706,17 @@ fn show_schema(
     chosen: &Chosen,
     quiet: bool,
 ) -> bool {
-    let (schema, delimiter, json, format) =
-        (&chosen.schema, chosen.delimiter, read.json, read.format);
+    let (schema, json, format) = (&chosen.schema, read.json, read.format);
     if a.dry_run && a.json {
         println!(
             "{}",
-            dry_run_json(&a.table, schema, delimiter, json, chosen.inferred.as_ref())
+            dry_run_json(
+                &a.table,
+                schema,
+                &chosen.dialect,
+                json,
+                chosen.inferred.as_ref()
+            )
         );
         return true;
     }
@@ -700,7 +731,7 @@ fn show_schema(
             )),
             Some(inf) => {
                 let mut how = vec![
-                    format!("delimiter {}", util::show_char(delimiter)),
+                    format!("delimiter {}", util::show_delimiter(&inf.dialect)),
                     if inf.header {
                         "header line".to_string()
                     } else {
@@ -715,9 +746,31 @@ fn show_schema(
                     trim_around_quotes: false,
                     ..inf.dialect.clone()
                 });
-                how.extend(words.into_iter().filter(|w| !given.contains(w)));
+                if inf.dialect.split != Split::Line {
+                    how.extend(words.into_iter().filter(|w| !given.contains(w)));
+                }
                 if inf.line_end == sluice::source::LineEnd::Cr {
                     how.push("line ends a lone CR (classic Mac OS)".into());
+                }
+                if inf.notes > 0 {
+                    how.push(format!(
+                        "{} line{} of notes above the table skipped (--skip {} to give another number)",
+                        inf.notes,
+                        if inf.notes == 1 { "" } else { "s" },
+                        inf.skip
+                    ));
+                }
+                if inf.dialect.split == Split::Line {
+                    how.push(
+                        "no delimiter splits the lines alike: each line is one field (give --delimiter to split them)"
+                            .into(),
+                    );
+                }
+                if inf.fill_missing {
+                    how.push(
+                        "most records have fewer fields than the header: the missing ones are NULL"
+                            .into(),
+                    );
                 }
                 if let Some(c) = inf.leading_comment {
                     how.push(format!(
@@ -736,7 +789,10 @@ fn show_schema(
                 ));
             }
             None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
-            None => text.push_str(&format!("delimiter {}\n", util::show_char(delimiter))),
+            None => text.push_str(&format!(
+                "delimiter {}\n",
+                util::show_delimiter(&chosen.dialect)
+            )),
         }
         // Quoted for a shell: in single quotes when a name is in double
         // quotes.
@@ -781,7 +837,7 @@ fn load_options(
             None => Format::Delimited,
         },
         header: chosen.header,
-        skip: a.skip,
+        skip: chosen.skip,
         values: sluice::batch::ValueOptions {
             null: a.null.clone().into_bytes(),
             date_format: a.date_format.clone(),
@@ -811,7 +867,7 @@ fn load_options(
         on_error: settings.on_error,
         rejects: a.rejects.clone(),
         max_errors: a.max_errors,
-        allow_missing_columns: a.allow_missing_columns,
+        allow_missing_columns: a.allow_missing_columns || inferred.is_some_and(|i| i.fill_missing),
         encoding: settings.infer.encoding,
         line_end: settings.infer.line_end,
         leading_comment: chosen.leading_comment,
@@ -871,7 +927,7 @@ fn load_error(
                     inferred: chosen.inferred.as_ref(),
                     types: &settings.infer.types,
                     opts,
-                    skip: a.skip,
+                    skip: opts.skip,
                 },
             );
             anyhow::anyhow!(
@@ -1060,10 +1116,15 @@ fn hint_line(hint: Option<&str>) -> String {
 fn dry_run_json(
     table: &str,
     schema: &sluice::batch::Schema,
-    delimiter: u8,
+    dialect: &Dialect,
     json: Option<JsonShape>,
     inferred: Option<&sluice::infer::Inferred>,
 ) -> serde_json::Value {
+    let delimiter = match dialect.split {
+        Split::Delimiter => (dialect.delimiter as char).to_string(),
+        Split::Whitespace => "whitespace".to_string(),
+        Split::Line => "none".to_string(),
+    };
     serde_json::json!({
         "dry_run": true,
         "table": table,
@@ -1072,7 +1133,7 @@ fn dry_run_json(
             Some(JsonShape::Lines) => "jsonl",
             Some(JsonShape::Array | JsonShape::Values) => "json",
         },
-        "delimiter": json.is_none().then(|| (delimiter as char).to_string()),
+        "delimiter": json.is_none().then_some(delimiter),
         "schema": schema.to_string(),
         "inferred": inferred.map(|inf| serde_json::json!({
             "samples": inf.samples,

@@ -151,6 +151,71 @@ fn trailing_delimiter_after_a_short_header() {
     assert_eq!(ok(&t.0, &["export", "u"]), "id,qty,c3\n1,2,\n3,4,\n");
 }
 
+#[test]
+fn notes_above_a_table_are_skipped_and_said() {
+    // With two rows or more below them, inference finds the notes: the
+    // summary says how many lines it skipped, and how to say otherwise.
+    let t = Tmp::new();
+    t.write(
+        "report.csv",
+        b"Sales report\nGenerated 2024-01-31\n\nid,qty,price\n1,2,3.50\n4,5,6.00\n",
+    );
+    let o = sluice(&t.0, &["load", "t", "report.csv"]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("delimiter ',', header line, 3 lines of notes above the table skipped (--skip 3 to give another number)"),
+        "{err}"
+    );
+    assert_eq!(
+        ok(&t.0, &["export", "t"]),
+        "id,qty,price\n1,2,3.50\n4,5,6.00\n"
+    );
+    // Appending another file of the same tool: the same lines skipped.
+    t.write(
+        "report2.csv",
+        b"Sales report\nGenerated 2024-02-29\n\nid,qty,price\n7,8,9.00\n10,11,12.00\n",
+    );
+    let o = sluice(&t.0, &["load", "t", "report2.csv"]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("3 lines of notes above the data skipped in each file"),
+        "{err}"
+    );
+    assert_eq!(
+        ok(&t.0, &["query", "SELECT count(*) FROM t"]).trim_end(),
+        "count(*)\n4"
+    );
+    // --skip 0 looks for none: the title is a record of one field.
+    let e = load_error(&t, &["load", "-q", "--skip", "0", "u", "report.csv"]);
+    assert!(e.contains("report.csv:"), "{e}");
+    // A program's report, no table: one line a row, said so.
+    t.write(
+        "vecm.txt",
+        b"*** Tue 21 Jun 2016 ***\nd(Dp)(t-1)|   -0.515\n          |   (0.153)\nend of report\n",
+    );
+    let o = sluice(&t.0, &["load", "v", "vecm.txt"]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("delimiter none (each line one field), no header line, no delimiter splits the lines alike"),
+        "{err}"
+    );
+    assert_eq!(
+        ok(&t.0, &["export", "v"]),
+        "c1\n*** Tue 21 Jun 2016 ***\nd(Dp)(t-1)|   -0.515\n          |   (0.153)\nend of report\n"
+    );
+    // Columns aligned by spaces, given.
+    t.write("al.txt", b"  a    b\n  1    x y\n");
+    let e = load_error(
+        &t,
+        &["load", "-q", "--delimiter", "whitespace", "w", "al.txt"],
+    );
+    assert!(
+        e.contains("al.txt:1: found a record with 2 fields, expected 3"),
+        "{e}"
+    );
+}
+
 /// Runs a load that must fail; returns its stderr (an error and a hint
 /// are two lines).
 fn load_error(t: &Tmp, args: &[&str]) -> String {
@@ -164,7 +229,7 @@ fn preamble_lines_hint_skip() {
     let t = Tmp::new();
     t.write(
         "report.csv",
-        b"Sales report\nGenerated 2024-01-31\n\nid,qty,price\n1,2,3.50\n4,5,6.00\n",
+        b"Sales report\nGenerated 2024-01-31\n\nid,qty,price\n1,2,3.50\n",
     );
     assert_eq!(
         load_error(&t, &["load", "-q", "t", "report.csv"]),
@@ -172,19 +237,21 @@ fn preamble_lines_hint_skip() {
     );
     // As the hint says: the header below the notes is a header.
     ok(&t.0, &["load", "-q", "--skip", "3", "t", "report.csv"]);
-    assert_eq!(
-        ok(&t.0, &["export", "t"]),
-        "id,qty,price\n1,2,3.50\n4,5,6.00\n"
+    assert_eq!(ok(&t.0, &["export", "t"]), "id,qty,price\n1,2,3.50\n");
+    // One title line, a given schema: found and skipped.
+    t.write("two.csv", b"Inventory\n1,2,3\n4,5,6\n");
+    ok(
+        &t.0,
+        &[
+            "load",
+            "-q",
+            "--schema",
+            "a INT, b INT, c INT",
+            "u",
+            "two.csv",
+        ],
     );
-    // One title line, a given schema: the same hint.
-    t.write("one.csv", b"Inventory\n1,2,3\n4,5,6\n");
-    assert_eq!(
-        load_error(
-            &t,
-            &["load", "--schema", "a INT, b INT, c INT", "u", "one.csv"]
-        ),
-        "error: loading table u; nothing was committed: one.csv:1: found a record with 1 field, expected 3 (byte 0)\nhint: line 1 does not split into 3 fields like the records below it; if it is a title or a note above the data, load with --skip 1\n"
-    );
+    assert_eq!(ok(&t.0, &["export", "u"]), "a,b,c\n1,2,3\n4,5,6\n");
     // A short record among the data is no preamble: the hint names
     // --rejects, not --skip.
     t.write("ragged.csv", b"1,2,3\n4,5\n6,7,8\n");

@@ -44,18 +44,28 @@ pub(super) fn header_names(field: &[u8], column: &str) -> bool {
         || normalize_name(field).eq_ignore_ascii_case(column)
 }
 
-/// A header one field short of a table whose last column is `c<N>` (N
-/// its position) gets an empty last field: inference names so the empty
-/// field that rows ending with a delimiter have after the header's last
-/// name (`c1,c2` over `1,2,`; see `infer`), and the header is then
-/// recognised by those names.
-pub(super) fn pad_short_header(fields: &mut Vec<Vec<u8>>, cols: &[Column]) {
-    if fields.len() + 1 == cols.len()
-        && cols
-            .last()
-            .is_some_and(|c| c.name.eq_ignore_ascii_case(&format!("c{}", cols.len())))
-    {
+/// A header one field off the table's columns is fitted to them as
+/// inference fits it (see `infer`), and then recognised by its names.
+/// One short of a table whose last column is `c<N>` (N its position):
+/// an empty last field, as rows ending with a delimiter have after the
+/// header's last name (`c1,c2` over `1,2,`). One short of a table whose
+/// first column is `c1`: an empty first field (R's `write.table` header,
+/// no name over the row names). One long, its last field empty: that
+/// field dropped (a delimiter after the last name).
+pub(super) fn fit_header(fields: &mut Vec<Vec<u8>>, cols: &[Column]) {
+    let named = |c: Option<&Column>, n: usize| {
+        c.is_some_and(|c| c.name.eq_ignore_ascii_case(&format!("c{n}")))
+    };
+    if fields.len() + 1 == cols.len() && named(cols.last(), cols.len()) {
         fields.push(Vec::new());
+    } else if fields.len() + 1 == cols.len() && named(cols.first(), 1) {
+        fields.insert(0, Vec::new());
+    } else if fields.len() == cols.len() + 1
+        && fields
+            .last()
+            .is_some_and(|f| crate::parse::value::trim(f).is_empty())
+    {
+        fields.pop();
     }
 }
 
@@ -254,7 +264,7 @@ pub(super) fn delimited_start(
                 Ok(Some((mut fields, used, newlines))) => {
                     let cols = &shared.schema.columns;
                     if !mapped {
-                        pad_short_header(&mut fields, cols);
+                        fit_header(&mut fields, cols);
                     }
                     let names_match = if mapped {
                         // The fields the mapping reads are the names of

@@ -2,7 +2,7 @@
 
 use memchr::{memchr, memchr_iter, memchr2};
 
-use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect, LineCount};
+use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect, LineCount, Split};
 use crate::batch::{BatchBuilder, DataType, Schema};
 
 /// A malformed record or value inside a block.
@@ -105,13 +105,43 @@ fn scan_field(
     if term != Term::Delim && fend > pos && data[fend - 1] == b'\r' {
         fend -= 1;
     }
+    let (term, next) = match term {
+        Term::Delim if d.split == Split::Whitespace => after_run(data, end + 1),
+        _ => (term, end + 1),
+    };
     Ok(Scanned {
         field: Field::Slice(pos, fend),
         quoted: false,
         term,
-        next: end + 1,
+        next,
         newlines: 0,
     })
+}
+
+/// Fields split at runs of whitespace: past the rest of the run that
+/// ended a field at `at`, and what ends there (spaces and tabs before a
+/// line's end end the record, not a field).
+#[cold]
+fn after_run(data: &[u8], mut at: usize) -> (Term, usize) {
+    while at < data.len() && matches!(data[at], b' ' | b'\t') {
+        at += 1;
+    }
+    match data.get(at) {
+        None => (Term::Eof, data.len() + 1),
+        Some(b'\n') => (Term::Newline, at + 1),
+        Some(b'\r') if data.get(at + 1) == Some(&b'\n') => (Term::Newline, at + 2),
+        Some(_) => (Term::Delim, at),
+    }
+}
+
+/// Fields split at runs of whitespace: past the spaces and tabs at the
+/// start of a record at `at`.
+#[cold]
+fn skip_indent(data: &[u8], mut at: usize) -> usize {
+    while at < data.len() && matches!(data[at], b' ' | b'\t') {
+        at += 1;
+    }
+    at
 }
 
 #[cold]
@@ -178,7 +208,10 @@ fn scan_quoted(
     }
     let (term, next) = match data.get(pos) {
         None => (Term::Eof, n + 1),
-        Some(&c) if c == d.delimiter => (Term::Delim, pos + 1),
+        Some(&c) if d.ends_field(c) => match d.split {
+            Split::Whitespace => after_run(data, pos + 1),
+            _ => (Term::Delim, pos + 1),
+        },
         Some(b'\n') => (Term::Newline, pos + 1),
         Some(b'\r') if data.get(pos + 1) == Some(&b'\n') => (Term::Newline, pos + 2),
         Some(&c) => {
@@ -448,8 +481,17 @@ pub fn parse_block_with(
         schema.columns.iter().any(|c| c.data_type == DataType::Text) && memchr(0, data).is_some();
     let mut builder_rows: u32 = 0;
     let blank_records = d.blank_lines.are_records(ncols == 1 && map.is_none());
+    let whitespace = d.split == Split::Whitespace;
+    // The integer fast path ends a field at the delimiter byte.
+    let fast_integers = d.split != Split::Line;
     let mut pos = 0;
     while pos < n {
+        if whitespace {
+            pos = skip_indent(data, pos);
+            if pos == n {
+                break;
+            }
+        }
         let c = data[pos];
         if c == b'\n' && !blank_records {
             pos += 1;
@@ -486,9 +528,14 @@ pub fn parse_block_with(
             };
             if let Some(t) = target
                 && integer[t]
+                && fast_integers
                 && !(exact[t] && zero_first(data, pos))
                 && let Some((v, term, next)) = scan_integer(data, pos, d.delimiter)
             {
+                let (term, next) = match term {
+                    Term::Delim if whitespace => after_run(data, next),
+                    _ => (term, next),
+                };
                 if let Err(msg) = out.push_integer(t, v) {
                     let ty = schema.columns[t].data_type;
                     let bytes = &data[field_start..next.min(n)];
@@ -781,6 +828,19 @@ pub fn read_record(
     let mut fields = Vec::new();
     let mut pos = 0;
     let mut newlines = 0;
+    if d.split == Split::Whitespace {
+        // Indents, and lines of only spaces (blank), come before it.
+        loop {
+            pos = skip_indent(data, pos);
+            match &data[pos..] {
+                [b'\n', ..] => pos += 1,
+                [b'\r', b'\n', ..] => pos += 2,
+                [] | [b'\r'] if !at_eof => return Ok(None),
+                _ => break,
+            }
+            newlines += 1;
+        }
+    }
     loop {
         let s = match scan_field(data, pos, d, &classes, &mut scratch) {
             Ok(s) => s,
@@ -851,6 +911,60 @@ mod tests {
                 vec![s("3"), s("multi\nline")],
                 vec![s("4"), s("plain")],
             ]
+        );
+    }
+
+    #[test]
+    fn runs_of_whitespace_split_fields() {
+        let d = Dialect {
+            delimiter: b' ',
+            split: Split::Whitespace,
+            ..Dialect::default()
+        };
+        let rows = parse(
+            "  1   a  \n\t2\t \"b c\"\t\r\n   \n3 d\n 4   e",
+            "id INT, t TEXT",
+            &d,
+        )
+        .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![s("1"), s("a")],
+                vec![s("2"), s("b c")],
+                vec![s("3"), s("d")],
+                vec![s("4"), s("e")],
+            ]
+        );
+        // A third field is a third field, however it is spaced.
+        let e = parse("1  a  x\n", "id INT, t TEXT", &d).unwrap_err();
+        assert_eq!(e.message, "found a record with 3 fields, expected 2");
+        // A header line: indent and lines of only spaces before it.
+        let (fields, used, lines) = read_record(b"  \n   x   y  \n1 2\n", &d, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(fields, vec![b"x".to_vec(), b"y".to_vec()]);
+        assert_eq!((used, lines), (14, 2));
+        assert_eq!(read_record(b"   ", &d, false).unwrap(), None);
+    }
+
+    #[test]
+    fn lines_are_one_field_each() {
+        let d = Dialect {
+            quote: None,
+            split: Split::Line,
+            ..Dialect::default()
+        };
+        d.validate().unwrap();
+        let rows = parse("a, b | c\t\"d\r\n  e  \n", "line TEXT", &d).unwrap();
+        assert_eq!(rows, vec![vec![s("a, b | c\t\"d")], vec![s("  e  ")]]);
+        assert!(
+            Dialect {
+                quote: Some(b'"'),
+                ..d
+            }
+            .validate()
+            .is_err()
         );
     }
 

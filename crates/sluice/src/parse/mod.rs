@@ -74,6 +74,25 @@ pub struct Dialect {
     /// skipped (`"Year", "Score"`, as some tools write); spaces around an
     /// unquoted field are kept. Needs a delimiter other than a space.
     pub trim_around_quotes: bool,
+    /// How a record splits into fields: at each `delimiter` (the
+    /// default), at runs of spaces and tabs, or not at all.
+    pub split: Split,
+}
+
+/// How a record splits into fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Split {
+    /// At each delimiter byte.
+    #[default]
+    Delimiter,
+    /// At each run of spaces and tabs, those at a line's start and end
+    /// ignored: columns aligned for reading, as many tools print tables
+    /// (`--delimiter whitespace`; the delimiter is a space). A line of
+    /// only spaces is blank.
+    Whitespace,
+    /// Not at all: each line is one field (text that is not a table,
+    /// loaded one line a row). Needs no quote.
+    Line,
 }
 
 impl Default for Dialect {
@@ -85,6 +104,7 @@ impl Default for Dialect {
             comment: None,
             blank_lines: BlankLines::Auto,
             trim_around_quotes: false,
+            split: Split::Delimiter,
         }
     }
 }
@@ -152,12 +172,32 @@ impl Dialect {
                 "trimming spaces around quoted fields needs a quote and a delimiter other than a space".into(),
             ));
         }
+        if self.split == Split::Whitespace && self.delimiter != b' ' {
+            return Err(Error::Config(
+                "fields split at runs of whitespace have a space as their delimiter".into(),
+            ));
+        }
+        if self.split == Split::Line && self.quote.is_some() {
+            return Err(Error::Config(
+                "lines read as one field each are not quoted".into(),
+            ));
+        }
         Ok(())
     }
 
     /// True when doubled quotes (`""`) stand for one quote inside a quoted field.
     pub(crate) fn doubling(&self) -> bool {
         self.escape.is_none() || self.escape == self.quote
+    }
+
+    /// Whether `c`, just after a field, ends it (a delimiter).
+    #[inline]
+    pub(crate) fn ends_field(&self, c: u8) -> bool {
+        match self.split {
+            Split::Delimiter => c == self.delimiter,
+            Split::Whitespace => c == b' ' || c == b'\t',
+            Split::Line => false,
+        }
     }
 
     /// The escape byte, when it differs from the quote.
@@ -168,7 +208,14 @@ impl Dialect {
     /// Byte classes for the unquoted-field scan.
     pub(crate) fn classes(&self) -> [u8; 256] {
         let mut t = [0u8; 256];
-        t[self.delimiter as usize] = CLASS_DELIM;
+        match self.split {
+            Split::Delimiter => t[self.delimiter as usize] = CLASS_DELIM,
+            Split::Whitespace => {
+                t[b' ' as usize] = CLASS_DELIM;
+                t[b'\t' as usize] = CLASS_DELIM;
+            }
+            Split::Line => {}
+        }
         t[b'\n' as usize] = CLASS_NEWLINE;
         if let Some(q) = self.quote {
             t[q as usize] = CLASS_QUOTE;

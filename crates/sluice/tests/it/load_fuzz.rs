@@ -91,12 +91,7 @@ proptest! {
             // What inference says must load the sample it came from, or
             // fail with an error value.
             Ok(inf) => {
-                let lo = LoadOptions {
-                    schema: Some(inf.schema.clone()),
-                    header: if inf.header { Header::Yes } else { Header::No },
-                    dialect: inf.dialect.clone(),
-                    ..LoadOptions::default()
-                };
+                let lo = inf.load_options(LoadOptions::default());
                 let mut db = Database::open_writer(dir.path().join("db")).unwrap();
                 let _ = load(&mut db, "t", &[Input::File(file)], &lo);
             }

@@ -27,18 +27,11 @@ fn dialect_bytes() -> impl Strategy<Value = Vec<u8>> {
 
 /// The load options the command line builds from an inference.
 fn load_options(inf: &Inferred, threads: usize, block: Option<usize>) -> LoadOptions {
-    let mut o = LoadOptions {
-        schema: Some(inf.schema.clone()),
-        header: if inf.header { Header::Yes } else { Header::No },
-        dialect: inf.dialect.clone(),
-        leading_comment: inf.leading_comment,
-        widen: inf.widen.clone(),
+    inf.load_options(LoadOptions {
         threads: Some(threads),
         block_size: block,
         ..LoadOptions::default()
-    };
-    o.values.exact = inf.exact.clone();
-    o
+    })
 }
 
 /// The rows the load committed, or its error's message.

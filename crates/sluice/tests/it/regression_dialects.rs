@@ -8,7 +8,7 @@ use std::io::Write;
 use sluice::batch::{DataType, ValueOptions};
 use sluice::infer::{InferOptions, Inferred, infer};
 use sluice::load::{Header, LoadOptions, load};
-use sluice::parse::Dialect;
+use sluice::parse::{Dialect, Split};
 use sluice::source::Input;
 use sluice::store::Database;
 
@@ -27,18 +27,10 @@ fn load_inferred(
     inf: &Inferred,
     block_size: Option<usize>,
 ) -> Result<Vec<Vec<Option<String>>>, String> {
-    let o = LoadOptions {
-        schema: Some(inf.schema.clone()),
-        dialect: inf.dialect.clone(),
-        header: if inf.header { Header::Yes } else { Header::No },
-        leading_comment: inf.leading_comment,
-        values: ValueOptions {
-            exact: inf.exact.clone(),
-            ..ValueOptions::default()
-        },
+    let o = inf.load_options(LoadOptions {
         block_size,
         ..LoadOptions::default()
-    };
+    });
     let db_dir = dir.path().join("db");
     let mut db = Database::open_writer(&db_dir).unwrap();
     match load(&mut db, table, inputs, &o) {
@@ -166,13 +158,13 @@ fn space_delimited_file() {
             vec![s("-5"), s("6.0"), s("c")],
         ]
     );
-    // Columns aligned by runs of spaces are not split (runs are not one
-    // delimiter): each line is one value, as written.
+    // Columns aligned by runs of spaces split at each run.
     let (inf, rows) = infer_and_load("aligned.txt", b"name  age\nada   36\nbob    7\n");
-    assert_eq!(inf.schema.to_string(), "name_age TEXT");
+    assert_eq!(inf.schema.to_string(), "name TEXT, age BIGINT");
+    assert_eq!(inf.dialect.split, Split::Whitespace);
     assert_eq!(
         rows.unwrap(),
-        vec![vec![s("ada   36")], vec![s("bob    7")]]
+        vec![vec![s("ada"), s("36")], vec![s("bob"), s("7")]]
     );
     // Words in a one-column file do not make a space-delimited one.
     let (inf, _) = infer_and_load("w.txt", b"title\nHello world\nGood bye now\n");
@@ -357,10 +349,202 @@ fn inference_failure_names_each_dialect_and_line() {
     assert_eq!(
         e,
         "bad.csv: no records to infer a schema from: no dialect reads its first records (tried \
-         comma, tab, pipe, semicolon, space with quote '\"': line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
+         comma, tab, pipe, semicolon, space, whitespace with quote '\"': line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
          comma, tab, pipe, semicolon with quote '\"', spaces around quoted fields trimmed: line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
          comma with quote none: 2 fields on line 1, 3 on line 2; \
-         tab, pipe, semicolon, space with quote none: one field per record); \
+         tab, pipe, semicolon, space, whitespace with quote none: one field per record); \
          give --delimiter, --quote or --schema"
     );
+}
+
+#[test]
+fn columns_aligned_by_runs_of_whitespace() {
+    // Indents, runs of spaces and tabs, spaces at a line's end, a line of
+    // only spaces, and a quoted field holding spaces (as astropy and
+    // NIST write tables).
+    let data =
+        b"  obsid    offset   name          oaa  \n   \n  3102     0.32    \"Source 82\"   9\n\
+        \t877\t 0.22    Q1250+568-B   12.5  \n";
+    let (inf, rows) = infer_and_load("t.txt", data);
+    assert_eq!(inf.dialect.split, Split::Whitespace);
+    assert!(inf.header);
+    assert_eq!(
+        inf.schema.to_string(),
+        "obsid BIGINT, offset DECIMAL(18,2), name TEXT, oaa DECIMAL(18,1)"
+    );
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("3102"), s("0.32"), s("Source 82"), s("9.0")],
+            vec![s("877"), s("0.22"), s("Q1250+568-B"), s("12.5")],
+        ]
+    );
+    // Every block size cuts the same records.
+    let mut data = b"id    value   label\n".to_vec();
+    let mut want = Vec::new();
+    for i in 0..300 {
+        let pad = " ".repeat(i % 5 + 1);
+        data.extend_from_slice(format!("{pad}{i}{pad}\t{}  x{i}{pad}\n", i * 3).as_bytes());
+        want.push(vec![
+            s(&i.to_string()),
+            s(&(i * 3).to_string()),
+            s(&format!("x{i}")),
+        ]);
+    }
+    let dir = TempDir::new("regression-whitespace-blocks");
+    let inputs = [Input::File(dir.write("in.txt", &data))];
+    let inf = infer(&inputs, &InferOptions::default()).unwrap();
+    assert_eq!(inf.dialect.split, Split::Whitespace);
+    for (k, block) in [32, 77, 1000, 1 << 20].into_iter().enumerate() {
+        let rows = load_inferred(&dir, &format!("t{k}"), &inputs, &inf, Some(block));
+        assert_eq!(rows.as_ref(), Ok(&want), "block size {block}");
+    }
+}
+
+#[test]
+fn notes_above_the_table_are_skipped() {
+    // A title, a description and a blank line above a CSV header.
+    let (inf, rows) = infer_and_load(
+        "notes.csv",
+        b"Series Id:    LNS14000000Q\nSeries title: (Seas) Unemployment Rate\n\nyear,period,value\n1959,Q01,5.8\n1959,Q02,5.1\n1959,Q03,5.3\n",
+    );
+    assert_eq!((inf.notes, inf.skip), (3, 3));
+    assert!(inf.header);
+    assert_eq!(
+        inf.schema.to_string(),
+        "year BIGINT, period TEXT, value DECIMAL(18,1)"
+    );
+    assert_eq!(rows.unwrap().len(), 3);
+    // A count line above headerless data (as scikit-learn ships them).
+    let (inf, rows) = infer_and_load(
+        "counts.csv",
+        b"4,2,class_0,class_1\n14.23,0\n13.2,1\n13.16,0\n14.37,1\n",
+    );
+    assert_eq!(inf.notes, 1);
+    assert!(!inf.header);
+    assert_eq!(rows.unwrap()[0], vec![s("14.23"), s("0")]);
+    // Prose above columns aligned by spaces, with a line of words that
+    // splits like the data above the header (NIST and JMulTi files).
+    let (inf, rows) = infer_and_load(
+        "nist.dat",
+        b"NIST/ITL StRD\nDataset Name:  Norris (Norris.dat)\n\nFile Format:   ASCII\n               Certified Values (lines 31 to 46)\n               Data            (lines 61 to 96)\n\n\
+          Procedure:     Linear Least Squares Regression\nReference:     Norris, J., NIST.\n               Calibration of Ozone Monitors.\n\n\
+          Data:          1 Response Variable (y)\n               1 Predictor Variable (x)\n               36 Observations\n<1960 Q1>\n  y      x\n 0.1    0.2\n 338.8  337.4\n 118.1  118.2\n",
+    );
+    assert_eq!(inf.dialect.split, Split::Whitespace);
+    assert_eq!(inf.notes, 15);
+    assert_eq!(inf.schema.to_string(), "y DECIMAL(18,1), x DECIMAL(18,1)");
+    assert_eq!(rows.unwrap().len(), 3);
+    // With --skip given, no notes are looked for.
+    let dir = TempDir::new("regression-notes-given");
+    let f = dir.write("n.csv", b"title\nnote here\na,b\n1,2\n3,4\n5,6\n");
+    let o = InferOptions {
+        skip: 2,
+        detect_notes: false,
+        ..InferOptions::default()
+    };
+    let inf = infer(&[Input::File(f)], &o).unwrap();
+    assert_eq!((inf.notes, inf.skip), (0, 2));
+}
+
+#[test]
+fn a_bad_record_near_the_top_is_not_taken_for_notes() {
+    // Records above the bad one split like the table: the load fails
+    // at the bad record, none is skipped.
+    let (inf, rows) = infer_and_load("bad.csv", b"a,b\n1,2\n3,4,5\n6,7\n8,9\n10,11\n");
+    assert_eq!(inf.notes, 0);
+    let e = rows.unwrap_err();
+    assert!(
+        e.contains(":3: found a record with 3 fields, expected 2"),
+        "{e}"
+    );
+    // Right below the header: the header splits like the records.
+    let (inf, rows) = infer_and_load("bad2.csv", b"a,b\n1,2,3\n4,5\n6,7\n8,9\n");
+    assert_eq!(inf.notes, 0);
+    assert!(
+        rows.unwrap_err()
+            .contains(":2: found a record with 3 fields, expected 2")
+    );
+}
+
+#[test]
+fn headers_one_field_off_their_records() {
+    // R's write.table: no name over the row names, space-delimited.
+    let (inf, rows) = infer_and_load(
+        "scotvote.dat",
+        b"\"Males\" \"Females\"\n\"Aberdeen_City\" 100 96\n\"Angus\" 50 52\n\"Fife\" 7 9\n",
+    );
+    assert!(inf.header);
+    assert_eq!(
+        inf.schema.to_string(),
+        "c1 TEXT, males BIGINT, females BIGINT"
+    );
+    assert_eq!(rows.unwrap()[1], vec![s("Angus"), s("50"), s("52")]);
+    // The same as CSV, over quoted row numbers.
+    let (inf, rows) = infer_and_load(
+        "dietox.csv",
+        b"\"Weight\",\"Feed\"\n\"1\",26.5,NA\n\"2\",27.5,5.2\n\"3\",36.5,17.6\n",
+    );
+    assert!(inf.header);
+    assert_eq!(inf.schema.columns[1].name, "weight");
+    assert_eq!(rows.unwrap().len(), 3);
+    // A delimiter after the header's last name.
+    let (inf, rows) = infer_and_load("trail.csv", b"id,year,value,\nx,1959,5.8\ny,1960,5.1\n");
+    assert_eq!(
+        inf.schema.to_string(),
+        "id TEXT, year BIGINT, value DECIMAL(18,1)"
+    );
+    assert_eq!(rows.unwrap()[1], vec![s("y"), s("1960"), s("5.1")]);
+}
+
+#[test]
+fn rows_shorter_than_the_header_end_in_nulls() {
+    // Forecasts: most rows leave the last columns off.
+    let (inf, rows) = infer_and_load(
+        "forecast.csv",
+        b"date,cpi,predict,stderr\n1950:1,28.98\n1950:2,29.15,29.848\n1950:3,29.35\n1950:4,29.37\n1951:1,29.37,29.9,0.5\n",
+    );
+    assert!(inf.fill_missing);
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("1950:1"), s("28.98"), None, None],
+            vec![s("1950:2"), s("29.15"), s("29.848"), None],
+            vec![s("1950:3"), s("29.35"), None, None],
+            vec![s("1950:4"), s("29.37"), None, None],
+            vec![s("1951:1"), s("29.37"), s("29.900"), s("0.5")],
+        ]
+    );
+    // One short row among full ones is an error, as before.
+    let (inf, rows) = infer_and_load("short.csv", b"a,b,c\n1,2,3\n4,5\n6,7,8\n");
+    assert!(!inf.fill_missing);
+    assert!(
+        rows.unwrap_err()
+            .contains("found a record with 2 fields, expected 3")
+    );
+}
+
+#[test]
+fn text_that_is_not_a_table_loads_one_line_a_row() {
+    // A program's report: a title line, then lines that a pipe splits
+    // in two, then a closing line.
+    let data = b"*** Sat 3 Sep 2016 ***\nd(Dp)(t-1)|   -0.515\n          |   (0.153)\nsummary of 2 terms\n";
+    let (inf, rows) = infer_and_load("report.txt", data);
+    assert_eq!(inf.dialect.split, Split::Line);
+    assert!(!inf.header);
+    assert_eq!(inf.schema.to_string(), "c1 TEXT");
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("*** Sat 3 Sep 2016 ***")],
+            vec![s("d(Dp)(t-1)|   -0.515")],
+            vec![s("          |   (0.153)")],
+            vec![s("summary of 2 terms")],
+        ]
+    );
+    // A one-column file stays one: its header and quoting as before.
+    let (inf, rows) = infer_and_load("one.csv", b"name\n\"Smith, J\"\nDoe\n");
+    assert_eq!(inf.dialect.split, Split::Delimiter);
+    assert_eq!(inf.schema.to_string(), "name TEXT");
+    assert_eq!(rows.unwrap(), vec![vec![s("Smith, J")], vec![s("Doe")]]);
 }
