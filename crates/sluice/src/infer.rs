@@ -26,7 +26,7 @@ use crate::batch::{Column, DataType, Schema, validate_identifier};
 use crate::error::{Error, Result};
 use crate::load::Header;
 use crate::parse::value;
-use crate::parse::{Dialect, Split, read_record};
+use crate::parse::{BlankLines, Dialect, Split, read_record};
 use crate::source::{Compression, Input, LineEnd};
 
 /// Delimiters tried when none is given, in order of preference. A space
@@ -128,6 +128,10 @@ pub struct Inferred {
     /// Lines of notes found above the table (after `skip`): lines that do
     /// not split like the records below them, which all do.
     pub notes: u64,
+    /// JSON: the field of a top-level object that holds the rows
+    /// inference read (so that the load reads the same ones, see
+    /// [`LoadOptions::json_rows`](crate::load::LoadOptions::json_rows)).
+    pub json_rows: Option<String>,
     /// Most records have fewer fields than the header, and none more:
     /// the missing ones are NULL (see
     /// [`LoadOptions::allow_missing_columns`](crate::load::LoadOptions::allow_missing_columns)).
@@ -164,6 +168,7 @@ impl Inferred {
             skip: self.skip,
             leading_comment: self.leading_comment,
             allow_missing_columns: base.allow_missing_columns || self.fill_missing,
+            json_rows: base.json_rows.or_else(|| self.json_rows.clone()),
             widen: self.widen.clone(),
             ..base
         };
@@ -336,7 +341,7 @@ fn walk(
     let offset = |rest: &[u8]| s.data.len() - rest.len();
     let mut first = true;
     while !data.is_empty() {
-        if data[0] == b'\n' || data.starts_with(b"\r\n") || Some(data[0]) == d.comment {
+        if data[0] == b'\n' || data.starts_with(b"\r\n") || d.starts_comment(data) {
             match memchr::memchr(b'\n', data) {
                 Some(i) => data = &data[i + 1..],
                 None => break,
@@ -1244,9 +1249,13 @@ fn fit_header(first: &mut Option<Vec<Vec<u8>>>, below: &[Vec<Vec<u8>>], ncols: u
 /// fields, at least two, to the end of the first sample (and its first
 /// [`TRIAL_RECORDS`]), its header perhaps one field off, with the most
 /// such records. The lines above (at most [`MAX_NOTES`]) are notes when
-/// none of them splits like the records (of ten or more, under a
-/// quarter), and there are at least [`MIN_TABLE`] records below them;
-/// lines of words just above the header that split alike are notes too. Returns the lines of notes
+/// none of them is a record of the table (splits alike with numbers
+/// where it has numbers; of twenty lines or more, under a tenth), none is
+/// a line of numbers (no word where the table has numbers) that splits
+/// otherwise right below one that splits like a header (a bad record
+/// under the table's header), and at least [`MIN_TABLE`] records
+/// follow; lines of words just above the header that split alike are
+/// notes too. Returns the lines of notes
 /// (after `o.skip`) and the dialect.
 fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64, Dialect)> {
     if !s.start {
@@ -1285,6 +1294,12 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
             b -= 1;
         }
         let run = b;
+        // A single space splitting columns aligned by runs of spaces
+        // reads empty fields: runs of whitespace read them.
+        let single_space = d.delimiter == b' ' && d.split == Split::Delimiter;
+        if single_space && recs[run..].iter().any(|r| r.1.iter().any(Vec::is_empty)) {
+            continue;
+        }
         // The columns of numbers, by the lower half of the run.
         let below = &recs[b + (recs.len() - b) / 2..];
         let numeric: Vec<bool> = (0..n)
@@ -1331,15 +1346,32 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
         if b == 0 || rows < MIN_TABLE || recs[b].0 > MAX_NOTES {
             continue;
         }
-        // Lines above the run that split like its records may be
-        // records (or their header): a bad record below them is no end
-        // of notes. A few such lines among many of prose are words.
-        let like = recs[..run].iter().filter(|r| r.1.len() == n).count();
-        if like > 0 && (run < 10 || like * 4 >= run) {
+        // A line above the run that splits like its records and fits
+        // their numbers is a record: a bad record below it is no end of
+        // notes (a few such lines among many of prose are words). Nor
+        // is a line of numbers below one that splits like a header.
+        let like = recs[..run]
+            .iter()
+            .filter(|r| r.1.len() == n && !heads(&r.1))
+            .count();
+        if like > 0 && (run < 20 || like * 10 >= run) {
             continue;
         }
-        if best.as_ref().is_none_or(|(r, _, _)| rows > *r) {
-            best = Some((rows, recs[b].0, d));
+        let numbers = |r: &[Vec<u8>]| {
+            let k = r.iter().filter(|v| is_number(value::trim(v))).count();
+            k > 0 && k * 2 >= r.len()
+        };
+        let broken = recs[..run].windows(2).any(|w| {
+            let (above, bad) = (&w[0].1, &w[1].1);
+            above.len() == n && heads(above) && bad.len() != n && !heads(bad) && numbers(bad)
+        });
+        if broken {
+            continue;
+        }
+        // The most records, the header included.
+        let table = recs.len() - b;
+        if best.as_ref().is_none_or(|(r, _, _)| table > *r) {
+            best = Some((table, recs[b].0, d));
         }
     }
     best.map(|(_, line, d)| (line, d))
@@ -1370,7 +1402,7 @@ fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>)> {
             .take_while(|&&c| c == b' ' || c == b'\t')
             .count();
         let blank = matches!(&rest[indent..], [] | [b'\n', ..] | [b'\r', b'\n', ..])
-            || Some(rest[0]) == d.comment;
+            || d.starts_comment(rest);
         if !blank {
             match read_record(rest, d, true) {
                 Ok(Some((fields, used, newlines))) if used > 0 => {
@@ -1393,13 +1425,56 @@ fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>)> {
     out
 }
 
-/// `d` reading each line as one field.
+/// Whether, of the records of `s` read with `d`, those that start with
+/// [`COMMENT`] (after any spaces and tabs) are the only ones (but the
+/// first) with another count of fields than the most common one, and
+/// none of them has that count.
+fn comments_among(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> bool {
+    let mut recs: Vec<(bool, usize)> = Vec::new();
+    walk(s, d, skip, preamble, |at, r| {
+        let Ok(fields) = r else { return false };
+        let rest = &s.data[at..];
+        let indent = rest
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        recs.push((rest.get(indent) == Some(&COMMENT), fields.len()));
+        recs.len() < TRIAL_RECORDS
+    });
+    let mut counts: Vec<(usize, usize)> = Vec::new();
+    for &(_, n) in recs.iter().filter(|r| !r.0) {
+        match counts.iter_mut().find(|c| c.0 == n) {
+            Some(c) => c.1 += 1,
+            None => counts.push((n, 1)),
+        }
+    }
+    let modal = counts
+        .iter()
+        .max_by_key(|&&(n, k)| (k, n))
+        .map_or(0, |c| c.0);
+    modal >= 2
+        && recs.iter().any(|r| r.0)
+        && recs.iter().enumerate().all(|(i, &(comment, n))| {
+            if comment {
+                n != modal
+            } else {
+                n == modal || (i == 0 && n.abs_diff(modal) == 1)
+            }
+        })
+}
+
+/// `d` reading each line as one field; blank lines are no rows unless
+/// `--blank-lines null` says otherwise.
 fn as_lines(d: Dialect) -> Dialect {
     Dialect {
         split: Split::Line,
         quote: None,
         escape: None,
         trim_around_quotes: false,
+        blank_lines: match d.blank_lines {
+            BlankLines::Auto => BlankLines::Skip,
+            given => given,
+        },
         ..d
     }
 }
@@ -1508,6 +1583,17 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
                 && starts_short(first, &d, o.skip, leading_comment) =>
         {
             (as_lines(d), Vec::new())
+        }
+        // Lines starting with `#` among the records, and only they split
+        // otherwise: comments (as RDB files and astropy write them).
+        Ok((d, false))
+            if d.comment.is_none() && comments_among(first, &d, o.skip, leading_comment) =>
+        {
+            let d = Dialect {
+                comment: Some(COMMENT),
+                ..d
+            };
+            (d, Vec::new())
         }
         Ok((d, _)) => (d, Vec::new()),
         // None reads every record: the given quoting, and the load says
@@ -1674,6 +1760,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         header,
         skip: o.skip,
         notes,
+        json_rows: None,
         fill_missing,
         line_end,
         leading_comment,

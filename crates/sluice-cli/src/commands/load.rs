@@ -723,12 +723,20 @@ fn show_schema(
     if a.dry_run || (!quiet && chosen.inferred.is_some()) {
         let mut text = String::new();
         match &chosen.inferred {
-            Some(inf) if json.is_some() => text.push_str(&format!(
-                "inferred from {} file{} ({} JSON rows)\n",
-                inf.files_sampled,
-                if inf.files_sampled == 1 { "" } else { "s" },
-                inf.records_sampled,
-            )),
+            Some(inf) if json.is_some() => {
+                text.push_str(&format!(
+                    "inferred from {} file{} ({} JSON rows{})\n",
+                    inf.files_sampled,
+                    if inf.files_sampled == 1 { "" } else { "s" },
+                    inf.records_sampled,
+                    match &inf.json_rows {
+                        Some(f) if a.json_rows.is_none() => format!(
+                            " in the top-level object's field {f:?}; --json-rows names another"
+                        ),
+                        _ => String::new(),
+                    },
+                ))
+            }
             Some(inf) => {
                 let mut how = vec![
                     format!("delimiter {}", util::show_delimiter(&inf.dialect)),
@@ -771,6 +779,12 @@ fn show_schema(
                         "most records have fewer fields than the header: the missing ones are NULL"
                             .into(),
                     );
+                }
+                if let (Some(c), None) = (inf.dialect.comment, settings.infer.dialect.comment) {
+                    how.push(format!(
+                        "lines starting with {} among the records skipped as comments",
+                        util::show_char(c)
+                    ));
                 }
                 if let Some(c) = inf.leading_comment {
                     how.push(format!(
@@ -873,7 +887,11 @@ fn load_options(
         leading_comment: chosen.leading_comment,
         columns: settings.columns.clone(),
         match_by_name: a.match_by_name,
-        json_rows: a.json_rows.clone(),
+        // The rows field inference read, when it chose one.
+        json_rows: a
+            .json_rows
+            .clone()
+            .or_else(|| inferred.and_then(|i| i.json_rows.clone())),
         key: a.key.clone(),
         compression: a.compression.as_deref().map(str::parse).transpose()?,
         key_budget: None,

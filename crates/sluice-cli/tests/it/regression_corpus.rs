@@ -95,8 +95,6 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
             ("latin1.csv", "both refused"),
             // A short and a long record: sluice stops at the first.
             ("ragged.csv", "sluice refused"),
-            // RDB: a ` # comment` line among the data, one field.
-            ("rdb_types_line.rdb", "sluice refused"),
             // UTF-16: sluice reads it by its byte order mark; DuckDB refuses.
             ("utf16le.csv", "duckdb refused"),
         ],
@@ -174,6 +172,53 @@ fn corpus_comparison_flags_different_values_as_wrong_data_and_keeps_crashes() {
                 "row 2 column 2: sluice 'z', duckdb 'y'".to_string()
             ),
             ("crash".to_string(), "boom".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn corpus_comparison_of_lines_tells_blank_lines_from_lost_lines() {
+    if !duckdb_available("corpus_comparison_of_lines_tells_blank_lines_from_lost_lines") {
+        return;
+    }
+    // A report read one line a row: DuckDB takes its first line for a
+    // header and keeps the blank line as a NULL row.
+    let t = Tmp::new();
+    let txt = t.write("r.txt", b"*** report ***\nfirst line\n\nlast line\n");
+    let info = t.write(
+        "info.json",
+        br#"[{"columns": [{"name": "c1", "type": "TEXT"}]}]"#,
+    );
+    let skipped = t.write(
+        "skipped.json",
+        br#"[{"c1": "*** report ***"}, {"c1": "first line"}, {"c1": "last line"}]"#,
+    );
+    let lost = t.write(
+        "lost.json",
+        br#"[{"c1": "*** report ***"}, {"c1": "first line"}]"#,
+    );
+    let entry = |rows: &Path| {
+        serde_json::json!({"file": txt, "source": "s", "status": "ok", "message": "",
+                           "rows": rows, "info": info})
+    };
+    compare(&t, &[entry(&skipped), entry(&lost)]);
+    let text = std::fs::read_to_string(t.0.join("corpus-results.jsonl")).unwrap();
+    let classes: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{}: {}",
+                v["class"].as_str().unwrap(),
+                v["detail"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            "dialect choice: blank lines: sluice 3 rows, duckdb 3 rows",
+            "wrong data: rows: sluice 2, duckdb 3",
         ]
     );
 }

@@ -293,9 +293,21 @@ fn comment_line_hint_suggests_comment() {
     let t = Tmp::new();
     t.write("c.csv", b"a,b\n1,2\n# totals below\n3,4\n");
     assert_eq!(
-        load_error(&t, &["load", "-q", "t", "c.csv"]),
+        load_error(
+            &t,
+            &["load", "-q", "--schema", "a INT, b INT", "t", "c.csv"]
+        ),
         "error: loading table t; nothing was committed: c.csv:3: found a record with 1 field, expected 2 (the line starts with '#') (byte 8)\nhint: if lines starting with '#' are comments, load with --comment '#' to skip them\n"
     );
+    // Inferred, such lines are found to be comments, and the summary
+    // says so.
+    let o = sluice(&t.0, &["load", "v", "c.csv"]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("lines starting with '#' among the records skipped as comments"),
+        "{err}"
+    );
+    assert_eq!(ok(&t.0, &["export", "v"]), "a,b\n1,2\n3,4\n");
     // As many fields as the table: a value error, the same hint.
     t.write("d.csv", b"a,b\n1,2\n#x,4\n");
     assert_eq!(

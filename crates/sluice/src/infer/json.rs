@@ -103,7 +103,16 @@ fn elements(data: &[u8]) -> Vec<(Value, &[u8])> {
 /// The rows of a sample: a top-level array of rows, an object holding
 /// the rows array (`rows`, or its one field holding an array of objects
 /// or arrays), or values one after another.
+#[cfg(test)]
 fn rows_of<'a>(data: &'a [u8], rows: Option<&str>) -> Vec<(Value, &'a [u8])> {
+    rows_and_field(data, rows).0
+}
+
+/// [`rows_of`], and the field of the top-level object that holds them.
+fn rows_and_field<'a>(
+    data: &'a [u8],
+    rows: Option<&str>,
+) -> (Vec<(Value, &'a [u8])>, Option<String>) {
     let start = data
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -115,26 +124,27 @@ fn rows_of<'a>(data: &'a [u8], rows: Option<&str>) -> Vec<(Value, &'a [u8])> {
             .first()
             .is_some_and(|(e, _)| e.is_object() || e.is_array())
         {
-            return els;
+            return (els, None);
         }
         // A line `[1, "a"]`: rows that are arrays, one after another.
-        return values(data);
+        return (values(data), None);
     }
     let vals = values(data);
     if let [(Value::Object(o), _)] = vals.as_slice() {
         let held = match rows {
-            Some(r) => o.get(r),
-            None => o.values().find(|v| {
+            Some(r) => o.get_key_value(r),
+            None => o.iter().find(|(_, v)| {
                 v.as_array()
                     .and_then(|a| a.first())
                     .is_some_and(|e| e.is_object() || e.is_array())
             }),
         };
-        if let Some(Value::Array(a)) = held {
-            return a.iter().map(|v| (v.clone(), &b""[..])).collect();
+        if let Some((k, Value::Array(a))) = held {
+            let rows = a.iter().map(|v| (v.clone(), &b""[..])).collect();
+            return (rows, Some(k.clone()));
         }
     }
-    vals
+    (vals, None)
 }
 
 /// The value's kind and text (as the load reads it); `None` for null.
@@ -190,6 +200,7 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
     let mut cols: Vec<Col> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     let (mut files, mut records) = (0usize, 0u64);
+    let mut rows_field = None;
     let mut budget = o.whole_bytes.saturating_mul(2);
     for input in inputs.iter().take(o.max_files.max(1)) {
         if *input == Input::Stdin {
@@ -204,9 +215,12 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
         let data =
             read_up_to(&mut reader, o.whole_bytes.min(budget)).map_err(|e| input.io_error(e))?;
         budget = budget.saturating_sub(data.len());
-        let rows = rows_of(&data, rows);
+        let (rows, field) = rows_and_field(&data, rows);
         if rows.is_empty() {
             continue;
+        }
+        if files == 0 {
+            rows_field = field;
         }
         files += 1;
         // A first row of strings is a header naming array rows' fields
@@ -271,6 +285,7 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
         skip: o.skip,
         notes: 0,
         fill_missing: false,
+        json_rows: rows_field,
         line_end: LineEnd::Lf,
         leading_comment: None,
         files_sampled: files,

@@ -503,7 +503,7 @@ pub fn parse_block_with(
             info.newlines += 1;
             continue;
         }
-        if Some(c) == d.comment {
+        if d.comment.is_some() && d.starts_comment(&data[pos..]) {
             match memchr(b'\n', &data[pos..]) {
                 Some(i) => {
                     pos += i + 1;

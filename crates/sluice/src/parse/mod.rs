@@ -66,7 +66,8 @@ pub struct Dialect {
     pub quote: Option<u8>,
     /// Escape inside quoted fields; `None` means RFC 4180 doubled quotes.
     pub escape: Option<u8>,
-    /// Lines starting with this byte are skipped.
+    /// Lines starting with this byte (after any spaces and tabs) are
+    /// skipped.
     pub comment: Option<u8>,
     /// What a blank line is.
     pub blank_lines: BlankLines,
@@ -188,6 +189,20 @@ impl Dialect {
     /// True when doubled quotes (`""`) stand for one quote inside a quoted field.
     pub(crate) fn doubling(&self) -> bool {
         self.escape.is_none() || self.escape == self.quote
+    }
+
+    /// Whether a line starting at `rest` is a comment: it starts with
+    /// the comment character, after any spaces and tabs.
+    #[inline]
+    pub fn starts_comment(&self, rest: &[u8]) -> bool {
+        let Some(cm) = self.comment else {
+            return false;
+        };
+        match rest.first() {
+            Some(&c) if c == cm => true,
+            Some(b' ' | b'\t') => rest.iter().find(|&&b| b != b' ' && b != b'\t') == Some(&cm),
+            _ => false,
+        }
     }
 
     /// Whether `c`, just after a field, ends it (a delimiter).

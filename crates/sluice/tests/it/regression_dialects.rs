@@ -1,9 +1,12 @@
 //! Inference tries the dialects real files use (no quote, spaces around
-//! quoted fields, a space delimiter, a backslash escape), reads small
-//! files whole, samples compressed ones beyond their start, and says what
-//! broke each dialect when none reads a file.
+//! quoted fields, a space delimiter, runs of whitespace, a backslash
+//! escape), finds notes above a table, reads small files whole, samples
+//! compressed ones beyond their start, and says what broke each dialect
+//! when none reads a file.
 
 use std::io::Write;
+
+use proptest::prelude::*;
 
 use sluice::batch::{DataType, ValueOptions};
 use sluice::infer::{InferOptions, Inferred, infer};
@@ -435,6 +438,18 @@ fn notes_above_the_table_are_skipped() {
     assert_eq!(inf.notes, 15);
     assert_eq!(inf.schema.to_string(), "y DECIMAL(18,1), x DECIMAL(18,1)");
     assert_eq!(rows.unwrap().len(), 3);
+    // A line of notes with as many words as the table has columns, and
+    // a line of words that splits like the data above its header.
+    let (inf, rows) = infer_and_load(
+        "e1.dat",
+        b"/*quarterly figures, seasonally adjusted,\nin billions, 1960Q1-1961Q4;\n*/\n<1960 Q1>\ninvest     income     cons\n180         451       415\n179         465       421\n",
+    );
+    assert_eq!((inf.notes, inf.header), (4, true));
+    assert_eq!(
+        inf.schema.to_string(),
+        "invest BIGINT, income BIGINT, cons BIGINT"
+    );
+    assert_eq!(rows.unwrap().len(), 2);
     // With --skip given, no notes are looked for.
     let dir = TempDir::new("regression-notes-given");
     let f = dir.write("n.csv", b"title\nnote here\na,b\n1,2\n3,4\n5,6\n");
@@ -528,7 +543,7 @@ fn rows_shorter_than_the_header_end_in_nulls() {
 fn text_that_is_not_a_table_loads_one_line_a_row() {
     // A program's report: a title line, then lines that a pipe splits
     // in two, then a closing line.
-    let data = b"*** Sat 3 Sep 2016 ***\nd(Dp)(t-1)|   -0.515\n          |   (0.153)\nsummary of 2 terms\n";
+    let data = b"*** Sat 3 Sep 2016 ***\n\nd(Dp)(t-1)|   -0.515\n          |   (0.153)\n\nsummary of 2 terms\n";
     let (inf, rows) = infer_and_load("report.txt", data);
     assert_eq!(inf.dialect.split, Split::Line);
     assert!(!inf.header);
@@ -547,4 +562,74 @@ fn text_that_is_not_a_table_loads_one_line_a_row() {
     assert_eq!(inf.dialect.split, Split::Delimiter);
     assert_eq!(inf.schema.to_string(), "name TEXT");
     assert_eq!(rows.unwrap(), vec![vec![s("Smith, J")], vec![s("Doe")]]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Words set apart by any runs of spaces and tabs, with indents,
+    /// spaces at line ends, lines of only spaces, LF or CR LF: read with
+    /// runs of whitespace as the delimiter, at any block size and thread
+    /// count, the rows are the words.
+    #[test]
+    fn whitespace_split_reads_the_words(
+        rows in prop::collection::vec(prop::collection::vec("[a-z0-9.]{1,6}", 3), 1..40),
+        gaps in prop::collection::vec("[ \t]{1,4}", 4),
+        indent in "[ \t]{0,3}",
+        crlf in any::<bool>(),
+        blank in 0usize..5,
+        block in 16usize..300,
+        threads in 1usize..3,
+    ) {
+        let end = if crlf { "\r\n" } else { "\n" };
+        let mut data = String::new();
+        for (i, r) in rows.iter().enumerate() {
+            if i == blank {
+                data.push_str(&format!("{}{end}", gaps[3]));
+            }
+            data.push_str(&format!(
+                "{indent}{}{}{}{}{}{}{end}",
+                r[0], gaps[i % 3], r[1], gaps[(i + 1) % 3], r[2], gaps[3]
+            ));
+        }
+        let dir = TempDir::new("whitespace-prop");
+        let o = LoadOptions {
+            dialect: Dialect {
+                delimiter: b' ',
+                quote: None,
+                split: Split::Whitespace,
+                ..Dialect::default()
+            },
+            header: Header::No,
+            block_size: Some(block),
+            threads: Some(threads),
+            ..opts("a TEXT, b TEXT, c TEXT")
+        };
+        load_bytes(&dir, "t", data.as_bytes(), &o).unwrap();
+        let want: Vec<Vec<Option<String>>> = rows
+            .iter()
+            .map(|r| r.iter().map(|v| Some(v.clone())).collect())
+            .collect();
+        prop_assert_eq!(table_rows(&dir.path().join("db"), "t"), want);
+    }
+}
+
+#[test]
+fn comment_lines_among_the_records() {
+    // RDB as astropy writes it: `#` lines (one indented) among the
+    // records, and only they split otherwise.
+    let (inf, rows) = infer_and_load(
+        "short.rdb",
+        b"\n# blank lines\n\nid\tn\tobs\n115345072\t1\t1\n # comment\n335416352\t3\t8\n266612160\t1\t1\n",
+    );
+    assert_eq!(inf.dialect.comment, Some(b'#'));
+    assert_eq!(inf.schema.to_string(), "id BIGINT, n BIGINT, obs BIGINT");
+    assert_eq!(rows.unwrap().len(), 3);
+    // A `#` line that splits like the records is data: no comment.
+    let (inf, rows) = infer_and_load(
+        "colors.csv",
+        b"hex,name\n#ff0000,red\n#00ff00,green\n# note\nblue\n",
+    );
+    assert_eq!(inf.dialect.comment, None);
+    assert!(rows.is_err());
 }

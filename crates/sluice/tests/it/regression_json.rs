@@ -421,3 +421,52 @@ proptest! {
         prop_assert_eq!(load_data("v.json", text.as_bytes(), &o).unwrap(), want);
     }
 }
+
+#[test]
+fn rows_held_by_an_object_whose_fields_name_columns_too() {
+    // GeoJSON: `type` comes before the rows array, and the rows have a
+    // `type` too. Inference reads the rows of `features`; the load reads
+    // the same rows, not the object as one row.
+    let dir = TempDir::new("geojson");
+    let f = dir.write(
+        "g.json",
+        br#"{"type": "FeatureCollection", "features": [
+  {"type": "Feature", "id": 1, "properties": {"p": "a"}},
+  {"type": "Feature", "id": 2, "properties": {"p": "b"}}
+]}"#,
+    );
+    let inputs = [Input::File(f)];
+    let o = sluice::infer::InferOptions::default();
+    let inf = sluice::infer::infer_json(&inputs, &o, None).unwrap();
+    assert_eq!(inf.json_rows.as_deref(), Some("features"));
+    assert_eq!(
+        inf.schema.to_string(),
+        "id BIGINT, properties TEXT, type TEXT"
+    );
+    let lo = inf.load_options(LoadOptions {
+        format: Format::Json(JsonFormat {
+            shape: JsonShape::Array,
+            ignore_unknown: false,
+        }),
+        ..LoadOptions::default()
+    });
+    let db_dir = dir.path().join("db");
+    let mut db = Database::open_writer(&db_dir).unwrap();
+    load(&mut db, "t", &inputs, &lo).unwrap();
+    drop(db);
+    assert_eq!(
+        table_rows(&db_dir, "t"),
+        vec![
+            vec![
+                Some("1".into()),
+                Some(r#"{"p": "a"}"#.into()),
+                Some("Feature".into())
+            ],
+            vec![
+                Some("2".into()),
+                Some(r#"{"p": "b"}"#.into()),
+                Some("Feature".into())
+            ],
+        ]
+    );
+}

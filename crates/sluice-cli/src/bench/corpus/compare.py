@@ -256,6 +256,18 @@ def classify(m, con):
         out["class"] = "dialect choice"
         out["detail"] = f"columns: sluice {len(cols)}, duckdb {len(d_types)}"
         return out
+    if len(cols) == 1 and (len(s_rows) != len(d_rows) or compare_rows(s_rows, d_rows, 1)[0]):
+        # Lines of text, one column: which blank lines are rows (NULL) is
+        # a dialect choice; the lines that hold text must be the same.
+        kept = lambda rows: [r for r in rows if r[0] not in (None, "")]
+        s_text, d_text = kept(s_rows), kept(d_rows)
+        if len(s_text) != len(s_rows) or len(d_text) != len(d_rows):
+            longer, shorter = (s_text, d_text) if len(s_text) > len(d_text) else (d_text, s_text)
+            for skip in (0, 1):
+                if len(longer) == len(shorter) + skip and compare_rows(longer[skip:], shorter, 1)[0] is None:
+                    out["class"] = "dialect choice"
+                    out["detail"] = f"blank lines: sluice {len(s_rows)} rows, duckdb {len(d_rows)} rows"
+                    return out
     if len(s_rows) != len(d_rows):
         # A header decision: the longer result's first row is the other's header.
         longer, shorter = (s_rows, d_rows) if len(s_rows) > len(d_rows) else (d_rows, s_rows)
