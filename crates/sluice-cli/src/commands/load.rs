@@ -53,9 +53,11 @@ pub struct LoadArgs {
     types: Vec<String>,
     /// Print the schema and dialect the load would use, and load nothing.
     /// With --json, one JSON object: {"dry_run": true, "table", "format"
-    /// ("csv", "jsonl" or "json"), "delimiter" (null for JSON), "schema"
-    /// (a --schema string), "inferred" (null when not inferred, else
-    /// {"samples", "files_sampled", "records_sampled", "header"})}
+    /// ("csv", "jsonl" or "json"), "delimiter" (null for JSON; one
+    /// character, "whitespace" or "none"), "skip" (lines skipped at each
+    /// file's start), "schema" (a --schema string), "inferred" (null when
+    /// not inferred, else {"samples", "files_sampled", "records_sampled",
+    /// "header", "notes" (lines of notes found above the table)})}
     #[arg(long)]
     dry_run: bool,
     /// The input fields that feed the table's columns, in column order, by
@@ -708,16 +710,7 @@ fn show_schema(
 ) -> bool {
     let (schema, json, format) = (&chosen.schema, read.json, read.format);
     if a.dry_run && a.json {
-        println!(
-            "{}",
-            dry_run_json(
-                &a.table,
-                schema,
-                &chosen.dialect,
-                json,
-                chosen.inferred.as_ref()
-            )
-        );
+        println!("{}", dry_run_json(&a.table, schema, chosen, json));
         return true;
     }
     if a.dry_run || (!quiet && chosen.inferred.is_some()) {
@@ -1134,10 +1127,10 @@ fn hint_line(hint: Option<&str>) -> String {
 fn dry_run_json(
     table: &str,
     schema: &sluice::batch::Schema,
-    dialect: &Dialect,
+    chosen: &Chosen,
     json: Option<JsonShape>,
-    inferred: Option<&sluice::infer::Inferred>,
 ) -> serde_json::Value {
+    let (dialect, inferred) = (&chosen.dialect, chosen.inferred.as_ref());
     let delimiter = match dialect.split {
         Split::Delimiter => (dialect.delimiter as char).to_string(),
         Split::Whitespace => "whitespace".to_string(),
@@ -1152,12 +1145,14 @@ fn dry_run_json(
             Some(JsonShape::Array | JsonShape::Values) => "json",
         },
         "delimiter": json.is_none().then_some(delimiter),
+        "skip": chosen.skip,
         "schema": schema.to_string(),
         "inferred": inferred.map(|inf| serde_json::json!({
             "samples": inf.samples,
             "files_sampled": inf.files_sampled,
             "records_sampled": inf.records_sampled,
             "header": inf.header,
+            "notes": inf.notes,
         })),
     })
 }

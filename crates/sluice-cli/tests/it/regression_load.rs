@@ -198,9 +198,31 @@ fn dry_run_json_prints_json() {
             "table": "t",
             "format": "csv",
             "delimiter": ",",
+            "skip": 0,
             "schema": "first_name TEXT, n BIGINT",
-            "inferred": {"samples": 1, "files_sampled": 1, "records_sampled": 2, "header": true},
+            "inferred": {"samples": 1, "files_sampled": 1, "records_sampled": 2, "header": true, "notes": 0},
         })
+    );
+    // Notes above columns aligned by spaces.
+    t.write(
+        "n.txt",
+        b"Run 7\nwritten by hand\n\n  a    b\n  1    2\n  3    4\n",
+    );
+    let out = ok(&t.0, &["load", "--dry-run", "--json", "u", "n.txt"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (
+            &v["delimiter"],
+            &v["skip"],
+            &v["inferred"]["notes"],
+            &v["schema"]
+        ),
+        (
+            &serde_json::json!("whitespace"),
+            &serde_json::json!(3),
+            &serde_json::json!(3),
+            &serde_json::json!("a BIGINT, b BIGINT")
+        )
     );
     assert_eq!(out.lines().count(), 1, "{out}");
     // Nothing was loaded.

@@ -122,7 +122,7 @@ fn walk_exact(
             i += 1;
             continue;
         }
-        if at_record_start && Some(c) == d.comment {
+        if at_record_start && d.starts_comment(&data[i..end]) {
             let nl = i + memchr(b'\n', &data[i..end])?;
             if stop(nl + 1) {
                 return Some(nl + 1);
@@ -197,6 +197,11 @@ mod tests {
         let data = b"#\"\n\"a\\\"\nb\"\nz\n";
         assert_eq!(find_boundary(data, 0, &d), Some(3));
         assert_eq!(find_boundary(data, 3, &d), Some(11));
+        // A comment after spaces, as the parser skips it: its quote
+        // opens nothing.
+        let data = b"  #\"\n\"a\nb\"\nz\n";
+        assert_eq!(find_boundary(data, 0, &d), Some(5));
+        assert_eq!(find_boundary(data, 5, &d), Some(11));
         let no_quote = Dialect {
             quote: None,
             ..Dialect::default()
