@@ -217,7 +217,7 @@ impl BatchBuilder {
 
     /// Appends an integer already parsed by the fast path (range-checked
     /// for INT).
-    #[inline]
+    #[inline(always)]
     pub fn push_integer(&mut self, col: usize, v: i64) -> Result<(), String> {
         match &mut self.cols[col] {
             Col::Int(b) => b.append_value(

@@ -63,9 +63,27 @@ pub(crate) fn snippet(v: &[u8]) -> String {
     }
 }
 
-/// Scans one field starting at `pos`; `pos == data.len()` is an empty last field.
+/// [`scan_field`] for `d`'s split, chosen at run time (for the paths
+/// that are not per field of a block).
+fn scan_field_any(
+    data: &[u8],
+    pos: usize,
+    d: &Dialect,
+    classes: &[u8; 256],
+    scratch: &mut Vec<u8>,
+) -> Result<Scanned, (usize, String)> {
+    if d.split == Split::Whitespace {
+        scan_field::<true>(data, pos, d, classes, scratch)
+    } else {
+        scan_field::<false>(data, pos, d, classes, scratch)
+    }
+}
+
+/// Scans one field starting at `pos`; `pos == data.len()` is an empty
+/// last field. `WS`: fields split at runs of whitespace (a type
+/// parameter, so that the other splits' code has no test of it).
 #[inline(always)]
-fn scan_field(
+fn scan_field<const WS: bool>(
     data: &[u8],
     pos: usize,
     d: &Dialect,
@@ -106,7 +124,7 @@ fn scan_field(
         fend -= 1;
     }
     let (term, next) = match term {
-        Term::Delim if d.split == Split::Whitespace => after_run(data, end + 1),
+        Term::Delim if WS => after_run(data, end + 1),
         _ => (term, end + 1),
     };
     Ok(Scanned {
@@ -466,13 +484,34 @@ pub fn parse_block_with(
     map: Option<&FieldMap>,
     rejects: &mut Vec<Reject>,
 ) -> Result<BlockInfo, BlockError> {
+    if d.split == Split::Whitespace {
+        parse_block_split::<true>(data, d, schema, out, policy, map, rejects)
+    } else {
+        parse_block_split::<false>(data, d, schema, out, policy, map, rejects)
+    }
+}
+
+/// [`parse_block_with`] for one kind of split (`WS`: runs of whitespace).
+fn parse_block_split<const WS: bool>(
+    data: &[u8],
+    d: &Dialect,
+    schema: &Schema,
+    out: &mut BatchBuilder,
+    policy: RowPolicy,
+    map: Option<&FieldMap>,
+    rejects: &mut Vec<Reject>,
+) -> Result<BlockInfo, BlockError> {
     let classes = d.classes();
     let ncols = schema.len();
     let n = data.len();
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
     let mut lines = LineCount::default();
-    let integer: Vec<bool> = (0..ncols).map(|c| out.is_integer(c)).collect();
+    // The integer fast path ends a field at the delimiter byte: not for
+    // lines read whole.
+    let integer: Vec<bool> = (0..ncols)
+        .map(|c| out.is_integer(c) && d.split != Split::Line)
+        .collect();
     let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
     // One scan of the block for a NUL byte, instead of one per field:
     // per field it cost 4 % of a 5-column load (short fields). Only TEXT
@@ -481,9 +520,7 @@ pub fn parse_block_with(
         schema.columns.iter().any(|c| c.data_type == DataType::Text) && memchr(0, data).is_some();
     let mut builder_rows: u32 = 0;
     let blank_records = d.blank_lines.are_records(ncols == 1 && map.is_none());
-    let whitespace = d.split == Split::Whitespace;
-    // The integer fast path ends a field at the delimiter byte.
-    let fast_integers = d.split != Split::Line;
+    let whitespace = WS;
     let mut pos = 0;
     while pos < n {
         if whitespace {
@@ -528,7 +565,6 @@ pub fn parse_block_with(
             };
             if let Some(t) = target
                 && integer[t]
-                && fast_integers
                 && !(exact[t] && zero_first(data, pos))
                 && let Some((v, term, next)) = scan_integer(data, pos, d.delimiter)
             {
@@ -569,7 +605,7 @@ pub fn parse_block_with(
                     Term::Eof => break,
                 }
             }
-            let s = match scan_field(data, pos, d, &classes, &mut scratch) {
+            let s = match scan_field::<WS>(data, pos, d, &classes, &mut scratch) {
                 Ok(s) => s,
                 Err((off, msg)) => {
                     let e = block_error_at(&mut lines, data, off, target, msg);
@@ -693,7 +729,7 @@ pub fn parse_block_with(
             Resume::Field(mut p, mut term) => loop {
                 match term {
                     Term::Newline | Term::Eof => break p,
-                    Term::Delim => match scan_field(data, p, d, &classes, &mut scratch) {
+                    Term::Delim => match scan_field::<WS>(data, p, d, &classes, &mut scratch) {
                         Ok(s) => {
                             p = s.next;
                             term = s.term;
@@ -798,7 +834,7 @@ fn count_fields(
         match term {
             Term::Newline | Term::Eof => return Some((seen, next)),
             Term::Delim => {
-                let s = scan_field(data, next, d, classes, scratch).ok()?;
+                let s = scan_field_any(data, next, d, classes, scratch).ok()?;
                 seen += 1;
                 next = s.next;
                 term = s.term;
@@ -842,7 +878,7 @@ pub fn read_record(
         }
     }
     loop {
-        let s = match scan_field(data, pos, d, &classes, &mut scratch) {
+        let s = match scan_field_any(data, pos, d, &classes, &mut scratch) {
             Ok(s) => s,
             Err(_) if !at_eof => return Ok(None),
             Err((off, msg)) => return Err(block_error(data, off, None, msg)),
