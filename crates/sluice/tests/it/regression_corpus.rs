@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use sluice::infer::{InferOptions, Inferred, infer};
-use sluice::load::{Header, LoadOptions, load};
+use sluice::load::{LoadOptions, load};
 use sluice::source::Input;
 use sluice::store::Database;
 

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use proptest::prelude::*;
 
-use sluice::batch::{DataType, ValueOptions};
+use sluice::batch::DataType;
 use sluice::infer::{InferOptions, Inferred, infer};
 use sluice::load::{Header, LoadOptions, load};
 use sluice::parse::{Dialect, Split};
