@@ -281,7 +281,10 @@ fn buffers_of(t: &arrow_schema::DataType) -> Option<usize> {
         | D::Date32
         | D::Date64
         | D::Timestamp(..)
+        | D::Decimal32(..)
+        | D::Decimal64(..)
         | D::Decimal128(..)
+        | D::Decimal256(..)
         | D::Dictionary(..) => Some(2),
         D::Utf8 | D::Binary => Some(3),
         _ => None,
