@@ -328,6 +328,22 @@ pub struct SegmentMeta {
     /// The shard holding the segment.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shard: u32,
+    /// CRC-32s of the file's parts, so that a query checks only what it
+    /// reads (see [`SegmentChecksums`]); absent in segments written before
+    /// them, which are checked whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksums: Option<SegmentChecksums>,
+}
+
+/// CRC-32s (IEEE) of a segment file's parts: `meta`, every byte outside
+/// the bodies of its record batches (the magic, the schema, message
+/// headers, dictionary batches, the footer); `columns[c]`, the bytes of
+/// column c's buffers in every record batch, in file order. The padding
+/// between buffers is covered by the whole-file `crc32` only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentChecksums {
+    pub meta: u32,
+    pub columns: Vec<u32>,
 }
 
 impl Manifest {

@@ -128,6 +128,14 @@ impl Plan {
                     ),
                 )
             }
+            Some(t) if facts.from_manifest => line(
+                &mut s,
+                depth,
+                format!(
+                    "Rows of {t}: {} of {} segments, {} rows, counted from the manifest (no segment read)",
+                    facts.segments_scanned, facts.segments_total, facts.rows
+                ),
+            ),
             Some(t) => line(
                 &mut s,
                 depth,
