@@ -130,6 +130,7 @@ mod tests {
 /// lineitem CSV, with the types sluice loads it with.
 pub const DUCKDB_LINEITEM: &str = r#"
 def lineitem(con, csv):
+    con.execute("SET enable_progress_bar = false")
     cols = {"l_orderkey": "BIGINT", "l_partkey": "BIGINT", "l_suppkey": "BIGINT", "l_linenumber": "INTEGER",
             "l_quantity": "DECIMAL(15,2)", "l_extendedprice": "DECIMAL(15,2)", "l_discount": "DECIMAL(15,2)",
             "l_tax": "DECIMAL(15,2)", "l_returnflag": "VARCHAR", "l_linestatus": "VARCHAR", "l_shipdate": "DATE",
