@@ -1,8 +1,9 @@
 //! What the scenarios share: medians and percentiles, the `sluice` binary
 //! and the peers (DuckDB's version), running a process for the JSON
-//! summary it prints, and the thread lists of the command line.
+//! summary it prints, the thread lists of the command line, and TPC-H
+//! lineitem (generated, loaded into sluice, and DuckDB's table of it).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -123,4 +124,60 @@ mod tests {
         assert_eq!(percentile(&sorted, 0.99), 5.0);
         assert!(percentile(&[], 0.5).is_nan());
     }
+}
+
+/// Python that defines `lineitem(con, csv)`: DuckDB's table of the TPC-H
+/// lineitem CSV, with the types sluice loads it with.
+pub const DUCKDB_LINEITEM: &str = r#"
+def lineitem(con, csv):
+    con.execute("SET enable_progress_bar = false")
+    cols = {"l_orderkey": "BIGINT", "l_partkey": "BIGINT", "l_suppkey": "BIGINT", "l_linenumber": "INTEGER",
+            "l_quantity": "DECIMAL(15,2)", "l_extendedprice": "DECIMAL(15,2)", "l_discount": "DECIMAL(15,2)",
+            "l_tax": "DECIMAL(15,2)", "l_returnflag": "VARCHAR", "l_linestatus": "VARCHAR", "l_shipdate": "DATE",
+            "l_commitdate": "DATE", "l_receiptdate": "DATE", "l_shipinstruct": "VARCHAR", "l_shipmode": "VARCHAR",
+            "l_comment": "VARCHAR"}
+    con.execute("CREATE TABLE lineitem AS SELECT * FROM read_csv(?, header=true, columns=?)", [csv, cols])
+    con.execute("CHECKPOINT")
+"#;
+
+/// TPC-H lineitem at scale factor `sf` in `dir`: its CSV
+/// (`tpch-sf<sf>/lineitem.csv`, generated once) and the sluice database
+/// holding it (`q1-sf<sf>.db`, loaded once); returns both and the rows.
+pub fn lineitem(sf: f64, dir: &Path, quiet: bool) -> Result<(PathBuf, PathBuf, u64)> {
+    let data = dir.join(format!("tpch-sf{sf}"));
+    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+    let csv = data.join("lineitem.csv");
+    if !csv.exists() {
+        if !quiet {
+            eprintln!("generating lineitem at SF {sf} ...");
+        }
+        crate::generate::tpch::write_table(&data, "lineitem", sf, sluice::exec::usable_cores())?;
+    }
+    let db_dir = dir.join(format!("q1-sf{sf}.db"));
+    let mut db = sluice::store::Database::open_writer(&db_dir)?;
+    if db.table("lineitem").is_none() {
+        if !quiet {
+            eprintln!("loading lineitem into {} ...", db_dir.display());
+        }
+        let opts = sluice::load::LoadOptions {
+            schema: Some(
+                crate::generate::tpch::schema("lineitem")
+                    .unwrap_or_default()
+                    .parse()?,
+            ),
+            header: sluice::load::Header::Yes,
+            ..Default::default()
+        };
+        sluice::load::load(
+            &mut db,
+            "lineitem",
+            &[sluice::source::Input::File(csv.clone())],
+            &opts,
+        )?;
+    }
+    drop(db);
+    let rows = sluice::store::Database::open(&db_dir)?
+        .table("lineitem")
+        .map_or(0, |t| t.rows());
+    Ok((csv, db_dir, rows))
 }

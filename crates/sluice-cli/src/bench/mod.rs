@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Subcommand;
 
+mod cold;
 mod common;
 mod corpus;
 mod index;
@@ -81,6 +82,29 @@ pub enum Scenario {
         threads_list: String,
         /// Timed runs per configuration (after one warm-up run)
         #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+    },
+    /// Queries over TPC-H lineitem (generated and loaded once, kept in
+    /// --dir), each a fresh `sluice query` process as a user runs it,
+    /// against a fresh DuckDB connection to its own database of the same
+    /// table when `import duckdb` works in python3; interleaved, page cache
+    /// warm; medians and sluice's peak RSS
+    #[command(after_help = "Examples:
+  sluice bench cold                        # scale factor 1, 15 runs, DuckDB too
+  sluice bench cold --sf 10 --runs 5
+  sluice bench cold --sf 0.1 --runs 3 --no-peers")]
+    Cold {
+        /// Scale factor (1 = 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Timed runs of each query (after one warm-up run)
+        #[arg(long, default_value_t = 15)]
         runs: usize,
         /// Where the data and databases go
         #[arg(long, default_value = "bench-data")]
@@ -269,6 +293,12 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => q1::run(sf, &threads_list, runs, &dir, no_peers, quiet),
+        Scenario::Cold {
+            sf,
+            runs,
+            dir,
+            no_peers,
+        } => cold::run(sf, runs, &dir, no_peers, quiet),
         Scenario::SecondaryIndex {
             files,
             rows,

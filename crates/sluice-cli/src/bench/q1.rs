@@ -5,27 +5,22 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use super::common::{duckdb_version, median, parse_threads, run_json};
-use crate::generate::tpch;
+use super::common::{DUCKDB_LINEITEM, duckdb_version, lineitem, median, parse_threads, run_json};
 
 /// TPC-H Q1, as in the specification with the usual 90-day delta (the
 /// same text the correctness test checks against DuckDB's answers).
 const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
 
+/// Appended to [`DUCKDB_LINEITEM`].
 const DUCKDB_Q1_SCRIPT: &str = r#"
 import duckdb, json, os, sys, time
 db, csv, query, threads, runs = sys.argv[1], sys.argv[2], sys.argv[3], [int(t) for t in sys.argv[4].split(",")], int(sys.argv[5])
 fresh = not os.path.exists(db)
 con = duckdb.connect(db)
 if fresh:
-    cols = {"l_orderkey": "BIGINT", "l_partkey": "BIGINT", "l_suppkey": "BIGINT", "l_linenumber": "INTEGER",
-            "l_quantity": "DECIMAL(15,2)", "l_extendedprice": "DECIMAL(15,2)", "l_discount": "DECIMAL(15,2)",
-            "l_tax": "DECIMAL(15,2)", "l_returnflag": "VARCHAR", "l_linestatus": "VARCHAR", "l_shipdate": "DATE",
-            "l_commitdate": "DATE", "l_receiptdate": "DATE", "l_shipinstruct": "VARCHAR", "l_shipmode": "VARCHAR",
-            "l_comment": "VARCHAR"}
-    con.execute("CREATE TABLE lineitem AS SELECT * FROM read_csv(?, header=true, columns=?)", [csv, cols])
+    lineitem(con, csv)
 times = {t: [] for t in threads}
 for t in threads:
     con.execute(f"SET threads={t}")
@@ -50,37 +45,9 @@ pub fn run(
 ) -> Result<()> {
     let threads = parse_threads(threads_list)?;
     let runs = runs.max(1);
-    let data = dir.join(format!("tpch-sf{sf}"));
-    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
-    let csv = data.join("lineitem.csv");
     let cores = sluice::exec::usable_cores();
-    if !csv.exists() {
-        if !quiet {
-            eprintln!("generating lineitem at SF {sf} ...");
-        }
-        tpch::write_table(&data, "lineitem", sf, cores)?;
-    }
-    let db_dir = dir.join(format!("q1-sf{sf}.db"));
-    let mut db = sluice::store::Database::open_writer(&db_dir)?;
-    if db.table("lineitem").is_none() {
-        if !quiet {
-            eprintln!("loading lineitem into {} ...", db_dir.display());
-        }
-        let opts = sluice::load::LoadOptions {
-            schema: Some(tpch::schema("lineitem").unwrap_or_default().parse()?),
-            header: sluice::load::Header::Yes,
-            ..Default::default()
-        };
-        sluice::load::load(
-            &mut db,
-            "lineitem",
-            &[sluice::source::Input::File(csv.clone())],
-            &opts,
-        )?;
-    }
-    drop(db);
+    let (csv, db_dir, rows) = lineitem(sf, dir, quiet)?;
     let db = sluice::store::Database::open(&db_dir)?;
-    let rows = db.table("lineitem").map_or(0, |t| t.rows());
     let duck = if no_peers { None } else { duckdb_version() };
     let duck_db = dir.join(format!("q1-sf{sf}.duckdb"));
     // Rows: (engine, threads, times). Thread counts are interleaved run by
@@ -111,7 +78,7 @@ pub fn run(
         let list: Vec<String> = duck_threads.iter().map(|t| t.to_string()).collect();
         let v = run_json(
             Command::new("python3")
-                .args(["-c", DUCKDB_Q1_SCRIPT])
+                .args(["-c", &format!("{DUCKDB_LINEITEM}{DUCKDB_Q1_SCRIPT}")])
                 .arg(&duck_db)
                 .arg(&csv)
                 .arg(Q1)

@@ -48,8 +48,11 @@ pub fn run(
     if timing {
         let rows: usize = result.batches.iter().map(|b| b.num_rows()).sum();
         let f = &result.facts;
+        let rss = sluice::exec::peak_rss_bytes()
+            .map(|b| format!(", peak RSS {:.1} MiB", b as f64 / (1u64 << 20) as f64))
+            .unwrap_or_default();
         eprintln!(
-            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments",
+            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments{rss}",
             elapsed.as_secs_f64(),
             rows,
             f.rows,

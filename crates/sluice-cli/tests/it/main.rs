@@ -412,6 +412,59 @@ fn every_subcommand_help_shows_an_example() {
 }
 
 #[test]
+fn bench_cold_prints_a_row_a_query_and_duckdb_beside_when_installed() {
+    let t = Tmp::new();
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "cold",
+            "--sf",
+            "0.01",
+            "--runs",
+            "1",
+            "--no-peers",
+            "--dir",
+            "b",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("cold: lineitem SF 0.01 (60175 rows)"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("query  "), "{out}");
+    // Every query ran as its own process (a failing one fails the run);
+    // without the peer, no ratio.
+    for (row, name) in lines[2..15]
+        .iter()
+        .zip(["count", "sum", "filtered count", "two filters"])
+    {
+        assert!(row.starts_with(name), "{out}");
+    }
+    assert!(lines[2..15].iter().all(|l| l.contains(" - ")), "{out}");
+    assert!(!out.contains("geometric mean"), "{out}");
+    let duck = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !duck {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "python3 cannot import duckdb, and CI=true requires it"
+        );
+        eprintln!("bench cold with DuckDB: skipped: python3 cannot import duckdb");
+        return;
+    }
+    let out = ok(
+        &t.0,
+        &["bench", "cold", "--sf", "0.01", "--runs", "1", "--dir", "b"],
+    );
+    assert!(out.contains("geometric mean of vs_duckdb: "), "{out}");
+    assert!(out.lines().nth(2).is_some_and(|l| l.contains('x')), "{out}");
+}
+
+#[test]
 fn bench_ingest_prints_its_table() {
     let t = Tmp::new();
     let out = ok(
