@@ -656,6 +656,20 @@ fn candidates(delimiter: u8, o: &InferOptions, data: &[u8]) -> Vec<Dialect> {
     out
 }
 
+/// The candidates split at a single space, then the same split at runs of
+/// whitespace (tried when no other delimiter reads every record alike).
+fn space_candidates(o: &InferOptions, data: &[u8]) -> Vec<Dialect> {
+    let spaces = candidates(b' ', o, data);
+    let runs: Vec<Dialect> = spaces
+        .iter()
+        .map(|d| Dialect {
+            split: Split::Whitespace,
+            ..d.clone()
+        })
+        .collect();
+    spaces.into_iter().chain(runs).collect()
+}
+
 /// The dialect that reads the first sample `s`: of the candidates (see
 /// [`candidates`]) that read its start without error into records of
 /// more than one field (`want` when known), the one whose records most
@@ -699,12 +713,7 @@ fn choose(
             break;
         }
         let tried: Vec<Dialect> = if space {
-            let spaces = candidates(b' ', o, head);
-            let runs = spaces.iter().map(|d| Dialect {
-                split: Split::Whitespace,
-                ..d.clone()
-            });
-            spaces.clone().into_iter().chain(runs).collect()
+            space_candidates(o, head)
         } else {
             delimiters
                 .iter()
@@ -1266,20 +1275,14 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
     if data.len() < s.data.len() || !s.whole {
         data = memchr::memrchr(b'\n', data).map_or(&data[..0], |i| &data[..i + 1]);
     }
-    let delimiters = match o.delimiter {
-        Some(d) => vec![d],
-        None => DELIMITERS.iter().copied().chain([b' ']).collect(),
+    let tried: Vec<Dialect> = match o.delimiter {
+        Some(d) => candidates(d, o, data),
+        None => DELIMITERS
+            .iter()
+            .flat_map(|&d| candidates(d, o, data))
+            .chain(space_candidates(o, data))
+            .collect(),
     };
-    let mut tried: Vec<Dialect> = delimiters
-        .iter()
-        .flat_map(|&d| candidates(d, o, data))
-        .collect();
-    if o.delimiter.is_none() {
-        tried.extend(candidates(b' ', o, data).into_iter().map(|d| Dialect {
-            split: Split::Whitespace,
-            ..d
-        }));
-    }
     let mut best: Option<(usize, u64, Dialect)> = None;
     for d in tried.into_iter().filter(|d| d.split != Split::Line) {
         let recs = line_records(data, &d);
