@@ -464,22 +464,32 @@ pub fn read_segment(
         message,
     };
     let buffer = map_segment(path, meta)?;
-    let crc = crc32fast::hash(buffer.as_slice());
+    let bytes = buffer.as_slice();
+    // With checksums of parts, one pass gives the whole file's CRC and
+    // the parts'.
+    let split = meta.checksums.as_ref().map(|_| layout(bytes));
+    let (crc, found) = match &split {
+        Some(Ok(l)) => {
+            let (whole, parts) = checksums(bytes, l);
+            (whole, Some(parts))
+        }
+        _ => (crc32fast::hash(bytes), None),
+    };
     if crc != meta.crc32 {
         return Err(corrupt(format!(
             "checksum mismatch (crc32 {crc:08x}, the manifest says {:08x})",
             meta.crc32
         )));
     }
-    if let Some(parts) = &meta.checksums {
-        let l = layout(buffer.as_slice()).map_err(corrupt)?;
-        let (_, found) = checksums(buffer.as_slice(), &l);
-        if &found != parts {
+    match (split, found) {
+        (Some(Err(e)), _) => return Err(corrupt(e)),
+        (Some(Ok(_)), Some(found)) if meta.checksums.as_ref() != Some(&found) => {
             return Err(corrupt(
                 "checksums of its parts differ from the manifest's (the whole file's matches)"
                     .into(),
             ));
         }
+        _ => {}
     }
     decode_segment(path, meta, schema, buffer, None)
 }
