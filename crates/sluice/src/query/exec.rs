@@ -164,17 +164,20 @@ pub fn execute(
             }
             let next = AtomicUsize::new(0);
             let opened: Mutex<Vec<(usize, Result<Arc<Vec<RecordBatch>>>)>> = Mutex::new(Vec::new());
+            // Segments are opened by the workers; the manifest's counts
+            // need none.
+            let readers = if from_manifest {
+                0
+            } else {
+                workers.min(kept.len())
+            };
             std::thread::scope(|s| {
-                for _ in 0..workers.min(kept.len()) {
+                for _ in 0..readers {
                     s.spawn(|| {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(seg) = kept.get(i) else { break };
-                            let r = if from_manifest {
-                                empty_input(seg.rows as usize).map(|b| Arc::new(vec![b]))
-                            } else {
-                                db.segment_columns(seg, &schema, &plan.scan_columns)
-                            };
+                            let r = db.segment_columns(seg, &schema, &plan.scan_columns);
                             if let Ok(mut o) = opened.lock() {
                                 o.push((i, r));
                             }
@@ -185,6 +188,13 @@ pub fn execute(
             let mut opened = opened
                 .into_inner()
                 .map_err(|_| Error::Internal("segment reader panicked".into()))?;
+            if from_manifest {
+                opened = kept
+                    .iter()
+                    .enumerate()
+                    .map(|(i, seg)| (i, empty_input(seg.rows as usize).map(|b| Arc::new(vec![b]))))
+                    .collect();
+            }
             opened.sort_by_key(|o| o.0);
             for (i, r) in opened {
                 // Bounds of |value| per scanned column, from the zone map:
