@@ -61,6 +61,23 @@ fn sluice(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// True when python3 can import duckdb; under CI a missing DuckDB fails
+/// the test instead of skipping it.
+fn duckdb_available(test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: python3 cannot import duckdb, and CI=true requires it (pip install duckdb)"
+        );
+        eprintln!("{test}: skipped: python3 cannot import duckdb (pip install duckdb)");
+    }
+    ok
+}
+
 fn ok(dir: &Path, args: &[&str]) -> String {
     let o = sluice(dir, args);
     assert!(
@@ -444,16 +461,7 @@ fn bench_cold_prints_a_row_a_query_and_duckdb_beside_when_installed() {
     }
     assert!(lines[2..15].iter().all(|l| l.contains(" - ")), "{out}");
     assert!(!out.contains("geometric mean"), "{out}");
-    let duck = std::process::Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !duck {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "python3 cannot import duckdb, and CI=true requires it"
-        );
-        eprintln!("bench cold with DuckDB: skipped: python3 cannot import duckdb");
+    if !duckdb_available("bench cold with DuckDB") {
         return;
     }
     let out = ok(

@@ -11,23 +11,6 @@ fn sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-/// True when python3 can import duckdb; under CI a missing DuckDB fails
-/// the test instead of skipping it.
-fn duckdb_available(test: &str) -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{test}: python3 cannot import duckdb, and CI=true requires it (pip install duckdb)"
-        );
-        eprintln!("{test}: skipped: python3 cannot import duckdb (pip install duckdb)");
-    }
-    ok
-}
-
 /// The per-file results of a run: file name -> (class, detail).
 fn results(dir: &Path) -> BTreeMap<String, (String, String)> {
     let text = std::fs::read_to_string(dir.join("corpus-results.jsonl")).unwrap();
