@@ -18,6 +18,7 @@ use chrono::{Datelike, Months, NaiveDate};
 
 use crate::error::{Error, Result};
 use crate::parse::value;
+pub use super::like::LikePattern;
 
 /// Binary operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -437,12 +438,7 @@ impl Expr {
                 let matcher = LikePattern::new(pattern, *case_insensitive);
                 let negated = *negated;
                 map_value(expr.eval(batch)?, move |a| {
-                    let s = a.as_string::<i32>();
-                    let out: BooleanArray = s
-                        .iter()
-                        .map(|v| v.map(|v| matcher.matches(v) != negated))
-                        .collect();
-                    Ok(Arc::new(out))
+                    Ok(Arc::new(matcher.eval(a.as_string::<i32>(), negated)))
                 })?
             }
             Expr::Case { whens, otherwise } => {
@@ -841,96 +837,6 @@ fn substring(s: &ArrayRef, start: &ArrayRef, len: Option<&ArrayRef>) -> Result<A
         out.append_value(v);
     }
     Ok(Arc::new(out.finish()))
-}
-
-/// A SQL LIKE pattern: `%` any run, `_` one character, `\` escapes.
-pub struct LikePattern {
-    parts: Vec<LikePart>,
-    case_insensitive: bool,
-}
-
-#[derive(Debug, PartialEq)]
-enum LikePart {
-    Lit(String),
-    One,
-    Any,
-}
-
-impl LikePattern {
-    pub fn new(p: &str, case_insensitive: bool) -> Self {
-        let mut parts = Vec::new();
-        let mut lit = String::new();
-        let mut chars = p.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '%' | '_' => {
-                    if !lit.is_empty() {
-                        parts.push(LikePart::Lit(std::mem::take(&mut lit)));
-                    }
-                    let part = if c == '%' {
-                        LikePart::Any
-                    } else {
-                        LikePart::One
-                    };
-                    if !(part == LikePart::Any && parts.last() == Some(&LikePart::Any)) {
-                        parts.push(part);
-                    }
-                }
-                '\\' => lit.push(chars.next().unwrap_or('\\')),
-                c => lit.push(c),
-            }
-        }
-        if !lit.is_empty() {
-            parts.push(LikePart::Lit(lit));
-        }
-        if case_insensitive {
-            for p in &mut parts {
-                if let LikePart::Lit(s) = p {
-                    *s = s.to_lowercase();
-                }
-            }
-        }
-        LikePattern {
-            parts,
-            case_insensitive,
-        }
-    }
-
-    pub fn matches(&self, s: &str) -> bool {
-        if self.case_insensitive {
-            let lower = s.to_lowercase();
-            like_match(&self.parts, &lower)
-        } else {
-            like_match(&self.parts, s)
-        }
-    }
-}
-
-fn like_match(parts: &[LikePart], s: &str) -> bool {
-    match parts.split_first() {
-        None => s.is_empty(),
-        Some((LikePart::Lit(l), rest)) => s
-            .strip_prefix(l.as_str())
-            .is_some_and(|r| like_match(rest, r)),
-        Some((LikePart::One, rest)) => {
-            let mut it = s.chars();
-            it.next().is_some() && like_match(rest, it.as_str())
-        }
-        Some((LikePart::Any, rest)) => {
-            if rest.is_empty() {
-                return true;
-            }
-            // Try every suffix; a literal next part narrows the candidates.
-            let mut idx: Vec<usize> = s.char_indices().map(|(i, _)| i).collect();
-            idx.push(s.len());
-            if let Some(LikePart::Lit(l)) = rest.first() {
-                return s
-                    .match_indices(l.as_str())
-                    .any(|(i, _)| like_match(rest, &s[i..]));
-            }
-            idx.into_iter().any(|i| like_match(rest, &s[i..]))
-        }
-    }
 }
 
 /// Casts between the engine's types; text to a typed value uses the same
@@ -1333,21 +1239,3 @@ impl fmt::Display for Expr {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn like_patterns() {
-        let m = |p: &str, s: &str| LikePattern::new(p, false).matches(s);
-        assert!(m("%BRASS", "LARGE BRASS"));
-        assert!(!m("%BRASS", "LARGE BRASSY"));
-        assert!(m("a_c", "abc"));
-        assert!(!m("a_c", "ac"));
-        assert!(m("%", ""));
-        assert!(m("%a%b%", "xxaxxbxx"));
-        assert!(!m("%a%b%", "xxbxxaxx"));
-        assert!(m("50\\%", "50%"));
-        assert!(LikePattern::new("ab%", true).matches("ABC"));
-    }
-}
