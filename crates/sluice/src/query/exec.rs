@@ -263,6 +263,9 @@ pub fn execute(
         Body::Project(exprs) => {
             let results: Mutex<Vec<(usize, Result<RecordBatch>)>> = Mutex::new(Vec::new());
             let out_schema = output_schema(exprs, &types, &plan.names);
+            // ORDER BY … LIMIT: each morsel keeps only its first
+            // `limit + offset` rows in the order, with their positions.
+            let top = top_k(plan);
             std::thread::scope(|s| {
                 for _ in 0..workers.min(morsels.len()).max(1) {
                     s.spawn(|| {
@@ -274,7 +277,11 @@ pub fn execute(
                             let r = (|| {
                                 let batch =
                                     work_filter(decode_batch(&inputs[b].slice(off, len), &[])?)?;
-                                project(&batch, exprs, &out_schema)
+                                let out = project(&batch, exprs, &out_schema)?;
+                                match top {
+                                    Some(k) => first_rows(&out, plan, k, Some(i)),
+                                    None => Ok(out),
+                                }
                             })();
                             let failed = r.is_err();
                             if let Ok(mut o) = results.lock() {
@@ -294,10 +301,23 @@ pub fn execute(
             results.sort_by_key(|r| r.0);
             let batches: Vec<RecordBatch> =
                 results.into_iter().map(|r| r.1).collect::<Result<_>>()?;
-            if batches.is_empty() {
-                RecordBatch::new_empty(out_schema)
-            } else {
-                arrow_select::concat::concat_batches(&out_schema, &batches).map_err(exec_err)?
+            match top {
+                Some(k) => {
+                    // The morsels' candidates, with their positions in the
+                    // last column: the first k of them overall.
+                    let schema = match batches.first() {
+                        Some(b) => b.schema(),
+                        None => position_schema(&out_schema),
+                    };
+                    let all = arrow_select::concat::concat_batches(&schema, &batches)
+                        .map_err(exec_err)?;
+                    let out = first_rows(&all, plan, k, None)?;
+                    return Ok((vec![limit_rows(out, plan)?], facts));
+                }
+                None if batches.is_empty() => RecordBatch::new_empty(out_schema),
+                None => {
+                    arrow_select::concat::concat_batches(&out_schema, &batches).map_err(exec_err)?
+                }
             }
         }
         Body::Aggregate {
@@ -567,25 +587,103 @@ fn project(batch: &RecordBatch, exprs: &[Expr], schema: &SchemaRef) -> Result<Re
     )?)
 }
 
+/// Rows that an ORDER BY … LIMIT query keeps: `limit + offset`, when the
+/// query has both an order and a limit.
+fn top_k(plan: &Plan) -> Option<usize> {
+    match (plan.order.is_empty(), plan.limit) {
+        (false, Some(l)) => Some(l.saturating_add(plan.offset)),
+        _ => None,
+    }
+}
+
+/// `schema` with the position column of [`first_rows`] after its fields.
+fn position_schema(schema: &SchemaRef) -> SchemaRef {
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("#position", A::UInt64, false));
+    Arc::new(ArrowSchema::new(fields))
+}
+
+/// The first `k` rows of `batch` in the plan's order, ties broken by
+/// position in the table, so that the answer is the one a stable sort of
+/// all rows would give, whatever the morsels.
+///
+/// `morsel: Some(i)`: `batch` is morsel `i`'s rows; the result gains a
+/// last column of positions (`i << 32 | row`). `None`: `batch` holds such
+/// candidates, positions last; the result drops them.
+fn first_rows(
+    batch: &RecordBatch,
+    plan: &Plan,
+    k: usize,
+    morsel: Option<usize>,
+) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    let (batch, positions) = match morsel {
+        Some(i) => {
+            let base = (i as u64) << 32;
+            let pos: ArrayRef = Arc::new(arrow_array::UInt64Array::from_iter_values(
+                (0..n as u64).map(|r| base | r),
+            ));
+            let mut cols = batch.columns().to_vec();
+            cols.push(pos.clone());
+            let b = RecordBatch::try_new_with_options(
+                position_schema(&batch.schema()),
+                cols,
+                &RecordBatchOptions::new().with_row_count(Some(n)),
+            )?;
+            (b, pos)
+        }
+        None => {
+            let last = batch.num_columns() - 1;
+            (batch.clone(), batch.column(last).clone())
+        }
+    };
+    let kept = if n <= 1 || k == 0 {
+        batch.slice(0, k.min(n))
+    } else {
+        let mut cols = sort_columns(&batch, plan);
+        cols.push(SortColumn {
+            values: positions,
+            options: None,
+        });
+        let idx = lexsort_to_indices(&cols, Some(k)).map_err(exec_err)?;
+        arrow_select::take::take_record_batch(&batch, &idx).map_err(exec_err)?
+    };
+    if morsel.is_some() {
+        return Ok(kept);
+    }
+    let keep: Vec<usize> = (0..kept.num_columns() - 1).collect();
+    Ok(kept.project(&keep)?)
+}
+
+/// The plan's ORDER BY keys over `batch`.
+fn sort_columns(batch: &RecordBatch, plan: &Plan) -> Vec<SortColumn> {
+    plan.order
+        .iter()
+        .map(|k| SortColumn {
+            // NaN sorts after every number, whatever its sign bit.
+            values: canonical_doubles(batch.column(k.column)),
+            options: Some(SortOptions {
+                descending: k.descending,
+                nulls_first: k.nulls_first,
+            }),
+        })
+        .collect()
+}
+
 fn sort_and_limit(batch: RecordBatch, plan: &Plan) -> Result<RecordBatch> {
     let mut batch = batch;
     if !plan.order.is_empty() && batch.num_rows() > 1 {
-        let cols: Vec<SortColumn> = plan
-            .order
-            .iter()
-            .map(|k| SortColumn {
-                // NaN sorts after every number, whatever its sign bit.
-                values: canonical_doubles(batch.column(k.column)),
-                options: Some(SortOptions {
-                    descending: k.descending,
-                    nulls_first: k.nulls_first,
-                }),
-            })
-            .collect();
+        let cols = sort_columns(&batch, plan);
         let fetch = plan.limit.map(|l| l.saturating_add(plan.offset));
         let idx = lexsort_to_indices(&cols, fetch).map_err(exec_err)?;
         batch = arrow_select::take::take_record_batch(&batch, &idx).map_err(exec_err)?;
     }
+    limit_rows(batch, plan)
+}
+
+/// OFFSET and LIMIT over rows already in order; drops the hidden
+/// sort-key columns.
+fn limit_rows(batch: RecordBatch, plan: &Plan) -> Result<RecordBatch> {
     let start = plan.offset.min(batch.num_rows());
     let len = plan
         .limit

@@ -16,9 +16,9 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Datum, RecordBatch, Scalar, new
 use arrow_schema::{DataType as A, TimeUnit};
 use chrono::{Datelike, Months, NaiveDate};
 
+pub use super::like::LikePattern;
 use crate::error::{Error, Result};
 use crate::parse::value;
-pub use super::like::LikePattern;
 
 /// Binary operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1238,4 +1238,3 @@ impl fmt::Display for Expr {
         }
     }
 }
-

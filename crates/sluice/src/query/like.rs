@@ -103,9 +103,7 @@ impl LikePattern {
             Shape::Prefix(w) => s.as_bytes().starts_with(w),
             Shape::Suffix(w) => s.as_bytes().ends_with(w),
             Shape::Contains(f) => f.find(s.as_bytes()).is_some(),
-            Shape::General if self.case_insensitive => {
-                like_match(&self.parts, &s.to_lowercase())
-            }
+            Shape::General if self.case_insensitive => like_match(&self.parts, &s.to_lowercase()),
             Shape::General => like_match(&self.parts, s),
         }
     }
@@ -242,17 +240,26 @@ mod tests {
         let s = StringArray::from(vec![Some("ab"), Some("cd"), None, Some("xbcx"), Some("bc")]);
         let out = LikePattern::new("%bc%", false).eval(&s, false);
         let got: Vec<Option<bool>> = out.iter().collect();
-        assert_eq!(got, [Some(false), Some(false), None, Some(true), Some(true)]);
+        assert_eq!(
+            got,
+            [Some(false), Some(false), None, Some(true), Some(true)]
+        );
         let out = LikePattern::new("%bc%", false).eval(&s, true);
         let got: Vec<Option<bool>> = out.iter().collect();
-        assert_eq!(got, [Some(true), Some(true), None, Some(false), Some(false)]);
+        assert_eq!(
+            got,
+            [Some(true), Some(true), None, Some(false), Some(false)]
+        );
     }
 
     #[test]
     fn a_sliced_array_is_read_from_its_offset() {
         let s = StringArray::from(vec!["special", "x", "a special b", "y"]);
         let part = s.slice(1, 3);
-        let part = part.as_any().downcast_ref::<StringArray>().expect("strings");
+        let part = part
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("strings");
         let out = LikePattern::new("%special%", false).eval(part, false);
         let got: Vec<Option<bool>> = out.iter().collect();
         assert_eq!(got, [Some(false), Some(true), Some(false)]);

@@ -104,7 +104,7 @@ fn predicate(rng: &mut Rng, depth: u32) -> String {
             5 => format!(
                 "s {}LIKE '{}'",
                 rng.pick(&["", "NOT "]),
-                rng.pick(&["a%", "%b", "_", "%", "a_"])
+                rng.pick(&["a%", "%b", "_", "%", "a_", "%a%", "%ab%", "ab", "%a_", ""])
             ),
             6 => format!("s IN ('a', '{}')", rng.pick(&["b", "c", ""])),
             _ => format!("i {} {}", rng.pick(&cmp), rng.below(60) as i64 - 30),
@@ -177,6 +177,8 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             "max(s)",
             "min(s)",
             "count(DISTINCT j)",
+            "count(DISTINCT s)",
+            "count(DISTINCT i * j)",
             "sum(i * j)",
             "avg(i)",
         ];
