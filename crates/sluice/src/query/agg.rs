@@ -2,7 +2,9 @@
 //! `Partial` [`GroupTable`]; the tables are merged once into the `Final`
 //! one. Sums of integers and decimals accumulate in 128 bits and are exact.
 
-use std::collections::{HashMap, HashSet};
+// foldhash, not SipHash: these maps hash every row of a scan, and their
+// keys come from the user's own data, which is not an attack surface.
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::builder::{Float64Builder, Int64Builder};
@@ -81,6 +83,9 @@ enum Acc {
     /// Min/max of anything orderable, kept as row-format bytes.
     MinMax(Vec<Option<Box<[u8]>>>, bool),
     Distinct(Vec<HashSet<Box<[u8]>>>),
+    /// COUNT(DISTINCT) of integers and decimals: the values themselves
+    /// (unscaled), not their row-format bytes.
+    DistinctInt(Vec<HashSet<i128>>),
 }
 
 /// Groups and their aggregate states.
@@ -150,6 +155,11 @@ impl GroupTable {
         let mut value_convs = Vec::new();
         for c in calls.iter() {
             let (acc, conv) = match (c.func, c.distinct) {
+                (AggFunc::Count, true)
+                    if matches!(c.arg_type, A::Int32 | A::Int64 | A::Decimal128(..)) =>
+                {
+                    (Acc::DistinctInt(vec![]), None)
+                }
                 (AggFunc::Count, true) => (Acc::Distinct(vec![]), Some(conv_for(&c.arg_type)?)),
                 (AggFunc::CountStar | AggFunc::Count, _) => (Acc::Count(vec![]), None),
                 (AggFunc::Sum, _) => match c.arg_type {
@@ -170,13 +180,13 @@ impl GroupTable {
         let mut t = GroupTable {
             key_conv,
             keys: Vec::new(),
-            map: HashMap::new(),
+            map: HashMap::default(),
             accs,
             value_convs,
             calls,
             groups: 0,
             packed: Vec::new(),
-            packed_map: HashMap::new(),
+            packed_map: HashMap::default(),
             cache: vec![(0, u32::MAX); CACHE_SLOTS],
             code_table: Vec::new(),
             dict_tables: Vec::new(),
@@ -224,7 +234,8 @@ impl GroupTable {
                     n.push(0)
                 }
                 Acc::MinMax(v, _) => v.push(None),
-                Acc::Distinct(v) => v.push(HashSet::new()),
+                Acc::Distinct(v) => v.push(HashSet::default()),
+                Acc::DistinctInt(v) => v.push(HashSet::default()),
             }
         }
         g
@@ -660,6 +671,14 @@ impl GroupTable {
                         }
                     }
                 }
+                Acc::DistinctInt(v) => {
+                    let a = arg.ok_or_else(|| {
+                        Error::Internal("COUNT(DISTINCT) without argument".into())
+                    })?;
+                    for_each_i128(a, |r, x| {
+                        v[groups[r] as usize].insert(x);
+                    })?;
+                }
                 Acc::Distinct(v) => {
                     let a = arg.ok_or_else(|| {
                         Error::Internal("COUNT(DISTINCT) without argument".into())
@@ -815,6 +834,11 @@ impl GroupTable {
                         }
                     }
                 }
+                (Acc::DistinctInt(a), Acc::DistinctInt(b)) => {
+                    for (j, set) in b.into_iter().enumerate() {
+                        a[map[j] as usize].extend(set);
+                    }
+                }
                 (Acc::Distinct(a), Acc::Distinct(b)) => {
                     for (j, set) in b.into_iter().enumerate() {
                         a[map[j] as usize].extend(set);
@@ -898,6 +922,11 @@ impl GroupTable {
                             .map_err(exec_err)?
                             .remove(0)
                     }
+                }
+                Acc::DistinctInt(v) => {
+                    let mut b = Int64Builder::with_capacity(n);
+                    v.iter().for_each(|s| b.append_value(s.len() as i64));
+                    Arc::new(b.finish())
                 }
                 Acc::Distinct(v) => {
                     let mut b = Int64Builder::with_capacity(n);

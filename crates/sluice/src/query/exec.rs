@@ -380,13 +380,21 @@ pub fn execute(
                                         .collect();
                                     if let Ok(k) = k {
                                         let groups = table.group_ids(n, &k, sel.as_ref())?;
-                                        if fz.run(
+                                        let ran = fz.run(
                                             &batch,
                                             &input_bounds[b],
                                             &groups,
                                             table.groups(),
                                             &mut scratch,
-                                        )? {
+                                        );
+                                        // A CASE condition may fail on a row
+                                        // the filter excludes: the general
+                                        // path below evaluates the kept rows.
+                                        let ran = match ran {
+                                            Err(_) if sel.is_some() => false,
+                                            r => r?,
+                                        };
+                                        if ran {
                                             table.add_dense(
                                                 &scratch.rows,
                                                 &scratch.sums,
@@ -734,7 +742,7 @@ impl AggEval<'_> {
                         p.eval_into(batch, &mut self.bufs[j], self.pool)?;
                         wide[j] = true;
                     }
-                    nulls.push(p.nulls(batch));
+                    nulls.push(p.nulls(batch)?);
                     general.push(None);
                 }
                 (None, Some(e)) => {

@@ -1,5 +1,6 @@
 //! A fast path for SUM and AVG arguments: arithmetic (`+ - *`, unary minus)
-//! over INT, BIGINT and DECIMAL columns and constants, evaluated straight
+//! and `CASE WHEN … THEN … ELSE … END` (conditions of any kind, values of
+//! these) over INT, BIGINT and DECIMAL columns and constants, evaluated straight
 //! into 128-bit integers at a scale fixed at plan time, without the
 //! intermediate Arrow arrays (and their allocations) of the general path.
 //! Overflow is checked, as in the general path. Anything else (division,
@@ -9,7 +10,7 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, RecordBatch};
-use arrow_buffer::NullBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType as A;
 
 use super::expr::{BinOp, Expr};
@@ -23,6 +24,11 @@ enum Node {
     Sub(Box<Node>, Box<Node>),
     Mul(Box<Node>, Box<Node>),
     Neg(Box<Node>),
+    /// `CASE WHEN c1 THEN v1 … ELSE e END`: each condition is a boolean
+    /// expression evaluated by the general path (NULL counts as false);
+    /// every branch is evaluated for every row, as the general path does,
+    /// and each row takes the first branch whose condition holds.
+    Case(Vec<(Expr, Node)>, Box<Node>),
 }
 
 /// A compiled integer/decimal expression and the scale of its result.
@@ -81,6 +87,19 @@ fn compile(e: &Expr, stored: &[A], cols: &mut Vec<usize>) -> Option<(Node, i8)> 
             let (n, s) = compile(x, stored, cols)?;
             Some((Node::Neg(Box::new(n)), s))
         }
+        Expr::Case { whens, otherwise } => {
+            let mut branches = Vec::with_capacity(whens.len());
+            for (c, v) in whens {
+                branches.push((c.clone(), compile(v, stored, cols)?));
+            }
+            let (e, es) = compile(otherwise, stored, cols)?;
+            let s = branches.iter().map(|b| b.1.1).fold(es, i8::max);
+            let mut out = Vec::with_capacity(branches.len());
+            for (c, (n, ns)) in branches {
+                out.push((c, rescale(n, ns, s)?));
+            }
+            Some((Node::Case(out, Box::new(rescale(e, es, s)?)), s))
+        }
         Expr::Binary { op, left, right } => {
             let (l, ls) = compile(left, stored, cols)?;
             let (r, rs) = compile(right, stored, cols)?;
@@ -137,13 +156,10 @@ impl IntProgram {
         eval_node_i64(&self.root, batch, out, pool)
     }
 
-    /// The NULL rows of a batch: a row is NULL when any input column is.
-    pub fn nulls(&self, batch: &RecordBatch) -> Option<NullBuffer> {
-        let mut nulls: Option<NullBuffer> = None;
-        for &c in &self.columns {
-            nulls = NullBuffer::union(nulls.as_ref(), batch.column(c).logical_nulls().as_ref());
-        }
-        nulls
+    /// The NULL rows of a batch: a row is NULL when an input column of
+    /// the value it takes is (a CASE row only by its chosen branch).
+    pub fn nulls(&self, batch: &RecordBatch) -> Result<Option<NullBuffer>> {
+        node_nulls(&self.root, batch)
     }
 
     /// Evaluates every row of `batch` into `out` (resized to the row
@@ -155,14 +171,62 @@ impl IntProgram {
         out: &mut Vec<i128>,
         pool: &mut Vec<Vec<i128>>,
     ) -> Result<Option<NullBuffer>> {
-        let n = batch.num_rows();
-        let mut nulls: Option<NullBuffer> = None;
-        for &c in &self.columns {
-            nulls = NullBuffer::union(nulls.as_ref(), batch.column(c).logical_nulls().as_ref());
-        }
-        out.resize(n, 0);
+        let nulls = self.nulls(batch)?;
+        out.resize(batch.num_rows(), 0);
         eval_node(&self.root, batch, out, pool)?;
         Ok(nulls)
+    }
+}
+
+/// The NULL rows of a node's values over `batch`.
+fn node_nulls(node: &Node, batch: &RecordBatch) -> Result<Option<NullBuffer>> {
+    Ok(match node {
+        Node::Col(c) => batch.column(*c).logical_nulls(),
+        Node::Const(_) => None,
+        Node::Neg(x) => node_nulls(x, batch)?,
+        Node::Add(l, r) | Node::Sub(l, r) | Node::Mul(l, r) => NullBuffer::union(
+            node_nulls(l, batch)?.as_ref(),
+            node_nulls(r, batch)?.as_ref(),
+        ),
+        Node::Case(whens, otherwise) => {
+            let n = batch.num_rows();
+            let all = |v: Option<NullBuffer>| {
+                v.map_or_else(|| BooleanBuffer::new_set(n), |b| b.inner().clone())
+            };
+            let mut some = false;
+            let mut valid = {
+                let e = node_nulls(otherwise, batch)?;
+                some |= e.is_some();
+                all(e)
+            };
+            for (c, v) in whens.iter().rev() {
+                let t = node_nulls(v, batch)?;
+                if t.is_none() && !some {
+                    continue;
+                }
+                some = true;
+                let m = condition(c, batch)?;
+                valid = &(&m & &all(t)) | &(&!&m & &valid);
+            }
+            some.then(|| NullBuffer::new(valid))
+                .filter(|b| b.null_count() > 0)
+        }
+    })
+}
+
+/// Rows where a CASE condition holds (NULL: it does not).
+fn condition(c: &Expr, batch: &RecordBatch) -> Result<BooleanBuffer> {
+    let a = c.eval(batch)?.into_array(batch.num_rows())?;
+    match a.data_type() {
+        A::Boolean => {
+            let b = a.as_boolean();
+            Ok(match b.nulls() {
+                Some(n) => b.values() & n.inner(),
+                None => b.values().clone(),
+            })
+        }
+        A::Null => Ok(BooleanBuffer::new_unset(batch.num_rows())),
+        other => Err(Error::Internal(format!("CASE condition of type {other}"))),
     }
 }
 
@@ -206,6 +270,19 @@ fn eval_node(
             }
         }
         Node::Const(v) => out.fill(*v),
+        Node::Case(whens, otherwise) => {
+            eval_node(otherwise, batch, out, pool)?;
+            let mut val = pool.pop().unwrap_or_default();
+            val.resize(out.len(), 0);
+            for (c, v) in whens.iter().rev() {
+                let m = condition(c, batch)?;
+                eval_node(v, batch, &mut val, pool)?;
+                for i in m.set_indices() {
+                    out[i] = val[i];
+                }
+            }
+            pool.push(val);
+        }
         Node::Neg(x) => {
             eval_node(x, batch, out, pool)?;
             for o in out.iter_mut() {
@@ -288,6 +365,24 @@ fn eval_node_i64(
             }
             Err(_) => Ok(false),
         },
+        Node::Case(whens, otherwise) => {
+            if !eval_node_i64(otherwise, batch, out, pool)? {
+                return Ok(false);
+            }
+            let mut val = pool.pop().unwrap_or_default();
+            val.resize(out.len(), 0);
+            let mut ok = true;
+            for (c, v) in whens.iter().rev() {
+                let m = condition(c, batch)?;
+                if !eval_node_i64(v, batch, &mut val, pool)? {
+                    ok = false;
+                    break;
+                }
+                select(&m, &val, out);
+            }
+            pool.push(val);
+            Ok(ok)
+        }
         Node::Neg(x) => {
             if !eval_node_i64(x, batch, out, pool)? {
                 return Ok(false);
@@ -530,6 +625,14 @@ fn bounds(
         }
         Node::Const(v) => (v.unsigned_abs(), 0),
         Node::Neg(x) => bounds(x, batch, known, off, len, cols),
+        Node::Case(whens, otherwise) => {
+            let mut r = bounds(otherwise, batch, known, off, len, cols);
+            for (_, v) in whens {
+                let (b, i) = bounds(v, batch, known, off, len, cols);
+                r = (r.0.max(b), r.1.max(i));
+            }
+            r
+        }
         Node::Add(l, r) | Node::Sub(l, r) | Node::Mul(l, r) => {
             let (lb, li) = bounds(l, batch, known, off, len, cols);
             let (rb, ri) = bounds(r, batch, known, off, len, cols);
@@ -541,6 +644,19 @@ fn bounds(
         }
     };
     (b, inner.max(b))
+}
+
+/// `out[i] = val[i]` where `m` is set: branch-free, so that it vectorises.
+fn select(m: &BooleanBuffer, val: &[i64], out: &mut [i64]) {
+    let mut i = 0;
+    for word in m.bit_chunks().iter_padded() {
+        let end = (i + 64).min(out.len());
+        for (j, o) in out[i..end].iter_mut().enumerate() {
+            let take = ((word >> j) & 1).wrapping_neg() as i64;
+            *o = (val[i + j] & take) | (*o & !take);
+        }
+        i = end;
+    }
 }
 
 fn fold_abs(v: &[i64]) -> u64 {
@@ -581,6 +697,34 @@ fn eval_operand<'a>(
             Ok(v) => Operand::Const(v),
             Err(_) => return Ok(None),
         },
+        Node::Case(whens, otherwise) => {
+            let Some(e) = eval_operand(otherwise, batch, off, len, pool, checked, ovf)? else {
+                return Ok(None);
+            };
+            let mut out = pool.pop().unwrap_or_default();
+            out.clear();
+            match &e {
+                Operand::Const(k) => out.resize(len, *k),
+                Operand::Slice(v) => out.extend_from_slice(v),
+                Operand::Buf(v) => out.extend_from_slice(v),
+            }
+            e.recycle(pool);
+            let rows = batch.slice(off, len);
+            for (c, v) in whens.iter().rev() {
+                let m = condition(c, &rows)?;
+                let Some(v) = eval_operand(v, batch, off, len, pool, checked, ovf)? else {
+                    pool.push(out);
+                    return Ok(None);
+                };
+                match &v {
+                    Operand::Const(k) => m.set_indices().for_each(|i| out[i] = *k),
+                    Operand::Slice(v) => select(&m, v, &mut out),
+                    Operand::Buf(v) => select(&m, v, &mut out),
+                }
+                v.recycle(pool);
+            }
+            Operand::Buf(out)
+        }
         Node::Neg(x) => {
             let Some(x) = eval_operand(x, batch, off, len, pool, checked, ovf)? else {
                 return Ok(None);

@@ -180,6 +180,9 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             "count(DISTINCT s)",
             "count(DISTINCT i * j)",
             "sum(i * j)",
+            "sum(CASE WHEN i > 0 THEN i ELSE j END)",
+            "avg(CASE WHEN j IS NULL THEN 0 WHEN s = 'a' THEN i * 2 ELSE j - i END)",
+            "sum(CASE WHEN s LIKE '%a%' THEN 1 ELSE 0 END)",
             "avg(i)",
         ];
         let mut items = vec![key.to_string()];
