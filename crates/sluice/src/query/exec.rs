@@ -327,6 +327,8 @@ pub fn execute(
             post,
         } => {
             let key_types: Vec<A> = keys.iter().map(|k| k.data_type(&types)).collect();
+            let key_evals: Vec<KeyEval> = keys.iter().map(KeyEval::new).collect();
+            let keys = &key_evals;
             let fast = fast_programs(aggs, &types);
             let fused = Fused::new(aggs, &fast);
             let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
@@ -374,10 +376,8 @@ pub fn execute(
                                 // Few groups and integer sums: one fused pass.
                                 if let Some(fz) = &fused {
                                     let n = batch.num_rows();
-                                    let k: Result<Vec<ArrayRef>> = keys
-                                        .iter()
-                                        .map(|e| e.eval(&batch)?.into_array(n))
-                                        .collect();
+                                    let k: Result<Vec<ArrayRef>> =
+                                        keys.iter().map(|e| e.eval(&batch)).collect();
                                     if let Ok(k) = k {
                                         let groups = table.group_ids(n, &k, sel.as_ref())?;
                                         let ran = fz.run(
@@ -502,6 +502,84 @@ pub fn execute(
     };
     let out = sort_and_limit(out, plan)?;
     Ok((vec![out], facts))
+}
+
+/// A GROUP BY key as evaluated for each morsel.
+enum KeyEval<'a> {
+    Expr(&'a Expr),
+    /// `CASE WHEN c1 THEN 'a' … ELSE 'z' END`, every value a TEXT literal
+    /// (bands, labels): evaluated as codes into one dictionary of the
+    /// labels, made once for the query, so that the group table maps codes
+    /// to groups (as for a dictionary-encoded column) instead of hashing
+    /// strings copied out for every row.
+    Labels {
+        whens: Vec<(&'a Expr, u16)>,
+        otherwise: u16,
+        labels: ArrayRef,
+    },
+}
+
+impl<'a> KeyEval<'a> {
+    fn new(e: &'a Expr) -> Self {
+        let Expr::Case { whens, otherwise } = e else {
+            return KeyEval::Expr(e);
+        };
+        let label = |e: &Expr| match e {
+            Expr::Literal(a) if a.data_type() == &A::Utf8 && a.is_valid(0) => Some(
+                arrow_array::cast::AsArray::as_string::<i32>(a)
+                    .value(0)
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        let mut labels: Vec<String> = Vec::new();
+        let mut code = |e: &Expr| -> Option<u16> {
+            let l = label(e)?;
+            let i = labels.iter().position(|x| *x == l).unwrap_or_else(|| {
+                labels.push(l);
+                labels.len() - 1
+            });
+            u16::try_from(i).ok()
+        };
+        let mut coded = Vec::with_capacity(whens.len());
+        for (c, v) in whens {
+            match code(v) {
+                Some(k) => coded.push((c, k)),
+                None => return KeyEval::Expr(e),
+            }
+        }
+        let Some(other) = code(otherwise) else {
+            return KeyEval::Expr(e);
+        };
+        KeyEval::Labels {
+            whens: coded,
+            otherwise: other,
+            labels: Arc::new(arrow_array::StringArray::from(labels)),
+        }
+    }
+
+    fn eval(&self, batch: &RecordBatch) -> Result<ArrayRef> {
+        match self {
+            KeyEval::Expr(e) => e.eval(batch)?.into_array(batch.num_rows()),
+            KeyEval::Labels {
+                whens,
+                otherwise,
+                labels,
+            } => {
+                let mut codes = vec![*otherwise; batch.num_rows()];
+                for (c, k) in whens.iter().rev() {
+                    for i in super::intexpr::condition(c, batch)?.set_indices() {
+                        codes[i] = *k;
+                    }
+                }
+                let keys = arrow_array::UInt16Array::from(codes);
+                Ok(Arc::new(
+                    arrow_array::DictionaryArray::try_new(keys, labels.clone())
+                        .map_err(exec_err)?,
+                ))
+            }
+        }
+    }
 }
 
 /// Scanned columns that may stay dictionary-encoded: those read only as
@@ -715,7 +793,7 @@ type AggEvaluated = (
 
 /// Evaluates group keys and aggregate arguments over a batch.
 struct AggEval<'a> {
-    keys: &'a [Expr],
+    keys: &'a [KeyEval<'a>],
     aggs: &'a [super::agg::AggCall],
     fast: &'a [Option<IntProgram>],
     bufs: &'a mut Vec<Vec<i128>>,
@@ -729,7 +807,7 @@ impl AggEval<'_> {
         let n = batch.num_rows();
         let mut k = Vec::with_capacity(self.keys.len());
         for key in self.keys {
-            k.push(key.eval(batch)?.into_array(n)?);
+            k.push(key.eval(batch)?);
         }
         let mut general = Vec::with_capacity(self.aggs.len());
         let mut nulls = Vec::with_capacity(self.aggs.len());

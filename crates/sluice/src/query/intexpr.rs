@@ -215,7 +215,7 @@ fn node_nulls(node: &Node, batch: &RecordBatch) -> Result<Option<NullBuffer>> {
 }
 
 /// Rows where a CASE condition holds (NULL: it does not).
-fn condition(c: &Expr, batch: &RecordBatch) -> Result<BooleanBuffer> {
+pub(crate) fn condition(c: &Expr, batch: &RecordBatch) -> Result<BooleanBuffer> {
     let a = c.eval(batch)?.into_array(batch.num_rows())?;
     match a.data_type() {
         A::Boolean => {

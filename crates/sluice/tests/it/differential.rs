@@ -167,6 +167,7 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             "i",
             "(i * 0 + j)",
             "CASE WHEN i > 0 THEN 'pos' ELSE 'neg' END",
+            "CASE WHEN i > 0 THEN 'pos' WHEN s LIKE 'a%' THEN 'a' WHEN i < 0 THEN 'neg' ELSE 'pos' END",
         ]);
         let aggs = [
             "count(*)",
