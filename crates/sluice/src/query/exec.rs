@@ -263,12 +263,14 @@ pub fn execute(
         Body::Project(exprs) => {
             let results: Mutex<Vec<(usize, Result<RecordBatch>)>> = Mutex::new(Vec::new());
             let out_schema = output_schema(exprs, &types, &plan.names);
-            // ORDER BY … LIMIT: each morsel keeps only its first
-            // `limit + offset` rows in the order, with their positions.
+            // ORDER BY … LIMIT: each worker keeps only the first
+            // `limit + offset` rows in the order that it has seen, with
+            // their positions (see `top_rows`).
             let top = top_k(plan);
             std::thread::scope(|s| {
                 for _ in 0..workers.min(morsels.len()).max(1) {
                     s.spawn(|| {
+                        let mut best: Option<RecordBatch> = None;
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(&(b, off, len)) = morsels.get(i) else {
@@ -278,19 +280,36 @@ pub fn execute(
                                 let batch =
                                     work_filter(decode_batch(&inputs[b].slice(off, len), &[])?)?;
                                 let out = project(&batch, exprs, &out_schema)?;
-                                match top {
-                                    Some(k) => first_rows(&out, plan, k, Some(i)),
-                                    None => Ok(out),
-                                }
+                                let Some(k) = top else {
+                                    return Ok(Some(out));
+                                };
+                                let cand = with_positions(&out, i)?;
+                                let cand = match &best {
+                                    Some(best) => {
+                                        let cand = could_enter(&cand, best, plan, k)?;
+                                        arrow_select::concat::concat_batches(
+                                            &cand.schema(),
+                                            [best, &cand],
+                                        )
+                                        .map_err(exec_err)?
+                                    }
+                                    None => cand,
+                                };
+                                best = Some(top_rows(&cand, plan, k)?);
+                                Ok(None)
                             })();
                             let failed = r.is_err();
-                            if let Ok(mut o) = results.lock() {
+                            let r = r.transpose();
+                            if let (Some(r), Ok(mut o)) = (r, results.lock()) {
                                 o.push((i, r));
                             }
                             if failed {
                                 // Stop handing out morsels; the error is reported.
                                 next.store(usize::MAX / 2, Ordering::Relaxed);
                             }
+                        }
+                        if let (Some(best), Ok(mut o)) = (best, results.lock()) {
+                            o.push((usize::MAX, Ok(best)));
                         }
                     });
                 }
@@ -303,7 +322,7 @@ pub fn execute(
                 results.into_iter().map(|r| r.1).collect::<Result<_>>()?;
             match top {
                 Some(k) => {
-                    // The morsels' candidates, with their positions in the
+                    // The workers' first rows, with their positions in the
                     // last column: the first k of them overall.
                     let schema = match batches.first() {
                         Some(b) => b.schema(),
@@ -311,8 +330,9 @@ pub fn execute(
                     };
                     let all = arrow_select::concat::concat_batches(&schema, &batches)
                         .map_err(exec_err)?;
-                    let out = first_rows(&all, plan, k, None)?;
-                    return Ok((vec![limit_rows(out, plan)?], facts));
+                    let out = top_rows(&all, plan, k)?;
+                    let keep: Vec<usize> = (0..out.num_columns() - 1).collect();
+                    return Ok((vec![limit_rows(out.project(&keep)?, plan)?], facts));
                 }
                 None if batches.is_empty() => RecordBatch::new_empty(out_schema),
                 None => {
@@ -689,56 +709,75 @@ fn position_schema(schema: &SchemaRef) -> SchemaRef {
     Arc::new(ArrowSchema::new(fields))
 }
 
-/// The first `k` rows of `batch` in the plan's order, ties broken by
-/// position in the table, so that the answer is the one a stable sort of
-/// all rows would give, whatever the morsels.
-///
-/// `morsel: Some(i)`: `batch` is morsel `i`'s rows; the result gains a
-/// last column of positions (`i << 32 | row`). `None`: `batch` holds such
-/// candidates, positions last; the result drops them.
-fn first_rows(
-    batch: &RecordBatch,
+/// `batch` with a last column of positions in the table: morsel `i`'s
+/// row r is at `i << 32 | r`.
+fn with_positions(batch: &RecordBatch, i: usize) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    let base = (i as u64) << 32;
+    let mut cols = batch.columns().to_vec();
+    cols.push(Arc::new(arrow_array::UInt64Array::from_iter_values(
+        (0..n as u64).map(|r| base | r),
+    )));
+    Ok(RecordBatch::try_new_with_options(
+        position_schema(&batch.schema()),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(n)),
+    )?)
+}
+
+/// The first `k` rows of `batch` (positions last, see [`with_positions`])
+/// in the plan's order, ties broken by position, so that the answer is
+/// the one a stable sort of all rows would give, whatever the morsels.
+fn top_rows(batch: &RecordBatch, plan: &Plan, k: usize) -> Result<RecordBatch> {
+    let n = batch.num_rows();
+    if n <= 1 || k == 0 {
+        return Ok(batch.slice(0, k.min(n)));
+    }
+    let mut cols = sort_columns(batch, plan);
+    cols.push(SortColumn {
+        values: batch.column(batch.num_columns() - 1).clone(),
+        options: None,
+    });
+    let idx = lexsort_to_indices(&cols, Some(k)).map_err(exec_err)?;
+    Ok(arrow_select::take::take_record_batch(batch, &idx).map_err(exec_err)?)
+}
+
+/// The rows of `cand` that could still enter `best`, a worker's first `k`
+/// rows so far: all of them until `best` is full, then those whose first
+/// sort key is NULL or not worse than the first key of `best`'s last row.
+/// Most rows of a large scan fail this one comparison and are never
+/// sorted.
+fn could_enter(
+    cand: &RecordBatch,
+    best: &RecordBatch,
     plan: &Plan,
     k: usize,
-    morsel: Option<usize>,
 ) -> Result<RecordBatch> {
-    let n = batch.num_rows();
-    let (batch, positions) = match morsel {
-        Some(i) => {
-            let base = (i as u64) << 32;
-            let pos: ArrayRef = Arc::new(arrow_array::UInt64Array::from_iter_values(
-                (0..n as u64).map(|r| base | r),
-            ));
-            let mut cols = batch.columns().to_vec();
-            cols.push(pos.clone());
-            let b = RecordBatch::try_new_with_options(
-                position_schema(&batch.schema()),
-                cols,
-                &RecordBatchOptions::new().with_row_count(Some(n)),
-            )?;
-            (b, pos)
-        }
-        None => {
-            let last = batch.num_columns() - 1;
-            (batch.clone(), batch.column(last).clone())
-        }
+    let Some(first) = plan.order.first() else {
+        return Ok(cand.clone());
     };
-    let kept = if n <= 1 || k == 0 {
-        batch.slice(0, k.min(n))
-    } else {
-        let mut cols = sort_columns(&batch, plan);
-        cols.push(SortColumn {
-            values: positions,
-            options: None,
-        });
-        let idx = lexsort_to_indices(&cols, Some(k)).map_err(exec_err)?;
-        arrow_select::take::take_record_batch(&batch, &idx).map_err(exec_err)?
-    };
-    if morsel.is_some() {
-        return Ok(kept);
+    if best.num_rows() < k || k == 0 {
+        return Ok(cand.clone());
     }
-    let keep: Vec<usize> = (0..kept.num_columns() - 1).collect();
-    Ok(kept.project(&keep)?)
+    let last = canonical_doubles(&best.column(first.column).slice(k - 1, 1));
+    if last.is_null(0) {
+        return Ok(cand.clone());
+    }
+    let keys = canonical_doubles(cand.column(first.column));
+    let threshold = arrow_array::Scalar::new(last);
+    let m = if first.descending {
+        arrow_ord::cmp::gt_eq(&keys, &threshold)
+    } else {
+        arrow_ord::cmp::lt_eq(&keys, &threshold)
+    }
+    .map_err(exec_err)?;
+    // NULL keys are kept: whether they come first is the sort's business.
+    let keep = match m.nulls() {
+        Some(n) => m.values() | &!n.inner(),
+        None => m.values().clone(),
+    };
+    let keep = BooleanArray::new(keep, None);
+    Ok(arrow_select::filter::filter_record_batch(cand, &keep).map_err(exec_err)?)
 }
 
 /// The plan's ORDER BY keys over `batch`.
