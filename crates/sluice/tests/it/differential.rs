@@ -166,6 +166,8 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             "j",
             "i",
             "(i * 0 + j)",
+            "j, s",
+            "i, j",
             "CASE WHEN i > 0 THEN 'pos' ELSE 'neg' END",
             "CASE WHEN i > 0 THEN 'pos' WHEN s LIKE 'a%' THEN 'a' WHEN i < 0 THEN 'neg' ELSE 'pos' END",
         ]);

@@ -386,6 +386,8 @@ impl<'c> Binder<'c> {
                     ast::DateTimeField::Year | ast::DateTimeField::Years => DatePart::Year,
                     ast::DateTimeField::Month | ast::DateTimeField::Months => DatePart::Month,
                     ast::DateTimeField::Day | ast::DateTimeField::Days => DatePart::Day,
+                    ast::DateTimeField::Hour | ast::DateTimeField::Hours => DatePart::Hour,
+                    ast::DateTimeField::Minute | ast::DateTimeField::Minutes => DatePart::Minute,
                     other => return Err(unsupported(&format!("EXTRACT({other})"), e)),
                 };
                 let x = self.bind(expr, scope)?;
