@@ -97,6 +97,8 @@ pub fn execute(
         ..Default::default()
     };
 
+    // Aggregates answered by the segments' statistics (no column read).
+    let mut stat_cols: Option<Vec<ArrayRef>> = None;
     // Inputs: the table's segments that the zone maps cannot rule out.
     let mut inputs: Vec<RecordBatch> = Vec::new();
     let mut input_bounds: Vec<Arc<Vec<Option<u128>>>> = Vec::new();
@@ -157,7 +159,11 @@ pub fn execute(
             // No column read and no filter (`count(*)`): the rows come
             // from the manifest, no segment is opened (their shards'
             // directories must be there).
-            let from_manifest = plan.scan_columns.is_empty() && plan.filter.is_none();
+            // min/max/count of columns without a filter: from the
+            // segments' statistics, when they have them.
+            stat_cols = from_statistics(plan, &kept);
+            let from_manifest =
+                (plan.scan_columns.is_empty() && plan.filter.is_none()) || stat_cols.is_some();
             if from_manifest {
                 db.check_shard_dirs(t)?;
                 facts.from_manifest = true;
@@ -349,152 +355,158 @@ pub fn execute(
             let key_types: Vec<A> = keys.iter().map(|k| k.data_type(&types)).collect();
             let key_evals: Vec<KeyEval> = keys.iter().map(KeyEval::new).collect();
             let keys = &key_evals;
-            let fast = fast_programs(aggs, &types);
-            let fused = Fused::new(aggs, &fast);
-            let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
-            std::thread::scope(|s| {
-                for _ in 0..workers.min(morsels.len()).max(1) {
-                    s.spawn(|| {
-                        let r = (|| {
-                            let mut table = GroupTable::new(&key_types, aggs.clone())?;
-                            // Buffers of the integer fast path, reused across morsels.
-                            let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
-                            let mut pool: Vec<Vec<i128>> = Vec::new();
-                            let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
-                            let mut pool64: Vec<Vec<i64>> = Vec::new();
-                            let mut scratch = FusedScratch::default();
-                            loop {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                let Some(&(b, off, len)) = morsels.get(i) else {
-                                    break;
-                                };
-                                // Dictionary-encoded TEXT stays encoded only
-                                // where it is a bare group key.
-                                let raw = decode_batch(&inputs[b].slice(off, len), &keep_dict)?;
-                                // Mostly-kept morsels are not copied: the
-                                // filter becomes a selection vector.
-                                let (mut batch, mut sel) = match &plan.filter {
-                                    None => (raw, None),
-                                    Some(f) => {
-                                        let mask = as_mask(&f.eval(&raw)?.into_array(len)?)?;
-                                        let kept = mask.true_count();
-                                        if kept == 0 {
-                                            continue;
-                                        } else if kept == len {
-                                            (raw, None)
-                                        } else if kept * 4 >= len * 3 {
-                                            (raw, Some(mask))
-                                        } else {
-                                            let f = arrow_select::filter::filter_record_batch(
-                                                &raw, &mask,
+            let cols =
+                match stat_cols {
+                    Some(cols) => cols,
+                    None => {
+                        let fast = fast_programs(aggs, &types);
+                        let fused = Fused::new(aggs, &fast);
+                        let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
+                        std::thread::scope(|s| {
+                            for _ in 0..workers.min(morsels.len()).max(1) {
+                                s.spawn(|| {
+                            let r = (|| {
+                                let mut table = GroupTable::new(&key_types, aggs.clone())?;
+                                // Buffers of the integer fast path, reused across morsels.
+                                let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
+                                let mut pool: Vec<Vec<i128>> = Vec::new();
+                                let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
+                                let mut pool64: Vec<Vec<i64>> = Vec::new();
+                                let mut scratch = FusedScratch::default();
+                                loop {
+                                    let i = next.fetch_add(1, Ordering::Relaxed);
+                                    let Some(&(b, off, len)) = morsels.get(i) else {
+                                        break;
+                                    };
+                                    // Dictionary-encoded TEXT stays encoded only
+                                    // where it is a bare group key.
+                                    let raw = decode_batch(&inputs[b].slice(off, len), &keep_dict)?;
+                                    // Mostly-kept morsels are not copied: the
+                                    // filter becomes a selection vector.
+                                    let (mut batch, mut sel) = match &plan.filter {
+                                        None => (raw, None),
+                                        Some(f) => {
+                                            let mask = as_mask(&f.eval(&raw)?.into_array(len)?)?;
+                                            let kept = mask.true_count();
+                                            if kept == 0 {
+                                                continue;
+                                            } else if kept == len {
+                                                (raw, None)
+                                            } else if kept * 4 >= len * 3 {
+                                                (raw, Some(mask))
+                                            } else {
+                                                let f = arrow_select::filter::filter_record_batch(
+                                                    &raw, &mask,
+                                                )
+                                                .map_err(exec_err)?;
+                                                (f, None)
+                                            }
+                                        }
+                                    };
+                                    // Few groups and integer sums: one fused pass.
+                                    if let Some(fz) = &fused {
+                                        let n = batch.num_rows();
+                                        let k: Result<Vec<ArrayRef>> =
+                                            keys.iter().map(|e| e.eval(&batch)).collect();
+                                        if let Ok(k) = k {
+                                            let groups = table.group_ids(n, &k, sel.as_ref())?;
+                                            let ran = fz.run(
+                                                &batch,
+                                                &input_bounds[b],
+                                                &groups,
+                                                table.groups(),
+                                                &mut scratch,
+                                            );
+                                            // A CASE condition may fail on a row
+                                            // the filter excludes: the general
+                                            // path below evaluates the kept rows.
+                                            let ran = match ran {
+                                                Err(_) if sel.is_some() => false,
+                                                r => r?,
+                                            };
+                                            if ran {
+                                                table.add_dense(
+                                                    &scratch.rows,
+                                                    &scratch.sums,
+                                                    fz.programs(),
+                                                    fz.agg_programs(),
+                                                )?;
+                                                continue;
+                                            }
+                                        }
+                                    }
+                                    let mut ev = AggEval {
+                                        keys,
+                                        aggs,
+                                        fast: &fast,
+                                        bufs: &mut bufs,
+                                        bufs64: &mut bufs64,
+                                        pool: &mut pool,
+                                        pool64: &mut pool64,
+                                    };
+                                    let evaluated = match ev.eval(&batch) {
+                                        Ok(e) => e,
+                                        // Rows the filter excludes must not fail
+                                        // the query: evaluate the kept rows only.
+                                        Err(_) if sel.is_some() => {
+                                            let mask = sel.take().expect("checked above");
+                                            batch = arrow_select::filter::filter_record_batch(
+                                                &batch, &mask,
                                             )
                                             .map_err(exec_err)?;
-                                            (f, None)
+                                            ev.eval(&batch)?
                                         }
-                                    }
-                                };
-                                // Few groups and integer sums: one fused pass.
-                                if let Some(fz) = &fused {
+                                        Err(e) => return Err(e),
+                                    };
                                     let n = batch.num_rows();
-                                    let k: Result<Vec<ArrayRef>> =
-                                        keys.iter().map(|e| e.eval(&batch)).collect();
-                                    if let Ok(k) = k {
-                                        let groups = table.group_ids(n, &k, sel.as_ref())?;
-                                        let ran = fz.run(
-                                            &batch,
-                                            &input_bounds[b],
-                                            &groups,
-                                            table.groups(),
-                                            &mut scratch,
-                                        );
-                                        // A CASE condition may fail on a row
-                                        // the filter excludes: the general
-                                        // path below evaluates the kept rows.
-                                        let ran = match ran {
-                                            Err(_) if sel.is_some() => false,
-                                            r => r?,
-                                        };
-                                        if ran {
-                                            table.add_dense(
-                                                &scratch.rows,
-                                                &scratch.sums,
-                                                fz.programs(),
-                                                fz.agg_programs(),
-                                            )?;
-                                            continue;
-                                        }
+                                    let (k, general, mut fast_nulls, wide) = evaluated;
+                                    let mut a = Vec::with_capacity(aggs.len());
+                                    let mut general = general.into_iter();
+                                    for (j, (call, p)) in aggs.iter().zip(&fast).enumerate() {
+                                        let g = general.next().flatten();
+                                        a.push(match (&call.arg, p, g) {
+                                            (None, _, _) => AggInput::Star,
+                                            (Some(_), Some(_), _) if wide[j] => {
+                                                AggInput::Ints(&bufs[j], fast_nulls[j].take())
+                                            }
+                                            (Some(_), Some(_), _) => {
+                                                AggInput::Ints64(&bufs64[j], fast_nulls[j].take())
+                                            }
+                                            (Some(_), None, Some(arr)) => AggInput::Array(arr),
+                                            (Some(_), None, None) => {
+                                                return Err(Error::Internal(
+                                                    "aggregate argument not evaluated".into(),
+                                                ));
+                                            }
+                                        });
                                     }
+                                    table.update(n, &k, &a, sel.as_ref())?;
                                 }
-                                let mut ev = AggEval {
-                                    keys,
-                                    aggs,
-                                    fast: &fast,
-                                    bufs: &mut bufs,
-                                    bufs64: &mut bufs64,
-                                    pool: &mut pool,
-                                    pool64: &mut pool64,
-                                };
-                                let evaluated = match ev.eval(&batch) {
-                                    Ok(e) => e,
-                                    // Rows the filter excludes must not fail
-                                    // the query: evaluate the kept rows only.
-                                    Err(_) if sel.is_some() => {
-                                        let mask = sel.take().expect("checked above");
-                                        batch = arrow_select::filter::filter_record_batch(
-                                            &batch, &mask,
-                                        )
-                                        .map_err(exec_err)?;
-                                        ev.eval(&batch)?
-                                    }
-                                    Err(e) => return Err(e),
-                                };
-                                let n = batch.num_rows();
-                                let (k, general, mut fast_nulls, wide) = evaluated;
-                                let mut a = Vec::with_capacity(aggs.len());
-                                let mut general = general.into_iter();
-                                for (j, (call, p)) in aggs.iter().zip(&fast).enumerate() {
-                                    let g = general.next().flatten();
-                                    a.push(match (&call.arg, p, g) {
-                                        (None, _, _) => AggInput::Star,
-                                        (Some(_), Some(_), _) if wide[j] => {
-                                            AggInput::Ints(&bufs[j], fast_nulls[j].take())
-                                        }
-                                        (Some(_), Some(_), _) => {
-                                            AggInput::Ints64(&bufs64[j], fast_nulls[j].take())
-                                        }
-                                        (Some(_), None, Some(arr)) => AggInput::Array(arr),
-                                        (Some(_), None, None) => {
-                                            return Err(Error::Internal(
-                                                "aggregate argument not evaluated".into(),
-                                            ));
-                                        }
-                                    });
-                                }
-                                table.update(n, &k, &a, sel.as_ref())?;
+                                Ok(table)
+                            })();
+                            if r.is_err() {
+                                next.store(usize::MAX / 2, Ordering::Relaxed);
                             }
-                            Ok(table)
-                        })();
-                        if r.is_err() {
-                            next.store(usize::MAX / 2, Ordering::Relaxed);
+                            if let Ok(mut t) = tables.lock() {
+                                t.push(r);
+                            }
+                        });
+                            }
+                        });
+                        let mut tables = tables
+                            .into_inner()
+                            .map_err(|_| Error::Internal("worker panicked".into()))?
+                            .into_iter();
+                        let mut fin = match tables.next() {
+                            Some(t) => t?,
+                            None => GroupTable::new(&key_types, aggs.clone())?,
+                        };
+                        for t in tables {
+                            fin.merge(t?)?;
                         }
-                        if let Ok(mut t) = tables.lock() {
-                            t.push(r);
-                        }
-                    });
-                }
-            });
-            let mut tables = tables
-                .into_inner()
-                .map_err(|_| Error::Internal("worker panicked".into()))?
-                .into_iter();
-            let mut fin = match tables.next() {
-                Some(t) => t?,
-                None => GroupTable::new(&key_types, aggs.clone())?,
-            };
-            for t in tables {
-                fin.merge(t?)?;
-            }
-            let cols = fin.finish()?;
+                        fin.finish()?
+                    }
+                };
             let mut agg_types = key_types.clone();
             agg_types.extend(aggs.iter().map(|c| c.output_type()));
             let fields: Vec<Field> = agg_types
@@ -522,6 +534,91 @@ pub fn execute(
     };
     let out = sort_and_limit(out, plan)?;
     Ok((vec![out], facts))
+}
+
+/// The result columns of a global aggregate without a filter whose every
+/// aggregate is `count(*)`, `count(col)` (rows less NULLs) or `min`/`max`
+/// of an integer, decimal, date, timestamp or boolean column: from the
+/// exact statistics each segment keeps of its columns (row and NULL
+/// counts, smallest and largest value), with no segment read. `None` when
+/// the query is of another shape or a segment lacks the statistics.
+fn from_statistics(plan: &Plan, segs: &[crate::store::SegmentMeta]) -> Option<Vec<ArrayRef>> {
+    use arrow_array::{
+        BooleanArray, Date32Array, Decimal128Array, Int32Array, Int64Array,
+        TimestampMicrosecondArray,
+    };
+    let Body::Aggregate { keys, aggs, .. } = &plan.body else {
+        return None;
+    };
+    if !keys.is_empty() || plan.filter.is_some() || plan.key_lookup.is_some() {
+        return None;
+    }
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(aggs.len());
+    for call in aggs.iter() {
+        let column = match &call.arg {
+            None => None,
+            Some(Expr::Column { index, .. }) => Some(*plan.scan_columns.get(*index)?),
+            Some(_) => return None,
+        };
+        let stats = |seg: &crate::store::SegmentMeta| -> Option<crate::batch::ColumnStats> {
+            seg.stats.get(column?).copied()
+        };
+        match (call.func, call.distinct) {
+            (AggFunc::CountStar, _) => {
+                let n: u64 = segs.iter().map(|s| s.rows).sum();
+                cols.push(Arc::new(Int64Array::from(vec![n as i64])));
+            }
+            (AggFunc::Count, false) => {
+                let mut n = 0u64;
+                for seg in segs {
+                    n += seg.rows.checked_sub(stats(seg)?.nulls)?;
+                }
+                cols.push(Arc::new(Int64Array::from(vec![n as i64])));
+            }
+            (AggFunc::Min | AggFunc::Max, _) => {
+                let max = call.func == AggFunc::Max;
+                let mut best: Option<i64> = None;
+                for seg in segs {
+                    let st = stats(seg)?;
+                    let v = match st.range {
+                        Some(StatRange::Int(lo, hi)) => {
+                            if max {
+                                hi
+                            } else {
+                                lo
+                            }
+                        }
+                        // Every value NULL: nothing to take.
+                        None if st.nulls == seg.rows => continue,
+                        _ => return None,
+                    };
+                    best = Some(match best {
+                        Some(b) if max => b.max(v),
+                        Some(b) => b.min(v),
+                        None => v,
+                    });
+                }
+                let col: ArrayRef = match call.output_type() {
+                    A::Int32 => Arc::new(Int32Array::from(vec![best.map(|v| v as i32)])),
+                    A::Int64 => Arc::new(Int64Array::from(vec![best])),
+                    A::Date32 => Arc::new(Date32Array::from(vec![best.map(|v| v as i32)])),
+                    A::Boolean => Arc::new(BooleanArray::from(vec![best.map(|v| v != 0)])),
+                    A::Decimal128(p, s) => Arc::new(
+                        Decimal128Array::from(vec![best.map(|v| v as i128)])
+                            .with_precision_and_scale(p, s)
+                            .ok()?,
+                    ),
+                    A::Timestamp(arrow_schema::TimeUnit::Microsecond, tz) => {
+                        Arc::new(TimestampMicrosecondArray::from(vec![best]).with_timezone_opt(tz))
+                    }
+                    _ => return None,
+                };
+                cols.push(col);
+            }
+            _ => return None,
+        }
+    }
+    Some(cols)
 }
 
 /// A GROUP BY key as evaluated for each morsel.

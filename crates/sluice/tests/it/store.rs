@@ -379,6 +379,22 @@ fn a_query_checks_the_columns_it_reads_and_only_those() {
             .unwrap()
             .contains("counted from the manifest (no segment read)"),
     );
+    // min, max and count of a column without a filter come from the
+    // segment's statistics of it, kept in the manifest: no byte of a read.
+    assert_eq!(
+        one_value(&db, "SELECT max(a) FROM t").unwrap(),
+        marker.to_string()
+    );
+    assert_eq!(one_value(&db, "SELECT min(a) FROM t").unwrap(), "0");
+    assert_eq!(one_value(&db, "SELECT count(a) FROM t").unwrap(), "1000");
+    let plan = sluice::query::query(&db, "EXPLAIN SELECT min(a), max(a) FROM t", None).unwrap();
+    assert!(
+        plan.explain
+            .unwrap()
+            .contains("min/max/count taken from the column statistics from the manifest"),
+    );
+    // With a filter they read a, and fail.
+    assert!(one_value(&db, "SELECT max(a) FROM t WHERE b >= 0").is_err());
     // A query of a fails, naming the file and the column.
     let e = one_value(&db, "SELECT sum(a) FROM t").unwrap_err();
     assert!(matches!(e, Error::Corrupt { .. }), "{e}");

@@ -132,8 +132,15 @@ impl Plan {
                 &mut s,
                 depth,
                 format!(
-                    "Rows of {t}: {} of {} segments, {} rows, counted from the manifest (no segment read)",
-                    facts.segments_scanned, facts.segments_total, facts.rows
+                    "Rows of {t}: {} of {} segments, {} rows, {} from the manifest (no segment read)",
+                    facts.segments_scanned,
+                    facts.segments_total,
+                    facts.rows,
+                    if plan_reads_columns(self) {
+                        "min/max/count taken from the column statistics"
+                    } else {
+                        "counted"
+                    }
                 ),
             ),
             Some(t) => line(
@@ -153,4 +160,10 @@ impl Plan {
         }
         s
     }
+}
+
+/// Whether the plan names any column (a scan answered by the manifest then
+/// took column statistics, not only row counts).
+fn plan_reads_columns(plan: &super::Plan) -> bool {
+    !plan.scan_columns.is_empty()
 }
