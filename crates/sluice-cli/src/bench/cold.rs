@@ -16,10 +16,15 @@ use anyhow::{Context, Result, bail};
 
 use super::common::{DUCKDB_LINEITEM, duckdb_version, lineitem, median, sluice_exe};
 
-/// The queries: counts, sums, filters, GROUP BY on TEXT, on two keys and
-/// on an expression, COUNT DISTINCT, CASE, Q1, Q6, a top-10 and a LIKE.
-pub const QUERIES: [(&str, &str); 13] = [
+/// The queries: counts, min/max, sums, filters, GROUP BY on TEXT, on two
+/// keys and on an expression, COUNT DISTINCT, CASE, Q1, Q6, a top-10 and a
+/// LIKE.
+pub const QUERIES: [(&str, &str); 14] = [
     ("count", "SELECT count(*) FROM lineitem"),
+    (
+        "min max",
+        "SELECT min(l_shipdate), max(l_shipdate), max(l_extendedprice) FROM lineitem",
+    ),
     ("sum", "SELECT sum(l_quantity) FROM lineitem"),
     (
         "filtered count",
@@ -64,12 +69,16 @@ pub const QUERIES: [(&str, &str); 13] = [
     ),
 ];
 
-/// The same kinds of query over the flights: counts, a sum, filters
+/// The same kinds of query over the flights: counts, min/max, a sum, filters
 /// (TEXT equality among them), GROUP BY on TEXT, on two keys and on a CASE,
 /// COUNT DISTINCT of TEXT, CASE sums, a filtered max and min, a top 10, a
 /// LIKE and a TIMESTAMP filter with EXTRACT. Columns hold NULLs.
-pub const FLIGHTS_QUERIES: [(&str, &str); 13] = [
+pub const FLIGHTS_QUERIES: [(&str, &str); 14] = [
     ("count", "SELECT count(*) FROM flights"),
+    (
+        "min max",
+        "SELECT min(time_hour), max(time_hour), max(dep_delay) FROM flights",
+    ),
     ("sum", "SELECT sum(distance) FROM flights"),
     (
         "filtered count",

