@@ -237,7 +237,8 @@ print("ready", flush=True)
 for line in sys.stdin:
     q = queries[int(line)]
     start = time.perf_counter()
-    con = duckdb.connect(db, read_only=True)
+    # No progress bar: it would print to stdout (this pipe) on a long query.
+    con = duckdb.connect(db, read_only=True, config={"enable_progress_bar": False})
     con.execute(q).fetchall()
     con.close()
     print(time.perf_counter() - start, flush=True)
@@ -281,7 +282,9 @@ impl Duck {
         let stdin = self.child.stdin.as_mut().context("DuckDB's input")?;
         writeln!(stdin, "{i}")?;
         stdin.flush()?;
-        self.line()?.parse().context("DuckDB's time")
+        let line = self.line()?;
+        line.parse()
+            .with_context(|| format!("DuckDB's time: got {line:?}"))
     }
 }
 

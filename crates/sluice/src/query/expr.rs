@@ -326,6 +326,11 @@ impl Expr {
             Expr::Column { index, .. } => Value::Array(widen(batch.column(*index))),
             Expr::Literal(a) => Value::Scalar(a.clone()),
             Expr::Binary { op, left, right } => {
+                if op.is_comparison()
+                    && let Some(m) = compare_stored(*op, left, right, batch)?
+                {
+                    return Ok(Value::Array(m));
+                }
                 let l = left.eval(batch)?;
                 let r = right.eval(batch)?;
                 let scalar = l.is_scalar() && r.is_scalar();
@@ -567,6 +572,61 @@ pub fn canonical_doubles(a: &ArrayRef) -> ArrayRef {
         return a.clone();
     }
     Arc::new(p.unary::<_, Float64Type>(canonical_f64))
+}
+
+/// `column op literal` (or `literal op column`) over a DECIMAL column as
+/// stored, 64-bit, without widening every value to 128 bits first: the
+/// literal, at the column's scale, is narrowed instead. `None` when the
+/// comparison is of another shape or the literal does not fit 64 bits.
+fn compare_stored(
+    op: BinOp,
+    left: &Expr,
+    right: &Expr,
+    batch: &RecordBatch,
+) -> Result<Option<ArrayRef>> {
+    let (col, lit, op) = match (left, right) {
+        (Expr::Column { index, .. }, Expr::Literal(l)) => (*index, l, op),
+        (Expr::Literal(l), Expr::Column { index, .. }) => (
+            *index,
+            l,
+            match op {
+                BinOp::Lt => BinOp::Gt,
+                BinOp::LtEq => BinOp::GtEq,
+                BinOp::Gt => BinOp::Lt,
+                BinOp::GtEq => BinOp::LtEq,
+                other => other,
+            },
+        ),
+        _ => return Ok(None),
+    };
+    let Some(a) = batch.columns().get(col) else {
+        return Ok(None);
+    };
+    let (A::Decimal64(p, s), A::Decimal128(_, ls)) = (a.data_type(), lit.data_type()) else {
+        return Ok(None);
+    };
+    if s != ls || lit.is_null(0) {
+        return Ok(None);
+    }
+    let Ok(v) = i64::try_from(lit.as_primitive::<Decimal128Type>().value(0)) else {
+        return Ok(None);
+    };
+    let scalar = arrow_array::Decimal64Array::from(vec![v])
+        .with_precision_and_scale(*p, *s)
+        .map_err(exec_err)?;
+    let scalar = Scalar::new(scalar);
+    let a = a.as_ref();
+    let out = match op {
+        BinOp::Eq => arrow_ord::cmp::eq(&a, &scalar),
+        BinOp::NotEq => arrow_ord::cmp::neq(&a, &scalar),
+        BinOp::Lt => arrow_ord::cmp::lt(&a, &scalar),
+        BinOp::LtEq => arrow_ord::cmp::lt_eq(&a, &scalar),
+        BinOp::Gt => arrow_ord::cmp::gt(&a, &scalar),
+        BinOp::GtEq => arrow_ord::cmp::gt_eq(&a, &scalar),
+        _ => return Ok(None),
+    }
+    .map_err(exec_err)?;
+    Ok(Some(Arc::new(out)))
 }
 
 fn canonical_value(v: Value) -> Value {
