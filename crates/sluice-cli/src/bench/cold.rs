@@ -237,8 +237,9 @@ print("ready", flush=True)
 for line in sys.stdin:
     q = queries[int(line)]
     start = time.perf_counter()
+    con = duckdb.connect(db, read_only=True)
     # No progress bar: it would print to stdout (this pipe) on a long query.
-    con = duckdb.connect(db, read_only=True, config={"enable_progress_bar": False})
+    con.execute("SET enable_progress_bar = false")
     con.execute(q).fetchall()
     con.close()
     print(time.perf_counter() - start, flush=True)
