@@ -285,14 +285,41 @@ pub fn execute(
                             let r = (|| {
                                 let batch =
                                     work_filter(decode_batch(&inputs[b].slice(off, len), &[])?)?;
+                                // Rows that cannot enter the worker's first
+                                // rows, dropped before they are projected.
+                                let (batch, rows) = match (top, &best) {
+                                    (Some(k), Some(best)) => {
+                                        match could_enter_stored(&batch, exprs, best, plan, k)? {
+                                            Some(m) => {
+                                                let rows: Vec<u64> = m
+                                                    .values()
+                                                    .set_indices()
+                                                    .map(|r| r as u64)
+                                                    .collect();
+                                                let kept =
+                                                    arrow_select::filter::filter_record_batch(
+                                                        &batch, &m,
+                                                    )
+                                                    .map_err(exec_err)?;
+                                                (kept, Some(rows))
+                                            }
+                                            None => (batch, None),
+                                        }
+                                    }
+                                    _ => (batch, None),
+                                };
                                 let out = project(&batch, exprs, &out_schema)?;
                                 let Some(k) = top else {
                                     return Ok(Some(out));
                                 };
-                                let cand = with_positions(&out, i)?;
+                                let cand = with_positions(&out, i, rows.as_deref())?;
                                 let cand = match &best {
                                     Some(best) => {
-                                        let cand = could_enter(&cand, best, plan, k)?;
+                                        let cand = if rows.is_some() {
+                                            cand
+                                        } else {
+                                            could_enter(&cand, best, plan, k)?
+                                        };
                                         arrow_select::concat::concat_batches(
                                             &cand.schema(),
                                             [best, &cand],
@@ -807,14 +834,16 @@ fn position_schema(schema: &SchemaRef) -> SchemaRef {
 }
 
 /// `batch` with a last column of positions in the table: morsel `i`'s
-/// row r is at `i << 32 | r`.
-fn with_positions(batch: &RecordBatch, i: usize) -> Result<RecordBatch> {
+/// row r is at `i << 32 | r`; `rows`: the morsel rows that `batch`'s rows
+/// are (all of them, in order, when `None`).
+fn with_positions(batch: &RecordBatch, i: usize, rows: Option<&[u64]>) -> Result<RecordBatch> {
     let n = batch.num_rows();
     let base = (i as u64) << 32;
     let mut cols = batch.columns().to_vec();
-    cols.push(Arc::new(arrow_array::UInt64Array::from_iter_values(
-        (0..n as u64).map(|r| base | r),
-    )));
+    cols.push(Arc::new(match rows {
+        Some(rows) => arrow_array::UInt64Array::from_iter_values(rows.iter().map(|r| base | r)),
+        None => arrow_array::UInt64Array::from_iter_values((0..n as u64).map(|r| base | r)),
+    }));
     Ok(RecordBatch::try_new_with_options(
         position_schema(&batch.schema()),
         cols,
@@ -856,13 +885,72 @@ fn could_enter(
     if best.num_rows() < k || k == 0 {
         return Ok(cand.clone());
     }
-    let last = canonical_doubles(&best.column(first.column).slice(k - 1, 1));
-    if last.is_null(0) {
-        return Ok(cand.clone());
+    let last = best.column(first.column).slice(k - 1, 1);
+    match enter_mask(cand.column(first.column), &last, first.descending)? {
+        Some(keep) => Ok(arrow_select::filter::filter_record_batch(cand, &keep).map_err(exec_err)?),
+        None => Ok(cand.clone()),
     }
-    let keys = canonical_doubles(cand.column(first.column));
+}
+
+/// [`could_enter`] before the projection, on the stored column when the
+/// first sort key is one as it is (a DECIMAL's threshold narrowed to the
+/// stored 64 bits): the rows that fail are never projected. `None` when
+/// the key is an expression, `best` is not full, or the threshold does not
+/// fit the stored type, or a projected expression could fail.
+fn could_enter_stored(
+    input: &RecordBatch,
+    exprs: &[Expr],
+    best: &RecordBatch,
+    plan: &Plan,
+    k: usize,
+) -> Result<Option<BooleanArray>> {
+    let Some(first) = plan.order.first() else {
+        return Ok(None);
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(first.column) else {
+        return Ok(None);
+    };
+    // Only where projecting a row cannot fail: whether a query fails must
+    // not depend on which rows a worker had seen when it met a bad one.
+    let plain = exprs
+        .iter()
+        .all(|e| matches!(e, Expr::Column { .. } | Expr::Literal(_)));
+    if !plain || best.num_rows() < k || k == 0 {
+        return Ok(None);
+    }
+    let raw = input.column(*index);
+    let last = best.column(first.column).slice(k - 1, 1);
+    let last: ArrayRef = match (raw.data_type(), last.data_type()) {
+        (A::Decimal64(p, s), A::Decimal128(_, ls)) if s == ls && last.is_valid(0) => {
+            use arrow_array::cast::AsArray;
+            let v = last
+                .as_primitive::<arrow_array::types::Decimal128Type>()
+                .value(0);
+            let Ok(v) = i64::try_from(v) else {
+                return Ok(None);
+            };
+            Arc::new(
+                arrow_array::Decimal64Array::from(vec![v])
+                    .with_precision_and_scale(*p, *s)
+                    .map_err(exec_err)?,
+            )
+        }
+        (r, l) if r == l => last,
+        _ => return Ok(None),
+    };
+    enter_mask(raw, &last, first.descending)
+}
+
+/// Rows of `keys` whose value is NULL or not worse than `last` (one value
+/// of the same type) in the order; `None` when `last` is NULL.
+fn enter_mask(keys: &ArrayRef, last: &ArrayRef, descending: bool) -> Result<Option<BooleanArray>> {
+    let last = canonical_doubles(last);
+    if last.is_null(0) {
+        return Ok(None);
+    }
+    let keys = canonical_doubles(keys);
     let threshold = arrow_array::Scalar::new(last);
-    let m = if first.descending {
+    let m = if descending {
         arrow_ord::cmp::gt_eq(&keys, &threshold)
     } else {
         arrow_ord::cmp::lt_eq(&keys, &threshold)
@@ -873,8 +961,7 @@ fn could_enter(
         Some(n) => m.values() | &!n.inner(),
         None => m.values().clone(),
     };
-    let keep = BooleanArray::new(keep, None);
-    Ok(arrow_select::filter::filter_record_batch(cand, &keep).map_err(exec_err)?)
+    Ok(Some(BooleanArray::new(keep, None)))
 }
 
 /// The plan's ORDER BY keys over `batch`.

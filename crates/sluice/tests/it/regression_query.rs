@@ -449,3 +449,44 @@ fn a_limited_order_breaks_ties_by_table_order() {
     );
     assert!(rows(&dir, "SELECT id FROM t ORDER BY g LIMIT 0").is_empty());
 }
+
+/// The threshold of ORDER BY … LIMIT on a stored DECIMAL or DOUBLE
+/// column (compared before the projection) keeps NULLs, NaN and -0.0
+/// where the order puts them.
+#[test]
+fn a_limited_order_over_decimals_and_doubles_keeps_nulls_and_nan() {
+    let mut csv = String::from("id,d,x\n");
+    // d: NULL every 5th row; x: NaN every 7th, -0.0 every 11th.
+    for id in 0..300i64 {
+        let d = if id % 5 == 0 {
+            String::new()
+        } else {
+            format!("{}.{:02}", (id * 37) % 101, id % 100)
+        };
+        let x = if id % 7 == 0 {
+            "NaN".to_string()
+        } else if id % 11 == 0 {
+            "-0.0".to_string()
+        } else {
+            format!("{}", ((id * 53) % 97) as f64 / 4.0 - 10.0)
+        };
+        csv.push_str(&format!("{id},{d},{x}\n"));
+    }
+    let dir = table("id INT, d DECIMAL(10,2), x DOUBLE", &csv);
+    // The same query without LIMIT gives the full order: the limited one
+    // must be its first rows.
+    for (order, k) in [
+        ("d DESC NULLS LAST, id", 7),
+        ("d NULLS FIRST, id", 65),
+        ("d DESC NULLS FIRST, id", 3),
+        ("x DESC, id", 50),
+        ("x, id", 20),
+    ] {
+        let all = rows(&dir, &format!("SELECT id, d, x FROM t ORDER BY {order}"));
+        let top = rows(
+            &dir,
+            &format!("SELECT id, d, x FROM t ORDER BY {order} LIMIT {k}"),
+        );
+        assert_eq!(top, all[..k].to_vec(), "ORDER BY {order} LIMIT {k}");
+    }
+}
