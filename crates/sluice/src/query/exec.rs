@@ -436,7 +436,13 @@ pub fn execute(
                                         let k: Result<Vec<ArrayRef>> =
                                             keys.iter().map(|e| e.eval(&batch)).collect();
                                         if let Ok(k) = k {
-                                            let groups = table.group_ids(n, &k, sel.as_ref())?;
+                                            // A global aggregate over every row
+                                            // of the morsel: no group ids.
+                                            let groups = if keys.is_empty() && sel.is_none() {
+                                                Vec::new()
+                                            } else {
+                                                table.group_ids(n, &k, sel.as_ref())?
+                                            };
                                             let ran = fz.run(
                                                 &batch,
                                                 &input_bounds[b],

@@ -102,6 +102,8 @@ impl Fused {
 
     /// Sums every program per group over the rows of `batch` (`groups[r]`
     /// is row r's group, below `ngroups`) into `s.sums` and `s.rows`.
+    /// `groups` empty: every row is in group 1 of a global aggregate's 2
+    /// (the trash group 0 and its one group): plain sums, no lanes.
     /// `known[c]`, where present, bounds |value| of column c (zone maps).
     /// `Ok(false)`: this morsel must take the general path.
     pub fn run(
@@ -126,12 +128,26 @@ impl Fused {
         s.sums.resize(ngroups * k, 0);
         s.rows.clear();
         s.rows.resize(ngroups, 0);
-        count_rows(groups, &mut s.rows);
-        let n = groups.len();
+        // One group for every row (no GROUP BY, no selection): plain sums.
+        let one_group = groups.is_empty().then_some(1u32);
+        if one_group.is_some() && ngroups != 2 {
+            return Err(crate::error::Error::Internal(
+                "fused pass without groups over a grouped table".into(),
+            ));
+        }
+        match one_group {
+            Some(g) => s.rows[g as usize] = batch.num_rows() as i64,
+            None => count_rows(groups, &mut s.rows),
+        }
+        let n = batch.num_rows();
         let mut off = 0;
         while off < n {
             let len = CHUNK.min(n - off);
-            let g = &groups[off..off + len];
+            let g = if one_group.is_some() {
+                &[][..]
+            } else {
+                &groups[off..off + len]
+            };
             s.cols.clear();
             for first in (0..k).step_by(8) {
                 let last = (first + 8).min(k);
@@ -170,7 +186,13 @@ impl Fused {
                     })
                     .collect();
                 ok = ok && vals.len() == last - first && vals.iter().all(|v| v.len() == len);
-                if ok {
+                if let (true, Some(g)) = (ok, one_group) {
+                    // Below the bound, a chunk's 64-bit sum cannot overflow.
+                    for (j, v) in vals.iter().enumerate() {
+                        let sum = v.iter().fold(0i64, |a, &x| a.wrapping_add(x));
+                        s.sums[g as usize * k + first + j] += sum as i128;
+                    }
+                } else if ok {
                     let kb = last - first;
                     s.acc.clear();
                     s.acc.resize(LANES * ngroups * kb, 0);
