@@ -871,7 +871,7 @@ fn top_rows(batch: &RecordBatch, plan: &Plan, k: usize) -> Result<RecordBatch> {
         options: None,
     });
     let idx = lexsort_to_indices(&cols, Some(k)).map_err(exec_err)?;
-    Ok(arrow_select::take::take_record_batch(batch, &idx).map_err(exec_err)?)
+    arrow_select::take::take_record_batch(batch, &idx).map_err(exec_err)
 }
 
 /// The rows of `cand` that could still enter `best`, a worker's first `k`

@@ -35,7 +35,7 @@ enum Shape {
     /// `%word`
     Suffix(Vec<u8>),
     /// `%word%` (and `%`: the empty word)
-    Contains(Finder<'static>),
+    Contains(Box<Finder<'static>>),
     /// Anything else, row by row.
     General,
 }
@@ -84,8 +84,10 @@ impl LikePattern {
                 [Lit(s)] => Shape::Exact(word(s)),
                 [Lit(s), Any] => Shape::Prefix(word(s)),
                 [Any, Lit(s)] => Shape::Suffix(word(s)),
-                [Any] => Shape::Contains(Finder::new(b"").into_owned()),
-                [Any, Lit(s), Any] => Shape::Contains(Finder::new(s.as_bytes()).into_owned()),
+                [Any] => Shape::Contains(Box::new(Finder::new(b"").into_owned())),
+                [Any, Lit(s), Any] => {
+                    Shape::Contains(Box::new(Finder::new(s.as_bytes()).into_owned()))
+                }
                 _ => Shape::General,
             }
         };
