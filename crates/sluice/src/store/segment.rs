@@ -540,7 +540,15 @@ pub fn read_segment_columns(
     decode_segment(path, meta, schema, buffer, Some(cols.to_vec()))
 }
 
-/// Maps a segment file after checking its size against the manifest's.
+/// Segment files up to this size are read, not mapped (see [`map_segment`]).
+/// Measured on a table of 2,000 segments of 10 rows (~870 bytes each),
+/// `SELECT sum(b)` as a fresh process: 81.5 ms with every file mapped,
+/// 49.8 ms with each read (system time 70 → 33 ms). A 240 KB segment read
+/// whole was no faster than mapped, so only small files are read.
+const READ_WHOLE_BYTES: u64 = 64 << 10;
+
+/// Maps a segment file after checking its size against the manifest's;
+/// a small one is read instead.
 fn map_segment(path: &Path, meta: &SegmentMeta) -> Result<Buffer> {
     let corrupt = |message: String| Error::Corrupt {
         file: path.to_path_buf(),
@@ -556,6 +564,14 @@ fn map_segment(path: &Path, meta: &SegmentMeta) -> Result<Buffer> {
     }
     if len == 0 {
         return Err(corrupt("empty file".into()));
+    }
+    if len <= READ_WHOLE_BYTES {
+        // A small file is read into an aligned buffer: a mapping costs
+        // more (map, page faults, unmap) than copying it.
+        let mut buf = arrow_buffer::MutableBuffer::from_len_zeroed(len as usize);
+        let mut file = file;
+        std::io::Read::read_exact(&mut file, buf.as_slice_mut()).map_err(|e| Error::io(path, e))?;
+        return Ok(buf.into());
     }
     // SAFETY: segment files are immutable once committed (FORMAT.md): no
     // process writes or truncates a file that a manifest names.
