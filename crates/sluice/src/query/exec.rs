@@ -926,23 +926,8 @@ fn could_enter_stored(
     }
     let raw = input.column(*index);
     let last = best.column(first.column).slice(k - 1, 1);
-    let last: ArrayRef = match (raw.data_type(), last.data_type()) {
-        (A::Decimal64(p, s), A::Decimal128(_, ls)) if s == ls && last.is_valid(0) => {
-            use arrow_array::cast::AsArray;
-            let v = last
-                .as_primitive::<arrow_array::types::Decimal128Type>()
-                .value(0);
-            let Ok(v) = i64::try_from(v) else {
-                return Ok(None);
-            };
-            Arc::new(
-                arrow_array::Decimal64Array::from(vec![v])
-                    .with_precision_and_scale(*p, *s)
-                    .map_err(exec_err)?,
-            )
-        }
-        (r, l) if r == l => last,
-        _ => return Ok(None),
+    let Some(last) = super::expr::narrow_to_stored(&last, raw.data_type())? else {
+        return Ok(None);
     };
     enter_mask(raw, &last, first.descending)
 }

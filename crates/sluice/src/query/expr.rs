@@ -602,18 +602,12 @@ fn compare_stored(
     let Some(a) = batch.columns().get(col) else {
         return Ok(None);
     };
-    let (A::Decimal64(p, s), A::Decimal128(_, ls)) = (a.data_type(), lit.data_type()) else {
-        return Ok(None);
-    };
-    if s != ls || lit.is_null(0) {
+    if !matches!(a.data_type(), A::Decimal64(..)) || lit.is_null(0) {
         return Ok(None);
     }
-    let Ok(v) = i64::try_from(lit.as_primitive::<Decimal128Type>().value(0)) else {
+    let Some(scalar) = narrow_to_stored(lit, a.data_type())? else {
         return Ok(None);
     };
-    let scalar = arrow_array::Decimal64Array::from(vec![v])
-        .with_precision_and_scale(*p, *s)
-        .map_err(exec_err)?;
     let scalar = Scalar::new(scalar);
     let a = a.as_ref();
     let out = match op {
@@ -627,6 +621,30 @@ fn compare_stored(
     }
     .map_err(exec_err)?;
     Ok(Some(Arc::new(out)))
+}
+
+/// One value of a column's evaluation type (see [`eval_type`]) as the
+/// column stores it, `stored`: a DECIMAL's 128-bit value narrowed to the
+/// stored 64 bits, anything else as it is. `None` when the value is of
+/// another type or does not fit.
+pub(crate) fn narrow_to_stored(v: &ArrayRef, stored: &A) -> Result<Option<ArrayRef>> {
+    match (stored, v.data_type()) {
+        (A::Decimal64(p, s), A::Decimal128(_, vs)) if s == vs => {
+            let mut narrowed: Vec<Option<i64>> = Vec::with_capacity(v.len());
+            for x in v.as_primitive::<Decimal128Type>().iter() {
+                match x.map(i64::try_from).transpose() {
+                    Ok(x) => narrowed.push(x),
+                    Err(_) => return Ok(None),
+                }
+            }
+            let out = arrow_array::Decimal64Array::from(narrowed)
+                .with_precision_and_scale(*p, *s)
+                .map_err(exec_err)?;
+            Ok(Some(Arc::new(out)))
+        }
+        (st, vt) if st == vt => Ok(Some(v.clone())),
+        _ => Ok(None),
+    }
 }
 
 fn canonical_value(v: Value) -> Value {
