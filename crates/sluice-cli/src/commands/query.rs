@@ -28,7 +28,9 @@ pub fn run(
     format: Option<Format>,
     timing: bool,
 ) -> Result<()> {
-    let db = Database::open(db_dir)?;
+    let mut db = Database::open(db_dir)?;
+    // One query: each segment is let go (unmapped) once it is read.
+    db.set_keep_segments(false);
     let start = Instant::now();
     let result = sluice::query::query(&db, sql, threads)?;
     let elapsed = start.elapsed();
@@ -52,7 +54,7 @@ pub fn run(
             .map(|b| format!(", peak RSS {:.1} MiB", b as f64 / (1u64 << 20) as f64))
             .unwrap_or_default();
         eprintln!(
-            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments{rss}",
+            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments{}{}{rss}",
             elapsed.as_secs_f64(),
             rows,
             f.rows,
@@ -60,7 +62,20 @@ pub fn run(
             f.morsel_rows,
             f.workers,
             f.segments_scanned,
-            f.segments_total
+            f.segments_total,
+            if f.batches_pruned > 0 {
+                format!(
+                    ", {}/{} record batches pruned",
+                    f.batches_pruned, f.batches_total
+                )
+            } else {
+                String::new()
+            },
+            if f.morsels_skipped > 0 {
+                format!(", {} morsels skipped by the limit", f.morsels_skipped)
+            } else {
+                String::new()
+            }
         );
     }
     Ok(())

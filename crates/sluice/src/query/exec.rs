@@ -20,11 +20,13 @@ use super::expr::{Expr, canonical_doubles, eval_type, exec_err};
 use super::fused::{Fused, Scratch as FusedScratch};
 use super::intexpr::IntProgram;
 use super::plan::{Body, Plan};
+use super::scan::{Done, Inputs};
 use crate::batch::StatRange;
 use crate::batch::dict::decode_batch;
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::store::Database;
+use crate::store::segment::SegmentScan;
 
 /// What the scan did, for EXPLAIN and `--timing`.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +48,13 @@ pub struct ScanFacts {
     pub shards_read: usize,
     /// No column was read: the row counts came from the manifest.
     pub from_manifest: bool,
+    /// Record batches of the segments scanned, and how many of them the
+    /// zone maps in the segments' footers ruled out.
+    pub batches_total: usize,
+    pub batches_pruned: usize,
+    /// Morsels that ORDER BY … LIMIT skipped by their batch's zone map
+    /// (none of their rows could enter the first rows).
+    pub morsels_skipped: usize,
 }
 
 /// Smallest and largest morsel. A morsel is a zero-copy slice of a batch;
@@ -99,9 +108,9 @@ pub fn execute(
 
     // Aggregates answered by the segments' statistics (no column read).
     let mut stat_cols: Option<Vec<ArrayRef>> = None;
-    // Inputs: the table's segments that the zone maps cannot rule out.
-    let mut inputs: Vec<RecordBatch> = Vec::new();
-    let mut input_bounds: Vec<Arc<Vec<Option<u128>>>> = Vec::new();
+    // Inputs: the table's segments and batches that the zone maps cannot
+    // rule out.
+    let mut inputs = Inputs::default();
     // Rows by key through the index when the plan allows it; a table
     // whose index cannot be opened is scanned instead (same answer).
     let keyed = match (&plan.table, &plan.key_lookup) {
@@ -109,10 +118,7 @@ pub fn execute(
         _ => None,
     };
     match &plan.table {
-        None => {
-            inputs.push(empty_input(1)?);
-            input_bounds.push(Arc::new(Vec::new()));
-        }
+        None => inputs.push_ready(empty_input(1)?, Arc::new(Vec::new())),
         Some(_) if keyed.is_some() => {
             let keyed = keyed
                 .as_ref()
@@ -132,8 +138,10 @@ pub fn execute(
             facts.shards_read = probed.len();
             if let Some(first) = rows.first() {
                 let schema = first.schema();
-                inputs.push(arrow_select::concat::concat_batches(&schema, &rows)?);
-                input_bounds.push(Arc::new(vec![None; plan.scan_columns.len()]));
+                inputs.push_ready(
+                    arrow_select::concat::concat_batches(&schema, &rows)?,
+                    Arc::new(vec![None; plan.scan_columns.len()]),
+                );
             }
         }
         Some(t) => {
@@ -169,7 +177,7 @@ pub fn execute(
                 facts.from_manifest = true;
             }
             let next = AtomicUsize::new(0);
-            let opened: Mutex<Vec<(usize, Result<Arc<Vec<RecordBatch>>>)>> = Mutex::new(Vec::new());
+            let opened: Mutex<Vec<(usize, Result<Arc<SegmentScan>>)>> = Mutex::new(Vec::new());
             // Segments are opened by the workers; the manifest's counts
             // need none.
             let readers = if from_manifest {
@@ -183,7 +191,7 @@ pub fn execute(
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(seg) = kept.get(i) else { break };
-                            let r = db.segment_columns(seg, &schema, &plan.scan_columns);
+                            let r = db.segment_scan(seg, &schema, &plan.scan_columns);
                             if let Ok(mut o) = opened.lock() {
                                 o.push((i, r));
                             }
@@ -195,11 +203,9 @@ pub fn execute(
                 .into_inner()
                 .map_err(|_| Error::Internal("segment reader panicked".into()))?;
             if from_manifest {
-                opened = kept
-                    .iter()
-                    .enumerate()
-                    .map(|(i, seg)| (i, empty_input(seg.rows as usize).map(|b| Arc::new(vec![b]))))
-                    .collect();
+                for seg in &kept {
+                    inputs.push_ready(empty_input(seg.rows as usize)?, Arc::new(Vec::new()));
+                }
             }
             opened.sort_by_key(|o| o.0);
             for (i, r) in opened {
@@ -216,29 +222,22 @@ pub fn execute(
                         })
                         .collect(),
                 );
-                for b in r?.iter() {
-                    inputs.push(b.clone());
-                    input_bounds.push(bounds.clone());
-                }
+                // Batches that the zone maps in the segment's footer rule
+                // out get no morsels.
+                inputs.push_segment(r?, bounds, |stats| segment_may_match(stats, plan));
             }
         }
     }
-    facts.rows = inputs.iter().map(|b| b.num_rows() as u64).sum();
+    facts.rows = inputs.rows;
+    facts.batches_total = inputs.batches_total;
+    facts.batches_pruned = inputs.batches_pruned;
     facts.morsel_rows = opts
         .morsel_rows
         .unwrap_or_else(|| morsel_rows(facts.rows, workers))
         .max(1);
-
-    // Morsels: (batch, offset, length).
-    let mut morsels = Vec::new();
-    for (b, batch) in inputs.iter().enumerate() {
-        let mut off = 0;
-        while off < batch.num_rows() {
-            let len = facts.morsel_rows.min(batch.num_rows() - off);
-            morsels.push((b, off, len));
-            off += len;
-        }
-    }
+    inputs.cut(facts.morsel_rows);
+    let inputs = inputs;
+    let morsels = &inputs.morsels;
     facts.morsels = morsels.len();
     if let Body::Aggregate { aggs, .. } = &plan.body {
         facts.fused_programs =
@@ -273,18 +272,27 @@ pub fn execute(
             // `limit + offset` rows in the order that it has seen, with
             // their positions (see `top_rows`).
             let top = top_k(plan);
+            let skipped = AtomicUsize::new(0);
             std::thread::scope(|s| {
                 for _ in 0..workers.min(morsels.len()).max(1) {
                     s.spawn(|| {
                         let mut best: Option<RecordBatch> = None;
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(&(b, off, len)) = morsels.get(i) else {
+                            let Some(&m) = morsels.get(i) else {
                                 break;
                             };
+                            let _done = Done::new(&inputs, m);
+                            // A batch none of whose rows could enter the
+                            // first rows is not read.
+                            if let (Some(k), Some(best)) = (top, &best)
+                                && batch_cannot_enter(inputs.stats(m.batch), exprs, best, plan, k)
+                            {
+                                skipped.fetch_add(1, Ordering::Relaxed);
+                                continue;
+                            }
                             let r = (|| {
-                                let batch =
-                                    work_filter(decode_batch(&inputs[b].slice(off, len), &[])?)?;
+                                let batch = work_filter(decode_batch(&inputs.rows_of(&m)?, &[])?)?;
                                 // Rows that cannot enter the worker's first
                                 // rows, dropped before they are projected.
                                 let (batch, rows) = match (top, &best) {
@@ -347,6 +355,7 @@ pub fn execute(
                     });
                 }
             });
+            facts.morsels_skipped = skipped.into_inner();
             let mut results = results
                 .into_inner()
                 .map_err(|_| Error::Internal("worker panicked".into()))?;
@@ -402,12 +411,14 @@ pub fn execute(
                                 let mut scratch = FusedScratch::default();
                                 loop {
                                     let i = next.fetch_add(1, Ordering::Relaxed);
-                                    let Some(&(b, off, len)) = morsels.get(i) else {
+                                    let Some(&m) = morsels.get(i) else {
                                         break;
                                     };
+                                    let _done = Done::new(&inputs, m);
+                                    let len = m.len;
                                     // Dictionary-encoded TEXT stays encoded only
                                     // where it is a bare group key.
-                                    let raw = decode_batch(&inputs[b].slice(off, len), &keep_dict)?;
+                                    let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
                                     // Mostly-kept morsels are not copied: the
                                     // filter becomes a selection vector.
                                     let (mut batch, mut sel) = match &plan.filter {
@@ -445,7 +456,7 @@ pub fn execute(
                                             };
                                             let ran = fz.run(
                                                 &batch,
-                                                &input_bounds[b],
+                                                inputs.bounds(m.batch),
                                                 &groups,
                                                 table.groups(),
                                                 &mut scratch,
@@ -930,6 +941,80 @@ fn could_enter_stored(
         return Ok(None);
     };
     enter_mask(raw, &last, first.descending)
+}
+
+/// Whether no row of a batch with zone map `stats` could enter `best`, a
+/// worker's full first `k` rows: the first sort key is a stored integer
+/// column (INT, BIGINT, DECIMAL, DATE, TIMESTAMP) without NULLs in the
+/// batch, every value of which is worse than the threshold (the k-th
+/// row's key; a row equal to it may still enter by its position). Only
+/// where neither the filter nor the projection can fail on a row: a
+/// skipped batch's rows are never evaluated, and whether a query fails
+/// must not depend on the threshold a worker had reached.
+fn batch_cannot_enter(
+    stats: Option<&[crate::batch::ColumnStats]>,
+    exprs: &[Expr],
+    best: &RecordBatch,
+    plan: &Plan,
+    k: usize,
+) -> bool {
+    let (Some(stats), Some(first)) = (stats, plan.order.first()) else {
+        return false;
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(first.column) else {
+        return false;
+    };
+    let plain = exprs
+        .iter()
+        .all(|e| matches!(e, Expr::Column { .. } | Expr::Literal(_)));
+    if !plain
+        || k == 0
+        || best.num_rows() < k
+        || !plan.filter.as_ref().is_none_or(Expr::cannot_fail)
+    {
+        return false;
+    }
+    let Some(s) = plan.scan_columns.get(*index).and_then(|&c| stats.get(c)) else {
+        return false;
+    };
+    let (Some(StatRange::Int(lo, hi)), 0) = (s.range, s.nulls) else {
+        return false;
+    };
+    let Some(stored) = plan.table_types.get(*index) else {
+        return false;
+    };
+    let last = best.column(first.column).slice(k - 1, 1);
+    let Ok(Some(t)) = super::expr::narrow_to_stored(&last, stored) else {
+        return false;
+    };
+    let Some(t) = stored_int(&t) else {
+        return false;
+    };
+    if first.descending {
+        (hi as i128) < t
+    } else {
+        (lo as i128) > t
+    }
+}
+
+/// The one value of a stored integer-like array (what a zone map's `Int`
+/// range holds: integers, scaled decimals, days, microseconds).
+fn stored_int(a: &ArrayRef) -> Option<i128> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    if a.len() != 1 || a.is_null(0) {
+        return None;
+    }
+    Some(match a.data_type() {
+        A::Int32 => a.as_primitive::<Int32Type>().value(0) as i128,
+        A::Int64 => a.as_primitive::<Int64Type>().value(0) as i128,
+        A::Date32 => a.as_primitive::<Date32Type>().value(0) as i128,
+        A::Decimal64(..) => a.as_primitive::<Decimal64Type>().value(0) as i128,
+        A::Timestamp(arrow_schema::TimeUnit::Microsecond, _) => {
+            a.as_primitive::<TimestampMicrosecondType>().value(0) as i128
+        }
+        _ => return None,
+    })
 }
 
 /// Rows of `keys` whose value is NULL or not worse than `last` (one value

@@ -220,6 +220,28 @@ pub(crate) fn exec_err(e: arrow_schema::ArrowError) -> Error {
 }
 
 impl Expr {
+    /// Whether evaluating this expression can never fail on a row (no
+    /// arithmetic, casts or functions that can overflow or divide by
+    /// zero): comparisons of columns and literals, AND/OR/NOT, IS NULL,
+    /// IN lists and LIKE. Conservative: `false` when unsure.
+    pub fn cannot_fail(&self) -> bool {
+        match self {
+            Expr::Column { .. } | Expr::Literal(_) => true,
+            Expr::Binary { op, left, right } => {
+                (op.is_comparison() || matches!(op, BinOp::And | BinOp::Or))
+                    && left.cannot_fail()
+                    && right.cannot_fail()
+            }
+            Expr::Not(e) => e.cannot_fail(),
+            Expr::IsNull { expr, .. } => expr.cannot_fail(),
+            Expr::InList { expr, list, .. } => {
+                expr.cannot_fail() && list.iter().all(Expr::cannot_fail)
+            }
+            Expr::Like { expr, .. } => expr.cannot_fail(),
+            _ => false,
+        }
+    }
+
     /// Calls `f` on every direct child.
     fn children_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
         match self {

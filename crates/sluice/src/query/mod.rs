@@ -23,6 +23,7 @@ pub mod fused;
 pub mod intexpr;
 pub mod like;
 pub mod plan;
+pub mod scan;
 pub mod sql;
 
 use arrow_array::RecordBatch;

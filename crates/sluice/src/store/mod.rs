@@ -50,7 +50,9 @@ pub struct Database {
     segments: Mutex<HashMap<String, Arc<Vec<RecordBatch>>>>,
     /// Columns of segments already read by this handle, by file and
     /// column list (see [`Database::segment_columns`]).
-    projected: Mutex<HashMap<(String, Vec<usize>), Arc<Vec<RecordBatch>>>>,
+    projected: Mutex<HashMap<(String, Vec<usize>), Arc<segment::SegmentScan>>>,
+    /// See [`Database::set_keep_segments`].
+    keep_segments: bool,
     /// Key-index runs already opened by this handle.
     runs: Mutex<HashMap<String, Arc<crate::index::Run>>>,
 }
@@ -75,6 +77,7 @@ impl Database {
             lock: None,
             segments: Mutex::default(),
             projected: Mutex::default(),
+            keep_segments: true,
             runs: Mutex::default(),
         })
     }
@@ -121,6 +124,7 @@ impl Database {
             lock: Some(lock),
             segments: Mutex::default(),
             projected: Mutex::default(),
+            keep_segments: true,
             runs: Mutex::default(),
         };
         db.remove_orphans()?;
@@ -286,26 +290,29 @@ impl Database {
         Ok(batches)
     }
 
-    /// Columns `cols` (in that order) of a segment's batches: mmapped,
-    /// the checksums of the file's metadata and of those columns verified
-    /// (a segment written before checksums of parts: the whole file),
-    /// decoded without copying and without touching other columns;
-    /// cached in this handle.
-    pub fn segment_columns(
+    /// Columns `cols` (in that order) of a segment, opened for a query
+    /// (see [`segment::SegmentScan`]): mapped, its metadata checked, each
+    /// batch's columns checked and decoded when first read, without
+    /// touching other columns; kept in this handle unless it was told
+    /// not to ([`Database::set_keep_segments`]).
+    pub fn segment_scan(
         &self,
         seg: &SegmentMeta,
         schema: &SchemaRef,
         cols: &[usize],
-    ) -> Result<Arc<Vec<RecordBatch>>> {
-        let whole = self
-            .segments
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&seg.file).cloned());
-        if let Some(b) = whole {
-            let projected: std::result::Result<Vec<_>, _> =
-                b.iter().map(|b| b.project(cols)).collect();
-            return Ok(Arc::new(projected?));
+    ) -> Result<Arc<segment::SegmentScan>> {
+        let open = || {
+            segment::SegmentScan::open(
+                &self.dir.join(&seg.file),
+                seg,
+                schema,
+                cols,
+                self.keep_segments,
+            )
+            .map_err(|e| self.explain_missing(&seg.file, e))
+        };
+        if !self.keep_segments {
+            return Ok(Arc::new(open()?));
         }
         let key = (seg.file.clone(), cols.to_vec());
         if let Some(b) = self
@@ -316,14 +323,19 @@ impl Database {
         {
             return Ok(b);
         }
-        let batches = Arc::new(
-            segment::read_segment_columns(&self.dir.join(&seg.file), seg, schema, cols)
-                .map_err(|e| self.explain_missing(&seg.file, e))?,
-        );
+        let scan = Arc::new(open()?);
         if let Ok(mut c) = self.projected.lock() {
-            c.insert(key, batches.clone());
+            c.insert(key, scan.clone());
         }
-        Ok(batches)
+        Ok(scan)
+    }
+
+    /// Whether this handle keeps the segments that queries open (with
+    /// what they decoded) for the next query: yes by default; a process
+    /// that runs one query turns it off, so that each segment is unmapped
+    /// as soon as the query is done with it.
+    pub fn set_keep_segments(&mut self, keep: bool) {
+        self.keep_segments = keep;
     }
 
     /// A key-index run, opened (footer, index and bloom filter checked)

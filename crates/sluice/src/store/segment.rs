@@ -23,17 +23,28 @@ use crate::batch::ColumnStats;
 use crate::batch::dict::{SegmentDict, decode, dict_type};
 use crate::error::{Error, Result};
 
-/// Counts the bytes on their way to the file (the checksums are taken
-/// from the finished file, part by part: [`checksums`]).
+/// Counts the bytes on their way to the file and takes the CRC-32s of
+/// the whole file and of its metadata part as they pass; the bytes of
+/// one record batch's messages are captured instead of going to the
+/// metadata CRC, so that [`SegmentWriter::write`] can split them.
 struct CrcWriter<W> {
     inner: W,
     bytes: u64,
+    whole: crc32fast::Hasher,
+    meta: crc32fast::Hasher,
+    capture: Option<Vec<u8>>,
 }
 
 impl<W: Write> Write for CrcWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         crate::fault::charge(buf.len())?;
         let n = self.inner.write(buf)?;
+        let done = &buf[..n];
+        self.whole.update(done);
+        match &mut self.capture {
+            Some(c) => c.extend_from_slice(done),
+            None => self.meta.update(done),
+        }
         self.bytes += n as u64;
         Ok(n)
     }
@@ -41,6 +52,21 @@ impl<W: Write> Write for CrcWriter<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// The footer's custom metadata key under which a segment lists its
+/// record batches ([`BatchMeta`], as JSON).
+pub const BATCHES_KEY: &str = "sluice.batches";
+
+/// One record batch of a segment, as the footer lists it: its rows, the
+/// CRC-32 of each column's buffers in it, and its zone map. Covered by
+/// the file's `meta` checksum, so a reader that has checked that trusts
+/// it, and checks only the batches (and columns) that it reads.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BatchMeta {
+    pub rows: u64,
+    pub crc32: Vec<u32>,
+    pub stats: Vec<ColumnStats>,
 }
 
 /// Writes one segment file.
@@ -60,6 +86,14 @@ pub struct SegmentWriter {
     dicts: Vec<Option<SegmentDict>>,
     rows: u64,
     stats: Vec<ColumnStats>,
+    /// The record batches written, for the footer; `None` once a batch
+    /// could not be split into its columns (not expected: the segment
+    /// then has the whole file's CRC alone).
+    batches: Option<Vec<BatchMeta>>,
+    /// CRC-32s of each column's buffers so far, over every batch.
+    columns: Vec<crc32fast::Hasher>,
+    /// A reused buffer for the capture of one batch's messages.
+    scratch: Vec<u8>,
 }
 
 impl SegmentWriter {
@@ -75,6 +109,9 @@ impl SegmentWriter {
         let sink = CrcWriter {
             inner: BufWriter::with_capacity(1 << 20, f),
             bytes: 0,
+            whole: crc32fast::Hasher::new(),
+            meta: crc32fast::Hasher::new(),
+            capture: None,
         };
         Ok(SegmentWriter {
             compression,
@@ -86,6 +123,9 @@ impl SegmentWriter {
             dicts: Vec::new(),
             rows: 0,
             stats: vec![ColumnStats::default(); schema.fields().len()],
+            batches: Some(Vec::new()),
+            columns: vec![crc32fast::Hasher::new(); schema.fields().len()],
+            scratch: Vec::new(),
         })
     }
 
@@ -182,9 +222,45 @@ impl SegmentWriter {
             cols,
             &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
         )?;
-        writer
-            .write(&physical)
-            .map_err(|e| arrow_io_error(&self.path, e))?;
+        // The batch's messages (delta dictionaries, then the record
+        // batch) are captured on their way out and split into the parts
+        // whose CRCs the footer and the manifest keep.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        writer.get_mut().capture = Some(scratch);
+        let written = writer.write(&physical);
+        let captured = writer.get_mut().capture.take().unwrap_or_default();
+        written.map_err(|e| arrow_io_error(&self.path, e))?;
+        let split = buffer_counts(writer.schema()).and_then(|c| split_messages(&captured, &c));
+        let sink = writer.get_mut();
+        match split {
+            Ok(parts) => {
+                let mut crcs = vec![crc32fast::Hasher::new(); self.columns.len()];
+                for (s, e, part) in parts {
+                    let bytes = &captured[s..e];
+                    match part {
+                        Part::Meta => sink.meta.update(bytes),
+                        Part::Column(c) => crcs[c].update(bytes),
+                        Part::Pad => {}
+                    }
+                }
+                for (total, h) in self.columns.iter_mut().zip(&crcs) {
+                    total.combine(h);
+                }
+                if let Some(b) = &mut self.batches {
+                    b.push(BatchMeta {
+                        rows: batch.num_rows() as u64,
+                        crc32: crcs.into_iter().map(|h| h.finalize()).collect(),
+                        stats: stats.to_vec(),
+                    });
+                }
+            }
+            Err(_) => {
+                sink.meta.update(&captured);
+                self.batches = None;
+            }
+        }
+        self.scratch = captured;
         self.rows += batch.num_rows() as u64;
         for (s, b) in self.stats.iter_mut().zip(stats) {
             s.merge(b);
@@ -206,34 +282,33 @@ impl SegmentWriter {
                     .map_err(|e| arrow_io_error(&self.path, e))?
             }
         };
+        let listed = match &self.batches {
+            Some(b) if self.stats.len() == self.columns.len() => {
+                Some(serde_json::to_string(b).map_err(|e| Error::Internal(e.to_string()))?)
+            }
+            _ => None,
+        };
+        if let Some(json) = listed {
+            writer.write_metadata(BATCHES_KEY, json);
+        }
         writer.finish().map_err(|e| arrow_io_error(&self.path, e))?;
         let sink = writer
             .into_inner()
             .map_err(|e| arrow_io_error(&self.path, e))?;
         let bytes = sink.bytes;
+        let crc32 = sink.whole.finalize();
+        let meta = sink.meta.finalize();
         let file = sink
             .inner
             .into_inner()
             .map_err(|e| Error::io(&self.path, e.into_error()))?;
         file.sync_all().map_err(|e| Error::io(&self.path, e))?;
-        // One pass over the file just written (in the page cache): the
-        // whole file's CRC and its parts'.
-        drop(file);
-        let file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        // SAFETY: the file is this writer's, complete, and not yet named by
-        // any manifest: nothing else writes it. Populated: the pages are
-        // mapped in one go (page faults one at a time cost 3 % of a load).
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
-            .map_err(|e| Error::io(&self.path, e))?;
-        let (crc32, parts) = match layout(&map) {
-            Ok(l) => {
-                let (whole, parts) = checksums(&map, &l);
-                (whole, Some(parts))
-            }
-            // A layout this code does not split (not expected): the
-            // whole-file CRC alone, checked whole as before.
-            Err(_) => (crc32fast::hash(&map), None),
-        };
+        // The CRCs were taken as the bytes were written; a batch that
+        // could not be split leaves the whole file's alone.
+        let checksums = self.batches.is_some().then(|| SegmentChecksums {
+            meta,
+            columns: self.columns.iter().map(|h| h.clone().finalize()).collect(),
+        });
         Ok(SegmentMeta {
             file: self.rel,
             rows: self.rows,
@@ -241,7 +316,7 @@ impl SegmentWriter {
             crc32,
             stats: self.stats,
             shard: 0,
-            checksums: parts,
+            checksums,
         })
     }
 }
@@ -262,6 +337,8 @@ enum Part {
 struct Layout {
     ranges: Vec<(usize, usize, Part)>,
     columns: usize,
+    /// The record batches, in the footer's order.
+    batches: Vec<BatchLayout>,
 }
 
 /// The buffers an IPC record batch has for a column of `t` (flat
@@ -293,6 +370,151 @@ fn buffers_of(t: &arrow_schema::DataType) -> Option<usize> {
     }
 }
 
+/// The flatbuffer message of the encapsulated IPC message at `buf[at..]`
+/// and the length of its header (prefix, flatbuffer and padding).
+fn message_at(
+    buf: &[u8],
+    at: usize,
+) -> std::result::Result<(arrow_ipc::Message<'_>, usize), String> {
+    let word = |i: usize| -> std::result::Result<[u8; 4], String> {
+        buf.get(at + i..at + i + 4)
+            .and_then(|w| w.try_into().ok())
+            .ok_or_else(|| "message header outside the file".to_string())
+    };
+    let (fb_at, fb_len) = if word(0)? == [0xff; 4] {
+        (8, i32::from_le_bytes(word(4)?))
+    } else {
+        (4, i32::from_le_bytes(word(0)?))
+    };
+    let fb_len = usize::try_from(fb_len).map_err(|_| "bad message length")?;
+    let fb = buf
+        .get(at + fb_at..at + fb_at + fb_len)
+        .ok_or("message outside its block")?;
+    let message = arrow_ipc::root_as_message(fb).map_err(|e| e.to_string())?;
+    Ok((message, fb_at + fb_len))
+}
+
+/// Where one record batch's columns are: per column, the absolute byte
+/// ranges of its non-empty buffers in the body at `body..body + body_len`.
+struct BatchLayout {
+    rows: usize,
+    columns: Vec<Vec<(usize, usize)>>,
+}
+
+fn batch_layout(
+    message: &arrow_ipc::Message<'_>,
+    body: usize,
+    body_len: usize,
+    counts: &[usize],
+) -> std::result::Result<BatchLayout, String> {
+    let batch = message
+        .header_as_record_batch()
+        .ok_or("a record batch block without a record batch")?;
+    let buffers: Vec<_> = batch
+        .buffers()
+        .map(|b| b.iter().collect())
+        .unwrap_or_default();
+    if buffers.len() != counts.iter().sum::<usize>() {
+        return Err("buffers do not match the columns".into());
+    }
+    let rows = usize::try_from(batch.length()).map_err(|_| "bad row count")?;
+    let mut columns = Vec::with_capacity(counts.len());
+    let mut i = 0;
+    for &k in counts {
+        let mut ranges = Vec::with_capacity(k);
+        for b in &buffers[i..i + k] {
+            let start = usize::try_from(b.offset()).map_err(|_| "bad buffer")?;
+            let len = usize::try_from(b.length()).map_err(|_| "bad buffer")?;
+            let stop = start.checked_add(len).ok_or("bad buffer")?;
+            if stop > body_len {
+                return Err("buffer outside its body".into());
+            }
+            if len > 0 {
+                ranges.push((body + start, body + stop));
+            }
+        }
+        columns.push(ranges);
+        i += k;
+    }
+    Ok(BatchLayout { rows, columns })
+}
+
+/// Cuts `[start, end)` (a body) into column ranges and padding, appending
+/// to `out` in file order.
+fn cut_body(
+    start: usize,
+    end: usize,
+    l: &BatchLayout,
+    out: &mut Vec<(usize, usize, Part)>,
+) -> std::result::Result<(), String> {
+    let mut cols: Vec<(usize, usize, Part)> = l
+        .columns
+        .iter()
+        .enumerate()
+        .flat_map(|(c, r)| r.iter().map(move |&(s, e)| (s, e, Part::Column(c))))
+        .collect();
+    cols.sort_unstable_by_key(|r| r.0);
+    let mut at = start;
+    for (s, e, p) in cols {
+        if s < at {
+            return Err("buffers overlap".into());
+        }
+        if s > at {
+            out.push((at, s, Part::Pad));
+        }
+        out.push((s, e, p));
+        at = e;
+    }
+    if end > at {
+        out.push((at, end, Part::Pad));
+    }
+    Ok(())
+}
+
+/// Splits the messages that one `FileWriter::write` call wrote (delta
+/// dictionaries, then a record batch) into parts, as [`layout`] splits
+/// the finished file: message headers and dictionary batches are `Meta`.
+fn split_messages(
+    buf: &[u8],
+    counts: &[usize],
+) -> std::result::Result<Vec<(usize, usize, Part)>, String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut batches = 0;
+    while at < buf.len() {
+        let (message, header) = message_at(buf, at)?;
+        let body = at + header;
+        let body_len = usize::try_from(message.bodyLength()).map_err(|_| "bad body length")?;
+        let end = body.checked_add(body_len).ok_or("offset overflow")?;
+        if end > buf.len() {
+            return Err("message longer than what was written".into());
+        }
+        if message.header_type() == arrow_ipc::MessageHeader::RecordBatch {
+            out.push((at, body, Part::Meta));
+            let l = batch_layout(&message, body, body_len, counts)?;
+            cut_body(body, end, &l, &mut out)?;
+            batches += 1;
+        } else {
+            out.push((at, end, Part::Meta));
+        }
+        at = end;
+    }
+    if batches != 1 {
+        return Err(format!("{batches} record batches in one write"));
+    }
+    Ok(out)
+}
+
+/// The number of IPC buffers of each column of `schema`.
+fn buffer_counts(schema: &ArrowSchema) -> std::result::Result<Vec<usize>, String> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| buffers_of(f.data_type()))
+        .collect::<Option<_>>()
+        .ok_or_else(|| "a column type without a flat buffer layout".to_string())
+}
+
 /// Splits an IPC file into its parts from its footer and the headers of
 /// its record batches; an error names what does not fit (a corrupt or
 /// unexpected file).
@@ -311,14 +533,9 @@ fn layout(buf: &[u8]) -> std::result::Result<Layout, String> {
         .schema()
         .ok_or("no schema in the footer")
         .and_then(|s| arrow_ipc::convert::try_fb_to_schema(s).map_err(|_| "bad schema"))?;
-    let counts: Vec<usize> = schema
-        .fields()
-        .iter()
-        .map(|f| buffers_of(f.data_type()))
-        .collect::<Option<_>>()
-        .ok_or("a column type without a flat buffer layout")?;
-    let mut column_ranges: Vec<(usize, usize, Part)> = Vec::new();
-    let mut bodies: Vec<(usize, usize)> = Vec::new();
+    let counts = buffer_counts(&schema)?;
+    let mut batches = Vec::new();
+    let mut bodies: Vec<(usize, usize, usize)> = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
         let off = usize::try_from(block.offset()).map_err(|_| "negative offset")?;
         let meta_len = usize::try_from(block.metaDataLength()).map_err(|_| "bad length")?;
@@ -328,77 +545,24 @@ fn layout(buf: &[u8]) -> std::result::Result<Layout, String> {
         if end > n || meta_len < 8 {
             return Err("record batch outside the file".into());
         }
-        let header = &buf[off..body];
-        let (fb_at, fb_len) = if header[..4] == [0xff; 4] {
-            (
-                8,
-                i32::from_le_bytes(header[4..8].try_into().map_err(|_| "len")?),
-            )
-        } else {
-            (
-                4,
-                i32::from_le_bytes(header[..4].try_into().map_err(|_| "len")?),
-            )
-        };
-        let fb_len = usize::try_from(fb_len).map_err(|_| "bad message length")?;
-        let fb = header
-            .get(fb_at..fb_at + fb_len)
-            .ok_or("message outside its block")?;
-        let message = arrow_ipc::root_as_message(fb).map_err(|e| e.to_string())?;
-        let batch = message
-            .header_as_record_batch()
-            .ok_or("a record batch block without a record batch")?;
-        let buffers: Vec<_> = batch
-            .buffers()
-            .map(|b| b.iter().collect())
-            .unwrap_or_default();
-        if buffers.len() != counts.iter().sum::<usize>() {
-            return Err("buffers do not match the columns".into());
+        let (message, header) = message_at(&buf[..body], off)?;
+        if header > meta_len {
+            return Err("message outside its block".into());
         }
-        let mut i = 0;
-        for (c, &k) in counts.iter().enumerate() {
-            for b in &buffers[i..i + k] {
-                let start = usize::try_from(b.offset()).map_err(|_| "bad buffer")?;
-                let len = usize::try_from(b.length()).map_err(|_| "bad buffer")?;
-                let stop = start.checked_add(len).ok_or("bad buffer")?;
-                if stop > body_len {
-                    return Err("buffer outside its body".into());
-                }
-                if len > 0 {
-                    column_ranges.push((body + start, body + stop, Part::Column(c)));
-                }
-            }
-            i += k;
-        }
-        bodies.push((body, end));
+        bodies.push((body, end, batches.len()));
+        batches.push(batch_layout(&message, body, body_len, &counts)?);
     }
-    column_ranges.sort_unstable_by_key(|r| r.0);
     bodies.sort_unstable();
-    let mut ranges = Vec::with_capacity(column_ranges.len() * 2 + bodies.len() * 2 + 1);
+    let mut ranges = Vec::with_capacity(batches.len() * (2 * counts.len() + 2) + 1);
     let mut at = 0;
-    let mut cols = column_ranges.into_iter().peekable();
-    for (body, end) in bodies {
+    for (body, end, i) in bodies {
         if body < at {
             return Err("record batches overlap".into());
         }
         if body > at {
             ranges.push((at, body, Part::Meta));
         }
-        at = body;
-        while let Some(&(s, e, p)) = cols.peek().filter(|r| r.0 < end) {
-            if s < at {
-                return Err("buffers overlap".into());
-            }
-            if s > at {
-                ranges.push((at, s, Part::Pad));
-            }
-            ranges.push((s, e, p));
-            at = e;
-            cols.next();
-        }
-        if end > at {
-            ranges.push((at, end, Part::Pad));
-        }
+        cut_body(body, end, &batches[i], &mut ranges)?;
         at = end;
     }
     if n > at {
@@ -407,6 +571,7 @@ fn layout(buf: &[u8]) -> std::result::Result<Layout, String> {
     Ok(Layout {
         ranges,
         columns: counts.len(),
+        batches,
     })
 }
 
@@ -481,9 +646,9 @@ pub fn read_segment(
             meta.crc32
         )));
     }
-    match (split, found) {
-        (Some(Err(e)), _) => return Err(corrupt(e)),
-        (Some(Ok(_)), Some(found)) if meta.checksums.as_ref() != Some(&found) => {
+    match (&split, &found) {
+        (Some(Err(e)), _) => return Err(corrupt(e.clone())),
+        (Some(Ok(_)), Some(found)) if meta.checksums.as_ref() != Some(found) => {
             return Err(corrupt(
                 "checksums of its parts differ from the manifest's (the whole file's matches)"
                     .into(),
@@ -491,53 +656,258 @@ pub fn read_segment(
         }
         _ => {}
     }
+    // The footer's list of batches: each batch's column CRCs as listed.
+    if let Some(Ok(l)) = &split {
+        let opened = open_file(path, schema, &buffer)?;
+        if let Some(j) = &opened.listed {
+            let listed = parse_listed(j, l).map_err(corrupt)?;
+            for (i, (b, bl)) in listed.iter().zip(&l.batches).enumerate() {
+                for c in 0..l.columns {
+                    let crc = batch_crc(bytes, bl, c);
+                    if crc != b.crc32[c] {
+                        let name = schema.fields().get(c).map_or("?", |f| f.name().as_str());
+                        return Err(corrupt(format!(
+                            "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {:08x} for record batch {i})",
+                            b.crc32[c]
+                        )));
+                    }
+                }
+            }
+        }
+    }
     decode_segment(path, meta, schema, buffer, None)
 }
 
-/// Reads columns `cols` of every batch of a segment (in that order), after
-/// checking its size and the checksums of the bytes read: the file's
-/// metadata and those columns' buffers. A segment written before the
-/// checksums of parts is checked whole.
-pub fn read_segment_columns(
-    path: &Path,
-    meta: &SegmentMeta,
-    schema: &SchemaRef,
-    cols: &[usize],
-) -> Result<Vec<RecordBatch>> {
-    let Some(parts) = &meta.checksums else {
-        return read_segment(path, meta, schema)?
-            .iter()
-            .map(|b| b.project(cols).map_err(Error::from))
-            .collect();
-    };
-    let corrupt = |message: String| Error::Corrupt {
-        file: path.to_path_buf(),
-        message,
-    };
-    let buffer = map_segment(path, meta)?;
-    let l = layout(buffer.as_slice()).map_err(corrupt)?;
-    let meta_crc = part_crc(buffer.as_slice(), &l, Part::Meta);
-    if meta_crc != parts.meta || l.columns != parts.columns.len() {
-        return Err(corrupt(format!(
-            "checksum mismatch in the file's metadata (crc32 {meta_crc:08x}, the manifest says {:08x})",
-            parts.meta
-        )));
+/// The footer's list of batches, parsed and checked against the file's
+/// layout (one entry per record batch, with its rows, a CRC and a zone
+/// map per column).
+fn parse_listed(listed: &str, l: &Layout) -> std::result::Result<Vec<BatchMeta>, String> {
+    let batches: Vec<BatchMeta> = serde_json::from_str(listed)
+        .map_err(|e| format!("the footer's list of batches does not parse: {e}"))?;
+    if batches.len() != l.batches.len() {
+        return Err(format!(
+            "the footer lists {} record batches, the file has {}",
+            batches.len(),
+            l.batches.len()
+        ));
     }
-    let mut checked = vec![false; l.columns];
-    for &c in cols {
-        if c >= l.columns || std::mem::replace(&mut checked[c], true) {
-            continue;
+    for (i, (b, bl)) in batches.iter().zip(&l.batches).enumerate() {
+        if b.rows != bl.rows as u64 || b.crc32.len() != l.columns || b.stats.len() != l.columns {
+            return Err(format!(
+                "the footer's entry for record batch {i} does not fit the batch"
+            ));
         }
-        let crc = part_crc(buffer.as_slice(), &l, Part::Column(c));
-        if crc != parts.columns[c] {
-            let name = schema.fields().get(c).map_or("?", |f| f.name().as_str());
+    }
+    Ok(batches)
+}
+
+/// The CRC-32 of column `c`'s buffers in one record batch.
+fn batch_crc(buf: &[u8], b: &BatchLayout, c: usize) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for &(s, e) in b.columns.get(c).map_or(&[][..], |r| &r[..]) {
+        h.update(&buf[s..e]);
+    }
+    h.finalize()
+}
+
+/// One record batch of a [`SegmentScan`]: its rows and, where the footer
+/// lists them, its zone map (per table column).
+pub struct ScanBatch<'a> {
+    pub rows: usize,
+    pub stats: Option<&'a [ColumnStats]>,
+}
+
+/// Columns `cols` of one segment, opened for a query: the file is mapped
+/// and its size and `meta` checksum checked, which covers the footer's
+/// list of record batches with their rows, zone maps and column CRCs.
+/// A batch's columns are checked when the batch is first read
+/// ([`SegmentScan::batch`]): bytes of batches that a query skips are
+/// never touched. A segment written before the list is checked by whole
+/// columns when opened, and one written before checksums of parts whole.
+pub struct SegmentScan {
+    path: PathBuf,
+    buffer: Buffer,
+    decoder: FileDecoder,
+    blocks: Vec<arrow_ipc::Block>,
+    rows: Vec<usize>,
+    /// Per batch: the ranges of each table column's buffers.
+    layouts: Vec<BatchLayout>,
+    listed: Option<Vec<BatchMeta>>,
+    cols: Vec<usize>,
+    names: Vec<String>,
+    /// Per batch: its columns have been checked.
+    checked: Vec<std::sync::atomic::AtomicBool>,
+    /// Per batch, when the scan keeps what it decodes (a long-lived
+    /// database handle): the decoded batch.
+    kept: Option<Vec<std::sync::Mutex<Option<RecordBatch>>>>,
+}
+
+impl SegmentScan {
+    /// Opens columns `cols` of a segment (in that order); `keep`: decoded
+    /// batches are kept for the next call.
+    pub fn open(
+        path: &Path,
+        meta: &SegmentMeta,
+        schema: &SchemaRef,
+        cols: &[usize],
+        keep: bool,
+    ) -> Result<SegmentScan> {
+        let corrupt = |message: String| Error::Corrupt {
+            file: path.to_path_buf(),
+            message,
+        };
+        let name = |c: usize| schema.fields().get(c).map_or("?", |f| f.name().as_str());
+        let buffer = map_segment(path, meta)?;
+        let mut checked_all = false;
+        let layout_of = |buffer: &Buffer| layout(buffer.as_slice()).map_err(corrupt);
+        let l = match &meta.checksums {
+            None => {
+                // Written before the checksums of parts: the whole file.
+                let crc = crc32fast::hash(buffer.as_slice());
+                if crc != meta.crc32 {
+                    return Err(corrupt(format!(
+                        "checksum mismatch (crc32 {crc:08x}, the manifest says {:08x})",
+                        meta.crc32
+                    )));
+                }
+                checked_all = true;
+                layout_of(&buffer)?
+            }
+            Some(parts) => {
+                let l = layout_of(&buffer)?;
+                let meta_crc = part_crc(buffer.as_slice(), &l, Part::Meta);
+                if meta_crc != parts.meta || l.columns != parts.columns.len() {
+                    return Err(corrupt(format!(
+                        "checksum mismatch in the file's metadata (crc32 {meta_crc:08x}, the manifest says {:08x})",
+                        parts.meta
+                    )));
+                }
+                l
+            }
+        };
+        let opened = open_file(path, schema, &buffer)?;
+        if opened.blocks.len() != l.batches.len() {
+            return Err(corrupt(
+                "the footer's record batches are not the file's".into(),
+            ));
+        }
+        let listed = match (&opened.listed, checked_all) {
+            (Some(j), false) => Some(parse_listed(j, &l).map_err(corrupt)?),
+            _ => None,
+        };
+        if listed.is_none() && !checked_all {
+            // Checksums of whole columns (written before the list).
+            let parts = meta
+                .checksums
+                .as_ref()
+                .ok_or_else(|| Error::Internal("no checksums".into()))?;
+            let mut seen = vec![false; l.columns];
+            for &c in cols {
+                if c >= l.columns || std::mem::replace(&mut seen[c], true) {
+                    continue;
+                }
+                let crc = part_crc(buffer.as_slice(), &l, Part::Column(c));
+                if crc != parts.columns[c] {
+                    return Err(corrupt(format!(
+                        "checksum mismatch in column {} (crc32 {crc:08x}, the manifest says {:08x})",
+                        name(c),
+                        parts.columns[c]
+                    )));
+                }
+            }
+            checked_all = true;
+        }
+        let rows: Vec<usize> = l.batches.iter().map(|b| b.rows).collect();
+        let total: u64 = rows.iter().map(|&r| r as u64).sum();
+        if total != meta.rows {
             return Err(corrupt(format!(
-                "checksum mismatch in column {name} (crc32 {crc:08x}, the manifest says {:08x})",
-                parts.columns[c]
+                "holds {total} rows, the manifest says {}",
+                meta.rows
             )));
         }
+        let n = rows.len();
+        Ok(SegmentScan {
+            path: path.to_path_buf(),
+            decoder: opened.decoder.with_projection(cols.to_vec()),
+            blocks: opened.blocks,
+            rows,
+            layouts: l.batches,
+            listed,
+            cols: cols.to_vec(),
+            names: cols.iter().map(|&c| name(c).to_string()).collect(),
+            checked: (0..n)
+                .map(|_| std::sync::atomic::AtomicBool::new(checked_all))
+                .collect(),
+            kept: keep.then(|| (0..n).map(|_| std::sync::Mutex::new(None)).collect()),
+            buffer,
+        })
     }
-    decode_segment(path, meta, schema, buffer, Some(cols.to_vec()))
+
+    /// The number of record batches.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Batch `i`'s rows and zone map.
+    pub fn info(&self, i: usize) -> ScanBatch<'_> {
+        ScanBatch {
+            rows: self.rows.get(i).copied().unwrap_or(0),
+            stats: self
+                .listed
+                .as_ref()
+                .and_then(|l| l.get(i))
+                .map(|b| &b.stats[..]),
+        }
+    }
+
+    /// Record batch `i`, its columns checked (once per scan) and decoded.
+    pub fn batch(&self, i: usize) -> Result<RecordBatch> {
+        if let Some(Some(b)) = self
+            .kept
+            .as_ref()
+            .and_then(|k| k.get(i))
+            .and_then(|m| m.lock().ok().map(|g| g.clone()))
+        {
+            return Ok(b);
+        }
+        let corrupt = |message: String| Error::Corrupt {
+            file: self.path.clone(),
+            message,
+        };
+        let (Some(block), Some(checked)) = (self.blocks.get(i), self.checked.get(i)) else {
+            return Err(Error::Internal(format!("no record batch {i}")));
+        };
+        if !checked.load(std::sync::atomic::Ordering::Acquire) {
+            if let (Some(listed), Some(l)) = (&self.listed, self.layouts.get(i)) {
+                for (&c, name) in self.cols.iter().zip(&self.names) {
+                    let crc = batch_crc(self.buffer.as_slice(), l, c);
+                    let want = listed[i].crc32[c];
+                    if crc != want {
+                        return Err(corrupt(format!(
+                            "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {want:08x} for record batch {i})"
+                        )));
+                    }
+                }
+            }
+            checked.store(true, std::sync::atomic::Ordering::Release);
+        }
+        let b = read_block(&self.path, &self.decoder, &self.buffer, block)?;
+        if b.num_rows() != self.rows[i] {
+            return Err(corrupt(format!(
+                "record batch {i} is not the size its header says"
+            )));
+        }
+        if let Some(m) = self.kept.as_ref().and_then(|k| k.get(i))
+            && let Ok(mut g) = m.lock()
+        {
+            *g = Some(b.clone());
+        }
+        Ok(b)
+    }
 }
 
 /// Segment files up to this size are read, not mapped (see [`map_segment`]).
@@ -584,15 +954,17 @@ fn map_segment(path: &Path, meta: &SegmentMeta) -> Result<Buffer> {
     Ok(unsafe { Buffer::from_custom_allocation(ptr, map_len, std::sync::Arc::new(map)) })
 }
 
-/// Decodes the batches of a mapped segment (columns `projection`, all
-/// when `None`), checking its footer, schema and row count.
-fn decode_segment(
-    path: &Path,
-    meta: &SegmentMeta,
-    schema: &SchemaRef,
-    buffer: Buffer,
-    projection: Option<Vec<usize>>,
-) -> Result<Vec<RecordBatch>> {
+/// A segment file's footer, read: a decoder of its record batches (its
+/// dictionaries read), their blocks, and the footer's list of batches.
+struct Opened {
+    decoder: FileDecoder,
+    blocks: Vec<arrow_ipc::Block>,
+    listed: Option<String>,
+}
+
+/// Reads the footer of a mapped segment, checking that its columns are
+/// the table's, and its dictionaries.
+fn open_file(path: &Path, schema: &SchemaRef, buffer: &Buffer) -> Result<Opened> {
     let corrupt = |message: String| Error::Corrupt {
         file: path.to_path_buf(),
         message,
@@ -601,7 +973,9 @@ fn decode_segment(
     if n < 10 {
         return Err(corrupt("too short for an Arrow IPC file".into()));
     }
-    let trailer: [u8; 10] = buffer[n - 10..].try_into().expect("10 bytes");
+    let trailer: [u8; 10] = buffer[n - 10..]
+        .try_into()
+        .map_err(|_| corrupt("no trailer".into()))?;
     let footer_len = read_footer_length(trailer).map_err(|e| corrupt(e.to_string()))?;
     if footer_len + 10 > n {
         return Err(corrupt("footer length out of range".into()));
@@ -637,9 +1011,6 @@ fn decode_segment(
         )));
     }
     let mut decoder = FileDecoder::new(Arc::new(file_schema), footer.version());
-    if let Some(p) = projection {
-        decoder = decoder.with_projection(p);
-    }
     for block in footer.dictionaries().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
         let off = block.offset() as usize;
@@ -651,28 +1022,74 @@ fn decode_segment(
             .read_dictionary(block, &data)
             .map_err(|e| corrupt(e.to_string()))?;
     }
-    let mut out = Vec::new();
+    let mut blocks = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
         let off = block.offset() as usize;
         if off.checked_add(len).is_none_or(|end| end > n) {
             return Err(corrupt("record batch outside the file".into()));
         }
-        let data = buffer.slice_with_length(off, len);
-        match decoder
-            .read_record_batch(block, &data)
-            .map_err(|e| corrupt(e.to_string()))?
-        {
-            Some(b) => out.push(b),
-            None => return Err(corrupt("empty record batch block".into())),
-        }
+        blocks.push(*block);
     }
+    let listed = footer.custom_metadata().and_then(|kv| {
+        kv.iter()
+            .find(|e| e.key() == Some(BATCHES_KEY))
+            .and_then(|e| e.value().map(str::to_string))
+    });
+    Ok(Opened {
+        decoder,
+        blocks,
+        listed,
+    })
+}
+
+/// Decodes record batch `block` of `buffer`.
+fn read_block(
+    path: &Path,
+    decoder: &FileDecoder,
+    buffer: &Buffer,
+    block: &arrow_ipc::Block,
+) -> Result<RecordBatch> {
+    let corrupt = |message: String| Error::Corrupt {
+        file: path.to_path_buf(),
+        message,
+    };
+    let len = block.bodyLength() as usize + block.metaDataLength() as usize;
+    let data = buffer.slice_with_length(block.offset() as usize, len);
+    match decoder
+        .read_record_batch(block, &data)
+        .map_err(|e| corrupt(e.to_string()))?
+    {
+        Some(b) => Ok(b),
+        None => Err(corrupt("empty record batch block".into())),
+    }
+}
+
+/// Decodes the batches of a mapped segment (columns `projection`, all
+/// when `None`), checking its footer, schema and row count.
+fn decode_segment(
+    path: &Path,
+    meta: &SegmentMeta,
+    schema: &SchemaRef,
+    buffer: Buffer,
+    projection: Option<Vec<usize>>,
+) -> Result<Vec<RecordBatch>> {
+    let opened = open_file(path, schema, &buffer)?;
+    let mut decoder = opened.decoder;
+    if let Some(p) = projection {
+        decoder = decoder.with_projection(p);
+    }
+    let out = opened
+        .blocks
+        .iter()
+        .map(|b| read_block(path, &decoder, &buffer, b))
+        .collect::<Result<Vec<_>>>()?;
     let rows: u64 = out.iter().map(|b| b.num_rows() as u64).sum();
     if rows != meta.rows {
-        return Err(corrupt(format!(
-            "holds {rows} rows, the manifest says {}",
-            meta.rows
-        )));
+        return Err(Error::Corrupt {
+            file: path.to_path_buf(),
+            message: format!("holds {rows} rows, the manifest says {}", meta.rows),
+        });
     }
     Ok(out)
 }

@@ -147,10 +147,18 @@ impl Plan {
                 &mut s,
                 depth,
                 format!(
-                    "Scan {t}: {} of {} segments ({} pruned by zone maps), {} rows, morsels of {} rows from a lock-free counter, {} workers",
+                    "Scan {t}: {} of {} segments ({} pruned by zone maps), {}{} rows, morsels of {} rows from a lock-free counter, {} workers",
                     facts.segments_scanned,
                     facts.segments_total,
                     facts.segments_total - facts.segments_scanned,
+                    if facts.batches_pruned > 0 {
+                        format!(
+                            "{} of {} record batches pruned by the zone maps in their segments, ",
+                            facts.batches_pruned, facts.batches_total
+                        )
+                    } else {
+                        String::new()
+                    },
                     facts.rows,
                     facts.morsel_rows,
                     facts.workers

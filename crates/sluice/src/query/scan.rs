@@ -1,0 +1,220 @@
+//! The inputs of a query, batch by batch, opened lazily and let go early.
+//!
+//! The segments that the manifest's zone maps keep are opened first (each
+//! mapped and its metadata checked: this lists its record batches with
+//! their rows and zone maps). Batches whose zone maps rule out the filter
+//! get no morsels. A batch's columns are checked and decoded when a
+//! worker first takes one of its morsels; once every morsel of a batch is
+//! done its decoded columns are dropped, and once every batch of a segment
+//! is done the segment is, which unmaps it unless the database handle
+//! keeps it: a one-shot query's resident memory is the batches in flight,
+//! not the table.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+
+use crate::batch::ColumnStats;
+use crate::error::{Error, Result};
+use crate::store::segment::SegmentScan;
+
+/// Where a batch's rows come from.
+enum Source {
+    /// Rows already in memory (`SELECT 1`, key lookups, counts from the
+    /// manifest).
+    Ready(RecordBatch),
+    /// Record batch `index` of segment `seg`.
+    Segment { seg: usize, index: usize },
+}
+
+struct BatchSlot {
+    source: Source,
+    rows: usize,
+    /// Zone-map bounds of |value| per scanned column (the fused path
+    /// skips overflow checks with them).
+    bounds: Arc<Vec<Option<u128>>>,
+    /// Morsels of this batch not yet done.
+    remaining: AtomicUsize,
+    decoded: Mutex<Option<RecordBatch>>,
+}
+
+struct SegmentSlot {
+    scan: Mutex<Option<Arc<SegmentScan>>>,
+    /// Batches of this segment (with morsels) not yet done.
+    remaining: AtomicUsize,
+}
+
+/// A morsel: rows `off..off + len` of batch `batch`.
+#[derive(Debug, Clone, Copy)]
+pub struct Morsel {
+    pub batch: usize,
+    pub off: usize,
+    pub len: usize,
+}
+
+/// The batches of a query and their morsels, in table order.
+#[derive(Default)]
+pub struct Inputs {
+    segments: Vec<SegmentSlot>,
+    batches: Vec<BatchSlot>,
+    /// Per batch: its zone map (table columns), where known.
+    stats: Vec<Option<Vec<ColumnStats>>>,
+    pub morsels: Vec<Morsel>,
+    /// Rows of the batches kept.
+    pub rows: u64,
+    /// Batches ruled out by their zone maps.
+    pub batches_pruned: usize,
+    pub batches_total: usize,
+}
+
+impl Inputs {
+    /// A batch already in memory.
+    pub fn push_ready(&mut self, batch: RecordBatch, bounds: Arc<Vec<Option<u128>>>) {
+        self.rows += batch.num_rows() as u64;
+        self.batches_total += 1;
+        self.batches.push(BatchSlot {
+            rows: batch.num_rows(),
+            source: Source::Ready(batch),
+            bounds,
+            remaining: AtomicUsize::new(0),
+            decoded: Mutex::new(None),
+        });
+        self.stats.push(None);
+    }
+
+    /// The batches of an opened segment that `keep` (given a batch's zone
+    /// map, when the segment lists them) does not rule out.
+    pub fn push_segment(
+        &mut self,
+        scan: Arc<SegmentScan>,
+        bounds: Arc<Vec<Option<u128>>>,
+        keep: impl Fn(&[ColumnStats]) -> bool,
+    ) {
+        let seg = self.segments.len();
+        let mut kept = 0;
+        for index in 0..scan.len() {
+            let info = scan.info(index);
+            self.batches_total += 1;
+            if info.rows == 0 || info.stats.is_some_and(|s| !keep(s)) {
+                self.batches_pruned += usize::from(info.rows > 0);
+                continue;
+            }
+            kept += 1;
+            self.rows += info.rows as u64;
+            self.stats.push(info.stats.map(|s| s.to_vec()));
+            self.batches.push(BatchSlot {
+                source: Source::Segment { seg, index },
+                rows: info.rows,
+                bounds: bounds.clone(),
+                remaining: AtomicUsize::new(0),
+                decoded: Mutex::new(None),
+            });
+        }
+        self.segments.push(SegmentSlot {
+            scan: Mutex::new((kept > 0).then_some(scan)),
+            remaining: AtomicUsize::new(kept),
+        });
+    }
+
+    /// Cuts the batches into morsels of at most `rows` rows.
+    pub fn cut(&mut self, rows: usize) {
+        self.morsels.clear();
+        for (b, slot) in self.batches.iter().enumerate() {
+            let mut off = 0;
+            let mut count = 0;
+            while off < slot.rows {
+                let len = rows.min(slot.rows - off);
+                self.morsels.push(Morsel { batch: b, off, len });
+                off += len;
+                count += 1;
+            }
+            slot.remaining.store(count, Ordering::Relaxed);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// The zone-map bounds of batch `b`'s scanned columns.
+    pub fn bounds(&self, b: usize) -> &[Option<u128>] {
+        &self.batches[b].bounds
+    }
+
+    /// Batch `b`'s zone map (table columns), where its segment lists one.
+    pub fn stats(&self, b: usize) -> Option<&[ColumnStats]> {
+        self.stats.get(b).and_then(|s| s.as_deref())
+    }
+
+    /// The rows of morsel `m`: its batch checked and decoded by the first
+    /// worker that needs it (others wait for that one).
+    pub fn rows_of(&self, m: &Morsel) -> Result<RecordBatch> {
+        let slot = &self.batches[m.batch];
+        let (seg, index) = match &slot.source {
+            Source::Ready(b) => return Ok(b.slice(m.off, m.len)),
+            Source::Segment { seg, index } => (*seg, *index),
+        };
+        let mut decoded = slot
+            .decoded
+            .lock()
+            .map_err(|_| Error::Internal("batch lock poisoned".into()))?;
+        if decoded.is_none() {
+            let scan = self.segments[seg]
+                .scan
+                .lock()
+                .ok()
+                .and_then(|s| s.clone())
+                .ok_or_else(|| Error::Internal("segment let go too early".into()))?;
+            *decoded = Some(scan.batch(index)?);
+        }
+        match &*decoded {
+            Some(b) => Ok(b.slice(m.off, m.len)),
+            None => Err(Error::Internal("batch not decoded".into())),
+        }
+    }
+
+    /// Marks morsel `m` done (read, skipped or failed): the last morsel of
+    /// a batch drops its decoded columns, the last batch of a segment the
+    /// segment.
+    pub fn done(&self, m: &Morsel) {
+        let slot = &self.batches[m.batch];
+        if slot.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        if let Ok(mut d) = slot.decoded.lock() {
+            d.take();
+        }
+        if let Source::Segment { seg, .. } = slot.source {
+            let s = &self.segments[seg];
+            if s.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+                && let Ok(mut g) = s.scan.lock()
+            {
+                g.take();
+            }
+        }
+    }
+}
+
+/// Calls [`Inputs::done`] for a morsel when dropped, whichever way the
+/// worker leaves it.
+pub struct Done<'a> {
+    inputs: &'a Inputs,
+    morsel: Morsel,
+}
+
+impl<'a> Done<'a> {
+    pub fn new(inputs: &'a Inputs, morsel: Morsel) -> Self {
+        Done { inputs, morsel }
+    }
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.inputs.done(&self.morsel);
+    }
+}
