@@ -273,6 +273,10 @@ pub fn execute(
             // their positions (see `top_rows`).
             let top = top_k(plan);
             let skipped = AtomicUsize::new(0);
+            // The best threshold any worker has reached (see
+            // `stored_threshold`): a row worse than it is in no worker's
+            // first rows, so every worker skips batches by it.
+            let threshold: Mutex<Option<i128>> = Mutex::new(None);
             std::thread::scope(|s| {
                 for _ in 0..workers.min(morsels.len()).max(1) {
                     s.spawn(|| {
@@ -285,14 +289,43 @@ pub fn execute(
                             let _done = Done::new(&inputs, m);
                             // A batch none of whose rows could enter the
                             // first rows is not read.
-                            if let (Some(k), Some(best)) = (top, &best)
-                                && batch_cannot_enter(inputs.stats(m.batch), exprs, best, plan, k)
+                            let own = match (top, &best) {
+                                (Some(k), Some(b)) => stored_threshold(exprs, b, plan, k),
+                                _ => None,
+                            };
+                            let shared = threshold.lock().map(|g| *g).unwrap_or(None);
+                            if let Some(t) = better_threshold(own, shared, plan)
+                                && batch_beyond(inputs.stats(m.batch), exprs, plan, t)
                             {
                                 skipped.fetch_add(1, Ordering::Relaxed);
                                 continue;
                             }
                             let r = (|| {
-                                let batch = work_filter(decode_batch(&inputs.rows_of(&m)?, &[])?)?;
+                                // Without a filter, once the worker has its
+                                // first rows, the first key's column is
+                                // checked first: a morsel none of whose rows
+                                // could enter is left before the bytes of its
+                                // other columns are touched.
+                                let key_only = match (top, &best, &plan.filter) {
+                                    (Some(k), Some(b), None) => stored_threshold(exprs, b, plan, k)
+                                        .and_then(|_| first_key_input(exprs, plan)),
+                                    _ => None,
+                                };
+                                let raw = match (key_only, top, &best) {
+                                    (Some(p), Some(k), Some(b)) => {
+                                        let raw = inputs.rows_checked(&m, Some(&[p]))?;
+                                        if could_enter_stored(&raw, exprs, b, plan, k)?
+                                            .is_some_and(|mask| mask.true_count() == 0)
+                                        {
+                                            skipped.fetch_add(1, Ordering::Relaxed);
+                                            return Ok(None);
+                                        }
+                                        inputs.check(&m)?;
+                                        raw
+                                    }
+                                    _ => inputs.rows_of(&m)?,
+                                };
+                                let batch = work_filter(decode_batch(&raw, &[])?)?;
                                 // Rows that cannot enter the worker's first
                                 // rows, dropped before they are projected.
                                 let (batch, rows) = match (top, &best) {
@@ -336,7 +369,13 @@ pub fn execute(
                                     }
                                     None => cand,
                                 };
-                                best = Some(top_rows(&cand, plan, k)?);
+                                let b = top_rows(&cand, plan, k)?;
+                                if let Some(t) = stored_threshold(exprs, &b, plan, k)
+                                    && let Ok(mut shared) = threshold.lock()
+                                {
+                                    *shared = better_threshold(Some(t), *shared, plan);
+                                }
+                                best = Some(b);
                                 Ok(None)
                             })();
                             let failed = r.is_err();
@@ -943,26 +982,17 @@ fn could_enter_stored(
     enter_mask(raw, &last, first.descending)
 }
 
-/// Whether no row of a batch with zone map `stats` could enter `best`, a
-/// worker's full first `k` rows: the first sort key is a stored integer
-/// column (INT, BIGINT, DECIMAL, DATE, TIMESTAMP) without NULLs in the
-/// batch, every value of which is worse than the threshold (the k-th
-/// row's key; a row equal to it may still enter by its position). Only
-/// where neither the filter nor the projection can fail on a row: a
-/// skipped batch's rows are never evaluated, and whether a query fails
-/// must not depend on the threshold a worker had reached.
-fn batch_cannot_enter(
-    stats: Option<&[crate::batch::ColumnStats]>,
-    exprs: &[Expr],
-    best: &RecordBatch,
-    plan: &Plan,
-    k: usize,
-) -> bool {
-    let (Some(stats), Some(first)) = (stats, plan.order.first()) else {
-        return false;
-    };
+/// The threshold of a worker's full first `k` rows `best` (the k-th
+/// row's first sort key) as the stored integer of its column (INT,
+/// BIGINT, DECIMAL, DATE, TIMESTAMP), where batches may be skipped by it:
+/// the first key is a bare column, and neither the filter nor the
+/// projection can fail on a row (a skipped batch's rows are never
+/// evaluated, and whether a query fails must not depend on the threshold
+/// a worker had reached).
+fn stored_threshold(exprs: &[Expr], best: &RecordBatch, plan: &Plan, k: usize) -> Option<i128> {
+    let first = plan.order.first()?;
     let Some(Expr::Column { index, .. }) = exprs.get(first.column) else {
-        return false;
+        return None;
     };
     let plain = exprs
         .iter()
@@ -972,22 +1002,53 @@ fn batch_cannot_enter(
         || best.num_rows() < k
         || !plan.filter.as_ref().is_none_or(Expr::cannot_fail)
     {
-        return false;
+        return None;
     }
+    let stored = plan.table_types.get(*index)?;
+    let last = best.column(first.column).slice(k - 1, 1);
+    let t = super::expr::narrow_to_stored(&last, stored).ok()??;
+    stored_int(&t)
+}
+
+/// The input column of the first sort key, when it is a bare column.
+fn first_key_input(exprs: &[Expr], plan: &Plan) -> Option<usize> {
+    match exprs.get(plan.order.first()?.column)? {
+        Expr::Column { index, .. } => Some(*index),
+        _ => None,
+    }
+}
+
+/// The better of two thresholds in the first key's order (the larger for
+/// DESC).
+fn better_threshold(a: Option<i128>, b: Option<i128>, plan: &Plan) -> Option<i128> {
+    let desc = plan.order.first().is_some_and(|o| o.descending);
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if desc { a.max(b) } else { a.min(b) }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Whether every row of a batch with zone map `stats` is worse than the
+/// threshold `t` (see [`stored_threshold`]) in the first key's order, so
+/// that none can enter any worker's first rows: the batch has no NULL in
+/// that column and its range lies beyond `t` (a row equal to it may
+/// still enter by its position).
+fn batch_beyond(
+    stats: Option<&[crate::batch::ColumnStats]>,
+    exprs: &[Expr],
+    plan: &Plan,
+    t: i128,
+) -> bool {
+    let (Some(stats), Some(first)) = (stats, plan.order.first()) else {
+        return false;
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(first.column) else {
+        return false;
+    };
     let Some(s) = plan.scan_columns.get(*index).and_then(|&c| stats.get(c)) else {
         return false;
     };
     let (Some(StatRange::Int(lo, hi)), 0) = (s.range, s.nulls) else {
-        return false;
-    };
-    let Some(stored) = plan.table_types.get(*index) else {
-        return false;
-    };
-    let last = best.column(first.column).slice(k - 1, 1);
-    let Ok(Some(t)) = super::expr::narrow_to_stored(&last, stored) else {
-        return false;
-    };
-    let Some(t) = stored_int(&t) else {
         return false;
     };
     if first.descending {

@@ -154,28 +154,53 @@ impl Inputs {
     /// The rows of morsel `m`: its batch checked and decoded by the first
     /// worker that needs it (others wait for that one).
     pub fn rows_of(&self, m: &Morsel) -> Result<RecordBatch> {
+        self.rows_checked(m, None)
+    }
+
+    /// The rows of morsel `m` with only the columns at positions `which`
+    /// checked (all when `None`): the values of other columns must not
+    /// be used before [`Inputs::check`] has checked them.
+    pub fn rows_checked(&self, m: &Morsel, which: Option<&[usize]>) -> Result<RecordBatch> {
         let slot = &self.batches[m.batch];
         let (seg, index) = match &slot.source {
             Source::Ready(b) => return Ok(b.slice(m.off, m.len)),
             Source::Segment { seg, index } => (*seg, *index),
         };
+        let scan = self.scan(seg)?;
         let mut decoded = slot
             .decoded
             .lock()
             .map_err(|_| Error::Internal("batch lock poisoned".into()))?;
+        match which {
+            Some(w) => scan.check(index, w)?,
+            None => scan.check(index, &(0..scan.columns()).collect::<Vec<_>>())?,
+        }
         if decoded.is_none() {
-            let scan = self.segments[seg]
-                .scan
-                .lock()
-                .ok()
-                .and_then(|s| s.clone())
-                .ok_or_else(|| Error::Internal("segment let go too early".into()))?;
-            *decoded = Some(scan.batch(index)?);
+            *decoded = Some(scan.decode(index)?);
         }
         match &*decoded {
             Some(b) => Ok(b.slice(m.off, m.len)),
             None => Err(Error::Internal("batch not decoded".into())),
         }
+    }
+
+    /// Checks every column of morsel `m`'s batch (see
+    /// [`Inputs::rows_checked`]).
+    pub fn check(&self, m: &Morsel) -> Result<()> {
+        if let Source::Segment { seg, index } = self.batches[m.batch].source {
+            let scan = self.scan(seg)?;
+            scan.check(index, &(0..scan.columns()).collect::<Vec<_>>())?;
+        }
+        Ok(())
+    }
+
+    fn scan(&self, seg: usize) -> Result<Arc<SegmentScan>> {
+        self.segments[seg]
+            .scan
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .ok_or_else(|| Error::Internal("segment let go too early".into()))
     }
 
     /// Marks morsel `m` done (read, skipped or failed): the last morsel of

@@ -735,7 +735,7 @@ pub struct SegmentScan {
     listed: Option<Vec<BatchMeta>>,
     cols: Vec<usize>,
     names: Vec<String>,
-    /// Per batch: its columns have been checked.
+    /// Per batch and scanned column (`batch * cols + position`): checked.
     checked: Vec<std::sync::atomic::AtomicBool>,
     /// Per batch, when the scan keeps what it decodes (a long-lived
     /// database handle): the decoded batch.
@@ -835,12 +835,17 @@ impl SegmentScan {
             listed,
             cols: cols.to_vec(),
             names: cols.iter().map(|&c| name(c).to_string()).collect(),
-            checked: (0..n)
+            checked: (0..n * cols.len())
                 .map(|_| std::sync::atomic::AtomicBool::new(checked_all))
                 .collect(),
             kept: keep.then(|| (0..n).map(|_| std::sync::Mutex::new(None)).collect()),
             buffer,
         })
+    }
+
+    /// The number of scanned columns.
+    pub fn columns(&self) -> usize {
+        self.cols.len()
     }
 
     /// The number of record batches.
@@ -866,6 +871,52 @@ impl SegmentScan {
 
     /// Record batch `i`, its columns checked (once per scan) and decoded.
     pub fn batch(&self, i: usize) -> Result<RecordBatch> {
+        self.check(i, &(0..self.cols.len()).collect::<Vec<_>>())?;
+        self.decode(i)
+    }
+
+    /// Checks the columns at positions `which` (of the scan's columns) of
+    /// record batch `i`, each once per scan.
+    pub fn check(&self, i: usize, which: &[usize]) -> Result<()> {
+        let Some(listed) = &self.listed else {
+            // Checked when opened.
+            return Ok(());
+        };
+        let (Some(l), Some(entry)) = (self.layouts.get(i), listed.get(i)) else {
+            return Err(Error::Internal(format!("no record batch {i}")));
+        };
+        for &p in which {
+            let (Some(&c), Some(name), Some(flag)) = (
+                self.cols.get(p),
+                self.names.get(p),
+                self.checked.get(i * self.cols.len() + p),
+            ) else {
+                return Err(Error::Internal(format!("no column {p} in the scan")));
+            };
+            if flag.load(std::sync::atomic::Ordering::Acquire) {
+                continue;
+            }
+            let crc = batch_crc(self.buffer.as_slice(), l, c);
+            let want = entry.crc32[c];
+            if crc != want {
+                return Err(Error::Corrupt {
+                    file: self.path.clone(),
+                    message: format!(
+                        "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {want:08x} for record batch {i})"
+                    ),
+                });
+            }
+            flag.store(true, std::sync::atomic::Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Record batch `i` decoded, without checking its columns: only the
+    /// values of columns checked by [`SegmentScan::check`] may be used.
+    /// (Decoding reads no values of a fixed-width column; a dictionary
+    /// column's keys are validated against its dictionary, so damage there
+    /// fails the decoding, never misreads.)
+    pub fn decode(&self, i: usize) -> Result<RecordBatch> {
         if let Some(Some(b)) = self
             .kept
             .as_ref()
@@ -874,32 +925,15 @@ impl SegmentScan {
         {
             return Ok(b);
         }
-        let corrupt = |message: String| Error::Corrupt {
-            file: self.path.clone(),
-            message,
-        };
-        let (Some(block), Some(checked)) = (self.blocks.get(i), self.checked.get(i)) else {
+        let Some(block) = self.blocks.get(i) else {
             return Err(Error::Internal(format!("no record batch {i}")));
         };
-        if !checked.load(std::sync::atomic::Ordering::Acquire) {
-            if let (Some(listed), Some(l)) = (&self.listed, self.layouts.get(i)) {
-                for (&c, name) in self.cols.iter().zip(&self.names) {
-                    let crc = batch_crc(self.buffer.as_slice(), l, c);
-                    let want = listed[i].crc32[c];
-                    if crc != want {
-                        return Err(corrupt(format!(
-                            "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {want:08x} for record batch {i})"
-                        )));
-                    }
-                }
-            }
-            checked.store(true, std::sync::atomic::Ordering::Release);
-        }
         let b = read_block(&self.path, &self.decoder, &self.buffer, block)?;
         if b.num_rows() != self.rows[i] {
-            return Err(corrupt(format!(
-                "record batch {i} is not the size its header says"
-            )));
+            return Err(Error::Corrupt {
+                file: self.path.clone(),
+                message: format!("record batch {i} is not the size its header says"),
+            });
         }
         if let Some(m) = self.kept.as_ref().and_then(|k| k.get(i))
             && let Ok(mut g) = m.lock()
@@ -1092,4 +1126,148 @@ fn decode_segment(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, ArrayRef, Int64Array, StringArray};
+    use arrow_schema::DataType;
+
+    fn schema() -> SchemaRef {
+        Arc::new(ArrowSchema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]))
+    }
+
+    fn batch(from: i64, n: i64) -> RecordBatch {
+        let a: ArrayRef = Arc::new(Int64Array::from_iter(
+            (from..from + n).map(|i| (i % 5 != 0).then_some(i)),
+        ));
+        let s: ArrayRef = Arc::new(StringArray::from_iter(
+            (from..from + n).map(|i| (i % 7 != 0).then(|| format!("v{}", i % 3))),
+        ));
+        RecordBatch::try_new(schema(), vec![a, s]).unwrap()
+    }
+
+    fn stats(b: &RecordBatch) -> Vec<ColumnStats> {
+        let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        let vals: Vec<i64> = a.iter().flatten().collect();
+        vec![
+            ColumnStats {
+                nulls: a.null_count() as u64,
+                range: Some(crate::batch::StatRange::Int(
+                    *vals.iter().min().unwrap(),
+                    *vals.iter().max().unwrap(),
+                )),
+            },
+            ColumnStats {
+                nulls: b.column(1).null_count() as u64,
+                range: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn the_crcs_taken_while_writing_are_those_of_the_finished_file() {
+        for compression in [
+            super::super::Compression::None,
+            super::super::Compression::Zstd,
+        ] {
+            let dir = std::env::temp_dir().join(format!(
+                "sluice-seg-{}-{:?}",
+                std::process::id(),
+                compression
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("s.arrow");
+            let mut w =
+                SegmentWriter::create(path.clone(), "s.arrow".into(), &schema(), compression)
+                    .unwrap();
+            let batches: Vec<RecordBatch> = (0..4).map(|i| batch(i * 300, 300)).collect();
+            for b in &batches {
+                assert_eq!(w.write(b, &stats(b), &[]).unwrap(), None);
+            }
+            let meta = w.finish().unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let l = layout(&bytes).unwrap();
+            let (whole, parts) = checksums(&bytes, &l);
+            assert_eq!(meta.crc32, whole);
+            assert_eq!(meta.checksums.as_ref(), Some(&parts));
+            // The footer lists each batch with its rows, CRCs and zone map.
+            let buffer = Buffer::from_vec(bytes.clone());
+            let opened = open_file(&path, &schema(), &buffer).unwrap();
+            let listed = parse_listed(opened.listed.as_deref().unwrap(), &l).unwrap();
+            assert_eq!(listed.len(), 4);
+            for (i, (b, bl)) in listed.iter().zip(&l.batches).enumerate() {
+                assert_eq!(b.rows, 300);
+                assert_eq!(b.stats, stats(&batches[i]));
+                for c in 0..2 {
+                    assert_eq!(b.crc32[c], batch_crc(&bytes, bl, c), "batch {i} column {c}");
+                }
+            }
+            // Read back through a scan, batch by batch.
+            let scan = SegmentScan::open(&path, &meta, &schema(), &[1, 0], false).unwrap();
+            assert_eq!(scan.len(), 4);
+            for (i, b) in batches.iter().enumerate() {
+                assert_eq!(scan.info(i).stats.unwrap(), &stats(b)[..]);
+                let got = crate::batch::dict::decode_batch(&scan.batch(i).unwrap(), &[]).unwrap();
+                assert_eq!(got.column(1).as_ref(), b.column(0).as_ref());
+                assert_eq!(got.column(0).as_ref(), b.column(1).as_ref());
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    /// A segment written before the footer listed its batches (a plain
+    /// Arrow IPC file, with the manifest's checksums of parts) is read,
+    /// its columns checked whole when opened.
+    #[test]
+    fn a_segment_without_the_list_of_batches_is_checked_by_whole_columns() {
+        let dir = std::env::temp_dir().join(format!("sluice-seg-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.arrow");
+        let batches: Vec<RecordBatch> = (0..3).map(|i| batch(i * 1000, 1000)).collect();
+        {
+            let f = File::create(&path).unwrap();
+            let mut w = FileWriter::try_new(f, &schema()).unwrap();
+            for b in &batches {
+                w.write(b).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        let mut bytes = std::fs::read(&path).unwrap();
+        let l = layout(&bytes).unwrap();
+        let (whole, parts) = checksums(&bytes, &l);
+        let meta = SegmentMeta {
+            file: "old.arrow".into(),
+            rows: 3000,
+            bytes: bytes.len() as u64,
+            crc32: whole,
+            stats: vec![ColumnStats::default(); 2],
+            shard: 0,
+            checksums: Some(parts),
+        };
+        let scan = SegmentScan::open(&path, &meta, &schema(), &[0], false).unwrap();
+        assert!(scan.info(0).stats.is_none());
+        for (i, b) in batches.iter().enumerate() {
+            assert_eq!(
+                scan.batch(i).unwrap().column(0).as_ref(),
+                b.column(0).as_ref()
+            );
+        }
+        // A flipped byte of column a's last batch: opening a scan of a
+        // fails, naming the column; a scan of s does not see it.
+        let range = *l.batches[2].columns[0].last().unwrap();
+        bytes[range.0 + 5] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = SegmentScan::open(&path, &meta, &schema(), &[0], false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("checksum mismatch in column a"), "{e}");
+        assert!(SegmentScan::open(&path, &meta, &schema(), &[1], false).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,7 +1,7 @@
 //! Atomic commits, orphan cleanup, checksums and the writer lock.
 
 use sluice::Error;
-use sluice::load::load;
+use sluice::load::{LoadOptions, load};
 use sluice::source::Input;
 use sluice::store::Database;
 
@@ -544,4 +544,175 @@ fn segments_of_every_column_type_have_checksums_of_their_parts() {
         );
         assert!(db.check(table).unwrap().problems.is_empty());
     }
+}
+
+/// A table of `n` rows `(a, b)` with a = i (ascending) and b = i * 7,
+/// loaded in blocks of 256 KiB: one segment of record batches of ~20,000
+/// rows (batches under 8,192 rows would be gathered into one).
+fn batched_table(dir: &TempDir, n: i64) -> std::path::PathBuf {
+    let mut data = String::new();
+    for i in 0..n {
+        data.push_str(&format!("{i},{}\n", i * 7));
+    }
+    let o = LoadOptions {
+        block_size: Some(256 << 10),
+        ..opts("a BIGINT, b BIGINT")
+    };
+    load_bytes(dir, "t", data.as_bytes(), &o).unwrap();
+    dir.path().join("db")
+}
+
+#[test]
+fn a_query_checks_only_the_record_batches_it_reads() {
+    let dir = TempDir::new("corrupt-batch");
+    let db_dir = batched_table(&dir, 100_000);
+    let seg = db_dir.join("tables/t/000001-00000.arrow");
+    let before = Database::open(&db_dir).unwrap();
+    assert_eq!(before.table("t").unwrap().segments.len(), 1);
+    // Damage a's value 95,000, in the last batch.
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let hits: Vec<usize> = bytes
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == 95_000i64.to_le_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits.len(), 1, "the value is in the file once");
+    bytes[hits[0] + 1] ^= 0x40;
+    std::fs::write(&seg, &bytes).unwrap();
+    let db = Database::open(&db_dir).unwrap();
+
+    // A filter whose zone maps rule out the damaged batch: it is never
+    // read, and the answer is right.
+    let want: i64 = (0..10_000).sum();
+    assert_eq!(
+        one_value(&db, "SELECT sum(a) FROM t WHERE a < 10000").unwrap(),
+        want.to_string()
+    );
+    let plan = sluice::query::query(&db, "EXPLAIN SELECT sum(a) FROM t WHERE a < 10000", None)
+        .unwrap()
+        .explain
+        .unwrap();
+    assert!(
+        plan.contains("record batches pruned by the zone maps in their segments"),
+        "{plan}"
+    );
+    // Column b of every batch is intact.
+    let sum_b: i64 = (0..100_000).map(|i| i * 7).sum();
+    assert_eq!(
+        one_value(&db, "SELECT sum(b) FROM t").unwrap(),
+        sum_b.to_string()
+    );
+    // The first rows in a's order: the later batches cannot hold any of
+    // them and are skipped (one worker: the threshold is there before the
+    // damaged batch comes).
+    let r = sluice::query::query(&db, "SELECT a, b FROM t ORDER BY a LIMIT 3", Some(1)).unwrap();
+    assert_eq!(
+        crate::common::rows_of(&r.batches),
+        vec![
+            vec![Some("0".to_string()), Some("0".to_string())],
+            vec![Some("1".to_string()), Some("7".to_string())],
+            vec![Some("2".to_string()), Some("14".to_string())],
+        ]
+    );
+    assert!(r.facts.morsels_skipped > 0, "{:?}", r.facts);
+    // Reading the damaged batch's column a fails, naming file, column and
+    // batch.
+    for sql in [
+        "SELECT sum(a) FROM t",
+        "SELECT count(*) FROM t WHERE a > 90000",
+        "SELECT a FROM t ORDER BY a DESC LIMIT 3",
+    ] {
+        let e = one_value(&db, sql).unwrap_err();
+        assert!(matches!(e, Error::Corrupt { .. }), "{sql}: {e}");
+        let m = e.to_string();
+        assert!(
+            m.contains("000001-00000.arrow: corrupt: checksum mismatch in column a (crc32")
+                && m.contains("for record batch"),
+            "{sql}: {m}"
+        );
+    }
+    // check reads everything.
+    let report = db.check("t").unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("checksum mismatch")),
+        "{:?}",
+        report.problems
+    );
+}
+
+#[test]
+fn order_by_limit_skips_batches_and_gives_the_first_rows_of_the_whole_order() {
+    let dir = TempDir::new("topk-batches");
+    // Values in three-way ties, rising, NULLs in the first batch only:
+    // a = i / 3, NULL for every 97th of the first 5,000 rows; b the row
+    // number. Batches of ~13,000 rows.
+    let a_of = |i: i64| (i >= 5000 || i % 97 != 0).then_some(i / 3);
+    let mut data = String::new();
+    for i in 0..60_000i64 {
+        let a = a_of(i).map(|a| a.to_string()).unwrap_or_default();
+        data.push_str(&format!("{a},{i}\n"));
+    }
+    let o = LoadOptions {
+        block_size: Some(128 << 10),
+        ..opts("a BIGINT, b BIGINT")
+    };
+    load_bytes(&dir, "t", data.as_bytes(), &o).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let mut skipped = 0;
+    for order in [
+        "a",
+        "a DESC",
+        "a NULLS FIRST",
+        "a DESC NULLS LAST",
+        "a, b DESC",
+    ] {
+        let all = sluice::query::query(
+            &db,
+            &format!("SELECT a, b FROM t ORDER BY {order}"),
+            Some(1),
+        )
+        .unwrap();
+        let all = crate::common::rows_of(&all.batches);
+        for k in [1usize, 4, 10, 50] {
+            for threads in [1usize, 2, 3] {
+                let sql = format!("SELECT a, b FROM t ORDER BY {order} LIMIT {k}");
+                let r = sluice::query::query(&db, &sql, Some(threads)).unwrap();
+                skipped += r.facts.morsels_skipped;
+                let got = crate::common::rows_of(&r.batches);
+                // The keys are those of the whole order's first rows (rows
+                // of equal keys may come in any order but the last).
+                let keys = |rows: &[Vec<Option<String>>]| -> Vec<Option<String>> {
+                    rows.iter().map(|r| r[0].clone()).collect()
+                };
+                assert_eq!(keys(&got), keys(&all[..k]), "{sql}, {threads} threads");
+                if order == "a, b DESC" {
+                    assert_eq!(got, all[..k], "{sql}, {threads} threads");
+                }
+                // Each row is one of the table's.
+                for row in &got {
+                    let b: i64 = row[1].as_deref().unwrap().parse().unwrap();
+                    assert_eq!(row[0], a_of(b).map(|a| a.to_string()), "{sql}");
+                }
+            }
+        }
+    }
+    assert!(skipped > 0, "no batch was skipped");
+    // With a filter that cannot fail, batches are still skipped.
+    let r = sluice::query::query(
+        &db,
+        "SELECT a, b FROM t WHERE b >= 0 ORDER BY a DESC NULLS LAST LIMIT 2",
+        Some(1),
+    )
+    .unwrap();
+    assert_eq!(
+        crate::common::rows_of(&r.batches)
+            .iter()
+            .map(|r| r[0].clone().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        vec!["19999", "19999"]
+    );
 }
