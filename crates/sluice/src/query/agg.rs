@@ -15,6 +15,7 @@ use arrow_row::{RowConverter, SortField};
 use arrow_schema::DataType as A;
 
 use super::expr::{Expr, canonical_doubles, exec_err};
+use super::intset::IntSet;
 use crate::error::{Error, Result};
 
 /// Aggregate functions.
@@ -84,8 +85,9 @@ enum Acc {
     MinMax(Vec<Option<Box<[u8]>>>, bool),
     Distinct(Vec<HashSet<Box<[u8]>>>),
     /// COUNT(DISTINCT) of integers and decimals: the values themselves
-    /// (unscaled), not their row-format bytes.
-    DistinctInt(Vec<HashSet<i128>>),
+    /// (unscaled), not their row-format bytes; a bitmap while they are
+    /// dense (see [`super::intset`]).
+    DistinctInt(Vec<IntSet>),
 }
 
 /// Groups and their aggregate states.
@@ -235,7 +237,7 @@ impl GroupTable {
                 }
                 Acc::MinMax(v, _) => v.push(None),
                 Acc::Distinct(v) => v.push(HashSet::default()),
-                Acc::DistinctInt(v) => v.push(HashSet::default()),
+                Acc::DistinctInt(v) => v.push(IntSet::default()),
             }
         }
         g
@@ -479,7 +481,12 @@ impl GroupTable {
         // Rows per group, for few groups: counts, COUNT(*) and AVG reuse it.
         let few = ngroups <= FEW_GROUPS;
         let mut group_rows = [0i64; FEW_GROUPS];
-        if few {
+        // Only counts, and integer sums and averages, use them.
+        let counted = self
+            .accs
+            .iter()
+            .any(|a| matches!(a, Acc::Count(_) | Acc::SumInt(..) | Acc::AvgInt(..)));
+        if few && counted {
             // Four lanes, so that consecutive rows do not update the same
             // counter (a store-to-load dependency on every row otherwise).
             let mut lanes = [[0i64; FEW_GROUPS]; 4];
@@ -675,9 +682,29 @@ impl GroupTable {
                     let a = arg.ok_or_else(|| {
                         Error::Internal("COUNT(DISTINCT) without argument".into())
                     })?;
-                    for_each_i128(a, |r, x| {
-                        v[groups[r] as usize].insert(x);
-                    })?;
+                    // One group (a global aggregate) over integers without
+                    // NULLs: the values in bulk.
+                    let single = groups
+                        .first()
+                        .filter(|&&g| groups.iter().all(|&x| x == g))
+                        .map(|&g| g as usize);
+                    match (single, a.data_type(), a.null_count()) {
+                        (Some(g), A::Int64, 0) => {
+                            v[g].insert_i64s(a.as_primitive::<Int64Type>().values())
+                        }
+                        (Some(g), A::Int32, 0) => {
+                            let wide: Vec<i64> = a
+                                .as_primitive::<Int32Type>()
+                                .values()
+                                .iter()
+                                .map(|&x| x as i64)
+                                .collect();
+                            v[g].insert_i64s(&wide)
+                        }
+                        _ => for_each_i128(a, |r, x| {
+                            v[groups[r] as usize].insert(x);
+                        })?,
+                    }
                 }
                 Acc::Distinct(v) => {
                     let a = arg.ok_or_else(|| {

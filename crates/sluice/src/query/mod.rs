@@ -21,6 +21,7 @@ pub mod exec;
 pub mod expr;
 pub mod fused;
 pub mod intexpr;
+pub mod intset;
 pub mod like;
 pub mod plan;
 pub mod scan;
