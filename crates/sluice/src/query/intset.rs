@@ -74,7 +74,7 @@ impl IntSet {
                 return;
             }
             if !self.widen(x) {
-                self.to_sparse();
+                self.make_sparse();
             }
             return self.insert(x);
         }
@@ -192,7 +192,7 @@ impl IntSet {
         true
     }
 
-    fn to_sparse(&mut self) {
+    fn make_sparse(&mut self) {
         if let IntSet::Dense { .. } = self {
             let values: HashSet<i128> = self.iter().collect();
             let lo = values.iter().copied().min().unwrap_or(i128::MAX);

@@ -38,6 +38,9 @@ pub use manifest::{
 use crate::error::{Error, Result};
 
 const LOCK_FILE: &str = "LOCK";
+
+/// A segment's file and the columns a scan of it reads.
+type ScanKey = (String, Vec<usize>);
 const TABLES_DIR: &str = "tables";
 
 /// An open database directory.
@@ -50,7 +53,7 @@ pub struct Database {
     segments: Mutex<HashMap<String, Arc<Vec<RecordBatch>>>>,
     /// Columns of segments already read by this handle, by file and
     /// column list (see [`Database::segment_columns`]).
-    projected: Mutex<HashMap<(String, Vec<usize>), Arc<segment::SegmentScan>>>,
+    projected: Mutex<HashMap<ScanKey, Arc<segment::SegmentScan>>>,
     /// See [`Database::set_keep_segments`].
     keep_segments: bool,
     /// Key-index runs already opened by this handle.
