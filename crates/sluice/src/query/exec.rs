@@ -272,6 +272,7 @@ pub fn execute(
             // `limit + offset` rows in the order that it has seen, with
             // their positions (see `top_rows`).
             let top = top_k(plan);
+            let filter_dicts = filter_dictionaries(plan, exprs);
             let skipped = AtomicUsize::new(0);
             // The best threshold any worker has reached (see
             // `stored_threshold`): a row worse than it is in no worker's
@@ -325,7 +326,7 @@ pub fn execute(
                                     }
                                     _ => inputs.rows_of(&m)?,
                                 };
-                                let batch = work_filter(decode_batch(&raw, &[])?)?;
+                                let batch = work_filter(decode_batch(&raw, &filter_dicts)?)?;
                                 // Rows that cannot enter the worker's first
                                 // rows, dropped before they are projected.
                                 let (batch, rows) = match (top, &best) {
@@ -802,10 +803,44 @@ fn dictionary_keys(plan: &Plan) -> Vec<bool> {
             e.mark_columns(&mut other);
         }
     }
+    // A column the filter only compares with TEXT literals (or LIKE, IS
+    // NULL, IN) may stay encoded: those evaluate on the dictionary.
+    let mut filtered = vec![false; n];
     if let Some(f) = &plan.filter {
-        f.mark_columns(&mut other);
+        let mut used = vec![false; n];
+        f.mark_columns(&mut used);
+        for c in 0..n {
+            if used[c] {
+                if f.takes_dictionary(c) {
+                    filtered[c] = true;
+                } else {
+                    other[c] = true;
+                }
+            }
+        }
     }
-    bare.iter().zip(&other).map(|(b, o)| *b && !*o).collect()
+    (0..n)
+        .map(|c| (bare[c] || filtered[c]) && !other[c])
+        .collect()
+}
+
+/// The columns that a projection's filter may read dictionary-encoded:
+/// those it only compares with TEXT literals (see
+/// [`Expr::takes_dictionary`]) and that no projected expression reads.
+fn filter_dictionaries(plan: &Plan, exprs: &[Expr]) -> Vec<bool> {
+    let n = plan.table_types.len();
+    let Some(f) = &plan.filter else {
+        return Vec::new();
+    };
+    let mut used = vec![false; n];
+    f.mark_columns(&mut used);
+    let mut projected = vec![false; n];
+    for e in exprs {
+        e.mark_columns(&mut projected);
+    }
+    (0..n)
+        .map(|c| used[c] && !projected[c] && f.takes_dictionary(c))
+        .collect()
 }
 
 /// SUM/AVG over integer and decimal arithmetic skip Arrow arrays: their

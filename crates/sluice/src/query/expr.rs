@@ -468,6 +468,12 @@ impl Expr {
                 let matcher = LikePattern::new(pattern, *case_insensitive);
                 let negated = *negated;
                 map_value(expr.eval(batch)?, move |a| {
+                    // A dictionary-encoded column: its values matched once
+                    // each, the keys mapped to their answers.
+                    if let Some(d) = text_dictionary(&a) {
+                        let m = matcher.eval(d.values().as_string::<i32>(), negated);
+                        return arrow_select::take::take(&m, d.keys(), None).map_err(exec_err);
+                    }
                     Ok(Arc::new(matcher.eval(a.as_string::<i32>(), negated)))
                 })?
             }
@@ -599,6 +605,49 @@ pub fn canonical_doubles(a: &ArrayRef) -> ArrayRef {
 /// `column op literal` (or `literal op column`) over a DECIMAL column as
 /// stored, 64-bit, without widening every value to 128 bits first: the
 /// literal, at the column's scale, is narrowed instead. `None` when the
+/// `a` as a dictionary of TEXT (how segments store repeating TEXT), when
+/// it is one.
+fn text_dictionary(a: &ArrayRef) -> Option<&arrow_array::DictionaryArray<UInt16Type>> {
+    match a.data_type() {
+        A::Dictionary(k, v) if **k == A::UInt16 && **v == A::Utf8 => {
+            a.as_any()
+                .downcast_ref::<arrow_array::DictionaryArray<UInt16Type>>()
+        }
+        _ => None,
+    }
+}
+
+impl Expr {
+    /// Whether column `c` may reach this expression dictionary-encoded:
+    /// each use of it is compared with a non-NULL TEXT literal, tested by
+    /// LIKE or IS NULL, or listed against literals by IN (the forms that
+    /// evaluate on the dictionary's values, see [`compare_stored`]).
+    pub fn takes_dictionary(&self, c: usize) -> bool {
+        let is_c = |e: &Expr| matches!(e, Expr::Column { index, .. } if *index == c);
+        let text_lit =
+            |e: &Expr| matches!(e, Expr::Literal(l) if l.data_type() == &A::Utf8 && !l.is_null(0));
+        match self {
+            Expr::Column { index, .. } => *index != c,
+            Expr::Literal(_) => true,
+            Expr::Binary { op, left, right } if op.is_comparison() => {
+                if (is_c(left) && text_lit(right)) || (text_lit(left) && is_c(right)) {
+                    return true;
+                }
+                left.takes_dictionary(c) && right.takes_dictionary(c)
+            }
+            Expr::Like { expr, .. } if is_c(expr) => true,
+            Expr::IsNull { expr, .. } if is_c(expr) => true,
+            Expr::InList { expr, list, .. } if is_c(expr) => list.iter().all(text_lit),
+            _ => {
+                let mut ok = true;
+                self.clone()
+                    .children_mut(&mut |e| ok &= e.takes_dictionary(c));
+                ok
+            }
+        }
+    }
+}
+
 /// comparison is of another shape or the literal does not fit 64 bits.
 fn compare_stored(
     op: BinOp,
@@ -624,6 +673,29 @@ fn compare_stored(
     let Some(a) = batch.columns().get(col) else {
         return Ok(None);
     };
+    // A dictionary-encoded TEXT column against a TEXT literal: the
+    // dictionary's values (a few thousand at most) compared once each,
+    // the keys mapped to their answers.
+    if let Some(d) = text_dictionary(a)
+        && lit.data_type() == &A::Utf8
+        && !lit.is_null(0)
+    {
+        let values = d.values().as_ref();
+        let scalar = Scalar::new(lit.clone());
+        let m = match op {
+            BinOp::Eq => arrow_ord::cmp::eq(&values, &scalar),
+            BinOp::NotEq => arrow_ord::cmp::neq(&values, &scalar),
+            BinOp::Lt => arrow_ord::cmp::lt(&values, &scalar),
+            BinOp::LtEq => arrow_ord::cmp::lt_eq(&values, &scalar),
+            BinOp::Gt => arrow_ord::cmp::gt(&values, &scalar),
+            BinOp::GtEq => arrow_ord::cmp::gt_eq(&values, &scalar),
+            _ => return Ok(None),
+        }
+        .map_err(exec_err)?;
+        return Ok(Some(
+            arrow_select::take::take(&m, d.keys(), None).map_err(exec_err)?,
+        ));
+    }
     if !matches!(a.data_type(), A::Decimal64(..)) || lit.is_null(0) {
         return Ok(None);
     }

@@ -515,20 +515,168 @@ fn buffer_counts(schema: &ArrowSchema) -> std::result::Result<Vec<usize>, String
         .ok_or_else(|| "a column type without a flat buffer layout".to_string())
 }
 
-/// Splits an IPC file into its parts from its footer and the headers of
-/// its record batches; an error names what does not fit (a corrupt or
-/// unexpected file).
-fn layout(buf: &[u8]) -> std::result::Result<Layout, String> {
-    let n = buf.len();
+/// Bytes of a segment file by position: the whole file (mapped or read),
+/// or only its metadata, read with `pread` ([`MetaImage`]).
+trait FileBytes {
+    /// The file's size.
+    fn size(&self) -> usize;
+    /// Bytes `off..off + len`, when held.
+    fn bytes(&self, off: usize, len: usize) -> Option<&[u8]>;
+    /// The same as a buffer that arrays may point into.
+    fn buffer(&self, off: usize, len: usize) -> Option<Buffer>;
+}
+
+impl FileBytes for Buffer {
+    fn size(&self) -> usize {
+        self.len()
+    }
+
+    fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
+        self.as_slice().get(off..off.checked_add(len)?)
+    }
+
+    fn buffer(&self, off: usize, len: usize) -> Option<Buffer> {
+        let end = off.checked_add(len)?;
+        (end <= self.len()).then(|| self.slice_with_length(off, len))
+    }
+}
+
+/// The metadata of a mapped segment file read with `pread`: every byte
+/// outside the bodies of its record batches (the `meta` part), in the
+/// pieces between the bodies. Checking the metadata through the mapping
+/// instead touched a page at every batch header, and the kernel mapped up
+/// to 16 pages around each (that was most of a segment's opening cost,
+/// and of its resident memory).
+struct MetaImage {
+    size: usize,
+    /// `(offset, bytes)` of each piece, in file order.
+    pieces: Vec<(usize, Buffer)>,
+}
+
+impl MetaImage {
+    fn read(file: &File, size: usize) -> std::result::Result<MetaImage, String> {
+        use std::os::unix::fs::FileExt;
+        let pread = |off: usize, len: usize| -> std::result::Result<Buffer, String> {
+            let mut b = arrow_buffer::MutableBuffer::from_len_zeroed(len);
+            file.read_exact_at(b.as_slice_mut(), off as u64)
+                .map_err(|e| format!("reading its metadata: {e}"))?;
+            Ok(b.into())
+        };
+        if size < 10 {
+            return Err("too short for an Arrow IPC file".into());
+        }
+        // The footer (with the trailer) first: it says where the bodies are.
+        let trailer = pread(size - 10, 10)?;
+        let footer_len = read_footer_length(
+            trailer
+                .as_slice()
+                .try_into()
+                .map_err(|_| "no trailer".to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        if footer_len + 10 > size {
+            return Err("footer length out of range".into());
+        }
+        let tail_at = size - 10 - footer_len;
+        let tail = pread(tail_at, footer_len + 10)?;
+        let footer = root_as_footer(&tail.as_slice()[..footer_len]).map_err(|e| e.to_string())?;
+        let mut bodies = Vec::new();
+        for block in footer.recordBatches().iter().flatten() {
+            let off = usize::try_from(block.offset()).map_err(|_| "negative offset")?;
+            let meta_len = usize::try_from(block.metaDataLength()).map_err(|_| "bad length")?;
+            let body_len = usize::try_from(block.bodyLength()).map_err(|_| "bad length")?;
+            let body = off.checked_add(meta_len).ok_or("offset overflow")?;
+            let end = body.checked_add(body_len).ok_or("offset overflow")?;
+            if end > tail_at {
+                return Err("record batch outside the file".into());
+            }
+            bodies.push((body, end));
+        }
+        bodies.sort_unstable();
+        let mut pieces = Vec::with_capacity(bodies.len() + 1);
+        let mut at = 0;
+        for (body, end) in bodies {
+            if body < at {
+                return Err("record batches overlap".into());
+            }
+            if body > at {
+                pieces.push((at, pread(at, body - at)?));
+            }
+            at = end;
+        }
+        // The last piece ends with the footer, already read.
+        if tail_at > at {
+            pieces.push((at, pread(at, tail_at - at)?));
+        }
+        pieces.push((tail_at, tail));
+        Ok(MetaImage { size, pieces })
+    }
+
+    /// The piece holding `off..off + len`, and where in it that starts.
+    fn piece(&self, off: usize, len: usize) -> Option<(&Buffer, usize)> {
+        let i = self.pieces.partition_point(|p| p.0 <= off).checked_sub(1)?;
+        let (at, b) = &self.pieces[i];
+        let start = off - at;
+        // A range that runs across two pieces: the pieces of the footer.
+        if start.checked_add(len)? <= b.len() {
+            return Some((b, start));
+        }
+        None
+    }
+
+    /// The CRC-32 of the metadata (the pieces, in order).
+    fn crc(&self) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        for (_, b) in &self.pieces {
+            h.update(b.as_slice());
+        }
+        h.finalize()
+    }
+}
+
+impl FileBytes for MetaImage {
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn bytes(&self, off: usize, len: usize) -> Option<&[u8]> {
+        if let Some((b, start)) = self.piece(off, len) {
+            return b.as_slice().get(start..start + len);
+        }
+        None
+    }
+
+    fn buffer(&self, off: usize, len: usize) -> Option<Buffer> {
+        self.piece(off, len)
+            .map(|(b, start)| b.slice_with_length(start, len))
+    }
+}
+
+/// The footer of an IPC file, from its trailer.
+fn footer_bytes(buf: &dyn FileBytes) -> std::result::Result<&[u8], String> {
+    let n = buf.size();
     if n < 10 {
         return Err("too short for an Arrow IPC file".into());
     }
-    let trailer: [u8; 10] = buf[n - 10..].try_into().map_err(|_| "trailer")?;
+    let trailer: [u8; 10] = buf
+        .bytes(n - 10, 10)
+        .and_then(|t| t.try_into().ok())
+        .ok_or("no trailer")?;
     let footer_len = read_footer_length(trailer).map_err(|e| e.to_string())?;
     if footer_len + 10 > n {
         return Err("footer length out of range".into());
     }
-    let footer = root_as_footer(&buf[n - 10 - footer_len..n - 10]).map_err(|e| e.to_string())?;
+    buf.bytes(n - 10 - footer_len, footer_len)
+        .ok_or_else(|| "footer not read".to_string())
+}
+
+/// Splits an IPC file into its parts from its footer and the headers of
+/// its record batches; an error names what does not fit (a corrupt or
+/// unexpected file).
+fn layout(buf: &dyn FileBytes) -> std::result::Result<Layout, String> {
+    let n = buf.size();
+    let footer = footer_bytes(buf)?;
+    let footer = root_as_footer(footer).map_err(|e| e.to_string())?;
     let schema = footer
         .schema()
         .ok_or("no schema in the footer")
@@ -545,7 +693,10 @@ fn layout(buf: &[u8]) -> std::result::Result<Layout, String> {
         if end > n || meta_len < 8 {
             return Err("record batch outside the file".into());
         }
-        let (message, header) = message_at(&buf[..body], off)?;
+        let head = buf
+            .bytes(off, meta_len)
+            .ok_or("record batch header not read")?;
+        let (message, header) = message_at(head, 0)?;
         if header > meta_len {
             return Err("message outside its block".into());
         }
@@ -632,7 +783,7 @@ pub fn read_segment(
     let bytes = buffer.as_slice();
     // With checksums of parts, one pass gives the whole file's CRC and
     // the parts'.
-    let split = meta.checksums.as_ref().map(|_| layout(bytes));
+    let split = meta.checksums.as_ref().map(|_| layout(&buffer));
     let (crc, found) = match &split {
         Some(Ok(l)) => {
             let (whole, parts) = checksums(bytes, l);
@@ -757,9 +908,19 @@ impl SegmentScan {
             message,
         };
         let name = |c: usize| schema.fields().get(c).map_or("?", |f| f.name().as_str());
-        let buffer = map_segment(path, meta)?;
+        let (buffer, file) = open_segment(path, meta)?;
         let mut checked_all = false;
-        let layout_of = |buffer: &Buffer| layout(buffer.as_slice()).map_err(corrupt);
+        let layout_of = |buffer: &dyn FileBytes| layout(buffer).map_err(corrupt);
+        // A mapped file's metadata is read with pread, not through the
+        // mapping (see `MetaImage`).
+        let image = match (&file, &meta.checksums) {
+            (Some(f), Some(_)) => Some(MetaImage::read(f, buffer.len()).map_err(corrupt)?),
+            _ => None,
+        };
+        let meta_bytes: &dyn FileBytes = match &image {
+            Some(i) => i,
+            None => &buffer,
+        };
         let l = match &meta.checksums {
             None => {
                 // Written before the checksums of parts: the whole file.
@@ -774,8 +935,11 @@ impl SegmentScan {
                 layout_of(&buffer)?
             }
             Some(parts) => {
-                let l = layout_of(&buffer)?;
-                let meta_crc = part_crc(buffer.as_slice(), &l, Part::Meta);
+                let l = layout_of(meta_bytes)?;
+                let meta_crc = match &image {
+                    Some(i) => i.crc(),
+                    None => part_crc(buffer.as_slice(), &l, Part::Meta),
+                };
                 if meta_crc != parts.meta || l.columns != parts.columns.len() {
                     return Err(corrupt(format!(
                         "checksum mismatch in the file's metadata (crc32 {meta_crc:08x}, the manifest says {:08x})",
@@ -785,7 +949,7 @@ impl SegmentScan {
                 l
             }
         };
-        let opened = open_file(path, schema, &buffer)?;
+        let opened = open_file(path, schema, meta_bytes)?;
         if opened.blocks.len() != l.batches.len() {
             return Err(corrupt(
                 "the footer's record batches are not the file's".into(),
@@ -954,6 +1118,11 @@ const READ_WHOLE_BYTES: u64 = 64 << 10;
 /// Maps a segment file after checking its size against the manifest's;
 /// a small one is read instead.
 fn map_segment(path: &Path, meta: &SegmentMeta) -> Result<Buffer> {
+    open_segment(path, meta).map(|(b, _)| b)
+}
+
+/// [`map_segment`], with the file when it is mapped.
+fn open_segment(path: &Path, meta: &SegmentMeta) -> Result<(Buffer, Option<File>)> {
     let corrupt = |message: String| Error::Corrupt {
         file: path.to_path_buf(),
         message,
@@ -975,7 +1144,7 @@ fn map_segment(path: &Path, meta: &SegmentMeta) -> Result<Buffer> {
         let mut buf = arrow_buffer::MutableBuffer::from_len_zeroed(len as usize);
         let mut file = file;
         std::io::Read::read_exact(&mut file, buf.as_slice_mut()).map_err(|e| Error::io(path, e))?;
-        return Ok(buf.into());
+        return Ok((buf.into(), None));
     }
     // SAFETY: segment files are immutable once committed (FORMAT.md): no
     // process writes or truncates a file that a manifest names.
@@ -985,7 +1154,8 @@ fn map_segment(path: &Path, meta: &SegmentMeta) -> Result<Buffer> {
     let map_len = map.len();
     // SAFETY: the pointer and length come from the mapping, which the Arc
     // keeps alive for as long as any buffer refers to it.
-    Ok(unsafe { Buffer::from_custom_allocation(ptr, map_len, std::sync::Arc::new(map)) })
+    let buffer = unsafe { Buffer::from_custom_allocation(ptr, map_len, std::sync::Arc::new(map)) };
+    Ok((buffer, Some(file)))
 }
 
 /// A segment file's footer, read: a decoder of its record batches (its
@@ -998,24 +1168,14 @@ struct Opened {
 
 /// Reads the footer of a mapped segment, checking that its columns are
 /// the table's, and its dictionaries.
-fn open_file(path: &Path, schema: &SchemaRef, buffer: &Buffer) -> Result<Opened> {
+fn open_file(path: &Path, schema: &SchemaRef, buffer: &dyn FileBytes) -> Result<Opened> {
     let corrupt = |message: String| Error::Corrupt {
         file: path.to_path_buf(),
         message,
     };
-    let n = buffer.len();
-    if n < 10 {
-        return Err(corrupt("too short for an Arrow IPC file".into()));
-    }
-    let trailer: [u8; 10] = buffer[n - 10..]
-        .try_into()
-        .map_err(|_| corrupt("no trailer".into()))?;
-    let footer_len = read_footer_length(trailer).map_err(|e| corrupt(e.to_string()))?;
-    if footer_len + 10 > n {
-        return Err(corrupt("footer length out of range".into()));
-    }
-    let footer =
-        root_as_footer(&buffer[n - 10 - footer_len..n - 10]).map_err(|e| corrupt(e.to_string()))?;
+    let n = buffer.size();
+    let footer = root_as_footer(footer_bytes(buffer).map_err(corrupt)?)
+        .map_err(|e| corrupt(e.to_string()))?;
     // The file's own schema: TEXT columns may be dictionary-encoded.
     let file_schema = footer
         .schema()
@@ -1051,7 +1211,9 @@ fn open_file(path: &Path, schema: &SchemaRef, buffer: &Buffer) -> Result<Opened>
         if off.checked_add(len).is_none_or(|end| end > n) {
             return Err(corrupt("dictionary outside the file".into()));
         }
-        let data = buffer.slice_with_length(off, len);
+        let data = buffer
+            .buffer(off, len)
+            .ok_or_else(|| corrupt("dictionary not read".into()))?;
         decoder
             .read_dictionary(block, &data)
             .map_err(|e| corrupt(e.to_string()))?;
@@ -1191,7 +1353,7 @@ mod tests {
             }
             let meta = w.finish().unwrap();
             let bytes = std::fs::read(&path).unwrap();
-            let l = layout(&bytes).unwrap();
+            let l = layout(&Buffer::from_vec(bytes.clone())).unwrap();
             let (whole, parts) = checksums(&bytes, &l);
             assert_eq!(meta.crc32, whole);
             assert_eq!(meta.checksums.as_ref(), Some(&parts));
@@ -1220,6 +1382,55 @@ mod tests {
         }
     }
 
+    /// A mapped segment's metadata read with pread is the `meta` part, and
+    /// holds what the footer and the headers need.
+    #[test]
+    fn the_metadata_read_with_pread_is_the_meta_part() {
+        let dir = std::env::temp_dir().join(format!("sluice-seg-pread-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big.arrow");
+        let mut w = SegmentWriter::create(
+            path.clone(),
+            "big.arrow".into(),
+            &schema(),
+            super::super::Compression::None,
+        )
+        .unwrap();
+        let batches: Vec<RecordBatch> = (0..5).map(|i| batch(i * 20_000, 20_000)).collect();
+        for b in &batches {
+            w.write(b, &stats(b), &[]).unwrap();
+        }
+        let meta = w.finish().unwrap();
+        assert!(meta.bytes > READ_WHOLE_BYTES, "the file is mapped");
+        let file = File::open(&path).unwrap();
+        let image = MetaImage::read(&file, meta.bytes as usize).unwrap();
+        assert_eq!(image.crc(), meta.checksums.as_ref().unwrap().meta);
+        let from_image = layout(&image).unwrap();
+        let whole = layout(&Buffer::from_vec(std::fs::read(&path).unwrap())).unwrap();
+        assert_eq!(from_image.ranges, whole.ranges);
+        let scan = SegmentScan::open(&path, &meta, &schema(), &[0, 1], false).unwrap();
+        for (i, b) in batches.iter().enumerate() {
+            let got = crate::batch::dict::decode_batch(&scan.batch(i).unwrap(), &[]).unwrap();
+            assert_eq!(&got, b);
+        }
+        // A flipped byte in a batch header: the metadata's CRC fails.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let (s, e, _) = *whole
+            .ranges
+            .iter()
+            .filter(|r| r.2 == Part::Meta)
+            .nth(2)
+            .unwrap();
+        bytes[(s + e) / 2] ^= 0x20;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = SegmentScan::open(&path, &meta, &schema(), &[0], false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("corrupt"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A segment written before the footer listed its batches (a plain
     /// Arrow IPC file, with the manifest's checksums of parts) is read,
     /// its columns checked whole when opened.
@@ -1238,7 +1449,7 @@ mod tests {
             w.finish().unwrap();
         }
         let mut bytes = std::fs::read(&path).unwrap();
-        let l = layout(&bytes).unwrap();
+        let l = layout(&Buffer::from_vec(bytes.clone())).unwrap();
         let (whole, parts) = checksums(&bytes, &l);
         let meta = SegmentMeta {
             file: "old.arrow".into(),
