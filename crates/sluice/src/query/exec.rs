@@ -235,7 +235,7 @@ pub fn execute(
         .morsel_rows
         .unwrap_or_else(|| morsel_rows(facts.rows, workers))
         .max(1);
-    inputs.cut(facts.morsel_rows);
+    inputs.cut(facts.morsel_rows, workers);
     let inputs = inputs;
     let morsels = &inputs.morsels;
     facts.morsels = morsels.len();
@@ -283,7 +283,9 @@ pub fn execute(
                     s.spawn(|| {
                         let mut best: Option<RecordBatch> = None;
                         loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) else {
+                                break;
+                            };
                             let Some(&m) = morsels.get(i) else {
                                 break;
                             };
@@ -431,6 +433,8 @@ pub fn execute(
             let key_types: Vec<A> = keys.iter().map(|k| k.data_type(&types)).collect();
             let key_evals: Vec<KeyEval> = keys.iter().map(KeyEval::new).collect();
             let keys = &key_evals;
+            // count(*) alone, no GROUP BY: a morsel counts its kept rows.
+            let count_only = keys.is_empty() && aggs.iter().all(|a| a.arg.is_none());
             let cols =
                 match stat_cols {
                     Some(cols) => cols,
@@ -450,7 +454,11 @@ pub fn execute(
                                 let mut pool64: Vec<Vec<i64>> = Vec::new();
                                 let mut scratch = FusedScratch::default();
                                 loop {
-                                    let i = next.fetch_add(1, Ordering::Relaxed);
+                                    let Some(i) =
+                                        inputs.nth(next.fetch_add(1, Ordering::Relaxed))
+                                    else {
+                                        break;
+                                    };
                                     let Some(&m) = morsels.get(i) else {
                                         break;
                                     };
@@ -470,6 +478,10 @@ pub fn execute(
                                                 continue;
                                             } else if kept == len {
                                                 (raw, None)
+                                            } else if count_only {
+                                                // Only the kept rows' number
+                                                // matters: no column copied.
+                                                (empty_input(kept)?, None)
                                             } else if kept * 4 >= len * 3 {
                                                 (raw, Some(mask))
                                             } else {

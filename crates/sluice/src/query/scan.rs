@@ -61,6 +61,9 @@ pub struct Inputs {
     /// Per batch: its zone map (table columns), where known.
     stats: Vec<Option<Vec<ColumnStats>>>,
     pub morsels: Vec<Morsel>,
+    /// The order in which workers take the morsels (indices into
+    /// `morsels`, which are in table order; see [`Inputs::cut`]).
+    order: Vec<usize>,
     /// Rows of the batches kept.
     pub rows: u64,
     /// Batches ruled out by their zone maps.
@@ -117,10 +120,17 @@ impl Inputs {
         });
     }
 
-    /// Cuts the batches into morsels of at most `rows` rows.
-    pub fn cut(&mut self, rows: usize) {
+    /// Cuts the batches into morsels of at most `rows` rows, and orders
+    /// them for `workers` workers: batches in groups of `workers`, and in
+    /// a group the first morsel of each batch, then the second of each,
+    /// and so on. So the workers start on different batches (the first to
+    /// reach a batch checks and decodes it while the others wait for it),
+    /// and no more than about a group of batches is decoded at once.
+    pub fn cut(&mut self, rows: usize, workers: usize) {
         self.morsels.clear();
+        let mut first = Vec::with_capacity(self.batches.len() + 1);
         for (b, slot) in self.batches.iter().enumerate() {
+            first.push(self.morsels.len());
             let mut off = 0;
             let mut count = 0;
             while off < slot.rows {
@@ -131,6 +141,30 @@ impl Inputs {
             }
             slot.remaining.store(count, Ordering::Relaxed);
         }
+        first.push(self.morsels.len());
+        self.order.clear();
+        for group in (0..self.batches.len())
+            .collect::<Vec<_>>()
+            .chunks(workers.max(1))
+        {
+            let most = group
+                .iter()
+                .map(|&b| first[b + 1] - first[b])
+                .max()
+                .unwrap_or(0);
+            for j in 0..most {
+                for &b in group {
+                    if first[b] + j < first[b + 1] {
+                        self.order.push(first[b] + j);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The morsel that the `t`-th take gets (an index into `morsels`).
+    pub fn nth(&self, t: usize) -> Option<usize> {
+        self.order.get(t).copied()
     }
 
     pub fn len(&self) -> usize {
@@ -241,5 +275,64 @@ impl<'a> Done<'a> {
 impl Drop for Done<'_> {
     fn drop(&mut self) {
         self.inputs.done(&self.morsel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(rows: usize) -> RecordBatch {
+        crate::query::exec::empty_input(rows).unwrap()
+    }
+
+    #[test]
+    fn workers_start_on_different_batches_and_every_morsel_is_taken_once() {
+        let mut inputs = Inputs::default();
+        for rows in [7, 3, 10, 1, 6] {
+            inputs.push_ready(batch(rows), Arc::new(Vec::new()));
+        }
+        inputs.cut(3, 2);
+        // Table order: batch by batch, offsets rising.
+        let m: Vec<(usize, usize, usize)> = inputs
+            .morsels
+            .iter()
+            .map(|m| (m.batch, m.off, m.len))
+            .collect();
+        assert_eq!(
+            m,
+            vec![
+                (0, 0, 3),
+                (0, 3, 3),
+                (0, 6, 1),
+                (1, 0, 3),
+                (2, 0, 3),
+                (2, 3, 3),
+                (2, 6, 3),
+                (2, 9, 1),
+                (3, 0, 1),
+                (4, 0, 3),
+                (4, 3, 3),
+            ]
+        );
+        let order: Vec<usize> = (0..).map_while(|t| inputs.nth(t)).collect();
+        // Batches 0 and 1 interleaved, then 2 and 3, then 4.
+        assert_eq!(order, vec![0, 3, 1, 2, 4, 8, 5, 6, 7, 9, 10]);
+        // One worker: table order.
+        inputs.cut(3, 1);
+        let order: Vec<usize> = (0..).map_while(|t| inputs.nth(t)).collect();
+        assert_eq!(order, (0..11).collect::<Vec<_>>());
+        // Each morsel done lets go of its batch after the last one.
+        for &i in &order {
+            let m = inputs.morsels[i];
+            assert_eq!(inputs.rows_of(&m).unwrap().num_rows(), m.len);
+            inputs.done(&m);
+        }
+        assert!(
+            inputs
+                .batches
+                .iter()
+                .all(|b| b.remaining.load(Ordering::Relaxed) == 0)
+        );
     }
 }
