@@ -1098,7 +1098,14 @@ fn batch_beyond(
     let (Some(StatRange::Int(lo, hi)), 0) = (s.range, s.nulls) else {
         return false;
     };
-    if first.descending {
+    range_beyond(lo, hi, t, first.descending)
+}
+
+/// Whether every value in `lo..=hi` is strictly worse than `t`. A value
+/// equal to `t` is not: it may still enter by its position (another
+/// worker's k-th row with key `t` may come later in the table).
+fn range_beyond(lo: i64, hi: i64, t: i128, descending: bool) -> bool {
+    if descending {
         (hi as i128) < t
     } else {
         (lo as i128) > t
@@ -1241,5 +1248,30 @@ impl AggEval<'_> {
             }
         }
         Ok((k, general, nulls, wide))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_beyond;
+
+    #[test]
+    fn a_batch_is_skipped_only_when_every_value_is_strictly_worse() {
+        // Ascending: worse is larger.
+        assert!(range_beyond(11, 20, 10, false));
+        assert!(!range_beyond(10, 20, 10, false), "a tie may still enter");
+        assert!(!range_beyond(5, 20, 10, false));
+        // Descending: worse is smaller.
+        assert!(range_beyond(0, 9, 10, true));
+        assert!(!range_beyond(0, 10, 10, true), "a tie may still enter");
+        assert!(!range_beyond(0, 20, 10, true));
+        // Thresholds beyond 64 bits (a DECIMAL's) compare exactly.
+        assert!(!range_beyond(
+            i64::MIN,
+            i64::MAX,
+            i64::MAX as i128 + 1,
+            false
+        ));
+        assert!(range_beyond(i64::MIN, i64::MAX, i64::MAX as i128 + 1, true));
     }
 }
