@@ -282,10 +282,7 @@ pub fn execute(
                 for _ in 0..workers.min(morsels.len()).max(1) {
                     s.spawn(|| {
                         let mut best: Option<RecordBatch> = None;
-                        loop {
-                            let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) else {
-                                break;
-                            };
+                        while let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) {
                             let Some(&m) = morsels.get(i) else {
                                 break;
                             };
@@ -453,12 +450,9 @@ pub fn execute(
                                 let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
                                 let mut pool64: Vec<Vec<i64>> = Vec::new();
                                 let mut scratch = FusedScratch::default();
-                                loop {
-                                    let Some(i) =
-                                        inputs.nth(next.fetch_add(1, Ordering::Relaxed))
-                                    else {
-                                        break;
-                                    };
+                                while let Some(i) =
+                                    inputs.nth(next.fetch_add(1, Ordering::Relaxed))
+                                {
                                     let Some(&m) = morsels.get(i) else {
                                         break;
                                     };

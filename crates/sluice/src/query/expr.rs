@@ -680,18 +680,9 @@ fn compare_stored(
         && lit.data_type() == &A::Utf8
         && !lit.is_null(0)
     {
-        let values = d.values().as_ref();
-        let scalar = Scalar::new(lit.clone());
-        let m = match op {
-            BinOp::Eq => arrow_ord::cmp::eq(&values, &scalar),
-            BinOp::NotEq => arrow_ord::cmp::neq(&values, &scalar),
-            BinOp::Lt => arrow_ord::cmp::lt(&values, &scalar),
-            BinOp::LtEq => arrow_ord::cmp::lt_eq(&values, &scalar),
-            BinOp::Gt => arrow_ord::cmp::gt(&values, &scalar),
-            BinOp::GtEq => arrow_ord::cmp::gt_eq(&values, &scalar),
-            _ => return Ok(None),
-        }
-        .map_err(exec_err)?;
+        let Some(m) = compare_scalar(op, d.values(), lit.clone())? else {
+            return Ok(None);
+        };
         return Ok(Some(
             arrow_select::take::take(&m, d.keys(), None).map_err(exec_err)?,
         ));
@@ -702,6 +693,12 @@ fn compare_stored(
     let Some(scalar) = narrow_to_stored(lit, a.data_type())? else {
         return Ok(None);
     };
+    Ok(compare_scalar(op, a, scalar)?.map(|m| Arc::new(m) as ArrayRef))
+}
+
+/// `a op scalar` (a one-value array of `a`'s type) for a comparison `op`;
+/// `None` for other operators.
+fn compare_scalar(op: BinOp, a: &ArrayRef, scalar: ArrayRef) -> Result<Option<BooleanArray>> {
     let scalar = Scalar::new(scalar);
     let a = a.as_ref();
     let out = match op {
@@ -714,7 +711,7 @@ fn compare_stored(
         _ => return Ok(None),
     }
     .map_err(exec_err)?;
-    Ok(Some(Arc::new(out)))
+    Ok(Some(out))
 }
 
 /// One value of a column's evaluation type (see [`eval_type`]) as the

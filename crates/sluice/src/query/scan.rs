@@ -206,8 +206,8 @@ impl Inputs {
             .lock()
             .map_err(|_| Error::Internal("batch lock poisoned".into()))?;
         match which {
-            Some(w) => scan.check(index, w)?,
-            None => scan.check(index, &(0..scan.columns()).collect::<Vec<_>>())?,
+            Some(w) => scan.check(index, w.iter().copied())?,
+            None => scan.check(index, 0..scan.columns())?,
         }
         if decoded.is_none() {
             *decoded = Some(scan.decode(index)?);
@@ -223,7 +223,7 @@ impl Inputs {
     pub fn check(&self, m: &Morsel) -> Result<()> {
         if let Source::Segment { seg, index } = self.batches[m.batch].source {
             let scan = self.scan(seg)?;
-            scan.check(index, &(0..scan.columns()).collect::<Vec<_>>())?;
+            scan.check(index, 0..scan.columns())?;
         }
         Ok(())
     }

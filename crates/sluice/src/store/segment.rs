@@ -807,26 +807,24 @@ pub fn read_segment(
         }
         _ => {}
     }
+    let opened = open_file(path, schema, &buffer)?;
     // The footer's list of batches: each batch's column CRCs as listed.
-    if let Some(Ok(l)) = &split {
-        let opened = open_file(path, schema, &buffer)?;
-        if let Some(j) = &opened.listed {
-            let listed = parse_listed(j, l).map_err(corrupt)?;
-            for (i, (b, bl)) in listed.iter().zip(&l.batches).enumerate() {
-                for c in 0..l.columns {
-                    let crc = batch_crc(bytes, bl, c);
-                    if crc != b.crc32[c] {
-                        let name = schema.fields().get(c).map_or("?", |f| f.name().as_str());
-                        return Err(corrupt(format!(
-                            "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {:08x} for record batch {i})",
-                            b.crc32[c]
-                        )));
-                    }
+    if let (Some(Ok(l)), Some(j)) = (&split, &opened.listed) {
+        let listed = parse_listed(j, l).map_err(corrupt)?;
+        for (i, (b, bl)) in listed.iter().zip(&l.batches).enumerate() {
+            for c in 0..l.columns {
+                let crc = batch_crc(bytes, bl, c);
+                if crc != b.crc32[c] {
+                    let name = schema.fields().get(c).map_or("?", |f| f.name().as_str());
+                    return Err(corrupt(format!(
+                        "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {:08x} for record batch {i})",
+                        b.crc32[c]
+                    )));
                 }
             }
         }
     }
-    decode_segment(path, meta, schema, buffer, None)
+    decode_segment(path, meta, opened, &buffer)
 }
 
 /// The footer's list of batches, parsed and checked against the file's
@@ -1035,13 +1033,13 @@ impl SegmentScan {
 
     /// Record batch `i`, its columns checked (once per scan) and decoded.
     pub fn batch(&self, i: usize) -> Result<RecordBatch> {
-        self.check(i, &(0..self.cols.len()).collect::<Vec<_>>())?;
+        self.check(i, 0..self.cols.len())?;
         self.decode(i)
     }
 
     /// Checks the columns at positions `which` (of the scan's columns) of
     /// record batch `i`, each once per scan.
-    pub fn check(&self, i: usize, which: &[usize]) -> Result<()> {
+    pub fn check(&self, i: usize, which: impl IntoIterator<Item = usize>) -> Result<()> {
         let Some(listed) = &self.listed else {
             // Checked when opened.
             return Ok(());
@@ -1049,7 +1047,7 @@ impl SegmentScan {
         let (Some(l), Some(entry)) = (self.layouts.get(i), listed.get(i)) else {
             return Err(Error::Internal(format!("no record batch {i}")));
         };
-        for &p in which {
+        for p in which {
             let (Some(&c), Some(name), Some(flag)) = (
                 self.cols.get(p),
                 self.names.get(p),
@@ -1261,24 +1259,18 @@ fn read_block(
     }
 }
 
-/// Decodes the batches of a mapped segment (columns `projection`, all
-/// when `None`), checking its footer, schema and row count.
+/// Decodes every batch of a segment whose footer `opened` has read,
+/// checking the row count.
 fn decode_segment(
     path: &Path,
     meta: &SegmentMeta,
-    schema: &SchemaRef,
-    buffer: Buffer,
-    projection: Option<Vec<usize>>,
+    opened: Opened,
+    buffer: &Buffer,
 ) -> Result<Vec<RecordBatch>> {
-    let opened = open_file(path, schema, &buffer)?;
-    let mut decoder = opened.decoder;
-    if let Some(p) = projection {
-        decoder = decoder.with_projection(p);
-    }
     let out = opened
         .blocks
         .iter()
-        .map(|b| read_block(path, &decoder, &buffer, b))
+        .map(|b| read_block(path, &opened.decoder, buffer, b))
         .collect::<Result<Vec<_>>>()?;
     let rows: u64 = out.iter().map(|b| b.num_rows() as u64).sum();
     if rows != meta.rows {
@@ -1331,6 +1323,21 @@ mod tests {
         ]
     }
 
+    /// Writes `batches` as one segment at `path`.
+    fn write_segment(
+        path: &Path,
+        batches: &[RecordBatch],
+        compression: super::super::Compression,
+    ) -> SegmentMeta {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut w =
+            SegmentWriter::create(path.to_path_buf(), name, &schema(), compression).unwrap();
+        for b in batches {
+            assert_eq!(w.write(b, &stats(b), &[]).unwrap(), None);
+        }
+        w.finish().unwrap()
+    }
+
     #[test]
     fn the_crcs_taken_while_writing_are_those_of_the_finished_file() {
         for compression in [
@@ -1344,14 +1351,8 @@ mod tests {
             ));
             std::fs::create_dir_all(&dir).unwrap();
             let path = dir.join("s.arrow");
-            let mut w =
-                SegmentWriter::create(path.clone(), "s.arrow".into(), &schema(), compression)
-                    .unwrap();
             let batches: Vec<RecordBatch> = (0..4).map(|i| batch(i * 300, 300)).collect();
-            for b in &batches {
-                assert_eq!(w.write(b, &stats(b), &[]).unwrap(), None);
-            }
-            let meta = w.finish().unwrap();
+            let meta = write_segment(&path, &batches, compression);
             let bytes = std::fs::read(&path).unwrap();
             let l = layout(&Buffer::from_vec(bytes.clone())).unwrap();
             let (whole, parts) = checksums(&bytes, &l);
@@ -1389,18 +1390,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sluice-seg-pread-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("big.arrow");
-        let mut w = SegmentWriter::create(
-            path.clone(),
-            "big.arrow".into(),
-            &schema(),
-            super::super::Compression::None,
-        )
-        .unwrap();
         let batches: Vec<RecordBatch> = (0..5).map(|i| batch(i * 20_000, 20_000)).collect();
-        for b in &batches {
-            w.write(b, &stats(b), &[]).unwrap();
-        }
-        let meta = w.finish().unwrap();
+        let meta = write_segment(&path, &batches, super::super::Compression::None);
         assert!(meta.bytes > READ_WHOLE_BYTES, "the file is mapped");
         let file = File::open(&path).unwrap();
         let image = MetaImage::read(&file, meta.bytes as usize).unwrap();

@@ -337,6 +337,19 @@ fn zstd_segments_read_back_the_same_rows_and_are_smaller() {
 }
 
 /// The one row of a one-value query, as text.
+/// `sluice check` of table t reports a checksum mismatch.
+fn check_finds_a_checksum_mismatch(db: &Database) {
+    let report = db.check("t").unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("checksum mismatch")),
+        "{:?}",
+        report.problems
+    );
+}
+
 fn one_value(db: &Database, sql: &str) -> sluice::Result<String> {
     let r = sluice::query::query(db, sql, Some(2))?;
     Ok(crate::common::rows_of(&r.batches)[0][0]
@@ -406,15 +419,7 @@ fn a_query_checks_the_columns_it_reads_and_only_those() {
     // A filter on b that reads a too.
     assert!(one_value(&db, "SELECT count(*) FROM t WHERE a > b").is_err());
     // check reads everything.
-    let report = db.check("t").unwrap();
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.contains("checksum mismatch")),
-        "{:?}",
-        report.problems
-    );
+    check_finds_a_checksum_mismatch(&db);
     // A segment of a manifest without checksums of parts (written before
     // them) is checked whole: a query of b now finds the damage too.
     let mut m = sluice::store::Manifest::read(&db_dir).unwrap().unwrap();
@@ -633,15 +638,7 @@ fn a_query_checks_only_the_record_batches_it_reads() {
         );
     }
     // check reads everything.
-    let report = db.check("t").unwrap();
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.contains("checksum mismatch")),
-        "{:?}",
-        report.problems
-    );
+    check_finds_a_checksum_mismatch(&db);
 }
 
 #[test]
