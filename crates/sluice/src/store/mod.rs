@@ -52,7 +52,7 @@ pub struct Database {
     /// segment files never change, so repeated queries reuse them.
     segments: Mutex<HashMap<String, Arc<Vec<RecordBatch>>>>,
     /// Columns of segments already read by this handle, by file and
-    /// column list (see [`Database::segment_columns`]).
+    /// column list (see [`Database::segment_scan`]).
     projected: Mutex<HashMap<ScanKey, Arc<segment::SegmentScan>>>,
     /// See [`Database::set_keep_segments`].
     keep_segments: bool,
