@@ -47,9 +47,38 @@ pub enum Error {
     #[error("{0}")]
     Plan(String),
 
-    /// A query that failed while running (division by zero, overflow).
+    /// SQL the parser rejects (SQLSTATE 42601).
+    #[error("{0}")]
+    Syntax(String),
+
+    /// SQL outside what sluice supports (SQLSTATE 0A000).
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// A table that does not exist (SQLSTATE 42P01).
+    #[error("{0}")]
+    UndefinedTable(String),
+
+    /// A column that does not exist (SQLSTATE 42703).
+    #[error("{0}")]
+    UndefinedColumn(String),
+
+    /// A query that failed while running (overflow, a bad cast).
     #[error("{0}")]
     Exec(String),
+
+    /// Division (or modulo) by zero while a query ran (SQLSTATE 22012).
+    #[error("division by zero")]
+    DivisionByZero,
+
+    /// A value out of its type's range while a query ran (SQLSTATE 22003).
+    #[error("{0}")]
+    OutOfRange(String),
+
+    /// A query stopped before its end: canceled by its client or past its
+    /// time limit (SQLSTATE 57014). Says which.
+    #[error("canceling statement due to {0}")]
+    QueryCanceled(String),
 
     /// The database is locked by another writer.
     #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
@@ -149,6 +178,29 @@ fn format_parse(path: &str, line: u64, byte: u64, column: Option<&str>, message:
 }
 
 impl Error {
+    /// The SQLSTATE code a PostgreSQL client expects for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            Error::Syntax(_) => "42601",
+            Error::Unsupported(_) => "0A000",
+            Error::UndefinedTable(_) => "42P01",
+            Error::UndefinedColumn(_) => "42703",
+            // Other planning errors: type mismatches, misplaced aggregates.
+            Error::Plan(_) => "42804",
+            Error::DivisionByZero => "22012",
+            Error::OutOfRange(_) => "22003",
+            Error::Exec(_) => "22000",
+            Error::QueryCanceled(_) | Error::Cancelled => "57014",
+            Error::Parse { .. } | Error::Input { .. } => "22P02",
+            Error::Schema(_) | Error::Config(_) => "22023",
+            Error::Locked { .. } => "55006",
+            Error::Corrupt { .. } => "XX001",
+            Error::Io { .. } | Error::ShardMissing { .. } | Error::NotDurable(_) => "58030",
+            Error::DuplicateKey { .. } => "23505",
+            _ => "XX000",
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

@@ -111,6 +111,7 @@ pub fn execute(
     // Inputs: the table's segments and batches that the zone maps cannot
     // rule out.
     let mut inputs = Inputs::default();
+    inputs.stop = opts.stop.clone();
     // Rows by key through the index when the plan allows it; a table
     // whose index cannot be opened is scanned instead (same answer).
     let keyed = match (&plan.table, &plan.key_lookup) {
@@ -147,7 +148,7 @@ pub fn execute(
         Some(t) => {
             let meta = db
                 .table(t)
-                .ok_or_else(|| Error::Plan(format!("no table named {t:?}")))?
+                .ok_or_else(|| Error::UndefinedTable(format!("no table named {t:?}")))?
                 .clone();
             facts.segments_total = meta.segments.len();
             let kept: Vec<_> = meta
@@ -413,6 +414,9 @@ pub fn execute(
                         .map_err(exec_err)?;
                     let out = top_rows(&all, plan, k)?;
                     let keep: Vec<usize> = (0..out.num_columns() - 1).collect();
+                    if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+                        return Err(e);
+                    }
                     return Ok((vec![limit_rows(out.project(&keep)?, plan)?], facts));
                 }
                 None if batches.is_empty() => RecordBatch::new_empty(out_schema),
@@ -622,8 +626,38 @@ pub fn execute(
             project(&agg_batch, post, &out_schema)?
         }
     };
+    // A stopped query handed out no more morsels: its result is partial.
+    if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+        return Err(e);
+    }
     let out = sort_and_limit(out, plan)?;
     Ok((vec![out], facts))
+}
+
+/// The columns of a plan's result (names and types), known before it runs.
+pub fn result_schema(plan: &Plan) -> SchemaRef {
+    if plan.explain {
+        return Arc::new(ArrowSchema::new(vec![Field::new("plan", A::Utf8, false)]));
+    }
+    let types = &plan.table_types;
+    let (exprs, input) = match &plan.body {
+        Body::Project(exprs) => (exprs, types.clone()),
+        Body::Aggregate {
+            keys, aggs, post, ..
+        } => {
+            let mut agg_types: Vec<A> = keys.iter().map(|k| k.data_type(types)).collect();
+            agg_types.extend(aggs.iter().map(|c| c.output_type()));
+            (post, agg_types)
+        }
+    };
+    let all = output_schema(exprs, &input, &plan.names);
+    let visible: Vec<Field> = all
+        .fields()
+        .iter()
+        .take(plan.visible)
+        .map(|f| f.as_ref().clone())
+        .collect();
+    Arc::new(ArrowSchema::new(visible))
 }
 
 /// The result columns of a global aggregate without a filter whose every

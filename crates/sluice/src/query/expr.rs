@@ -206,14 +206,14 @@ fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
 
 pub(crate) fn exec_err(e: arrow_schema::ArrowError) -> Error {
     match e {
-        arrow_schema::ArrowError::DivideByZero => Error::Exec("division by zero".into()),
+        arrow_schema::ArrowError::DivideByZero => Error::DivisionByZero,
         arrow_schema::ArrowError::ArithmeticOverflow(m) => {
-            Error::Exec(format!("numeric overflow: {m}"))
+            Error::OutOfRange(format!("numeric overflow: {m}"))
         }
         arrow_schema::ArrowError::ComputeError(m)
             if m.contains("Overflow") || m.contains("overflow") =>
         {
-            Error::Exec(format!("numeric overflow: {m}"))
+            Error::OutOfRange(format!("numeric overflow: {m}"))
         }
         other => Error::Exec(other.to_string()),
     }
@@ -521,7 +521,7 @@ impl Expr {
                         .map(|v| {
                             v.map(|v| {
                                 v.checked_add(d)
-                                    .ok_or_else(|| Error::Exec("date out of range".into()))
+                                    .ok_or_else(|| Error::OutOfRange("date out of range".into()))
                             })
                             .transpose()
                         })
@@ -746,7 +746,7 @@ fn canonical_value(v: Value) -> Value {
 }
 
 fn division_by_zero() -> Error {
-    Error::Exec("division by zero".into())
+    Error::DivisionByZero
 }
 
 /// `l / r` over `rows` rows. Division by zero is an error for every type
@@ -807,7 +807,7 @@ fn div_round(x: i128, y: i128, up: u32) -> Result<i128> {
     if y == 0 {
         return Err(division_by_zero());
     }
-    let overflow = || Error::Exec("numeric overflow in decimal division".into());
+    let overflow = || Error::OutOfRange("numeric overflow in decimal division".into());
     let n = i256::from_i128(x)
         .checked_mul(i256::from_i128(10).checked_pow(up).ok_or_else(overflow)?)
         .ok_or_else(overflow)?;
@@ -965,14 +965,14 @@ fn add_months(a: &ArrayRef, months: i32) -> Result<ArrayRef> {
         .map(|v| {
             v.map(|v| {
                 let d = value::date_from_days(v)
-                    .ok_or_else(|| Error::Exec("date out of range".into()))?;
+                    .ok_or_else(|| Error::OutOfRange("date out of range".into()))?;
                 let r = if months >= 0 {
                     d.checked_add_months(Months::new(months as u32))
                 } else {
                     d.checked_sub_months(Months::new(months.unsigned_abs()))
                 };
                 r.map(|d| d.to_epoch_days())
-                    .ok_or_else(|| Error::Exec("date out of range".into()))
+                    .ok_or_else(|| Error::OutOfRange("date out of range".into()))
             })
             .transpose()
         })
@@ -1058,7 +1058,7 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
         return Ok(new_null_array(to, a.len()));
     }
     let n = a.len();
-    let overflow = || Error::Exec(format!("value out of range for {}", name));
+    let overflow = || Error::OutOfRange(format!("value out of range for {}", name));
     Ok(match (from, to) {
         (A::Int32, A::Int64) => Arc::new(
             a.as_primitive::<Int32Type>()
@@ -1284,7 +1284,7 @@ fn round_div(v: i128, div: i128) -> i128 {
 /// A double as an unscaled decimal of scale `scale`, rounded half away from
 /// zero; NaN and infinities have no decimal value.
 fn f64_to_decimal(v: f64, scale: i8, name: &str) -> Result<i128> {
-    let out_of_range = || Error::Exec(format!("value out of range for {name}"));
+    let out_of_range = || Error::OutOfRange(format!("value out of range for {name}"));
     if !v.is_finite() {
         return Err(Error::Exec(format!("cannot cast {v} to {name}")));
     }

@@ -126,7 +126,7 @@ fn compile(e: &Expr, stored: &[A], cols: &mut Vec<usize>) -> Option<(Node, i8)> 
 }
 
 fn overflow() -> Error {
-    Error::Exec("numeric overflow in an aggregate argument".into())
+    Error::OutOfRange("numeric overflow in an aggregate argument".into())
 }
 
 impl IntProgram {

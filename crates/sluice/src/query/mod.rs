@@ -58,7 +58,7 @@ pub fn query(db: &Database, sql: &str, threads: Option<usize>) -> Result<QueryRe
         sql,
         &QueryOptions {
             threads,
-            morsel_rows: None,
+            ..Default::default()
         },
     )
 }
@@ -71,12 +71,56 @@ pub struct QueryOptions {
     /// Fixed morsel size; `None` grows it with the table. Tests use tiny
     /// morsels so that every query crosses morsel and worker boundaries.
     pub morsel_rows: Option<usize>,
+    /// Set from another thread to stop the query at its next morsel: it
+    /// then fails with [`crate::Error::QueryCanceled`].
+    pub stop: Option<Stop>,
+}
+
+/// A flag that asks a running query to stop, and says why.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl Stop {
+    /// Stops the query because its client asked to.
+    pub fn cancel(&self) {
+        self.set(1);
+    }
+
+    /// Stops the query because it ran past its time limit.
+    pub fn time_out(&self) {
+        self.set(2);
+    }
+
+    fn set(&self, why: u8) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .0
+            .compare_exchange(0, why, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) != 0
+    }
+
+    /// The error of a stopped query (PostgreSQL's wording), if stopped.
+    pub fn error(&self) -> Option<crate::Error> {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            1 => Some(crate::Error::QueryCanceled("user request".into())),
+            _ => Some(crate::Error::QueryCanceled("statement timeout".into())),
+        }
+    }
 }
 
 /// [`query`] with every option.
 pub fn query_with(db: &Database, sql: &str, opts: &QueryOptions) -> Result<QueryResult> {
     let p = plan::plan_sql(sql, db)?;
-    let (batches, facts) = exec::execute(db, &p, opts)?;
+    run_plan(db, &p, opts)
+}
+
+/// Runs a planned query (see [`plan::plan_sql`]).
+pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
+    let (batches, facts) = exec::execute(db, p, opts)?;
     if p.explain {
         let text = p.describe(&facts);
         let schema =
@@ -98,7 +142,7 @@ pub fn query_with(db: &Database, sql: &str, opts: &QueryOptions) -> Result<Query
     let schema = batches
         .first()
         .map(|b| b.schema())
-        .unwrap_or_else(|| std::sync::Arc::new(arrow_schema::Schema::empty()));
+        .unwrap_or_else(|| exec::result_schema(p));
     Ok(QueryResult {
         schema,
         batches,

@@ -69,6 +69,8 @@ pub struct Inputs {
     /// Batches ruled out by their zone maps.
     pub batches_pruned: usize,
     pub batches_total: usize,
+    /// When set, no more morsels are handed out.
+    pub stop: Option<super::Stop>,
 }
 
 impl Inputs {
@@ -163,7 +165,11 @@ impl Inputs {
     }
 
     /// The morsel that the `t`-th take gets (an index into `morsels`).
+    /// `None` once the query is asked to stop (see [`super::Stop`]).
     pub fn nth(&self, t: usize) -> Option<usize> {
+        if self.stop.as_ref().is_some_and(|s| s.is_set()) {
+            return None;
+        }
         self.order.get(t).copied()
     }
 

@@ -22,20 +22,26 @@ pub(crate) fn at(span: sqlparser::tokenizer::Span) -> String {
 
 /// The error that refuses a construct outside the supported SQL.
 pub(crate) fn unsupported(what: &str, node: &impl Spanned) -> Error {
-    Error::Plan(format!("{what} is not supported{}", at(node.span())))
+    Error::Unsupported(format!("{what} is not supported{}", at(node.span())))
 }
 
-/// A planning error about `node`, saying where it is.
+/// A planning error about `node`, saying where it is (a construct "not
+/// supported" is [`Error::Unsupported`]).
 pub(crate) fn plan_err(msg: String, node: &impl Spanned) -> Error {
-    Error::Plan(format!("{msg}{}", at(node.span())))
+    let msg = format!("{msg}{}", at(node.span()));
+    if msg.contains(" not supported") {
+        Error::Unsupported(msg)
+    } else {
+        Error::Plan(msg)
+    }
 }
 
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<ast::Statement> {
     let mut stmts = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| Error::Plan(parser_message(&e.to_string())))?;
+        .map_err(|e| Error::Syntax(parser_message(&e.to_string())))?;
     match stmts.len() {
-        0 => Err(Error::Plan("empty query".into())),
+        0 => Err(Error::Syntax("empty query".into())),
         1 => Ok(stmts.remove(0)),
         n => Err(Error::Plan(format!(
             "expected one statement, got {n}{}",

@@ -159,7 +159,7 @@ proptest! {
         let db = Database::open(dir.path().join("db")).unwrap();
         let sql = "SELECT k, sum(x), sum(x * y), sum(y + 1), avg(x), count(x), count(*) \
                    FROM t WHERE y <> 7 GROUP BY k";
-        let opts = QueryOptions { threads: Some(threads), morsel_rows: Some(morsel) };
+        let opts = QueryOptions { threads: Some(threads), morsel_rows: Some(morsel), ..Default::default() };
         let got = query_with(&db, sql, &opts).unwrap();
         let got = answer(&got.batches);
         let want = model(&rows);

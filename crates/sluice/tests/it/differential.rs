@@ -265,6 +265,7 @@ fn random_queries_agree_with_sqlite() {
             let opts = QueryOptions {
                 threads: Some(3),
                 morsel_rows: Some(1 + rng.below(9) as usize),
+                ..Default::default()
             };
             let r = query_with(&db, &sql, &opts)
                 .unwrap_or_else(|e| panic!("sluice failed on {sql}: {e}"));

@@ -25,4 +25,5 @@ mod shards;
 mod sink;
 mod slt;
 mod sql_fuzz;
+mod sqlstate;
 mod store;

@@ -21,10 +21,12 @@ fn runs() -> [QueryOptions; 2] {
         QueryOptions {
             threads: Some(1),
             morsel_rows: None,
+            ..Default::default()
         },
         QueryOptions {
             threads: Some(4),
             morsel_rows: Some(1),
+            ..Default::default()
         },
     ]
 }

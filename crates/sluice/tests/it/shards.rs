@@ -69,6 +69,7 @@ fn answer(db: &Database, sql: &str, threads: usize) -> Vec<Vec<Option<String>>> 
         &QueryOptions {
             threads: Some(threads),
             morsel_rows: Some(97),
+            ..Default::default()
         },
     )
     .unwrap_or_else(|e| panic!("{sql}: {e}"));

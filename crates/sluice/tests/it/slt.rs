@@ -239,6 +239,7 @@ fn golden_sql_files() {
                     opts: QueryOptions {
                         threads: Some(threads),
                         morsel_rows,
+                        ..Default::default()
                     },
                     inserts: 0,
                     shards,

@@ -137,6 +137,7 @@ fn random_sql_never_panics() {
         let opts = QueryOptions {
             threads: Some(2),
             morsel_rows: Some(1 + (next() % 3) as usize),
+            ..Default::default()
         };
         let r = catch_unwind(AssertUnwindSafe(|| query_with(&db, &sql, &opts)));
         match r {

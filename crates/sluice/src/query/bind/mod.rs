@@ -182,11 +182,14 @@ impl<'c> Binder<'c> {
         crate::batch::position_of(self.columns.iter().map(|c| c.0.as_bytes()), name.as_bytes())
             .map(|i| (i, self.columns[i].0.clone()))
             .ok_or_else(|| match &self.table {
-                Some(t) => plan_err(format!("no column named {name:?} in table {t}"), node),
-                None => plan_err(
-                    format!("no column named {name:?} (the query has no FROM)"),
-                    node,
-                ),
+                Some(t) => Error::UndefinedColumn(format!(
+                    "no column named {name:?} in table {t}{}",
+                    at(node.span())
+                )),
+                None => Error::UndefinedColumn(format!(
+                    "no column named {name:?} (the query has no FROM){}",
+                    at(node.span())
+                )),
             })
     }
 

@@ -109,7 +109,7 @@ fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<P
             statement, analyze, ..
         } => {
             if *analyze {
-                return Err(Error::Plan(format!(
+                return Err(Error::Unsupported(format!(
                     "EXPLAIN ANALYZE is not supported; use --timing{}",
                     start()
                 )));
@@ -119,7 +119,7 @@ fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<P
                 other => Err(unsupported("EXPLAIN of anything but SELECT", other)),
             }
         }
-        other => Err(Error::Plan(format!(
+        other => Err(Error::Unsupported(format!(
             "only SELECT and EXPLAIN SELECT are supported, not {}{}",
             other
                 .to_string()
@@ -214,7 +214,7 @@ fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
         return Err(unsupported("WITH (common table expressions)", w));
     }
     if q.fetch.is_some() {
-        return Err(Error::Plan(format!(
+        return Err(Error::Unsupported(format!(
             "FETCH is not supported; use LIMIT{}",
             text.first(&["FETCH"])
         )));
@@ -230,10 +230,10 @@ fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
                 s if s.is_empty() => at(q.body.span()),
                 s => s,
             };
-            return Err(Error::Plan(format!("{op} is not supported{place}")));
+            return Err(Error::Unsupported(format!("{op} is not supported{place}")));
         }
         ast::SetExpr::Values(v) => {
-            return Err(Error::Plan(format!(
+            return Err(Error::Unsupported(format!(
                 "VALUES is not supported{}",
                 match text.first(&["VALUES"]) {
                     s if s.is_empty() => at(v.span()),
@@ -250,13 +250,13 @@ fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
         ));
     }
     if select.top.is_some() {
-        return Err(Error::Plan(format!(
+        return Err(Error::Unsupported(format!(
             "TOP is not supported; use LIMIT{}",
             text.first(&["TOP"])
         )));
     }
     if !select.named_window.is_empty() || select.qualify.is_some() {
-        return Err(Error::Plan(format!(
+        return Err(Error::Unsupported(format!(
             "window functions are not supported{}",
             text.first(&["WINDOW", "QUALIFY"])
         )));
@@ -290,7 +290,10 @@ fn from_table(
                         .map(|i| i.value.to_ascii_lowercase())
                         .ok_or_else(|| plan_err(format!("bad table name {name}"), &twj.relation))?;
                     let schema = catalog.table_schema(&tname).ok_or_else(|| {
-                        plan_err(format!("no table named {tname:?}"), &twj.relation)
+                        Error::UndefinedTable(format!(
+                            "no table named {tname:?}{}",
+                            crate::query::sql::at(twj.relation.span())
+                        ))
                     })?;
                     (
                         Some(tname),
@@ -346,7 +349,7 @@ fn group_by_list(select: &ast::Select, text: Text) -> Result<Vec<ast::Expr>> {
     Ok(match &select.group_by {
         ast::GroupByExpr::Expressions(exprs, mods) => {
             if !mods.is_empty() {
-                return Err(Error::Plan(format!(
+                return Err(Error::Unsupported(format!(
                     "GROUP BY modifiers (ROLLUP, CUBE, ...) are not supported{}",
                     text.first(&["ROLLUP", "CUBE", "TOTALS", "GROUPING"])
                 )));
@@ -354,7 +357,7 @@ fn group_by_list(select: &ast::Select, text: Text) -> Result<Vec<ast::Expr>> {
             exprs.clone()
         }
         ast::GroupByExpr::All(_) => {
-            return Err(Error::Plan(format!(
+            return Err(Error::Unsupported(format!(
                 "GROUP BY ALL is not supported{}",
                 text.first(&["GROUP"])
             )));
@@ -369,7 +372,7 @@ fn order_by_list<'q>(q: &'q ast::Query, text: Text) -> Result<Vec<&'q ast::Order
         Some(ob) => match &ob.kind {
             ast::OrderByKind::Expressions(v) => v.iter().collect(),
             ast::OrderByKind::All(_) => {
-                return Err(Error::Plan(format!(
+                return Err(Error::Unsupported(format!(
                     "ORDER BY ALL is not supported{}",
                     text.first(&["ORDER"])
                 )));
@@ -544,7 +547,7 @@ fn limit_offset(q: &ast::Query, text: Text) -> Result<(Option<usize>, usize)> {
             limit_by,
         }) => {
             if !limit_by.is_empty() {
-                return Err(Error::Plan(format!(
+                return Err(Error::Unsupported(format!(
                     "LIMIT BY is not supported{}",
                     text.first(&["LIMIT"])
                 )));
