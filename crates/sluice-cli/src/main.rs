@@ -112,6 +112,10 @@ enum Command {
         #[arg(long, value_enum)]
         format: Option<output::Format>,
     },
+    /// Serve the database over the PostgreSQL protocol (psql, psycopg,
+    /// JDBC, BI tools), read-only
+    #[command(after_help = commands::serve::EXAMPLES)]
+    Serve(commands::serve::ServeArgs),
     /// Merge the key-index runs of a keyed table into one (loads merge runs of similar size as they go)
     #[command(after_help = "Examples:\n  sluice compact objects")]
     Compact { table: String },
@@ -185,6 +189,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             keys_file,
             format,
         } => commands::get::run(&cli.db, &table, keys, keys_file, format),
+        Command::Serve(args) => commands::serve::run(&cli.db, cli.threads, cli.quiet, args),
         Command::Compact { table } => commands::compact::run(&cli.db, &table, cli.quiet),
         Command::Gen { what } => commands::r#gen::run(what, &cli.db, cli.threads),
         // Both make databases of their own (removed and made again):

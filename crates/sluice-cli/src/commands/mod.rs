@@ -13,6 +13,7 @@ pub mod compact;
 pub mod demo;
 pub mod export;
 pub mod r#gen;
+pub mod serve;
 pub mod get;
 pub mod info;
 pub mod load;

@@ -1,0 +1,904 @@
+//! `sluice serve`: a read-only PostgreSQL-protocol (v3) server over a
+//! sluice database directory.
+//!
+//! ```text
+//!  accept ──► one async task per connection (pgwire: framing, startup,
+//!             simple and extended protocol)
+//!               │ SET/SHOW/BEGIN/catalog ──► session.rs (answered at once)
+//!               │ query ──► plan (on the connection's task)
+//!               │   key lookup or no table ──► short lane: run right there
+//!               │   scan ──► long lane: a bounded queue, then a blocking
+//!               │            thread with the query's workers
+//!               ▼
+//!             rows encoded batch by batch (encode.rs)
+//! ```
+//!
+//! Every query reads the last commit when it starts ([`Engine::snapshot`]):
+//! the manifest's identity is checked per query and a new commit opens a
+//! new handle. A query whose client goes away, is canceled or runs past
+//! its time limit is stopped at its next morsel ([`sluice::query::Stop`]).
+//! The protocol crate is pinned and used only in this crate.
+
+pub mod encode;
+pub mod params;
+pub mod session;
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use futures::sink::{Sink, SinkExt};
+use pgwire::api::auth::{
+    AuthDriver, DefaultServerParameterProvider, StartupHandler, protocol_negotiation,
+    save_startup_parameters_to_metadata,
+};
+use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
+    Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use sluice::query::{QueryOptions, Stop};
+use sluice::store::Database;
+
+use params::Params;
+use session::Answer;
+
+/// An error for the client: SQLSTATE and message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub code: &'static str,
+    pub message: String,
+    /// FATAL closes the connection.
+    pub fatal: bool,
+}
+
+impl Failure {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            fatal: false,
+        }
+    }
+
+    pub fn syntax(message: impl Into<String>) -> Failure {
+        Failure::new("42601", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Failure {
+        Failure::new("XX000", message)
+    }
+}
+
+impl From<sluice::Error> for Failure {
+    fn from(e: sluice::Error) -> Failure {
+        Failure::new(e.sqlstate(), e.to_string())
+    }
+}
+
+impl From<Failure> for PgWireError {
+    fn from(f: Failure) -> PgWireError {
+        let severity = if f.fatal { "FATAL" } else { "ERROR" };
+        PgWireError::UserError(Box::new(ErrorInfo::new(
+            severity.to_string(),
+            f.code.to_string(),
+            f.message,
+        )))
+    }
+}
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub db: PathBuf,
+    pub listen: SocketAddr,
+    /// Connections beyond this are refused with SQLSTATE 53300.
+    pub max_connections: usize,
+    /// Scans run at once (the long lane); `None`: half the cores, at least 1.
+    pub scans_at_once: Option<usize>,
+    /// Scans waiting for the long lane beyond this are refused (53000).
+    pub queue: usize,
+    /// Workers of one scan (`None`: every core).
+    pub threads: Option<usize>,
+    /// A query's time limit unless the session sets `statement_timeout`.
+    pub statement_timeout: Option<Duration>,
+}
+
+impl Options {
+    pub fn new(db: impl Into<PathBuf>, listen: SocketAddr) -> Options {
+        Options {
+            db: db.into(),
+            listen,
+            max_connections: 1000,
+            scans_at_once: None,
+            queue: 1024,
+            threads: None,
+            statement_timeout: None,
+        }
+    }
+}
+
+/// The identity of a manifest file: a commit replaces it (a rename), so
+/// a new commit has a new identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    len: u64,
+    mtime: Option<std::time::SystemTime>,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some(Stamp {
+        ino,
+        len: m.len(),
+        mtime: m.modified().ok(),
+    })
+}
+
+/// The database, its snapshots and the lanes queries run in; shared by
+/// every connection.
+pub struct Engine {
+    opts: Options,
+    manifest: PathBuf,
+    snap: Mutex<(Option<Stamp>, Arc<Database>)>,
+    long: Arc<tokio::sync::Semaphore>,
+    waiting: AtomicUsize,
+    connections: AtomicUsize,
+    /// Queries run since the start (for the log and tests).
+    pub queries: AtomicUsize,
+}
+
+impl Engine {
+    pub fn new(opts: Options) -> Result<Engine, Failure> {
+        let manifest = opts.db.join(sluice::store::manifest::MANIFEST_FILE);
+        let st = stamp(&manifest);
+        let db = Database::open(&opts.db)?;
+        let lanes = opts
+            .scans_at_once
+            .unwrap_or_else(|| (sluice::exec::usable_cores() / 2).max(1));
+        Ok(Engine {
+            manifest,
+            snap: Mutex::new((st, Arc::new(db))),
+            long: Arc::new(tokio::sync::Semaphore::new(lanes)),
+            waiting: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            queries: AtomicUsize::new(0),
+            opts,
+        })
+    }
+
+    /// The database as of the last commit.
+    pub fn snapshot(&self) -> Result<Arc<Database>, Failure> {
+        // Stat first: a commit after this reopens on the next query.
+        let now = stamp(&self.manifest);
+        let mut g = self
+            .snap
+            .lock()
+            .map_err(|_| Failure::internal("snapshot lock poisoned"))?;
+        if g.0 != now {
+            let db = Database::open(&self.opts.db)?;
+            *g = (now, Arc::new(db));
+        }
+        Ok(g.1.clone())
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Plans and runs one query of the store.
+    async fn run(
+        &self,
+        sql: &str,
+        timeout: Option<Duration>,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        let db = self.snapshot()?;
+        let plan = sluice::query::plan::plan_sql(sql, db.as_ref())?;
+        let schema = sluice::query::exec::result_schema(&plan);
+        let short = plan.table.is_none() || plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64);
+        if short && !plan.explain {
+            // Key lookups and constants: microseconds, run on this task
+            // (no hand-off), never behind a scan.
+            let r = sluice::query::run_plan(
+                &db,
+                &plan,
+                &QueryOptions {
+                    threads: Some(1),
+                    ..Default::default()
+                },
+            )?;
+            return Ok((schema, r.batches));
+        }
+        let stop = Stop::default();
+        // Dropped with this future: the client went away or canceled.
+        let mut guard = CancelOnDrop(Some(stop.clone()));
+        let threads = self.opts.threads;
+        let work = {
+            let stop = stop.clone();
+            let long = self.long.clone();
+            async move {
+                if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.opts.queue {
+                    self.waiting.fetch_sub(1, Ordering::Relaxed);
+                    return Err(Failure::new(
+                        "53000",
+                        format!(
+                            "too many queries waiting ({}); try again later",
+                            self.opts.queue
+                        ),
+                    ));
+                }
+                let permit = long.acquire_owned().await;
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                let permit = permit.map_err(|_| Failure::internal("the server is stopping"))?;
+                tokio::task::spawn_blocking(move || {
+                    let _permit = permit;
+                    sluice::query::run_plan(
+                        &db,
+                        &plan,
+                        &QueryOptions {
+                            threads,
+                            stop: Some(stop),
+                            ..Default::default()
+                        },
+                    )
+                })
+                .await
+                .map_err(|e| Failure::internal(format!("query worker: {e}")))?
+                .map_err(Failure::from)
+            }
+        };
+        let r = match timeout {
+            Some(t) => match tokio::time::timeout(t, work).await {
+                Ok(r) => r,
+                Err(_) => {
+                    stop.time_out();
+                    guard.0 = None;
+                    return Err(Failure::new(
+                        "57014",
+                        "canceling statement due to statement timeout",
+                    ));
+                }
+            },
+            None => work.await,
+        };
+        guard.0 = None;
+        let r = r?;
+        Ok((schema, r.batches))
+    }
+}
+
+struct CancelOnDrop(Option<Stop>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.cancel();
+        }
+    }
+}
+
+/// One statement as prepared by Parse.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    sql: String,
+    params: Params,
+    /// The result columns; `None` for a statement without rows (SET).
+    schema: Option<SchemaRef>,
+}
+
+/// The handlers of every connection.
+pub struct Handlers {
+    backend: Arc<Backend>,
+    startup: Arc<Startup>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl Handlers {
+    pub fn new(engine: Arc<Engine>) -> Handlers {
+        let manager = Arc::new(ConnectionManager::new());
+        let mut p = DefaultServerParameterProvider::default();
+        p.server_version = session::SERVER_VERSION.to_string();
+        p.default_transaction_read_only = true;
+        p.date_style = "ISO, MDY".to_string();
+        p.time_zone = "UTC".to_string();
+        let driver = AuthDriver::new(p).with_connection_manager(manager.clone());
+        Handlers {
+            startup: Arc::new(Startup {
+                driver,
+                engine: engine.clone(),
+            }),
+            cancel: Arc::new(DefaultCancelHandler::new(manager)),
+            backend: Arc::new(Backend {
+                parser: Arc::new(Parser {
+                    engine: engine.clone(),
+                }),
+                engine,
+            }),
+        }
+    }
+}
+
+/// Startup without a password: refuses connections past the limit with
+/// 53300, then completes the handshake.
+pub struct Startup {
+    driver: AuthDriver<DefaultServerParameterProvider>,
+    engine: Arc<Engine>,
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let PgWireFrontendMessage::Startup(ref s) = message {
+            if self.engine.connections() > self.engine.opts.max_connections {
+                return Err(Failure {
+                    code: "53300",
+                    message: format!(
+                        "sorry, too many clients already (--max-connections {})",
+                        self.engine.opts.max_connections
+                    ),
+                    fatal: true,
+                }
+                .into());
+            }
+            protocol_negotiation(client, s).await?;
+            save_startup_parameters_to_metadata(client, s);
+            self.driver.complete_authentication(client, None).await?;
+        }
+        Ok(())
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.backend.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.backend.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        self.cancel.clone()
+    }
+}
+
+/// A session's time limit: its `statement_timeout`, else the server's.
+fn session_timeout(engine: &Engine, settings: &HashMap<String, String>) -> Option<Duration> {
+    match settings.get("sluice.statement_timeout") {
+        Some(v) => match session::timeout_ms(v) {
+            Ok(0) | Err(_) => None,
+            Ok(ms) => Some(Duration::from_millis(ms)),
+        },
+        None => engine.opts.statement_timeout,
+    }
+}
+
+/// Rows of `batches` as a response, encoded batch by batch as they are sent.
+fn rows_response(schema: &SchemaRef, batches: Vec<RecordBatch>, binary: Vec<bool>) -> Response {
+    let fields = Arc::new(encode::fields(schema, |i| {
+        binary.get(i).copied().unwrap_or(false)
+    }));
+    let rows = futures::stream::iter(
+        batches
+            .into_iter()
+            .flat_map(move |b| encode::rows(&b, &binary).into_iter().map(Ok)),
+    );
+    Response::Query(QueryResponse::new(fields, rows))
+}
+
+/// Which result columns go in binary format; a Bind with a wrong number
+/// of format codes is an error, not a panic.
+fn binary_columns(format: &Format, n: usize) -> Result<Vec<bool>, Failure> {
+    match format {
+        Format::UnifiedText => Ok(vec![false; n]),
+        Format::UnifiedBinary => Ok(vec![true; n]),
+        Format::Individual(codes) if codes.len() == n => {
+            Ok(codes.iter().map(|c| *c == 1).collect())
+        }
+        Format::Individual(codes) => Err(Failure::new(
+            "08P01",
+            format!(
+                "bind message has {} result formats but query has {n} columns",
+                codes.len()
+            ),
+        )),
+    }
+}
+
+impl Engine {
+    /// Runs one statement of a session: a SET/SHOW/catalog answer or a
+    /// query of the store.
+    async fn statement<C>(
+        &self,
+        client: &mut C,
+        sql: &str,
+        binary: &Format,
+    ) -> Result<Response, Failure>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let db = self.snapshot()?;
+        let settings: HashMap<String, String> = client.metadata().clone();
+        if let Some(a) = session::answer(sql, &settings, &db) {
+            return Ok(match a? {
+                Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+                Answer::Commit => Response::TransactionEnd(Tag::new("COMMIT")),
+                Answer::Rollback => Response::TransactionEnd(Tag::new("ROLLBACK")),
+                Answer::Tag(t) => Response::Execution(Tag::new(t)),
+                Answer::Set { name, value } => {
+                    client
+                        .metadata_mut()
+                        .insert(format!("sluice.{name}"), value.clone());
+                    if let Some(r) = session::reported(&name) {
+                        let _ = client
+                            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                                r.to_string(),
+                                value,
+                            )))
+                            .await;
+                    }
+                    Response::Execution(Tag::new("SET"))
+                }
+                Answer::Reset(name) => {
+                    let m = client.metadata_mut();
+                    match name {
+                        Some(n) => {
+                            m.remove(&format!("sluice.{n}"));
+                        }
+                        None => m.retain(|k, _| !k.starts_with("sluice.")),
+                    }
+                    Response::Execution(Tag::new("RESET"))
+                }
+                Answer::Rows(b) => {
+                    let schema = b.schema();
+                    let bin = binary_columns(binary, schema.fields().len())?;
+                    rows_response(&schema, vec![b], bin)
+                }
+            });
+        }
+        drop(db);
+        let timeout = session_timeout(self, &settings);
+        let (schema, batches) = self.run(sql, timeout).await?;
+        let bin = binary_columns(binary, schema.fields().len())?;
+        Ok(rows_response(&schema, batches, bin))
+    }
+}
+
+/// Splits a simple-protocol string into statements at the semicolons
+/// outside quotes and comments.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let (mut i, mut start) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() {
+                    if b[i] == q {
+                        if b.get(i + 1) == Some(&q) {
+                            i += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b';' => {
+                out.push(&sql[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&sql[start.min(sql.len())..]);
+    out.into_iter().filter(|s| !s.trim().is_empty()).collect()
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Backend {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut out = Vec::new();
+        for sql in split_statements(query) {
+            match self
+                .engine
+                .statement(client, sql, &Format::UnifiedText)
+                .await
+            {
+                Ok(r) => out.push(r),
+                Err(f) => {
+                    // The first error ends the string, as in PostgreSQL.
+                    out.push(Response::Error(Box::new(ErrorInfo::new(
+                        "ERROR".into(),
+                        f.code.into(),
+                        f.message,
+                    ))));
+                    break;
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(Response::EmptyQuery);
+        }
+        Ok(out)
+    }
+}
+
+/// Parses and types statements for the extended protocol.
+pub struct Parser {
+    engine: Arc<Engine>,
+}
+
+struct Cols<'a>(&'a Database);
+
+impl params::Columns for Cols<'_> {
+    fn column_type(&self, table: Option<&str>, column: &str) -> Option<Type> {
+        let t = self.0.table(table?)?;
+        let c = t
+            .schema
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(column))?;
+        Some(encode::pg_type(&c.data_type.arrow_type()))
+    }
+}
+
+impl Parser {
+    fn prepare(
+        &self,
+        settings: &HashMap<String, String>,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> Result<Prepared, Failure> {
+        let db = self.engine.snapshot()?;
+        if let Some(a) = session::answer(sql, settings, &db) {
+            return Ok(Prepared {
+                sql: sql.to_string(),
+                params: Params::default(),
+                schema: a?.schema(),
+            });
+        }
+        let params = Params::of(sql, types, &Cols(&db))?;
+        let planned = if params.is_empty() {
+            sql.to_string()
+        } else {
+            params.placeholder_sql(sql)
+        };
+        let plan = sluice::query::plan::plan_sql(&planned, db.as_ref())?;
+        Ok(Prepared {
+            sql: sql.to_string(),
+            params,
+            schema: Some(sluice::query::exec::result_schema(&plan)),
+        })
+    }
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let stmts = split_statements(sql);
+        if stmts.len() > 1 {
+            return Err(Failure::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            )
+            .into());
+        }
+        Ok(Some(self.prepare(client.metadata(), sql, types)?))
+    }
+
+    fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.params.types.clone())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(match &stmt.schema {
+            None => Vec::new(),
+            Some(s) => {
+                let bin = binary_columns(format.unwrap_or(&Format::UnifiedText), s.fields().len())?;
+                encode::fields(s, |i| bin[i])
+            }
+        })
+    }
+}
+
+/// Binds a portal's values into its statement's SQL.
+fn bound_sql(portal: &Portal<Prepared>) -> Result<String, Failure> {
+    let stmt = &portal.statement.statement;
+    let types = &stmt.params.types;
+    if portal.parameters.len() != types.len() {
+        return Err(Failure::new(
+            "08P01",
+            format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                portal.parameters.len(),
+                types.len()
+            ),
+        ));
+    }
+    if types.is_empty() {
+        return Ok(stmt.sql.clone());
+    }
+    let binary = match &portal.parameter_format {
+        Format::UnifiedText => vec![false; types.len()],
+        Format::UnifiedBinary => vec![true; types.len()],
+        Format::Individual(c) if c.len() == types.len() => c.iter().map(|c| *c == 1).collect(),
+        Format::Individual(c) => {
+            return Err(Failure::new(
+                "08P01",
+                format!(
+                    "bind message has {} parameter formats but {} parameters",
+                    c.len(),
+                    types.len()
+                ),
+            ));
+        }
+    };
+    // A binary value is in the type the client declared (or was told).
+    let declared = &portal.statement.parameter_types;
+    let values = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let wire = match declared.get(i).cloned().flatten() {
+                Some(d) if d != Type::UNKNOWN => d,
+                _ => t.clone(),
+            };
+            params::literal(&wire, portal.parameters[i].as_deref(), binary[i], i)
+        })
+        .collect::<Result<Vec<String>, Failure>>()?;
+    Ok(stmt.params.substitute(&stmt.sql, &values))
+}
+
+/// The query handlers of every connection.
+pub struct Backend {
+    engine: Arc<Engine>,
+    parser: Arc<Parser>,
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Backend {
+    type Statement = Prepared;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Parser> {
+        self.parser.clone()
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let sql = bound_sql(portal)?;
+        Ok(self
+            .engine
+            .statement(client, &sql, &portal.result_column_format)
+            .await?)
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        stmt: &StoredStatement<Prepared>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let p = &stmt.statement;
+        let fields = match &p.schema {
+            None => {
+                return Ok(DescribeStatementResponse::new(
+                    p.params.types.clone(),
+                    Vec::new(),
+                ));
+            }
+            Some(s) => encode::fields(s, |_| false),
+        };
+        Ok(DescribeStatementResponse::new(
+            p.params.types.clone(),
+            fields,
+        ))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        portal: &Portal<Prepared>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match &portal.statement.statement.schema {
+            None => Ok(DescribePortalResponse::no_data()),
+            Some(s) => {
+                let bin = binary_columns(&portal.result_column_format, s.fields().len())?;
+                Ok(DescribePortalResponse::new(encode::fields(s, |i| bin[i])))
+            }
+        }
+    }
+}
+
+/// A connection counted while it lives.
+struct Counted(Arc<Engine>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Serves connections from `listener` until `shutdown` resolves.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    engine: Arc<Engine>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    let handlers = Arc::new(Handlers::new(engine.clone()));
+    tokio::pin!(shutdown);
+    loop {
+        let (sock, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                // Out of file descriptors and the like: wait, go on.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => return Ok(()),
+        };
+        let n = engine.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let counted = Counted(engine.clone());
+        // Far past the limit: closed at once, without reading a byte.
+        if n > engine.opts.max_connections + 64 {
+            drop(sock);
+            drop(counted);
+            continue;
+        }
+        let _ = sock.set_nodelay(true);
+        let h = handlers.clone();
+        tokio::spawn(async move {
+            let _counted = counted;
+            let _ = pgwire::tokio::process_socket(sock, None, h).await;
+        });
+    }
+}
+
+/// Whether `addr` is reachable only from this machine.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Runs the server until Ctrl-C (or SIGTERM): binds, calls `ready` with
+/// the address bound (port 0 picks one), and serves.
+pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(), Failure> {
+    if !is_loopback(&opts.listen) {
+        return Err(Failure::new(
+            "28000",
+            format!(
+                "refusing to listen on {}: connections are not authenticated (trust), so sluice serve listens on loopback addresses only (127.0.0.1, ::1)",
+                opts.listen
+            ),
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(sluice::exec::usable_cores())
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::internal(format!("starting the runtime: {e}")))?;
+    let engine = Arc::new(Engine::new(opts.clone())?);
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(opts.listen)
+            .await
+            .map_err(|e| Failure::new("08000", format!("cannot listen on {}: {e}", opts.listen)))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Failure::internal(e.to_string()))?;
+        ready(addr, &engine);
+        let stop = async {
+            let ctrl_c = tokio::signal::ctrl_c();
+            #[cfg(unix)]
+            {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+                match term.as_mut() {
+                    Ok(t) => {
+                        tokio::select! { _ = ctrl_c => {}, _ = t.recv() => {} }
+                    }
+                    Err(_) => {
+                        let _ = ctrl_c.await;
+                    }
+                }
+            }
+            #[cfg(not(unix))]
+            let _ = ctrl_c.await;
+        };
+        serve_on(listener, engine, stop)
+            .await
+            .map_err(|e| Failure::internal(e.to_string()))
+    })
+}

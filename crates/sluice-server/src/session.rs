@@ -1,0 +1,670 @@
+//! What clients send besides queries: SET, SHOW, RESET, BEGIN/COMMIT/
+//! ROLLBACK, `SELECT version()` and `current_setting(...)`, and the
+//! catalog questions of psql's `\dt` and `\d TABLE` and of
+//! `information_schema`. Answered here, before the query engine.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, BooleanArray, Int32Array, RecordBatch, StringArray};
+use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
+use sluice::store::Database;
+
+use crate::Failure;
+
+/// The server version clients are told: numeric first (drivers parse it).
+pub const SERVER_VERSION: &str = "16.0 (sluice)";
+
+/// Settings a client may SET, with their defaults; `true`: reported to
+/// the client (ParameterStatus) when changed.
+const SETTINGS: &[(&str, &str, bool)] = &[
+    ("application_name", "", true),
+    ("client_encoding", "UTF8", true),
+    ("datestyle", "ISO, MDY", true),
+    ("intervalstyle", "postgres", true),
+    ("timezone", "UTC", true),
+    ("extra_float_digits", "1", false),
+    ("search_path", "\"$user\", public", false),
+    ("statement_timeout", "0", false),
+    ("lock_timeout", "0", false),
+    ("idle_in_transaction_session_timeout", "0", false),
+    ("client_min_messages", "notice", false),
+    ("standard_conforming_strings", "on", true),
+    ("bytea_output", "hex", false),
+    ("default_transaction_isolation", "read committed", false),
+    ("transaction_isolation", "read committed", false),
+    ("default_transaction_read_only", "on", true),
+    ("transaction_read_only", "on", false),
+    ("lc_messages", "C", false),
+    ("lc_monetary", "C", false),
+    ("lc_numeric", "C", false),
+    ("lc_time", "C", false),
+    ("jit", "off", false),
+    ("synchronous_commit", "on", false),
+    ("row_security", "on", false),
+    ("work_mem", "4MB", false),
+    ("max_parallel_workers_per_gather", "0", false),
+    ("geqo", "on", false),
+    // Read only.
+    ("server_version", SERVER_VERSION, false),
+    ("server_version_num", "160000", false),
+    ("server_encoding", "UTF8", false),
+    ("integer_datetimes", "on", false),
+    ("is_superuser", "off", false),
+    ("max_identifier_length", "63", false),
+];
+
+const READ_ONLY: &[&str] = &[
+    "server_version",
+    "server_version_num",
+    "server_encoding",
+    "integer_datetimes",
+    "is_superuser",
+    "max_identifier_length",
+];
+
+/// The answer to a statement that is not a query of the store.
+pub enum Answer {
+    /// A command tag, after setting `name` to `value` (reported to the
+    /// client when it is one it tracks).
+    Set {
+        name: String,
+        value: String,
+    },
+    Reset(Option<String>),
+    Begin,
+    Commit,
+    Rollback,
+    /// A command tag alone (DISCARD ALL, DEALLOCATE ...).
+    Tag(&'static str),
+    Rows(RecordBatch),
+}
+
+impl Answer {
+    /// The result columns of this answer (none for a tag).
+    pub fn schema(&self) -> Option<SchemaRef> {
+        match self {
+            Answer::Rows(b) => Some(b.schema()),
+            _ => None,
+        }
+    }
+}
+
+/// A setting's name as stored: lower case, `time zone` as `timezone`.
+fn canonical(name: &str) -> String {
+    let n = name.trim().trim_matches('"').to_ascii_lowercase();
+    match n.as_str() {
+        "time zone" => "timezone".into(),
+        "transaction isolation level" => "transaction_isolation".into(),
+        _ => n,
+    }
+}
+
+/// A setting's value in this session.
+pub fn setting(settings: &HashMap<String, String>, name: &str) -> Option<String> {
+    let n = canonical(name);
+    if let Some(v) = settings.get(&format!("sluice.{n}")) {
+        return Some(v.clone());
+    }
+    SETTINGS
+        .iter()
+        .find(|(k, _, _)| *k == n)
+        .map(|(_, v, _)| v.to_string())
+}
+
+/// Whether the client is told of `name`'s changes.
+pub fn reported(name: &str) -> Option<&'static str> {
+    match name {
+        "application_name" => Some("application_name"),
+        "client_encoding" => Some("client_encoding"),
+        "datestyle" => Some("DateStyle"),
+        "intervalstyle" => Some("IntervalStyle"),
+        "timezone" => Some("TimeZone"),
+        "standard_conforming_strings" => Some("standard_conforming_strings"),
+        _ => None,
+    }
+}
+
+/// Checks a SET before it is applied.
+fn check_set(name: &str, value: &str) -> Result<(), Failure> {
+    if READ_ONLY.contains(&name) {
+        return Err(Failure::new(
+            "55P02",
+            format!("parameter \"{name}\" cannot be changed"),
+        ));
+    }
+    if !SETTINGS.iter().any(|(k, _, _)| *k == name) {
+        return Err(Failure::new(
+            "42704",
+            format!(
+                "unrecognized configuration parameter \"{name}\" (sluice accepts: {})",
+                accepted()
+            ),
+        ));
+    }
+    let v = value.to_ascii_lowercase();
+    match name {
+        "client_encoding" if !matches!(v.as_str(), "utf8" | "utf-8" | "unicode" | "default") => {
+            Err(Failure::new(
+                "22023",
+                format!("sluice speaks only UTF8, not client_encoding {value}"),
+            ))
+        }
+        "datestyle" if !v.contains("iso") && v != "default" => Err(Failure::new(
+            "0A000",
+            format!("sluice writes dates in the ISO style only, not DateStyle {value}"),
+        )),
+        "standard_conforming_strings" if !matches!(v.as_str(), "on" | "true" | "default") => {
+            Err(Failure::new(
+                "0A000",
+                "standard_conforming_strings is always on in sluice",
+            ))
+        }
+        "statement_timeout" => timeout_ms(value).map(|_| ()),
+        _ => Ok(()),
+    }
+}
+
+fn accepted() -> String {
+    SETTINGS
+        .iter()
+        .filter(|(k, _, _)| !READ_ONLY.contains(k))
+        .map(|(k, _, _)| *k)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `statement_timeout` in milliseconds: `5000`, `'5s'`, `'100ms'`, `'1min'`.
+pub fn timeout_ms(value: &str) -> Result<u64, Failure> {
+    let v = value.trim().trim_matches('\'').trim().to_ascii_lowercase();
+    if v == "default" {
+        return Ok(0);
+    }
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (n, unit) = v.split_at(split);
+    let n: u64 = n.parse().map_err(|_| {
+        Failure::new(
+            "22023",
+            format!("invalid value for parameter \"statement_timeout\": \"{value}\""),
+        )
+    })?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1,
+        "s" => 1000,
+        "min" => 60_000,
+        "h" => 3_600_000,
+        _ => {
+            return Err(Failure::new(
+                "22023",
+                format!(
+                    "invalid value for parameter \"statement_timeout\": \"{value}\" (units: ms, s, min, h)"
+                ),
+            ));
+        }
+    };
+    Ok(n.saturating_mul(scale))
+}
+
+/// The statement lower-cased with its spaces collapsed and without the
+/// final semicolons, for matching.
+fn normalize(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    for w in sql
+        .trim()
+        .trim_end_matches(|c: char| c == ';' || c.is_whitespace())
+        .split_whitespace()
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&w.to_ascii_lowercase());
+    }
+    out
+}
+
+fn unquote(v: &str) -> String {
+    let v = v.trim();
+    if v.len() >= 2 && v.starts_with('\'') && v.ends_with('\'') {
+        v[1..v.len() - 1].replace("''", "'")
+    } else {
+        v.trim_matches('"').to_string()
+    }
+}
+
+/// The answer to `sql` when it is not a query of the store; `None` when
+/// the engine should run it.
+pub fn answer(
+    sql: &str,
+    settings: &HashMap<String, String>,
+    db: &Database,
+) -> Option<Result<Answer, Failure>> {
+    let n = normalize(sql);
+    let first = n.split(' ').next().unwrap_or("");
+    match first {
+        "begin" | "start" => return Some(Ok(Answer::Begin)),
+        "commit" | "end" => return Some(Ok(Answer::Commit)),
+        "rollback" | "abort" => return Some(Ok(Answer::Rollback)),
+        "discard" => return Some(Ok(Answer::Tag("DISCARD ALL"))),
+        "deallocate" => return Some(Ok(Answer::Tag("DEALLOCATE"))),
+        "set" => return Some(set(sql.trim().trim_end_matches(';'), &n)),
+        "reset" => {
+            let what = n.strip_prefix("reset ").unwrap_or("all");
+            return Some(Ok(Answer::Reset((what != "all").then(|| canonical(what)))));
+        }
+        "show" => return Some(show(&n, settings)),
+        _ => {}
+    }
+    if first != "select" {
+        return None;
+    }
+    if let Some(r) = function(&n, settings) {
+        return Some(r);
+    }
+    catalog(&n, db)
+}
+
+fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
+    // SET TRANSACTION ..., SET SESSION CHARACTERISTICS ...: the only
+    // transaction sluice has is a read-only snapshot.
+    if n.starts_with("set transaction") || n.starts_with("set session characteristics") {
+        return Ok(Answer::Tag("SET"));
+    }
+    let rest = sql.trim()[3..].trim_start();
+    let mut rest = rest;
+    for prefix in ["session ", "local "] {
+        if rest.len() >= prefix.len() && rest[..prefix.len()].eq_ignore_ascii_case(prefix) {
+            rest = rest[prefix.len()..].trim_start();
+        }
+    }
+    let (name, value) = if rest.len() >= 9 && rest[..9].eq_ignore_ascii_case("time zone") {
+        ("timezone".to_string(), rest[9..].trim())
+    } else if let Some((k, v)) = rest.split_once('=') {
+        (canonical(k), v.trim())
+    } else {
+        let mut parts = rest.splitn(2, char::is_whitespace);
+        let k = parts.next().unwrap_or("");
+        let v = parts.next().unwrap_or("").trim();
+        let v = if v.len() >= 3 && v[..3].eq_ignore_ascii_case("to ") {
+            v[3..].trim()
+        } else {
+            v
+        };
+        (canonical(k), v)
+    };
+    if name.is_empty() || value.is_empty() {
+        return Err(Failure::syntax(format!("cannot read this SET: {sql}")));
+    }
+    let value = value.split(',').map(unquote).collect::<Vec<_>>().join(", ");
+    check_set(&name, &value)?;
+    Ok(Answer::Set { name, value })
+}
+
+fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Answer {
+    let schema = Arc::new(Schema::new(
+        names
+            .iter()
+            .map(|n| Field::new(*n, A::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
+    let cols: Vec<ArrayRef> = (0..names.len())
+        .map(|c| {
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r[c].clone()).collect::<Vec<_>>(),
+            )) as ArrayRef
+        })
+        .collect();
+    Answer::Rows(RecordBatch::try_new(schema, cols).expect("columns match the schema"))
+}
+
+fn show(n: &str, settings: &HashMap<String, String>) -> Result<Answer, Failure> {
+    let what = n.strip_prefix("show ").unwrap_or("").trim();
+    if what == "all" {
+        let rows = SETTINGS
+            .iter()
+            .map(|(k, _, _)| vec![k.to_string(), setting(settings, k).unwrap_or_default()])
+            .collect();
+        return Ok(text_rows(&["name", "setting"], rows));
+    }
+    let name = canonical(what);
+    match setting(settings, &name) {
+        Some(v) => Ok(text_rows(&[&name], vec![vec![v]])),
+        None => Err(Failure::new(
+            "42704",
+            format!("unrecognized configuration parameter \"{name}\""),
+        )),
+    }
+}
+
+/// `SELECT version()` and the other functions drivers call at connect.
+fn function(n: &str, settings: &HashMap<String, String>) -> Option<Result<Answer, Failure>> {
+    let body = n.strip_prefix("select ")?;
+    // An alias: `SELECT version() AS v`.
+    let (expr, alias) = match body.rsplit_once(" as ") {
+        Some((e, a)) if !a.contains('(') && !a.contains('\'') => {
+            (e.trim(), Some(a.trim().trim_matches('"')))
+        }
+        _ => (body, None),
+    };
+    let one = |name: &str, v: String| Some(Ok(text_rows(&[alias.unwrap_or(name)], vec![vec![v]])));
+    match expr {
+        "version()" | "pg_catalog.version()" => {
+            return one(
+                "version",
+                format!(
+                    "PostgreSQL {SERVER_VERSION}, sluice {} (read-only)",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            );
+        }
+        "current_database()" | "pg_catalog.current_database()" => {
+            return one("current_database", "sluice".into());
+        }
+        "current_schema()" | "current_schema" | "pg_catalog.current_schema()" => {
+            return one("current_schema", "public".into());
+        }
+        "current_user" | "session_user" | "user" | "current_user()" => {
+            return one(expr.trim_end_matches("()"), "sluice".into());
+        }
+        "pg_backend_pid()" | "pg_catalog.pg_backend_pid()" => {
+            return one("pg_backend_pid", std::process::id().to_string());
+        }
+        _ => {}
+    }
+    for f in ["current_setting(", "pg_catalog.current_setting("] {
+        if let Some(arg) = expr.strip_prefix(f).and_then(|a| a.strip_suffix(')')) {
+            // The original spelling of the argument (values keep case).
+            let name = unquote(arg.split(',').next().unwrap_or(""));
+            return Some(match setting(settings, &name) {
+                Some(v) => Ok(text_rows(
+                    &[alias.unwrap_or("current_setting")],
+                    vec![vec![v]],
+                )),
+                None => Err(Failure::new(
+                    "42704",
+                    format!("unrecognized configuration parameter \"{name}\""),
+                )),
+            });
+        }
+    }
+    None
+}
+
+/// The table oids the catalog answers use: 16384 + position by name.
+fn table_oid(i: usize) -> i64 {
+    16_384 + i as i64
+}
+
+fn pg_type_name(t: &sluice::batch::DataType) -> String {
+    use sluice::batch::DataType as D;
+    match t {
+        D::Boolean => "boolean".into(),
+        D::Int => "integer".into(),
+        D::BigInt => "bigint".into(),
+        D::Double => "double precision".into(),
+        D::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
+        D::Date => "date".into(),
+        D::Timestamp => "timestamp without time zone".into(),
+        D::Text => "text".into(),
+    }
+}
+
+/// The first `'...'` literal after `marker` in the normalized statement.
+fn literal_after(n: &str, marker: &str) -> Option<String> {
+    let at = n.find(marker)? + marker.len();
+    let rest = n[at..].trim_start();
+    let rest = rest.strip_prefix('\'')?;
+    Some(rest[..rest.find('\'')?].to_string())
+}
+
+/// psql's `\dt` / `\d TABLE` queries and `information_schema`: an honest
+/// subset, answered from the manifest.
+fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
+    let tables: Vec<(&String, &sluice::store::TableMeta)> = db.manifest().tables.iter().collect();
+    if n.contains("information_schema.tables") {
+        let rows = tables
+            .iter()
+            .map(|(name, _)| {
+                vec![
+                    "sluice".into(),
+                    "public".into(),
+                    name.to_string(),
+                    "BASE TABLE".into(),
+                ]
+            })
+            .collect();
+        return Some(Ok(text_rows(
+            &["table_catalog", "table_schema", "table_name", "table_type"],
+            rows,
+        )));
+    }
+    if n.contains("information_schema.columns") {
+        let only = literal_after(n, "table_name =");
+        let mut pos = Vec::new();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for (name, meta) in &tables {
+            if only.as_deref().is_some_and(|o| o != name.as_str()) {
+                continue;
+            }
+            for (i, c) in meta.schema.columns.iter().enumerate() {
+                rows.push(vec![
+                    "sluice".into(),
+                    "public".into(),
+                    name.to_string(),
+                    c.name.clone(),
+                    pg_type_name(&c.data_type),
+                    if c.primary_key { "NO" } else { "YES" }.into(),
+                ]);
+                pos.push(i as i32 + 1);
+            }
+        }
+        let Answer::Rows(b) = text_rows(
+            &[
+                "table_catalog",
+                "table_schema",
+                "table_name",
+                "column_name",
+                "data_type",
+                "is_nullable",
+            ],
+            rows,
+        ) else {
+            return None;
+        };
+        // ordinal_position as an integer, after column_name.
+        let mut fields: Vec<Field> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let mut cols = b.columns().to_vec();
+        fields.insert(4, Field::new("ordinal_position", A::Int32, false));
+        cols.insert(4, Arc::new(Int32Array::from(pos)));
+        return Some(
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+                .map(Answer::Rows)
+                .map_err(|e| Failure::internal(e.to_string())),
+        );
+    }
+    if !n.contains("pg_catalog.") {
+        return None;
+    }
+    // \dt: SELECT n.nspname as "Schema", c.relname as "Name", ... FROM pg_catalog.pg_class c ...
+    if n.contains("from pg_catalog.pg_class c")
+        && n.contains("as \"schema\"")
+        && n.contains("as \"name\"")
+    {
+        let rows = tables
+            .iter()
+            .map(|(name, _)| {
+                vec![
+                    "public".into(),
+                    name.to_string(),
+                    "table".into(),
+                    "sluice".into(),
+                ]
+            })
+            .collect();
+        return Some(Ok(text_rows(&["Schema", "Name", "Type", "Owner"], rows)));
+    }
+    // \d NAME, step 1: SELECT c.oid, n.nspname, c.relname ... WHERE c.relname OPERATOR(pg_catalog.~) '^(name)$'
+    if n.starts_with("select c.oid, n.nspname, c.relname") {
+        let pattern = literal_after(n, "operator(pg_catalog.~)").unwrap_or_default();
+        let want = pattern
+            .trim_start_matches("^(")
+            .trim_end_matches(")$")
+            .to_string();
+        let mut oids = Vec::new();
+        let mut names = Vec::new();
+        for (i, (name, _)) in tables.iter().enumerate() {
+            if pattern.is_empty() || **name == want {
+                oids.push(table_oid(i).to_string());
+                names.push(name.to_string());
+            }
+        }
+        let rows = oids
+            .into_iter()
+            .zip(names)
+            .map(|(o, nm)| vec![o, "public".into(), nm])
+            .collect();
+        return Some(Ok(text_rows(&["oid", "nspname", "relname"], rows)));
+    }
+    let oid_table = |marker: &str| -> Option<&sluice::store::TableMeta> {
+        let oid: i64 = literal_after(n, marker)?.parse().ok()?;
+        tables.get((oid - 16_384) as usize).map(|(_, m)| *m)
+    };
+    // \d NAME, step 2: the table's kind and flags.
+    if n.starts_with("select c.relchecks, c.relkind") {
+        let found = oid_table("where c.oid =").is_some();
+        let rows = if found {
+            vec![vec![
+                "0".into(),
+                "r".into(),
+                "f".into(),
+                "f".into(),
+                "f".into(),
+                "f".into(),
+                "f".into(),
+                "f".into(),
+                "f".into(),
+                "".into(),
+                "0".into(),
+                "".into(),
+                "p".into(),
+                "d".into(),
+                "heap".into(),
+            ]]
+        } else {
+            Vec::new()
+        };
+        return Some(Ok(text_rows(
+            &[
+                "relchecks",
+                "relkind",
+                "relhasindex",
+                "relhasrules",
+                "relhastriggers",
+                "relrowsecurity",
+                "relforcerowsecurity",
+                "relhasoids",
+                "relispartition",
+                "?column?",
+                "reltablespace",
+                "reloftype",
+                "relpersistence",
+                "relreplident",
+                "amname",
+            ],
+            rows,
+        )));
+    }
+    // \d NAME, step 3: its columns.
+    if n.starts_with("select a.attname") && n.contains("from pg_catalog.pg_attribute a") {
+        let rows = oid_table("a.attrelid =")
+            .map(|m| {
+                m.schema
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            c.name.clone(),
+                            pg_type_name(&c.data_type),
+                            String::new(),
+                            if c.primary_key { "t" } else { "f" }.into(),
+                            String::new(),
+                            String::new(),
+                            String::new(),
+                        ]
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Answer::Rows(b) = text_rows(
+            &[
+                "attname",
+                "format_type",
+                "pg_get_expr",
+                "attnotnull",
+                "attcollation",
+                "attidentity",
+                "attgenerated",
+            ],
+            rows,
+        ) else {
+            return None;
+        };
+        // attnotnull is a boolean.
+        let mut cols = b.columns().to_vec();
+        let notnull: BooleanArray = cols[3]
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .map(|s| s.iter().map(|v| v.map(|v| v == "t")).collect())
+            .unwrap_or_else(|| BooleanArray::from(Vec::<bool>::new()));
+        cols[3] = Arc::new(notnull);
+        let mut fields: Vec<Field> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields[3] = Field::new("attnotnull", A::Boolean, true);
+        return Some(
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+                .map(Answer::Rows)
+                .map_err(|e| Failure::internal(e.to_string())),
+        );
+    }
+    // The rest of what `\d` asks (indexes, policies, statistics,
+    // publications, inheritance): sluice has none of these.
+    for none in [
+        "pg_catalog.pg_index",
+        "pg_catalog.pg_policy",
+        "pg_catalog.pg_statistic_ext",
+        "pg_catalog.pg_publication",
+        "pg_catalog.pg_inherits",
+        "pg_catalog.pg_trigger",
+        "pg_catalog.pg_constraint",
+        "pg_catalog.pg_rewrite",
+    ] {
+        if n.contains(none) {
+            let empty = RecordBatch::new_empty(Arc::new(Schema::new(vec![Field::new(
+                "none",
+                A::Utf8,
+                true,
+            )])));
+            return Some(Ok(Answer::Rows(empty)));
+        }
+    }
+    // pg_type by oid, asked by some drivers for a type's name.
+    if n.contains("from pg_catalog.pg_type") || n.contains("from pg_type") {
+        let empty = RecordBatch::new_empty(Arc::new(Schema::new(vec![
+            Field::new("oid", A::Int64, true),
+            Field::new("typname", A::Utf8, true),
+        ])));
+        return Some(Ok(Answer::Rows(empty)));
+    }
+    Some(Err(Failure::new(
+        "0A000",
+        "this catalog query is not supported: sluice answers psql's \\dt and \\d TABLE, information_schema.tables and information_schema.columns".to_string(),
+    )))
+}
