@@ -117,6 +117,9 @@ pub struct Options {
     pub threads: Option<usize>,
     /// A query's time limit unless the session sets `statement_timeout`.
     pub statement_timeout: Option<Duration>,
+    /// Fixed morsel size of scans (tests: many morsels, so a stop is seen
+    /// soon); `None`: the engine's choice.
+    pub morsel_rows: Option<usize>,
 }
 
 impl Options {
@@ -129,6 +132,7 @@ impl Options {
             queue: 1024,
             threads: None,
             statement_timeout: None,
+            morsel_rows: None,
         }
     }
 }
@@ -166,6 +170,10 @@ pub struct Engine {
     connections: AtomicUsize,
     /// Queries run since the start (for the log and tests).
     pub queries: AtomicUsize,
+    /// Scans stopped before their end (canceled, timed out, client gone).
+    pub stopped: Arc<AtomicUsize>,
+    /// Scans running now.
+    pub running: Arc<AtomicUsize>,
 }
 
 impl Engine {
@@ -183,6 +191,8 @@ impl Engine {
             waiting: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             queries: AtomicUsize::new(0),
+            stopped: Arc::new(AtomicUsize::new(0)),
+            running: Arc::new(AtomicUsize::new(0)),
             opts,
         })
     }
@@ -235,9 +245,12 @@ impl Engine {
         // Dropped with this future: the client went away or canceled.
         let mut guard = CancelOnDrop(Some(stop.clone()));
         let threads = self.opts.threads;
+        let morsel_rows = self.opts.morsel_rows;
         let work = {
             let stop = stop.clone();
             let long = self.long.clone();
+            let stopped = self.stopped.clone();
+            let running = self.running.clone();
             async move {
                 if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.opts.queue {
                     self.waiting.fetch_sub(1, Ordering::Relaxed);
@@ -254,15 +267,21 @@ impl Engine {
                 let permit = permit.map_err(|_| Failure::internal("the server is stopping"))?;
                 tokio::task::spawn_blocking(move || {
                     let _permit = permit;
-                    sluice::query::run_plan(
+                    running.fetch_add(1, Ordering::Relaxed);
+                    let r = sluice::query::run_plan(
                         &db,
                         &plan,
                         &QueryOptions {
                             threads,
+                            morsel_rows,
                             stop: Some(stop),
-                            ..Default::default()
                         },
-                    )
+                    );
+                    running.fetch_sub(1, Ordering::Relaxed);
+                    if matches!(r, Err(sluice::Error::QueryCanceled(_))) {
+                        stopped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    r
                 })
                 .await
                 .map_err(|e| Failure::internal(format!("query worker: {e}")))?
@@ -308,7 +327,7 @@ pub struct Prepared {
     schema: Option<SchemaRef>,
 }
 
-/// The handlers of every connection.
+/// The handlers of one connection (its [`Backend`]) and those shared.
 pub struct Handlers {
     backend: Arc<Backend>,
     startup: Arc<Startup>,
@@ -316,6 +335,19 @@ pub struct Handlers {
 }
 
 impl Handlers {
+    /// The same shared parts, with a connection's own backend.
+    fn for_connection(&self, watch: Option<std::net::TcpStream>) -> Handlers {
+        Handlers {
+            backend: Arc::new(Backend {
+                engine: self.backend.engine.clone(),
+                parser: self.backend.parser.clone(),
+                watch,
+            }),
+            startup: self.startup.clone(),
+            cancel: self.cancel.clone(),
+        }
+    }
+
     pub fn new(engine: Arc<Engine>) -> Handlers {
         let manager = Arc::new(ConnectionManager::new());
         let mut p = DefaultServerParameterProvider::default();
@@ -335,6 +367,7 @@ impl Handlers {
                     engine: engine.clone(),
                 }),
                 engine,
+                watch: None,
             }),
         }
     }
@@ -442,12 +475,13 @@ fn binary_columns(format: &Format, n: usize) -> Result<Vec<bool>, Failure> {
 
 impl Engine {
     /// Runs one statement of a session: a SET/SHOW/catalog answer or a
-    /// query of the store.
+    /// query of the store; a query stops if `gone` resolves first.
     async fn statement<C>(
         &self,
         client: &mut C,
         sql: &str,
         binary: &Format,
+        gone: impl std::future::Future<Output = ()>,
     ) -> Result<Response, Failure>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -495,10 +529,32 @@ impl Engine {
         }
         drop(db);
         let timeout = session_timeout(self, &settings);
-        let (schema, batches) = self.run(sql, timeout).await?;
+        let (schema, batches) = tokio::select! {
+            r = self.run(sql, timeout) => r?,
+            // Dropping the query's future stops it.
+            _ = gone => return Err(Failure::new("08006", "the client closed its connection")),
+        };
         let bin = binary_columns(binary, schema.fields().len())?;
         Ok(rows_response(&schema, batches, bin))
     }
+}
+
+/// The longest statement accepted: SQL for sluice's one-table queries is
+/// short; a bigger one is a mistake or an attack.
+pub const MAX_STATEMENT_BYTES: usize = 16 << 20;
+
+fn check_length(sql: &str) -> Result<(), Failure> {
+    if sql.len() > MAX_STATEMENT_BYTES {
+        return Err(Failure::new(
+            "54000",
+            format!(
+                "statement of {} bytes is too long (the limit is {} MiB)",
+                sql.len(),
+                MAX_STATEMENT_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Splits a simple-protocol string into statements at the semicolons
@@ -555,11 +611,12 @@ impl SimpleQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        check_length(query)?;
         let mut out = Vec::new();
         for sql in split_statements(query) {
             match self
                 .engine
-                .statement(client, sql, &Format::UnifiedText)
+                .statement(client, sql, &Format::UnifiedText, self.gone())
                 .await
             {
                 Ok(r) => out.push(r),
@@ -643,6 +700,7 @@ impl QueryParser for Parser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        check_length(sql)?;
         let stmts = split_statements(sql);
         if stmts.len() > 1 {
             return Err(Failure::syntax(
@@ -720,10 +778,36 @@ fn bound_sql(portal: &Portal<Prepared>) -> Result<String, Failure> {
     Ok(stmt.params.substitute(&stmt.sql, &values))
 }
 
-/// The query handlers of every connection.
+/// The query handlers of one connection.
 pub struct Backend {
     engine: Arc<Engine>,
     parser: Arc<Parser>,
+    /// A second handle on the connection's socket, to see the client go
+    /// away while its query runs (the protocol loop reads nothing then).
+    watch: Option<std::net::TcpStream>,
+}
+
+impl Backend {
+    /// Resolves when the client has closed its connection; never when it
+    /// has sent more (a pipelined message is not a goodbye). Looks every
+    /// 50 ms while a scan runs: the connection's own loop reads nothing
+    /// until the query's answer is out.
+    async fn gone(&self) {
+        let Some(w) = &self.watch else {
+            return std::future::pending().await;
+        };
+        let mut b = [0u8; 1];
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            // The socket is non-blocking (it is also the runtime's).
+            match w.peek(&mut b) {
+                Ok(0) => return,
+                Ok(_) => return std::future::pending().await,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -750,7 +834,7 @@ impl ExtendedQueryHandler for Backend {
         let sql = bound_sql(portal)?;
         Ok(self
             .engine
-            .statement(client, &sql, &portal.result_column_format)
+            .statement(client, &sql, &portal.result_column_format, self.gone())
             .await?)
     }
 
@@ -817,7 +901,7 @@ pub async fn serve_on(
     engine: Arc<Engine>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let handlers = Arc::new(Handlers::new(engine.clone()));
+    let handlers = Handlers::new(engine.clone());
     tokio::pin!(shutdown);
     loop {
         let (sock, _) = tokio::select! {
@@ -840,12 +924,25 @@ pub async fn serve_on(
             continue;
         }
         let _ = sock.set_nodelay(true);
-        let h = handlers.clone();
+        let (sock, watch) = match watched(sock) {
+            Ok(p) => p,
+            Err(_) => continue,
+        };
+        let h = handlers.for_connection(watch);
         tokio::spawn(async move {
             let _counted = counted;
             let _ = pgwire::tokio::process_socket(sock, None, h).await;
         });
     }
+}
+
+/// The socket and a second handle on it (`None` if it cannot be had).
+fn watched(
+    sock: tokio::net::TcpStream,
+) -> std::io::Result<(tokio::net::TcpStream, Option<std::net::TcpStream>)> {
+    let std = sock.into_std()?;
+    let watch = std.try_clone().ok();
+    Ok((tokio::net::TcpStream::from_std(std)?, watch))
 }
 
 /// Whether `addr` is reachable only from this machine.

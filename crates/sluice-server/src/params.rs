@@ -105,6 +105,9 @@ impl Params {
             .map(|(i, t)| {
                 if self.after_limit(sql, i) {
                     "1".to_string()
+                } else if *t == Type::TEXT {
+                    // A string literal: LIKE takes only literals.
+                    "''".to_string()
                 } else {
                     format!("CAST(NULL AS {})", sql_type_name(t))
                 }

@@ -13,11 +13,11 @@ pub mod compact;
 pub mod demo;
 pub mod export;
 pub mod r#gen;
-pub mod serve;
 pub mod get;
 pub mod info;
 pub mod load;
 pub mod query;
+pub mod serve;
 
 /// The tables named (one, or all).
 fn tables_of<'a>(

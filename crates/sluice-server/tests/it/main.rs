@@ -1,1 +1,573 @@
+//! `sluice serve` driven by a real client library (tokio-postgres) over
+//! TCP: both protocols, every type in text and binary, NULLs, errors with
+//! their SQLSTATE, parameters, session statements, limits, cancel,
+//! snapshots, and bytes that are not the protocol.
 
+mod raw;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use sluice::load::{LoadOptions, Reload, load};
+use sluice::source::Input;
+use sluice::store::Database;
+use sluice_server::{Engine, Options};
+use tokio_postgres::types::{FromSql, Type};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "sluice-srv-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn load_csv(db: &Path, table: &str, csv: &str, schema: &str, key: Option<&str>) {
+    let f = db.with_extension(format!("{table}.{}.csv", std::process::id()));
+    std::fs::write(&f, csv).unwrap();
+    let mut d = Database::open_writer(db).unwrap();
+    let o = LoadOptions {
+        schema: Some(schema.parse().unwrap()),
+        key: key.map(str::to_string),
+        reload: Reload::All,
+        ..LoadOptions::default()
+    };
+    load(&mut d, table, &[Input::File(f.clone())], &o).unwrap();
+    let _ = std::fs::remove_file(f);
+}
+
+/// A database with `people` (keyed, every type, NULLs) and `big` (rows
+/// for scans).
+pub fn sample(big_rows: usize) -> TempDir {
+    let dir = TempDir::new("db");
+    let db = dir.0.join("db");
+    load_csv(
+        &db,
+        "people",
+        "id,name,age,price,score,d,ts,ok\n\
+         1,ada,36,12.50,1.5,2024-01-02,2024-01-02 03:04:05.5,true\n\
+         2,,,-0.05,,,,false\n\
+         3,\"o'k, \"\"quoted\"\"\",-7,100,-2.25e10,1999-12-31,2000-01-01 00:00:00,\n",
+        "id BIGINT, name TEXT, age INT, price DECIMAL(10,2), score DOUBLE, d DATE, ts TIMESTAMP, ok BOOLEAN",
+        Some("id"),
+    );
+    let mut csv = String::from("k,g,v\n");
+    for i in 0..big_rows {
+        csv.push_str(&format!("{i},g{},{}\n", i % 97, i % 1000));
+    }
+    load_csv(&db, "big", &csv, "k BIGINT, g TEXT, v BIGINT", None);
+    dir
+}
+
+/// A running server on an ephemeral port; stopped when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub engine: Arc<Engine>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start(db: &Path, tweak: impl FnOnce(&mut Options)) -> Server {
+        let mut opts = Options::new(db, "127.0.0.1:0".parse().unwrap());
+        tweak(&mut opts);
+        let engine = Arc::new(Engine::new(opts).unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (atx, arx) = std::sync::mpsc::channel();
+        let e = engine.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                atx.send(l.local_addr().unwrap()).unwrap();
+                sluice_server::serve_on(l, e, async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap();
+            });
+            rt.shutdown_timeout(Duration::from_secs(5));
+        });
+        let addr = arx.recv().unwrap();
+        Server {
+            addr,
+            engine,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub async fn client(&self) -> Client {
+        self.try_client().await.unwrap()
+    }
+
+    pub async fn try_client(&self) -> Result<Client, tokio_postgres::Error> {
+        let (c, conn) = tokio_postgres::connect(
+            &format!(
+                "host={} port={} user=test",
+                self.addr.ip(),
+                self.addr.port()
+            ),
+            NoTls,
+        )
+        .await?;
+        tokio::spawn(conn);
+        Ok(c)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The text rows of a simple-protocol query.
+pub async fn simple(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    c.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The SQLSTATE of a failed query.
+pub fn code(e: &tokio_postgres::Error) -> String {
+    e.code()
+        .map(|c| c.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+/// Any value's raw binary bytes.
+struct Raw(Vec<u8>);
+
+impl<'a> FromSql<'a> for Raw {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_protocol_gives_every_type_as_postgresql_writes_it() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let rows = simple(&c, "SELECT * FROM people ORDER BY id").await;
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                s("1"),
+                s("ada"),
+                s("36"),
+                s("12.50"),
+                s("1.5"),
+                s("2024-01-02"),
+                s("2024-01-02 03:04:05.5"),
+                s("t")
+            ],
+            vec![s("2"), None, None, s("-0.05"), None, None, None, s("f")],
+            vec![
+                s("3"),
+                s("o'k, \"quoted\""),
+                s("-7"),
+                s("100.00"),
+                s("-22500000000"),
+                s("1999-12-31"),
+                s("2000-01-01 00:00:00"),
+                None
+            ],
+        ]
+    );
+    // Several statements in one string; an empty result keeps its columns.
+    let msgs = c
+        .simple_query("SELECT count(*) FROM big; SELECT name FROM people WHERE id < 0")
+        .await
+        .unwrap();
+    let tags: Vec<u64> = msgs
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tags, [1, 0]);
+    assert!(c.simple_query(";;;").await.is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_protocol_binary_results_of_every_type() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let st = c
+        .prepare("SELECT id, name, age, price, score, d, ts, ok FROM people WHERE id = $1")
+        .await
+        .unwrap();
+    assert_eq!(st.params(), &[Type::INT8]);
+    let types: Vec<Type> = st.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(
+        types,
+        [
+            Type::INT8,
+            Type::TEXT,
+            Type::INT4,
+            Type::NUMERIC,
+            Type::FLOAT8,
+            Type::DATE,
+            Type::TIMESTAMP,
+            Type::BOOL
+        ]
+    );
+    let r = c.query_one(&st, &[&1i64]).await.unwrap();
+    assert_eq!(r.get::<_, i64>(0), 1);
+    assert_eq!(r.get::<_, String>(1), "ada");
+    assert_eq!(r.get::<_, i32>(2), 36);
+    let price =
+        sluice_server::params::literal(&Type::NUMERIC, Some(&r.get::<_, Raw>(3).0), true, 0)
+            .unwrap();
+    assert_eq!(price, "12.50");
+    assert_eq!(r.get::<_, f64>(4), 1.5);
+    assert_eq!(
+        r.get::<_, chrono::NaiveDate>(5),
+        chrono::NaiveDate::from_ymd_opt(2024, 1, 2).unwrap()
+    );
+    assert_eq!(
+        r.get::<_, chrono::NaiveDateTime>(6).to_string(),
+        "2024-01-02 03:04:05.500"
+    );
+    assert!(r.get::<_, bool>(7));
+    // NULLs in binary.
+    let r = c.query_one(&st, &[&2i64]).await.unwrap();
+    assert_eq!(r.get::<_, Option<String>>(1), None);
+    assert_eq!(r.get::<_, Option<i32>>(2), None);
+    assert_eq!(r.get::<_, Option<chrono::NaiveDate>>(5), None);
+    let price =
+        sluice_server::params::literal(&Type::NUMERIC, Some(&r.get::<_, Raw>(3).0), true, 0)
+            .unwrap();
+    assert_eq!(price, "(-0.05)");
+    // No row for a missing key; the statement is reused.
+    assert!(c.query_opt(&st, &[&99i64]).await.unwrap().is_none());
+    let r = c.query_one(&st, &[&3i64]).await.unwrap();
+    assert_eq!(r.get::<_, String>(1), "o'k, \"quoted\"");
+    assert_eq!(r.get::<_, f64>(4), -2.25e10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_take_the_types_of_what_they_meet() {
+    let dir = sample(1000);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let st = c
+        .prepare("SELECT id FROM people WHERE id IN ($1, $2) AND d BETWEEN $3 AND $4 AND name LIKE $5 ORDER BY id LIMIT $6")
+        .await
+        .unwrap();
+    assert_eq!(
+        st.params(),
+        &[
+            Type::INT8,
+            Type::INT8,
+            Type::DATE,
+            Type::DATE,
+            Type::TEXT,
+            Type::INT8
+        ]
+    );
+    let d0 = chrono::NaiveDate::from_ymd_opt(1990, 1, 1).unwrap();
+    let d1 = chrono::NaiveDate::from_ymd_opt(2030, 1, 1).unwrap();
+    let rows = c
+        .query(&st, &[&1i64, &3i64, &d0, &d1, &"%", &10i64])
+        .await
+        .unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, [1, 3]);
+    // A quote in a text parameter is a value, not SQL.
+    let rows = c
+        .query(
+            "SELECT id FROM people WHERE name = $1",
+            &[&"o'k, \"quoted\""],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let rows = c
+        .query("SELECT id FROM people WHERE name = $1", &[&"x' OR '1'='1"])
+        .await
+        .unwrap();
+    assert!(rows.is_empty());
+    // Casts give the type; aggregates over parameters in scans.
+    let r = c
+        .query_one(
+            "SELECT count(*) FROM big WHERE v < $1::bigint AND g = $2",
+            &[&10i64, &"g1"],
+        )
+        .await
+        .unwrap();
+    let n: i64 = r.get(0);
+    let want = (0..1000).filter(|i| i % 1000 < 10 && i % 97 == 1).count() as i64;
+    assert_eq!(n, want);
+    // A NULL parameter matches nothing.
+    let rows = c
+        .query("SELECT id FROM people WHERE id = $1", &[&None::<i64>])
+        .await
+        .unwrap();
+    assert!(rows.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_their_sqlstate_and_the_session_goes_on() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let cases = [
+        ("SELEC 1", "42601"),
+        ("SELECT * FROM nope", "42P01"),
+        ("SELECT nope FROM people", "42703"),
+        ("SELECT id FROM people UNION SELECT id FROM people", "0A000"),
+        ("SELECT id / (id - id) FROM people", "22012"),
+        ("SELECT CAST(id * 3000000000 AS INT) FROM people", "22003"),
+        ("SET nonsense = 1", "42704"),
+        ("INSERT INTO people VALUES (1)", "0A000"),
+    ];
+    for (sql, want) in cases {
+        // Simple protocol.
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql}: {e:?}");
+        // Extended protocol: Parse or Execute fails; the next query works.
+        let e = c.query(sql, &[]).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql} (extended): {e:?}");
+        assert_eq!(simple(&c, "SELECT 1").await, vec![vec![s("1")]]);
+    }
+    // The message is the command line's.
+    let e = c.simple_query("SELECT nope FROM people").await.unwrap_err();
+    let msg = e.as_db_error().unwrap().message().to_string();
+    assert_eq!(
+        msg,
+        "no column named \"nope\" in table people at line 1, column 8"
+    );
+    // A wrong number of parameters.
+    let e = c
+        .query("SELECT id FROM people WHERE id = $1", &[])
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("expected 1 parameters") || code(&e) == "08P01",
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_clients_send_at_connect_works() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    c.batch_execute(
+        "SET application_name = 'itest'; SET extra_float_digits = 3; SET DateStyle = 'ISO, MDY'; \
+         SET client_encoding = 'UTF8'; SET search_path = public; SET TIME ZONE 'UTC'",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        simple(&c, "SHOW application_name").await,
+        vec![vec![s("itest")]]
+    );
+    assert_eq!(
+        simple(&c, "SELECT current_setting('application_name')").await,
+        vec![vec![s("itest")]]
+    );
+    let v = simple(&c, "SELECT version()").await;
+    assert!(
+        v[0][0].as_deref().unwrap().starts_with("PostgreSQL 16"),
+        "{v:?}"
+    );
+    let r = c.query_one("SELECT version()", &[]).await.unwrap();
+    assert!(r.get::<_, String>(0).contains("sluice"));
+    assert_eq!(
+        code(
+            &c.simple_query("SET client_encoding = 'LATIN1'")
+                .await
+                .unwrap_err()
+        ),
+        "22023"
+    );
+    // Transactions are no-ops on a read-only snapshot.
+    let mut c = c;
+    let t = c.transaction().await.unwrap();
+    let n: i64 = t
+        .query_one("SELECT count(*) FROM people", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 3);
+    t.commit().await.unwrap();
+    c.batch_execute("BEGIN; ROLLBACK").await.unwrap();
+    // information_schema and psql's \dt.
+    let t = simple(&c, "SELECT table_name FROM information_schema.tables").await;
+    assert_eq!(t.len(), 2);
+    let cols = simple(
+        &c,
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'people'",
+    )
+    .await;
+    assert_eq!(cols.len(), 8, "{cols:?}");
+    assert_eq!(cols[3][3], s("price"));
+    assert_eq!(cols[3][5], s("numeric(10,2)"));
+    // A session's statement_timeout and RESET.
+    c.batch_execute("SET statement_timeout = '5s'; RESET statement_timeout; RESET ALL")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, "SHOW application_name").await, vec![vec![s("")]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_get_53300() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |o| o.max_connections = 2);
+    let a = srv.client().await;
+    let b = srv.client().await;
+    let Err(e) = srv.try_client().await else {
+        panic!("a third connection is refused");
+    };
+    assert_eq!(code(&e), "53300", "{e}");
+    // Those in keep being served; a closed one frees its place.
+    assert_eq!(simple(&a, "SELECT 1").await, vec![vec![s("1")]]);
+    drop(b);
+    let mut ok = false;
+    for _ in 0..100 {
+        if srv.try_client().await.is_ok() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(ok, "a place freed by a closed connection is given again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_is_seen_by_the_next_query_and_never_in_part() {
+    let dir = sample(10);
+    let db = dir.0.join("db");
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+    async fn count(c: &Client) -> i64 {
+        c.query_one("SELECT count(*) FROM big", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    }
+    assert_eq!(count(&c).await, 10);
+    // Loads of 5,000 rows each commit while queries run.
+    let loader = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            for round in 0..4 {
+                let mut csv = String::from("k,g,v\n");
+                for i in 0..5000 {
+                    csv.push_str(&format!("{},x,{round}\n", 1_000_000 + round * 5000 + i));
+                }
+                let f = db.with_extension(format!("more{round}.csv"));
+                std::fs::write(&f, csv).unwrap();
+                let mut d = Database::open_writer(&db).unwrap();
+                let o = LoadOptions {
+                    schema: Some("k BIGINT, g TEXT, v BIGINT".parse().unwrap()),
+                    ..LoadOptions::default()
+                };
+                load(&mut d, "big", &[Input::File(f.clone())], &o).unwrap();
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    while !loader.is_finished() {
+        seen.push(count(&c).await);
+    }
+    loader.join().unwrap();
+    for n in &seen {
+        assert!(
+            (*n - 10) % 5000 == 0 && *n <= 20_010,
+            "a query saw part of a load: {n}"
+        );
+    }
+    // The last commit is visible without a restart.
+    assert_eq!(count(&c).await, 20_010);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_past_its_time_limit_or_canceled_stops() {
+    let dir = sample(300_000);
+    let srv = Server::start(&dir.0.join("db"), |o| {
+        o.scans_at_once = Some(1);
+        o.morsel_rows = Some(1000);
+    });
+    let c = srv.client().await;
+    let slow = "SELECT g, count(DISTINCT v), sum(v * k), max(k) FROM big GROUP BY g ORDER BY g";
+    c.batch_execute("SET statement_timeout = 1").await.unwrap();
+    let e = c.simple_query(slow).await.unwrap_err();
+    assert_eq!(code(&e), "57014", "{e}");
+    assert!(
+        e.as_db_error()
+            .unwrap()
+            .message()
+            .contains("statement timeout")
+    );
+    c.batch_execute("SET statement_timeout = 0").await.unwrap();
+    // Cancel from another connection, as clients do.
+    let token = c.cancel_token();
+    let q = tokio::spawn(async move {
+        let r = c.simple_query(slow).await;
+        (c, r)
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    token.cancel_query(NoTls).await.unwrap();
+    let (c, r) = q.await.unwrap();
+    let e = r.expect_err("a canceled query fails");
+    assert_eq!(code(&e), "57014", "{e}");
+    // The session and the lane are free again.
+    assert_eq!(
+        simple(&c, "SELECT count(*) FROM people").await,
+        vec![vec![s("3")]]
+    );
+    let r = simple(&c, "SELECT count(*) FROM big").await;
+    assert_eq!(r, vec![vec![s("300000")]]);
+}

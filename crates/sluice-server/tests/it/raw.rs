@@ -1,0 +1,225 @@
+//! Bytes that are not the protocol, clients that misbehave: each gets an
+//! error or a closed connection, and every other client goes on.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use crate::{Server, sample, simple};
+
+/// A v3 startup packet for user `test`.
+fn startup() -> Vec<u8> {
+    let body = b"user\0test\0\0";
+    let mut p = Vec::new();
+    p.extend_from_slice(&((8 + body.len()) as i32).to_be_bytes());
+    p.extend_from_slice(&196_608i32.to_be_bytes());
+    p.extend_from_slice(body);
+    p
+}
+
+/// A frontend message: type byte, length, body.
+fn message(t: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![t];
+    m.extend_from_slice(&((4 + body.len()) as i32).to_be_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+/// Sends `bytes` and reads until the server closes or goes quiet.
+fn send(addr: std::net::SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    out
+}
+
+/// The types of the backend messages in `out`.
+fn kinds(out: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i + 5 <= out.len() {
+        v.push(out[i]);
+        let len = i32::from_be_bytes([out[i + 1], out[i + 2], out[i + 3], out[i + 4]]) as usize;
+        i += 1 + len;
+    }
+    v
+}
+
+fn served(srv: &Server) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = srv.client().await;
+        assert_eq!(
+            simple(&c, "SELECT count(*) FROM people").await,
+            vec![vec![Some("3".to_string())]]
+        );
+    });
+}
+
+#[test]
+fn garbage_truncated_and_oversized_messages_never_stop_the_server() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let cases: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        vec![0xff; 64],
+        // A startup packet cut short.
+        startup()[..6].to_vec(),
+        // A startup length of 2 GiB.
+        [0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0].to_vec(),
+        // After a good startup: a query whose length is 1 GiB, then EOF.
+        [startup(), vec![b'Q', 0x40, 0, 0, 0, b'S']].concat(),
+        // A negative length.
+        [startup(), vec![b'Q', 0xff, 0xff, 0xff, 0xf0]].concat(),
+        // An unknown message type.
+        [startup(), message(b'!', b"hello")].concat(),
+        // Bind to a statement that does not exist, Execute, Sync.
+        [
+            startup(),
+            message(b'B', b"\0nope\0\0\0\0\0\0\0"),
+            message(b'E', b"\0\0\0\0\0"),
+            message(b'S', b""),
+        ]
+        .concat(),
+        // Bind with 5 result format codes for a 1-column statement.
+        [
+            startup(),
+            message(b'P', b"\0SELECT 1\0\0\0"),
+            message(b'B', b"\0\0\0\0\0\0\0\x05\0\x01\0\x01\0\x01\0\x01\0\x01"),
+            message(b'E', b"\0\0\0\0\0"),
+            message(b'S', b""),
+        ]
+        .concat(),
+    ];
+    for c in &cases {
+        let _ = send(srv.addr, c);
+        served(&srv);
+    }
+    // The format-code case got an error, not a dropped connection.
+    let out = send(srv.addr, cases.last().unwrap());
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("08P01"), "{text}");
+    assert!(text.contains("result formats"), "{text}");
+}
+
+#[test]
+fn a_slow_startup_and_a_storm_of_connections_leave_others_served() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    // A startup packet one byte at a time.
+    let mut slow = TcpStream::connect(srv.addr).unwrap();
+    for b in &startup()[..5] {
+        slow.write_all(&[*b]).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        served(&srv);
+    }
+    drop(slow);
+    // Connections opened and dropped in a loop.
+    for _ in 0..2000 {
+        let _ = TcpStream::connect(srv.addr);
+    }
+    served(&srv);
+    // Every connection of the storm is let go.
+    for _ in 0..200 {
+        if srv.engine.connections() == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(srv.engine.connections(), 0);
+}
+
+#[test]
+fn a_query_string_of_100_mb_gets_an_error() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let big = format!("SELECT 1 /* {} */", "x".repeat(100 << 20));
+    let mut body = big.into_bytes();
+    body.push(0);
+    let out = send(srv.addr, &[startup(), message(b'Q', &body)].concat());
+    // An ErrorResponse ('E') or a closed connection; never a result row.
+    let kinds = kinds(&out);
+    assert!(
+        !kinds.contains(&b'D'),
+        "a row for an oversized query: {kinds:?}"
+    );
+    if kinds.contains(&b'E') {
+        assert!(String::from_utf8_lossy(&out).contains("54000"));
+    }
+    served(&srv);
+}
+
+#[test]
+fn a_client_that_vanishes_mid_query_frees_its_work() {
+    let dir = sample(300_000);
+    let srv = Server::start(&dir.0.join("db"), |o| {
+        o.scans_at_once = Some(1);
+        o.threads = Some(1);
+        o.morsel_rows = Some(50);
+    });
+    let q = b"SELECT g, count(DISTINCT v), count(DISTINCT k), sum(v * k) FROM big GROUP BY g ORDER BY g\0";
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.write_all(&[startup(), message(b'Q', q)].concat())
+        .unwrap();
+    // Gone once the scan runs.
+    while srv.engine.running.load(Ordering::Relaxed) == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(s);
+    let mut stopped = false;
+    for _ in 0..400 {
+        if srv.engine.stopped.load(Ordering::Relaxed) > 0 {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(stopped, "the scan of a vanished client was not stopped");
+    assert_eq!(srv.engine.running.load(Ordering::Relaxed), 0);
+    served(&srv);
+}
+
+/// Random messages after a good startup: an error or a close, and the
+/// server keeps serving.
+#[test]
+fn random_bytes_after_startup() {
+    use proptest::test_runner::{Config, TestRunner};
+    let dir = sample(0);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let kinds = vec![
+        b'Q', b'P', b'B', b'D', b'E', b'C', b'H', b'S', b'F', b'd', b'X', b'p',
+    ];
+    let strategy = (
+        proptest::collection::vec(any::<u8>(), 0..200),
+        prop::sample::select(kinds),
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |(bytes, t)| {
+            let _ = send(
+                srv.addr,
+                &[startup(), message(t, &bytes), bytes.clone()].concat(),
+            );
+            served(&srv);
+            Ok(())
+        })
+        .unwrap();
+}
