@@ -105,7 +105,7 @@ impl Params {
             .map(|(i, t)| {
                 if self.after_limit(sql, i) {
                     "1".to_string()
-                } else if *t == Type::TEXT {
+                } else if sql_type_name(t) == "TEXT" {
                     // A string literal: LIKE takes only literals.
                     "''".to_string()
                 } else {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Drives `sluice serve` with the clients users have: psql and Python's
+# psycopg 3. Usage: tests/clients/run.sh path/to/sluice
+# Exits non-zero on the first wrong answer; prints "clients: ok" at the end.
+set -euo pipefail
+sluice="$(realpath "$1")"
+here="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d)"
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+cd "$work"
+
+printf 'id,name,price,d,ts,ok\n1,ada,12.50,2024-01-02,2024-01-02 03:04:05.5,true\n2,,-0.05,,,false\n3,"o'"'"'k",100,1999-12-31,2000-01-01 00:00:00,\n' > people.csv
+"$sluice" --db db -q load --key id \
+    --schema "id BIGINT, name TEXT, price DECIMAL(10,2), d DATE, ts TIMESTAMP, ok BOOLEAN" people people.csv
+"$sluice" --db db -q gen ints --rows 100000 --output ints.csv >/dev/null
+"$sluice" --db db -q load ints ints.csv
+
+"$sluice" --db db serve --listen 127.0.0.1:0 2> serve.log &
+server=$!
+for _ in $(seq 100); do
+    grep -q "listening on" serve.log 2>/dev/null && break
+    sleep 0.1
+done
+port="$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' serve.log)"
+test -n "$port" || { cat serve.log; exit 1; }
+
+check() { # what, expected, got
+    if [ "$2" != "$3" ]; then
+        printf 'clients: %s\n  expected: %s\n  got:      %s\n' "$1" "$2" "$3" >&2
+        exit 1
+    fi
+    echo "ok: $1"
+}
+q() { psql -h 127.0.0.1 -p "$port" -U test -d sluice -X -A -t -v ON_ERROR_STOP=1 -c "$1"; }
+
+check "psql: a row of every type" "1|ada|12.50|2024-01-02|2024-01-02 03:04:05.5|t" \
+    "$(q 'SELECT * FROM people WHERE id = 1')"
+check "psql: NULLs" "2||-0.05|||f" "$(q 'SELECT * FROM people WHERE id = 2')"
+check "psql: an aggregate" "100000" "$(q 'SELECT count(*) FROM ints')"
+check "psql: \\dt" "public|ints|table|sluice
+public|people|table|sluice" "$(q '\dt')"
+check "psql: \\d people" "id|bigint||not null|
+name|text|||
+price|numeric(10,2)|||
+d|date|||
+ts|timestamp without time zone|||
+ok|boolean|||" "$(q '\d people' | grep -v '^$')"
+err="$(psql -h 127.0.0.1 -p "$port" -X -v VERBOSITY=verbose -c 'SELECT nope FROM people' 2>&1 || true)"
+check "psql: an error with its SQLSTATE" "ERROR:  42703: no column named \"nope\" in table people at line 1, column 8" \
+    "$(echo "$err" | head -1)"
+
+python3 "$here/psycopg_check.py" "$port"
+echo "clients: ok"
