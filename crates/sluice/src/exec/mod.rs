@@ -2,8 +2,12 @@
 
 /// Cores this process may really use: `available_parallelism` honours
 /// cgroup CPU quotas and the affinity mask.
+///
+/// Read once per process: the standard library reads the cgroup files on
+/// every call, which a server answering point queries would pay on each.
 pub fn usable_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Compute workers for a request of `threads` (0 or `None` = all cores).

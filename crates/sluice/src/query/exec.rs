@@ -279,122 +279,120 @@ pub fn execute(
             // `stored_threshold`): a row worse than it is in no worker's
             // first rows, so every worker skips batches by it.
             let threshold: Mutex<Option<i128>> = Mutex::new(None);
-            std::thread::scope(|s| {
-                for _ in 0..workers.min(morsels.len()).max(1) {
-                    s.spawn(|| {
-                        let mut best: Option<RecordBatch> = None;
-                        while let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) {
-                            let Some(&m) = morsels.get(i) else {
-                                break;
-                            };
-                            let _done = Done::new(&inputs, m);
-                            // A batch none of whose rows could enter the
-                            // first rows is not read.
-                            let own = match (top, &best) {
-                                (Some(k), Some(b)) => stored_threshold(exprs, b, plan, k),
-                                _ => None,
-                            };
-                            let shared = threshold.lock().map(|g| *g).unwrap_or(None);
-                            if let Some(t) = better_threshold(own, shared, plan)
-                                && batch_beyond(inputs.stats(m.batch), exprs, plan, t)
-                            {
-                                skipped.fetch_add(1, Ordering::Relaxed);
-                                continue;
-                            }
-                            let r = (|| {
-                                // Without a filter, once the worker has its
-                                // first rows, the first key's column is
-                                // checked first: a morsel none of whose rows
-                                // could enter is left before the bytes of its
-                                // other columns are touched.
-                                let key_only = match (top, &best, &plan.filter) {
-                                    (Some(k), Some(b), None) => stored_threshold(exprs, b, plan, k)
-                                        .and_then(|_| first_key_input(exprs, plan)),
-                                    _ => None,
-                                };
-                                let raw = match (key_only, top, &best) {
-                                    (Some(p), Some(k), Some(b)) => {
-                                        let raw = inputs.rows_checked(&m, Some(&[p]))?;
-                                        if could_enter_stored(&raw, exprs, b, plan, k)?
-                                            .is_some_and(|mask| mask.true_count() == 0)
-                                        {
-                                            skipped.fetch_add(1, Ordering::Relaxed);
-                                            return Ok(None);
-                                        }
-                                        inputs.check(&m)?;
-                                        raw
-                                    }
-                                    _ => inputs.rows_of(&m)?,
-                                };
-                                let batch = work_filter(decode_batch(&raw, &filter_dicts)?)?;
-                                // Rows that cannot enter the worker's first
-                                // rows, dropped before they are projected.
-                                let (batch, rows) = match (top, &best) {
-                                    (Some(k), Some(best)) => {
-                                        match could_enter_stored(&batch, exprs, best, plan, k)? {
-                                            Some(m) => {
-                                                let rows: Vec<u64> = m
-                                                    .values()
-                                                    .set_indices()
-                                                    .map(|r| r as u64)
-                                                    .collect();
-                                                let kept =
-                                                    arrow_select::filter::filter_record_batch(
-                                                        &batch, &m,
-                                                    )
-                                                    .map_err(exec_err)?;
-                                                (kept, Some(rows))
-                                            }
-                                            None => (batch, None),
-                                        }
-                                    }
-                                    _ => (batch, None),
-                                };
-                                let out = project(&batch, exprs, &out_schema)?;
-                                let Some(k) = top else {
-                                    return Ok(Some(out));
-                                };
-                                let cand = with_positions(&out, i, rows.as_deref())?;
-                                let cand = match &best {
-                                    Some(best) => {
-                                        let cand = if rows.is_some() {
-                                            cand
-                                        } else {
-                                            could_enter(&cand, best, plan, k)?
-                                        };
-                                        arrow_select::concat::concat_batches(
-                                            &cand.schema(),
-                                            [best, &cand],
-                                        )
-                                        .map_err(exec_err)?
-                                    }
-                                    None => cand,
-                                };
-                                let b = top_rows(&cand, plan, k)?;
-                                if let Some(t) = stored_threshold(exprs, &b, plan, k)
-                                    && let Ok(mut shared) = threshold.lock()
+            // One worker (a key lookup, a small table): on this thread,
+            // without starting one (a thread costs more than the rows).
+            let work = || {
+                let mut best: Option<RecordBatch> = None;
+                while let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) {
+                    let Some(&m) = morsels.get(i) else {
+                        break;
+                    };
+                    let _done = Done::new(&inputs, m);
+                    // A batch none of whose rows could enter the
+                    // first rows is not read.
+                    let own = match (top, &best) {
+                        (Some(k), Some(b)) => stored_threshold(exprs, b, plan, k),
+                        _ => None,
+                    };
+                    let shared = threshold.lock().map(|g| *g).unwrap_or(None);
+                    if let Some(t) = better_threshold(own, shared, plan)
+                        && batch_beyond(inputs.stats(m.batch), exprs, plan, t)
+                    {
+                        skipped.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    let r = (|| {
+                        // Without a filter, once the worker has its
+                        // first rows, the first key's column is
+                        // checked first: a morsel none of whose rows
+                        // could enter is left before the bytes of its
+                        // other columns are touched.
+                        let key_only = match (top, &best, &plan.filter) {
+                            (Some(k), Some(b), None) => stored_threshold(exprs, b, plan, k)
+                                .and_then(|_| first_key_input(exprs, plan)),
+                            _ => None,
+                        };
+                        let raw = match (key_only, top, &best) {
+                            (Some(p), Some(k), Some(b)) => {
+                                let raw = inputs.rows_checked(&m, Some(&[p]))?;
+                                if could_enter_stored(&raw, exprs, b, plan, k)?
+                                    .is_some_and(|mask| mask.true_count() == 0)
                                 {
-                                    *shared = better_threshold(Some(t), *shared, plan);
+                                    skipped.fetch_add(1, Ordering::Relaxed);
+                                    return Ok(None);
                                 }
-                                best = Some(b);
-                                Ok(None)
-                            })();
-                            let failed = r.is_err();
-                            let r = r.transpose();
-                            if let (Some(r), Ok(mut o)) = (r, results.lock()) {
-                                o.push((i, r));
+                                inputs.check(&m)?;
+                                raw
                             }
-                            if failed {
-                                // Stop handing out morsels; the error is reported.
-                                next.store(usize::MAX / 2, Ordering::Relaxed);
+                            _ => inputs.rows_of(&m)?,
+                        };
+                        let batch = work_filter(decode_batch(&raw, &filter_dicts)?)?;
+                        // Rows that cannot enter the worker's first
+                        // rows, dropped before they are projected.
+                        let (batch, rows) = match (top, &best) {
+                            (Some(k), Some(best)) => {
+                                match could_enter_stored(&batch, exprs, best, plan, k)? {
+                                    Some(m) => {
+                                        let rows: Vec<u64> =
+                                            m.values().set_indices().map(|r| r as u64).collect();
+                                        let kept =
+                                            arrow_select::filter::filter_record_batch(&batch, &m)
+                                                .map_err(exec_err)?;
+                                        (kept, Some(rows))
+                                    }
+                                    None => (batch, None),
+                                }
                             }
+                            _ => (batch, None),
+                        };
+                        let out = project(&batch, exprs, &out_schema)?;
+                        let Some(k) = top else {
+                            return Ok(Some(out));
+                        };
+                        let cand = with_positions(&out, i, rows.as_deref())?;
+                        let cand = match &best {
+                            Some(best) => {
+                                let cand = if rows.is_some() {
+                                    cand
+                                } else {
+                                    could_enter(&cand, best, plan, k)?
+                                };
+                                arrow_select::concat::concat_batches(&cand.schema(), [best, &cand])
+                                    .map_err(exec_err)?
+                            }
+                            None => cand,
+                        };
+                        let b = top_rows(&cand, plan, k)?;
+                        if let Some(t) = stored_threshold(exprs, &b, plan, k)
+                            && let Ok(mut shared) = threshold.lock()
+                        {
+                            *shared = better_threshold(Some(t), *shared, plan);
                         }
-                        if let (Some(best), Ok(mut o)) = (best, results.lock()) {
-                            o.push((usize::MAX, Ok(best)));
-                        }
-                    });
+                        best = Some(b);
+                        Ok(None)
+                    })();
+                    let failed = r.is_err();
+                    let r = r.transpose();
+                    if let (Some(r), Ok(mut o)) = (r, results.lock()) {
+                        o.push((i, r));
+                    }
+                    if failed {
+                        // Stop handing out morsels; the error is reported.
+                        next.store(usize::MAX / 2, Ordering::Relaxed);
+                    }
                 }
-            });
+                if let (Some(best), Ok(mut o)) = (best, results.lock()) {
+                    o.push((usize::MAX, Ok(best)));
+                }
+            };
+            match workers.min(morsels.len()).max(1) {
+                1 => work(),
+                n => std::thread::scope(|s| {
+                    for _ in 0..n {
+                        s.spawn(work);
+                    }
+                }),
+            }
             facts.morsels_skipped = skipped.into_inner();
             let mut results = results
                 .into_inner()
