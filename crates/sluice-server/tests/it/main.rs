@@ -538,7 +538,8 @@ async fn a_query_past_its_time_limit_or_canceled_stops() {
     let dir = sample(300_000);
     let srv = Server::start(&dir.0.join("db"), |o| {
         o.scans_at_once = Some(1);
-        o.morsel_rows = Some(1000);
+        o.threads = Some(1);
+        o.morsel_rows = Some(50);
     });
     let c = srv.client().await;
     let slow = "SELECT g, count(DISTINCT v), sum(v * k), max(k) FROM big GROUP BY g ORDER BY g";
@@ -558,7 +559,10 @@ async fn a_query_past_its_time_limit_or_canceled_stops() {
         let r = c.simple_query(slow).await;
         (c, r)
     });
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    // Canceled once the scan runs (not after a guessed time).
+    while srv.engine.running.load(Ordering::Relaxed) == 0 {
+        tokio::task::yield_now().await;
+    }
     token.cancel_query(NoTls).await.unwrap();
     let (c, r) = q.await.unwrap();
     let e = r.expect_err("a canceled query fails");
