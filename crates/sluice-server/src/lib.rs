@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use futures::sink::{Sink, SinkExt};
@@ -40,17 +40,23 @@ use pgwire::api::auth::{
     save_startup_parameters_to_metadata,
 };
 use pgwire::api::cancel::DefaultCancelHandler;
-use pgwire::api::portal::{Format, Portal};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
     DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
     Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, DEFAULT_NAME,
+    PgWireConnectionState, PgWireServerHandlers, Type,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Execute, Parse, ParseComplete};
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use sluice::query::plan::Plan;
 use sluice::query::{QueryOptions, Stop};
 use sluice::store::Database;
 
@@ -174,6 +180,8 @@ pub struct Engine {
     pub stopped: Arc<AtomicUsize>,
     /// Scans running now.
     pub running: Arc<AtomicUsize>,
+    /// Executions answered by binding a key into a prepared plan.
+    pub bound: AtomicUsize,
 }
 
 impl Engine {
@@ -193,6 +201,7 @@ impl Engine {
             queries: AtomicUsize::new(0),
             stopped: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(AtomicUsize::new(0)),
+            bound: AtomicUsize::new(0),
             opts,
         })
     }
@@ -223,9 +232,20 @@ impl Engine {
         sql: &str,
         timeout: Option<Duration>,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
-        self.queries.fetch_add(1, Ordering::Relaxed);
         let db = self.snapshot()?;
         let plan = sluice::query::plan::plan_sql(sql, db.as_ref())?;
+        self.run_plan(db, plan, timeout).await
+    }
+
+    /// Runs a planned query on `db`: a key lookup or a query without a
+    /// table right here, a scan in the long lane.
+    async fn run_plan(
+        &self,
+        db: Arc<Database>,
+        plan: Plan,
+        timeout: Option<Duration>,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+        self.queries.fetch_add(1, Ordering::Relaxed);
         let schema = sluice::query::exec::result_schema(&plan);
         let short = plan.table.is_none() || plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64);
         if short && !plan.explain {
@@ -325,6 +345,92 @@ pub struct Prepared {
     params: Params,
     /// The result columns; `None` for a statement without rows (SET).
     schema: Option<SchemaRef>,
+    /// A query of the store (not a session statement answered here).
+    store: bool,
+    /// For a lookup of one key by a parameter: its plan.
+    template: Option<Arc<Template>>,
+}
+
+/// A prepared `... WHERE key = $1`: planned once at Parse; each Execute
+/// binds its key into the plan ([`Plan::with_key`]) instead of parsing
+/// and planning the SQL again.
+#[derive(Debug)]
+struct Template {
+    plan: Plan,
+    /// The table's columns when planned: after a commit that changed
+    /// them, the statement is planned from its SQL again.
+    columns: sluice::batch::Schema,
+}
+
+impl Template {
+    /// The template of `sql` when its one parameter is the key of a
+    /// lookup of one key and nothing else: the plan with a second key
+    /// bound must be exactly the plan of the SQL written with that key.
+    fn of(params: &Params, sql: &str, db: &Database) -> Option<Template> {
+        if params.types.len() != 1 || params.places() != 1 {
+            return None;
+        }
+        let (a, b, key): (&str, &str, ArrayRef) = match params.types[0] {
+            Type::INT2 | Type::INT4 | Type::INT8 => {
+                ("0", "1", Arc::new(arrow_array::Int64Array::from(vec![1])))
+            }
+            Type::TEXT | Type::VARCHAR => (
+                "''",
+                "'a'",
+                Arc::new(arrow_array::StringArray::from(vec!["a"])),
+            ),
+            _ => return None,
+        };
+        let plan_with = |v: &str| {
+            sluice::query::plan::plan_sql(&params.substitute(sql, &[v.to_string()]), db).ok()
+        };
+        let plan = plan_with(a)?;
+        let bound = plan.with_key(&key)?;
+        if format!("{bound:?}") != format!("{:?}", plan_with(b)?) {
+            return None;
+        }
+        let columns = db.table(plan.table.as_deref()?)?.schema.clone();
+        Some(Template { plan, columns })
+    }
+
+    /// The plan with `portal`'s key bound, on `db`; `None` when the value
+    /// is not one the template takes (NULL, another type) or the table's
+    /// columns changed: the SQL path answers those.
+    fn bind(&self, portal: &Portal<Prepared>, db: &Database) -> Option<Plan> {
+        let stmt = &portal.statement;
+        let declared = stmt.parameter_types.first().cloned().flatten();
+        let wire = match declared {
+            Some(d) if d != Type::UNKNOWN => d,
+            _ => stmt.statement.params.types.first()?.clone(),
+        };
+        let binary = match &portal.parameter_format {
+            Format::UnifiedText => false,
+            Format::UnifiedBinary => true,
+            Format::Individual(c) if c.len() == 1 => c[0] == 1,
+            Format::Individual(_) => return None,
+        };
+        let raw = portal.parameters.first()?.as_deref()?;
+        let value: ArrayRef = match (wire, binary) {
+            (Type::INT8, true) => int_array(i64::from_be_bytes(raw.try_into().ok()?)),
+            (Type::INT4, true) => int_array(i32::from_be_bytes(raw.try_into().ok()?).into()),
+            (Type::INT2, true) => int_array(i16::from_be_bytes(raw.try_into().ok()?).into()),
+            (Type::INT2 | Type::INT4 | Type::INT8, false) => {
+                int_array(std::str::from_utf8(raw).ok()?.parse().ok()?)
+            }
+            (Type::TEXT | Type::VARCHAR, _) => Arc::new(arrow_array::StringArray::from(vec![
+                std::str::from_utf8(raw).ok()?,
+            ])),
+            _ => return None,
+        };
+        if db.table(self.plan.table.as_deref()?)?.schema != self.columns {
+            return None;
+        }
+        self.plan.with_key(&value)
+    }
+}
+
+fn int_array(v: i64) -> ArrayRef {
+    Arc::new(arrow_array::Int64Array::from(vec![v]))
 }
 
 /// The handlers of one connection (its [`Backend`]) and those shared.
@@ -474,6 +580,35 @@ fn binary_columns(format: &Format, n: usize) -> Result<Vec<bool>, Failure> {
 }
 
 impl Engine {
+    /// Runs a portal of a prepared query of the store: its key bound into
+    /// the statement's plan when it has one, else its values written into
+    /// its SQL; stops if `gone` resolves first.
+    async fn portal_query(
+        &self,
+        portal: &Portal<Prepared>,
+        timeout: Option<Duration>,
+        gone: impl std::future::Future<Output = ()>,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+        let run = async {
+            if let Some(t) = &portal.statement.statement.template {
+                let db = self.snapshot()?;
+                if let Some(plan) = t.bind(portal, &db) {
+                    self.bound.fetch_add(1, Ordering::Relaxed);
+                    return self.run_plan(db, plan, timeout).await;
+                }
+            }
+            let sql = bound_sql(portal)?;
+            self.run(&sql, timeout).await
+        };
+        tokio::select! {
+            // A key lookup is done at its first poll: no timer is set.
+            biased;
+            r = run => r,
+            // Dropping the query's future stops it.
+            _ = gone => Err(Failure::new("08006", "the client closed its connection")),
+        }
+    }
+
     /// Runs one statement of a session: a SET/SHOW/catalog answer or a
     /// query of the store; a query stops if `gone` resolves first.
     async fn statement<C>(
@@ -489,8 +624,7 @@ impl Engine {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let db = self.snapshot()?;
-        let settings: HashMap<String, String> = client.metadata().clone();
-        if let Some(a) = session::answer(sql, &settings, &db) {
+        if let Some(a) = session::answer(sql, client.metadata(), &db) {
             return Ok(match a? {
                 Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
                 Answer::Commit => Response::TransactionEnd(Tag::new("COMMIT")),
@@ -528,8 +662,9 @@ impl Engine {
             });
         }
         drop(db);
-        let timeout = session_timeout(self, &settings);
+        let timeout = session_timeout(self, client.metadata());
         let (schema, batches) = tokio::select! {
+            biased;
             r = self.run(sql, timeout) => r?,
             // Dropping the query's future stops it.
             _ = gone => return Err(Failure::new("08006", "the client closed its connection")),
@@ -670,6 +805,8 @@ impl Parser {
                 sql: sql.to_string(),
                 params: Params::default(),
                 schema: a?.schema(),
+                store: false,
+                template: None,
             });
         }
         let params = Params::of(sql, types, &Cols(&db))?;
@@ -681,8 +818,10 @@ impl Parser {
         let plan = sluice::query::plan::plan_sql(&planned, db.as_ref())?;
         Ok(Prepared {
             sql: sql.to_string(),
-            params,
             schema: Some(sluice::query::exec::result_schema(&plan)),
+            store: true,
+            template: Template::of(&params, sql, &db).map(Arc::new),
+            params,
         })
     }
 }
@@ -819,6 +958,123 @@ impl ExtendedQueryHandler for Backend {
         self.parser.clone()
     }
 
+    // Parse, Bind and Execute queue their answers; Sync (or Flush) sends
+    // them: one write per round trip, not one per message.
+
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
+        match StoredStatement::parse(client, &message, self.query_parser()).await? {
+            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+            None => client.portal_store().put_empty_statement(&name),
+        }
+        client
+            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let stmt_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(stmt_name) {
+            Some(Entry::Value(stmt)) => {
+                let portal = Portal::try_new(&message, stmt)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) if message.parameters.is_empty() => {
+                client.portal_store().put_empty_portal(portal_name)
+            }
+            Some(Entry::Empty) => {
+                return Err(Failure::new(
+                    "08P01",
+                    format!(
+                        "bind message supplies {} parameters, but the prepared statement is empty",
+                        message.parameters.len()
+                    ),
+                )
+                .into());
+            }
+            None => return Err(PgWireError::StatementNotFound(stmt_name.to_string())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    /// A query of the store run to its end (no row limit) is answered
+    /// here: rows and CommandComplete queued, no flush. Anything else
+    /// (row limits, suspended portals, session statements) goes the
+    /// protocol crate's way.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(p))
+                if message.max_rows == 0
+                    && p.statement.statement.store
+                    && matches!(client.state(), PgWireConnectionState::ReadyForQuery) =>
+            {
+                p
+            }
+            _ => return self._on_execute(client, message).await,
+        };
+        let state = portal.state();
+        let mut st = state.lock().await;
+        if !matches!(*st, PortalExecutionState::Initial) {
+            drop(st);
+            return self._on_execute(client, message).await;
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let timeout = session_timeout(&self.engine, client.metadata());
+        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(h) => Some(h.start_query().await),
+            None => None,
+        };
+        let query = self.engine.portal_query(&portal, timeout, self.gone());
+        let (schema, batches) = match cancel {
+            Some(rx) => tokio::select! {
+                biased;
+                r = query => r?,
+                _ = rx => return Err(PgWireError::QueryCanceled),
+            },
+            None => query.await?,
+        };
+        let binary = binary_columns(&portal.result_column_format, schema.fields().len())?;
+        let mut n = 0;
+        for b in &batches {
+            for row in encode::rows(b, &binary) {
+                client.feed(PgWireBackendMessage::DataRow(row)).await?;
+                n += 1;
+            }
+        }
+        client
+            .feed(PgWireBackendMessage::CommandComplete(
+                Tag::new("SELECT").with_rows(n).into(),
+            ))
+            .await?;
+        *st = PortalExecutionState::Finished;
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        Ok(())
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
@@ -831,6 +1087,15 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if portal.statement.statement.store {
+            let timeout = session_timeout(&self.engine, client.metadata());
+            let (schema, batches) = self
+                .engine
+                .portal_query(portal, timeout, self.gone())
+                .await?;
+            let bin = binary_columns(&portal.result_column_format, schema.fields().len())?;
+            return Ok(rows_response(&schema, batches, bin));
+        }
         let sql = bound_sql(portal)?;
         Ok(self
             .engine

@@ -81,6 +81,11 @@ impl Params {
         self.types.is_empty()
     }
 
+    /// How many `$n` the SQL holds (a parameter may appear twice).
+    pub fn places(&self) -> usize {
+        self.places.len()
+    }
+
     /// `sql` with each `$n` replaced by `values[n - 1]` (SQL literals).
     pub fn substitute(&self, sql: &str, values: &[String]) -> String {
         let mut out =

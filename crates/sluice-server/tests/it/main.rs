@@ -356,6 +356,133 @@ async fn parameters_take_the_types_of_what_they_meet() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_key_lookup_answers_as_its_sql_written_out() {
+    let dir = sample(10);
+    let db = dir.0.join("db");
+    load_csv(
+        &db,
+        "small",
+        "n,code\n5,five\n-3,minus three\n",
+        "n INT, code TEXT",
+        Some("n"),
+    );
+    load_csv(
+        &db,
+        "codes",
+        "code,n\nab,1\nx y,2\no'k,3\n",
+        "code TEXT, n BIGINT",
+        Some("code"),
+    );
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+    let by_id = c
+        .prepare("SELECT name, id FROM people WHERE id = $1")
+        .await
+        .unwrap();
+    for id in [-1i64, 0, 1, 2, 3, 4, i64::MAX, i64::MIN] {
+        let got: Vec<(Option<String>, i64)> = c
+            .query(&by_id, &[&id])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let want: Vec<(Option<String>, i64)> =
+            simple(&c, &format!("SELECT name, id FROM people WHERE id = {id}"))
+                .await
+                .into_iter()
+                .map(|r| (r[0].clone(), r[1].as_deref().unwrap().parse().unwrap()))
+                .collect();
+        assert_eq!(got, want, "id {id}");
+    }
+    let bound = srv.engine.bound.load(Ordering::Relaxed);
+    assert!(
+        bound >= 8,
+        "the key lookups were planned again ({bound} bound)"
+    );
+    // An INT key: a BIGINT value past its range is no key, no error.
+    let by_n = c
+        .prepare("SELECT code FROM small WHERE n = $1")
+        .await
+        .unwrap();
+    let code = |rows: Vec<tokio_postgres::Row>| -> Vec<String> {
+        rows.iter().map(|r| r.get::<_, String>(0)).collect()
+    };
+    assert_eq!(by_n.params(), &[Type::INT4]);
+    assert_eq!(code(c.query(&by_n, &[&5i32]).await.unwrap()), ["five"]);
+    assert_eq!(
+        code(c.query(&by_n, &[&-3i32]).await.unwrap()),
+        ["minus three"]
+    );
+    assert!(c.query(&by_n, &[&i32::MAX]).await.unwrap().is_empty());
+    let by_big = c
+        .prepare("SELECT code FROM small WHERE n = $1::bigint")
+        .await
+        .unwrap();
+    assert_eq!(code(c.query(&by_big, &[&5i64]).await.unwrap()), ["five"]);
+    assert!(
+        c.query(&by_big, &[&5_000_000_005i64])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A text key, with a quote, empty, and absent.
+    let by_code = c
+        .prepare("SELECT n FROM codes WHERE code = $1")
+        .await
+        .unwrap();
+    for (k, want) in [
+        ("ab", Some(1i64)),
+        ("x y", Some(2)),
+        ("o'k", Some(3)),
+        ("", None),
+        ("zz", None),
+    ] {
+        let got: Vec<i64> = c
+            .query(&by_code, &[&k])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(got, want.into_iter().collect::<Vec<_>>(), "code {k:?}");
+    }
+    // The parameter outside the key comparison: answered from the SQL.
+    let r = c
+        .query_one(
+            "SELECT $1::bigint AS x, name FROM people WHERE id = 1",
+            &[&7i64],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.get::<_, i64>(0), r.get::<_, String>(1)),
+        (7, "ada".into())
+    );
+    // Rows a later commit adds are found by the statement prepared before.
+    let before = srv.engine.bound.load(Ordering::Relaxed);
+    let f = db.with_extension("late.csv");
+    std::fs::write(
+        &f,
+        "id,name,age,price,score,d,ts,ok\n10,late,1,1,1,2024-01-01,2024-01-01 00:00:00,true\n",
+    )
+    .unwrap();
+    let mut w = Database::open_writer(&db).unwrap();
+    load(
+        &mut w,
+        "people",
+        &[Input::File(f.clone())],
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    drop(w);
+    let _ = std::fs::remove_file(f);
+    let r = c.query_one(&by_id, &[&10i64]).await.unwrap();
+    assert_eq!(r.get::<_, Option<String>>(0).as_deref(), Some("late"));
+    assert!(srv.engine.bound.load(Ordering::Relaxed) > before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_carry_their_sqlstate_and_the_session_goes_on() {
     let dir = sample(10);
     let srv = Server::start(&dir.0.join("db"), |_| {});

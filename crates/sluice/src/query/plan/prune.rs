@@ -19,20 +19,7 @@ pub(super) fn key_lookup_of(filter: &Expr, k: usize, types: &[A]) -> Option<Vec<
     let stored = types.get(k)?;
     let key_bytes = |e: &Expr| -> Option<Vec<u8>> {
         let Expr::Literal(l) = e else { return None };
-        if l.is_null(0) {
-            return None;
-        }
-        match (stored, l.data_type()) {
-            (A::Utf8, A::Utf8) => {
-                use arrow_array::cast::AsArray;
-                Some(l.as_string::<i32>().value(0).as_bytes().to_vec())
-            }
-            (A::Utf8, _) | (_, A::Utf8) => None,
-            _ => {
-                let v = i64::try_from(stat_value(l, stored)?).ok()?;
-                Some(crate::index::encode_i64(v).to_vec())
-            }
-        }
+        literal_key(l, stored)
     };
     let mut stack = vec![filter];
     while let Some(e) = stack.pop() {
@@ -70,6 +57,85 @@ pub(super) fn key_lookup_of(filter: &Expr, k: usize, types: &[A]) -> Option<Vec<
         }
     }
     None
+}
+
+/// A one-row literal as a key of a column stored as `stored`, in index
+/// byte form; `None` for NULL or a value that does not convert exactly.
+fn literal_key(l: &ArrayRef, stored: &A) -> Option<Vec<u8>> {
+    if l.is_null(0) {
+        return None;
+    }
+    match (stored, l.data_type()) {
+        (A::Utf8, A::Utf8) => {
+            use arrow_array::cast::AsArray;
+            Some(l.as_string::<i32>().value(0).as_bytes().to_vec())
+        }
+        (A::Utf8, _) | (_, A::Utf8) => None,
+        _ => {
+            let v = i64::try_from(stat_value(l, stored)?).ok()?;
+            Some(crate::index::encode_i64(v).to_vec())
+        }
+    }
+}
+
+impl super::Plan {
+    /// For a lookup of one key whose whole filter is `key = literal`: this
+    /// plan with `value` (a one-row array of the literal's type) in place
+    /// of the literal — the plan of the same query written with `value`,
+    /// without parsing or planning it again (a prepared statement's
+    /// `WHERE id = $1`). `None` when the plan is not of that shape, or
+    /// `value` is NULL, of another type, or no valid key of the column.
+    pub fn with_key(&self, value: &ArrayRef) -> Option<super::Plan> {
+        if self.key_lookup.as_ref()?.len() != 1 || value.len() != 1 || value.is_null(0) {
+            return None;
+        }
+        let Some(Expr::Binary {
+            op: BinOp::Eq,
+            left,
+            right,
+        }) = &self.filter
+        else {
+            return None;
+        };
+        // The filter's columns are the scanned ones (after pushdown), as
+        // are `table_types`.
+        let (col, lit_left, old) = match (left.as_ref(), right.as_ref()) {
+            (e, Expr::Literal(l)) => (column_of(e, &self.table_types)?, false, l),
+            (Expr::Literal(l), e) => (column_of(e, &self.table_types)?, true, l),
+            _ => return None,
+        };
+        if old.data_type() != value.data_type() {
+            return None;
+        }
+        let stored = self.table_types.get(col)?;
+        let key = literal_key(value, stored)?;
+        let table_col = *self.scan_columns.get(col)?;
+        let mut p = self.clone();
+        let lit = Box::new(Expr::Literal(value.clone()));
+        p.filter = Some(if lit_left {
+            Expr::Binary {
+                op: BinOp::Eq,
+                left: lit,
+                right: right.clone(),
+            }
+        } else {
+            Expr::Binary {
+                op: BinOp::Eq,
+                left: left.clone(),
+                right: lit,
+            }
+        });
+        p.key_lookup = Some(vec![key]);
+        p.prune.retain(|x| x.column != table_col);
+        if let Some(v) = stat_value(value, stored) {
+            p.prune.push(Prune {
+                column: table_col,
+                lo: Some(v),
+                hi: Some(v),
+            });
+        }
+        Some(p)
+    }
 }
 
 /// Zone-map tests from the top-level AND-ed comparisons of a filter.
@@ -193,5 +259,88 @@ fn stat_value(l: &ArrayRef, stored: &A) -> Option<i128> {
             Some(l.as_primitive::<TimestampMicrosecondType>().value(0) as i128)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use proptest::prelude::*;
+
+    use crate::batch::Schema;
+    use crate::query::plan::{Catalog, Plan, plan_sql};
+
+    struct One(Schema);
+
+    impl Catalog for One {
+        fn table_schema(&self, name: &str) -> Option<Schema> {
+            (name == "t").then(|| self.0.clone())
+        }
+    }
+
+    fn cat(schema: &str) -> One {
+        One(schema.parse().expect("schema"))
+    }
+
+    /// The parts of a plan a key changes, as text.
+    fn shape(p: &Plan) -> String {
+        format!("{:?} {:?} {:?}", p.filter, p.key_lookup, p.prune)
+    }
+
+    fn int(v: i64) -> ArrayRef {
+        Arc::new(Int64Array::from(vec![v]))
+    }
+
+    proptest! {
+        // The plan bound with a key is the plan of the query written with
+        // it, for keys of either side and of either column type.
+        #[test]
+        fn a_bound_key_plans_as_the_written_one(v in 0i64..i64::MAX, flip in any::<bool>(), int32 in any::<bool>()) {
+            let c = cat(if int32 { "id INT PRIMARY KEY, a TEXT" } else { "id BIGINT PRIMARY KEY, a TEXT" });
+            let sql = |k: String| if flip {
+                format!("SELECT a, id FROM t WHERE {k} = id")
+            } else {
+                format!("SELECT a, id FROM t WHERE id = {k}")
+            };
+            let template = plan_sql(&sql("0".into()), &c).unwrap();
+            let written = plan_sql(&sql(v.to_string()), &c).unwrap();
+            match template.with_key(&int(v)) {
+                Some(bound) => prop_assert_eq!(shape(&bound), shape(&written)),
+                // An INT column has no key past its range: the written
+                // query looks nothing up either.
+                None => prop_assert!(written.key_lookup.is_none()),
+            }
+        }
+
+        #[test]
+        fn a_bound_text_key_plans_as_the_written_one(v in "[a-z']{0,12}") {
+            let c = cat("code TEXT PRIMARY KEY, n BIGINT");
+            let template = plan_sql("SELECT n FROM t WHERE code = ''", &c).unwrap();
+            let written = plan_sql(&format!("SELECT n FROM t WHERE code = '{}'", v.replace('\'', "''")), &c).unwrap();
+            let bound = template.with_key(&(Arc::new(StringArray::from(vec![v.clone()])) as ArrayRef)).unwrap();
+            prop_assert_eq!(shape(&bound), shape(&written));
+        }
+    }
+
+    #[test]
+    fn only_a_lookup_of_one_key_alone_takes_a_key() {
+        let c = cat("id BIGINT PRIMARY KEY, a BIGINT");
+        for sql in [
+            "SELECT a FROM t WHERE id = 1 AND a > 2",
+            "SELECT a FROM t WHERE id IN (1, 2)",
+            "SELECT a FROM t WHERE a = 1",
+            "SELECT a FROM t",
+        ] {
+            let p = plan_sql(sql, &c).unwrap();
+            assert!(p.with_key(&int(5)).is_none(), "{sql}");
+        }
+        let p = plan_sql("SELECT a FROM t WHERE id = 1", &c).unwrap();
+        let text: ArrayRef = Arc::new(StringArray::from(vec!["5"]));
+        assert!(p.with_key(&text).is_none(), "a key of another type");
+        let null: ArrayRef = Arc::new(Int64Array::from(vec![None::<i64>]));
+        assert!(p.with_key(&null).is_none(), "NULL is no key");
+        assert!(p.with_key(&int(5)).is_some());
     }
 }
