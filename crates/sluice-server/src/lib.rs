@@ -19,6 +19,7 @@
 //! its time limit is stopped at its next morsel ([`sluice::query::Stop`]).
 //! The protocol crate is pinned and used only in this crate.
 
+pub mod auth;
 pub mod encode;
 pub mod params;
 pub mod session;
@@ -35,8 +36,11 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use futures::sink::{Sink, SinkExt};
+use pgwire::api::auth::cleartext::CleartextPasswordAuth;
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
+use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::auth::{
-    AuthDriver, DefaultServerParameterProvider, StartupHandler, protocol_negotiation,
+    AuthDriver, AuthOutcome, DefaultServerParameterProvider, StartupHandler, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
 use pgwire::api::cancel::DefaultCancelHandler;
@@ -126,6 +130,49 @@ pub struct Options {
     /// Fixed morsel size of scans (tests: many morsels, so a stop is seen
     /// soon); `None`: the engine's choice.
     pub morsel_rows: Option<usize>,
+    /// How clients authenticate.
+    pub auth: auth::Auth,
+    /// The users `password` and `scram-sha-256` check.
+    pub users: auth::Users,
+    /// TLS (clients that ask for it; `None`: TLS refused).
+    pub tls: Option<Tls>,
+}
+
+/// A TLS configuration (certificate chain and key).
+#[derive(Clone)]
+pub struct Tls(pub pgwire::tokio::TlsAcceptor);
+
+impl Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tls")
+    }
+}
+
+impl Tls {
+    /// Reads a PEM certificate chain and private key.
+    pub fn from_pem(cert: &Path, key: &Path) -> Result<Tls, Failure> {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let bad = |what: &Path, e: &dyn std::fmt::Display| {
+            Failure::new("F0000", format!("--tls: {}: {e}", what.display()))
+        };
+        let certs = CertificateDer::pem_file_iter(cert)
+            .map_err(|e| bad(cert, &e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(cert, &e))?;
+        if certs.is_empty() {
+            return Err(bad(cert, &"no certificate in the file"));
+        }
+        let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| bad(key, &e))?;
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad(cert, &e))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key_der)
+            .map_err(|e| bad(key, &e))?;
+        Ok(Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
+    }
 }
 
 impl Options {
@@ -139,6 +186,9 @@ impl Options {
             threads: None,
             statement_timeout: None,
             morsel_rows: None,
+            auth: auth::Auth::Trust,
+            users: auth::Users::default(),
+            tls: None,
         }
     }
 }
@@ -463,9 +513,16 @@ impl Handlers {
         p.time_zone = "UTC".to_string();
         let driver = AuthDriver::new(p).with_connection_manager(manager.clone());
         Handlers {
-            startup: Arc::new(Startup {
-                driver,
-                engine: engine.clone(),
+            startup: Arc::new({
+                let source = Arc::new(auth::Source(engine.opts.users.clone()));
+                let mut scram = ScramAuth::new(source.clone());
+                scram.set_iterations(auth::ITERATIONS as usize);
+                Startup {
+                    driver,
+                    engine: engine.clone(),
+                    cleartext: CleartextPasswordAuth::new(source),
+                    scram,
+                }
             }),
             cancel: Arc::new(DefaultCancelHandler::new(manager)),
             backend: Arc::new(Backend {
@@ -479,11 +536,13 @@ impl Handlers {
     }
 }
 
-/// Startup without a password: refuses connections past the limit with
-/// 53300, then completes the handshake.
+/// Startup: refuses connections past the limit with 53300, then
+/// authenticates as `--auth` says and completes the handshake.
 pub struct Startup {
     driver: AuthDriver<DefaultServerParameterProvider>,
     engine: Arc<Engine>,
+    cleartext: CleartextPasswordAuth<auth::Source>,
+    scram: ScramAuth,
 }
 
 #[async_trait]
@@ -512,7 +571,35 @@ impl StartupHandler for Startup {
             }
             protocol_negotiation(client, s).await?;
             save_startup_parameters_to_metadata(client, s);
-            self.driver.complete_authentication(client, None).await?;
+            match self.engine.opts.auth {
+                auth::Auth::Trust => self.driver.complete_authentication(client, None).await?,
+                auth::Auth::Password => {
+                    let m = AuthMechanismFactory::<()>::create(&self.cleartext);
+                    self.driver.begin_authentication(client, m).await?;
+                }
+                auth::Auth::Scram => {
+                    let m = AuthMechanismFactory::<()>::create(&self.scram);
+                    self.driver.begin_authentication(client, m).await?;
+                }
+            }
+        } else if let PgWireFrontendMessage::PasswordMessageFamily(m) = message {
+            let outcome = match self.driver.advance_authentication(client, m).await {
+                Err(PgWireError::InvalidPassword(_) | PgWireError::InvalidScramMessage(_)) => {
+                    let user = client.metadata().get("user").cloned().unwrap_or_default();
+                    return Err(Failure {
+                        code: "28P01",
+                        message: format!("password authentication failed for user \"{user}\""),
+                        fatal: true,
+                    }
+                    .into());
+                }
+                r => r?,
+            };
+            if let AuthOutcome::Authenticated { final_message, .. } = outcome {
+                self.driver
+                    .complete_authentication(client, final_message)
+                    .await?;
+            }
         }
         Ok(())
     }
@@ -1196,7 +1283,8 @@ pub async fn serve_on(
         let h = handlers.for_connection(watch);
         tokio::spawn(async move {
             let _counted = counted;
-            let _ = pgwire::tokio::process_socket(sock, None, h).await;
+            let tls = h.startup.engine.opts.tls.as_ref().map(|t| t.0.clone());
+            let _ = pgwire::tokio::process_socket(sock, tls, h).await;
         });
     }
 }
@@ -1218,15 +1306,22 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 /// Runs the server until Ctrl-C (or SIGTERM): binds, calls `ready` with
 /// the address bound (port 0 picks one), and serves.
 pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(), Failure> {
-    if !is_loopback(&opts.listen) {
+    if !is_loopback(&opts.listen) && opts.auth == auth::Auth::Trust {
         return Err(Failure::new(
             "28000",
             format!(
-                "refusing to listen on {}: connections are not authenticated (trust), so sluice serve listens on loopback addresses only (127.0.0.1, ::1)",
+                "refusing to listen on {} with --auth trust (anyone who reaches it could connect): use --auth scram-sha-256 with users added by --add-user, or a loopback address (127.0.0.1, ::1)",
                 opts.listen
             ),
         ));
     }
+    if opts.auth != auth::Auth::Trust && opts.users.is_empty() {
+        return Err(Failure::new(
+            "28000",
+            "--auth needs users: add one with sluice serve --add-user NAME (the password is read from standard input)",
+        ));
+    }
+    raise_fd_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(sluice::exec::usable_cores())
         .enable_all()
@@ -1263,4 +1358,22 @@ pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(),
             .await
             .map_err(|e| Failure::internal(e.to_string()))
     })
+}
+
+/// Raises the limit of open files to its hard maximum: each connection
+/// holds two descriptors, and the usual soft limit (1024) is below
+/// `--max-connections`' default.
+fn raise_fd_limit() {
+    #[cfg(unix)]
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
 }

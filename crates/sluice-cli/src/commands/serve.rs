@@ -1,10 +1,10 @@
 //! `sluice serve`: the database over the PostgreSQL protocol.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 /// The examples of `--help`.
 pub const EXAMPLES: &str = "Examples:
@@ -12,10 +12,16 @@ pub const EXAMPLES: &str = "Examples:
   psql -h 127.0.0.1 -p 5433 -c \"SELECT count(*) FROM sales\"
   sluice serve --db /data/sales.db --listen 127.0.0.1:6000 --statement-timeout 30s
 
+
+With passwords (SCRAM-SHA-256; the users file keeps verifiers, never passwords):
+  echo 'a secret' | sluice serve --add-user ada     # writes sluice.db/serve.users
+  sluice serve --auth scram-sha-256 --listen 0.0.0.0:5433 --tls-cert cert.pem --tls-key key.pem
+  psql \"host=db.example port=5433 user=ada sslmode=require\"
+
 Read-only: every query sees the last commit when it starts (a load in another
 process shows up in the next query). Simple and extended protocol, text and
 binary results, $1 parameters, SET/SHOW/BEGIN/COMMIT, psql's \\dt and \\d TABLE.
-Not yet: passwords, TLS; so it listens on loopback addresses only.";
+--auth trust (the default) listens on loopback addresses only.";
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -36,6 +42,24 @@ pub struct ServeArgs {
     /// Scans that may wait for their turn; more are refused (SQLSTATE 53000)
     #[arg(long, default_value_t = 1024)]
     pub queue: usize,
+    /// How clients authenticate: trust (anyone; loopback addresses only),
+    /// password (clear text: use TLS) or scram-sha-256, both against the
+    /// users file
+    #[arg(long, default_value = "trust")]
+    pub auth: sluice_server::auth::Auth,
+    /// The users file (default: serve.users in the database directory)
+    #[arg(long)]
+    pub users: Option<PathBuf>,
+    /// Add (or change) user NAME in the users file, its password read from
+    /// standard input, and exit
+    #[arg(long, value_name = "NAME")]
+    pub add_user: Option<String>,
+    /// TLS certificate chain (PEM); with --tls-key, clients may use TLS
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM)
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -45,12 +69,31 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> Result<()> {
+    let users_file = args.users.clone().unwrap_or_else(|| db.join("serve.users"));
+    if let Some(name) = &args.add_user {
+        return add_user(&users_file, name, quiet);
+    }
     let mut opts = sluice_server::Options::new(db, args.listen);
+    opts.auth = args.auth;
+    if args.auth != sluice_server::auth::Auth::Trust {
+        opts.users = sluice_server::auth::Users::read(&users_file)
+            .map_err(|f| anyhow::anyhow!("{}", f.message))?;
+    }
+    if let (Some(c), Some(k)) = (&args.tls_cert, &args.tls_key) {
+        opts.tls =
+            Some(sluice_server::Tls::from_pem(c, k).map_err(|f| anyhow::anyhow!("{}", f.message))?);
+    }
+    if args.auth == sluice_server::auth::Auth::Password && opts.tls.is_none() && !quiet {
+        eprintln!(
+            "sluice serve: warning: --auth password without --tls-cert sends passwords in clear text; prefer scram-sha-256"
+        );
+    }
     opts.max_connections = args.max_connections;
     opts.statement_timeout = (!args.statement_timeout.is_zero()).then_some(args.statement_timeout);
     opts.scans_at_once = args.scans_at_once;
     opts.queue = args.queue;
     opts.threads = threads;
+    let (engine_auth, tls) = (opts.auth, opts.tls.is_some());
     sluice_server::run(opts, |addr, engine| {
         if !quiet {
             let tables = engine
@@ -58,13 +101,47 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
                 .map(|d| d.manifest().tables.len())
                 .unwrap_or(0);
             eprintln!(
-                "sluice serve: listening on {addr} (database {}, {tables} table{}); try: psql -h {} -p {} -c \"SELECT 1\"",
+                "sluice serve: listening on {addr} (database {}, {tables} table{}, auth {}{}); try: psql -h {} -p {} -c \"SELECT 1\"",
                 db.display(),
                 if tables == 1 { "" } else { "s" },
+                match engine_auth {
+                    sluice_server::auth::Auth::Trust => "trust",
+                    sluice_server::auth::Auth::Password => "password",
+                    sluice_server::auth::Auth::Scram => "scram-sha-256",
+                },
+                if tls { ", TLS" } else { "" },
                 addr.ip(),
                 addr.port()
             );
         }
     })
     .map_err(|f| anyhow::anyhow!("{}", f.message))
+}
+
+/// `--add-user NAME`: reads the password (one line of standard input) and
+/// writes the user's verifier.
+fn add_user(file: &Path, name: &str, quiet: bool) -> Result<()> {
+    use std::io::{BufRead, IsTerminal};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprint!("password for {name} (shown as typed; or pipe it in): ");
+    }
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from standard input")?;
+    let password = line.trim_end_matches(['\n', '\r']);
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    sluice_server::auth::Users::add(file, name, password)
+        .map_err(|f| anyhow::anyhow!("{}", f.message))?;
+    if !quiet {
+        eprintln!(
+            "sluice serve: user {name} written to {} (a SCRAM-SHA-256 verifier, not the password); serve with --auth scram-sha-256",
+            file.display()
+        );
+    }
+    Ok(())
 }

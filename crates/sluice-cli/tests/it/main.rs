@@ -1054,3 +1054,65 @@ fn a_merge_killed_before_its_commit_leaves_a_working_table() {
     args.extend(all.iter().map(String::as_str));
     assert_eq!(ok(&t.0, &args).lines().count(), 151);
 }
+
+#[test]
+fn serve_add_user_writes_a_verifier_and_the_refusals_say_why() {
+    let t = Tmp::new();
+    let add = |name: &str, password: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .current_dir(&t.0)
+            .env_remove("SLUICE_DB")
+            .args(["--db", "s.db", "serve", "--add-user", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{password}\n").as_bytes())
+            .unwrap();
+        c.wait_with_output().unwrap()
+    };
+    let out = add("ada", "correct horse");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let users = std::fs::read_to_string(t.0.join("s.db/serve.users")).unwrap();
+    assert!(users.starts_with("ada:SCRAM-SHA-256$4096:"), "{users}");
+    assert!(!users.contains("correct horse"));
+    let out = add("bad:name", "x");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("':'"));
+    // Trust on an address others can reach, and --auth without users.
+    let out = sluice(&t.0, &["--db", "s.db", "serve", "--listen", "0.0.0.0:0"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:0 with --auth trust"),
+        "{err}"
+    );
+    let out = sluice(
+        &t.0,
+        &[
+            "--db",
+            "s.db",
+            "serve",
+            "--auth",
+            "scram-sha-256",
+            "--users",
+            "none",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot read the users file none"), "{err}");
+    let out = sluice(&t.0, &["--db", "s.db", "serve", "--auth", "kerberos"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use trust, password or scram-sha-256"));
+}

@@ -3,6 +3,7 @@
 //! their SQLSTATE, parameters, session statements, limits, cancel,
 //! snapshots, and bytes that are not the protocol.
 
+mod auth;
 mod raw;
 
 use std::net::SocketAddr;
