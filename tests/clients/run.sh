@@ -50,4 +50,24 @@ check "psql: an error with its SQLSTATE" "ERROR:  42703: no column named \"nope\
     "$(echo "$err" | head -1)"
 
 python3 "$here/psycopg_check.py" "$port"
+
+# Passwords (SCRAM-SHA-256) over TLS, as libpq does them.
+kill "$server"
+printf 'pencil and paper\n' | "$sluice" --db db -q serve --add-user ada
+certs="$here/../../crates/sluice-server/tests/it/tls"
+"$sluice" --db db serve --listen 127.0.0.1:0 --auth scram-sha-256 \
+    --tls-cert "$certs/cert.pem" --tls-key "$certs/key.pem" 2> serve.log &
+server=$!
+for _ in $(seq 100); do
+    grep -q "listening on" serve.log 2>/dev/null && break
+    sleep 0.1
+done
+port="$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' serve.log)"
+conn="host=127.0.0.1 port=$port user=ada dbname=sluice sslmode=require"
+check "psql: SCRAM over TLS" "3" \
+    "$(PGPASSWORD='pencil and paper' psql "$conn" -X -A -t -c 'SELECT count(*) FROM people')"
+check "psql: TLS in use" "t" \
+    "$(PGPASSWORD='pencil and paper' psql "$conn" -X -A -t -c '\conninfo' | grep -c TLS | sed 's/^[1-9].*/t/')"
+err="$(PGPASSWORD=wrong psql "$conn" -X -c 'SELECT 1' 2>&1 || true)"
+check "psql: a wrong password" "1" "$(echo "$err" | grep -c 'password authentication failed for user "ada"')"
 echo "clients: ok"
