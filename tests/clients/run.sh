@@ -50,6 +50,7 @@ check "psql: an error with its SQLSTATE" "ERROR:  42703: no column named \"nope\
     "$(echo "$err" | head -1)"
 
 python3 "$here/psycopg_check.py" "$port"
+java -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" "$here/JdbcCheck.java" "$port"
 
 # Passwords (SCRAM-SHA-256) over TLS, as libpq does them.
 kill "$server"
