@@ -1,5 +1,6 @@
 // Drives `sluice serve` with the PostgreSQL JDBC driver (Debian's
-// libpostgresql-jdbc-java): java -cp postgresql.jar JdbcCheck.java PORT
+// libpostgresql-jdbc-java) from source with a JDK (the launcher compiles it):
+// java -cp postgresql.jar JdbcCheck.java PORT
 // Exits non-zero on the first wrong answer.
 
 import java.math.BigDecimal;
