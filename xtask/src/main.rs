@@ -8,9 +8,10 @@
 //! 4. Merges the profiles and builds the optimised binary
 //!    (`-Cprofile-use`) into `target/pgo/optimized/release/sluice`.
 //! 5. Unless `--no-compare`: times held-out scenarios (ingest of integer
-//!    CSV, JSON lines, TPC-H Q1, key lookups; data other than the
-//!    workload's) with the ordinary release binary and the PGO one,
-//!    interleaved, and prints medians and ratios.
+//!    CSV, JSON lines, TPC-H Q1, key lookups, and `sluice serve` under
+//!    pgbench at 1 and 256 clients when pgbench is installed; data other
+//!    than the workload's) with the ordinary release binary and the PGO
+//!    one, interleaved, and prints medians and ratios.
 //!
 //! Standard library only, so that it builds in seconds.
 
@@ -277,9 +278,69 @@ struct Scenario {
     args: Vec<String>,
     /// Removed before each timed run (a database a load creates).
     fresh: Option<PathBuf>,
+    /// Instead of `args`: the binary serves this database and pgbench's
+    /// run against it is timed.
+    serve: Option<Served>,
+}
+
+/// `sluice serve` under pgbench: `clients` clients running `transactions`
+/// prepared point selects each.
+struct Served {
+    db: PathBuf,
+    script: PathBuf,
+    clients: usize,
+    transactions: usize,
+}
+
+fn time_served(bin: &Path, s: &Served) -> Result<f64> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("picking a port: {e}"))?
+        .port();
+    let mut server = Command::new(bin)
+        .arg("--db")
+        .arg(&s.db)
+        .args(["--quiet", "serve", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if start.elapsed().as_secs() > 30 {
+            let _ = server.kill();
+            return Err(format!("{} serve did not start", bin.display()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let start = Instant::now();
+    let out = Command::new("pgbench")
+        .args(["-n", "-M", "prepared", "-h", "127.0.0.1", "-U", "pgo"])
+        .args(["-p", &port.to_string()])
+        .args(["-c", &s.clients.to_string()])
+        .args(["-j", &s.clients.min(2).to_string()])
+        .args(["-t", &s.transactions.to_string(), "-f"])
+        .arg(&s.script)
+        .arg("postgres")
+        .output();
+    let secs = start.elapsed().as_secs_f64();
+    let _ = server.kill();
+    let _ = server.wait();
+    let out = out.map_err(|e| format!("running pgbench: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "pgbench against {} failed: {}",
+            bin.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(secs)
 }
 
 fn time_one(bin: &Path, s: &Scenario) -> Result<f64> {
+    if let Some(sv) = &s.serve {
+        return time_served(bin, sv);
+    }
     if let Some(d) = &s.fresh {
         let _ = std::fs::remove_dir_all(d);
     }
@@ -338,6 +399,21 @@ fn write_keyed(dir: &Path, rows: u64, lookups: u64) -> Result<()> {
         writeln!(k, "{}", id(s % rows)).map_err(err)?;
     }
     k.flush().map_err(err)
+}
+
+/// `rows` rows `id,a,b` keyed by 1..=rows, values of another generator
+/// than the benchmark's.
+fn write_serve_rows(dir: &Path, rows: u64) -> Result<()> {
+    use std::io::Write;
+    let f = dir.join("serve-rows.csv");
+    let err = |e: std::io::Error| format!("writing {}: {e}", f.display());
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&f).map_err(err)?);
+    writeln!(w, "id,a,b").map_err(err)?;
+    for id in 1..=rows {
+        let x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        writeln!(w, "{id},{},{}", x >> 44, x % 977).map_err(err)?;
+    }
+    w.flush().map_err(err)
 }
 
 fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
@@ -423,6 +499,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
                 ints.to_string_lossy().into_owned(),
             ],
             fresh: Some(ingest_db.clone()),
+            serve: None,
         },
         Scenario {
             name: "json",
@@ -439,6 +516,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
                 jsonl.to_string_lossy().into_owned(),
             ],
             fresh: Some(json_db.clone()),
+            serve: None,
         },
         // Ten warm runs of TPC-H Q1 in one process, after one untimed
         // (the scenario loads lineitem into the directory once).
@@ -458,6 +536,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
                 dir.to_string_lossy().into_owned(),
             ],
             fresh: None,
+            serve: None,
         },
         Scenario {
             name: "lookups",
@@ -472,8 +551,58 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
                 "csv".into(),
             ],
             fresh: None,
+            serve: None,
         },
     ];
+    let mut scenarios = scenarios.into_iter().collect::<Vec<_>>();
+    // The server under pgbench, at one client and at 256 (where the
+    // study's profile-guided MariaDB lost what it gained at one).
+    let serve_rows = 1_000_000u64;
+    if Command::new("pgbench").arg("--version").output().is_ok() {
+        let serve_db = dir.join(format!("serve-{serve_rows}.db"));
+        if !serve_db.exists() {
+            write_serve_rows(dir, serve_rows)?;
+            run(
+                Command::new(release).args([
+                    "--db",
+                    &serve_db.to_string_lossy(),
+                    "load",
+                    "--quiet",
+                    "--key",
+                    "id",
+                    "objects",
+                    &d("serve-rows.csv"),
+                ]),
+                "loading the served table",
+            )?;
+            let _ = std::fs::remove_file(dir.join("serve-rows.csv"));
+        }
+        let script = dir.join("point.sql");
+        std::fs::write(
+            &script,
+            format!(
+                "\\set id random(1, {serve_rows})\nSELECT id, a, b FROM objects WHERE id = :id;\n"
+            ),
+        )
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+        for (name, clients, transactions) in [("serve-1", 1, 20_000), ("serve-256", 256, 200)] {
+            scenarios.push(Scenario {
+                name,
+                args: Vec::new(),
+                fresh: None,
+                serve: Some(Served {
+                    db: serve_db.clone(),
+                    script: script.clone(),
+                    clients,
+                    transactions,
+                }),
+            });
+        }
+    } else {
+        println!(
+            "== no pgbench: the serve scenarios are left out (apt-get install postgresql-client)"
+        );
+    }
     println!(
         "== timing: {} runs per binary and scenario, interleaved",
         o.runs
@@ -514,7 +643,7 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
         );
     }
     println!(
-        "\nmedians of {} runs, each a whole process; ingest: `sluice load` of {} rows of three integers into a fresh table (in /dev/shm when there is one); json: `sluice load --format jsonl` of 440 MB of JSON lines (`sluice gen objects --seed 7`) into a fresh table beside it; q1: `sluice bench q1` (TPC-H Q1 over lineitem SF {}, 11 runs at 2 threads); lookups: `sluice get --keys` of {lookups} present keys in a keyed table of {keyed_rows} rows",
+        "\nmedians of {} runs, each a whole process; ingest: `sluice load` of {} rows of three integers into a fresh table (in /dev/shm when there is one); json: `sluice load --format jsonl` of 440 MB of JSON lines (`sluice gen objects --seed 7`) into a fresh table beside it; q1: `sluice bench q1` (TPC-H Q1 over lineitem SF {}, 11 runs at 2 threads); lookups: `sluice get --keys` of {lookups} present keys in a keyed table of {keyed_rows} rows; serve-1 and serve-256: `sluice serve` of a table of {serve_rows} rows keyed by BIGINT under pgbench -M prepared point selects, 1 client x 20,000 and 256 clients x 200 (pgbench's wall time, connections included)",
         o.runs, o.rows, o.sf
     );
     Ok(())

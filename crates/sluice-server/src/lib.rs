@@ -1377,3 +1377,56 @@ fn raise_fd_limit() {
         }
     }
 }
+
+/// A server on a thread of its own (listen on port 0 to have one picked),
+/// stopped and joined when dropped: for workloads that drive a server
+/// from the same process.
+pub struct Background {
+    pub addr: SocketAddr,
+    pub engine: Arc<Engine>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    pub fn start(opts: Options) -> Result<Background, Failure> {
+        let engine = Arc::new(Engine::new(opts)?);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(sluice::exec::usable_cores())
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::internal(format!("starting the runtime: {e}")))?;
+        let listen = engine.opts.listen;
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind(listen))
+            .map_err(|e| Failure::new("08000", format!("cannot listen on {listen}: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Failure::internal(e.to_string()))?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let e = engine.clone();
+        let thread = std::thread::spawn(move || {
+            let _ = rt.block_on(serve_on(listener, e, async {
+                let _ = rx.await;
+            }));
+            rt.shutdown_timeout(Duration::from_secs(5));
+        });
+        Ok(Background {
+            addr,
+            engine,
+            stop: Some(tx),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

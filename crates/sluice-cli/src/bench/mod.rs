@@ -17,6 +17,7 @@ mod common;
 mod corpus;
 mod index;
 mod ingest;
+mod pgwire;
 mod profile;
 mod q1;
 mod rejects;

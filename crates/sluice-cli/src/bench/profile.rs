@@ -289,6 +289,13 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
         }
         Ok(())
     })?;
+    // The server: prepared key lookups from one client and from 32 at
+    // once (text and binary results), and aggregates over the protocol.
+    time(
+        "serve: key lookups and queries over the protocol",
+        quiet,
+        || serve_workload(&dir.join("db"), &keys, quiet),
+    )?;
     // The same rows as JSON lines, into a keyed table of 4 shards: the
     // JSON scanner, and batches cut by shard.
     let jsonl = dir.join("objects.jsonl");
@@ -327,5 +334,56 @@ pub fn run(dir: Option<PathBuf>, scale: f64, quiet: bool) -> Result<()> {
         "profile workload done in {:.1} s (scale {scale})",
         start.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Drives an in-process `sluice serve` over `db` with `keys` of its
+/// objects table.
+fn serve_workload(db: &std::path::Path, keys: &[String], quiet: bool) -> Result<()> {
+    use super::pgwire::Client;
+    let opts = sluice_server::Options::new(db, "127.0.0.1:0".parse()?);
+    let srv =
+        sluice_server::Background::start(opts).map_err(|f| anyhow::anyhow!("{}", f.message))?;
+    let port = srv.addr.port();
+    let lookup = "SELECT source_id, chunk, sub FROM objects WHERE source_id = $1";
+    let one = move |keys: &[String], binary: bool| -> Result<usize> {
+        let mut c = Client::connect(port, "profile")?;
+        c.prepare("k", lookup)?;
+        let mut found = 0;
+        for k in keys {
+            found += c.execute("k", &[k], binary)?;
+        }
+        Ok(found)
+    };
+    let n = keys.len().min(20_000);
+    let mut found = one(&keys[..n], false)?;
+    let per = (n / 32).max(1);
+    let handles: Vec<_> = keys[..n]
+        .chunks(per)
+        .enumerate()
+        .map(|(i, part)| {
+            let part = part.to_vec();
+            std::thread::spawn(move || one(&part, i % 2 == 0))
+        })
+        .collect();
+    for h in handles {
+        found += h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+    }
+    let mut c = Client::connect(port, "profile")?;
+    for q in QUERIES.iter().take(3) {
+        c.simple(q)?;
+    }
+    c.simple("SELECT count(*) FROM objects WHERE chunk < 100")?;
+    anyhow::ensure!(found >= n, "the server found {found} of {} keys", 2 * n);
+    if !quiet {
+        eprintln!(
+            "  {} queries served",
+            srv.engine
+                .queries
+                .load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
     Ok(())
 }

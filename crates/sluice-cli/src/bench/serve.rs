@@ -9,7 +9,7 @@
 //! this runs as root), removed at the end. Without PostgreSQL or pgbench
 //! the scenario says so: sluice alone needs pgbench.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -555,40 +555,13 @@ impl Q1Loop {
 const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
 
 /// `n` connections through startup to ReadyForQuery, held open.
-fn idle_connections(port: u16, n: usize) -> Result<Vec<TcpStream>> {
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut s = TcpStream::connect(("127.0.0.1", port))
-            .with_context(|| format!("idle connection {}", i + 1))?;
-        let mut body = Vec::new();
-        body.extend_from_slice(&196608u32.to_be_bytes());
-        body.extend_from_slice(b"user\0bench\0\0");
-        let mut msg = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-        msg.extend_from_slice(&body);
-        s.write_all(&msg)?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        // Messages until ReadyForQuery ('Z').
-        loop {
-            let mut head = [0u8; 5];
-            s.read_exact(&mut head)
-                .with_context(|| format!("idle connection {}: startup", i + 1))?;
-            let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
-            let mut rest = vec![0u8; len.saturating_sub(4)];
-            s.read_exact(&mut rest)?;
-            if head[0] == b'E' {
-                bail!(
-                    "idle connection {}: {}",
-                    i + 1,
-                    String::from_utf8_lossy(&rest)
-                );
-            }
-            if head[0] == b'Z' {
-                break;
-            }
-        }
-        out.push(s);
-    }
-    Ok(out)
+fn idle_connections(port: u16, n: usize) -> Result<Vec<super::pgwire::Client>> {
+    (0..n)
+        .map(|i| {
+            super::pgwire::Client::connect(port, "bench")
+                .with_context(|| format!("idle connection {}", i + 1))
+        })
+        .collect()
 }
 
 /// Resident memory of process `pid`, KiB.
