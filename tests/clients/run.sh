@@ -15,14 +15,19 @@ printf 'id,name,price,d,ts,ok\n1,ada,12.50,2024-01-02,2024-01-02 03:04:05.5,true
 "$sluice" --db db -q gen ints --rows 100000 --output ints.csv >/dev/null
 "$sluice" --db db -q load ints ints.csv
 
-"$sluice" --db db serve --listen 127.0.0.1:0 2> serve.log &
-server=$!
-for _ in $(seq 100); do
-    grep -q "listening on" serve.log 2>/dev/null && break
-    sleep 0.1
-done
-port="$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' serve.log)"
-test -n "$port" || { cat serve.log; exit 1; }
+# Starts `sluice serve` with extra options "$@" on a free port: sets
+# $server (its pid) and $port.
+start_server() {
+    "$sluice" --db db serve --listen 127.0.0.1:0 "$@" 2> serve.log &
+    server=$!
+    for _ in $(seq 100); do
+        grep -q "listening on" serve.log 2>/dev/null && break
+        sleep 0.1
+    done
+    port="$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' serve.log)"
+    test -n "$port" || { cat serve.log; exit 1; }
+}
+start_server
 
 check() { # what, expected, got
     if [ "$2" != "$3" ]; then
@@ -56,14 +61,7 @@ java -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" "$here/JdbcCheck.java" "$
 kill "$server"
 printf 'pencil and paper\n' | "$sluice" --db db -q serve --add-user ada
 certs="$here/../../crates/sluice-server/tests/it/tls"
-"$sluice" --db db serve --listen 127.0.0.1:0 --auth scram-sha-256 \
-    --tls-cert "$certs/cert.pem" --tls-key "$certs/key.pem" 2> serve.log &
-server=$!
-for _ in $(seq 100); do
-    grep -q "listening on" serve.log 2>/dev/null && break
-    sleep 0.1
-done
-port="$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' serve.log)"
+start_server --auth scram-sha-256 --tls-cert "$certs/cert.pem" --tls-key "$certs/key.pem"
 conn="host=127.0.0.1 port=$port user=ada dbname=sluice sslmode=require"
 check "psql: SCRAM over TLS" "3" \
     "$(PGPASSWORD='pencil and paper' psql "$conn" -X -A -t -c 'SELECT count(*) FROM people')"

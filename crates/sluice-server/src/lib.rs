@@ -1397,8 +1397,10 @@ impl Background {
             .build()
             .map_err(|e| Failure::internal(format!("starting the runtime: {e}")))?;
         let listen = engine.opts.listen;
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind(listen))
+        // Bound here (a caller may be inside a runtime of its own, where
+        // blocking on this one is not allowed), served on the thread.
+        let listener = std::net::TcpListener::bind(listen)
+            .and_then(|l| l.set_nonblocking(true).map(|_| l))
             .map_err(|e| Failure::new("08000", format!("cannot listen on {listen}: {e}")))?;
         let addr = listener
             .local_addr()
@@ -1406,9 +1408,14 @@ impl Background {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let e = engine.clone();
         let thread = std::thread::spawn(move || {
-            let _ = rt.block_on(serve_on(listener, e, async {
-                let _ = rx.await;
-            }));
+            rt.block_on(async move {
+                if let Ok(l) = tokio::net::TcpListener::from_std(listener) {
+                    let _ = serve_on(l, e, async {
+                        let _ = rx.await;
+                    })
+                    .await;
+                }
+            });
             rt.shutdown_timeout(Duration::from_secs(5));
         });
         Ok(Background {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use sluice::load::{LoadOptions, Reload, load};
 use sluice::source::Input;
 use sluice::store::Database;
-use sluice_server::{Engine, Options};
+use sluice_server::{Background, Engine, Options};
 use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
@@ -83,41 +83,18 @@ pub fn sample(big_rows: usize) -> TempDir {
 pub struct Server {
     pub addr: SocketAddr,
     pub engine: Arc<Engine>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: Background,
 }
 
 impl Server {
     pub fn start(db: &Path, tweak: impl FnOnce(&mut Options)) -> Server {
         let mut opts = Options::new(db, "127.0.0.1:0".parse().unwrap());
         tweak(&mut opts);
-        let engine = Arc::new(Engine::new(opts).unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let (atx, arx) = std::sync::mpsc::channel();
-        let e = engine.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                atx.send(l.local_addr().unwrap()).unwrap();
-                sluice_server::serve_on(l, e, async {
-                    let _ = rx.await;
-                })
-                .await
-                .unwrap();
-            });
-            rt.shutdown_timeout(Duration::from_secs(5));
-        });
-        let addr = arx.recv().unwrap();
+        let server = Background::start(opts).unwrap();
         Server {
-            addr,
-            engine,
-            stop: Some(tx),
-            thread: Some(thread),
+            addr: server.addr,
+            engine: server.engine.clone(),
+            _server: server,
         }
     }
 
@@ -137,17 +114,6 @@ impl Server {
         .await?;
         tokio::spawn(conn);
         Ok(c)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
