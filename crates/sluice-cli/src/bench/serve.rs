@@ -126,11 +126,25 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     );
     for &c in &clients {
         let (mut s_runs, mut p_runs) = (Vec::new(), Vec::new());
+        let mut failures = Vec::new();
         for _ in 0..o.runs {
-            s_runs.push(bench(sluice_srv.port, c, false)?);
-            if let Some(pg) = &pg {
-                p_runs.push(bench(pg.port, c, false)?);
+            match bench(sluice_srv.port, c, false) {
+                Ok(r) => s_runs.push(r),
+                Err(e) => failures.push(format!("sluice: {e:#}")),
             }
+            if let Some(pg) = &pg {
+                match bench(pg.port, c, false) {
+                    Ok(r) => p_runs.push(r),
+                    Err(e) => failures.push(format!("PostgreSQL: {e:#}")),
+                }
+            }
+        }
+        for f in &failures {
+            eprintln!("{c} clients: {f}");
+        }
+        if s_runs.is_empty() {
+            println!("{c:>7} (every sluice run failed)");
+            continue;
         }
         let s = med(&s_runs);
         let cells = |r: Option<Run>| match r {
@@ -278,7 +292,7 @@ impl Served {
         let child = Command::new(exe)
             .arg("--db")
             .arg(db)
-            .args(["--quiet", "serve", "--listen"])
+            .args(["--quiet", "serve", "--max-connections", "1100", "--listen"])
             .arg(format!("127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
