@@ -479,6 +479,15 @@ impl Template {
     }
 }
 
+/// Whether two results have the same columns in PostgreSQL's terms.
+fn same_wire_types(a: &SchemaRef, b: &SchemaRef) -> bool {
+    a.fields().len() == b.fields().len()
+        && a.fields()
+            .iter()
+            .zip(b.fields())
+            .all(|(x, y)| encode::pg_type(x.data_type()) == encode::pg_type(y.data_type()))
+}
+
 fn int_array(v: i64) -> ArrayRef {
     Arc::new(arrow_array::Int64Array::from(vec![v]))
 }
@@ -685,7 +694,21 @@ impl Engine {
                 }
             }
             let sql = bound_sql(portal)?;
-            self.run(&sql, timeout).await
+            let db = self.snapshot()?;
+            let plan = sluice::query::plan::plan_sql(&sql, db.as_ref())?;
+            // The client decodes the rows by the types Describe gave. (A
+            // table's columns are fixed at its first commit today; this
+            // keeps a later change from sending rows under an old
+            // description.)
+            if let Some(want) = &portal.statement.statement.schema
+                && !same_wire_types(want, &sluice::query::exec::result_schema(&plan))
+            {
+                return Err(Failure::new(
+                    "0A000",
+                    "cached plan must not change result type: the table's columns changed since the statement was prepared; prepare it again",
+                ));
+            }
+            self.run_plan(db, plan, timeout).await
         };
         tokio::select! {
             // A key lookup is done at its first poll: no timer is set.
@@ -1435,5 +1458,38 @@ impl Drop for Background {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::{DataType, Field, Schema};
+
+    fn schema(types: &[DataType]) -> SchemaRef {
+        Arc::new(Schema::new(
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    #[test]
+    fn wire_types_compare_as_postgresql_sees_them() {
+        use DataType::*;
+        let a = schema(&[Int64, Decimal128(10, 2), Utf8]);
+        // A numeric of another scale is still numeric.
+        assert!(same_wire_types(
+            &a,
+            &schema(&[Int64, Decimal128(38, 4), Utf8])
+        ));
+        assert!(!same_wire_types(
+            &a,
+            &schema(&[Int32, Decimal128(10, 2), Utf8])
+        ));
+        assert!(!same_wire_types(&a, &schema(&[Int64, Decimal128(10, 2)])));
+        assert!(!same_wire_types(&a, &schema(&[Int64, Float64, Utf8])));
     }
 }
