@@ -647,6 +647,12 @@ async fn a_query_past_its_time_limit_or_canceled_stops() {
             .contains("statement timeout")
     );
     c.batch_execute("SET statement_timeout = 0").await.unwrap();
+    // The timed-out scan ends at its next morsel, after its client got
+    // the error: wait for its lane to be free, or the cancel below could
+    // be sent while only that scan runs, before the next one started.
+    while srv.engine.running.load(Ordering::Relaxed) != 0 {
+        tokio::task::yield_now().await;
+    }
     // Cancel from another connection, as clients do.
     let token = c.cancel_token();
     let q = tokio::spawn(async move {
