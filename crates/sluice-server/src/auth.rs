@@ -20,7 +20,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use pgwire::api::auth::sasl::scram::ScramSecret;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use ring::{digest, hmac, pbkdf2};
+use ring::{digest, hmac};
 
 use crate::Failure;
 
@@ -77,17 +77,13 @@ fn hmac_sha256(key: &[u8], msg: &[u8]) -> Vec<u8> {
 }
 
 impl Verifier {
-    /// The verifier of `password` with `salt`.
+    /// The verifier of `password` with `salt`. The password is normalized
+    /// with SASLprep first, as libpq and PostgreSQL do.
     pub fn new(password: &str, salt: &[u8], iterations: u32) -> Verifier {
-        let mut salted = [0u8; 32];
-        let iters =
-            std::num::NonZeroU32::new(iterations.max(1)).unwrap_or(std::num::NonZeroU32::MIN);
-        pbkdf2::derive(
-            pbkdf2::PBKDF2_HMAC_SHA256,
-            iters,
+        let salted = pgwire::api::auth::sasl::scram::gen_salted_password(
+            password,
             salt,
-            password.as_bytes(),
-            &mut salted,
+            iterations.max(1) as usize,
         );
         let client_key = hmac_sha256(&salted, b"Client Key");
         Verifier {
@@ -231,16 +227,25 @@ impl Users {
             "{name}:{}\n",
             Verifier::random(password)?.to_text()
         ));
-        let tmp = path.with_extension("tmp");
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         let io =
             |e: std::io::Error| Failure::new("58030", format!("writing {}: {e}", path.display()));
         {
             use std::io::Write;
+            // A new file of this process's (never a leftover or a link
+            // someone put there), readable by its owner alone.
+            let _ = std::fs::remove_file(&tmp);
             let mut o = std::fs::OpenOptions::new();
-            o.write(true).create(true).truncate(true);
+            o.write(true).create_new(true);
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
             let mut f = o.open(&tmp).map_err(io)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                f.set_permissions(std::fs::Permissions::from_mode(0o600))
+                    .map_err(io)?;
+            }
             f.write_all(out.as_bytes()).map_err(io)?;
             f.sync_all().map_err(io)?;
         }
@@ -259,7 +264,42 @@ fn refused(user: &str) -> PgWireError {
 
 /// The users file as pgwire's source of credentials.
 #[derive(Debug)]
-pub struct Source(pub Users);
+pub struct Source {
+    users: Users,
+    /// A random key of this process: the verifiers of users not in the
+    /// file are made from it, so that no password matches them.
+    secret: [u8; 32],
+}
+
+impl Source {
+    pub fn new(users: Users) -> Result<Source, Failure> {
+        use ring::rand::SecureRandom;
+        let mut secret = [0u8; 32];
+        ring::rand::SystemRandom::new()
+            .fill(&mut secret)
+            .map_err(|_| Failure::internal("no random numbers for the server's key"))?;
+        Ok(Source { users, secret })
+    }
+
+    /// `user`'s verifier; for a user not in the file, one that no password
+    /// matches, the same at each try (which users exist is told neither
+    /// by the exchange nor by its time: no key is derived here).
+    fn verifier(&self, user: &str) -> Verifier {
+        match self.users.get(user) {
+            Some(v) => v.clone(),
+            None => {
+                let derive =
+                    |what: &str| hmac_sha256(&self.secret, format!("{what}\0{user}").as_bytes());
+                Verifier {
+                    iterations: ITERATIONS,
+                    salt: derive("salt")[..16].to_vec(),
+                    stored_key: derive("stored key"),
+                    server_key: derive("server key"),
+                }
+            }
+        }
+    }
+}
 
 #[async_trait]
 impl AuthSource for Source {
@@ -277,24 +317,16 @@ impl AuthSource for Source {
         let pw = std::str::from_utf8(presented).map_err(|_| refused(user))?;
         // The password message ends with its NUL in some clients.
         let pw = pw.strip_suffix('\0').unwrap_or(pw);
-        match self.0.get(user) {
-            Some(v) if v.accepts(pw) => Ok(None),
-            _ => Err(refused(user)),
+        // A user not in the file costs the same derivation, and fails.
+        if self.verifier(user).accepts(pw) && self.users.get(user).is_some() {
+            Ok(None)
+        } else {
+            Err(refused(user))
         }
     }
 
     async fn get_scram_secret(&self, login: &LoginInfo) -> PgWireResult<(ScramSecret, Option<()>)> {
-        let user = login.user().unwrap_or_default();
-        let v = match self.0.get(user) {
-            Some(v) => v.clone(),
-            // An unknown user gets the same exchange, failing at the end
-            // (which users exist is not told).
-            None => Verifier::new(
-                "",
-                &digest::digest(&digest::SHA256, user.as_bytes()).as_ref()[..16],
-                ITERATIONS,
-            ),
-        };
+        let v = self.verifier(login.user().unwrap_or_default());
         Ok((
             ScramSecret::Verifier {
                 salt: v.salt,
@@ -357,6 +389,29 @@ mod tests {
             B64.encode(server_sig),
             "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
         );
+    }
+
+    #[test]
+    fn a_user_not_in_the_file_matches_no_password() {
+        let mut u = Users::default();
+        u.users
+            .insert("ada".into(), Verifier::new("pencil", b"salt", 4096));
+        let src = Source::new(u).unwrap();
+        let fake = src.verifier("nobody");
+        for pw in ["", "pencil", "nobody"] {
+            assert!(!fake.accepts(pw), "{pw:?}");
+        }
+        // The same each time (a retry tells nothing), another per name.
+        assert_eq!(src.verifier("nobody"), fake);
+        assert_ne!(src.verifier("other").salt, fake.salt);
+        assert!(src.verifier("ada").accepts("pencil"));
+    }
+
+    #[test]
+    fn passwords_are_normalized_as_postgresql_does() {
+        // SASLprep maps a no-break space to a space.
+        let v = Verifier::new("pen cil", b"salt", 4096);
+        assert!(v.accepts("pen\u{a0}cil"));
     }
 
     #[test]

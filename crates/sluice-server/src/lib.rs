@@ -165,12 +165,14 @@ impl Tls {
         }
         let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| bad(key, &e))?;
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| bad(cert, &e))?
             .with_no_client_auth()
             .with_single_cert(certs, key_der)
             .map_err(|e| bad(key, &e))?;
+        // What PostgreSQL 17's direct TLS negotiation asks for.
+        config.alpn_protocols = vec![b"postgresql".to_vec()];
         Ok(Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
     }
 }
@@ -232,6 +234,8 @@ pub struct Engine {
     pub running: Arc<AtomicUsize>,
     /// Executions answered by binding a key into a prepared plan.
     pub bound: AtomicUsize,
+    /// The users `--auth` checks.
+    source: Arc<auth::Source>,
 }
 
 impl Engine {
@@ -252,6 +256,7 @@ impl Engine {
             stopped: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(AtomicUsize::new(0)),
             bound: AtomicUsize::new(0),
+            source: Arc::new(auth::Source::new(opts.users.clone())?),
             opts,
         })
     }
@@ -459,6 +464,10 @@ impl Template {
             Format::Individual(c) if c.len() == 1 => c[0] == 1,
             Format::Individual(_) => return None,
         };
+        // Another count of values is the SQL path's error (08P01).
+        if portal.parameters.len() != 1 {
+            return None;
+        }
         let raw = portal.parameters.first()?.as_deref()?;
         let value: ArrayRef = match (wire, binary) {
             (Type::INT8, true) => int_array(i64::from_be_bytes(raw.try_into().ok()?)),
@@ -523,7 +532,7 @@ impl Handlers {
         let driver = AuthDriver::new(p).with_connection_manager(manager.clone());
         Handlers {
             startup: Arc::new({
-                let source = Arc::new(auth::Source(engine.opts.users.clone()));
+                let source = engine.source.clone();
                 let mut scram = ScramAuth::new(source.clone());
                 scram.set_iterations(auth::ITERATIONS as usize);
                 Startup {
@@ -574,6 +583,17 @@ impl StartupHandler for Startup {
                         "sorry, too many clients already (--max-connections {})",
                         self.engine.opts.max_connections
                     ),
+                    fatal: true,
+                }
+                .into());
+            }
+            if self.engine.opts.auth == auth::Auth::Password
+                && self.engine.opts.tls.is_some()
+                && !client.is_secure()
+            {
+                return Err(Failure {
+                    code: "28000",
+                    message: "this server takes passwords over TLS only (--auth password with --tls-cert): connect with sslmode=require".into(),
                     fatal: true,
                 }
                 .into());

@@ -43,7 +43,14 @@ async fn scram_and_password_check_the_users_file() {
         });
         assert_eq!(connect(&srv, "ada", "pencil and paper").await.unwrap(), 3);
         assert_eq!(connect(&srv, "bob", "other").await.unwrap(), 3);
-        for (user, pw) in [("ada", "other"), ("ada", ""), ("carol", "other")] {
+        for (user, pw) in [
+            ("ada", "other"),
+            ("ada", ""),
+            ("carol", "other"),
+            // A user not in the file matches no password, the empty one
+            // included.
+            ("carol", ""),
+        ] {
             let e = connect(&srv, user, pw).await.unwrap_err();
             assert_eq!(code(&e), "28P01", "{auth:?} {user}: {e}");
             let msg = e.as_db_error().map(|d| d.message().to_string());
@@ -53,6 +60,15 @@ async fn scram_and_password_check_the_users_file() {
             );
         }
     }
+    // With TLS set up, a clear-text password is refused without it.
+    let tls = sluice_server::Tls::from_pem(&fixture("cert.pem"), &fixture("key.pem")).unwrap();
+    let srv = Server::start(&dir.0.join("db"), |o| {
+        o.auth = Auth::Password;
+        o.users = u.clone();
+        o.tls = Some(tls);
+    });
+    let e = connect(&srv, "ada", "pencil and paper").await.unwrap_err();
+    assert_eq!(code(&e), "28000", "{e:?}");
     // Trust takes anyone.
     let srv = Server::start(&dir.0.join("db"), |_| {});
     assert_eq!(connect(&srv, "anyone", "x").await.unwrap(), 3);

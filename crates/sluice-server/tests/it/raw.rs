@@ -115,6 +115,29 @@ fn garbage_truncated_and_oversized_messages_never_stop_the_server() {
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("08P01"), "{text}");
     assert!(text.contains("result formats"), "{text}");
+    // Two values bound to a point select of one parameter: an error, not
+    // a lookup of the first.
+    let mut bind = b"\0s\0\0\0\0\x02".to_vec();
+    for v in [&b"1"[..], b"3"] {
+        bind.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        bind.extend_from_slice(v);
+    }
+    bind.extend_from_slice(b"\0\0");
+    let out = send(
+        srv.addr,
+        &[
+            startup(),
+            message(b'P', b"s\0SELECT name FROM people WHERE id = $1\0\0\0"),
+            message(b'B', &bind),
+            message(b'E', b"\0\0\0\0\0"),
+            message(b'S', b""),
+        ]
+        .concat(),
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("08P01"), "{text}");
+    assert!(text.contains("supplies 2 parameters"), "{text}");
+    assert!(!text.contains("ada"), "{text}");
 }
 
 #[test]
