@@ -20,7 +20,7 @@ printf 'id,name,price,d,ts,ok\n1,ada,12.50,2024-01-02,2024-01-02 03:04:05.5,true
 start_server() {
     "$sluice" --db db serve --listen 127.0.0.1:0 "$@" 2> serve.log &
     server=$!
-    for _ in $(seq 100); do
+    for _ in $(seq 600); do # up to a minute
         grep -q "listening on" serve.log 2>/dev/null && break
         sleep 0.1
     done

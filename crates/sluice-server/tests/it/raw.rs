@@ -28,11 +28,11 @@ fn message(t: u8, body: &[u8]) -> Vec<u8> {
     m
 }
 
-/// Sends `bytes` and reads until the server closes or goes quiet.
-fn send(addr: std::net::SocketAddr, bytes: &[u8]) -> Vec<u8> {
+/// Sends `bytes` and reads until the server closes, or has answered an
+/// error and is ready again, or says nothing for `quiet`.
+fn send_for(addr: std::net::SocketAddr, bytes: &[u8], quiet: Duration) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    s.set_read_timeout(Some(quiet)).unwrap();
     let _ = s.write_all(bytes);
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
@@ -41,8 +41,24 @@ fn send(addr: std::net::SocketAddr, bytes: &[u8]) -> Vec<u8> {
             Ok(0) | Err(_) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
         }
+        let k = kinds(&out);
+        if k.contains(&b'E') && k.last() == Some(&b'Z') {
+            break;
+        }
     }
     out
+}
+
+/// The answer to `bytes` (an error then ReadyForQuery, or a close): what
+/// the server says is checked, so it is waited for, however slow.
+fn send(addr: std::net::SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    send_for(addr, bytes, Duration::from_secs(60))
+}
+
+/// Bytes whose answer is not checked (some wait for more that never
+/// comes): only that the server goes on serving others is.
+fn poke(addr: std::net::SocketAddr, bytes: &[u8]) {
+    let _ = send_for(addr, bytes, Duration::from_millis(300));
 }
 
 /// The types of the backend messages in `out`.
@@ -107,7 +123,7 @@ fn garbage_truncated_and_oversized_messages_never_stop_the_server() {
         .concat(),
     ];
     for c in &cases {
-        let _ = send(srv.addr, c);
+        poke(srv.addr, c);
         served(&srv);
     }
     // The format-code case got an error, not a dropped connection.
@@ -158,7 +174,8 @@ fn a_slow_startup_and_a_storm_of_connections_leave_others_served() {
     }
     served(&srv);
     // Every connection of the storm is let go.
-    for _ in 0..200 {
+    // (Polled up to a minute: the assertion is that they go, not when.)
+    for _ in 0..2400 {
         if srv.engine.connections() == 0 {
             break;
         }
@@ -205,7 +222,7 @@ fn a_client_that_vanishes_mid_query_frees_its_work() {
     }
     drop(s);
     let mut stopped = false;
-    for _ in 0..400 {
+    for _ in 0..2400 {
         if srv.engine.stopped.load(Ordering::Relaxed) > 0 {
             stopped = true;
             break;
