@@ -199,11 +199,21 @@ fn like_match(parts: &[LikePart], s: &str) -> bool {
             if rest.is_empty() {
                 return true;
             }
-            // A literal next part narrows the candidates to its matches.
+            // A literal next part narrows the candidates to its matches,
+            // overlapping ones included (`%bb_` over "bbba" matches at 1).
             if let Some(LikePart::Lit(l)) = rest.first() {
-                return s
-                    .match_indices(l.as_str())
-                    .any(|(i, _)| like_match(rest, &s[i..]));
+                let mut from = 0;
+                while from <= s.len() {
+                    let Some(p) = s[from..].find(l.as_str()) else {
+                        return false;
+                    };
+                    let i = from + p;
+                    if like_match(rest, &s[i..]) {
+                        return true;
+                    }
+                    from = i + s[i..].chars().next().map_or(1, char::len_utf8);
+                }
+                return false;
             }
             // Otherwise try every suffix, the empty one included.
             s.char_indices()
@@ -232,6 +242,10 @@ mod tests {
         assert!(m("50\\%", "50%"));
         assert!(m("%é_", "aéb"));
         assert!(!m("%é_", "aé"));
+        // Occurrences of the literal overlap: the match is at the second.
+        assert!(m("%bb_", "bbba"));
+        assert!(m("%aa", "aaa"));
+        assert!(!m("%bb_", "bb"));
         assert!(LikePattern::new("ab%", true).matches("ABC"));
         assert!(LikePattern::new("%B%", true).matches("abc"));
     }
