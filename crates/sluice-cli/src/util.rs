@@ -5,94 +5,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use sluice::load::Progress;
 
-/// Parses a one-byte option: `,`, `|`, `tab`, `\t`.
+/// Parses a one-byte option: `,`, `|`, `tab`, `\t` (`sluice::load::parse_char`).
 pub fn parse_char(s: &str, what: &str) -> Result<u8> {
-    match s {
-        "tab" | "\\t" | "\t" => Ok(b'\t'),
-        _ if s.len() == 1 && s.is_ascii() => Ok(s.as_bytes()[0]),
-        _ => bail!("{what} must be one ASCII character or 'tab', not {s:?}"),
-    }
+    Ok(sluice::load::parse_char(s, what)?)
 }
 
-/// Parses `123`, `64KiB`, `512MB`, `2GiB`, `1.5G` into bytes.
+/// Parses `123`, `64KiB`, `512MB`, `2GiB`, `1.5G` into bytes
+/// (`sluice::load::parse_size`).
 pub fn parse_size(s: &str, what: &str) -> Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let Ok(n) = num.parse::<f64>() else {
-        bail!("{what}: {s:?} is not a size (examples: 512MiB, 2GiB, 1000000)");
-    };
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "kb" => 1e3,
-        "m" | "mib" => 1024.0 * 1024.0,
-        "mb" => 1e6,
-        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "gb" => 1e9,
-        "t" | "tib" => 1024f64.powi(4),
-        "tb" => 1e12,
-        u => bail!("{what}: unknown unit {u:?} in {s:?} (use KiB, MiB, GiB, KB, MB, GB)"),
-    };
-    Ok((n * mult) as u64)
-}
-
-/// Parses `--commit-every`: a size (`1GiB`, `256MB`), a number of files
-/// (`1000files`), a time (`30s`, `10min`, `1h`), or `all` (one commit).
-pub fn parse_commit_every(s: &str) -> Result<sluice::load::CommitEvery> {
-    use sluice::load::CommitEvery;
-    let t = s.trim().to_ascii_lowercase();
-    let hint = "examples: 1GiB, 256MB, 1000files, 30s, 10min, all";
-    if matches!(t.as_str(), "all" | "once" | "never") {
-        return Ok(CommitEvery::ONCE);
-    }
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n = || -> Result<u64> {
-        match num.parse::<u64>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => bail!("--commit-every {s:?}: expected a positive number ({hint})"),
-        }
-    };
-    let seconds = match unit.trim() {
-        // "10m": minutes or mebibytes? Neither is guessed.
-        "m" => bail!("--commit-every {s:?}: say 10min for minutes or 10MiB for bytes"),
-        "file" | "files" => {
-            return Ok(CommitEvery {
-                files: Some(n()?),
-                ..CommitEvery::ONCE
-            });
-        }
-        "s" | "sec" | "secs" => Some(1),
-        "min" | "mins" => Some(60),
-        "h" | "hour" | "hours" => Some(3600),
-        _ => None,
-    };
-    if let Some(m) = seconds {
-        let secs = n()?
-            .checked_mul(m)
-            .ok_or_else(|| anyhow::anyhow!("--commit-every {s:?}: too long"))?;
-        return Ok(CommitEvery {
-            seconds: Some(secs),
-            ..CommitEvery::ONCE
-        });
-    }
-    let bytes = parse_size(&t, "--commit-every").map_err(|_| {
-        anyhow::anyhow!("--commit-every {s:?}: not a size, a number of files or a time ({hint})")
-    })?;
-    if bytes == 0 {
-        bail!("--commit-every {s:?}: expected more than 0 ({hint})");
-    }
-    Ok(CommitEvery {
-        bytes: Some(bytes),
-        ..CommitEvery::ONCE
-    })
+    Ok(sluice::load::parse_size(s, what)?)
 }
 
 /// `2026-11-22 18:40:12 UTC` for seconds since the Unix epoch.
@@ -219,17 +144,6 @@ pub fn show_delimiter(d: &sluice::parse::Dialect) -> String {
     }
 }
 
-/// Bytes of input shown in a message, quoted, the rest cut to `...`.
-pub fn snippet(v: &[u8]) -> String {
-    const MAX: usize = 40;
-    let s = String::from_utf8_lossy(&v[..v.len().min(MAX)]);
-    if v.len() > MAX {
-        format!("{s:?}...")
-    } else {
-        format!("{s:?}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,51 +153,5 @@ mod tests {
         assert_eq!(utc_time(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc_time(951_782_400), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc_time(1_795_372_812), "2026-11-22 18:40:12 UTC");
-    }
-
-    #[test]
-    fn commit_every_forms() {
-        use sluice::load::CommitEvery;
-        let c = |s: &str| parse_commit_every(s).unwrap();
-        assert_eq!(c("1GiB").bytes, Some(1 << 30));
-        assert_eq!(c("256MB").bytes, Some(256_000_000));
-        assert_eq!(c("1000files").files, Some(1000));
-        assert_eq!(c("1 file").files, Some(1));
-        assert_eq!(c("30s").seconds, Some(30));
-        assert_eq!(c("10min").seconds, Some(600));
-        assert_eq!(c("2h").seconds, Some(7200));
-        assert_eq!(c("all"), CommitEvery::ONCE);
-        for bad in [
-            "",
-            "files",
-            "0files",
-            "0",
-            "0s",
-            "-1",
-            "3 parsecs",
-            "0B",
-            "x",
-            "10m",
-            "99999999999999999h",
-        ] {
-            assert!(parse_commit_every(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn sizes_and_chars() {
-        assert_eq!(parse_size("2GiB", "x").unwrap(), 2 << 30);
-        assert_eq!(parse_size("512MB", "x").unwrap(), 512_000_000);
-        assert_eq!(parse_size("1000", "x").unwrap(), 1000);
-        assert_eq!(parse_size("1.5k", "x").unwrap(), 1536);
-        assert!(
-            parse_size("lots", "--memory-limit")
-                .unwrap_err()
-                .to_string()
-                .contains("not a size")
-        );
-        assert_eq!(parse_char("tab", "d").unwrap(), b'\t');
-        assert_eq!(parse_char("|", "d").unwrap(), b'|');
-        assert!(parse_char("ab", "--delimiter").is_err());
     }
 }

@@ -168,6 +168,16 @@ pub enum Error {
     /// A broken invariant. This is a bug in sluice; please report it.
     #[error("internal error (this is a bug in sluice): {0}")]
     Internal(String),
+
+    /// An error with what was being done when it happened (outermost
+    /// first). The message holds the inner one's; [`Error::innermost`] is
+    /// the error that happened, of its own kind.
+    #[error("{context}: {source}")]
+    Context {
+        context: String,
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 fn format_parse(path: &str, line: u64, byte: u64, column: Option<&str>, message: &str) -> String {
@@ -178,9 +188,10 @@ fn format_parse(path: &str, line: u64, byte: u64, column: Option<&str>, message:
 }
 
 impl Error {
-    /// The SQLSTATE code a PostgreSQL client expects for this error.
+    /// The SQLSTATE code a PostgreSQL client expects for this error (an
+    /// error with context: the inner one's).
     pub fn sqlstate(&self) -> &'static str {
-        match self {
+        match self.innermost() {
             Error::Syntax(_) => "42601",
             Error::Unsupported(_) => "0A000",
             Error::UndefinedTable(_) => "42P01",
@@ -201,6 +212,24 @@ impl Error {
         }
     }
 
+    /// This error with what was being done when it happened.
+    pub fn context(self, context: impl Into<String>) -> Error {
+        Error::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// The error that happened, past what was being done
+    /// ([`Error::Context`]); the error itself when it has none.
+    pub fn innermost(&self) -> &Error {
+        let mut e = self;
+        while let Error::Context { source, .. } = e {
+            e = source;
+        }
+        e
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
@@ -210,3 +239,43 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What was being done, added to the error of a [`Result`]
+/// ([`Error::Context`]).
+pub trait ResultExt<T> {
+    /// The error, if any, with `context`.
+    fn context(self, context: impl Into<String>) -> Result<T>;
+
+    /// The error, if any, with the context `f` gives (only called on an
+    /// error).
+    fn with_context<C: Into<String>>(self, f: impl FnOnce() -> C) -> Result<T>;
+}
+
+impl<T> ResultExt<T> for Result<T> {
+    fn context(self, context: impl Into<String>) -> Result<T> {
+        self.map_err(|e| e.context(context))
+    }
+
+    fn with_context<C: Into<String>>(self, f: impl FnOnce() -> C) -> Result<T> {
+        self.map_err(|e| e.context(f()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_keeps_the_inner_error() {
+        let e: Result<()> = Err(Error::Config("bad".into()));
+        let e = e
+            .context("inner step")
+            .with_context(|| format!("outer {}", 1))
+            .unwrap_err();
+        assert_eq!(e.to_string(), "outer 1: inner step: bad");
+        assert!(matches!(e.innermost(), Error::Config(m) if m == "bad"));
+        assert_eq!(e.sqlstate(), "22023");
+        let source = std::error::Error::source(&e).unwrap();
+        assert_eq!(source.to_string(), "inner step: bad");
+    }
+}

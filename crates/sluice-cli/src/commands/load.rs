@@ -1,18 +1,21 @@
-//! `sluice load`: the options of a load, the input format guessed from
-//! names and first bytes, the schema chosen (given, the table's, or
-//! inferred and printed; `--dry-run` stops there), the load run with a
-//! progress bar and Ctrl-C handling, hints after its errors, and the
-//! summary printed.
+//! `sluice load`: the options of a load, given to the library as a
+//! `LoadRequest` (which guesses the input format and chooses the schema:
+//! `sluice::load::prepare`), the schema printed when inferred (`--dry-run`
+//! stops there), the load run with a progress bar and Ctrl-C handling,
+//! hints after its errors, and the summary printed.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
-use sluice::load::{Header, LoadOptions, LoadSummary, OnError, Progress, load};
-use sluice::parse::{BlankLines, Dialect, Format, JsonFormat, JsonShape, Split};
+use sluice::load::{
+    Header, InputFormat, LoadOptions, LoadRequest, LoadSummary, OnDuplicate, OnError, Prepared,
+    Progress, Reload, load, prepare,
+};
+use sluice::parse::{BlankLines, Dialect, Format, JsonShape, Split};
 use sluice::store::Database;
 
 use crate::util;
@@ -235,77 +238,6 @@ enum FormatArg {
     Json,
 }
 
-/// The input format from the first file's name, else its first bytes
-/// (standard input is not sniffed: it cannot be read twice), and when
-/// the bytes chose JSON, a note that says so for messages.
-/// A known name wins: a `.csv` whose lines start with `[` is CSV.
-fn guess_format(
-    inputs: &[sluice::source::Input],
-    head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
-) -> (FormatArg, Option<String>) {
-    let Some(first) = inputs.iter().find_map(|i| match i {
-        sluice::source::Input::File(p) => Some((i, p)),
-        sluice::source::Input::Stdin => None,
-    }) else {
-        return (FormatArg::Csv, None);
-    };
-    let name = first.1.to_string_lossy().to_ascii_lowercase();
-    let name = [".gz", ".zst", ".zstd"]
-        .iter()
-        .find_map(|e| name.strip_suffix(e))
-        .unwrap_or(&name);
-    if name.ends_with(".jsonl") || name.ends_with(".ndjson") {
-        return (FormatArg::Jsonl, None);
-    }
-    if name.ends_with(".json") {
-        return (FormatArg::Json, None);
-    }
-    if name.ends_with(".tsv") || name.ends_with(".tab") {
-        return (FormatArg::Tsv, None);
-    }
-    if name.ends_with(".csv") {
-        return (FormatArg::Csv, None);
-    }
-    let head = head_of(first.0);
-    let mut bytes = head.iter().copied().filter(|b| !b.is_ascii_whitespace());
-    let first_line = head
-        .split(|&b| b == b'\n')
-        .find(|l| !l.trim_ascii().is_empty())
-        .unwrap_or_default();
-    let format = match (bytes.next(), bytes.next()) {
-        // An object spread over lines: not JSON lines.
-        (Some(b'{'), _) if first_line.trim_ascii() == b"{" => FormatArg::Json,
-        (Some(b'{'), _) => FormatArg::Jsonl,
-        (Some(b'['), Some(b'{' | b'[')) => FormatArg::Json,
-        (Some(b'['), Some(b'"' | b'-' | b'0'..=b'9' | b']')) => {
-            let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-            if line.trim_ascii_end().ends_with(b"]") {
-                FormatArg::Jsonl
-            } else {
-                FormatArg::Csv
-            }
-        }
-        _ => FormatArg::Csv,
-    };
-    let note = (format != FormatArg::Csv).then(|| {
-        let line = head
-            .split(|&b| b == b'\n')
-            .find(|l| !l.trim_ascii().is_empty())
-            .unwrap_or_default();
-        format!(
-            "{} was read as {}: its name does not say its format (.csv, .tsv, .json, .jsonl) and its text starts like JSON ({}); if it is CSV, give --format csv",
-            first.1.display(),
-            if format == FormatArg::Json {
-                "JSON (--format json)"
-            } else {
-                "JSON lines"
-            },
-            util::snippet(line.trim_ascii())
-        )
-    });
-    (format, note)
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OnDuplicateArg {
     Error,
@@ -325,56 +257,41 @@ enum OnErrorArg {
 }
 
 /// Loads the inputs into the table, in the steps below: what the inputs
-/// are, the options parsed, the schema chosen (and printed, or only
-/// printed with `--dry-run`), the load run, its summary printed.
+/// are, the load worked out by the library (format, options, schema),
+/// the schema printed (or only printed with `--dry-run`), the load run,
+/// its summary printed.
 pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
     let inputs = sluice::source::expand(&a.inputs)?;
-    let encoding = a
-        .encoding
-        .as_deref()
-        .map(sluice::source::encoding_for)
-        .transpose()?;
-    let read = input_format(&a, &inputs, |input| {
-        // The first 64 KiB of text (decompressed, decoded).
-        let mut head = Vec::new();
-        if let Ok((r, _)) = input.open_text(None, encoding) {
-            let _ = std::io::Read::read_to_end(&mut std::io::Read::take(r, 64 << 10), &mut head);
-        }
-        head
-    })?;
-    let base = sluice::infer::InferOptions {
-        encoding,
-        ..Default::default()
-    };
-    let settings = settings(&a, &read, base)?;
-    let chosen = choose_schema(db_dir, &a, &inputs, &read, &settings)?;
-    if show_schema(&a, &read, &settings, &chosen, quiet) {
+    let mut prepared =
+        prepare(db_dir, &a.table, &inputs, &request(&a, threads)).map_err(chained)?;
+    if show_schema(&a, &prepared, quiet) {
         return Ok(());
     }
-    if chosen.inferred.is_none() && chosen.notes > 0 && !quiet {
+    if prepared.inferred.is_none() && prepared.notes > 0 && !quiet {
         eprintln!(
             "{} line{} of notes above the data skipped in each file (--skip N to give another number)",
-            chosen.notes,
-            if chosen.notes == 1 { "" } else { "s" }
+            prepared.notes,
+            if prepared.notes == 1 { "" } else { "s" }
         );
     }
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let stop = stop_on_interrupt(has_streams(&inputs));
     let progress = Arc::new(Progress::default());
-    let opts = load_options(&a, threads, &read, &settings, &chosen, &progress, &stop)?;
+    prepared.options.progress = Some(progress.clone());
+    prepared.options.stop = Some(stop.clone());
     let mut db = Database::open_writer(db_dir)
         .with_context(|| format!("opening database {}", db_dir.display()))?;
     let show_bar = !quiet && std::io::stderr().is_terminal();
     let bar =
         show_bar.then(|| util::spawn_progress(progress.clone(), total_bytes, inputs.len() as u64));
-    let result = load(&mut db, &a.table, &inputs, &opts);
+    let result = load(&mut db, &a.table, &inputs, &prepared.options);
     if let Some((stop, handle)) = bar {
         stop.store(true, Ordering::Relaxed);
         let _ = handle.join();
     }
     let summary = match result {
         Ok(s) => s,
-        Err(e) => return Err(load_error(e, &a, &read, &settings, &chosen, &opts)),
+        Err(e) => return Err(load_error(e, &a, &prepared)),
     };
     print_summary(&summary, a.rejects.as_deref(), a.json, quiet)?;
     if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
@@ -396,326 +313,96 @@ fn has_streams(inputs: &[sluice::source::Input]) -> bool {
     })
 }
 
-/// What the inputs are read as.
-struct InputFormat {
-    format: FormatArg,
-    /// Why the first bytes chose JSON when the name did not say so, for
-    /// messages.
-    sniffed: Option<String>,
-    /// The JSON shape; `None` for CSV and TSV.
-    json: Option<JsonShape>,
-}
-
-/// The input format, given or guessed; refuses the options of the other
-/// kind of input (CSV options for JSON, JSON ones for CSV). `head_of`
-/// reads the first text of an input, for the guess.
-fn input_format(
-    a: &LoadArgs,
-    inputs: &[sluice::source::Input],
-    head_of: impl FnOnce(&sluice::source::Input) -> Vec<u8>,
-) -> Result<InputFormat> {
-    let (format, sniffed) = match a.format {
-        Some(f) => (f, None),
-        None if a.tsv || a.delimiter.is_some() => (FormatArg::Csv, None),
-        None => guess_format(inputs, head_of),
-    };
-    let json = match format {
-        FormatArg::Jsonl => Some(JsonShape::Lines),
-        FormatArg::Json => Some(JsonShape::Array),
-        FormatArg::Csv | FormatArg::Tsv => None,
-    };
-    if json.is_some() {
-        for (given, flag) in [
-            (a.tsv || a.delimiter.is_some(), "--delimiter"),
-            (a.escape.is_some(), "--escape"),
-            (a.comment.is_some(), "--comment"),
-            (a.blank_lines.is_some(), "--blank-lines"),
-            (a.match_by_name, "--match-by-name"),
-        ] {
-            if given {
-                bail!(
-                    "{flag} is for CSV and TSV input, and this load reads JSON (--format {}); JSON fields always match columns by name{}",
-                    if json == Some(JsonShape::Lines) {
-                        "jsonl"
-                    } else {
-                        "json"
-                    },
-                    hint_line(sniffed.as_deref())
-                );
-            }
-        }
-    } else if a.ignore_unknown {
-        bail!(
-            "--ignore-unknown is for JSON input, and this load reads {} (give --format jsonl or json; standard input is not sniffed)",
-            if format == FormatArg::Tsv {
-                "TSV"
-            } else {
-                "CSV"
-            }
-        );
-    }
-    Ok(InputFormat {
-        format,
-        sniffed,
-        json,
-    })
-}
-
-/// The options of how to read the inputs, parsed.
-struct Settings {
-    /// What inference (and the delimiter sniffing) is given; also the
-    /// dialect, encoding, line ends and `--types` of the load.
-    infer: sluice::infer::InferOptions,
-    /// The quote and escape given (or the defaults).
-    quote: Option<u8>,
-    escape: Option<u8>,
-    /// `--schema`.
-    given: Option<sluice::batch::Schema>,
-    on_error: OnError,
-    /// `--columns`.
-    columns: Option<Vec<sluice::load::ColumnRef>>,
-}
-
-/// Parses the dialect, header, error and column options; `base` holds
-/// the encoding.
-fn settings(
-    a: &LoadArgs,
-    read: &InputFormat,
-    base: sluice::infer::InferOptions,
-) -> Result<Settings> {
-    let (delimiter, split) = if read.format == FormatArg::Tsv || a.tsv {
-        (Some(b'\t'), Split::Delimiter)
-    } else {
-        match a.delimiter.as_deref() {
-            None => (None, Split::Delimiter),
-            Some(w) if w.eq_ignore_ascii_case("whitespace") => (Some(b' '), Split::Whitespace),
-            Some(w) if w.eq_ignore_ascii_case("none") => (Some(b','), Split::Line),
-            Some(d) => (Some(util::parse_char(d, "--delimiter")?), Split::Delimiter),
-        }
-    };
-    let quote = match a.quote.as_deref() {
-        None if split == Split::Line => None,
-        None => Some(b'"'),
-        Some(q) if q.is_empty() || q.eq_ignore_ascii_case("none") => None,
-        Some(q) => Some(util::parse_char(q, "--quote")?),
-    };
-    let escape = a
-        .escape
-        .as_deref()
-        .map(|e| util::parse_char(e, "--escape"))
-        .transpose()?;
-    let comment = a
-        .comment
-        .as_deref()
-        .map(|c| util::parse_char(c, "--comment"))
-        .transpose()?;
-    let line_end: sluice::source::LineEnd = a.line_end.parse()?;
-    let blank_lines = match a.blank_lines {
-        None => BlankLines::Auto,
-        Some(BlankLinesArg::Skip) => BlankLines::Skip,
-        Some(BlankLinesArg::Null) => BlankLines::Null,
-    };
-    let given: Option<sluice::batch::Schema> = a.schema.as_deref().map(str::parse).transpose()?;
-    let wants_skip = a.rejects.is_some() || a.max_errors.is_some();
-    let on_error = match (a.on_error, wants_skip) {
-        (Some(OnErrorArg::Skip), _) | (None, true) => OnError::Skip,
-        (Some(OnErrorArg::Abort), true) => {
-            bail!("--rejects and --max-errors go with --on-error skip, not abort")
-        }
-        (_, false) => OnError::Abort,
-    };
-    let header = if a.header {
-        Header::Yes
-    } else if a.no_header {
-        Header::No
-    } else {
-        Header::Auto
-    };
-    let columns: Option<Vec<sluice::load::ColumnRef>> = a
-        .columns
-        .as_deref()
-        .map(|c| c.split(',').map(str::parse).collect::<Result<Vec<_>, _>>())
-        .transpose()?;
-    let infer = sluice::infer::InferOptions {
-        delimiter,
-        dialect: Dialect {
-            delimiter: delimiter.unwrap_or(b','),
-            quote,
-            escape,
-            comment,
-            blank_lines,
-            trim_around_quotes: false,
-            split,
+/// What the options ask of the library's load.
+fn request(a: &LoadArgs, threads: Option<usize>) -> LoadRequest {
+    LoadRequest {
+        schema: a.schema.clone(),
+        types: a.types.clone(),
+        columns: a.columns.clone(),
+        match_by_name: a.match_by_name,
+        format: a.format.map(|f| match f {
+            FormatArg::Csv => InputFormat::Csv,
+            FormatArg::Tsv => InputFormat::Tsv,
+            FormatArg::Jsonl => InputFormat::Jsonl,
+            FormatArg::Json => InputFormat::Json,
+        }),
+        ignore_unknown: a.ignore_unknown,
+        json_rows: a.json_rows.clone(),
+        delimiter: a.delimiter.clone(),
+        tsv: a.tsv,
+        quote: a.quote.clone(),
+        escape: a.escape.clone(),
+        header: if a.header {
+            Header::Yes
+        } else if a.no_header {
+            Header::No
+        } else {
+            Header::Auto
         },
-        detect_quoting: a.quote.is_none() && a.escape.is_none(),
-        header,
-        skip: a.skip.unwrap_or(0),
-        detect_notes: a.skip.is_none(),
-        null: a.null.clone().into_bytes(),
+        null: a.null.clone(),
+        skip: a.skip,
+        comment: a.comment.clone(),
+        blank_lines: a.blank_lines.map(|b| match b {
+            BlankLinesArg::Skip => BlankLines::Skip,
+            BlankLinesArg::Null => BlankLines::Null,
+        }),
+        line_end: a.line_end.clone(),
         date_format: a.date_format.clone(),
         timestamp_format: a.timestamp_format.clone(),
-        line_end,
-        types: parse_types(&a.types)?,
-        ..base
-    };
-    Ok(Settings {
-        infer,
-        quote,
-        escape,
-        given,
-        on_error,
-        columns,
-    })
-}
-
-/// The table's schema (given, the existing table's, or inferred) and the
-/// dialect the inputs read with.
-struct Chosen {
-    schema: sluice::batch::Schema,
-    delimiter: u8,
-    header: Header,
-    dialect: Dialect,
-    /// What inference found, when it ran.
-    inferred: Option<sluice::infer::Inferred>,
-    /// Comment lines above the data that sniffing or inference saw.
-    leading_comment: Option<u8>,
-    /// Lines skipped at each file's start: `--skip`, or the notes found.
-    skip: u64,
-    /// Lines of notes found above the table.
-    notes: u64,
-}
-
-/// Chooses the schema: `--schema`, else the existing table's, else
-/// inferred from samples of the inputs (with `--columns` and `--key`
-/// applied to it).
-fn choose_schema(
-    db_dir: &Path,
-    a: &LoadArgs,
-    inputs: &[sluice::source::Input],
-    read: &InputFormat,
-    settings: &Settings,
-) -> Result<Chosen> {
-    let infer_opts = &settings.infer;
-    let header = infer_opts.header;
-    let existing = Database::open(db_dir)
-        .ok()
-        .and_then(|db| db.table(&a.table).map(|t| t.schema.clone()));
-    let mut inferred = None;
-    let mut leading_comment = None;
-    let (mut skip, mut notes) = (infer_opts.skip, 0);
-    let mut dialect = infer_opts.dialect.clone();
-    let (schema, delimiter, header) = match (settings.given.clone(), existing) {
-        (Some(s), _) | (None, Some(s)) if read.json.is_some() => {
-            if !a.types.is_empty() {
-                bail!(
-                    "--types adjusts an inferred schema; JSON loads take their columns from --schema"
-                );
-            }
-            (s, b',', header)
-        }
-        (None, None) if read.json.is_some() => {
-            let mut inf = sluice::infer::infer_json(inputs, infer_opts, a.json_rows.as_deref())
-                .context("inferring the schema from JSON")?;
-            if let Some(k) = &a.key {
-                inf.schema.set_key(k)?;
-            }
-            let s = inf.schema.clone();
-            inferred = Some(inf);
-            (s, b',', header)
-        }
-        (Some(s), _) | (None, Some(s)) => {
-            if !a.types.is_empty() {
-                bail!(
-                    "--types adjusts an inferred schema; with --schema or an existing table, the types are already fixed"
-                );
-            }
-            // Mapped inputs may have any number of fields.
-            let fields = (settings.columns.is_none() && !a.match_by_name).then_some(s.len());
-            let sniffed = sluice::infer::sniff_delimiter(inputs, infer_opts, fields)?;
-            leading_comment = sniffed.leading_comment;
-            dialect = sniffed.dialect;
-            (skip, notes) = (sniffed.skip, sniffed.notes);
-            (s, dialect.delimiter, header)
-        }
-        (None, None) => {
-            let mut inf =
-                sluice::infer::infer(inputs, infer_opts).context("inferring the schema")?;
-            let d = inf.delimiter;
-            dialect = inf.dialect.clone();
-            let h = if inf.header { Header::Yes } else { Header::No };
-            leading_comment = inf.leading_comment;
-            (skip, notes) = (inf.skip, inf.notes);
-            // With --columns, the table is the chosen fields, in that order.
-            if let Some(refs) = &settings.columns {
-                inf.schema = chosen_columns(&inf.schema, refs)?;
-            }
-            // The key is part of the schema printed for reuse.
-            if let Some(k) = &a.key {
-                inf.schema.set_key(k)?;
-            }
-            let s = inf.schema.clone();
-            inferred = Some(inf);
-            (s, d, h)
-        }
-    };
-    Ok(Chosen {
-        schema,
-        delimiter,
-        header,
-        dialect,
-        inferred,
-        leading_comment,
-        skip,
-        notes,
-    })
-}
-
-/// The inferred columns that `--columns` names, in its order.
-fn chosen_columns(
-    inferred: &sluice::batch::Schema,
-    refs: &[sluice::load::ColumnRef],
-) -> Result<sluice::batch::Schema> {
-    let all = &inferred.columns;
-    let mut chosen = Vec::new();
-    for r in refs {
-        let c = match r {
-            sluice::load::ColumnRef::Position(p) => all.get(p - 1),
-            sluice::load::ColumnRef::Name(n) => {
-                let n = sluice::load::normalize_name(n.as_bytes());
-                all.iter().find(|c| c.name.eq_ignore_ascii_case(&n))
-            }
-        };
-        chosen.push(c.cloned().with_context(|| {
-            format!(
-                "--columns: no input field {r} (the fields: {})",
-                all.iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?);
+        memory_limit: a.memory_limit.clone(),
+        max_line_size: a.max_line_size.clone(),
+        block_size: a.block_size.clone(),
+        on_error: a.on_error.map(|o| match o {
+            OnErrorArg::Abort => OnError::Abort,
+            OnErrorArg::Skip => OnError::Skip,
+        }),
+        rejects: a.rejects.clone(),
+        max_errors: a.max_errors,
+        allow_missing_columns: a.allow_missing_columns,
+        encoding: a.encoding.clone(),
+        key: a.key.clone(),
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => OnDuplicate::Error,
+            OnDuplicateArg::Skip => OnDuplicate::Skip,
+        },
+        compression: a.compression.clone(),
+        shards: a.shards,
+        shard_by: a.shard_by.clone(),
+        shard_paths: a.shard_paths.clone(),
+        commit_every: a.commit_every.clone(),
+        reload: if a.reload {
+            Reload::All
+        } else if a.reload_changed {
+            Reload::Changed
+        } else {
+            Reload::None
+        },
+        threads,
     }
-    Ok(sluice::batch::Schema::new(chosen)?)
+}
+
+/// A library error as the chain it is printed as: each context of
+/// `Error::Context` a link of its own, so that `{:#}` prints the inner
+/// error once.
+fn chained(e: sluice::Error) -> anyhow::Error {
+    match e {
+        sluice::Error::Context { context, source } => chained(*source).context(context),
+        e => anyhow::Error::new(e),
+    }
 }
 
 /// Prints the schema chosen (and how the inputs read): on stdout for
 /// `--dry-run` (then true: the load stops here), else on stderr when it
 /// was inferred.
-fn show_schema(
-    a: &LoadArgs,
-    read: &InputFormat,
-    settings: &Settings,
-    chosen: &Chosen,
-    quiet: bool,
-) -> bool {
-    let (schema, json, format) = (&chosen.schema, read.json, read.format);
+fn show_schema(a: &LoadArgs, p: &Prepared, quiet: bool) -> bool {
+    let (schema, json, format) = (&p.schema, p.json, p.format);
     if a.dry_run && a.json {
-        println!("{}", dry_run_json(&a.table, schema, chosen, json));
+        println!("{}", dry_run_json(&a.table, p));
         return true;
     }
-    if a.dry_run || (!quiet && chosen.inferred.is_some()) {
+    if a.dry_run || (!quiet && p.inferred.is_some()) {
         let mut text = String::new();
-        match &chosen.inferred {
+        match &p.inferred {
             Some(inf) if json.is_some() => {
                 text.push_str(&format!(
                     "inferred from {} file{} ({} JSON rows{})\n",
@@ -742,8 +429,8 @@ fn show_schema(
                 // The quoting inference chose, where it is not the given one.
                 let words = sluice::infer::quoting_words(&inf.dialect);
                 let given = sluice::infer::quoting_words(&Dialect {
-                    quote: settings.quote,
-                    escape: settings.escape,
+                    quote: p.quote,
+                    escape: p.escape,
                     trim_around_quotes: false,
                     ..inf.dialect.clone()
                 });
@@ -773,7 +460,7 @@ fn show_schema(
                             .into(),
                     );
                 }
-                if let (Some(c), None) = (inf.dialect.comment, settings.infer.dialect.comment) {
+                if let (Some(c), None) = (inf.dialect.comment, p.infer.dialect.comment) {
                     how.push(format!(
                         "lines starting with {} among the records skipped as comments",
                         util::show_char(c)
@@ -796,10 +483,7 @@ fn show_schema(
                 ));
             }
             None if json.is_some() => text.push_str(&format!("format {format:?}\n").to_lowercase()),
-            None => text.push_str(&format!(
-                "delimiter {}\n",
-                util::show_delimiter(&chosen.dialect)
-            )),
+            None => text.push_str(&format!("delimiter {}\n", util::show_delimiter(&p.dialect))),
         }
         // Quoted for a shell: in single quotes when a name is in double
         // quotes.
@@ -819,99 +503,10 @@ fn show_schema(
     false
 }
 
-/// The library's options for the load.
-fn load_options(
-    a: &LoadArgs,
-    threads: Option<usize>,
-    read: &InputFormat,
-    settings: &Settings,
-    chosen: &Chosen,
-    progress: &Arc<Progress>,
-    stop: &Arc<AtomicBool>,
-) -> Result<LoadOptions> {
-    let inferred = chosen.inferred.as_ref();
-    Ok(LoadOptions {
-        schema: Some(chosen.schema.clone()),
-        dialect: Dialect {
-            delimiter: chosen.delimiter,
-            ..chosen.dialect.clone()
-        },
-        format: match read.json {
-            Some(shape) => Format::Json(JsonFormat {
-                shape,
-                ignore_unknown: a.ignore_unknown,
-            }),
-            None => Format::Delimited,
-        },
-        header: chosen.header,
-        skip: chosen.skip,
-        values: sluice::batch::ValueOptions {
-            null: a.null.clone().into_bytes(),
-            date_format: a.date_format.clone(),
-            timestamp_format: a.timestamp_format.clone(),
-            // Values the samples did not see must fit as written.
-            exact: inferred.map(|i| i.exact.clone()).unwrap_or_default(),
-        },
-        threads,
-        memory_limit: util::parse_size(&a.memory_limit, "--memory-limit")?,
-        block_size: a
-            .block_size
-            .as_deref()
-            .map(|b| util::parse_size(b, "--block-size").map(|v| v as usize))
-            .transpose()?,
-        max_line_size: util::parse_size(&a.max_line_size, "--max-line-size")? as usize,
-        progress: Some(progress.clone()),
-        cancel: None,
-        stop: Some(stop.clone()),
-        commit_every: util::parse_commit_every(&a.commit_every)?,
-        reload: if a.reload {
-            sluice::load::Reload::All
-        } else if a.reload_changed {
-            sluice::load::Reload::Changed
-        } else {
-            sluice::load::Reload::None
-        },
-        on_error: settings.on_error,
-        rejects: a.rejects.clone(),
-        max_errors: a.max_errors,
-        allow_missing_columns: a.allow_missing_columns || inferred.is_some_and(|i| i.fill_missing),
-        encoding: settings.infer.encoding,
-        line_end: settings.infer.line_end,
-        leading_comment: chosen.leading_comment,
-        columns: settings.columns.clone(),
-        match_by_name: a.match_by_name,
-        // The rows field inference read, when it chose one.
-        json_rows: a
-            .json_rows
-            .clone()
-            .or_else(|| inferred.and_then(|i| i.json_rows.clone())),
-        key: a.key.clone(),
-        compression: a.compression.as_deref().map(str::parse).transpose()?,
-        key_budget: None,
-        shards: a.shards,
-        shard_by: a.shard_by.clone(),
-        shard_paths: a.shard_paths.clone(),
-        // Types the samples chose widen when a later value contradicts
-        // them, until the load's first commit.
-        widen: inferred.map(|i| i.widen.clone()).unwrap_or_default(),
-        on_duplicate: match a.on_duplicate {
-            OnDuplicateArg::Error => sluice::load::OnDuplicate::Error,
-            OnDuplicateArg::Skip => sluice::load::OnDuplicate::Skip,
-        },
-    })
-}
-
 /// The error a failed load ends with, and a hint that fits it when one
 /// does; Ctrl-C while a stream was read exits 130 here.
-fn load_error(
-    e: sluice::Error,
-    a: &LoadArgs,
-    read: &InputFormat,
-    settings: &Settings,
-    chosen: &Chosen,
-    opts: &LoadOptions,
-) -> anyhow::Error {
-    let sniffed = read.sniffed.as_deref();
+fn load_error(e: sluice::Error, a: &LoadArgs, p: &Prepared) -> anyhow::Error {
+    let (sniffed, opts) = (p.sniffed.as_deref(), &p.options);
     match e {
         // Ctrl-C while a stream was read: its group is dropped.
         sluice::Error::Cancelled => {
@@ -935,8 +530,8 @@ fn load_error(
             let hint = parse_hint(
                 &e,
                 &HintContext {
-                    inferred: chosen.inferred.as_ref(),
-                    types: &settings.infer.types,
+                    inferred: p.inferred.as_ref(),
+                    types: &p.infer.types,
                     opts,
                     skip: opts.skip,
                 },
@@ -1124,13 +719,8 @@ fn hint_line(hint: Option<&str>) -> String {
 }
 
 /// What `load --dry-run --json` prints (its shape is in `--help`).
-fn dry_run_json(
-    table: &str,
-    schema: &sluice::batch::Schema,
-    chosen: &Chosen,
-    json: Option<JsonShape>,
-) -> serde_json::Value {
-    let (dialect, inferred) = (&chosen.dialect, chosen.inferred.as_ref());
+fn dry_run_json(table: &str, p: &Prepared) -> serde_json::Value {
+    let (dialect, inferred, json) = (&p.dialect, p.inferred.as_ref(), p.json);
     let delimiter = match dialect.split {
         Split::Delimiter => (dialect.delimiter as char).to_string(),
         Split::Whitespace => "whitespace".to_string(),
@@ -1145,8 +735,8 @@ fn dry_run_json(
             Some(JsonShape::Array | JsonShape::Values) => "json",
         },
         "delimiter": json.is_none().then_some(delimiter),
-        "skip": chosen.skip,
-        "schema": schema.to_string(),
+        "skip": p.skip,
+        "schema": p.schema.to_string(),
         "inferred": inferred.map(|inf| serde_json::json!({
             "samples": inf.samples,
             "files_sampled": inf.files_sampled,
@@ -1155,26 +745,6 @@ fn dry_run_json(
             "notes": inf.notes,
         })),
     })
-}
-
-/// Parses `--types` values: "a=INT,b=DECIMAL(12,2)" (commas inside
-/// parentheses belong to the type).
-fn parse_types(args: &[String]) -> Result<Vec<(String, sluice::batch::DataType)>> {
-    let mut out = Vec::new();
-    for arg in args {
-        let parts = sluice::batch::split_top_level(arg);
-        for p in parts.into_iter().filter(|p| !p.trim().is_empty()) {
-            let Some((name, ty)) = p.split_once('=') else {
-                bail!("--types {p:?}: expected COLUMN=TYPE, e.g. price=DECIMAL(12,2)");
-            };
-            let ty = ty
-                .trim()
-                .parse()
-                .with_context(|| format!("--types {p:?}"))?;
-            out.push((name.trim().to_string(), ty));
-        }
-    }
-    Ok(out)
 }
 
 /// Ctrl-C (or SIGTERM) ends the load after the file being read: the

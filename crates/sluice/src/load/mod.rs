@@ -20,6 +20,8 @@
 //!
 //! The stages, a module each:
 //! - [`options`](LoadOptions): what a load can be told, checked against the table;
+//!   [`request`](prepare): what a user asks of a load (`sluice load`'s
+//!   options) worked out into them: format, dialect, schema;
 //! - `plan`: inputs read once, resume against the load journal;
 //! - `reader`: files cut into blocks (with `header` and `json_input` for
 //!   the first lines of a file);
@@ -48,6 +50,7 @@ mod pipeline;
 mod plan;
 mod reader;
 mod rejects;
+mod request;
 pub mod sink;
 mod summary;
 mod table;
@@ -61,6 +64,9 @@ pub use options::{
     Header, LoadOptions, OnDuplicate, OnError, Reload,
 };
 pub use reader::{FIXED_MEMORY, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, block_size_for};
+pub use request::{
+    InputFormat, LoadRequest, Prepared, parse_char, parse_commit_every, parse_size, prepare,
+};
 pub use sink::Sink;
 pub use summary::{LoadSummary, Progress};
 pub use table::{SEGMENT_TARGET_BYTES, TableSink};

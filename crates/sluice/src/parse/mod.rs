@@ -10,6 +10,7 @@ mod csv;
 pub mod json;
 pub mod value;
 
+pub(crate) use csv::snippet;
 pub use csv::{
     BlockError, BlockInfo, COMMENT_NOTE, FieldMap, Reject, RowPolicy, parse_block,
     parse_block_with, read_record,
