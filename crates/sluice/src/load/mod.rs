@@ -41,6 +41,7 @@ use crate::exec::worker_count;
 use crate::source::Input;
 use crate::store::Database;
 
+mod batches;
 mod header;
 mod journal;
 mod json_input;
@@ -58,6 +59,7 @@ mod widen;
 mod workers;
 mod writer;
 
+pub use batches::load_batches;
 pub use header::normalize_name;
 pub use options::{
     ColumnRef, CommitEvery, DEFAULT_COMMIT_BYTES, DEFAULT_MAX_LINE_SIZE, DEFAULT_MEMORY_LIMIT,

@@ -142,7 +142,7 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
                     // So are the keys extracted and sorted.
                     match builder
                         .finish_without(&drop)
-                        .and_then(|(b, stats)| route_batch(shared, b, stats))
+                        .and_then(|(b, stats)| route_batch(&Cut::of(shared), b, stats))
                     {
                         Ok(outs) => Ok((outs, parts)),
                         Err(e) => Err(Failed::Other(e)),
@@ -161,10 +161,43 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
     }
 }
 
+/// How a batch is cut for the sink: its [`Layout`](super::sink::Layout)'s
+/// routing and keys.
+pub(super) struct Cut<'c> {
+    pub(super) route: Route,
+    pub(super) shards: u32,
+    pub(super) key_col: Option<usize>,
+    pub(super) check_keys: &'c [bool],
+}
+
+impl<'c> Cut<'c> {
+    fn of(shared: &'c Shared<'_>) -> Self {
+        Cut {
+            route: shared.route,
+            shards: shared.shards,
+            key_col: shared.key_col,
+            check_keys: &shared.check_keys,
+        }
+    }
+
+    pub(super) fn layout(layout: &'c super::sink::Layout) -> Self {
+        Cut {
+            route: layout.route,
+            shards: layout.shards,
+            key_col: layout.key,
+            check_keys: &layout.check_keys,
+        }
+    }
+}
+
 /// Cuts a parsed batch by shard; per shard, extracts and sorts the keys
-/// and checks them against the shard's runs, and dictionary-encodes
-/// repeating TEXT. Runs on the workers, in parallel.
-fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> Result<Vec<Piece>> {
+/// (ordered for the check against the shard's runs), and
+/// dictionary-encodes repeating TEXT. Runs on the workers, in parallel.
+pub(super) fn route_batch(
+    shared: &Cut<'_>,
+    b: RecordBatch,
+    stats: Vec<ColumnStats>,
+) -> Result<Vec<Piece>> {
     use crate::partition::{deal, shards_of, split};
     let n = shared.shards;
     let pieces = match shared.route {
@@ -195,7 +228,7 @@ fn route_batch(shared: &Shared<'_>, b: RecordBatch, stats: Vec<ColumnStats>) -> 
 }
 
 fn finish_piece(
-    shared: &Shared<'_>,
+    shared: &Cut<'_>,
     shard: u32,
     batch: RecordBatch,
     stats: Vec<ColumnStats>,
@@ -207,7 +240,7 @@ fn finish_piece(
 /// [`finish_piece`], dictionary-encoding only the TEXT columns `encode`
 /// marks (all that gain when `None`).
 fn finish_piece_where(
-    shared: &Shared<'_>,
+    shared: &Cut<'_>,
     shard: u32,
     batch: RecordBatch,
     stats: Vec<ColumnStats>,

@@ -17,6 +17,7 @@ pub mod check;
 pub mod keyed;
 pub mod manifest;
 pub mod segment;
+mod snapshot;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -34,6 +35,7 @@ pub use manifest::{
     Compression, LoadJournal, LoadMeta, LoadedFile, Manifest, RunMeta, SegmentChecksums,
     SegmentMeta, ShardStats, Sharding, TableMeta,
 };
+pub use snapshot::Snapshots;
 
 use crate::error::{Error, Result};
 

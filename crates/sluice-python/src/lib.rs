@@ -1,0 +1,235 @@
+//! The Python module `sluice._sluice`: a database handle, query results
+//! that cross to Python as Arrow without copying, and loads run on their
+//! own thread while the caller waits for Ctrl-C.
+//!
+//! The Python package (`python/sluice/__init__.py`) wraps it: `connect`,
+//! keyword arguments of `load`, progress display.
+
+use std::path::PathBuf;
+
+use arrow_array::RecordBatch;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use sluice::store::Snapshots;
+
+mod errors;
+mod export;
+mod load;
+
+use errors::{Phase, to_py};
+pub use export::QueryResult;
+pub use load::LoadSummary;
+
+/// A sluice database directory. Queries read the last commit; each load
+/// takes the writer lock for its duration.
+#[pyclass(module = "sluice", name = "Database", frozen, subclass)]
+pub struct Database {
+    path: PathBuf,
+    threads: Option<usize>,
+    /// The database as of its last commit, opened once and reopened
+    /// when a commit changes the manifest.
+    snap: Snapshots,
+}
+
+#[pymethods]
+impl Database {
+    #[new]
+    #[pyo3(signature = (path = None, threads = None))]
+    fn new(path: Option<PathBuf>, threads: Option<usize>) -> PyResult<Self> {
+        if threads == Some(0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "threads must be at least 1 (or None: every usable core)",
+            ));
+        }
+        let path = path.unwrap_or_else(|| PathBuf::from("sluice.db"));
+        Ok(Database {
+            snap: Snapshots::new(&path),
+            path,
+            threads,
+        })
+    }
+
+    /// The database directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Worker threads of loads and queries (`None`: every usable core).
+    #[getter]
+    fn threads(&self) -> Option<usize> {
+        self.threads
+    }
+
+    /// Runs one SQL statement; the GIL is released while it runs.
+    fn query(&self, py: Python<'_>, sql: &str) -> PyResult<QueryResult> {
+        let threads = self.threads;
+        let r = py.detach(|| {
+            let db = self.snap.get()?;
+            let plan = sluice::query::plan::plan_sql(sql, db.as_ref())?;
+            let opts = sluice::query::QueryOptions {
+                threads,
+                ..Default::default()
+            };
+            let r = sluice::query::run_plan(&db, &plan, &opts)?;
+            let (schema, batches) = export::narrow_decimals(&plan, r.schema, r.batches)?;
+            Ok::<_, sluice::Error>(QueryResult::new(schema, batches, r.explain))
+        });
+        r.map_err(|e| to_py(py, e, Phase::Query))
+    }
+
+    /// The rows of a keyed table with these keys, in the order given;
+    /// keys not in the table give no row.
+    fn get(&self, py: Python<'_>, table: &str, keys: &Bound<'_, PyAny>) -> PyResult<QueryResult> {
+        let mut texts: Vec<String> = Vec::new();
+        if keys.is_instance_of::<pyo3::types::PyString>()
+            || keys.is_instance_of::<pyo3::types::PyInt>()
+        {
+            texts.push(keys.str()?.to_string());
+        } else {
+            for k in keys.try_iter()? {
+                texts.push(k?.str()?.to_string());
+            }
+        }
+        let r = py.detach(|| -> sluice::Result<RecordBatch> {
+            let db = self.snap.get()?;
+            let t = db.keyed(table)?;
+            t.get_many(&texts)
+        });
+        match r.and_then(export::decimal128) {
+            Ok(b) => Ok(QueryResult::new(b.schema(), vec![b], None)),
+            Err(e) => Err(to_py(py, e, Phase::Query)),
+        }
+    }
+
+    /// The names of the tables, sorted.
+    fn tables(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        match self.snap.get() {
+            Ok(db) => Ok(db.manifest().tables.keys().cloned().collect()),
+            Err(sluice::Error::Config(_)) if !self.path.exists() => Ok(Vec::new()),
+            Err(e) => Err(to_py(py, e, Phase::Other)),
+        }
+    }
+
+    /// A table's columns: a list of `(name, type)`, the type as in a
+    /// schema string (`"BIGINT"`, `"DECIMAL(15,2)"`); the primary key's
+    /// type ends in `" PRIMARY KEY"`.
+    fn schema(&self, py: Python<'_>, table: &str) -> PyResult<Vec<(String, String)>> {
+        let db = self.snap.get().map_err(|e| to_py(py, e, Phase::Other))?;
+        let Some(t) = db.table(table) else {
+            return Err(to_py(
+                py,
+                sluice::Error::UndefinedTable(format!("table {table:?} does not exist")),
+                Phase::Other,
+            ));
+        };
+        let key = t.schema.key_column();
+        Ok(t.schema
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut ty = c.data_type.to_string();
+                if key == Some(i) {
+                    ty.push_str(" PRIMARY KEY");
+                }
+                (c.name.clone(), ty)
+            })
+            .collect())
+    }
+
+    /// Verifies every checksum of one table (or all): a list of dicts,
+    /// one a table (`table`, `ok`, `segments`, `runs`, `bytes`,
+    /// `problems`, `unnamed`). Changes nothing.
+    #[pyo3(signature = (table = None))]
+    fn check<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+        let reports = py.detach(
+            || -> sluice::Result<Vec<sluice::store::check::CheckReport>> {
+                let db = sluice::store::Database::open(&self.path)?;
+                let names: Vec<String> = match table {
+                    Some(t) => vec![t.to_ascii_lowercase()],
+                    None => db.manifest().tables.keys().cloned().collect(),
+                };
+                names.iter().map(|t| db.check(t)).collect()
+            },
+        );
+        let reports = reports.map_err(|e| to_py(py, e, Phase::Other))?;
+        let out = PyList::empty(py);
+        for r in reports {
+            let d = PyDict::new(py);
+            d.set_item("table", &r.table)?;
+            d.set_item("ok", r.problems.is_empty())?;
+            d.set_item("version", r.version)?;
+            d.set_item("segments", r.segments)?;
+            d.set_item("runs", r.runs)?;
+            d.set_item("bytes", r.bytes)?;
+            d.set_item("problems", &r.problems)?;
+            d.set_item("unnamed", &r.unnamed)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    /// Loads files (paths, globs, directories) into `table` with the
+    /// options of `sluice load`, given as a dict of its long option names
+    /// with `_` for `-`; `watch(bytes, total, rows, files_done, files)`
+    /// is called about every 0.2 s while it runs. Ctrl-C stops after the
+    /// file being read (what was read is committed) and raises
+    /// KeyboardInterrupt; a second one stops at once.
+    #[pyo3(signature = (table, inputs, options, watch = None))]
+    fn _load_files(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        inputs: Vec<String>,
+        options: &Bound<'_, PyDict>,
+        watch: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<LoadSummary> {
+        load::load_files(py, &self.path, self.threads, table, inputs, options, watch)
+    }
+
+    /// Loads Arrow data (anything with `__arrow_c_stream__`) into `table`,
+    /// in one commit; the table's columns come from the data's (or from
+    /// `schema`).
+    #[pyo3(signature = (table, data, options))]
+    fn _load_arrow(
+        &self,
+        py: Python<'_>,
+        table: &str,
+        data: &Bound<'_, PyAny>,
+        options: &Bound<'_, PyDict>,
+    ) -> PyResult<LoadSummary> {
+        load::load_arrow(py, &self.path, self.threads, table, data, options)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("sluice.Database({:?})", self.path.display().to_string())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    /// Lets go of the segments this handle has mapped (results already
+    /// returned keep theirs). The handle can still be used: it reopens.
+    fn close(&self) {
+        self.snap.clear();
+    }
+}
+
+#[pymodule]
+#[pyo3(name = "_sluice")]
+fn sluice_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Database>()?;
+    m.add_class::<QueryResult>()?;
+    m.add_class::<LoadSummary>()?;
+    errors::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,424 @@
+"""The Python package against a real database in a temporary directory.
+
+Run from the checkout after `pip install ./crates/sluice-python` (or a
+wheel built with maturin): python -m pytest crates/sluice-python/tests
+"""
+
+import concurrent.futures
+import datetime
+import decimal
+import fcntl
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import sluice
+
+pa = pytest.importorskip("pyarrow")
+
+TYPED = (
+    "id BIGINT PRIMARY KEY, n INT, price DECIMAL(15,2), d DATE, "
+    "ts TIMESTAMP, ok BOOLEAN, x DOUBLE, name TEXT"
+)
+TYPED_ROWS = [
+    "1,10,12.50,2024-01-31,2024-01-31 10:20:30,true,1.5,ada",
+    "2,,0.05,2023-12-01,2023-12-01 00:00:00,false,-2.25,grace",
+    "3,30,,,,,,",
+    "4,-7,-99.99,1999-12-31,1999-12-31 23:59:59.123456,true,0,ada",
+]
+
+
+@pytest.fixture
+def typed(tmp_path):
+    csv = tmp_path / "typed.csv"
+    csv.write_text("\n".join(["id,n,price,d,ts,ok,x,name"] + TYPED_ROWS) + "\n")
+    db = sluice.connect(tmp_path / "db")
+    summary = db.load("t", csv, schema=TYPED, progress=False)
+    assert summary.rows == 4
+    return db, csv
+
+
+def test_connect_is_a_context_manager_and_an_empty_path_has_no_tables(tmp_path):
+    with sluice.connect(tmp_path / "none") as db:
+        assert db.tables() == []
+        assert db.path == str(tmp_path / "none")
+        assert db.threads is None
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        sluice.connect(tmp_path, threads=0)
+
+
+def test_every_type_reaches_pyarrow_with_its_arrow_type_and_nulls(typed):
+    db, _ = typed
+    t = db.query("SELECT * FROM t ORDER BY id").to_arrow()
+    assert t.schema.field("id").type == pa.int64()
+    assert t.schema.field("n").type == pa.int32()
+    assert t.schema.field("price").type == pa.decimal128(15, 2)
+    assert t.schema.field("d").type == pa.date32()
+    assert t.schema.field("ts").type == pa.timestamp("us")
+    assert t.schema.field("ok").type == pa.bool_()
+    assert t.schema.field("x").type == pa.float64()
+    assert pa.types.is_string(t.schema.field("name").type) or pa.types.is_dictionary(
+        t.schema.field("name").type
+    )
+    rows = t.to_pylist()
+    assert rows[0] == {
+        "id": 1,
+        "n": 10,
+        "price": decimal.Decimal("12.50"),
+        "d": datetime.date(2024, 1, 31),
+        "ts": datetime.datetime(2024, 1, 31, 10, 20, 30),
+        "ok": True,
+        "x": 1.5,
+        "name": "ada",
+    }
+    assert rows[1]["n"] is None
+    assert rows[2] == {
+        "id": 3,
+        "n": 30,
+        "price": None,
+        "d": None,
+        "ts": None,
+        "ok": None,
+        "x": None,
+        "name": None,
+    }
+    assert rows[3]["ts"] == datetime.datetime(1999, 12, 31, 23, 59, 59, 123456)
+    assert rows[3]["price"] == decimal.Decimal("-99.99")
+
+
+def test_aggregates_and_their_types(typed):
+    db, _ = typed
+    r = db.query("SELECT name, count(*) AS c, sum(price) AS s FROM t GROUP BY name ORDER BY name NULLS LAST")
+    assert r.column_names == ["name", "c", "s"]
+    assert r.num_rows == 3 and len(r) == 3
+    rows = r.to_arrow().to_pylist()
+    assert rows[0] == {"name": "ada", "c": 2, "s": decimal.Decimal("-87.49")}
+    assert rows[2]["name"] is None
+    assert "3 rows" in repr(r)
+
+
+def test_polars_and_pandas(typed):
+    db, _ = typed
+    pl = pytest.importorskip("polars")
+    df = db.query("SELECT id, price, d FROM t ORDER BY id").to_polars()
+    assert isinstance(df, pl.DataFrame)
+    assert df.shape == (4, 3)
+    assert df["id"].to_list() == [1, 2, 3, 4]
+    assert df["d"][0] == datetime.date(2024, 1, 31)
+    assert df.schema["price"] == pl.Decimal(15, 2)
+    # The PyCapsule interface directly, as polars and others take it.
+    assert pl.DataFrame(db.query("SELECT count(*) AS c FROM t"))["c"].to_list() == [4]
+    pd = pytest.importorskip("pandas")
+    pdf = db.query("SELECT id, x FROM t ORDER BY id").to_pandas()
+    assert isinstance(pdf, pd.DataFrame)
+    assert list(pdf["id"]) == [1, 2, 3, 4]
+
+
+def test_the_export_does_not_copy_the_buffers(tmp_path):
+    csv = tmp_path / "big.csv"
+    csv.write_text("".join(f"{i},{i * 3}\n" for i in range(100_000)))
+    db = sluice.connect(tmp_path / "db")
+    db.load("big", csv, schema="a BIGINT, b BIGINT", progress=False)
+    r = db.query("SELECT * FROM big")
+    rust = r._buffer_addresses()
+    t = r.to_arrow()
+    seen = [t.column(i).chunks[0].buffers() for i in range(2)]
+    # buffers(): [validity, values] for a primitive column.
+    for col in range(2):
+        values = seen[col][1]
+        assert values.address in rust[col], (values.address, rust[col])
+
+
+def test_a_result_outlives_its_database_handle(typed):
+    db, _ = typed
+    r = db.query("SELECT id, name FROM t ORDER BY id")
+    db.close()
+    del db
+    gc.collect()
+    assert r.to_arrow().column("id").to_pylist() == [1, 2, 3, 4]
+    # Read twice: the result is not used up.
+    assert pa.table(r).num_rows == 4
+
+
+def test_many_threads_query_one_handle(typed):
+    db, _ = typed
+
+    def one(i):
+        r = db.query(f"SELECT count(*) AS c, sum(n) AS s FROM t WHERE id >= {i % 4 + 1}")
+        return i, r.to_arrow().to_pylist()[0]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(one, range(200)))
+    expected = {1: (4, 33), 2: (3, 23), 3: (2, 23), 4: (1, -7)}
+    for i, row in got:
+        assert (row["c"], row["s"]) == expected[i % 4 + 1], (i, row)
+
+
+def test_get_returns_rows_in_the_order_asked(typed):
+    db, _ = typed
+    r = db.get("t", [4, 1, 99, "2", 4])
+    assert r.to_arrow().column("id").to_pylist() == [4, 1, 2, 4]
+    assert db.get("t", 3).num_rows == 1
+    assert db.get("t", []).num_rows == 0
+    with pytest.raises(sluice.Error, match="no"):
+        db.get("nope", [1])
+
+
+def test_tables_schema_and_check(typed):
+    db, _ = typed
+    assert db.tables() == ["t"]
+    cols = db.schema("t")
+    assert cols[0] == ("id", "BIGINT PRIMARY KEY")
+    assert cols[2] == ("price", "DECIMAL(15,2)")
+    assert len(cols) == 8
+    with pytest.raises(sluice.Error, match="does not exist"):
+        db.schema("nope")
+    [report] = db.check()
+    assert report["table"] == "t" and report["ok"] is True and report["problems"] == []
+    assert report["segments"] >= 1
+
+
+def test_check_finds_a_damaged_segment(typed, tmp_path):
+    db, _ = typed
+    segs = [
+        os.path.join(root, f)
+        for root, _, files in os.walk(tmp_path / "db")
+        for f in files
+        if f.endswith(".arrow")
+    ]
+    assert segs, "the table has a segment file"
+    with open(segs[0], "r+b") as f:
+        f.seek(os.path.getsize(segs[0]) // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    [report] = db.check("t")
+    assert report["ok"] is False
+    assert report["problems"], report
+
+
+def test_inferred_load_resume_and_summary(tmp_path):
+    a = tmp_path / "in" / "a.csv"
+    a.parent.mkdir()
+    a.write_text("zip,amount,day\n00501,1.50,2024-01-01\n02134,2.25,2024-01-02\n")
+    (tmp_path / "in" / "b.csv").write_text("zip,amount,day\n10001,3.00,2024-01-03\n")
+    db = sluice.connect(tmp_path / "db")
+    s = db.load("sales", str(tmp_path / "in" / "*.csv"), progress=False)
+    assert (s.rows, s.files, s.files_skipped, s.created, s.inferred) == (3, 2, 0, True, True)
+    assert "zip TEXT" in s.schema, s.schema  # leading zeros kept
+    assert s.bytes > 0 and s.seconds >= 0 and s.commits == 1
+    again = db.load("sales", [tmp_path / "in" / "a.csv", tmp_path / "in" / "b.csv"], progress=False)
+    assert (again.rows, again.files_skipped) == (0, 2)
+    assert db.query("SELECT count(*) AS c FROM sales").to_arrow().column("c").to_pylist() == [3]
+    assert db.query("SELECT zip FROM sales ORDER BY zip").to_arrow().column("zip").to_pylist()[0] == "00501"
+    assert "sales" in repr(s)
+
+
+def test_load_options_mirror_the_command_line(tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("# a comment\nk|v\nA|1\nB|NA\n")
+    db = sluice.connect(tmp_path / "db")
+    s = db.load(
+        "kv",
+        f,
+        schema="k TEXT, v INT",
+        delimiter="|",
+        comment="#",
+        null="NA",
+        header=True,
+        progress=False,
+    )
+    assert s.rows == 2
+    rows = db.query("SELECT k, v FROM kv ORDER BY k").to_arrow().to_pylist()
+    assert rows == [{"k": "A", "v": 1}, {"k": "B", "v": None}]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'delimeter'"):
+        db.load("kv", f, delimeter="|")
+    with pytest.raises(ValueError, match="on_error"):
+        db.load("kv", f, on_error="ignore")
+
+
+def test_a_malformed_record_is_a_load_error_with_file_line_and_column(tmp_path):
+    f = tmp_path / "bad.csv"
+    f.write_text("a,b\n1,2\n3,x\n")
+    db = sluice.connect(tmp_path / "db")
+    with pytest.raises(sluice.LoadError) as e:
+        db.load("t", f, schema="a INT, b INT", progress=False)
+    err = e.value
+    assert err.file == str(f)
+    assert err.line == 3
+    assert err.column is not None and "b" in err.column
+    assert err.byte is not None
+    assert "nothing was committed" in str(err)
+    assert f"{f}:3" in str(err)
+    assert db.tables() == []
+    # The same file with rejects set aside.
+    rejects = tmp_path / "rejects.csv"
+    s = db.load("t", f, schema="a INT, b INT", rejects=rejects, progress=False)
+    assert (s.rows, s.rejected) == (1, 1)
+    assert "3,x" in rejects.read_text()
+
+
+def test_query_errors_carry_sqlstate(typed):
+    db, _ = typed
+    cases = [
+        ("SELEC 1", "42601"),
+        ("SELECT nope FROM t", "42703"),
+        ("SELECT * FROM nope", "42P01"),
+        ("SELECT id / (id - id) FROM t", "22012"),
+    ]
+    for sql, code in cases:
+        with pytest.raises(sluice.QueryError) as e:
+            db.query(sql)
+        assert e.value.sqlstate == code, (sql, e.value.sqlstate, str(e.value))
+    assert isinstance(e.value, sluice.Error)
+    assert db.query("EXPLAIN SELECT count(*) FROM t").explain
+
+
+def test_a_duplicate_key_fails_the_load_and_keeps_the_table(typed):
+    db, csv = typed
+    with pytest.raises(sluice.LoadError, match="duplicate"):
+        db.load("t", csv, progress=False, reload=True)
+    assert db.query("SELECT count(*) AS c FROM t").to_arrow().column("c").to_pylist() == [4]
+
+
+def test_a_locked_database_raises_locked_error(typed, tmp_path):
+    db, csv = typed
+    with open(tmp_path / "db" / "LOCK", "r+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(sluice.LockedError, match="locked"):
+            db.load("t2", csv, schema=TYPED, progress=False)
+    assert db.load("t2", csv, schema=TYPED, progress=False).rows == 4
+
+
+def test_loading_arrow_data_from_pyarrow_and_polars(tmp_path):
+    db = sluice.connect(tmp_path / "db")
+    table = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "small": pa.array([1, None, 3], pa.int16()),
+            "name": ["a", None, "c"],
+            "price": pa.array([decimal.Decimal("1.10"), None, decimal.Decimal("3.30")], pa.decimal128(9, 2)),
+            "d": pa.array([datetime.date(2024, 1, 1), None, datetime.date(2024, 3, 1)]),
+            "ts": pa.array([datetime.datetime(2024, 1, 1, 1, 2, 3), None, None], pa.timestamp("ms")),
+            "f": pa.array([True, False, None]),
+        }
+    )
+    s = db.load("a", table, key="id")
+    assert (s.rows, s.created, s.inferred) == (3, True, True)
+    assert s.schema.startswith("id BIGINT PRIMARY KEY"), s.schema
+    back = db.query("SELECT * FROM a ORDER BY id").to_arrow()
+    assert back.column("small").type == pa.int32()
+    assert back.column("small").to_pylist() == [1, None, 3]
+    assert back.column("price").to_pylist() == [decimal.Decimal("1.10"), None, decimal.Decimal("3.30")]
+    assert back.column("ts").to_pylist()[0] == datetime.datetime(2024, 1, 1, 1, 2, 3)
+    assert db.get("a", [3]).to_arrow().column("name").to_pylist() == ["c"]
+    # A duplicate key in appended data: nothing committed.
+    with pytest.raises(sluice.LoadError, match="duplicate"):
+        db.load("a", pa.table({c: table.column(c).slice(0, 1) for c in table.column_names}))
+    assert db.query("SELECT count(*) AS c FROM a").to_arrow().column("c").to_pylist() == [3]
+
+    pl = pytest.importorskip("polars")
+    df = pl.DataFrame({"id": [4, 5], "small": [5, 6], "name": ["d", "e"], "price": [None, None],
+                       "d": [None, None], "ts": [None, None], "f": [None, True]})
+    df = df.with_columns(pl.col("price").cast(pl.Decimal(9, 2)), pl.col("d").cast(pl.Date),
+                         pl.col("ts").cast(pl.Datetime("us")), pl.col("f").cast(pl.Boolean))
+    s = db.load("a", df)
+    assert (s.rows, s.created, s.inferred) == (2, False, False)
+    assert db.query("SELECT count(*) AS c FROM a").to_arrow().column("c").to_pylist() == [5]
+    # A type that does not fit the table's column.
+    bad = df.head(1).with_columns(pl.lit(6).alias("id"), pl.lit("x").alias("small"))
+    with pytest.raises(sluice.LoadError, match="small"):
+        db.load("a", bad)
+    with pytest.raises(TypeError, match="are for files"):
+        db.load("a", df, delimiter=",")
+
+
+PYCAPSULE_WITHOUT_PYARROW = """
+import sys
+sys.modules["pyarrow"] = None  # import pyarrow fails from here on
+import sluice, polars as pl
+db = sluice.connect(sys.argv[1])
+r = db.query("SELECT id, name FROM t ORDER BY id")
+df = pl.DataFrame(r)
+print(df["id"].to_list(), r.to_polars()["name"].to_list())
+try:
+    r.to_arrow()
+except ImportError as e:
+    print("ImportError:", "pip install pyarrow" in str(e))
+"""
+
+
+def test_polars_reads_a_result_without_pyarrow(typed, tmp_path):
+    pytest.importorskip("polars")
+    out = subprocess.run(
+        [sys.executable, "-c", PYCAPSULE_WITHOUT_PYARROW, str(tmp_path / "db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "[1, 2, 3, 4] ['ada', 'grace', None, 'ada']"
+    assert lines[1] == "ImportError: True"
+
+
+INTERRUPTED_LOAD = """
+import json, sys, sluice
+db = sluice.connect(sys.argv[1], threads=1)
+print("started", flush=True)
+try:
+    s = db.load("t", sys.argv[2], schema="a BIGINT, b BIGINT, c TEXT", commit_every="1files", progress=False)
+    print(json.dumps({"finished": s.rows}), flush=True)
+except KeyboardInterrupt as e:
+    print(json.dumps({"interrupted": str(e)}), flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_load_after_a_commit_and_keeps_it(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    rows_per_file = 20_000
+    line = "".join(f"{i},{i * 7},some text {i}\n" for i in range(rows_per_file))
+    files = 300
+    for i in range(files):
+        (inputs / f"{i:04}.csv").write_text(line)
+    db_dir = tmp_path / "db"
+    p = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_LOAD, str(db_dir), str(inputs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout.readline().strip() == "started"
+    # Wait for the first commit (a manifest), then interrupt.
+    deadline = time.monotonic() + 120
+    while not (db_dir / "MANIFEST").exists() and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert "interrupted" in result, (result, err)
+    assert "files left" in result["interrupted"]
+    db = sluice.connect(db_dir)
+    n = db.query("SELECT count(*) AS c FROM t").to_arrow().column("c").to_pylist()[0]
+    assert n % rows_per_file == 0 and 0 < n < files * rows_per_file, n
+    # The same load again loads the rest.
+    s = db.load("t", inputs, schema="a BIGINT, b BIGINT, c TEXT", progress=False)
+    assert s.files_skipped == n // rows_per_file
+    assert db.query("SELECT count(*) AS c FROM t").to_arrow().column("c").to_pylist() == [files * rows_per_file]
+
+
+def test_the_stub_file_names_every_public_name():
+    stub = os.path.join(os.path.dirname(sluice.__file__), "__init__.pyi")
+    text = open(stub).read()
+    for name in sluice.__all__:
+        assert name in text, name
+    for method in ("load", "query", "get", "tables", "schema", "check", "to_arrow", "to_polars", "to_pandas"):
+        assert f"def {method}(" in text, method
