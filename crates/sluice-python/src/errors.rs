@@ -14,7 +14,7 @@ pyo3::create_exception!(
     sluice,
     LoadError,
     Error,
-    "A load failed: a malformed record or value (file, line, column and byte are set), a duplicate key, a bad option. Nothing of the failed commit group was committed."
+    "A load failed: a malformed record or value (file, line, column and byte are set), a duplicate key, a bad option. Nothing of the failed commit group was committed; the message says when earlier groups were."
 );
 pyo3::create_exception!(
     sluice,
@@ -80,7 +80,7 @@ pub fn to_py(py: Python<'_>, e: sluice::Error, phase: Phase) -> PyErr {
         | E::Exec(_)
         | E::DivisionByZero
         | E::OutOfRange(_)
-            if phase != Phase::Load =>
+            if phase == Phase::Query =>
         {
             QueryError::new_err(message.clone())
         }

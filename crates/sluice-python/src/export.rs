@@ -159,8 +159,8 @@ fn need<'py>(py: Python<'py>, module: &str, what: &str) -> PyResult<Bound<'py, P
 #[pymethods]
 impl QueryResult {
     /// Exports the result as an Arrow C stream (the PyCapsule interface).
-    /// A `requested_schema` other than the result's own is refused: the
-    /// result is not cast.
+    /// `requested_schema` is ignored (the interface allows it): the
+    /// result keeps its own types.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_stream__<'py>(
         &self,

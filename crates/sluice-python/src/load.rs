@@ -276,9 +276,17 @@ fn wait(
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if let Err(e) = py.check_signals() {
+        // Python code runs here (signal handlers, the progress
+        // callback): what it raises stops the load, which is waited for,
+        // so that no load goes on behind the caller's back.
+        let mut raised = py.check_signals().err();
+        if raised.is_none() && last_watch.elapsed() >= Duration::from_millis(200) {
+            last_watch = Instant::now();
+            raised = watch(py).err();
+        }
+        if let Some(e) = raised {
             if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
-                // Another handler raised: stop at once and raise it.
+                // Stop at once and raise it.
                 cancel.store(true, Ordering::Relaxed);
                 stop.store(true, Ordering::Relaxed);
                 let _ = py.detach(|| recv(None));
@@ -289,10 +297,6 @@ fn wait(
             }
             interrupted = true;
             stop.store(true, Ordering::Relaxed);
-        }
-        if last_watch.elapsed() >= Duration::from_millis(200) {
-            last_watch = Instant::now();
-            watch(py)?;
         }
     }
 }
@@ -314,6 +318,8 @@ pub fn load_files(
         Ok::<_, sluice::Error>((inputs, p))
     });
     let (inputs, prepared) = prepared.map_err(|e| load_failed(py, table, e))?;
+    // A Ctrl-C while the load was planned: nothing is loaded.
+    py.check_signals()?;
     let schema = prepared.schema.to_string();
     let inferred = prepared.inferred.is_some();
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
@@ -351,6 +357,11 @@ pub fn load_files(
         None => Ok(()),
     })?;
     let summary = result.map_err(|e| load_failed(py, table, e))?;
+    // The table's schema as committed: inferred types may have widened.
+    let schema = sluice::store::Database::open(path)
+        .ok()
+        .and_then(|db| db.table(table).map(|t| t.schema.to_string()))
+        .unwrap_or(schema);
     if interrupted {
         return Err(PyKeyboardInterrupt::new_err(format!(
             "load of table {table} stopped: {} rows of {} files committed, {} files left (run the same load again to load the rest)",
@@ -407,6 +418,42 @@ fn schema_of(s: &arrow_schema::Schema) -> PyResult<String> {
     Ok(cols.join(", "))
 }
 
+/// Rows per batch of Arrow data loaded.
+const CHUNK: usize = 1 << 17;
+
+/// `c` as type `to`, refused when a value would change: a float with a
+/// fraction into an integer, a decimal rounded, an integer out of range,
+/// sub-microsecond time. Checked by casting back and comparing. Text
+/// takes anything as written.
+fn exact_cast(c: &arrow_array::ArrayRef, to: &Arrow) -> Result<arrow_array::ArrayRef, String> {
+    if c.data_type() == to {
+        return Ok(c.clone());
+    }
+    let opts = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let out = arrow_cast::cast_with_options(c, to, &opts).map_err(|e| e.to_string())?;
+    let checked = !matches!(to, Arrow::Utf8)
+        && !matches!(
+            c.data_type(),
+            Arrow::Dictionary(..) | Arrow::Timestamp(_, Some(_))
+        );
+    if checked {
+        let back =
+            arrow_cast::cast_with_options(&out, c.data_type(), &opts).map_err(|e| e.to_string())?;
+        let differs = arrow_ord::cmp::distinct(&back, c).map_err(|e| e.to_string())?;
+        if let Some(row) = differs.iter().position(|d| d == Some(true)) {
+            let shown =
+                arrow_cast::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                    .map(|f| f.value(row).to_string())
+                    .unwrap_or_default();
+            return Err(format!("the value {shown} (row {}) would change", row + 1));
+        }
+    }
+    Ok(out)
+}
+
 pub fn load_arrow(
     py: Python<'_>,
     path: &Path,
@@ -415,12 +462,13 @@ pub fn load_arrow(
     data: &Bound<'_, PyAny>,
     options: &Bound<'_, PyDict>,
 ) -> PyResult<LoadSummary> {
+    let req = request(options, threads)?;
     let reader = arrow_array::ffi_stream::RecordBatchStreamReader::from_pyarrow_bound(data)?;
     let data_schema = reader.schema();
     let batches: Vec<RecordBatch> = reader
         .collect::<Result<_, _>>()
         .map_err(|e| PyValueError::new_err(format!("reading the Arrow data: {e}")))?;
-    let req = request(options, threads)?;
+    py.check_signals()?;
     // The table's columns: its own when it exists, else `schema=`, else
     // the data's.
     let existing = sluice::store::Database::open(path)
@@ -444,47 +492,86 @@ pub fn load_arrow(
         }
     };
     let target = schema.arrow_schema();
-    if target.fields().len() != data_schema.fields().len() {
+    // Columns are matched by name (in any case), never by position: data
+    // whose columns come in another order loads each into its own.
+    let names = |s: &arrow_schema::Schema| {
+        s.fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut order = Vec::with_capacity(target.fields().len());
+    for f in target.fields() {
+        let found: Vec<usize> = data_schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.name().eq_ignore_ascii_case(f.name()))
+            .map(|(i, _)| i)
+            .collect();
+        match found.as_slice() {
+            [i] => order.push(*i),
+            _ => {
+                return Err(load_failed(
+                    py,
+                    table,
+                    sluice::Error::Schema(format!(
+                        "the data's columns ({}) are not table {table}'s ({}): {} column {}",
+                        names(&data_schema),
+                        names(&target),
+                        if found.is_empty() {
+                            "no"
+                        } else {
+                            "more than one"
+                        },
+                        f.name()
+                    )),
+                ));
+            }
+        }
+    }
+    if data_schema.fields().len() != target.fields().len() {
         return Err(load_failed(
             py,
             table,
             sluice::Error::Schema(format!(
-                "the data has {} columns; table {table} has {} ({schema})",
-                data_schema.fields().len(),
-                target.fields().len()
+                "the data's columns ({}) are not table {table}'s ({}): the data has {} columns",
+                names(&data_schema),
+                names(&target),
+                data_schema.fields().len()
             )),
         ));
     }
-    let cast_opts = arrow_cast::CastOptions {
-        safe: false,
-        ..Default::default()
-    };
     let mut cast = Vec::with_capacity(batches.len());
     for b in &batches {
         let mut cols = Vec::with_capacity(b.num_columns());
-        for (f, c) in target.fields().iter().zip(b.columns()) {
-            let col = if c.data_type() == f.data_type() {
-                c.clone()
-            } else {
-                arrow_cast::cast_with_options(c, f.data_type(), &cast_opts).map_err(|e| {
-                    load_failed(
-                        py,
-                        table,
-                        sluice::Error::Schema(format!(
-                            "column {}: the data's {} does not fit {}: {e}",
-                            f.name(),
-                            c.data_type(),
-                            f.data_type()
-                        )),
-                    )
-                })?
-            };
+        for (f, &i) in target.fields().iter().zip(&order) {
+            let c = b.column(i);
+            let col = exact_cast(c, f.data_type()).map_err(|why| {
+                load_failed(
+                    py,
+                    table,
+                    sluice::Error::Schema(format!(
+                        "column {}: the data's {} does not fit {}: {why}",
+                        f.name(),
+                        c.data_type(),
+                        f.data_type()
+                    )),
+                )
+            })?;
             cols.push(col);
         }
-        cast.push(
-            RecordBatch::try_new(target.clone(), cols)
-                .map_err(|e| load_failed(py, table, sluice::Error::Schema(e.to_string())))?,
-        );
+        let whole = RecordBatch::try_new(target.clone(), cols)
+            .map_err(|e| load_failed(py, table, sluice::Error::Schema(e.to_string())))?;
+        // Batches of at most CHUNK rows: the unit of zone maps, of
+        // morsels, and of the checks for Ctrl-C.
+        let mut at = 0;
+        while at < whole.num_rows() {
+            let n = CHUNK.min(whole.num_rows() - at);
+            cast.push(whole.slice(at, n));
+            at += n;
+        }
     }
     drop(batches);
     let mut opts = LoadOptions {

@@ -73,6 +73,8 @@ def _options(**given: Any) -> dict:
             continue
         if name == "types" and isinstance(value, dict):
             value = ",".join(f"{k}={v}" for k, v in value.items())
+        elif name == "types" and not isinstance(value, str):
+            value = ",".join(str(t) for t in value)
         elif name == "columns" and not isinstance(value, str):
             value = ",".join(str(c) for c in value)
         elif name == "reload":
@@ -158,7 +160,7 @@ class Database(_Database):
         key: Optional[str] = None,
         shards: Optional[int] = None,
         format: Optional[str] = None,
-        on_error: str = "abort",
+        on_error: Optional[str] = None,
         rejects: Union[str, os.PathLike, None] = None,
         commit_every: Union[str, int, None] = None,
         progress: bool = True,
@@ -197,24 +199,27 @@ class Database(_Database):
                 f"load() got an unexpected keyword argument {unknown[0]!r} "
                 f"(the options are those of `sluice load`: {', '.join(sorted(_LOAD_OPTIONS))})"
             )
-        if on_error not in ("abort", "skip"):
+        if on_error not in (None, "abort", "skip"):
             raise ValueError(f'on_error must be "abort" or "skip", not {on_error!r}')
+        if dialect.get("tsv") and dialect.get("delimiter") is not None:
+            raise TypeError("tsv=True and delimiter= both give the delimiter; give one")
         if hasattr(data, "__arrow_c_stream__") or type(data).__module__.startswith("pyarrow"):
             extra = sorted(k for k in dialect if k not in ("on_duplicate", "compression", "shard_by", "shard_paths"))
-            if format or rejects or commit_every or extra or on_error != "abort":
+            if format or rejects or commit_every or extra or on_error is not None:
                 raise TypeError(
                     "loading Arrow data takes schema, key, shards, on_duplicate, compression, "
-                    f"shard_by and shard_paths; {', '.join(extra + [n for n, v in (('format', format), ('rejects', rejects), ('commit_every', commit_every), ('on_error', on_error != 'abort')) if v]) } are for files"
+                    f"shard_by and shard_paths; {', '.join(extra + [n for n, v in (('format', format), ('rejects', rejects), ('commit_every', commit_every), ('on_error', on_error is not None)) if v]) } are for files"
                 )
             opts = _options(schema=schema, key=key, shards=shards, **dialect)
             return self._load_arrow(table, data, opts)
         if isinstance(data, (str, os.PathLike)):
             inputs = [os.fspath(data)]
-        elif isinstance(data, Iterable):
+        elif isinstance(data, Iterable) and not isinstance(data, (bytes, dict)) and not hasattr(data, "columns"):
             inputs = [os.fspath(p) for p in data]
         else:
             raise TypeError(
-                f"load() takes paths or Arrow data (an object with __arrow_c_stream__), not {type(data).__name__}"
+                f"load() takes paths or Arrow data (an object with __arrow_c_stream__: pyarrow, polars, "
+                f"pandas 2.2 and later), not {type(data).__name__}"
             )
         if any(p == "-" for p in inputs):
             raise ValueError('"-" (standard input) is for the sluice command; pass a path or Arrow data')
@@ -225,9 +230,10 @@ class Database(_Database):
             key=key,
             shards=shards,
             format=format,
-            # "abort" is the default, except that rejects= and
-            # max_errors= imply "skip", as on the command line.
-            on_error="skip" if on_error == "skip" else None,
+            # None: "abort", except that rejects= and max_errors= imply
+            # "skip", as on the command line (which refuses "abort" with
+            # them).
+            on_error=on_error,
             rejects=rejects,
             commit_every=commit_every,
             **dialect,

@@ -82,7 +82,7 @@ class Database:
         key: Optional[str] = None,
         shards: Optional[int] = None,
         format: Optional[str] = None,
-        on_error: str = "abort",
+        on_error: Optional[str] = None,
         rejects: Optional[PathLike] = None,
         commit_every: Union[str, int, None] = None,
         progress: bool = True,

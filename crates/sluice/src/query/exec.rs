@@ -418,6 +418,34 @@ pub fn execute(
                     return Ok((vec![limit_rows(out.project(&keep)?, plan)?], facts));
                 }
                 None if batches.is_empty() => RecordBatch::new_empty(out_schema),
+                // Nothing to order or cut: the morsels' batches in table
+                // order, as they are (a concatenation would copy every
+                // row of a `SELECT *` once more).
+                None if plan.order.is_empty() && plan.limit.is_none() && plan.offset == 0 => {
+                    if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+                        return Err(e);
+                    }
+                    let keep: Vec<usize> = (0..plan.visible).collect();
+                    let mut batches = batches;
+                    // Morsels a filter emptied are dropped (one is kept:
+                    // a result has at least one batch).
+                    if batches.iter().any(|b| b.num_rows() > 0) {
+                        batches.retain(|b| b.num_rows() > 0);
+                    } else {
+                        batches.truncate(1);
+                    }
+                    let batches = batches
+                        .into_iter()
+                        .map(|b| {
+                            if b.num_columns() == keep.len() {
+                                Ok(b)
+                            } else {
+                                b.project(&keep).map_err(exec_err)
+                            }
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    return Ok((batches, facts));
+                }
                 None => {
                     arrow_select::concat::concat_batches(&out_schema, &batches).map_err(exec_err)?
                 }
