@@ -61,20 +61,39 @@ impl Database {
         self.threads
     }
 
-    /// Runs one SQL statement; the GIL is released while it runs.
+    /// Runs one SQL statement on a thread of its own; the calling thread
+    /// waits without the GIL, and Ctrl-C stops the query (it raises
+    /// KeyboardInterrupt).
     fn query(&self, py: Python<'_>, sql: &str) -> PyResult<QueryResult> {
         let threads = self.threads;
-        let r = py.detach(|| {
+        let planned = py.detach(|| {
             let db = self.snap.get()?;
             let plan = sluice::query::plan::plan_sql(sql, db.as_ref())?;
-            let opts = sluice::query::QueryOptions {
-                threads,
-                ..Default::default()
-            };
-            let r = sluice::query::run_plan(&db, &plan, &opts)?;
-            let (schema, batches) = export::narrow_decimals(&plan, r.schema, r.batches)?;
-            Ok::<_, sluice::Error>(QueryResult::new(schema, batches, r.explain))
+            Ok::<_, sluice::Error>((db, plan))
         });
+        let (db, plan) = planned.map_err(|e| to_py(py, e, Phase::Query))?;
+        let stop = sluice::query::Stop::default();
+        let opts = sluice::query::QueryOptions {
+            threads,
+            stop: Some(stop.clone()),
+            ..Default::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("sluice-query".into())
+            .spawn(move || {
+                let r = sluice::query::run_plan(&db, &plan, &opts).and_then(|r| {
+                    let (schema, batches) = export::narrow_decimals(&plan, r.schema, r.batches)?;
+                    Ok(QueryResult::new(schema, batches, r.explain))
+                });
+                let _ = tx.send(r);
+            })
+            .map_err(|e| {
+                pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "cannot start the query's thread: {e}"
+                ))
+            })?;
+        let (r, _) = load::wait(py, rx, |_| stop.cancel(), |_| Ok(()))?;
         r.map_err(|e| to_py(py, e, Phase::Query))
     }
 
@@ -139,8 +158,8 @@ impl Database {
     }
 
     /// Verifies every checksum of one table (or all): a list of dicts,
-    /// one a table (`table`, `ok`, `segments`, `runs`, `bytes`,
-    /// `problems`, `unnamed`). Changes nothing.
+    /// one a table (`table`, `ok`, `version`, `segments`, `runs`,
+    /// `bytes`, `problems`, `unnamed`). Changes nothing.
     #[pyo3(signature = (table = None))]
     fn check<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyList>> {
         let reports = py.detach(

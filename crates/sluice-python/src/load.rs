@@ -235,18 +235,19 @@ fn load_failed(py: Python<'_>, table: &str, e: sluice::Error) -> PyErr {
     err
 }
 
-/// Waits for a load running on `handle`'s thread: without the GIL, waking
-/// every 0.1 s to run Python's signal handlers (a first KeyboardInterrupt
-/// sets `stop`: the load ends after the file being read and commits; a
-/// second sets `cancel`: it stops at once) and to call `watch`. Returns
-/// the load's result and whether Ctrl-C stopped it.
-fn wait(
+/// Waits for work running on a thread of its own: without the GIL,
+/// waking every 0.1 s to run Python's signal handlers and to call
+/// `watch`. On a KeyboardInterrupt `interrupt(second)` is called (a load:
+/// the first sets `stop`, the second `cancel`) and the wait goes on; on
+/// another exception `interrupt(true)` is called, the work waited for,
+/// and the exception raised. Returns the work's result and whether Ctrl-C
+/// was pressed.
+pub(crate) fn wait<T: Send>(
     py: Python<'_>,
-    rx: std::sync::mpsc::Receiver<sluice::Result<Summary>>,
-    stop: &AtomicBool,
-    cancel: &AtomicBool,
+    rx: std::sync::mpsc::Receiver<sluice::Result<T>>,
+    interrupt: impl Fn(bool),
     mut watch: impl FnMut(Python<'_>) -> PyResult<()>,
-) -> PyResult<(sluice::Result<Summary>, bool)> {
+) -> PyResult<(sluice::Result<T>, bool)> {
     let mut interrupted = false;
     let mut last_watch = Instant::now();
     // Waited on without the GIL, from this thread only.
@@ -269,7 +270,7 @@ fn wait(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 return Ok((
                     Err(sluice::Error::Internal(
-                        "the load thread ended without a result".into(),
+                        "the worker thread ended without a result".into(),
                     )),
                     interrupted,
                 ));
@@ -277,8 +278,8 @@ fn wait(
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
         // Python code runs here (signal handlers, the progress
-        // callback): what it raises stops the load, which is waited for,
-        // so that no load goes on behind the caller's back.
+        // callback): what it raises stops the work, which is waited for,
+        // so that nothing goes on behind the caller's back.
         let mut raised = py.check_signals().err();
         if raised.is_none() && last_watch.elapsed() >= Duration::from_millis(200) {
             last_watch = Instant::now();
@@ -287,16 +288,12 @@ fn wait(
         if let Some(e) = raised {
             if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
                 // Stop at once and raise it.
-                cancel.store(true, Ordering::Relaxed);
-                stop.store(true, Ordering::Relaxed);
+                interrupt(true);
                 let _ = py.detach(|| recv(None));
                 return Err(e);
             }
-            if interrupted {
-                cancel.store(true, Ordering::Relaxed);
-            }
+            interrupt(interrupted);
             interrupted = true;
-            stop.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -343,7 +340,13 @@ pub fn load_files(
             let _ = tx.send(r);
         })
         .map_err(|e| PyValueError::new_err(format!("cannot start the load's thread: {e}")))?;
-    let (result, interrupted) = wait(py, rx, &stop, &cancel, |_| match &watch {
+    let interrupt = |second: bool| {
+        stop.store(true, Ordering::Relaxed);
+        if second {
+            cancel.store(true, Ordering::Relaxed);
+        }
+    };
+    let (result, interrupted) = wait(py, rx, interrupt, |_| match &watch {
         Some(w) => {
             w.call1((
                 progress.bytes_read.load(Ordering::Relaxed),
@@ -600,7 +603,12 @@ pub fn load_arrow(
             let _ = tx.send(r);
         })
         .map_err(|e| PyValueError::new_err(format!("cannot start the load's thread: {e}")))?;
-    let (result, interrupted) = wait(py, rx, &cancel, &cancel, |_| Ok(()))?;
+    let (result, interrupted) = wait(
+        py,
+        rx,
+        |_| cancel.store(true, Ordering::Relaxed),
+        |_| Ok(()),
+    )?;
     let summary = result.map_err(|e| load_failed(py, table, e))?;
     if interrupted {
         return Err(PyKeyboardInterrupt::new_err(format!(

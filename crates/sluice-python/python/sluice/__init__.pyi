@@ -90,7 +90,7 @@ class Database:
     ) -> LoadSummary:
         """Loads files (paths, globs, directories) or Arrow data into table."""
     def query(self, sql: str) -> Result:
-        """Runs one SQL statement (the GIL is released while it runs)."""
+        """Runs one SQL statement (the GIL is released while it runs; Ctrl-C stops it)."""
     def get(self, table: str, keys: Union[str, int, Iterable[Union[str, int]]]) -> Result:
         """The rows of a keyed table with these keys, in the order given."""
     def tables(self) -> List[str]: ...
