@@ -30,6 +30,25 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
+/// The ingest benchmark's three-integer CSV of `size` in `dir`
+/// (`ints-<bytes>.csv`, fixed seed), generated once.
+pub fn ints_file(size: &str, dir: &Path, quiet: bool) -> Result<PathBuf> {
+    use crate::generate::Limit;
+    use crate::generate::ints::{self, write_ints_file};
+    let bytes = crate::util::parse_size(size, "--size")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let csv = dir.join(format!("ints-{bytes}.csv"));
+    if !csv.exists() {
+        if !quiet {
+            eprintln!("generating {} ...", csv.display());
+        }
+        let tmp = csv.with_extension("tmp");
+        write_ints_file(&tmp, Limit::Bytes(bytes), 42, &ints::INGEST)?;
+        std::fs::rename(&tmp, &csv)?;
+    }
+    Ok(csv)
+}
+
 /// This binary, to run `sluice load` as a process of its own.
 pub fn sluice_exe() -> Result<PathBuf> {
     std::env::current_exe().context("locating the sluice binary")

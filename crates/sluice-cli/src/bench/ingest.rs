@@ -5,13 +5,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::common::{
-    Measure, duckdb_version, measure, median, parse_threads, run_json, sluice_exe, sync,
+    Measure, duckdb_version, ints_file, measure, median, parse_threads, run_json, sluice_exe, sync,
 };
-use crate::generate::Limit;
-use crate::generate::ints::{self, write_ints_file};
 
 /// One engine at one thread count, and its runs.
 struct Row {
@@ -48,18 +46,8 @@ pub fn run(
     json: bool,
     quiet: bool,
 ) -> Result<()> {
-    let bytes = crate::util::parse_size(size, "--size")?;
     let threads = parse_threads(threads)?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let csv = dir.join(format!("ints-{bytes}.csv"));
-    if !csv.exists() {
-        if !quiet {
-            eprintln!("generating {} ...", csv.display());
-        }
-        let tmp = csv.with_extension("tmp");
-        write_ints_file(&tmp, Limit::Bytes(bytes), 42, &ints::INGEST)?;
-        std::fs::rename(&tmp, &csv)?;
-    }
+    let csv = ints_file(size, dir, quiet)?;
     let file_bytes = std::fs::metadata(&csv)?.len();
     let exe = sluice_exe()?;
     let duck = if no_peers { None } else { duckdb_version() };

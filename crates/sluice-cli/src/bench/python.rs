@@ -14,10 +14,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::common::{
-    DUCKDB_LINEITEM, duckdb_version, lineitem, median, run_json, sluice_exe, sync,
+    DUCKDB_LINEITEM, duckdb_version, ints_file, lineitem, median, run_json, sluice_exe, sync,
 };
-use crate::generate::Limit;
-use crate::generate::ints::{self, write_ints_file};
 
 const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
 
@@ -153,17 +151,7 @@ pub fn run(
     let rows = py["rows"].as_u64().unwrap_or(0);
 
     // The ingest file, loaded by `sluice load` and by `db.load`.
-    let bytes = crate::util::parse_size(size, "--size")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let ints_csv = dir.join(format!("ints-{bytes}.csv"));
-    if !ints_csv.exists() {
-        if !quiet {
-            eprintln!("generating {} ...", ints_csv.display());
-        }
-        let tmp = ints_csv.with_extension("tmp");
-        write_ints_file(&tmp, Limit::Bytes(bytes), 42, &ints::INGEST)?;
-        std::fs::rename(&tmp, &ints_csv)?;
-    }
+    let ints_csv = ints_file(size, dir, quiet)?;
     let file_bytes = std::fs::metadata(&ints_csv)?.len();
     let exe = sluice_exe()?;
     let (mut cli_load, mut py_load) = (Vec::new(), Vec::new());
