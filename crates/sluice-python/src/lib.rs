@@ -100,14 +100,27 @@ impl Database {
     /// The rows of a keyed table with these keys, in the order given;
     /// keys not in the table give no row.
     fn get(&self, py: Python<'_>, table: &str, keys: &Bound<'_, PyAny>) -> PyResult<QueryResult> {
+        // A key is a str or an int (a bool or bytes is a mistake, not a key).
+        let key_text = |k: &Bound<'_, PyAny>| -> PyResult<String> {
+            if k.is_instance_of::<pyo3::types::PyBool>()
+                || !(k.is_instance_of::<pyo3::types::PyString>()
+                    || k.is_instance_of::<pyo3::types::PyInt>())
+            {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "a key is a str or an int, not {}",
+                    k.get_type().name()?
+                )));
+            }
+            Ok(k.str()?.to_string())
+        };
         let mut texts: Vec<String> = Vec::new();
         if keys.is_instance_of::<pyo3::types::PyString>()
             || keys.is_instance_of::<pyo3::types::PyInt>()
         {
-            texts.push(keys.str()?.to_string());
+            texts.push(key_text(keys)?);
         } else {
             for k in keys.try_iter()? {
-                texts.push(k?.str()?.to_string());
+                texts.push(key_text(&k?)?);
             }
         }
         let r = py.detach(|| -> sluice::Result<RecordBatch> {

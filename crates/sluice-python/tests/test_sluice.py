@@ -176,6 +176,8 @@ def test_get_returns_rows_in_the_order_asked(typed):
     assert r.to_arrow().column("id").to_pylist() == [4, 1, 2, 4]
     assert db.get("t", 3).num_rows == 1
     assert db.get("t", []).num_rows == 0
+    with pytest.raises(TypeError, match="a key is a str or an int, not bool"):
+        db.get("t", [True])
     with pytest.raises(sluice.Error, match="nope"):
         db.get("nope", [1])
 
