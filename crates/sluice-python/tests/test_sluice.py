@@ -395,10 +395,16 @@ try:
     r.to_arrow()
 except ImportError as e:
     print("ImportError:", "pip install pyarrow" in str(e))
+try:
+    import duckdb
+except ImportError:
+    print("no duckdb")
+else:
+    print(duckdb.sql("SELECT sum(id) AS s, string_agg(name, ',' ORDER BY id) AS n FROM r").fetchall())
 """
 
 
-def test_polars_reads_a_result_without_pyarrow(typed, tmp_path):
+def test_polars_and_duckdb_read_a_result_without_pyarrow(typed, tmp_path):
     need("polars")
     out = subprocess.run(
         [sys.executable, "-c", PYCAPSULE_WITHOUT_PYARROW, str(tmp_path / "db")],
@@ -410,6 +416,10 @@ def test_polars_reads_a_result_without_pyarrow(typed, tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == "[1, 2, 3, 4] ['ada', 'grace', None, 'ada']"
     assert lines[1] == "ImportError: True"
+    # DuckDB scans the capsule without pyarrow too (CI installs DuckDB).
+    if lines[2] == "no duckdb" and os.environ.get("CI") != "true":
+        pytest.skip("duckdb is not installed (pip install duckdb)")
+    assert lines[2] == "[(10, 'ada,grace,ada')]"
 
 
 INTERRUPTED_LOAD = """
