@@ -104,6 +104,16 @@ impl LoadSummary {
     }
 }
 
+/// The value of `choices` named `given`; else a ValueError in the words
+/// of `expected` (`"skip" or "null"`).
+fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)], expected: &str) -> PyResult<T> {
+    choices
+        .iter()
+        .find(|(n, _)| *n == given)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| PyValueError::new_err(format!("{name} must be {expected}, not {given:?}")))
+}
+
 /// The options dict (names of `sluice load`'s long options, `_` for `-`)
 /// as a [`LoadRequest`]. The Python layer has checked the names and
 /// turned values into strings, ints and bools.
@@ -147,15 +157,15 @@ fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<Load
             "skip" => r.skip = Some(v.extract()?),
             "comment" => r.comment = Some(text()?),
             "blank_lines" => {
-                r.blank_lines = Some(match text()?.as_str() {
-                    "skip" => sluice::parse::BlankLines::Skip,
-                    "null" => sluice::parse::BlankLines::Null,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "blank_lines must be \"skip\" or \"null\", not {other:?}"
-                        )));
-                    }
-                })
+                r.blank_lines = Some(choice(
+                    "blank_lines",
+                    &text()?,
+                    &[
+                        ("skip", sluice::parse::BlankLines::Skip),
+                        ("null", sluice::parse::BlankLines::Null),
+                    ],
+                    "\"skip\" or \"null\"",
+                )?)
             }
             "line_end" => r.line_end = text()?,
             "date_format" => r.date_format = Some(text()?),
@@ -164,15 +174,15 @@ fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<Load
             "max_line_size" => r.max_line_size = text()?,
             "block_size" => r.block_size = Some(text()?),
             "on_error" => {
-                r.on_error = Some(match text()?.as_str() {
-                    "abort" => sluice::load::OnError::Abort,
-                    "skip" => sluice::load::OnError::Skip,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "on_error must be \"abort\" or \"skip\", not {other:?}"
-                        )));
-                    }
-                })
+                r.on_error = Some(choice(
+                    "on_error",
+                    &text()?,
+                    &[
+                        ("abort", sluice::load::OnError::Abort),
+                        ("skip", sluice::load::OnError::Skip),
+                    ],
+                    "\"abort\" or \"skip\"",
+                )?)
             }
             "rejects" => r.rejects = Some(PathBuf::from(text()?)),
             "max_errors" => r.max_errors = Some(v.extract()?),
@@ -180,15 +190,15 @@ fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<Load
             "encoding" => r.encoding = Some(text()?),
             "key" => r.key = Some(text()?),
             "on_duplicate" => {
-                r.on_duplicate = match text()?.as_str() {
-                    "error" => sluice::load::OnDuplicate::Error,
-                    "skip" => sluice::load::OnDuplicate::Skip,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "on_duplicate must be \"error\" or \"skip\", not {other:?}"
-                        )));
-                    }
-                }
+                r.on_duplicate = choice(
+                    "on_duplicate",
+                    &text()?,
+                    &[
+                        ("error", sluice::load::OnDuplicate::Error),
+                        ("skip", sluice::load::OnDuplicate::Skip),
+                    ],
+                    "\"error\" or \"skip\"",
+                )?
             }
             "compression" => r.compression = Some(text()?),
             "shards" => r.shards = Some(v.extract()?),
@@ -196,16 +206,16 @@ fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<Load
             "shard_paths" => r.shard_paths = v.extract::<Vec<PathBuf>>()?,
             "commit_every" => r.commit_every = text()?,
             "reload" => {
-                r.reload = match text()?.as_str() {
-                    "none" => sluice::load::Reload::None,
-                    "changed" => sluice::load::Reload::Changed,
-                    "all" => sluice::load::Reload::All,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "reload must be False, \"changed\" or True, not {other:?}"
-                        )));
-                    }
-                }
+                r.reload = choice(
+                    "reload",
+                    &text()?,
+                    &[
+                        ("none", sluice::load::Reload::None),
+                        ("changed", sluice::load::Reload::Changed),
+                        ("all", sluice::load::Reload::All),
+                    ],
+                    "False, \"changed\" or True",
+                )?
             }
             other => {
                 return Err(PyTypeError::new_err(format!(

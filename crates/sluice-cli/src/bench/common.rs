@@ -49,6 +49,25 @@ pub fn ints_file(size: &str, dir: &Path, quiet: bool) -> Result<PathBuf> {
     Ok(csv)
 }
 
+/// `sluice load --json` of the ingest file into table `ints` of `db`
+/// with `threads` workers, as both ingest benchmarks run it.
+pub fn load_ints(exe: &Path, db: &Path, threads: usize, csv: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg("load")
+        .arg("--db")
+        .arg(db)
+        .args(["--threads", &threads.to_string()])
+        .args([
+            "--no-header",
+            "--schema",
+            "a INT, b INT, c INT",
+            "--json",
+            "ints",
+        ])
+        .arg(csv);
+    cmd
+}
+
 /// This binary, to run `sluice load` as a process of its own.
 pub fn sluice_exe() -> Result<PathBuf> {
     std::env::current_exe().context("locating the sluice binary")

@@ -8,7 +8,8 @@ use std::process::Command;
 use anyhow::Result;
 
 use super::common::{
-    Measure, duckdb_version, ints_file, measure, median, parse_threads, run_json, sluice_exe, sync,
+    Measure, duckdb_version, ints_file, load_ints, measure, median, parse_threads, run_json,
+    sluice_exe, sync,
 };
 
 /// One engine at one thread count, and its runs.
@@ -84,22 +85,7 @@ pub fn run(
             let _ = std::fs::remove_file(&db);
             sync();
             let v = match row.engine {
-                "sluice" => run_json(
-                    Command::new(&exe)
-                        .arg("load")
-                        .arg("--db")
-                        .arg(&db)
-                        .args(["--threads", &row.threads.to_string()])
-                        .args([
-                            "--no-header",
-                            "--schema",
-                            "a INT, b INT, c INT",
-                            "--json",
-                            "ints",
-                        ])
-                        .arg(&csv),
-                    "sluice load",
-                )?,
+                "sluice" => run_json(&mut load_ints(&exe, &db, row.threads, &csv), "sluice load")?,
                 _ => run_json(
                     Command::new("python3")
                         .args(["-c", DUCKDB_SCRIPT])

@@ -14,7 +14,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::common::{
-    DUCKDB_LINEITEM, duckdb_version, ints_file, lineitem, median, run_json, sluice_exe, sync,
+    DUCKDB_LINEITEM, duckdb_version, ints_file, lineitem, load_ints, median, run_json, sluice_exe,
+    sync,
 };
 
 const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
@@ -171,19 +172,7 @@ pub fn run(
                 )?
             } else {
                 run_json(
-                    Command::new(&exe)
-                        .arg("load")
-                        .arg("--db")
-                        .arg(&target)
-                        .args(["--threads", &threads.to_string()])
-                        .args([
-                            "--no-header",
-                            "--schema",
-                            "a INT, b INT, c INT",
-                            "--json",
-                            "ints",
-                        ])
-                        .arg(&ints_csv),
+                    &mut load_ints(&exe, &target, threads, &ints_csv),
                     "sluice load",
                 )?
             };
