@@ -79,22 +79,9 @@ enum Command {
         #[arg(long)]
         timing: bool,
     },
-    /// Write a table's rows as CSV (NULL as an empty field, empty text as "")
-    #[command(
-        after_help = "Examples:\n  sluice export trips > trips.csv\n  sluice export trips --output trips.tsv --delimiter tab"
-    )]
-    Export {
-        table: String,
-        /// Write here instead of standard output
-        #[arg(long, short)]
-        output: Option<PathBuf>,
-        /// Field delimiter
-        #[arg(long, default_value = ",")]
-        delimiter: String,
-        /// Write a header line
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        header: bool,
-    },
+    /// Write a table's rows: CSV on standard output, one file, or a
+    /// Hive-partitioned dataset of Parquet, CSV or JSON-lines files
+    Export(commands::export::ExportArgs),
     /// Print the rows of a keyed table with the given keys (missing keys
     /// print nothing). A key that is not a value of the key's type is
     /// reported on stderr and the others are printed; the exit status is
@@ -177,12 +164,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             format,
             timing,
         } => commands::query::run(&cli.db, &sql, cli.threads, format, timing),
-        Command::Export {
-            table,
-            output,
-            delimiter,
-            header,
-        } => commands::export::run(&cli.db, &table, output, &delimiter, header),
+        Command::Export(args) => commands::export::run(&cli.db, cli.threads, cli.quiet, args),
         Command::Get {
             table,
             keys,

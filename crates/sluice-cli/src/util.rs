@@ -155,3 +155,13 @@ mod tests {
         assert_eq!(utc_time(1_795_372_812), "2026-11-22 18:40:12 UTC");
     }
 }
+
+/// Ctrl-C (or SIGTERM) sets `flag`, for work that stops cleanly at its
+/// next step; a second one exits at once (status 130).
+pub fn stop_on_ctrl_c(flag: Arc<AtomicBool>) {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag before the second handler sets it.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+}

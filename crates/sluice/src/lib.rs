@@ -22,6 +22,7 @@
 //! ```
 
 pub mod batch;
+pub mod dataset;
 pub mod error;
 pub mod exec;
 pub(crate) mod fault;

@@ -92,3 +92,72 @@ mod tests {
         assert_eq!(format_date(-1), "1969-12-31");
     }
 }
+
+/// Writes one CSV record (RFC 4180) and its line end: `None` is an empty
+/// field, the empty string `""`; a field holding the delimiter, a quote
+/// or a line end is quoted.
+pub fn write_csv_row(
+    out: &mut dyn std::io::Write,
+    cells: &[Option<String>],
+    d: u8,
+) -> std::io::Result<()> {
+    for (i, c) in cells.iter().enumerate() {
+        if i > 0 {
+            out.write_all(&[d])?;
+        }
+        let Some(v) = c else { continue };
+        let needs = v.is_empty()
+            || v.bytes()
+                .any(|b| b == d || b == b'"' || b == b'\n' || b == b'\r');
+        if needs {
+            out.write_all(b"\"")?;
+            out.write_all(v.replace('"', "\"\"").as_bytes())?;
+            out.write_all(b"\"")?;
+        } else {
+            out.write_all(v.as_bytes())?;
+        }
+    }
+    out.write_all(b"\n")
+}
+
+/// Whether values of this type are JSON numbers (written exactly, as
+/// they print).
+fn json_number(t: &A) -> bool {
+    matches!(
+        t,
+        A::Int32 | A::Int64 | A::Float64 | A::Decimal64(..) | A::Decimal128(..)
+    )
+}
+
+/// Writes row `r` of `columns` as one JSON object (no line end): numbers
+/// exact (a decimal as written, not through a float), a float that is not
+/// finite as a string, booleans, NULL as `null`, other values as strings.
+pub fn write_json_object(
+    out: &mut dyn std::io::Write,
+    names: &[String],
+    columns: &[arrow_array::ArrayRef],
+    r: usize,
+) -> std::io::Result<()> {
+    out.write_all(b"{")?;
+    for (i, c) in columns.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b", ")?;
+        }
+        serde_json::to_writer(&mut *out, &names[i])?;
+        out.write_all(b": ")?;
+        match format_value(c.as_ref(), r) {
+            None => out.write_all(b"null")?,
+            Some(v)
+                if matches!(c.data_type(), A::Float64)
+                    && !v.parse::<f64>().is_ok_and(f64::is_finite) =>
+            {
+                serde_json::to_writer(&mut *out, &v)?
+            }
+            Some(v) if json_number(c.data_type()) || matches!(c.data_type(), A::Boolean) => {
+                out.write_all(v.as_bytes())?
+            }
+            Some(v) => serde_json::to_writer(&mut *out, &v)?,
+        }
+    }
+    out.write_all(b"}")
+}

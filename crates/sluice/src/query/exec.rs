@@ -73,7 +73,7 @@ pub fn morsel_rows(rows: u64, workers: usize) -> usize {
     per.clamp(MIN_MORSEL_ROWS, MAX_MORSEL_ROWS)
 }
 
-fn segment_may_match(stats: &[crate::batch::ColumnStats], plan: &Plan) -> bool {
+pub(crate) fn segment_may_match(stats: &[crate::batch::ColumnStats], plan: &Plan) -> bool {
     plan.prune
         .iter()
         .all(|p| match stats.get(p.column).and_then(|s| s.range) {

@@ -19,6 +19,7 @@ pub mod agg;
 pub mod bind;
 pub mod exec;
 pub mod expr;
+pub mod filter;
 pub mod fused;
 pub mod intexpr;
 pub mod intset;
