@@ -78,6 +78,10 @@ enum Command {
         /// Print the run time and scan statistics to stderr
         #[arg(long)]
         timing: bool,
+        /// Write the result to this file instead (Parquet, CSV or JSON
+        /// lines, by its extension: .parquet, .csv, .jsonl), atomically
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
     },
     /// Write a table's rows: CSV on standard output, one file, or a
     /// Hive-partitioned dataset of Parquet, CSV or JSON-lines files
@@ -163,7 +167,8 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             sql,
             format,
             timing,
-        } => commands::query::run(&cli.db, &sql, cli.threads, format, timing),
+            output,
+        } => commands::query::run(&cli.db, &sql, cli.threads, format, timing, output.as_deref()),
         Command::Export(args) => commands::export::run(&cli.db, cli.threads, cli.quiet, args),
         Command::Get {
             table,

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use sluice::load::columnar::Columnar;
 use sluice::load::{
     Header, InputFormat, LoadOptions, LoadRequest, LoadSummary, OnDuplicate, OnError, Prepared,
     Progress, Reload, load, prepare,
@@ -85,9 +86,16 @@ pub struct LoadArgs {
     /// column alone matches so); missing ones get their DEFAULT
     /// or NULL; nested objects and arrays load into TEXT as JSON text.
     /// Array rows take their field names from a first row of strings
-    /// (["id","name"]) or from --columns
-    #[arg(long, value_enum, value_name = "csv|tsv|jsonl|json")]
+    /// (["id","name"]) or from --columns. Parquet and Arrow IPC files
+    /// (parquet, arrow) are known by their first bytes (PAR1, ARROW1):
+    /// their columns are matched to the table's by name, their types
+    /// taken for a new table; files named _* (_SUCCESS) are skipped
+    #[arg(long, value_enum, value_name = "csv|tsv|jsonl|json|parquet|arrow")]
     format: Option<FormatArg>,
+    /// Parquet and Arrow input: col=value directories in the files'
+    /// paths (a Hive-partitioned dataset) are columns too
+    #[arg(long)]
+    hive_partitioning: bool,
     /// JSON: skip fields that name no column (object keys, or array
     /// positions the header does not name) instead of failing
     #[arg(long)]
@@ -236,6 +244,9 @@ enum FormatArg {
     Tsv,
     Jsonl,
     Json,
+    Parquet,
+    /// The Arrow IPC file format (Feather v2)
+    Arrow,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -262,6 +273,17 @@ enum OnErrorArg {
 /// its summary printed.
 pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
     let inputs = sluice::source::expand(&a.inputs)?;
+    let given = match a.format {
+        Some(FormatArg::Parquet) => Some(Columnar::Parquet),
+        Some(FormatArg::Arrow) => Some(Columnar::ArrowIpc),
+        _ => None,
+    };
+    if let Some(kind) = sluice::load::columnar::detect(&inputs, given).map_err(chained)? {
+        return run_columnar(db_dir, threads, quiet, &a, &inputs, kind);
+    }
+    if a.hive_partitioning {
+        anyhow::bail!("--hive-partitioning applies to Parquet and Arrow input (the first input is text)");
+    }
     let mut prepared =
         prepare(db_dir, &a.table, &inputs, &request(&a, threads)).map_err(chained)?;
     if show_schema(&a, &prepared, quiet) {
@@ -303,6 +325,93 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
     Ok(())
 }
 
+/// A load of Parquet or Arrow IPC files: the columns worked out from the
+/// files (printed when inferred; `--dry-run` stops there), the load run
+/// with a progress bar and Ctrl-C handling, the summary printed.
+fn run_columnar(
+    db_dir: &Path,
+    threads: Option<usize>,
+    quiet: bool,
+    a: &LoadArgs,
+    inputs: &[sluice::source::Input],
+    kind: Columnar,
+) -> Result<()> {
+    let req = request(a, threads);
+    let plan = sluice::load::columnar::prepare_columnar(
+        db_dir,
+        &a.table,
+        inputs,
+        kind,
+        &req,
+        a.hive_partitioning,
+    )
+    .map_err(chained)?;
+    if a.dry_run {
+        if a.json {
+            let v = serde_json::json!({
+                "dry_run": true,
+                "table": a.table,
+                "format": kind.name().to_ascii_lowercase().replace(' ', "_"),
+                "schema": plan.schema.to_string(),
+                "partition_columns": plan.partition_columns,
+            });
+            println!("{v}");
+        } else {
+            println!("--schema \"{}\"", plan.schema);
+        }
+        return Ok(());
+    }
+    if plan.inferred && !quiet && !a.json {
+        eprintln!("--schema \"{}\"", plan.schema);
+    }
+    let mut options = LoadOptions {
+        threads,
+        key: req.key.clone(),
+        shards: req.shards,
+        shard_by: req.shard_by.clone(),
+        shard_paths: req.shard_paths.clone(),
+        on_duplicate: req.on_duplicate,
+        reload: req.reload,
+        commit_every: sluice::load::parse_commit_every(&req.commit_every).map_err(chained)?,
+        ..LoadOptions::default()
+    };
+    if let Some(c) = &req.compression {
+        options.compression = Some(c.parse().map_err(chained)?);
+    }
+    let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
+    let stop = stop_on_interrupt(false);
+    let progress = Arc::new(Progress::default());
+    options.progress = Some(progress.clone());
+    options.stop = Some(stop.clone());
+    let mut db = Database::open_writer(db_dir)
+        .with_context(|| format!("opening database {}", db_dir.display()))?;
+    let show_bar = !quiet && std::io::stderr().is_terminal();
+    let bar =
+        show_bar.then(|| util::spawn_progress(progress.clone(), total_bytes, inputs.len() as u64));
+    let result = sluice::load::columnar::load_columnar(&mut db, &a.table, &plan, &options);
+    if let Some((stop, handle)) = bar {
+        stop.store(true, Ordering::Relaxed);
+        let _ = handle.join();
+    }
+    let summary = result.map_err(|e| {
+        let e = chained(e);
+        e.context(format!("loading {} into {}", kind.name(), a.table))
+    })?;
+    if plan.skipped > 0 && !quiet && !a.json {
+        println!(
+            "skipped {} bookkeeping file{} (_SUCCESS and the like)",
+            plan.skipped,
+            if plan.skipped == 1 { "" } else { "s" }
+        );
+    }
+    print_summary(&summary, None, a.json, quiet)?;
+    if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
+        std::io::stdout().flush()?;
+        std::process::exit(130);
+    }
+    Ok(())
+}
+
 /// Whether a stream (standard input, a pipe) is among the inputs: one
 /// read when Ctrl-C comes may have been cut short, so its group is
 /// dropped, which the message says.
@@ -325,6 +434,8 @@ fn request(a: &LoadArgs, threads: Option<usize>) -> LoadRequest {
             FormatArg::Tsv => InputFormat::Tsv,
             FormatArg::Jsonl => InputFormat::Jsonl,
             FormatArg::Json => InputFormat::Json,
+            // Columnar inputs never reach the text planner.
+            FormatArg::Parquet | FormatArg::Arrow => InputFormat::Csv,
         }),
         ignore_unknown: a.ignore_unknown,
         json_rows: a.json_rows.clone(),

@@ -27,13 +27,40 @@ pub fn run(
     threads: Option<usize>,
     format: Option<Format>,
     timing: bool,
+    output: Option<&Path>,
 ) -> Result<()> {
+    let file_format = match output {
+        Some(p) => Some(sluice::dataset::FileFormat::from_path(p).with_context(|| {
+            format!(
+                "--output {}: name the file .parquet, .csv or .jsonl (the extension picks the format)",
+                p.display()
+            )
+        })?),
+        None => None,
+    };
     let mut db = Database::open(db_dir)?;
     // One query: each segment is let go (unmapped) once it is read.
     db.set_keep_segments(false);
     let start = Instant::now();
     let result = sluice::query::query(&db, sql, threads)?;
     let elapsed = start.elapsed();
+    if let (Some(path), Some(format)) = (output, file_format) {
+        let opts = sluice::dataset::ExportOptions {
+            format,
+            ..Default::default()
+        };
+        let batches = result.batches.iter().cloned().map(Ok);
+        let (rows, bytes) =
+            sluice::dataset::write_file(path, &result.schema, batches, None, &opts)
+                .with_context(|| format!("writing the result to {}", path.display()))?;
+        eprintln!(
+            "wrote {rows} rows to {} ({}) in {:.3} s",
+            path.display(),
+            crate::util::human_bytes(bytes),
+            start.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match (&result.explain, format) {
         // A plan is text, unless a format for programs is asked for: then

@@ -42,6 +42,7 @@ use crate::source::Input;
 use crate::store::Database;
 
 mod batches;
+pub mod columnar;
 mod header;
 mod journal;
 mod json_input;

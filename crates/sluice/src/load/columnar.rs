@@ -1,0 +1,1007 @@
+//! Loads of columnar files: Parquet and Arrow IPC, Hive-partitioned or
+//! not. The rows are already typed: no splitting or parsing, only a
+//! conversion to the table's types that refuses any value it would change.
+//!
+//! Useful for: `sluice load` of `.parquet` / Arrow files (detected by
+//! their magic bytes), a dataset written by `sluice export`, Spark,
+//! DuckDB or Polars. Every core decodes row groups (files × row groups
+//! are the units of work); rows reach the table in file and row-group
+//! order, through the table sink (keys checked, shards, one atomic commit
+//! per group of files, the load journal, so that the same load run again
+//! skips what was committed).
+//! Not useful for: text (`load`), Arrow data already in memory
+//! (`load_batches`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{DataType as Arrow, SchemaRef};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+
+use crate::batch::{DataType, Schema, validate_identifier};
+use crate::dataset::{hive, parquet_error};
+use crate::error::{Error, Result};
+use crate::exec::worker_count;
+use crate::source::Input;
+use crate::store::Database;
+
+use super::plan::{resume_plan, unique_inputs};
+use super::request::LoadRequest;
+use super::sink::FileRecord;
+use super::{LoadOptions, LoadSummary};
+
+/// Rows per batch handed to the table (the unit of zone maps and morsels).
+const BATCH_ROWS: usize = 1 << 17;
+
+/// A columnar file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Columnar {
+    Parquet,
+    /// The Arrow IPC file format (Feather v2).
+    ArrowIpc,
+}
+
+impl Columnar {
+    pub fn name(self) -> &'static str {
+        match self {
+            Columnar::Parquet => "Parquet",
+            Columnar::ArrowIpc => "Arrow IPC",
+        }
+    }
+}
+
+/// The format a file's first bytes name: `PAR1` (Parquet) or `ARROW1`
+/// (Arrow IPC file); `None` for anything else and for standard input.
+pub fn sniff(input: &Input) -> Result<Option<Columnar>> {
+    let Input::File(p) = input else {
+        return Ok(None);
+    };
+    let mut head = [0u8; 6];
+    let n = {
+        use std::io::Read;
+        let mut f = match File::open(p) {
+            Ok(f) => f,
+            Err(_) => return Ok(None),
+        };
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) => return Err(Error::io(p, e)),
+            }
+        }
+        n
+    };
+    Ok(if n >= 4 && &head[..4] == b"PAR1" {
+        Some(Columnar::Parquet)
+    } else if n >= 6 && &head == b"ARROW1" {
+        Some(Columnar::ArrowIpc)
+    } else {
+        None
+    })
+}
+
+/// Whether a file is a dataset's bookkeeping, not data: a name starting
+/// with `_` or `.` (`_SUCCESS`, `_committed_…`, `.part-0.crc`).
+fn is_bookkeeping(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('_') || n.starts_with('.'))
+}
+
+/// The columnar format of a load's inputs: `given` (`--format parquet`
+/// or `arrow`), else what the first data file's bytes say; `None`: text.
+/// Bookkeeping files (`_SUCCESS`) are not looked at.
+pub fn detect(inputs: &[Input], given: Option<Columnar>) -> Result<Option<Columnar>> {
+    if given.is_some() {
+        return Ok(given);
+    }
+    match inputs.iter().find(|i| match i {
+        Input::File(p) => !is_bookkeeping(p),
+        Input::Stdin => true,
+    }) {
+        Some(i) => sniff(i),
+        None => Ok(None),
+    }
+}
+
+/// One input file, opened: its columns and units of work.
+struct ColFile {
+    input: Input,
+    path: PathBuf,
+    kind: Columnar,
+    /// Parquet: the footer, read once.
+    parquet: Option<ArrowReaderMetadata>,
+    schema: SchemaRef,
+    /// Row groups (Parquet) or record batches (Arrow IPC).
+    units: usize,
+    /// Compressed bytes of each unit, for progress.
+    unit_bytes: Vec<u64>,
+    size: u64,
+    mtime_ns: u64,
+    /// `sluice.schema` of the file's metadata, if it has one.
+    sluice_schema: Option<String>,
+    /// Hive partition values of its path.
+    parts: Vec<(String, Option<String>)>,
+}
+
+fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
+    let Input::File(path) = input else {
+        return Err(Error::Config(format!(
+            "{} input cannot come from standard input (it is read from its end); write it to a file",
+            kind.name()
+        )));
+    };
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let md = file.metadata().map_err(|e| Error::io(path, e))?;
+    let mtime_ns = md
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let not_it = |what: &str| Error::Input {
+        path: path.display().to_string(),
+        message: format!("is not a {} file ({what})", kind.name()),
+    };
+    match sniff(input)? {
+        Some(k) if k == kind => {}
+        _ => return Err(not_it("its first bytes say otherwise; every input of a load has one format")),
+    }
+    match kind {
+        Columnar::Parquet => {
+            let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+                .map_err(|e| parquet_error(path, e))?;
+            let pq = meta.metadata();
+            let kv = pq.file_metadata().key_value_metadata();
+            let sluice_schema = kv.and_then(|kv| {
+                kv.iter()
+                    .find(|k| k.key == "sluice.schema")
+                    .and_then(|k| k.value.clone())
+            });
+            let unit_bytes = pq
+                .row_groups()
+                .iter()
+                .map(|g| g.compressed_size().max(0) as u64)
+                .collect();
+            Ok(ColFile {
+                input: input.clone(),
+                path: path.clone(),
+                kind,
+                schema: meta.schema().clone(),
+                units: pq.num_row_groups(),
+                unit_bytes,
+                parquet: Some(meta),
+                size: md.len(),
+                mtime_ns,
+                sluice_schema,
+                parts: Vec::new(),
+            })
+        }
+        Columnar::ArrowIpc => {
+            let r = arrow_ipc::reader::FileReader::try_new(file, None).map_err(|e| Error::Input {
+                path: path.display().to_string(),
+                message: format!("Arrow IPC: {e}"),
+            })?;
+            let n = r.num_batches();
+            let sluice_schema = r.custom_metadata().get("sluice.schema").cloned();
+            Ok(ColFile {
+                input: input.clone(),
+                path: path.clone(),
+                kind,
+                schema: r.schema(),
+                units: n,
+                unit_bytes: vec![md.len() / n.max(1) as u64; n],
+                parquet: None,
+                size: md.len(),
+                mtime_ns,
+                sluice_schema,
+                parts: Vec::new(),
+            })
+        }
+    }
+}
+
+/// The column type a table gets for an Arrow type of the data, `None`
+/// when sluice stores no such values.
+pub fn column_type(t: &Arrow) -> Option<DataType> {
+    Some(match t {
+        Arrow::Boolean => DataType::Boolean,
+        Arrow::Int8 | Arrow::Int16 | Arrow::Int32 | Arrow::UInt8 | Arrow::UInt16 => DataType::Int,
+        Arrow::Int64 | Arrow::UInt32 | Arrow::UInt64 => DataType::BigInt,
+        Arrow::Float16 | Arrow::Float32 | Arrow::Float64 => DataType::Double,
+        Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View => DataType::Text,
+        Arrow::Dictionary(_, v) if matches!(**v, Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View) => {
+            DataType::Text
+        }
+        Arrow::Date32 | Arrow::Date64 => DataType::Date,
+        Arrow::Timestamp(_, _) => DataType::Timestamp,
+        Arrow::Decimal32(p, s) | Arrow::Decimal64(p, s) | Arrow::Decimal128(p, s) | Arrow::Decimal256(p, s)
+            if *p <= crate::batch::MAX_DECIMAL_PRECISION && *s >= 0 && (*s as u8) <= *p =>
+        {
+            DataType::Decimal {
+                precision: *p,
+                scale: *s as u8,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Why a column of Arrow type `t` gets no sluice type, for messages.
+fn unsupported(file: &Path, name: &str, t: &Arrow) -> Error {
+    let why = match t {
+        Arrow::Decimal128(p, s) | Arrow::Decimal256(p, s) => format!(
+            "DECIMAL({p},{s}) is wider than sluice's exact decimals (DECIMAL(18,s) at most); give --schema with {name} as a narrower DECIMAL (values that do not fit are refused) or DOUBLE"
+        ),
+        _ => format!(
+            "{t} is not a type sluice stores (integers, floats, decimals, text, dates, timestamps, booleans); leave the column out with --columns"
+        ),
+    };
+    Error::Input {
+        path: file.display().to_string(),
+        message: format!("column {name}: {why}"),
+    }
+}
+
+/// `c` as type `to`, refused when a value would change: a float with a
+/// fraction into an integer, a decimal rounded, an integer out of range,
+/// sub-microsecond time. Checked by casting back and comparing. Text
+/// takes anything as written. The error says which value (1-based row).
+pub fn exact_cast(c: &ArrayRef, to: &Arrow) -> std::result::Result<ArrayRef, String> {
+    if c.data_type() == to {
+        return Ok(c.clone());
+    }
+    let opts = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let out = arrow_cast::cast_with_options(c, to, &opts).map_err(|e| e.to_string())?;
+    let checked = !matches!(to, Arrow::Utf8)
+        && !matches!(
+            c.data_type(),
+            Arrow::Dictionary(..) | Arrow::Timestamp(_, Some(_)) | Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View
+        );
+    if checked {
+        let back =
+            arrow_cast::cast_with_options(&out, c.data_type(), &opts).map_err(|e| e.to_string())?;
+        let differs = arrow_ord::cmp::distinct(&back, c).map_err(|e| e.to_string())?;
+        if let Some(row) = differs.iter().position(|d| d == Some(true)) {
+            let shown =
+                arrow_cast::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                    .map(|f| f.value(row).to_string())
+                    .unwrap_or_default();
+            return Err(format!("the value {shown} (row {}) would change", row + 1));
+        }
+    }
+    Ok(out)
+}
+
+/// The type of a Hive partition column seen only in paths: INT or BIGINT
+/// when every value is an integer, DATE when every one is YYYY-MM-DD,
+/// else TEXT.
+fn partition_type<'a>(values: impl Iterator<Item = &'a str> + Clone) -> DataType {
+    let mut vals = values.peekable();
+    if vals.peek().is_none() {
+        return DataType::Text;
+    }
+    if vals.clone().all(|v| v.parse::<i32>().is_ok()) {
+        return DataType::Int;
+    }
+    if vals.clone().all(|v| v.parse::<i64>().is_ok()) {
+        return DataType::BigInt;
+    }
+    let is_date = |v: &str| {
+        v.len() == 10
+            && v.as_bytes()[4] == b'-'
+            && v.as_bytes()[7] == b'-'
+            && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()
+    };
+    if vals.all(is_date) {
+        return DataType::Date;
+    }
+    DataType::Text
+}
+
+/// A columnar load, worked out: the files and the table's columns.
+pub struct ColumnarPlan {
+    pub format: Columnar,
+    files: Vec<ColFile>,
+    /// The table's columns: given, the table's own, or from the files.
+    pub schema: Schema,
+    /// The schema came from the files (not given, no table yet).
+    pub inferred: bool,
+    /// Bookkeeping files skipped (`_SUCCESS`).
+    pub skipped: u64,
+    /// Hive partition columns read from the paths.
+    pub partition_columns: Vec<String>,
+}
+
+/// Opens the inputs (footers only) and works out the table's columns:
+/// the existing table's, else `--schema`, else the files' (`sluice.schema`
+/// metadata, written by `sluice export`, gives exact types and the key;
+/// other files' Arrow types are mapped), restricted by `--columns`, with
+/// `--key`. With `hive`, `col=value` directories add columns (appended,
+/// typed by the table, the metadata, or their values). The text options
+/// of `req` (delimiter, quote, header, …) are refused.
+pub fn prepare_columnar(
+    db_dir: &Path,
+    table: &str,
+    inputs: &[Input],
+    format: Columnar,
+    req: &LoadRequest,
+    hive: bool,
+) -> Result<ColumnarPlan> {
+    refuse_text_options(req, format)?;
+    validate_identifier(table, "table")?;
+    let table = table.to_ascii_lowercase();
+    let mut skipped = 0;
+    let mut files = Vec::new();
+    for i in inputs {
+        if let Input::File(p) = i
+            && is_bookkeeping(p)
+        {
+            skipped += 1;
+            continue;
+        }
+        let mut f = open_file(i, format)?;
+        if hive {
+            f.parts = hive::partition_values(&f.path);
+        }
+        files.push(f);
+    }
+    let Some(first) = files.first() else {
+        return Err(Error::Config("no data files among the inputs (only _SUCCESS and the like)".into()));
+    };
+    // Partition columns: the same names, in the same order, in every path.
+    let part_names: Vec<String> = first.parts.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
+    for f in &files {
+        let names: Vec<String> = f.parts.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
+        if names != part_names {
+            return Err(Error::Input {
+                path: f.path.display().to_string(),
+                message: format!(
+                    "its partition directories ({}) are not those of {} ({}); --hive-partitioning needs the same col=value levels in every path",
+                    names.join("/"),
+                    first.path.display(),
+                    part_names.join("/")
+                ),
+            });
+        }
+    }
+    let existing = Database::open(db_dir)
+        .ok()
+        .and_then(|db| db.table(&table).map(|t| t.schema.clone()));
+    let mut inferred = false;
+    let mut schema = match (existing, &req.schema) {
+        (Some(s), None) => s,
+        (Some(s), Some(given)) => {
+            let given: Schema = given.parse()?;
+            if given.to_string() != s.to_string() {
+                return Err(Error::Schema(format!(
+                    "--schema \"{given}\" differs from table {table}'s columns \"{s}\"; leave --schema out to load into the table"
+                )));
+            }
+            s
+        }
+        (None, Some(given)) => given.parse()?,
+        (None, None) => {
+            inferred = true;
+            files_schema(first, &part_names, &files)?
+        }
+    };
+    if inferred {
+        if let Some(cols) = &req.columns {
+            let mut picked = Vec::new();
+            for name in cols.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let Some(i) = schema.position(name) else {
+                    return Err(Error::UndefinedColumn(format!(
+                        "--columns {name}: {} has no such column (its columns: {})",
+                        first.path.display(),
+                        column_names(&schema)
+                    )));
+                };
+                picked.push(schema.columns[i].clone());
+            }
+            schema = Schema::new(picked)?;
+        }
+        if let Some(k) = &req.key {
+            for c in &mut schema.columns {
+                c.primary_key = false;
+            }
+            schema.set_key(k)?;
+        }
+    } else if req.columns.is_some() {
+        // The table's columns are loaded by name; --columns would only
+        // restate them.
+        return Err(Error::Config(
+            "--columns picks the columns of a new table from Parquet or Arrow files; the table's (or --schema's) columns are matched by name".into(),
+        ));
+    }
+    Ok(ColumnarPlan {
+        format,
+        partition_columns: part_names,
+        files,
+        schema,
+        inferred,
+        skipped,
+    })
+}
+
+fn column_names(s: &Schema) -> String {
+    s.columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The columns of a new table from the first file (and the partition
+/// values of all files).
+fn files_schema(first: &ColFile, part_names: &[String], files: &[ColFile]) -> Result<Schema> {
+    let exact: Option<Schema> = first.sluice_schema.as_deref().and_then(|s| s.parse().ok());
+    let mut cols = Vec::new();
+    for f in first.schema.fields() {
+        let name = f.name().to_ascii_lowercase();
+        let known = exact
+            .as_ref()
+            .and_then(|s| s.position(&name).map(|i| s.columns[i].clone()));
+        let col = match known {
+            Some(c) => c,
+            None => {
+                let t = column_type(f.data_type())
+                    .ok_or_else(|| unsupported(&first.path, f.name(), f.data_type()))?;
+                format!("\"{}\" {t}", f.name().replace('"', "\"\""))
+                    .parse::<Schema>()?
+                    .columns
+                    .remove(0)
+            }
+        };
+        cols.push(col);
+    }
+    for (i, name) in part_names.iter().enumerate() {
+        if cols.iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
+            return Err(Error::Input {
+                path: first.path.display().to_string(),
+                message: format!(
+                    "column {name} is both in the file and a partition directory; load without --hive-partitioning"
+                ),
+            });
+        }
+        let known = exact
+            .as_ref()
+            .and_then(|s| s.position(name).map(|i| s.columns[i].clone()));
+        let col = match known {
+            Some(c) => c,
+            None => {
+                let values: Vec<&str> = files
+                    .iter()
+                    .filter_map(|f| f.parts.get(i).and_then(|(_, v)| v.as_deref()))
+                    .collect();
+                let t = partition_type(values.iter().copied());
+                format!("\"{}\" {t}", name.replace('"', "\"\""))
+                    .parse::<Schema>()?
+                    .columns
+                    .remove(0)
+            }
+        };
+        cols.push(col);
+    }
+    // A key recorded in the metadata survives only with its column.
+    if let Some(s) = &exact
+        && let Some(k) = s.key_column()
+    {
+        let key = &s.columns[k].name;
+        for c in &mut cols {
+            c.primary_key = c.name.eq_ignore_ascii_case(key);
+        }
+    }
+    Schema::new(cols)
+}
+
+/// The options of a text load make no sense for columnar files: say so
+/// rather than ignore them.
+fn refuse_text_options(req: &LoadRequest, format: Columnar) -> Result<()> {
+    let d = LoadRequest::default();
+    let given: Vec<&str> = [
+        (!req.types.is_empty(), "--types"),
+        (req.match_by_name, "--match-by-name"),
+        (req.ignore_unknown, "--ignore-unknown"),
+        (req.json_rows.is_some(), "--json-rows"),
+        (req.delimiter.is_some() || req.tsv, "--delimiter"),
+        (req.quote.is_some(), "--quote"),
+        (req.escape.is_some(), "--escape"),
+        (req.header != d.header, "--header/--no-header"),
+        (req.null != d.null, "--null"),
+        (req.skip.is_some(), "--skip"),
+        (req.comment.is_some(), "--comment"),
+        (req.blank_lines.is_some(), "--blank-lines"),
+        (req.line_end != d.line_end, "--line-end"),
+        (req.date_format.is_some(), "--date-format"),
+        (req.timestamp_format.is_some(), "--timestamp-format"),
+        (req.encoding.is_some(), "--encoding"),
+        (req.rejects.is_some(), "--rejects"),
+        (req.max_errors.is_some(), "--max-errors"),
+        (req.allow_missing_columns, "--allow-missing-columns"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name)
+    .collect();
+    if !given.is_empty() {
+        return Err(Error::Config(format!(
+            "{} appl{} to text input, not to {} files (their columns are typed; a value that does not fit its column fails the load)",
+            given.join(", "),
+            if given.len() == 1 { "ies" } else { "y" },
+            format.name()
+        )));
+    }
+    Ok(())
+}
+
+/// How each table column is filled from a file: a column of the file, or
+/// a partition value of its path.
+#[derive(Clone)]
+enum Source {
+    Column(usize),
+    Partition(usize),
+}
+
+/// The sources of the table's columns in file `f`.
+fn sources(f: &ColFile, schema: &Schema) -> Result<Vec<Source>> {
+    let names = |s: &SchemaRef| {
+        s.fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::with_capacity(schema.len());
+    for c in &schema.columns {
+        let found: Vec<usize> = f
+            .schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.name().eq_ignore_ascii_case(&c.name))
+            .map(|(i, _)| i)
+            .collect();
+        match found.as_slice() {
+            [i] => out.push(Source::Column(*i)),
+            [] => match f.parts.iter().position(|(k, _)| k.eq_ignore_ascii_case(&c.name)) {
+                Some(p) => out.push(Source::Partition(p)),
+                None => {
+                    return Err(Error::Input {
+                        path: f.path.display().to_string(),
+                        message: format!(
+                            "has no column {} (its columns: {}){}",
+                            c.name,
+                            names(&f.schema),
+                            if f.parts.is_empty() {
+                                "; a partition column in the path needs --hive-partitioning"
+                            } else {
+                                ""
+                            }
+                        ),
+                    });
+                }
+            },
+            _ => {
+                return Err(Error::Input {
+                    path: f.path.display().to_string(),
+                    message: format!("has more than one column named {} (in any case)", c.name),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A unit of work: row group (or batch) `unit` of file `file`.
+#[derive(Clone, Copy)]
+struct Unit {
+    file: usize,
+    unit: usize,
+}
+
+/// Reads one unit and converts its rows to the table's types.
+fn read_unit(
+    f: &ColFile,
+    u: usize,
+    target: &SchemaRef,
+    src: &[Source],
+) -> Result<Vec<RecordBatch>> {
+    let needed: Vec<usize> = {
+        let mut v: Vec<usize> = src
+            .iter()
+            .filter_map(|s| match s {
+                Source::Column(i) => Some(*i),
+                Source::Partition(_) => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let raw: Vec<RecordBatch> = match f.kind {
+        Columnar::Parquet => {
+            let meta = f
+                .parquet
+                .clone()
+                .ok_or_else(|| Error::Internal("a Parquet file without its footer".into()))?;
+            let file = File::open(&f.path).map_err(|e| Error::io(&f.path, e))?;
+            let mask = ProjectionMask::roots(meta.parquet_schema(), needed.iter().copied());
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+                .with_row_groups(vec![u])
+                .with_projection(mask)
+                .with_batch_size(BATCH_ROWS)
+                .build()
+                .map_err(|e| parquet_error(&f.path, e))?;
+            reader
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| Error::Input {
+                    path: f.path.display().to_string(),
+                    message: format!("row group {}: {e}", u + 1),
+                })?
+        }
+        Columnar::ArrowIpc => {
+            let file = File::open(&f.path).map_err(|e| Error::io(&f.path, e))?;
+            let ipc_err = |e: arrow_schema::ArrowError| Error::Input {
+                path: f.path.display().to_string(),
+                message: format!("Arrow IPC batch {}: {e}", u + 1),
+            };
+            let mut r = arrow_ipc::reader::FileReader::try_new(file, Some(needed.clone()))
+                .map_err(ipc_err)?;
+            r.set_index(u).map_err(ipc_err)?;
+            match r.next() {
+                Some(b) => vec![b.map_err(ipc_err)?],
+                None => Vec::new(),
+            }
+        }
+    };
+    // Projected batches hold the needed columns in file order.
+    let at: HashMap<usize, usize> = needed.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    let mut out = Vec::with_capacity(raw.len());
+    for b in raw {
+        let n = b.num_rows();
+        if n == 0 {
+            continue;
+        }
+        let mut cols = Vec::with_capacity(target.fields().len());
+        for (field, s) in target.fields().iter().zip(src) {
+            let col = match s {
+                Source::Column(i) => {
+                    let c = b.column(at[i]);
+                    exact_cast(c, field.data_type()).map_err(|why| Error::Input {
+                        path: f.path.display().to_string(),
+                        message: format!(
+                            "row group {}: column {}: {} does not fit {}: {why}",
+                            u + 1,
+                            field.name(),
+                            c.data_type(),
+                            crate::query::expr::type_name(field.data_type())
+                        ),
+                    })?
+                }
+                Source::Partition(p) => partition_column(f, *p, field.data_type(), n)?,
+            };
+            if !field.is_nullable() && col.null_count() > 0 {
+                return Err(Error::Input {
+                    path: f.path.display().to_string(),
+                    message: format!("column {} is NOT NULL and has NULLs", field.name()),
+                });
+            }
+            cols.push(col);
+        }
+        let whole = RecordBatch::try_new(target.clone(), cols)?;
+        let mut at_row = 0;
+        while at_row < n {
+            let k = BATCH_ROWS.min(n - at_row);
+            out.push(whole.slice(at_row, k));
+            at_row += k;
+        }
+    }
+    Ok(out)
+}
+
+/// `n` copies of partition value `p` of file `f`, as type `t`.
+fn partition_column(f: &ColFile, p: usize, t: &Arrow, n: usize) -> Result<ArrayRef> {
+    let (name, value) = &f.parts[p];
+    let one: ArrayRef = Arc::new(StringArray::from(vec![value.clone()]));
+    let typed = exact_cast(&one, t).map_err(|why| Error::Input {
+        path: f.path.display().to_string(),
+        message: format!(
+            "partition directory {name}={}: not a {}: {why}",
+            value.as_deref().unwrap_or(hive::NULL_PARTITION),
+            crate::query::expr::type_name(t)
+        ),
+    })?;
+    let zeros = UInt32Array::from(vec![0u32; n]);
+    Ok(arrow_select::take::take(typed.as_ref(), &zeros, None)?)
+}
+
+/// What the reader threads and the committing thread share.
+struct Ordered {
+    /// Finished units by number, waiting for their turn.
+    done: Mutex<BTreeMap<usize, Result<Vec<RecordBatch>>>>,
+    ready: Condvar,
+    /// Units handed to the table so far.
+    consumed: AtomicUsize,
+    next: AtomicUsize,
+    quit: AtomicBool,
+}
+
+/// Loads the files of `plan` into `table`, committing after each group of
+/// files (`opts.commit_every`: bytes and files; one group by default up
+/// to 1 GiB). Files an earlier commit loaded are skipped (`opts.reload`).
+/// `opts.stop` ends the load after the file being read (its group is
+/// committed); `opts.cancel` at once (the group is not).
+pub fn load_columnar(
+    db: &mut Database,
+    table: &str,
+    plan: &ColumnarPlan,
+    opts: &LoadOptions,
+) -> Result<LoadSummary> {
+    let start = Instant::now();
+    let table = table.to_ascii_lowercase();
+    let inputs: Vec<Input> = plan.files.iter().map(|f| f.input.clone()).collect();
+    let (deduped, listed_twice) = unique_inputs(&inputs);
+    let unique: Vec<Input> = deduped.unwrap_or(inputs);
+    let (rest, already_loaded) = resume_plan(db, &table, &unique, opts)?;
+    let todo_inputs: Vec<Input> = rest.unwrap_or(unique);
+    let todo: Vec<&ColFile> = {
+        let by_path: HashMap<&Path, &ColFile> =
+            plan.files.iter().map(|f| (f.path.as_path(), f)).collect();
+        todo_inputs
+            .iter()
+            .filter_map(|i| match i {
+                Input::File(p) => by_path.get(p.as_path()).copied(),
+                Input::Stdin => None,
+            })
+            .collect()
+    };
+    let workers = worker_count(opts.threads);
+    let mut total = LoadSummary::empty(&table, workers);
+    total.already_loaded = already_loaded;
+    total.listed_twice = listed_twice;
+    let target = plan.schema.arrow_schema();
+    let srcs: Vec<Vec<Source>> = todo
+        .iter()
+        .map(|f| sources(f, &plan.schema))
+        .collect::<Result<_>>()?;
+    let mut opts = opts.clone();
+    opts.schema = Some(plan.schema.clone());
+    // Groups of files, cut after the file that reaches a limit.
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    let (mut from, mut bytes) = (0, 0u64);
+    for (i, f) in todo.iter().enumerate() {
+        bytes += f.size;
+        let n = (i + 1 - from) as u64;
+        if opts.commit_every.bytes.is_some_and(|b| bytes >= b)
+            || opts.commit_every.files.is_some_and(|k| n >= k)
+        {
+            groups.push(from..i + 1);
+            from = i + 1;
+            bytes = 0;
+        }
+    }
+    if from < todo.len() {
+        groups.push(from..todo.len());
+    }
+    let stopped = |o: &LoadOptions| o.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
+    for (g, range) in groups.iter().enumerate() {
+        if stopped(&opts) {
+            total.files_left = (todo.len() - range.start) as u64;
+            break;
+        }
+        let files = &todo[range.clone()];
+        let group_inputs: Vec<Input> = files.iter().map(|f| f.input.clone()).collect();
+        let (rows, files_done, records, committed) =
+            load_group(db, &table, files, &srcs[range.clone()], &group_inputs, &target, &opts, workers)?;
+        total.rows += rows;
+        total.files += files_done as u64;
+        total.bytes += records.iter().map(|r| r.size).sum::<u64>();
+        total.segments += committed.segments;
+        total.duplicates += committed.duplicates;
+        total.runs_merged += committed.runs_merged;
+        total.merge_error = committed.merge_error.or(total.merge_error.take());
+        total.created |= committed.created;
+        total.commits += 1;
+        if files_done < files.len() {
+            total.files_left = (todo.len() - range.start - files_done) as u64;
+            break;
+        }
+        let _ = g;
+    }
+    total.seconds = start.elapsed().as_secs_f64();
+    Ok(total)
+}
+
+/// One commit group: the files read in parallel by unit, handed to the
+/// table in order; stops at a file boundary when `opts.stop` is set.
+/// Returns the rows, the files committed, their records and the commit.
+#[allow(clippy::too_many_arguments)]
+fn load_group(
+    db: &mut Database,
+    table: &str,
+    files: &[&ColFile],
+    srcs: &[Vec<Source>],
+    inputs: &[Input],
+    target: &SchemaRef,
+    opts: &LoadOptions,
+    workers: usize,
+) -> Result<(u64, usize, Vec<FileRecord>, super::sink::Committed)> {
+    let units: Vec<Unit> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, f)| (0..f.units).map(move |u| Unit { file: fi, unit: u }))
+        .collect();
+    // The last unit of each file (files without row groups: none).
+    let mut last_unit: Vec<Option<usize>> = vec![None; files.len()];
+    for (i, u) in units.iter().enumerate() {
+        last_unit[u.file] = Some(i);
+    }
+    // A file's CRC-32 is taken by the worker that reads its first unit;
+    // a file without any, here.
+    let records: Mutex<Vec<FileRecord>> = Mutex::new(
+        files
+            .iter()
+            .map(|f| {
+                Ok(FileRecord {
+                    size: f.size,
+                    mtime_ns: f.mtime_ns,
+                    empty: f.units == 0,
+                    crc32: if f.units == 0 { file_crc(&f.path)? } else { 0 },
+                    ..Default::default()
+                })
+            })
+            .collect::<Result<_>>()?,
+    );
+    let shared = Ordered {
+        done: Mutex::new(BTreeMap::new()),
+        ready: Condvar::new(),
+        consumed: AtomicUsize::new(0),
+        next: AtomicUsize::new(0),
+        quit: AtomicBool::new(false),
+    };
+    let window = workers + 1;
+    let cancelled = || opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(units.len()).max(1) {
+            s.spawn(|| {
+                loop {
+                    if shared.quit.load(Ordering::Relaxed) || cancelled() {
+                        break;
+                    }
+                    let i = shared.next.fetch_add(1, Ordering::Relaxed);
+                    let Some(u) = units.get(i) else { break };
+                    // Not too far ahead of the table: bounded memory.
+                    {
+                        let mut g = shared.done.lock().unwrap_or_else(|p| p.into_inner());
+                        while i >= shared.consumed.load(Ordering::Relaxed) + window
+                            && !shared.quit.load(Ordering::Relaxed)
+                        {
+                            g = shared
+                                .ready
+                                .wait_timeout(g, std::time::Duration::from_millis(50))
+                                .map(|(g, _)| g)
+                                .unwrap_or_else(|p| p.into_inner().0);
+                        }
+                    }
+                    let f = files[u.file];
+                    let mut result = read_unit(f, u.unit, target, &srcs[u.file]);
+                    if u.unit == 0 && result.is_ok() {
+                        match file_crc(&f.path) {
+                            Ok(crc) => {
+                                if let Ok(mut r) = records.lock() {
+                                    r[u.file].crc32 = crc;
+                                }
+                            }
+                            Err(e) => result = Err(e),
+                        }
+                    }
+                    let mut g = shared.done.lock().unwrap_or_else(|p| p.into_inner());
+                    g.insert(i, result);
+                    shared.ready.notify_all();
+                }
+            });
+        }
+        // The table's side, on this thread.
+        let files_done = AtomicUsize::new(0);
+        let stop_at_file_end = || opts.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
+        let batches = (0..units.len()).map_while(|i| {
+            let u = units[i];
+            // Stopped: end the group where a file ends.
+            if u.unit == 0 && stop_at_file_end() {
+                return None;
+            }
+            let mut g = shared.done.lock().unwrap_or_else(|p| p.into_inner());
+            let r = loop {
+                if let Some(r) = g.remove(&i) {
+                    break r;
+                }
+                if cancelled() {
+                    break Err(Error::Cancelled);
+                }
+                g = shared
+                    .ready
+                    .wait_timeout(g, std::time::Duration::from_millis(50))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0);
+            };
+            shared.consumed.store(i + 1, Ordering::Relaxed);
+            shared.ready.notify_all();
+            drop(g);
+            if let Some(p) = &opts.progress {
+                p.bytes_read
+                    .fetch_add(files[u.file].unit_bytes.get(u.unit).copied().unwrap_or(0), Ordering::Relaxed);
+            }
+            match r {
+                Ok(bs) => {
+                    let rows: u64 = bs.iter().map(|b| b.num_rows() as u64).sum();
+                    if let Ok(mut rec) = records.lock() {
+                        rec[u.file].rows += rows;
+                    }
+                    if last_unit[u.file] == Some(i) {
+                        files_done.store(u.file + 1, Ordering::Relaxed);
+                        if let Some(p) = &opts.progress {
+                            p.files_done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Some(bs.into_iter().map(Ok).collect::<Vec<_>>())
+                }
+                Err(e) => Some(vec![Err(e)]),
+            }
+        });
+        let batches = batches.flatten();
+        // Files with no row groups before the first unit (or with none at
+        // all) count as done once the units before them are.
+        let result = super::batches::load_group_batches(
+            db,
+            table,
+            batches,
+            opts,
+            inputs,
+            &|| {
+                let mut done = files_done.load(Ordering::Relaxed);
+                // Trailing files without units.
+                while done < files.len() && files[done].units == 0 {
+                    done += 1;
+                }
+                let rec = records.lock().map(|r| r.clone()).unwrap_or_default();
+                rec[..done].to_vec()
+            },
+        );
+        shared.quit.store(true, Ordering::Relaxed);
+        shared.ready.notify_all();
+        result.map(|(rows, recs, committed)| {
+            let n = recs.len();
+            (rows, n, recs, committed)
+        })
+    })
+}
+
+/// CRC-32 of a whole file (the load journal's check for a resumed load).
+fn file_crc(path: &Path) -> Result<u32> {
+    use std::io::Read;
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize())
+}
