@@ -168,7 +168,14 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             format,
             timing,
             output,
-        } => commands::query::run(&cli.db, &sql, cli.threads, format, timing, output.as_deref()),
+        } => commands::query::run(
+            &cli.db,
+            &sql,
+            cli.threads,
+            format,
+            timing,
+            output.as_deref(),
+        ),
         Command::Export(args) => commands::export::run(&cli.db, cli.threads, cli.quiet, args),
         Command::Get {
             table,

@@ -7,6 +7,8 @@
 //!   process has written BYTES of them.
 //! - `merge-before-commit`: a key-index merge aborts the process just
 //!   before its commit (see `store::keyed`).
+//! - `export-abort-after-files=N`: an export aborts the process once it
+//!   has closed N files (see `dataset`).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,4 +36,23 @@ pub(crate) fn charge(n: usize) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Counts a file an export closed; aborts the process at the
+/// `export-abort-after-files` count.
+pub(crate) fn export_file_closed() {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    static CLOSED: AtomicU64 = AtomicU64::new(0);
+    let limit = *LIMIT.get_or_init(|| {
+        std::env::var("SLUICE_FAULT")
+            .ok()?
+            .strip_prefix("export-abort-after-files=")?
+            .parse()
+            .ok()
+    });
+    if let Some(n) = limit
+        && CLOSED.fetch_add(1, Ordering::Relaxed) + 1 >= n
+    {
+        std::process::abort();
+    }
 }

@@ -77,7 +77,11 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: ExportArgs) ->
         .table(&table)
         .with_context(|| format!("no table named {:?} in {}", a.table, db_dir.display()))?
         .clone();
-    let given = a.format.as_deref().map(str::parse::<FileFormat>).transpose()?;
+    let given = a
+        .format
+        .as_deref()
+        .map(str::parse::<FileFormat>)
+        .transpose()?;
     let by_ext = a.output.as_deref().and_then(FileFormat::from_path);
     let tsv = a
         .output
@@ -142,9 +146,8 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: ExportArgs) ->
         });
         let schema = meta.schema.arrow_schema();
         let start = std::time::Instant::now();
-        sluice::dataset::write_file(output, &schema, batches, Some(&meta.schema), &opts).map(
-            |(rows, bytes)| (rows, 1, bytes, 0, start.elapsed().as_secs_f64()),
-        )
+        sluice::dataset::write_file(output, &schema, batches, Some(&meta.schema), &opts)
+            .map(|(rows, bytes)| (rows, 1, bytes, 0, start.elapsed().as_secs_f64()))
     } else {
         sluice::dataset::export_table(&db, &table, output, &opts)
             .map(|s| (s.rows, s.files, s.bytes, s.partitions, s.seconds))
@@ -155,7 +158,10 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: ExportArgs) ->
     }
     let (rows, files, bytes, partitions, secs) = match done {
         Err(sluice::Error::Cancelled) => {
-            bail!("export of {table} stopped; nothing was written at {}", output.display())
+            bail!(
+                "export of {table} stopped; nothing was written at {}",
+                output.display()
+            )
         }
         r => r.with_context(|| format!("exporting {table} to {}", output.display()))?,
     };

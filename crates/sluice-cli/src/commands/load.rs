@@ -282,7 +282,9 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
         return run_columnar(db_dir, threads, quiet, &a, &inputs, kind);
     }
     if a.hive_partitioning {
-        anyhow::bail!("--hive-partitioning applies to Parquet and Arrow input (the first input is text)");
+        anyhow::bail!(
+            "--hive-partitioning applies to Parquet and Arrow input (the first input is text)"
+        );
     }
     let mut prepared =
         prepare(db_dir, &a.table, &inputs, &request(&a, threads)).map_err(chained)?;

@@ -50,9 +50,8 @@ pub fn run(
             ..Default::default()
         };
         let batches = result.batches.iter().cloned().map(Ok);
-        let (rows, bytes) =
-            sluice::dataset::write_file(path, &result.schema, batches, None, &opts)
-                .with_context(|| format!("writing the result to {}", path.display()))?;
+        let (rows, bytes) = sluice::dataset::write_file(path, &result.schema, batches, None, &opts)
+            .with_context(|| format!("writing the result to {}", path.display()))?;
         eprintln!(
             "wrote {rows} rows to {} ({}) in {:.3} s",
             path.display(),

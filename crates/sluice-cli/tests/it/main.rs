@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod json;
 mod keyed;
+mod parquet;
 mod regression_corpus;
 mod regression_dialects;
 mod regression_edges;

@@ -109,7 +109,10 @@ mod tests {
     #[test]
     fn escapes_what_hive_escapes_and_spaces() {
         assert_eq!(escape_value(Some("a/b=c d")), "a%2Fb%3Dc%20d");
-        assert_eq!(escape_value(Some("2024-01-31 12:00:00")), "2024-01-31%2012%3A00%3A00");
+        assert_eq!(
+            escape_value(Some("2024-01-31 12:00:00")),
+            "2024-01-31%2012%3A00%3A00"
+        );
         assert_eq!(escape_value(Some("100%")), "100%25");
         assert_eq!(escape_value(Some("café")), "café");
         assert_eq!(escape_value(Some("-12.50")), "-12.50");

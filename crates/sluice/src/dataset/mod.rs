@@ -293,11 +293,8 @@ pub fn export_table(
                 {
                     return Ok(());
                 }
-                let batches = crate::store::segment::read_segment(
-                    &db.dir().join(&seg.file),
-                    seg,
-                    &stored,
-                )?;
+                let batches =
+                    crate::store::segment::read_segment(&db.dir().join(&seg.file), seg, &stored)?;
                 for b in batches {
                     let b = match &filter {
                         Some(f) => f.apply(&b)?,
@@ -314,7 +311,9 @@ pub fn export_table(
                             ctx.write(&mut open, dir, &b.project(&kept)?)?;
                         }
                         (_, Some(c)) => {
-                            for (dir, rows) in split_by_value(b.column(c).as_ref(), &schema.columns[c].name) {
+                            for (dir, rows) in
+                                split_by_value(b.column(c).as_ref(), &schema.columns[c].name)
+                            {
                                 let idx = UInt32Array::from(rows);
                                 let cols: Vec<ArrayRef> = kept
                                     .iter()
@@ -370,7 +369,11 @@ pub fn export_table(
         rows: rows.load(Ordering::Relaxed),
         files: ctx.files.load(Ordering::Relaxed),
         bytes: ctx.bytes.load(Ordering::Relaxed),
-        partitions: if opts.partition_by.is_some() { partitions } else { 0 },
+        partitions: if opts.partition_by.is_some() {
+            partitions
+        } else {
+            0
+        },
         workers,
         seconds: 0.0,
     };
@@ -458,9 +461,7 @@ fn column_names(schema: &Schema) -> String {
 /// The writer settings every Parquet file gets.
 fn base_properties(opts: &ExportOptions) -> parquet::file::properties::WriterPropertiesBuilder {
     let compression = match opts.compression {
-        Codec::Zstd(level) => {
-            Compression::ZSTD(ZstdLevel::try_new(level).unwrap_or_default())
-        }
+        Codec::Zstd(level) => Compression::ZSTD(ZstdLevel::try_new(level).unwrap_or_default()),
         Codec::Snappy => Compression::SNAPPY,
         Codec::None => Compression::UNCOMPRESSED,
     };
@@ -473,7 +474,10 @@ fn base_properties(opts: &ExportOptions) -> parquet::file::properties::WriterPro
 
 /// [`base_properties`] with the table's schema and key in the metadata.
 fn writer_properties(schema: &Schema, opts: &ExportOptions) -> WriterProperties {
-    let mut kv = vec![KeyValue::new("sluice.schema".to_string(), schema.to_string())];
+    let mut kv = vec![KeyValue::new(
+        "sluice.schema".to_string(),
+        schema.to_string(),
+    )];
     if let Some(k) = schema.key_column() {
         kv.push(KeyValue::new(
             "sluice.key".to_string(),
@@ -519,7 +523,12 @@ struct Ctx<'o> {
 impl Ctx<'_> {
     /// Appends `b` to the worker's open file of partition `dir` (`""`:
     /// not partitioned), opening one, and closing it once it is full.
-    fn write(&self, open: &mut HashMap<String, PartFile>, dir: String, b: &RecordBatch) -> Result<()> {
+    fn write(
+        &self,
+        open: &mut HashMap<String, PartFile>,
+        dir: String,
+        b: &RecordBatch,
+    ) -> Result<()> {
         if !open.contains_key(&dir) {
             let d = self.dir.join(&dir);
             if !dir.is_empty() {
@@ -529,10 +538,7 @@ impl Ctx<'_> {
                 }
             }
             let n = self.next_file.fetch_add(1, Ordering::Relaxed);
-            let path = d.join(format!(
-                "part-{n:05}.{}",
-                self.opts.format.extension()
-            ));
+            let path = d.join(format!("part-{n:05}.{}", self.opts.format.extension()));
             let f = PartFile::create(&path, &self.schema, self.props.clone(), self.opts)?;
             open.insert(dir.clone(), f);
         }
@@ -550,6 +556,7 @@ impl Ctx<'_> {
 
     fn close(&self, f: PartFile) -> Result<()> {
         let bytes = f.close()?;
+        crate::fault::export_file_closed();
         self.files.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
@@ -687,13 +694,15 @@ impl PartFile {
 /// A Parquet error about file `path`.
 pub(crate) fn parquet_error(path: &Path, e: parquet::errors::ParquetError) -> Error {
     match e {
-        parquet::errors::ParquetError::External(inner) => match inner.downcast::<std::io::Error>() {
-            Ok(io) => Error::io(path, *io),
-            Err(other) => Error::Input {
-                path: path.display().to_string(),
-                message: format!("Parquet: {other}"),
-            },
-        },
+        parquet::errors::ParquetError::External(inner) => {
+            match inner.downcast::<std::io::Error>() {
+                Ok(io) => Error::io(path, *io),
+                Err(other) => Error::Input {
+                    path: path.display().to_string(),
+                    message: format!("Parquet: {other}"),
+                },
+            }
+        }
         other => Error::Input {
             path: path.display().to_string(),
             message: format!("Parquet: {other}"),
@@ -715,7 +724,12 @@ impl Staging {
     fn new(output: &Path, overwrite: bool) -> Result<Staging> {
         let name = output
             .file_name()
-            .ok_or_else(|| Error::Config(format!("--output {}: not a directory name", output.display())))?
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "--output {}: not a directory name",
+                    output.display()
+                ))
+            })?
             .to_string_lossy()
             .into_owned();
         if output.exists() && !overwrite && !is_empty_dir(output) {
@@ -730,6 +744,7 @@ impl Staging {
                 output.display()
             )));
         }
+        remove_stale(output, &name);
         let tmp = output.with_file_name(format!(".{name}.sluice-tmp-{}", std::process::id()));
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
@@ -784,6 +799,35 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.published {
             let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Removes what exports to `output` killed before they finished left
+/// beside it: `.NAME.sluice-tmp-PID` (and `-old-`) of processes that are
+/// gone (Linux: no `/proc/PID`; elsewhere nothing is removed).
+fn remove_stale(output: &Path, name: &str) {
+    let proc_fs = Path::new("/proc/self");
+    if !proc_fs.exists() {
+        return;
+    }
+    let parent = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let pid = [".sluice-tmp-", ".sluice-old-"].iter().find_map(|mark| {
+            n.strip_prefix(&format!(".{name}{mark}"))
+                .and_then(|p| p.parse::<u32>().ok())
+        });
+        if let Some(pid) = pid
+            && !Path::new("/proc").join(pid.to_string()).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }

@@ -38,8 +38,14 @@ pub fn load_batches(
     let start = Instant::now();
     validate_identifier(table, "table")?;
     let table = table.to_ascii_lowercase();
-    let (rows, _, committed) =
-        load_group_batches(db, &table, batches.into_iter().map(Ok), opts, &[], &Vec::new)?;
+    let (rows, _, committed) = load_group_batches(
+        db,
+        &table,
+        batches.into_iter().map(Ok),
+        opts,
+        &[],
+        &Vec::new,
+    )?;
     let mut summary = LoadSummary::empty(&table, worker_count(opts.threads));
     summary.created = committed.created;
     summary.rows = rows;

@@ -155,7 +155,11 @@ fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
     };
     match sniff(input)? {
         Some(k) if k == kind => {}
-        _ => return Err(not_it("its first bytes say otherwise; every input of a load has one format")),
+        _ => {
+            return Err(not_it(
+                "its first bytes say otherwise; every input of a load has one format",
+            ));
+        }
     }
     match kind {
         Columnar::Parquet => {
@@ -188,10 +192,11 @@ fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
             })
         }
         Columnar::ArrowIpc => {
-            let r = arrow_ipc::reader::FileReader::try_new(file, None).map_err(|e| Error::Input {
-                path: path.display().to_string(),
-                message: format!("Arrow IPC: {e}"),
-            })?;
+            let r =
+                arrow_ipc::reader::FileReader::try_new(file, None).map_err(|e| Error::Input {
+                    path: path.display().to_string(),
+                    message: format!("Arrow IPC: {e}"),
+                })?;
             let n = r.num_batches();
             let sluice_schema = r.custom_metadata().get("sluice.schema").cloned();
             Ok(ColFile {
@@ -220,16 +225,23 @@ pub fn column_type(t: &Arrow) -> Option<DataType> {
         Arrow::Int64 | Arrow::UInt32 | Arrow::UInt64 => DataType::BigInt,
         Arrow::Float16 | Arrow::Float32 | Arrow::Float64 => DataType::Double,
         Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View => DataType::Text,
-        Arrow::Dictionary(_, v) if matches!(**v, Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View) => {
+        Arrow::Dictionary(_, v)
+            if matches!(**v, Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View) =>
+        {
             DataType::Text
         }
         Arrow::Date32 | Arrow::Date64 => DataType::Date,
         Arrow::Timestamp(_, _) => DataType::Timestamp,
-        Arrow::Decimal32(p, s) | Arrow::Decimal64(p, s) | Arrow::Decimal128(p, s) | Arrow::Decimal256(p, s)
-            if *p <= crate::batch::MAX_DECIMAL_PRECISION && *s >= 0 && (*s as u8) <= *p =>
+        // Wider decimals (a sum written by an engine is DECIMAL(38,s))
+        // become DECIMAL(18,s): a value that does not fit is refused.
+        Arrow::Decimal32(p, s)
+        | Arrow::Decimal64(p, s)
+        | Arrow::Decimal128(p, s)
+        | Arrow::Decimal256(p, s)
+            if *s >= 0 && (*s as u8) <= (*p).min(crate::batch::MAX_DECIMAL_PRECISION) =>
         {
             DataType::Decimal {
-                precision: *p,
+                precision: (*p).min(crate::batch::MAX_DECIMAL_PRECISION),
                 scale: *s as u8,
             }
         }
@@ -241,7 +253,7 @@ pub fn column_type(t: &Arrow) -> Option<DataType> {
 fn unsupported(file: &Path, name: &str, t: &Arrow) -> Error {
     let why = match t {
         Arrow::Decimal128(p, s) | Arrow::Decimal256(p, s) => format!(
-            "DECIMAL({p},{s}) is wider than sluice's exact decimals (DECIMAL(18,s) at most); give --schema with {name} as a narrower DECIMAL (values that do not fit are refused) or DOUBLE"
+            "DECIMAL({p},{s}) has a scale sluice's exact decimals (DECIMAL(18,s) at most) cannot hold; give --schema with {name} as DOUBLE or a DECIMAL of smaller scale"
         ),
         _ => format!(
             "{t} is not a type sluice stores (integers, floats, decimals, text, dates, timestamps, booleans); leave the column out with --columns"
@@ -269,7 +281,11 @@ pub fn exact_cast(c: &ArrayRef, to: &Arrow) -> std::result::Result<ArrayRef, Str
     let checked = !matches!(to, Arrow::Utf8)
         && !matches!(
             c.data_type(),
-            Arrow::Dictionary(..) | Arrow::Timestamp(_, Some(_)) | Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View
+            Arrow::Dictionary(..)
+                | Arrow::Timestamp(_, Some(_))
+                | Arrow::Utf8
+                | Arrow::LargeUtf8
+                | Arrow::Utf8View
         );
     if checked {
         let back =
@@ -360,12 +376,22 @@ pub fn prepare_columnar(
         files.push(f);
     }
     let Some(first) = files.first() else {
-        return Err(Error::Config("no data files among the inputs (only _SUCCESS and the like)".into()));
+        return Err(Error::Config(
+            "no data files among the inputs (only _SUCCESS and the like)".into(),
+        ));
     };
     // Partition columns: the same names, in the same order, in every path.
-    let part_names: Vec<String> = first.parts.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
+    let part_names: Vec<String> = first
+        .parts
+        .iter()
+        .map(|(k, _)| k.to_ascii_lowercase())
+        .collect();
     for f in &files {
-        let names: Vec<String> = f.parts.iter().map(|(k, _)| k.to_ascii_lowercase()).collect();
+        let names: Vec<String> = f
+            .parts
+            .iter()
+            .map(|(k, _)| k.to_ascii_lowercase())
+            .collect();
         if names != part_names {
             return Err(Error::Input {
                 path: f.path.display().to_string(),
@@ -577,7 +603,11 @@ fn sources(f: &ColFile, schema: &Schema) -> Result<Vec<Source>> {
             .collect();
         match found.as_slice() {
             [i] => out.push(Source::Column(*i)),
-            [] => match f.parts.iter().position(|(k, _)| k.eq_ignore_ascii_case(&c.name)) {
+            [] => match f
+                .parts
+                .iter()
+                .position(|(k, _)| k.eq_ignore_ascii_case(&c.name))
+            {
                 Some(p) => out.push(Source::Partition(p)),
                 None => {
                     return Err(Error::Input {
@@ -805,8 +835,16 @@ pub fn load_columnar(
         }
         let files = &todo[range.clone()];
         let group_inputs: Vec<Input> = files.iter().map(|f| f.input.clone()).collect();
-        let (rows, files_done, records, committed) =
-            load_group(db, &table, files, &srcs[range.clone()], &group_inputs, &target, &opts, workers)?;
+        let (rows, files_done, records, committed) = load_group(
+            db,
+            &table,
+            files,
+            &srcs[range.clone()],
+            &group_inputs,
+            &target,
+            &opts,
+            workers,
+        )?;
         total.rows += rows;
         total.files += files_done as u64;
         total.bytes += records.iter().map(|r| r.size).sum::<u64>();
@@ -874,7 +912,11 @@ fn load_group(
         quit: AtomicBool::new(false),
     };
     let window = workers + 1;
-    let cancelled = || opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    let cancelled = || {
+        opts.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    };
     std::thread::scope(|s| {
         for _ in 0..workers.min(units.len()).max(1) {
             s.spawn(|| {
@@ -917,7 +959,11 @@ fn load_group(
         }
         // The table's side, on this thread.
         let files_done = AtomicUsize::new(0);
-        let stop_at_file_end = || opts.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
+        let stop_at_file_end = || {
+            opts.stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+        };
         let batches = (0..units.len()).map_while(|i| {
             let u = units[i];
             // Stopped: end the group where a file ends.
@@ -942,8 +988,10 @@ fn load_group(
             shared.ready.notify_all();
             drop(g);
             if let Some(p) = &opts.progress {
-                p.bytes_read
-                    .fetch_add(files[u.file].unit_bytes.get(u.unit).copied().unwrap_or(0), Ordering::Relaxed);
+                p.bytes_read.fetch_add(
+                    files[u.file].unit_bytes.get(u.unit).copied().unwrap_or(0),
+                    Ordering::Relaxed,
+                );
             }
             match r {
                 Ok(bs) => {
@@ -965,22 +1013,15 @@ fn load_group(
         let batches = batches.flatten();
         // Files with no row groups before the first unit (or with none at
         // all) count as done once the units before them are.
-        let result = super::batches::load_group_batches(
-            db,
-            table,
-            batches,
-            opts,
-            inputs,
-            &|| {
-                let mut done = files_done.load(Ordering::Relaxed);
-                // Trailing files without units.
-                while done < files.len() && files[done].units == 0 {
-                    done += 1;
-                }
-                let rec = records.lock().map(|r| r.clone()).unwrap_or_default();
-                rec[..done].to_vec()
-            },
-        );
+        let result = super::batches::load_group_batches(db, table, batches, opts, inputs, &|| {
+            let mut done = files_done.load(Ordering::Relaxed);
+            // Trailing files without units.
+            while done < files.len() && files[done].units == 0 {
+                done += 1;
+            }
+            let rec = records.lock().map(|r| r.clone()).unwrap_or_default();
+            rec[..done].to_vec()
+        });
         shared.quit.store(true, Ordering::Relaxed);
         shared.ready.notify_all();
         result.map(|(rows, recs, committed)| {

@@ -6,8 +6,8 @@
 //! false, errors such as division by zero).
 //! Not useful for: queries (the executor filters morsels itself).
 
-use arrow_array::{Array, RecordBatch};
 use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType as A;
 
 use super::plan::{Body, Plan, plan_sql};
