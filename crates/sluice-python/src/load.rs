@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 use arrow_array::RecordBatchReader;
 use arrow_pyarrow::FromPyArrow;
-use arrow_schema::DataType as Arrow;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -134,13 +133,16 @@ fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<Load
             "types" => r.types = vec![text()?],
             "columns" => r.columns = Some(text()?),
             "match_by_name" => r.match_by_name = flag()?,
-            "format" => {
-                r.format = Some(
-                    text()?
-                        .parse()
-                        .map_err(|e: sluice::Error| PyValueError::new_err(e.to_string()))?,
-                )
-            }
+            "format" => match text()?.to_ascii_lowercase().as_str() {
+                "parquet" => r.columnar = Some(sluice::load::columnar::Columnar::Parquet),
+                "arrow" => r.columnar = Some(sluice::load::columnar::Columnar::ArrowIpc),
+                f => {
+                    r.format = Some(f.parse().map_err(|e: sluice::Error| {
+                        PyValueError::new_err(format!("{e}, parquet or arrow"))
+                    })?)
+                }
+            },
+            "hive_partitioning" => r.hive_partitioning = flag()?,
             "ignore_unknown" => r.ignore_unknown = flag()?,
             "json_rows" => r.json_rows = Some(text()?),
             "delimiter" => r.delimiter = Some(text()?),
@@ -308,6 +310,12 @@ pub(crate) fn wait<T: Send>(
     }
 }
 
+/// How a load of files was planned.
+enum Plan {
+    Text(Box<sluice::load::Prepared>),
+    Columnar(Box<sluice::load::columnar::ColumnarPlan>),
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn load_files(
     py: Python<'_>,
@@ -319,16 +327,33 @@ pub fn load_files(
     watch: Option<Bound<'_, PyAny>>,
 ) -> PyResult<LoadSummary> {
     let req = request(options, threads)?;
+    // Text is planned by `prepare`; Parquet and Arrow files by
+    // `prepare_columnar` (known by their first bytes, or `format=`).
     let prepared = py.detach(|| {
         let inputs = sluice::source::expand(&inputs)?;
-        let p = sluice::load::prepare(path, table, &inputs, &req)?;
-        Ok::<_, sluice::Error>((inputs, p))
+        let plan = match sluice::load::columnar::detect(&inputs, req.columnar)? {
+            Some(kind) => Plan::Columnar(Box::new(sluice::load::columnar::prepare_columnar(
+                path, table, &inputs, kind, &req,
+            )?)),
+            None => Plan::Text(Box::new(sluice::load::prepare(path, table, &inputs, &req)?)),
+        };
+        Ok::<_, sluice::Error>((inputs, plan))
     });
-    let (inputs, prepared) = prepared.map_err(|e| load_failed(py, table, e))?;
+    let (inputs, plan) = prepared.map_err(|e| load_failed(py, table, e))?;
     // A Ctrl-C while the load was planned: nothing is loaded.
     py.check_signals()?;
-    let schema = prepared.schema.to_string();
-    let inferred = prepared.inferred.is_some();
+    let (schema, inferred, base) = match &plan {
+        Plan::Text(p) => (
+            p.schema.to_string(),
+            p.inferred.is_some(),
+            p.options.clone(),
+        ),
+        Plan::Columnar(p) => (
+            p.schema.to_string(),
+            p.inferred,
+            p.options(&req).map_err(|e| load_failed(py, table, e))?,
+        ),
+    };
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let files = inputs.len() as u64;
     let progress = Arc::new(Progress::default());
@@ -338,15 +363,17 @@ pub fn load_files(
         progress: Some(progress.clone()),
         stop: Some(stop.clone()),
         cancel: Some(cancel.clone()),
-        ..prepared.options
+        ..base
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let (dir, name) = (path.to_path_buf(), table.to_string());
     std::thread::Builder::new()
         .name("sluice-load".into())
         .spawn(move || {
-            let r = sluice::store::Database::open_writer(&dir)
-                .and_then(|mut db| sluice::load::load(&mut db, &name, &inputs, &opts));
+            let r = sluice::store::Database::open_writer(&dir).and_then(|mut db| match &plan {
+                Plan::Text(_) => sluice::load::load(&mut db, &name, &inputs, &opts),
+                Plan::Columnar(p) => sluice::load::columnar::load_columnar(&mut db, &name, p, &opts),
+            });
             let _ = tx.send(r);
         })
         .map_err(|e| PyValueError::new_err(format!("cannot start the load's thread: {e}")))?;
@@ -384,43 +411,19 @@ pub fn load_files(
     Ok(LoadSummary::of(&summary, schema, inferred))
 }
 
-/// The column type a table gets for an Arrow type of the data.
-fn column_type(t: &Arrow) -> Option<&'static str> {
-    Some(match t {
-        Arrow::Boolean => "BOOLEAN",
-        Arrow::Int8 | Arrow::Int16 | Arrow::Int32 | Arrow::UInt8 | Arrow::UInt16 => "INT",
-        Arrow::Int64 | Arrow::UInt32 | Arrow::UInt64 => "BIGINT",
-        Arrow::Float16 | Arrow::Float32 | Arrow::Float64 => "DOUBLE",
-        Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View => "TEXT",
-        Arrow::Dictionary(_, v)
-            if matches!(**v, Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View) =>
-        {
-            "TEXT"
-        }
-        Arrow::Date32 | Arrow::Date64 => "DATE",
-        Arrow::Timestamp(_, _) => "TIMESTAMP",
-        _ => return None,
-    })
-}
-
 /// A schema string for the columns of Arrow data.
 fn schema_of(s: &arrow_schema::Schema) -> PyResult<String> {
     let mut cols = Vec::new();
     for f in s.fields() {
-        let ty = match f.data_type() {
-            Arrow::Decimal128(p, sc) | Arrow::Decimal64(p, sc) | Arrow::Decimal32(p, sc) => {
-                format!("DECIMAL({p},{sc})")
+        let ty = match sluice::load::columnar::column_type(f.data_type()) {
+            Some(ty) => ty.to_string(),
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "column {:?} is {}, which sluice does not store (it stores integers, floats, decimals, text, dates, timestamps and booleans); cast it first, or give schema=",
+                    f.name(),
+                    f.data_type()
+                )));
             }
-            t => match column_type(t) {
-                Some(ty) => ty.to_string(),
-                None => {
-                    return Err(PyTypeError::new_err(format!(
-                        "column {:?} is {}, which sluice does not store (it stores integers, floats, decimals, text, dates, timestamps and booleans); cast it first, or give schema=",
-                        f.name(),
-                        f.data_type()
-                    )));
-                }
-            },
         };
         let not_null = if f.is_nullable() { "" } else { " NOT NULL" };
         cols.push(format!(
@@ -433,39 +436,6 @@ fn schema_of(s: &arrow_schema::Schema) -> PyResult<String> {
 
 /// Rows per batch of Arrow data loaded.
 const CHUNK: usize = 1 << 17;
-
-/// `c` as type `to`, refused when a value would change: a float with a
-/// fraction into an integer, a decimal rounded, an integer out of range,
-/// sub-microsecond time. Checked by casting back and comparing. Text
-/// takes anything as written.
-fn exact_cast(c: &arrow_array::ArrayRef, to: &Arrow) -> Result<arrow_array::ArrayRef, String> {
-    if c.data_type() == to {
-        return Ok(c.clone());
-    }
-    let opts = arrow_cast::CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    let out = arrow_cast::cast_with_options(c, to, &opts).map_err(|e| e.to_string())?;
-    let checked = !matches!(to, Arrow::Utf8)
-        && !matches!(
-            c.data_type(),
-            Arrow::Dictionary(..) | Arrow::Timestamp(_, Some(_))
-        );
-    if checked {
-        let back =
-            arrow_cast::cast_with_options(&out, c.data_type(), &opts).map_err(|e| e.to_string())?;
-        let differs = arrow_ord::cmp::distinct(&back, c).map_err(|e| e.to_string())?;
-        if let Some(row) = differs.iter().position(|d| d == Some(true)) {
-            let shown =
-                arrow_cast::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
-                    .map(|f| f.value(row).to_string())
-                    .unwrap_or_default();
-            return Err(format!("the value {shown} (row {}) would change", row + 1));
-        }
-    }
-    Ok(out)
-}
 
 pub fn load_arrow(
     py: Python<'_>,
@@ -561,7 +531,7 @@ pub fn load_arrow(
         let mut cols = Vec::with_capacity(b.num_columns());
         for (f, &i) in target.fields().iter().zip(&order) {
             let c = b.column(i);
-            let col = exact_cast(c, f.data_type()).map_err(|why| {
+            let col = sluice::load::columnar::exact_cast(c, f.data_type()).map_err(|why| {
                 load_failed(
                     py,
                     table,

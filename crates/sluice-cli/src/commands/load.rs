@@ -273,11 +273,7 @@ enum OnErrorArg {
 /// its summary printed.
 pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
     let inputs = sluice::source::expand(&a.inputs)?;
-    let given = match a.format {
-        Some(FormatArg::Parquet) => Some(Columnar::Parquet),
-        Some(FormatArg::Arrow) => Some(Columnar::ArrowIpc),
-        _ => None,
-    };
+    let given = request(&a, threads).columnar;
     if let Some(kind) = sluice::load::columnar::detect(&inputs, given).map_err(chained)? {
         return run_columnar(db_dir, threads, quiet, &a, &inputs, kind);
     }
@@ -339,15 +335,8 @@ fn run_columnar(
     kind: Columnar,
 ) -> Result<()> {
     let req = request(a, threads);
-    let plan = sluice::load::columnar::prepare_columnar(
-        db_dir,
-        &a.table,
-        inputs,
-        kind,
-        &req,
-        a.hive_partitioning,
-    )
-    .map_err(chained)?;
+    let plan = sluice::load::columnar::prepare_columnar(db_dir, &a.table, inputs, kind, &req)
+        .map_err(chained)?;
     if a.dry_run {
         if a.json {
             let v = serde_json::json!({
@@ -366,20 +355,7 @@ fn run_columnar(
     if plan.inferred && !quiet && !a.json {
         eprintln!("--schema \"{}\"", plan.schema);
     }
-    let mut options = LoadOptions {
-        threads,
-        key: req.key.clone(),
-        shards: req.shards,
-        shard_by: req.shard_by.clone(),
-        shard_paths: req.shard_paths.clone(),
-        on_duplicate: req.on_duplicate,
-        reload: req.reload,
-        commit_every: sluice::load::parse_commit_every(&req.commit_every).map_err(chained)?,
-        ..LoadOptions::default()
-    };
-    if let Some(c) = &req.compression {
-        options.compression = Some(c.parse().map_err(chained)?);
-    }
+    let mut options = plan.options(&req).map_err(chained)?;
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let stop = stop_on_interrupt(false);
     let progress = Arc::new(Progress::default());
@@ -439,6 +415,12 @@ fn request(a: &LoadArgs, threads: Option<usize>) -> LoadRequest {
             // Columnar inputs never reach the text planner.
             FormatArg::Parquet | FormatArg::Arrow => InputFormat::Csv,
         }),
+        columnar: match a.format {
+            Some(FormatArg::Parquet) => Some(Columnar::Parquet),
+            Some(FormatArg::Arrow) => Some(Columnar::ArrowIpc),
+            _ => None,
+        },
+        hive_partitioning: a.hive_partitioning,
         ignore_unknown: a.ignore_unknown,
         json_rows: a.json_rows.clone(),
         delimiter: a.delimiter.clone(),

@@ -50,7 +50,7 @@ _LOAD_OPTIONS = frozenset(
     escape header null skip comment blank_lines line_end date_format
     timestamp_format encoding memory_limit max_line_size block_size
     max_errors allow_missing_columns on_duplicate compression shard_by
-    shard_paths reload
+    shard_paths reload hive_partitioning
     """.split()
 )
 
@@ -172,6 +172,12 @@ class Database(_Database):
         list of them; or anything exporting Arrow through the PyCapsule
         interface (a pyarrow Table or RecordBatchReader, a polars
         DataFrame), loaded in one commit with its columns' types.
+
+        Parquet and Arrow IPC files (and Hive-partitioned directories of
+        them, e.g. a ``sluice export`` or Spark dataset; add
+        ``hive_partitioning=True`` for the ``col=value`` columns) are
+        known by their first bytes; their columns match the table's by
+        name.
 
         Files load exactly as ``sluice load`` loads them: the schema is
         ``schema`` (``"id BIGINT, name TEXT, price DECIMAL(15,2)"``), the

@@ -342,11 +342,34 @@ pub struct ColumnarPlan {
     pub partition_columns: Vec<String>,
 }
 
+impl ColumnarPlan {
+    /// The options of the load `req` asks for (key, shards, compression,
+    /// commit groups, reload, threads), with the plan's schema.
+    pub fn options(&self, req: &LoadRequest) -> Result<LoadOptions> {
+        let mut o = LoadOptions {
+            schema: Some(self.schema.clone()),
+            threads: req.threads,
+            key: req.key.clone(),
+            shards: req.shards,
+            shard_by: req.shard_by.clone(),
+            shard_paths: req.shard_paths.clone(),
+            on_duplicate: req.on_duplicate,
+            reload: req.reload,
+            commit_every: super::request::parse_commit_every(&req.commit_every)?,
+            ..LoadOptions::default()
+        };
+        if let Some(c) = &req.compression {
+            o.compression = Some(c.parse()?);
+        }
+        Ok(o)
+    }
+}
+
 /// Opens the inputs (footers only) and works out the table's columns:
 /// the existing table's, else `--schema`, else the files' (`sluice.schema`
 /// metadata, written by `sluice export`, gives exact types and the key;
 /// other files' Arrow types are mapped), restricted by `--columns`, with
-/// `--key`. With `hive`, `col=value` directories add columns (appended,
+/// `--key`. With `--hive-partitioning`, `col=value` directories add columns (appended,
 /// typed by the table, the metadata, or their values). The text options
 /// of `req` (delimiter, quote, header, …) are refused.
 pub fn prepare_columnar(
@@ -355,8 +378,8 @@ pub fn prepare_columnar(
     inputs: &[Input],
     format: Columnar,
     req: &LoadRequest,
-    hive: bool,
 ) -> Result<ColumnarPlan> {
+    let hive = req.hive_partitioning;
     refuse_text_options(req, format)?;
     validate_identifier(table, "table")?;
     let table = table.to_ascii_lowercase();

@@ -78,6 +78,12 @@ pub struct LoadRequest {
     /// `--format` (`None`: from the first file's name, else its first
     /// bytes, else CSV).
     pub format: Option<InputFormat>,
+    /// `--format parquet` or `arrow` (`None`: known by the first file's
+    /// bytes; see [`super::columnar`]).
+    pub columnar: Option<super::columnar::Columnar>,
+    /// `--hive-partitioning`: `col=value` directories of columnar inputs
+    /// are columns.
+    pub hive_partitioning: bool,
     /// `--ignore-unknown`: JSON fields that name no column are skipped.
     pub ignore_unknown: bool,
     /// `--json-rows`: the field of a top-level JSON object holding the rows.
@@ -154,6 +160,8 @@ impl Default for LoadRequest {
             columns: None,
             match_by_name: false,
             format: None,
+            columnar: None,
+            hive_partitioning: false,
             ignore_unknown: false,
             json_rows: None,
             delimiter: None,
