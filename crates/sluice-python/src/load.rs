@@ -372,7 +372,9 @@ pub fn load_files(
         .spawn(move || {
             let r = sluice::store::Database::open_writer(&dir).and_then(|mut db| match &plan {
                 Plan::Text(_) => sluice::load::load(&mut db, &name, &inputs, &opts),
-                Plan::Columnar(p) => sluice::load::columnar::load_columnar(&mut db, &name, p, &opts),
+                Plan::Columnar(p) => {
+                    sluice::load::columnar::load_columnar(&mut db, &name, p, &opts)
+                }
             });
             let _ = tx.send(r);
         })

@@ -435,6 +435,52 @@ except KeyboardInterrupt as e:
 """
 
 
+def test_parquet_and_arrow_files_load_with_hive_partitions(tmp_path):
+    import pyarrow.dataset as pads
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    t = pa.table(
+        {
+            "id": pa.array([1, 2, 3, 4], pa.int64()),
+            "price": pa.array(
+                [decimal.Decimal("1.10"), None, decimal.Decimal("-2.50"), decimal.Decimal("99999999.99")],
+                pa.decimal128(10, 2),
+            ),
+            "ts": pa.array([datetime.datetime(2024, 1, 31, 10, 20, 30, 123456)] * 4, pa.timestamp("ns")),
+            "name": pa.array(["a", "b", "a", ""]).dictionary_encode(),
+            "n": pa.array([1, 2, None, 4], pa.uint16()),
+            "k": ["x y", "z/w", "x y", None],
+        }
+    )
+    pads.write_dataset(t, tmp_path / "ds", format="parquet", partitioning=["k"], partitioning_flavor="hive")
+    db = sluice.connect(tmp_path / "db")
+    s = db.load("t", tmp_path / "ds", hive_partitioning=True, key="id")
+    assert (s.rows, s.inferred, s.files) == (4, True, 3)
+    assert s.schema == "id BIGINT PRIMARY KEY, price DECIMAL(10,2), ts TIMESTAMP, name TEXT, n INT, k TEXT"
+    got = db.query("SELECT id, price, ts, name, n, k FROM t ORDER BY id").to_arrow().to_pylist()
+    assert got[1] == {"id": 2, "price": None, "ts": datetime.datetime(2024, 1, 31, 10, 20, 30, 123456), "name": "b", "n": 2, "k": "z/w"}
+    assert (got[2]["k"], got[3]["k"], got[3]["name"], got[3]["price"]) == ("x y", None, "", decimal.Decimal("99999999.99"))
+    # The same files again: skipped, as for text.
+    assert db.load("t", tmp_path / "ds", hive_partitioning=True).files_skipped == 3
+
+    # An Arrow IPC file, appended by name, in another column order.
+    feather.write_feather(t.select(["k", "name", "n", "ts", "price", "id"]).slice(0, 1).set_column(5, "id", pa.array([9], pa.int64())), tmp_path / "more.arrow")
+    assert db.load("t", tmp_path / "more.arrow", format="arrow").rows == 1
+    assert db.query("SELECT name, k FROM t WHERE id = 9").to_arrow().to_pylist() == [{"name": "a", "k": "x y"}]
+
+    # What cannot load says which column and why.
+    pq.write_table(pa.table({"a": [[1, 2]]}), tmp_path / "list.parquet")
+    with pytest.raises(sluice.LoadError, match="column a: List.* is not a type sluice stores"):
+        db.load("bad", tmp_path / "list.parquet")
+    pq.write_table(pa.table({"id": pa.array([1.5]), "price": [None], "ts": pa.array([None], pa.timestamp("us")), "name": ["q"], "n": [1], "k": ["x"]}), tmp_path / "frac.parquet")
+    with pytest.raises(sluice.LoadError, match=r"column id: .*1\.5"):
+        db.load("t", tmp_path / "frac.parquet")
+    with pytest.raises(sluice.LoadError, match="--delimiter applies to text input"):
+        db.load("u", tmp_path / "list.parquet", delimiter=";")
+    assert db.query("SELECT count(*) AS c FROM t").to_arrow().to_pylist() == [{"c": 5}]
+
+
 def test_ctrl_c_stops_a_load_after_a_commit_and_keeps_it(tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()

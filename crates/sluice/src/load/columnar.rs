@@ -1069,3 +1069,70 @@ fn file_crc(path: &Path) -> Result<u32> {
     }
     Ok(h.finalize())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_values_are_typed_by_what_they_all_are() {
+        assert_eq!(
+            partition_type(["1", "-20", "03"].into_iter()),
+            DataType::Int
+        );
+        assert_eq!(
+            partition_type(["1", "9000000000"].into_iter()),
+            DataType::BigInt
+        );
+        assert_eq!(
+            partition_type(["2024-01-31", "1999-12-01"].into_iter()),
+            DataType::Date
+        );
+        assert_eq!(partition_type(["2024-02-30"].into_iter()), DataType::Text);
+        assert_eq!(partition_type(["1", "x"].into_iter()), DataType::Text);
+        assert_eq!(partition_type([].into_iter()), DataType::Text);
+    }
+
+    #[test]
+    fn arrow_types_map_to_columns_and_wide_decimals_narrow() {
+        assert_eq!(column_type(&Arrow::UInt16), Some(DataType::Int));
+        assert_eq!(column_type(&Arrow::UInt64), Some(DataType::BigInt));
+        assert_eq!(
+            column_type(&Arrow::Decimal128(38, 4)),
+            Some(DataType::Decimal {
+                precision: 18,
+                scale: 4
+            })
+        );
+        assert_eq!(column_type(&Arrow::Decimal128(38, 20)), None);
+        assert_eq!(
+            column_type(&Arrow::Dictionary(
+                Box::new(Arrow::Int32),
+                Box::new(Arrow::Utf8)
+            )),
+            Some(DataType::Text)
+        );
+        assert_eq!(column_type(&Arrow::Binary), None);
+    }
+
+    #[test]
+    fn exact_casts_refuse_changed_values() {
+        let f: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![1.0, 2.5]));
+        let e = exact_cast(&f, &Arrow::Int64).unwrap_err();
+        assert!(e.contains("2.5") && e.contains("row 2"), "{e}");
+        let big: ArrayRef = Arc::new(arrow_array::UInt64Array::from(vec![u64::MAX]));
+        assert!(exact_cast(&big, &Arrow::Int64).is_err());
+        let ns: ArrayRef = Arc::new(arrow_array::TimestampNanosecondArray::from(vec![
+            1_000, 1_001,
+        ]));
+        let e = exact_cast(
+            &ns,
+            &Arrow::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+        )
+        .unwrap_err();
+        assert!(e.contains("row 2"), "{e}");
+        let ok: ArrayRef = Arc::new(arrow_array::Int32Array::from(vec![Some(7), None]));
+        let out = exact_cast(&ok, &Arrow::Int64).unwrap();
+        assert_eq!(out.null_count(), 1);
+    }
+}
