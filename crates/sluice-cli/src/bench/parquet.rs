@@ -6,7 +6,11 @@
 //! - partitioned export: `--partition-by l_shipmode` against DuckDB's
 //!   `PARTITION_BY (l_shipmode)`;
 //! - load: `sluice load` of sluice's dataset into a new table against
-//!   DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` of its own.
+//!   DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` of its own
+//!   dataset into a new database file, checkpointed (on disk, as sluice's).
+//!
+//! sluice's times are of the whole process (start-up included); DuckDB's
+//! of its statement (its connection opened before the clock starts).
 
 use std::path::Path;
 use std::process::Command;
@@ -35,12 +39,22 @@ if mode == "export":
 elif mode == "partitioned":
     con.execute(f"COPY lineitem TO '{out}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (l_shipmode))")
 else:
-    mem = duckdb.connect()
-    mem.execute(f"SET threads={threads}")
-    mem.execute("SET enable_progress_bar = false")
+    # Into a database file of its own, checkpointed: on disk, as sluice's.
+    target = out + ".load.duckdb"
+    for f in (target, target + ".wal"):
+        if os.path.exists(f):
+            os.remove(f)
+    disk = duckdb.connect(target)
+    disk.execute(f"SET threads={threads}")
+    disk.execute("SET enable_progress_bar = false")
     t = time.perf_counter()
-    mem.execute(f"CREATE TABLE li AS SELECT * FROM read_parquet('{out}/**/*.parquet')")
-    n = mem.execute("SELECT count(*) FROM li").fetchone()[0]
+    disk.execute(f"CREATE TABLE li AS SELECT * FROM read_parquet('{out}/**/*.parquet')")
+    disk.execute("CHECKPOINT")
+    secs = time.perf_counter() - t
+    disk.close()
+    os.remove(target)
+    print(json.dumps({"seconds": secs, "duckdb": duckdb.__version__}))
+    sys.exit(0)
 secs = time.perf_counter() - t
 print(json.dumps({"seconds": secs, "duckdb": duckdb.__version__}))
 "#;

@@ -96,8 +96,20 @@ fn parquet_round_trip_keeps_every_value_type_key_and_shard() {
     let want = rows(&t.0, "sluice.db", &all.replace("{}", "t"));
     assert!(want.contains("99999999999999.9999") && want.contains("0001-01-01"));
     // Back in: each way gives the same rows, types and key.
-    let out = ok(&t.0, &["--db", "back.db", "load", "s", "by_shard"]);
+    let out = ok(
+        &t.0,
+        &[
+            "--db",
+            "back.db",
+            "load",
+            "--commit-every",
+            "1files",
+            "s",
+            "by_shard",
+        ],
+    );
     assert!(out.contains("skipped 1 bookkeeping file"), "{out}");
+    assert!(out.contains("committed in 3 groups of files"), "{out}");
     ok(&t.0, &["--db", "back.db", "load", "one", "one.parquet"]);
     ok(
         &t.0,

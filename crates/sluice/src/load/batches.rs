@@ -19,7 +19,7 @@ use crate::source::Input;
 use crate::store::Database;
 
 use super::options::checked_options;
-use super::sink::{Committed, FileRecord, GroupFiles, Rows, Sink};
+use super::sink::{GroupFiles, Rows, Sink};
 use super::workers::{Cut, route_batch};
 use super::{LoadOptions, LoadSummary, TableSink};
 
@@ -38,47 +38,14 @@ pub fn load_batches(
     let start = Instant::now();
     validate_identifier(table, "table")?;
     let table = table.to_ascii_lowercase();
-    let (rows, _, committed) = load_group_batches(
-        db,
-        &table,
-        batches.into_iter().map(Ok),
-        opts,
-        &[],
-        &Vec::new,
-    )?;
-    let mut summary = LoadSummary::empty(&table, worker_count(opts.threads));
-    summary.created = committed.created;
-    summary.rows = rows;
-    summary.segments = committed.segments;
-    summary.duplicates = committed.duplicates;
-    summary.runs_merged = committed.runs_merged;
-    summary.merge_error = committed.merge_error;
-    summary.commits = 1;
-    summary.seconds = start.elapsed().as_secs_f64();
-    Ok(summary)
-}
-
-/// One commit group of batches (see [`load_batches`]): an `Err` batch
-/// fails the group, and nothing of it is committed. `inputs` are the
-/// files the batches came from, and `records` (asked once every batch is
-/// written) the ones the commit journals: a prefix of `inputs`. Returns
-/// the rows kept, those records, and what the commit did.
-pub(super) fn load_group_batches(
-    db: &mut Database,
-    table: &str,
-    batches: impl Iterator<Item = Result<RecordBatch>>,
-    opts: &LoadOptions,
-    inputs: &[Input],
-    records: &dyn Fn() -> Vec<FileRecord>,
-) -> Result<(u64, Vec<FileRecord>, Committed)> {
-    checked_options(db, table, opts)?;
-    let mut sink = TableSink::new(db, table);
+    checked_options(db, &table, opts)?;
+    let mut sink = TableSink::new(db, &table);
+    let inputs: &[Input] = &[];
     let layout = sink.begin(opts, inputs)?;
     let arrow = layout.schema.arrow_schema();
     let written = (|| {
         let mut rows = 0u64;
-        for (i, b) in batches.enumerate() {
-            let b = b?;
+        for (i, b) in batches.into_iter().enumerate() {
             if opts
                 .cancel
                 .as_ref()
@@ -123,14 +90,13 @@ pub(super) fn load_group_batches(
                 .map(|a| column_stats(a.as_ref()))
                 .collect();
             let pieces = route_batch(&Cut::layout(&layout), b, stats)?;
-            let kept = sink.write(Rows {
+            rows += sink.write(Rows {
                 pieces,
                 first_row: rows,
                 provenance: &[],
             })?;
-            rows += kept;
             if let Some(p) = &opts.progress {
-                p.rows.fetch_add(kept, Ordering::Relaxed);
+                p.rows.store(rows, Ordering::Relaxed);
             }
         }
         sink.finish()?;
@@ -143,12 +109,17 @@ pub(super) fn load_group_batches(
             return Err(e);
         }
     };
-    let files = records();
-    let committed = sink.commit(&GroupFiles {
-        files: &files,
-        rows,
-    })?;
-    Ok((rows, files, committed))
+    let committed = sink.commit(&GroupFiles { files: &[], rows })?;
+    let mut summary = LoadSummary::empty(&table, worker_count(opts.threads));
+    summary.created = committed.created;
+    summary.rows = rows;
+    summary.segments = committed.segments;
+    summary.duplicates = committed.duplicates;
+    summary.runs_merged = committed.runs_merged;
+    summary.merge_error = committed.merge_error;
+    summary.commits = 1;
+    summary.seconds = start.elapsed().as_secs_f64();
+    Ok(summary)
 }
 
 #[cfg(test)]

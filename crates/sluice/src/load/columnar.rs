@@ -33,10 +33,13 @@ use crate::exec::worker_count;
 use crate::source::Input;
 use crate::store::Database;
 
+use super::options::checked_options;
 use super::plan::{resume_plan, unique_inputs};
 use super::request::LoadRequest;
-use super::sink::FileRecord;
-use super::{LoadOptions, LoadSummary};
+use super::sink::{FileRecord, GroupFiles, Piece, Rows, Sink};
+use super::workers::{Cut, route_batch};
+use super::{LoadOptions, LoadSummary, TableSink};
+use crate::batch::column_stats;
 
 /// Rows per batch handed to the table (the unit of zone maps and morsels).
 const BATCH_ROWS: usize = 1 << 17;
@@ -784,8 +787,9 @@ fn partition_column(f: &ColFile, p: usize, t: &Arrow, n: usize) -> Result<ArrayR
 
 /// What the reader threads and the committing thread share.
 struct Ordered {
-    /// Finished units by number, waiting for their turn.
-    done: Mutex<BTreeMap<usize, Result<Vec<RecordBatch>>>>,
+    /// Finished units by number, waiting for their turn: per batch, its
+    /// pieces (cut by shard, keys sorted, TEXT dictionary-encoded).
+    done: Mutex<BTreeMap<usize, Result<Vec<Vec<Piece>>>>>,
     ready: Condvar,
     /// Units handed to the table so far.
     consumed: AtomicUsize,
@@ -887,9 +891,11 @@ pub fn load_columnar(
     Ok(total)
 }
 
-/// One commit group: the files read in parallel by unit, handed to the
-/// table in order; stops at a file boundary when `opts.stop` is set.
-/// Returns the rows, the files committed, their records and the commit.
+/// One commit group: the files read in parallel by unit (decoded,
+/// converted, cut by shard, keys sorted, TEXT dictionary-encoded on the
+/// workers), handed to the table in order on this thread; stops at a
+/// file boundary when `opts.stop` is set. Returns the rows, the files
+/// committed, their records and the commit.
 #[allow(clippy::too_many_arguments)]
 fn load_group(
     db: &mut Database,
@@ -927,6 +933,10 @@ fn load_group(
             })
             .collect::<Result<_>>()?,
     );
+    checked_options(db, table, opts)?;
+    let mut sink = TableSink::new(db, table);
+    let layout = sink.begin(opts, inputs)?;
+    let cut = Cut::layout(&layout);
     let shared = Ordered {
         done: Mutex::new(BTreeMap::new()),
         ready: Condvar::new(),
@@ -940,7 +950,14 @@ fn load_group(
             .as_ref()
             .is_some_and(|c| c.load(Ordering::Relaxed))
     };
-    std::thread::scope(|s| {
+    let wait = |g| {
+        shared
+            .ready
+            .wait_timeout(g, std::time::Duration::from_millis(50))
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0)
+    };
+    let written = std::thread::scope(|s| {
         for _ in 0..workers.min(units.len()).max(1) {
             s.spawn(|| {
                 loop {
@@ -955,15 +972,22 @@ fn load_group(
                         while i >= shared.consumed.load(Ordering::Relaxed) + window
                             && !shared.quit.load(Ordering::Relaxed)
                         {
-                            g = shared
-                                .ready
-                                .wait_timeout(g, std::time::Duration::from_millis(50))
-                                .map(|(g, _)| g)
-                                .unwrap_or_else(|p| p.into_inner().0);
+                            g = wait(g);
                         }
                     }
                     let f = files[u.file];
-                    let mut result = read_unit(f, u.unit, target, &srcs[u.file]);
+                    let mut result = read_unit(f, u.unit, target, &srcs[u.file]).and_then(|bs| {
+                        bs.into_iter()
+                            .map(|b| {
+                                let stats = b
+                                    .columns()
+                                    .iter()
+                                    .map(|a| column_stats(a.as_ref()))
+                                    .collect();
+                                route_batch(&cut, b, stats)
+                            })
+                            .collect::<Result<Vec<_>>>()
+                    });
                     if u.unit == 0 && result.is_ok() {
                         match file_crc(&f.path) {
                             Ok(crc) => {
@@ -980,78 +1004,100 @@ fn load_group(
                 }
             });
         }
-        // The table's side, on this thread.
-        let files_done = AtomicUsize::new(0);
-        let stop_at_file_end = || {
-            opts.stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed))
-        };
-        let batches = (0..units.len()).map_while(|i| {
-            let u = units[i];
-            // Stopped: end the group where a file ends.
-            if u.unit == 0 && stop_at_file_end() {
-                return None;
-            }
-            let mut g = shared.done.lock().unwrap_or_else(|p| p.into_inner());
-            let r = loop {
-                if let Some(r) = g.remove(&i) {
-                    break r;
+        // The table's side, on this thread: units in order.
+        let mut files_done = 0;
+        let written = (|| -> Result<u64> {
+            let mut rows = 0u64;
+            for (i, u) in units.iter().enumerate() {
+                // Stopped: end the group where a file ends.
+                if u.unit == 0
+                    && opts
+                        .stop
+                        .as_ref()
+                        .is_some_and(|s| s.load(Ordering::Relaxed))
+                {
+                    break;
                 }
-                if cancelled() {
-                    break Err(Error::Cancelled);
-                }
-                g = shared
-                    .ready
-                    .wait_timeout(g, std::time::Duration::from_millis(50))
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|p| p.into_inner().0);
-            };
-            shared.consumed.store(i + 1, Ordering::Relaxed);
-            shared.ready.notify_all();
-            drop(g);
-            if let Some(p) = &opts.progress {
-                p.bytes_read.fetch_add(
-                    files[u.file].unit_bytes.get(u.unit).copied().unwrap_or(0),
-                    Ordering::Relaxed,
-                );
-            }
-            match r {
-                Ok(bs) => {
-                    let rows: u64 = bs.iter().map(|b| b.num_rows() as u64).sum();
-                    if let Ok(mut rec) = records.lock() {
-                        rec[u.file].rows += rows;
+                let mut g = shared.done.lock().unwrap_or_else(|p| p.into_inner());
+                let r = loop {
+                    if let Some(r) = g.remove(&i) {
+                        break r;
                     }
-                    if last_unit[u.file] == Some(i) {
-                        files_done.store(u.file + 1, Ordering::Relaxed);
-                        if let Some(p) = &opts.progress {
-                            p.files_done.fetch_add(1, Ordering::Relaxed);
-                        }
+                    if cancelled() {
+                        break Err(Error::Cancelled);
                     }
-                    Some(bs.into_iter().map(Ok).collect::<Vec<_>>())
+                    g = wait(g);
+                };
+                shared.consumed.store(i + 1, Ordering::Relaxed);
+                shared.ready.notify_all();
+                drop(g);
+                let mut unit_rows = 0;
+                for pieces in r? {
+                    let kept = sink.write(Rows {
+                        pieces,
+                        first_row: rows,
+                        provenance: &[],
+                    })?;
+                    rows += kept;
+                    unit_rows += kept;
+                    if let Some(p) = &opts.progress {
+                        p.rows.fetch_add(kept, Ordering::Relaxed);
+                    }
                 }
-                Err(e) => Some(vec![Err(e)]),
+                if let Ok(mut rec) = records.lock() {
+                    rec[u.file].rows += unit_rows;
+                }
+                if let Some(p) = &opts.progress {
+                    p.bytes_read.fetch_add(
+                        files[u.file].unit_bytes.get(u.unit).copied().unwrap_or(0),
+                        Ordering::Relaxed,
+                    );
+                }
+                if last_unit[u.file] == Some(i) {
+                    files_done = u.file + 1;
+                    if let Some(p) = &opts.progress {
+                        p.files_done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
             }
-        });
-        let batches = batches.flatten();
-        // Files with no row groups before the first unit (or with none at
-        // all) count as done once the units before them are.
-        let result = super::batches::load_group_batches(db, table, batches, opts, inputs, &|| {
-            let mut done = files_done.load(Ordering::Relaxed);
-            // Trailing files without units.
-            while done < files.len() && files[done].units == 0 {
-                done += 1;
+            if cancelled() {
+                return Err(Error::Cancelled);
             }
-            let rec = records.lock().map(|r| r.clone()).unwrap_or_default();
-            rec[..done].to_vec()
-        });
+            sink.finish()?;
+            Ok(rows)
+        })();
         shared.quit.store(true, Ordering::Relaxed);
         shared.ready.notify_all();
-        result.map(|(rows, recs, committed)| {
-            let n = recs.len();
-            (rows, n, recs, committed)
-        })
-    })
+        written.map(|rows| (rows, files_done))
+    });
+    let (rows, mut files_done) = match written {
+        Ok(w) => w,
+        Err(e) => {
+            sink.abort();
+            return Err(e);
+        }
+    };
+    // Files without units right after the last one read are done too.
+    let stopped = opts
+        .stop
+        .as_ref()
+        .is_some_and(|s| s.load(Ordering::Relaxed));
+    if !stopped || files_done > 0 {
+        while files_done < files.len() && files[files_done].units == 0 {
+            files_done += 1;
+        }
+    }
+    if !stopped {
+        files_done = files.len();
+    }
+    let recs: Vec<FileRecord> = records
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .take(files_done)
+        .collect();
+    let committed = sink.commit(&GroupFiles { files: &recs, rows })?;
+    Ok((rows, files_done, recs, committed))
 }
 
 /// CRC-32 of a whole file (the load journal's check for a resumed load).
