@@ -61,9 +61,9 @@ pub struct ExportArgs {
     /// Replace what is at --output
     #[arg(long)]
     pub overwrite: bool,
-    /// CSV: field delimiter
-    #[arg(long, default_value = ",")]
-    pub delimiter: String,
+    /// CSV: field delimiter (default: a tab for a .tsv file, else a comma)
+    #[arg(long)]
+    pub delimiter: Option<String>,
     /// CSV: write a header line
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub header: bool,
@@ -96,10 +96,20 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: ExportArgs) ->
         (None, Some(_)) if tsv => FileFormat::Csv,
         (None, Some(_)) => by_ext.unwrap_or(FileFormat::Parquet),
     };
-    let mut delimiter = crate::util::parse_char(&a.delimiter, "--delimiter")?;
-    if tsv && a.delimiter == "," {
-        delimiter = b'\t';
+    if let (Some(g), Some(e), true) = (given, by_ext.or(tsv.then_some(FileFormat::Csv)), one_file)
+        && g != e
+    {
+        bail!(
+            "--format {} and the file name {} say different formats; give one",
+            g.extension(),
+            a.output.as_deref().unwrap_or(Path::new("")).display()
+        );
     }
+    let delimiter = match &a.delimiter {
+        Some(d) => crate::util::parse_char(d, "--delimiter")?,
+        None if tsv => b'\t',
+        None => b',',
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(sluice::load::Progress::default());
     let opts = ExportOptions {

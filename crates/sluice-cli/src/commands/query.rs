@@ -29,15 +29,25 @@ pub fn run(
     timing: bool,
     output: Option<&Path>,
 ) -> Result<()> {
+    // The file's format by its extension; .tsv is CSV split at tabs.
+    let tsv = output
+        .and_then(|p| p.extension())
+        .is_some_and(|e| e.eq_ignore_ascii_case("tsv"));
     let file_format = match output {
+        Some(_) if tsv => Some(sluice::dataset::FileFormat::Csv),
         Some(p) => Some(sluice::dataset::FileFormat::from_path(p).with_context(|| {
             format!(
-                "--output {}: name the file .parquet, .csv or .jsonl (the extension picks the format)",
+                "--output {}: name the file .parquet, .csv, .tsv or .jsonl (the extension picks the format)",
                 p.display()
             )
         })?),
         None => None,
     };
+    if output.is_some() && format.is_some() {
+        anyhow::bail!(
+            "--format is for printed results; --output takes its format from the file name"
+        );
+    }
     let mut db = Database::open(db_dir)?;
     // One query: each segment is let go (unmapped) once it is read.
     db.set_keep_segments(false);
@@ -45,18 +55,27 @@ pub fn run(
     let result = sluice::query::query(&db, sql, threads)?;
     let elapsed = start.elapsed();
     if let (Some(path), Some(format)) = (output, file_format) {
+        if result.explain.is_some() {
+            anyhow::bail!("EXPLAIN prints a plan; run it without --output");
+        }
         let opts = sluice::dataset::ExportOptions {
             format,
+            delimiter: if tsv { b'\t' } else { b',' },
             ..Default::default()
         };
         let batches = result.batches.iter().cloned().map(Ok);
         let (rows, bytes) = sluice::dataset::write_file(path, &result.schema, batches, None, &opts)
             .with_context(|| format!("writing the result to {}", path.display()))?;
         eprintln!(
-            "wrote {rows} rows to {} ({}) in {:.3} s",
+            "wrote {rows} rows to {} ({}) in {:.3} s{}",
             path.display(),
             crate::util::human_bytes(bytes),
-            start.elapsed().as_secs_f64()
+            start.elapsed().as_secs_f64(),
+            if timing {
+                format!(" (the query {:.3} s)", elapsed.as_secs_f64())
+            } else {
+                String::new()
+            }
         );
         return Ok(());
     }

@@ -280,7 +280,7 @@ fn export_filters_writes_csv_and_jsonl_and_query_results() {
     );
     assert!(e.contains("--where"), "{e}");
     let e = fails(&t.0, &["query", "--output", "r.xlsx", "SELECT 1"]);
-    assert!(e.contains(".parquet, .csv or .jsonl"), "{e}");
+    assert!(e.contains(".parquet, .csv, .tsv or .jsonl"), "{e}");
     let e = fails(&t.0, &["load", "--delimiter", "tab", "z", "agg.parquet"]);
     assert!(
         e.contains("--delimiter applies to text input, not to Parquet files"),
@@ -481,4 +481,118 @@ fn loading_nothing_but_bookkeeping_or_a_bad_value_fails_cleanly() {
         rows(&t.0, "s.db", "SELECT count(*) FROM small WHERE id > 1000"),
         "count(*)\n0\n"
     );
+}
+
+#[test]
+fn exports_guard_what_is_there_and_name_what_they_cannot_load() {
+    let t = Tmp::new();
+    t.write("all.csv", all_types_csv().as_bytes());
+    ok(
+        &t.0,
+        &["load", "--schema", ALL_TYPES, "--key", "id", "t", "all.csv"],
+    );
+    // --overwrite replaces datasets only, never the database.
+    t.write("notes/todo.txt", b"keep me");
+    let e = fails(&t.0, &["export", "t", "--output", "notes", "--overwrite"]);
+    assert!(e.contains("is not a dataset"), "{e}");
+    assert!(t.0.join("notes/todo.txt").is_file());
+    let e = fails(
+        &t.0,
+        &["export", "t", "--output", "sluice.db", "--overwrite"],
+    );
+    assert!(e.contains("holds the database"), "{e}");
+    let here = t.0.to_str().unwrap();
+    let e = fails(&t.0, &["export", "t", "--output", here, "--overwrite"]);
+    assert!(e.contains("holds the database"), "{e}");
+    // An old dataset a killed --overwrite left aside comes back.
+    ok(
+        &t.0,
+        &["export", "t", "--output", "ds", "--where", "id = 1"],
+    );
+    std::fs::rename(t.0.join("ds"), t.0.join(".ds.sluice-old-4000000000")).unwrap();
+    let e = fails(&t.0, &["export", "t", "--output", "ds"]);
+    assert!(e.contains("already exists"), "{e}");
+    assert!(t.0.join("ds/_SUCCESS").is_file());
+
+    // No rows: one empty file keeps the columns; it loads as an empty table.
+    ok(
+        &t.0,
+        &["export", "t", "--output", "none", "--where", "id < 0"],
+    );
+    assert!(t.0.join("none/part-00000.parquet").is_file());
+    ok(&t.0, &["--db", "e.db", "load", "e", "none"]);
+    assert_eq!(
+        rows(&t.0, "e.db", "SELECT count(*) FROM e"),
+        "count(*)\n0\n"
+    );
+
+    // A column whose name needs escaping partitions and comes back.
+    t.write("odd.csv", b"\"a/b=c\",v\nx/y,1\nz,2\n");
+    ok(
+        &t.0,
+        &[
+            "load",
+            "--schema",
+            "\"a/b=c\" TEXT, v INT",
+            "odd",
+            "odd.csv",
+        ],
+    );
+    ok(
+        &t.0,
+        &[
+            "export",
+            "odd",
+            "--output",
+            "oddds",
+            "--partition-by",
+            "a/b=c",
+        ],
+    );
+    assert!(t.0.join("oddds/a%2Fb%3Dc=x%2Fy").is_dir());
+    ok(
+        &t.0,
+        &[
+            "--db",
+            "o.db",
+            "load",
+            "--hive-partitioning",
+            "odd",
+            "oddds",
+        ],
+    );
+    assert_eq!(
+        rows(&t.0, "o.db", "SELECT \"a/b=c\", v FROM odd ORDER BY v"),
+        "a/b=c,v\nx/y,1\nz,2\n"
+    );
+
+    // Unfinished task attempts under _temporary are not data.
+    ok(&t.0, &["export", "t", "--output", "sp"]);
+    std::fs::create_dir_all(t.0.join("sp/_temporary/0")).unwrap();
+    std::fs::copy(
+        t.0.join("sp/part-00000.parquet"),
+        t.0.join("sp/_temporary/0/part-00000.parquet"),
+    )
+    .unwrap();
+    let out = ok(&t.0, &["--db", "sp.db", "load", "sp", "sp"]);
+    assert!(out.contains("skipped 2 bookkeeping files"), "{out}");
+    assert_eq!(
+        rows(&t.0, "sp.db", "SELECT count(*) FROM sp"),
+        "count(*)\n199\n"
+    );
+    // A duplicate key names the file and its row.
+    std::fs::create_dir_all(t.0.join("again")).unwrap();
+    std::fs::copy(
+        t.0.join("sp/part-00000.parquet"),
+        t.0.join("again/p.parquet"),
+    )
+    .unwrap();
+    let e = fails(&t.0, &["--db", "sp.db", "load", "sp", "again/p.parquet"]);
+    assert!(e.contains("again/p.parquet:1"), "{e}");
+    // A format and a file name that disagree.
+    let e = fails(
+        &t.0,
+        &["export", "t", "--format", "csv", "--output", "a.parquet"],
+    );
+    assert!(e.contains("say different formats"), "{e}");
 }

@@ -81,24 +81,32 @@ pub fn unescape_value(s: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// The `col=value` parts of `relative` (a file's path below a dataset's
-/// root, its file name last), in order: `a=1/b=x/part-0.parquet` gives
-/// `[("a", Some("1")), ("b", Some("x"))]`. Directories without `=` are
-/// skipped.
-pub fn partition_values(relative: &std::path::Path) -> Vec<(String, Option<String>)> {
-    let parts: Vec<_> = relative.components().collect();
-    let dirs = parts.len().saturating_sub(1);
-    parts[..dirs]
-        .iter()
-        .filter_map(|c| {
-            let s = c.as_os_str().to_str()?;
-            let (k, v) = s.split_once('=')?;
-            if k.is_empty() {
-                return None;
-            }
-            Some((k.to_string(), unescape_value(v)))
-        })
-        .collect()
+/// The `col=value` directories right above a file, outermost first:
+/// `data/run/a=1/b=x/part-0.parquet` gives `[("a", Some("1")), ("b",
+/// Some("x"))]`. Only the unbroken run of such directories next to the
+/// file counts (as Spark reads a dataset from its base path): a `k=v`
+/// directory above a plain one is not the dataset's. Names and values
+/// are unescaped.
+pub fn partition_values(path: &std::path::Path) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    let mut dirs = path.parent();
+    while let Some(d) = dirs {
+        let Some((k, v)) = d
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.split_once('='))
+        else {
+            break;
+        };
+        if k.is_empty() {
+            break;
+        }
+        let key = unescape_value(k).unwrap_or_default();
+        out.push((key, unescape_value(v)));
+        dirs = d.parent();
+    }
+    out.reverse();
+    out
 }
 
 #[cfg(test)]
@@ -123,13 +131,22 @@ mod tests {
 
     #[test]
     fn reads_values_from_paths() {
-        let p = std::path::Path::new("shard=03/d=2024-01-31/x/part-00001.parquet");
+        let p = std::path::Path::new("/data/run=7/ds/shard=03/d=2024-01-31/part-00001.parquet");
         assert_eq!(
             partition_values(p),
             vec![
                 ("shard".to_string(), Some("03".to_string())),
                 ("d".to_string(), Some("2024-01-31".to_string()))
             ]
+        );
+        // A plain directory between the file and `k=v` ones: not partitions.
+        let p = std::path::Path::new("shard=03/x/part-00001.parquet");
+        assert!(partition_values(p).is_empty());
+        // Escaped names and values.
+        let p = std::path::Path::new("a%3Db=x%2Fy/part-0.parquet");
+        assert_eq!(
+            partition_values(p),
+            vec![("a=b".to_string(), Some("x/y".to_string()))]
         );
         let p = std::path::Path::new("k=__HIVE_DEFAULT_PARTITION__/part-0.parquet");
         assert_eq!(partition_values(p), vec![("k".to_string(), None)]);

@@ -256,7 +256,7 @@ pub fn export_table(
         .map(|s| (s.count.saturating_sub(1)).to_string().len().max(2))
         .unwrap_or(2);
 
-    let staging = Staging::new(output, opts.overwrite)?;
+    let staging = Staging::new(output, opts.overwrite, db.dir())?;
     let segments: Vec<_> = meta
         .segments
         .iter()
@@ -329,9 +329,6 @@ pub fn export_table(
                     if let Some(p) = &opts.progress {
                         p.rows.fetch_add(n, Ordering::Relaxed);
                     }
-                    if open.len() > MAX_OPEN_FILES {
-                        ctx.close_all(&mut open)?;
-                    }
                 }
                 if let Some(p) = &opts.progress {
                     p.bytes_read.fetch_add(seg.bytes, Ordering::Relaxed);
@@ -363,6 +360,15 @@ pub fn export_table(
         .is_some_and(|c| c.load(Ordering::Relaxed))
     {
         return Err(Error::Cancelled);
+    }
+    // No row at all: one empty file with the columns, so that readers
+    // (and `sluice load`) see the schema, as Spark writes one.
+    if ctx.files.load(Ordering::Relaxed) == 0 {
+        let path = ctx
+            .dir
+            .join(format!("part-00000.{}", opts.format.extension()));
+        let f = PartFile::create(&path, &ctx.schema, ctx.props.clone(), opts)?;
+        ctx.close(f)?;
     }
     let partitions = ctx.partitions.lock().map(|p| p.len()).unwrap_or(0) as u64;
     let summary = ExportSummary {
@@ -498,7 +504,11 @@ fn split_by_value(col: &dyn Array, name: &str) -> Vec<(String, Vec<u32>)> {
         let v = format_value(col, r);
         let i = *at.entry(v.clone()).or_insert_with(|| {
             order.push((
-                format!("{name}={}", hive::escape_value(v.as_deref())),
+                format!(
+                    "{}={}",
+                    hive::escape_value(Some(name)),
+                    hive::escape_value(v.as_deref())
+                ),
                 Vec::new(),
             ));
             order.len() - 1
@@ -529,6 +539,9 @@ impl Ctx<'_> {
         dir: String,
         b: &RecordBatch,
     ) -> Result<()> {
+        if !open.contains_key(&dir) && open.len() >= MAX_OPEN_FILES {
+            self.close_all(open)?;
+        }
         if !open.contains_key(&dir) {
             let d = self.dir.join(&dir);
             if !dir.is_empty() {
@@ -721,7 +734,7 @@ struct Staging {
 }
 
 impl Staging {
-    fn new(output: &Path, overwrite: bool) -> Result<Staging> {
+    fn new(output: &Path, overwrite: bool, db_dir: &Path) -> Result<Staging> {
         let name = output
             .file_name()
             .ok_or_else(|| {
@@ -732,11 +745,35 @@ impl Staging {
             })?
             .to_string_lossy()
             .into_owned();
-        if output.exists() && !overwrite && !is_empty_dir(output) {
+        // Never over (or around) the database itself.
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let db = canon(db_dir);
+        let out = match output.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => canon(parent).join(&name),
+            _ => canon(Path::new(".")).join(&name),
+        };
+        if db.starts_with(&out) {
             return Err(Error::Config(format!(
-                "{} already exists; remove it, choose another --output, or give --overwrite",
-                output.display()
+                "--output {} holds the database {}; choose another directory",
+                output.display(),
+                db_dir.display()
             )));
+        }
+        remove_stale(output, &name);
+        if output.is_dir() && !is_empty_dir(output) {
+            if !overwrite {
+                return Err(Error::Config(format!(
+                    "{} already exists; remove it, choose another --output, or give --overwrite",
+                    output.display()
+                )));
+            }
+            // --overwrite replaces a dataset, not any directory.
+            if !output.join("_SUCCESS").is_file() {
+                return Err(Error::Config(format!(
+                    "--overwrite: {} is not a dataset (it has no _SUCCESS file); remove it yourself if it should go",
+                    output.display()
+                )));
+            }
         }
         if output.is_file() {
             return Err(Error::Config(format!(
@@ -744,7 +781,6 @@ impl Staging {
                 output.display()
             )));
         }
-        remove_stale(output, &name);
         let tmp = output.with_file_name(format!(".{name}.sluice-tmp-{}", std::process::id()));
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
@@ -783,13 +819,21 @@ impl Staging {
                 old = Some(aside);
             }
         }
-        std::fs::rename(&self.tmp, &self.output).map_err(|e| Error::io(&self.output, e))?;
+        if let Err(e) = std::fs::rename(&self.tmp, &self.output) {
+            // Put the old dataset back where it was.
+            if let Some(old) = &old {
+                let _ = std::fs::rename(old, &self.output);
+            }
+            return Err(Error::io(&self.output, e));
+        }
         self.published = true;
         if let Some(parent) = self.output.parent().filter(|p| !p.as_os_str().is_empty()) {
             crate::store::manifest::sync_dir(parent)?;
         }
+        // The new dataset is in place; an old one left behind is removed
+        // by the next export to this name.
         if let Some(old) = old {
-            std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))?;
+            let _ = std::fs::remove_dir_all(&old);
         }
         Ok(())
     }
@@ -803,12 +847,13 @@ impl Drop for Staging {
     }
 }
 
-/// Removes what exports to `output` killed before they finished left
-/// beside it: `.NAME.sluice-tmp-PID` (and `-old-`) of processes that are
-/// gone (Linux: no `/proc/PID`; elsewhere nothing is removed).
+/// Cleans up after exports to `output` that were killed (their PID is
+/// gone; Linux: no `/proc/PID`, elsewhere nothing is touched): their
+/// unfinished `.NAME.sluice-tmp-PID` is removed; an old dataset an
+/// `--overwrite` had moved aside (`.NAME.sluice-old-PID`) is put back when
+/// nothing took its place, else removed.
 fn remove_stale(output: &Path, name: &str) {
-    let proc_fs = Path::new("/proc/self");
-    if !proc_fs.exists() {
+    if !Path::new("/proc/self").exists() {
         return;
     }
     let parent = match output.parent() {
@@ -818,16 +863,21 @@ fn remove_stale(output: &Path, name: &str) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
+    let gone = |pid: &str| pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists();
     for e in entries.flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
-        let pid = [".sluice-tmp-", ".sluice-old-"].iter().find_map(|mark| {
-            n.strip_prefix(&format!(".{name}{mark}"))
-                .and_then(|p| p.parse::<u32>().ok())
-        });
-        if let Some(pid) = pid
-            && !Path::new("/proc").join(pid.to_string()).exists()
+        if let Some(pid) = n.strip_prefix(&format!(".{name}.sluice-tmp-"))
+            && gone(pid)
         {
             let _ = std::fs::remove_dir_all(e.path());
+        } else if let Some(pid) = n.strip_prefix(&format!(".{name}.sluice-old-"))
+            && gone(pid)
+        {
+            if output.exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            } else {
+                let _ = std::fs::rename(e.path(), output);
+            }
         }
     }
 }

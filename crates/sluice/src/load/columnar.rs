@@ -36,7 +36,7 @@ use crate::store::Database;
 use super::options::checked_options;
 use super::plan::{resume_plan, unique_inputs};
 use super::request::LoadRequest;
-use super::sink::{FileRecord, GroupFiles, Piece, Rows, Sink};
+use super::sink::{FileRecord, GroupFiles, Piece, Provenance, Rows, Sink};
 use super::workers::{Cut, route_batch};
 use super::{LoadOptions, LoadSummary, TableSink};
 use crate::batch::column_stats;
@@ -94,11 +94,22 @@ pub fn sniff(input: &Input) -> Result<Option<Columnar>> {
 }
 
 /// Whether a file is a dataset's bookkeeping, not data: a name starting
-/// with `_` or `.` (`_SUCCESS`, `_committed_…`, `.part-0.crc`).
+/// with `_` or `.` (`_SUCCESS`, `_committed_…`, `.part-0.crc`), or a file
+/// under the directories engines keep their own state in (`_temporary`:
+/// unfinished task attempts of Spark and Hadoop; `_delta_log`,
+/// `_spark_metadata`).
 fn is_bookkeeping(p: &Path) -> bool {
-    p.file_name()
+    let named = p
+        .file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with('_') || n.starts_with('.'))
+        .is_some_and(|n| n.starts_with('_') || n.starts_with('.'));
+    named
+        || p.components().any(|c| {
+            matches!(
+                c.as_os_str().to_str(),
+                Some("_temporary" | "_delta_log" | "_spark_metadata")
+            )
+        })
 }
 
 /// The columnar format of a load's inputs: `given` (`--format parquet`
@@ -270,9 +281,20 @@ fn unsupported(file: &Path, name: &str, t: &Arrow) -> Error {
 
 /// `c` as type `to`, refused when a value would change: a float with a
 /// fraction into an integer, a decimal rounded, an integer out of range,
-/// sub-microsecond time. Checked by casting back and comparing. Text
-/// takes anything as written. The error says which value (1-based row).
+/// sub-microsecond time. Checked by casting back and comparing (text read
+/// back must be the same text: `"1.5"` into DECIMAL(4,2) reads back
+/// `"1.50"` and is refused; give data of the column's type). Dictionaries
+/// are checked as their values, time-zone timestamps as their UTC value
+/// (what they store). Anything into TEXT is taken as written.
 pub fn exact_cast(c: &ArrayRef, to: &Arrow) -> std::result::Result<ArrayRef, String> {
+    cast_checked(c, to, true)
+}
+
+fn cast_checked(
+    c: &ArrayRef,
+    to: &Arrow,
+    check_text: bool,
+) -> std::result::Result<ArrayRef, String> {
     if c.data_type() == to {
         return Ok(c.clone());
     }
@@ -280,27 +302,38 @@ pub fn exact_cast(c: &ArrayRef, to: &Arrow) -> std::result::Result<ArrayRef, Str
         safe: false,
         ..Default::default()
     };
-    let out = arrow_cast::cast_with_options(c, to, &opts).map_err(|e| e.to_string())?;
-    let checked = !matches!(to, Arrow::Utf8)
-        && !matches!(
-            c.data_type(),
-            Arrow::Dictionary(..)
-                | Arrow::Timestamp(_, Some(_))
-                | Arrow::Utf8
-                | Arrow::LargeUtf8
-                | Arrow::Utf8View
-        );
-    if checked {
-        let back =
-            arrow_cast::cast_with_options(&out, c.data_type(), &opts).map_err(|e| e.to_string())?;
-        let differs = arrow_ord::cmp::distinct(&back, c).map_err(|e| e.to_string())?;
-        if let Some(row) = differs.iter().position(|d| d == Some(true)) {
-            let shown =
-                arrow_cast::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
-                    .map(|f| f.value(row).to_string())
-                    .unwrap_or_default();
-            return Err(format!("the value {shown} (row {}) would change", row + 1));
+    let cast = |a: &ArrayRef, t: &Arrow| {
+        arrow_cast::cast_with_options(a, t, &opts).map_err(|e| e.to_string())
+    };
+    // What the values are: a dictionary's values, a zoned timestamp's
+    // stored (UTC) value.
+    let plain = match c.data_type() {
+        Arrow::Dictionary(_, v) => cast(c, v)?,
+        Arrow::Timestamp(unit, Some(_)) => {
+            let data = c
+                .to_data()
+                .into_builder()
+                .data_type(Arrow::Timestamp(*unit, None));
+            arrow_array::make_array(data.build().map_err(|e| e.to_string())?)
         }
+        _ => c.clone(),
+    };
+    let out = cast(&plain, to)?;
+    let text = matches!(
+        plain.data_type(),
+        Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View
+    );
+    if matches!(to, Arrow::Utf8) || (text && !check_text) {
+        return Ok(out);
+    }
+    let back = cast(&out, plain.data_type())?;
+    let differs = arrow_ord::cmp::distinct(&back, &plain).map_err(|e| e.to_string())?;
+    if let Some(row) = differs.iter().position(|d| d == Some(true)) {
+        let shown =
+            arrow_cast::display::ArrayFormatter::try_new(plain.as_ref(), &Default::default())
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_default();
+        return Err(format!("the value {shown} (row {}) would change", row + 1));
     }
     Ok(out)
 }
@@ -773,7 +806,8 @@ fn read_unit(
 fn partition_column(f: &ColFile, p: usize, t: &Arrow, n: usize) -> Result<ArrayRef> {
     let (name, value) = &f.parts[p];
     let one: ArrayRef = Arc::new(StringArray::from(vec![value.clone()]));
-    let typed = exact_cast(&one, t).map_err(|why| Error::Input {
+    // Directory names are text as engines write it ("1.5" for 1.50).
+    let typed = cast_checked(&one, t, false).map_err(|why| Error::Input {
         path: f.path.display().to_string(),
         message: format!(
             "partition directory {name}={}: not a {}: {why}",
@@ -936,6 +970,7 @@ fn load_group(
     checked_options(db, table, opts)?;
     let mut sink = TableSink::new(db, table);
     let layout = sink.begin(opts, inputs)?;
+    let layout_provenance = layout.provenance;
     let cut = Cut::layout(&layout);
     let shared = Ordered {
         done: Mutex::new(BTreeMap::new()),
@@ -975,18 +1010,35 @@ fn load_group(
                             g = wait(g);
                         }
                     }
+                    if shared.quit.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let f = files[u.file];
-                    let mut result = read_unit(f, u.unit, target, &srcs[u.file]).and_then(|bs| {
-                        bs.into_iter()
-                            .map(|b| {
-                                let stats = b
-                                    .columns()
-                                    .iter()
-                                    .map(|a| column_stats(a.as_ref()))
-                                    .collect();
-                                route_batch(&cut, b, stats)
-                            })
-                            .collect::<Result<Vec<_>>>()
+                    // A panic in a decoder (a damaged file) is this unit's
+                    // error: the table's side waits for every unit in turn.
+                    let work = std::panic::AssertUnwindSafe(|| {
+                        read_unit(f, u.unit, target, &srcs[u.file]).and_then(|bs| {
+                            bs.into_iter()
+                                .map(|b| {
+                                    let stats = b
+                                        .columns()
+                                        .iter()
+                                        .map(|a| column_stats(a.as_ref()))
+                                        .collect();
+                                    route_batch(&cut, b, stats)
+                                })
+                                .collect::<Result<Vec<_>>>()
+                        })
+                    });
+                    let mut result = std::panic::catch_unwind(work).unwrap_or_else(|_| {
+                        Err(Error::Input {
+                            path: f.path.display().to_string(),
+                            message: format!(
+                                "row group {}: the {} reader failed on it (a damaged file?)",
+                                u.unit + 1,
+                                f.kind.name()
+                            ),
+                        })
                     });
                     if u.unit == 0 && result.is_ok() {
                         match file_crc(&f.path) {
@@ -1006,6 +1058,7 @@ fn load_group(
         }
         // The table's side, on this thread: units in order.
         let mut files_done = 0;
+        let mut file_rows = vec![0u64; files.len()];
         let written = (|| -> Result<u64> {
             let mut rows = 0u64;
             for (i, u) in units.iter().enumerate() {
@@ -1033,10 +1086,20 @@ fn load_group(
                 drop(g);
                 let mut unit_rows = 0;
                 for pieces in r? {
+                    // Rows are named `file:N`, N the row of the file.
+                    let here = [Provenance {
+                        row: rows,
+                        file: u.file,
+                        line: file_rows[u.file],
+                        exact: true,
+                        rejected: Vec::new(),
+                    }];
+                    let n: u64 = pieces.iter().map(|p| p.batch.num_rows() as u64).sum();
+                    file_rows[u.file] += n;
                     let kept = sink.write(Rows {
                         pieces,
                         first_row: rows,
-                        provenance: &[],
+                        provenance: if layout_provenance { &here } else { &[] },
                     })?;
                     rows += kept;
                     unit_rows += kept;
@@ -1177,6 +1240,36 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("row 2"), "{e}");
+        // A zoned timestamp is checked as its stored (UTC) value.
+        let zoned: ArrayRef = Arc::new(
+            arrow_array::TimestampNanosecondArray::from(vec![2_000, 2_001]).with_timezone("UTC"),
+        );
+        let e = exact_cast(
+            &zoned,
+            &Arrow::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+        )
+        .unwrap_err();
+        assert!(e.contains("row 2"), "{e}");
+        // A dictionary is checked as its values.
+        let dict: ArrayRef = Arc::new(
+            arrow_array::DictionaryArray::<arrow_array::types::Int32Type>::try_new(
+                arrow_array::Int32Array::from(vec![0, 1]),
+                Arc::new(arrow_array::Float64Array::from(vec![1.0, 1.5])),
+            )
+            .unwrap(),
+        );
+        assert!(
+            exact_cast(&dict, &Arrow::Int64)
+                .unwrap_err()
+                .contains("1.5")
+        );
+        // Text must read back as written; partition values need not.
+        let text: ArrayRef = Arc::new(StringArray::from(vec!["1.005"]));
+        assert!(exact_cast(&text, &Arrow::Decimal64(4, 2)).is_err());
+        let text: ArrayRef = Arc::new(StringArray::from(vec!["1.50"]));
+        assert!(exact_cast(&text, &Arrow::Decimal64(4, 2)).is_ok());
+        let loose: ArrayRef = Arc::new(StringArray::from(vec!["1.5"]));
+        assert!(cast_checked(&loose, &Arrow::Decimal64(4, 2), false).is_ok());
         let ok: ArrayRef = Arc::new(arrow_array::Int32Array::from(vec![Some(7), None]));
         let out = exact_cast(&ok, &Arrow::Int64).unwrap();
         assert_eq!(out.null_count(), 1);
