@@ -57,9 +57,9 @@ fn cells(batches: &[RecordBatch]) -> impl Iterator<Item = Vec<Option<String>>> +
 
 fn write_csv(out: &mut dyn Write, names: &[String], batches: &[RecordBatch]) -> Result<()> {
     let header: Vec<Option<String>> = names.iter().cloned().map(Some).collect();
-    crate::util::write_csv_row(out, &header, b',')?;
+    sluice::batch::write_csv_row(out, &header, b',')?;
     for row in cells(batches) {
-        crate::util::write_csv_row(out, &row, b',')?;
+        sluice::batch::write_csv_row(out, &row, b',')?;
     }
     Ok(())
 }
@@ -134,34 +134,13 @@ fn write_json(out: &mut dyn Write, names: &[String], batches: &[RecordBatch]) ->
                 writeln!(out, ",")?;
             }
             first = false;
-            write!(out, "  {{")?;
-            for (i, c) in b.columns().iter().enumerate() {
-                if i > 0 {
-                    write!(out, ", ")?;
-                }
-                write!(out, "{}: ", serde_json::to_string(&names[i])?)?;
-                match format_value(c.as_ref(), r) {
-                    None => write!(out, "null")?,
-                    Some(v)
-                        if matches!(c.data_type(), A::Float64)
-                            && !v.parse::<f64>().is_ok_and(f64::is_finite) =>
-                    {
-                        write!(out, "{}", serde_json::to_string(&v)?)?
-                    }
-                    // Exact: decimals and integers are written as they print.
-                    Some(v) if is_number(c.data_type()) || matches!(c.data_type(), A::Boolean) => {
-                        write!(out, "{v}")?
-                    }
-                    Some(v) => write!(out, "{}", serde_json::to_string(&v)?)?,
-                }
-            }
-            write!(out, "}}")?;
+            write!(out, "  ")?;
+            sluice::batch::write_json_object(out, names, b.columns(), r)?;
         }
     }
     if !first {
         writeln!(out)?;
     }
     writeln!(out, "]")?;
-    let _ = batches.first().map(|b| b.column(0).len());
     Ok(())
 }

@@ -1,6 +1,5 @@
 //! Small helpers for the command line: option parsing, sizes, progress.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -63,27 +62,6 @@ pub fn human_count(n: u64) -> String {
         1_000_000..1_000_000_000 => format!("{:.2}M", n as f64 / 1e6),
         _ => format!("{:.2}G", n as f64 / 1e9),
     }
-}
-
-/// Writes one CSV row; NULL is an empty field, an empty string is `""`.
-pub fn write_csv_row(out: &mut dyn Write, cells: &[Option<String>], d: u8) -> std::io::Result<()> {
-    for (i, c) in cells.iter().enumerate() {
-        if i > 0 {
-            out.write_all(&[d])?;
-        }
-        let Some(v) = c else { continue };
-        let needs = v.is_empty()
-            || v.bytes()
-                .any(|b| b == d || b == b'"' || b == b'\n' || b == b'\r');
-        if needs {
-            out.write_all(b"\"")?;
-            out.write_all(v.replace('"', "\"\"").as_bytes())?;
-            out.write_all(b"\"")?;
-        } else {
-            out.write_all(v.as_bytes())?;
-        }
-    }
-    out.write_all(b"\n")
 }
 
 /// How often the progress bar redraws.
