@@ -31,6 +31,7 @@ pub mod infer;
 pub mod load;
 pub mod parse;
 pub mod partition;
+pub mod pgcopy;
 pub mod query;
 pub mod source;
 pub mod split;
