@@ -58,7 +58,8 @@ pub struct ExportArgs {
     /// Start a new file once one holds this much (a dataset)
     #[arg(long, default_value = "512MiB")]
     pub target_file_size: String,
-    /// Replace what is at --output
+    /// Replace the file, or the dataset (a directory holding _SUCCESS),
+    /// at --output
     #[arg(long)]
     pub overwrite: bool,
     /// CSV: field delimiter (default: a tab for a .tsv file, else a comma)
