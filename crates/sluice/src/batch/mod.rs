@@ -283,6 +283,15 @@ impl Schema {
         Schema::new(std::mem::take(&mut self.columns)).map(|s| *self = s)
     }
 
+    /// The column names, comma separated (for messages).
+    pub fn column_names(&self) -> String {
+        self.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()
     }

@@ -233,7 +233,7 @@ pub fn export_table(
         Some(PartitionBy::Column(c)) => Some(schema.position(c).ok_or_else(|| {
             Error::UndefinedColumn(format!(
                 "--partition-by {c}: table {table} has no such column (its columns: {})",
-                column_names(schema)
+                schema.column_names()
             ))
         })?),
     };
@@ -453,15 +453,6 @@ pub fn write_file(
             Err(e)
         }
     }
-}
-
-fn column_names(schema: &Schema) -> String {
-    schema
-        .columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The writer settings every Parquet file gets.

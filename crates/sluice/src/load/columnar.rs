@@ -492,7 +492,7 @@ pub fn prepare_columnar(
                     return Err(Error::UndefinedColumn(format!(
                         "--columns {name}: {} has no such column (its columns: {})",
                         first.path.display(),
-                        column_names(&schema)
+                        schema.column_names()
                     )));
                 };
                 picked.push(schema.columns[i].clone());
@@ -520,14 +520,6 @@ pub fn prepare_columnar(
         inferred,
         skipped,
     })
-}
-
-fn column_names(s: &Schema) -> String {
-    s.columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The columns of a new table from the first file (and the partition

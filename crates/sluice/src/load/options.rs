@@ -410,12 +410,7 @@ fn new_sharding(table: &str, schema: &Schema, opts: &LoadOptions) -> Result<Opti
                 .ok_or_else(|| {
                     Error::Schema(format!(
                         "--shard-by {b}: table {table} has no such column (columns: {})",
-                        schema
-                            .columns
-                            .iter()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        schema.column_names()
                     ))
                 })?;
             Some(c.name.clone())

@@ -615,12 +615,7 @@ impl Columns<'_> {
     }
 
     fn list(&self) -> String {
-        self.schema
-            .columns
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.schema.column_names()
     }
 }
 
@@ -1573,12 +1568,7 @@ pub fn names_field_map(
                 return Err(format!(
                     "the header names field {}, which is not a column of the table (columns: {}); --ignore-unknown skips it",
                     show_key(name),
-                    schema
-                        .columns
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    schema.column_names()
                 ));
             }
             c => targets.push(c),
