@@ -153,6 +153,15 @@ pub enum Error {
         cause: Box<Error>,
     },
 
+    /// A database server a load writes to refused a request or could not
+    /// be reached: its message, and its SQLSTATE when it gave one.
+    #[error("{server}: {message}{}", sqlstate.as_deref().map(|c| format!(" (SQLSTATE {c})")).unwrap_or_default())]
+    Server {
+        server: String,
+        message: String,
+        sqlstate: Option<String>,
+    },
+
     /// A stored file failed its checksum or could not be decoded.
     #[error("{}: corrupt: {message}", file.display())]
     Corrupt { file: PathBuf, message: String },

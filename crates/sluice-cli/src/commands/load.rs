@@ -21,6 +21,8 @@ use sluice::store::Database;
 
 use crate::util;
 
+mod into;
+
 /// The examples of `--help`.
 pub const EXAMPLES: &str = "Examples:
   sluice load --dry-run sales sales.csv     # print the inferred schema and delimiter
@@ -38,7 +40,9 @@ pub const EXAMPLES: &str = "Examples:
   sluice load logs 'archive/*.csv.gz'       # gzip and zstd, detected by content
   sluice load --schema \"id BIGINT, tags TEXT\" events events.jsonl   # JSON lines, fields by name
   sluice load --format json --columns \"id,name\" --schema \"id INT, name TEXT\" t rows.json   # [[1,\"a\"],...]
-  zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -";
+  zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -
+  sluice load --into postgresql://app@db.example/shop --key id sales 'in/*.csv'   # into PostgreSQL
+  PGPASSWORD=... sluice load --into postgresql://app@db/shop --connections 4 sales big.csv";
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -236,6 +240,28 @@ pub struct LoadArgs {
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
+    /// Load into a table of a PostgreSQL server instead of the sluice
+    /// database: postgresql://user@host[:port]/database. The rows go as
+    /// binary COPY over --connections connections; each commit group is
+    /// published once, also across crashes (the journal is the server's
+    /// table sluice_load_journal: the same command run again loads the
+    /// rest). A new table is created from the schema (given or inferred),
+    /// its primary key added after the rows. The password: in the URL,
+    /// --password-file, or PGPASSWORD
+    #[arg(long, value_name = "URL")]
+    into: Option<String>,
+    /// --into: a file whose first line is the password
+    #[arg(long, value_name = "FILE", requires = "into")]
+    password_file: Option<PathBuf>,
+    /// --into: connections that load in parallel (default: the cores of
+    /// this machine, at most 8)
+    #[arg(long, value_name = "N", requires = "into")]
+    connections: Option<usize>,
+    /// --into: create a new table with its primary key and load into the
+    /// indexed table (default: the key is added after the rows, which is
+    /// several times faster)
+    #[arg(long, requires = "into")]
+    index_first: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -272,6 +298,9 @@ enum OnErrorArg {
 /// the schema printed (or only printed with `--dry-run`), the load run,
 /// its summary printed.
 pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> Result<()> {
+    if a.into.is_some() {
+        return into::run(threads, quiet, &a);
+    }
     let inputs = sluice::source::expand(&a.inputs)?;
     let given = request(&a, threads).columnar;
     if let Some(kind) = sluice::load::columnar::detect(&inputs, given).map_err(chained)? {
@@ -647,8 +676,7 @@ fn load_error(e: sluice::Error, a: &LoadArgs, p: &Prepared) -> anyhow::Error {
             a.table,
             hint_line(sniffed)
         ),
-        e => anyhow::Error::new(e)
-            .context(format!("loading table {}; nothing was committed", a.table)),
+        e => chained(e).context(format!("loading table {}; nothing was committed", a.table)),
     }
 }
 

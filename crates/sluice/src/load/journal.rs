@@ -20,12 +20,13 @@ use super::sink::GroupFiles;
 /// symbolic links resolved (`<stdin>` for standard input). Directories are
 /// resolved once for all the files in them.
 #[derive(Default)]
-pub(super) struct JournalPaths {
+pub struct JournalPaths {
     last: Option<(PathBuf, PathBuf)>,
 }
 
 impl JournalPaths {
-    pub(super) fn of(&mut self, input: &Input) -> String {
+    /// The journal name of `input`.
+    pub fn of(&mut self, input: &Input) -> String {
         let Input::File(p) = input else {
             return "<stdin>".to_string();
         };

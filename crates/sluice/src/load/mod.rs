@@ -69,6 +69,7 @@ pub use options::{
 pub use reader::{FIXED_MEMORY, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, block_size_for};
 pub use request::{
     InputFormat, LoadRequest, Prepared, parse_char, parse_commit_every, parse_size, prepare,
+    prepare_for,
 };
 pub use sink::Sink;
 pub use summary::{LoadSummary, Progress};
@@ -142,19 +143,96 @@ pub fn load_into<'a>(
     inputs: &'a [Input],
     opts: &LoadOptions,
 ) -> Result<LoadSummary> {
+    let plan = ResumePlan {
+        todo: Vec::new(),
+        already_loaded: 0,
+        listed_twice: 0,
+        total: inputs.len() as u64,
+    };
+    load_planned(sink, name, inputs, &plan, opts)
+}
+
+/// The inputs a load into a [`Sink`] with a journal of its own still has
+/// to read: see [`resume_inputs`].
+#[derive(Debug, Clone)]
+pub struct ResumePlan {
+    /// The inputs to load, each file once, without those loaded before.
+    pub todo: Vec<Input>,
+    /// Files skipped: an earlier commit loaded them (same name, size and
+    /// CRC-32).
+    pub already_loaded: u64,
+    /// Files dropped because they were listed twice.
+    pub listed_twice: u64,
+    /// Files given, each once.
+    pub total: u64,
+}
+
+/// Which of `inputs` a load still has to read, given the files its
+/// destination's journal records (`loaded`: journal name, see
+/// [`journal_name`], to the commit that loaded it and what was recorded
+/// of it), as [`load`] decides for a table: a file with the same name,
+/// size and CRC-32 is skipped, a changed one is an error (or loaded
+/// again: `opts.reload`).
+pub fn resume_inputs(
+    inputs: &[Input],
+    loaded: &std::collections::HashMap<String, (u64, crate::store::LoadedFile)>,
+    opts: &LoadOptions,
+) -> Result<ResumePlan> {
+    let (deduped, listed_twice) = unique_inputs(inputs);
+    let unique: &[Input] = deduped.as_deref().unwrap_or(inputs);
+    let (rest, already_loaded) = plan::resume_against(loaded, unique, opts)?;
+    Ok(ResumePlan {
+        todo: rest.unwrap_or_else(|| unique.to_vec()),
+        already_loaded,
+        listed_twice,
+        total: unique.len() as u64,
+    })
+}
+
+/// Loads `inputs` (the plan's `todo`, borrowed for as long as the sink
+/// needs) into `sink` as [`load_into`] does, counting the files `plan`
+/// skipped in the summary and its messages.
+pub fn load_planned<'a>(
+    sink: &mut dyn Sink<'a>,
+    name: &str,
+    inputs: &'a [Input],
+    plan: &ResumePlan,
+    opts: &LoadOptions,
+) -> Result<LoadSummary> {
     let start = Instant::now();
-    if inputs.is_empty() {
+    if inputs.is_empty() && plan.already_loaded == 0 {
         return Err(Error::Config("no input files given".into()));
     }
     opts.dialect.validate()?;
     let mut total = LoadSummary::empty(name, worker_count(opts.threads));
-    let before = Resumed {
-        files: 0,
-        total: inputs.len() as u64,
-    };
-    run_groups(sink, inputs, opts, before, true, &mut total)?;
+    total.already_loaded = plan.already_loaded;
+    total.listed_twice = plan.listed_twice;
+    if !inputs.is_empty() {
+        let before = Resumed {
+            files: plan.already_loaded,
+            total: plan.total,
+        };
+        run_groups(sink, inputs, opts, before, true, &mut total)?;
+    }
     total.seconds = start.elapsed().as_secs_f64();
     Ok(total)
+}
+
+/// The name a load journal gives an input: its absolute path with the
+/// directory's symbolic links resolved (`<stdin>` for standard input).
+/// For many inputs, [`JournalNames`] resolves each directory once.
+pub fn journal_name(input: &Input) -> String {
+    JournalNames::default().of(input)
+}
+
+/// Journal names of inputs, one directory resolved once for all its
+/// files; see [`journal_name`].
+pub use journal::JournalPaths as JournalNames;
+
+/// Whether an input is journaled by a commit (and skipped by a later
+/// load): a regular file, not standard input, a pipe or a device.
+pub fn is_journaled(input: &Input) -> bool {
+    plan::is_regular(input)
 }
 
 /// Input files committed before this load (resumed), of all it was given.

@@ -7,6 +7,7 @@
 //! reader, after the file that reaches a `--commit-every` limit.
 //! Not useful for: writing the journal (`journal`).
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -51,18 +52,31 @@ pub(super) fn resume_plan(
     inputs: &[Input],
     opts: &LoadOptions,
 ) -> Result<(Option<Vec<Input>>, u64)> {
-    let reload = opts.reload;
     let meta = match db.table(table) {
-        Some(m) if !m.loads.is_empty() && reload != Reload::All => m,
+        Some(m) if !m.loads.is_empty() && opts.reload != Reload::All => m,
         _ => return Ok((None, 0)),
     };
-    let mut loaded: std::collections::HashMap<String, (u64, LoadedFile)> =
-        std::collections::HashMap::new();
+    let mut loaded: HashMap<String, (u64, LoadedFile)> = HashMap::new();
     for l in &meta.loads {
         let j = LoadJournal::read(db.dir(), l)?;
         for f in j.files {
             loaded.insert(f.path.clone(), (j.version, f));
         }
+    }
+    resume_against(&loaded, inputs, opts)
+}
+
+/// [`resume_plan`] against the files of any journal: `loaded` maps a
+/// file's journal name ([`JournalPaths`]) to the commit that loaded it
+/// (a number for messages) and what was recorded of it.
+pub(super) fn resume_against(
+    loaded: &HashMap<String, (u64, LoadedFile)>,
+    inputs: &[Input],
+    opts: &LoadOptions,
+) -> Result<(Option<Vec<Input>>, u64)> {
+    let reload = opts.reload;
+    if loaded.is_empty() || reload == Reload::All {
+        return Ok((None, 0));
     }
     // Per input: load it (`None`), or compare its bytes with the journal's.
     let mut plan: Vec<Option<Compare>> = Vec::with_capacity(inputs.len());

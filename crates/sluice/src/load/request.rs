@@ -248,6 +248,20 @@ pub fn prepare(
     inputs: &[Input],
     req: &LoadRequest,
 ) -> Result<Prepared> {
+    let existing = Database::open(db_dir)
+        .ok()
+        .and_then(|db| db.table(table).map(|t| t.schema.clone()));
+    prepare_for(existing, inputs, req)
+}
+
+/// [`prepare`] for a destination other than a local table: `existing` is
+/// the schema of the table being loaded when it exists (a database
+/// server's table), `None` for a new one.
+pub fn prepare_for(
+    existing: Option<Schema>,
+    inputs: &[Input],
+    req: &LoadRequest,
+) -> Result<Prepared> {
     let encoding = req
         .encoding
         .as_deref()
@@ -266,7 +280,7 @@ pub fn prepare(
         ..Default::default()
     };
     let settings = settings(req, &read, base)?;
-    let chosen = choose_schema(db_dir, table, req, inputs, &read, &settings)?;
+    let chosen = choose_schema(existing, req, inputs, &read, &settings)?;
     let options = load_options(req, &read, &settings, &chosen)?;
     Ok(Prepared {
         options,
@@ -549,8 +563,7 @@ struct Chosen {
 /// inferred from samples of the inputs (with `--columns` and `--key`
 /// applied to it).
 fn choose_schema(
-    db_dir: &Path,
-    table: &str,
+    existing: Option<Schema>,
     req: &LoadRequest,
     inputs: &[Input],
     read: &Read,
@@ -558,9 +571,6 @@ fn choose_schema(
 ) -> Result<Chosen> {
     let infer_opts = &settings.infer;
     let header = infer_opts.header;
-    let existing = Database::open(db_dir)
-        .ok()
-        .and_then(|db| db.table(table).map(|t| t.schema.clone()));
     let mut inferred = None;
     let mut leading_comment = None;
     let (mut skip, mut notes) = (infer_opts.skip, 0);

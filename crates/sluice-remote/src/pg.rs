@@ -1,0 +1,1137 @@
+//! Loads into a PostgreSQL server: binary COPY over parallel connections,
+//! exactly once also across crashes.
+//!
+//! Useful for: what `sluice load --into postgresql://…` does on the
+//! server: the table checked or created, the rows streamed, each commit
+//! group published with its journal, an interrupted commit repaired, the
+//! primary key added after the rows.
+//! Not useful for: the encoding of rows (`sluice::pgcopy`), or reading
+//! and parsing (`sluice::load`).
+//!
+//! # How a load runs
+//!
+//! A control connection takes a session advisory lock for the target
+//! table (one sluice load into a table at a time, as for a local table),
+//! creates the journal tables when missing, repairs an interrupted commit
+//! (below), reads the journal to skip the files loaded before, and
+//! creates a new table. For each commit group of the load, `N` copy
+//! connections each open a transaction and run
+//! `COPY t FROM STDIN (FORMAT binary)`; the pipeline's batches go to
+//! whichever connection is free, which encodes them
+//! ([`sluice::pgcopy::encode_batch`]) and sends them in 4 MiB messages.
+//! Nothing is visible until the group's commit.
+//!
+//! # Exactly once
+//!
+//! At the commit every connection inserts a row into `sluice_load_parts`
+//! (part `i` of `N` of commit `c` of the table) in its own transaction,
+//! and the first connection also the group's files into
+//! `sluice_load_journal` (name, size, modification time, CRC-32, rows, as
+//! the local journal). Then the `N` transactions commit one after the
+//! other. A group is loaded when all `N` of its parts are committed; the
+//! next load skips its files. A crash, a network drop or a server restart
+//! between the first and the last of those commits leaves some parts
+//! committed: the next load finds the commit with fewer than `N` parts and
+//! removes it in one transaction: the rows of each committed part are
+//! those whose `xmin` (the inserting transaction) is that of its parts
+//! row, inserted by the same transaction. Then the group's files are
+//! loaded again. Before the first commit of a group nothing is visible;
+//! an error or Ctrl-C rolls every connection back.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use arrow_array::RecordBatch;
+use bytes::Bytes;
+use futures_util::SinkExt;
+use sluice::batch::{DataType, Schema};
+use sluice::load::sink::{Committed, GroupFiles, Layout, Provenance, Rows, Sink, describe_row};
+use sluice::load::{JournalNames, LoadOptions, is_journaled};
+use sluice::source::Input;
+use sluice::store::LoadedFile;
+use sluice::{Error, Result};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Client, Config, NoTls};
+
+/// Bytes of encoded rows sent to the server in one message.
+const FLUSH_BYTES: usize = 4 << 20;
+
+/// Batches waiting for a free connection, per connection.
+const QUEUE_PER_CONNECTION: usize = 2;
+
+/// A PostgreSQL server to load into, from a URL.
+#[derive(Clone)]
+pub struct PgTarget {
+    config: Config,
+    /// The URL without its password, for messages.
+    shown: String,
+}
+
+impl PgTarget {
+    /// `postgresql://user[:password]@host[:port]/database[?options]`; the
+    /// password from the URL, else `password_file`, else `PGPASSWORD`.
+    pub fn parse(url: &str, password_file: Option<&Path>) -> Result<PgTarget> {
+        let mut config = Config::from_str(url).map_err(|e| {
+            Error::Config(format!(
+                "--into {}: not a PostgreSQL URL ({}): expected postgresql://user@host[:port]/database",
+                crate::redact(url),
+                chain(&e)
+            ))
+        })?;
+        if config.get_password().is_none() {
+            if let Some(f) = password_file {
+                config.password(crate::read_password_file(f)?);
+            } else if let Ok(p) = std::env::var("PGPASSWORD") {
+                config.password(p);
+            }
+        }
+        if config.get_user().is_none() {
+            let user = std::env::var("PGUSER")
+                .or_else(|_| std::env::var("USER"))
+                .unwrap_or_else(|_| "postgres".into());
+            config.user(user);
+        }
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(Error::Unsupported(format!(
+                "--into {}: sslmode=require: TLS connections to PostgreSQL are not built into \
+                 sluice yet; use a connection on a trusted network or a local socket",
+                crate::redact(url)
+            )));
+        }
+        config.application_name("sluice load");
+        let host = match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            Some(tokio_postgres::config::Host::Unix(p)) => p.display().to_string(),
+            None => "localhost".into(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let shown = format!(
+            "postgresql://{}@{host}:{port}/{}",
+            config.get_user().unwrap_or(""),
+            config.get_dbname().unwrap_or("")
+        );
+        Ok(PgTarget { config, shown })
+    }
+
+    /// The server and database, for messages (no password).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
+/// One connection, with the runtime that drives it: the thread that
+/// uses it blocks on each request.
+struct Conn {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+}
+
+impl Conn {
+    fn open(t: &PgTarget) -> Result<Conn> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start a runtime: {e}")))?;
+        let (client, connection) = rt
+            .block_on(t.config.connect(NoTls))
+            .map_err(|e| server_error(&e).context(format!("connecting to {}", t.shown)))?;
+        rt.spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Conn { rt, client })
+    }
+
+    fn exec(&self, sql: &str) -> std::result::Result<(), tokio_postgres::Error> {
+        self.rt.block_on(self.client.batch_execute(sql))
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+        self.rt.block_on(self.client.query(sql, params))
+    }
+
+    fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> std::result::Result<u64, tokio_postgres::Error> {
+        self.rt.block_on(self.client.execute(sql, params))
+    }
+}
+
+/// An error of the client or the server as a sluice error: the server's
+/// message, detail and hint, with its SQLSTATE.
+fn server_error(e: &tokio_postgres::Error) -> Error {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut message = db.message().to_string();
+            if let Some(d) = db.detail() {
+                message.push_str(&format!(" ({d})"));
+            }
+            if let Some(h) = db.hint() {
+                message.push_str(&format!("; hint: {h}"));
+            }
+            Error::Server {
+                server: "PostgreSQL".into(),
+                message,
+                sqlstate: Some(db.code().code().to_string()),
+            }
+        }
+        None => Error::Server {
+            server: "PostgreSQL".into(),
+            message: chain(e),
+            sqlstate: None,
+        },
+    }
+}
+
+/// An error and its causes, one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(&format!(": {c}"));
+        cur = c.source();
+    }
+    s
+}
+
+/// A name quoted as an SQL identifier.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The PostgreSQL type of a column of a sluice type.
+pub fn pg_type(t: DataType) -> String {
+    match t {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int => "integer".into(),
+        DataType::BigInt => "bigint".into(),
+        DataType::Double => "double precision".into(),
+        DataType::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
+        DataType::Date => "date".into(),
+        DataType::Timestamp => "timestamp without time zone".into(),
+        DataType::Text => "text".into(),
+    }
+}
+
+/// The sluice type that loads a server column of type `t` (as
+/// `format_type` prints it) in binary COPY; `None`: none does.
+pub fn from_pg_type(t: &str) -> Option<DataType> {
+    Some(match t {
+        "boolean" => DataType::Boolean,
+        "integer" => DataType::Int,
+        "bigint" => DataType::BigInt,
+        "double precision" => DataType::Double,
+        "date" => DataType::Date,
+        "timestamp without time zone" => DataType::Timestamp,
+        "text" => DataType::Text,
+        _ if t.starts_with("character varying") || t.starts_with("character(") => DataType::Text,
+        _ => {
+            let inner = t.strip_prefix("numeric(")?.strip_suffix(')')?;
+            let (p, s) = inner.split_once(',')?;
+            let (precision, scale) = (p.trim().parse().ok()?, s.trim().parse().ok()?);
+            if precision > 18 {
+                return None;
+            }
+            DataType::Decimal { precision, scale }
+        }
+    })
+}
+
+/// The table as the server has it.
+struct ServerTable {
+    schema: Schema,
+    /// Whether it has a primary key.
+    has_key: bool,
+}
+
+/// A load into one table of a PostgreSQL server: the control connection
+/// and what it found. See the [module documentation](self).
+pub struct PgLoad {
+    target: PgTarget,
+    control: Conn,
+    table: String,
+    existing: Option<ServerTable>,
+    /// This load created the table (and may drop it again when nothing
+    /// was committed to it).
+    created: bool,
+    /// Rows removed by the repair of an interrupted commit.
+    pub repaired_rows: u64,
+    /// Commits repaired.
+    pub repaired_commits: u64,
+}
+
+const JOURNAL_DDL: &str = "
+CREATE TABLE IF NOT EXISTS sluice_load_journal (
+    target text NOT NULL,
+    commit_no bigint NOT NULL,
+    path text NOT NULL,
+    size bigint NOT NULL,
+    mtime_ns bigint NOT NULL,
+    crc32 bigint NOT NULL,
+    rows bigint NOT NULL,
+    rejected bigint NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS sluice_load_journal_target ON sluice_load_journal (target, commit_no);
+CREATE TABLE IF NOT EXISTS sluice_load_parts (
+    target text NOT NULL,
+    commit_no bigint NOT NULL,
+    part integer NOT NULL,
+    parts integer NOT NULL,
+    rows bigint NOT NULL,
+    committed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (target, commit_no, part)
+);";
+
+impl PgLoad {
+    /// Connects, takes the table's load lock, makes the journal tables,
+    /// repairs an interrupted commit and reads the table's columns.
+    pub fn connect(target: &PgTarget, table: &str) -> Result<PgLoad> {
+        let control = Conn::open(target)?;
+        let ctx = |what: &str| format!("{what} on {}", target.shown);
+        let locked: bool = control
+            .query(
+                "SELECT pg_try_advisory_lock(hashtext('sluice load into ' || $1))",
+                &[&table],
+            )
+            .map_err(|e| server_error(&e).context(ctx("taking the load lock")))?
+            .first()
+            .map(|r| r.get(0))
+            .unwrap_or(false);
+        if !locked {
+            return Err(Error::Config(format!(
+                "another sluice load into table {table} on {} is running (one load into a table at a time); wait for it, or stop it",
+                target.shown
+            )));
+        }
+        // Two loads into different tables may both create the journal:
+        // the loser of that race finds it made.
+        if let Err(e) = control.exec(JOURNAL_DDL) {
+            let code = e.as_db_error().map(|d| d.code().code().to_string());
+            if !matches!(code.as_deref(), Some("23505" | "42P07")) {
+                return Err(server_error(&e).context(ctx("creating the journal tables")));
+            }
+        }
+        let mut load = PgLoad {
+            target: target.clone(),
+            control,
+            table: table.to_string(),
+            existing: None,
+            created: false,
+            repaired_rows: 0,
+            repaired_commits: 0,
+        };
+        load.existing = load.read_table()?;
+        load.repair()?;
+        Ok(load)
+    }
+
+    /// The table's columns as the server has them (`None`: no such table).
+    fn read_table(&self) -> Result<Option<ServerTable>> {
+        let rows = self
+            .control
+            .query(
+                "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod),
+                        EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid
+                                AND i.indisprimary AND a.attnum = ANY (i.indkey))
+                   FROM pg_attribute a
+                  WHERE a.attrelid = to_regclass(quote_ident($1))
+                    AND a.attnum > 0 AND NOT a.attisdropped
+                  ORDER BY a.attnum",
+                &[&self.table],
+            )
+            .map_err(|e| {
+                server_error(&e).context(format!("reading the columns of {}", self.table))
+            })?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let mut columns = Vec::new();
+        let mut keys = 0;
+        for r in &rows {
+            let (name, ty, key): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
+            let data_type = from_pg_type(&ty).ok_or_else(|| {
+                Error::Schema(format!(
+                    "table {} on {}: column {name} is {ty}, which sluice does not load (it loads integer, bigint, numeric(p,s) with p <= 18, double precision, boolean, date, timestamp, text and varchar)",
+                    self.table, self.target.shown
+                ))
+            })?;
+            keys += usize::from(key);
+            columns.push(sluice::batch::Column {
+                name,
+                data_type,
+                default: None,
+                primary_key: key,
+            });
+        }
+        // A key of several columns is the server's to check: the load
+        // does not treat it as one.
+        if keys > 1 {
+            for c in &mut columns {
+                c.primary_key = false;
+            }
+        }
+        let schema = Schema::new(columns)
+            .map_err(|e| e.context(format!("table {} on {}", self.table, self.target.shown)))?;
+        Ok(Some(ServerTable {
+            schema,
+            has_key: keys > 0,
+        }))
+    }
+
+    /// The table's schema when it exists on the server.
+    pub fn existing_schema(&self) -> Option<&Schema> {
+        self.existing.as_ref().map(|t| &t.schema)
+    }
+
+    /// Checks a schema given for the load against the existing table:
+    /// the same columns, in order, of the same types.
+    pub fn check_schema(&self, given: &Schema) -> Result<()> {
+        let Some(t) = &self.existing else {
+            return Ok(());
+        };
+        let have = &t.schema;
+        let mismatch = |what: String| {
+            Err(Error::Schema(format!(
+                "table {} on {} does not match --schema: {what}",
+                self.table, self.target.shown
+            )))
+        };
+        for (i, g) in given.columns.iter().enumerate() {
+            let Some(h) = have.columns.get(i) else {
+                return mismatch(format!(
+                    "column {} ({}) is not in the table, which has {} columns: {}",
+                    i + 1,
+                    g.name,
+                    have.len(),
+                    have.column_names()
+                ));
+            };
+            if !h.name.eq_ignore_ascii_case(&g.name) {
+                return mismatch(format!(
+                    "column {} is {} on the server, {} in --schema",
+                    i + 1,
+                    h.name,
+                    g.name
+                ));
+            }
+            if h.data_type != g.data_type {
+                return mismatch(format!(
+                    "column {} is {} on the server ({}), {} in --schema",
+                    h.name,
+                    pg_type(h.data_type),
+                    h.data_type,
+                    g.data_type
+                ));
+            }
+        }
+        if have.len() > given.len() {
+            return mismatch(format!(
+                "the table has {} columns more: {}",
+                have.len() - given.len(),
+                have.columns[given.len()..]
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates the table when it does not exist: with its primary key
+    /// when `index_first`, else without (the key is added after the rows:
+    /// [`PgLoad::finish`]). Returns whether it created it.
+    pub fn create_table(&mut self, schema: &Schema, index_first: bool) -> Result<bool> {
+        if self.existing.is_some() {
+            return Ok(false);
+        }
+        let mut cols: Vec<String> = schema
+            .columns
+            .iter()
+            .map(|c| format!("{} {}", quote_ident(&c.name), pg_type(c.data_type)))
+            .collect();
+        if let (true, Some(k)) = (index_first, schema.key_column()) {
+            cols.push(format!(
+                "PRIMARY KEY ({})",
+                quote_ident(&schema.columns[k].name)
+            ));
+        }
+        let sql = format!(
+            "CREATE TABLE {} ({})",
+            quote_ident(&self.table),
+            cols.join(", ")
+        );
+        self.control
+            .exec(&sql)
+            .map_err(|e| server_error(&e).context(format!("creating table {}", self.table)))?;
+        self.created = true;
+        self.existing = Some(ServerTable {
+            schema: schema.clone(),
+            has_key: index_first && schema.key_column().is_some(),
+        });
+        Ok(true)
+    }
+
+    /// Removes every commit of the table with fewer parts committed than
+    /// it had: see the [module documentation](self).
+    fn repair(&mut self) -> Result<()> {
+        let broken = self
+            .control
+            .query(
+                "SELECT commit_no, array_agg(xmin::text) FROM sluice_load_parts
+                  WHERE target = $1 GROUP BY commit_no HAVING count(*) < max(parts)",
+                &[&self.table],
+            )
+            .map_err(|e| server_error(&e).context("reading the load journal"))?;
+        for r in broken {
+            let (commit, xids): (i64, Vec<String>) = (r.get(0), r.get(1));
+            let ctx = || format!("removing the interrupted commit {commit} of {}", self.table);
+            self.control
+                .exec("BEGIN")
+                .map_err(|e| server_error(&e).context(ctx()))?;
+            let result = (|| {
+                let mut removed = 0;
+                if self.existing.is_some() {
+                    removed = self.control.execute(
+                        &format!(
+                            "DELETE FROM {} WHERE xmin = ANY ($1::text[]::xid[])",
+                            quote_ident(&self.table)
+                        ),
+                        &[&xids],
+                    )?;
+                }
+                for t in ["sluice_load_parts", "sluice_load_journal"] {
+                    self.control.execute(
+                        &format!("DELETE FROM {t} WHERE target = $1 AND commit_no = $2"),
+                        &[&self.table, &commit],
+                    )?;
+                }
+                self.control.exec("COMMIT")?;
+                Ok::<u64, tokio_postgres::Error>(removed)
+            })();
+            match result {
+                Ok(n) => {
+                    self.repaired_rows += n;
+                    self.repaired_commits += 1;
+                }
+                Err(e) => {
+                    let _ = self.control.exec("ROLLBACK");
+                    return Err(server_error(&e).context(ctx()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The files the table's journal records as loaded: journal name to
+    /// (commit, what was recorded), for [`sluice::load::resume_inputs`].
+    pub fn journaled(&self) -> Result<HashMap<String, (u64, LoadedFile)>> {
+        let rows = self
+            .control
+            .query(
+                "SELECT path, commit_no, size, mtime_ns, crc32, rows, rejected
+                   FROM sluice_load_journal WHERE target = $1",
+                &[&self.table],
+            )
+            .map_err(|e| server_error(&e).context("reading the load journal"))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let path: String = r.get(0);
+                let n = |i: usize| r.get::<_, i64>(i) as u64;
+                let f = LoadedFile {
+                    path: path.clone(),
+                    size: n(2),
+                    mtime_ns: n(3),
+                    crc32: n(4) as u32,
+                    rows: n(5),
+                    rejected: n(6),
+                };
+                (path, (n(1), f))
+            })
+            .collect())
+    }
+
+    /// The sink of the load's rows over `connections` copy connections.
+    pub fn sink<'a>(&self, schema: &Schema, connections: usize) -> Result<PgSink<'a>> {
+        let last: i64 = self
+            .control
+            .query(
+                "SELECT coalesce(max(commit_no), 0)::int8 FROM sluice_load_parts WHERE target = $1",
+                &[&self.table],
+            )
+            .map_err(|e| server_error(&e).context("reading the load journal"))?
+            .first()
+            .map(|r| r.get(0))
+            .unwrap_or(0);
+        let columns = schema
+            .columns
+            .iter()
+            .map(|c| quote_ident(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(PgSink {
+            target: self.target.clone(),
+            table: self.table.clone(),
+            copy_sql: format!(
+                "COPY {} ({columns}) FROM STDIN (FORMAT binary)",
+                quote_ident(&self.table)
+            ),
+            schema: schema.clone(),
+            connections: connections.max(1),
+            next_commit: last as u64 + 1,
+            created: self.created,
+            inputs: &[],
+            provenance: Vec::new(),
+            group: None,
+            parts: Vec::new(),
+            committed: 0,
+        })
+    }
+
+    /// After the rows: adds the primary key `schema` names when the table
+    /// has none (a new table's, by default). Returns whether it did. A
+    /// key the rows break fails; a table this load created is then
+    /// dropped with its journal, leaving the server as before the load.
+    pub fn finish(&mut self, schema: &Schema) -> Result<bool> {
+        let Some(k) = schema.key_column() else {
+            return Ok(false);
+        };
+        if self.existing.as_ref().is_some_and(|t| t.has_key) {
+            return Ok(false);
+        }
+        let key = &schema.columns[k].name;
+        let sql = format!(
+            "ALTER TABLE {} ADD PRIMARY KEY ({})",
+            quote_ident(&self.table),
+            quote_ident(key)
+        );
+        match self.control.exec(&sql) {
+            Ok(()) => {
+                if let Some(t) = self.existing.as_mut() {
+                    t.has_key = true;
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                let err = server_error(&e);
+                if self.created {
+                    self.drop_created()?;
+                    return Err(err.context(format!(
+                        "adding primary key ({key}) to {} after the rows; the table this load created was dropped, nothing is loaded",
+                        self.table
+                    )));
+                }
+                Err(err.context(format!(
+                    "adding primary key ({key}) to {} after the rows (they are committed; the table has no primary key)",
+                    self.table
+                )))
+            }
+        }
+    }
+
+    /// Drops the table this load created, with its journal rows, in one
+    /// transaction: after a failure that leaves nothing loaded.
+    pub fn drop_created(&mut self) -> Result<()> {
+        if !self.created {
+            return Ok(());
+        }
+        let t = quote_ident(&self.table);
+        let sql = format!(
+            "BEGIN; DROP TABLE IF EXISTS {t};
+             DELETE FROM sluice_load_journal WHERE target = '{0}';
+             DELETE FROM sluice_load_parts WHERE target = '{0}'; COMMIT",
+            self.table.replace('\'', "''")
+        );
+        if let Err(e) = self.control.exec(&sql) {
+            let _ = self.control.exec("ROLLBACK");
+            return Err(server_error(&e).context(format!("dropping table {}", self.table)));
+        }
+        self.created = false;
+        self.existing = None;
+        Ok(())
+    }
+
+    /// The server, for messages.
+    pub fn target(&self) -> &PgTarget {
+        &self.target
+    }
+}
+
+/// What flows to the copy connections: the group's row number of a
+/// batch's first row, and the batch.
+type Job = (u64, RecordBatch);
+
+/// A copy connection's share of a group.
+struct Part {
+    conn: Conn,
+    /// Rows the server took.
+    rows: u64,
+}
+
+/// Why a copy connection's share failed: with the connection (still in
+/// its transaction, or lost) and where its rows came from.
+struct PartFailure {
+    conn: Option<Conn>,
+    error: Error,
+    /// The copy stream's 1-based row the server named, as the group's row.
+    row: Option<u64>,
+}
+
+/// The group being written: the queue to the copy connections.
+struct Group {
+    tx: Option<SyncSender<Job>>,
+    workers: Vec<JoinHandle<std::result::Result<Part, PartFailure>>>,
+    failed: Arc<AtomicBool>,
+}
+
+/// The PostgreSQL sink: see the [module documentation](self).
+pub struct PgSink<'a> {
+    target: PgTarget,
+    table: String,
+    copy_sql: String,
+    schema: Schema,
+    connections: usize,
+    next_commit: u64,
+    created: bool,
+    inputs: &'a [Input],
+    provenance: Vec<Provenance>,
+    group: Option<Group>,
+    /// The group's parts, finished, waiting for the commit.
+    parts: Vec<Part>,
+    /// Groups committed.
+    committed: u64,
+}
+
+impl PgSink<'_> {
+    /// Groups committed so far.
+    pub fn committed(&self) -> u64 {
+        self.committed
+    }
+
+    /// Copy connections a group uses.
+    pub fn connections(&self) -> usize {
+        self.connections
+    }
+
+    /// Waits for the copy connections and returns their parts, or the
+    /// first error (in row order when the server named rows) with the
+    /// rest rolled back.
+    fn join(&mut self) -> Result<()> {
+        let Some(mut g) = self.group.take() else {
+            return Ok(());
+        };
+        drop(g.tx.take());
+        let mut failures = Vec::new();
+        for w in g.workers.drain(..) {
+            match w.join() {
+                Ok(Ok(p)) => self.parts.push(p),
+                Ok(Err(f)) => failures.push(f),
+                Err(_) => failures.push(PartFailure {
+                    conn: None,
+                    error: Error::Internal("a copy connection's thread panicked".into()),
+                    row: None,
+                }),
+            }
+        }
+        if failures.is_empty() {
+            return Ok(());
+        }
+        // The earliest row named, else the first failure: a connection
+        // that lost its COPY because another failed says less.
+        failures.sort_by_key(|f| f.row.unwrap_or(u64::MAX));
+        let first = failures.remove(0);
+        for f in failures {
+            if let Some(c) = f.conn {
+                let _ = c.exec("ROLLBACK");
+            }
+        }
+        self.rollback();
+        if let Some(c) = &first.conn {
+            let _ = c.exec("ROLLBACK");
+        }
+        let error = match first.row {
+            Some(row) => first
+                .error
+                .context(describe_row(&self.provenance, self.inputs, row)),
+            None => first.error,
+        };
+        Err(error)
+    }
+
+    /// Rolls back every finished part.
+    fn rollback(&mut self) {
+        for p in self.parts.drain(..) {
+            let _ = p.conn.exec("ROLLBACK");
+        }
+    }
+}
+
+/// The process exits after this many part commits
+/// (`SLUICE_FAULT=into-exit-after-parts=N`): a crash between the commits
+/// of a group's parts, for the tests of the repair.
+fn fault_after_part_commit() {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    static DONE: AtomicU64 = AtomicU64::new(0);
+    let limit = *LIMIT.get_or_init(|| {
+        std::env::var("SLUICE_FAULT")
+            .ok()?
+            .strip_prefix("into-exit-after-parts=")?
+            .parse()
+            .ok()
+    });
+    if let Some(n) = limit
+        && DONE.fetch_add(1, Ordering::Relaxed) + 1 >= n
+    {
+        std::process::exit(137);
+    }
+}
+
+impl<'a> Sink<'a> for PgSink<'a> {
+    fn begin(&mut self, _opts: &LoadOptions, inputs: &'a [Input]) -> Result<Layout> {
+        self.inputs = inputs;
+        self.provenance.clear();
+        self.parts.clear();
+        let (tx, rx) = sync_channel::<Job>(self.connections * QUEUE_PER_CONNECTION);
+        let rx = Arc::new(Mutex::new(rx));
+        let failed = Arc::new(AtomicBool::new(false));
+        // Connections are opened here, in parallel, by their threads.
+        let mut workers = Vec::with_capacity(self.connections);
+        for i in 0..self.connections {
+            let (target, sql, rx, failed) = (
+                self.target.clone(),
+                self.copy_sql.clone(),
+                rx.clone(),
+                failed.clone(),
+            );
+            let w = std::thread::Builder::new()
+                .name(format!("sluice-copy-{i}"))
+                .spawn(move || {
+                    let r = copy_part(&target, &sql, &rx);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+                .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
+            workers.push(w);
+        }
+        self.group = Some(Group {
+            tx: Some(tx),
+            workers,
+            failed,
+        });
+        let mut layout = Layout::plain(self.schema.clone());
+        layout.provenance = true;
+        Ok(layout)
+    }
+
+    fn write(&mut self, rows: Rows<'_>) -> Result<u64> {
+        self.provenance.extend_from_slice(rows.provenance);
+        let g = self
+            .group
+            .as_ref()
+            .ok_or_else(|| Error::Internal("write outside a group".into()))?;
+        let mut n = 0;
+        let mut first = rows.first_row;
+        for p in rows.pieces {
+            let len = p.batch.num_rows() as u64;
+            if len == 0 {
+                continue;
+            }
+            let sent = g.tx.as_ref().map(|tx| tx.send((first, p.batch)));
+            if g.failed.load(Ordering::Relaxed) || !matches!(sent, Some(Ok(()))) {
+                self.join()?;
+                return Err(Error::Internal(
+                    "a copy connection stopped without an error".into(),
+                ));
+            }
+            first += len;
+            n += len;
+        }
+        Ok(n)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.join()
+    }
+
+    fn commit(&mut self, group: &GroupFiles<'_>) -> Result<Committed> {
+        let commit = self.next_commit as i64;
+        let parts = self.parts.len() as i32;
+        let table = self.table.clone();
+        let ctx = |what: &str| format!("{what} (commit {commit} of {table})");
+        // Everything but the COMMITs first: a failure here rolls back.
+        let mut names = JournalNames::default();
+        let (mut paths, mut sizes, mut mtimes, mut crcs, mut nrows, mut rejected) = (
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
+        for (f, input) in group.files.iter().zip(self.inputs) {
+            if f.unreadable.is_some() || !is_journaled(input) {
+                continue;
+            }
+            paths.push(names.of(input));
+            sizes.push(f.size as i64);
+            mtimes.push(f.mtime_ns as i64);
+            crcs.push(i64::from(f.crc32));
+            nrows.push(f.rows as i64);
+            rejected.push(f.rejected as i64);
+        }
+        let prepared = (|| {
+            for (i, p) in self.parts.iter().enumerate() {
+                p.conn.execute(
+                    "INSERT INTO sluice_load_parts (target, commit_no, part, parts, rows)
+                     VALUES ($1, $2, $3, $4, $5)",
+                    &[&self.table, &commit, &(i as i32), &parts, &(p.rows as i64)],
+                )?;
+                if i == 0 && !paths.is_empty() {
+                    p.conn.execute(
+                        "INSERT INTO sluice_load_journal
+                           (target, commit_no, path, size, mtime_ns, crc32, rows, rejected)
+                         SELECT $1, $2, * FROM unnest($3::text[], $4::int8[], $5::int8[],
+                                                      $6::int8[], $7::int8[], $8::int8[])",
+                        &[
+                            &self.table,
+                            &commit,
+                            &paths,
+                            &sizes,
+                            &mtimes,
+                            &crcs,
+                            &nrows,
+                            &rejected,
+                        ],
+                    )?;
+                }
+            }
+            Ok::<(), tokio_postgres::Error>(())
+        })();
+        if let Err(e) = prepared {
+            self.rollback();
+            return Err(server_error(&e).context(ctx("journaling the commit")));
+        }
+        let mut done = 0;
+        let mut pending = std::mem::take(&mut self.parts).into_iter();
+        while let Some(p) = pending.next() {
+            if let Err(e) = p.conn.exec("COMMIT") {
+                let err = server_error(&e);
+                for q in pending {
+                    let _ = q.conn.exec("ROLLBACK");
+                }
+                if done == 0 {
+                    return Err(err.context(ctx("committing")));
+                }
+                return Err(err.context(ctx(&format!(
+                    "committing: {done} of {parts} connections committed before this failed; the same command run again removes their rows and loads the group's files again"
+                ))));
+            }
+            done += 1;
+            fault_after_part_commit();
+        }
+        self.next_commit += 1;
+        self.committed += 1;
+        Ok(Committed {
+            created: self.created && self.committed == 1,
+            ..Default::default()
+        })
+    }
+
+    fn abort(&mut self) {
+        if let Some(g) = self.group.as_mut() {
+            g.failed.store(true, Ordering::Relaxed);
+        }
+        let _ = self.join();
+        self.rollback();
+    }
+}
+
+/// One copy connection's share of a group: connect, open a transaction,
+/// COPY the batches it takes from the queue until the queue closes, and
+/// finish the COPY, leaving the transaction open for the commit.
+fn copy_part(
+    target: &PgTarget,
+    sql: &str,
+    rx: &Mutex<Receiver<Job>>,
+) -> std::result::Result<Part, PartFailure> {
+    let fail = |conn: Option<Conn>, error: Error| PartFailure {
+        conn,
+        error,
+        row: None,
+    };
+    let conn = match Conn::open(target) {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing can be sent: take no more work.
+            return Err(fail(None, e));
+        }
+    };
+    let started = conn
+        .exec("BEGIN")
+        .and_then(|()| conn.rt.block_on(conn.client.copy_in::<_, Bytes>(sql)));
+    let sink = match started {
+        Ok(s) => s,
+        Err(e) => return Err(fail(Some(conn), server_error(&e))),
+    };
+    let mut sink = Box::pin(sink);
+    // Stream row (0-based) of each batch's first row, and its group row.
+    let mut map: Vec<(u64, u64)> = Vec::new();
+    let mut sent_rows = 0u64;
+    let mut buf = Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4);
+    buf.extend_from_slice(sluice::pgcopy::HEADER);
+    let result: std::result::Result<u64, CopyError> = (|| {
+        loop {
+            let job = match rx.lock() {
+                Ok(rx) => rx.recv(),
+                Err(_) => {
+                    return Err(CopyError::Other(Error::Internal(
+                        "the copy queue is poisoned".into(),
+                    )));
+                }
+            };
+            let Ok((first, batch)) = job else { break };
+            map.push((sent_rows, first));
+            sent_rows += batch.num_rows() as u64;
+            sluice::pgcopy::encode_batch(&batch, &mut buf).map_err(CopyError::Other)?;
+            if buf.len() >= FLUSH_BYTES {
+                let full =
+                    std::mem::replace(&mut buf, Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4));
+                conn.rt
+                    .block_on(sink.send(Bytes::from(full)))
+                    .map_err(CopyError::Pg)?;
+            }
+        }
+        buf.extend_from_slice(sluice::pgcopy::TRAILER);
+        let last = Bytes::from(std::mem::take(&mut buf));
+        conn.rt
+            .block_on(async {
+                sink.send(last).await?;
+                sink.as_mut().finish().await
+            })
+            .map_err(CopyError::Pg)
+    })();
+    drop(sink);
+    match result {
+        Ok(rows) => Ok(Part { conn, rows }),
+        Err(CopyError::Other(error)) => Err(PartFailure {
+            conn: Some(conn),
+            error,
+            row: None,
+        }),
+        Err(CopyError::Pg(e)) => {
+            // The row the server named ("COPY t, line 5"), as the group's.
+            let row = copy_line(&e).and_then(|line| {
+                let r = line.checked_sub(1)?;
+                let i = map.partition_point(|(s, _)| *s <= r).checked_sub(1)?;
+                Some(map[i].1 + (r - map[i].0))
+            });
+            let conn = (!conn.client.is_closed()).then_some(conn);
+            Err(PartFailure {
+                conn,
+                error: server_error(&e),
+                row,
+            })
+        }
+    }
+}
+
+/// How a COPY failed: at the server (or the connection), or before.
+enum CopyError {
+    Pg(tokio_postgres::Error),
+    Other(Error),
+}
+
+/// The line of a COPY the server's error context names
+/// (`COPY t, line 5[, column c: ...]`): in binary COPY, the row.
+fn copy_line(e: &tokio_postgres::Error) -> Option<u64> {
+    line_of_context(e.as_db_error()?.where_()?)
+}
+
+fn line_of_context(context: &str) -> Option<u64> {
+    let rest = &context[context.find(", line ")? + 7..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_map_both_ways() {
+        for t in [
+            DataType::Boolean,
+            DataType::Int,
+            DataType::BigInt,
+            DataType::Double,
+            DataType::Decimal {
+                precision: 15,
+                scale: 2,
+            },
+            DataType::Date,
+            DataType::Timestamp,
+            DataType::Text,
+        ] {
+            assert_eq!(from_pg_type(&pg_type(t)), Some(t), "{t}");
+        }
+        assert_eq!(from_pg_type("character varying(20)"), Some(DataType::Text));
+        assert_eq!(from_pg_type("numeric(38,2)"), None);
+        assert_eq!(from_pg_type("numeric"), None);
+        assert_eq!(from_pg_type("smallint"), None);
+        assert_eq!(from_pg_type("timestamp with time zone"), None);
+    }
+
+    #[test]
+    fn identifiers_are_quoted() {
+        assert_eq!(quote_ident("a"), "\"a\"");
+        assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
+    }
+
+    #[test]
+    fn urls_parse_with_the_password_kept_out_of_messages() {
+        let t = PgTarget::parse("postgresql://ann:secret@127.0.0.1:5433/shop", None).unwrap();
+        assert_eq!(t.shown(), "postgresql://ann@127.0.0.1:5433/shop");
+        let e = PgTarget::parse("postgresql://ann:secret@h/db?sslmode=require", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("sslmode=require") && !e.contains("secret"),
+            "{e}"
+        );
+        let e = PgTarget::parse("postgresql://ann:secret@h:notaport/db", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("not a PostgreSQL URL") && !e.contains("secret"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn copy_lines_are_read_from_the_context() {
+        assert_eq!(line_of_context("COPY t, line 5"), Some(5));
+        assert_eq!(
+            line_of_context("COPY t, line 12, column x: \"abc\""),
+            Some(12)
+        );
+        assert_eq!(line_of_context("SQL statement"), None);
+    }
+}
