@@ -61,6 +61,9 @@ use tokio_postgres::{Client, Config, NoTls};
 /// Bytes of encoded rows sent to the server in one message.
 const FLUSH_BYTES: usize = 4 << 20;
 
+/// Seconds a load waits for another load of the same table to end.
+const LOCK_WAIT_SECONDS: u32 = 5;
+
 /// Batches waiting for a free connection, per connection.
 const QUEUE_PER_CONNECTION: usize = 2;
 
@@ -299,20 +302,25 @@ impl PgLoad {
     pub fn connect(target: &PgTarget, table: &str) -> Result<PgLoad> {
         let control = Conn::open(target)?;
         let ctx = |what: &str| format!("{what} on {}", target.shown);
-        let locked: bool = control
-            .query(
-                "SELECT pg_try_advisory_lock(hashtext('sluice load into ' || $1))",
-                &[&table],
-            )
-            .map_err(|e| server_error(&e).context(ctx("taking the load lock")))?
-            .first()
-            .map(|r| r.get(0))
-            .unwrap_or(false);
-        if !locked {
-            return Err(Error::Config(format!(
-                "another sluice load into table {table} on {} is running (one load into a table at a time); wait for it, or stop it",
-                target.shown
-            )));
+        // The lock of a load that was just killed goes when the server
+        // sees its connection close: wait a little for it.
+        let locked = control
+            .exec(&format!("SET lock_timeout = '{LOCK_WAIT_SECONDS}s'"))
+            .and_then(|()| {
+                control.query(
+                    "SELECT pg_advisory_lock(hashtext('sluice load into ' || $1))",
+                    &[&table],
+                )
+            })
+            .and_then(|_| control.exec("RESET lock_timeout"));
+        if let Err(e) = locked {
+            if e.as_db_error().map(|d| d.code().code()) == Some("55P03") {
+                return Err(Error::Config(format!(
+                    "another sluice load into table {table} on {} is running (one load into a table at a time; waited {LOCK_WAIT_SECONDS} s); wait for it, or stop it",
+                    target.shown
+                )));
+            }
+            return Err(server_error(&e).context(ctx("taking the load lock")));
         }
         // Two loads into different tables may both create the journal:
         // the loser of that race finds it made.

@@ -1,0 +1,618 @@
+//! `sluice load --into postgresql://…` against real PostgreSQL servers:
+//! each test starts a private one (`initdb` in a temporary directory, a
+//! loopback port, password authentication) and checks what the server
+//! holds through `psql`. Without PostgreSQL's binaries the tests are
+//! skipped with a printed reason, except under CI=true, where that fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::Tmp;
+
+const PASSWORD: &str = "sluice-test-pw";
+
+/// A private PostgreSQL server, stopped (immediately) when dropped.
+struct Pg {
+    bin: PathBuf,
+    dir: Tmp,
+    port: u16,
+    /// Commands run as the `postgres` user (initdb refuses root).
+    as_postgres: bool,
+}
+
+/// The directory of PostgreSQL's server programs: Debian's newest
+/// `/usr/lib/postgresql/N/bin`, else where `pg_config --bindir` says.
+fn pg_bin() -> Option<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, b)) = versions.pop() {
+        return Some(b);
+    }
+    let out = Command::new("pg_config").arg("--bindir").output().ok()?;
+    let bin = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    bin.join("initdb").exists().then_some(bin)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+impl Pg {
+    /// Starts a server, or says why not and returns `None` (a failure
+    /// under CI=true).
+    fn start(test: &str) -> Option<Pg> {
+        let Some(bin) = pg_bin() else {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{test}: PostgreSQL's initdb was not found, and CI=true requires it (apt-get install postgresql)"
+            );
+            eprintln!(
+                "{test}: skipped: PostgreSQL's initdb was not found (apt-get install postgresql)"
+            );
+            return None;
+        };
+        let dir = Tmp::new();
+        let as_postgres = is_root();
+        if as_postgres {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:", dir.0.to_str().unwrap()])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(
+                ok,
+                "{test}: cannot chown the server's directory to postgres"
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let pg = Pg {
+            bin,
+            dir,
+            port,
+            as_postgres,
+        };
+        let pwfile = pg.dir.0.join("pw");
+        std::fs::write(&pwfile, format!("{PASSWORD}\n")).unwrap();
+        if as_postgres {
+            let _ = Command::new("chown")
+                .args(["postgres:", pwfile.to_str().unwrap()])
+                .status();
+        }
+        let data = pg.dir.0.join("data");
+        let out = pg.server_cmd(
+            "initdb",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                "postgres",
+                "--auth=scram-sha-256",
+                "--pwfile",
+                pwfile.to_str().unwrap(),
+                "--no-sync",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{test}: initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        pg.pg_ctl_start();
+        Some(pg)
+    }
+
+    fn server_cmd(&self, program: &str, args: &[&str]) -> Output {
+        let path = self.bin.join(program);
+        let mut c = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&path);
+            c
+        } else {
+            Command::new(&path)
+        };
+        c.args(args)
+            .current_dir(&self.dir.0)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn pg_ctl_start(&self) {
+        let data = self.dir.0.join("data");
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=32MB -c max_connections=40",
+            self.port,
+            self.dir.0.display()
+        );
+        let log = self.dir.0.join("log");
+        let out = self.server_cmd(
+            "pg_ctl",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-o",
+                &opts,
+                "-l",
+                log.to_str().unwrap(),
+                "-w",
+                "start",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "pg_ctl start failed: {}{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    /// Stops the server at once, as a crash would (`-m immediate`).
+    fn crash(&self) {
+        let data = self.dir.0.join("data");
+        let _ = self.server_cmd(
+            "pg_ctl",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        );
+    }
+
+    fn url(&self) -> String {
+        format!(
+            "postgresql://postgres:{PASSWORD}@127.0.0.1:{}/postgres",
+            self.port
+        )
+    }
+
+    /// The URL without the password (it comes from elsewhere).
+    fn url_no_password(&self) -> String {
+        format!("postgresql://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Rows of a query through psql: fields separated by `|`, NULL as
+    /// `<null>`.
+    fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-X",
+                "-At",
+                "-P",
+                "null=<null>",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+            ])
+            .args(["-p", &self.port.to_string(), "-d", "postgres", "-c", sql])
+            .env("PGPASSWORD", PASSWORD)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        self.crash();
+    }
+}
+
+/// `sluice` run in `dir` with no PostgreSQL variables from the caller.
+fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.current_dir(dir)
+        .env_remove("PGPASSWORD")
+        .env_remove("SLUICE_FAULT")
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = run(dir, args, &[]);
+    assert!(
+        o.status.success(),
+        "sluice {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let o = run(dir, args, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "sluice {args:?} should fail with 2"
+    );
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    err
+}
+
+const TYPES: &str =
+    "id BIGINT, i INT, d DECIMAL(12,3), f DOUBLE, b BOOLEAN, day DATE, ts TIMESTAMP, s TEXT";
+
+#[test]
+fn every_type_and_null_round_trips_through_the_server() {
+    let Some(pg) = Pg::start("every_type_and_null_round_trips_through_the_server") else {
+        return;
+    };
+    let t = Tmp::new();
+    std::fs::write(
+        t.0.join("all.csv"),
+        "id,i,d,f,b,day,ts,s\n\
+         1,-2147483648,-123456789.125,1.5,true,1970-01-01,2000-01-01 00:00:00,plain\n\
+         2,2147483647,0.001,-0.25,false,1999-12-31,1999-12-31 23:59:59.999999,\"quoted, with \"\"quotes\"\"\"\n\
+         9223372036854775807,,,,,,,\n\
+         -9223372036854775808,7,999999999.999,1e300,true,2262-04-11,1900-01-01 12:00:00.5,ünïcödé ☃\n\
+         5,0,-0.5,0,false,0001-01-01,2024-02-29 08:30:00,\n",
+    )
+    .unwrap();
+    let url = pg.url();
+    let out = ok(
+        &t.0,
+        &[
+            "load", "--into", &url, "--schema", TYPES, "--header", "--null", "", "typed", "all.csv",
+        ],
+    );
+    assert!(out.contains("loaded 5 rows"), "{out}");
+    let got = pg.psql("SELECT * FROM typed ORDER BY id");
+    let want = "\
+-9223372036854775808|7|999999999.999|1e+300|t|2262-04-11|1900-01-01 12:00:00.5|ünïcödé ☃
+1|-2147483648|-123456789.125|1.5|t|1970-01-01|2000-01-01 00:00:00|plain
+2|2147483647|0.001|-0.25|f|1999-12-31|1999-12-31 23:59:59.999999|quoted, with \"quotes\"
+5|0|-0.500|0|f|0001-01-01|2024-02-29 08:30:00|<null>
+9223372036854775807|<null>|<null>|<null>|<null>|<null>|<null>|<null>
+";
+    assert_eq!(got, want);
+    // The server's types are the schema's.
+    let types = pg.psql(
+        "SELECT string_agg(format_type(atttypid, atttypmod), ', ' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'typed'::regclass AND attnum > 0",
+    );
+    assert_eq!(
+        types.trim(),
+        "bigint, integer, numeric(12,3), double precision, boolean, date, timestamp without time zone, text"
+    );
+    // The same file again: skipped, as for a local table; --reload loads it again.
+    let out = ok(&t.0, &["load", "--into", &url, "typed", "all.csv"]);
+    assert!(
+        out.contains("skipped 1 file loaded by earlier commits"),
+        "{out}"
+    );
+    assert_eq!(pg.psql("SELECT count(*) FROM typed").trim(), "5");
+    // An existing table's columns are checked against --schema.
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--schema",
+            "id BIGINT, i BIGINT",
+            "typed",
+            "all.csv",
+        ],
+    );
+    assert!(
+        err.contains("column i is integer on the server (INT), BIGINT in --schema"),
+        "{err}"
+    );
+}
+
+/// `n` CSV files of `rows` rows each: id `f * 1_000_000 + i`, v = f.
+fn write_files(t: &Tmp, n: usize, rows: usize) -> Vec<String> {
+    (0..n)
+        .map(|f| {
+            let name = format!("f{f:02}.csv");
+            let text: String = (0..rows)
+                .map(|i| format!("{},{f}\n", f * 1_000_000 + i))
+                .collect();
+            std::fs::write(t.0.join(&name), text).unwrap();
+            name
+        })
+        .collect()
+}
+
+fn load_args<'a>(url: &'a str, table: &'a str, files: &'a [String]) -> Vec<&'a str> {
+    let mut a = vec![
+        "load",
+        "--into",
+        url,
+        "--no-header",
+        "--delimiter",
+        ",",
+        "--schema",
+        "id BIGINT, v INT",
+        "--commit-every",
+        "2files",
+        "--connections",
+        "3",
+        "--block-size",
+        "64KiB",
+        table,
+    ];
+    a.extend(files.iter().map(String::as_str));
+    a
+}
+
+/// Every row of the files once, and the journal agreeing.
+fn assert_exactly_once(pg: &Pg, table: &str, files: usize, rows: usize) {
+    let got = pg.psql(&format!(
+        "SELECT count(*), count(DISTINCT id), sum(id) FROM {table}"
+    ));
+    let ids: u64 = (0..files as u64)
+        .flat_map(|f| (0..rows as u64).map(move |i| f * 1_000_000 + i))
+        .sum();
+    let n = files * rows;
+    assert_eq!(got.trim(), format!("{n}|{n}|{ids}"));
+    let journal = pg.psql(&format!(
+        "SELECT count(*), sum(rows) FROM sluice_load_journal WHERE target = '{table}'"
+    ));
+    assert_eq!(journal.trim(), format!("{files}|{n}"));
+}
+
+#[test]
+fn a_crash_between_the_commits_of_a_groups_parts_is_repaired_by_the_next_run() {
+    let Some(pg) =
+        Pg::start("a_crash_between_the_commits_of_a_groups_parts_is_repaired_by_the_next_run")
+    else {
+        return;
+    };
+    let t = Tmp::new();
+    let files = write_files(&t, 4, 20_000);
+    let url = pg.url();
+    let args = load_args(&url, "crashy", &files);
+    // Exits after the first group (3 parts) and one part of the second.
+    let o = run(&t.0, &args, &[("SLUICE_FAULT", "into-exit-after-parts=4")]);
+    assert_eq!(
+        o.status.code(),
+        Some(137),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let partial: u64 = pg
+        .psql("SELECT count(*) FROM crashy")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(partial > 40_000 && partial < 80_000, "{partial}");
+    let o = run(&t.0, &args, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(err.contains("of 1 commit a crash interrupted"), "{err}");
+    assert!(
+        out.contains("skipped 2 files loaded by earlier commits"),
+        "{out}"
+    );
+    assert_exactly_once(&pg, "crashy", 4, 20_000);
+}
+
+#[test]
+fn sigkill_at_random_moments_then_the_same_command_loads_every_row_once() {
+    let Some(pg) =
+        Pg::start("sigkill_at_random_moments_then_the_same_command_loads_every_row_once")
+    else {
+        return;
+    };
+    let t = Tmp::new();
+    let files = write_files(&t, 10, 10_000);
+    let url = pg.url();
+    let args = load_args(&url, "killed", &files);
+    // A cheap deterministic sequence of kill times.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..6 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .current_dir(&t.0)
+            .env_remove("SLUICE_FAULT")
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50 + x % 600));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    ok(&t.0, &args);
+    assert_exactly_once(&pg, "killed", 10, 10_000);
+}
+
+#[test]
+fn a_server_crash_mid_load_fails_clearly_and_the_rerun_loads_every_row_once() {
+    let Some(pg) =
+        Pg::start("a_server_crash_mid_load_fails_clearly_and_the_rerun_loads_every_row_once")
+    else {
+        return;
+    };
+    let t = Tmp::new();
+    let files = write_files(&t, 8, 30_000);
+    let url = pg.url();
+    let args = load_args(&url, "restarted", &files);
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_FAULT")
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first commit is in, the server goes down.
+    for _ in 0..600 {
+        let n = pg.psql("SELECT count(*) FROM pg_class WHERE relname = 'sluice_load_parts'");
+        if n.trim() == "1"
+            && pg
+                .psql("SELECT count(*) FROM sluice_load_parts WHERE target = 'restarted'")
+                .trim()
+                != "0"
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    pg.crash();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        // The load won the race: nothing to recover, still exactly once.
+        eprintln!("the load finished before the server went down");
+        pg.pg_ctl_start();
+        assert_exactly_once(&pg, "restarted", 8, 30_000);
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("PostgreSQL"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    pg.pg_ctl_start();
+    ok(&t.0, &args);
+    assert_exactly_once(&pg, "restarted", 8, 30_000);
+}
+
+#[test]
+fn duplicate_keys_load_nothing_and_name_the_key_or_the_line() {
+    let Some(pg) = Pg::start("duplicate_keys_load_nothing_and_name_the_key_or_the_line") else {
+        return;
+    };
+    let t = Tmp::new();
+    std::fs::write(t.0.join("dup.csv"), "id,v\n1,a\n2,b\n3,c\n2,d\n").unwrap();
+    let url = pg.url();
+    // The key added after the rows fails: the new table is dropped again.
+    let err = fails(
+        &t.0,
+        &["load", "--into", &url, "--key", "id", "after", "dup.csv"],
+    );
+    assert!(err.contains("Key (id)=(2) is duplicated"), "{err}");
+    assert!(err.contains("nothing is loaded"), "{err}");
+    assert_eq!(pg.psql("SELECT to_regclass('after') IS NULL").trim(), "t");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM sluice_load_journal WHERE target = 'after'")
+            .trim(),
+        "0"
+    );
+    // Loaded into the indexed table: the server names the row, sluice
+    // its file and line.
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--key",
+            "id",
+            "--index-first",
+            "first",
+            "dup.csv",
+        ],
+    );
+    assert!(err.contains("dup.csv:5"), "{err}");
+    assert!(err.contains("23505"), "{err}");
+    assert_eq!(pg.psql("SELECT to_regclass('first') IS NULL").trim(), "t");
+    // The key added after good rows: there, with the rows.
+    std::fs::write(t.0.join("good.csv"), "id,v\n1,a\n2,b\n").unwrap();
+    let out = ok(
+        &t.0,
+        &["load", "--into", &url, "--key", "id", "keyed", "good.csv"],
+    );
+    assert!(
+        out.contains("primary key (id) added after the rows"),
+        "{out}"
+    );
+    assert_eq!(
+        pg.psql(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) WHERE i.indrelid = 'keyed'::regclass AND i.indisprimary"
+        )
+        .trim(),
+        "id"
+    );
+    // An existing keyed table: a duplicate names its line, the table
+    // keeps what it had.
+    let err = fails(&t.0, &["load", "--into", &url, "keyed", "dup.csv"]);
+    assert!(
+        err.contains("dup.csv:2") && err.contains("already exists"),
+        "{err}"
+    );
+    assert_eq!(pg.psql("SELECT count(*) FROM keyed").trim(), "2");
+}
+
+#[test]
+fn credentials_come_from_the_url_a_file_or_pgpassword_and_bad_ones_write_nothing() {
+    let Some(pg) =
+        Pg::start("credentials_come_from_the_url_a_file_or_pgpassword_and_bad_ones_write_nothing")
+    else {
+        return;
+    };
+    let t = Tmp::new();
+    std::fs::write(t.0.join("a.csv"), "id,v\n1,a\n").unwrap();
+    let bad = format!("postgresql://postgres:wrong@127.0.0.1:{}/postgres", pg.port);
+    let err = fails(&t.0, &["load", "--into", &bad, "creds", "a.csv"]);
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(err.contains("28P01"), "{err}");
+    assert!(!err.contains("wrong"), "the password is printed: {err}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM pg_class WHERE relname IN ('creds', 'sluice_load_journal')")
+            .trim(),
+        "0"
+    );
+    let plain = pg.url_no_password();
+    // No password at all.
+    let err = fails(&t.0, &["load", "--into", &plain, "creds", "a.csv"]);
+    assert!(err.contains("password"), "{err}");
+    // From a file, and from PGPASSWORD.
+    std::fs::write(t.0.join("pw"), format!("{PASSWORD}\n")).unwrap();
+    ok(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &plain,
+            "--password-file",
+            "pw",
+            "creds",
+            "a.csv",
+        ],
+    );
+    let o = run(
+        &t.0,
+        &["load", "--into", &plain, "--reload", "creds", "a.csv"],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(pg.psql("SELECT count(*) FROM creds").trim(), "2");
+}
