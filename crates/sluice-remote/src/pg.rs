@@ -700,7 +700,7 @@ struct PartFailure {
 /// The group being written: the queue to the copy connections.
 struct Group {
     tx: Option<SyncSender<Job>>,
-    workers: Vec<JoinHandle<std::result::Result<Part, PartFailure>>>,
+    workers: Vec<JoinHandle<std::result::Result<Part, Box<PartFailure>>>>,
     failed: Arc<AtomicBool>,
 }
 
@@ -745,7 +745,7 @@ impl PgSink<'_> {
         for w in g.workers.drain(..) {
             match w.join() {
                 Ok(Ok(p)) => self.parts.push(p),
-                Ok(Err(f)) => failures.push(f),
+                Ok(Err(f)) => failures.push(*f),
                 Err(_) => failures.push(PartFailure {
                     conn: None,
                     error: Error::Internal("a copy connection's thread panicked".into()),
@@ -975,11 +975,13 @@ fn copy_part(
     target: &PgTarget,
     sql: &str,
     rx: &Mutex<Receiver<Job>>,
-) -> std::result::Result<Part, PartFailure> {
-    let fail = |conn: Option<Conn>, error: Error| PartFailure {
-        conn,
-        error,
-        row: None,
+) -> std::result::Result<Part, Box<PartFailure>> {
+    let fail = |conn: Option<Conn>, error: Error| {
+        Box::new(PartFailure {
+            conn,
+            error,
+            row: None,
+        })
     };
     let conn = match Conn::open(target) {
         Ok(c) => c,
@@ -1035,11 +1037,7 @@ fn copy_part(
     drop(sink);
     match result {
         Ok(rows) => Ok(Part { conn, rows }),
-        Err(CopyError::Other(error)) => Err(PartFailure {
-            conn: Some(conn),
-            error,
-            row: None,
-        }),
+        Err(CopyError::Other(error)) => Err(fail(Some(conn), error)),
         Err(CopyError::Pg(e)) => {
             // The row the server named ("COPY t, line 5"), as the group's.
             let row = copy_line(&e).and_then(|line| {
@@ -1048,11 +1046,11 @@ fn copy_part(
                 Some(map[i].1 + (r - map[i].0))
             });
             let conn = (!conn.client.is_closed()).then_some(conn);
-            Err(PartFailure {
+            Err(Box::new(PartFailure {
                 conn,
                 error: server_error(&e),
                 row,
-            })
+            }))
         }
     }
 }

@@ -160,7 +160,7 @@ pub fn run(
     runs: usize,
     dir: &Path,
     url: Option<String>,
-    no_peers: bool,
+    (no_peers, no_pgloader): (bool, bool),
     quiet: bool,
 ) -> Result<()> {
     let counts = parse_threads(connections)?;
@@ -172,6 +172,7 @@ pub fn run(
     };
     let exe = sluice_exe()?;
     let pgloader = !no_peers
+        && !no_pgloader
         && Command::new("pgloader")
             .arg("--version")
             .output()
@@ -189,7 +190,7 @@ pub fn run(
                 connections: 1,
                 seconds: vec![],
             });
-        } else if !quiet {
+        } else if !quiet && !no_pgloader {
             eprintln!("peer: pgloader not found (apt-get install pgloader) — not compared");
         }
     }

@@ -86,6 +86,9 @@ pub enum Scenario {
         /// Do not run the peers
         #[arg(long)]
         no_peers: bool,
+        /// Run psql's \copy but not pgloader (about 20 times slower here)
+        #[arg(long)]
+        no_pgloader: bool,
     },
     /// Rejecting: a file of records that all fail (a letter in an INT
     /// column) loaded with --on-error skip, beside a file of as many good
@@ -420,7 +423,16 @@ pub fn run(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             url,
             no_peers,
-        } => into::run(&size, &connections_list, runs, &dir, url, no_peers, quiet),
+            no_pgloader,
+        } => into::run(
+            &size,
+            &connections_list,
+            runs,
+            &dir,
+            url,
+            (no_peers, no_pgloader),
+            quiet,
+        ),
         Scenario::Ingest {
             size,
             threads_list,

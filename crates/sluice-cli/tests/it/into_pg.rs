@@ -616,3 +616,62 @@ fn credentials_come_from_the_url_a_file_or_pgpassword_and_bad_ones_write_nothing
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(pg.psql("SELECT count(*) FROM creds").trim(), "2");
 }
+
+#[test]
+fn rejects_the_json_summary_and_inference_work_as_for_local_loads() {
+    let Some(pg) = Pg::start("rejects_the_json_summary_and_inference_work_as_for_local_loads")
+    else {
+        return;
+    };
+    let t = Tmp::new();
+    std::fs::write(
+        t.0.join("r.csv"),
+        "id,zip,amount\n1,00501,1.50\n2,oops,x\n3,02134,2.25\n",
+    )
+    .unwrap();
+    let url = pg.url();
+    let o = run(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--json",
+            "--rejects",
+            "bad.csv",
+            "--schema",
+            "id INT, zip TEXT, amount DECIMAL(8,2)",
+            "--header",
+            "rj",
+            "r.csv",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rows"], 2, "{v}");
+    assert_eq!(v["rejected"], 1, "{v}");
+    assert_eq!(
+        v["into"]["connections"].as_u64().map(|c| c >= 1),
+        Some(true),
+        "{v}"
+    );
+    assert!(
+        !v["into"]["url"].as_str().unwrap().contains(PASSWORD),
+        "{v}"
+    );
+    let bad = std::fs::read_to_string(t.0.join("bad.csv")).unwrap();
+    assert!(bad.contains("r.csv") && bad.contains("oops"), "{bad}");
+    assert_eq!(
+        pg.psql("SELECT id, zip, amount FROM rj ORDER BY id"),
+        "1|00501|1.50\n3|02134|2.25\n"
+    );
+    // Inferred for a new table: leading zeros stay text.
+    std::fs::write(t.0.join("z.csv"), "zip,n\n00501,1\n02134,2\n").unwrap();
+    ok(&t.0, &["load", "--into", &url, "zips", "z.csv"]);
+    assert_eq!(
+        pg.psql("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'zips'::regclass AND attname = 'zip'"),
+        "text\n"
+    );
+    assert_eq!(pg.psql("SELECT zip FROM zips ORDER BY n"), "00501\n02134\n");
+}
