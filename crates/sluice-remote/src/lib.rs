@@ -1,46 +1,198 @@
 //! Loads into database servers: sinks of sluice's load pipeline
-//! ([`sluice::load::Sink`]) whose end is a table of a PostgreSQL server,
+//! ([`sluice::load::Sink`]) whose end is a table of a PostgreSQL or
+//! MariaDB (MySQL) server,
 //! so that every front-end feature of a load (every core, inference,
 //! exact types, rejects, encodings, compression, JSON, resume) works the
 //! same with a server at the end.
 //!
 //! Useful for: `sluice load --into URL`: what a target URL is
 //! ([`Target`]), the server's table checked or created, and the load's
-//! exactly-once bookkeeping on the server ([`pg`]).
+//! exactly-once bookkeeping on the server ([`pg`], [`my`]).
 //! Not useful for: reading and parsing (`sluice::load`), or the binary
 //! COPY encoding itself (`sluice::pgcopy`).
 
+pub mod my;
 pub mod pg;
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use sluice::batch::{DataType, Schema};
+use sluice::load::sink::Sink;
+use sluice::store::LoadedFile;
 use sluice::{Error, Result};
+
+/// Seconds a load waits for another load of the same table to end (the
+/// lock of a load that was just killed goes when the server sees its
+/// connection close).
+pub(crate) const LOCK_WAIT_SECONDS: u32 = 5;
+
+/// Batches waiting for a free connection, per connection.
+pub(crate) const QUEUE_PER_CONNECTION: usize = 2;
 
 /// Where a load goes: a database server's table, by URL.
 pub enum Target {
     /// `postgresql://user[:password]@host[:port]/db[?sslmode=...]`
     Postgres(pg::PgTarget),
+    /// `mariadb://` or `mysql://user[:password]@host[:port]/db`
+    MariaDb(my::MyTarget),
 }
 
 impl Target {
     /// The target a URL names. The password comes from the URL, else from
-    /// `password_file` (its first line), else from `PGPASSWORD`.
+    /// `password_file` (its first line), else from `PGPASSWORD`
+    /// (PostgreSQL) or `MYSQL_PWD` (MariaDB).
     pub fn parse(url: &str, password_file: Option<&Path>) -> Result<Target> {
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match scheme.as_deref() {
             Some("postgresql" | "postgres") => {
                 pg::PgTarget::parse(url, password_file).map(Target::Postgres)
             }
-            Some("mysql" | "mariadb") => Err(Error::Unsupported(
-                "loads into MySQL and MariaDB servers (mysql://, mariadb://) are not built yet; \
-                 load into PostgreSQL (postgresql://) or into a sluice table"
-                    .into(),
-            )),
+            Some("mysql" | "mariadb") => {
+                my::MyTarget::parse(url, password_file).map(Target::MariaDb)
+            }
             _ => Err(Error::Config(format!(
-                "--into {}: expected a URL postgresql://user@host[:port]/database",
+                "--into {}: expected a URL postgresql://user@host[:port]/database or mariadb://user@host[:port]/database",
                 redact(url)
             ))),
         }
+    }
+
+    /// The server and database, for messages (no password).
+    pub fn shown(&self) -> &str {
+        match self {
+            Target::Postgres(t) => t.shown(),
+            Target::MariaDb(t) => t.shown(),
+        }
+    }
+
+    /// Connects for a load into `table`: takes the table's load lock,
+    /// makes the journal tables, settles a commit a crash interrupted, and
+    /// reads the table's columns.
+    pub fn connect(&self, table: &str) -> Result<Box<dyn ServerLoad>> {
+        Ok(match self {
+            Target::Postgres(t) => Box::new(pg::PgLoad::connect(t, table)?),
+            Target::MariaDb(t) => Box::new(my::MyLoad::connect(t, table)?),
+        })
+    }
+}
+
+/// A load into one table of a server, from its control connection.
+pub trait ServerLoad {
+    /// The server and database, for messages (no password).
+    fn shown(&self) -> &str;
+    /// The table's schema when it exists on the server.
+    fn existing_schema(&self) -> Option<&Schema>;
+    /// Checks a schema given for the load against the existing table: the
+    /// same columns, in order, of the same types.
+    fn check_schema(&self, given: &Schema) -> Result<()>;
+    /// Creates the table when it does not exist: with its primary key
+    /// when `index_first`, else without (see [`ServerLoad::finish`]).
+    /// Returns whether it created it.
+    fn create_table(&mut self, schema: &Schema, index_first: bool) -> Result<bool>;
+    /// The files the table's journal records as loaded: journal name to
+    /// (commit, what was recorded), for `sluice::load::resume_inputs`.
+    fn journaled(&mut self) -> Result<HashMap<String, (u64, LoadedFile)>>;
+    /// The sink of the load's rows over `connections` connections.
+    fn sink<'a>(
+        &mut self,
+        schema: &Schema,
+        connections: usize,
+    ) -> Result<Box<dyn ServerSink<'a> + 'a>>;
+    /// After the rows: adds the primary key `schema` names when the table
+    /// has none. Returns whether it did. A key the rows break fails; a
+    /// table this load created is then dropped with its journal rows.
+    fn finish(&mut self, schema: &Schema) -> Result<bool>;
+    /// Drops the table this load created, with its journal rows.
+    fn drop_created(&mut self) -> Result<()>;
+    /// Commits a crash had interrupted that this load settled, and the
+    /// rows it removed for them.
+    fn repaired(&self) -> (u64, u64);
+    /// What the summary should say of how the rows were sent.
+    fn note(&self) -> Option<String>;
+}
+
+/// The sink of a [`ServerLoad`].
+pub trait ServerSink<'a>: Sink<'a> {
+    /// Commit groups committed so far.
+    fn committed(&self) -> u64;
+}
+
+/// Checks `given` against the columns a server table `have`s: names (in
+/// any ASCII case) and types, in order; the error names the column.
+pub(crate) fn check_schema(
+    have: &Schema,
+    given: &Schema,
+    table: &str,
+    shown: &str,
+    server_type: impl Fn(DataType) -> String,
+) -> Result<()> {
+    let mismatch = |what: String| {
+        Err(Error::Schema(format!(
+            "table {table} on {shown} does not match --schema: {what}"
+        )))
+    };
+    for (i, g) in given.columns.iter().enumerate() {
+        let Some(h) = have.columns.get(i) else {
+            return mismatch(format!(
+                "column {} ({}) is not in the table, which has {} columns: {}",
+                i + 1,
+                g.name,
+                have.len(),
+                have.column_names()
+            ));
+        };
+        if !h.name.eq_ignore_ascii_case(&g.name) {
+            return mismatch(format!(
+                "column {} is {} on the server, {} in --schema",
+                i + 1,
+                h.name,
+                g.name
+            ));
+        }
+        if h.data_type != g.data_type {
+            return mismatch(format!(
+                "column {} is {} on the server ({}), {} in --schema",
+                h.name,
+                server_type(h.data_type),
+                h.data_type,
+                g.data_type
+            ));
+        }
+    }
+    if have.len() > given.len() {
+        return mismatch(format!(
+            "the table has {} columns more: {}",
+            have.len() - given.len(),
+            have.columns[given.len()..]
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The process exits after this many part commits
+/// (`SLUICE_FAULT=into-exit-after-parts=N`): a crash between the commits
+/// of a group's connections, for the tests of the recovery.
+pub(crate) fn fault_after_part_commit() {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    static DONE: AtomicU64 = AtomicU64::new(0);
+    let limit = *LIMIT.get_or_init(|| {
+        std::env::var("SLUICE_FAULT")
+            .ok()?
+            .strip_prefix("into-exit-after-parts=")?
+            .parse()
+            .ok()
+    });
+    if let Some(n) = limit
+        && DONE.fetch_add(1, Ordering::Relaxed) + 1 >= n
+    {
+        std::process::exit(137);
     }
 }
 
@@ -85,13 +237,10 @@ mod tests {
     }
 
     #[test]
-    fn unknown_and_unbuilt_schemes_are_clear_errors() {
+    fn unknown_schemes_are_clear_errors() {
         let e = Target::parse("ftp://x/y", None).err().unwrap().to_string();
         assert!(e.contains("expected a URL postgresql://"), "{e}");
-        let e = Target::parse("mariadb://u@h/db", None)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("not built yet"), "{e}");
+        assert!(Target::parse("mariadb://u@h/db", None).is_ok());
+        assert!(Target::parse("mysql://u@h/db", None).is_ok());
     }
 }

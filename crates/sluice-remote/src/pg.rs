@@ -41,9 +41,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
@@ -58,14 +58,10 @@ use sluice::{Error, Result};
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls};
 
+use crate::{LOCK_WAIT_SECONDS, QUEUE_PER_CONNECTION, ServerLoad, ServerSink};
+
 /// Bytes of encoded rows sent to the server in one message.
 const FLUSH_BYTES: usize = 4 << 20;
-
-/// Seconds a load waits for another load of the same table to end.
-const LOCK_WAIT_SECONDS: u32 = 5;
-
-/// Batches waiting for a free connection, per connection.
-const QUEUE_PER_CONNECTION: usize = 2;
 
 /// A PostgreSQL server to load into, from a URL.
 #[derive(Clone)]
@@ -268,9 +264,9 @@ pub struct PgLoad {
     /// was committed to it).
     created: bool,
     /// Rows removed by the repair of an interrupted commit.
-    pub repaired_rows: u64,
+    repaired_rows: u64,
     /// Commits repaired.
-    pub repaired_commits: u64,
+    repaired_commits: u64,
 }
 
 const JOURNAL_DDL: &str = "
@@ -398,69 +394,14 @@ impl PgLoad {
     }
 
     /// The table's schema when it exists on the server.
-    pub fn existing_schema(&self) -> Option<&Schema> {
+    fn existing_schema_(&self) -> Option<&Schema> {
         self.existing.as_ref().map(|t| &t.schema)
-    }
-
-    /// Checks a schema given for the load against the existing table:
-    /// the same columns, in order, of the same types.
-    pub fn check_schema(&self, given: &Schema) -> Result<()> {
-        let Some(t) = &self.existing else {
-            return Ok(());
-        };
-        let have = &t.schema;
-        let mismatch = |what: String| {
-            Err(Error::Schema(format!(
-                "table {} on {} does not match --schema: {what}",
-                self.table, self.target.shown
-            )))
-        };
-        for (i, g) in given.columns.iter().enumerate() {
-            let Some(h) = have.columns.get(i) else {
-                return mismatch(format!(
-                    "column {} ({}) is not in the table, which has {} columns: {}",
-                    i + 1,
-                    g.name,
-                    have.len(),
-                    have.column_names()
-                ));
-            };
-            if !h.name.eq_ignore_ascii_case(&g.name) {
-                return mismatch(format!(
-                    "column {} is {} on the server, {} in --schema",
-                    i + 1,
-                    h.name,
-                    g.name
-                ));
-            }
-            if h.data_type != g.data_type {
-                return mismatch(format!(
-                    "column {} is {} on the server ({}), {} in --schema",
-                    h.name,
-                    pg_type(h.data_type),
-                    h.data_type,
-                    g.data_type
-                ));
-            }
-        }
-        if have.len() > given.len() {
-            return mismatch(format!(
-                "the table has {} columns more: {}",
-                have.len() - given.len(),
-                have.columns[given.len()..]
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        Ok(())
     }
 
     /// Creates the table when it does not exist: with its primary key
     /// when `index_first`, else without (the key is added after the rows:
     /// [`PgLoad::finish`]). Returns whether it created it.
-    pub fn create_table(&mut self, schema: &Schema, index_first: bool) -> Result<bool> {
+    fn create_table_(&mut self, schema: &Schema, index_first: bool) -> Result<bool> {
         if self.existing.is_some() {
             return Ok(false);
         }
@@ -544,7 +485,7 @@ impl PgLoad {
 
     /// The files the table's journal records as loaded: journal name to
     /// (commit, what was recorded), for [`sluice::load::resume_inputs`].
-    pub fn journaled(&self) -> Result<HashMap<String, (u64, LoadedFile)>> {
+    fn journaled_(&self) -> Result<HashMap<String, (u64, LoadedFile)>> {
         let rows = self
             .control
             .query(
@@ -572,7 +513,7 @@ impl PgLoad {
     }
 
     /// The sink of the load's rows over `connections` copy connections.
-    pub fn sink<'a>(&self, schema: &Schema, connections: usize) -> Result<PgSink<'a>> {
+    fn sink_<'a>(&self, schema: &Schema, connections: usize) -> Result<PgSink<'a>> {
         let last: i64 = self
             .control
             .query(
@@ -612,7 +553,7 @@ impl PgLoad {
     /// has none (a new table's, by default). Returns whether it did. A
     /// key the rows break fails; a table this load created is then
     /// dropped with its journal, leaving the server as before the load.
-    pub fn finish(&mut self, schema: &Schema) -> Result<bool> {
+    fn finish_(&mut self, schema: &Schema) -> Result<bool> {
         let Some(k) = schema.key_column() else {
             return Ok(false);
         };
@@ -635,7 +576,7 @@ impl PgLoad {
             Err(e) => {
                 let err = server_error(&e);
                 if self.created {
-                    self.drop_created()?;
+                    self.drop_created_()?;
                     return Err(err.context(format!(
                         "adding primary key ({key}) to {} after the rows; the table this load created was dropped, nothing is loaded",
                         self.table
@@ -651,7 +592,7 @@ impl PgLoad {
 
     /// Drops the table this load created, with its journal rows, in one
     /// transaction: after a failure that leaves nothing loaded.
-    pub fn drop_created(&mut self) -> Result<()> {
+    fn drop_created_(&mut self) -> Result<()> {
         if !self.created {
             return Ok(());
         }
@@ -670,10 +611,62 @@ impl PgLoad {
         self.existing = None;
         Ok(())
     }
+}
 
-    /// The server, for messages.
-    pub fn target(&self) -> &PgTarget {
-        &self.target
+impl ServerLoad for PgLoad {
+    fn shown(&self) -> &str {
+        &self.target.shown
+    }
+
+    fn existing_schema(&self) -> Option<&Schema> {
+        self.existing_schema_()
+    }
+
+    fn check_schema(&self, given: &Schema) -> Result<()> {
+        match &self.existing {
+            Some(t) => {
+                crate::check_schema(&t.schema, given, &self.table, &self.target.shown, pg_type)
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn create_table(&mut self, schema: &Schema, index_first: bool) -> Result<bool> {
+        self.create_table_(schema, index_first)
+    }
+
+    fn journaled(&mut self) -> Result<HashMap<String, (u64, LoadedFile)>> {
+        self.journaled_()
+    }
+
+    fn sink<'a>(
+        &mut self,
+        schema: &Schema,
+        connections: usize,
+    ) -> Result<Box<dyn ServerSink<'a> + 'a>> {
+        Ok(Box::new(self.sink_(schema, connections)?))
+    }
+
+    fn finish(&mut self, schema: &Schema) -> Result<bool> {
+        self.finish_(schema)
+    }
+
+    fn drop_created(&mut self) -> Result<()> {
+        self.drop_created_()
+    }
+
+    fn repaired(&self) -> (u64, u64) {
+        (self.repaired_commits, self.repaired_rows)
+    }
+
+    fn note(&self) -> Option<String> {
+        None
+    }
+}
+
+impl<'a> ServerSink<'a> for PgSink<'a> {
+    fn committed(&self) -> u64 {
+        self.committed
     }
 }
 
@@ -723,16 +716,6 @@ pub struct PgSink<'a> {
 }
 
 impl PgSink<'_> {
-    /// Groups committed so far.
-    pub fn committed(&self) -> u64 {
-        self.committed
-    }
-
-    /// Copy connections a group uses.
-    pub fn connections(&self) -> usize {
-        self.connections
-    }
-
     /// Waits for the copy connections and returns their parts, or the
     /// first error (in row order when the server named rows) with the
     /// rest rolled back.
@@ -783,26 +766,6 @@ impl PgSink<'_> {
         for p in self.parts.drain(..) {
             let _ = p.conn.exec("ROLLBACK");
         }
-    }
-}
-
-/// The process exits after this many part commits
-/// (`SLUICE_FAULT=into-exit-after-parts=N`): a crash between the commits
-/// of a group's parts, for the tests of the repair.
-fn fault_after_part_commit() {
-    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
-    static DONE: AtomicU64 = AtomicU64::new(0);
-    let limit = *LIMIT.get_or_init(|| {
-        std::env::var("SLUICE_FAULT")
-            .ok()?
-            .strip_prefix("into-exit-after-parts=")?
-            .parse()
-            .ok()
-    });
-    if let Some(n) = limit
-        && DONE.fetch_add(1, Ordering::Relaxed) + 1 >= n
-    {
-        std::process::exit(137);
     }
 }
 
@@ -949,7 +912,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
                 ))));
             }
             done += 1;
-            fault_after_part_commit();
+            crate::fault_after_part_commit();
         }
         self.next_commit += 1;
         self.committed += 1;

@@ -1,5 +1,5 @@
-//! `sluice load --into URL`: the same load, a PostgreSQL server's table at
-//! the end (`sluice_remote::pg`): the server's table read or created, the
+//! `sluice load --into URL`: the same load, a PostgreSQL or MariaDB
+//! server's table at the end (`sluice_remote`): the server's table read or created, the
 //! files its journal records skipped, the rows loaded over parallel
 //! connections, the primary key added after them, the summary printed.
 
@@ -12,7 +12,6 @@ use anyhow::{Context, Result, bail};
 use sluice::load::sink::Sink;
 use sluice::load::{LoadSummary, Progress, load_planned, prepare_for, resume_inputs};
 use sluice_remote::Target;
-use sluice_remote::pg::PgLoad;
 
 use super::{
     LoadArgs, OnDuplicateArg, chained, has_streams, load_error, print_summary, request,
@@ -48,8 +47,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
     if a.connections == Some(0) {
         bail!("--connections must be at least 1");
     }
-    let Target::Postgres(target) =
-        Target::parse(url, a.password_file.as_deref()).map_err(chained)?;
+    let target = Target::parse(url, a.password_file.as_deref()).map_err(chained)?;
     sluice::batch::validate_identifier(&a.table, "table").map_err(chained)?;
     let table = a.table.to_ascii_lowercase();
     let inputs = sluice::source::expand(&a.inputs)?;
@@ -62,15 +60,22 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
             "--into loads text inputs (CSV, TSV, JSON); Parquet and Arrow files into a server are not built yet"
         );
     }
-    let mut pg = PgLoad::connect(&target, &table).map_err(chained)?;
-    if pg.repaired_commits > 0 && !quiet {
-        eprintln!(
-            "removed {} row{} of {} commit{} a crash interrupted (their files load again)",
-            pg.repaired_rows,
-            if pg.repaired_rows == 1 { "" } else { "s" },
-            pg.repaired_commits,
-            if pg.repaired_commits == 1 { "" } else { "s" },
-        );
+    let mut pg = target.connect(&table).map_err(chained)?;
+    let (repaired_commits, repaired_rows) = pg.repaired();
+    if repaired_commits > 0 && !quiet {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
+        if let Target::Postgres(_) = target {
+            eprintln!(
+                "removed {repaired_rows} row{} of {repaired_commits} commit{} a crash interrupted (their files load again)",
+                s(repaired_rows),
+                s(repaired_commits)
+            );
+        } else {
+            eprintln!(
+                "settled {repaired_commits} prepared transaction{} of a commit a crash interrupted",
+                s(repaired_commits)
+            );
+        }
     }
     let req = request(a, threads);
     let mut prepared =
@@ -105,7 +110,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
     let bar = show_bar
         .then(|| util::spawn_progress(progress.clone(), total_bytes, plan.todo.len() as u64));
     let result = load_planned(
-        &mut sink as &mut dyn Sink<'_>,
+        sink.as_mut() as &mut dyn Sink<'_>,
         &table,
         &plan.todo,
         &plan,
@@ -147,7 +152,8 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
             connections,
             key: schema.key_column().map(|k| schema.columns[k].name.as_str()),
             key_seconds,
-            repaired_rows: pg.repaired_rows,
+            repaired_rows,
+            note: pg.note(),
         },
         quiet,
     )?;
@@ -166,6 +172,8 @@ struct IntoInfo<'a> {
     /// Seconds the primary key took to add after the rows.
     key_seconds: Option<f64>,
     repaired_rows: u64,
+    /// How the rows were sent, when it is not the usual way.
+    note: Option<String>,
 }
 
 fn print_into_summary(
@@ -184,6 +192,7 @@ fn print_into_summary(
             "primary_key_added": info.key_seconds.map(|_| info.key),
             "primary_key_seconds": info.key_seconds,
             "repaired_rows": info.repaired_rows,
+            "note": info.note,
         });
         println!("{v}");
         return Ok(());
@@ -200,6 +209,9 @@ fn print_into_summary(
     );
     if let (Some(k), Some(t)) = (info.key, info.key_seconds) {
         println!("primary key ({k}) added after the rows in {t:.2} s");
+    }
+    if let Some(n) = &info.note {
+        println!("{n}");
     }
     Ok(())
 }

@@ -1,0 +1,1152 @@
+//! Loads into a MariaDB or MySQL server: `LOAD DATA LOCAL INFILE` streams
+//! fed from the batches over parallel connections (multi-row INSERTs when
+//! the server has LOCAL INFILE off), exactly once by XA transactions.
+//!
+//! Useful for: what `sluice load --into mariadb://…` (or `mysql://`) does
+//! on the server; the MariaDB counterpart of [`crate::pg`].
+//! Not useful for: reading and parsing (`sluice::load`).
+//!
+//! # How a load runs
+//!
+//! A control connection takes the table's named lock (`GET_LOCK`: one
+//! load into a table at a time), creates the journal tables when missing,
+//! settles the XA transactions a crash left prepared (below), reads the
+//! journal to skip the files loaded before, and creates a new table. For
+//! each commit group, `N` connections each run `XA START` and
+//! `LOAD DATA LOCAL INFILE`, whose data its LOCAL INFILE handler writes
+//! from the batches it takes off the queue: tab-separated, `\N` for NULL,
+//! backslash escapes. With LOCAL the server turns row errors into
+//! warnings and skips duplicate keys, so a load with a warning, or with
+//! fewer rows than were sent, fails the group, naming the server's first
+//! warning. Sessions run in strict mode with the time zone UTC.
+//!
+//! # Exactly once
+//!
+//! At the commit each connection inserts its row of `sluice_load_parts`
+//! (the first also the group's files into `sluice_load_journal`), then
+//! `XA END` and `XA PREPARE`; only when all `N` are prepared do they
+//! `XA COMMIT`, one after the other. A prepared XA transaction survives a
+//! disconnect and a server restart (MariaDB 10.5 and later), so a crash
+//! between the commits leaves the others prepared: the next load lists
+//! them (`XA RECOVER`) and commits them when a part of their group is
+//! committed (the decision was made: every part was prepared), else rolls
+//! them back. Before the first commit nothing is visible; an error or
+//! Ctrl-C rolls every connection back.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType,
+    UInt16Type,
+};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::{DataType as A, TimeUnit};
+use mysql::prelude::Queryable;
+use mysql::{Conn, LocalInfileHandler, Opts, OptsBuilder, Value};
+use sluice::batch::{DataType, Schema};
+use sluice::load::sink::{Committed, GroupFiles, Layout, Provenance, Rows, Sink, describe_row};
+use sluice::load::{JournalNames, LoadOptions, is_journaled};
+use sluice::source::Input;
+use sluice::store::LoadedFile;
+use sluice::{Error, Result};
+
+use crate::{LOCK_WAIT_SECONDS, QUEUE_PER_CONNECTION, ServerLoad, ServerSink};
+
+/// Bytes of rows a LOCAL INFILE handler encodes before writing them.
+const WRITE_BYTES: usize = 1 << 20;
+
+/// Rows of one INSERT when LOCAL INFILE is off (at most 65,535
+/// placeholders a statement).
+const INSERT_ROWS: usize = 1000;
+
+/// A MariaDB or MySQL server to load into, from a URL.
+#[derive(Clone)]
+pub struct MyTarget {
+    opts: Opts,
+    shown: String,
+}
+
+impl MyTarget {
+    /// `mariadb://` or `mysql://user[:password]@host[:port]/database`; the
+    /// password from the URL, else `password_file`, else `MYSQL_PWD`.
+    pub fn parse(url: &str, password_file: Option<&Path>) -> Result<MyTarget> {
+        let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+        let opts = Opts::from_url(&format!("mysql://{rest}")).map_err(|e| {
+            Error::Config(format!(
+                "--into {}: not a MariaDB URL ({e}): expected mariadb://user@host[:port]/database",
+                crate::redact(url)
+            ))
+        })?;
+        if opts.get_db_name().is_none_or(str::is_empty) {
+            return Err(Error::Config(format!(
+                "--into {}: the URL names no database: mariadb://user@host[:port]/database",
+                crate::redact(url)
+            )));
+        }
+        let mut b = OptsBuilder::from_opts(opts.clone())
+            .prefer_socket(false)
+            .tcp_connect_timeout(Some(std::time::Duration::from_secs(30)));
+        if opts.get_pass().is_none() {
+            if let Some(f) = password_file {
+                b = b.pass(Some(crate::read_password_file(f)?));
+            } else if let Ok(p) = std::env::var("MYSQL_PWD") {
+                b = b.pass(Some(p));
+            }
+        }
+        let opts: Opts = b.into();
+        let shown = format!(
+            "mariadb://{}@{}:{}/{}",
+            opts.get_user().unwrap_or(""),
+            opts.get_ip_or_hostname(),
+            opts.get_tcp_port(),
+            opts.get_db_name().unwrap_or("")
+        );
+        Ok(MyTarget { opts, shown })
+    }
+
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn connect(&self) -> Result<Conn> {
+        let mut c = Conn::new(self.opts.clone())
+            .map_err(|e| my_error(&e).context(format!("connecting to {}", self.shown)))?;
+        c.query_drop(
+            "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
+        )
+        .map_err(|e| my_error(&e).context(format!("setting up a session on {}", self.shown)))?;
+        Ok(c)
+    }
+}
+
+/// An error of the client or the server as a sluice error.
+fn my_error(e: &mysql::Error) -> Error {
+    match e {
+        mysql::Error::MySqlError(m) => Error::Server {
+            server: "MariaDB".into(),
+            message: format!("{} (error {})", m.message, m.code),
+            sqlstate: Some(m.state.clone()),
+        },
+        other => Error::Server {
+            server: "MariaDB".into(),
+            message: other.to_string(),
+            sqlstate: None,
+        },
+    }
+}
+
+/// A name quoted as a MariaDB identifier.
+pub fn quote_ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// A string as an SQL literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The MariaDB type of a column of a sluice type; a TEXT key is a
+/// VARCHAR, which an index takes whole (768 characters of utf8mb4).
+pub fn my_type(t: DataType, key: bool) -> String {
+    match t {
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int => "INT".into(),
+        DataType::BigInt => "BIGINT".into(),
+        DataType::Double => "DOUBLE".into(),
+        DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
+        DataType::Date => "DATE".into(),
+        DataType::Timestamp => "DATETIME(6)".into(),
+        DataType::Text if key => "VARCHAR(768)".into(),
+        DataType::Text => "LONGTEXT".into(),
+    }
+}
+
+/// The sluice type that loads a server column (`DATA_TYPE`, `COLUMN_TYPE`
+/// and precision of `information_schema.COLUMNS`) exactly; `None`: none.
+pub fn from_my_type(data_type: &str, column_type: &str, p: u64, s: u64) -> Option<DataType> {
+    if column_type.contains("unsigned") {
+        return None;
+    }
+    Some(match data_type {
+        "int" => DataType::Int,
+        "bigint" => DataType::BigInt,
+        "double" => DataType::Double,
+        "tinyint" if column_type == "tinyint(1)" => DataType::Boolean,
+        "date" => DataType::Date,
+        "datetime" if column_type == "datetime(6)" => DataType::Timestamp,
+        "decimal" if p <= 18 => DataType::Decimal {
+            precision: p as u8,
+            scale: s as u8,
+        },
+        "varchar" | "char" | "text" | "tinytext" | "mediumtext" | "longtext" => DataType::Text,
+        _ => return None,
+    })
+}
+
+/// One row's field `row` of column `a` as MariaDB reads it in LOAD DATA
+/// and as a parameter: `None` for NULL.
+fn field(a: &ArrayRef, row: usize, out: &mut Vec<u8>) -> Result<bool> {
+    if a.is_null(row) {
+        return Ok(false);
+    }
+    match a.data_type() {
+        A::Int32 => write!(out, "{}", a.as_primitive::<Int32Type>().value(row)),
+        A::Int64 => write!(out, "{}", a.as_primitive::<Int64Type>().value(row)),
+        A::Float64 => write!(out, "{}", a.as_primitive::<Float64Type>().value(row)),
+        A::Boolean => write!(out, "{}", u8::from(a.as_boolean().value(row))),
+        A::Utf8 => out.write_all(a.as_string::<i32>().value(row).as_bytes()),
+        A::Dictionary(k, v) if **k == A::UInt16 && **v == A::Utf8 => {
+            let d = a.as_dictionary::<UInt16Type>();
+            let key = d.keys().value(row) as usize;
+            out.write_all(d.values().as_string::<i32>().value(key).as_bytes())
+        }
+        A::Date32 => {
+            let days = a.as_primitive::<Date32Type>().value(row);
+            let d = chrono::DateTime::from_timestamp(i64::from(days) * 86_400, 0)
+                .ok_or_else(|| Error::Internal(format!("date {days} out of range")))?;
+            write!(out, "{}", d.format("%Y-%m-%d"))
+        }
+        A::Timestamp(TimeUnit::Microsecond, None) => {
+            let us = a.as_primitive::<TimestampMicrosecondType>().value(row);
+            let t = chrono::DateTime::from_timestamp_micros(us)
+                .ok_or_else(|| Error::Internal(format!("timestamp {us} out of range")))?;
+            write!(out, "{}", t.format("%Y-%m-%d %H:%M:%S%.6f"))
+        }
+        A::Decimal64(_, s) if *s >= 0 => {
+            let v = a.as_primitive::<Decimal64Type>().value(row);
+            let scale = *s as u32;
+            let unit = 10u64.pow(scale);
+            let (int, frac) = (v.unsigned_abs() / unit, v.unsigned_abs() % unit);
+            let sign = if v < 0 { "-" } else { "" };
+            if scale == 0 {
+                write!(out, "{sign}{int}")
+            } else {
+                write!(out, "{sign}{int}.{frac:0width$}", width = scale as usize)
+            }
+        }
+        other => {
+            return Err(Error::Internal(format!(
+                "a MariaDB load of a column of type {other}"
+            )));
+        }
+    }
+    .map_err(|e| Error::Internal(format!("formatting a value: {e}")))?;
+    Ok(true)
+}
+
+/// The rows of a batch as LOAD DATA's default text: fields ended by tab,
+/// rows by newline, NULL as `\N`, backslash escapes.
+pub fn encode_tsv(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+    let mut value = Vec::new();
+    let cols = batch.columns();
+    for row in 0..batch.num_rows() {
+        for (i, a) in cols.iter().enumerate() {
+            if i > 0 {
+                out.push(b'\t');
+            }
+            value.clear();
+            if !field(a, row, &mut value)? {
+                out.extend_from_slice(b"\\N");
+                continue;
+            }
+            for &b in &value {
+                match b {
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    0 => out.extend_from_slice(b"\\0"),
+                    _ => out.push(b),
+                }
+            }
+        }
+        out.push(b'\n');
+    }
+    Ok(())
+}
+
+/// The values of rows `rows` of a batch as INSERT parameters.
+fn params(batch: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<Value>> {
+    let mut v = Vec::with_capacity(rows.len() * batch.num_columns());
+    for row in rows {
+        for a in batch.columns() {
+            let mut b = Vec::new();
+            v.push(if field(a, row, &mut b)? {
+                Value::Bytes(b)
+            } else {
+                Value::NULL
+            });
+        }
+    }
+    Ok(v)
+}
+
+struct ServerTable {
+    schema: Schema,
+    has_key: bool,
+}
+
+const JOURNAL_DDL: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS sluice_load_journal (
+        target VARCHAR(64) NOT NULL,
+        commit_no BIGINT NOT NULL,
+        path TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        mtime_ns BIGINT NOT NULL,
+        crc32 BIGINT NOT NULL,
+        `rows` BIGINT NOT NULL,
+        rejected BIGINT NOT NULL,
+        committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        KEY (target, commit_no)
+    ) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sluice_load_parts (
+        target VARCHAR(64) NOT NULL,
+        commit_no BIGINT NOT NULL,
+        part INT NOT NULL,
+        parts INT NOT NULL,
+        `rows` BIGINT NOT NULL,
+        committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (target, commit_no, part)
+    ) ENGINE=InnoDB",
+];
+
+/// A load into one table of a MariaDB server: the control connection and
+/// what it found. See the [module documentation](self).
+pub struct MyLoad {
+    target: MyTarget,
+    control: Conn,
+    table: String,
+    existing: Option<ServerTable>,
+    created: bool,
+    /// The server has LOCAL INFILE off: rows go as INSERTs.
+    inserts: bool,
+    repaired_commits: u64,
+}
+
+impl MyLoad {
+    pub fn connect(target: &MyTarget, table: &str) -> Result<MyLoad> {
+        let mut control = target.connect()?;
+        let ctx = |what: &str| format!("{what} on {}", target.shown);
+        let locked: Option<Option<i64>> = control
+            .exec_first(
+                "SELECT GET_LOCK(CONCAT('sluice load into ', DATABASE(), '.', ?), ?)",
+                (table, LOCK_WAIT_SECONDS),
+            )
+            .map_err(|e| my_error(&e).context(ctx("taking the load lock")))?;
+        if locked.flatten() != Some(1) {
+            return Err(Error::Config(format!(
+                "another sluice load into table {table} on {} is running (one load into a table at a time; waited {LOCK_WAIT_SECONDS} s); wait for it, or stop it",
+                target.shown
+            )));
+        }
+        for ddl in JOURNAL_DDL {
+            control
+                .query_drop(ddl)
+                .map_err(|e| my_error(&e).context(ctx("creating the journal tables")))?;
+        }
+        let local_infile: Option<i64> = control
+            .query_first("SELECT @@local_infile")
+            .map_err(|e| my_error(&e).context(ctx("reading local_infile")))?;
+        let mut load = MyLoad {
+            target: target.clone(),
+            control,
+            table: table.to_string(),
+            existing: None,
+            created: false,
+            inserts: local_infile != Some(1),
+            repaired_commits: 0,
+        };
+        load.settle_prepared()?;
+        load.existing = load.read_table()?;
+        Ok(load)
+    }
+
+    /// Commits the XA transactions a crash left prepared whose group has a
+    /// committed part, and rolls back the others.
+    fn settle_prepared(&mut self) -> Result<()> {
+        let prefix = format!("sluice:{}:", self.table);
+        let rows: Vec<mysql::Row> = self
+            .control
+            .query("XA RECOVER")
+            .map_err(|e| my_error(&e).context("listing prepared XA transactions"))?;
+        for r in rows {
+            let Some(data) = r.get::<Vec<u8>, _>("data") else {
+                continue;
+            };
+            let Ok(xid) = String::from_utf8(data) else {
+                continue;
+            };
+            let Some(commit) = xid
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|c| c.parse::<i64>().ok())
+            else {
+                continue;
+            };
+            let decided: Option<i64> = self
+                .control
+                .exec_first(
+                    "SELECT count(*) FROM sluice_load_parts WHERE target = ? AND commit_no = ?",
+                    (&self.table, commit),
+                )
+                .map_err(|e| my_error(&e).context("reading the load journal"))?;
+            let verb = if decided.unwrap_or(0) > 0 {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            };
+            self.control
+                .query_drop(format!("XA {verb} {}", literal(&xid)))
+                .map_err(|e| {
+                    my_error(&e).context(format!("XA {verb} of the interrupted commit {commit}"))
+                })?;
+            self.repaired_commits += 1;
+        }
+        Ok(())
+    }
+
+    fn read_table(&mut self) -> Result<Option<ServerTable>> {
+        let rows: Vec<(String, String, String, Option<u64>, Option<u64>, String)> = self
+            .control
+            .exec(
+                "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, COLUMN_KEY
+                   FROM information_schema.COLUMNS
+                  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?
+                  ORDER BY ORDINAL_POSITION",
+                (&self.table,),
+            )
+            .map_err(|e| my_error(&e).context(format!("reading the columns of {}", self.table)))?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let keys = rows.iter().filter(|r| r.5 == "PRI").count();
+        let mut columns = Vec::new();
+        for (name, dt, ct, p, s, key) in rows {
+            let data_type = from_my_type(&dt, &ct, p.unwrap_or(0), s.unwrap_or(0)).ok_or_else(|| {
+                Error::Schema(format!(
+                    "table {} on {}: column {name} is {ct}, which sluice does not load exactly (it loads int, bigint, decimal(p,s) with p <= 18, double, boolean, date, datetime(6) and text types)",
+                    self.table, self.target.shown
+                ))
+            })?;
+            columns.push(sluice::batch::Column {
+                name,
+                data_type,
+                default: None,
+                primary_key: key == "PRI" && keys == 1,
+            });
+        }
+        let schema = Schema::new(columns)
+            .map_err(|e| e.context(format!("table {} on {}", self.table, self.target.shown)))?;
+        Ok(Some(ServerTable {
+            schema,
+            has_key: keys > 0,
+        }))
+    }
+
+    fn exec_control(&mut self, sql: &str, what: &str) -> Result<()> {
+        self.control
+            .query_drop(sql)
+            .map_err(|e| my_error(&e).context(format!("{what} ({})", self.table)))
+    }
+}
+
+impl ServerLoad for MyLoad {
+    fn shown(&self) -> &str {
+        &self.target.shown
+    }
+
+    fn existing_schema(&self) -> Option<&Schema> {
+        self.existing.as_ref().map(|t| &t.schema)
+    }
+
+    fn check_schema(&self, given: &Schema) -> Result<()> {
+        match &self.existing {
+            Some(t) => {
+                crate::check_schema(&t.schema, given, &self.table, &self.target.shown, |d| {
+                    my_type(d, false).to_ascii_lowercase()
+                })
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn create_table(&mut self, schema: &Schema, index_first: bool) -> Result<bool> {
+        if self.existing.is_some() {
+            return Ok(false);
+        }
+        let key = schema.key_column();
+        let mut cols: Vec<String> = schema
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    "{} {}",
+                    quote_ident(&c.name),
+                    my_type(c.data_type, key == Some(i))
+                )
+            })
+            .collect();
+        if let (true, Some(k)) = (index_first, key) {
+            cols.push(format!(
+                "PRIMARY KEY ({})",
+                quote_ident(&schema.columns[k].name)
+            ));
+        }
+        let sql = format!(
+            "CREATE TABLE {} ({}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+            quote_ident(&self.table),
+            cols.join(", ")
+        );
+        self.exec_control(&sql, "creating the table")?;
+        self.created = true;
+        self.existing = Some(ServerTable {
+            schema: schema.clone(),
+            has_key: index_first && key.is_some(),
+        });
+        Ok(true)
+    }
+
+    fn journaled(&mut self) -> Result<HashMap<String, (u64, LoadedFile)>> {
+        let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> = self
+            .control
+            .exec(
+                "SELECT path, commit_no, size, mtime_ns, crc32, `rows`, rejected
+                   FROM sluice_load_journal WHERE target = ?",
+                (&self.table,),
+            )
+            .map_err(|e| my_error(&e).context("reading the load journal"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(path, commit, size, mtime, crc, n, rejected)| {
+                let f = LoadedFile {
+                    path: path.clone(),
+                    size: size as u64,
+                    mtime_ns: mtime as u64,
+                    crc32: crc as u32,
+                    rows: n as u64,
+                    rejected: rejected as u64,
+                };
+                (path, (commit as u64, f))
+            })
+            .collect())
+    }
+
+    fn sink<'a>(
+        &mut self,
+        schema: &Schema,
+        connections: usize,
+    ) -> Result<Box<dyn ServerSink<'a> + 'a>> {
+        let last: Option<i64> = self
+            .control
+            .exec_first(
+                "SELECT coalesce(max(commit_no), 0) FROM sluice_load_parts WHERE target = ?",
+                (&self.table,),
+            )
+            .map_err(|e| my_error(&e).context("reading the load journal"))?;
+        let columns = schema
+            .columns
+            .iter()
+            .map(|c| quote_ident(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let t = quote_ident(&self.table);
+        let per = (INSERT_ROWS).min(60_000 / schema.len().max(1)).max(1);
+        let row = format!("({})", vec!["?"; schema.len()].join(", "));
+        Ok(Box::new(MySink {
+            target: self.target.clone(),
+            table: self.table.clone(),
+            load_sql: format!(
+                "LOAD DATA LOCAL INFILE 'sluice' INTO TABLE {t} CHARACTER SET utf8mb4 \
+                 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({columns})"
+            ),
+            insert: Insert {
+                per,
+                sql: format!(
+                    "INSERT INTO {t} ({columns}) VALUES {}",
+                    vec![row.as_str(); per].join(", ")
+                ),
+                prefix: format!("INSERT INTO {t} ({columns}) VALUES "),
+                row,
+            },
+            inserts: self.inserts,
+            schema: schema.clone(),
+            connections: connections.max(1),
+            next_commit: last.unwrap_or(0) as u64 + 1,
+            created: self.created,
+            inputs: &[],
+            provenance: Vec::new(),
+            group: None,
+            parts: Vec::new(),
+            committed: 0,
+        }))
+    }
+
+    fn finish(&mut self, schema: &Schema) -> Result<bool> {
+        let Some(k) = schema.key_column() else {
+            return Ok(false);
+        };
+        if self.existing.as_ref().is_some_and(|t| t.has_key) {
+            return Ok(false);
+        }
+        let key = schema.columns[k].name.clone();
+        let sql = format!(
+            "ALTER TABLE {} ADD PRIMARY KEY ({})",
+            quote_ident(&self.table),
+            quote_ident(&key)
+        );
+        match self.control.query_drop(&sql) {
+            Ok(()) => {
+                if let Some(t) = self.existing.as_mut() {
+                    t.has_key = true;
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                let err = my_error(&e);
+                if self.created {
+                    self.drop_created()?;
+                    return Err(err.context(format!(
+                        "adding primary key ({key}) to {} after the rows; the table this load created was dropped, nothing is loaded",
+                        self.table
+                    )));
+                }
+                Err(err.context(format!(
+                    "adding primary key ({key}) to {} after the rows (they are committed; the table has no primary key)",
+                    self.table
+                )))
+            }
+        }
+    }
+
+    fn drop_created(&mut self) -> Result<()> {
+        if !self.created {
+            return Ok(());
+        }
+        let t = literal(&self.table);
+        let sql = format!(
+            "DROP TABLE IF EXISTS {}; DELETE FROM sluice_load_journal WHERE target = {t}; \
+             DELETE FROM sluice_load_parts WHERE target = {t}",
+            quote_ident(&self.table)
+        );
+        self.exec_control(&sql, "dropping the table")?;
+        self.created = false;
+        self.existing = None;
+        Ok(())
+    }
+
+    fn repaired(&self) -> (u64, u64) {
+        (self.repaired_commits, 0)
+    }
+
+    fn note(&self) -> Option<String> {
+        self.inserts.then(|| {
+            "the server has local_infile off: rows were sent as multi-row INSERTs (SET GLOBAL local_infile = 1 for LOAD DATA LOCAL INFILE, several times faster)".to_string()
+        })
+    }
+}
+
+/// What the copy connections take: the group's row of a batch's first
+/// row, and the batch.
+type Job = (u64, RecordBatch);
+
+/// The INSERT statements of a load without LOCAL INFILE.
+#[derive(Clone)]
+struct Insert {
+    /// Rows a full statement takes.
+    per: usize,
+    /// The full statement, prepared once a connection.
+    sql: String,
+    /// A shorter last statement: this, then `row` a row.
+    prefix: String,
+    row: String,
+}
+
+/// A connection's share of a group, loaded, in its XA transaction.
+struct Part {
+    conn: Conn,
+    xid: String,
+    rows: u64,
+}
+
+struct PartFailure {
+    error: Error,
+    /// The group's row the server named.
+    row: Option<u64>,
+}
+
+struct Group {
+    tx: Option<SyncSender<Job>>,
+    workers: Vec<JoinHandle<std::result::Result<Part, Box<PartFailure>>>>,
+    failed: Arc<AtomicBool>,
+}
+
+/// The MariaDB sink: see the [module documentation](self).
+pub struct MySink<'a> {
+    target: MyTarget,
+    table: String,
+    load_sql: String,
+    insert: Insert,
+    inserts: bool,
+    schema: Schema,
+    connections: usize,
+    next_commit: u64,
+    created: bool,
+    inputs: &'a [Input],
+    provenance: Vec<Provenance>,
+    group: Option<Group>,
+    parts: Vec<Part>,
+    committed: u64,
+}
+
+impl MySink<'_> {
+    fn join(&mut self) -> Result<()> {
+        let Some(mut g) = self.group.take() else {
+            return Ok(());
+        };
+        drop(g.tx.take());
+        let mut failures = Vec::new();
+        for w in g.workers.drain(..) {
+            match w.join() {
+                Ok(Ok(p)) => self.parts.push(p),
+                Ok(Err(f)) => failures.push(*f),
+                Err(_) => failures.push(PartFailure {
+                    error: Error::Internal("a load connection's thread panicked".into()),
+                    row: None,
+                }),
+            }
+        }
+        if failures.is_empty() {
+            return Ok(());
+        }
+        // Closing a connection rolls back its XA transaction.
+        self.parts.clear();
+        failures.sort_by_key(|f| f.row.unwrap_or(u64::MAX));
+        let first = failures.remove(0);
+        Err(match first.row {
+            Some(row) => first
+                .error
+                .context(describe_row(&self.provenance, self.inputs, row)),
+            None => first.error,
+        })
+    }
+}
+
+impl<'a> ServerSink<'a> for MySink<'a> {
+    fn committed(&self) -> u64 {
+        self.committed
+    }
+}
+
+impl<'a> Sink<'a> for MySink<'a> {
+    fn begin(&mut self, _opts: &LoadOptions, inputs: &'a [Input]) -> Result<Layout> {
+        self.inputs = inputs;
+        self.provenance.clear();
+        self.parts.clear();
+        let (tx, rx) = sync_channel::<Job>(self.connections * QUEUE_PER_CONNECTION);
+        let rx = Arc::new(Mutex::new(rx));
+        let failed = Arc::new(AtomicBool::new(false));
+        let mut workers = Vec::with_capacity(self.connections);
+        for i in 0..self.connections {
+            let xid = format!("sluice:{}:{}:{i}", self.table, self.next_commit);
+            let (target, rx, failed) = (self.target.clone(), rx.clone(), failed.clone());
+            let how = if self.inserts {
+                How::Insert(self.insert.clone())
+            } else {
+                How::LoadData(self.load_sql.clone())
+            };
+            let w = std::thread::Builder::new()
+                .name(format!("sluice-load-{i}"))
+                .spawn(move || {
+                    let r = load_part(&target, &how, xid, rx);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+                .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
+            workers.push(w);
+        }
+        self.group = Some(Group {
+            tx: Some(tx),
+            workers,
+            failed,
+        });
+        let mut layout = Layout::plain(self.schema.clone());
+        layout.provenance = true;
+        Ok(layout)
+    }
+
+    fn write(&mut self, rows: Rows<'_>) -> Result<u64> {
+        self.provenance.extend_from_slice(rows.provenance);
+        let g = self
+            .group
+            .as_ref()
+            .ok_or_else(|| Error::Internal("write outside a group".into()))?;
+        let mut n = 0;
+        let mut first = rows.first_row;
+        for p in rows.pieces {
+            let len = p.batch.num_rows() as u64;
+            if len == 0 {
+                continue;
+            }
+            let sent = g.tx.as_ref().map(|tx| tx.send((first, p.batch)));
+            if g.failed.load(Ordering::Relaxed) || !matches!(sent, Some(Ok(()))) {
+                self.join()?;
+                return Err(Error::Internal(
+                    "a load connection stopped without an error".into(),
+                ));
+            }
+            first += len;
+            n += len;
+        }
+        Ok(n)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.join()
+    }
+
+    fn commit(&mut self, group: &GroupFiles<'_>) -> Result<Committed> {
+        let commit = self.next_commit as i64;
+        let parts = self.parts.len() as i64;
+        let table = self.table.clone();
+        let ctx = |what: &str| format!("{what} (commit {commit} of {table})");
+        let mut names = JournalNames::default();
+        let files: Vec<Value> = group
+            .files
+            .iter()
+            .zip(self.inputs)
+            .filter(|(f, input)| f.unreadable.is_none() && is_journaled(input))
+            .flat_map(|(f, input)| {
+                [
+                    Value::from(table.as_str()),
+                    Value::Int(commit),
+                    Value::from(names.of(input)),
+                    Value::Int(f.size as i64),
+                    Value::Int(f.mtime_ns as i64),
+                    Value::Int(i64::from(f.crc32)),
+                    Value::Int(f.rows as i64),
+                    Value::Int(f.rejected as i64),
+                ]
+            })
+            .collect();
+        let mut taken = std::mem::take(&mut self.parts);
+        // Everything but the XA COMMITs first: a failure here rolls back
+        // (closing a connection rolls back its unprepared transaction; a
+        // prepared one is rolled back by name).
+        let prepared = (|| {
+            for (i, p) in taken.iter_mut().enumerate() {
+                p.conn.exec_drop(
+                    "INSERT INTO sluice_load_parts (target, commit_no, part, parts, `rows`) VALUES (?, ?, ?, ?, ?)",
+                    (&table, commit, i as i64, parts, p.rows as i64),
+                )?;
+                if i == 0 {
+                    for chunk in files.chunks(8 * 1000) {
+                        let n = chunk.len() / 8;
+                        let sql = format!(
+                            "INSERT INTO sluice_load_journal (target, commit_no, path, size, mtime_ns, crc32, `rows`, rejected) VALUES {}",
+                            vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; n].join(", ")
+                        );
+                        p.conn.exec_drop(sql, chunk.to_vec())?;
+                    }
+                }
+                p.conn.query_drop(format!("XA END {}", literal(&p.xid)))?;
+                p.conn
+                    .query_drop(format!("XA PREPARE {}", literal(&p.xid)))?;
+            }
+            Ok::<(), mysql::Error>(())
+        })();
+        if let Err(e) = prepared {
+            for mut p in taken {
+                let _ = p
+                    .conn
+                    .query_drop(format!("XA ROLLBACK {}", literal(&p.xid)));
+            }
+            return Err(my_error(&e).context(ctx("journaling the commit")));
+        }
+        let mut done = 0;
+        for mut p in taken {
+            if let Err(e) = p.conn.query_drop(format!("XA COMMIT {}", literal(&p.xid))) {
+                return Err(my_error(&e).context(ctx(&format!(
+                    "committing: {done} of {parts} connections committed before this failed; the same command run again commits the rest of the group"
+                ))));
+            }
+            done += 1;
+            crate::fault_after_part_commit();
+        }
+        self.next_commit += 1;
+        self.committed += 1;
+        Ok(Committed {
+            created: self.created && self.committed == 1,
+            ..Default::default()
+        })
+    }
+
+    fn abort(&mut self) {
+        if let Some(g) = self.group.as_mut() {
+            g.failed.store(true, Ordering::Relaxed);
+        }
+        let _ = self.join();
+        self.parts.clear();
+    }
+}
+
+/// How a connection sends its rows.
+enum How {
+    /// LOAD DATA LOCAL INFILE with this statement.
+    LoadData(String),
+    /// INSERTs.
+    Insert(Insert),
+}
+
+/// One connection's share of a group: connect, `XA START`, load the
+/// batches it takes off the queue until it closes.
+fn load_part(
+    target: &MyTarget,
+    how: &How,
+    xid: String,
+    rx: Arc<Mutex<Receiver<Job>>>,
+) -> std::result::Result<Part, Box<PartFailure>> {
+    let fail = |error: Error, row: Option<u64>| Box::new(PartFailure { error, row });
+    let mut conn = target.connect().map_err(|e| fail(e, None))?;
+    conn.query_drop(format!("XA START {}", literal(&xid)))
+        .map_err(|e| fail(my_error(&e), None))?;
+    let rows = match how {
+        How::LoadData(sql) => load_data(&mut conn, sql, rx)?,
+        How::Insert(ins) => insert_rows(&mut conn, ins, &rx)?,
+    };
+    Ok(Part { conn, xid, rows })
+}
+
+/// Streams the batches as LOAD DATA LOCAL INFILE; a warning, or rows
+/// the server did not take, fail the part.
+fn load_data(
+    conn: &mut Conn,
+    sql: &str,
+    rx: Arc<Mutex<Receiver<Job>>>,
+) -> std::result::Result<u64, Box<PartFailure>> {
+    let fail = |error: Error, row: Option<u64>| Box::new(PartFailure { error, row });
+    // Stream row of each batch's first row, and its group row; rows sent.
+    let map: Arc<Mutex<(Vec<(u64, u64)>, u64)>> = Arc::default();
+    let encode_error: Arc<Mutex<Option<Error>>> = Arc::default();
+    let (m, ee) = (map.clone(), encode_error.clone());
+    conn.set_local_infile_handler(Some(LocalInfileHandler::new(move |_, w| {
+        let mut buf = Vec::with_capacity(WRITE_BYTES + WRITE_BYTES / 4);
+        loop {
+            let job = match rx.lock() {
+                Ok(rx) => rx.recv(),
+                Err(_) => return Err(std::io::Error::other("the load queue is poisoned")),
+            };
+            let Ok((first, batch)) = job else { break };
+            if let Ok(mut m) = m.lock() {
+                let at = m.1;
+                m.0.push((at, first));
+                m.1 += batch.num_rows() as u64;
+            }
+            if let Err(e) = encode_tsv(&batch, &mut buf) {
+                let msg = e.to_string();
+                if let Ok(mut slot) = ee.lock() {
+                    *slot = Some(e);
+                }
+                return Err(std::io::Error::other(msg));
+            }
+            if buf.len() >= WRITE_BYTES {
+                w.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        w.write_all(&buf)?;
+        Ok(())
+    })));
+    let result = conn.query_drop(sql);
+    conn.set_local_infile_handler(None);
+    if let Some(e) = encode_error.lock().ok().and_then(|mut s| s.take()) {
+        return Err(fail(e, None));
+    }
+    result.map_err(|e| {
+        let refused = matches!(&e, mysql::Error::MySqlError(m) if matches!(m.code, 1148 | 3948 | 4166));
+        let err = my_error(&e);
+        if refused {
+            fail(
+                err.context("the server refused LOAD DATA LOCAL INFILE (SET GLOBAL local_infile = 1 allows it)"),
+                None,
+            )
+        } else {
+            fail(err, None)
+        }
+    })?;
+    let (affected, warnings) = (conn.affected_rows(), conn.warnings());
+    let (map, sent) = map.lock().map(|m| m.clone()).unwrap_or_default();
+    if warnings == 0 && affected == sent {
+        return Ok(sent);
+    }
+    // The first warning, and the row it names ("at row 5": the stream's).
+    let first: Option<(String, u32, String)> =
+        conn.query_first("SHOW WARNINGS LIMIT 1").ok().flatten();
+    let (message, row) = match first {
+        Some((_, code, message)) => {
+            let row = message
+                .rfind(" at row ")
+                .and_then(|i| message[i + 8..].trim().parse::<u64>().ok())
+                .and_then(|line| {
+                    let r = line.checked_sub(1)?;
+                    let i = map.partition_point(|(s, _)| *s <= r).checked_sub(1)?;
+                    Some(map[i].1 + (r - map[i].0))
+                });
+            (format!("{message} (warning {code})"), row)
+        }
+        None => (String::new(), None),
+    };
+    Err(fail(
+        Error::Server {
+            server: "MariaDB".into(),
+            message: format!(
+                "LOAD DATA took {affected} of {sent} rows with {warnings} warning{}: {message}",
+                if warnings == 1 { "" } else { "s" }
+            ),
+            sqlstate: None,
+        },
+        row,
+    ))
+}
+
+/// Sends the batches as multi-row INSERTs (LOCAL INFILE off).
+fn insert_rows(
+    conn: &mut Conn,
+    ins: &Insert,
+    rx: &Mutex<Receiver<Job>>,
+) -> std::result::Result<u64, Box<PartFailure>> {
+    let fail = |error: Error, row: Option<u64>| Box::new(PartFailure { error, row });
+    let full = conn.prep(&ins.sql).map_err(|e| fail(my_error(&e), None))?;
+    let mut rows = 0u64;
+    loop {
+        let job = match rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => {
+                return Err(fail(
+                    Error::Internal("the load queue is poisoned".into()),
+                    None,
+                ));
+            }
+        };
+        let Ok((first, batch)) = job else { break };
+        let n = batch.num_rows();
+        let mut at = 0;
+        while at < n {
+            let k = ins.per.min(n - at);
+            let values = params(&batch, at..at + k).map_err(|e| fail(e, None))?;
+            let r = if k == ins.per {
+                conn.exec_drop(&full, values)
+            } else {
+                let sql = format!("{}{}", ins.prefix, vec![ins.row.as_str(); k].join(", "));
+                conn.exec_drop(sql, values)
+            };
+            // The statement's first row: the server names no row.
+            r.map_err(|e| fail(my_error(&e), Some(first + at as u64)))?;
+            at += k;
+        }
+        rows += n as u64;
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{
+        BooleanArray, Date32Array, Decimal64Array, Float64Array, Int32Array, StringArray,
+        TimestampMicrosecondArray,
+    };
+
+    use super::*;
+
+    #[test]
+    fn tsv_escapes_and_formats_every_type() {
+        let batch = RecordBatch::try_from_iter(vec![
+            (
+                "i",
+                Arc::new(Int32Array::from(vec![Some(-5), None])) as ArrayRef,
+            ),
+            (
+                "d",
+                Arc::new(
+                    Decimal64Array::from(vec![Some(-5), Some(123_456)])
+                        .with_precision_and_scale(12, 3)
+                        .unwrap(),
+                ),
+            ),
+            ("f", Arc::new(Float64Array::from(vec![1.5, -0.25]))),
+            ("b", Arc::new(BooleanArray::from(vec![true, false]))),
+            ("day", Arc::new(Date32Array::from(vec![0, -1]))),
+            (
+                "ts",
+                Arc::new(TimestampMicrosecondArray::from(vec![500_000, -1])),
+            ),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![Some("a\tb\\c\nd"), Some("\\N")])),
+            ),
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        encode_tsv(&batch, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "-5\t-0.005\t1.5\t1\t1970-01-01\t1970-01-01 00:00:00.500000\ta\\tb\\\\c\\nd\n\
+             \\N\t123.456\t-0.25\t0\t1969-12-31\t1969-12-31 23:59:59.999999\t\\\\N\n"
+        );
+    }
+
+    #[test]
+    fn server_types_map_exactly_or_not_at_all() {
+        assert_eq!(from_my_type("int", "int(11)", 10, 0), Some(DataType::Int));
+        assert_eq!(from_my_type("int", "int(10) unsigned", 10, 0), None);
+        assert_eq!(
+            from_my_type("tinyint", "tinyint(1)", 3, 0),
+            Some(DataType::Boolean)
+        );
+        assert_eq!(from_my_type("tinyint", "tinyint(4)", 3, 0), None);
+        assert_eq!(from_my_type("datetime", "datetime", 0, 0), None);
+        assert_eq!(
+            from_my_type("datetime", "datetime(6)", 0, 0),
+            Some(DataType::Timestamp)
+        );
+        assert_eq!(
+            from_my_type("decimal", "decimal(12,3)", 12, 3),
+            Some(DataType::Decimal {
+                precision: 12,
+                scale: 3
+            })
+        );
+        assert_eq!(from_my_type("decimal", "decimal(30,3)", 30, 3), None);
+        assert_eq!(
+            from_my_type("varchar", "varchar(20)", 0, 0),
+            Some(DataType::Text)
+        );
+        assert_eq!(my_type(DataType::Text, true), "VARCHAR(768)");
+    }
+
+    #[test]
+    fn urls_need_a_database_and_keep_the_password_out_of_messages() {
+        let t = MyTarget::parse("mariadb://ann:secret@127.0.0.1:3307/shop", None).unwrap();
+        assert_eq!(t.shown(), "mariadb://ann@127.0.0.1:3307/shop");
+        let e = MyTarget::parse("mysql://ann:secret@h", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("names no database") && !e.contains("secret"),
+            "{e}"
+        );
+    }
+}
