@@ -43,7 +43,7 @@ fn pg_bin() -> Option<PathBuf> {
     bin.join("initdb").exists().then_some(bin)
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -224,10 +224,11 @@ impl Drop for Pg {
 }
 
 /// `sluice` run in `dir` with no PostgreSQL variables from the caller.
-fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.current_dir(dir)
         .env_remove("PGPASSWORD")
+        .env_remove("MYSQL_PWD")
         .env_remove("SLUICE_FAULT")
         .args(args);
     for (k, v) in env {
@@ -236,7 +237,7 @@ fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().unwrap()
 }
 
-fn ok(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn ok(dir: &Path, args: &[&str]) -> String {
     let o = run(dir, args, &[]);
     assert!(
         o.status.success(),
@@ -246,7 +247,7 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-fn fails(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn fails(dir: &Path, args: &[&str]) -> String {
     let o = run(dir, args, &[]);
     assert_eq!(
         o.status.code(),
@@ -332,7 +333,7 @@ fn every_type_and_null_round_trips_through_the_server() {
 }
 
 /// `n` CSV files of `rows` rows each: id `f * 1_000_000 + i`, v = f.
-fn write_files(t: &Tmp, n: usize, rows: usize) -> Vec<String> {
+pub(crate) fn write_files(t: &Tmp, n: usize, rows: usize) -> Vec<String> {
     (0..n)
         .map(|f| {
             let name = format!("f{f:02}.csv");
@@ -345,7 +346,7 @@ fn write_files(t: &Tmp, n: usize, rows: usize) -> Vec<String> {
         .collect()
 }
 
-fn load_args<'a>(url: &'a str, table: &'a str, files: &'a [String]) -> Vec<&'a str> {
+pub(crate) fn load_args<'a>(url: &'a str, table: &'a str, files: &'a [String]) -> Vec<&'a str> {
     let mut a = vec![
         "load",
         "--into",
@@ -367,9 +368,15 @@ fn load_args<'a>(url: &'a str, table: &'a str, files: &'a [String]) -> Vec<&'a s
     a
 }
 
-/// Every row of the files once, and the journal agreeing.
-fn assert_exactly_once(pg: &Pg, table: &str, files: usize, rows: usize) {
-    let got = pg.psql(&format!(
+/// Every row of the files once, and the journal agreeing; `query`
+/// returns a row's fields joined by `|`.
+pub(crate) fn assert_exactly_once(
+    query: impl Fn(&str) -> String,
+    table: &str,
+    files: usize,
+    rows: usize,
+) {
+    let got = query(&format!(
         "SELECT count(*), count(DISTINCT id), sum(id) FROM {table}"
     ));
     let ids: u64 = (0..files as u64)
@@ -377,7 +384,7 @@ fn assert_exactly_once(pg: &Pg, table: &str, files: usize, rows: usize) {
         .sum();
     let n = files * rows;
     assert_eq!(got.trim(), format!("{n}|{n}|{ids}"));
-    let journal = pg.psql(&format!(
+    let journal = query(&format!(
         "SELECT count(*), sum(rows) FROM sluice_load_journal WHERE target = '{table}'"
     ));
     assert_eq!(journal.trim(), format!("{files}|{n}"));
@@ -419,7 +426,7 @@ fn a_crash_between_the_commits_of_a_groups_parts_is_repaired_by_the_next_run() {
         out.contains("skipped 2 files loaded by earlier commits"),
         "{out}"
     );
-    assert_exactly_once(&pg, "crashy", 4, 20_000);
+    assert_exactly_once(|q| pg.psql(q), "crashy", 4, 20_000);
 }
 
 #[test]
@@ -452,7 +459,7 @@ fn sigkill_at_random_moments_then_the_same_command_loads_every_row_once() {
         let _ = child.wait();
     }
     ok(&t.0, &args);
-    assert_exactly_once(&pg, "killed", 10, 10_000);
+    assert_exactly_once(|q| pg.psql(q), "killed", 10, 10_000);
 }
 
 #[test]
@@ -494,7 +501,7 @@ fn a_server_crash_mid_load_fails_clearly_and_the_rerun_loads_every_row_once() {
         // The load won the race: nothing to recover, still exactly once.
         eprintln!("the load finished before the server went down");
         pg.pg_ctl_start();
-        assert_exactly_once(&pg, "restarted", 8, 30_000);
+        assert_exactly_once(|q| pg.psql(q), "restarted", 8, 30_000);
         return;
     }
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -502,7 +509,7 @@ fn a_server_crash_mid_load_fails_clearly_and_the_rerun_loads_every_row_once() {
     assert!(!err.contains("panicked"), "{err}");
     pg.pg_ctl_start();
     ok(&t.0, &args);
-    assert_exactly_once(&pg, "restarted", 8, 30_000);
+    assert_exactly_once(|q| pg.psql(q), "restarted", 8, 30_000);
 }
 
 #[test]
