@@ -54,6 +54,12 @@ impl Pg {
     /// Starts a server, or says why not and returns `None` (a failure
     /// under CI=true).
     fn start(test: &str) -> Option<Pg> {
+        Pg::start_with(test, false)
+    }
+
+    /// A server that, with `tls`, takes only TLS connections over TCP (a
+    /// self-signed certificate made with openssl).
+    fn start_with(test: &str, tls: bool) -> Option<Pg> {
         let Some(bin) = pg_bin() else {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -113,8 +119,58 @@ impl Pg {
             "{test}: initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if tls {
+            pg.enable_tls(&data);
+        }
         pg.pg_ctl_start();
         Some(pg)
+    }
+
+    fn enable_tls(&self, data: &Path) {
+        let out = Command::new("openssl")
+            .args([
+                "req",
+                "-new",
+                "-x509",
+                "-days",
+                "2",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+            ])
+            .args([
+                "-newkey",
+                "rsa:2048",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.crt",
+            ])
+            .current_dir(data)
+            .output()
+            .expect("openssl is needed for the TLS test");
+        assert!(
+            out.status.success(),
+            "openssl: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let hba = "local all all scram-sha-256\n\
+                   hostssl all all 127.0.0.1/32 scram-sha-256\n\
+                   hostnossl all all 127.0.0.1/32 reject\n";
+        std::fs::write(data.join("pg_hba.conf"), hba).unwrap();
+        let mut conf = std::fs::read_to_string(data.join("postgresql.conf")).unwrap();
+        conf.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        std::fs::write(data.join("postgresql.conf"), conf).unwrap();
+        for f in ["server.key", "server.crt", "pg_hba.conf", "postgresql.conf"] {
+            let p = data.join(f);
+            if self.as_postgres {
+                let _ = Command::new("chown").arg("postgres:").arg(&p).status();
+            }
+            if f == "server.key" {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+            }
+        }
     }
 
     fn server_cmd(&self, program: &str, args: &[&str]) -> Output {
@@ -681,4 +737,30 @@ fn rejects_the_json_summary_and_inference_work_as_for_local_loads() {
         "text\n"
     );
     assert_eq!(pg.psql("SELECT zip FROM zips ORDER BY n"), "00501\n02134\n");
+}
+
+#[test]
+fn sslmode_require_loads_over_tls() {
+    let Some(pg) = Pg::start_with("sslmode_require_loads_over_tls", true) else {
+        return;
+    };
+    let t = Tmp::new();
+    std::fs::write(t.0.join("a.csv"), "id,v\n1,a\n2,b\n").unwrap();
+    // The server refuses connections without TLS.
+    let plain = pg.url();
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &format!("{plain}?sslmode=disable"),
+            "tls",
+            "a.csv",
+        ],
+    );
+    assert!(err.contains("no encryption"), "{err}");
+    let url = format!("{plain}?sslmode=require");
+    let out = ok(&t.0, &["load", "--into", &url, "tls", "a.csv"]);
+    assert!(out.contains("loaded 2 rows"), "{out}");
+    assert_eq!(pg.psql("SELECT count(*) FROM tls").trim(), "2");
 }
