@@ -11,6 +11,7 @@
 //! Not useful for: reading and parsing (`sluice::load`), or the binary
 //! COPY encoding itself (`sluice::pgcopy`).
 
+mod fanout;
 pub mod my;
 pub mod pg;
 
@@ -29,13 +30,10 @@ use sluice::{Error, Result};
 /// connection close).
 pub(crate) const LOCK_WAIT_SECONDS: u32 = 5;
 
-/// Batches waiting for a free connection, per connection.
-pub(crate) const QUEUE_PER_CONNECTION: usize = 2;
-
 /// Where a load goes: a database server's table, by URL.
 pub enum Target {
     /// `postgresql://user[:password]@host[:port]/db[?sslmode=...]`
-    Postgres(pg::PgTarget),
+    Postgres(Box<pg::PgTarget>),
     /// `mariadb://` or `mysql://user[:password]@host[:port]/db`
     MariaDb(my::MyTarget),
 }
@@ -48,7 +46,7 @@ impl Target {
         let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match scheme.as_deref() {
             Some("postgresql" | "postgres") => {
-                pg::PgTarget::parse(url, password_file).map(Target::Postgres)
+                pg::PgTarget::parse(url, password_file).map(|t| Target::Postgres(Box::new(t)))
             }
             Some("mysql" | "mariadb") => {
                 my::MyTarget::parse(url, password_file).map(Target::MariaDb)

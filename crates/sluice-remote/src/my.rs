@@ -36,10 +36,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
@@ -52,13 +49,14 @@ use arrow_schema::{DataType as A, TimeUnit};
 use mysql::prelude::Queryable;
 use mysql::{Conn, LocalInfileHandler, Opts, OptsBuilder, Value};
 use sluice::batch::{DataType, Schema};
-use sluice::load::sink::{Committed, GroupFiles, Layout, Provenance, Rows, Sink, describe_row};
+use sluice::load::sink::{Committed, GroupFiles, Layout, Provenance, Rows, Sink};
 use sluice::load::{JournalNames, LoadOptions, is_journaled};
 use sluice::source::Input;
 use sluice::store::LoadedFile;
 use sluice::{Error, Result};
 
-use crate::{LOCK_WAIT_SECONDS, QUEUE_PER_CONNECTION, ServerLoad, ServerSink};
+use crate::fanout::{self, Fanout, PartFailure, PartResult, Queue};
+use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink};
 
 /// Bytes of rows a LOCAL INFILE handler encodes before writing them.
 const WRITE_BYTES: usize = 1 << 20;
@@ -289,6 +287,14 @@ fn params(batch: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<Value
     Ok(v)
 }
 
+/// A column as `information_schema.COLUMNS` has it: name, DATA_TYPE,
+/// COLUMN_TYPE, precision, scale, COLUMN_KEY.
+type ColumnRow = (String, String, String, Option<u64>, Option<u64>, String);
+
+/// Per batch a connection sent, its first row in the stream and in the
+/// group; and the rows sent.
+type StreamMap = Arc<Mutex<(Vec<(u64, u64)>, u64)>>;
+
 struct ServerTable {
     schema: Schema,
     has_key: bool,
@@ -414,7 +420,7 @@ impl MyLoad {
     }
 
     fn read_table(&mut self) -> Result<Option<ServerTable>> {
-        let rows: Vec<(String, String, String, Option<u64>, Option<u64>, String)> = self
+        let rows: Vec<ColumnRow> = self
             .control
             .exec(
                 "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE, COLUMN_KEY
@@ -654,10 +660,6 @@ impl ServerLoad for MyLoad {
     }
 }
 
-/// What the copy connections take: the group's row of a batch's first
-/// row, and the batch.
-type Job = (u64, RecordBatch);
-
 /// The INSERT statements of a load without LOCAL INFILE.
 #[derive(Clone)]
 struct Insert {
@@ -677,18 +679,6 @@ struct Part {
     rows: u64,
 }
 
-struct PartFailure {
-    error: Error,
-    /// The group's row the server named.
-    row: Option<u64>,
-}
-
-struct Group {
-    tx: Option<SyncSender<Job>>,
-    workers: Vec<JoinHandle<std::result::Result<Part, Box<PartFailure>>>>,
-    failed: Arc<AtomicBool>,
-}
-
 /// The MariaDB sink: see the [module documentation](self).
 pub struct MySink<'a> {
     target: MyTarget,
@@ -702,41 +692,20 @@ pub struct MySink<'a> {
     created: bool,
     inputs: &'a [Input],
     provenance: Vec<Provenance>,
-    group: Option<Group>,
+    group: Option<Fanout<Part>>,
     parts: Vec<Part>,
     committed: u64,
 }
 
 impl MySink<'_> {
+    /// Waits for the connections: their parts, or the first error (the
+    /// connections closed, which rolls their XA transactions back).
     fn join(&mut self) -> Result<()> {
-        let Some(mut g) = self.group.take() else {
+        let Some(g) = self.group.take() else {
             return Ok(());
         };
-        drop(g.tx.take());
-        let mut failures = Vec::new();
-        for w in g.workers.drain(..) {
-            match w.join() {
-                Ok(Ok(p)) => self.parts.push(p),
-                Ok(Err(f)) => failures.push(*f),
-                Err(_) => failures.push(PartFailure {
-                    error: Error::Internal("a load connection's thread panicked".into()),
-                    row: None,
-                }),
-            }
-        }
-        if failures.is_empty() {
-            return Ok(());
-        }
-        // Closing a connection rolls back its XA transaction.
-        self.parts.clear();
-        failures.sort_by_key(|f| f.row.unwrap_or(u64::MAX));
-        let first = failures.remove(0);
-        Err(match first.row {
-            Some(row) => first
-                .error
-                .context(describe_row(&self.provenance, self.inputs, row)),
-            None => first.error,
-        })
+        self.parts = g.join(&self.provenance, self.inputs)?;
+        Ok(())
     }
 }
 
@@ -751,35 +720,17 @@ impl<'a> Sink<'a> for MySink<'a> {
         self.inputs = inputs;
         self.provenance.clear();
         self.parts.clear();
-        let (tx, rx) = sync_channel::<Job>(self.connections * QUEUE_PER_CONNECTION);
-        let rx = Arc::new(Mutex::new(rx));
-        let failed = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::with_capacity(self.connections);
-        for i in 0..self.connections {
-            let xid = format!("sluice:{}:{}:{i}", self.table, self.next_commit);
-            let (target, rx, failed) = (self.target.clone(), rx.clone(), failed.clone());
-            let how = if self.inserts {
-                How::Insert(self.insert.clone())
-            } else {
-                How::LoadData(self.load_sql.clone())
-            };
-            let w = std::thread::Builder::new()
-                .name(format!("sluice-load-{i}"))
-                .spawn(move || {
-                    let r = load_part(&target, &how, xid, rx);
-                    if r.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-                .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
-            workers.push(w);
-        }
-        self.group = Some(Group {
-            tx: Some(tx),
-            workers,
-            failed,
-        });
+        let (target, table, commit) = (self.target.clone(), self.table.clone(), self.next_commit);
+        let how = if self.inserts {
+            How::Insert(self.insert.clone())
+        } else {
+            How::LoadData(self.load_sql.clone())
+        };
+        self.group = Some(Fanout::start(
+            self.connections,
+            "sluice-load",
+            move |i, queue| load_part(&target, &how, format!("sluice:{table}:{commit}:{i}"), queue),
+        )?);
         let mut layout = Layout::plain(self.schema.clone());
         layout.provenance = true;
         Ok(layout)
@@ -791,22 +742,12 @@ impl<'a> Sink<'a> for MySink<'a> {
             .group
             .as_ref()
             .ok_or_else(|| Error::Internal("write outside a group".into()))?;
-        let mut n = 0;
-        let mut first = rows.first_row;
-        for p in rows.pieces {
-            let len = p.batch.num_rows() as u64;
-            if len == 0 {
-                continue;
-            }
-            let sent = g.tx.as_ref().map(|tx| tx.send((first, p.batch)));
-            if g.failed.load(Ordering::Relaxed) || !matches!(sent, Some(Ok(()))) {
-                self.join()?;
-                return Err(Error::Internal(
-                    "a load connection stopped without an error".into(),
-                ));
-            }
-            first += len;
-            n += len;
+        let (ok, n) = g.send(rows);
+        if !ok {
+            self.join()?;
+            return Err(Error::Internal(
+                "a load connection stopped without an error".into(),
+            ));
         }
         Ok(n)
     }
@@ -873,14 +814,12 @@ impl<'a> Sink<'a> for MySink<'a> {
             }
             return Err(my_error(&e).context(ctx("journaling the commit")));
         }
-        let mut done = 0;
-        for mut p in taken {
+        for (done, mut p) in taken.into_iter().enumerate() {
             if let Err(e) = p.conn.query_drop(format!("XA COMMIT {}", literal(&p.xid))) {
                 return Err(my_error(&e).context(ctx(&format!(
                     "committing: {done} of {parts} connections committed before this failed; the same command run again commits the rest of the group"
                 ))));
             }
-            done += 1;
             crate::fault_after_part_commit();
         }
         self.next_commit += 1;
@@ -892,8 +831,8 @@ impl<'a> Sink<'a> for MySink<'a> {
     }
 
     fn abort(&mut self) {
-        if let Some(g) = self.group.as_mut() {
-            g.failed.store(true, Ordering::Relaxed);
+        if let Some(g) = self.group.as_ref() {
+            g.stop();
         }
         let _ = self.join();
         self.parts.clear();
@@ -910,43 +849,31 @@ enum How {
 
 /// One connection's share of a group: connect, `XA START`, load the
 /// batches it takes off the queue until it closes.
-fn load_part(
-    target: &MyTarget,
-    how: &How,
-    xid: String,
-    rx: Arc<Mutex<Receiver<Job>>>,
-) -> std::result::Result<Part, Box<PartFailure>> {
-    let fail = |error: Error, row: Option<u64>| Box::new(PartFailure { error, row });
+fn load_part(target: &MyTarget, how: &How, xid: String, queue: Queue) -> PartResult<Part> {
+    let fail = PartFailure::new;
     let mut conn = target.connect().map_err(|e| fail(e, None))?;
     conn.query_drop(format!("XA START {}", literal(&xid)))
         .map_err(|e| fail(my_error(&e), None))?;
     let rows = match how {
-        How::LoadData(sql) => load_data(&mut conn, sql, rx)?,
-        How::Insert(ins) => insert_rows(&mut conn, ins, &rx)?,
+        How::LoadData(sql) => load_data(&mut conn, sql, queue)?,
+        How::Insert(ins) => insert_rows(&mut conn, ins, &queue)?,
     };
     Ok(Part { conn, xid, rows })
 }
 
 /// Streams the batches as LOAD DATA LOCAL INFILE; a warning, or rows
 /// the server did not take, fail the part.
-fn load_data(
-    conn: &mut Conn,
-    sql: &str,
-    rx: Arc<Mutex<Receiver<Job>>>,
-) -> std::result::Result<u64, Box<PartFailure>> {
-    let fail = |error: Error, row: Option<u64>| Box::new(PartFailure { error, row });
+fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
+    let fail = PartFailure::new;
     // Stream row of each batch's first row, and its group row; rows sent.
-    let map: Arc<Mutex<(Vec<(u64, u64)>, u64)>> = Arc::default();
+    let map: StreamMap = Arc::default();
     let encode_error: Arc<Mutex<Option<Error>>> = Arc::default();
     let (m, ee) = (map.clone(), encode_error.clone());
     conn.set_local_infile_handler(Some(LocalInfileHandler::new(move |_, w| {
         let mut buf = Vec::with_capacity(WRITE_BYTES + WRITE_BYTES / 4);
-        loop {
-            let job = match rx.lock() {
-                Ok(rx) => rx.recv(),
-                Err(_) => return Err(std::io::Error::other("the load queue is poisoned")),
-            };
-            let Ok((first, batch)) = job else { break };
+        while let Some((first, batch)) =
+            fanout::next(&queue).map_err(|e| std::io::Error::other(e.to_string()))?
+        {
             if let Ok(mut m) = m.lock() {
                 let at = m.1;
                 m.0.push((at, first));
@@ -997,11 +924,8 @@ fn load_data(
             let row = message
                 .rfind(" at row ")
                 .and_then(|i| message[i + 8..].trim().parse::<u64>().ok())
-                .and_then(|line| {
-                    let r = line.checked_sub(1)?;
-                    let i = map.partition_point(|(s, _)| *s <= r).checked_sub(1)?;
-                    Some(map[i].1 + (r - map[i].0))
-                });
+                .and_then(|line| line.checked_sub(1))
+                .and_then(|r| fanout::group_row(&map, r));
             (format!("{message} (warning {code})"), row)
         }
         None => (String::new(), None),
@@ -1020,25 +944,11 @@ fn load_data(
 }
 
 /// Sends the batches as multi-row INSERTs (LOCAL INFILE off).
-fn insert_rows(
-    conn: &mut Conn,
-    ins: &Insert,
-    rx: &Mutex<Receiver<Job>>,
-) -> std::result::Result<u64, Box<PartFailure>> {
-    let fail = |error: Error, row: Option<u64>| Box::new(PartFailure { error, row });
+fn insert_rows(conn: &mut Conn, ins: &Insert, queue: &Queue) -> PartResult<u64> {
+    let fail = PartFailure::new;
     let full = conn.prep(&ins.sql).map_err(|e| fail(my_error(&e), None))?;
     let mut rows = 0u64;
-    loop {
-        let job = match rx.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => {
-                return Err(fail(
-                    Error::Internal("the load queue is poisoned".into()),
-                    None,
-                ));
-            }
-        };
-        let Ok((first, batch)) = job else { break };
+    while let Some((first, batch)) = fanout::next(queue).map_err(|e| fail(e, None))? {
         let n = batch.num_rows();
         let mut at = 0;
         while at < n {

@@ -41,16 +41,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
-use arrow_array::RecordBatch;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use sluice::batch::{DataType, Schema};
-use sluice::load::sink::{Committed, GroupFiles, Layout, Provenance, Rows, Sink, describe_row};
+use sluice::load::sink::{Committed, GroupFiles, Layout, Provenance, Rows, Sink};
 use sluice::load::{JournalNames, LoadOptions, is_journaled};
 use sluice::source::Input;
 use sluice::store::LoadedFile;
@@ -58,7 +54,8 @@ use sluice::{Error, Result};
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls};
 
-use crate::{LOCK_WAIT_SECONDS, QUEUE_PER_CONNECTION, ServerLoad, ServerSink};
+use crate::fanout::{self, Fanout, PartFailure, PartResult, Queue};
+use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink};
 
 /// Bytes of encoded rows sent to the server in one message.
 const FLUSH_BYTES: usize = 4 << 20;
@@ -746,31 +743,11 @@ impl<'a> ServerSink<'a> for PgSink<'a> {
     }
 }
 
-/// What flows to the copy connections: the group's row number of a
-/// batch's first row, and the batch.
-type Job = (u64, RecordBatch);
-
 /// A copy connection's share of a group.
 struct Part {
     conn: Conn,
     /// Rows the server took.
     rows: u64,
-}
-
-/// Why a copy connection's share failed: with the connection (still in
-/// its transaction, or lost) and where its rows came from.
-struct PartFailure {
-    conn: Option<Conn>,
-    error: Error,
-    /// The copy stream's 1-based row the server named, as the group's row.
-    row: Option<u64>,
-}
-
-/// The group being written: the queue to the copy connections.
-struct Group {
-    tx: Option<SyncSender<Job>>,
-    workers: Vec<JoinHandle<std::result::Result<Part, Box<PartFailure>>>>,
-    failed: Arc<AtomicBool>,
 }
 
 /// The PostgreSQL sink: see the [module documentation](self).
@@ -784,7 +761,7 @@ pub struct PgSink<'a> {
     created: bool,
     inputs: &'a [Input],
     provenance: Vec<Provenance>,
-    group: Option<Group>,
+    group: Option<Fanout<Part>>,
     /// The group's parts, finished, waiting for the commit.
     parts: Vec<Part>,
     /// Groups committed.
@@ -792,49 +769,14 @@ pub struct PgSink<'a> {
 }
 
 impl PgSink<'_> {
-    /// Waits for the copy connections and returns their parts, or the
-    /// first error (in row order when the server named rows) with the
-    /// rest rolled back.
+    /// Waits for the copy connections: their parts, or the first error
+    /// with every part rolled back.
     fn join(&mut self) -> Result<()> {
-        let Some(mut g) = self.group.take() else {
+        let Some(g) = self.group.take() else {
             return Ok(());
         };
-        drop(g.tx.take());
-        let mut failures = Vec::new();
-        for w in g.workers.drain(..) {
-            match w.join() {
-                Ok(Ok(p)) => self.parts.push(p),
-                Ok(Err(f)) => failures.push(*f),
-                Err(_) => failures.push(PartFailure {
-                    conn: None,
-                    error: Error::Internal("a copy connection's thread panicked".into()),
-                    row: None,
-                }),
-            }
-        }
-        if failures.is_empty() {
-            return Ok(());
-        }
-        // The earliest row named, else the first failure: a connection
-        // that lost its COPY because another failed says less.
-        failures.sort_by_key(|f| f.row.unwrap_or(u64::MAX));
-        let first = failures.remove(0);
-        for f in failures {
-            if let Some(c) = f.conn {
-                let _ = c.exec("ROLLBACK");
-            }
-        }
-        self.rollback();
-        if let Some(c) = &first.conn {
-            let _ = c.exec("ROLLBACK");
-        }
-        let error = match first.row {
-            Some(row) => first
-                .error
-                .context(describe_row(&self.provenance, self.inputs, row)),
-            None => first.error,
-        };
-        Err(error)
+        self.parts = g.join(&self.provenance, self.inputs)?;
+        Ok(())
     }
 
     /// Rolls back every finished part.
@@ -850,35 +792,13 @@ impl<'a> Sink<'a> for PgSink<'a> {
         self.inputs = inputs;
         self.provenance.clear();
         self.parts.clear();
-        let (tx, rx) = sync_channel::<Job>(self.connections * QUEUE_PER_CONNECTION);
-        let rx = Arc::new(Mutex::new(rx));
-        let failed = Arc::new(AtomicBool::new(false));
         // Connections are opened here, in parallel, by their threads.
-        let mut workers = Vec::with_capacity(self.connections);
-        for i in 0..self.connections {
-            let (target, sql, rx, failed) = (
-                self.target.clone(),
-                self.copy_sql.clone(),
-                rx.clone(),
-                failed.clone(),
-            );
-            let w = std::thread::Builder::new()
-                .name(format!("sluice-copy-{i}"))
-                .spawn(move || {
-                    let r = copy_part(&target, &sql, &rx);
-                    if r.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-                .map_err(|e| Error::Internal(format!("cannot start a thread: {e}")))?;
-            workers.push(w);
-        }
-        self.group = Some(Group {
-            tx: Some(tx),
-            workers,
-            failed,
-        });
+        let (target, sql) = (self.target.clone(), self.copy_sql.clone());
+        self.group = Some(Fanout::start(
+            self.connections,
+            "sluice-copy",
+            move |_, queue| copy_part(&target, &sql, &queue),
+        )?);
         let mut layout = Layout::plain(self.schema.clone());
         layout.provenance = true;
         Ok(layout)
@@ -890,22 +810,12 @@ impl<'a> Sink<'a> for PgSink<'a> {
             .group
             .as_ref()
             .ok_or_else(|| Error::Internal("write outside a group".into()))?;
-        let mut n = 0;
-        let mut first = rows.first_row;
-        for p in rows.pieces {
-            let len = p.batch.num_rows() as u64;
-            if len == 0 {
-                continue;
-            }
-            let sent = g.tx.as_ref().map(|tx| tx.send((first, p.batch)));
-            if g.failed.load(Ordering::Relaxed) || !matches!(sent, Some(Ok(()))) {
-                self.join()?;
-                return Err(Error::Internal(
-                    "a copy connection stopped without an error".into(),
-                ));
-            }
-            first += len;
-            n += len;
+        let (ok, n) = g.send(rows);
+        if !ok {
+            self.join()?;
+            return Err(Error::Internal(
+                "a copy connection stopped without an error".into(),
+            ));
         }
         Ok(n)
     }
@@ -999,8 +909,8 @@ impl<'a> Sink<'a> for PgSink<'a> {
     }
 
     fn abort(&mut self) {
-        if let Some(g) = self.group.as_mut() {
-            g.failed.store(true, Ordering::Relaxed);
+        if let Some(g) = self.group.as_ref() {
+            g.stop();
         }
         let _ = self.join();
         self.rollback();
@@ -1010,32 +920,13 @@ impl<'a> Sink<'a> for PgSink<'a> {
 /// One copy connection's share of a group: connect, open a transaction,
 /// COPY the batches it takes from the queue until the queue closes, and
 /// finish the COPY, leaving the transaction open for the commit.
-fn copy_part(
-    target: &PgTarget,
-    sql: &str,
-    rx: &Mutex<Receiver<Job>>,
-) -> std::result::Result<Part, Box<PartFailure>> {
-    let fail = |conn: Option<Conn>, error: Error| {
-        Box::new(PartFailure {
-            conn,
-            error,
-            row: None,
-        })
-    };
-    let conn = match Conn::open(target) {
-        Ok(c) => c,
-        Err(e) => {
-            // Nothing can be sent: take no more work.
-            return Err(fail(None, e));
-        }
-    };
+fn copy_part(target: &PgTarget, sql: &str, queue: &Queue) -> PartResult<Part> {
+    // Without a connection nothing can be sent: this one takes no work.
+    let conn = Conn::open(target).map_err(|e| PartFailure::new(e, None))?;
     let started = conn
         .exec("BEGIN")
         .and_then(|()| conn.rt.block_on(conn.client.copy_in::<_, Bytes>(sql)));
-    let sink = match started {
-        Ok(s) => s,
-        Err(e) => return Err(fail(Some(conn), server_error(&e))),
-    };
+    let sink = started.map_err(|e| PartFailure::new(server_error(&e), None))?;
     let mut sink = Box::pin(sink);
     // Stream row (0-based) of each batch's first row, and its group row.
     let mut map: Vec<(u64, u64)> = Vec::new();
@@ -1043,16 +934,7 @@ fn copy_part(
     let mut buf = Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4);
     buf.extend_from_slice(sluice::pgcopy::HEADER);
     let result: std::result::Result<u64, CopyError> = (|| {
-        loop {
-            let job = match rx.lock() {
-                Ok(rx) => rx.recv(),
-                Err(_) => {
-                    return Err(CopyError::Other(Error::Internal(
-                        "the copy queue is poisoned".into(),
-                    )));
-                }
-            };
-            let Ok((first, batch)) = job else { break };
+        while let Some((first, batch)) = fanout::next(queue).map_err(CopyError::Other)? {
             map.push((sent_rows, first));
             sent_rows += batch.num_rows() as u64;
             sluice::pgcopy::encode_batch(&batch, &mut buf).map_err(CopyError::Other)?;
@@ -1073,23 +955,18 @@ fn copy_part(
             })
             .map_err(CopyError::Pg)
     })();
+    // A failed COPY is aborted (CopyFail) when its sink is dropped; the
+    // connection goes with the failure, which rolls its transaction back.
     drop(sink);
     match result {
         Ok(rows) => Ok(Part { conn, rows }),
-        Err(CopyError::Other(error)) => Err(fail(Some(conn), error)),
+        Err(CopyError::Other(error)) => Err(PartFailure::new(error, None)),
         Err(CopyError::Pg(e)) => {
             // The row the server named ("COPY t, line 5"), as the group's.
-            let row = copy_line(&e).and_then(|line| {
-                let r = line.checked_sub(1)?;
-                let i = map.partition_point(|(s, _)| *s <= r).checked_sub(1)?;
-                Some(map[i].1 + (r - map[i].0))
-            });
-            let conn = (!conn.client.is_closed()).then_some(conn);
-            Err(Box::new(PartFailure {
-                conn,
-                error: server_error(&e),
-                row,
-            }))
+            let row = copy_line(&e)
+                .and_then(|line| line.checked_sub(1))
+                .and_then(|r| fanout::group_row(&map, r));
+            Err(PartFailure::new(server_error(&e), row))
         }
     }
 }

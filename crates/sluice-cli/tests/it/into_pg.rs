@@ -470,7 +470,9 @@ fn a_crash_between_the_commits_of_a_groups_parts_is_repaired_by_the_next_run() {
         .trim()
         .parse()
         .unwrap();
-    assert!(partial > 40_000 && partial < 80_000, "{partial}");
+    // The first group, and what the committed part of the second took
+    // (a connection may have taken no batch).
+    assert!((40_000..=80_000).contains(&partial), "{partial}");
     let o = run(&t.0, &args, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (out, err) = (
