@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sluice::batch::{DataType, Schema};
-use sluice::load::sink::Sink;
+use sluice::load::sink::{Layout, Route, Sink};
 use sluice::store::LoadedFile;
 use sluice::{Error, Result};
 
@@ -114,8 +114,78 @@ pub trait ServerLoad {
 
 /// The sink of a [`ServerLoad`].
 pub trait ServerSink<'a>: Sink<'a> {
-    /// Commit groups committed so far.
-    fn committed(&self) -> u64;
+    /// Whether any connection committed anything (then a failed load
+    /// must not drop the table it created: the next run settles it).
+    fn any_committed(&self) -> bool;
+    /// Connections a group uses.
+    fn connections(&self) -> usize;
+}
+
+/// The unique indexes of a target table: how its rows may be shared out
+/// among connections. Two transactions inserting the same key wait on
+/// each other until one commits, and a group's connections commit only
+/// together: rows with equal keys must go to the same connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unique {
+    /// None: any connection takes any batch.
+    None,
+    /// One, on this column: rows go to connections by its hash.
+    Key(usize),
+    /// Others (several columns, several indexes, expressions): one
+    /// connection.
+    Other,
+}
+
+impl Unique {
+    /// From the unique indexes found: per index, its columns (a column
+    /// named `None` when it is an expression).
+    pub(crate) fn of(schema: &Schema, indexes: &[Vec<Option<String>>]) -> Unique {
+        match indexes {
+            [] => Unique::None,
+            [one] if one.len() == 1 => {
+                let col = one[0].as_deref().and_then(|c| schema.position(c));
+                match col {
+                    Some(c) if schema.columns[c].data_type.can_be_key() => Unique::Key(c),
+                    _ => Unique::Other,
+                }
+            }
+            _ => Unique::Other,
+        }
+    }
+
+    /// Connections, whether rows are routed by key, and the layout the
+    /// workers shape rows with, for `connections` asked.
+    pub(crate) fn plan(self, schema: &Schema, connections: usize) -> (usize, bool, Layout) {
+        let mut layout = Layout::plain(schema.clone());
+        layout.provenance = true;
+        match self {
+            Unique::Key(c) if connections > 1 => {
+                layout.shards = connections as u32;
+                layout.route = Route::Hash(c);
+                layout.check_keys = vec![false; connections];
+                (connections, true, layout)
+            }
+            Unique::Other => (1, false, layout),
+            _ => (connections, false, layout),
+        }
+    }
+
+    /// What the summary says of it.
+    pub(crate) fn note(self) -> Option<String> {
+        (self == Unique::Other).then(|| {
+            "the table has a unique index on several columns (or several unique indexes): its rows were loaded over one connection, so that no two transactions wait on each other's keys".to_string()
+        })
+    }
+}
+
+/// A short name of a database's table for server-wide names (locks, XA
+/// transaction ids) that have length limits: the CRC-32 of
+/// `database.table`, in hex.
+pub(crate) fn table_tag(database: &str, table: &str) -> String {
+    format!(
+        "{:08x}",
+        crc32fast::hash(format!("{database}.{table}").as_bytes())
+    )
 }
 
 /// Checks `given` against the columns a server table `have`s: names (in

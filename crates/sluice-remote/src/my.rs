@@ -56,7 +56,7 @@ use sluice::store::LoadedFile;
 use sluice::{Error, Result};
 
 use crate::fanout::{self, Fanout, PartFailure, PartResult, Queue};
-use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink};
+use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Unique, table_tag};
 
 /// Bytes of rows a LOCAL INFILE handler encodes before writing them.
 const WRITE_BYTES: usize = 1 << 20;
@@ -291,13 +291,10 @@ fn params(batch: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<Value
 /// COLUMN_TYPE, precision, scale, COLUMN_KEY.
 type ColumnRow = (String, String, String, Option<u64>, Option<u64>, String);
 
-/// Per batch a connection sent, its first row in the stream and in the
-/// group; and the rows sent.
-type StreamMap = Arc<Mutex<(Vec<(u64, u64)>, u64)>>;
-
 struct ServerTable {
     schema: Schema,
     has_key: bool,
+    unique: Unique,
 }
 
 const JOURNAL_DDL: [&str; 2] = [
@@ -312,7 +309,7 @@ const JOURNAL_DDL: [&str; 2] = [
         rejected BIGINT NOT NULL,
         committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         KEY (target, commit_no)
-    ) ENGINE=InnoDB",
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
     "CREATE TABLE IF NOT EXISTS sluice_load_parts (
         target VARCHAR(64) NOT NULL,
         commit_no BIGINT NOT NULL,
@@ -321,7 +318,7 @@ const JOURNAL_DDL: [&str; 2] = [
         `rows` BIGINT NOT NULL,
         committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (target, commit_no, part)
-    ) ENGINE=InnoDB",
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
 ];
 
 /// A load into one table of a MariaDB server: the control connection and
@@ -335,16 +332,51 @@ pub struct MyLoad {
     /// The server has LOCAL INFILE off: rows go as INSERTs.
     inserts: bool,
     repaired_commits: u64,
+    /// `database.table` hashed, for the lock's name and the XA ids.
+    tag: String,
+}
+
+/// Whether prepared XA transactions of this server version survive a
+/// disconnect: MariaDB 10.5+, MySQL 5.7.7+.
+fn xa_survives_disconnect(version: &str) -> bool {
+    let nums: Vec<u32> = version
+        .split(|c: char| !c.is_ascii_digit())
+        .take(3)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    let v = (
+        nums.first().copied().unwrap_or(0),
+        nums.get(1).copied().unwrap_or(0),
+        nums.get(2).copied().unwrap_or(0),
+    );
+    if version.contains("MariaDB") {
+        v >= (10, 5, 0)
+    } else {
+        v >= (5, 7, 7)
+    }
 }
 
 impl MyLoad {
     pub fn connect(target: &MyTarget, table: &str) -> Result<MyLoad> {
         let mut control = target.connect()?;
         let ctx = |what: &str| format!("{what} on {}", target.shown);
+        // A prepared XA transaction must outlive its connection (the
+        // recovery of a crash between commits): MariaDB 10.5, MySQL 5.7.7.
+        let version: Option<String> = control
+            .query_first("SELECT VERSION()")
+            .map_err(|e| my_error(&e).context(ctx("reading the server's version")))?;
+        let version = version.unwrap_or_default();
+        if !xa_survives_disconnect(&version) {
+            return Err(Error::Unsupported(format!(
+                "{} is version {version}: loads need MariaDB 10.5 or later (or MySQL 5.7.7 or later), whose prepared XA transactions survive a disconnect",
+                target.shown
+            )));
+        }
+        let tag = table_tag(target.opts.get_db_name().unwrap_or(""), table);
         let locked: Option<Option<i64>> = control
             .exec_first(
-                "SELECT GET_LOCK(CONCAT('sluice load into ', DATABASE(), '.', ?), ?)",
-                (table, LOCK_WAIT_SECONDS),
+                "SELECT GET_LOCK(?, ?)",
+                (format!("sluice:{tag}"), LOCK_WAIT_SECONDS),
             )
             .map_err(|e| my_error(&e).context(ctx("taking the load lock")))?;
         if locked.flatten() != Some(1) {
@@ -369,16 +401,27 @@ impl MyLoad {
             created: false,
             inserts: local_infile != Some(1),
             repaired_commits: 0,
+            tag,
         };
         load.settle_prepared()?;
         load.existing = load.read_table()?;
+        if load.existing.is_none() {
+            // The journal of a table dropped since: its files load again.
+            for t in ["sluice_load_parts", "sluice_load_journal"] {
+                load.control
+                    .exec_drop(format!("DELETE FROM {t} WHERE target = ?"), (table,))
+                    .map_err(|e| {
+                        my_error(&e).context(ctx("clearing the journal of a dropped table"))
+                    })?;
+            }
+        }
         Ok(load)
     }
 
     /// Commits the XA transactions a crash left prepared whose group has a
     /// committed part, and rolls back the others.
     fn settle_prepared(&mut self) -> Result<()> {
-        let prefix = format!("sluice:{}:", self.table);
+        let prefix = format!("sluice:{}:", self.tag);
         let rows: Vec<mysql::Row> = self
             .control
             .query("XA RECOVER")
@@ -451,9 +494,28 @@ impl MyLoad {
         }
         let schema = Schema::new(columns)
             .map_err(|e| e.context(format!("table {} on {}", self.table, self.target.shown)))?;
+        let index_columns: Vec<(String, String)> = self
+            .control
+            .exec(
+                "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS
+                  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0
+                  ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+                (&self.table,),
+            )
+            .map_err(|e| my_error(&e).context(format!("reading the indexes of {}", self.table)))?;
+        let mut indexes: Vec<(String, Vec<Option<String>>)> = Vec::new();
+        for (index, column) in index_columns {
+            match indexes.last_mut() {
+                Some((i, cols)) if *i == index => cols.push(Some(column)),
+                _ => indexes.push((index, vec![Some(column)])),
+            }
+        }
+        let indexes: Vec<Vec<Option<String>>> = indexes.into_iter().map(|(_, c)| c).collect();
+        let unique = Unique::of(&schema, &indexes);
         Ok(Some(ServerTable {
             schema,
             has_key: keys > 0,
+            unique,
         }))
     }
 
@@ -514,9 +576,11 @@ impl ServerLoad for MyLoad {
         );
         self.exec_control(&sql, "creating the table")?;
         self.created = true;
+        let key = key.filter(|_| index_first);
         self.existing = Some(ServerTable {
             schema: schema.clone(),
-            has_key: index_first && key.is_some(),
+            has_key: key.is_some(),
+            unique: key.map_or(Unique::None, Unique::Key),
         });
         Ok(true)
     }
@@ -586,6 +650,9 @@ impl ServerLoad for MyLoad {
             inserts: self.inserts,
             schema: schema.clone(),
             connections: connections.max(1),
+            unique: self.existing.as_ref().map_or(Unique::None, |t| t.unique),
+            tag: self.tag.clone(),
+            parts_committed: 0,
             next_commit: last.unwrap_or(0) as u64 + 1,
             created: self.created,
             inputs: &[],
@@ -637,15 +704,18 @@ impl ServerLoad for MyLoad {
         if !self.created {
             return Ok(());
         }
-        let t = literal(&self.table);
-        let sql = format!(
-            "DROP TABLE IF EXISTS {}; DELETE FROM sluice_load_journal WHERE target = {t}; \
-             DELETE FROM sluice_load_parts WHERE target = {t}",
-            quote_ident(&self.table)
-        );
-        self.exec_control(&sql, "dropping the table")?;
+        // DDL commits on its own: the table goes first; journal rows a
+        // failure here would leave are cleared by the next load, which
+        // finds no table.
+        let drop = format!("DROP TABLE IF EXISTS {}", quote_ident(&self.table));
+        self.exec_control(&drop, "dropping the table")?;
         self.created = false;
         self.existing = None;
+        for t in ["sluice_load_journal", "sluice_load_parts"] {
+            self.control
+                .exec_drop(format!("DELETE FROM {t} WHERE target = ?"), (&self.table,))
+                .map_err(|e| my_error(&e).context("clearing the journal of the dropped table"))?;
+        }
         Ok(())
     }
 
@@ -654,9 +724,14 @@ impl ServerLoad for MyLoad {
     }
 
     fn note(&self) -> Option<String> {
-        self.inserts.then(|| {
+        let unique = self.existing.as_ref().and_then(|t| t.unique.note());
+        let inserts = self.inserts.then(|| {
             "the server has local_infile off: rows were sent as multi-row INSERTs (SET GLOBAL local_infile = 1 for LOAD DATA LOCAL INFILE, several times faster)".to_string()
-        })
+        });
+        match (unique, inserts) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -688,6 +763,11 @@ pub struct MySink<'a> {
     inserts: bool,
     schema: Schema,
     connections: usize,
+    unique: Unique,
+    /// See [`MyLoad`].
+    tag: String,
+    /// Parts committed (of any group).
+    parts_committed: u64,
     next_commit: u64,
     created: bool,
     inputs: &'a [Input],
@@ -710,8 +790,12 @@ impl MySink<'_> {
 }
 
 impl<'a> ServerSink<'a> for MySink<'a> {
-    fn committed(&self) -> u64 {
-        self.committed
+    fn any_committed(&self) -> bool {
+        self.parts_committed > 0
+    }
+
+    fn connections(&self) -> usize {
+        self.unique.plan(&self.schema, self.connections).0
     }
 }
 
@@ -720,19 +804,16 @@ impl<'a> Sink<'a> for MySink<'a> {
         self.inputs = inputs;
         self.provenance.clear();
         self.parts.clear();
-        let (target, table, commit) = (self.target.clone(), self.table.clone(), self.next_commit);
+        let (target, tag, commit) = (self.target.clone(), self.tag.clone(), self.next_commit);
         let how = if self.inserts {
             How::Insert(self.insert.clone())
         } else {
             How::LoadData(self.load_sql.clone())
         };
-        self.group = Some(Fanout::start(
-            self.connections,
-            "sluice-load",
-            move |i, queue| load_part(&target, &how, format!("sluice:{table}:{commit}:{i}"), queue),
-        )?);
-        let mut layout = Layout::plain(self.schema.clone());
-        layout.provenance = true;
+        let (n, routed, layout) = self.unique.plan(&self.schema, self.connections);
+        self.group = Some(Fanout::start(n, "sluice-load", routed, move |i, queue| {
+            load_part(&target, &how, format!("sluice:{tag}:{commit}:{i}"), queue)
+        })?);
         Ok(layout)
     }
 
@@ -820,6 +901,7 @@ impl<'a> Sink<'a> for MySink<'a> {
                     "committing: {done} of {parts} connections committed before this failed; the same command run again commits the rest of the group"
                 ))));
             }
+            self.parts_committed += 1;
             crate::fault_after_part_commit();
         }
         self.next_commit += 1;
@@ -866,20 +948,18 @@ fn load_part(target: &MyTarget, how: &How, xid: String, queue: Queue) -> PartRes
 fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
     let fail = PartFailure::new;
     // Stream row of each batch's first row, and its group row; rows sent.
-    let map: StreamMap = Arc::default();
+    let map: Arc<Mutex<fanout::Stream>> = Arc::default();
     let encode_error: Arc<Mutex<Option<Error>>> = Arc::default();
     let (m, ee) = (map.clone(), encode_error.clone());
     conn.set_local_infile_handler(Some(LocalInfileHandler::new(move |_, w| {
         let mut buf = Vec::with_capacity(WRITE_BYTES + WRITE_BYTES / 4);
-        while let Some((first, batch)) =
+        while let Some(job) =
             fanout::next(&queue).map_err(|e| std::io::Error::other(e.to_string()))?
         {
             if let Ok(mut m) = m.lock() {
-                let at = m.1;
-                m.0.push((at, first));
-                m.1 += batch.num_rows() as u64;
+                m.push(&job);
             }
-            if let Err(e) = encode_tsv(&batch, &mut buf) {
+            if let Err(e) = encode_tsv(&job.batch, &mut buf) {
                 let msg = e.to_string();
                 if let Ok(mut slot) = ee.lock() {
                     *slot = Some(e);
@@ -912,7 +992,8 @@ fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
         }
     })?;
     let (affected, warnings) = (conn.affected_rows(), conn.warnings());
-    let (map, sent) = map.lock().map(|m| m.clone()).unwrap_or_default();
+    let stream = map.lock().map(|m| m.clone()).unwrap_or_default();
+    let sent = stream.sent;
     if warnings == 0 && affected == sent {
         return Ok(sent);
     }
@@ -925,7 +1006,7 @@ fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
                 .rfind(" at row ")
                 .and_then(|i| message[i + 8..].trim().parse::<u64>().ok())
                 .and_then(|line| line.checked_sub(1))
-                .and_then(|r| fanout::group_row(&map, r));
+                .and_then(|r| stream.group_row(r));
             (format!("{message} (warning {code})"), row)
         }
         None => (String::new(), None),
@@ -947,13 +1028,16 @@ fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
 fn insert_rows(conn: &mut Conn, ins: &Insert, queue: &Queue) -> PartResult<u64> {
     let fail = PartFailure::new;
     let full = conn.prep(&ins.sql).map_err(|e| fail(my_error(&e), None))?;
-    let mut rows = 0u64;
-    while let Some((first, batch)) = fanout::next(queue).map_err(|e| fail(e, None))? {
+    let mut stream = fanout::Stream::default();
+    while let Some(job) = fanout::next(queue).map_err(|e| fail(e, None))? {
+        let start = stream.sent;
+        stream.push(&job);
+        let batch = &job.batch;
         let n = batch.num_rows();
         let mut at = 0;
         while at < n {
             let k = ins.per.min(n - at);
-            let values = params(&batch, at..at + k).map_err(|e| fail(e, None))?;
+            let values = params(batch, at..at + k).map_err(|e| fail(e, None))?;
             let r = if k == ins.per {
                 conn.exec_drop(&full, values)
             } else {
@@ -961,12 +1045,17 @@ fn insert_rows(conn: &mut Conn, ins: &Insert, queue: &Queue) -> PartResult<u64> 
                 conn.exec_drop(sql, values)
             };
             // The statement's first row: the server names no row.
-            r.map_err(|e| fail(my_error(&e), Some(first + at as u64)))?;
+            r.map_err(|e| {
+                let row = stream.group_row(start + at as u64);
+                match row {
+                    Some(row) => PartFailure::of_rows_from(my_error(&e), row),
+                    None => fail(my_error(&e), None),
+                }
+            })?;
             at += k;
         }
-        rows += n as u64;
     }
-    Ok(rows)
+    Ok(stream.sent)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::fanout::{self, Fanout, PartFailure, PartResult, Queue};
-use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink};
+use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Unique};
 
 /// Bytes of encoded rows sent to the server in one message.
 const FLUSH_BYTES: usize = 4 << 20;
@@ -324,6 +324,8 @@ struct ServerTable {
     schema: Schema,
     /// Whether it has a primary key.
     has_key: bool,
+    /// Its unique indexes, for how rows are shared out.
+    unique: Unique,
 }
 
 /// A load into one table of a PostgreSQL server: the control connection
@@ -410,6 +412,9 @@ impl PgLoad {
         };
         load.existing = load.read_table()?;
         load.repair()?;
+        if load.existing.is_none() {
+            load.forget_dropped()?;
+        }
         Ok(load)
     }
 
@@ -460,10 +465,41 @@ impl PgLoad {
         }
         let schema = Schema::new(columns)
             .map_err(|e| e.context(format!("table {} on {}", self.table, self.target.shown)))?;
+        // Per unique index, its columns (NULL: an expression).
+        let indexes = self
+            .control
+            .query(
+                "SELECT (SELECT array_agg(a.attname::text ORDER BY k.n)
+                           FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                           LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum)
+                   FROM pg_index i
+                  WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique",
+                &[&self.table],
+            )
+            .map_err(|e| server_error(&e).context(format!("reading the indexes of {}", self.table)))?
+            .iter()
+            .map(|r| r.get::<_, Vec<Option<String>>>(0))
+            .collect::<Vec<_>>();
+        let unique = Unique::of(&schema, &indexes);
         Ok(Some(ServerTable {
             schema,
             has_key: keys > 0,
+            unique,
         }))
+    }
+
+    /// Removes the journal of a table that is not there (dropped since it
+    /// was loaded): its files load again into a new one.
+    fn forget_dropped(&mut self) -> Result<()> {
+        for t in ["sluice_load_parts", "sluice_load_journal"] {
+            self.control
+                .execute(
+                    &format!("DELETE FROM {t} WHERE target = $1"),
+                    &[&self.table],
+                )
+                .map_err(|e| server_error(&e).context("clearing the journal of a dropped table"))?;
+        }
+        Ok(())
     }
 
     /// The table's schema when it exists on the server.
@@ -498,9 +534,11 @@ impl PgLoad {
             .exec(&sql)
             .map_err(|e| server_error(&e).context(format!("creating table {}", self.table)))?;
         self.created = true;
+        let key = schema.key_column().filter(|_| index_first);
         self.existing = Some(ServerTable {
             schema: schema.clone(),
-            has_key: index_first && schema.key_column().is_some(),
+            has_key: key.is_some(),
+            unique: key.map_or(Unique::None, Unique::Key),
         });
         Ok(true)
     }
@@ -612,6 +650,7 @@ impl PgLoad {
             ),
             schema: schema.clone(),
             connections: connections.max(1),
+            unique: self.existing.as_ref().map_or(Unique::None, |t| t.unique),
             next_commit: last as u64 + 1,
             created: self.created,
             inputs: &[],
@@ -619,6 +658,7 @@ impl PgLoad {
             group: None,
             parts: Vec::new(),
             committed: 0,
+            parts_committed: 0,
         })
     }
 
@@ -733,13 +773,17 @@ impl ServerLoad for PgLoad {
     }
 
     fn note(&self) -> Option<String> {
-        None
+        self.existing.as_ref().and_then(|t| t.unique.note())
     }
 }
 
 impl<'a> ServerSink<'a> for PgSink<'a> {
-    fn committed(&self) -> u64 {
-        self.committed
+    fn any_committed(&self) -> bool {
+        self.parts_committed > 0
+    }
+
+    fn connections(&self) -> usize {
+        self.unique.plan(&self.schema, self.connections).0
     }
 }
 
@@ -757,6 +801,7 @@ pub struct PgSink<'a> {
     copy_sql: String,
     schema: Schema,
     connections: usize,
+    unique: Unique,
     next_commit: u64,
     created: bool,
     inputs: &'a [Input],
@@ -766,6 +811,8 @@ pub struct PgSink<'a> {
     parts: Vec<Part>,
     /// Groups committed.
     committed: u64,
+    /// Parts committed (of any group).
+    parts_committed: u64,
 }
 
 impl PgSink<'_> {
@@ -794,13 +841,10 @@ impl<'a> Sink<'a> for PgSink<'a> {
         self.parts.clear();
         // Connections are opened here, in parallel, by their threads.
         let (target, sql) = (self.target.clone(), self.copy_sql.clone());
-        self.group = Some(Fanout::start(
-            self.connections,
-            "sluice-copy",
-            move |_, queue| copy_part(&target, &sql, &queue),
-        )?);
-        let mut layout = Layout::plain(self.schema.clone());
-        layout.provenance = true;
+        let (n, routed, layout) = self.unique.plan(&self.schema, self.connections);
+        self.group = Some(Fanout::start(n, "sluice-copy", routed, move |_, queue| {
+            copy_part(&target, &sql, &queue)
+        })?);
         Ok(layout)
     }
 
@@ -898,6 +942,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
                 ))));
             }
             done += 1;
+            self.parts_committed += 1;
             crate::fault_after_part_commit();
         }
         self.next_commit += 1;
@@ -928,16 +973,13 @@ fn copy_part(target: &PgTarget, sql: &str, queue: &Queue) -> PartResult<Part> {
         .and_then(|()| conn.rt.block_on(conn.client.copy_in::<_, Bytes>(sql)));
     let sink = started.map_err(|e| PartFailure::new(server_error(&e), None))?;
     let mut sink = Box::pin(sink);
-    // Stream row (0-based) of each batch's first row, and its group row.
-    let mut map: Vec<(u64, u64)> = Vec::new();
-    let mut sent_rows = 0u64;
+    let mut stream = fanout::Stream::default();
     let mut buf = Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4);
     buf.extend_from_slice(sluice::pgcopy::HEADER);
     let result: std::result::Result<u64, CopyError> = (|| {
-        while let Some((first, batch)) = fanout::next(queue).map_err(CopyError::Other)? {
-            map.push((sent_rows, first));
-            sent_rows += batch.num_rows() as u64;
-            sluice::pgcopy::encode_batch(&batch, &mut buf).map_err(CopyError::Other)?;
+        while let Some(job) = fanout::next(queue).map_err(CopyError::Other)? {
+            stream.push(&job);
+            sluice::pgcopy::encode_batch(&job.batch, &mut buf).map_err(CopyError::Other)?;
             if buf.len() >= FLUSH_BYTES {
                 let full =
                     std::mem::replace(&mut buf, Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4));
@@ -965,7 +1007,7 @@ fn copy_part(target: &PgTarget, sql: &str, queue: &Queue) -> PartResult<Part> {
             // The row the server named ("COPY t, line 5"), as the group's.
             let row = copy_line(&e)
                 .and_then(|line| line.checked_sub(1))
-                .and_then(|r| fanout::group_row(&map, r));
+                .and_then(|r| stream.group_row(r));
             Err(PartFailure::new(server_error(&e), row))
         }
     }

@@ -391,7 +391,7 @@ fn mariadb_duplicate_keys_load_nothing_and_are_named() {
         ],
     );
     assert!(
-        err.contains("Duplicate entry '2'") && err.contains("took 3 of 4 rows"),
+        err.contains("Duplicate entry '2'") && err.contains("LOAD DATA took"),
         "{err}"
     );
     assert_eq!(
@@ -483,4 +483,37 @@ fn mariadb_bad_credentials_are_a_clear_error_and_write_nothing() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(my.query("SELECT count(*) FROM creds"), "2\n");
+}
+
+#[test]
+fn mariadb_a_duplicate_key_across_blocks_fails_the_load_instead_of_hanging() {
+    let Some(my) = My::start(
+        "mariadb_a_duplicate_key_across_blocks_fails_the_load_instead_of_hanging",
+        true,
+    ) else {
+        return;
+    };
+    let t = Tmp::new();
+    crate::into_pg::write_late_duplicate(&t);
+    let url = my.url();
+    my.query("CREATE TABLE late (id BIGINT PRIMARY KEY, v LONGTEXT)");
+    let o = crate::into_pg::run_guarded(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--connections",
+            "3",
+            "--block-size",
+            "16KiB",
+            "late",
+            "late.csv",
+        ],
+        Duration::from_secs(120),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("Duplicate entry '5'"), "{err}");
+    assert_eq!(my.query("SELECT count(*) FROM late"), "0\n");
 }

@@ -766,3 +766,92 @@ fn sslmode_require_loads_over_tls() {
     assert!(out.contains("loaded 2 rows"), "{out}");
     assert_eq!(pg.psql("SELECT count(*) FROM tls").trim(), "2");
 }
+
+/// Runs `sluice` and waits for it at most `limit`: a load that hangs is
+/// killed and fails the test (a guard against a deadlock, not a timing).
+pub(crate) fn run_guarded(dir: &Path, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(dir)
+        .env_remove("PGPASSWORD")
+        .env_remove("MYSQL_PWD")
+        .env_remove("SLUICE_FAULT")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "sluice {args:?} hung: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A keyed file whose key 5 comes again in its last line, in blocks small
+/// enough to spread over every connection.
+pub(crate) fn write_late_duplicate(t: &Tmp) -> u64 {
+    let mut text = String::from("id,v\n");
+    for i in 0..30_000 {
+        text.push_str(&format!("{i},{}\n", i % 7));
+    }
+    text.push_str("5,dup\n");
+    std::fs::write(t.0.join("late.csv"), text).unwrap();
+    30_002
+}
+
+#[test]
+fn a_duplicate_key_across_blocks_fails_the_load_instead_of_hanging() {
+    let Some(pg) = Pg::start("a_duplicate_key_across_blocks_fails_the_load_instead_of_hanging")
+    else {
+        return;
+    };
+    let t = Tmp::new();
+    let line = write_late_duplicate(&t);
+    let url = pg.url();
+    pg.psql("CREATE TABLE late (id bigint PRIMARY KEY, v text)");
+    let o = run_guarded(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--connections",
+            "3",
+            "--block-size",
+            "16KiB",
+            "late",
+            "late.csv",
+        ],
+        Duration::from_secs(120),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("late.csv:{line}")), "{err}");
+    assert!(err.contains("Key (id)=(5) already exists"), "{err}");
+    assert_eq!(pg.psql("SELECT count(*) FROM late").trim(), "0");
+    // A unique index on two columns: one connection, said in the summary.
+    pg.psql("CREATE TABLE pairs (id bigint, v text, UNIQUE (id, v))");
+    let out = ok(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--connections",
+            "3",
+            "pairs",
+            "late.csv",
+        ],
+    );
+    assert!(out.contains("over 1 connection"), "{out}");
+    assert!(out.contains("unique index on several columns"), "{out}");
+    assert_eq!(pg.psql("SELECT count(*) FROM pairs").trim(), "30001");
+}

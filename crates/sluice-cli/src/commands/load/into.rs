@@ -120,13 +120,15 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
         stop.store(true, Ordering::Relaxed);
         let _ = handle.join();
     }
-    let committed = sink.committed();
+    let any_committed = sink.any_committed();
+    let connections = sink.connections();
     drop(sink);
     let summary = match result {
         Ok(s) => s,
         Err(e) => {
-            // A table this load created and nothing committed to: gone again.
-            if created && committed == 0 {
+            // A table this load created and nothing committed to: gone
+            // again (after a commit, the next run settles it).
+            if created && !any_committed {
                 let _ = pg.drop_created();
             }
             return Err(load_error(e, a, &prepared));
