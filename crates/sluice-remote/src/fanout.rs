@@ -196,9 +196,12 @@ impl<P: Send + 'static> Fanout<P> {
         (true, n)
     }
 
-    /// Tells the connections to stop taking batches (a failure elsewhere).
-    pub(crate) fn stop(&self) {
+    /// Closes the queues (a failure elsewhere, or Ctrl-C): the
+    /// connections finish with what they took, and [`Fanout::join`]
+    /// collects them to be rolled back.
+    pub(crate) fn stop(&mut self) {
         self.failed.store(true, Ordering::Relaxed);
+        self.tx.clear();
     }
 
     /// Closes the queue and waits for every connection: their parts, or

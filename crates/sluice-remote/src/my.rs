@@ -77,6 +77,14 @@ impl MyTarget {
     /// password from the URL, else `password_file`, else `MYSQL_PWD`.
     pub fn parse(url: &str, password_file: Option<&Path>) -> Result<MyTarget> {
         let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+        // `sslmode=require` (as in PostgreSQL's URLs) is this crate's, not
+        // the client's: taken out before the client reads the URL.
+        let (rest, tls) = take_sslmode(rest).map_err(|what| {
+            Error::Config(format!(
+                "--into {}: {what} (sslmode=require encrypts the connection)",
+                crate::redact(url)
+            ))
+        })?;
         let opts = Opts::from_url(&format!("mysql://{rest}")).map_err(|e| {
             Error::Config(format!(
                 "--into {}: not a MariaDB URL ({e}): expected mariadb://user@host[:port]/database",
@@ -98,6 +106,15 @@ impl MyTarget {
             } else if let Ok(p) = std::env::var("MYSQL_PWD") {
                 b = b.pass(Some(p));
             }
+        }
+        if tls {
+            // As libpq's `require`: encrypted, the certificate not checked
+            // against an authority.
+            b = b.ssl_opts(Some(
+                mysql::SslOpts::default()
+                    .with_danger_accept_invalid_certs(true)
+                    .with_danger_skip_domain_validation(true),
+            ));
         }
         let opts: Opts = b.into();
         let shown = format!(
@@ -123,6 +140,33 @@ impl MyTarget {
         .map_err(|e| my_error(&e).context(format!("setting up a session on {}", self.shown)))?;
         Ok(c)
     }
+}
+
+/// The URL's rest without an `sslmode` parameter, and whether it asked
+/// for TLS (`require`); another mode is an error.
+fn take_sslmode(rest: &str) -> std::result::Result<(String, bool), String> {
+    let Some((base, query)) = rest.split_once('?') else {
+        return Ok((rest.to_string(), false));
+    };
+    let mut tls = false;
+    let mut kept = Vec::new();
+    for param in query.split('&') {
+        match param.split_once('=') {
+            Some(("sslmode", "require")) => tls = true,
+            Some(("sslmode", "disable" | "prefer")) => {}
+            Some(("sslmode", other)) => {
+                return Err(format!(
+                    "sslmode={other} is not supported (require, disable)"
+                ));
+            }
+            _ => kept.push(param),
+        }
+    }
+    Ok(if kept.is_empty() {
+        (base.to_string(), tls)
+    } else {
+        (format!("{base}?{}", kept.join("&")), tls)
+    })
 }
 
 /// An error of the client or the server as a sluice error.
@@ -913,7 +957,7 @@ impl<'a> Sink<'a> for MySink<'a> {
     }
 
     fn abort(&mut self) {
-        if let Some(g) = self.group.as_ref() {
+        if let Some(g) = self.group.as_mut() {
             g.stop();
         }
         let _ = self.join();
@@ -1133,6 +1177,20 @@ mod tests {
             Some(DataType::Text)
         );
         assert_eq!(my_type(DataType::Text, true), "VARCHAR(768)");
+    }
+
+    #[test]
+    fn sslmode_is_taken_out_of_the_url() {
+        assert_eq!(
+            take_sslmode("u@h/db?sslmode=require").unwrap(),
+            ("u@h/db".to_string(), true)
+        );
+        assert_eq!(
+            take_sslmode("u@h/db?a=1&sslmode=disable&b=2").unwrap(),
+            ("u@h/db?a=1&b=2".to_string(), false)
+        );
+        assert!(take_sslmode("u@h/db?sslmode=verify-full").is_err());
+        assert!(MyTarget::parse("mariadb://u@h/db?sslmode=require", None).is_ok());
     }
 
     #[test]

@@ -954,7 +954,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
     }
 
     fn abort(&mut self) {
-        if let Some(g) = self.group.as_ref() {
+        if let Some(g) = self.group.as_mut() {
             g.stop();
         }
         let _ = self.join();

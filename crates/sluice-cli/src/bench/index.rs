@@ -444,7 +444,7 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Mar
         // without its key, which is added after the rows.
         client(
             "CREATE TABLE bench.objects2 (source_id CHAR(28) NOT NULL, chunkId INT, subChunkId INT) ENGINE=InnoDB;
-             CREATE USER 'bench'@'%'; GRANT ALL ON *.* TO 'bench'@'%'",
+             CREATE USER 'bench'@'localhost'; GRANT ALL ON *.* TO 'bench'@'localhost'",
         )?;
         let start = Instant::now();
         let out = Command::new(sluice_exe()?)

@@ -20,6 +20,8 @@ struct My {
     port: u16,
     server: Option<Child>,
     local_infile: bool,
+    /// Serves TLS with a self-signed certificate.
+    tls: bool,
 }
 
 fn programs() -> Option<(PathBuf, PathBuf)> {
@@ -34,6 +36,10 @@ fn programs() -> Option<(PathBuf, PathBuf)> {
 
 impl My {
     fn start(test: &str, local_infile: bool) -> Option<My> {
+        My::start_with(test, local_infile, false)
+    }
+
+    fn start_with(test: &str, local_infile: bool, tls: bool) -> Option<My> {
         let Some((install, _)) = programs() else {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -77,7 +83,45 @@ impl My {
             port,
             server: None,
             local_infile,
+            tls,
         };
+        if tls {
+            let out = Command::new("openssl")
+                .args([
+                    "req",
+                    "-new",
+                    "-x509",
+                    "-days",
+                    "2",
+                    "-nodes",
+                    "-subj",
+                    "/CN=localhost",
+                ])
+                .args([
+                    "-newkey",
+                    "rsa:2048",
+                    "-keyout",
+                    "server.key",
+                    "-out",
+                    "server.crt",
+                ])
+                .current_dir(&my.dir.0)
+                .output()
+                .expect("openssl is needed for the TLS test");
+            assert!(
+                out.status.success(),
+                "openssl: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if is_root() {
+                for f in ["server.key", "server.crt"] {
+                    let _ = Command::new("chown")
+                        .arg("mysql:")
+                        .arg(my.dir.0.join(f))
+                        .status();
+                }
+            }
+        }
         my.start_server();
         my.root(&format!(
             "CREATE DATABASE shop; CREATE USER 'sl'@'%' IDENTIFIED BY '{PASSWORD}'; GRANT ALL ON *.* TO 'sl'@'%'"
@@ -107,6 +151,14 @@ impl My {
                 self.dir.0.join("err.log").display()
             ))
             .arg(format!("--pid-file={}", self.dir.0.join("pid").display()))
+            .args(if self.tls {
+                vec![
+                    format!("--ssl-cert={}", self.dir.0.join("server.crt").display()),
+                    format!("--ssl-key={}", self.dir.0.join("server.key").display()),
+                ]
+            } else {
+                vec![]
+            })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -516,4 +568,24 @@ fn mariadb_a_duplicate_key_across_blocks_fails_the_load_instead_of_hanging() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("Duplicate entry '5'"), "{err}");
     assert_eq!(my.query("SELECT count(*) FROM late"), "0\n");
+}
+
+#[test]
+fn mariadb_sslmode_require_loads_over_tls() {
+    let Some(my) = My::start_with("mariadb_sslmode_require_loads_over_tls", true, true) else {
+        return;
+    };
+    my.root(&format!(
+        "CREATE USER 'tls'@'%' IDENTIFIED BY '{PASSWORD}' REQUIRE SSL; GRANT ALL ON *.* TO 'tls'@'%'"
+    ));
+    let t = Tmp::new();
+    std::fs::write(t.0.join("a.csv"), "id,v\n1,a\n2,b\n").unwrap();
+    let plain = format!("mariadb://tls:{PASSWORD}@127.0.0.1:{}/shop", my.port);
+    // The user may only connect over TLS.
+    let err = fails(&t.0, &["load", "--into", &plain, "tls", "a.csv"]);
+    assert!(err.contains("Access denied"), "{err}");
+    let url = format!("{plain}?sslmode=require");
+    let out = ok(&t.0, &["load", "--into", &url, "tls", "a.csv"]);
+    assert!(out.contains("loaded 2 rows"), "{out}");
+    assert_eq!(my.query("SELECT count(*) FROM tls"), "2\n");
 }
