@@ -123,12 +123,9 @@ enum Command {
     Demo(commands::demo::DemoArgs),
     /// Run a benchmark scenario (peers too, when installed) and print a table
     #[command(
-        after_help = "Examples:\n  sluice bench ingest\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000\n  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5\n  sluice bench shards --shards 1,2,4,8 --threads-list 1,2\n  sluice bench serve --clients 1,8,128 --runs 1"
+        after_help = "Examples:\n  sluice bench all --quick                # every scenario, small, then the report\n  sluice bench ingest --json-out results/ingest.json\n  sluice bench report --input results --output report\n  sluice bench ingest --size 128MB --runs 3 --threads-list 1,2,64\n  sluice bench secondary-index --files 200 --rows 100000\n  sluice bench resume --settings all,1GiB,64MiB --kill-at 0.5\n  sluice bench shards --shards 1,2,4,8 --threads-list 1,2\n  sluice bench serve --clients 1,8,128 --runs 1"
     )]
-    Bench {
-        #[command(subcommand)]
-        scenario: bench::Scenario,
-    },
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -188,7 +185,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
         Command::Gen { what } => commands::r#gen::run(what, &cli.db, cli.threads),
         // Both make databases of their own (removed and made again):
         // a --db given would be ignored, or worse.
-        Command::Demo(_) | Command::Bench { .. } if db_given => bail!(
+        Command::Demo(_) | Command::Bench(_) if db_given => bail!(
             "--db {}: {} makes a database of its own (demo: in a temporary directory, or under --keep DIR; bench: under --dir DIR) and never touches another; drop --db",
             cli.db.display(),
             if matches!(cli.command, Command::Demo(_)) {
@@ -198,7 +195,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             }
         ),
         Command::Demo(args) => commands::demo::run(args, cli.threads),
-        Command::Bench { scenario } => bench::run(scenario, cli.quiet),
+        Command::Bench(args) => bench::run(args, cli.quiet),
     }
 }
 

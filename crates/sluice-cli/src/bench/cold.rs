@@ -402,6 +402,18 @@ pub fn run(
         }
     }
     drop(duck);
+    let (dataset, sf) = match dataset {
+        Dataset::Lineitem => ("lineitem", serde_json::json!(sf)),
+        Dataset::Flights => ("flights", serde_json::Value::Null),
+    };
+    for (i, (name, _)) in queries.iter().enumerate() {
+        let case = || serde_json::json!({"query": name, "dataset": dataset, "sf": sf});
+        super::record::runs("sluice", case(), "seconds", "s", &s_times[i]);
+        super::record::runs("duckdb", case(), "seconds", "s", &d_times[i]);
+        // --timing says MiB.
+        let rss: Vec<f64> = s_rss[i].iter().map(|m| m * (1u64 << 20) as f64).collect();
+        super::record::runs("sluice", case(), "peak_rss_bytes", "bytes", &rss);
+    }
     println!(
         "cold: {title} ({rows} rows), each query a fresh sluice process and a fresh DuckDB connection, {runs} runs, medians"
     );

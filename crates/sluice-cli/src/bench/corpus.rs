@@ -164,6 +164,13 @@ pub fn run(
         bail!("the DuckDB comparison failed ({status})");
     }
     let _ = std::fs::remove_dir_all(&work);
+    for (source, c) in &counts {
+        for class in CLASSES {
+            let n = c.get(class).copied().unwrap_or(0) as f64;
+            let case = serde_json::json!({"source": source, "class": class});
+            super::record::value("sluice", case, "files", "files", n);
+        }
+    }
     print_table(&counts, &version, &results, json)
 }
 

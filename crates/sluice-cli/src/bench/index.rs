@@ -142,6 +142,25 @@ pub fn run(
         }
         inc_runs.push(inc);
     }
+    let all = || serde_json::json!({"load": "all files"});
+    for i in 0..10 {
+        let case = serde_json::json!({"tenth": i + 1, "rows": tenth_rows(i)});
+        // A mark the watcher missed is a run left out of that tenth.
+        let one: Vec<f64> = one_runs
+            .iter()
+            .map(|(_, m)| {
+                let at = |k: usize| m.get(k).copied().unwrap_or(f64::NAN);
+                at(i) - if i == 0 { 0.0 } else { at(i - 1) }
+            })
+            .collect();
+        super::record::runs("sluice, one load", case.clone(), "seconds", "s", &one);
+        let inc: Vec<f64> = inc_runs.iter().map(|r| r[i]).collect();
+        super::record::runs("sluice, 10 loads", case, "seconds", "s", &inc);
+    }
+    let one_totals: Vec<f64> = one_runs.iter().map(|r| r.0).collect();
+    super::record::runs("sluice, one load", all(), "seconds", "s", &one_totals);
+    let inc_totals: Vec<f64> = inc_runs.iter().map(|r| r.iter().sum()).collect();
+    super::record::runs("sluice, 10 loads", all(), "seconds", "s", &inc_totals);
     let med = |v: Vec<f64>| median(&v);
     let inc: Vec<f64> = (0..10)
         .map(|i| med(inc_runs.iter().map(|r| r[i]).collect()))
@@ -215,6 +234,28 @@ pub fn run(
         }
     };
 
+    if let Some(m) = &maria {
+        for (i, at) in m.marks.iter().enumerate().take(10) {
+            let took = at - if i == 0 { 0.0 } else { m.marks[i - 1] };
+            let case = serde_json::json!({"tenth": i + 1, "rows": tenth_rows(i)});
+            super::record::value("mariadb", case, "seconds", "s", took);
+        }
+        super::record::value("mariadb", all(), "seconds", "s", m.seconds);
+        super::record::value("sluice --into mariadb", all(), "seconds", "s", m.into);
+    }
+    let per_s = |way: &str, secs: f64| {
+        let (case, rate) = (serde_json::json!({"lookups": way}), lookups as f64 / secs);
+        super::record::value("sluice", case, "lookups_per_s", "1/s", rate);
+    };
+    per_s("one at a time", single);
+    per_s("batches", batched);
+    let size = |what: &str, b: u64| {
+        let case = serde_json::json!({"size": what});
+        super::record::value("sluice", case, "bytes", "bytes", b as f64);
+    };
+    size("table", seg_bytes + run_bytes);
+    size("raw tsv", raw_bytes);
+
     let cores = sluice::exec::usable_cores();
     println!(
         "secondary-index: {files} TSV files x {rows} rows = {total_rows} rows, {} raw; {} usable cores; segments {compression:?}; medians of {runs} runs",
@@ -264,6 +305,12 @@ pub fn run(
         .collect();
     row("one load (parse + write)", &one_tenths);
     row("incremental loads", &inc);
+    if let Some(m) = maria.as_ref().filter(|m| m.marks.len() == 10) {
+        let tenths: Vec<f64> = (0..10)
+            .map(|i| m.marks[i] - if i == 0 { 0.0 } else { m.marks[i - 1] })
+            .collect();
+        row("MariaDB, LOAD DATA per file", &tenths);
+    }
     println!();
     let last_first = inc[0] / inc[9];
     println!(
@@ -414,28 +461,46 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Mar
         }
         // One client session, one LOAD DATA per file, as a loader script
         // would; autocommit, so each file is its own transaction.
+        // After each tenth of the files a `SELECT i` marks the time; the
+        // client flushes each result (--unbuffered), read as it comes.
         let mut c = Command::new("mariadb")
             .arg(format!("--socket={}", sock.display()))
-            .args(["-uroot", "bench"])
+            .args(["-uroot", "--unbuffered", "-N", "-B", "bench"])
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()?;
+        let stdout = c.stdout.take().context("client stdout")?;
         let start = Instant::now();
+        let marker = std::thread::spawn(move || {
+            use std::io::BufRead;
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(|l| l.ok())
+                .filter(|l| l.trim().starts_with("tenth"))
+                .map(|_| start.elapsed().as_secs_f64())
+                .collect::<Vec<f64>>()
+        });
         {
             let mut stdin = c.stdin.take().context("client stdin")?;
-            for p in paths {
+            let n = paths.len();
+            for (i, p) in paths.iter().enumerate() {
                 let p = std::fs::canonicalize(p)?;
                 writeln!(
                     stdin,
                     "LOAD DATA INFILE '{}' INTO TABLE objects FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n';",
                     p.display()
                 )?;
+                // The last file of a tenth as `tenth(k)` cuts them.
+                if n >= 10 && (0..10).any(|k| (k + 1) * n / 10 == i + 1) {
+                    writeln!(stdin, "SELECT 'tenth';")?;
+                }
             }
         }
         if !c.wait()?.success() {
             bail!("a LOAD DATA statement failed");
         }
         let secs = start.elapsed().as_secs_f64();
+        let marks = marker.join().unwrap_or_default();
         let n = client("SELECT COUNT(*) FROM bench.objects")?;
         if !quiet {
             eprintln!("peer: MariaDB loaded {n} rows in {secs:.1} s");
@@ -473,6 +538,7 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Mar
         }
         Ok(Maria {
             seconds: secs,
+            marks,
             version,
             into,
             same: a == b,
@@ -490,6 +556,8 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Mar
 struct Maria {
     /// One LOAD DATA INFILE per file into the indexed table.
     seconds: f64,
+    /// Seconds from the start at which each tenth of the files was in.
+    marks: Vec<f64>,
     version: String,
     /// `sluice load --into`, the key added after the rows.
     into: f64,

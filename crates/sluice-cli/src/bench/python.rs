@@ -193,6 +193,15 @@ pub fn run(
         }
     }
 
+    let step = |s: &str| serde_json::json!({"step": s});
+    super::record::runs("library", step("q1"), "seconds", "s", &rust_q1);
+    super::record::runs("python", step("q1"), "seconds", "s", &py_q1);
+    let arrow = || step("select * to arrow");
+    super::record::runs("python", arrow(), "seconds", "s", &py_arrow);
+    super::record::runs("duckdb", arrow(), "seconds", "s", &duck_arrow);
+    let load = || serde_json::json!({"step": "load", "bytes": file_bytes});
+    super::record::runs("cli", load(), "seconds", "s", &cli_load);
+    super::record::runs("python", load(), "seconds", "s", &py_load);
     println!(
         "python: sluice {} from python3, {threads} threads, {runs} runs each, {cores} usable cores; lineitem SF {sf} ({rows} rows), ingest file {} ({file_bytes} bytes)",
         py["sluice"].as_str().unwrap_or("?"),

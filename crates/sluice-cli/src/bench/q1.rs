@@ -101,6 +101,10 @@ pub fn run(
             results.insert(at, ("duckdb", t, times));
         }
     }
+    for (engine, t, times) in &results {
+        let case = serde_json::json!({"threads": t, "sf": sf, "rows": rows});
+        super::record::runs(engine, case, "seconds", "s", times);
+    }
     let med = median;
     let t1 = results
         .iter()

@@ -57,6 +57,11 @@ pub fn run(records: u64, runs: usize, dir: &Path, quiet: bool) -> Result<()> {
         "{:<6} {:>9} {:>12} {:>10}",
         "input", "median_s", "records/s", "vs_good"
     );
+    for (kind, _, measures) in &files {
+        let secs: Vec<f64> = measures.iter().map(|m| m.seconds).collect();
+        let case = serde_json::json!({"file": kind});
+        super::record::runs("sluice", case, "seconds", "s", &secs);
+    }
     let med = |m: &[Measure]| median(&m.iter().map(|m| m.seconds).collect::<Vec<_>>());
     let good = med(&files[0].2);
     for (kind, _, measures) in &files {

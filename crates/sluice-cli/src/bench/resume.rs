@@ -76,6 +76,10 @@ pub fn run(
             times[i].push(secs);
         }
     }
+    for (i, s) in settings.iter().enumerate() {
+        let case = serde_json::json!({"setting": s, "load": "full"});
+        super::record::runs("sluice", case, "seconds", "s", &times[i]);
+    }
     let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
     let base = medians[0];
     let full = medians[settings.iter().position(|s| s == resume_every).unwrap_or(0)];
@@ -112,6 +116,12 @@ pub fn run(
         resumed.push(secs);
         committed.push(skipped as f64 / files as f64);
     }
+    let case = || {
+        let load = "rerun after kill";
+        serde_json::json!({"setting": resume_every, "load": load, "kill_at": kill_at})
+    };
+    super::record::runs("sluice", case(), "seconds", "s", &resumed);
+    super::record::runs("sluice", case(), "committed_fraction", "1", &committed);
     let resume = median(&resumed);
     let at_kill = median(&committed);
     let _ = std::fs::remove_dir_all(&db);

@@ -142,6 +142,8 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         for f in &failures {
             eprintln!("{c} clients: {f}");
         }
+        record_runs("sluice", serde_json::json!({"clients": c}), &s_runs);
+        record_runs("postgresql", serde_json::json!({"clients": c}), &p_runs);
         if s_runs.is_empty() {
             println!("{c:>7} (every sluice run failed)");
             continue;
@@ -168,6 +170,11 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     let mixed = bench(sluice_srv.port, c, false);
     let q1_done = looping.stop()?;
     let mixed = mixed?;
+    for (q1, r) in [(false, alone), (true, mixed)] {
+        let case = || serde_json::json!({"run": "mixed", "q1": q1});
+        super::record::value("sluice", case(), "tps", "tx/s", r.tps);
+        super::record::value("sluice", case(), "p99_ms", "ms", r.p99_ms);
+    }
     println!(
         "\nmixed, sluice: {c} clients of point selects, p99 {:.2} ms alone, {:.2} ms with TPC-H Q1 (SF {}) in a loop beside them ({:.2}x; {q1_done} Q1 answered); tps {:.0} -> {:.0}",
         alone.p99_ms,
@@ -185,6 +192,11 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         Some(pg) => Some(bench(pg.port, sc, true)?),
         None => None,
     };
+    let storm = || serde_json::json!({"run": "storm"});
+    super::record::value("sluice", storm(), "connections_per_s", "1/s", s.tps);
+    if let Some(p) = p {
+        super::record::value("postgresql", storm(), "connections_per_s", "1/s", p.tps);
+    }
     println!(
         "storm (pgbench -C, {sc} clients): sluice {:.0} tps, {} failed{}",
         s.tps,
@@ -199,6 +211,10 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     let before = rss_kib(sluice_srv.child.id())?;
     let conns = idle_connections(sluice_srv.port, o.idle)?;
     let after = rss_kib(sluice_srv.child.id())?;
+    for (n, kib) in [(0, before), (conns.len(), after)] {
+        let case = serde_json::json!({"run": "idle", "connections": n});
+        super::record::value("sluice", case, "rss_bytes", "bytes", (kib * 1024) as f64);
+    }
     println!(
         "idle: {} connections open, sluice RSS {:.1} MiB -> {:.1} MiB ({:.1} KiB each)",
         conns.len(),
@@ -218,6 +234,14 @@ fn failed_note(a: &[Run], b: &[Run]) -> String {
     } else {
         format!("  ({f} failed transactions)")
     }
+}
+
+/// Records every run's tps and latencies under `series` and `case`.
+fn record_runs(series: &str, case: serde_json::Value, runs: &[Run]) {
+    let of = |f: fn(&Run) -> f64| runs.iter().map(f).collect::<Vec<_>>();
+    super::record::runs(series, case.clone(), "tps", "tx/s", &of(|r| r.tps));
+    super::record::runs(series, case.clone(), "p50_ms", "ms", &of(|r| r.p50_ms));
+    super::record::runs(series, case, "p99_ms", "ms", &of(|r| r.p99_ms));
 }
 
 /// The run of median TPS.

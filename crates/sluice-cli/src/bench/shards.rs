@@ -177,6 +177,18 @@ pub fn run(
                 }
             }
             let _ = std::fs::remove_dir_all(&db_dir);
+            let route = match routing {
+                Routing::Key => "key",
+                Routing::RoundRobin => "round-robin",
+            };
+            for (si, &s) in shards.iter().enumerate() {
+                for (ti, &t) in threads.iter().enumerate() {
+                    let case = serde_json::json!({
+                        "shards": s, "threads": t, "routing": route, "format": format,
+                    });
+                    super::record::runs("sluice", case, "seconds", "s", &times[si][ti]);
+                }
+            }
             println!();
             println!(
                 "routing: {} — seconds (ratio to 1 shard at the same threads)",
