@@ -21,14 +21,16 @@ use std::time::Instant;
 
 type Result<T> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask pgo [--scale F] [--runs N] [--no-compare] [--sf F] [--rows N]
+const USAGE: &str = "usage: cargo xtask pgo [--scale F] [--runs N] [--no-compare] [--sf F] [--rows N] [--json-out FILE]
 
 Builds target/pgo/optimized/release/sluice (under $CARGO_TARGET_DIR when set) with profile-guided optimisation:
   --scale F      size of the training workload (default 1: about a minute instrumented; CI uses 0.02)
   --no-compare   build only; do not time the held-out scenarios
   --runs N       timed runs per binary and scenario (default 7; medians reported)
   --sf F         TPC-H scale factor of the held-out Q1 data (default 1)
-  --rows N       rows of the held-out ingest data (default 40000000: 1.28 GB)";
+  --rows N       rows of the held-out ingest data (default 40000000: 1.28 GB)
+  --json-out F   write every timed run as a results file of `sluice bench` (scenario \"pgo\"),
+                 which `sluice bench report` charts as the gain per scenario";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,6 +57,7 @@ struct Options {
     compare: bool,
     sf: f64,
     rows: u64,
+    json_out: Option<PathBuf>,
 }
 
 impl Options {
@@ -65,6 +68,7 @@ impl Options {
             compare: true,
             sf: 1.0,
             rows: 40_000_000,
+            json_out: None,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -92,6 +96,7 @@ impl Options {
                     o.rows = v.parse().map_err(|_| bad("--rows", &v))?;
                 }
                 "--no-compare" => o.compare = false,
+                "--json-out" => o.json_out = Some(PathBuf::from(value("--json-out")?)),
                 "-h" | "--help" => return Err(USAGE.to_string()),
                 other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
             }
@@ -363,6 +368,73 @@ fn time_one(bin: &Path, s: &Scenario) -> Result<f64> {
     Ok(secs)
 }
 
+/// Writes the timed runs as a results file of `sluice bench` (FORMAT.md,
+/// "Benchmark results"): scenario `pgo`, series `release` and `pgo`, one
+/// measurement per held-out scenario, the runs in the order they were
+/// interleaved (pairs). The machine comes from `sluice bench machine`.
+fn write_results(
+    path: &Path,
+    dir: &Path,
+    release: &Path,
+    scenarios: &[Scenario],
+    times: &[(Vec<f64>, Vec<f64>)],
+) -> Result<()> {
+    let machine = Command::new(release)
+        .args(["bench", "machine", "--dir"])
+        .arg(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .ok_or("sluice bench machine failed")?;
+    let commit = output(
+        Command::new("git")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["rev-parse", "--short=12", "HEAD"]),
+    )
+    .map(|c| c.trim().to_string())
+    .unwrap_or_else(|| "unknown".into());
+    let date = output(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"]))
+        .map(|d| d.trim().to_string())
+        .unwrap_or_default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let command = ["cargo".to_string(), "xtask".to_string()]
+        .into_iter()
+        .chain(args)
+        .map(|a| quote(&a))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let nums = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut results = Vec::new();
+    for (s, (rel, p)) in scenarios.iter().zip(times) {
+        for (series, runs) in [("release", rel), ("pgo", p)] {
+            results.push(format!(
+                "    {{\"series\": \"{series}\", \"case\": {{\"scenario\": {}}}, \"metric\": \"seconds\", \"unit\": \"s\", \"runs\": [{}]}}",
+                quote(s.name),
+                nums(runs)
+            ));
+        }
+    }
+    let doc = format!(
+        "{{\n  \"format\": \"sluice-bench/1\",\n  \"scenario\": \"pgo\",\n  \"command\": [{command}],\n  \"commit\": {},\n  \"build\": \"pgo\",\n  \"date\": {},\n  \"machine\": {machine},\n  \"results\": [\n{}\n  ]\n}}\n",
+        quote(&commit),
+        quote(&date),
+        results.join(",\n")
+    );
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("results written to {}", path.display());
+    Ok(())
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -631,6 +703,9 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
     for d in scenarios.iter().filter_map(|s| s.fresh.as_ref()) {
         let _ = std::fs::remove_dir_all(d);
     }
+    if let Some(path) = &o.json_out {
+        write_results(path, dir, release, &scenarios, &times)?;
+    }
     println!("\n| scenario | release (s) | PGO (s) | release / PGO | change |");
     println!("|---|---:|---:|---:|---:|");
     for (s, (rel, p)) in scenarios.iter().zip(times.iter_mut()) {
@@ -680,12 +755,16 @@ mod tests {
             (o.scale, o.runs, o.compare, o.sf, o.rows),
             (0.02, 3, false, 0.5, 1000)
         );
+        assert_eq!(o.json_out, None);
+        let o = parse(&["--json-out", "r/pgo.json"]).unwrap();
+        assert_eq!(o.json_out.as_deref(), Some(Path::new("r/pgo.json")));
         for bad in [
             &["--scale"][..],
             &["--scale", "x"],
             &["--runs", "0"],
             &["--sf", "-1"],
             &["--fast"],
+            &["--json-out"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

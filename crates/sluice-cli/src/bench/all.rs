@@ -36,13 +36,13 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
     let dir = a.dir.clone();
     let no_peers = a.no_peers;
     let pick = |quick: &str, full: &str| if q { quick } else { full }.to_string();
-    let (files, rows) = if q { (20, 10_000) } else { (200, 100_000) };
+    let (files, rows) = if q { (50, 20_000) } else { (200, 100_000) };
     let runs = |quick: usize, full: usize| if q { quick } else { full };
-    let sf = if q { 0.1 } else { 1.0 };
+    let sf = if q { 0.5 } else { 1.0 };
     vec![
         Scenario::Ingest {
-            size: pick("64MB", "1.28GB"),
-            threads_list: pick("1,2", "1,2,64"),
+            size: pick("256MB", "1.28GB"),
+            threads_list: pick(&sweep(), "1,2,64"),
             runs: 3,
             dir: dir.clone(),
             no_peers,
@@ -50,7 +50,7 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
         },
         Scenario::Q1 {
             sf,
-            threads_list: pick("1,2", "1,2,64"),
+            threads_list: pick(&sweep(), "1,2,64"),
             runs: runs(3, 5),
             dir: dir.clone(),
             no_peers,
@@ -58,14 +58,14 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
         Scenario::Cold {
             dataset: super::cold::Dataset::Lineitem,
             sf,
-            runs: runs(3, 15),
+            runs: runs(5, 15),
             dir: dir.clone(),
             no_peers,
         },
         Scenario::SecondaryIndex {
             files,
             rows,
-            lookups: if q { 10_000 } else { 100_000 },
+            lookups: if q { 20_000 } else { 100_000 },
             dir: dir.clone(),
             no_peers,
             keep: false,
@@ -76,8 +76,8 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             files,
             rows,
             dir: dir.clone(),
-            settings: pick("all,1MiB", "all,1GiB,256MiB,64MiB"),
-            resume_every: pick("1MiB", "64MiB"),
+            settings: pick("all,16MiB,4MiB", "all,1GiB,256MiB,64MiB"),
+            resume_every: pick("4MiB", "64MiB"),
             kill_at: 0.5,
             runs: runs(1, 3),
             no_key: false,
@@ -94,7 +94,7 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             compression: "none".into(),
         },
         Scenario::Rejects {
-            records: if q { 100_000 } else { 1_000_000 },
+            records: if q { 200_000 } else { 1_000_000 },
             runs: 3,
             dir: dir.clone(),
         },
@@ -107,16 +107,16 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
         },
         Scenario::Python {
             sf,
-            size: pick("64MB", "1.28GB"),
+            size: pick("256MB", "1.28GB"),
             threads: None,
             runs: runs(3, 7),
             dir: dir.clone(),
             no_peers,
         },
         Scenario::Serve {
-            rows: if q { 100_000 } else { 1_000_000 },
+            rows: if q { 200_000 } else { 1_000_000 },
             clients: pick("1,8,64", "1,2,8,32,128,256,512,1024"),
-            seconds: if q { 2 } else { 5 },
+            seconds: if q { 3 } else { 5 },
             runs: runs(1, 3),
             dir: dir.clone(),
             no_peers,
@@ -126,7 +126,7 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             idle: if q { 100 } else { 1000 },
         },
         Scenario::Into {
-            size: pick("64MB", "1.28GB"),
+            size: pick("256MB", "1.28GB"),
             connections_list: pick("1,2", "1,2,4,8"),
             runs: runs(1, 3),
             dir: dir.clone(),
@@ -135,6 +135,19 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             no_pgloader: q,
         },
     ]
+}
+
+/// Thread counts up to this machine's cores: 1, 2, 4, ... and the cores.
+fn sweep() -> String {
+    let cores = sluice::exec::usable_cores().max(2);
+    let mut t: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
+        .take_while(|&x| x < cores)
+        .collect();
+    t.push(cores);
+    t.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Why `name` cannot run here, when it cannot.

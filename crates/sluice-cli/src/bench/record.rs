@@ -123,7 +123,10 @@ pub fn document(scenario: &str, dir: &Path, results: Vec<Value>) -> Value {
     let date = chrono::DateTime::from_timestamp(now as i64, 0)
         .map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_default();
-    let command: Vec<String> = std::env::args().collect();
+    // The binary as `sluice`: where it lies says nothing about the figures.
+    let command: Vec<String> = std::iter::once("sluice".to_string())
+        .chain(std::env::args().skip(1))
+        .collect();
     json!({
         "format": FORMAT,
         "scenario": scenario,

@@ -417,6 +417,8 @@ fn gen_and_bench_subcommands_show_examples() {
         ("bench", "resume"),
         ("bench", "shards"),
         ("bench", "profile-workload"),
+        ("bench", "all"),
+        ("bench", "report"),
     ] {
         let out = ok(&t.0, &[cmd, sub, "--help"]);
         assert!(

@@ -52,7 +52,7 @@ pub fn color(name: &str, index: usize) -> RGBColor {
         RGBColor(0x00, 0x72, 0xb2),
         RGBColor(0x56, 0xb4, 0xe9),
         RGBColor(0xcc, 0x79, 0xa7),
-        RGBColor(0xf0, 0xe4, 0x42),
+        RGBColor(0x88, 0x22, 0x55),
         RGBColor(0x00, 0x00, 0x00),
         RGBColor(0x99, 0x66, 0x33),
     ];
@@ -131,7 +131,14 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
         x1 += 1.0;
     }
     let pad = (x1 - x0) * 0.04;
-    let y1 = if y1 > 0.0 { y1 * 1.3 } else { 1.0 };
+    // Headroom above the highest point for the legend (about 17 px a
+    // series in a plot about 340 px high), so that it hides no point.
+    let legend = (c.series.len() * 17 + 34) as f64;
+    let y1 = if y1 > 0.0 {
+        y1 * 340.0 / (340.0 - legend).max(120.0)
+    } else {
+        1.0
+    };
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (760, 440)).into_drawing_area();
@@ -220,7 +227,9 @@ fn bars(c: &Chart, categories: &[String]) -> Result<String> {
     let n = categories.len().max(1);
     let per = c.series.len().max(1);
     let band = (per * 14 + 12) as u32;
-    let height = 110 + band * n as u32;
+    // Empty rows below the bars for the legend.
+    let spare = ((per * 17 + 14) as f64 / band as f64).ceil();
+    let height = 110 + band * (n as u32 + spare as u32);
     let longest = categories
         .iter()
         .map(|s| s.chars().count())
@@ -231,7 +240,7 @@ fn bars(c: &Chart, categories: &[String]) -> Result<String> {
     let x1 = pts().map(|p| p.hi.max(p.y)).fold(0f64, f64::max);
     let x0 = pts().map(|p| p.lo.min(p.y)).fold(0f64, f64::min);
     // Room for the legend at the lower right.
-    let (x0, x1) = (x0 * 1.15, if x1 > 0.0 { x1 * 1.3 } else { 1.0 });
+    let (x0, x1) = (x0 * 1.1, if x1 > 0.0 { x1 * 1.1 } else { 1.0 });
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (760, height)).into_drawing_area();
@@ -241,7 +250,7 @@ fn bars(c: &Chart, categories: &[String]) -> Result<String> {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(label_area)
-            .build_cartesian_2d(x0..x1, -0.5f64..(n as f64 - 0.5))
+            .build_cartesian_2d(x0..x1, (-0.5 - spare)..(n as f64 - 0.5))
             .map_err(plot_err)?;
         let x_fmt = |v: &f64| short(*v);
         let no_label = |_: &f64| String::new();
@@ -251,6 +260,7 @@ fn bars(c: &Chart, categories: &[String]) -> Result<String> {
             .x_desc(&c.y_label)
             .y_desc(&c.x_label)
             .x_label_formatter(&x_fmt)
+            .y_labels(0)
             .y_label_formatter(&no_label)
             .light_line_style(WHITE)
             .axis_desc_style(("sans-serif", 14))

@@ -112,7 +112,11 @@ fn table(c: &Chart) -> String {
     let _ = writeln!(
         t,
         "<details><summary>numbers</summary><table><tr><th>series</th><th>{}</th><th>median {}</th><th>min</th><th>max</th><th>runs</th></tr>",
-        esc(&c.x_label),
+        if c.x_label.is_empty() {
+            "case".to_string()
+        } else {
+            esc(&c.x_label)
+        },
         esc(&c.y_label)
     );
     for s in c.series.iter().filter(|s| !s.reference) {

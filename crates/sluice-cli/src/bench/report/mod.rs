@@ -88,11 +88,12 @@ impl Doc {
         let command = v["command"]
             .as_array()
             .map(|a| {
-                let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
-                // The binary's own path says nothing about the figures.
-                let mut line = vec!["sluice"];
-                line.extend(words.iter().skip(1));
-                line.join(" ")
+                let mut words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+                // A binary's path says nothing about the figures.
+                if let Some(first) = words.first_mut() {
+                    *first = first.rsplit('/').next().unwrap_or(first);
+                }
+                words.join(" ")
             })
             .unwrap_or_default();
         Ok(Doc {
@@ -227,7 +228,7 @@ fn lines_by(
 fn wide(series: &[Series]) -> bool {
     let xs = series.iter().flat_map(|s| &s.points).map(|p| p.x);
     let (lo, hi) = xs.fold((f64::INFINITY, 0f64), |(l, h), x| (l.min(x), h.max(x)));
-    lo > 0.0 && hi / lo >= 8.0
+    lo > 0.0 && hi / lo >= 4.0
 }
 
 fn chart(
@@ -380,7 +381,10 @@ fn q1(doc: &Doc) -> Vec<Chart> {
 
 fn tenths(doc: &Doc) -> Vec<Chart> {
     let rate = |r: &Res, s: f64| r.num("rows").unwrap_or(0.0) / s;
-    let series = lines_by(doc, "seconds", "tenth", rate, |r| r.series.clone());
+    // The one load's marks come from a progress watcher, too coarse for
+    // a rate per tenth: the separate loads of each tenth are charted.
+    let mut series = lines_by(doc, "seconds", "tenth", rate, |r| r.series.clone());
+    series.retain(|s| s.name != "sluice, one load");
     chart(
         doc,
         "secondary-index-tenths.svg",
@@ -417,10 +421,10 @@ fn shards(doc: &Doc) -> Vec<Chart> {
             .iter()
             .filter_map(|k| {
                 let v = r.text(k)?;
-                Some(if *k == "threads" {
-                    format!("{v} threads")
-                } else {
-                    v
+                Some(match (*k, v.as_str()) {
+                    ("threads", "1") => "1 thread".to_string(),
+                    ("threads", _) => format!("{v} threads"),
+                    _ => v,
                 })
             })
             .collect();
@@ -613,7 +617,7 @@ fn generic(doc: &Doc) -> Vec<Chart> {
             doc,
             &file,
             &format!("{}: {metric}", doc.scenario),
-            "case",
+            "",
             &y,
             Kind::Bars { categories },
             series,

@@ -276,7 +276,7 @@ fn shards_name_lines_by_what_varies_and_other_scenarios_get_bars() {
     );
     let c = charts(&d);
     let names: Vec<&str> = c[0].series.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["1 threads", "2 threads"]);
+    assert_eq!(names, ["1 thread", "2 threads"]);
 
     let d = doc(
         "rejects",
