@@ -3,24 +3,29 @@
 
 use std::process::Command;
 
-fn main() {
-    let commit = Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
+/// What `git ARGS` prints, when it succeeds and prints something.
+fn git(args: &[&str]) -> Option<String> {
+    Command::new("git")
+        .args(args)
         .output()
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| "unknown".into());
+        .filter(|s| !s.is_empty())
+}
+
+fn main() {
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=SLUICE_COMMIT={commit}");
-    // A new commit moves HEAD's ref (or HEAD itself, detached).
-    for p in [
-        "../../.git/HEAD",
-        "../../.git/refs/heads",
-        "../../.git/packed-refs",
-    ] {
-        if std::path::Path::new(p).exists() {
-            println!("cargo:rerun-if-changed={p}");
+    // A commit moves HEAD, or the ref HEAD names (loose or packed): watch
+    // them where git keeps them (in a worktree `.git` is a file).
+    let mut watch = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    watch.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watch {
+        if let Some(p) = git(&["rev-parse", "--git-path", &name]) {
+            if std::path::Path::new(&p).exists() {
+                println!("cargo:rerun-if-changed={p}");
+            }
         }
     }
     println!("cargo:rerun-if-env-changed=SLUICE_BUILD");

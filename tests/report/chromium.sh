@@ -29,7 +29,7 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$sluice" bench report --input crates/sluice-cli/tests/fixtures/bench --output "$out/report"
-charts=$(grep -c '<figure class="chart"' "$out/report/index.html")
+charts=$(grep -c '<figure class="chart"' "$out/report/index.html" || true)
 
 # Root needs --no-sandbox; the log (stderr) carries the page's console.
 timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
@@ -39,12 +39,25 @@ timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
 
 passed=0
 failed=0
+# A negative control: a page that logs must show in the log, or the
+# console check below would pass without looking.
+printf '<!DOCTYPE html><html><body><script>console.log("control")</script></body></html>' >"$out/control.html"
+timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
+    --enable-logging=stderr --v=0 --dump-dom "file://$out/control.html" \
+    >/dev/null 2>"$out/control.log" || true
+if grep -q ':CONSOLE.*control' "$out/control.log"; then
+    echo "ok: this Chromium logs the console of a page"
+    passed=$((passed + 1))
+else
+    echo "FAILED: this Chromium does not log a page's console at --v=0; the console check cannot work"
+    failed=$((failed + 1))
+fi
 rendered=$(grep -o 'data-rendered="[^"]*"' "$out/dom.html" | head -1 || true)
 if [ "$rendered" = "data-rendered=\"$charts/$charts\"" ] && [ "$charts" -ge 9 ]; then
     echo "ok: every chart drew ($rendered)"
     passed=$((passed + 1))
 else
-    echo "FAILED: $charts charts on the page, Chromium drew: ${rendered:-none (the page's check did not run)}"
+    echo "FAILED: $charts charts on the page, Chromium drew: ${rendered:-none, the check on the page did not run}"
     failed=$((failed + 1))
 fi
 if grep -q ':CONSOLE' "$out/chromium.log"; then

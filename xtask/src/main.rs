@@ -101,6 +101,11 @@ impl Options {
                 other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
             }
         }
+        if o.json_out.is_some() && !o.compare {
+            return Err(format!(
+                "--json-out writes the comparison's runs; drop --no-compare\n\n{USAGE}"
+            ));
+        }
         if o.runs == 0 || o.scale <= 0.0 || o.sf <= 0.0 || o.rows == 0 {
             return Err(format!(
                 "--runs, --scale, --sf and --rows must be positive\n\n{USAGE}"
@@ -199,6 +204,14 @@ fn build(root: &Path, target_dir: &Path, rustflags: &str, what: &str) -> Result<
         cmd.env_remove("RUSTFLAGS");
     } else {
         cmd.env("RUSTFLAGS", rustflags);
+    }
+    // What the binary's benchmark results say it is (`"build"`).
+    if rustflags.contains("profile-use") {
+        cmd.env("SLUICE_BUILD", "pgo");
+    } else if rustflags.contains("profile-generate") {
+        cmd.env("SLUICE_BUILD", "pgo-instrumented");
+    } else {
+        cmd.env_remove("SLUICE_BUILD");
     }
     run(&mut cmd, what)?;
     Ok(target_dir.join("release/sluice"))
@@ -398,7 +411,19 @@ fn write_results(
         .map(|d| d.trim().to_string())
         .unwrap_or_default();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let quote = |s: &str| {
+        let mut q = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => q.push_str("\\\""),
+                '\\' => q.push_str("\\\\"),
+                c if (c as u32) < 0x20 => q.push_str(&format!("\\u{:04x}", c as u32)),
+                c => q.push(c),
+            }
+        }
+        q.push('"');
+        q
+    };
     let command = ["cargo".to_string(), "xtask".to_string()]
         .into_iter()
         .chain(args)
@@ -703,13 +728,10 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
     for d in scenarios.iter().filter_map(|s| s.fresh.as_ref()) {
         let _ = std::fs::remove_dir_all(d);
     }
-    if let Some(path) = &o.json_out {
-        write_results(path, dir, release, &scenarios, &times)?;
-    }
     println!("\n| scenario | release (s) | PGO (s) | release / PGO | change |");
     println!("|---|---:|---:|---:|---:|");
-    for (s, (rel, p)) in scenarios.iter().zip(times.iter_mut()) {
-        let (mr, mp) = (median(rel), median(p));
+    for (s, (rel, p)) in scenarios.iter().zip(&times) {
+        let (mr, mp) = (median(&mut rel.clone()), median(&mut p.clone()));
         println!(
             "| {} | {mr:.3} | {mp:.3} | {:.3} | {:+.1} % |",
             s.name,
@@ -721,6 +743,9 @@ fn compare(o: &Options, dir: &Path, release: &Path, pgo: &Path) -> Result<()> {
         "\nmedians of {} runs, each a whole process; ingest: `sluice load` of {} rows of three integers into a fresh table (in /dev/shm when there is one); json: `sluice load --format jsonl` of 440 MB of JSON lines (`sluice gen objects --seed 7`) into a fresh table beside it; q1: `sluice bench q1` (TPC-H Q1 over lineitem SF {}, 11 runs at 2 threads); lookups: `sluice get --keys` of {lookups} present keys in a keyed table of {keyed_rows} rows; serve-1 and serve-256: `sluice serve` of a table of {serve_rows} rows keyed by BIGINT under pgbench -M prepared point selects, 1 client x 20,000 and 256 clients x 200 (pgbench's wall time, connections included)",
         o.runs, o.rows, o.sf
     );
+    if let Some(path) = &o.json_out {
+        write_results(path, dir, release, &scenarios, &times)?;
+    }
     Ok(())
 }
 
@@ -765,6 +790,7 @@ mod tests {
             &["--sf", "-1"],
             &["--fast"],
             &["--json-out"],
+            &["--json-out", "x.json", "--no-compare"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

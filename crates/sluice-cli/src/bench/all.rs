@@ -223,6 +223,14 @@ pub fn run(a: AllArgs, quiet: bool) -> Result<()> {
         if only.as_ref().is_some_and(|o| !o.iter().any(|x| x == name)) {
             continue;
         }
+        // An older file would be charted as if this run had made it.
+        let file = results.join(format!("{name}.json"));
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                bail!("removing {}: {e}", file.display())
+            }
+            _ => {}
+        }
         if let Some(why) = missing(name) {
             eprintln!("== {name}: left out: {why}");
             left_out.push(format!("{name} ({why})"));
@@ -233,7 +241,7 @@ pub fn run(a: AllArgs, quiet: bool) -> Result<()> {
         super::record::take();
         match super::run_scenario(s, quiet) {
             Ok(()) => {
-                super::write_results(&results.join(format!("{name}.json")), name, &a.dir, quiet)?;
+                super::write_results(&file, name, &a.dir, quiet)?;
                 eprintln!("== {name}: {:.0} s", t.elapsed().as_secs_f64());
                 ran.push(name);
             }

@@ -410,9 +410,8 @@ pub fn run(
         let case = || serde_json::json!({"query": name, "dataset": dataset, "sf": sf});
         super::record::runs("sluice", case(), "seconds", "s", &s_times[i]);
         super::record::runs("duckdb", case(), "seconds", "s", &d_times[i]);
-        // --timing says MiB.
-        let rss: Vec<f64> = s_rss[i].iter().map(|m| m * (1u64 << 20) as f64).collect();
-        super::record::runs("sluice", case(), "peak_rss_bytes", "bytes", &rss);
+        // As --timing prints it: MiB to a tenth.
+        super::record::runs("sluice", case(), "peak_rss_mib", "MiB", &s_rss[i]);
     }
     println!(
         "cold: {title} ({rows} rows), each query a fresh sluice process and a fresh DuckDB connection, {runs} runs, medians"

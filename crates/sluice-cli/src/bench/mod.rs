@@ -44,10 +44,11 @@ pub struct BenchArgs {
 
 #[derive(Subcommand)]
 pub enum Scenario {
-    /// Every scenario in turn (peers too, when installed), each writing
-    /// its results to DIR/results/SCENARIO.json, then the report of them
-    /// in DIR/report; a scenario that needs what is not installed is left
-    /// out with the reason
+    /// Every measuring scenario in turn (all but corpus and
+    /// profile-workload; peers too, when installed), each writing its
+    /// results to DIR/results/SCENARIO.json, then the report of them in
+    /// DIR/report; a scenario that needs what is not installed is left out
+    /// with the reason
     #[command(after_help = "Examples:
   sluice bench all --quick                       # small sizes: minutes on a laptop
   sluice bench all --quick --only ingest,q1,cold --dir /tmp/bench
@@ -60,8 +61,8 @@ pub enum Scenario {
   sluice bench report --input ingest.json --input q1.json --output report
 Charts, where the data exists: ingest threads sweep (MB/s, efficiency), TPC-H Q1 speed-up with the
 ideal line, secondary-index load rate per tenth of the files, shards x threads, serve clients sweep
-(TPS, p99), PGO gain per scenario (`cargo xtask pgo --json-out`), cold query times; a bar chart of
-median times for every other scenario")]
+(TPS, p99), PGO gain per scenario (`cargo xtask pgo --json-out`), cold query times; bar charts of
+the medians of every metric of the other scenarios")]
     Report {
         /// Results files, or directories whose *.json files are read
         #[arg(long, default_value = "bench-data/results")]

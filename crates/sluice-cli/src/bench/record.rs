@@ -106,7 +106,10 @@ fn disk(dir: &Path) -> String {
         else {
             continue;
         };
-        if path.starts_with(mount) && best.as_ref().is_none_or(|(n, _)| mount.len() > *n) {
+        // Octal escapes of the kernel (a space is \040); of mounts on the
+        // same point the last one is the one seen.
+        let mount = mount.replace("\\040", " ").replace("\\011", "\t");
+        if path.starts_with(&mount) && best.as_ref().is_none_or(|(n, _)| mount.len() >= *n) {
             let dev = source.rsplit('/').next().unwrap_or(source);
             best = Some((mount.len(), format!("{fs} on {dev}")));
         }

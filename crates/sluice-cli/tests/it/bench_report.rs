@@ -73,7 +73,12 @@ fn json_out_records_every_run_with_the_machine() {
     assert_eq!(doc["command"][0], "sluice", "the binary's path is not kept");
     assert_eq!(doc["command"][1], "bench");
     assert!(doc["commit"].as_str().is_some_and(|c| !c.is_empty()));
-    assert_eq!(doc["build"], "debug");
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    assert_eq!(doc["build"], build);
     assert!(doc["machine"]["cores"].as_u64().unwrap() >= 1);
     assert!(doc["machine"]["memory_bytes"].as_u64().unwrap() > 0);
     assert!(doc["machine"]["disk"].as_str().is_some());
@@ -87,7 +92,9 @@ fn json_out_records_every_run_with_the_machine() {
     for (r, threads) in secs.iter().zip([1, 2]) {
         assert_eq!(r["series"], "sluice");
         assert_eq!(r["case"]["threads"], threads);
-        let size = std::fs::metadata(t.0.join("b/ints-200000.csv")).unwrap().len();
+        let size = std::fs::metadata(t.0.join("b/ints-200000.csv"))
+            .unwrap()
+            .len();
         assert_eq!(r["case"]["bytes"], size);
         let runs = r["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "every run, not the median");

@@ -231,6 +231,16 @@ fn wide(series: &[Series]) -> bool {
     lo > 0.0 && hi / lo >= 4.0
 }
 
+/// Leaves out points that are not finite (a run of 0 s makes a rate or
+/// a speed-up infinite), which no axis can hold.
+fn finite(mut series: Vec<Series>) -> Vec<Series> {
+    for s in &mut series {
+        s.points
+            .retain(|p| p.y.is_finite() && p.lo.is_finite() && p.hi.is_finite());
+    }
+    series
+}
+
 fn chart(
     doc: &Doc,
     file: &str,
@@ -240,6 +250,7 @@ fn chart(
     kind: Kind,
     series: Vec<Series>,
 ) -> Option<Chart> {
+    let series = finite(series);
     series
         .iter()
         .any(|s| !s.points.is_empty() && !s.reference)
@@ -400,7 +411,11 @@ fn tenths(doc: &Doc) -> Vec<Chart> {
 
 /// The values of `key` among `rs`, when there are several.
 fn varying(rs: &[&Res], key: &str) -> bool {
-    let mut seen: Vec<String> = rs.iter().filter_map(|r| r.text(key)).collect();
+    // A result without the key differs from those with it.
+    let mut seen: Vec<String> = rs
+        .iter()
+        .map(|r| r.text(key).unwrap_or_else(|| "\u{0}".into()))
+        .collect();
     seen.sort();
     seen.dedup();
     seen.len() > 1
