@@ -22,10 +22,9 @@ fn main() {
     let mut watch = vec!["HEAD".to_string(), "packed-refs".to_string()];
     watch.extend(git(&["symbolic-ref", "-q", "HEAD"]));
     for name in watch {
-        if let Some(p) = git(&["rev-parse", "--git-path", &name]) {
-            if std::path::Path::new(&p).exists() {
-                println!("cargo:rerun-if-changed={p}");
-            }
+        let path = git(&["rev-parse", "--git-path", &name]);
+        if let Some(p) = path.filter(|p| std::path::Path::new(p).exists()) {
+            println!("cargo:rerun-if-changed={p}");
         }
     }
     println!("cargo:rerun-if-env-changed=SLUICE_BUILD");

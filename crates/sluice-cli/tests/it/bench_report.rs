@@ -114,21 +114,26 @@ fn json_out_records_every_run_with_the_machine() {
     assert_eq!(points(&svg), 2);
 }
 
-#[test]
-fn the_report_of_the_recorded_results_has_every_chart() {
-    let t = Tmp::new();
-    let fx = fixtures();
+/// `sluice bench report` of the results in `input` into `dir/output`.
+fn report(dir: &Path, input: &Path, output: &str) {
     ok(
-        &t.0,
+        dir,
         &[
             "bench",
             "report",
             "--input",
-            fx.to_str().unwrap(),
+            input.to_str().unwrap(),
             "--output",
-            "a",
+            output,
         ],
     );
+}
+
+#[test]
+fn the_report_of_the_recorded_results_has_every_chart() {
+    let t = Tmp::new();
+    let fx = fixtures();
+    report(&t.0, &fx, "a");
     let out = t.0.join("a");
     let files = svg_files(&out);
     for want in [
@@ -216,17 +221,7 @@ fn the_report_of_the_recorded_results_has_every_chart() {
     assert!(pgo.iter().any(|x| x.contains("release time / PGO time")));
 
     // The same data draws the same bytes.
-    ok(
-        &t.0,
-        &[
-            "bench",
-            "report",
-            "--input",
-            fx.to_str().unwrap(),
-            "--output",
-            "b",
-        ],
-    );
+    report(&t.0, &fx, "b");
     for f in &files {
         assert!(
             std::fs::read(out.join(f)).unwrap() == std::fs::read(t.0.join("b").join(f)).unwrap(),

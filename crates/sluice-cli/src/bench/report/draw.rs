@@ -3,6 +3,7 @@
 //! same bytes on every machine.
 
 use anyhow::{Result, anyhow};
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -20,8 +21,9 @@ pub struct Chart {
 }
 
 pub enum Kind {
-    /// Points joined by lines over a numeric x axis (log2 when `log`).
-    Lines { log: bool },
+    /// Points joined by lines over a numeric x axis (log2 when `log`;
+    /// the y axis log10 when `log_y`, for values that span decades).
+    Lines { log: bool, log_y: bool },
     /// Horizontal bars, one group per category (the x of a point is the
     /// category's index).
     Bars { categories: Vec<String> },
@@ -48,13 +50,18 @@ pub struct Point {
 /// chart (the Okabe-Ito palette, readable with colour blindness).
 pub fn color(name: &str, index: usize) -> RGBColor {
     let n = name.to_ascii_lowercase();
-    const OTHERS: [RGBColor; 6] = [
+    // More series than this share colours (the shards chart has 8).
+    const OTHERS: [RGBColor; 10] = [
         RGBColor(0x00, 0x72, 0xb2),
         RGBColor(0x56, 0xb4, 0xe9),
         RGBColor(0xcc, 0x79, 0xa7),
         RGBColor(0x88, 0x22, 0x55),
         RGBColor(0x00, 0x00, 0x00),
         RGBColor(0x99, 0x66, 0x33),
+        RGBColor(0x33, 0x22, 0x88),
+        RGBColor(0x44, 0xaa, 0x99),
+        RGBColor(0x99, 0x99, 0x33),
+        RGBColor(0xaa, 0x44, 0x99),
     ];
     if n.contains("duckdb") {
         RGBColor(0xe6, 0x9f, 0x00)
@@ -106,22 +113,40 @@ fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e}")
 }
 
+/// Draws the series' legend at `at`.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    at: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0xbb, 0xbb, 0xbb))
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(plot_err)
+}
+
 /// The chart as SVG text.
 pub fn svg(c: &Chart) -> Result<String> {
     match &c.kind {
-        Kind::Lines { log } => lines(c, *log),
+        Kind::Lines { log, log_y } => lines(c, *log, *log_y),
         Kind::Bars { categories } => bars(c, categories),
     }
 }
 
-fn lines(c: &Chart, log: bool) -> Result<String> {
+fn lines(c: &Chart, log: bool, log_y: bool) -> Result<String> {
     let tx = |x: f64| if log { x.max(1e-9).log2() } else { x };
+    let ty = |y: f64| if log_y { y.max(1e-12).log10() } else { y };
     let pts = c.series.iter().flat_map(|s| &s.points);
-    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
     for p in pts {
         x0 = x0.min(tx(p.x));
         x1 = x1.max(tx(p.x));
-        y1 = y1.max(p.hi.max(p.y));
+        y0 = y0.min(ty(p.lo.min(p.y)));
+        y1 = y1.max(ty(p.hi.max(p.y)));
     }
     if !x0.is_finite() {
         return Err(anyhow!("chart {} has no points", c.file));
@@ -133,11 +158,16 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
     let pad = (x1 - x0) * 0.04;
     // Headroom above the highest point for the legend (about 17 px a
     // series in a plot about 340 px high), so that it hides no point.
-    let legend = (c.series.len() * 17 + 34) as f64;
-    let y1 = if y1 > 0.0 {
-        y1 * 340.0 / (340.0 - legend).max(120.0)
+    let room = (c.series.len() * 17 + 34) as f64;
+    let grow = 340.0 / (340.0 - room).max(120.0);
+    let (y0, y1) = if log_y {
+        // Whole decades, the legend's room on top.
+        let (lo, hi) = (y0.floor(), y1.ceil().max(y0.floor() + 1.0));
+        (lo, lo + (hi - lo) * grow)
+    } else if y1 > 0.0 {
+        (0.0, y1 * grow)
     } else {
-        1.0
+        (0.0, 1.0)
     };
     let mut out = String::new();
     {
@@ -148,7 +178,7 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(64)
-            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0f64..y1)
+            .build_cartesian_2d((x0 - pad)..(x1 + pad), y0..y1)
             .map_err(plot_err)?;
         let x_fmt = |v: &f64| {
             if log {
@@ -162,7 +192,23 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
                 short(*v)
             }
         };
-        let y_fmt = |v: &f64| short(*v);
+        let y_fmt = |v: &f64| {
+            if log_y {
+                let r = v.round();
+                if (v - r).abs() < 1e-6 {
+                    short(10f64.powf(r))
+                } else {
+                    String::new()
+                }
+            } else {
+                short(*v)
+            }
+        };
+        let y_labels = if log_y {
+            ((y1 - y0).round() as usize + 1).clamp(2, 12)
+        } else {
+            10
+        };
         let x_labels = if log {
             ((x1 - x0).round() as usize + 1).clamp(2, 12)
         } else {
@@ -173,6 +219,7 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
             .x_desc(&c.x_label)
             .y_desc(&c.y_label)
             .x_labels(x_labels)
+            .y_labels(y_labels)
             .x_label_formatter(&x_fmt)
             .y_label_formatter(&y_fmt)
             .light_line_style(WHITE)
@@ -181,7 +228,7 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
             .map_err(plot_err)?;
         for (i, s) in c.series.iter().enumerate() {
             let col = color(&s.name, i);
-            let xy: Vec<(f64, f64)> = s.points.iter().map(|p| (tx(p.x), p.y)).collect();
+            let xy: Vec<(f64, f64)> = s.points.iter().map(|p| (tx(p.x), ty(p.y))).collect();
             if s.reference {
                 let style = col.stroke_width(2);
                 chart
@@ -203,21 +250,13 @@ fn lines(c: &Chart, log: bool) -> Result<String> {
                 .map_err(plot_err)?;
             chart
                 .draw_series(
-                    s.points
-                        .iter()
-                        .filter(|p| p.hi > p.lo)
-                        .map(|p| ErrorBar::new_vertical(tx(p.x), p.lo, p.y, p.hi, col, 8)),
+                    s.points.iter().filter(|p| p.hi > p.lo).map(|p| {
+                        ErrorBar::new_vertical(tx(p.x), ty(p.lo), ty(p.y), ty(p.hi), col, 8)
+                    }),
                 )
                 .map_err(plot_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0xbb, 0xbb, 0xbb))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(plot_err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(plot_err)?;
     }
     Ok(out)
@@ -295,14 +334,7 @@ fn bars(c: &Chart, categories: &[String]) -> Result<String> {
             root.draw(&Text::new(name.as_str(), (px - 8, py), style.clone()))
                 .map_err(plot_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0xbb, 0xbb, 0xbb))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(plot_err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(out)

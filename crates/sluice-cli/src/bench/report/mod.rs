@@ -321,7 +321,7 @@ fn ingest(doc: &Doc) -> Vec<Chart> {
         "Ingest: load rate against threads",
         "threads",
         "MB/s of CSV",
-        Kind::Lines { log },
+        Kind::Lines { log, log_y: false },
         rates,
     ));
     out.extend(chart(
@@ -330,7 +330,7 @@ fn ingest(doc: &Doc) -> Vec<Chart> {
         &format!("Ingest: parallel efficiency ({cores} cores)"),
         "threads",
         "speed-up / min(threads, cores)",
-        Kind::Lines { log },
+        Kind::Lines { log, log_y: false },
         eff,
     ));
     out
@@ -383,7 +383,7 @@ fn q1(doc: &Doc) -> Vec<Chart> {
         "TPC-H Q1: speed-up against threads",
         "threads",
         "speed-up over 1 thread",
-        Kind::Lines { log },
+        Kind::Lines { log, log_y: false },
         series,
     )
     .into_iter()
@@ -402,7 +402,10 @@ fn tenths(doc: &Doc) -> Vec<Chart> {
         "Keyed load: rate per tenth of the files",
         "tenth of the files",
         "rows/s",
-        Kind::Lines { log: false },
+        Kind::Lines {
+            log: false,
+            log_y: true,
+        },
         series,
     )
     .into_iter()
@@ -457,7 +460,7 @@ fn shards(doc: &Doc) -> Vec<Chart> {
         "Shards x threads: load time",
         "shards",
         "seconds",
-        Kind::Lines { log },
+        Kind::Lines { log, log_y: false },
         series,
     )
     .into_iter()
@@ -475,7 +478,10 @@ fn serve(doc: &Doc) -> Vec<Chart> {
         "Server: point selects against clients",
         "clients",
         "transactions/s",
-        Kind::Lines { log: lt },
+        Kind::Lines {
+            log: lt,
+            log_y: false,
+        },
         tps,
     ));
     out.extend(chart(
@@ -484,7 +490,10 @@ fn serve(doc: &Doc) -> Vec<Chart> {
         "Server: p99 latency against clients",
         "clients",
         "p99 latency (ms)",
-        Kind::Lines { log: lp },
+        Kind::Lines {
+            log: lp,
+            log_y: true,
+        },
         p99,
     ));
     out

@@ -94,7 +94,13 @@ fn ingest_gives_rates_and_efficiency_against_threads() {
     assert!((s.points[0].y - 100.0).abs() < 1e-9);
     assert!((s.points[0].lo - 1000.0 / 11.0).abs() < 1e-9);
     assert!((s.points[0].hi - 1000.0 / 9.0).abs() < 1e-9);
-    assert!(matches!(rates.kind, Kind::Lines { log: true }));
+    assert!(matches!(
+        rates.kind,
+        Kind::Lines {
+            log: true,
+            log_y: false
+        }
+    ));
     // Efficiency: 2 threads twice as fast is 1.0; 64 threads on 2 cores
     // at the 2-thread rate is 1.0 too (min(threads, cores)).
     let eff = &c[1];
@@ -338,6 +344,43 @@ fn a_run_of_no_time_is_left_out_not_drawn_at_infinity() {
     let xs: Vec<f64> = c[0].series[0].points.iter().map(|p| p.x).collect();
     assert_eq!(xs, [1.0, 4.0]);
     assert!(draw::svg(&c[0]).is_ok());
+}
+
+#[test]
+fn the_rate_per_tenth_is_on_a_log_axis_and_leaves_the_coarse_marks_out() {
+    let case = |t: u32| json!({"tenth": t, "rows": 2_000_000});
+    let d = doc(
+        "secondary-index",
+        json!([
+            r("sluice, one load", case(1), "seconds", &[0.001]),
+            r("sluice, 10 loads", case(1), "seconds", &[0.5, 0.55]),
+            r("sluice, 10 loads", case(2), "seconds", &[0.52]),
+            r("mariadb", case(1), "seconds", &[10.0]),
+            r("mariadb", case(2), "seconds", &[80.0]),
+        ]),
+    );
+    let c = charts(&d);
+    assert!(matches!(
+        c[0].kind,
+        Kind::Lines {
+            log: false,
+            log_y: true
+        }
+    ));
+    let names: Vec<&str> = c[0].series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["sluice, 10 loads", "mariadb"]);
+    // The median of the runs' rates (4M and 3.64M rows/s), against 200k
+    // and 25k.
+    assert!((c[0].series[0].points[0].y - (2e6 / 0.5 + 2e6 / 0.55) / 2.0).abs() < 1e-6);
+    assert!((c[0].series[1].points[1].y - 25_000.0).abs() < 1e-9);
+    let svg = draw::svg(&c[0]).unwrap();
+    // Decades from 10k to 10M label the axis.
+    for tick in ["10k", "100k", "1M", "10M"] {
+        assert!(
+            svg.contains(&format!("\n{tick}\n</text>")),
+            "no {tick} tick"
+        );
+    }
 }
 
 #[test]
