@@ -207,10 +207,18 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         ))
     );
 
-    // Idle connections: the server's resident memory before and after.
-    let before = rss_kib(sluice_srv.child.id())?;
-    let conns = idle_connections(sluice_srv.port, o.idle)?;
-    let after = rss_kib(sluice_srv.child.id())?;
+    // Idle connections: the resident memory of a fresh server (one that
+    // served the runs above keeps the memory its allocator got then, and
+    // new connections reuse it) after one query on one connection, and
+    // with the idle connections open.
+    drop(sluice_srv);
+    let fresh = Served::sluice(&exe, &sdb)?;
+    let mut first = super::pgwire::Client::connect(fresh.port, "bench")?;
+    first.simple("SELECT id, a, b FROM objects WHERE id = 1")?;
+    drop(first);
+    let before = rss_kib(fresh.child.id())?;
+    let conns = idle_connections(fresh.port, o.idle)?;
+    let after = rss_kib(fresh.child.id())?;
     for (n, kib) in [(0, before), (conns.len(), after)] {
         let case = serde_json::json!({"run": "idle", "connections": n});
         super::record::value("sluice", case, "rss_bytes", "bytes", (kib * 1024) as f64);
