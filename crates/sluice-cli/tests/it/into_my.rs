@@ -454,6 +454,50 @@ fn mariadb_duplicate_keys_load_nothing_and_are_named() {
         my.query("SELECT count(*) FROM sluice_load_journal WHERE target IN ('after', 'first')"),
         "0\n"
     );
+    // The schema given and a TEXT key: the table is made with the key a
+    // VARCHAR an index takes, indexed first when asked (both once reached
+    // only the key added after the rows, which failed on a LONGTEXT).
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--schema",
+            "id TEXT, v TEXT",
+            "--key",
+            "id",
+            "--index-first",
+            "first",
+            "dup.csv",
+        ],
+    );
+    assert!(
+        err.contains("Duplicate entry '2'") && err.contains("LOAD DATA took"),
+        "{err}"
+    );
+    std::fs::write(t.0.join("good.csv"), "id,v\nx,a\ny,b\n").unwrap();
+    for (table, first) in [("text_first", true), ("text_after", false)] {
+        let mut args = vec![
+            "load",
+            "--into",
+            &url,
+            "--schema",
+            "id TEXT, v TEXT",
+            "--key",
+            "id",
+        ];
+        if first {
+            args.push("--index-first");
+        }
+        args.extend([table, "good.csv"]);
+        ok(&t.0, &args);
+        let ddl = my.query(&format!(
+            "SELECT COLUMN_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'shop' AND TABLE_NAME = '{table}' AND COLUMN_NAME = 'id'"
+        ));
+        assert_eq!(ddl, "varchar(768)|PRI\n", "{table}");
+        assert_eq!(my.query(&format!("SELECT count(*) FROM {table}")), "2\n");
+    }
 }
 
 #[test]

@@ -609,6 +609,24 @@ fn duplicate_keys_load_nothing_and_name_the_key_or_the_line() {
     assert!(err.contains("dup.csv:5"), "{err}");
     assert!(err.contains("23505"), "{err}");
     assert_eq!(pg.psql("SELECT to_regclass('first') IS NULL").trim(), "t");
+    // The same with the schema given: --key still makes the index first
+    // (it once reached only the key added after the rows).
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--schema",
+            "id INT, v TEXT",
+            "--key",
+            "id",
+            "--index-first",
+            "first",
+            "dup.csv",
+        ],
+    );
+    assert!(err.contains("dup.csv:5") && err.contains("23505"), "{err}");
     // The key added after good rows: there, with the rows.
     std::fs::write(t.0.join("good.csv"), "id,v\n1,a\n2,b\n").unwrap();
     let out = ok(

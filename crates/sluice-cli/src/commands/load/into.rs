@@ -92,9 +92,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
     if show_schema(a, &prepared, quiet) {
         return Ok(());
     }
-    let created = pg
-        .create_table(&prepared.schema, a.index_first)
-        .map_err(chained)?;
+    let created = pg.create_table(&schema, a.index_first).map_err(chained)?;
     let journaled = pg.journaled().map_err(chained)?;
     let plan = resume_inputs(&inputs, &journaled, &prepared.options).map_err(chained)?;
     let connections = a
