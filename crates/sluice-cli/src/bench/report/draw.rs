@@ -136,6 +136,17 @@ pub fn svg(c: &Chart) -> Result<String> {
     }
 }
 
+/// The label of an axis at `v`: the value, or on a log axis of `base`
+/// (where `v` is the exponent) the power at whole exponents and nothing
+/// between them.
+fn tick(v: f64, base: Option<f64>) -> String {
+    match base {
+        None => short(v),
+        Some(b) if (v - v.round()).abs() < 1e-6 => short(b.powf(v.round())),
+        Some(_) => String::new(),
+    }
+}
+
 fn lines(c: &Chart, log: bool, log_y: bool) -> Result<String> {
     let tx = |x: f64| if log { x.max(1e-9).log2() } else { x };
     let ty = |y: f64| if log_y { y.max(1e-12).log10() } else { y };
@@ -180,30 +191,8 @@ fn lines(c: &Chart, log: bool, log_y: bool) -> Result<String> {
             .y_label_area_size(64)
             .build_cartesian_2d((x0 - pad)..(x1 + pad), y0..y1)
             .map_err(plot_err)?;
-        let x_fmt = |v: &f64| {
-            if log {
-                let r = v.round();
-                if (v - r).abs() < 1e-6 {
-                    short(2f64.powf(r))
-                } else {
-                    String::new()
-                }
-            } else {
-                short(*v)
-            }
-        };
-        let y_fmt = |v: &f64| {
-            if log_y {
-                let r = v.round();
-                if (v - r).abs() < 1e-6 {
-                    short(10f64.powf(r))
-                } else {
-                    String::new()
-                }
-            } else {
-                short(*v)
-            }
-        };
+        let x_fmt = |v: &f64| tick(*v, log.then_some(2.0));
+        let y_fmt = |v: &f64| tick(*v, log_y.then_some(10.0));
         let y_labels = if log_y {
             ((y1 - y0).round() as usize + 1).clamp(2, 12)
         } else {
