@@ -4,7 +4,10 @@
 //! Useful for: how a sink hands the pipeline's batches (in input order,
 //! from one thread) to `N` connections, each taking the next batch when it
 //! is free from one bounded queue, and how their results come back: the
-//! finished parts, or the first error in row order, named `file:line`.
+//! finished parts, or the first error in row order, named `file:line`;
+//! and, when the table's key is best filled in key order, how each
+//! connection sends its share sorted by key ([`Queue`] merges the keys
+//! the parse workers sorted block by block).
 //! Not useful for: what a connection does with its batches (`pg`, `my`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
+use sluice::index::KeyBatch;
 use sluice::load::sink::{Provenance, Rows, describe_row};
 use sluice::source::Input;
 use sluice::{Error, Result};
@@ -20,19 +24,36 @@ use sluice::{Error, Result};
 /// Batches waiting for a free connection, per connection.
 const QUEUE_PER_CONNECTION: usize = 2;
 
+/// Rows a batch merged in key order holds (the last of a run fewer).
+const MERGED_ROWS: usize = 32 * 1024;
+
 /// What the connections take: a batch, and the group's rows it holds.
 pub(crate) struct Job {
     pub(crate) batch: RecordBatch,
     rows: RowIds,
+    /// Its keys, sorted, when the connections send in key order.
+    keys: Option<KeyBatch>,
 }
 
 /// The group's rows of a batch: consecutive from a row, or (a piece of a
 /// block cut by key) the block's first row plus each row's place in the
-/// block.
+/// block, or (rows merged in key order) each row's own.
 #[derive(Clone)]
 enum RowIds {
     From(u64),
     At(u64, Arc<Vec<u32>>),
+    Each(Arc<Vec<u64>>),
+}
+
+impl RowIds {
+    /// The group's row of the batch's row `k`.
+    fn row(&self, k: usize) -> Option<u64> {
+        match self {
+            RowIds::From(first) => Some(first + k as u64),
+            RowIds::At(first, at) => Some(first + u64::from(*at.get(k)?)),
+            RowIds::Each(rows) => rows.get(k).copied(),
+        }
+    }
 }
 
 /// What a connection sent, for naming the row a server's error names:
@@ -58,23 +79,186 @@ impl Stream {
             .partition_point(|(s, _)| *s <= stream_row)
             .checked_sub(1)?;
         let (start, rows) = &self.batches[i];
-        let k = stream_row - start;
-        Some(match rows {
-            RowIds::From(first) => first + k,
-            RowIds::At(first, at) => first + u64::from(*at.get(k as usize)?),
-        })
+        rows.row((stream_row - start) as usize)
     }
 }
 
-/// The queue a connection thread takes its batches from, until it closes.
-pub(crate) type Queue = Arc<Mutex<Receiver<Job>>>;
+/// The batches of one connection: taken off the group's queue as they
+/// come, or, in key order, gathered into runs of at most `run_bytes`
+/// each sent merged by key (the whole group when it fits).
+pub(crate) struct Queue {
+    rx: Arc<Mutex<Receiver<Job>>>,
+    sort: Option<Sorted>,
+}
 
-/// The next batch of the queue; `None` once the group's batches are all
-/// taken.
-pub(crate) fn next(queue: &Mutex<Receiver<Job>>) -> std::result::Result<Option<Job>, Error> {
-    match queue.lock() {
+/// A connection's runs in key order.
+struct Sorted {
+    run_bytes: usize,
+    merge: Option<Merge>,
+    /// The queue closed: the run being merged is the last.
+    closed: bool,
+    /// Runs gathered so far.
+    runs: u64,
+}
+
+impl Queue {
+    /// The next batch; `None` once the group's batches are all sent.
+    pub(crate) fn next(&mut self) -> std::result::Result<Option<Job>, Error> {
+        let Some(s) = self.sort.as_mut() else {
+            return take(&self.rx);
+        };
+        loop {
+            if let Some(job) = s.merge.as_mut().and_then(Merge::next) {
+                return job.map(Some);
+            }
+            s.merge = None;
+            if s.closed {
+                return Ok(None);
+            }
+            let mut run = Vec::new();
+            let mut bytes = 0;
+            while bytes < s.run_bytes {
+                let Some(job) = take(&self.rx)? else {
+                    s.closed = true;
+                    break;
+                };
+                bytes += job.batch.get_array_memory_size()
+                    + job.keys.as_ref().map_or(0, KeyBatch::heap_bytes);
+                run.push(job);
+            }
+            if !run.is_empty() {
+                s.runs += 1;
+                s.merge = Some(Merge::new(run)?);
+            }
+        }
+    }
+
+    /// Sorted runs this connection sent (0 when not in key order).
+    pub(crate) fn runs(&self) -> u64 {
+        self.sort.as_ref().map_or(0, |s| s.runs)
+    }
+}
+
+fn take(rx: &Mutex<Receiver<Job>>) -> std::result::Result<Option<Job>, Error> {
+    match rx.lock() {
         Ok(rx) => Ok(rx.recv().ok()),
         Err(_) => Err(Error::Internal("the load queue is poisoned".into())),
+    }
+}
+
+/// A k-way merge of batches whose keys are each sorted: a binary heap of
+/// (batch, place in its key order), smallest key on top; equal keys come
+/// in the order the batches arrived.
+struct Merge {
+    run: Vec<Job>,
+    /// Next place in each batch's key order.
+    heap: Vec<(u32, u32)>,
+}
+
+impl Merge {
+    fn new(run: Vec<Job>) -> std::result::Result<Merge, Error> {
+        if run.iter().any(|j| j.keys.is_none()) {
+            return Err(Error::Internal("a batch to merge without its keys".into()));
+        }
+        let mut m = Merge {
+            heap: (0..run.len() as u32)
+                .filter(|&j| run[j as usize].batch.num_rows() > 0)
+                .map(|j| (j, 0))
+                .collect(),
+            run,
+        };
+        for i in (0..m.heap.len() / 2).rev() {
+            m.sift_down(i);
+        }
+        Ok(m)
+    }
+
+    fn key(&self, (j, at): (u32, u32)) -> &[u8] {
+        match &self.run[j as usize].keys {
+            Some(k) => k.sorted_key(at as usize),
+            None => &[],
+        }
+    }
+
+    fn less(&self, a: (u32, u32), b: (u32, u32)) -> bool {
+        match self.key(a).cmp(self.key(b)) {
+            std::cmp::Ordering::Equal => a.0 < b.0,
+            o => o.is_lt(),
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.less(self.heap[l], self.heap[m]) {
+                m = l;
+            }
+            if r < n && self.less(self.heap[r], self.heap[m]) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.heap.swap(i, m);
+            i = m;
+        }
+    }
+
+    /// The next batch of up to [`MERGED_ROWS`] rows in key order.
+    fn next(&mut self) -> Option<std::result::Result<Job, Error>> {
+        if self.heap.is_empty() {
+            return None;
+        }
+        let mut picks: Vec<(usize, usize)> = Vec::with_capacity(MERGED_ROWS);
+        let mut rows = Vec::with_capacity(MERGED_ROWS);
+        while picks.len() < MERGED_ROWS {
+            let Some(&(j, at)) = self.heap.first() else {
+                break;
+            };
+            let job = &self.run[j as usize];
+            let Some(keys) = &job.keys else { break };
+            let r = keys.sorted_row(at as usize) as usize;
+            picks.push((j as usize, r));
+            rows.push(job.rows.row(r).unwrap_or(u64::MAX));
+            if at as usize + 1 < keys.len() {
+                self.heap[0].1 = at + 1;
+            } else {
+                // This batch is done: its memory goes once the batch
+                // built from it goes.
+                let last = self.heap.len() - 1;
+                self.heap.swap(0, last);
+                self.heap.pop();
+                self.run[j as usize].keys = None;
+            }
+            if !self.heap.is_empty() {
+                self.sift_down(0);
+            }
+        }
+        // Only the batches this one takes rows of (fewer dictionaries to
+        // merge), renumbered.
+        let mut used: Vec<usize> = picks.iter().map(|p| p.0).collect();
+        used.sort_unstable();
+        used.dedup();
+        let batches: Vec<&RecordBatch> = used.iter().map(|&j| &self.run[j].batch).collect();
+        for p in &mut picks {
+            p.0 = used.binary_search(&p.0).unwrap_or(0);
+        }
+        let batch = arrow_select::interleave::interleave_record_batch(&batches, &picks)
+            .map_err(|e| Error::Internal(format!("merging rows in key order: {e}")));
+        // Batches whose keys are all sent give their rows back.
+        for &j in &used {
+            if self.run[j].keys.is_none() {
+                let schema = self.run[j].batch.schema();
+                self.run[j].batch = RecordBatch::new_empty(schema);
+            }
+        }
+        Some(batch.map(|batch| Job {
+            batch,
+            rows: RowIds::Each(Arc::new(rows)),
+            keys: None,
+        }))
     }
 }
 
@@ -125,8 +309,16 @@ impl<P: Send + 'static> Fanout<P> {
     /// `routed`: each connection has its queue, and a block's piece goes
     /// to the connection its shard names (rows with equal keys to the
     /// same connection, so that two transactions never wait on each
-    /// other's uncommitted key).
-    pub(crate) fn start<F>(n: usize, name: &str, routed: bool, part: F) -> Result<Fanout<P>>
+    /// other's uncommitted key). `sort_bytes`: each connection sends its
+    /// rows merged in key order, in runs of at most this many bytes (the
+    /// layout must have the key, [`sluice::load::sink::Layout::key`]).
+    pub(crate) fn start<F>(
+        n: usize,
+        name: &str,
+        routed: bool,
+        sort_bytes: Option<usize>,
+        part: F,
+    ) -> Result<Fanout<P>>
     where
         F: Fn(usize, Queue) -> PartResult<P> + Send + Sync + 'static,
     {
@@ -146,12 +338,20 @@ impl<P: Send + 'static> Fanout<P> {
         let part = Arc::new(part);
         let mut workers = Vec::with_capacity(n);
         for i in 0..n {
-            let rx = rxs[i % rxs.len()].clone();
+            let queue = Queue {
+                rx: rxs[i % rxs.len()].clone(),
+                sort: sort_bytes.map(|b| Sorted {
+                    run_bytes: (b / n).max(1),
+                    merge: None,
+                    closed: false,
+                    runs: 0,
+                }),
+            };
             let (failed, part) = (failed.clone(), part.clone());
             let w = std::thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .spawn(move || {
-                    let r = part(i, rx);
+                    let r = part(i, queue);
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
@@ -187,6 +387,7 @@ impl<P: Send + 'static> Fanout<P> {
             let sent = queue.send(Job {
                 batch: p.batch,
                 rows: ids,
+                keys: p.keys,
             });
             if self.failed.load(Ordering::Relaxed) || sent.is_err() {
                 return (false, n);
@@ -244,6 +445,107 @@ impl<P: Send + 'static> Fanout<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use proptest::prelude::*;
+
+    /// A piece of `keys` (a TEXT key column and a column holding each
+    /// row's group row) sent as the sink sends it, its keys sorted.
+    fn job(keys: &[String], group_rows: &[u64], ids: RowIds) -> Job {
+        let k: ArrayRef = Arc::new(StringArray::from(keys.to_vec()));
+        let g: ArrayRef = Arc::new(Int64Array::from(
+            group_rows.iter().map(|&r| r as i64).collect::<Vec<_>>(),
+        ));
+        let batch = RecordBatch::try_from_iter(vec![("k", k.clone()), ("g", g)]).unwrap();
+        Job {
+            batch,
+            rows: ids,
+            keys: Some(KeyBatch::from_array(k.as_ref()).unwrap()),
+        }
+    }
+
+    /// Every batch a queue sends in key order: keys and group rows.
+    fn drain(queue: &mut Queue) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        while let Some(j) = queue.next().unwrap() {
+            let mut s = Stream::default();
+            s.push(&j);
+            let k = j.batch.column(0).as_string::<i32>();
+            let g = j.batch.column(1).as_primitive::<Int64Type>();
+            for i in 0..j.batch.num_rows() {
+                // The row the stream names is the row the batch holds.
+                assert_eq!(s.group_row(i as u64), Some(g.value(i) as u64));
+                out.push((k.value(i).to_string(), g.value(i) as u64));
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Merged in key order, in runs when the memory is short: each
+        /// run's keys ascend (equal keys in arrival order), every row is
+        /// sent once, and the rows the streams name are the rows sent.
+        #[test]
+        fn rows_merge_in_key_order_and_keep_their_group_rows(
+            pieces in prop::collection::vec(prop::collection::vec("[a-c]{0,3}", 0..40), 1..12),
+            cut in any::<bool>(),
+            run_bytes in prop_oneof![Just(usize::MAX), 1usize..20_000],
+        ) {
+            let (tx, rx) = sync_channel(pieces.len());
+            let mut first = 0u64;
+            let mut all = Vec::new();
+            for keys in &pieces {
+                // Either consecutive rows, or every other row of a block.
+                let (ids, group): (RowIds, Vec<u64>) = if cut {
+                    let at: Vec<u32> = (0..keys.len() as u32).map(|i| 2 * i).collect();
+                    let g = at.iter().map(|&a| first + u64::from(a)).collect();
+                    (RowIds::At(first, Arc::new(at)), g)
+                } else {
+                    (RowIds::From(first), (first..first + keys.len() as u64).collect())
+                };
+                all.extend(keys.iter().cloned().zip(group.iter().copied()));
+                tx.send(job(keys, &group, ids)).unwrap();
+                first += 2 * keys.len() as u64 + 1;
+            }
+            drop(tx);
+            let mut queue = Queue {
+                rx: Arc::new(Mutex::new(rx)),
+                sort: Some(Sorted { run_bytes, merge: None, closed: false, runs: 0 }),
+            };
+            let out = drain(&mut queue);
+            let runs = queue.runs();
+            prop_assert!(runs >= 1);
+            if run_bytes == usize::MAX {
+                prop_assert_eq!(runs, 1);
+                let mut want = all.clone();
+                // Stable: equal keys keep the order their rows came in.
+                want.sort_by(|a, b| a.0.cmp(&b.0));
+                prop_assert_eq!(&out, &want);
+            } else {
+                let descents = out.windows(2).filter(|w| w[1].0 < w[0].0).count() as u64;
+                prop_assert!(descents < runs, "{} descents in {} runs", descents, runs);
+            }
+            let (mut got, mut want) = (out, all);
+            got.sort();
+            want.sort();
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_queue_in_input_order_passes_batches_through() {
+        let (tx, rx) = sync_channel(2);
+        let keys = ["b".to_string(), "a".to_string()];
+        tx.send(job(&keys, &[7, 8], RowIds::From(7))).unwrap();
+        drop(tx);
+        let mut queue = Queue {
+            rx: Arc::new(Mutex::new(rx)),
+            sort: None,
+        };
+        assert_eq!(drain(&mut queue), vec![("b".into(), 7), ("a".into(), 8)]);
+        assert_eq!(queue.runs(), 0);
+    }
 
     #[test]
     fn stream_rows_map_to_group_rows_through_the_batches_taken() {
@@ -261,10 +563,12 @@ mod tests {
         s.push(&Job {
             batch: batch(10),
             rows: RowIds::From(100),
+            keys: None,
         });
         s.push(&Job {
             batch: batch(3),
             rows: RowIds::At(300, Arc::new(vec![1, 4, 7])),
+            keys: None,
         });
         assert_eq!(s.sent, 13);
         assert_eq!(s.group_row(0), Some(100));

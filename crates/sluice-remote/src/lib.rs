@@ -93,11 +93,15 @@ pub trait ServerLoad {
     /// The files the table's journal records as loaded: journal name to
     /// (commit, what was recorded), for `sluice::load::resume_inputs`.
     fn journaled(&mut self) -> Result<HashMap<String, (u64, LoadedFile)>>;
-    /// The sink of the load's rows over `connections` connections.
+    /// The sink of the load's rows over `connections` connections;
+    /// `sort_bytes`: when the table has a one-column unique key, each
+    /// connection sends its rows in key order, sorted in runs of at most
+    /// its share of this many bytes.
     fn sink<'a>(
         &mut self,
         schema: &Schema,
         connections: usize,
+        sort_bytes: Option<usize>,
     ) -> Result<Box<dyn ServerSink<'a> + 'a>>;
     /// After the rows: adds the primary key `schema` names when the table
     /// has none. Returns whether it did. A key the rows break fails; a
@@ -119,6 +123,9 @@ pub trait ServerSink<'a>: Sink<'a> {
     fn any_committed(&self) -> bool;
     /// Connections a group uses.
     fn connections(&self) -> usize;
+    /// When the rows went in key order: the most sorted runs a
+    /// connection sent in one group (1: each group's share in one run).
+    fn sorted_runs(&self) -> Option<u64>;
 }
 
 /// The unique indexes of a target table: how its rows may be shared out
@@ -153,20 +160,35 @@ impl Unique {
         }
     }
 
-    /// Connections, whether rows are routed by key, and the layout the
-    /// workers shape rows with, for `connections` asked.
-    pub(crate) fn plan(self, schema: &Schema, connections: usize) -> (usize, bool, Layout) {
+    /// How a group's rows go, for `connections` asked and `sort_bytes`
+    /// (send in key order, runs of this size, when the table has a key).
+    pub(crate) fn plan(
+        self,
+        schema: &Schema,
+        connections: usize,
+        sort_bytes: Option<usize>,
+    ) -> Plan {
         let mut layout = Layout::plain(schema.clone());
         layout.provenance = true;
-        match self {
+        let sort_bytes = match self {
+            Unique::Key(c) => sort_bytes.inspect(|_| layout.key = Some(c)),
+            _ => None,
+        };
+        let (connections, routed) = match self {
             Unique::Key(c) if connections > 1 => {
                 layout.shards = connections as u32;
                 layout.route = Route::Hash(c);
                 layout.check_keys = vec![false; connections];
-                (connections, true, layout)
+                (connections, true)
             }
-            Unique::Other => (1, false, layout),
-            _ => (connections, false, layout),
+            Unique::Other => (1, false),
+            _ => (connections, false),
+        };
+        Plan {
+            connections,
+            routed,
+            sort_bytes,
+            layout,
         }
     }
 
@@ -176,6 +198,28 @@ impl Unique {
             "the table has a unique index on several columns (or several unique indexes): its rows were loaded over one connection, so that no two transactions wait on each other's keys".to_string()
         })
     }
+}
+
+/// How a group's rows are shared out among connections.
+pub(crate) struct Plan {
+    pub(crate) connections: usize,
+    /// Rows go to connections by the key's hash.
+    pub(crate) routed: bool,
+    /// Each connection sends its rows in key order, in runs of this many
+    /// bytes.
+    pub(crate) sort_bytes: Option<usize>,
+    pub(crate) layout: Layout,
+}
+
+/// Memory a load may hold to send its rows in key order, when not given:
+/// a quarter of this machine's memory (2 GiB where it cannot be read).
+pub fn default_sort_memory() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    total.map_or(2 << 30, |t| t / 4)
 }
 
 /// A short name of a database's table for server-wide names (locks, XA

@@ -55,7 +55,7 @@ use sluice::source::Input;
 use sluice::store::LoadedFile;
 use sluice::{Error, Result};
 
-use crate::fanout::{self, Fanout, PartFailure, PartResult, Queue};
+use crate::fanout::{Fanout, PartFailure, PartResult, Queue};
 use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Unique, table_tag};
 
 /// Bytes of rows a LOCAL INFILE handler encodes before writing them.
@@ -658,6 +658,7 @@ impl ServerLoad for MyLoad {
         &mut self,
         schema: &Schema,
         connections: usize,
+        sort_bytes: Option<usize>,
     ) -> Result<Box<dyn ServerSink<'a> + 'a>> {
         let last: Option<i64> = self
             .control
@@ -694,6 +695,8 @@ impl ServerLoad for MyLoad {
             inserts: self.inserts,
             schema: schema.clone(),
             connections: connections.max(1),
+            sort_bytes,
+            sorted_runs: 0,
             unique: self.existing.as_ref().map_or(Unique::None, |t| t.unique),
             tag: self.tag.clone(),
             parts_committed: 0,
@@ -796,6 +799,8 @@ struct Part {
     conn: Conn,
     xid: String,
     rows: u64,
+    /// Sorted runs sent (0: not in key order).
+    runs: u64,
 }
 
 /// The MariaDB sink: see the [module documentation](self).
@@ -807,6 +812,10 @@ pub struct MySink<'a> {
     inserts: bool,
     schema: Schema,
     connections: usize,
+    /// See [`ServerLoad::sink`].
+    sort_bytes: Option<usize>,
+    /// The most sorted runs a connection sent in one group.
+    sorted_runs: u64,
     unique: Unique,
     /// See [`MyLoad`].
     tag: String,
@@ -829,6 +838,8 @@ impl MySink<'_> {
             return Ok(());
         };
         self.parts = g.join(&self.provenance, self.inputs)?;
+        let runs = self.parts.iter().map(|p| p.runs).max().unwrap_or(0);
+        self.sorted_runs = self.sorted_runs.max(runs);
         Ok(())
     }
 }
@@ -839,7 +850,16 @@ impl<'a> ServerSink<'a> for MySink<'a> {
     }
 
     fn connections(&self) -> usize {
-        self.unique.plan(&self.schema, self.connections).0
+        self.unique
+            .plan(&self.schema, self.connections, self.sort_bytes)
+            .connections
+    }
+
+    fn sorted_runs(&self) -> Option<u64> {
+        self.unique
+            .plan(&self.schema, self.connections, self.sort_bytes)
+            .sort_bytes
+            .map(|_| self.sorted_runs)
     }
 }
 
@@ -854,11 +874,17 @@ impl<'a> Sink<'a> for MySink<'a> {
         } else {
             How::LoadData(self.load_sql.clone())
         };
-        let (n, routed, layout) = self.unique.plan(&self.schema, self.connections);
-        self.group = Some(Fanout::start(n, "sluice-load", routed, move |i, queue| {
-            load_part(&target, &how, format!("sluice:{tag}:{commit}:{i}"), queue)
-        })?);
-        Ok(layout)
+        let plan = self
+            .unique
+            .plan(&self.schema, self.connections, self.sort_bytes);
+        self.group = Some(Fanout::start(
+            plan.connections,
+            "sluice-load",
+            plan.routed,
+            plan.sort_bytes,
+            move |i, queue| load_part(&target, &how, format!("sluice:{tag}:{commit}:{i}"), queue),
+        )?);
+        Ok(plan.layout)
     }
 
     fn write(&mut self, rows: Rows<'_>) -> Result<u64> {
@@ -975,30 +1001,54 @@ enum How {
 
 /// One connection's share of a group: connect, `XA START`, load the
 /// batches it takes off the queue until it closes.
-fn load_part(target: &MyTarget, how: &How, xid: String, queue: Queue) -> PartResult<Part> {
+fn load_part(target: &MyTarget, how: &How, xid: String, mut queue: Queue) -> PartResult<Part> {
     let fail = PartFailure::new;
     let mut conn = target.connect().map_err(|e| fail(e, None))?;
+    // The server waits for LOAD DATA's next bytes only net_read_timeout
+    // (30 s by default): a slow input, or a run gathered to be sorted,
+    // can take longer. A client that dies closes the connection anyway.
+    conn.query_drop(format!(
+        "SET SESSION net_read_timeout = {NET_READ_TIMEOUT_SECONDS}"
+    ))
+    .map_err(|e| fail(my_error(&e), None))?;
     conn.query_drop(format!("XA START {}", literal(&xid)))
         .map_err(|e| fail(my_error(&e), None))?;
-    let rows = match how {
-        How::LoadData(sql) => load_data(&mut conn, sql, queue)?,
-        How::Insert(ins) => insert_rows(&mut conn, ins, &queue)?,
+    let (rows, runs) = match how {
+        How::LoadData(sql) => {
+            let queue = Arc::new(Mutex::new(queue));
+            let rows = load_data(&mut conn, sql, queue.clone())?;
+            let runs = queue.lock().map_or(0, |q| q.runs());
+            (rows, runs)
+        }
+        How::Insert(ins) => (insert_rows(&mut conn, ins, &mut queue)?, queue.runs()),
     };
-    Ok(Part { conn, xid, rows })
+    Ok(Part {
+        conn,
+        xid,
+        rows,
+        runs,
+    })
 }
+
+/// See [`load_part`].
+const NET_READ_TIMEOUT_SECONDS: u32 = 3600;
 
 /// Streams the batches as LOAD DATA LOCAL INFILE; a warning, or rows
 /// the server did not take, fail the part.
-fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
+fn load_data(conn: &mut Conn, sql: &str, queue: Arc<Mutex<Queue>>) -> PartResult<u64> {
     let fail = PartFailure::new;
     // Stream row of each batch's first row, and its group row; rows sent.
-    let map: Arc<Mutex<fanout::Stream>> = Arc::default();
+    let map: Arc<Mutex<crate::fanout::Stream>> = Arc::default();
     let encode_error: Arc<Mutex<Option<Error>>> = Arc::default();
     let (m, ee) = (map.clone(), encode_error.clone());
     conn.set_local_infile_handler(Some(LocalInfileHandler::new(move |_, w| {
         let mut buf = Vec::with_capacity(WRITE_BYTES + WRITE_BYTES / 4);
-        while let Some(job) =
-            fanout::next(&queue).map_err(|e| std::io::Error::other(e.to_string()))?
+        let mut queue = queue
+            .lock()
+            .map_err(|_| std::io::Error::other("the load queue is poisoned"))?;
+        while let Some(job) = queue
+            .next()
+            .map_err(|e| std::io::Error::other(e.to_string()))?
         {
             if let Ok(mut m) = m.lock() {
                 m.push(&job);
@@ -1069,11 +1119,11 @@ fn load_data(conn: &mut Conn, sql: &str, queue: Queue) -> PartResult<u64> {
 }
 
 /// Sends the batches as multi-row INSERTs (LOCAL INFILE off).
-fn insert_rows(conn: &mut Conn, ins: &Insert, queue: &Queue) -> PartResult<u64> {
+fn insert_rows(conn: &mut Conn, ins: &Insert, queue: &mut Queue) -> PartResult<u64> {
     let fail = PartFailure::new;
     let full = conn.prep(&ins.sql).map_err(|e| fail(my_error(&e), None))?;
-    let mut stream = fanout::Stream::default();
-    while let Some(job) = fanout::next(queue).map_err(|e| fail(e, None))? {
+    let mut stream = crate::fanout::Stream::default();
+    while let Some(job) = queue.next().map_err(|e| fail(e, None))? {
         let start = stream.sent;
         stream.push(&job);
         let batch = &job.batch;

@@ -54,7 +54,7 @@ use sluice::{Error, Result};
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls};
 
-use crate::fanout::{self, Fanout, PartFailure, PartResult, Queue};
+use crate::fanout::{Fanout, PartFailure, PartResult, Queue};
 use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Unique};
 
 /// Bytes of encoded rows sent to the server in one message.
@@ -624,7 +624,12 @@ impl PgLoad {
     }
 
     /// The sink of the load's rows over `connections` copy connections.
-    fn sink_<'a>(&self, schema: &Schema, connections: usize) -> Result<PgSink<'a>> {
+    fn sink_<'a>(
+        &self,
+        schema: &Schema,
+        connections: usize,
+        sort_bytes: Option<usize>,
+    ) -> Result<PgSink<'a>> {
         let last: i64 = self
             .control
             .query(
@@ -650,6 +655,8 @@ impl PgLoad {
             ),
             schema: schema.clone(),
             connections: connections.max(1),
+            sort_bytes,
+            sorted_runs: 0,
             unique: self.existing.as_ref().map_or(Unique::None, |t| t.unique),
             next_commit: last as u64 + 1,
             created: self.created,
@@ -756,8 +763,9 @@ impl ServerLoad for PgLoad {
         &mut self,
         schema: &Schema,
         connections: usize,
+        sort_bytes: Option<usize>,
     ) -> Result<Box<dyn ServerSink<'a> + 'a>> {
-        Ok(Box::new(self.sink_(schema, connections)?))
+        Ok(Box::new(self.sink_(schema, connections, sort_bytes)?))
     }
 
     fn finish(&mut self, schema: &Schema) -> Result<bool> {
@@ -783,7 +791,16 @@ impl<'a> ServerSink<'a> for PgSink<'a> {
     }
 
     fn connections(&self) -> usize {
-        self.unique.plan(&self.schema, self.connections).0
+        self.unique
+            .plan(&self.schema, self.connections, self.sort_bytes)
+            .connections
+    }
+
+    fn sorted_runs(&self) -> Option<u64> {
+        self.unique
+            .plan(&self.schema, self.connections, self.sort_bytes)
+            .sort_bytes
+            .map(|_| self.sorted_runs)
     }
 }
 
@@ -792,6 +809,8 @@ struct Part {
     conn: Conn,
     /// Rows the server took.
     rows: u64,
+    /// Sorted runs sent (0: not in key order).
+    runs: u64,
 }
 
 /// The PostgreSQL sink: see the [module documentation](self).
@@ -801,6 +820,10 @@ pub struct PgSink<'a> {
     copy_sql: String,
     schema: Schema,
     connections: usize,
+    /// See [`ServerLoad::sink`].
+    sort_bytes: Option<usize>,
+    /// The most sorted runs a connection sent in one group.
+    sorted_runs: u64,
     unique: Unique,
     next_commit: u64,
     created: bool,
@@ -823,6 +846,8 @@ impl PgSink<'_> {
             return Ok(());
         };
         self.parts = g.join(&self.provenance, self.inputs)?;
+        let runs = self.parts.iter().map(|p| p.runs).max().unwrap_or(0);
+        self.sorted_runs = self.sorted_runs.max(runs);
         Ok(())
     }
 
@@ -841,11 +866,17 @@ impl<'a> Sink<'a> for PgSink<'a> {
         self.parts.clear();
         // Connections are opened here, in parallel, by their threads.
         let (target, sql) = (self.target.clone(), self.copy_sql.clone());
-        let (n, routed, layout) = self.unique.plan(&self.schema, self.connections);
-        self.group = Some(Fanout::start(n, "sluice-copy", routed, move |_, queue| {
-            copy_part(&target, &sql, &queue)
-        })?);
-        Ok(layout)
+        let plan = self
+            .unique
+            .plan(&self.schema, self.connections, self.sort_bytes);
+        self.group = Some(Fanout::start(
+            plan.connections,
+            "sluice-copy",
+            plan.routed,
+            plan.sort_bytes,
+            move |_, mut queue| copy_part(&target, &sql, &mut queue),
+        )?);
+        Ok(plan.layout)
     }
 
     fn write(&mut self, rows: Rows<'_>) -> Result<u64> {
@@ -965,7 +996,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
 /// One copy connection's share of a group: connect, open a transaction,
 /// COPY the batches it takes from the queue until the queue closes, and
 /// finish the COPY, leaving the transaction open for the commit.
-fn copy_part(target: &PgTarget, sql: &str, queue: &Queue) -> PartResult<Part> {
+fn copy_part(target: &PgTarget, sql: &str, queue: &mut Queue) -> PartResult<Part> {
     // Without a connection nothing can be sent: this one takes no work.
     let conn = Conn::open(target).map_err(|e| PartFailure::new(e, None))?;
     let started = conn
@@ -973,11 +1004,11 @@ fn copy_part(target: &PgTarget, sql: &str, queue: &Queue) -> PartResult<Part> {
         .and_then(|()| conn.rt.block_on(conn.client.copy_in::<_, Bytes>(sql)));
     let sink = started.map_err(|e| PartFailure::new(server_error(&e), None))?;
     let mut sink = Box::pin(sink);
-    let mut stream = fanout::Stream::default();
+    let mut stream = crate::fanout::Stream::default();
     let mut buf = Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4);
     buf.extend_from_slice(sluice::pgcopy::HEADER);
     let result: std::result::Result<u64, CopyError> = (|| {
-        while let Some(job) = fanout::next(queue).map_err(CopyError::Other)? {
+        while let Some(job) = queue.next().map_err(CopyError::Other)? {
             stream.push(&job);
             sluice::pgcopy::encode_batch(&job.batch, &mut buf).map_err(CopyError::Other)?;
             if buf.len() >= FLUSH_BYTES {
@@ -1001,7 +1032,11 @@ fn copy_part(target: &PgTarget, sql: &str, queue: &Queue) -> PartResult<Part> {
     // connection goes with the failure, which rolls its transaction back.
     drop(sink);
     match result {
-        Ok(rows) => Ok(Part { conn, rows }),
+        Ok(rows) => Ok(Part {
+            conn,
+            rows,
+            runs: queue.runs(),
+        }),
         Err(CopyError::Other(error)) => Err(PartFailure::new(error, None)),
         Err(CopyError::Pg(e)) => {
             // The row the server named ("COPY t, line 5"), as the group's.

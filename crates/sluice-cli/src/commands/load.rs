@@ -257,11 +257,33 @@ pub struct LoadArgs {
     /// this machine, at most 8)
     #[arg(long, value_name = "N", requires = "into")]
     connections: Option<usize>,
-    /// --into: create a new table with its primary key and load into the
-    /// indexed table (default: the key is added after the rows, which is
-    /// several times faster)
-    #[arg(long, requires = "into")]
+    /// --into: when a new table gets its primary key (--key). after: the
+    /// rows go into a table without it, then ALTER TABLE ... ADD PRIMARY
+    /// KEY (PostgreSQL's default). first: the table is made with it, rows
+    /// in input order. sorted: the table is made with it and each
+    /// connection sends its rows of a commit group in key order, sorted
+    /// in memory (see --sort-memory; MariaDB's default: InnoDB appends to
+    /// its index instead of splitting pages). An existing table with a
+    /// one-column unique key gets its rows in key order with sorted
+    #[arg(long, value_enum, value_name = "after|first|sorted", requires = "into")]
+    index: Option<IndexArg>,
+    /// --into: the same as --index first
+    #[arg(long, requires = "into", conflicts_with = "index", hide = true)]
     index_first: bool,
+    /// --into --index sorted: memory for the rows being sorted (1GiB,
+    /// 512MB, ...), shared by the connections; a commit group larger than
+    /// this goes as several sorted runs (default: a quarter of this
+    /// machine's memory)
+    #[arg(long, value_name = "SIZE", requires = "into")]
+    sort_memory: Option<String>,
+}
+
+/// When a new server table gets its primary key (`--index`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum IndexArg {
+    After,
+    First,
+    Sorted,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]

@@ -14,7 +14,7 @@ use sluice::load::{LoadSummary, Progress, load_planned, prepare_for, resume_inpu
 use sluice_remote::Target;
 
 use super::{
-    LoadArgs, OnDuplicateArg, chained, has_streams, load_error, print_summary, request,
+    IndexArg, LoadArgs, OnDuplicateArg, chained, has_streams, load_error, print_summary, request,
     show_schema, stop_on_interrupt,
 };
 use crate::util;
@@ -92,13 +92,34 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
     if show_schema(a, &prepared, quiet) {
         return Ok(());
     }
-    let created = pg.create_table(&schema, a.index_first).map_err(chained)?;
+    let index = match (a.index, a.index_first) {
+        (Some(i), _) => i,
+        (None, true) => IndexArg::First,
+        (None, false) => match target {
+            Target::MariaDb(_) => IndexArg::Sorted,
+            Target::Postgres(_) => IndexArg::After,
+        },
+    };
+    let sort_bytes = match (&a.sort_memory, index) {
+        (Some(_), IndexArg::After | IndexArg::First) => {
+            bail!("--sort-memory is for --index sorted")
+        }
+        (Some(s), IndexArg::Sorted) => Some(util::parse_size(s, "--sort-memory")?),
+        (None, IndexArg::Sorted) => Some(sluice_remote::default_sort_memory()),
+        (None, _) => None,
+    };
+    let sort_bytes = sort_bytes.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+    let created = pg
+        .create_table(&schema, index != IndexArg::After)
+        .map_err(chained)?;
     let journaled = pg.journaled().map_err(chained)?;
     let plan = resume_inputs(&inputs, &journaled, &prepared.options).map_err(chained)?;
     let connections = a
         .connections
         .unwrap_or_else(|| sluice::exec::worker_count(threads).clamp(1, MAX_DEFAULT_CONNECTIONS));
-    let mut sink = pg.sink(&prepared.schema, connections).map_err(chained)?;
+    let mut sink = pg
+        .sink(&prepared.schema, connections, sort_bytes)
+        .map_err(chained)?;
     let stop = stop_on_interrupt(has_streams(&inputs));
     let progress = Arc::new(Progress::default());
     prepared.options.progress = Some(progress.clone());
@@ -120,6 +141,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
     }
     let any_committed = sink.any_committed();
     let connections = sink.connections();
+    let sorted_runs = sink.sorted_runs();
     drop(sink);
     let summary = match result {
         Ok(s) => s,
@@ -152,6 +174,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
             connections,
             key: schema.key_column().map(|k| schema.columns[k].name.as_str()),
             key_seconds,
+            sorted_runs,
             repaired_rows,
             note: pg.note(),
         },
@@ -171,6 +194,9 @@ struct IntoInfo<'a> {
     key: Option<&'a str>,
     /// Seconds the primary key took to add after the rows.
     key_seconds: Option<f64>,
+    /// The rows went in key order: the most sorted runs a connection sent
+    /// in one commit group.
+    sorted_runs: Option<u64>,
     repaired_rows: u64,
     /// How the rows were sent, when it is not the usual way.
     note: Option<String>,
@@ -191,6 +217,7 @@ fn print_into_summary(
             "connections": info.connections,
             "primary_key_added": info.key_seconds.map(|_| info.key),
             "primary_key_seconds": info.key_seconds,
+            "key_order_runs": info.sorted_runs,
             "repaired_rows": info.repaired_rows,
             "note": info.note,
         });
@@ -209,6 +236,13 @@ fn print_into_summary(
     );
     if let (Some(k), Some(t)) = (info.key, info.key_seconds) {
         println!("primary key ({k}) added after the rows in {t:.2} s");
+    }
+    match info.sorted_runs {
+        Some(0 | 1) => println!("rows sent in key order"),
+        Some(n) => println!(
+            "rows sent in key order, in up to {n} sorted runs a connection and commit (a larger --sort-memory sends fewer)"
+        ),
+        None => {}
     }
     if let Some(n) = &info.note {
         println!("{n}");
