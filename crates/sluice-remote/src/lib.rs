@@ -171,7 +171,10 @@ impl Unique {
         let mut layout = Layout::plain(schema.clone());
         layout.provenance = true;
         let sort_bytes = match self {
-            Unique::Key(c) => sort_bytes.inspect(|_| layout.key = Some(c)),
+            Unique::Key(c) => sort_bytes.inspect(|_| {
+                layout.key = Some(c);
+                layout.sort_rows = true;
+            }),
             _ => None,
         };
         let (connections, routed) = match self {

@@ -196,7 +196,10 @@ fn literal(s: &str) -> String {
 }
 
 /// The MariaDB type of a column of a sluice type; a TEXT key is a
-/// VARCHAR, which an index takes whole (768 characters of utf8mb4).
+/// VARCHAR, which an index takes whole (768 characters of utf8mb4),
+/// compared byte for byte as sluice compares keys (`utf8mb4_nopad_bin`:
+/// 'a', 'A' and 'a ' are three keys, and the order sluice sorts them in
+/// is the index's).
 pub fn my_type(t: DataType, key: bool) -> String {
     match t {
         DataType::Boolean => "BOOLEAN".into(),
@@ -206,7 +209,7 @@ pub fn my_type(t: DataType, key: bool) -> String {
         DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
         DataType::Date => "DATE".into(),
         DataType::Timestamp => "DATETIME(6)".into(),
-        DataType::Text if key => "VARCHAR(768)".into(),
+        DataType::Text if key => "VARCHAR(768) COLLATE utf8mb4_nopad_bin".into(),
         DataType::Text => "LONGTEXT".into(),
     }
 }

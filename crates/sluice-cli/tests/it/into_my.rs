@@ -340,6 +340,8 @@ fn mariadb_sigkill_at_random_moments_then_the_same_command_loads_every_row_once(
     let t = Tmp::new();
     let files = write_files(&t, 10, 10_000);
     let url = my.url();
+    // Keyed: each connection's rows are sorted before they are sent.
+    my.query("CREATE TABLE killed (id BIGINT PRIMARY KEY, v INT)");
     let args = load_args(&url, "killed", &files);
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for _ in 0..6 {
@@ -419,7 +421,9 @@ fn mariadb_duplicate_keys_load_nothing_and_are_named() {
     let url = my.url();
     let err = fails(
         &t.0,
-        &["load", "--into", &url, "--key", "id", "after", "dup.csv"],
+        &[
+            "load", "--into", &url, "--key", "id", "--index", "after", "after", "dup.csv",
+        ],
     );
     assert!(err.contains("Duplicate entry '2'"), "{err}");
     assert!(err.contains("nothing is loaded"), "{err}");
@@ -487,9 +491,11 @@ fn mariadb_duplicate_keys_load_nothing_and_are_named() {
             "--key",
             "id",
         ];
-        if first {
-            args.push("--index-first");
-        }
+        args.extend(if first {
+            ["--index-first"].as_slice()
+        } else {
+            ["--index", "after"].as_slice()
+        });
         args.extend([table, "good.csv"]);
         ok(&t.0, &args);
         let ddl = my.query(&format!(
@@ -498,6 +504,118 @@ fn mariadb_duplicate_keys_load_nothing_and_are_named() {
         assert_eq!(ddl, "varchar(768)|PRI\n", "{table}");
         assert_eq!(my.query(&format!("SELECT count(*) FROM {table}")), "2\n");
     }
+}
+
+/// Keys 0..n in a shuffled order, as `id,v,,` lines (the table's `seq`
+/// and `conn` are set by its trigger).
+fn write_shuffled(t: &Tmp, name: &str, n: u64) {
+    let text: String = std::iter::once("id,v,seq,conn\n".to_string())
+        .chain((0..n).map(|i| format!("{},{i},,\n", (i * 7919) % n)))
+        .collect();
+    std::fs::write(t.0.join(name), text).unwrap();
+}
+
+/// A table whose trigger numbers the rows in the order each connection
+/// sent them.
+fn make_numbered(my: &My, table: &str) {
+    my.query(&format!(
+        "CREATE TABLE {table} (id BIGINT PRIMARY KEY, v INT, seq INT, conn BIGINT)"
+    ));
+    my.query(&format!(
+        "CREATE TRIGGER {table}_seq BEFORE INSERT ON {table} FOR EACH ROW \
+         SET NEW.seq = (@n := COALESCE(@n, 0) + 1), NEW.conn = CONNECTION_ID()"
+    ));
+}
+
+/// Rows a connection sent after a larger key.
+fn inversions(my: &My, table: &str) -> u64 {
+    my.query(&format!(
+        "SELECT count(*) FROM (SELECT id, LAG(id) OVER (PARTITION BY conn ORDER BY seq) AS p FROM {table}) x WHERE p > id"
+    ))
+    .trim()
+    .parse()
+    .unwrap()
+}
+
+#[test]
+fn mariadb_rows_go_in_key_order_and_keys_are_exact() {
+    let Some(my) = My::start("mariadb_rows_go_in_key_order_and_keys_are_exact", true) else {
+        return;
+    };
+    let t = Tmp::new();
+    write_shuffled(&t, "shuffled.csv", 3000);
+    let url = my.url();
+    let load = |table: &str, extra: &[&str]| {
+        let mut a = vec![
+            "load",
+            "--into",
+            &url,
+            "--connections",
+            "2",
+            "--block-size",
+            "8KiB",
+        ];
+        a.extend_from_slice(extra);
+        a.extend([table, "shuffled.csv"]);
+        ok(&t.0, &a)
+    };
+    // By default, into a table with a one-column key: each connection's
+    // rows ascend. In input order they do not (the check can fail).
+    make_numbered(&my, "ordered");
+    let out = load("ordered", &[]);
+    assert!(out.contains("rows sent in key order\n"), "{out}");
+    assert_eq!(inversions(&my, "ordered"), 0);
+    make_numbered(&my, "input_order");
+    let out = load("input_order", &["--index", "first"]);
+    assert!(!out.contains("key order"), "{out}");
+    assert!(inversions(&my, "input_order") > 100);
+    // Little sort memory: several sorted runs, said; every row once.
+    make_numbered(&my, "runs");
+    let out = load("runs", &["--sort-memory", "32KiB"]);
+    assert!(out.contains("sorted runs a connection"), "{out}");
+    assert_eq!(
+        my.query("SELECT count(*), count(DISTINCT id), sum(id) FROM runs"),
+        "3000|3000|4498500\n"
+    );
+    assert!(inversions(&my, "runs") > 0);
+    // A new table's TEXT key compares bytes, as sluice's keys do.
+    std::fs::write(t.0.join("case.csv"), "k,v\nb,1\nA,2\na,3\na ,4\n").unwrap();
+    let out = ok(
+        &t.0,
+        &["load", "--into", &url, "--key", "k", "cased", "case.csv"],
+    );
+    assert!(out.contains("loaded 4 rows"), "{out}");
+    assert_eq!(
+        my.query("SELECT HEX(k) FROM cased ORDER BY k"),
+        "41\n61\n6120\n62\n"
+    );
+    // A row the server warns about is named by its file and line,
+    // through the sort.
+    my.query("CREATE TABLE narrow (id BIGINT PRIMARY KEY, s VARCHAR(3))");
+    let mut text = String::from("id,s\n");
+    for i in 0..500u64 {
+        let s = if i == 321 { "long" } else { "ok" };
+        text.push_str(&format!("{},{s}\n", (i * 7919) % 500));
+    }
+    std::fs::write(t.0.join("narrow.csv"), text).unwrap();
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--block-size",
+            "4KiB",
+            "narrow",
+            "narrow.csv",
+        ],
+    );
+    assert!(err.contains("narrow.csv:323"), "{err}");
+    assert!(
+        err.contains("Data too long") || err.contains("truncated"),
+        "{err}"
+    );
+    assert_eq!(my.query("SELECT count(*) FROM narrow"), "0\n");
 }
 
 #[test]

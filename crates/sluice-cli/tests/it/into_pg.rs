@@ -627,6 +627,36 @@ fn duplicate_keys_load_nothing_and_name_the_key_or_the_line() {
         ],
     );
     assert!(err.contains("dup.csv:5") && err.contains("23505"), "{err}");
+    // Rows sent in key order: the server's row is still named by its
+    // file and line (the second 2, line 5, comes after the first).
+    let err = fails(
+        &t.0,
+        &[
+            "load", "--into", &url, "--key", "id", "--index", "sorted", "sorted", "dup.csv",
+        ],
+    );
+    assert!(err.contains("dup.csv:5") && err.contains("23505"), "{err}");
+    std::fs::write(
+        t.0.join("desc.csv"),
+        "id,v
+3,c
+1,a
+2,b
+",
+    )
+    .unwrap();
+    let out = ok(
+        &t.0,
+        &[
+            "load", "--into", &url, "--key", "id", "--index", "sorted", "sorted", "desc.csv",
+        ],
+    );
+    assert!(out.contains("rows sent in key order"), "{out}");
+    assert_eq!(
+        pg.psql("SELECT string_agg(v, '' ORDER BY id) FROM sorted")
+            .trim(),
+        "abc"
+    );
     // The key added after good rows: there, with the rows.
     std::fs::write(t.0.join("good.csv"), "id,v\n1,a\n2,b\n").unwrap();
     let out = ok(

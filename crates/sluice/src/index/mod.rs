@@ -223,6 +223,24 @@ impl KeyBatch {
         }
     }
 
+    /// The first eight bytes of the `i`-th key in key order, as a
+    /// big-endian integer (zero padded): ordering these orders the keys,
+    /// except between keys that share them.
+    pub fn sorted_prefix(&self, i: usize) -> u64 {
+        self.prefixes[i]
+    }
+
+    /// The rows in key order, taken out: the caller puts its rows in this
+    /// order, after which the `i`-th key's row is `i`.
+    pub fn take_order(&mut self) -> Vec<u32> {
+        let identity = (0..self.rows.len() as u32).collect();
+        let order = std::mem::replace(&mut self.rows, identity);
+        self.null_row = self
+            .null_row
+            .and_then(|n| order.iter().position(|&r| r == n).map(|i| i as u32));
+        order
+    }
+
     /// The row of the `i`-th key in key order.
     pub fn sorted_row(&self, i: usize) -> u32 {
         self.rows[i]

@@ -42,6 +42,8 @@ pub(super) struct Shared<'a> {
     /// table ([`crate::index::check_batches`]), so that the workers order
     /// each batch's keys by hash for it.
     pub(super) check_keys: Vec<bool>,
+    /// See [`super::sink::Layout::sort_rows`].
+    pub(super) sort_rows: bool,
     pub(super) route: Route,
     pub(super) shards: u32,
     /// The sink names rows by where they came from.
@@ -121,6 +123,7 @@ pub(super) fn run_group<'a>(
         opts,
         key_col: layout.key,
         check_keys: layout.check_keys.clone(),
+        sort_rows: layout.sort_rows,
         route: layout.route,
         shards: layout.shards,
         provenance: layout.provenance,

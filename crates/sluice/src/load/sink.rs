@@ -84,6 +84,11 @@ pub struct Layout {
     pub check_keys: Vec<bool>,
     /// Whether [`Rows::provenance`] is wanted (it costs a little per file).
     pub provenance: bool,
+    /// With `key`: each piece's rows put in key order by the workers
+    /// (then [`Piece::rows`] names each row's row in the block, and the
+    /// piece's keys are in the order of its rows), for a sink that sends
+    /// rows in key order: its merge then reads each piece front to back.
+    pub sort_rows: bool,
 }
 
 impl Layout {
@@ -96,6 +101,7 @@ impl Layout {
             key: None,
             check_keys: vec![false],
             provenance: false,
+            sort_rows: false,
         }
     }
 }

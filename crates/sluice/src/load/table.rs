@@ -338,6 +338,7 @@ impl<'a> TableWriter<'a> {
                 .map(|&r| r && opts.on_duplicate == OnDuplicate::Error)
                 .collect(),
             provenance: key_col.is_some(),
+            sort_rows: false,
         };
         let writer = TableWriter {
             inputs,

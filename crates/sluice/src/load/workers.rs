@@ -168,6 +168,7 @@ pub(super) struct Cut<'c> {
     pub(super) shards: u32,
     pub(super) key_col: Option<usize>,
     pub(super) check_keys: &'c [bool],
+    pub(super) sort_rows: bool,
 }
 
 impl<'c> Cut<'c> {
@@ -177,6 +178,7 @@ impl<'c> Cut<'c> {
             shards: shared.shards,
             key_col: shared.key_col,
             check_keys: &shared.check_keys,
+            sort_rows: shared.sort_rows,
         }
     }
 
@@ -186,6 +188,7 @@ impl<'c> Cut<'c> {
             shards: layout.shards,
             key_col: layout.key,
             check_keys: &layout.check_keys,
+            sort_rows: layout.sort_rows,
         }
     }
 }
@@ -247,9 +250,23 @@ fn finish_piece_where(
     rows: Vec<u32>,
     encode: Option<&[bool]>,
 ) -> Result<Piece> {
+    let (mut batch, mut rows) = (batch, rows);
     let keys = match shared.key_col {
         Some(k) => {
             let mut kb = KeyBatch::from_array(batch.column(k).as_ref())?;
+            if shared.sort_rows {
+                // The rows in key order, while the block is still warm
+                // in this worker's cache.
+                let order = kb.take_order();
+                let idx = arrow_array::UInt32Array::from(order.clone());
+                batch = arrow_select::take::take_record_batch(&batch, &idx)
+                    .map_err(|e| Error::Internal(format!("ordering rows by key: {e}")))?;
+                rows = if rows.is_empty() {
+                    order
+                } else {
+                    order.iter().map(|&r| rows[r as usize]).collect()
+                };
+            }
             // Checked against the table's runs when the group's run is
             // built, all of its keys at once (`index::check_batches`).
             if shared.check_keys.get(shard as usize) == Some(&true) {
