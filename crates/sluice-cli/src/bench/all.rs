@@ -71,6 +71,7 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             keep: false,
             compression: "zstd".into(),
             runs: runs(1, 3),
+            into_connections: Vec::new(),
         },
         Scenario::Resume {
             files,

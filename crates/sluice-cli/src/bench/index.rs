@@ -47,6 +47,7 @@ pub fn run(
     runs: usize,
     no_peers: bool,
     keep: bool,
+    into_connections: &[usize],
     quiet: bool,
 ) -> Result<()> {
     if files < 10 {
@@ -228,7 +229,7 @@ pub fn run(
     let maria = if no_peers {
         None
     } else {
-        match mariadb_load(dir, &paths, quiet) {
+        match mariadb_load(dir, &paths, into_connections, quiet) {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("peer: mariadb failed: {e:#}");
@@ -245,6 +246,16 @@ pub fn run(
         }
         super::record::value("mariadb", all(), "seconds", "s", m.seconds);
         super::record::value("sluice --into mariadb", all(), "seconds", "s", m.into);
+        for (n, secs) in &m.sorted {
+            let case = serde_json::json!({"connections": n});
+            super::record::value(
+                "sluice --into mariadb, key order",
+                case,
+                "seconds",
+                "s",
+                *secs,
+            );
+        }
     }
     let per_s = |way: &str, secs: f64| {
         let (case, rate) = (serde_json::json!({"lookups": way}), lookups as f64 / secs);
@@ -288,6 +299,13 @@ pub fn run(
             m.into,
             crate::util::human_count((total_rows as f64 / m.into) as u64)
         );
+        for (n, secs) in &m.sorted {
+            println!(
+                "| sluice load --into MariaDB, rows in key order, {n} connection{} | {secs:.1} | {} |",
+                if *n == 1 { "" } else { "s" },
+                crate::util::human_count((total_rows as f64 / secs) as u64)
+            );
+        }
     }
     println!();
     println!("| tenth of the files | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 |");
@@ -355,8 +373,10 @@ pub fn run(
             m.seconds / one_seconds,
             m.seconds / inc_total
         );
+        let best = m.sorted.iter().map(|s| s.1).fold(m.into, f64::min);
         println!(
-            "into MariaDB: sluice load --into {:.1}x faster than LOAD DATA per file into the indexed table (target >= 5x); the final tables {} (count, sum of key CRC-32s, column sums)",
+            "into MariaDB: sluice load --into {:.1}x faster than LOAD DATA per file into the indexed table (key added after: {:.1}x; target >= 5x); the final tables {} (count, sum of key CRC-32s, column sums)",
+            m.seconds / best,
             m.seconds / m.into,
             if m.same { "are identical" } else { "DIFFER" }
         );
@@ -372,10 +392,16 @@ pub fn run(
 /// port for sluice), loads every file with `LOAD DATA INFILE` into an
 /// InnoDB table with the archive's schema, one statement per file, then
 /// the same files with `sluice load --into` into the same table without
-/// its key (added after the rows); returns both times and whether the
-/// tables agree.
+/// its key (added after the rows), then into a table sluice makes with
+/// its key, rows in key order, over each of `connections` (none: its
+/// default); returns the times and whether the tables agree.
 /// `None` when no server is installed.
-fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Maria>> {
+fn mariadb_load(
+    dir: &Path,
+    paths: &[PathBuf],
+    connections: &[usize],
+    quiet: bool,
+) -> Result<Option<Maria>> {
     let server = ["mariadbd", "mysqld"]
         .iter()
         .map(|s| PathBuf::from("/usr/sbin").join(s))
@@ -518,7 +544,8 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Mar
         let out = Command::new(sluice_exe()?)
             .args(["-q", "load", "--into"])
             .arg(format!("mariadb://bench@127.0.0.1:{port}/bench"))
-            .args(["--tsv", "--no-header", "--key", "source_id", "objects2"])
+            .args(["--tsv", "--no-header", "--key", "source_id"])
+            .args(["--index", "after", "objects2"])
             .args(paths)
             .output()?;
         let into = start.elapsed().as_secs_f64();
@@ -539,12 +566,55 @@ fn mariadb_load(dir: &Path, paths: &[PathBuf], quiet: bool) -> Result<Option<Mar
                 "sluice load --into MariaDB loaded the same files in {into:.1} s; count and sums: {a} / {b}"
             );
         }
+        let mut same = a == b;
+        // sluice's default: a new table made with its key, each
+        // connection's rows sent in key order.
+        let mut sorted = Vec::new();
+        let counts: Vec<Option<usize>> = if connections.is_empty() {
+            vec![None]
+        } else {
+            connections.iter().map(|&n| Some(n)).collect()
+        };
+        for n in counts {
+            client(
+                "DROP TABLE IF EXISTS bench.objects3; DELETE FROM bench.sluice_load_journal WHERE target = 'objects3'",
+            )?;
+            let mut cmd = Command::new(sluice_exe()?);
+            cmd.args(["-q", "load", "--json", "--into"])
+                .arg(format!("mariadb://bench@127.0.0.1:{port}/bench"))
+                .args(["--tsv", "--no-header", "--key", "source_id"])
+                .args(["--schema", "source_id TEXT, chunkId INT, subChunkId INT"]);
+            if let Some(n) = n {
+                cmd.args(["--connections", &n.to_string()]);
+            }
+            let start = Instant::now();
+            let out = cmd.arg("objects3").args(paths).output()?;
+            let took = start.elapsed().as_secs_f64();
+            if !out.status.success() {
+                bail!(
+                    "sluice load --into (key order) failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .context("reading the --json summary of sluice load --into")?;
+            let used = summary["into"]["connections"].as_u64().unwrap_or(0) as usize;
+            let c = client(&format!("{check}objects3"))?;
+            same &= c == a;
+            if !quiet {
+                eprintln!(
+                    "sluice load --into MariaDB, rows in key order over {used} connections: {took:.1} s; count and sums: {c}"
+                );
+            }
+            sorted.push((used, took));
+        }
         Ok(Maria {
             seconds: secs,
             marks,
             version,
             into,
-            same: a == b,
+            sorted,
+            same,
         })
     })();
     let _ = client("SHUTDOWN");
@@ -564,6 +634,8 @@ struct Maria {
     version: String,
     /// `sluice load --into`, the key added after the rows.
     into: f64,
+    /// `sluice load --into` in key order: connections and seconds.
+    sorted: Vec<(usize, f64)>,
     /// Both tables hold the same rows (count, sum of key CRC-32s, sums).
     same: bool,
 }

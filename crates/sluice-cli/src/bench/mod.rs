@@ -241,6 +241,10 @@ the medians of every metric of the other scenarios")]
         /// once)
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// With the peer: connection counts of `sluice load --into` in
+        /// key order, comma separated (default: its default count)
+        #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+        into_connections: Vec<usize>,
     },
     /// The secondary-index files loaded keyed by `sluice load` processes at
     /// several --commit-every settings (the cost of committing in groups),
@@ -648,6 +652,7 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             keep,
             compression,
             runs,
+            into_connections,
         } => index::run(
             files,
             rows,
@@ -657,6 +662,7 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             runs,
             no_peers,
             keep,
+            &into_connections,
             quiet,
         ),
         Scenario::Resume {
