@@ -89,6 +89,9 @@ impl Stream {
 pub(crate) struct Queue {
     rx: Arc<Mutex<Receiver<Job>>>,
     sort: Option<Sorted>,
+    /// Another connection failed, or the load stopped: a connection
+    /// sending a sorted run stops too, rather than send it all first.
+    failed: Arc<AtomicBool>,
 }
 
 /// A connection's runs in key order.
@@ -107,7 +110,11 @@ impl Queue {
         let Some(s) = self.sort.as_mut() else {
             return take(&self.rx);
         };
+        let stopped = || Err(Error::Internal("stopped: the load failed elsewhere".into()));
         loop {
+            if self.failed.load(Ordering::Relaxed) {
+                return stopped();
+            }
             if let Some(job) = s.merge.as_mut().and_then(Merge::next) {
                 return job.map(Some);
             }
@@ -122,6 +129,9 @@ impl Queue {
                     s.closed = true;
                     break;
                 };
+                if self.failed.load(Ordering::Relaxed) {
+                    return stopped();
+                }
                 bytes += job.batch.get_array_memory_size()
                     + job.keys.as_ref().map_or(0, KeyBatch::heap_bytes);
                 run.push(job);
@@ -366,6 +376,7 @@ impl<P: Send + 'static> Fanout<P> {
                     closed: false,
                     runs: 0,
                 }),
+                failed: failed.clone(),
             };
             let (failed, part) = (failed.clone(), part.clone());
             let w = std::thread::Builder::new()
@@ -453,7 +464,7 @@ impl<P: Send + 'static> Fanout<P> {
         let first = failures.swap_remove(0);
         Err(match first.row {
             Some(row) if first.from => first.error.context(format!(
-                "a statement of rows from {}",
+                "a statement of many rows, the first of them from {}",
                 describe_row(provenance, inputs, row)
             )),
             Some(row) => first.error.context(describe_row(provenance, inputs, row)),
@@ -532,6 +543,7 @@ mod tests {
             let mut queue = Queue {
                 rx: Arc::new(Mutex::new(rx)),
                 sort: Some(Sorted { run_bytes, merge: None, closed: false, runs: 0 }),
+                failed: Arc::default(),
             };
             let out = drain(&mut queue);
             let runs = queue.runs();
@@ -562,6 +574,7 @@ mod tests {
         let mut queue = Queue {
             rx: Arc::new(Mutex::new(rx)),
             sort: None,
+            failed: Arc::default(),
         };
         assert_eq!(drain(&mut queue), vec![("b".into(), 7), ("a".into(), 8)]);
         assert_eq!(queue.runs(), 0);

@@ -215,14 +215,26 @@ pub(crate) struct Plan {
 }
 
 /// Memory a load may hold to send its rows in key order, when not given:
-/// a quarter of this machine's memory (2 GiB where it cannot be read).
+/// a quarter of this machine's memory, or of the container's limit when
+/// it has a lower one (2 GiB where neither can be read).
 pub fn default_sort_memory() -> u64 {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     });
-    total.map_or(2 << 30, |t| t / 4)
+    // cgroup v2, then v1 ("max" or a huge number: no limit).
+    let limit = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|f| std::fs::read_to_string(f).ok()?.trim().parse::<u64>().ok());
+    let memory = match (total, limit) {
+        (Some(t), Some(l)) => Some(t.min(l)),
+        (t, l) => t.or(l),
+    };
+    memory.map_or(2 << 30, |m| m / 4)
 }
 
 /// A short name of a database's table for server-wide names (locks, XA

@@ -196,10 +196,7 @@ fn literal(s: &str) -> String {
 }
 
 /// The MariaDB type of a column of a sluice type; a TEXT key is a
-/// VARCHAR, which an index takes whole (768 characters of utf8mb4),
-/// compared byte for byte as sluice compares keys (`utf8mb4_nopad_bin`:
-/// 'a', 'A' and 'a ' are three keys, and the order sluice sorts them in
-/// is the index's).
+/// VARCHAR, which an index takes whole (768 characters of utf8mb4).
 pub fn my_type(t: DataType, key: bool) -> String {
     match t {
         DataType::Boolean => "BOOLEAN".into(),
@@ -209,7 +206,7 @@ pub fn my_type(t: DataType, key: bool) -> String {
         DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
         DataType::Date => "DATE".into(),
         DataType::Timestamp => "DATETIME(6)".into(),
-        DataType::Text if key => "VARCHAR(768) COLLATE utf8mb4_nopad_bin".into(),
+        DataType::Text if key => "VARCHAR(768)".into(),
         DataType::Text => "LONGTEXT".into(),
     }
 }
@@ -381,6 +378,28 @@ pub struct MyLoad {
     repaired_commits: u64,
     /// `database.table` hashed, for the lock's name and the XA ids.
     tag: String,
+    /// The collation of a TEXT key of a table the load creates.
+    key_collation: &'static str,
+}
+
+/// The collation that compares a TEXT key byte for byte, as sluice
+/// compares keys ('a', 'A' and 'a ' are three keys, and the order sluice
+/// sorts them in is the index's): MariaDB's `utf8mb4_nopad_bin`, MySQL
+/// 8's `utf8mb4_0900_bin`; MySQL 5.7 has only `utf8mb4_bin`, which ignores
+/// trailing spaces.
+fn key_collation(version: &str) -> &'static str {
+    let major: u32 = version
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if version.contains("MariaDB") {
+        "utf8mb4_nopad_bin"
+    } else if major >= 8 {
+        "utf8mb4_0900_bin"
+    } else {
+        "utf8mb4_bin"
+    }
 }
 
 /// Whether prepared XA transactions of this server version survive a
@@ -449,6 +468,7 @@ impl MyLoad {
             inserts: local_infile != Some(1),
             repaired_commits: 0,
             tag,
+            key_collation: key_collation(&version),
         };
         load.settle_prepared()?;
         load.existing = load.read_table()?;
@@ -603,8 +623,13 @@ impl ServerLoad for MyLoad {
             .iter()
             .enumerate()
             .map(|(i, c)| {
+                let collate = if key == Some(i) && c.data_type == DataType::Text {
+                    format!(" COLLATE {}", self.key_collation)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{} {}",
+                    "{} {}{collate}",
                     quote_ident(&c.name),
                     my_type(c.data_type, key == Some(i))
                 )
@@ -1206,6 +1231,12 @@ mod tests {
     #[test]
     fn server_types_map_exactly_or_not_at_all() {
         assert_eq!(from_my_type("int", "int(11)", 10, 0), Some(DataType::Int));
+        assert_eq!(
+            key_collation("10.11.19-MariaDB-0+deb12u1"),
+            "utf8mb4_nopad_bin"
+        );
+        assert_eq!(key_collation("8.0.36"), "utf8mb4_0900_bin");
+        assert_eq!(key_collation("5.7.44-log"), "utf8mb4_bin");
         assert_eq!(from_my_type("int", "int(10) unsigned", 10, 0), None);
         assert_eq!(
             from_my_type("tinyint", "tinyint(1)", 3, 0),

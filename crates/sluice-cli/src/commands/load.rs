@@ -42,7 +42,8 @@ pub const EXAMPLES: &str = "Examples:
   sluice load --format json --columns \"id,name\" --schema \"id INT, name TEXT\" t rows.json   # [[1,\"a\"],...]
   zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -
   sluice load --into postgresql://app@db.example/shop --key id sales 'in/*.csv'   # into PostgreSQL
-  PGPASSWORD=... sluice load --into postgresql://app@db/shop --connections 4 sales big.csv";
+  PGPASSWORD=... sluice load --into postgresql://app@db/shop --connections 4 sales big.csv
+  sluice load --into mariadb://app@db/shop --tsv --key id objects 'chunks/*.tsv'   # rows in key order";
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -246,8 +247,9 @@ pub struct LoadArgs {
     /// published once, also across crashes (the journal is the server's
     /// table sluice_load_journal: the same command run again loads the
     /// rest). A new table is created from the schema (given or inferred),
-    /// its primary key added after the rows. The password: in the URL,
-    /// --password-file, or PGPASSWORD
+    /// its primary key made as --index says. mariadb:// and mysql:// URLs
+    /// load with LOAD DATA LOCAL INFILE. The password: in the URL,
+    /// --password-file, PGPASSWORD or MYSQL_PWD
     #[arg(long, value_name = "URL")]
     into: Option<String>,
     /// --into: a file whose first line is the password

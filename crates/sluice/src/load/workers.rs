@@ -276,6 +276,14 @@ fn finish_piece_where(
         }
         None => None,
     };
+    // Pieces merged in key order are interleaved with each other: their
+    // TEXT columns stay plain (some pieces would be dictionaries, others
+    // not, which cannot be interleaved).
+    let encode = if shared.sort_rows {
+        Some(&[][..])
+    } else {
+        encode
+    };
     Ok(Piece {
         shard,
         batch: crate::batch::dict::encode_batch_where(batch, encode)?,

@@ -104,7 +104,10 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
         (Some(_), IndexArg::After | IndexArg::First) => {
             bail!("--sort-memory is for --index sorted")
         }
-        (Some(s), IndexArg::Sorted) => Some(util::parse_size(s, "--sort-memory")?),
+        (Some(s), IndexArg::Sorted) => match util::parse_size(s, "--sort-memory")? {
+            0 => bail!("--sort-memory must be more than 0"),
+            n => Some(n),
+        },
         (None, IndexArg::Sorted) => Some(sluice_remote::default_sort_memory()),
         (None, _) => None,
     };
