@@ -118,14 +118,67 @@ pub trait ServerLoad {
 
 /// The sink of a [`ServerLoad`].
 pub trait ServerSink<'a>: Sink<'a> {
+    /// How the sink shares its rows out, and what it committed.
+    fn sharing(&self) -> &Sharing;
     /// Whether any connection committed anything (then a failed load
     /// must not drop the table it created: the next run settles it).
-    fn any_committed(&self) -> bool;
+    fn any_committed(&self) -> bool {
+        self.sharing().parts_committed > 0
+    }
     /// Connections a group uses.
-    fn connections(&self) -> usize;
+    fn connections(&self) -> usize {
+        self.sharing().plan().connections
+    }
     /// When the rows went in key order: the most sorted runs a
     /// connection sent in one group (1: each group's share in one run).
-    fn sorted_runs(&self) -> Option<u64>;
+    fn sorted_runs(&self) -> Option<u64> {
+        let s = self.sharing();
+        s.plan().sort_bytes.map(|_| s.sorted_runs)
+    }
+}
+
+/// What both server sinks keep of how a load's rows are shared out among
+/// connections, and of what they committed.
+pub struct Sharing {
+    pub(crate) schema: Schema,
+    pub(crate) unique: Unique,
+    /// Connections asked for.
+    pub(crate) connections: usize,
+    /// See [`ServerLoad::sink`].
+    pub(crate) sort_bytes: Option<usize>,
+    /// The most sorted runs a connection sent in one group.
+    pub(crate) sorted_runs: u64,
+    /// Parts committed (of any group).
+    pub(crate) parts_committed: u64,
+}
+
+impl Sharing {
+    pub(crate) fn new(
+        schema: &Schema,
+        unique: Unique,
+        connections: usize,
+        sort_bytes: Option<usize>,
+    ) -> Sharing {
+        Sharing {
+            schema: schema.clone(),
+            unique,
+            connections: connections.max(1),
+            sort_bytes,
+            sorted_runs: 0,
+            parts_committed: 0,
+        }
+    }
+
+    /// How a group's rows go.
+    pub(crate) fn plan(&self) -> Plan {
+        self.unique
+            .plan(&self.schema, self.connections, self.sort_bytes)
+    }
+
+    /// Notes the sorted runs each connection of a group sent.
+    pub(crate) fn joined(&mut self, runs: impl Iterator<Item = u64>) {
+        self.sorted_runs = self.sorted_runs.max(runs.max().unwrap_or(0));
+    }
 }
 
 /// The unique indexes of a target table: how its rows may be shared out

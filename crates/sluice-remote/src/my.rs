@@ -56,7 +56,7 @@ use sluice::store::LoadedFile;
 use sluice::{Error, Result};
 
 use crate::fanout::{Fanout, PartFailure, PartResult, Queue};
-use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Unique, table_tag};
+use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Sharing, Unique, table_tag};
 
 /// Bytes of rows a LOCAL INFILE handler encodes before writing them.
 const WRITE_BYTES: usize = 1 << 20;
@@ -721,13 +721,13 @@ impl ServerLoad for MyLoad {
                 row,
             },
             inserts: self.inserts,
-            schema: schema.clone(),
-            connections: connections.max(1),
-            sort_bytes,
-            sorted_runs: 0,
-            unique: self.existing.as_ref().map_or(Unique::None, |t| t.unique),
+            share: Sharing::new(
+                schema,
+                self.existing.as_ref().map_or(Unique::None, |t| t.unique),
+                connections,
+                sort_bytes,
+            ),
             tag: self.tag.clone(),
-            parts_committed: 0,
             next_commit: last.unwrap_or(0) as u64 + 1,
             created: self.created,
             inputs: &[],
@@ -838,17 +838,9 @@ pub struct MySink<'a> {
     load_sql: String,
     insert: Insert,
     inserts: bool,
-    schema: Schema,
-    connections: usize,
-    /// See [`ServerLoad::sink`].
-    sort_bytes: Option<usize>,
-    /// The most sorted runs a connection sent in one group.
-    sorted_runs: u64,
-    unique: Unique,
+    share: Sharing,
     /// See [`MyLoad`].
     tag: String,
-    /// Parts committed (of any group).
-    parts_committed: u64,
     next_commit: u64,
     created: bool,
     inputs: &'a [Input],
@@ -866,28 +858,14 @@ impl MySink<'_> {
             return Ok(());
         };
         self.parts = g.join(&self.provenance, self.inputs)?;
-        let runs = self.parts.iter().map(|p| p.runs).max().unwrap_or(0);
-        self.sorted_runs = self.sorted_runs.max(runs);
+        self.share.joined(self.parts.iter().map(|p| p.runs));
         Ok(())
     }
 }
 
 impl<'a> ServerSink<'a> for MySink<'a> {
-    fn any_committed(&self) -> bool {
-        self.parts_committed > 0
-    }
-
-    fn connections(&self) -> usize {
-        self.unique
-            .plan(&self.schema, self.connections, self.sort_bytes)
-            .connections
-    }
-
-    fn sorted_runs(&self) -> Option<u64> {
-        self.unique
-            .plan(&self.schema, self.connections, self.sort_bytes)
-            .sort_bytes
-            .map(|_| self.sorted_runs)
+    fn sharing(&self) -> &Sharing {
+        &self.share
     }
 }
 
@@ -902,9 +880,7 @@ impl<'a> Sink<'a> for MySink<'a> {
         } else {
             How::LoadData(self.load_sql.clone())
         };
-        let plan = self
-            .unique
-            .plan(&self.schema, self.connections, self.sort_bytes);
+        let plan = self.share.plan();
         self.group = Some(Fanout::start(
             plan.connections,
             "sluice-load",
@@ -999,7 +975,7 @@ impl<'a> Sink<'a> for MySink<'a> {
                     "committing: {done} of {parts} connections committed before this failed; the same command run again commits the rest of the group"
                 ))));
             }
-            self.parts_committed += 1;
+            self.share.parts_committed += 1;
             crate::fault_after_part_commit();
         }
         self.next_commit += 1;

@@ -55,7 +55,7 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::fanout::{Fanout, PartFailure, PartResult, Queue};
-use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Unique};
+use crate::{LOCK_WAIT_SECONDS, ServerLoad, ServerSink, Sharing, Unique};
 
 /// Bytes of encoded rows sent to the server in one message.
 const FLUSH_BYTES: usize = 4 << 20;
@@ -653,11 +653,12 @@ impl PgLoad {
                 "COPY {} ({columns}) FROM STDIN (FORMAT binary)",
                 quote_ident(&self.table)
             ),
-            schema: schema.clone(),
-            connections: connections.max(1),
-            sort_bytes,
-            sorted_runs: 0,
-            unique: self.existing.as_ref().map_or(Unique::None, |t| t.unique),
+            share: Sharing::new(
+                schema,
+                self.existing.as_ref().map_or(Unique::None, |t| t.unique),
+                connections,
+                sort_bytes,
+            ),
             next_commit: last as u64 + 1,
             created: self.created,
             inputs: &[],
@@ -665,7 +666,6 @@ impl PgLoad {
             group: None,
             parts: Vec::new(),
             committed: 0,
-            parts_committed: 0,
         })
     }
 
@@ -786,21 +786,8 @@ impl ServerLoad for PgLoad {
 }
 
 impl<'a> ServerSink<'a> for PgSink<'a> {
-    fn any_committed(&self) -> bool {
-        self.parts_committed > 0
-    }
-
-    fn connections(&self) -> usize {
-        self.unique
-            .plan(&self.schema, self.connections, self.sort_bytes)
-            .connections
-    }
-
-    fn sorted_runs(&self) -> Option<u64> {
-        self.unique
-            .plan(&self.schema, self.connections, self.sort_bytes)
-            .sort_bytes
-            .map(|_| self.sorted_runs)
+    fn sharing(&self) -> &Sharing {
+        &self.share
     }
 }
 
@@ -818,13 +805,7 @@ pub struct PgSink<'a> {
     target: PgTarget,
     table: String,
     copy_sql: String,
-    schema: Schema,
-    connections: usize,
-    /// See [`ServerLoad::sink`].
-    sort_bytes: Option<usize>,
-    /// The most sorted runs a connection sent in one group.
-    sorted_runs: u64,
-    unique: Unique,
+    share: Sharing,
     next_commit: u64,
     created: bool,
     inputs: &'a [Input],
@@ -834,8 +815,6 @@ pub struct PgSink<'a> {
     parts: Vec<Part>,
     /// Groups committed.
     committed: u64,
-    /// Parts committed (of any group).
-    parts_committed: u64,
 }
 
 impl PgSink<'_> {
@@ -846,8 +825,7 @@ impl PgSink<'_> {
             return Ok(());
         };
         self.parts = g.join(&self.provenance, self.inputs)?;
-        let runs = self.parts.iter().map(|p| p.runs).max().unwrap_or(0);
-        self.sorted_runs = self.sorted_runs.max(runs);
+        self.share.joined(self.parts.iter().map(|p| p.runs));
         Ok(())
     }
 
@@ -866,9 +844,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
         self.parts.clear();
         // Connections are opened here, in parallel, by their threads.
         let (target, sql) = (self.target.clone(), self.copy_sql.clone());
-        let plan = self
-            .unique
-            .plan(&self.schema, self.connections, self.sort_bytes);
+        let plan = self.share.plan();
         self.group = Some(Fanout::start(
             plan.connections,
             "sluice-copy",
@@ -973,7 +949,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
                 ))));
             }
             done += 1;
-            self.parts_committed += 1;
+            self.share.parts_committed += 1;
             crate::fault_after_part_commit();
         }
         self.next_commit += 1;

@@ -126,9 +126,11 @@ pub fn document(scenario: &str, dir: &Path, results: Vec<Value>) -> Value {
     let date = chrono::DateTime::from_timestamp(now as i64, 0)
         .map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_default();
-    // The binary as `sluice`: where it lies says nothing about the figures.
+    // The binary as `sluice`: where it lies says nothing about the figures;
+    // nor do the machine's directories (the files are published).
+    let cwd = std::env::current_dir().unwrap_or_default();
     let command: Vec<String> = std::iter::once("sluice".to_string())
-        .chain(std::env::args().skip(1))
+        .chain(std::env::args().skip(1).map(|a| shown_arg(&a, &cwd)))
         .collect();
     json!({
         "format": FORMAT,
@@ -141,6 +143,29 @@ pub fn document(scenario: &str, dir: &Path, results: Vec<Value>) -> Value {
         "machine": machine(dir),
         "results": results,
     })
+}
+
+/// An argument as a results file shows it: an absolute path relative to
+/// `cwd` when under it, else its last two components (`/srv/x/bench-data`
+/// → `x/bench-data`): enough to tell runs apart, nothing of the machine.
+fn shown_arg(arg: &str, cwd: &Path) -> String {
+    let (prefix, path) = match arg.split_once('=') {
+        Some((k, v)) if k.starts_with("--") => (format!("{k}="), v),
+        _ => (String::new(), arg),
+    };
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return arg.to_string();
+    }
+    if let Ok(rel) = p.strip_prefix(cwd)
+        && !cwd.as_os_str().is_empty()
+    {
+        let rel = rel.display().to_string();
+        return format!("{prefix}{}", if rel.is_empty() { "." } else { &rel });
+    }
+    let tail: Vec<_> = p.components().rev().take(2).collect();
+    let tail: std::path::PathBuf = tail.into_iter().rev().collect();
+    format!("{prefix}{}", tail.display())
 }
 
 /// Writes `doc` to `path` (its directory made when missing), atomically.
@@ -158,6 +183,20 @@ pub fn write(path: &Path, doc: &Value) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn recorded_commands_show_no_directories_of_the_machine() {
+        let cwd = Path::new("/home/ann/sluice");
+        assert_eq!(shown_arg("--runs", cwd), "--runs");
+        assert_eq!(shown_arg("bench-data", cwd), "bench-data");
+        assert_eq!(shown_arg("/home/ann/sluice/out/a.json", cwd), "out/a.json");
+        assert_eq!(shown_arg("/srv/data/bench-data", cwd), "data/bench-data");
+        assert_eq!(
+            shown_arg("--dir=/srv/data/bench-data", cwd),
+            "--dir=data/bench-data"
+        );
+        assert_eq!(shown_arg("/home/ann/sluice", cwd), ".");
+    }
+
     use super::*;
 
     #[test]
