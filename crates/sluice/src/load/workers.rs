@@ -292,3 +292,75 @@ fn finish_piece_where(
         rows,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use arrow_schema::DataType as Arrow;
+    use std::sync::Arc;
+
+    /// 200 rows: a key counting down (`k199` .. `k000`), the row's place
+    /// as a number, and a column of three values (dictionary material).
+    fn block() -> RecordBatch {
+        let n = 200;
+        let keys: ArrayRef = Arc::new(StringArray::from(
+            (0..n)
+                .map(|i| format!("k{:03}", n - 1 - i))
+                .collect::<Vec<_>>(),
+        ));
+        let at: ArrayRef = Arc::new(Int64Array::from((0..n as i64).collect::<Vec<_>>()));
+        let few: ArrayRef = Arc::new(StringArray::from(
+            (0..n).map(|i| ["a", "b", "c"][i % 3]).collect::<Vec<_>>(),
+        ));
+        RecordBatch::try_from_iter(vec![("k", keys), ("at", at), ("few", few)]).unwrap()
+    }
+
+    fn cut(sort_rows: bool) -> Cut<'static> {
+        Cut {
+            route: Route::One,
+            shards: 1,
+            key_col: Some(0),
+            check_keys: &[],
+            sort_rows,
+        }
+    }
+
+    #[test]
+    fn sorted_pieces_hold_their_rows_in_key_order_and_name_them() {
+        // Consecutive rows, and rows picked from a larger block (each
+        // row's row in the block: 1000 + its place).
+        let picked: Vec<u32> = (0..200).map(|i| 1000 + i).collect();
+        for rows in [Vec::new(), picked] {
+            let p = finish_piece(&cut(true), 0, block(), Vec::new(), rows.clone()).unwrap();
+            let keys = p.batch.column(0).as_string::<i32>();
+            let at = p.batch.column(1).as_primitive::<Int64Type>();
+            for i in 0..200 {
+                assert_eq!(keys.value(i), format!("k{i:03}"), "row {i} in key order");
+                // The piece's row i came from the block's row `at`.
+                let from = at.value(i) as u32;
+                let want = if rows.is_empty() {
+                    from
+                } else {
+                    rows[from as usize]
+                };
+                assert_eq!(p.rows[i], want);
+            }
+            let kb = p.keys.as_ref().unwrap();
+            assert!((0..200).all(|i| kb.sorted_row(i) == i as u32));
+            assert_eq!(kb.sorted_key(0), b"k000");
+            // Merged pieces must all be alike: no dictionaries.
+            assert_eq!(p.batch.column(2).data_type(), &Arrow::Utf8);
+        }
+        // Unsorted, the rows stay as they came and may be dictionaries.
+        let p = finish_piece(&cut(false), 0, block(), Vec::new(), Vec::new()).unwrap();
+        assert_eq!(p.batch.column(0).as_string::<i32>().value(0), "k199");
+        assert!(p.rows.is_empty());
+        assert!(matches!(
+            p.batch.column(2).data_type(),
+            Arrow::Dictionary(_, _)
+        ));
+    }
+}
