@@ -110,7 +110,8 @@ impl Queue {
         let Some(s) = self.sort.as_mut() else {
             return take(&self.rx);
         };
-        let stopped = || Err(Error::Internal("stopped: the load failed elsewhere".into()));
+        // Said only when nothing else failed (see `Fanout::join`).
+        let stopped = || Err(Error::Cancelled);
         loop {
             if self.failed.load(Ordering::Relaxed) {
                 return stopped();
@@ -459,8 +460,14 @@ impl<P: Send + 'static> Fanout<P> {
         }
         drop(parts);
         // A connection that lost its stream because another failed says
-        // less than the one whose row the server named.
-        failures.sort_by_key(|f| f.row.unwrap_or(u64::MAX));
+        // less than the one whose row the server named, and one that
+        // stopped because another failed says nothing.
+        failures.sort_by_key(|f| {
+            (
+                matches!(f.error, Error::Cancelled),
+                f.row.unwrap_or(u64::MAX),
+            )
+        });
         let first = failures.swap_remove(0);
         Err(match first.row {
             Some(row) if first.from => first.error.context(format!(

@@ -1046,24 +1046,24 @@ fn load_data(conn: &mut Conn, sql: &str, queue: Arc<Mutex<Queue>>) -> PartResult
     let encode_error: Arc<Mutex<Option<Error>>> = Arc::default();
     let (m, ee) = (map.clone(), encode_error.clone());
     conn.set_local_infile_handler(Some(LocalInfileHandler::new(move |_, w| {
+        // An error of ours (not the server's) is kept as it is, for the
+        // part's failure.
+        let keep = |e: Error| {
+            let msg = e.to_string();
+            if let Ok(mut slot) = ee.lock() {
+                *slot = Some(e);
+            }
+            std::io::Error::other(msg)
+        };
         let mut buf = Vec::with_capacity(WRITE_BYTES + WRITE_BYTES / 4);
         let mut queue = queue
             .lock()
             .map_err(|_| std::io::Error::other("the load queue is poisoned"))?;
-        while let Some(job) = queue
-            .next()
-            .map_err(|e| std::io::Error::other(e.to_string()))?
-        {
+        while let Some(job) = queue.next().map_err(keep)? {
             if let Ok(mut m) = m.lock() {
                 m.push(&job);
             }
-            if let Err(e) = encode_tsv(&job.batch, &mut buf) {
-                let msg = e.to_string();
-                if let Ok(mut slot) = ee.lock() {
-                    *slot = Some(e);
-                }
-                return Err(std::io::Error::other(msg));
-            }
+            encode_tsv(&job.batch, &mut buf).map_err(keep)?;
             if buf.len() >= WRITE_BYTES {
                 w.write_all(&buf)?;
                 buf.clear();
