@@ -40,6 +40,10 @@ enum Command {
     /// Load CSV, TSV or JSON files into a table (created by the first load)
     #[command(after_help = commands::load::EXAMPLES)]
     Load(commands::load::LoadArgs),
+    /// Convert CSV, TSV or JSON files straight to a Parquet dataset (no
+    /// table), optionally in buckets by a key's hash, the key checked unique
+    #[command(after_help = commands::load::convert::EXAMPLES)]
+    Convert(commands::load::convert::ConvertArgs),
     /// List tables with their schema, rows, bytes on disk and segments
     #[command(
         after_help = "Examples:\n  sluice info\n  sluice info trips --json\n  sluice info trips --loads     # each commit of a load and its input files"
@@ -156,6 +160,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli, db_given: bool) -> Result<()> {
     match cli.command {
         Command::Load(args) => commands::load::run(&cli.db, cli.threads, cli.quiet, args),
+        Command::Convert(args) => commands::load::convert::run(cli.threads, cli.quiet, args),
         Command::Info { table, json, loads } => {
             commands::info::run(&cli.db, table.as_deref(), json, loads)
         }

@@ -110,6 +110,16 @@ pub enum Error {
         second: String,
     },
 
+    /// Two rows of a dataset being written (`sluice convert --key`) with
+    /// the same key.
+    #[error("duplicate key {key} in {dataset}: {second} repeats the key of {first}")]
+    DuplicateKeyIn {
+        dataset: String,
+        key: String,
+        first: String,
+        second: String,
+    },
+
     /// The new manifest is in place (readers see the commit) but making
     /// it durable failed: the files it names are kept.
     #[error("committed, but the commit may not survive a crash: {0}")]
@@ -216,7 +226,7 @@ impl Error {
             Error::Locked { .. } => "55006",
             Error::Corrupt { .. } => "XX001",
             Error::Io { .. } | Error::ShardMissing { .. } | Error::NotDurable(_) => "58030",
-            Error::DuplicateKey { .. } => "23505",
+            Error::DuplicateKey { .. } | Error::DuplicateKeyIn { .. } => "23505",
             _ => "XX000",
         }
     }

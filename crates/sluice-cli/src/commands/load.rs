@@ -21,6 +21,7 @@ use sluice::store::Database;
 
 use crate::util;
 
+pub mod convert;
 mod into;
 
 /// The examples of `--help`.
@@ -52,6 +53,89 @@ pub struct LoadArgs {
     /// Files, directories, glob patterns, or - for standard input
     #[arg(required = true)]
     inputs: Vec<String>,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// What a row whose key is already in the table (or earlier in the
+    /// load) does: error (the default: the load fails, nothing is
+    /// committed) or skip (the first row is kept, later ones counted)
+    #[arg(long, value_enum, default_value = "error")]
+    on_duplicate: OnDuplicateArg,
+    /// Compression of a new table's segments: none (the default: fastest
+    /// queries, files mapped without copying) or zstd (smaller files)
+    #[arg(long, value_name = "none|zstd")]
+    compression: Option<String>,
+    /// Shards of a new table (1 to 256): each holds its own segments and
+    /// key index, loaded in one atomic commit; queries fan out over all,
+    /// a lookup by key reads one
+    #[arg(long, value_name = "N")]
+    shards: Option<u32>,
+    /// The column whose value's hash picks a row's shard (default: the
+    /// primary key; without one, rows are dealt round-robin). A keyed
+    /// table is sharded by its key
+    #[arg(long, value_name = "COLUMN")]
+    shard_by: Option<String>,
+    /// Directories for the shards of a new table, comma-separated: shard i
+    /// goes to DIR(i mod count), e.g. one per disk (default: inside the
+    /// database directory)
+    #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
+    shard_paths: Vec<PathBuf>,
+    /// Commit in groups of whole files: after SIZE of input (1GiB),
+    /// N files (1000files) or a time (10min); 'all' for one commit. Each
+    /// commit records its files: run the same load again after a crash or
+    /// Ctrl-C and it loads only the rest
+    #[arg(long, value_name = "SIZE|Nfiles|TIME|all", default_value = "1GiB")]
+    commit_every: String,
+    /// Load again the input files that changed since an earlier commit
+    /// loaded them (without it, a changed file is an error; the rows
+    /// loaded from it before stay)
+    #[arg(long, conflicts_with = "reload")]
+    reload_changed: bool,
+    /// Load every input file, also those an earlier commit loaded
+    #[arg(long)]
+    reload: bool,
+    /// Load into a table of a PostgreSQL server instead of the sluice
+    /// database: postgresql://user@host[:port]/database. The rows go as
+    /// binary COPY over --connections connections; each commit group is
+    /// published once, also across crashes (the journal is the server's
+    /// table sluice_load_journal: the same command run again loads the
+    /// rest). A new table is created from the schema (given or inferred),
+    /// its primary key made as --index says. mariadb:// and mysql:// URLs
+    /// load with LOAD DATA LOCAL INFILE. The password: in the URL,
+    /// --password-file, PGPASSWORD or MYSQL_PWD
+    #[arg(long, value_name = "URL")]
+    into: Option<String>,
+    /// --into: a file whose first line is the password
+    #[arg(long, value_name = "FILE", requires = "into")]
+    password_file: Option<PathBuf>,
+    /// --into: connections that load in parallel (default: the cores of
+    /// this machine, at most 8)
+    #[arg(long, value_name = "N", requires = "into")]
+    connections: Option<usize>,
+    /// --into: when a new table gets its primary key (--key). after: the
+    /// rows go into a table without it, then ALTER TABLE ... ADD PRIMARY
+    /// KEY (PostgreSQL's default). first: the table is made with it, rows
+    /// in input order. sorted: the table is made with it and each
+    /// connection sends its rows of a commit group in key order, sorted
+    /// in memory (see --sort-memory; MariaDB's default: InnoDB appends to
+    /// its index instead of splitting pages). An existing table with a
+    /// one-column unique key gets its rows in key order with sorted
+    #[arg(long, value_enum, value_name = "after|first|sorted", requires = "into")]
+    index: Option<IndexArg>,
+    /// --into: the same as --index first
+    #[arg(long, requires = "into", conflicts_with = "index", hide = true)]
+    index_first: bool,
+    /// --into --index sorted: memory for the rows being sorted (1GiB,
+    /// 512MB, ...), shared by the connections; a commit group larger than
+    /// this goes as several sorted runs (default: a quarter of this
+    /// machine's memory)
+    #[arg(long, value_name = "SIZE", requires = "into")]
+    sort_memory: Option<String>,
+}
+
+/// The options of a load that say how to read its inputs and what their
+/// rows are: shared by `sluice load` and `sluice convert`.
+#[derive(Args)]
+pub struct ReadArgs {
     /// Columns of a new table: "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"
     /// (default: inferred from samples of the files, and printed)
     #[arg(long)]
@@ -200,84 +284,9 @@ pub struct LoadArgs {
     /// --schema
     #[arg(long, value_name = "COLUMN")]
     key: Option<String>,
-    /// What a row whose key is already in the table (or earlier in the
-    /// load) does: error (the default: the load fails, nothing is
-    /// committed) or skip (the first row is kept, later ones counted)
-    #[arg(long, value_enum, default_value = "error")]
-    on_duplicate: OnDuplicateArg,
-    /// Compression of a new table's segments: none (the default: fastest
-    /// queries, files mapped without copying) or zstd (smaller files)
-    #[arg(long, value_name = "none|zstd")]
-    compression: Option<String>,
-    /// Shards of a new table (1 to 256): each holds its own segments and
-    /// key index, loaded in one atomic commit; queries fan out over all,
-    /// a lookup by key reads one
-    #[arg(long, value_name = "N")]
-    shards: Option<u32>,
-    /// The column whose value's hash picks a row's shard (default: the
-    /// primary key; without one, rows are dealt round-robin). A keyed
-    /// table is sharded by its key
-    #[arg(long, value_name = "COLUMN")]
-    shard_by: Option<String>,
-    /// Directories for the shards of a new table, comma-separated: shard i
-    /// goes to DIR(i mod count), e.g. one per disk (default: inside the
-    /// database directory)
-    #[arg(long, value_name = "DIR1,DIR2,...", value_delimiter = ',')]
-    shard_paths: Vec<PathBuf>,
-    /// Commit in groups of whole files: after SIZE of input (1GiB),
-    /// N files (1000files) or a time (10min); 'all' for one commit. Each
-    /// commit records its files: run the same load again after a crash or
-    /// Ctrl-C and it loads only the rest
-    #[arg(long, value_name = "SIZE|Nfiles|TIME|all", default_value = "1GiB")]
-    commit_every: String,
-    /// Load again the input files that changed since an earlier commit
-    /// loaded them (without it, a changed file is an error; the rows
-    /// loaded from it before stay)
-    #[arg(long, conflicts_with = "reload")]
-    reload_changed: bool,
-    /// Load every input file, also those an earlier commit loaded
-    #[arg(long)]
-    reload: bool,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
-    /// Load into a table of a PostgreSQL server instead of the sluice
-    /// database: postgresql://user@host[:port]/database. The rows go as
-    /// binary COPY over --connections connections; each commit group is
-    /// published once, also across crashes (the journal is the server's
-    /// table sluice_load_journal: the same command run again loads the
-    /// rest). A new table is created from the schema (given or inferred),
-    /// its primary key made as --index says. mariadb:// and mysql:// URLs
-    /// load with LOAD DATA LOCAL INFILE. The password: in the URL,
-    /// --password-file, PGPASSWORD or MYSQL_PWD
-    #[arg(long, value_name = "URL")]
-    into: Option<String>,
-    /// --into: a file whose first line is the password
-    #[arg(long, value_name = "FILE", requires = "into")]
-    password_file: Option<PathBuf>,
-    /// --into: connections that load in parallel (default: the cores of
-    /// this machine, at most 8)
-    #[arg(long, value_name = "N", requires = "into")]
-    connections: Option<usize>,
-    /// --into: when a new table gets its primary key (--key). after: the
-    /// rows go into a table without it, then ALTER TABLE ... ADD PRIMARY
-    /// KEY (PostgreSQL's default). first: the table is made with it, rows
-    /// in input order. sorted: the table is made with it and each
-    /// connection sends its rows of a commit group in key order, sorted
-    /// in memory (see --sort-memory; MariaDB's default: InnoDB appends to
-    /// its index instead of splitting pages). An existing table with a
-    /// one-column unique key gets its rows in key order with sorted
-    #[arg(long, value_enum, value_name = "after|first|sorted", requires = "into")]
-    index: Option<IndexArg>,
-    /// --into: the same as --index first
-    #[arg(long, requires = "into", conflicts_with = "index", hide = true)]
-    index_first: bool,
-    /// --into --index sorted: memory for the rows being sorted (1GiB,
-    /// 512MB, ...), shared by the connections; a commit group larger than
-    /// this goes as several sorted runs (default: a quarter of this
-    /// machine's memory)
-    #[arg(long, value_name = "SIZE", requires = "into")]
-    sort_memory: Option<String>,
 }
 
 /// When a new server table gets its primary key (`--index`).
@@ -330,14 +339,14 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
     if let Some(kind) = sluice::load::columnar::detect(&inputs, given).map_err(chained)? {
         return run_columnar(db_dir, threads, quiet, &a, &inputs, kind);
     }
-    if a.hive_partitioning {
+    if a.read.hive_partitioning {
         anyhow::bail!(
             "--hive-partitioning applies to Parquet and Arrow input (the first input is text)"
         );
     }
     let mut prepared =
         prepare(db_dir, &a.table, &inputs, &request(&a, threads)).map_err(chained)?;
-    if show_schema(&a, &prepared, quiet) {
+    if show_schema(&a.read, &a.table, &prepared, quiet) {
         return Ok(());
     }
     if prepared.inferred.is_none() && prepared.notes > 0 && !quiet {
@@ -364,9 +373,15 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
     }
     let summary = match result {
         Ok(s) => s,
-        Err(e) => return Err(load_error(e, &a, &prepared)),
+        Err(e) => {
+            return Err(load_error(
+                e,
+                &format!("loading table {}", a.table),
+                &prepared,
+            ));
+        }
     };
-    print_summary(&summary, a.rejects.as_deref(), a.json, quiet)?;
+    print_summary(&summary, a.read.rejects.as_deref(), a.read.json, quiet)?;
     if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
         // Stopped by Ctrl-C: what was read is committed, but the load may
         // not be complete; scripts must not go on as if it were.
@@ -390,8 +405,8 @@ fn run_columnar(
     let req = request(a, threads);
     let plan = sluice::load::columnar::prepare_columnar(db_dir, &a.table, inputs, kind, &req)
         .map_err(chained)?;
-    if a.dry_run {
-        if a.json {
+    if a.read.dry_run {
+        if a.read.json {
             let v = serde_json::json!({
                 "dry_run": true,
                 "table": a.table,
@@ -405,7 +420,7 @@ fn run_columnar(
         }
         return Ok(());
     }
-    if plan.inferred && !quiet && !a.json {
+    if plan.inferred && !quiet && !a.read.json {
         eprintln!("--schema \"{}\"", plan.schema);
     }
     let mut options = plan.options(&req).map_err(chained)?;
@@ -428,14 +443,14 @@ fn run_columnar(
         let e = chained(e);
         e.context(format!("loading {} into {}", kind.name(), a.table))
     })?;
-    if plan.skipped > 0 && !quiet && !a.json {
+    if plan.skipped > 0 && !quiet && !a.read.json {
         println!(
             "skipped {} bookkeeping file{} (_SUCCESS and the like)",
             plan.skipped,
             if plan.skipped == 1 { "" } else { "s" }
         );
     }
-    print_summary(&summary, None, a.json, quiet)?;
+    print_summary(&summary, None, a.read.json, quiet)?;
     if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
         std::io::stdout().flush()?;
         std::process::exit(130);
@@ -455,6 +470,30 @@ fn has_streams(inputs: &[sluice::source::Input]) -> bool {
 
 /// What the options ask of the library's load.
 fn request(a: &LoadArgs, threads: Option<usize>) -> LoadRequest {
+    LoadRequest {
+        on_duplicate: match a.on_duplicate {
+            OnDuplicateArg::Error => OnDuplicate::Error,
+            OnDuplicateArg::Skip => OnDuplicate::Skip,
+        },
+        compression: a.compression.clone(),
+        shards: a.shards,
+        shard_by: a.shard_by.clone(),
+        shard_paths: a.shard_paths.clone(),
+        commit_every: a.commit_every.clone(),
+        reload: if a.reload {
+            Reload::All
+        } else if a.reload_changed {
+            Reload::Changed
+        } else {
+            Reload::None
+        },
+        ..read_request(&a.read, threads)
+    }
+}
+
+/// What the reading options ask of the library's load (the table's own
+/// options at their defaults).
+pub(crate) fn read_request(a: &ReadArgs, threads: Option<usize>) -> LoadRequest {
     LoadRequest {
         schema: a.schema.clone(),
         types: a.types.clone(),
@@ -509,22 +548,13 @@ fn request(a: &LoadArgs, threads: Option<usize>) -> LoadRequest {
         allow_missing_columns: a.allow_missing_columns,
         encoding: a.encoding.clone(),
         key: a.key.clone(),
-        on_duplicate: match a.on_duplicate {
-            OnDuplicateArg::Error => OnDuplicate::Error,
-            OnDuplicateArg::Skip => OnDuplicate::Skip,
-        },
-        compression: a.compression.clone(),
-        shards: a.shards,
-        shard_by: a.shard_by.clone(),
-        shard_paths: a.shard_paths.clone(),
-        commit_every: a.commit_every.clone(),
-        reload: if a.reload {
-            Reload::All
-        } else if a.reload_changed {
-            Reload::Changed
-        } else {
-            Reload::None
-        },
+        on_duplicate: OnDuplicate::Error,
+        compression: None,
+        shards: None,
+        shard_by: None,
+        shard_paths: Vec::new(),
+        commit_every: "all".into(),
+        reload: Reload::None,
         threads,
     }
 }
@@ -542,10 +572,10 @@ fn chained(e: sluice::Error) -> anyhow::Error {
 /// Prints the schema chosen (and how the inputs read): on stdout for
 /// `--dry-run` (then true: the load stops here), else on stderr when it
 /// was inferred.
-fn show_schema(a: &LoadArgs, p: &Prepared, quiet: bool) -> bool {
+fn show_schema(a: &ReadArgs, name: &str, p: &Prepared, quiet: bool) -> bool {
     let (schema, json, format) = (&p.schema, p.json, p.format);
     if a.dry_run && a.json {
-        println!("{}", dry_run_json(&a.table, p));
+        println!("{}", dry_run_json(name, p));
         return true;
     }
     if a.dry_run || (!quiet && p.inferred.is_some()) {
@@ -653,14 +683,14 @@ fn show_schema(a: &LoadArgs, p: &Prepared, quiet: bool) -> bool {
 
 /// The error a failed load ends with, and a hint that fits it when one
 /// does; Ctrl-C while a stream was read exits 130 here.
-fn load_error(e: sluice::Error, a: &LoadArgs, p: &Prepared) -> anyhow::Error {
+fn load_error(e: sluice::Error, what: &str, p: &Prepared) -> anyhow::Error {
     let (sniffed, opts) = (p.sniffed.as_deref(), &p.options);
     match e {
         // Ctrl-C while a stream was read: its group is dropped.
         sluice::Error::Cancelled => {
             eprintln!(
-                "error: loading table {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: nothing of its group was committed",
-                a.table
+                "error: {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: nothing of its group was committed",
+                what
             );
             std::process::exit(130);
         }
@@ -668,8 +698,8 @@ fn load_error(e: sluice::Error, a: &LoadArgs, p: &Prepared) -> anyhow::Error {
             committed, cause, ..
         } if matches!(*cause, sluice::Error::Cancelled) => {
             eprintln!(
-                "error: loading table {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: its group was not committed ({committed} files committed before it; run the same command again to load the rest)",
-                a.table
+                "error: {}: stopped while reading a stream (standard input or a pipe), which may have been cut short: its group was not committed ({committed} files committed before it; run the same command again to load the rest)",
+                what
             );
             std::process::exit(130);
         }
@@ -685,22 +715,18 @@ fn load_error(e: sluice::Error, a: &LoadArgs, p: &Prepared) -> anyhow::Error {
                 },
             );
             anyhow::anyhow!(
-                "loading table {}; nothing was committed: {e}{}",
-                a.table,
+                "{}; nothing was committed: {e}{}",
+                what,
                 hint_line(hint.as_deref())
             )
         }
         e @ (sluice::Error::NotDurable(_)
         | sluice::Error::PartlyLoaded { .. }
-        | sluice::Error::NotWidened { .. }) => {
-            anyhow::Error::new(e).context(format!("loading table {}", a.table))
+        | sluice::Error::NotWidened { .. }) => anyhow::Error::new(e).context(what.to_string()),
+        e if sniffed.is_some() => {
+            anyhow::anyhow!("{}; nothing was committed: {e}{}", what, hint_line(sniffed))
         }
-        e if sniffed.is_some() => anyhow::anyhow!(
-            "loading table {}; nothing was committed: {e}{}",
-            a.table,
-            hint_line(sniffed)
-        ),
-        e => chained(e).context(format!("loading table {}; nothing was committed", a.table)),
+        e => chained(e).context(format!("{}; nothing was committed", what)),
     }
 }
 

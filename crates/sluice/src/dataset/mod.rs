@@ -20,6 +20,7 @@
 //! TIMESTAMP(MICROS, not adjusted to UTC), BOOLEAN, DOUBLE, TEXT as UTF-8
 //! strings.
 
+pub mod convert;
 pub mod hive;
 
 use std::collections::HashMap;
@@ -256,7 +257,7 @@ pub fn export_table(
         .map(|s| (s.count.saturating_sub(1)).to_string().len().max(2))
         .unwrap_or(2);
 
-    let staging = Staging::new(output, opts.overwrite, db.dir())?;
+    let staging = Staging::new(output, opts.overwrite, Some(db.dir()))?;
     let segments: Vec<_> = meta
         .segments
         .iter()
@@ -671,6 +672,18 @@ impl PartFile {
         }
     }
 
+    /// Ends the Parquet row group being built once its encoded columns
+    /// hold `cap` bytes (many files open at once must not each hold a
+    /// large one).
+    fn cap_row_group(&mut self, cap: usize) -> Result<()> {
+        if let Inner::Parquet(w) = &mut self.inner
+            && w.in_progress_size() >= cap
+        {
+            w.flush().map_err(|e| parquet_error(&self.path, e))?;
+        }
+        Ok(())
+    }
+
     /// Bytes in the file so far (Parquet: with what is buffered for the
     /// row group being built, as encoded).
     fn size(&self) -> u64 {
@@ -725,7 +738,8 @@ struct Staging {
 }
 
 impl Staging {
-    fn new(output: &Path, overwrite: bool, db_dir: &Path) -> Result<Staging> {
+    /// `db_dir`: a database the dataset must not be written over.
+    fn new(output: &Path, overwrite: bool, db_dir: Option<&Path>) -> Result<Staging> {
         let name = output
             .file_name()
             .ok_or_else(|| {
@@ -738,12 +752,13 @@ impl Staging {
             .into_owned();
         // Never over (or around) the database itself.
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let db = canon(db_dir);
         let out = match output.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => canon(parent).join(&name),
             _ => canon(Path::new(".")).join(&name),
         };
-        if db.starts_with(&out) {
+        if let Some(db_dir) = db_dir
+            && canon(db_dir).starts_with(&out)
+        {
             return Err(Error::Config(format!(
                 "--output {} holds the database {}; choose another directory",
                 output.display(),

@@ -76,7 +76,7 @@ pub(super) struct Keys {
     /// Sharded tables, for messages: per batch written, (its first row in
     /// the shard, counted from `base_row`; its first row in the load; the
     /// load row of each of its rows after the first, relative to that).
-    pub(super) origin: Vec<(u64, u64, Arc<Vec<u32>>)>,
+    pub(super) origin: Origin,
 }
 
 impl Keys {
@@ -93,14 +93,25 @@ impl Keys {
     /// The load row of row `local` of the shard (counted from
     /// `base_row`).
     pub(super) fn load_row(&self, local: u64) -> u64 {
-        let i = self.origin.partition_point(|o| o.0 <= local);
-        match i.checked_sub(1).map(|i| &self.origin[i]) {
-            Some((first, load_first, rows)) => {
-                let off = (local - first) as usize;
-                load_first + rows.get(off).copied().unwrap_or(off as u32) as u64
-            }
-            None => local,
+        origin_row(&self.origin, local)
+    }
+}
+
+/// Where the rows of one shard (or bucket) came from: per batch written,
+/// (its first row in the shard, its first row in the load, the load row
+/// of each of its rows relative to that; empty: consecutive).
+pub(crate) type Origin = Vec<(u64, u64, Arc<Vec<u32>>)>;
+
+/// The load row of row `local` of a shard whose batches came from
+/// `origin` (rows before its first entry are load rows as they are).
+pub(crate) fn origin_row(origin: &[(u64, u64, Arc<Vec<u32>>)], local: u64) -> u64 {
+    let i = origin.partition_point(|o| o.0 <= local);
+    match i.checked_sub(1).map(|i| &origin[i]) {
+        Some((first, load_first, rows)) => {
+            let off = (local - first) as usize;
+            load_first + rows.get(off).copied().unwrap_or(off as u32) as u64
         }
+        None => local,
     }
 }
 

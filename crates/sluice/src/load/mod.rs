@@ -46,7 +46,7 @@ pub mod columnar;
 mod header;
 mod journal;
 mod json_input;
-mod keys;
+pub(crate) mod keys;
 mod options;
 mod pipeline;
 mod plan;

@@ -36,7 +36,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
             a.on_duplicate == OnDuplicateArg::Skip,
             "--on-duplicate skip",
         ),
-        (a.hive_partitioning, "--hive-partitioning"),
+        (a.read.hive_partitioning, "--hive-partitioning"),
     ] {
         if given {
             bail!(
@@ -80,16 +80,16 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
     let req = request(a, threads);
     let mut prepared =
         prepare_for(pg.existing_schema().cloned(), &inputs, &req).map_err(chained)?;
-    if a.schema.is_some() {
+    if a.read.schema.is_some() {
         pg.check_schema(&prepared.schema).map_err(chained)?;
     }
     // The key the load asks for: --key on an existing table without one
     // adds it after the rows, as for a new table.
     let mut schema = prepared.schema.clone();
-    if let (Some(k), None) = (&a.key, schema.key_column()) {
+    if let (Some(k), None) = (&a.read.key, schema.key_column()) {
         schema.set_key(k).map_err(chained)?;
     }
-    if show_schema(a, &prepared, quiet) {
+    if show_schema(&a.read, &a.table, &prepared, quiet) {
         return Ok(());
     }
     let index = match (a.index, a.index_first) {
@@ -154,7 +154,7 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
             if created && !any_committed {
                 let _ = pg.drop_created();
             }
-            return Err(load_error(e, a, &prepared));
+            return Err(load_error(e, &format!("loading table {table}"), &prepared));
         }
     };
     let stopped = summary.files_left > 0 || stop.load(Ordering::Relaxed);
@@ -211,7 +211,7 @@ fn print_into_summary(
     info: &IntoInfo<'_>,
     quiet: bool,
 ) -> Result<()> {
-    if a.json {
+    if a.read.json {
         let mut v = serde_json::to_value(s)?;
         v["mb_per_s"] = serde_json::json!(s.mb_per_s());
         v["rows_per_s"] = serde_json::json!(s.rows_per_s());
@@ -227,7 +227,7 @@ fn print_into_summary(
         println!("{v}");
         return Ok(());
     }
-    print_summary(s, a.rejects.as_deref(), false, quiet)?;
+    print_summary(s, a.read.rejects.as_deref(), false, quiet)?;
     if quiet || (s.files == 0 && info.key_seconds.is_none()) {
         return Ok(());
     }
