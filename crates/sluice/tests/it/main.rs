@@ -3,6 +3,7 @@
 mod agg_paths;
 mod common;
 mod conformance;
+mod convert;
 mod differential;
 mod json;
 mod keyed;

@@ -1,0 +1,409 @@
+//! `dataset::convert`: text files straight to a dataset. A bucketed
+//! dataset holds, bucket by bucket, the rows of the sharded table the same
+//! files load into; every row arrives once, in input order within each
+//! file sequence; duplicate and NULL keys are named by file and line; a
+//! failed conversion leaves nothing behind.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use proptest::prelude::*;
+use sluice::Error;
+use sluice::dataset::convert::{ConvertOptions, convert};
+use sluice::dataset::{ExportOptions, FileFormat};
+use sluice::load::{Header, LoadOptions, load};
+use sluice::partition::shards_of;
+use sluice::source::Input;
+use sluice::store::Database;
+
+use super::common::{TempDir, rows_of};
+
+type Row = Vec<Option<String>>;
+
+const SCHEMA: &str = "id BIGINT, grp TEXT, price DECIMAL(10,2), qty INT";
+
+/// `n` rows with unique, scrambled ids from row `from` on.
+fn rows(from: u64, n: u64) -> String {
+    let mut s = String::new();
+    for i in from..from + n {
+        let id = (i.wrapping_mul(2_654_435_761) % 1_000_003) as i64 - 500_000;
+        let grp = ["north", "a \"quoted\", name", "", "west"][(i % 4) as usize];
+        let grp = if grp.contains('"') {
+            format!("\"{}\"", grp.replace('"', "\"\""))
+        } else {
+            grp.to_string()
+        };
+        let qty = if i % 11 == 0 {
+            String::new()
+        } else {
+            ((i * 7) % 101).to_string()
+        };
+        s.push_str(&format!("{id},{grp},{}.{:02},{qty}\n", i % 997, i % 100));
+    }
+    s
+}
+
+fn load_opts(key: bool) -> LoadOptions {
+    let schema = if key {
+        SCHEMA.replace("id BIGINT", "id BIGINT PRIMARY KEY")
+    } else {
+        SCHEMA.to_string()
+    };
+    LoadOptions {
+        schema: Some(schema.parse().unwrap()),
+        header: Header::No,
+        // Many blocks: pieces cut by bucket many times.
+        block_size: Some(4096),
+        ..LoadOptions::default()
+    }
+}
+
+fn convert_opts(buckets: u32) -> ConvertOptions {
+    ConvertOptions {
+        files: ExportOptions {
+            // Several files a stream.
+            target_file_size: 8 << 10,
+            row_group_size: 500,
+            ..ExportOptions::default()
+        },
+        buckets,
+        ..ConvertOptions::default()
+    }
+}
+
+fn write_parts(dir: &TempDir, parts: &[String]) -> Vec<Input> {
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Input::File(dir.write(&format!("in-{i}.csv"), p.as_bytes())))
+        .collect()
+}
+
+/// The Parquet files of a dataset by directory (relative, `""`: the
+/// top), each directory's files in name order.
+fn dataset_files(root: &Path) -> BTreeMap<String, Vec<PathBuf>> {
+    let mut out: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                let rel = d
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.entry(rel).or_default().push(p);
+            }
+        }
+    }
+    for files in out.values_mut() {
+        files.sort();
+    }
+    out
+}
+
+fn parquet_rows(p: &Path) -> Vec<Row> {
+    let r = ParquetRecordBatchReaderBuilder::try_new(File::open(p).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+    rows_of(&batches)
+}
+
+/// Per directory, per stream (the files' `part-NNNNN` prefix), its rows
+/// in file order.
+fn streams(root: &Path) -> BTreeMap<(String, String), Vec<Row>> {
+    let mut out: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
+    for (dir, files) in dataset_files(root) {
+        for f in files {
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let stream = name.rsplitn(2, '-').nth(1).unwrap().to_string();
+            out.entry((dir.clone(), stream))
+                .or_default()
+                .extend(parquet_rows(&f));
+        }
+    }
+    out
+}
+
+/// Rows of a table's shard, sorted.
+fn shard_rows(db: &Path, table: &str, shard: u32) -> Vec<Row> {
+    let db = Database::open(db).unwrap();
+    let meta = db.table(table).unwrap().clone();
+    let schema = meta.schema.arrow_schema();
+    let mut rows = Vec::new();
+    for seg in meta.segments.iter().filter(|s| s.shard == shard) {
+        let batches: Vec<_> = db
+            .segment_batches(seg, &schema)
+            .unwrap()
+            .iter()
+            .map(|b| sluice::batch::dict::decode_batch(b, &[]).unwrap())
+            .collect();
+        rows.extend(rows_of(&batches));
+    }
+    rows.sort();
+    rows
+}
+
+/// The input's rows as the dataset holds them (values formatted).
+fn input_rows(text: &str) -> Vec<Row> {
+    let dir = TempDir::new("convert-ref");
+    let f = dir.write("all.csv", text.as_bytes());
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    load(&mut db, "t", &[Input::File(f)], &load_opts(false)).unwrap();
+    super::common::table_rows(&dir.path().join("db"), "t")
+}
+
+fn no_leftovers(parent: &Path) {
+    let hidden: Vec<String> = std::fs::read_dir(parent)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "left behind: {hidden:?}");
+}
+
+#[test]
+fn a_bucketed_dataset_holds_the_sharded_tables_rows_bucket_by_bucket() {
+    let dir = TempDir::new("convert-buckets");
+    let parts: Vec<String> = (0..5).map(|i| rows(i * 400, 400)).collect();
+    let inputs = write_parts(&dir, &parts);
+    let out = dir.path().join("out");
+    let s = convert(&inputs, &out, &load_opts(true), &convert_opts(4)).unwrap();
+    assert_eq!(s.load.rows, 2000);
+    assert_eq!(s.buckets, 4);
+    assert_eq!(s.bucket_by.as_deref(), Some("id"));
+    assert!(out.join("_SUCCESS").is_file());
+    assert!(!out.join("_sluice_keys").exists());
+    let files = dataset_files(&out);
+    assert_eq!(
+        files.keys().cloned().collect::<Vec<_>>(),
+        ["bucket=00", "bucket=01", "bucket=02", "bucket=03"]
+    );
+    let n_files: usize = files.values().map(Vec::len).sum();
+    assert_eq!(s.files as usize, n_files);
+    assert!(n_files > 4, "small target size: several files a bucket");
+
+    let mut o = load_opts(true);
+    o.shards = Some(4);
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    load(&mut db, "t", &inputs, &o).unwrap();
+    drop(db);
+    for b in 0..4u32 {
+        let mut got: Vec<Row> = files[&format!("bucket={b:02}")]
+            .iter()
+            .flat_map(|f| parquet_rows(f))
+            .collect();
+        got.sort();
+        let want = shard_rows(&dir.path().join("db"), "t", b);
+        assert!(!want.is_empty());
+        assert_eq!(got.len(), want.len(), "bucket {b}");
+        assert!(got == want, "bucket {b}: other rows than shard {b}");
+    }
+    // The files say what they hold.
+    let f = &files["bucket=02"][0];
+    let meta = ParquetRecordBatchReaderBuilder::try_new(File::open(f).unwrap())
+        .unwrap()
+        .metadata()
+        .clone();
+    let kv: BTreeMap<String, String> = meta
+        .file_metadata()
+        .key_value_metadata()
+        .unwrap()
+        .iter()
+        .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(kv["sluice.bucket"], "2/4 id");
+    assert_eq!(kv["sluice.key"], "id");
+    no_leftovers(dir.path());
+}
+
+#[test]
+fn duplicate_keys_in_different_files_are_named_by_file_and_line() {
+    // Once with every key in memory, once with a run written per block
+    // (a budget of one byte), so that the duplicate is found against an
+    // earlier run.
+    for budget in [None, Some(1)] {
+        let dir = TempDir::new("convert-dup");
+        let mut parts: Vec<String> = (0..3).map(|i| rows(i * 300, 300)).collect();
+        // Line 200 of the third file repeats line 17 of the first.
+        let first: Vec<&str> = parts[0].lines().collect();
+        let dup_id = first[16].split(',').next().unwrap().to_string();
+        let mut third: Vec<String> = parts[2].lines().map(str::to_string).collect();
+        third[199] = format!("{dup_id},late,1.00,1");
+        parts[2] = third.join("\n") + "\n";
+        let inputs = write_parts(&dir, &parts);
+        let out = dir.path().join("out");
+        let mut o = load_opts(true);
+        o.key_budget = budget;
+        for buckets in [0, 3] {
+            let e = convert(&inputs, &out, &o, &convert_opts(buckets)).unwrap_err();
+            let Error::DuplicateKeyIn {
+                key, first, second, ..
+            } = &e
+            else {
+                panic!("{e}");
+            };
+            assert_eq!(key, &dup_id);
+            assert!(first.ends_with("in-0.csv:17"), "{e}");
+            assert!(second.ends_with("in-2.csv:200"), "{e}");
+            assert!(!out.exists());
+            no_leftovers(dir.path());
+        }
+    }
+}
+
+#[test]
+fn a_null_key_is_named_by_file_and_line() {
+    let dir = TempDir::new("convert-null");
+    let mut text = rows(0, 50);
+    text.push_str(",x,1.00,2\n");
+    let inputs = write_parts(&dir, &[text]);
+    let out = dir.path().join("out");
+    let e = convert(&inputs, &out, &load_opts(true), &convert_opts(2)).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("in-0.csv:51") && msg.contains("NULL"), "{msg}");
+    assert!(!out.exists());
+    no_leftovers(dir.path());
+}
+
+#[test]
+fn a_widened_type_starts_the_dataset_over() {
+    let dir = TempDir::new("convert-widen");
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!("{i},{}\n", if i == 2900 { "2.5" } else { "7" }));
+    }
+    let inputs = write_parts(&dir, &[text]);
+    let out = dir.path().join("out");
+    let o = LoadOptions {
+        schema: Some("id BIGINT, v INT".parse().unwrap()),
+        header: Header::No,
+        block_size: Some(4096),
+        widen: vec!["v".into()],
+        ..LoadOptions::default()
+    };
+    let s = convert(&inputs, &out, &o, &convert_opts(0)).unwrap();
+    assert_eq!(s.load.widened.len(), 1, "{:?}", s.load.widened);
+    let files = dataset_files(&out);
+    let all: Vec<Row> = files
+        .values()
+        .flatten()
+        .flat_map(|f| parquet_rows(f))
+        .collect();
+    assert_eq!(all.len(), 3000, "no file of the first attempt is left");
+    assert!(all.iter().any(|r| r[1].as_deref() == Some("2.5")));
+    assert_eq!(s.files as usize, files.values().map(Vec::len).sum::<usize>());
+}
+
+#[test]
+fn bad_options_are_refused_before_anything_is_written() {
+    let dir = TempDir::new("convert-bad");
+    let inputs = write_parts(&dir, &[rows(0, 10)]);
+    let out = dir.path().join("out");
+    let e = convert(&inputs, &out, &load_opts(false), &convert_opts(4)).unwrap_err();
+    assert!(e.to_string().contains("--key or --bucket-by"), "{e}");
+    let mut c = convert_opts(4);
+    c.bucket_by = Some("nope".into());
+    let e = convert(&inputs, &out, &load_opts(false), &c).unwrap_err();
+    assert!(e.to_string().contains("--bucket-by nope"), "{e}");
+    let mut c = convert_opts(0);
+    c.bucket_by = Some("grp".into());
+    let e = convert(&inputs, &out, &load_opts(false), &c).unwrap_err();
+    assert!(e.to_string().contains("needs --buckets"), "{e}");
+    let e = convert(&inputs, &out, &load_opts(false), &convert_opts(1000)).unwrap_err();
+    assert!(e.to_string().contains("at most 256"), "{e}");
+    assert!(!out.exists());
+    // An output that is a directory of something else stays untouched.
+    std::fs::create_dir_all(out.join("mine")).unwrap();
+    let e = convert(&inputs, &out, &load_opts(false), &convert_opts(0)).unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
+    assert!(out.join("mine").is_dir());
+    no_leftovers(dir.path());
+}
+
+#[test]
+fn csv_and_json_lines_datasets_hold_every_row() {
+    let dir = TempDir::new("convert-text");
+    let text = rows(0, 700);
+    let inputs = write_parts(&dir, std::slice::from_ref(&text));
+    for format in [FileFormat::Csv, FileFormat::Jsonl] {
+        let out = dir.path().join(format!("out-{}", format.extension()));
+        let mut c = convert_opts(2);
+        c.files.format = format;
+        let mut o = load_opts(true);
+        o.threads = Some(2);
+        let s = convert(&inputs, &out, &o, &c).unwrap();
+        assert_eq!(s.load.rows, 700);
+        let mut lines = 0;
+        for d in ["bucket=00", "bucket=01"] {
+            for e in std::fs::read_dir(out.join(d)).unwrap() {
+                let body = std::fs::read_to_string(e.unwrap().path()).unwrap();
+                lines += body.lines().count();
+                if format == FileFormat::Csv {
+                    assert!(body.starts_with("id,grp,price,qty\n"), "{body}");
+                    lines -= 1;
+                } else {
+                    assert!(body.starts_with("{\"id\":"), "{body}");
+                }
+            }
+        }
+        assert_eq!(lines, 700);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Whatever the buckets, threads and blocks: every row once, each in
+    /// the bucket its id hashes to, and each file sequence in input order.
+    #[test]
+    fn every_row_once_in_its_bucket_in_input_order(
+        n in 1u64..1500,
+        files in 1usize..5,
+        buckets in 0u32..7,
+        threads in 1usize..5,
+        block in 1024usize..9000,
+    ) {
+        let dir = TempDir::new("convert-prop");
+        let per = n.div_ceil(files as u64);
+        let parts: Vec<String> = (0..files as u64)
+            .map(|i| rows(i * per, per.min(n.saturating_sub(i * per))))
+            .collect();
+        let inputs = write_parts(&dir, &parts);
+        let out = dir.path().join("out");
+        let mut o = load_opts(buckets > 1);
+        o.threads = Some(threads);
+        o.block_size = Some(block);
+        let s = convert(&inputs, &out, &o, &convert_opts(buckets)).unwrap();
+        prop_assert_eq!(s.load.rows, n);
+        let want = input_rows(&parts.concat());
+        let position: std::collections::HashMap<&Row, usize> =
+            want.iter().enumerate().map(|(i, r)| (r, i)).collect();
+        let mut seen = vec![false; want.len()];
+        for ((d, stream), got) in streams(&out) {
+            let mut last = None;
+            for r in &got {
+                let i = *position.get(r).expect("a row of the input");
+                prop_assert!(!seen[i], "row {} twice", i);
+                seen[i] = true;
+                prop_assert!(last < Some(i), "{}/{} out of input order", d, stream);
+                last = Some(i);
+                if buckets > 1 {
+                    let id: i64 = r[0].as_deref().unwrap().parse().unwrap();
+                    let b = shards_of(&arrow_array::Int64Array::from(vec![id]), buckets).unwrap()[0];
+                    prop_assert_eq!(d.clone(), format!("bucket={b:02}"));
+                } else {
+                    prop_assert_eq!(d.as_str(), "");
+                }
+            }
+        }
+        prop_assert!(seen.iter().all(|&s| s), "a row is missing");
+    }
+}
