@@ -7,8 +7,8 @@
 //!   process has written BYTES of them.
 //! - `merge-before-commit`: a key-index merge aborts the process just
 //!   before its commit (see `store::keyed`).
-//! - `export-abort-after-files=N`: an export aborts the process once it
-//!   has closed N files (see `dataset`).
+//! - `export-abort-after-files=N`: an export or a conversion aborts the
+//!   process once it has closed N files (see `dataset`).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +38,7 @@ pub(crate) fn charge(n: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Counts a file an export closed; aborts the process at the
+/// Counts a file an export (or conversion) closed; aborts the process at the
 /// `export-abort-after-files` count.
 pub(crate) fn export_file_closed() {
     static LIMIT: OnceLock<Option<u64>> = OnceLock::new();

@@ -378,6 +378,7 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
                 e,
                 &format!("loading table {}", a.table),
                 &prepared,
+                "nothing was committed",
             ));
         }
     };
@@ -683,7 +684,7 @@ fn show_schema(a: &ReadArgs, name: &str, p: &Prepared, quiet: bool) -> bool {
 
 /// The error a failed load ends with, and a hint that fits it when one
 /// does; Ctrl-C while a stream was read exits 130 here.
-fn load_error(e: sluice::Error, what: &str, p: &Prepared) -> anyhow::Error {
+fn load_error(e: sluice::Error, what: &str, p: &Prepared, nothing: &str) -> anyhow::Error {
     let (sniffed, opts) = (p.sniffed.as_deref(), &p.options);
     match e {
         // Ctrl-C while a stream was read: its group is dropped.
@@ -714,19 +715,15 @@ fn load_error(e: sluice::Error, what: &str, p: &Prepared) -> anyhow::Error {
                     skip: opts.skip,
                 },
             );
-            anyhow::anyhow!(
-                "{}; nothing was committed: {e}{}",
-                what,
-                hint_line(hint.as_deref())
-            )
+            anyhow::anyhow!("{}; {nothing}: {e}{}", what, hint_line(hint.as_deref()))
         }
         e @ (sluice::Error::NotDurable(_)
         | sluice::Error::PartlyLoaded { .. }
         | sluice::Error::NotWidened { .. }) => anyhow::Error::new(e).context(what.to_string()),
         e if sniffed.is_some() => {
-            anyhow::anyhow!("{}; nothing was committed: {e}{}", what, hint_line(sniffed))
+            anyhow::anyhow!("{what}; {nothing}: {e}{}", hint_line(sniffed))
         }
-        e => chained(e).context(format!("{}; nothing was committed", what)),
+        e => chained(e).context(format!("{what}; {nothing}")),
     }
 }
 

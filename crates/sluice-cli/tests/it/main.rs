@@ -6,6 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod bench_report;
+mod convert;
 mod into_my;
 mod into_pg;
 mod json;

@@ -123,6 +123,12 @@ pub fn convert(
     })
 }
 
+/// Checks the bucket options against the columns (as [`convert`] does
+/// first): a caller may check before it prints or infers more.
+pub fn check_options(schema: &Schema, opts: &ConvertOptions) -> Result<()> {
+    bucket_column(schema, opts).map(|_| ())
+}
+
 /// The column that picks a row's bucket, when bucketed.
 fn bucket_column(schema: &Schema, opts: &ConvertOptions) -> Result<Option<usize>> {
     if opts.buckets > MAX_BUCKETS {
@@ -634,6 +640,7 @@ impl Encoder {
                 {
                     bytes += f.close()?;
                     files += 1;
+                    crate::fault::export_file_closed();
                 }
             }
             if self.abandon.load(Ordering::Relaxed) {
@@ -642,6 +649,7 @@ impl Encoder {
             for (_, f) in open.drain() {
                 bytes += f.close()?;
                 files += 1;
+                crate::fault::export_file_closed();
             }
             Ok(())
         })();

@@ -92,11 +92,7 @@ fn dataset_files(root: &Path) -> BTreeMap<String, Vec<PathBuf>> {
             if p.is_dir() {
                 todo.push(p);
             } else if p.extension().is_some_and(|x| x == "parquet") {
-                let rel = d
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
+                let rel = d.strip_prefix(root).unwrap().to_string_lossy().into_owned();
                 out.entry(rel).or_default().push(p);
             }
         }
@@ -299,7 +295,10 @@ fn a_widened_type_starts_the_dataset_over() {
         .collect();
     assert_eq!(all.len(), 3000, "no file of the first attempt is left");
     assert!(all.iter().any(|r| r[1].as_deref() == Some("2.5")));
-    assert_eq!(s.files as usize, files.values().map(Vec::len).sum::<usize>());
+    assert_eq!(
+        s.files as usize,
+        files.values().map(Vec::len).sum::<usize>()
+    );
 }
 
 #[test]

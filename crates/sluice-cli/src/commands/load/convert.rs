@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
 use clap::Args;
-use sluice::dataset::convert::{ConvertOptions, ConvertSummary, convert};
+use sluice::dataset::convert::{ConvertOptions, ConvertSummary, check_options, convert};
 use sluice::dataset::{Codec, ExportOptions, FileFormat};
 use sluice::load::{Progress, prepare_for};
 
@@ -99,9 +99,6 @@ pub fn run(threads: Option<usize>, quiet: bool, a: ConvertArgs) -> Result<()> {
     }
     let shown = a.output.display().to_string();
     let mut prepared = prepare_for(None, &inputs, &req).map_err(chained)?;
-    if show_schema(&a.read, &shown, &prepared, quiet) {
-        return Ok(());
-    }
     let cancel = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(Progress::default());
     prepared.options.cancel = Some(cancel.clone());
@@ -122,6 +119,10 @@ pub fn run(threads: Option<usize>, quiet: bool, a: ConvertArgs) -> Result<()> {
         bucket_by: a.bucket_by.clone(),
         prefix: a.file_prefix.clone(),
     };
+    check_options(&prepared.schema, &opts).map_err(chained)?;
+    if show_schema(&a.read, &shown, &prepared, quiet) {
+        return Ok(());
+    }
     util::stop_on_ctrl_c(cancel.clone());
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let bar = (!quiet && std::io::stderr().is_terminal())
@@ -142,6 +143,7 @@ pub fn run(threads: Option<usize>, quiet: bool, a: ConvertArgs) -> Result<()> {
                 e,
                 &format!("converting into {shown}"),
                 &prepared,
+                "nothing was written",
             ));
         }
     };

@@ -154,7 +154,12 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
             if created && !any_committed {
                 let _ = pg.drop_created();
             }
-            return Err(load_error(e, &format!("loading table {table}"), &prepared));
+            return Err(load_error(
+                e,
+                &format!("loading table {table}"),
+                &prepared,
+                "nothing was committed",
+            ));
         }
     };
     let stopped = summary.files_left > 0 || stop.load(Ordering::Relaxed);
