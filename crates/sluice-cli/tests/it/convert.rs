@@ -139,6 +139,24 @@ fn dry_run_json_summary_rejects_and_formats() {
         csv(&t.0, "sluice.db", "SELECT id, price FROM p ORDER BY id"),
         "id,price\n1,2.50\n3,4.00\n"
     );
+    // --key beside a --schema without PRIMARY KEY keys it.
+    let out = ok(
+        &t.0,
+        &[
+            "convert",
+            "--dry-run",
+            "--schema",
+            "id INT, price TEXT",
+            "--key",
+            "id",
+            "--buckets",
+            "2",
+            "--output",
+            "k",
+            "a.csv",
+        ],
+    );
+    assert!(out.contains("id INT PRIMARY KEY, price TEXT"), "{out}");
     // JSON lines out; --overwrite replaces the dataset.
     ok(
         &t.0,

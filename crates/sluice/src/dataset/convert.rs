@@ -102,13 +102,18 @@ pub fn convert(
     load: &LoadOptions,
     opts: &ConvertOptions,
 ) -> Result<ConvertSummary> {
-    let Some(schema) = &load.schema else {
+    let Some(mut schema) = load.schema.clone() else {
         return Err(Error::Config(
             "a conversion needs the columns of its rows (a schema)".into(),
         ));
     };
-    bucket_column(schema, opts)?;
+    // The key named apart from the columns (`--key`) is the schema's.
+    if let Some(k) = &load.key {
+        schema.set_key(k)?;
+    }
+    bucket_column(&schema, opts)?;
     let mut load = load.clone();
+    load.schema = Some(schema);
     load.commit_every = CommitEvery::ONCE;
     load.stop = None;
     let mut sink = DatasetSink::new(output, opts)?;
@@ -358,7 +363,7 @@ impl<'a> Sink<'a> for DatasetSink<'a> {
         // The keys are checked while the encoders finish their files.
         g.senders.clear();
         for b in 0..g.keys.len() {
-            g.flush_keys(b, &name)?;
+            g.check_keys(b, &name, true)?;
         }
         let (files, bytes) = g.join()?;
         self.written = (files, bytes);
@@ -460,7 +465,7 @@ impl Group<'_> {
                 let held: usize = self.keys.iter().map(|k| k.bytes).sum();
                 if held > self.key_budget {
                     for b in 0..self.keys.len() {
-                        self.flush_keys(b, name)?;
+                        self.check_keys(b, name, false)?;
                     }
                 }
             }
@@ -490,43 +495,48 @@ impl Group<'_> {
             .unwrap_or_else(|| Error::Internal("a file encoder stopped".into()))
     }
 
-    /// Writes bucket `b`'s gathered keys as a run, checked against its
-    /// earlier runs; a key twice is an error naming both rows.
-    fn flush_keys(&mut self, b: usize, name: &str) -> Result<()> {
+    /// Checks bucket `b`'s gathered keys: against each other and the
+    /// bucket's earlier runs, the keys then written as a run of their
+    /// own, unless `last` and there are no earlier runs (then only merged,
+    /// nothing written). A key twice is an error naming both rows.
+    fn check_keys(&mut self, b: usize, name: &str, last: bool) -> Result<()> {
         let k = &mut self.keys[b];
         if k.batches.is_empty() {
             return Ok(());
         }
-        let dir = self.dir.join(KEYS_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let path = dir.join(format!("{b:03}-{:05}.keys", k.runs.len()));
         let batches = std::mem::take(&mut k.batches);
         k.bytes = 0;
-        let built = crate::index::build_run(&path, &batches, &[], &k.runs, self.workers)?;
+        let conflict = if last && k.runs.is_empty() {
+            crate::index::first_repeat(&batches, self.workers)?
+        } else {
+            let dir = self.dir.join(KEYS_DIR);
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            let path = dir.join(format!("{b:03}-{:05}.keys", k.runs.len()));
+            match crate::index::build_run(&path, &batches, &[], &k.runs, self.workers)? {
+                Built::Run { .. } => {
+                    k.runs.push(Arc::new(Run::open(&path)?));
+                    None
+                }
+                Built::Duplicate(c) => Some(c),
+            }
+        };
         drop(batches);
-        match built {
-            Built::Run { .. } => {
-                let run = Run::open(&path)?;
-                self.keys[b].runs.push(Arc::new(run));
-                Ok(())
-            }
-            Built::Duplicate(c) => {
-                let key_type = self
-                    .key_col
-                    .map(|k| self.schema.columns[k].data_type)
-                    .unwrap_or(DataType::Text);
-                let origin = &self.keys[b].origin;
-                let describe = |local: RowId| {
-                    describe_row(&self.provenance, self.inputs, origin_row(origin, local))
-                };
-                Err(Error::DuplicateKeyIn {
-                    dataset: name.to_string(),
-                    key: crate::index::display_key(key_type, &c.key),
-                    first: describe(c.first),
-                    second: describe(c.second),
-                })
-            }
-        }
+        let Some(c) = conflict else {
+            return Ok(());
+        };
+        let key_type = self
+            .key_col
+            .map(|k| self.schema.columns[k].data_type)
+            .unwrap_or(DataType::Text);
+        let origin = &self.keys[b].origin;
+        let describe =
+            |local: RowId| describe_row(&self.provenance, self.inputs, origin_row(origin, local));
+        Err(Error::DuplicateKeyIn {
+            dataset: name.to_string(),
+            key: crate::index::display_key(key_type, &c.key),
+            first: describe(c.first),
+            second: describe(c.second),
+        })
     }
 
     /// Waits for the encoders (their senders dropped): files and bytes
@@ -583,7 +593,7 @@ fn bucket_properties(
             format!("{b}/{n} {column}"),
         ));
     }
-    base_properties(opts)
+    super::without_key_dictionary(base_properties(opts), schema)
         .set_key_value_metadata(Some(kv))
         .build()
 }

@@ -687,6 +687,62 @@ fn merge_part(
     older: &[Arc<Run>],
 ) -> Result<Result<BlockEncoder, Conflict>> {
     let mut enc = BlockEncoder::new();
+    let merged = merge_keys(batches, lo, hi, older, |key, row, hash| {
+        enc.add(key, row, hash)
+    })?;
+    Ok(merged.map(|()| enc))
+}
+
+/// The first key of `batches` (in key order) that repeats one before it,
+/// found by merging them; nothing is written. Key ranges are merged on up
+/// to `threads` threads. What [`build_run`] finds without a table's or
+/// older runs to check against, at the cost of the merge alone.
+pub fn first_repeat(batches: &[(RowId, KeyBatch)], threads: usize) -> Result<Option<Conflict>> {
+    let total: usize = batches.iter().map(|(_, b)| b.len()).sum();
+    let parts = if threads <= 1 || total < PARALLEL_MIN_KEYS {
+        1
+    } else {
+        total.div_ceil(PART_KEYS).div_ceil(threads) * threads
+    };
+    let bounds = part_bounds(batches, parts);
+    let ranges: Vec<&[Vec<usize>]> = bounds.windows(2).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found: std::sync::Mutex<Vec<(usize, Result<Conflict>)>> = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, ranges.len().max(1)) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(r) = ranges.get(i) else { return };
+                    let outcome = match merge_keys(batches, &r[0], &r[1], &[], |_, _, _| Ok(())) {
+                        Ok(Ok(())) => continue,
+                        Ok(Err(c)) => Ok(c),
+                        Err(e) => Err(e),
+                    };
+                    if let Ok(mut f) = found.lock() {
+                        f.push((i, outcome));
+                    }
+                }
+            });
+        }
+    });
+    let mut found = found
+        .into_inner()
+        .map_err(|_| Error::Internal("a key check panicked".into()))?;
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().next().map(|(_, c)| c).transpose()
+}
+
+/// Merges key range `lo..hi` of each batch, passing each key with its row
+/// and hash to `emit` in key order; stops at the first key that repeats
+/// the one before it or is in an `older` run.
+fn merge_keys(
+    batches: &[(RowId, KeyBatch)],
+    lo: &[usize],
+    hi: &[usize],
+    older: &[Arc<Run>],
+    mut emit: impl FnMut(&[u8], RowId, u64) -> Result<()>,
+) -> Result<Result<(), Conflict>> {
     let mut heap = BinaryHeap::with_capacity(batches.len());
     let head = |b: usize, i: usize| {
         let (base, kb) = &batches[b];
@@ -732,7 +788,7 @@ fn merge_part(
                 }));
             }
         }
-        enc.add(h.key, h.row, h.hash)?;
+        emit(h.key, h.row, h.hash)?;
         match &mut last {
             Some((k, r)) => {
                 k.clear();
@@ -742,7 +798,7 @@ fn merge_part(
             None => last = Some((h.key.to_vec(), h.row)),
         }
     }
-    Ok(Ok(enc))
+    Ok(Ok(()))
 }
 
 /// Merges runs (whose keys never repeat) into one at `path`, by key

@@ -119,7 +119,7 @@ fn streams(root: &Path) -> BTreeMap<(String, String), Vec<Row>> {
     for (dir, files) in dataset_files(root) {
         for f in files {
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            let stream = name.rsplitn(2, '-').nth(1).unwrap().to_string();
+            let stream = name.rsplit_once('-').unwrap().0.to_string();
             out.entry((dir.clone(), stream))
                 .or_default()
                 .extend(parquet_rows(&f));

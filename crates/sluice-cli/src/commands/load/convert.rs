@@ -99,6 +99,11 @@ pub fn run(threads: Option<usize>, quiet: bool, a: ConvertArgs) -> Result<()> {
     }
     let shown = a.output.display().to_string();
     let mut prepared = prepare_for(None, &inputs, &req).map_err(chained)?;
+    // --key beside a --schema without PRIMARY KEY: the schema's key.
+    if let Some(k) = &a.read.key {
+        prepared.schema.set_key(k).map_err(chained)?;
+        prepared.options.schema = Some(prepared.schema.clone());
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(Progress::default());
     prepared.options.cancel = Some(cancel.clone());
