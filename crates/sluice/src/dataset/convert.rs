@@ -674,3 +674,182 @@ impl Encoder {
         }
     }
 }
+
+/// A key found twice in one bucket of a dataset ([`check_bucket`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeat {
+    /// The key in the key index's byte form, and as a message shows it.
+    pub key: Vec<u8>,
+    pub shown: String,
+    /// The files holding the two rows (the earlier first, in file name
+    /// order), and each row's number in its file (0 = its first).
+    pub first: (PathBuf, u64),
+    pub second: (PathBuf, u64),
+}
+
+/// Checks that no key repeats among the Parquet files of directory `dir`
+/// (one bucket of a converted dataset, written by many tasks: a key's
+/// rows all land in one bucket, so that checking each bucket checks the
+/// whole dataset). The key column is the one the files' `sluice.key`
+/// names. Returns the first key found twice, with the files and rows of
+/// both; `None` when every key is unique (or the files have no key).
+pub fn check_bucket(dir: &Path, threads: Option<usize>) -> Result<Option<Repeat>> {
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    let mut batches: Vec<(RowId, KeyBatch)> = Vec::new();
+    // Per file: its first row id.
+    let mut starts: Vec<u64> = Vec::with_capacity(files.len());
+    let mut key_type = None;
+    let mut next: u64 = 0;
+    for f in &files {
+        starts.push(next);
+        let file = std::fs::File::open(f).map_err(|e| Error::io(f, e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| super::parquet_error(f, e))?;
+        let kv = builder.metadata().file_metadata().key_value_metadata();
+        let meta = |name: &str| {
+            kv.and_then(|kv| kv.iter().find(|k| k.key == name))
+                .and_then(|k| k.value.clone())
+        };
+        let (Some(key), Some(schema)) = (meta("sluice.key"), meta("sluice.schema")) else {
+            return Ok(None);
+        };
+        let schema: Schema = schema.parse()?;
+        let k = schema.position(&key).ok_or_else(|| Error::Input {
+            path: f.display().to_string(),
+            message: format!("its key column {key} is not among its columns"),
+        })?;
+        key_type = Some(schema.columns[k].data_type);
+        let leaf = builder
+            .parquet_schema()
+            .columns()
+            .iter()
+            .position(|c| c.name() == key)
+            .ok_or_else(|| Error::Input {
+                path: f.display().to_string(),
+                message: format!("no column {key} in the file"),
+            })?;
+        let mask = ProjectionMask::leaves(builder.parquet_schema(), [leaf]);
+        let reader = builder
+            .with_projection(mask)
+            .build()
+            .map_err(|e| super::parquet_error(f, e))?;
+        for b in reader {
+            let b = b.map_err(|e| Error::Input {
+                path: f.display().to_string(),
+                message: format!("Parquet: {e}"),
+            })?;
+            let n = b.num_rows() as u64;
+            if n > 0 {
+                batches.push((next, KeyBatch::from_array(b.column(0).as_ref())?));
+            }
+            next += n;
+        }
+    }
+    let Some(c) = crate::index::first_repeat(&batches, worker_count(threads))? else {
+        return Ok(None);
+    };
+    let at = |row: RowId| {
+        let i = starts.partition_point(|&s| s <= row) - 1;
+        (files[i].clone(), row - starts[i])
+    };
+    Ok(Some(Repeat {
+        shown: crate::index::display_key(key_type.unwrap_or(DataType::Text), &c.key),
+        key: c.key,
+        first: at(c.first),
+        second: at(c.second),
+    }))
+}
+
+/// Where the rows of `inputs` whose key (`load`'s schema's key column,
+/// or `load.key`) is `key` (in the key index's byte form, as
+/// [`Repeat::key`]) come from, as messages name rows (`file:line`), in
+/// input order: after a repeat found in a bucket, the lines of the input
+/// files of the tasks that wrote the two rows.
+pub fn locate_key(inputs: &[Input], load: &LoadOptions, key: &[u8]) -> Result<Vec<String>> {
+    let Some(mut schema) = load.schema.clone() else {
+        return Err(Error::Config("locating a key needs the schema".into()));
+    };
+    if let Some(k) = &load.key {
+        schema.set_key(k)?;
+    }
+    let mut load = load.clone();
+    load.schema = Some(schema);
+    load.commit_every = CommitEvery::ONCE;
+    load.rejects = None;
+    let mut sink = Locate {
+        key: key.to_vec(),
+        inputs: &[],
+        provenance: Vec::new(),
+        found: Vec::new(),
+    };
+    load_into(&mut sink, "locate", inputs, &load)?;
+    Ok(sink.found)
+}
+
+/// The sink of [`locate_key`]: rows of one key named, nothing kept.
+struct Locate<'a> {
+    key: Vec<u8>,
+    inputs: &'a [Input],
+    provenance: Vec<Provenance>,
+    found: Vec<String>,
+}
+
+impl<'a> Sink<'a> for Locate<'a> {
+    fn begin(&mut self, opts: &LoadOptions, inputs: &'a [Input]) -> Result<Layout> {
+        let schema = opts
+            .schema
+            .clone()
+            .ok_or_else(|| Error::Config("locating a key needs the schema".into()))?;
+        let key = schema
+            .key_column()
+            .ok_or_else(|| Error::Config("locating a key needs a key column".into()))?;
+        self.inputs = inputs;
+        self.provenance.clear();
+        self.found.clear();
+        let mut layout = Layout::plain(schema);
+        layout.key = Some(key);
+        layout.provenance = true;
+        Ok(layout)
+    }
+
+    fn write(&mut self, rows: Rows<'_>) -> Result<u64> {
+        self.provenance.extend(rows.provenance.iter().cloned());
+        let mut n = 0;
+        for p in rows.pieces {
+            if let Some(kb) = &p.keys {
+                let mut rows_found: Vec<u32> = (0..kb.len())
+                    .filter(|&i| kb.sorted_key(i) == self.key.as_slice())
+                    .map(|i| kb.sorted_row(i))
+                    .collect();
+                rows_found.sort_unstable();
+                for r in rows_found {
+                    let block_row = p.rows.get(r as usize).copied().unwrap_or(r);
+                    self.found.push(describe_row(
+                        &self.provenance,
+                        self.inputs,
+                        rows.first_row + u64::from(block_row),
+                    ));
+                }
+            }
+            n += p.batch.num_rows() as u64;
+        }
+        Ok(n)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(&mut self, _group: &GroupFiles<'_>) -> Result<Committed> {
+        Ok(Committed::default())
+    }
+
+    fn abort(&mut self) {}
+}

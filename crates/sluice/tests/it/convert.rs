@@ -406,3 +406,63 @@ proptest! {
         prop_assert!(seen.iter().all(|&s| s), "a row is missing");
     }
 }
+
+/// Two tasks of a distributed load, each converting its share of the
+/// files into buckets of its own, their files then gathered bucket by
+/// bucket: the per-bucket check finds a key both tasks wrote, and each
+/// task's inputs locate its row by file and line.
+#[test]
+fn a_key_written_by_two_tasks_is_found_in_its_bucket_and_located() {
+    use sluice::dataset::convert::{check_bucket, locate_key};
+    let dir = TempDir::new("convert-tasks");
+    let mut parts: Vec<String> = (0..3).map(|i| rows(i * 300, 300)).collect();
+    let first: Vec<&str> = parts[0].lines().collect();
+    let dup_id = first[16].split(',').next().unwrap().to_string();
+    let mut third: Vec<String> = parts[2].lines().map(str::to_string).collect();
+    third[199] = format!("{dup_id},late,1.00,1");
+    parts[2] = third.join("\n") + "\n";
+    let inputs = write_parts(&dir, &parts);
+    let shares = [&inputs[..2], &inputs[2..]];
+    let o = load_opts(true);
+    let merged = dir.path().join("merged");
+    for (task, share) in shares.iter().enumerate() {
+        let out = dir.path().join(format!("task-{task}"));
+        let mut c = convert_opts(3);
+        c.prefix = format!("part-{task:05}");
+        convert(share, &out, &o, &c).unwrap();
+        for b in 0..3 {
+            let to = merged.join(format!("bucket={b:02}"));
+            std::fs::create_dir_all(&to).unwrap();
+            for e in std::fs::read_dir(out.join(format!("bucket={b:02}"))).unwrap() {
+                let p = e.unwrap().path();
+                std::fs::rename(&p, to.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let key = sluice::index::encode_i64(dup_id.parse().unwrap());
+    let home = sluice::partition::shard_of_key(&key, 3);
+    for b in 0..3u32 {
+        let found = check_bucket(&merged.join(format!("bucket={b:02}")), Some(2)).unwrap();
+        if b != home {
+            assert_eq!(found, None, "bucket {b}");
+            continue;
+        }
+        let r = found.expect("the repeated key");
+        assert_eq!(r.shown, dup_id);
+        assert_eq!(r.key, key.to_vec());
+        let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name(&r.first.0).starts_with("part-00000-"), "{r:?}");
+        assert!(name(&r.second.0).starts_with("part-00001-"), "{r:?}");
+        // The rows hold the key.
+        for (f, row) in [&r.first, &r.second] {
+            let rows = parquet_rows(f);
+            assert_eq!(rows[*row as usize][0].as_deref(), Some(dup_id.as_str()));
+        }
+        let a = locate_key(shares[0], &o, &r.key).unwrap();
+        let b2 = locate_key(shares[1], &o, &r.key).unwrap();
+        assert_eq!(a.len(), 1, "{a:?}");
+        assert!(a[0].ends_with("in-0.csv:17"), "{a:?}");
+        assert_eq!(b2.len(), 1, "{b2:?}");
+        assert!(b2[0].ends_with("in-2.csv:200"), "{b2:?}");
+    }
+}
