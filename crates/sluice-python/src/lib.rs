@@ -12,12 +12,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use sluice::store::Snapshots;
 
+mod convert;
 mod errors;
 mod export;
 mod load;
 
 use errors::{Phase, to_py};
 pub use export::QueryResult;
+pub use convert::ConvertSummary;
 pub use load::LoadSummary;
 
 /// A sluice database directory. Queries read the last commit; each load
@@ -261,6 +263,12 @@ fn sluice_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Database>()?;
     m.add_class::<QueryResult>()?;
     m.add_class::<LoadSummary>()?;
+    m.add_class::<ConvertSummary>()?;
+    m.add_function(wrap_pyfunction!(convert::_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_infer, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_check_bucket, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_locate_key, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_expand, m)?)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

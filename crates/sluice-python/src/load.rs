@@ -105,7 +105,7 @@ impl LoadSummary {
 
 /// The value of `choices` named `given`; else a ValueError in the words
 /// of `expected` (`"skip" or "null"`).
-fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)], expected: &str) -> PyResult<T> {
+pub(crate) fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)], expected: &str) -> PyResult<T> {
     choices
         .iter()
         .find(|(n, _)| *n == given)
@@ -116,7 +116,7 @@ fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)], expected: &st
 /// The options dict (names of `sluice load`'s long options, `_` for `-`)
 /// as a [`LoadRequest`]. The Python layer has checked the names and
 /// turned values into strings, ints and bools.
-fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<LoadRequest> {
+pub(crate) fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<LoadRequest> {
     let mut r = LoadRequest {
         threads,
         ..LoadRequest::default()

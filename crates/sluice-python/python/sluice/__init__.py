@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable, Iterable, Optional, Union
 
 from ._sluice import (
+    ConvertSummary,
     CorruptError,
     Database as _Database,
     Error,
@@ -27,6 +28,8 @@ from ._sluice import (
     QueryError,
     Result,
     __version__,
+    _convert,
+    _infer,
 )
 
 __all__ = [
@@ -34,6 +37,9 @@ __all__ = [
     "Database",
     "Result",
     "LoadSummary",
+    "ConvertSummary",
+    "convert",
+    "infer",
     "Error",
     "LoadError",
     "QueryError",
@@ -250,6 +256,103 @@ class Database(_Database):
         finally:
             if draw is not None:
                 draw.close()  # type: ignore[attr-defined]
+
+
+# Keyword arguments of convert beyond those in its signature: the
+# reading options of `sluice load` and the file options of `sluice
+# convert`, with "_" for "-".
+_CONVERT_OPTIONS = (_LOAD_OPTIONS - {"on_duplicate", "shard_by", "shard_paths", "reload", "compression"}) | frozenset(
+    "output_format compression row_group_size target_file_size file_prefix overwrite bucket_by".split()
+)
+
+
+def _inputs(data: Any, what: str) -> list:
+    if isinstance(data, (str, os.PathLike)):
+        inputs = [os.fspath(data)]
+    elif isinstance(data, Iterable) and not isinstance(data, (bytes, dict)):
+        inputs = [os.fspath(p) for p in data]
+    else:
+        raise TypeError(f"{what}() takes a path, a glob, a directory or a list of them, not {type(data).__name__}")
+    if any(p == "-" for p in inputs):
+        raise ValueError('"-" (standard input) is for the sluice command; pass a path')
+    return inputs
+
+
+def _convert_opts(what: str, options: dict) -> dict:
+    unknown = sorted(set(options) - _CONVERT_OPTIONS - {"schema", "key", "buckets", "format", "on_error", "rejects"})
+    if unknown:
+        raise TypeError(
+            f"{what}() got an unexpected keyword argument {unknown[0]!r} "
+            f"(the options are those of `sluice convert`: {', '.join(sorted(_CONVERT_OPTIONS))})"
+        )
+    if options.get("on_error") not in (None, "abort", "skip"):
+        raise ValueError(f'on_error must be "abort" or "skip", not {options["on_error"]!r}')
+    if options.get("tsv") and options.get("delimiter") is not None:
+        raise TypeError("tsv=True and delimiter= both give the delimiter; give one")
+    extra = {}
+    for name in ("buckets", "row_group_size"):
+        if options.get(name) is not None:
+            extra[name] = int(options.pop(name))
+    if options.get("overwrite") is not None:
+        extra["overwrite"] = bool(options.pop("overwrite"))
+    opts = _options(**options)
+    opts.update(extra)
+    return opts
+
+
+def convert(
+    data: Any,
+    output: Union[str, os.PathLike],
+    *,
+    schema: Optional[str] = None,
+    key: Optional[str] = None,
+    buckets: Optional[int] = None,
+    threads: Optional[int] = None,
+    progress: bool = False,
+    **options: Any,
+) -> ConvertSummary:
+    """Converts text files (CSV, TSV, JSON) straight into a dataset of
+    Parquet files at directory ``output``, as ``sluice convert`` does: no
+    table in between, every core, the loader's types, rejects, encodings
+    and messages. It is what one task of a Spark or Dask load runs over
+    its share of the files (``sluice.spark.load``, ``sluice.dask.load``).
+
+    ``data``: a path, a glob, a directory, or a list of them. ``schema``:
+    the columns (default: inferred from samples; a distributed load
+    infers once and gives every task the same). ``key``: a column whose
+    values must be unique (checked; a repeat raises ``LoadError`` naming
+    both files and lines). ``buckets=N``: rows go to ``bucket=NN/``
+    directories by the hash of ``bucket_by`` (default: ``key``), the
+    hash by which ``sluice load --shards N`` picks a row's shard.
+
+    The other keyword arguments are the long options of ``sluice
+    convert`` with ``_`` for ``-``: ``tsv=True``, ``delimiter``,
+    ``header``, ``null``, ``types``, ``on_error``, ``rejects``,
+    ``output_format="parquet"`` (or ``"csv"``, ``"jsonl"``),
+    ``compression="zstd"`` (``"snappy"``, ``"none"``),
+    ``target_file_size="512MiB"``, ``file_prefix="part"``,
+    ``overwrite=True``, ...
+
+    The dataset appears whole, with ``_SUCCESS``, or not at all. Ctrl-C
+    stops the conversion (nothing is written) and raises
+    KeyboardInterrupt. Returns a ``ConvertSummary``.
+    """
+    inputs = _inputs(data, "convert")
+    opts = _convert_opts("convert", dict(options, schema=schema, key=key, buckets=buckets))
+    draw = _progress_display(progress)
+    try:
+        return _convert(inputs, os.fspath(output), opts, threads, draw)
+    finally:
+        if draw is not None:
+            draw.close()  # type: ignore[attr-defined]
+
+
+def infer(data: Any, *, threads: Optional[int] = None, **options: Any) -> str:
+    """The schema ``convert`` (or a load into a new table) would use for
+    ``data`` with these options, as a ``schema=`` string: types inferred
+    from samples of the files, ``key=`` made the key."""
+    inputs = _inputs(data, "infer")
+    return _infer(inputs, _convert_opts("infer", dict(options)), threads)
 
 
 def connect(path: Union[str, os.PathLike] = "sluice.db", threads: Optional[int] = None) -> Database:

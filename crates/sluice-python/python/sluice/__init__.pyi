@@ -65,6 +65,44 @@ class LoadSummary:
     @property
     def mb_per_s(self) -> float: ...
 
+class ConvertSummary:
+    """What a conversion did."""
+
+    output: str
+    rows: int
+    bytes: int
+    files: int
+    seconds: float
+    rejected: int
+    threads: int
+    schema: str
+    inferred: bool
+    files_written: int
+    bytes_written: int
+    buckets: int
+    bucket_by: Optional[str]
+    empty_files: List[str]
+    unreadable: List[Tuple[str, str]]
+    @property
+    def mb_per_s(self) -> float: ...
+    def to_dict(self) -> dict: ...
+
+def convert(
+    data: Union[PathLike, Iterable[PathLike]],
+    output: PathLike,
+    *,
+    schema: Optional[str] = None,
+    key: Optional[str] = None,
+    buckets: Optional[int] = None,
+    threads: Optional[int] = None,
+    progress: bool = False,
+    **options: Any,
+) -> ConvertSummary:
+    """Converts text files straight into a Parquet dataset at output (as `sluice convert`)."""
+
+def infer(data: Union[PathLike, Iterable[PathLike]], *, threads: Optional[int] = None, **options: Any) -> str:
+    """The schema a conversion of data would use, as a schema= string."""
+
 class Database:
     """A sluice database directory."""
 

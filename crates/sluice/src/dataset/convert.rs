@@ -90,6 +90,8 @@ pub struct ConvertSummary {
     /// Buckets (0: not bucketed), and the column that picked them.
     pub buckets: u32,
     pub bucket_by: Option<String>,
+    /// The files' columns (inferred types may have widened on the way).
+    pub schema: Schema,
 }
 
 /// Converts `inputs` into a dataset at `output`: see the [module
@@ -113,7 +115,7 @@ pub fn convert(
     }
     bucket_column(&schema, opts)?;
     let mut load = load.clone();
-    load.schema = Some(schema);
+    load.schema = Some(schema.clone());
     load.commit_every = CommitEvery::ONCE;
     load.stop = None;
     let mut sink = DatasetSink::new(output, opts)?;
@@ -125,6 +127,7 @@ pub fn convert(
         bytes: sink.written.1,
         buckets: if opts.buckets > 1 { opts.buckets } else { 0 },
         bucket_by: sink.bucket_by.clone(),
+        schema: sink.schema.clone().unwrap_or(schema),
     })
 }
 
@@ -186,6 +189,8 @@ pub struct DatasetSink<'a> {
     /// Files and bytes written by the committed group.
     written: (u64, u64),
     bucket_by: Option<String>,
+    /// The columns of the last group begun.
+    schema: Option<Schema>,
 }
 
 impl<'a> DatasetSink<'a> {
@@ -203,6 +208,7 @@ impl<'a> DatasetSink<'a> {
             group: None,
             written: (0, 0),
             bucket_by: None,
+            schema: None,
         })
     }
 
@@ -255,6 +261,7 @@ impl<'a> Sink<'a> for DatasetSink<'a> {
             .clone()
             .ok_or_else(|| Error::Config("a conversion needs a schema".into()))?;
         let bucket_col = bucket_column(&schema, &self.opts)?;
+        self.schema = Some(schema.clone());
         self.bucket_by = bucket_col.map(|c| schema.columns[c].name.clone());
         let buckets = if bucket_col.is_some() {
             self.opts.buckets
