@@ -522,3 +522,62 @@ def test_the_stub_file_names_every_public_name():
         assert name in text, name
     for method in ("load", "query", "get", "tables", "schema", "check", "to_arrow", "to_polars", "to_pandas"):
         assert f"def {method}(" in text, method
+
+
+def test_convert_writes_a_bucketed_dataset_and_infer_names_its_schema(tmp_path):
+    pq = need("pyarrow.parquet")
+    for f in range(3):
+        (tmp_path / f"in{f}.csv").write_text("id,name\n" + "".join(f"{f * 100 + i},n{i}\n" for i in range(100)))
+    files = [tmp_path / f"in{f}.csv" for f in range(3)]
+    assert sluice.infer(files, key="id") == "id BIGINT PRIMARY KEY, name TEXT"
+    s = sluice.convert(files, tmp_path / "out", key="id", buckets=3)
+    assert isinstance(s, sluice.ConvertSummary)
+    assert (s.rows, s.files, s.buckets, s.bucket_by, s.inferred) == (300, 3, 3, "id", True)
+    assert s.schema == "id BIGINT PRIMARY KEY, name TEXT"
+    assert s.to_dict()["files_written"] == s.files_written
+    assert sorted(os.listdir(tmp_path / "out")) == ["_SUCCESS", "bucket=00", "bucket=01", "bucket=02"]
+    t = pq.read_table(tmp_path / "out")
+    assert sorted(t.column("id").to_pylist()) == list(range(300))
+    # Every bucket's rows differ: a key is in one bucket only.
+    per = [set(pq.read_table(tmp_path / "out" / f"bucket={b:02d}").column("id").to_pylist()) for b in range(3)]
+    assert sum(len(p) for p in per) == 300 and all(per)
+
+
+def test_convert_names_a_duplicate_by_file_and_line_and_writes_nothing(tmp_path):
+    (tmp_path / "a.csv").write_text("id,v\n1,x\n2,y\n")
+    (tmp_path / "b.csv").write_text("id,v\n3,z\n2,again\n")
+    with pytest.raises(sluice.LoadError) as e:
+        sluice.convert([tmp_path / "a.csv", tmp_path / "b.csv"], tmp_path / "out", key="id", buckets=2)
+    assert "b.csv:3 repeats the key of" in str(e.value) and "a.csv:3" in str(e.value)
+    assert not (tmp_path / "out").exists()
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+def test_convert_refuses_what_is_not_its_option(tmp_path):
+    (tmp_path / "a.csv").write_text("id,v\n1,x\n")
+    with pytest.raises(TypeError, match="on_duplicate"):
+        sluice.convert(tmp_path / "a.csv", tmp_path / "out", on_duplicate="skip")
+    with pytest.raises(TypeError, match="nope"):
+        sluice.convert(tmp_path / "a.csv", tmp_path / "out", nope=1)
+    with pytest.raises(ValueError, match="buckets"):
+        sluice.convert(tmp_path / "a.csv", tmp_path / "out", key="id", buckets=0)
+    with pytest.raises(sluice.LoadError, match="--key or --bucket-by"):
+        sluice.convert(tmp_path / "a.csv", tmp_path / "out", buckets=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_share_out_gives_every_file_once_in_input_order_and_evens_bytes():
+    from sluice._distributed import share_out
+
+    files = [(f"f{i:03d}", (i * 7919) % 1000 + 1) for i in range(101)]
+    shares = share_out(files, 4)
+    assert len(shares) == 4
+    flat = [f for s in shares for f in s]
+    assert sorted(flat) == [f for f, _ in files]
+    for s in shares:
+        assert s == sorted(s)
+    size = dict(files)
+    totals = [sum(size[f] for f in s) for s in shares]
+    assert max(totals) - min(totals) <= max(size.values())
+    # Never more shares than files, never an empty one.
+    assert sorted(share_out(files[:2], 8)) == [["f000"], ["f001"]]
