@@ -158,7 +158,14 @@ fn convert_options(
     if let Some(v) = take("overwrite")? {
         c.files.overwrite = v.extract()?;
     }
-    for table_only in ["on_duplicate", "shards", "shard_by", "shard_paths", "commit_every", "reload"] {
+    for table_only in [
+        "on_duplicate",
+        "shards",
+        "shard_by",
+        "shard_paths",
+        "commit_every",
+        "reload",
+    ] {
         if take(table_only)?.is_some() {
             return Err(PyTypeError::new_err(format!(
                 "convert() got an unexpected keyword argument {table_only:?} (it is an option of a table's load)"
@@ -193,7 +200,9 @@ fn failed(py: Python<'_>, output: &str, e: sluice::Error) -> PyErr {
         let message = value.str().map(|s| s.to_string()).unwrap_or_default();
         let _ = value.setattr(
             "args",
-            (format!("converting into {output}; nothing was written: {message}"),),
+            (format!(
+                "converting into {output}; nothing was written: {message}"
+            ),),
         );
     }
     err

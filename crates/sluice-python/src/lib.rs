@@ -17,9 +17,9 @@ mod errors;
 mod export;
 mod load;
 
+pub use convert::ConvertSummary;
 use errors::{Phase, to_py};
 pub use export::QueryResult;
-pub use convert::ConvertSummary;
 pub use load::LoadSummary;
 
 /// A sluice database directory. Queries read the last commit; each load

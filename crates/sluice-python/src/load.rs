@@ -105,7 +105,12 @@ impl LoadSummary {
 
 /// The value of `choices` named `given`; else a ValueError in the words
 /// of `expected` (`"skip" or "null"`).
-pub(crate) fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)], expected: &str) -> PyResult<T> {
+pub(crate) fn choice<T: Copy>(
+    name: &str,
+    given: &str,
+    choices: &[(&str, T)],
+    expected: &str,
+) -> PyResult<T> {
     choices
         .iter()
         .find(|(n, _)| *n == given)
@@ -116,7 +121,10 @@ pub(crate) fn choice<T: Copy>(name: &str, given: &str, choices: &[(&str, T)], ex
 /// The options dict (names of `sluice load`'s long options, `_` for `-`)
 /// as a [`LoadRequest`]. The Python layer has checked the names and
 /// turned values into strings, ints and bools.
-pub(crate) fn request(options: &Bound<'_, PyDict>, threads: Option<usize>) -> PyResult<LoadRequest> {
+pub(crate) fn request(
+    options: &Bound<'_, PyDict>,
+    threads: Option<usize>,
+) -> PyResult<LoadRequest> {
     let mut r = LoadRequest {
         threads,
         ..LoadRequest::default()

