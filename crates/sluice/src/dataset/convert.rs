@@ -42,7 +42,7 @@ use arrow_schema::SchemaRef;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
-use super::{ExportOptions, FileFormat, PartFile, Staging, base_properties};
+use super::{ExportOptions, FileFormat, PartFile, Staging};
 use crate::batch::{DataType, Schema};
 use crate::error::{Error, Result};
 use crate::exec::worker_count;
@@ -577,32 +577,20 @@ impl Group<'_> {
 }
 
 /// The file properties of bucket `bucket` of `buckets` (by `column`), or
-/// of an unbucketed dataset: [`base_properties`] with the schema, key and
-/// bucket in the key-value metadata.
+/// of an unbucketed dataset: an export's, with the bucket in the
+/// key-value metadata.
 fn bucket_properties(
     schema: &Schema,
     opts: &ExportOptions,
     bucket: Option<(&str, u32, u32)>,
 ) -> WriterProperties {
-    let mut kv = vec![KeyValue::new(
-        "sluice.schema".to_string(),
-        schema.to_string(),
-    )];
-    if let Some(k) = schema.key_column() {
-        kv.push(KeyValue::new(
-            "sluice.key".to_string(),
-            schema.columns[k].name.clone(),
-        ));
-    }
-    if let Some((column, b, n)) = bucket {
-        kv.push(KeyValue::new(
-            "sluice.bucket".to_string(),
-            format!("{b}/{n} {column}"),
-        ));
-    }
-    super::without_key_dictionary(base_properties(opts), schema)
-        .set_key_value_metadata(Some(kv))
-        .build()
+    let more = bucket
+        .map(|(column, b, n)| {
+            KeyValue::new("sluice.bucket".to_string(), format!("{b}/{n} {column}"))
+        })
+        .into_iter()
+        .collect();
+    super::properties_with(schema, opts, more)
 }
 
 /// One encoder thread: the files of the streams dealt to it.

@@ -472,6 +472,11 @@ fn base_properties(opts: &ExportOptions) -> parquet::file::properties::WriterPro
 
 /// [`base_properties`] with the table's schema and key in the metadata.
 fn writer_properties(schema: &Schema, opts: &ExportOptions) -> WriterProperties {
+    properties_with(schema, opts, Vec::new())
+}
+
+/// [`writer_properties`] with more key-value metadata.
+fn properties_with(schema: &Schema, opts: &ExportOptions, more: Vec<KeyValue>) -> WriterProperties {
     let mut kv = vec![KeyValue::new(
         "sluice.schema".to_string(),
         schema.to_string(),
@@ -482,6 +487,7 @@ fn writer_properties(schema: &Schema, opts: &ExportOptions) -> WriterProperties 
             schema.columns[k].name.clone(),
         ));
     }
+    kv.extend(more);
     without_key_dictionary(base_properties(opts), schema)
         .set_key_value_metadata(Some(kv))
         .build()

@@ -220,6 +220,18 @@ fn a_bucketed_dataset_holds_the_sharded_tables_rows_bucket_by_bucket() {
     no_leftovers(dir.path());
 }
 
+/// Three files of 300 rows whose third file's line 200 repeats the key
+/// of the first file's line 17; and that key.
+fn planted_duplicate() -> (Vec<String>, String) {
+    let mut parts: Vec<String> = (0..3).map(|i| rows(i * 300, 300)).collect();
+    let first: Vec<&str> = parts[0].lines().collect();
+    let dup_id = first[16].split(',').next().unwrap().to_string();
+    let mut third: Vec<String> = parts[2].lines().map(str::to_string).collect();
+    third[199] = format!("{dup_id},late,1.00,1");
+    parts[2] = third.join("\n") + "\n";
+    (parts, dup_id)
+}
+
 #[test]
 fn duplicate_keys_in_different_files_are_named_by_file_and_line() {
     // Once with every key in memory, once with a run written per block
@@ -227,13 +239,7 @@ fn duplicate_keys_in_different_files_are_named_by_file_and_line() {
     // earlier run.
     for budget in [None, Some(1)] {
         let dir = TempDir::new("convert-dup");
-        let mut parts: Vec<String> = (0..3).map(|i| rows(i * 300, 300)).collect();
-        // Line 200 of the third file repeats line 17 of the first.
-        let first: Vec<&str> = parts[0].lines().collect();
-        let dup_id = first[16].split(',').next().unwrap().to_string();
-        let mut third: Vec<String> = parts[2].lines().map(str::to_string).collect();
-        third[199] = format!("{dup_id},late,1.00,1");
-        parts[2] = third.join("\n") + "\n";
+        let (parts, dup_id) = planted_duplicate();
         let inputs = write_parts(&dir, &parts);
         let out = dir.path().join("out");
         let mut o = load_opts(true);
@@ -415,12 +421,7 @@ proptest! {
 fn a_key_written_by_two_tasks_is_found_in_its_bucket_and_located() {
     use sluice::dataset::convert::{check_bucket, locate_key};
     let dir = TempDir::new("convert-tasks");
-    let mut parts: Vec<String> = (0..3).map(|i| rows(i * 300, 300)).collect();
-    let first: Vec<&str> = parts[0].lines().collect();
-    let dup_id = first[16].split(',').next().unwrap().to_string();
-    let mut third: Vec<String> = parts[2].lines().map(str::to_string).collect();
-    third[199] = format!("{dup_id},late,1.00,1");
-    parts[2] = third.join("\n") + "\n";
+    let (parts, dup_id) = planted_duplicate();
     let inputs = write_parts(&dir, &parts);
     let shares = [&inputs[..2], &inputs[2..]];
     let o = load_opts(true);
