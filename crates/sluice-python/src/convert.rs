@@ -155,6 +155,9 @@ fn convert_options(
             )));
         }
     }
+    if let Some(v) = take("check_key")? {
+        c.check_key = v.extract()?;
+    }
     if let Some(v) = take("overwrite")? {
         c.files.overwrite = v.extract()?;
     }

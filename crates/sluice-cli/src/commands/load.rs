@@ -136,8 +136,9 @@ pub struct LoadArgs {
 /// rows are: shared by `sluice load` and `sluice convert`.
 #[derive(Args)]
 pub struct ReadArgs {
-    /// Columns of a new table: "id BIGINT, name TEXT, price DECIMAL(15,2), d DATE"
-    /// (default: inferred from samples of the files, and printed)
+    /// Columns of a new table (or of the files `convert` writes): "id
+    /// BIGINT, name TEXT, price DECIMAL(15,2), d DATE" (default: inferred
+    /// from samples of the files, and printed)
     #[arg(long)]
     schema: Option<String>,
     /// Override inferred column types: "price=DECIMAL(12,2),zip=TEXT"
@@ -145,7 +146,8 @@ pub struct ReadArgs {
     #[arg(long, value_name = "COL=TYPE,...")]
     types: Vec<String>,
     /// Print the schema and dialect the load would use, and load nothing.
-    /// With --json, one JSON object: {"dry_run": true, "table", "format"
+    /// With --json, one JSON object: {"dry_run": true, "table" (convert:
+    /// the output), "format"
     /// ("csv", "jsonl" or "json"), "delimiter" (null for JSON; one
     /// character, "whitespace" or "none"), "skip" (lines skipped at each
     /// file's start), "schema" (a --schema string), "inferred" (null when
@@ -280,8 +282,8 @@ pub struct ReadArgs {
     #[arg(long)]
     encoding: Option<String>,
     /// The primary key of a new table: its values must be unique and are
-    /// indexed (`sluice get`, WHERE key = ...). Same as PRIMARY KEY in
-    /// --schema
+    /// indexed (`sluice get`, WHERE key = ...); `convert` checks them
+    /// unique. Same as PRIMARY KEY in --schema
     #[arg(long, value_name = "COLUMN")]
     key: Option<String>,
     /// Print the summary as JSON

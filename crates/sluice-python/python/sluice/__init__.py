@@ -262,7 +262,7 @@ class Database(_Database):
 # reading options of `sluice load` and the file options of `sluice
 # convert`, with "_" for "-".
 _CONVERT_OPTIONS = (_LOAD_OPTIONS - {"on_duplicate", "shard_by", "shard_paths", "reload", "compression"}) | frozenset(
-    "output_format compression row_group_size target_file_size file_prefix overwrite bucket_by".split()
+    "output_format compression row_group_size target_file_size file_prefix overwrite bucket_by check_key".split()
 )
 
 
@@ -293,8 +293,9 @@ def _convert_opts(what: str, options: dict) -> dict:
     for name in ("buckets", "row_group_size"):
         if options.get(name) is not None:
             extra[name] = int(options.pop(name))
-    if options.get("overwrite") is not None:
-        extra["overwrite"] = bool(options.pop("overwrite"))
+    for name in ("overwrite", "check_key"):
+        if options.get(name) is not None:
+            extra[name] = bool(options.pop(name))
     opts = _options(**options)
     opts.update(extra)
     return opts
@@ -328,7 +329,9 @@ def convert(
     The other keyword arguments are the long options of ``sluice
     convert`` with ``_`` for ``-``: ``tsv=True``, ``delimiter``,
     ``header``, ``null``, ``types``, ``on_error``, ``rejects``,
-    ``output_format="parquet"`` (or ``"csv"``, ``"jsonl"``),
+    ``check_key=False`` (the files name their key, a later stage checks
+    it: what a distributed load's tasks do), ``output_format="parquet"``
+    (or ``"csv"``, ``"jsonl"``),
     ``compression="zstd"`` (``"snappy"``, ``"none"``),
     ``target_file_size="512MiB"``, ``file_prefix="part"``,
     ``overwrite=True``, ...

@@ -115,7 +115,9 @@ def run_task(task: int, files: List[str], staging: str, options: Dict[str, Any],
     if victim is not None:
         victim = _kill_first_attempt(task, victim, out)
     try:
-        s = convert(files, out, threads=threads, file_prefix=f"part-{task:05d}", **options)
+        # The key is checked by the second stage, over all the tasks'
+        # files of a bucket: not twice.
+        s = convert(files, out, threads=threads, file_prefix=f"part-{task:05d}", check_key=False, **options)
     except Error as e:
         message = str(e)
         prefix = f"converting into {out}; nothing was written: "

@@ -66,6 +66,9 @@ pub struct ConvertOptions {
     pub bucket_by: Option<String>,
     /// Names of the files written: `{prefix}-{stream}-{n}.parquet`.
     pub prefix: String,
+    /// Check the key unique (false: the files still name their key, and
+    /// a later stage checks it: [`check_bucket`]).
+    pub check_key: bool,
 }
 
 impl Default for ConvertOptions {
@@ -75,6 +78,7 @@ impl Default for ConvertOptions {
             buckets: 0,
             bucket_by: None,
             prefix: "part".into(),
+            check_key: true,
         }
     }
 }
@@ -276,7 +280,8 @@ impl<'a> Sink<'a> for DatasetSink<'a> {
             .as_ref()
             .map(|s| s.tmp.clone())
             .ok_or_else(|| Error::Internal("a conversion already published".into()))?;
-        let key_col = schema.key_column();
+        // The key checked here, or left to a later stage.
+        let key_col = schema.key_column().filter(|_| self.opts.check_key);
         let arrow: SchemaRef = schema.arrow_schema();
         let failed = Arc::new(Mutex::new(None));
         let abandon = Arc::new(AtomicBool::new(false));

@@ -467,3 +467,23 @@ fn a_key_written_by_two_tasks_is_found_in_its_bucket_and_located() {
         assert!(b2[0].ends_with("in-2.csv:200"), "{b2:?}");
     }
 }
+
+/// With the check left to a later stage, a duplicate is written, and the
+/// bucket's check finds it.
+#[test]
+fn a_key_left_unchecked_is_found_by_the_buckets_check() {
+    use sluice::dataset::convert::check_bucket;
+    let dir = TempDir::new("convert-unchecked");
+    let (parts, dup_id) = planted_duplicate();
+    let inputs = write_parts(&dir, &parts);
+    let out = dir.path().join("out");
+    let mut c = convert_opts(2);
+    c.check_key = false;
+    let s = convert(&inputs, &out, &load_opts(true), &c).unwrap();
+    assert_eq!(s.load.rows, 900);
+    let found: Vec<_> = (0..2)
+        .filter_map(|b| check_bucket(&out.join(format!("bucket={b:02}")), None).unwrap())
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].shown, dup_id);
+}

@@ -123,6 +123,7 @@ pub fn run(threads: Option<usize>, quiet: bool, a: ConvertArgs) -> Result<()> {
         buckets: a.buckets.unwrap_or(0),
         bucket_by: a.bucket_by.clone(),
         prefix: a.file_prefix.clone(),
+        check_key: true,
     };
     check_options(&prepared.schema, &opts).map_err(chained)?;
     if show_schema(&a.read, &shown, &prepared, quiet) {
