@@ -581,3 +581,46 @@ def test_share_out_gives_every_file_once_in_input_order_and_evens_bytes():
     assert max(totals) - min(totals) <= max(size.values())
     # Never more shares than files, never an empty one.
     assert sorted(share_out(files[:2], 8)) == [["f000"], ["f001"]]
+
+
+def _local_engine(plan, duplicate_attempts=False):
+    """The stages run in this process, as an engine would run them: each
+    task once (or twice, as a speculative attempt would, both reported)."""
+    from sluice import _distributed
+
+    def run_tasks(tasks):
+        out = []
+        for t, files in tasks:
+            for attempt in (["a", "b"] if duplicate_attempts else ["a"]):
+                out.append(_distributed.run_task(t, files, plan.staging, plan.options, attempt, 1, plan.output))
+        return out
+
+    def run_checks(dirs):
+        return [_distributed.check_task(d, 1) for d in dirs]
+
+    return run_tasks, run_checks
+
+
+def test_the_commit_protocol_keeps_one_attempt_a_task_and_checks_keys_across_tasks(tmp_path):
+    pq = need("pyarrow.parquet")
+    from sluice import _distributed
+
+    for f in range(6):
+        (tmp_path / f"in{f}.csv").write_text("".join(f"{f * 1000 + i},v{i}\n" for i in range(50)))
+    opts = dict(schema="id BIGINT, v TEXT", key="id", buckets=3, header=False)
+    plan = _distributed.Plan(tmp_path / "in*.csv", tmp_path / "out", 3, 2, dict(opts))
+    s = _distributed.run(plan, *_local_engine(plan, duplicate_attempts=True), False, 1)
+    assert (s["rows"], s["tasks"], s["files"]) == (300, 3, 6)
+    ids = pq.read_table(tmp_path / "out").column("id").to_pylist()
+    assert sorted(ids) == sorted(f * 1000 + i for f in range(6) for i in range(50))
+    assert os.path.exists(tmp_path / "out" / "_SUCCESS")
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+    # A key twice within one task's files: the second stage finds it and
+    # names both lines.
+    (tmp_path / "in5.csv").write_text((tmp_path / "in5.csv").read_text() + "5003,again\n")
+    plan = _distributed.Plan(tmp_path / "in*.csv", tmp_path / "out2", 3, 2, dict(opts))
+    with pytest.raises(sluice.LoadError) as e:
+        _distributed.run(plan, *_local_engine(plan), False, 1)
+    assert "in5.csv:51 repeats the key of" in str(e.value) and "in5.csv:4" in str(e.value)
+    assert not (tmp_path / "out2").exists()
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []

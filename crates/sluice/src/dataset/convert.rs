@@ -675,6 +675,9 @@ impl Encoder {
     }
 }
 
+/// Rows of a key column read at once by [`check_bucket`].
+const CHECK_BATCH_ROWS: usize = 1 << 20;
+
 /// A key found twice in one bucket of a dataset ([`check_bucket`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repeat {
@@ -736,8 +739,11 @@ pub fn check_bucket(dir: &Path, threads: Option<usize>) -> Result<Option<Repeat>
                 message: format!("no column {key} in the file"),
             })?;
         let mask = ProjectionMask::leaves(builder.parquet_schema(), [leaf]);
+        // Large batches: each is sorted on its own and merged with the
+        // others, so that the merge's heap holds few.
         let reader = builder
             .with_projection(mask)
+            .with_batch_size(CHECK_BATCH_ROWS)
             .build()
             .map_err(|e| super::parquet_error(f, e))?;
         for b in reader {
