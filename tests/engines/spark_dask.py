@@ -9,7 +9,10 @@ the secondary-index benchmark's shape into a bucketed Parquet dataset.
 For each engine:
 - plain: row count, the key set and column sums equal those of the
   single-machine `sluice load` of the same files; Spark SQL (and Dask)
-  aggregates over the dataset equal sluice's query of the table;
+  aggregates over the dataset equal sluice's query of the table; the
+  dataset loaded back with `sluice load` becomes a table of a shard a
+  bucket, each file placed whole, with the same count, sums and
+  aggregates;
 - a task killed mid-write (SLUICE_FAULT_KILL_TASK): the engine runs it
   again; no row is missing, none is there twice;
 - a duplicate key planted in two files that land in different tasks: the
@@ -75,6 +78,28 @@ def reference(exe, d):
     agg = sluice(exe, "query", "--format", "csv", AGG.format(t="t"), db=db).split("\n")[1:]
     agg = [tuple(int(x) for x in r.split(",")) for r in agg if r]
     return {"rows": int(n), "keys": fingerprint_of_keys(keys), "distinct": len(set(keys)), "sums": (int(s1), int(s2)), "agg": agg}
+
+
+def load_back(exe, d, out):
+    """`sluice load` of the bucketed dataset into a new table: a shard a
+    bucket, each file placed whole; the table's facts."""
+    import json
+
+    db = os.path.join(d, f"back-{os.path.basename(out)}.db")
+    s = json.loads(sluice(exe, "load", "--json", "t", out, db=db))
+    info = json.loads(sluice(exe, "info", "--json", "t", db=db))[0]
+    sums = sluice(exe, "query", "--format", "csv", "SELECT count(*), sum(chunkId), sum(subChunkId) FROM t", db=db)
+    n, s1, s2 = sums.split("\n")[1].split(",")
+    agg = sluice(exe, "query", "--format", "csv", AGG.format(t="t"), db=db).split("\n")[1:]
+    agg = [tuple(int(x) for x in r.split(",")) for r in agg if r]
+    shutil.rmtree(db, ignore_errors=True)
+    return {
+        "rows": int(n),
+        "sums": (int(s1), int(s2)),
+        "agg": agg,
+        "placed": s["files_by_bucket"],
+        "shards": (info.get("sharding") or {}).get("count", 1),
+    }
 
 
 def dataset_facts(out):
@@ -264,6 +289,17 @@ def main():
                     failed.append(f"{name}: Spark does not see the bucket directories")
                 if case == "fault" and not (r["killed"] and r["retried"]):
                     failed.append(f"{name}: the fault was not injected and retried: {r}")
+                if case == "plain":
+                    back = load_back(exe, d, os.path.join(d, f"out-{engine}-{case}"))
+                    for k in ("rows", "sums", "agg"):
+                        if back[k] != ref[k]:
+                            failed.append(f"{name}: loaded back, {k} {back[k]!r} != {ref[k]!r}")
+                    if back["placed"] != r["summary"]["files_written"]:
+                        failed.append(
+                            f"{name}: loaded back, {back['placed']} files placed by bucket of {r['summary']['files_written']}"
+                        )
+                    if back["shards"] != 4:
+                        failed.append(f"{name}: loaded back into {back['shards']} shards, not a shard a bucket")
                 print(f"{name}: ok: {r['summary']['rows']} rows, {r['summary']['tasks']} tasks, {r['summary']['files_written']} files")
     finally:
         shutil.rmtree(d, ignore_errors=True)

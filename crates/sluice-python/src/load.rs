@@ -52,6 +52,9 @@ pub struct LoadSummary {
     pub empty_files: Vec<String>,
     /// Input files that could not be read, with why (`on_error="skip"`).
     pub unreadable: Vec<(String, String)>,
+    /// Files of a bucketed dataset loaded into their bucket's shard
+    /// whole, their rows not hashed again.
+    pub files_by_bucket: u64,
 }
 
 #[pymethods]
@@ -99,6 +102,7 @@ impl LoadSummary {
             inferred,
             empty_files: s.empty_files.clone(),
             unreadable: s.unreadable.clone(),
+            files_by_bucket: s.files_by_bucket,
         }
     }
 }

@@ -541,6 +541,11 @@ def test_convert_writes_a_bucketed_dataset_and_infer_names_its_schema(tmp_path):
     # Every bucket's rows differ: a key is in one bucket only.
     per = [set(pq.read_table(tmp_path / "out" / f"bucket={b:02d}").column("id").to_pylist()) for b in range(3)]
     assert sum(len(p) for p in per) == 300 and all(per)
+    # Loaded back: a shard a bucket, each file placed whole.
+    db = sluice.connect(tmp_path / "db")
+    back = db.load("back", tmp_path / "out", progress=False)
+    assert (back.rows, back.files_by_bucket) == (300, s.files_written)
+    assert db.get("back", 217).to_arrow().column("name").to_pylist() == ["n17"]
 
 
 def test_convert_names_a_duplicate_by_file_and_line_and_writes_nothing(tmp_path):

@@ -427,6 +427,14 @@ fn run_columnar(
         eprintln!("--schema \"{}\"", plan.schema);
     }
     let mut options = plan.options(&req).map_err(chained)?;
+    if let Some((n, column)) = plan.default_shards(&req)
+        && !quiet
+        && !a.read.json
+    {
+        eprintln!(
+            "a dataset of {n} buckets by {column}: the new table gets {n} shards by {column}, a bucket a shard (--shards to choose otherwise)"
+        );
+    }
     let total_bytes: Option<u64> = inputs.iter().map(|i| i.len()).sum();
     let stop = stop_on_interrupt(false);
     let progress = Arc::new(Progress::default());
@@ -1029,6 +1037,19 @@ fn print_summary(
         )?;
         if s.commits > 1 {
             writeln!(out, "committed in {} groups of files", s.commits)?;
+        }
+        if s.files_by_bucket > 0 {
+            writeln!(
+                out,
+                "{} file{} of a bucketed dataset went to {} bucket's shard whole (rows not re-hashed)",
+                s.files_by_bucket,
+                if s.files_by_bucket == 1 { "" } else { "s" },
+                if s.files_by_bucket == 1 {
+                    "its"
+                } else {
+                    "their"
+                },
+            )?;
         }
         if !s.empty_files.is_empty() {
             writeln!(out, "{}", empty_files_line(&s.empty_files))?;

@@ -331,3 +331,101 @@ fn sigkill_at_any_moment_leaves_nothing_or_the_whole_dataset() {
     }
     assert!(hidden(&t.0).is_empty(), "{:?}", hidden(&t.0));
 }
+
+#[test]
+fn a_bucketed_dataset_loads_back_a_bucket_a_shard() {
+    let t = Tmp::new();
+    for i in 0..4 {
+        t.write(&format!("in/{i}.csv"), rows(i * 500, 500).as_bytes());
+    }
+    ok(
+        &t.0,
+        &[
+            "convert",
+            "--key",
+            "id",
+            "--buckets",
+            "3",
+            "--output",
+            "ds",
+            "in/",
+        ],
+    );
+    ok(&t.0, &["load", "--key", "id", "--shards", "3", "t", "in/"]);
+    // No --shards: a shard a bucket, said on stderr; every file placed whole.
+    let o = sluice(&t.0, &["load", "back", "ds"]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("a dataset of 3 buckets by id: the new table gets 3 shards by id"),
+        "{err}"
+    );
+    assert!(out.contains("loaded 2000 rows"), "{out}");
+    assert!(
+        out.contains("of a bucketed dataset went to their bucket's shard whole"),
+        "{out}"
+    );
+    // Shard by shard, the table of the text files.
+    for (table, dir) in [("t", "exp-t"), ("back", "exp-back")] {
+        ok(
+            &t.0,
+            &["export", table, "--output", dir, "--partition-by", "shard"],
+        );
+    }
+    for s in 0..3 {
+        let (a, b) = (format!("a{s}"), format!("b{s}"));
+        ok(
+            &t.0,
+            &["--db", "x.db", "load", &a, &format!("exp-t/shard={s:02}")],
+        );
+        ok(
+            &t.0,
+            &[
+                "--db",
+                "x.db",
+                "load",
+                &b,
+                &format!("exp-back/shard={s:02}"),
+            ],
+        );
+        let want = csv(&t.0, "x.db", &format!("SELECT * FROM {a} ORDER BY id"));
+        let got = csv(&t.0, "x.db", &format!("SELECT * FROM {b} ORDER BY id"));
+        assert!(want.lines().count() > 100, "{want}");
+        assert!(got == want, "shard {s} differs");
+    }
+    // A key lookup finds a row through the shard its bucket became.
+    let one = csv(&t.0, "sluice.db", "SELECT id FROM t ORDER BY id LIMIT 1");
+    let id = one.lines().nth(1).unwrap();
+    let got = csv(
+        &t.0,
+        "sluice.db",
+        &format!("SELECT id, name, amount FROM back WHERE id = {id}"),
+    );
+    let want = csv(
+        &t.0,
+        "sluice.db",
+        &format!("SELECT id, name, amount FROM t WHERE id = {id}"),
+    );
+    assert_eq!(got.lines().count(), 2, "{got}");
+    assert_eq!(got, want);
+    // --json counts the files placed whole; --shards 2 re-hashes every row.
+    let j = ok(&t.0, &["load", "--json", "back2", "ds", "--shards", "2"]);
+    let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
+    assert_eq!(v["files_by_bucket"], 0, "{j}");
+    assert_eq!(v["rows"], 2000, "{j}");
+    let j = ok(&t.0, &["load", "--json", "back3", "ds"]);
+    let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
+    let files = std::fs::read_dir(t.0.join("ds"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).into_iter().flatten())
+        .filter(|f| {
+            f.as_ref()
+                .is_ok_and(|f| f.path().extension().is_some_and(|x| x == "parquet"))
+        })
+        .count();
+    assert!(files >= 3);
+    assert_eq!(v["files_by_bucket"], files as u64, "{j}");
+}

@@ -62,6 +62,7 @@ class LoadSummary:
     inferred: bool
     empty_files: List[str]
     unreadable: List[Tuple[str, str]]
+    files_by_bucket: int
     @property
     def mb_per_s(self) -> float: ...
 

@@ -146,6 +146,36 @@ struct ColFile {
     sluice_schema: Option<String>,
     /// Hive partition values of its path.
     parts: Vec<(String, Option<String>)>,
+    /// The bucket its `sluice.bucket` metadata names (a dataset of
+    /// `sluice convert --buckets N`).
+    bucket: Option<Bucket>,
+}
+
+/// Bucket `index` of `of` by `column`: a file of a bucketed dataset, whose
+/// rows all hash (the shard hash) to `index` of `of` on `column`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bucket {
+    pub index: u32,
+    pub of: u32,
+    pub column: String,
+}
+
+impl Bucket {
+    /// Reads `sluice.bucket`'s value, `b/N column`; `None` when it is not
+    /// of that form (the file's rows are then routed by their hash).
+    pub fn parse(s: &str) -> Option<Bucket> {
+        let (place, column) = s.split_once(' ')?;
+        let (index, of) = place.split_once('/')?;
+        let (index, of): (u32, u32) = (index.parse().ok()?, of.parse().ok()?);
+        let column = column.trim();
+        (index < of && of <= crate::store::manifest::MAX_SHARDS && !column.is_empty()).then(|| {
+            Bucket {
+                index,
+                of,
+                column: column.to_string(),
+            }
+        })
+    }
 }
 
 fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
@@ -181,11 +211,15 @@ fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
                 .map_err(|e| parquet_error(path, e))?;
             let pq = meta.metadata();
             let kv = pq.file_metadata().key_value_metadata();
-            let sluice_schema = kv.and_then(|kv| {
-                kv.iter()
-                    .find(|k| k.key == "sluice.schema")
-                    .and_then(|k| k.value.clone())
-            });
+            let value = |key: &str| {
+                kv.and_then(|kv| {
+                    kv.iter()
+                        .find(|k| k.key == key)
+                        .and_then(|k| k.value.clone())
+                })
+            };
+            let sluice_schema = value("sluice.schema");
+            let bucket = value("sluice.bucket").and_then(|b| Bucket::parse(&b));
             let unit_bytes = pq
                 .row_groups()
                 .iter()
@@ -203,6 +237,7 @@ fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
                 mtime_ns,
                 sluice_schema,
                 parts: Vec::new(),
+                bucket,
             })
         }
         Columnar::ArrowIpc => {
@@ -225,6 +260,7 @@ fn open_file(input: &Input, kind: Columnar) -> Result<ColFile> {
                 mtime_ns,
                 sluice_schema,
                 parts: Vec::new(),
+                bucket: None,
             })
         }
     }
@@ -376,6 +412,11 @@ pub struct ColumnarPlan {
     pub skipped: u64,
     /// Hive partition columns read from the paths.
     pub partition_columns: Vec<String>,
+    /// Every file is a bucket of this many by this column, and every
+    /// bucket is there (a whole dataset of `sluice convert --buckets N`).
+    pub buckets: Option<(u32, String)>,
+    /// No such table yet: this load creates it.
+    pub new_table: bool,
 }
 
 impl ColumnarPlan {
@@ -397,7 +438,27 @@ impl ColumnarPlan {
         if let Some(c) = &req.compression {
             o.compression = Some(c.parse()?);
         }
+        // A new table from a whole bucketed dataset: a shard a bucket, by
+        // the bucket column, unless the load says otherwise.
+        if let Some((n, column)) = self.default_shards(req) {
+            o.shards = Some(n);
+            o.shard_by = Some(column);
+        }
         Ok(o)
+    }
+
+    /// The shards a new table gets from a bucketed dataset when the load
+    /// names none (`--shards`, `--shard-by`, `--shard-paths`): its
+    /// buckets, by the bucket column.
+    pub fn default_shards(&self, req: &LoadRequest) -> Option<(u32, String)> {
+        let (n, column) = self.buckets.as_ref()?;
+        (self.new_table
+            && *n > 1
+            && req.shards.is_none()
+            && req.shard_by.is_none()
+            && req.shard_paths.is_empty()
+            && self.schema.position(column).is_some())
+        .then(|| (*n, column.clone()))
     }
 }
 
@@ -466,6 +527,24 @@ pub fn prepare_columnar(
     let existing = Database::open(db_dir)
         .ok()
         .and_then(|db| db.table(&table).map(|t| t.schema.clone()));
+    let new_table = existing.is_none();
+    // A whole bucketed dataset: every file a bucket of the same count by
+    // the same column, and every bucket there.
+    let buckets = first
+        .bucket
+        .as_ref()
+        .filter(|b| {
+            let mut seen = vec![false; b.of as usize];
+            files.iter().all(|f| {
+                f.bucket.as_ref().is_some_and(|x| {
+                    x.of == b.of && x.column.eq_ignore_ascii_case(&b.column) && {
+                        seen[x.index as usize] = true;
+                        true
+                    }
+                })
+            }) && seen.iter().all(|&s| s)
+        })
+        .map(|b| (b.of, b.column.clone()));
     let mut inferred = false;
     let mut schema = match (existing, &req.schema) {
         (Some(s), None) => s,
@@ -519,6 +598,8 @@ pub fn prepare_columnar(
         schema,
         inferred,
         skipped,
+        buckets,
+        new_table,
     })
 }
 
@@ -888,7 +969,7 @@ pub fn load_columnar(
         }
         let files = &todo[range.clone()];
         let group_inputs: Vec<Input> = files.iter().map(|f| f.input.clone()).collect();
-        let (rows, files_done, records, committed) = load_group(
+        let (rows, files_done, records, committed, placed) = load_group(
             db,
             &table,
             files,
@@ -900,6 +981,7 @@ pub fn load_columnar(
         )?;
         total.rows += rows;
         total.files += files_done as u64;
+        total.files_by_bucket += placed;
         total.bytes += records.iter().map(|r| r.size).sum::<u64>();
         total.segments += committed.segments;
         total.duplicates += committed.duplicates;
@@ -921,7 +1003,8 @@ pub fn load_columnar(
 /// converted, cut by shard, keys sorted, TEXT dictionary-encoded on the
 /// workers), handed to the table in order on this thread; stops at a
 /// file boundary when `opts.stop` is set. Returns the rows, the files
-/// committed, their records and the commit.
+/// committed, their records, the commit, and how many of those files
+/// went to their bucket's shard whole.
 #[allow(clippy::too_many_arguments)]
 fn load_group(
     db: &mut Database,
@@ -932,7 +1015,7 @@ fn load_group(
     target: &SchemaRef,
     opts: &LoadOptions,
     workers: usize,
-) -> Result<(u64, usize, Vec<FileRecord>, super::sink::Committed)> {
+) -> Result<(u64, usize, Vec<FileRecord>, super::sink::Committed, u64)> {
     let units: Vec<Unit> = files
         .iter()
         .enumerate()
@@ -964,6 +1047,12 @@ fn load_group(
     let layout = sink.begin(opts, inputs)?;
     let layout_provenance = layout.provenance;
     let cut = Cut::layout(&layout);
+    // Files of a bucketed dataset whose buckets are the table's shards go
+    // to their shard whole: no hash a row, no cutting.
+    let by_bucket: Vec<Option<u32>> = files
+        .iter()
+        .map(|f| bucket_shard(f.bucket.as_ref(), &layout))
+        .collect();
     let shared = Ordered {
         done: Mutex::new(BTreeMap::new()),
         ready: Condvar::new(),
@@ -1017,7 +1106,14 @@ fn load_group(
                                         .iter()
                                         .map(|a| column_stats(a.as_ref()))
                                         .collect();
-                                    route_batch(&cut, b, stats)
+                                    match by_bucket[u.file] {
+                                        Some(shard) => route_to_shard(&cut, b, stats, shard)
+                                            .map_err(|m| Error::Input {
+                                                path: f.path.display().to_string(),
+                                                message: format!("row group {}: {m}", u.unit + 1),
+                                            }),
+                                        None => route_batch(&cut, b, stats),
+                                    }
                                 })
                                 .collect::<Result<Vec<_>>>()
                         })
@@ -1152,7 +1248,61 @@ fn load_group(
         .take(files_done)
         .collect();
     let committed = sink.commit(&GroupFiles { files: &recs, rows })?;
-    Ok((rows, files_done, recs, committed))
+    let placed = by_bucket[..files_done].iter().flatten().count() as u64;
+    Ok((rows, files_done, recs, committed, placed))
+}
+
+/// The shard all rows of a file with bucket `b` go to, when the table's
+/// shards are its dataset's buckets: as many, by the same column (by
+/// name). `None`: the rows are routed by their hash.
+fn bucket_shard(b: Option<&Bucket>, layout: &super::sink::Layout) -> Option<u32> {
+    let b = b?;
+    let super::sink::Route::Hash(c) = layout.route else {
+        return None;
+    };
+    (layout.shards == b.of
+        && layout
+            .schema
+            .columns
+            .get(c)?
+            .name
+            .eq_ignore_ascii_case(&b.column))
+    .then_some(b.index)
+}
+
+/// A batch of a bucket's file as one piece of `shard`. The metadata is
+/// trusted, not every row re-hashed; the first and last rows are, so a
+/// file from another hash, another count or another column is refused
+/// rather than loaded into the wrong shard.
+fn route_to_shard(
+    cut: &Cut<'_>,
+    b: RecordBatch,
+    stats: Vec<crate::batch::ColumnStats>,
+    shard: u32,
+) -> std::result::Result<Vec<Piece>, String> {
+    let super::sink::Route::Hash(c) = cut.route else {
+        return Err("not a hashed table (this is a bug)".into());
+    };
+    let n = b.num_rows();
+    if n > 0 {
+        let mut found = Vec::with_capacity(2);
+        for row in [0, n - 1] {
+            let one = b.column(c).slice(row, 1);
+            found.extend(
+                crate::partition::shards_of(one.as_ref(), cut.shards).map_err(|e| e.to_string())?,
+            );
+        }
+        if let Some(other) = found.iter().find(|&&s| s != shard) {
+            return Err(format!(
+                "its metadata (sluice.bucket) puts it in bucket {shard} of {}, but a row's {} belongs in bucket {other}; the file is not the bucket it says it is (written by another version, or changed since)",
+                cut.shards,
+                b.schema().field(c).name(),
+            ));
+        }
+    }
+    super::workers::finish_one(cut, shard, b, stats)
+        .map(|p| vec![p])
+        .map_err(|e| e.to_string())
 }
 
 /// CRC-32 of a whole file (the load journal's check for a resumed load).
@@ -1174,6 +1324,25 @@ fn file_crc(path: &Path) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bucket_metadata_is_read_and_nonsense_ignored() {
+        assert_eq!(
+            Bucket::parse("3/16 source_id"),
+            Some(Bucket {
+                index: 3,
+                of: 16,
+                column: "source_id".into()
+            })
+        );
+        for bad in [
+            "16/16 id", // no such bucket
+            "1/300 id", // more than a table can have shards
+            "1/4", "1/4 ", "x/4 id", "1-4 id", "",
+        ] {
+            assert_eq!(Bucket::parse(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn partition_values_are_typed_by_what_they_all_are() {

@@ -263,5 +263,6 @@ pub(super) fn run_group<'a>(
             .collect(),
         files_left: 0,
         widened: Vec::new(),
+        files_by_bucket: 0,
     })
 }

@@ -79,6 +79,9 @@ pub struct LoadSummary {
     /// order (see [`LoadOptions::widen`]); the table has the last type of
     /// each column.
     pub widened: Vec<Widening>,
+    /// Files of a bucketed dataset (`sluice convert --buckets N`) loaded
+    /// into the shard of their bucket whole, their rows not re-hashed.
+    pub files_by_bucket: u64,
 }
 
 impl LoadSummary {
@@ -115,6 +118,7 @@ impl LoadSummary {
             empty_files: Vec::new(),
             files_left: 0,
             widened: Vec::new(),
+            files_by_bucket: 0,
         }
     }
 
@@ -136,5 +140,6 @@ impl LoadSummary {
         self.commits += g.commits;
         self.unreadable.extend(g.unreadable);
         self.empty_files.extend(g.empty_files);
+        self.files_by_bucket += g.files_by_bucket;
     }
 }

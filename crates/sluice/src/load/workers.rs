@@ -230,6 +230,18 @@ pub(super) fn route_batch(
         .collect()
 }
 
+/// A batch whose rows all belong to `shard`, as its one piece (keys
+/// extracted and sorted, repeating TEXT dictionary-encoded), without
+/// routing it.
+pub(super) fn finish_one(
+    shared: &Cut<'_>,
+    shard: u32,
+    b: RecordBatch,
+    stats: Vec<ColumnStats>,
+) -> Result<Piece> {
+    finish_piece(shared, shard, b, stats, Vec::new())
+}
+
 fn finish_piece(
     shared: &Cut<'_>,
     shard: u32,

@@ -487,3 +487,130 @@ fn a_key_left_unchecked_is_found_by_the_buckets_check() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].shown, dup_id);
 }
+
+/// Loads the Parquet `files` into `table` the way `sluice load` does.
+fn load_dataset(
+    db: &Path,
+    table: &str,
+    files: &[PathBuf],
+    shards: Option<u32>,
+) -> sluice::Result<sluice::load::LoadSummary> {
+    use sluice::load::columnar::{Columnar, load_columnar, prepare_columnar};
+    let inputs: Vec<Input> = files.iter().cloned().map(Input::File).collect();
+    let req = sluice::load::LoadRequest {
+        shards,
+        // Loaded again, the files are read again (not skipped as loaded).
+        reload: sluice::load::Reload::All,
+        ..Default::default()
+    };
+    let plan = prepare_columnar(db, table, &inputs, Columnar::Parquet, &req)?;
+    let opts = plan.options(&req)?;
+    let mut d = Database::open_writer(db)?;
+    load_columnar(&mut d, table, &plan, &opts)
+}
+
+#[test]
+fn a_bucketed_dataset_loads_back_a_bucket_a_shard_without_rehashing() {
+    let dir = TempDir::new("convert-load-back");
+    let parts: Vec<String> = (0..5).map(|i| rows(i * 400, 400)).collect();
+    let inputs = write_parts(&dir, &parts);
+    let out = dir.path().join("out");
+    convert(&inputs, &out, &load_opts(true), &convert_opts(4)).unwrap();
+    let files: Vec<PathBuf> = dataset_files(&out).into_values().flatten().collect();
+    // The reference: the text files loaded into 4 shards.
+    let mut o = load_opts(true);
+    o.shards = Some(4);
+    let db = dir.path().join("db");
+    let mut d = Database::open_writer(&db).unwrap();
+    load(&mut d, "t", &inputs, &o).unwrap();
+    drop(d);
+
+    // No --shards: the new table gets a shard a bucket, by the key, and
+    // every file goes to its bucket's shard whole.
+    let s = load_dataset(&db, "back", &files, None).unwrap();
+    assert_eq!(s.rows, 2000);
+    assert_eq!(s.files_by_bucket as usize, files.len());
+    let meta = Database::open(&db).unwrap().table("back").unwrap().clone();
+    let sharding = meta.sharding.expect("a sharded table");
+    assert_eq!(sharding.count, 4);
+    assert_eq!(sharding.by.as_deref(), Some("id"));
+    assert_eq!(meta.schema.key_column(), Some(0));
+    for b in 0..4 {
+        let got = shard_rows(&db, "back", b);
+        assert!(!got.is_empty());
+        assert!(got == shard_rows(&db, "t", b), "shard {b}");
+    }
+    // Loaded again into the same table: the keys are checked against
+    // those of the table's shards.
+    let e = load_dataset(&db, "back", &files, None).unwrap_err();
+    assert!(e.to_string().contains("duplicate key"), "{e}");
+
+    // Another shard count: the rows are routed by their hash.
+    let s = load_dataset(&db, "two", &files, Some(2)).unwrap();
+    assert_eq!(s.files_by_bucket, 0);
+    let mut o = load_opts(true);
+    o.shards = Some(2);
+    let mut d = Database::open_writer(&db).unwrap();
+    load(&mut d, "t2", &inputs, &o).unwrap();
+    drop(d);
+    for b in 0..2 {
+        assert!(
+            shard_rows(&db, "two", b) == shard_rows(&db, "t2", b),
+            "shard {b}"
+        );
+    }
+}
+
+#[test]
+fn a_file_whose_bucket_metadata_lies_is_refused() {
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::metadata::KeyValue;
+    use parquet::file::properties::WriterProperties;
+    let dir = TempDir::new("convert-bucket-lies");
+    let inputs = write_parts(&dir, &[rows(0, 800)]);
+    let out = dir.path().join("out");
+    convert(&inputs, &out, &load_opts(true), &convert_opts(4)).unwrap();
+    let by_dir = dataset_files(&out);
+    // Bucket 1's rows in a file that says it is bucket 0.
+    let src = &by_dir["bucket=01"][0];
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(src).unwrap()).unwrap();
+    let kv: Vec<KeyValue> = reader
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            if k.key == "sluice.bucket" {
+                KeyValue::new(k.key.clone(), "0/4 id".to_string())
+            } else {
+                k.clone()
+            }
+        })
+        .collect();
+    let schema = reader.schema().clone();
+    let liar = dir.path().join("liar.parquet");
+    let props = WriterProperties::builder()
+        .set_key_value_metadata(Some(kv))
+        .build();
+    let mut w = ArrowWriter::try_new(File::create(&liar).unwrap(), schema, Some(props)).unwrap();
+    for b in reader.build().unwrap() {
+        w.write(&b.unwrap()).unwrap();
+    }
+    w.close().unwrap();
+    let db = dir.path().join("db");
+    let e = load_dataset(&db, "t", &[liar], Some(4)).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("liar.parquet"), "{msg}");
+    assert!(msg.contains("row group 1"), "{msg}");
+    assert!(
+        msg.contains("puts it in bucket 0 of 4, but a row's id belongs in bucket 1"),
+        "{msg}"
+    );
+    // Nothing was committed.
+    assert!(
+        Database::open(&db)
+            .map(|d| d.table("t").is_none())
+            .unwrap_or(true)
+    );
+}

@@ -174,6 +174,7 @@ fn print_convert_summary(
             m.remove("merge_error");
             m.remove("already_loaded");
             m.remove("files_left");
+            m.remove("files_by_bucket");
         }
         v["mb_per_s"] = serde_json::json!(l.mb_per_s());
         v["rows_per_s"] = serde_json::json!(l.rows_per_s());
