@@ -8,7 +8,10 @@
 //! - the same with a key checked unique and 8 buckets (work Spark's own
 //!   path does not do);
 //! - `sluice.dask.load` on a LocalCluster of as many single-thread
-//!   workers as cores, and `sluice convert` alone, for scale.
+//!   workers as cores, and `sluice convert` alone, for scale;
+//! - `sluice load` of the bucketed dataset into 8 shards, a bucket a
+//!   shard, beside the same rows converted without buckets and hashed
+//!   into 8 shards by the load.
 //!
 //! Every dataset's row count is checked against the input's.
 
@@ -117,10 +120,8 @@ pub fn run(files: usize, rows: u64, runs: usize, dir: &Path, quiet: bool) -> Res
     sync();
     let exe = sluice_exe()?;
     // sluice convert alone, keyed and bucketed, for scale.
-    let mut cli = Vec::new();
-    for _ in 0..runs {
-        let target = work.join("cli");
-        let _ = std::fs::remove_dir_all(&target);
+    let convert = |target: &Path, buckets: &[&str]| -> Result<f64> {
+        let _ = std::fs::remove_dir_all(target);
         let start = Instant::now();
         let o = Command::new(&exe)
             .args([
@@ -131,8 +132,10 @@ pub fn run(files: usize, rows: u64, runs: usize, dir: &Path, quiet: bool) -> Res
                 "--schema",
                 UNKEYED_SCHEMA,
             ])
-            .args(["--key", "source_id", "--buckets", "8", "--output"])
-            .arg(&target)
+            .args(["--key", "source_id"])
+            .args(buckets)
+            .arg("--output")
+            .arg(target)
             .arg(&data)
             .output()?;
         if !o.status.success() {
@@ -141,9 +144,56 @@ pub fn run(files: usize, rows: u64, runs: usize, dir: &Path, quiet: bool) -> Res
                 String::from_utf8_lossy(&o.stderr)
             );
         }
-        cli.push(start.elapsed().as_secs_f64());
-        let _ = std::fs::remove_dir_all(&target);
+        Ok(start.elapsed().as_secs_f64())
+    };
+    let bucketed = work.join("cli");
+    let mut cli = Vec::new();
+    for _ in 0..runs {
+        cli.push(convert(&bucketed, &["--buckets", "8"])?);
     }
+    // The dataset loaded back into a table of 8 shards: the bucketed one
+    // a bucket a shard (no row hashed), beside the same rows converted
+    // without buckets and hashed into 8 shards by the load; interleaved.
+    let plain = work.join("cli-plain");
+    convert(&plain, &[])?;
+    let (mut back_direct, mut back_hashed) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        for (ds, shards, out) in [
+            (&bucketed, None, &mut back_direct),
+            (&plain, Some("8"), &mut back_hashed),
+        ] {
+            let db = work.join("back.db");
+            let _ = std::fs::remove_dir_all(&db);
+            sync();
+            let mut cmd = Command::new(&exe);
+            cmd.arg("--db")
+                .arg(&db)
+                .args(["load", "--json", "t"])
+                .arg(ds);
+            if let Some(n) = shards {
+                cmd.args(["--shards", n]);
+            }
+            let start = Instant::now();
+            let o = cmd.output()?;
+            let secs = start.elapsed().as_secs_f64();
+            if !o.status.success() {
+                bail!("sluice load failed: {}", String::from_utf8_lossy(&o.stderr));
+            }
+            let v: serde_json::Value =
+                serde_json::from_slice(&o.stdout).context("reading sluice load --json")?;
+            if v["rows"].as_u64() != Some(files as u64 * rows) {
+                bail!("{}: loaded {} rows", ds.display(), v["rows"]);
+            }
+            let placed = v["files_by_bucket"].as_u64().unwrap_or(0);
+            if (shards.is_none() && placed == 0) || (shards.is_some() && placed > 0) {
+                bail!("{}: {placed} files placed by bucket", ds.display());
+            }
+            out.push(secs);
+        }
+    }
+    let _ = std::fs::remove_dir_all(work.join("back.db"));
+    let _ = std::fs::remove_dir_all(&bucketed);
+    let _ = std::fs::remove_dir_all(&plain);
     let args = [
         data.display().to_string(),
         work.display().to_string(),
@@ -191,6 +241,20 @@ pub fn run(files: usize, rows: u64, runs: usize, dir: &Path, quiet: bool) -> Res
         "seconds",
         "s",
         &cli,
+    );
+    super::record::runs(
+        "sluice",
+        step("load back, a bucket a shard"),
+        "seconds",
+        "s",
+        &back_direct,
+    );
+    super::record::runs(
+        "sluice",
+        step("load back, hashed into 8 shards"),
+        "seconds",
+        "s",
+        &back_hashed,
     );
     super::record::runs("spark", step("csv to parquet"), "seconds", "s", &spark_own);
     super::record::runs(
@@ -255,5 +319,12 @@ pub fn run(files: usize, rows: u64, runs: usize, dir: &Path, quiet: bool) -> Res
     line("sluice.dask.load", &dask_sluice);
     line("sluice.dask.load, key checked, 8 buckets", &dask_key);
     line("sluice convert (one process), key, 8 buckets", &cli);
+    if !back_direct.is_empty() {
+        let (d, h) = (median(&back_direct), median(&back_hashed));
+        println!(
+            "sluice load of the dataset into 8 shards: {d:.2} s a bucket a shard, {h:.2} s hashed (the same rows, not bucketed): {:.2}x",
+            h / d
+        );
+    }
     Ok(())
 }

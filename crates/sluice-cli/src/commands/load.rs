@@ -39,6 +39,8 @@ pub const EXAMPLES: &str = "Examples:
   sluice load --delimiter tab --no-header --schema \"k TEXT, v INT\" kv data/   # every file under data/
   sluice load --rejects bad.csv --max-errors 1000 sales 'in/*.csv'   # set malformed records aside
   sluice load logs 'archive/*.csv.gz'       # gzip and zstd, detected by content
+  sluice load trips trips-parquet/ --hive-partitioning   # Parquet or Arrow; col=value directories as columns
+  sluice load objects objects-parquet/      # a `sluice convert --buckets N` dataset: a shard a bucket, not re-hashed
   sluice load --schema \"id BIGINT, tags TEXT\" events events.jsonl   # JSON lines, fields by name
   sluice load --format json --columns \"id,name\" --schema \"id INT, name TEXT\" t rows.json   # [[1,\"a\"],...]
   zcat big.csv.gz | sluice load --schema \"a INT, b INT\" t -
