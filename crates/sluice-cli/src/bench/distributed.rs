@@ -47,7 +47,7 @@ if mode == "spark":
     from pyspark.sql import SparkSession
     import sluice.spark
     spark = (SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "4g").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     out["spark"] = spark.version
     ddl = ", ".join(f"{n} {'STRING' if t == 'TEXT' else t}" for n, t in (c.strip().split() for c in schema.split(",")))
