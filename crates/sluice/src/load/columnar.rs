@@ -449,16 +449,23 @@ impl ColumnarPlan {
 
     /// The shards a new table gets from a bucketed dataset when the load
     /// names none (`--shards`, `--shard-by`, `--shard-paths`): its
-    /// buckets, by the bucket column.
+    /// buckets, by the bucket column (unless the table's key is another
+    /// column: a keyed table is sharded by its key).
     pub fn default_shards(&self, req: &LoadRequest) -> Option<(u32, String)> {
         let (n, column) = self.buckets.as_ref()?;
+        // A keyed table is sharded by its key only.
+        let key_fits = self
+            .schema
+            .key_column()
+            .is_none_or(|k| self.schema.columns[k].name.eq_ignore_ascii_case(column));
         (self.new_table
             && *n > 1
             && req.shards.is_none()
             && req.shard_by.is_none()
             && req.shard_paths.is_empty()
-            && self.schema.position(column).is_some())
-        .then(|| (*n, column.clone()))
+            && self.schema.position(column).is_some()
+            && key_fits)
+            .then(|| (*n, column.clone()))
     }
 }
 
@@ -1049,10 +1056,7 @@ fn load_group(
     let cut = Cut::layout(&layout);
     // Files of a bucketed dataset whose buckets are the table's shards go
     // to their shard whole: no hash a row, no cutting.
-    let by_bucket: Vec<Option<u32>> = files
-        .iter()
-        .map(|f| bucket_shard(f.bucket.as_ref(), &layout))
-        .collect();
+    let by_bucket: Vec<Option<u32>> = files.iter().map(|f| bucket_shard(f, &layout)).collect();
     let shared = Ordered {
         done: Mutex::new(BTreeMap::new()),
         ready: Condvar::new(),
@@ -1252,22 +1256,46 @@ fn load_group(
     Ok((rows, files_done, recs, committed, placed))
 }
 
-/// The shard all rows of a file with bucket `b` go to, when the table's
-/// shards are its dataset's buckets: as many, by the same column (by
-/// name). `None`: the rows are routed by their hash.
-fn bucket_shard(b: Option<&Bucket>, layout: &super::sink::Layout) -> Option<u32> {
-    let b = b?;
+/// The shard all rows of file `f` go to, when the table's shards are its
+/// dataset's buckets: as many, by the same column (by name), of a type
+/// that hashes alike (the hash is of the value as typed: the text '7'
+/// and the number 7 differ). `None`: the rows are routed by their hash.
+fn bucket_shard(f: &ColFile, layout: &super::sink::Layout) -> Option<u32> {
+    let b = f.bucket.as_ref()?;
     let super::sink::Route::Hash(c) = layout.route else {
         return None;
     };
-    (layout.shards == b.of
-        && layout
-            .schema
-            .columns
-            .get(c)?
-            .name
-            .eq_ignore_ascii_case(&b.column))
-    .then_some(b.index)
+    let column = layout.schema.columns.get(c)?;
+    if layout.shards != b.of || !column.name.eq_ignore_ascii_case(&b.column) {
+        return None;
+    }
+    // The type the conversion hashed: the file's own schema (exact),
+    // else its Arrow type's.
+    let exact = f
+        .sluice_schema
+        .as_deref()
+        .and_then(|s| s.parse::<Schema>().ok())
+        .and_then(|s| s.position(&b.column).map(|i| s.columns[i].data_type));
+    let hashed = exact.or_else(|| {
+        f.schema
+            .fields()
+            .iter()
+            .find(|x| x.name().eq_ignore_ascii_case(&b.column))
+            .and_then(|x| column_type(x.data_type()))
+    })?;
+    hashes_alike(&hashed, &column.data_type).then_some(b.index)
+}
+
+/// Whether equal values of types `a` and `b` hash to the same shard
+/// ([`crate::partition::shards_of`]): INT and BIGINT do (both as 64-bit
+/// integers), decimals of one scale do, other types only with
+/// themselves.
+fn hashes_alike(a: &DataType, b: &DataType) -> bool {
+    match (a, b) {
+        (DataType::Int | DataType::BigInt, DataType::Int | DataType::BigInt) => true,
+        (DataType::Decimal { scale: x, .. }, DataType::Decimal { scale: y, .. }) => x == y,
+        _ => a == b,
+    }
 }
 
 /// A batch of a bucket's file as one piece of `shard`. The metadata is

@@ -495,10 +495,22 @@ fn load_dataset(
     files: &[PathBuf],
     shards: Option<u32>,
 ) -> sluice::Result<sluice::load::LoadSummary> {
+    load_dataset_as(db, table, files, shards, None)
+}
+
+/// [`load_dataset`] into a new table of the columns `schema`.
+fn load_dataset_as(
+    db: &Path,
+    table: &str,
+    files: &[PathBuf],
+    shards: Option<u32>,
+    schema: Option<&str>,
+) -> sluice::Result<sluice::load::LoadSummary> {
     use sluice::load::columnar::{Columnar, load_columnar, prepare_columnar};
     let inputs: Vec<Input> = files.iter().cloned().map(Input::File).collect();
     let req = sluice::load::LoadRequest {
         shards,
+        schema: schema.map(str::to_string),
         // Loaded again, the files are read again (not skipped as loaded).
         reload: sluice::load::Reload::All,
         ..Default::default()
@@ -613,4 +625,53 @@ fn a_file_whose_bucket_metadata_lies_is_refused() {
             .map(|d| d.table("t").is_none())
             .unwrap_or(true)
     );
+}
+
+#[test]
+fn buckets_hashed_as_another_type_are_hashed_again() {
+    // The dataset hashed id as a BIGINT; a table whose id is TEXT hashes
+    // the text: its shards are not the buckets.
+    let dir = TempDir::new("convert-bucket-type");
+    let parts: Vec<String> = (0..3).map(|i| rows(i * 300, 300)).collect();
+    let inputs = write_parts(&dir, &parts);
+    let out = dir.path().join("out");
+    convert(&inputs, &out, &load_opts(true), &convert_opts(4)).unwrap();
+    let files: Vec<PathBuf> = dataset_files(&out).into_values().flatten().collect();
+    let text_id = "id TEXT PRIMARY KEY, grp TEXT, price DECIMAL(10,2), qty INT";
+    let db = dir.path().join("db");
+    let s = load_dataset_as(&db, "back", &files, Some(4), Some(text_id)).unwrap();
+    assert_eq!((s.rows, s.files_by_bucket), (900, 0));
+    let mut o = load_opts(true);
+    o.schema = Some(text_id.parse().unwrap());
+    o.shards = Some(4);
+    let mut d = Database::open_writer(&db).unwrap();
+    load(&mut d, "t", &inputs, &o).unwrap();
+    drop(d);
+    for b in 0..4 {
+        let got = shard_rows(&db, "back", b);
+        assert!(!got.is_empty());
+        assert!(got == shard_rows(&db, "t", b), "shard {b}");
+    }
+}
+
+#[test]
+fn a_keyed_dataset_bucketed_by_another_column_loads_unsharded() {
+    // Every bucket is there (qty has many values), so the dataset is whole.
+    let dir = TempDir::new("convert-bucket-other");
+    let inputs = write_parts(&dir, &[rows(0, 500)]);
+    let out = dir.path().join("out");
+    let c = ConvertOptions {
+        bucket_by: Some("qty".into()),
+        ..convert_opts(3)
+    };
+    convert(&inputs, &out, &load_opts(true), &c).unwrap();
+    let by_dir = dataset_files(&out);
+    assert_eq!(by_dir.len(), 3, "{:?}", by_dir.keys());
+    let files: Vec<PathBuf> = by_dir.into_values().flatten().collect();
+    let db = dir.path().join("db");
+    let s = load_dataset(&db, "back", &files, None).unwrap();
+    assert_eq!((s.rows, s.files_by_bucket), (500, 0));
+    let meta = Database::open(&db).unwrap().table("back").unwrap().clone();
+    assert!(meta.sharding.is_none());
+    assert_eq!(meta.schema.key_column(), Some(0));
 }
