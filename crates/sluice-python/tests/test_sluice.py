@@ -9,6 +9,7 @@ import datetime
 import decimal
 import fcntl
 import gc
+import importlib
 import json
 import os
 import signal
@@ -26,7 +27,9 @@ def need(module):
     """The module, or a skip that says why; under CI=true a missing
     module is a failure, never a skip."""
     if os.environ.get("CI") == "true":
-        return __import__(module)
+        # import_module, not __import__: for "pyarrow.parquet" the
+        # latter returns the package, pyarrow.
+        return importlib.import_module(module)
     return pytest.importorskip(module, reason=f"{module} is not installed (pip install {module})")
 
 
