@@ -210,7 +210,13 @@ fn a_client_that_vanishes_mid_query_frees_its_work() {
     let srv = Server::start(&dir.0.join("db"), |o| {
         o.scans_at_once = Some(1);
         o.threads = Some(1);
-        o.morsel_rows = Some(50);
+        // 150,000 morsels: the scan must outlast the server's first look
+        // at the socket (50 ms after the query starts). Unstopped, with
+        // 50-row morsels it took 146 ms here (debug build, both cores
+        // busy), and once ended first on a busy CI machine, the test then
+        // waiting its full minute for a stop that could not come; with
+        // 5-row morsels it took 472 ms.
+        o.morsel_rows = Some(2);
     });
     let q = b"SELECT g, count(DISTINCT v), count(DISTINCT k), sum(v * k) FROM big GROUP BY g ORDER BY g\0";
     let mut s = TcpStream::connect(srv.addr).unwrap();
@@ -225,6 +231,17 @@ fn a_client_that_vanishes_mid_query_frees_its_work() {
     for _ in 0..2400 {
         if srv.engine.stopped.load(Ordering::Relaxed) > 0 {
             stopped = true;
+            break;
+        }
+        // Ended on its own: nothing was left to stop (a failure, said
+        // at once rather than after the full wait).
+        if srv.engine.running.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(100));
+            stopped = srv.engine.stopped.load(Ordering::Relaxed) > 0;
+            assert!(
+                stopped,
+                "the scan ended before the server saw the client go; it is too short to test this"
+            );
             break;
         }
         std::thread::sleep(Duration::from_millis(25));
