@@ -28,7 +28,9 @@ pub const EXAMPLES: &str = "Examples:
 The dataset is written under a hidden name beside --output and renamed into place with
 _SUCCESS last: a failed or interrupted conversion leaves nothing there. With --buckets N,
 bucket b holds exactly the rows shard b of `sluice load --shards N` on the same column
-holds. Spark: spark.read.parquet(\"DIR\"); DuckDB: read_parquet('DIR/**/*.parquet').";
+holds, and `sluice load TABLE DIR` puts each file in its bucket's shard without hashing
+its rows again. --threads N gives N parse workers and up to N file encoders, side by side.
+Spark: spark.read.parquet(\"DIR\"); DuckDB: read_parquet('DIR/**/*.parquet').";
 
 /// The options of `sluice convert`.
 #[derive(Args)]
