@@ -319,10 +319,12 @@ impl Engine {
                             stop: Some(stop),
                         },
                     );
-                    running.fetch_sub(1, Ordering::Relaxed);
+                    // Counted as stopped before it stops counting as
+                    // running: whoever sees it ended sees why.
                     if matches!(r, Err(sluice::Error::QueryCanceled(_))) {
-                        stopped.fetch_add(1, Ordering::Relaxed);
+                        stopped.fetch_add(1, Ordering::SeqCst);
                     }
+                    running.fetch_sub(1, Ordering::SeqCst);
                     r
                 })
                 .await
