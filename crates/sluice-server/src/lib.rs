@@ -57,10 +57,15 @@ use pgwire::api::{
     PgWireConnectionState, PgWireServerHandlers, Type,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Execute, Parse, ParseComplete};
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, TARGET_TYPE_BYTE_PORTAL,
+    TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use sluice::query::plan::Plan;
+use sluice::query::point::PointQuery;
 use sluice::query::{QueryOptions, Stop};
 use sluice::store::Database;
 
@@ -209,8 +214,12 @@ pub struct Engine {
     pub stopped: Arc<AtomicUsize>,
     /// Scans running now.
     pub running: Arc<AtomicUsize>,
-    /// Executions answered by binding a key into a prepared plan.
+    /// Executions answered by binding a key into a prepared statement
+    /// (its point query or its plan) instead of planning its SQL again.
     pub bound: AtomicUsize,
+    /// Of those, the ones its point query answered from the key index
+    /// alone ([`sluice::query::point::PointQuery`]).
+    pub points: AtomicUsize,
     /// The users `--auth` checks.
     source: Arc<auth::Source>,
 }
@@ -233,6 +242,7 @@ impl Engine {
             stopped: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(AtomicUsize::new(0)),
             bound: AtomicUsize::new(0),
+            points: AtomicUsize::new(0),
             source: Arc::new(auth::Source::new(opts.users.clone())?),
             opts,
         })
@@ -384,6 +394,9 @@ struct Template {
     /// The table's columns when planned: after a commit that changed
     /// them, the statement is planned from its SQL again.
     columns: sluice::batch::Schema,
+    /// The plan as a point query, when it is no more than a lookup of
+    /// its key: run without the executor.
+    point: Option<PointQuery>,
 }
 
 impl Template {
@@ -414,13 +427,34 @@ impl Template {
             return None;
         }
         let columns = db.table(plan.table.as_deref()?)?.schema.clone();
-        Some(Template { plan, columns })
+        Some(Template {
+            point: PointQuery::of(&plan),
+            plan,
+            columns,
+        })
     }
 
     /// The plan with `portal`'s key bound, on `db`; `None` when the value
     /// is not one the template takes (NULL, another type) or the table's
     /// columns changed: the SQL path answers those.
     fn bind(&self, portal: &Portal<Prepared>, db: &Database) -> Option<Plan> {
+        let value = self.key(portal)?;
+        self.current(db).then(|| self.plan.with_key(&value))?
+    }
+
+    /// Whether the table still has the columns it had when planned.
+    fn current(&self, db: &Database) -> bool {
+        self.plan
+            .table
+            .as_deref()
+            .and_then(|t| db.table(t))
+            .is_some_and(|t| t.schema == self.columns)
+    }
+
+    /// `portal`'s key as a one-row array of the literal's type (BIGINT or
+    /// TEXT); `None` for NULL, another type or a value that does not
+    /// parse.
+    fn key(&self, portal: &Portal<Prepared>) -> Option<ArrayRef> {
         let stmt = &portal.statement;
         let declared = stmt.parameter_types.first().cloned().flatten();
         let wire = match declared {
@@ -450,10 +484,7 @@ impl Template {
             ])),
             _ => return None,
         };
-        if db.table(self.plan.table.as_deref()?)?.schema != self.columns {
-            return None;
-        }
-        self.plan.with_key(&value)
+        Some(value)
     }
 }
 
@@ -665,6 +696,35 @@ fn binary_columns(format: &Format, n: usize) -> Result<Vec<bool>, Failure> {
 }
 
 impl Engine {
+    /// A prepared point select answered by its point query: the key
+    /// looked up in the table kept open for this snapshot. `None` when
+    /// the statement is not one, or this execution's value or the table
+    /// is not one it takes (the plan answers those, with its errors).
+    fn point(
+        &self,
+        t: &Template,
+        portal: &Portal<Prepared>,
+        db: &Arc<Database>,
+    ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, Failure> {
+        let Some(p) = &t.point else { return Ok(None) };
+        let Some(value) = t.key(portal) else {
+            return Ok(None);
+        };
+        if !t.current(db) {
+            return Ok(None);
+        }
+        let Ok(keyed) = self.snap.keyed(db, p.table()) else {
+            return Ok(None);
+        };
+        let Some(batch) = p.run(&keyed, &value)? else {
+            return Ok(None);
+        };
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        self.bound.fetch_add(1, Ordering::Relaxed);
+        self.points.fetch_add(1, Ordering::Relaxed);
+        Ok(Some((p.schema().clone(), vec![batch])))
+    }
+
     /// Runs a portal of a prepared query of the store: its key bound into
     /// the statement's plan when it has one, else its values written into
     /// its SQL; stops if `gone` resolves first.
@@ -677,6 +737,9 @@ impl Engine {
         let run = async {
             if let Some(t) = &portal.statement.statement.template {
                 let db = self.snapshot()?;
+                if let Some(r) = self.point(t, portal, &db)? {
+                    return Ok(r);
+                }
                 if let Some(plan) = t.bind(portal, &db) {
                     self.bound.fetch_add(1, Ordering::Relaxed);
                     return self.run_plan(db, plan, timeout).await;
@@ -1110,6 +1173,57 @@ impl ExtendedQueryHandler for Backend {
         client
             .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
             .await?;
+        Ok(())
+    }
+
+    /// Describe's answer queued like the others (the protocol crate's
+    /// own sends it at once: one more write a round trip, and a client
+    /// woken twice for one result).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let (params, fields): (Option<Vec<Type>>, Option<Vec<FieldInfo>>) =
+            match message.target_type {
+                TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
+                    Some(Entry::Value(stmt)) => {
+                        let r = self.do_describe_statement(client, &stmt).await?;
+                        (
+                            r.parameters().map(|p| p.to_vec()),
+                            (!r.is_no_data()).then(|| r.fields().to_vec()),
+                        )
+                    }
+                    Some(Entry::Empty) => (Some(Vec::new()), None),
+                    None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+                },
+                TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                    Some(Entry::Value(portal)) => {
+                        let r = self.do_describe_portal(client, &portal).await?;
+                        (None, (!r.is_no_data()).then(|| r.fields().to_vec()))
+                    }
+                    Some(Entry::Empty) => (None, None),
+                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                },
+                other => return Err(PgWireError::InvalidTargetType(other)),
+            };
+        if let Some(p) = params {
+            client
+                .feed(PgWireBackendMessage::ParameterDescription(
+                    ParameterDescription::new(p.iter().map(|t| t.oid()).collect()),
+                ))
+                .await?;
+        }
+        let last = match fields {
+            None => PgWireBackendMessage::NoData(NoData::new()),
+            Some(f) => PgWireBackendMessage::RowDescription(RowDescription::new(
+                f.iter().map(Into::into).collect(),
+            )),
+        };
+        client.feed(last).await?;
         Ok(())
     }
 

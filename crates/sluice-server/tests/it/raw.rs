@@ -280,3 +280,62 @@ fn random_bytes_after_startup() {
         })
         .unwrap();
 }
+
+/// Connects, starts up, and sends `bytes` once the server is ready; the
+/// types of the messages answered up to the next ReadyForQuery.
+fn pipelined(addr: std::net::SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let read_to_ready = |s: &mut TcpStream| {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while kinds(&out).last() != Some(&b'Z') {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "closed after {:?}", kinds(&out));
+            out.extend_from_slice(&buf[..n]);
+        }
+        kinds(&out)
+    };
+    s.write_all(&startup()).unwrap();
+    read_to_ready(&mut s);
+    s.write_all(bytes).unwrap();
+    read_to_ready(&mut s)
+}
+
+/// Parse, Describe, Bind, Describe, Execute and Sync sent in one write
+/// (as libpq, JDBC and PowerBI pipeline them): every answer, in order,
+/// though Describe's are queued to go with the rest at Sync.
+#[test]
+fn pipelined_extended_messages_are_answered_in_order() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let parse = message(
+        b'P',
+        b"s1\0SELECT name FROM people WHERE id = $1\0\x00\x01\x00\x00\x00\x14",
+    );
+    let bind = message(b'B', b"\0s1\0\x00\x00\x00\x01\x00\x00\x00\x012\x00\x00");
+    let all = [
+        parse,
+        message(b'D', b"Ss1\0"),
+        bind,
+        message(b'D', b"P\0"),
+        message(b'E', b"\0\0\0\0\0"),
+        message(b'S', b""),
+    ]
+    .concat();
+    // ParseComplete, ParameterDescription, RowDescription, BindComplete,
+    // RowDescription, DataRow, CommandComplete, ReadyForQuery.
+    assert_eq!(pipelined(srv.addr, &all), b"1tT2TDCZ".to_vec());
+    // A statement without rows: NoData; a Describe of nothing: an error,
+    // the rest skipped up to Sync.
+    let set = [
+        message(b'P', b"s2\0SET application_name = 'x'\0\0\0"),
+        message(b'D', b"Ss2\0"),
+        message(b'D', b"Snope\0"),
+        message(b'E', b"\0\0\0\0\0"),
+        message(b'S', b""),
+    ]
+    .concat();
+    assert_eq!(pipelined(srv.addr, &set), b"1tnEZ".to_vec());
+    served(&srv);
+}

@@ -25,6 +25,7 @@ pub mod intexpr;
 pub mod intset;
 pub mod like;
 pub mod plan;
+pub mod point;
 pub mod scan;
 pub mod sql;
 

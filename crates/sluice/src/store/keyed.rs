@@ -39,11 +39,29 @@ struct ShardIndex {
     starts: Vec<u64>,
 }
 
+/// The database a [`KeyedTable`] reads: borrowed for one query, or
+/// shared for a table kept open across queries ([`Database::keyed_shared`]).
+#[derive(Clone)]
+enum DbRef<'a> {
+    Borrowed(&'a Database),
+    Shared(Arc<Database>),
+}
+
+impl std::ops::Deref for DbRef<'_> {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        match self {
+            DbRef::Borrowed(d) => d,
+            DbRef::Shared(d) => d,
+        }
+    }
+}
+
 /// A keyed table opened for lookups: its runs open, row ids mapped to
 /// segments. Holds the snapshot of the manifest it was opened at. A key
 /// is looked up in one shard: the one its hash names.
 pub struct KeyedTable<'a> {
-    db: &'a Database,
+    db: DbRef<'a>,
     meta: TableMeta,
     key: usize,
     shards: Vec<ShardIndex>,
@@ -55,11 +73,22 @@ pub struct KeyedTable<'a> {
 impl Database {
     /// Opens `table` for key lookups; an error if it has no PRIMARY KEY.
     pub fn keyed(&self, table: &str) -> Result<KeyedTable<'_>> {
+        self.keyed_in(DbRef::Borrowed(self), table)
+    }
+
+    /// [`Database::keyed`] holding its own handle on `db`: a table that
+    /// outlives the borrow, to be kept open across queries (see
+    /// [`super::Snapshots::keyed`]).
+    pub fn keyed_shared(db: &Arc<Database>, table: &str) -> Result<KeyedTable<'static>> {
+        db.keyed_in(DbRef::Shared(db.clone()), table)
+    }
+
+    fn keyed_in<'a>(&self, db: DbRef<'a>, table: &str) -> Result<KeyedTable<'a>> {
         let meta = self
             .table(table)
             .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?
             .clone();
-        match self.keyed_at(table, meta) {
+        match self.keyed_at(db.clone(), table, meta) {
             // A merge committed since this handle read the manifest may
             // have deleted runs it names: read the manifest again (rows
             // are only ever added, so the newer snapshot holds them all).
@@ -67,13 +96,13 @@ impl Database {
                 let fresh = super::Manifest::read(&self.dir)?
                     .and_then(|m| m.tables.get(&table.to_ascii_lowercase()).cloned())
                     .ok_or_else(|| Error::Schema(format!("no table named {table:?}")))?;
-                self.keyed_at(table, fresh)
+                self.keyed_at(db, table, fresh)
             }
             other => other,
         }
     }
 
-    fn keyed_at(&self, table: &str, meta: TableMeta) -> Result<KeyedTable<'_>> {
+    fn keyed_at<'a>(&self, db: DbRef<'a>, table: &str, meta: TableMeta) -> Result<KeyedTable<'a>> {
         let key = meta.schema.key_column().ok_or_else(|| {
             Error::Schema(format!(
                 "table {table} has no primary key (create it with --key COLUMN or PRIMARY KEY in --schema)"
@@ -105,7 +134,7 @@ impl Database {
             });
         }
         Ok(KeyedTable {
-            db: self,
+            db,
             key,
             shards,
             schema: meta.schema.arrow_schema(),

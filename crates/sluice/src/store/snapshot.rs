@@ -3,13 +3,14 @@
 //! without paying the open (manifest read, segment mapping and checksum)
 //! on every query.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 
-use super::Database;
 use super::manifest::MANIFEST_FILE;
+use super::{Database, KeyedTable};
 
 /// The manifest file as last seen: a commit renames a new one into place,
 /// which changes its inode (and usually its size and time).
@@ -40,7 +41,14 @@ fn stamp(path: &Path) -> Option<Stamp> {
 pub struct Snapshots {
     dir: PathBuf,
     manifest: PathBuf,
-    open: Mutex<Option<(Option<Stamp>, Arc<Database>)>>,
+    open: Mutex<Option<Open>>,
+}
+
+/// The last commit opened, and its keyed tables opened for lookups.
+struct Open {
+    seen: Option<Stamp>,
+    db: Arc<Database>,
+    keyed: HashMap<String, Arc<KeyedTable<'static>>>,
 }
 
 impl Snapshots {
@@ -63,13 +71,43 @@ impl Snapshots {
             .lock()
             .map_err(|_| Error::Internal("snapshot lock poisoned".into()))?;
         match &*g {
-            Some((seen, db)) if *seen == now => Ok(db.clone()),
+            Some(o) if o.seen == now => Ok(o.db.clone()),
             _ => {
                 let db = Arc::new(Database::open(&self.dir)?);
-                *g = Some((now, db.clone()));
+                *g = Some(Open {
+                    seen: now,
+                    db: db.clone(),
+                    keyed: HashMap::new(),
+                });
                 Ok(db)
             }
         }
+    }
+
+    /// `table` of `db` (a snapshot from [`Snapshots::get`]) opened for key
+    /// lookups, kept open while `db` is the last commit: a point query pays
+    /// for opening the index and mapping row ids once, not every time. An
+    /// older snapshot's table is opened for the caller alone.
+    pub fn keyed(&self, db: &Arc<Database>, table: &str) -> Result<Arc<KeyedTable<'static>>> {
+        let lock = || {
+            self.open
+                .lock()
+                .map_err(|_| Error::Internal("snapshot lock poisoned".into()))
+        };
+        if let Some(o) = &*lock()?
+            && Arc::ptr_eq(&o.db, db)
+            && let Some(t) = o.keyed.get(table)
+        {
+            return Ok(t.clone());
+        }
+        // Opened without the lock: other queries go on meanwhile.
+        let t = Arc::new(Database::keyed_shared(db, table)?);
+        if let Some(o) = &mut *lock()?
+            && Arc::ptr_eq(&o.db, db)
+        {
+            o.keyed.insert(table.to_string(), t.clone());
+        }
+        Ok(t)
     }
 
     /// Lets go of the open database (snapshots handed out keep theirs).

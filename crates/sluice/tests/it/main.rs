@@ -11,6 +11,7 @@ mod keys;
 mod load;
 mod load_fuzz;
 mod parallel;
+mod point;
 mod regression_corpus;
 mod regression_cr_quoted;
 mod regression_dialects;

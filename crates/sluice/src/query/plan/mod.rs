@@ -12,6 +12,7 @@
 
 mod explain;
 mod prune;
+pub(crate) use prune::literal_key;
 
 use std::sync::Arc;
 

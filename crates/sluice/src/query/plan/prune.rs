@@ -61,7 +61,7 @@ pub(super) fn key_lookup_of(filter: &Expr, k: usize, types: &[A]) -> Option<Vec<
 
 /// A one-row literal as a key of a column stored as `stored`, in index
 /// byte form; `None` for NULL or a value that does not convert exactly.
-fn literal_key(l: &ArrayRef, stored: &A) -> Option<Vec<u8>> {
+pub(crate) fn literal_key(l: &ArrayRef, stored: &A) -> Option<Vec<u8>> {
     if l.is_null(0) {
         return None;
     }
