@@ -1187,44 +1187,29 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let (params, fields): (Option<Vec<Type>>, Option<Vec<FieldInfo>>) =
-            match message.target_type {
-                TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
-                    Some(Entry::Value(stmt)) => {
-                        let r = self.do_describe_statement(client, &stmt).await?;
-                        (
-                            r.parameters().map(|p| p.to_vec()),
-                            (!r.is_no_data()).then(|| r.fields().to_vec()),
-                        )
-                    }
-                    Some(Entry::Empty) => (Some(Vec::new()), None),
-                    None => return Err(PgWireError::StatementNotFound(name.to_owned())),
-                },
-                TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
-                    Some(Entry::Value(portal)) => {
-                        let r = self.do_describe_portal(client, &portal).await?;
-                        (None, (!r.is_no_data()).then(|| r.fields().to_vec()))
-                    }
-                    Some(Entry::Empty) => (None, None),
-                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
-                },
-                other => return Err(PgWireError::InvalidTargetType(other)),
-            };
-        if let Some(p) = params {
-            client
-                .feed(PgWireBackendMessage::ParameterDescription(
-                    ParameterDescription::new(p.iter().map(|t| t.oid()).collect()),
-                ))
-                .await?;
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(stmt)) => {
+                    let r = self.do_describe_statement(client, &stmt).await?;
+                    queue_describe(client, &r).await
+                }
+                Some(Entry::Empty) => {
+                    queue_describe(client, &DescribeStatementResponse::no_data()).await
+                }
+                None => Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let r = self.do_describe_portal(client, &portal).await?;
+                    queue_describe(client, &r).await
+                }
+                Some(Entry::Empty) => {
+                    queue_describe(client, &DescribePortalResponse::no_data()).await
+                }
+                None => Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => Err(PgWireError::InvalidTargetType(other)),
         }
-        let last = match fields {
-            None => PgWireBackendMessage::NoData(NoData::new()),
-            Some(f) => PgWireBackendMessage::RowDescription(RowDescription::new(
-                f.iter().map(Into::into).collect(),
-            )),
-        };
-        client.feed(last).await?;
-        Ok(())
     }
 
     /// A query of the store run to its end (no row limit) is answered
@@ -1362,6 +1347,32 @@ impl ExtendedQueryHandler for Backend {
             }
         }
     }
+}
+
+/// Queues the answer to a Describe: ParameterDescription (of a
+/// statement), then RowDescription or NoData; sent with the rest at Sync.
+async fn queue_describe<C>(client: &mut C, r: &impl DescribeResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if let Some(p) = r.parameters() {
+        client
+            .feed(PgWireBackendMessage::ParameterDescription(
+                ParameterDescription::new(p.iter().map(|t| t.oid()).collect()),
+            ))
+            .await?;
+    }
+    let last = if r.is_no_data() {
+        PgWireBackendMessage::NoData(NoData::new())
+    } else {
+        PgWireBackendMessage::RowDescription(RowDescription::new(
+            r.fields().iter().map(Into::into).collect(),
+        ))
+    };
+    client.feed(last).await?;
+    Ok(())
 }
 
 /// A connection counted while it lives.
