@@ -271,9 +271,21 @@ fn random_bytes_after_startup() {
     });
     runner
         .run(&strategy, |(bytes, t)| {
-            let _ = send(
-                srv.addr,
-                &[startup(), message(t, &bytes), bytes.clone()].concat(),
+            // Then the client's end closed: a message the server waits to
+            // complete, or one it answers only at Sync (as PostgreSQL
+            // does), ends with the connection, not with a timeout.
+            let mut s = TcpStream::connect(srv.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let _ = s.write_all(&[startup(), message(t, &bytes), bytes.clone()].concat());
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let mut out = Vec::new();
+            let read = s.read_to_end(&mut out);
+            prop_assert!(
+                read.is_ok()
+                    || read
+                        .as_ref()
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+                "the server kept the connection after the client closed: {read:?}"
             );
             served(&srv);
             Ok(())
