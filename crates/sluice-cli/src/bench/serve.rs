@@ -26,6 +26,11 @@ struct Run {
     p50_ms: f64,
     p99_ms: f64,
     failed: u64,
+    /// The server's CPU per transaction, in µs: the machine's busy CPU
+    /// time over the run less pgbench's own, over the transactions (NaN
+    /// where /proc cannot say). On a machine where pgbench shares the
+    /// cores, this is what compares the servers' costs.
+    server_cpu_us: f64,
 }
 
 /// The options of the scenario.
@@ -121,8 +126,20 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         }
     );
     println!(
-        "{:>7} {:>11} {:>8} {:>8} {:>11} {:>8} {:>8} {:>7}",
-        "clients", "sluice tps", "p50 ms", "p99 ms", "pg tps", "p50 ms", "p99 ms", "ratio"
+        "(cpu us: the machine's busy CPU over a run less pgbench's own, per transaction: the server's cost, kernel included)"
+    );
+    println!(
+        "{:>7} {:>11} {:>8} {:>8} {:>7} {:>11} {:>8} {:>8} {:>7} {:>7}",
+        "clients",
+        "sluice tps",
+        "p50 ms",
+        "p99 ms",
+        "cpu us",
+        "pg tps",
+        "p50 ms",
+        "p99 ms",
+        "cpu us",
+        "ratio"
     );
     for &c in &clients {
         let (mut s_runs, mut p_runs) = (Vec::new(), Vec::new());
@@ -150,8 +167,11 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         }
         let s = med(&s_runs);
         let cells = |r: Option<Run>| match r {
-            Some(r) => format!("{:>11.0} {:>8.2} {:>8.2}", r.tps, r.p50_ms, r.p99_ms),
-            None => format!("{:>11} {:>8} {:>8}", "-", "-", "-"),
+            Some(r) => format!(
+                "{:>11.0} {:>8.2} {:>8.2} {:>7.1}",
+                r.tps, r.p50_ms, r.p99_ms, r.server_cpu_us
+            ),
+            None => format!("{:>11} {:>8} {:>8} {:>7}", "-", "-", "-", "-"),
         };
         let p = (!p_runs.is_empty()).then(|| med(&p_runs));
         println!(
@@ -249,7 +269,35 @@ fn record_runs(series: &str, case: serde_json::Value, runs: &[Run]) {
     let of = |f: fn(&Run) -> f64| runs.iter().map(f).collect::<Vec<_>>();
     super::record::runs(series, case.clone(), "tps", "tx/s", &of(|r| r.tps));
     super::record::runs(series, case.clone(), "p50_ms", "ms", &of(|r| r.p50_ms));
-    super::record::runs(series, case, "p99_ms", "ms", &of(|r| r.p99_ms));
+    super::record::runs(series, case.clone(), "p99_ms", "ms", &of(|r| r.p99_ms));
+    let cpu = of(|r| r.server_cpu_us);
+    if cpu.iter().all(|v| v.is_finite()) {
+        super::record::runs(series, case, "server_cpu_us", "us", &cpu);
+    }
+}
+
+/// CPU seconds so far: the machine's busy time (`/proc/stat`: user, nice,
+/// system, irq, softirq) and that of this process's children it has
+/// waited for (`/proc/self/stat`), both in USER_HZ (100 a second).
+fn cpu_now() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu: Vec<f64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    let busy = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| cpu.get(i).copied())
+        .sum::<Option<f64>>()?;
+    let me = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command's name in parentheses: fields 3 on; cutime and
+    // cstime are fields 16 and 17.
+    let rest: Vec<&str> = me.rsplit_once(')')?.1.split_whitespace().collect();
+    let children = rest.get(13)?.parse::<f64>().ok()? + rest.get(14)?.parse::<f64>().ok()?;
+    Some((busy / 100.0, children / 100.0))
 }
 
 /// The run of median TPS.
@@ -263,6 +311,7 @@ fn med(runs: &[Run]) -> Run {
             p50_ms: f64::NAN,
             p99_ms: f64::NAN,
             failed: 0,
+            server_cpu_us: f64::NAN,
         })
 }
 
@@ -516,8 +565,21 @@ fn pgbench_run(
         c.arg("-C");
     }
     c.arg("postgres");
+    let before = cpu_now();
     let out = c.output().context("running pgbench")?;
+    let after = cpu_now();
     let text = String::from_utf8_lossy(&out.stdout);
+    let transactions = text
+        .lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse::<f64>().ok());
+    let server_cpu_us = match (before, after, transactions) {
+        (Some((m0, c0)), Some((m1, c1)), Some(n)) if n > 0.0 => {
+            ((m1 - m0) - (c1 - c0)).max(0.0) / n * 1e6
+        }
+        _ => f64::NAN,
+    };
     let tps = text
         .lines()
         .find_map(|l| l.strip_prefix("tps = "))
@@ -555,6 +617,7 @@ fn pgbench_run(
         p50_ms: percentile(&lat, 0.5),
         p99_ms: percentile(&lat, 0.99),
         failed,
+        server_cpu_us,
     })
 }
 
