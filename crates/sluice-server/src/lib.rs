@@ -3,12 +3,14 @@
 //!
 //! ```text
 //!  accept ──► one async task per connection (pgwire: framing, startup,
-//!             simple and extended protocol)
+//!             simple and extended protocol), on one of the connection
+//!             threads (a single-threaded runtime a core, round robin)
 //!               │ SET/SHOW/BEGIN/catalog ──► session.rs (answered at once)
+//!               │ prepared point select ──► PointQuery (the key index)
 //!               │ query ──► plan (on the connection's task)
 //!               │   key lookup or no table ──► short lane: run right there
 //!               │   scan ──► long lane: a bounded queue, then a blocking
-//!               │            thread with the query's workers
+//!               │            thread at nice 5 with the query's workers
 //!               ▼
 //!             rows encoded batch by batch (encode.rs)
 //! ```
