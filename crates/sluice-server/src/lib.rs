@@ -24,6 +24,7 @@
 pub mod auth;
 pub mod encode;
 pub mod params;
+pub mod place;
 pub mod session;
 
 use std::collections::HashMap;
@@ -143,6 +144,10 @@ pub struct Options {
     pub users: auth::Users,
     /// TLS (clients that ask for it; `None`: TLS refused).
     pub tls: Option<Tls>,
+    /// Pin each connection thread to a CPU and give a connection to the
+    /// thread of the CPU it came in on (see `place`); `false`: threads
+    /// float, connections go round robin.
+    pub pin_threads: bool,
 }
 
 /// A TLS configuration (certificate chain and key).
@@ -198,6 +203,7 @@ impl Options {
             auth: auth::Auth::Trust,
             users: auth::Users::default(),
             tls: None,
+            pin_threads: true,
         }
     }
 }
@@ -222,6 +228,12 @@ pub struct Engine {
     /// Of those, the ones its point query answered from the key index
     /// alone ([`sluice::query::point::PointQuery`]).
     pub points: AtomicUsize,
+    /// Connections handed to each connection thread since the start (by
+    /// thread number).
+    pub placed: Vec<AtomicUsize>,
+    /// The CPU each connection thread is pinned to (thread `i` on the
+    /// `i`-th; empty: not pinned; see [`place::plan`]).
+    pub pinned: Vec<usize>,
     /// The users `--auth` checks.
     source: Arc<auth::Source>,
 }
@@ -245,6 +257,15 @@ impl Engine {
             running: Arc::new(AtomicUsize::new(0)),
             bound: AtomicUsize::new(0),
             points: AtomicUsize::new(0),
+            placed: (0..sluice::exec::usable_cores().max(1))
+                .map(|_| AtomicUsize::new(0))
+                .collect(),
+            pinned: place::plan(
+                sluice::exec::usable_cores(),
+                opts.pin_threads,
+                &place::allowed_cpus(),
+            )
+            .unwrap_or_default(),
             source: Arc::new(auth::Source::new(opts.users.clone())?),
             opts,
         })
@@ -1422,31 +1443,46 @@ struct Handoff {
 }
 
 /// The connection threads: one single-threaded runtime a core, each
-/// serving the connections handed to it, round robin, for their whole
-/// life. A connection's messages, its key lookups and its socket's
-/// readiness stay on one thread: no task moves between workers, no
-/// worker wakes another to run it (on a runtime whose workers share the
-/// connections, those hand-offs cost more CPU than a point select).
-/// Scans still run on blocking threads, in the long lane.
+/// serving the connections handed to it for their whole life. A
+/// connection's messages, its key lookups and its socket's readiness stay
+/// on one thread: no task moves between workers, no worker wakes another
+/// to run it (on a runtime whose workers share the connections, those
+/// hand-offs cost more CPU than a point select). Where it is safe, each
+/// thread is pinned to a CPU and a connection goes to the thread of the
+/// CPU it came in on, else round robin (see `place`). Scans still run on
+/// blocking threads, in the long lane.
 struct ConnThreads {
     queues: Vec<tokio::sync::mpsc::UnboundedSender<Handoff>>,
-    next: usize,
+    steer: place::Steer,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl ConnThreads {
-    fn start(n: usize, handlers: &Handlers) -> std::io::Result<ConnThreads> {
+    /// `n` threads; thread `i` pinned to `pinned[i]` (empty: none). Returns
+    /// once every thread is running where it should.
+    fn start(n: usize, pinned: &[usize], handlers: &Handlers) -> std::io::Result<ConnThreads> {
+        let n = n.max(1);
+        let (up, running) = std::sync::mpsc::channel::<()>();
         let mut queues = Vec::with_capacity(n);
         let mut threads = Vec::with_capacity(n);
-        for i in 0..n.max(1) {
+        for i in 0..n {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
             let h = handlers.for_connection(None);
+            let cpu = pinned.get(i).copied();
+            let up = up.clone();
             let t = std::thread::Builder::new()
                 .name(format!("sluice-conn-{i}"))
                 .spawn(move || {
+                    // Not pinned (it cannot fail but for a CPU gone
+                    // offline): the thread floats, its connections are
+                    // still served.
+                    if let Some(cpu) = cpu {
+                        place::pin_current_thread(cpu);
+                    }
+                    let _ = up.send(());
                     rt.block_on(async move {
                         while let Some(c) = rx.recv().await {
                             let Ok(sock) = tokio::net::TcpStream::from_std(c.sock) else {
@@ -1468,16 +1504,25 @@ impl ConnThreads {
             queues.push(tx);
             threads.push(t);
         }
+        drop(up);
+        for _ in 0..n {
+            // A thread that died before its signal: the others serve.
+            if running.recv().is_err() {
+                break;
+            }
+        }
         Ok(ConnThreads {
             queues,
-            next: 0,
+            steer: place::Steer::new(n, pinned),
             threads,
         })
     }
 
-    fn hand(&mut self, c: Handoff) {
-        let i = self.next % self.queues.len();
-        self.next = self.next.wrapping_add(1);
+    fn hand(&mut self, c: Handoff, engine: &Engine) {
+        let i = self.steer.pick(place::incoming_cpu(&c.sock));
+        if let Some(n) = engine.placed.get(i) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
         // A thread gone (it cannot be, short of a panic): the connection
         // is dropped, closed.
         let _ = self.queues[i].send(c);
@@ -1501,7 +1546,7 @@ pub async fn serve_on(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let handlers = Handlers::new(engine.clone());
-    let mut threads = ConnThreads::start(sluice::exec::usable_cores(), &handlers)?;
+    let mut threads = ConnThreads::start(sluice::exec::usable_cores(), &engine.pinned, &handlers)?;
     tokio::pin!(shutdown);
     loop {
         let (sock, _) = tokio::select! {
@@ -1528,11 +1573,14 @@ pub async fn serve_on(
             Ok(p) => p,
             Err(_) => continue,
         };
-        threads.hand(Handoff {
-            sock,
-            watch,
-            counted,
-        });
+        threads.hand(
+            Handoff {
+                sock,
+                watch,
+                counted,
+            },
+            &engine,
+        );
     }
 }
 

@@ -60,6 +60,13 @@ pub struct ServeArgs {
     /// TLS private key (PEM)
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Do not pin the connection threads to CPUs. By default each runs on
+    /// one CPU and a connection is served by the thread of the CPU its
+    /// packets arrive on (only when the process may use exactly as many
+    /// CPUs as it has threads); pass this on a machine shared with other
+    /// busy processes
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -93,6 +100,7 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
     opts.scans_at_once = args.scans_at_once;
     opts.queue = args.queue;
     opts.threads = threads;
+    opts.pin_threads = !args.no_pin;
     let (engine_auth, tls) = (opts.auth, opts.tls.is_some());
     sluice_server::run(opts, |addr, engine| {
         if !quiet {

@@ -4,6 +4,7 @@
 //! snapshots, and bytes that are not the protocol.
 
 mod auth;
+mod place;
 mod raw;
 
 use std::net::SocketAddr;

@@ -1,0 +1,186 @@
+//! Which connection thread serves a connection, and where that thread runs.
+//!
+//! Each connection thread is pinned to one CPU, and a new connection goes
+//! to the thread of the CPU its packets arrived on (the kernel's
+//! `SO_INCOMING_CPU`: on loopback, the CPU the client ran on when it
+//! connected; over a network, the CPU that took the receive queue's
+//! interrupt). A client and its connection's thread then take turns on
+//! one CPU: the client's send wakes the server thread on the CPU it is
+//! on, and the answer wakes the client there, with no wake-up sent to
+//! another CPU. Handing connections out round robin put half of each
+//! client thread's connections on the other CPU's thread: measured with
+//! pgbench on 2 cores (BENCHMARKS.md, serve), steering took 8 clients
+//! from 89–104k to 147–150k transactions a second and 32 clients from
+//! 95–103k to 129–132k.
+//!
+//! Pinning is only done where it is safe to: the process may run on
+//! exactly as many CPUs as there are connection threads (not under a CPU
+//! quota smaller than its CPU set, where a pinned thread could be held
+//! to a CPU the quota starves), and `--no-pin` was not given. Otherwise
+//! threads float and connections go round robin, as before.
+
+/// The CPUs this process may run on, in ascending order (empty where
+/// this cannot be known).
+pub fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: sched_getaffinity fills a zeroed cpu_set_t of the size given;
+    // CPU_ISSET reads it within its bounds.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
+}
+
+/// Pins the calling thread to `cpu`; whether it worked.
+pub fn pin_current_thread(cpu: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a zeroed cpu_set_t with one CPU (below CPU_SETSIZE) set,
+    // passed with its size for the calling thread (pid 0).
+    unsafe {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpu;
+        false
+    }
+}
+
+/// The CPU the socket's packets last arrived on (`None` where the kernel
+/// does not say).
+pub fn incoming_cpu(sock: &std::net::TcpStream) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let mut cpu: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt on an open socket with a pointer to a local
+        // c_int and its length.
+        let r = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_INCOMING_CPU,
+                (&mut cpu as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0 && cpu >= 0).then_some(cpu as usize)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = sock;
+        None
+    }
+}
+
+/// The CPUs `threads` connection threads are pinned to, one each (thread
+/// `i` on the `i`-th), or `None`: leave them unpinned. Pinned only when
+/// asked and when the CPUs allowed are exactly as many as the threads.
+pub fn plan(threads: usize, pin: bool, allowed: &[usize]) -> Option<Vec<usize>> {
+    (pin && threads > 1 && allowed.len() == threads).then(|| allowed.to_vec())
+}
+
+/// Picks the thread for each new connection: the one pinned to the CPU
+/// the connection came in on, else the next in turn.
+#[derive(Debug)]
+pub struct Steer {
+    /// Thread of each CPU (by CPU number), where pinned.
+    by_cpu: Vec<Option<usize>>,
+    threads: usize,
+    next: usize,
+}
+
+impl Steer {
+    /// `pinned`: thread `i` runs on `pinned[i]` (empty: none pinned).
+    pub fn new(threads: usize, pinned: &[usize]) -> Steer {
+        let mut by_cpu = vec![None; pinned.iter().max().map_or(0, |m| m + 1)];
+        for (t, &cpu) in pinned.iter().enumerate() {
+            by_cpu[cpu] = Some(t);
+        }
+        Steer {
+            by_cpu,
+            threads: threads.max(1),
+            next: 0,
+        }
+    }
+
+    /// The thread for a connection that came in on `cpu`.
+    pub fn pick(&mut self, cpu: Option<usize>) -> usize {
+        if let Some(t) = cpu.and_then(|c| self.by_cpu.get(c).copied().flatten()) {
+            return t;
+        }
+        let t = self.next % self.threads;
+        self.next = self.next.wrapping_add(1);
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_only_when_asked_and_the_cpus_match_the_threads() {
+        assert_eq!(plan(2, true, &[0, 1]), Some(vec![0, 1]));
+        assert_eq!(plan(2, true, &[4, 7]), Some(vec![4, 7]));
+        assert_eq!(plan(2, false, &[0, 1]), None, "--no-pin");
+        // A quota of 2 CPUs over a set of 16: threads float.
+        assert_eq!(plan(2, true, &(0..16).collect::<Vec<_>>()), None);
+        assert_eq!(plan(2, true, &[]), None, "CPUs unknown");
+        assert_eq!(plan(1, true, &[3]), None, "one thread: nothing to steer");
+    }
+
+    #[test]
+    fn a_connection_goes_to_the_thread_of_its_cpu_else_round_robin() {
+        let mut s = Steer::new(2, &[4, 7]);
+        assert_eq!(s.pick(Some(7)), 1);
+        assert_eq!(s.pick(Some(4)), 0);
+        assert_eq!(s.pick(Some(7)), 1);
+        // Unknown CPU, one outside the set, one past the table: in turn.
+        assert_eq!(s.pick(None), 0);
+        assert_eq!(s.pick(Some(5)), 1);
+        assert_eq!(s.pick(Some(4096)), 0);
+        assert_eq!(s.pick(None), 1);
+
+        let mut rr = Steer::new(3, &[]);
+        let picks: Vec<usize> = (0..6).map(|i| rr.pick(Some(i % 2))).collect();
+        assert_eq!(picks, [0, 1, 2, 0, 1, 2], "not pinned: round robin");
+    }
+
+    /// The kernel reports the CPU a loopback client connected from: a
+    /// client thread pinned to each allowed CPU in turn.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn incoming_cpu_is_the_clients_cpu_on_loopback() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty(), "sched_getaffinity gave no CPU");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        for &cpu in cpus.iter().take(4) {
+            let client = std::thread::spawn(move || {
+                assert!(pin_current_thread(cpu), "pinning to CPU {cpu}");
+                let mut c = std::net::TcpStream::connect(addr).unwrap();
+                std::io::Write::write_all(&mut c, b"x").unwrap();
+                c
+            });
+            let (mut s, _) = listener.accept().unwrap();
+            let mut b = [0u8; 1];
+            std::io::Read::read_exact(&mut s, &mut b).unwrap();
+            let _c = client.join().unwrap();
+            assert_eq!(incoming_cpu(&s), Some(cpu));
+        }
+    }
+}

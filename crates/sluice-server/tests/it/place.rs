@@ -1,0 +1,160 @@
+//! Connection threads pinned to CPUs, and connections steered to the
+//! thread of the CPU they come in on.
+
+use std::sync::atomic::Ordering;
+
+use sluice_server::place;
+
+use crate::{Server, sample};
+
+/// The CPU each `sluice-conn-N` thread of this process may run on:
+/// (N, its allowed CPUs) from /proc.
+#[cfg(target_os = "linux")]
+fn conn_thread_cpus() -> Vec<(usize, Vec<usize>)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(name) = std::fs::read_to_string(t.path().join("comm")) else {
+            continue;
+        };
+        let Some(n) = name.trim().strip_prefix("sluice-conn-") else {
+            continue;
+        };
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap();
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim()
+            .to_string();
+        let mut cpus = Vec::new();
+        for part in list.split(',') {
+            match part.split_once('-') {
+                Some((a, b)) => cpus.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
+                None => cpus.push(part.parse().unwrap()),
+            }
+        }
+        out.push((n.parse().unwrap(), cpus));
+    }
+    out
+}
+
+/// With as many CPUs allowed as connection threads, thread `i` runs on
+/// the `i`-th CPU only, and a client connecting from a CPU is served by
+/// that CPU's thread.
+#[cfg(target_os = "linux")]
+#[test]
+fn connection_threads_pinned_and_connections_steered_to_their_cpu() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let allowed = place::allowed_cpus();
+    let cores = sluice::exec::usable_cores();
+    let pinned = srv.engine.pinned.clone();
+    if allowed.len() != cores || cores < 2 {
+        // A CPU quota below the CPU set (or one core): nothing pinned.
+        assert!(
+            pinned.is_empty(),
+            "{pinned:?} with {allowed:?}, {cores} cores"
+        );
+        eprintln!(
+            "skipped: {} CPUs allowed, {cores} usable: threads not pinned",
+            allowed.len()
+        );
+        return;
+    }
+    assert_eq!(pinned, allowed);
+
+    // The last CPU first: round robin would hand the first client to
+    // thread 0.
+    for (i, &cpu) in allowed.iter().enumerate().rev().take(4) {
+        let before: Vec<usize> = srv
+            .engine
+            .placed
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect();
+        let addr = srv.addr;
+        std::thread::spawn(move || {
+            assert!(place::pin_current_thread(cpu));
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let (c, conn) = tokio_postgres::connect(
+                    &format!("host={} port={} user=test", addr.ip(), addr.port()),
+                    tokio_postgres::NoTls,
+                )
+                .await
+                .unwrap();
+                tokio::spawn(conn);
+                let r = c
+                    .query_one("SELECT id FROM people WHERE id = 1", &[])
+                    .await
+                    .unwrap();
+                assert_eq!(r.get::<_, i64>(0), 1);
+            });
+        })
+        .join()
+        .unwrap();
+        let after: Vec<usize> = srv
+            .engine
+            .placed
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect();
+        let mut want = before.clone();
+        want[i] += 1;
+        assert_eq!(after, want, "a client on CPU {cpu} goes to thread {i}");
+    }
+
+    // Served, so started: this server's thread `i` is held to CPU
+    // `allowed[i]`. (Other tests' servers run in this process too, some
+    // unpinned: a thread is on its own CPU or free, never on another.)
+    let threads = conn_thread_cpus();
+    for i in 0..cores {
+        assert!(
+            threads
+                .iter()
+                .any(|(n, cpus)| *n == i && cpus == &[allowed[i]]),
+            "sluice-conn-{i} not on CPU {}: {threads:?}",
+            allowed[i]
+        );
+    }
+    for (n, cpus) in &threads {
+        assert!(
+            cpus == &[allowed[*n]] || cpus == &allowed,
+            "sluice-conn-{n}: {cpus:?}"
+        );
+    }
+}
+
+/// `--no-pin`: the threads float and connections go round robin.
+#[test]
+fn not_pinned_when_asked_not_to() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |o| o.pin_threads = false);
+    assert!(srv.engine.pinned.is_empty());
+    let c = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = srv.client().await;
+            let r = c
+                .query_one("SELECT count(*) FROM people", &[])
+                .await
+                .unwrap();
+            (srv, r.get::<_, i64>(0))
+        })
+    });
+    let (srv, n) = c.join().unwrap();
+    assert_eq!(n, 3);
+    let placed: usize = srv
+        .engine
+        .placed
+        .iter()
+        .map(|n| n.load(Ordering::Relaxed))
+        .sum();
+    assert_eq!(placed, 1);
+}
