@@ -240,7 +240,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(opts: Options) -> Result<Engine, Failure> {
-        let snap = sluice::store::Snapshots::new(&opts.db);
+        let snap = sluice::store::Snapshots::watched(&opts.db);
         // Opened now: a bad directory is an error at start, not at the
         // first query.
         snap.get()?;

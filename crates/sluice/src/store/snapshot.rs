@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
@@ -35,13 +36,23 @@ fn stamp(path: &Path) -> Option<Stamp> {
 }
 
 /// The database directory's last commit, opened once and shared: each
-/// [`Snapshots::get`] stats the manifest and reopens only when it changed.
-/// A snapshot handed out stays as it was (its segments stay mapped) for
-/// as long as its holder keeps it.
+/// [`Snapshots::get`] asks whether the manifest changed and reopens only
+/// when it did. A snapshot handed out stays as it was (its segments stay
+/// mapped) for as long as its holder keeps it.
+///
+/// Asking costs a `stat` of the manifest (a path lookup: measured at about
+/// a tenth of a point select's cost in the server, BENCHMARKS.md serve),
+/// except where a [`Watch`] on the directory says nothing happened to the
+/// manifest since the last ask, which is one `read` that finds nothing.
 pub struct Snapshots {
     dir: PathBuf,
     manifest: PathBuf,
     open: Mutex<Option<Open>>,
+    /// Not watched: not asked for, or the directory exists but cannot be
+    /// watched (another file system, no inotify): not tried again.
+    unwatchable: std::sync::atomic::AtomicBool,
+    /// Stats of the manifest so far (tests: the watch spares them).
+    stats: std::sync::atomic::AtomicUsize,
 }
 
 /// The last commit opened, and its keyed tables opened for lookups.
@@ -49,39 +60,91 @@ struct Open {
     seen: Option<Stamp>,
     db: Arc<Database>,
     keyed: HashMap<String, Arc<KeyedTable<'static>>>,
+    /// Set up before `seen` was taken: quiet since means `seen` still
+    /// holds. `None`: stat on every ask.
+    watch: Option<Watch>,
 }
 
 impl Snapshots {
-    /// Opens nothing yet: the first [`Snapshots::get`] does.
+    /// Opens nothing yet: the first [`Snapshots::get`] does. Each ask
+    /// stats the manifest.
     pub fn new(dir: impl AsRef<Path>) -> Self {
+        Self::with_watch(dir, false)
+    }
+
+    /// As [`Snapshots::new`], and where it can, watches the directory so
+    /// that an ask costs a `read` instead of a `stat` (for a long-lived
+    /// reader asking many times a second: the server). A watch holds an
+    /// inotify instance, of which a user has few (128 by default): not
+    /// for handles opened by the dozen.
+    pub fn watched(dir: impl AsRef<Path>) -> Self {
+        Self::with_watch(dir, true)
+    }
+
+    fn with_watch(dir: impl AsRef<Path>, watch: bool) -> Self {
         let dir = dir.as_ref().to_path_buf();
         Snapshots {
             manifest: dir.join(MANIFEST_FILE),
             dir,
             open: Mutex::new(None),
+            unwatchable: std::sync::atomic::AtomicBool::new(!watch),
+            stats: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
     /// The database as of its last commit.
     pub fn get(&self) -> Result<Arc<Database>> {
-        // Stat first: a commit after this reopens on the next call.
-        let now = stamp(&self.manifest);
+        // Under the lock: a caller that finds the watch quiet while another
+        // has just drained an event from it waits for that one's reopen.
         let mut g = self
             .open
             .lock()
             .map_err(|_| Error::Internal("snapshot lock poisoned".into()))?;
-        match &*g {
-            Some(o) if o.seen == now => Ok(o.db.clone()),
+        let mut watch = None;
+        if let Some(o) = &mut *g {
+            match o.watch.as_ref().map(Watch::changed) {
+                Some(Change::Quiet) => return Ok(o.db.clone()),
+                Some(Change::Maybe) => {}
+                Some(Change::Broken) => o.watch = None,
+                None => {}
+            }
+            watch = o.watch.take();
+        }
+        // Watching before the stat: a commit after the stat leaves an event.
+        let watch = watch.or_else(|| self.watch());
+        self.stats.fetch_add(1, Relaxed);
+        let now = stamp(&self.manifest);
+        match &mut *g {
+            Some(o) if o.seen == now => {
+                o.watch = watch;
+                Ok(o.db.clone())
+            }
             _ => {
+                // On an error the old commit is dropped (and the watch with
+                // it): the next ask stats and opens again.
+                *g = None;
                 let db = Arc::new(Database::open(&self.dir)?);
                 *g = Some(Open {
                     seen: now,
                     db: db.clone(),
                     keyed: HashMap::new(),
+                    watch,
                 });
                 Ok(db)
             }
         }
+    }
+
+    /// A new watch on the directory, unless it cannot be watched.
+    fn watch(&self) -> Option<Watch> {
+        if self.unwatchable.load(Relaxed) {
+            return None;
+        }
+        let w = Watch::new(&self.dir);
+        if w.is_none() && self.dir.is_dir() {
+            self.unwatchable.store(true, Relaxed);
+        }
+        w
     }
 
     /// `table` of `db` (a snapshot from [`Snapshots::get`]) opened for key
@@ -116,6 +179,133 @@ impl Snapshots {
             *g = None;
         }
     }
+}
+
+/// What a [`Watch`] saw since it was last asked.
+#[derive(Debug, PartialEq, Eq)]
+enum Change {
+    /// Nothing happened to the manifest.
+    Quiet,
+    /// The manifest may have changed (or events were lost): stat it.
+    Maybe,
+    /// The directory went away or was moved: the watch is no more.
+    Broken,
+}
+
+/// An inotify watch on a database directory (Linux, on local file
+/// systems whose changes it reports: over a network file system another
+/// machine's commit would raise no event, so there it is not used). The
+/// kernel queues the event inside the `rename` that commits, so a read
+/// after the commit's `rename` returned finds it.
+struct Watch {
+    #[cfg(target_os = "linux")]
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Watch {
+    #[cfg(target_os = "linux")]
+    fn new(dir: &Path) -> Option<Watch> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statfs with a NUL-terminated path and a zeroed struct;
+        // inotify_init1 and inotify_add_watch with plain flags, the fd
+        // owned at once.
+        unsafe {
+            let mut fs: libc::statfs = std::mem::zeroed();
+            if libc::statfs(path.as_ptr(), &mut fs) != 0 || !local_fs(fs.f_type as i64) {
+                return None;
+            }
+            let fd = libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC);
+            if fd < 0 {
+                return None;
+            }
+            let fd = OwnedFd::from_raw_fd(fd);
+            let mask = libc::IN_MOVED_TO
+                | libc::IN_MOVED_FROM
+                | libc::IN_CREATE
+                | libc::IN_DELETE
+                | libc::IN_CLOSE_WRITE
+                | libc::IN_ATTRIB
+                | libc::IN_DELETE_SELF
+                | libc::IN_MOVE_SELF
+                | libc::IN_ONLYDIR;
+            if libc::inotify_add_watch(std::os::fd::AsRawFd::as_raw_fd(&fd), path.as_ptr(), mask)
+                < 0
+            {
+                return None;
+            }
+            Some(Watch { fd })
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(_dir: &Path) -> Option<Watch> {
+        None
+    }
+
+    /// Reads every event queued: any about the manifest (or about the
+    /// directory itself, or lost ones) makes the answer other than quiet.
+    #[cfg(target_os = "linux")]
+    fn changed(&self) -> Change {
+        use std::os::fd::AsRawFd;
+        const HEAD: usize = std::mem::size_of::<libc::inotify_event>();
+        let mut buf = [0u64; 512];
+        let mut seen = Change::Quiet;
+        loop {
+            // SAFETY: read into a local buffer of its length.
+            let n = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    std::mem::size_of_val(&buf),
+                )
+            };
+            if n <= 0 {
+                // EAGAIN: nothing (more) queued. Another error: unknown.
+                if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock
+                {
+                    return Change::Broken;
+                }
+                return seen;
+            }
+            // SAFETY: the kernel wrote `n` bytes of whole events.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
+            let mut at = 0;
+            while at + HEAD <= bytes.len() {
+                let mask = u32::from_ne_bytes(bytes[at + 4..at + 8].try_into().expect("4"));
+                let len =
+                    u32::from_ne_bytes(bytes[at + 12..at + 16].try_into().expect("4")) as usize;
+                let name = bytes.get(at + HEAD..at + HEAD + len).unwrap_or(&[]);
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                at += HEAD + len;
+                if mask & (libc::IN_IGNORED | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF) != 0 {
+                    return Change::Broken;
+                }
+                if mask & libc::IN_Q_OVERFLOW != 0 || name == MANIFEST_FILE.as_bytes() {
+                    seen = Change::Maybe;
+                }
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn changed(&self) -> Change {
+        Change::Maybe
+    }
+}
+
+/// File systems whose inotify events cover every change (local ones; not
+/// overlayfs, where a change made below the overlay raises no event).
+#[cfg(target_os = "linux")]
+fn local_fs(magic: i64) -> bool {
+    const EXT4: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const BTRFS: i64 = 0x9123_683E;
+    const TMPFS: i64 = 0x0102_1994;
+    const F2FS: i64 = 0xF2F5_2010;
+    matches!(magic, EXT4 | XFS | BTRFS | TMPFS | F2FS)
 }
 
 #[cfg(test)]
@@ -159,6 +349,77 @@ mod tests {
         );
         snaps.clear();
         assert!(!Arc::ptr_eq(&c, &snaps.get().unwrap()));
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&csv).unwrap();
+    }
+
+    /// Where the directory can be watched, asking again costs no stat
+    /// until the manifest changes; a file written beside it changes
+    /// nothing; each commit is seen by the next ask; a directory moved
+    /// away and back is watched again.
+    #[test]
+    fn the_watch_spares_the_stat_and_still_sees_each_commit() {
+        let dir = std::env::temp_dir().join(format!("sluice-snapw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let csv = dir.with_extension("csv");
+        std::fs::write(&csv, "1\n2\n").unwrap();
+        let load = |table: &str| {
+            let mut db = Database::open_writer(&dir).unwrap();
+            let opts = crate::load::LoadOptions {
+                schema: Some("a INT".parse().unwrap()),
+                ..Default::default()
+            };
+            crate::load::load(
+                &mut db,
+                table,
+                &[crate::source::Input::File(csv.clone())],
+                &opts,
+            )
+            .unwrap();
+        };
+        load("t");
+        let plain = Snapshots::new(&dir);
+        plain.get().unwrap();
+        plain.get().unwrap();
+        assert_eq!(plain.stats.load(Relaxed), 2, "not watched: a stat an ask");
+        let snaps = Snapshots::watched(&dir);
+        let stats = || snaps.stats.load(Relaxed);
+        let a = snaps.get().unwrap();
+        if snaps.unwatchable.load(Relaxed) || !cfg!(target_os = "linux") {
+            eprintln!("skipped: {} cannot be watched here", dir.display());
+            return;
+        }
+        assert_eq!(stats(), 1);
+        for _ in 0..50 {
+            assert!(Arc::ptr_eq(&a, &snaps.get().unwrap()));
+        }
+        assert_eq!(stats(), 1, "quiet watch: no stat");
+        std::fs::write(dir.join("notes.txt"), "not a commit").unwrap();
+        assert!(Arc::ptr_eq(&a, &snaps.get().unwrap()));
+        assert_eq!(stats(), 1, "another file: no stat");
+
+        for (i, t) in ["u", "v", "w"].into_iter().enumerate() {
+            load(t);
+            let b = snaps.get().unwrap();
+            assert!(b.table(t).is_some(), "commit {t} seen by the next ask");
+            assert_eq!(stats(), 2 + i);
+            assert!(Arc::ptr_eq(&b, &snaps.get().unwrap()));
+            assert_eq!(stats(), 2 + i);
+        }
+
+        // Moved away: the watch breaks, the ask fails; back: watched again.
+        let away = dir.with_extension("away");
+        std::fs::rename(&dir, &away).unwrap();
+        assert!(snaps.get().is_err());
+        std::fs::rename(&away, &dir).unwrap();
+        let c = snaps.get().unwrap();
+        assert!(c.table("w").is_some());
+        let n = stats();
+        assert!(Arc::ptr_eq(&c, &snaps.get().unwrap()));
+        assert_eq!(stats(), n, "watched again");
+        load("x");
+        assert!(snaps.get().unwrap().table("x").is_some());
+
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_file(&csv).unwrap();
     }
