@@ -208,9 +208,18 @@ impl Options {
     }
 }
 
+thread_local! {
+    /// A connection thread's own view of its engine's snapshots, by the
+    /// engine's id (tests run several servers in one process).
+    static LOCAL: std::cell::RefCell<Option<(u64, sluice::store::SnapshotView)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// The database, its snapshots and the lanes queries run in; shared by
 /// every connection.
 pub struct Engine {
+    /// Unique in the process.
+    id: u64,
     opts: Options,
     snap: sluice::store::Snapshots,
     long: Arc<tokio::sync::Semaphore>,
@@ -247,7 +256,9 @@ impl Engine {
         let lanes = opts
             .scans_at_once
             .unwrap_or_else(|| (sluice::exec::usable_cores() / 2).max(1));
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(Engine {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
             snap,
             long: Arc::new(tokio::sync::Semaphore::new(lanes)),
             waiting: AtomicUsize::new(0),
@@ -273,7 +284,33 @@ impl Engine {
 
     /// The database as of the last commit.
     pub fn snapshot(&self) -> Result<Arc<Database>, Failure> {
-        Ok(self.snap.get()?)
+        let local = LOCAL.with(|l| match &mut *l.borrow_mut() {
+            Some((id, view)) if *id == self.id => Some(view.get(&self.snap)),
+            _ => None,
+        });
+        Ok(match local {
+            Some(r) => r?,
+            None => self.snap.get()?,
+        })
+    }
+
+    /// `table` of `db` opened for key lookups: kept by this connection
+    /// thread's view, else by the shared snapshots.
+    fn keyed(
+        &self,
+        db: &Arc<Database>,
+        table: &str,
+    ) -> sluice::Result<Arc<sluice::store::KeyedTable<'static>>> {
+        LOCAL.with(|l| match &mut *l.borrow_mut() {
+            Some((id, view)) if *id == self.id => view.keyed(&self.snap, db, table),
+            _ => self.snap.keyed(db, table),
+        })
+    }
+
+    /// Makes the calling thread (a connection thread) keep its own view of
+    /// this engine's snapshots ([`sluice::store::SnapshotView`]).
+    fn keep_local_view(&self) {
+        LOCAL.with(|l| *l.borrow_mut() = Some((self.id, self.snap.local())));
     }
 
     /// Connections open now.
@@ -763,7 +800,7 @@ impl Engine {
         if !t.current(db) {
             return Ok(None);
         }
-        let Ok(keyed) = self.snap.keyed(db, p.table()) else {
+        let Ok(keyed) = self.keyed(db, p.table()) else {
             return Ok(None);
         };
         let Some(batch) = p.run(&keyed, &value)? else {
@@ -1482,6 +1519,7 @@ impl ConnThreads {
                     if let Some(cpu) = cpu {
                         place::pin_current_thread(cpu);
                     }
+                    h.startup.engine.keep_local_view();
                     let _ = up.send(());
                     rt.block_on(async move {
                         while let Some(c) = rx.recv().await {

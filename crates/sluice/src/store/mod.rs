@@ -35,7 +35,7 @@ pub use manifest::{
     Compression, LoadJournal, LoadMeta, LoadedFile, Manifest, RunMeta, SegmentChecksums,
     SegmentMeta, ShardStats, Sharding, TableMeta,
 };
-pub use snapshot::Snapshots;
+pub use snapshot::{SnapshotView, Snapshots};
 
 use crate::error::{Error, Result};
 
