@@ -111,13 +111,10 @@ fn connection_threads_pinned_and_connections_steered_to_their_cpu() {
     // `allowed[i]`. (Other tests' servers run in this process too, some
     // unpinned: a thread is on its own CPU or free, never on another.)
     let threads = conn_thread_cpus();
-    for i in 0..cores {
+    for (i, &cpu) in allowed.iter().enumerate() {
         assert!(
-            threads
-                .iter()
-                .any(|(n, cpus)| *n == i && cpus == &[allowed[i]]),
-            "sluice-conn-{i} not on CPU {}: {threads:?}",
-            allowed[i]
+            threads.iter().any(|(n, cpus)| *n == i && cpus == &[cpu]),
+            "sluice-conn-{i} not on CPU {cpu}: {threads:?}"
         );
     }
     for (n, cpus) in &threads {
