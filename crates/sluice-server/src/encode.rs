@@ -169,7 +169,14 @@ pub fn rows(batch: &RecordBatch, binary: &[bool]) -> Vec<DataRow> {
             let len = (buf.len() - at - 4) as i32;
             buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
         }
-        out.push(DataRow::new(buf.split(), cols.len() as i16));
+        // The last row takes the buffer itself: one row (a point select)
+        // costs no split (which makes the buffer shared, an allocation).
+        let row = if r + 1 == n {
+            std::mem::take(&mut buf)
+        } else {
+            buf.split()
+        };
+        out.push(DataRow::new(row, cols.len() as i16));
     }
     out
 }
@@ -179,9 +186,9 @@ fn put_text(buf: &mut BytesMut, col: &Col, r: usize) {
     let mut w = Writer(buf);
     let _ = match col {
         Col::Bool(a) => w.write_str(if a.value(r) { "t" } else { "f" }),
-        Col::I16(a) => write!(w, "{}", a.value(r)),
-        Col::I32(a) => write!(w, "{}", a.value(r)),
-        Col::I64(a) => write!(w, "{}", a.value(r)),
+        Col::I16(a) => w.write_str(itoa::Buffer::new().format(a.value(r))),
+        Col::I32(a) => w.write_str(itoa::Buffer::new().format(a.value(r))),
+        Col::I64(a) => w.write_str(itoa::Buffer::new().format(a.value(r))),
         Col::F32(a) => w.write_str(&float_text(a.value(r) as f64)),
         Col::F64(a) => w.write_str(&float_text(a.value(r))),
         Col::Dec(a, s) => w.write_str(&decimal_text(a.value(r), *s)),
