@@ -43,7 +43,19 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[inline(always)]
 fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    // One byte: the usual case for an entry's lengths.
+    let &first = b.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(first as u64);
+    }
+    get_varint_long(b, pos)
+}
+
+#[inline(never)]
+fn get_varint_long(b: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let byte = *b.get(*pos)?;
@@ -150,6 +162,16 @@ const BLOOM_BLOCK_BYTES: usize = 64;
 const BLOOM_HEADER: usize = 12;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Moves `pos` past a varint without decoding it (`None`: it runs past
+/// the end or past ten bytes, as [`get_varint`] refuses).
+#[inline(always)]
+fn skip_varint(b: &[u8], pos: &mut usize) -> Option<()> {
+    let rest = b.get(*pos..)?;
+    let n = rest.iter().take(10).position(|&x| x < 0x80)?;
+    *pos += n + 1;
+    Some(())
+}
 
 /// An entry's head at `pos`: shared prefix length, suffix length (in
 /// characters) and whether the suffix is packed; `None` if malformed. No
@@ -762,7 +784,9 @@ impl Run {
             };
             let suffix = block.get(pos..pos + n).ok_or_else(bad)?;
             pos += n;
-            let loc = get_varint(block, &mut pos).ok_or_else(bad)?;
+            // The locator is decoded only for the entry found.
+            let loc_at = pos;
+            skip_varint(block, &mut pos).ok_or_else(bad)?;
             match last_len {
                 None if shared != 0 => return Err(bad()),
                 Some(l) if shared > l => return Err(bad()),
@@ -801,7 +825,8 @@ impl Run {
                 continue;
             }
             if m + unshared == probe.len() {
-                return Ok(Some(loc));
+                let mut at = loc_at;
+                return Ok(Some(get_varint(block, &mut at).ok_or_else(bad)?));
             }
             // This key is a proper prefix of the probe: smaller.
             m += unshared;
