@@ -167,10 +167,17 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// the end or past ten bytes, as [`get_varint`] refuses).
 #[inline(always)]
 fn skip_varint(b: &[u8], pos: &mut usize) -> Option<()> {
-    let rest = b.get(*pos..)?;
-    let n = rest.iter().take(10).position(|&x| x < 0x80)?;
-    *pos += n + 1;
-    Some(())
+    let mut p = *pos;
+    let end = b.len().min(p.saturating_add(10));
+    while p < end {
+        let x = b[p];
+        p += 1;
+        if x < 0x80 {
+            *pos = p;
+            return Some(());
+        }
+    }
+    None
 }
 
 /// An entry's head at `pos`: shared prefix length, suffix length (in
