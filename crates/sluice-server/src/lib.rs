@@ -1477,6 +1477,17 @@ struct Handoff {
     sock: std::net::TcpStream,
     watch: Option<std::net::TcpStream>,
     counted: Counted,
+    /// Counted open on its thread while it lives (set by `hand`).
+    live: Option<Live>,
+}
+
+/// A connection counted open on connection thread `.1`.
+struct Live(Arc<[AtomicUsize]>, usize);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0[self.1].fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The connection threads: one single-threaded runtime a core, each
@@ -1491,6 +1502,8 @@ struct Handoff {
 struct ConnThreads {
     queues: Vec<tokio::sync::mpsc::UnboundedSender<Handoff>>,
     steer: place::Steer,
+    /// Connections open on each thread.
+    live: Arc<[AtomicUsize]>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -1500,6 +1513,7 @@ impl ConnThreads {
     fn start(n: usize, pinned: &[usize], handlers: &Handlers) -> std::io::Result<ConnThreads> {
         let n = n.max(1);
         let (up, running) = std::sync::mpsc::channel::<()>();
+        let live: Arc<[AtomicUsize]> = (0..n).map(|_| AtomicUsize::new(0)).collect();
         let mut queues = Vec::with_capacity(n);
         let mut threads = Vec::with_capacity(n);
         for i in 0..n {
@@ -1527,7 +1541,7 @@ impl ConnThreads {
                                 continue;
                             };
                             let h = h.for_connection(c.watch);
-                            let counted = c.counted;
+                            let counted = (c.counted, c.live);
                             tokio::spawn(async move {
                                 let _counted = counted;
                                 let tls = h.startup.engine.opts.tls.as_ref().map(|t| t.0.clone());
@@ -1551,13 +1565,21 @@ impl ConnThreads {
         }
         Ok(ConnThreads {
             queues,
+            live,
             steer: place::Steer::new(n, pinned),
             threads,
         })
     }
 
-    fn hand(&mut self, c: Handoff, engine: &Engine) {
-        let i = self.steer.pick(place::incoming_cpu(&c.sock));
+    fn hand(&mut self, mut c: Handoff, engine: &Engine) {
+        let live: Vec<usize> = self
+            .live
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect();
+        let i = self.steer.pick(place::incoming_cpu(&c.sock), &live);
+        self.live[i].fetch_add(1, Ordering::Relaxed);
+        c.live = Some(Live(self.live.clone(), i));
         if let Some(n) = engine.placed.get(i) {
             n.fetch_add(1, Ordering::Relaxed);
         }
@@ -1616,6 +1638,7 @@ pub async fn serve_on(
                 sock,
                 watch,
                 counted,
+                live: None,
             },
             &engine,
         );
