@@ -94,10 +94,11 @@ pub fn plan(threads: usize, pin: bool, allowed: &[usize]) -> Option<Vec<usize>> 
 }
 
 /// Picks the thread for each new connection: the one pinned to the CPU
-/// the connection came in on, unless that thread already serves more
-/// connections than the least busy one (give or take a quarter of the
-/// average, so that a client's bursts of connects still land together);
-/// else the least busy thread, in turn among equals.
+/// the connection came in on, unless another thread serves none, or that
+/// thread already serves more than the least busy one plus the larger of
+/// one and a quarter of the average (so that a client's burst of connects
+/// still lands together); else the least busy thread, in turn among
+/// equals.
 ///
 /// The balance matters more than the steering: two pgbench threads that
 /// happened to connect from the same CPU put both connections on one
@@ -132,7 +133,15 @@ impl Steer {
         let n = self.threads;
         let count = |t: usize| live.get(t).copied().unwrap_or(0);
         let min = (0..n).map(count).min().unwrap_or(0);
-        let slack = (0..n).map(count).sum::<usize>() / (4 * n);
+        // Every thread gets a connection before any gets two; then a
+        // thread may run ahead of the least busy by one, or by a quarter
+        // of the average (a client thread whose connects come in a burst
+        // before another's, or one just closed but not yet counted out).
+        let slack = if min == 0 {
+            0
+        } else {
+            ((0..n).map(count).sum::<usize>() / (4 * n)).max(1)
+        };
         if let Some(t) = cpu.and_then(|c| self.by_cpu.get(c).copied().flatten())
             && count(t) <= min + slack
         {
@@ -190,9 +199,12 @@ mod tests {
         }
         assert_eq!(live, [1, 1]);
         // A busier thread still takes its CPU's connection within a
-        // quarter of the average (64 open: 8).
+        // quarter of the average (64 open: 8), or one over.
         assert_eq!(s.pick(Some(0), &[40, 24]), 1, "16 over the least: no");
         assert_eq!(s.pick(Some(0), &[33, 31]), 0, "2 over the least: yes");
+        assert_eq!(s.pick(Some(0), &[3, 2]), 0, "one over: yes");
+        assert_eq!(s.pick(Some(0), &[4, 2]), 1, "two over of six: no");
+        assert_eq!(s.pick(Some(0), &[1, 0]), 1, "another serves none: no");
         // Two client threads connecting in turn from their CPUs (the
         // usual pgbench start): every connection on its CPU's thread.
         let mut live = [0, 0];
@@ -209,7 +221,7 @@ mod tests {
             let t = s.pick(Some(0), &live);
             live[t] += 1;
             assert!(
-                live[0].abs_diff(live[1]) <= 1 + (live[0] + live[1]) / 8,
+                live[0].abs_diff(live[1]) <= 1 + ((live[0] + live[1]) / 8).max(1),
                 "{live:?}"
             );
         }
