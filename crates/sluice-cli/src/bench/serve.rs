@@ -31,6 +31,9 @@ struct Run {
     /// where /proc cannot say). On a machine where pgbench shares the
     /// cores, this is what compares the servers' costs.
     server_cpu_us: f64,
+    /// pgbench's own CPU per transaction, in µs (NaN where /proc cannot
+    /// say): what the client costs, on the cores it shares with the server.
+    client_cpu_us: f64,
 }
 
 /// The options of the scenario.
@@ -126,19 +129,21 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         }
     );
     println!(
-        "(cpu us: the machine's busy CPU over a run less pgbench's own, per transaction: the server's cost, kernel included)"
+        "(cpu us: the machine's busy CPU over a run less pgbench's own, per transaction: the server's cost, kernel included; pgb us: pgbench's own)"
     );
     println!(
-        "{:>7} {:>11} {:>8} {:>8} {:>7} {:>11} {:>8} {:>8} {:>7} {:>7}",
+        "{:>7} {:>11} {:>8} {:>8} {:>7} {:>7} {:>11} {:>8} {:>8} {:>7} {:>7} {:>7}",
         "clients",
         "sluice tps",
         "p50 ms",
         "p99 ms",
         "cpu us",
+        "pgb us",
         "pg tps",
         "p50 ms",
         "p99 ms",
         "cpu us",
+        "pgb us",
         "ratio"
     );
     for &c in &clients {
@@ -168,10 +173,10 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         let s = med(&s_runs);
         let cells = |r: Option<Run>| match r {
             Some(r) => format!(
-                "{:>11.0} {:>8.2} {:>8.2} {:>7.1}",
-                r.tps, r.p50_ms, r.p99_ms, r.server_cpu_us
+                "{:>11.0} {:>8.2} {:>8.2} {:>7.1} {:>7.1}",
+                r.tps, r.p50_ms, r.p99_ms, r.server_cpu_us, r.client_cpu_us
             ),
-            None => format!("{:>11} {:>8} {:>8} {:>7}", "-", "-", "-", "-"),
+            None => format!("{:>11} {:>8} {:>8} {:>7} {:>7}", "-", "-", "-", "-", "-"),
         };
         let p = (!p_runs.is_empty()).then(|| med(&p_runs));
         println!(
@@ -272,7 +277,11 @@ fn record_runs(series: &str, case: serde_json::Value, runs: &[Run]) {
     super::record::runs(series, case.clone(), "p99_ms", "ms", &of(|r| r.p99_ms));
     let cpu = of(|r| r.server_cpu_us);
     if cpu.iter().all(|v| v.is_finite()) {
-        super::record::runs(series, case, "server_cpu_us", "us", &cpu);
+        super::record::runs(series, case.clone(), "server_cpu_us", "us", &cpu);
+    }
+    let client = of(|r| r.client_cpu_us);
+    if client.iter().all(|v| v.is_finite()) {
+        super::record::runs(series, case, "client_cpu_us", "us", &client);
     }
 }
 
@@ -312,6 +321,7 @@ fn med(runs: &[Run]) -> Run {
             p99_ms: f64::NAN,
             failed: 0,
             server_cpu_us: f64::NAN,
+            client_cpu_us: f64::NAN,
         })
 }
 
@@ -580,6 +590,10 @@ fn pgbench_run(
         }
         _ => f64::NAN,
     };
+    let client_cpu_us = match (before, after, transactions) {
+        (Some((_, c0)), Some((_, c1)), Some(n)) if n > 0.0 => (c1 - c0) / n * 1e6,
+        _ => f64::NAN,
+    };
     let tps = text
         .lines()
         .find_map(|l| l.strip_prefix("tps = "))
@@ -618,6 +632,7 @@ fn pgbench_run(
         p99_ms: percentile(&lat, 0.99),
         failed,
         server_cpu_us,
+        client_cpu_us,
     })
 }
 
