@@ -118,6 +118,28 @@ impl Server {
     }
 }
 
+/// Runs `f` with a client of `srv` on a runtime of the calling thread.
+pub fn with_client<T>(srv: &Server, f: impl AsyncFnOnce(&Client) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = srv.client().await;
+        f(&c).await
+    })
+}
+
+/// `srv` answers a new client (the sample's three people).
+pub fn served(srv: &Server) {
+    with_client(srv, async |c| {
+        assert_eq!(
+            simple(c, "SELECT count(*) FROM people").await,
+            vec![vec![Some("3".to_string())]]
+        );
+    });
+}
+
 /// The text rows of a simple-protocol query.
 pub async fn simple(c: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     c.simple_query(sql)

@@ -5,7 +5,16 @@ use std::sync::atomic::Ordering;
 
 use sluice_server::place;
 
-use crate::{Server, sample};
+use crate::{Server, sample, with_client};
+
+/// Connections handed to each connection thread of `srv` so far.
+fn placed(srv: &Server) -> Vec<usize> {
+    srv.engine
+        .placed
+        .iter()
+        .map(|n| n.load(Ordering::Relaxed))
+        .collect()
+}
 
 /// The CPU each `sluice-conn-N` thread of this process may run on:
 /// (N, its allowed CPUs) from /proc.
@@ -66,42 +75,20 @@ fn connection_threads_pinned_and_connections_steered_to_their_cpu() {
     // The last CPU first: round robin would hand the first client to
     // thread 0.
     for (i, &cpu) in allowed.iter().enumerate().rev().take(4) {
-        let before: Vec<usize> = srv
-            .engine
-            .placed
-            .iter()
-            .map(|n| n.load(Ordering::Relaxed))
-            .collect();
-        let addr = srv.addr;
-        std::thread::spawn(move || {
-            assert!(place::pin_current_thread(cpu));
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let (c, conn) = tokio_postgres::connect(
-                    &format!("host={} port={} user=test", addr.ip(), addr.port()),
-                    tokio_postgres::NoTls,
-                )
-                .await
-                .unwrap();
-                tokio::spawn(conn);
-                let r = c
-                    .query_one("SELECT id FROM people WHERE id = 1", &[])
-                    .await
-                    .unwrap();
-                assert_eq!(r.get::<_, i64>(0), 1);
+        let before = placed(&srv);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(place::pin_current_thread(cpu));
+                with_client(&srv, async |c| {
+                    let r = c
+                        .query_one("SELECT id FROM people WHERE id = 1", &[])
+                        .await
+                        .unwrap();
+                    assert_eq!(r.get::<_, i64>(0), 1);
+                });
             });
-        })
-        .join()
-        .unwrap();
-        let after: Vec<usize> = srv
-            .engine
-            .placed
-            .iter()
-            .map(|n| n.load(Ordering::Relaxed))
-            .collect();
+        });
+        let after = placed(&srv);
         let mut want = before.clone();
         want[i] += 1;
         assert_eq!(after, want, "a client on CPU {cpu} goes to thread {i}");
@@ -131,27 +118,14 @@ fn not_pinned_when_asked_not_to() {
     let dir = sample(10);
     let srv = Server::start(&dir.0.join("db"), |o| o.pin_threads = false);
     assert!(srv.engine.pinned.is_empty());
-    let c = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+    let n = with_client(&srv, async |c| {
+        let r = c
+            .query_one("SELECT count(*) FROM people", &[])
+            .await
             .unwrap();
-        rt.block_on(async {
-            let c = srv.client().await;
-            let r = c
-                .query_one("SELECT count(*) FROM people", &[])
-                .await
-                .unwrap();
-            (srv, r.get::<_, i64>(0))
-        })
+        r.get::<_, i64>(0)
     });
-    let (srv, n) = c.join().unwrap();
     assert_eq!(n, 3);
-    let placed: usize = srv
-        .engine
-        .placed
-        .iter()
-        .map(|n| n.load(Ordering::Relaxed))
-        .sum();
+    let placed: usize = placed(&srv).iter().sum();
     assert_eq!(placed, 1);
 }

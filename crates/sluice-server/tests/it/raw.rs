@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use crate::{Server, sample, simple};
+use crate::{Server, sample, served};
 
 /// A v3 startup packet for user `test`.
 fn startup() -> Vec<u8> {
@@ -71,20 +71,6 @@ fn kinds(out: &[u8]) -> Vec<u8> {
         i += 1 + len;
     }
     v
-}
-
-fn served(srv: &Server) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let c = srv.client().await;
-        assert_eq!(
-            simple(&c, "SELECT count(*) FROM people").await,
-            vec![vec![Some("3".to_string())]]
-        );
-    });
 }
 
 #[test]

@@ -361,6 +361,23 @@ fn local_fs(magic: i64) -> bool {
 mod tests {
     use super::*;
 
+    /// Loads `csv` (one INT column `a`) into `table` of the database `dir`.
+    fn load_csv(dir: &Path, csv: &Path, table: &str, key: Option<&str>) {
+        let mut db = Database::open_writer(dir).unwrap();
+        let opts = crate::load::LoadOptions {
+            schema: Some("a INT".parse().unwrap()),
+            key: key.map(str::to_string),
+            ..Default::default()
+        };
+        crate::load::load(
+            &mut db,
+            table,
+            &[crate::source::Input::File(csv.to_path_buf())],
+            &opts,
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_commit_is_seen_and_an_unchanged_manifest_is_not_reopened() {
         let dir = std::env::temp_dir().join(format!("sluice-snap-{}", std::process::id()));
@@ -369,20 +386,7 @@ mod tests {
         std::fs::write(&csv, "1\n2\n").unwrap();
         let snaps = Snapshots::new(&dir);
         assert!(snaps.get().is_err(), "no database yet");
-        let load = |table: &str| {
-            let mut db = Database::open_writer(&dir).unwrap();
-            let opts = crate::load::LoadOptions {
-                schema: Some("a INT".parse().unwrap()),
-                ..Default::default()
-            };
-            crate::load::load(
-                &mut db,
-                table,
-                &[crate::source::Input::File(csv.clone())],
-                &opts,
-            )
-            .unwrap();
-        };
+        let load = |table: &str| load_csv(&dir, &csv, table, None);
         load("t");
         let a = snaps.get().unwrap();
         let b = snaps.get().unwrap();
@@ -412,21 +416,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let csv = dir.with_extension("csv");
         std::fs::write(&csv, "1\n2\n").unwrap();
-        let load = |table: &str| {
-            let mut db = Database::open_writer(&dir).unwrap();
-            let opts = crate::load::LoadOptions {
-                schema: Some("a INT".parse().unwrap()),
-                key: Some("a".into()),
-                ..Default::default()
-            };
-            crate::load::load(
-                &mut db,
-                table,
-                &[crate::source::Input::File(csv.clone())],
-                &opts,
-            )
-            .unwrap();
-        };
+        let load = |table: &str| load_csv(&dir, &csv, table, Some("a"));
         load("t");
         // Not watched: every ask of a view is a stat.
         let plain = Snapshots::new(&dir);
