@@ -231,6 +231,9 @@ pub struct Engine {
     pub stopped: Arc<AtomicUsize>,
     /// Scans running now.
     pub running: Arc<AtomicUsize>,
+    /// The CPUs the last scan's thread (and so its workers) could run on:
+    /// every CPU of the connection threads, never one of them alone.
+    pub scan_cpus: Arc<std::sync::Mutex<Vec<usize>>>,
     /// Executions answered by binding a key into a prepared statement
     /// (its point query or its plan) instead of planning its SQL again.
     pub bound: AtomicUsize,
@@ -266,6 +269,7 @@ impl Engine {
             queries: AtomicUsize::new(0),
             stopped: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(AtomicUsize::new(0)),
+            scan_cpus: Arc::default(),
             bound: AtomicUsize::new(0),
             points: AtomicUsize::new(0),
             placed: (0..sluice::exec::usable_cores().max(1))
@@ -377,17 +381,23 @@ impl Engine {
                 let permit = long.acquire_owned().await;
                 self.waiting.fetch_sub(1, Ordering::Relaxed);
                 let permit = permit.map_err(|_| Failure::internal("the server is stopping"))?;
+                let cpus = self.pinned.clone();
+                let scan_cpus = self.scan_cpus.clone();
                 tokio::task::spawn_blocking(move || {
                     let _permit = permit;
-                    yield_to_connections();
+                    let cpus = scan_thread(&cpus);
+                    if let Ok(mut last) = scan_cpus.lock() {
+                        *last = cpus;
+                    }
                     running.fetch_add(1, Ordering::Relaxed);
                     let r = sluice::query::run_plan(
                         &db,
                         &plan,
                         &QueryOptions {
                             threads,
-                            morsel_rows,
+                            morsel_rows: Some(morsel_rows.unwrap_or(SCAN_MORSEL_ROWS)),
                             stop: Some(stop),
+                            yield_between_morsels: true,
                         },
                     );
                     // Counted as stopped before it stops counting as
@@ -432,6 +442,34 @@ impl Engine {
 /// (BENCHMARKS.md, serve): nice 0, 5 and 10 gave point-select p99 of
 /// 5.3, 4.3 and 4.0 ms and 8, 5 and 3 Q1 a second.
 pub const SCAN_NICE: i32 = 5;
+
+/// Morsel size of a scan in the server, in rows, unless
+/// [`Options::morsel_rows`] says otherwise. A scan's workers give their
+/// CPU up between morsels (`sched_yield`), so a connection thread that
+/// shares a CPU with one waits at most about one morsel, not a whole time
+/// slice of the kernel's. The engine's own choice for a large table (64 Ki
+/// rows, ~3 ms of TPC-H Q1 on one core) was too long a wait; measured on
+/// 2 cores, 32 clients of point selects with Q1 in a loop beside them
+/// (BENCHMARKS.md, serve): p99 2.2–3.6 ms with no yield, 0.8–3.1 ms
+/// yielding between 64 Ki-row morsels, 0.6–1.5 ms (median 0.62) between
+/// 16 Ki-row ones, for ~5 % on Q1 alone (33.5 → 35.3 ms).
+pub const SCAN_MORSEL_ROWS: usize = 16 << 10;
+
+/// Readies this thread, a blocking thread of the long lane that is about
+/// to run a scan: it may have been started by a pinned connection thread
+/// and inherited that one CPU, so it takes back `cpus` (every CPU of the
+/// connection threads; empty: not pinned, nothing to undo), else all the
+/// scan's workers, which inherit this thread's CPUs, would share one CPU
+/// (TPC-H Q1 SF 1 on 2 cores: 63 ms instead of 32). Then it lowers its
+/// priority (see [`yield_to_connections`]). Returns the CPUs it may run
+/// on now.
+fn scan_thread(cpus: &[usize]) -> Vec<usize> {
+    if !cpus.is_empty() {
+        place::set_current_thread_cpus(cpus);
+    }
+    yield_to_connections();
+    place::allowed_cpus()
+}
 
 /// Lowers this thread (a blocking thread of the long lane, which only
 /// scans use) to [`SCAN_NICE`]; the query's workers, started from it,
@@ -1827,6 +1865,43 @@ mod tests {
             (SCAN_NICE.max(before), SCAN_NICE.max(before))
         );
         assert_eq!(nice(), before, "the caller's thread is left as it was");
+    }
+
+    /// A scan's thread started by a thread pinned to one CPU takes back
+    /// every CPU it is given, and the workers it starts have them too.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_scan_thread_started_on_one_cpu_takes_back_every_cpu() {
+        let all = place::allowed_cpus();
+        if all.len() < 2 {
+            eprintln!("skipped: {} CPU allowed", all.len());
+            return;
+        }
+        let given = all.clone();
+        let (scan, worker) = std::thread::spawn(move || {
+            assert!(place::pin_current_thread(given[0]));
+            std::thread::spawn(move || {
+                let scan = scan_thread(&given);
+                (
+                    scan,
+                    std::thread::spawn(place::allowed_cpus).join().unwrap(),
+                )
+            })
+            .join()
+            .unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!((&scan, &worker), (&all, &all));
+        // Not pinned (nothing given): the thread keeps what it had.
+        let first = all[0];
+        let kept = std::thread::spawn(move || {
+            assert!(place::pin_current_thread(first));
+            std::thread::spawn(|| scan_thread(&[])).join().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(kept, vec![first]);
     }
 
     #[test]

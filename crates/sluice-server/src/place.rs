@@ -19,8 +19,9 @@
 //! to a CPU the quota starves), and `--no-pin` was not given. Otherwise
 //! threads float and connections go round robin, as before.
 
-/// The CPUs this process may run on, in ascending order (empty where
-/// this cannot be known).
+/// The CPUs the calling thread may run on, in ascending order (empty
+/// where this cannot be known); on the process's first thread, before
+/// any pinning, the process's CPUs.
 pub fn allowed_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     // SAFETY: sched_getaffinity fills a zeroed cpu_set_t of the size given;
@@ -40,20 +41,32 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// Pins the calling thread to `cpu`; whether it worked.
 pub fn pin_current_thread(cpu: usize) -> bool {
+    set_current_thread_cpus(&[cpu])
+}
+
+/// Lets the calling thread run on `cpus` (and no other); whether it
+/// worked. A thread started by a pinned connection thread inherits its
+/// one CPU: a scan's thread widens its set back to the process's CPUs
+/// with this before it starts the query's workers, or every worker of
+/// the scan would share the connection thread's CPU.
+pub fn set_current_thread_cpus(cpus: &[usize]) -> bool {
     #[cfg(target_os = "linux")]
-    // SAFETY: a zeroed cpu_set_t with one CPU (below CPU_SETSIZE) set,
-    // passed with its size for the calling thread (pid 0).
+    // SAFETY: a zeroed cpu_set_t with CPUs below CPU_SETSIZE set, passed
+    // with its size for the calling thread (pid 0).
     unsafe {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return false;
-        }
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        for &cpu in cpus {
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return false;
+            }
+            libc::CPU_SET(cpu, &mut set);
+        }
+        !cpus.is_empty()
+            && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = cpu;
+        let _ = cpus;
         false
     }
 }

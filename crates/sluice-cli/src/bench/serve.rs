@@ -87,9 +87,34 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
             bail!("sluice load of {} failed", csv.display());
         }
     }
-    // The Q1 table of the mixed run lives in the same database.
-    let (li_csv, li_db, _) = lineitem(o.q1_sf, o.dir, quiet)?;
-    let _ = li_csv;
+    // The mixed run's server holds both tables: the point selects and Q1
+    // share one server, as a long query and short ones would.
+    let (li_csv, _, _) = lineitem(o.q1_sf, o.dir, quiet)?;
+    let mdb = data.join(format!("mixed-{}-sf{}.db", o.rows, o.q1_sf));
+    if !mdb.join("MANIFEST").exists() {
+        let _ = std::fs::remove_dir_all(&mdb);
+        if !quiet {
+            eprintln!("loading objects and lineitem into {} ...", mdb.display());
+        }
+        let schema = crate::generate::tpch::schema("lineitem").unwrap_or_default();
+        let mut key = vec!["--key", "id", "objects"];
+        for (table, file, args) in [
+            ("objects", &csv, &mut key),
+            ("lineitem", &li_csv, &mut vec!["--header", "--schema", schema, "lineitem"]),
+        ] {
+            let st = Command::new(&exe)
+                .arg("--db")
+                .arg(&mdb)
+                .args(["--quiet", "load"])
+                .args(args.iter())
+                .arg(file)
+                .status()
+                .context("running sluice load")?;
+            if !st.success() {
+                bail!("sluice load of {} into {table} failed", file.display());
+            }
+        }
+    }
     let script = data.join("point.sql");
     std::fs::write(
         &script,
@@ -100,7 +125,6 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     )?;
 
     let sluice_srv = Served::sluice(&exe, &sdb)?;
-    let q1_srv = Served::sluice(&exe, &li_db)?;
     let pg = if o.no_peers {
         None
     } else {
@@ -190,22 +214,33 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
 
     // Mixed: point selects with and without one client running Q1.
     let c = o.mixed_clients;
-    let alone = bench(sluice_srv.port, c, false)?;
-    let looping = Q1Loop::start(q1_srv.port)?;
-    let mixed = bench(sluice_srv.port, c, false);
+    let mixed_srv = Served::sluice(&exe, &mdb)?;
+    let alone = bench(mixed_srv.port, c, false)?;
+    let looping = Q1Loop::start(&pgbench, mixed_srv.port, &data, o.seconds + 1)?;
+    let mixed = bench(mixed_srv.port, c, false);
     let q1_done = looping.stop()?;
     let mixed = mixed?;
+    drop(mixed_srv);
     for (q1, r) in [(false, alone), (true, mixed)] {
         let case = || serde_json::json!({"run": "mixed", "q1": q1});
         super::record::value("sluice", case(), "tps", "tx/s", r.tps);
         super::record::value("sluice", case(), "p99_ms", "ms", r.p99_ms);
     }
+    super::record::value(
+        "sluice",
+        serde_json::json!({"run": "mixed", "q1": true}),
+        "q1_per_s",
+        "1/s",
+        q1_done.per_s,
+    );
     println!(
-        "\nmixed, sluice: {c} clients of point selects, p99 {:.2} ms alone, {:.2} ms with TPC-H Q1 (SF {}) in a loop beside them ({:.2}x; {q1_done} Q1 answered); tps {:.0} -> {:.0}",
+        "\nmixed, sluice: {c} clients of point selects, p99 {:.2} ms alone, {:.2} ms with one more client running TPC-H Q1 (SF {}) in a loop on the same server ({:.2}x; {} Q1 answered, {:.1} a second); tps {:.0} -> {:.0}",
         alone.p99_ms,
         mixed.p99_ms,
         o.q1_sf,
         mixed.p99_ms / alone.p99_ms,
+        q1_done.done,
+        q1_done.per_s,
         alone.tps,
         mixed.tps
     );
@@ -637,42 +672,54 @@ fn pgbench_run(
 }
 
 /// One client running TPC-H Q1 again and again (psql), until stopped.
+/// One client running TPC-H Q1 in a loop on one connection: pgbench,
+/// one client, a script of Q1, for a fixed time (a new psql process per
+/// query would measure process start-ups as much as the server).
 struct Q1Loop {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<Result<usize>>,
+    child: Child,
+    seconds: u64,
+}
+
+/// What the Q1 client did.
+struct Q1Done {
+    done: u64,
+    per_s: f64,
 }
 
 impl Q1Loop {
-    fn start(port: u16) -> Result<Q1Loop> {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        which("psql")
-            .context("psql is not installed (Debian: apt-get install postgresql-client)")?;
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut n = 0;
-            while !s.load(Ordering::Relaxed) {
-                let out = Command::new("psql")
-                    .args(["-X", "-q", "-h", "127.0.0.1", "-U", "bench", "-p"])
-                    .arg(port.to_string())
-                    .args(["-c", Q1, "postgres"])
-                    .output()
-                    .context("running psql")?;
-                if !out.status.success() {
-                    bail!("Q1 failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-                }
-                n += 1;
-            }
-            Ok(n)
-        });
-        Ok(Q1Loop { stop, thread })
+    fn start(pgbench: &Path, port: u16, data: &Path, seconds: u64) -> Result<Q1Loop> {
+        let script = data.join("q1.sql");
+        std::fs::write(&script, Q1).with_context(|| format!("writing {}", script.display()))?;
+        let child = Command::new(pgbench)
+            .args(["-n", "-h", "127.0.0.1", "-U", "postgres", "-c", "1", "-j", "1"])
+            .args(["-p", &port.to_string(), "-T", &seconds.to_string(), "-f"])
+            .arg(&script)
+            .arg("postgres")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running pgbench for Q1")?;
+        Ok(Q1Loop { child, seconds })
     }
 
-    fn stop(self) -> Result<usize> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the Q1 loop panicked"))?
+    fn stop(self) -> Result<Q1Done> {
+        let out = self.child.wait_with_output().context("waiting for the Q1 client")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let done = text
+            .lines()
+            .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok());
+        match done {
+            Some(done) if out.status.success() => Ok(Q1Done {
+                done,
+                per_s: done as f64 / self.seconds.max(1) as f64,
+            }),
+            _ => bail!(
+                "the Q1 client failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        }
     }
 }
 

@@ -112,6 +112,44 @@ fn connection_threads_pinned_and_connections_steered_to_their_cpu() {
     }
 }
 
+/// A scan asked for on a pinned connection thread's CPU runs its workers
+/// on every CPU, not on that thread's one (a thread inherits its starter's
+/// CPUs: the scan's thread is started by the connection thread).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_scan_from_a_pinned_thread_gets_every_cpu() {
+    let dir = sample(3000);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let allowed = place::allowed_cpus();
+    if srv.engine.pinned.is_empty() {
+        eprintln!(
+            "skipped: threads not pinned here ({} CPUs allowed)",
+            allowed.len()
+        );
+        return;
+    }
+    for &cpu in allowed.iter().rev().take(4) {
+        srv.engine.scan_cpus.lock().unwrap().clear();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(place::pin_current_thread(cpu));
+                with_client(&srv, async |c| {
+                    let r = c
+                        .query_one("SELECT count(*) FROM big WHERE v >= 500", &[])
+                        .await
+                        .unwrap();
+                    assert_eq!(r.get::<_, i64>(0), 1500);
+                });
+            });
+        });
+        assert_eq!(
+            *srv.engine.scan_cpus.lock().unwrap(),
+            allowed,
+            "a scan asked for from CPU {cpu}"
+        );
+    }
+}
+
 /// `--no-pin`: the threads float and connections go round robin.
 #[test]
 fn not_pinned_when_asked_not_to() {

@@ -112,6 +112,7 @@ pub fn execute(
     // rule out.
     let mut inputs = Inputs::default();
     inputs.stop = opts.stop.clone();
+    inputs.yield_between_morsels = opts.yield_between_morsels;
     // Rows by key through the index when the plan allows it; a table
     // whose index cannot be opened is scanned instead (same answer).
     let keyed = match (&plan.table, &plan.key_lookup) {

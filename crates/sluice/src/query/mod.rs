@@ -76,6 +76,11 @@ pub struct QueryOptions {
     /// Set from another thread to stop the query at its next morsel: it
     /// then fails with [`crate::Error::QueryCanceled`].
     pub stop: Option<Stop>,
+    /// Give the CPU up between morsels (`sched_yield`): a query run beside
+    /// latency-bound work on the same cores (the server's key lookups)
+    /// then holds a CPU one morsel at a time, not a whole time slice.
+    /// Where nothing else wants the CPU the yield returns at once.
+    pub yield_between_morsels: bool,
 }
 
 /// A flag that asks a running query to stop, and says why.

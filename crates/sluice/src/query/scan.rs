@@ -71,6 +71,9 @@ pub struct Inputs {
     pub batches_total: usize,
     /// When set, no more morsels are handed out.
     pub stop: Option<super::Stop>,
+    /// Yield the CPU before each morsel but a worker's first (see
+    /// [`super::QueryOptions::yield_between_morsels`]).
+    pub yield_between_morsels: bool,
 }
 
 impl Inputs {
@@ -169,6 +172,9 @@ impl Inputs {
     pub fn nth(&self, t: usize) -> Option<usize> {
         if self.stop.as_ref().is_some_and(|s| s.is_set()) {
             return None;
+        }
+        if self.yield_between_morsels && t > 0 {
+            std::thread::yield_now();
         }
         self.order.get(t).copied()
     }

@@ -14,9 +14,10 @@ fn table(schema: &str, csv: &str) -> TempDir {
     dir
 }
 
-/// Each way a query runs: one worker, and several workers with 1-row
-/// morsels (partial aggregates merged across workers).
-fn runs() -> [QueryOptions; 2] {
+/// Each way a query runs: one worker, several workers with 1-row morsels
+/// (partial aggregates merged across workers), and those yielding the CPU
+/// between morsels as the server's scans do.
+fn runs() -> [QueryOptions; 3] {
     [
         QueryOptions {
             threads: Some(1),
@@ -26,6 +27,12 @@ fn runs() -> [QueryOptions; 2] {
         QueryOptions {
             threads: Some(4),
             morsel_rows: Some(1),
+            ..Default::default()
+        },
+        QueryOptions {
+            threads: Some(3),
+            morsel_rows: Some(2),
+            yield_between_morsels: true,
             ..Default::default()
         },
     ]
