@@ -97,16 +97,17 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
             eprintln!("loading objects and lineitem into {} ...", mdb.display());
         }
         let schema = crate::generate::tpch::schema("lineitem").unwrap_or_default();
-        let mut key = vec!["--key", "id", "objects"];
-        for (table, file, args) in [
-            ("objects", &csv, &mut key),
-            ("lineitem", &li_csv, &mut vec!["--header", "--schema", schema, "lineitem"]),
-        ] {
+        let loads: [(&str, &PathBuf, Vec<&str>); 2] = [
+            ("objects", &csv, vec!["--key", "id"]),
+            ("lineitem", &li_csv, vec!["--header", "--schema", schema]),
+        ];
+        for (table, file, args) in loads {
             let st = Command::new(&exe)
                 .arg("--db")
                 .arg(&mdb)
                 .args(["--quiet", "load"])
-                .args(args.iter())
+                .args(args)
+                .arg(table)
                 .arg(file)
                 .status()
                 .context("running sluice load")?;
@@ -691,7 +692,17 @@ impl Q1Loop {
         let script = data.join("q1.sql");
         std::fs::write(&script, Q1).with_context(|| format!("writing {}", script.display()))?;
         let child = Command::new(pgbench)
-            .args(["-n", "-h", "127.0.0.1", "-U", "postgres", "-c", "1", "-j", "1"])
+            .args([
+                "-n",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-c",
+                "1",
+                "-j",
+                "1",
+            ])
             .args(["-p", &port.to_string(), "-T", &seconds.to_string(), "-f"])
             .arg(&script)
             .arg("postgres")
@@ -703,7 +714,10 @@ impl Q1Loop {
     }
 
     fn stop(self) -> Result<Q1Done> {
-        let out = self.child.wait_with_output().context("waiting for the Q1 client")?;
+        let out = self
+            .child
+            .wait_with_output()
+            .context("waiting for the Q1 client")?;
         let text = String::from_utf8_lossy(&out.stdout);
         let done = text
             .lines()
