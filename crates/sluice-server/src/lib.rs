@@ -26,6 +26,7 @@ pub mod encode;
 pub mod params;
 pub mod place;
 pub mod session;
+pub mod spin;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -148,6 +149,10 @@ pub struct Options {
     /// thread of the CPU it came in on (see `place`); `false`: threads
     /// float, connections go round robin.
     pub pin_threads: bool,
+    /// How long a connection thread polls its connections before it
+    /// sleeps, after it has served what came (see `spin`); zero: it
+    /// sleeps at once.
+    pub spin: Duration,
 }
 
 /// A TLS configuration (certificate chain and key).
@@ -204,6 +209,7 @@ impl Options {
             users: auth::Users::default(),
             tls: None,
             pin_threads: true,
+            spin: spin::DEFAULT,
         }
     }
 }
@@ -1557,7 +1563,9 @@ impl ConnThreads {
         for i in 0..n {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_park(spin::before_park)
                 .build()?;
+            let spin_for = handlers.startup.engine.opts.spin;
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
             let h = handlers.for_connection(None);
             let cpu = pinned.get(i).copied();
@@ -1572,9 +1580,11 @@ impl ConnThreads {
                         place::pin_current_thread(cpu);
                     }
                     h.startup.engine.keep_local_view();
+                    spin::install(spin_for);
                     let _ = up.send(());
                     rt.block_on(async move {
                         while let Some(c) = rx.recv().await {
+                            spin::watch(&c.sock);
                             let Ok(sock) = tokio::net::TcpStream::from_std(c.sock) else {
                                 continue;
                             };

@@ -216,34 +216,55 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     // Mixed: point selects with and without one client running Q1.
     let c = o.mixed_clients;
     let mixed_srv = Served::sluice(&exe, &mdb)?;
-    let alone = bench(mixed_srv.port, c, false)?;
-    let looping = Q1Loop::start(&pgbench, mixed_srv.port, &data, o.seconds + 1)?;
-    let mixed = bench(mixed_srv.port, c, false);
-    let q1_done = looping.stop()?;
-    let mixed = mixed?;
-    drop(mixed_srv);
-    for (q1, r) in [(false, alone), (true, mixed)] {
-        let case = || serde_json::json!({"run": "mixed", "q1": q1});
-        super::record::value("sluice", case(), "tps", "tx/s", r.tps);
-        super::record::value("sluice", case(), "p99_ms", "ms", r.p99_ms);
+    // Alone and with Q1, interleaved, --runs times: the p99 of one run
+    // moves with where the scheduler put pgbench's threads.
+    let (mut alone, mut mixed, mut q1_runs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..o.runs {
+        alone.push(bench(mixed_srv.port, c, false)?);
+        let looping = Q1Loop::start(&pgbench, mixed_srv.port, &data, o.seconds + 1)?;
+        let r = bench(mixed_srv.port, c, false);
+        q1_runs.push(looping.stop()?);
+        mixed.push(r?);
     }
-    super::record::value(
+    drop(mixed_srv);
+    record_runs(
+        "sluice",
+        serde_json::json!({"run": "mixed", "q1": false}),
+        &alone,
+    );
+    record_runs(
+        "sluice",
+        serde_json::json!({"run": "mixed", "q1": true}),
+        &mixed,
+    );
+    let q1_rates: Vec<f64> = q1_runs.iter().map(|q| q.per_s).collect();
+    super::record::runs(
         "sluice",
         serde_json::json!({"run": "mixed", "q1": true}),
         "q1_per_s",
         "1/s",
-        q1_done.per_s,
+        &q1_rates,
     );
+    let p99 = |runs: &[Run]| median(&runs.iter().map(|r| r.p99_ms).collect::<Vec<_>>());
+    let tps = |runs: &[Run]| median(&runs.iter().map(|r| r.tps).collect::<Vec<_>>());
+    let list = |runs: &[Run]| {
+        runs.iter()
+            .map(|r| format!("{:.2}", r.p99_ms))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     println!(
-        "\nmixed, sluice: {c} clients of point selects, p99 {:.2} ms alone, {:.2} ms with one more client running TPC-H Q1 (SF {}) in a loop on the same server ({:.2}x; {} Q1 answered, {:.1} a second); tps {:.0} -> {:.0}",
-        alone.p99_ms,
-        mixed.p99_ms,
+        "\nmixed, sluice: {c} clients of point selects, p99 {:.2} ms alone ({}), {:.2} ms with one more client running TPC-H Q1 (SF {}) in a loop on the same server ({}): {:.2}x (medians of {} runs); Q1 {:.1} a second; tps {:.0} -> {:.0}",
+        p99(&alone),
+        list(&alone),
+        p99(&mixed),
         o.q1_sf,
-        mixed.p99_ms / alone.p99_ms,
-        q1_done.done,
-        q1_done.per_s,
-        alone.tps,
-        mixed.tps
+        list(&mixed),
+        p99(&mixed) / p99(&alone),
+        o.runs,
+        median(&q1_rates),
+        tps(&alone),
+        tps(&mixed)
     );
 
     // A new connection per transaction.
@@ -683,7 +704,6 @@ struct Q1Loop {
 
 /// What the Q1 client did.
 struct Q1Done {
-    done: u64,
     per_s: f64,
 }
 
@@ -726,7 +746,6 @@ impl Q1Loop {
             .and_then(|v| v.parse::<u64>().ok());
         match done {
             Some(done) if out.status.success() => Ok(Q1Done {
-                done,
                 per_s: done as f64 / self.seconds.max(1) as f64,
             }),
             _ => bail!(

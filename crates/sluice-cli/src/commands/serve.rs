@@ -67,6 +67,13 @@ pub struct ServeArgs {
     /// busy processes
     #[arg(long)]
     pub no_pin: bool,
+    /// Microseconds a connection thread keeps polling its connections
+    /// after it has answered, before it sleeps (0: sleep at once). A client
+    /// that sends its next statement within it finds the thread awake:
+    /// one client's point selects go about twice as fast, for up to this
+    /// much CPU spent after each answer
+    #[arg(long, default_value_t = 50, value_name = "US")]
+    pub spin_us: u64,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -101,6 +108,7 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
     opts.queue = args.queue;
     opts.threads = threads;
     opts.pin_threads = !args.no_pin;
+    opts.spin = std::time::Duration::from_micros(args.spin_us);
     let (engine_auth, tls) = (opts.auth, opts.tls.is_some());
     sluice_server::run(opts, |addr, engine| {
         if !quiet {

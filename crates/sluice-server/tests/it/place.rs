@@ -167,3 +167,23 @@ fn not_pinned_when_asked_not_to() {
     let placed: usize = placed(&srv).iter().sum();
     assert_eq!(placed, 1);
 }
+
+/// `--spin-us 0`: connection threads sleep at once; statements, a scan
+/// among them, are served the same.
+#[test]
+fn served_without_polling_before_sleep() {
+    let dir = sample(100);
+    let srv = Server::start(&dir.0.join("db"), |o| o.spin = std::time::Duration::ZERO);
+    let (one, n) = with_client(&srv, async |c| {
+        let one = c
+            .query_one("SELECT name FROM people WHERE id = 1", &[])
+            .await
+            .unwrap();
+        let n = c
+            .query_one("SELECT count(*) FROM big WHERE v >= 50", &[])
+            .await
+            .unwrap();
+        (one.get::<_, String>(0), n.get::<_, i64>(0))
+    });
+    assert_eq!((one.as_str(), n), ("ada", 50));
+}
