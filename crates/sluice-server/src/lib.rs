@@ -1566,6 +1566,11 @@ impl ConnThreads {
                 .on_thread_park(spin::before_park)
                 .build()?;
             let spin_for = handlers.startup.engine.opts.spin;
+            let when = spin::When {
+                scans: handlers.startup.engine.running.clone(),
+                open: live.clone(),
+                thread: i,
+            };
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
             let h = handlers.for_connection(None);
             let cpu = pinned.get(i).copied();
@@ -1580,7 +1585,7 @@ impl ConnThreads {
                         place::pin_current_thread(cpu);
                     }
                     h.startup.engine.keep_local_view();
-                    spin::install(spin_for);
+                    spin::install(spin_for, when);
                     let _ = up.send(());
                     rt.block_on(async move {
                         while let Some(c) = rx.recv().await {

@@ -19,6 +19,8 @@
 //! the budget is spent, when the runtime's own wait returns at once.
 
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// `sluice serve --spin-us`'s default.
@@ -26,7 +28,7 @@ pub const DEFAULT: Duration = Duration::from_micros(50);
 
 thread_local! {
     static SPINNER: RefCell<Option<Spinner>> = const { RefCell::new(None) };
-    static COUNTS: Cell<Counts> = const { Cell::new(Counts { woken: 0, slept: 0 }) };
+    static COUNTS: Cell<Counts> = const { Cell::new(Counts { woken: 0, slept: 0, contended: 0 }) };
 }
 
 /// What this thread's polls before sleeping ended in.
@@ -36,7 +38,13 @@ pub struct Counts {
     pub woken: u64,
     /// The budget ran out; the thread went to sleep.
     pub slept: u64,
+    /// Another thread wanted the CPU (a yield took long), or [`When`]
+    /// said no; the thread went to sleep.
+    pub contended: u64,
 }
+
+/// A yield that takes this long ran another thread in between.
+const CONTENDED: Duration = Duration::from_micros(5);
 
 /// This thread's counts so far.
 pub fn counts() -> Counts {
@@ -49,12 +57,39 @@ struct Spinner {
     #[cfg(target_os = "linux")]
     ep: std::os::fd::OwnedFd,
     budget: Duration,
+    when: When,
 }
 
-/// Makes the calling thread poll for up to `budget` before it sleeps;
-/// `false` for a zero budget or where the epoll set cannot be had (the
-/// thread then sleeps at once, as before).
-pub fn install(budget: Duration) -> bool {
+/// When a thread polls: while no scan runs and it has at most
+/// [`MAX_OPEN`] connections open. A scan means the cores have other work;
+/// a thread with many connections is seldom idle for long, and its polls
+/// measured no gain but cost the point selects beside a scan (BENCHMARKS.md,
+/// serve).
+pub struct When {
+    /// Scans running in the server.
+    pub scans: Arc<AtomicUsize>,
+    /// Connections open on each connection thread, and which one this is.
+    pub open: Arc<[AtomicUsize]>,
+    pub thread: usize,
+}
+
+/// Connections a thread may have open and still poll before it sleeps.
+pub const MAX_OPEN: usize = 4;
+
+impl When {
+    fn now(&self) -> bool {
+        self.scans.load(Ordering::Relaxed) == 0
+            && self
+                .open
+                .get(self.thread)
+                .is_some_and(|n| n.load(Ordering::Relaxed) <= MAX_OPEN)
+    }
+}
+
+/// Makes the calling thread poll for up to `budget` before it sleeps, at
+/// the times `when` says; `false` for a zero budget or where the epoll
+/// set cannot be had (the thread then sleeps at once, as before).
+pub fn install(budget: Duration, when: When) -> bool {
     if budget.is_zero() {
         SPINNER.with(|s| *s.borrow_mut() = None);
         return false;
@@ -69,15 +104,20 @@ pub fn install(budget: Duration) -> bool {
         }
         // SAFETY: fd was just created and nothing else owns it.
         let ep = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        SPINNER.with(|s| *s.borrow_mut() = Some(Spinner { ep, budget }));
+        SPINNER.with(|s| *s.borrow_mut() = Some(Spinner { ep, budget, when }));
         true
     }
     #[cfg(not(target_os = "linux"))]
-    false
+    {
+        let _ = when;
+        false
+    }
 }
 
 /// Watches a connection's socket on the calling thread (nothing where
-/// the thread does not poll). It leaves the set when it is closed.
+/// the thread does not poll). It leaves the set when every handle on it
+/// is closed (the server's second handle, `Backend::watch`, is dropped
+/// with the connection).
 pub fn watch(sock: &impl std::os::fd::AsRawFd) {
     #[cfg(target_os = "linux")]
     SPINNER.with(|s| {
@@ -110,6 +150,10 @@ pub fn before_park() {
         let Ok(s) = s.try_borrow() else { return };
         let Some(s) = s.as_ref() else { return };
         use std::os::fd::AsRawFd;
+        if !s.when.now() {
+            count(|c| c.contended += 1);
+            return;
+        }
         let start = Instant::now();
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
         loop {
@@ -123,7 +167,16 @@ pub fn before_park() {
                 count(|c| c.slept += 1);
                 return;
             }
+            let before = Instant::now();
             std::thread::yield_now();
+            if before.elapsed() >= CONTENDED {
+                // Another thread ran here in between: this CPU has other
+                // work, and polling would only spend this thread's share
+                // of it (it would wait longer behind them once its
+                // statement comes). Sleep, as without a budget.
+                count(|c| c.contended += 1);
+                return;
+            }
         }
     });
 }
@@ -142,6 +195,23 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
 
+    /// (polls a socket ended, polls that ended in sleep): a poll ends in
+    /// sleep when the budget runs out, or sooner when another thread
+    /// wants the CPU (on a busy machine, either).
+    fn ended() -> (u64, u64) {
+        let c = counts();
+        (c.woken, c.slept + c.contended)
+    }
+
+    /// Always (no scan, one connection open).
+    fn always() -> When {
+        When {
+            scans: Arc::default(),
+            open: Arc::new([AtomicUsize::new(1)]),
+            thread: 0,
+        }
+    }
+
     fn pair() -> (TcpStream, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
@@ -154,12 +224,12 @@ mod tests {
         std::thread::spawn(|| {
             // Only the socket ends this poll (were it not watched, the budget
             // would, and the count below would say so).
-            assert!(install(Duration::from_secs(10)));
+            assert!(install(Duration::from_secs(10), always()));
             let (mut client, mut server) = pair();
             watch(&server);
             client.write_all(b"Q").unwrap();
             before_park();
-            assert_eq!(counts(), Counts { woken: 1, slept: 0 });
+            assert_eq!(ended(), (1, 0));
             let mut b = [0u8; 1];
             server.read_exact(&mut b).unwrap();
             assert_eq!(&b, b"Q", "the byte is left for the connection");
@@ -169,21 +239,75 @@ mod tests {
     }
 
     #[test]
-    fn sleeps_when_nothing_comes_and_a_closed_socket_leaves_the_set() {
+    fn sleeps_when_nothing_comes_and_a_socket_closed_everywhere_leaves_the_set() {
         std::thread::spawn(|| {
-            assert!(install(Duration::from_micros(200)));
+            assert!(install(Duration::from_micros(200), always()));
             let (client, server) = pair();
             watch(&server);
             before_park();
-            assert_eq!(counts(), Counts { woken: 0, slept: 1 });
+            assert_eq!(ended(), (0, 1));
             // The peer closes: readable (end of file) until served...
             drop(client);
+            let mut b = [0u8; 1];
+            assert_eq!(server.peek(&mut b).unwrap(), 0, "end of file arrived");
             before_park();
-            assert_eq!(counts(), Counts { woken: 1, slept: 1 });
-            // ...and once the connection is closed here, no longer watched.
+            assert_eq!(ended(), (1, 1));
+            // ...and not while a second handle on it is open...
+            let second = server.try_clone().unwrap();
             drop(server);
             before_park();
-            assert_eq!(counts(), Counts { woken: 1, slept: 2 });
+            assert_eq!(ended(), (2, 1));
+            // ...but once every handle is closed, no longer watched.
+            drop(second);
+            before_park();
+            assert_eq!(ended(), (2, 2));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn no_polling_while_a_scan_runs_or_with_many_connections() {
+        std::thread::spawn(|| {
+            let when = always();
+            let (scans, open) = (when.scans.clone(), when.open.clone());
+            assert!(install(Duration::from_secs(10), when));
+            let (mut client, server) = pair();
+            watch(&server);
+            client.write_all(b"Q").unwrap();
+            // Readable, but a scan runs: sleep without polling.
+            scans.store(1, Ordering::Relaxed);
+            before_park();
+            assert_eq!(
+                counts(),
+                Counts {
+                    woken: 0,
+                    slept: 0,
+                    contended: 1
+                }
+            );
+            // No scan, but more connections open than polling is for.
+            scans.store(0, Ordering::Relaxed);
+            open[0].store(MAX_OPEN + 1, Ordering::Relaxed);
+            before_park();
+            assert_eq!(
+                counts(),
+                Counts {
+                    woken: 0,
+                    slept: 0,
+                    contended: 2
+                }
+            );
+            open[0].store(MAX_OPEN, Ordering::Relaxed);
+            before_park();
+            assert_eq!(
+                counts(),
+                Counts {
+                    woken: 1,
+                    slept: 0,
+                    contended: 2
+                }
+            );
         })
         .join()
         .unwrap();
@@ -192,12 +316,13 @@ mod tests {
     #[test]
     fn no_budget_no_polling() {
         std::thread::spawn(|| {
-            assert!(!install(Duration::ZERO));
+            assert!(!install(Duration::ZERO, always()));
             let (mut client, server) = pair();
             watch(&server);
             client.write_all(b"Q").unwrap();
             before_park();
             assert_eq!(counts(), Counts::default());
+            assert_eq!(ended(), (0, 0));
         })
         .join()
         .unwrap();

@@ -178,10 +178,9 @@ def lineitem(con, csv):
     con.execute("CHECKPOINT")
 "#;
 
-/// TPC-H lineitem at scale factor `sf` in `dir`: its CSV
-/// (`tpch-sf<sf>/lineitem.csv`, generated once) and the sluice database
-/// holding it (`q1-sf<sf>.db`, loaded once); returns both and the rows.
-pub fn lineitem(sf: f64, dir: &Path, quiet: bool) -> Result<(PathBuf, PathBuf, u64)> {
+/// TPC-H lineitem's CSV at scale factor `sf` in `dir`
+/// (`tpch-sf<sf>/lineitem.csv`, generated once).
+pub fn lineitem_csv(sf: f64, dir: &Path, quiet: bool) -> Result<PathBuf> {
     let data = dir.join(format!("tpch-sf{sf}"));
     std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
     let csv = data.join("lineitem.csv");
@@ -191,6 +190,14 @@ pub fn lineitem(sf: f64, dir: &Path, quiet: bool) -> Result<(PathBuf, PathBuf, u
         }
         crate::generate::tpch::write_table(&data, "lineitem", sf, sluice::exec::usable_cores())?;
     }
+    Ok(csv)
+}
+
+/// TPC-H lineitem at scale factor `sf` in `dir`: its CSV
+/// (`tpch-sf<sf>/lineitem.csv`, generated once) and the sluice database
+/// holding it (`q1-sf<sf>.db`, loaded once); returns both and the rows.
+pub fn lineitem(sf: f64, dir: &Path, quiet: bool) -> Result<(PathBuf, PathBuf, u64)> {
+    let csv = lineitem_csv(sf, dir, quiet)?;
     let db_dir = dir.join(format!("q1-sf{sf}.db"));
     let mut db = sluice::store::Database::open_writer(&db_dir)?;
     if db.table("lineitem").is_none() {

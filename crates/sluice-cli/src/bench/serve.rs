@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::common::{lineitem, median, percentile, sluice_exe};
+use super::common::{lineitem_csv, median, percentile, sluice_exe};
 
 /// What one pgbench run measured.
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +51,9 @@ pub struct Opts<'a> {
 }
 
 pub fn run(o: Opts, quiet: bool) -> Result<()> {
+    if o.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
     let clients: Vec<usize> = o
         .clients
         .split(',')
@@ -89,9 +92,12 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     }
     // The mixed run's server holds both tables: the point selects and Q1
     // share one server, as a long query and short ones would.
-    let (li_csv, _, _) = lineitem(o.q1_sf, o.dir, quiet)?;
+    let li_csv = lineitem_csv(o.q1_sf, o.dir, quiet)?;
     let mdb = data.join(format!("mixed-{}-sf{}.db", o.rows, o.q1_sf));
-    if !mdb.join("MANIFEST").exists() {
+    // Both loads done (a run stopped between them loads both again).
+    let ready = sluice::store::Database::open(&mdb)
+        .is_ok_and(|db| db.table("objects").is_some() && db.table("lineitem").is_some());
+    if !ready {
         let _ = std::fs::remove_dir_all(&mdb);
         if !quiet {
             eprintln!("loading objects and lineitem into {} ...", mdb.display());

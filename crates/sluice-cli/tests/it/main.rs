@@ -1120,4 +1120,8 @@ fn serve_add_user_writes_a_verifier_and_the_refusals_say_why() {
     let out = sluice(&t.0, &["--db", "s.db", "serve", "--auth", "kerberos"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("use trust, password or scram-sha-256"));
+    // A poll before sleeping longer than a millisecond is refused.
+    let out = sluice(&t.0, &["--db", "s.db", "serve", "--spin-us", "5000"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("5000 is not in 0..=1000"));
 }

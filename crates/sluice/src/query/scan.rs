@@ -71,8 +71,9 @@ pub struct Inputs {
     pub batches_total: usize,
     /// When set, no more morsels are handed out.
     pub stop: Option<super::Stop>,
-    /// Yield the CPU before each morsel but a worker's first (see
-    /// [`super::QueryOptions::yield_between_morsels`]).
+    /// Yield the CPU before each take of a morsel but the query's first
+    /// (see [`super::QueryOptions::yield_between_morsels`]); a worker's
+    /// last take, which finds none left, yields too.
     pub yield_between_morsels: bool,
 }
 
