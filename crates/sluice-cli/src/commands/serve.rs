@@ -71,7 +71,8 @@ pub struct ServeArgs {
     /// after it has answered, before it sleeps (0: sleep at once). A client
     /// that sends its next statement within it finds the thread awake:
     /// one client's point selects go about twice as fast, for up to this
-    /// much CPU spent after each answer. At most 1000: while it polls, a
+    /// much CPU spent after each answer. Only while no scan runs and the
+    /// thread has at most 4 connections. At most 1000: while it polls, a
     /// thread sees only its sockets (a new connection or a scan's result
     /// waits for the budget to end)
     #[arg(long, default_value_t = 50, value_name = "US",
