@@ -642,11 +642,7 @@ fn pgbench_run(
     let out = c.output().context("running pgbench")?;
     let after = cpu_now();
     let text = String::from_utf8_lossy(&out.stdout);
-    let transactions = text
-        .lines()
-        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok());
+    let transactions = processed(&text).map(|n| n as f64);
     let server_cpu_us = match (before, after, transactions) {
         (Some((m0, c0)), Some((m1, c1)), Some(n)) if n > 0.0 => {
             ((m1 - m0) - (c1 - c0)).max(0.0) / n * 1e6
@@ -700,6 +696,15 @@ fn pgbench_run(
 }
 
 /// One client running TPC-H Q1 again and again (psql), until stopped.
+/// The transactions pgbench's summary says it processed.
+fn processed(summary: &str) -> Option<u64> {
+    summary
+        .lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
 /// One client running TPC-H Q1 in a loop on one connection: pgbench,
 /// one client, a script of Q1, for a fixed time (a new psql process per
 /// query would measure process start-ups as much as the server).
@@ -745,11 +750,7 @@ impl Q1Loop {
             .wait_with_output()
             .context("waiting for the Q1 client")?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let done = text
-            .lines()
-            .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|v| v.parse::<u64>().ok());
+        let done = processed(&text);
         match done {
             Some(done) if out.status.success() => Ok(Q1Done {
                 per_s: done as f64 / self.seconds.max(1) as f64,

@@ -16,6 +16,22 @@ fn placed(srv: &Server) -> Vec<usize> {
         .collect()
 }
 
+/// Runs `f` with a client of `srv` connected from a thread pinned to `cpu`.
+fn from_cpu<T: Send>(
+    srv: &Server,
+    cpu: usize,
+    f: impl AsyncFnOnce(&tokio_postgres::Client) -> T + Send,
+) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert!(place::pin_current_thread(cpu));
+            with_client(srv, f)
+        })
+        .join()
+        .unwrap()
+    })
+}
+
 /// The CPU each `sluice-conn-N` thread of this process may run on:
 /// (N, its allowed CPUs) from /proc.
 #[cfg(target_os = "linux")]
@@ -76,17 +92,12 @@ fn connection_threads_pinned_and_connections_steered_to_their_cpu() {
     // thread 0.
     for (i, &cpu) in allowed.iter().enumerate().rev().take(4) {
         let before = placed(&srv);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                assert!(place::pin_current_thread(cpu));
-                with_client(&srv, async |c| {
-                    let r = c
-                        .query_one("SELECT id FROM people WHERE id = 1", &[])
-                        .await
-                        .unwrap();
-                    assert_eq!(r.get::<_, i64>(0), 1);
-                });
-            });
+        from_cpu(&srv, cpu, async |c| {
+            let r = c
+                .query_one("SELECT id FROM people WHERE id = 1", &[])
+                .await
+                .unwrap();
+            assert_eq!(r.get::<_, i64>(0), 1);
         });
         let after = placed(&srv);
         let mut want = before.clone();
@@ -130,17 +141,12 @@ fn a_scan_from_a_pinned_thread_gets_every_cpu() {
     }
     for &cpu in allowed.iter().rev().take(4) {
         srv.engine.scan_cpus.lock().unwrap().clear();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                assert!(place::pin_current_thread(cpu));
-                with_client(&srv, async |c| {
-                    let r = c
-                        .query_one("SELECT count(*) FROM big WHERE v >= 500", &[])
-                        .await
-                        .unwrap();
-                    assert_eq!(r.get::<_, i64>(0), 1500);
-                });
-            });
+        from_cpu(&srv, cpu, async |c| {
+            let r = c
+                .query_one("SELECT count(*) FROM big WHERE v >= 500", &[])
+                .await
+                .unwrap();
+            assert_eq!(r.get::<_, i64>(0), 1500);
         });
         assert_eq!(
             *srv.engine.scan_cpus.lock().unwrap(),
