@@ -50,6 +50,15 @@ price|numeric(10,2)|||
 d|date|||
 ts|timestamp without time zone|||
 ok|boolean|||" "$(q '\d people' | grep -v '^$')"
+check "psql: \\dt with a pattern that matches nothing" "" "$(q '\dt nosuch')"
+check "psql: \\dt with a wildcard" "public|people|table|sluice" "$(q '\dt peo*')"
+# \d+ asks for more columns than sluice has: refused, and psql does not
+# crash (it did when answered with fewer columns than it reads).
+rc=0; err="$(q '\d+ people' 2>&1)" || rc=$?
+check "psql: \\d+ refused (exit 1, not a crash)" "1" "$rc"
+check "psql: \\d+ says why" "1" "$(echo "$err" | grep -c 'not supported')"
+check "psql: an exact catalog count" "6" \
+    "$(q "SELECT count(*) FROM information_schema.columns WHERE table_name = 'people'")"
 err="$(psql -h 127.0.0.1 -p "$port" -X -v VERBOSITY=verbose -c 'SELECT nope FROM people' 2>&1 || true)"
 check "psql: an error with its SQLSTATE" "ERROR:  42703: no column named \"nope\" in table people at line 1, column 8" \
     "$(echo "$err" | head -1)"

@@ -196,10 +196,46 @@ impl QueryResult {
         pl.getattr("DataFrame")?.call1((slf,))
     }
 
-    /// A `pandas.DataFrame` (through pyarrow).
+    /// A `pandas.DataFrame` (through pyarrow). An integer or boolean
+    /// column with NULLs becomes pandas' nullable type (`Int64`,
+    /// `boolean`), not float64 or object: a BIGINT such as
+    /// 9223372036854775807 reads back as itself.
     fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        need(py, "pandas", "to_pandas()")?;
-        self.to_arrow(py)?.call_method0("to_pandas")
+        let pd = need(py, "pandas", "to_pandas()")?;
+        let table = self.to_arrow(py)?;
+        let df = table.call_method0("to_pandas")?;
+        let pa = py.import("pyarrow")?;
+        let nullable = pyo3::types::PyDict::new(py);
+        for (arrow, pandas) in [
+            ("int8", "Int8Dtype"),
+            ("int16", "Int16Dtype"),
+            ("int32", "Int32Dtype"),
+            ("int64", "Int64Dtype"),
+            ("bool_", "BooleanDtype"),
+        ] {
+            nullable.set_item(pa.call_method0(arrow)?, pd.getattr(pandas)?.call0()?)?;
+        }
+        let mapper = nullable.getattr("get")?;
+        for (i, f) in self.schema.fields().iter().enumerate() {
+            let has_nulls = self.batches.iter().any(|b| b.column(i).null_count() > 0);
+            let integer = matches!(
+                f.data_type(),
+                arrow_schema::DataType::Int8
+                    | arrow_schema::DataType::Int16
+                    | arrow_schema::DataType::Int32
+                    | arrow_schema::DataType::Int64
+                    | arrow_schema::DataType::Boolean
+            );
+            if has_nulls && integer {
+                let kwargs = pyo3::types::PyDict::new(py);
+                kwargs.set_item("types_mapper", &mapper)?;
+                let col = table
+                    .call_method1("column", (i,))?
+                    .call_method("to_pandas", (), Some(&kwargs))?;
+                df.call_method1("isetitem", (i, col.getattr("values")?))?;
+            }
+        }
+        Ok(df)
     }
 
     /// Rows in the result.

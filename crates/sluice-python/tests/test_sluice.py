@@ -133,6 +133,38 @@ def test_polars_and_pandas(typed):
     assert list(pdf["id"]) == [1, 2, 3, 4]
 
 
+
+def test_pandas_keeps_integers_with_nulls_exact(tmp_path):
+    pd = need("pandas")
+    csv = tmp_path / "big.csv"
+    csv.write_text("id,x,b\n1,9223372036854775807,true\n2,,\n3,-9223372036854775807,false\n")
+    db = sluice.connect(tmp_path / "db")
+    db.load("t", csv, schema="id BIGINT, x BIGINT, b BOOLEAN", progress=False)
+    pdf = db.query("SELECT id, x, b FROM t ORDER BY id").to_pandas()
+    assert str(pdf["x"].dtype) == "Int64"
+    assert pdf["x"][0] == 9223372036854775807
+    assert pdf["x"][2] == -9223372036854775807
+    assert pd.isna(pdf["x"][1])
+    assert str(pdf["b"].dtype) == "boolean"
+    # A column without NULLs keeps numpy's type.
+    assert str(pdf["id"].dtype) == "int64"
+
+
+def test_deep_or_long_sql_is_an_exception_not_a_crash(tmp_path):
+    need("pyarrow")
+    csv = tmp_path / "t.csv"
+    csv.write_text("id\n" + "".join(f"{i}\n" for i in range(1000)))
+    db = sluice.connect(tmp_path / "db")
+    db.load("t", csv, schema="id BIGINT", progress=False)
+    with pytest.raises(sluice.Error, match="stack depth limit exceeded"):
+        db.query("SELECT " + "+".join(["1"] * 20000))
+    with pytest.raises(sluice.Error, match="stack depth limit exceeded"):
+        db.query("SELECT count(*) FROM t WHERE " + " + ".join(["id"] * 2000) + " > 0")
+    ids = ", ".join(str(i) for i in range(0, 100000, 2))
+    assert db.query(f"SELECT count(*) AS c FROM t WHERE id IN ({ids})").to_arrow().to_pylist() == [{"c": 500}]
+    ors = " OR ".join(f"id = {i}" for i in range(2000))
+    assert db.query(f"SELECT count(*) AS c FROM t WHERE {ors}").to_arrow().to_pylist() == [{"c": 1000}]
+
 def test_the_export_does_not_copy_the_buffers(tmp_path):
     csv = tmp_path / "big.csv"
     csv.write_text("".join(f"{i},{i * 3}\n" for i in range(100_000)))

@@ -231,30 +231,8 @@ fn other_text(a: &ArrayRef, r: usize) -> String {
     format!("{:?}", a.slice(r, 1))
 }
 
-/// A double as PostgreSQL writes it: the shortest text that reads back
-/// as the same value; `NaN`, `Infinity`, `-Infinity`.
-pub fn float_text(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else if v != 0.0 && (v.abs() >= 1e16 || v.abs() < 1e-4) {
-        // Exponent form, as PostgreSQL: 1e+16, 1.5e-07.
-        let s = format!("{v:e}");
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let (sign, digits) = match e.strip_prefix('-') {
-                    Some(d) => ('-', d),
-                    None => ('+', e),
-                };
-                format!("{m}e{sign}{digits:0>2}")
-            }
-            None => s,
-        }
-    } else {
-        format!("{v}")
-    }
-}
+/// A double as PostgreSQL writes it (see [`sluice::batch::float_text`]).
+pub use sluice::batch::float_text;
 
 /// `unscaled * 10^-scale` with exactly `scale` digits after the point.
 pub fn decimal_text(unscaled: i128, scale: i8) -> String {

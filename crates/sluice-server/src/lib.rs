@@ -22,6 +22,7 @@
 //! The protocol crate is pinned and used only in this crate.
 
 pub mod auth;
+pub mod catalog;
 pub mod encode;
 pub mod params;
 pub mod place;
@@ -119,6 +120,81 @@ impl From<Failure> for PgWireError {
             f.message,
         )))
     }
+}
+
+/// What a panic carried, as text.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// The failure a panic while serving a client becomes (SQLSTATE XX000):
+/// the client is answered, the connection and the server go on. The panic
+/// hook ([`log_panics_in_one_line`]) has logged it.
+fn panic_failure(p: &(dyn std::any::Any + Send)) -> Failure {
+    Failure::internal(format!("internal error: {}", panic_text(p)))
+}
+
+/// Runs one step of a connection (a protocol message's handling),
+/// turning a panic in it into an error for the client.
+async fn guarded<T>(f: impl std::future::Future<Output = PgWireResult<T>>) -> PgWireResult<T> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(f).catch_unwind().await {
+        Ok(r) => r,
+        Err(p) => Err(panic_failure(p.as_ref()).into()),
+    }
+}
+
+/// [`guarded`] for a step that fails with a [`Failure`].
+async fn guarded_failure<T>(
+    f: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(f).catch_unwind().await {
+        Ok(r) => r,
+        Err(p) => Err(panic_failure(p.as_ref())),
+    }
+}
+
+/// Makes a panic on any thread of this process print one line to standard
+/// error (`sluice serve: internal error on thread T at FILE:LINE: MESSAGE`)
+/// instead of the default message and backtrace: a server that answers
+/// the client and goes on logs one line for it. Installed once.
+pub fn log_panics_in_one_line() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let thread = std::thread::current();
+            let place = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            let line = format!(
+                "sluice serve: internal error on thread {}{place}: {}",
+                thread.name().unwrap_or("unnamed"),
+                panic_text(info.payload()).replace('\n', " ")
+            );
+            eprintln!("{line}");
+        }));
+    });
+}
+
+/// An ErrorResponse message (SQLSTATE `code`), written straight to a
+/// connection's socket when the protocol library itself gave up on it.
+fn raw_error(code: &str, message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (tag, v) in [(b'S', "ERROR"), (b'V', "ERROR"), (b'C', code), (b'M', message)] {
+        body.push(tag);
+        body.extend_from_slice(v.replace('\0', " ").as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut out = vec![b'E'];
+    out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
 }
 
 /// How the server runs.
@@ -982,6 +1058,17 @@ fn check_length(sql: &str) -> Result<(), Failure> {
             ),
         ));
     }
+    // The protocol library reads a statement's bytes lossily: bytes that
+    // are not UTF-8 arrive as U+FFFD. PostgreSQL refuses them (22021);
+    // so does this, rather than run a query other than the one sent.
+    if let Some(at) = sql.find('\u{FFFD}') {
+        return Err(Failure::new(
+            "22021",
+            format!(
+                "invalid byte sequence for encoding \"UTF8\" at byte {at} of the statement (or the character U+FFFD, which sluice serve cannot tell from one)"
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -1042,10 +1129,11 @@ impl SimpleQueryHandler for Backend {
         check_length(query)?;
         let mut out = Vec::new();
         for sql in split_statements(query) {
-            match self
-                .engine
-                .statement(client, sql, &Format::UnifiedText, self.gone())
-                .await
+            match guarded_failure(
+                self.engine
+                    .statement(client, sql, &Format::UnifiedText, self.gone()),
+            )
+            .await
             {
                 Ok(r) => out.push(r),
                 Err(f) => {
@@ -1261,6 +1349,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        guarded(async move {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
         match StoredStatement::parse(client, &message, self.query_parser()).await? {
             Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
@@ -1270,6 +1359,8 @@ impl ExtendedQueryHandler for Backend {
             .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
             .await?;
         Ok(())
+        })
+        .await
     }
 
     async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
@@ -1279,6 +1370,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        guarded(async move {
         let stmt_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(stmt_name) {
@@ -1305,6 +1397,8 @@ impl ExtendedQueryHandler for Backend {
             .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
             .await?;
         Ok(())
+        })
+        .await
     }
 
     /// Describe's answer queued like the others (the protocol crate's
@@ -1317,6 +1411,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        guarded(async move {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         match message.target_type {
             TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
@@ -1341,6 +1436,8 @@ impl ExtendedQueryHandler for Backend {
             },
             other => Err(PgWireError::InvalidTargetType(other)),
         }
+        })
+        .await
     }
 
     /// A query of the store run to its end (no row limit) is answered
@@ -1354,6 +1451,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        guarded(async move {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
         let portal = match client.portal_store().get_portal(name) {
             Some(Entry::Value(p))
@@ -1402,6 +1500,8 @@ impl ExtendedQueryHandler for Backend {
         *st = PortalExecutionState::Finished;
         client.set_state(PgWireConnectionState::ReadyForQuery);
         Ok(())
+        })
+        .await
     }
 
     async fn do_query<C>(
@@ -1595,10 +1695,37 @@ impl ConnThreads {
                             };
                             let h = h.for_connection(c.watch);
                             let counted = (c.counted, c.live);
+                            // The connection's second handle (its watch): if
+                            // the protocol library panics on what the client
+                            // sent (a malformed message), the client is told
+                            // so through it and the connection closes; the
+                            // thread and its other connections go on.
+                            let tls = h.startup.engine.opts.tls.is_some();
+                            let backend = (!tls).then(|| h.backend.clone());
                             tokio::spawn(async move {
+                                use futures::FutureExt;
                                 let _counted = counted;
                                 let tls = h.startup.engine.opts.tls.as_ref().map(|t| t.0.clone());
-                                let _ = pgwire::tokio::process_socket(sock, tls, h).await;
+                                let served = std::panic::AssertUnwindSafe(
+                                    pgwire::tokio::process_socket(sock, tls, h),
+                                )
+                                .catch_unwind()
+                                .await;
+                                if let (Err(p), Some(b)) = (served, backend)
+                                    && let Some(w) = b.watch.as_ref()
+                                {
+                                    use std::io::Write;
+                                    let mut s = w;
+                                    let msg = raw_error(
+                                        "XX000",
+                                        &format!(
+                                            "internal error: {}; the connection is closed",
+                                            panic_text(p.as_ref())
+                                        ),
+                                    );
+                                    let _ = s.write_all(&msg);
+                                    let _ = s.shutdown(std::net::Shutdown::Both);
+                                }
                             });
                         }
                     });
@@ -1676,7 +1803,7 @@ pub async fn serve_on(
         let n = engine.connections.fetch_add(1, Ordering::Relaxed) + 1;
         let counted = Counted(engine.clone());
         // Far past the limit: closed at once, without reading a byte.
-        if n > engine.opts.max_connections + 64 {
+        if n > engine.opts.max_connections + REFUSED_GRACE {
             drop(sock);
             drop(counted);
             continue;
@@ -1715,7 +1842,7 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 
 /// Runs the server until Ctrl-C (or SIGTERM): binds, calls `ready` with
 /// the address bound (port 0 picks one), and serves.
-pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(), Failure> {
+pub fn run(mut opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(), Failure> {
     if !is_loopback(&opts.listen) && opts.auth == auth::Auth::Trust {
         return Err(Failure::new(
             "28000",
@@ -1731,7 +1858,20 @@ pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(),
             "--auth needs users: add one with sluice serve --add-user NAME (the password is read from standard input)",
         ));
     }
-    raise_fd_limit();
+    // Each connection takes descriptors: past the open-file limit, a new
+    // connection could not be accepted and its client would wait without
+    // an answer. The limit is raised as far as it goes, and connections
+    // are held to what it allows, those past it refused with 53300.
+    if let Some(limit) = raise_fd_limit() {
+        let most = connections_for_fd_limit(limit);
+        if opts.max_connections > most {
+            eprintln!(
+                "sluice serve: the open-file limit ({limit}) allows {most} connections; --max-connections {} lowered to {most} (raise the limit with ulimit -n to allow more)",
+                opts.max_connections
+            );
+            opts.max_connections = most;
+        }
+    }
     // Accepts and signals only: connections are served on threads of
     // their own (see `ConnThreads`).
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -1774,7 +1914,9 @@ pub fn run(opts: Options, ready: impl FnOnce(SocketAddr, &Engine)) -> Result<(),
 /// Raises the limit of open files to its hard maximum: each connection
 /// holds two descriptors, and the usual soft limit (1024) is below
 /// `--max-connections`' default.
-fn raise_fd_limit() {
+/// Raises the open-file soft limit to the hard limit; returns the soft
+/// limit then in force (`None`: unknown or unlimited).
+fn raise_fd_limit() -> Option<u64> {
     #[cfg(unix)]
     // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
     unsafe {
@@ -1782,11 +1924,42 @@ fn raise_fd_limit() {
             rlim_cur: 0,
             rlim_max: 0,
         };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return None;
         }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                r.rlim_cur = r.rlim_max;
+            }
+        }
+        if r.rlim_cur == libc::RLIM_INFINITY {
+            return None;
+        }
+        Some(r.rlim_cur as u64)
     }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Descriptors a connection holds: its socket and a second handle on it
+/// (the watch that sees a client gone).
+pub const FDS_PER_CONNECTION: u64 = 2;
+/// Descriptors kept for everything else: the database's files, the
+/// connection threads' epoll and inotify sets, the runtime's.
+pub const FDS_RESERVED: u64 = 128;
+/// Connections past `--max-connections` that are still read, to be told
+/// SQLSTATE 53300 (beyond, a connection is closed unread).
+const REFUSED_GRACE: usize = 64;
+
+/// The most connections an open-file limit of `limit` descriptors lets
+/// the server honour, with room to refuse those past it with 53300.
+pub fn connections_for_fd_limit(limit: u64) -> usize {
+    let usable = limit.saturating_sub(FDS_RESERVED) / FDS_PER_CONNECTION;
+    (usable as usize).saturating_sub(REFUSED_GRACE).max(1)
 }
 
 /// A server on a thread of its own (listen on port 0 to have one picked),

@@ -411,23 +411,40 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
     match *ty {
         Type::INT2 | Type::INT4 | Type::INT8 | Type::OID => {
             if binary {
-                let i = match v.len() {
-                    2 => i16::from_be_bytes([v[0], v[1]]) as i64,
-                    4 => i32::from_be_bytes(v.try_into().map_err(|_| bad("binary data"))?) as i64,
-                    8 => i64::from_be_bytes(v.try_into().map_err(|_| bad("binary data"))?),
+                // Exactly the type's width, as PostgreSQL's int2recv,
+                // int4recv and int8recv take them.
+                let i = match (ty, v.len()) {
+                    (&Type::INT2, 2) => i16::from_be_bytes([v[0], v[1]]) as i64,
+                    (&Type::INT4 | &Type::OID, 4) => {
+                        i32::from_be_bytes(v.try_into().map_err(|_| bad("binary data"))?) as i64
+                    }
+                    (&Type::INT8, 8) => {
+                        i64::from_be_bytes(v.try_into().map_err(|_| bad("binary data"))?)
+                    }
                     _ => return Err(bad("binary data length")),
                 };
                 int(&i.to_string())
             } else {
                 int(&text(v)?)
             }
+            // An INT2/INT4 parameter is an INT, as Describe said it was
+            // (a bare integer literal is a BIGINT): `SELECT $1` answers
+            // with the type its description promised.
+            .map(|lit| {
+                if matches!(*ty, Type::INT2 | Type::INT4) {
+                    format!("CAST({lit} AS INT)")
+                } else {
+                    lit
+                }
+            })
         }
         Type::FLOAT4 | Type::FLOAT8 => {
             let f = if binary {
-                match v.len() {
-                    4 => f32::from_be_bytes(fixed(4)?.try_into().map_err(|_| bad("binary data"))?)
-                        as f64,
-                    _ => f64::from_be_bytes(fixed(8)?.try_into().map_err(|_| bad("binary data"))?),
+                if *ty == Type::FLOAT4 {
+                    f32::from_be_bytes(fixed(4)?.try_into().map_err(|_| bad("binary data"))?)
+                        as f64
+                } else {
+                    f64::from_be_bytes(fixed(8)?.try_into().map_err(|_| bad("binary data"))?)
                 }
             } else {
                 let s = text(v)?;
@@ -447,7 +464,10 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
             let s = if binary {
                 numeric_from_binary(v).ok_or_else(|| bad("binary numeric"))?
             } else {
-                text(v)?.trim().to_string()
+                let t = text(v)?.trim().to_string();
+                // An exponent (`1E-7`, how psycopg sends
+                // Decimal('0.0000001')) written out as plain digits.
+                plain_decimal(&t).ok_or_else(|| bad(&format!("input syntax {t:?}")))?
             };
             let digits = s.strip_prefix('-').unwrap_or(&s);
             let ok = !digits.is_empty()
@@ -495,6 +515,58 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
         }
         _ => Ok(quote(&text(v)?)),
     }
+}
+
+/// A decimal number's text without an exponent: `1E-7` → `0.0000001`,
+/// `-1.5e3` → `-1500`, `+2` → `2`; text without an exponent as it is
+/// (checked by the caller). `None` for an exponent that is not a number
+/// or would write more than 1,000 digits.
+fn plain_decimal(s: &str) -> Option<String> {
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let Some(at) = s.find(['e', 'E']) else {
+        return Some(s.to_string());
+    };
+    let (mant, exp) = (&s[..at], &s[at + 1..]);
+    let exp: i64 = exp.strip_prefix('+').unwrap_or(exp).parse().ok()?;
+    if exp.abs() > 1000 {
+        return None;
+    }
+    let (sign, mant) = match mant.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mant.strip_prefix('+').unwrap_or(mant)),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let digits = format!("{int}{frac}");
+    // The decimal point's place in `digits` after the exponent.
+    let point = int.len() as i64 + exp;
+    let (whole, fraction) = if point <= 0 {
+        (
+            "0".to_string(),
+            format!("{}{digits}", "0".repeat((-point) as usize)),
+        )
+    } else if point as usize >= digits.len() {
+        (
+            format!("{digits}{}", "0".repeat(point as usize - digits.len())),
+            String::new(),
+        )
+    } else {
+        (
+            digits[..point as usize].to_string(),
+            digits[point as usize..].to_string(),
+        )
+    };
+    let whole = whole.trim_start_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    Some(if fraction.is_empty() {
+        format!("{sign}{whole}")
+    } else {
+        format!("{sign}{whole}.{fraction}")
+    })
 }
 
 /// A SQL string literal.
@@ -630,6 +702,53 @@ mod tests {
     }
 
     #[test]
+    fn numeric_text_with_an_exponent_is_written_out() {
+        for (given, want) in [
+            ("1E-7", "0.0000001"),
+            ("1e-7", "0.0000001"),
+            ("-1.5e3", "-1500"),
+            ("2.5E+2", "250"),
+            ("12.345e1", "123.45"),
+            ("0.00", "0.00"),
+            ("+7", "7"),
+            ("123", "123"),
+        ] {
+            assert_eq!(plain_decimal(given).as_deref(), Some(want), "{given}");
+        }
+        assert_eq!(plain_decimal("1e"), None);
+        assert_eq!(plain_decimal("1e99999"), None);
+        assert_eq!(plain_decimal("xe3"), None);
+        assert_eq!(
+            literal(&Type::NUMERIC, Some(b"1E-7"), false, 0).unwrap(),
+            "0.0000001"
+        );
+        assert!(literal(&Type::NUMERIC, Some(b"1E-7x"), false, 0).is_err());
+    }
+
+    #[test]
+    fn binary_integers_take_exactly_their_width() {
+        assert_eq!(
+            literal(&Type::INT4, Some(&7i32.to_be_bytes()), true, 0).unwrap(),
+            "CAST(7 AS INT)"
+        );
+        assert_eq!(
+            literal(&Type::INT2, Some(&(-7i16).to_be_bytes()), true, 0).unwrap(),
+            "CAST((-7) AS INT)"
+        );
+        assert_eq!(literal(&Type::INT8, Some(&7i64.to_be_bytes()), true, 0).unwrap(), "7");
+        for (ty, bytes) in [
+            (Type::INT4, &7i16.to_be_bytes()[..]),
+            (Type::INT4, &7i64.to_be_bytes()[..]),
+            (Type::INT8, &7i32.to_be_bytes()[..]),
+            (Type::INT2, &7i32.to_be_bytes()[..]),
+            (Type::FLOAT8, &1f32.to_be_bytes()[..]),
+        ] {
+            let e = literal(&ty, Some(bytes), true, 0).unwrap_err();
+            assert_eq!(e.code, "22P03", "{ty}: {}", e.message);
+        }
+    }
+
+    #[test]
     fn binary_values_decode() {
         assert_eq!(
             literal(&Type::INT8, Some(&(-5i64).to_be_bytes()), true, 0).unwrap(),
@@ -637,7 +756,7 @@ mod tests {
         );
         assert_eq!(
             literal(&Type::INT4, Some(&7i32.to_be_bytes()), true, 0).unwrap(),
-            "7"
+            "CAST(7 AS INT)"
         );
         assert_eq!(
             literal(&Type::DATE, Some(&0i32.to_be_bytes()), true, 0).unwrap(),

@@ -260,7 +260,7 @@ pub fn answer(
     if let Some(r) = function(&n, settings) {
         return Some(r);
     }
-    catalog(&n, db)
+    catalog(sql, &n, db)
 }
 
 fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
@@ -394,7 +394,7 @@ fn table_oid(i: usize) -> i64 {
     16_384 + i as i64
 }
 
-fn pg_type_name(t: &sluice::batch::DataType) -> String {
+pub(crate) fn pg_type_name(t: &sluice::batch::DataType) -> String {
     use sluice::batch::DataType as D;
     match t {
         D::Boolean => "boolean".into(),
@@ -416,76 +416,85 @@ fn literal_after(n: &str, marker: &str) -> Option<String> {
     Some(rest[..rest.find('\'')?].to_string())
 }
 
-/// psql's `\dt` / `\d TABLE` queries and `information_schema`: an honest
-/// subset, answered from the manifest.
-fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
-    let tables: Vec<(&String, &sluice::store::TableMeta)> = db.manifest().tables.iter().collect();
-    if n.contains("information_schema.tables") {
-        let rows = tables
-            .iter()
-            .map(|(name, _)| {
-                vec![
-                    "sluice".into(),
-                    "public".into(),
-                    name.to_string(),
-                    "BASE TABLE".into(),
-                ]
-            })
-            .collect();
-        return Some(Ok(text_rows(
-            &["table_catalog", "table_schema", "table_name", "table_type"],
-            rows,
-        )));
-    }
-    if n.contains("information_schema.columns") {
-        let only = literal_after(n, "table_name =");
-        let mut pos = Vec::new();
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        for (name, meta) in &tables {
-            if only.as_deref().is_some_and(|o| o != name.as_str()) {
-                continue;
-            }
-            for (i, c) in meta.schema.columns.iter().enumerate() {
-                rows.push(vec![
-                    "sluice".into(),
-                    "public".into(),
-                    name.to_string(),
-                    c.name.clone(),
-                    pg_type_name(&c.data_type),
-                    if c.primary_key { "NO" } else { "YES" }.into(),
-                ]);
-                pos.push(i as i32 + 1);
+/// A table-name pattern as psql sends it (`\dt PATTERN`, `\d PATTERN`:
+/// `c.relname OPERATOR(pg_catalog.~) '^(PATTERN)$'`, psql's `*` and `?`
+/// written as `.*` and `.`, other characters escaped): `None` when the
+/// query has none.
+pub(crate) struct NamePattern(Vec<PatternItem>);
+
+#[derive(Debug, Clone, PartialEq)]
+enum PatternItem {
+    Char(char),
+    Any,
+    AnyRun,
+}
+
+impl NamePattern {
+    /// Reads `^(…)$` as psql writes it; a regular expression of any
+    /// other form is refused (0A000), not guessed at.
+    fn parse(re: &str) -> Result<NamePattern, Failure> {
+        let refuse = || {
+            Failure::new(
+                "0A000",
+                format!(
+                    "the name pattern {re:?} is not supported: sluice serve takes names with * and ? (as psql writes them)"
+                ),
+            )
+        };
+        let body = re
+            .strip_prefix("^(")
+            .and_then(|r| r.strip_suffix(")$"))
+            .ok_or_else(refuse)?;
+        let mut items = Vec::new();
+        let mut chars = body.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => items.push(PatternItem::Char(chars.next().ok_or_else(refuse)?)),
+                '.' if chars.peek() == Some(&'*') => {
+                    chars.next();
+                    items.push(PatternItem::AnyRun);
+                }
+                '.' => items.push(PatternItem::Any),
+                '*' | '+' | '?' | '|' | '(' | ')' | '[' | ']' | '{' | '}' | '^' | '$' => {
+                    return Err(refuse());
+                }
+                c => items.push(PatternItem::Char(c)),
             }
         }
-        let Answer::Rows(b) = text_rows(
-            &[
-                "table_catalog",
-                "table_schema",
-                "table_name",
-                "column_name",
-                "data_type",
-                "is_nullable",
-            ],
-            rows,
-        ) else {
-            return None;
-        };
-        // ordinal_position as an integer, after column_name.
-        let mut fields: Vec<Field> = b
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        let mut cols = b.columns().to_vec();
-        fields.insert(4, Field::new("ordinal_position", A::Int32, false));
-        cols.insert(4, Arc::new(Int32Array::from(pos)));
-        return Some(
-            RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-                .map(Answer::Rows)
-                .map_err(|e| Failure::internal(e.to_string())),
-        );
+        Ok(NamePattern(items))
     }
+
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        fn at(p: &[PatternItem], s: &[char]) -> bool {
+            match p.split_first() {
+                None => s.is_empty(),
+                Some((PatternItem::AnyRun, rest)) => (0..=s.len()).any(|k| at(rest, &s[k..])),
+                Some((PatternItem::Any, rest)) => !s.is_empty() && at(rest, &s[1..]),
+                Some((PatternItem::Char(c), rest)) => s.first() == Some(c) && at(rest, &s[1..]),
+            }
+        }
+        let s: Vec<char> = name.chars().collect();
+        at(&self.0, &s)
+    }
+}
+
+/// The pattern of psql's `c.relname OPERATOR(pg_catalog.~) '…'`, if any.
+fn relname_pattern(n: &str) -> Result<Option<NamePattern>, Failure> {
+    match literal_after(n, "operator(pg_catalog.~)") {
+        None => Ok(None),
+        Some(re) => NamePattern::parse(&re).map(Some),
+    }
+}
+
+/// psql's `\dt` / `\d TABLE` queries and `information_schema`: an honest
+/// subset, answered from the manifest.
+fn catalog(sql: &str, n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
+    // information_schema and pg_type: the engine's answer over tables
+    // made from the manifest, or its error (see `catalog`).
+    if crate::catalog::reads_catalog(n) {
+        return Some(crate::catalog::answer(sql, db));
+    }
+    let tables: Vec<(&String, &sluice::store::TableMeta)> = db.manifest().tables.iter().collect();
     if !n.contains("pg_catalog.") {
         return None;
     }
@@ -494,8 +503,21 @@ fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
         && n.contains("as \"schema\"")
         && n.contains("as \"name\"")
     {
+        // \dt+ asks for sizes, persistence and descriptions too: refused,
+        // not answered with fewer columns than psql reads.
+        if n.contains("as \"size\"") || n.contains("as \"description\"") {
+            return Some(Err(Failure::new(
+                "0A000",
+                "\\dt+ is not supported by sluice serve; use \\dt (sluice info TABLE shows sizes)",
+            )));
+        }
+        let matcher = match relname_pattern(n) {
+            Ok(m) => m,
+            Err(f) => return Some(Err(f)),
+        };
         let rows = tables
             .iter()
+            .filter(|(name, _)| matcher.as_ref().is_none_or(|m| m.matches(name)))
             .map(|(name, _)| {
                 vec![
                     "public".into(),
@@ -509,15 +531,14 @@ fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
     }
     // \d NAME, step 1: SELECT c.oid, n.nspname, c.relname ... WHERE c.relname OPERATOR(pg_catalog.~) '^(name)$'
     if n.starts_with("select c.oid, n.nspname, c.relname") {
-        let pattern = literal_after(n, "operator(pg_catalog.~)").unwrap_or_default();
-        let want = pattern
-            .trim_start_matches("^(")
-            .trim_end_matches(")$")
-            .to_string();
+        let matcher = match relname_pattern(n) {
+            Ok(m) => m,
+            Err(f) => return Some(Err(f)),
+        };
         let mut oids = Vec::new();
         let mut names = Vec::new();
         for (i, (name, _)) in tables.iter().enumerate() {
-            if pattern.is_empty() || **name == want {
+            if matcher.as_ref().is_none_or(|m| m.matches(name)) {
                 oids.push(table_oid(i).to_string());
                 names.push(name.to_string());
             }
@@ -578,7 +599,18 @@ fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
             rows,
         )));
     }
-    // \d NAME, step 3: its columns.
+    // \d NAME, step 3: its columns. \d+ asks for storage, compression,
+    // statistics targets and descriptions too: refused, not answered with
+    // fewer columns than psql reads.
+    if n.starts_with("select a.attname")
+        && n.contains("from pg_catalog.pg_attribute a")
+        && n.contains("attstorage")
+    {
+        return Some(Err(Failure::new(
+            "0A000",
+            "\\d+ is not supported by sluice serve; use \\d TABLE",
+        )));
+    }
     if n.starts_with("select a.attname") && n.contains("from pg_catalog.pg_attribute a") {
         let rows = oid_table("a.attrelid =")
             .map(|m| {
@@ -646,7 +678,10 @@ fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
         "pg_catalog.pg_constraint",
         "pg_catalog.pg_rewrite",
     ] {
-        if n.contains(none) {
+        // Only about one of this database's tables, by its oid, as psql
+        // asks after `\d TABLE`: then none is the exact answer.
+        let about_a_table = (0..tables.len()).any(|i| n.contains(&format!("'{}'", table_oid(i))));
+        if n.contains(none) && about_a_table {
             let empty = RecordBatch::new_empty(Arc::new(Schema::new(vec![Field::new(
                 "none",
                 A::Utf8,
@@ -654,14 +689,6 @@ fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
             )])));
             return Some(Ok(Answer::Rows(empty)));
         }
-    }
-    // pg_type by oid, asked by some drivers for a type's name.
-    if n.contains("from pg_catalog.pg_type") || n.contains("from pg_type") {
-        let empty = RecordBatch::new_empty(Arc::new(Schema::new(vec![
-            Field::new("oid", A::Int64, true),
-            Field::new("typname", A::Utf8, true),
-        ])));
-        return Some(Ok(Answer::Rows(empty)));
     }
     Some(Err(Failure::new(
         "0A000",

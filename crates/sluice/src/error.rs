@@ -55,6 +55,11 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(String),
 
+    /// SQL whose expressions nest deeper than a query may (SQLSTATE
+    /// 54001, PostgreSQL's "stack depth limit exceeded").
+    #[error("{0}")]
+    TooDeep(String),
+
     /// A table that does not exist (SQLSTATE 42P01).
     #[error("{0}")]
     UndefinedTable(String),
@@ -70,6 +75,11 @@ pub enum Error {
     /// Division (or modulo) by zero while a query ran (SQLSTATE 22012).
     #[error("division by zero")]
     DivisionByZero,
+
+    /// Division by zero of literals, found while planning (SQLSTATE
+    /// 22012): ` at line L, column C` of the division.
+    #[error("division by zero{0}")]
+    DivisionByZeroAt(String),
 
     /// A value out of its type's range while a query ran (SQLSTATE 22003).
     #[error("{0}")]
@@ -213,11 +223,12 @@ impl Error {
         match self.innermost() {
             Error::Syntax(_) => "42601",
             Error::Unsupported(_) => "0A000",
+            Error::TooDeep(_) => "54001",
             Error::UndefinedTable(_) => "42P01",
             Error::UndefinedColumn(_) => "42703",
             // Other planning errors: type mismatches, misplaced aggregates.
             Error::Plan(_) => "42804",
-            Error::DivisionByZero => "22012",
+            Error::DivisionByZero | Error::DivisionByZeroAt(_) => "22012",
             Error::OutOfRange(_) => "22003",
             Error::Exec(_) => "22000",
             Error::QueryCanceled(_) | Error::Cancelled => "57014",

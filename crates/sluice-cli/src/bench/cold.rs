@@ -235,6 +235,12 @@ if not os.path.exists(db):
     con.close()
 print("ready", flush=True)
 for line in sys.stdin:
+    if line.startswith("rows "):
+        con = duckdb.connect(db, read_only=True)
+        con.execute("SET enable_progress_bar = false")
+        print(json.dumps(rows(con, queries[int(line[5:])])), flush=True)
+        con.close()
+        continue
     q = queries[int(line)]
     start = time.perf_counter()
     con = duckdb.connect(db, read_only=True)
@@ -259,7 +265,13 @@ impl Duck {
     fn start(make: &str, db: &Path, csv: &Path, queries: &[(&str, &str)]) -> Result<Duck> {
         let queries: Vec<&str> = queries.iter().map(|q| q.1).collect();
         let mut child = Command::new("python3")
-            .args(["-c", &format!("{make}{DUCKDB_COLD_SCRIPT}")])
+            .args([
+                "-c",
+                &format!(
+                    "{make}{}{DUCKDB_COLD_SCRIPT}",
+                    super::answers::DUCKDB_ROWS
+                ),
+            ])
             .arg(db)
             .arg(csv)
             .arg(serde_json::to_string(&queries)?)
@@ -280,6 +292,17 @@ impl Duck {
             bail!("DuckDB stopped (see its error above)");
         }
         Ok(s.trim().to_string())
+    }
+
+    /// The rows DuckDB answers query `i` with.
+    fn rows(&mut self, i: usize) -> Result<Vec<Vec<Option<String>>>> {
+        let stdin = self.child.stdin.as_mut().context("DuckDB's input")?;
+        writeln!(stdin, "rows {i}")?;
+        stdin.flush()?;
+        let line = self.line()?;
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .with_context(|| format!("DuckDB's answer: got {line:?}"))?;
+        super::answers::json_rows(&v)
     }
 
     /// Seconds of query `i` on a fresh connection.
@@ -377,6 +400,24 @@ pub fn run(
         }
         _ => None,
     };
+    // Every query's answer checked against DuckDB's before any is timed.
+    if let Some(d) = duck.as_mut() {
+        let db = sluice::store::Database::open(&db_dir)?;
+        for (i, (name, sql)) in queries.iter().enumerate() {
+            let ours = super::answers::sluice_rows(&sluice::query::query(&db, sql, None)?);
+            let theirs = d.rows(i)?;
+            super::answers::check(
+                &format!("cold {name}"),
+                "duckdb",
+                super::answers::is_ordered(sql),
+                &ours,
+                &theirs,
+            )?;
+        }
+        if !quiet {
+            eprintln!("answers: sluice's equal DuckDB's for all {} queries", queries.len());
+        }
+    }
     let n = queries.len();
     let mut s_times = vec![Vec::new(); n];
     let mut s_rss = vec![Vec::new(); n];

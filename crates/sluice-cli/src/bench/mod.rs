@@ -13,6 +13,7 @@ use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
 mod all;
+mod answers;
 mod cold;
 mod common;
 mod corpus;

@@ -21,6 +21,7 @@ fresh = not os.path.exists(db)
 con = duckdb.connect(db)
 if fresh:
     lineitem(con, csv)
+answer = rows(con, query)
 times = {t: [] for t in threads}
 for t in threads:
     con.execute(f"SET threads={t}")
@@ -31,7 +32,7 @@ for _ in range(runs):
         start = time.perf_counter()
         con.execute(query).fetchall()
         times[t].append(time.perf_counter() - start)
-print(json.dumps({"times": {str(t): v for t, v in times.items()}, "version": duckdb.__version__}))
+print(json.dumps({"times": {str(t): v for t, v in times.items()}, "version": duckdb.__version__, "rows": answer}))
 "#;
 
 /// Times Q1 over lineitem at each thread count, warm, DuckDB beside.
@@ -54,9 +55,12 @@ pub fn run(
     // run, so that drift of the machine hits them alike.
     let mut results: Vec<(&str, usize, Vec<f64>)> =
         threads.iter().map(|&t| ("sluice", t, Vec::new())).collect();
+    // Warm: the first run opens and checks the segments; not timed. Each
+    // thread count's answer is kept, to be checked against DuckDB's.
+    let mut answers = Vec::new();
     for &t in &threads {
-        // Warm: the first run opens and checks the segments; not timed.
-        sluice::query::query(&db, Q1, Some(t))?;
+        let out = sluice::query::query(&db, Q1, Some(t))?;
+        answers.push((t, super::answers::sluice_rows(&out)));
     }
     for _ in 0..runs {
         for r in results.iter_mut() {
@@ -78,7 +82,13 @@ pub fn run(
         let list: Vec<String> = duck_threads.iter().map(|t| t.to_string()).collect();
         let v = run_json(
             Command::new("python3")
-                .args(["-c", &format!("{DUCKDB_LINEITEM}{DUCKDB_Q1_SCRIPT}")])
+                .args([
+                    "-c",
+                    &format!(
+                        "{DUCKDB_LINEITEM}{}{DUCKDB_Q1_SCRIPT}",
+                        super::answers::DUCKDB_ROWS
+                    ),
+                ])
                 .arg(&duck_db)
                 .arg(&csv)
                 .arg(Q1)
@@ -86,6 +96,20 @@ pub fn run(
                 .arg(runs.to_string()),
             "duckdb",
         )?;
+        // No time is reported for a wrong answer.
+        let theirs = super::answers::json_rows(&v["rows"])?;
+        for (t, ours) in &answers {
+            super::answers::check(
+                &format!("q1 (sluice at {t} threads)"),
+                "duckdb",
+                true,
+                ours,
+                &theirs,
+            )?;
+        }
+        if !quiet {
+            eprintln!("answers: sluice's Q1 equals DuckDB's at every thread count");
+        }
         for &t in &duck_threads {
             let times: Vec<f64> = v["times"][t.to_string()]
                 .as_array()

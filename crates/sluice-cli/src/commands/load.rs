@@ -102,8 +102,9 @@ pub struct LoadArgs {
     /// table sluice_load_journal: the same command run again loads the
     /// rest). A new table is created from the schema (given or inferred),
     /// its primary key made as --index says. mariadb:// and mysql:// URLs
-    /// load with LOAD DATA LOCAL INFILE. The password: in the URL,
-    /// --password-file, PGPASSWORD or MYSQL_PWD
+    /// load with LOAD DATA LOCAL INFILE. The password: --password-file,
+    /// PGPASSWORD or MYSQL_PWD (in the URL it works, but stays visible
+    /// to other users in `ps` for the whole load)
     #[arg(long, value_name = "URL")]
     into: Option<String>,
     /// --into: a file whose first line is the password
@@ -261,6 +262,14 @@ pub struct ReadArgs {
     /// Bytes per parse block (default: derived from --memory-limit)
     #[arg(long, hide = true)]
     block_size: Option<String>,
+    /// Segments of at most N rows, each parsed block written as it comes
+    /// (tests: many segments from a small file)
+    #[arg(long, hide = true, value_name = "N")]
+    segment_rows: Option<u64>,
+    /// Every TEXT column of every block dictionary-encoded (tests: many
+    /// dictionaries from a small file)
+    #[arg(long, hide = true)]
+    dictionary_always: bool,
     /// What a malformed record does: abort (the default: the load fails,
     /// nothing is committed) or skip (it is rejected, counted, and the load
     /// goes on)
@@ -552,6 +561,8 @@ pub(crate) fn read_request(a: &ReadArgs, threads: Option<usize>) -> LoadRequest 
         memory_limit: a.memory_limit.clone(),
         max_line_size: a.max_line_size.clone(),
         block_size: a.block_size.clone(),
+        segment_rows: a.segment_rows,
+        dictionary_always: a.dictionary_always,
         on_error: a.on_error.map(|o| match o {
             OnErrorArg::Abort => OnError::Abort,
             OnErrorArg::Skip => OnError::Skip,

@@ -25,8 +25,9 @@ binary results, $1 parameters, SET/SHOW/BEGIN/COMMIT, psql's \\dt and \\d TABLE.
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free port and prints it)
-    #[arg(long, default_value = "127.0.0.1:5433")]
+    /// Address to listen on, HOST:PORT (an IP address or a name such as
+    /// localhost; port 0 picks a free port and prints it)
+    #[arg(long, default_value = "127.0.0.1:5433", value_parser = listen_address)]
     pub listen: SocketAddr,
     /// Connections beyond this are refused (SQLSTATE 53300)
     #[arg(long, default_value_t = 1000)]
@@ -86,11 +87,39 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| e.message)
 }
 
+/// `--listen`: an address, or a host name and port resolved to one (an
+/// IPv4 address first, as most clients try `localhost` that way).
+fn listen_address(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:5433 or localhost:5433)"));
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{port:?} in {s:?} is not a port number (0-65535)"))?;
+    let found: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host:?}: {e}"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("{host:?} resolves to no address"))
+}
+
 pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> Result<()> {
     let users_file = args.users.clone().unwrap_or_else(|| db.join("serve.users"));
     if let Some(name) = &args.add_user {
         return add_user(&users_file, name, quiet);
     }
+    // A panic while serving a client is answered (XX000) and logged in one
+    // line; the server goes on.
+    sluice_server::log_panics_in_one_line();
     let mut opts = sluice_server::Options::new(db, args.listen);
     opts.auth = args.auth;
     if args.auth != sluice_server::auth::Auth::Trust {

@@ -573,8 +573,8 @@ async fn what_clients_send_at_connect_works() {
     )
     .await;
     assert_eq!(cols.len(), 8, "{cols:?}");
-    assert_eq!(cols[3][3], s("price"));
-    assert_eq!(cols[3][5], s("numeric(10,2)"));
+    // Exactly the columns asked for.
+    assert_eq!(cols[3], vec![s("price"), s("numeric(10,2)")]);
     // A session's statement_timeout and RESET.
     c.batch_execute("SET statement_timeout = '5s'; RESET statement_timeout; RESET ALL")
         .await
@@ -704,4 +704,139 @@ async fn a_query_past_its_time_limit_or_canceled_stops() {
     );
     let r = simple(&c, "SELECT count(*) FROM big").await;
     assert_eq!(r, vec![vec![s("300000")]]);
+}
+
+/// What a stranger may send takes down no one: expressions nested past
+/// the limit are refused with 54001 (never a stack overflow of the
+/// process), a 100,000-value IN list and a 2,000-term OR are answered,
+/// and another client is served throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_and_long_queries_are_answered_or_refused_and_the_server_goes_on() {
+    let dir = sample(1000);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let other = srv.client().await;
+    for sql in [
+        format!("SELECT {}", vec!["1"; 20_000].join("+")),
+        format!("SELECT count(*) FROM big WHERE {} > 0", vec!["k"; 3_000].join(" + ")),
+        format!("SELECT {}1{}", "(".repeat(5_000), ")".repeat(5_000)),
+    ] {
+        let e = c.simple_query(&sql).await.unwrap_err();
+        assert_eq!(code(&e), "54001", "{e}");
+        assert_eq!(
+            simple(&other, "SELECT count(*) FROM people").await,
+            vec![vec![s("3")]]
+        );
+    }
+    let list: Vec<String> = (0..100_000).map(|i| (i * 2).to_string()).collect();
+    assert_eq!(
+        simple(
+            &c,
+            &format!("SELECT count(*) FROM big WHERE k IN ({})", list.join(", "))
+        )
+        .await,
+        vec![vec![s("500")]]
+    );
+    assert_eq!(
+        simple(
+            &c,
+            &format!(
+                "SELECT count(*) FROM big WHERE k NOT IN ({}, NULL)",
+                list[..10].join(", ")
+            )
+        )
+        .await,
+        vec![vec![s("0")]]
+    );
+    let ors: Vec<String> = (0..2_000).map(|i| format!("k = {i}")).collect();
+    assert_eq!(
+        simple(&c, &format!("SELECT count(*) FROM big WHERE {}", ors.join(" OR "))).await,
+        vec![vec![s("1000")]]
+    );
+    // A division by zero of literals is 22012, as over a column.
+    assert_eq!(code(&c.simple_query("SELECT 1/0").await.unwrap_err()), "22012");
+    // Double overflow is an error, as in PostgreSQL.
+    assert_eq!(
+        code(&c.simple_query("SELECT CAST(1e300 AS DOUBLE) * 1e10").await.unwrap_err()),
+        "22003"
+    );
+    assert_eq!(
+        simple(&c, "SELECT CAST(CAST(1e300 AS DOUBLE) AS TEXT)").await,
+        vec![vec![s("1e+300")]]
+    );
+}
+
+/// Catalog queries are answered exactly by the engine over the catalog's
+/// tables, or refused — never a canned answer that ignores the query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_queries_are_exact_or_refused() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    assert!(
+        simple(
+            &c,
+            "SELECT table_name FROM information_schema.tables WHERE table_name = 'nonexistent'"
+        )
+        .await
+        .is_empty()
+    );
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'people'"
+        )
+        .await,
+        vec![vec![s("8")]]
+    );
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT DISTINCT table_name FROM information_schema.columns ORDER BY table_name LIMIT 1"
+        )
+        .await,
+        vec![vec![s("big")]]
+    );
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT column_name, ordinal_position FROM information_schema.columns WHERE table_name = 'big' ORDER BY ordinal_position DESC"
+        )
+        .await,
+        vec![
+            vec![s("v"), s("3")],
+            vec![s("g"), s("2")],
+            vec![s("k"), s("1")]
+        ]
+    );
+    assert_eq!(
+        simple(&c, "SELECT typname FROM pg_catalog.pg_type WHERE oid = 23").await,
+        vec![vec![s("int4")]]
+    );
+    for (sql, want) in [
+        ("SELECT * FROM information_schema.views", "0A000"),
+        ("SELECT nosuch FROM information_schema.tables", "42703"),
+    ] {
+        let e = c.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&e), want, "{sql}: {e}");
+    }
+}
+
+/// A parameter declared INT4 (as psycopg declares a small Python int) in
+/// the select list answers with the type Describe promised.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integer_parameter_in_the_select_list_keeps_its_described_type() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let st = c.prepare_typed("SELECT $1", &[Type::INT4]).await.unwrap();
+    let r = c.query_one(&st, &[&7i32]).await.unwrap();
+    assert_eq!(r.get::<_, i32>(0), 7);
+    let st = c
+        .prepare_typed("SELECT coalesce(age, $1) FROM people ORDER BY id", &[Type::INT4])
+        .await
+        .unwrap();
+    let rows = c.query(&st, &[&-1i32]).await.unwrap();
+    let ages: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ages, vec![36, -1, -7]);
 }

@@ -337,3 +337,41 @@ fn pipelined_extended_messages_are_answered_in_order() {
     assert_eq!(pipelined(srv.addr, &set), b"1tnEZ".to_vec());
     served(&srv);
 }
+
+/// A Parse message whose parameter count is -1 (65,535 types, none sent)
+/// makes the protocol library panic while decoding it: the client is told
+/// (an ErrorResponse, XX000) and its connection closed; the server and
+/// every other client go on.
+#[test]
+fn a_message_the_protocol_library_panics_on_is_answered_and_the_server_goes_on() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let bad = [
+        startup(),
+        message(b'P', b"\0SELECT 1\0\xff\xff"),
+        message(b'S', b""),
+    ]
+    .concat();
+    for _ in 0..3 {
+        let out = send(srv.addr, &bad);
+        let text = String::from_utf8_lossy(&out);
+        assert!(kinds(&out).contains(&b'E'), "{text}");
+        assert!(text.contains("XX000"), "{text}");
+        served(&srv);
+    }
+}
+
+/// Bytes that are not UTF-8 in a query are refused (22021), as
+/// PostgreSQL refuses them, not replaced and run.
+#[test]
+fn a_query_that_is_not_utf8_is_refused() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let out = send(
+        srv.addr,
+        &[startup(), message(b'Q', b"SELECT '\xff\xfe' AS x\0")].concat(),
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("22021"), "{text}");
+    served(&srv);
+}

@@ -74,11 +74,22 @@ impl Values {
 /// Encodes a TEXT column whose values repeat; `None` when it has too many
 /// distinct values (or too few rows) to gain from it.
 pub fn try_encode(a: &StringArray) -> Option<DictionaryArray<UInt16Type>> {
+    try_encode_with(a, false)
+}
+
+/// [`try_encode`]; with `always`, any column of at most
+/// [`BATCH_DICT_MAX`] distinct values is encoded, however few rows it has
+/// (the loader's `dictionary_always`, for tests).
+pub fn try_encode_with(a: &StringArray, always: bool) -> Option<DictionaryArray<UInt16Type>> {
     let rows = a.len();
-    if rows < MIN_ROWS {
+    if rows < MIN_ROWS && !always {
         return None;
     }
-    let limit = BATCH_DICT_MAX.min(rows / 4);
+    let limit = if always {
+        BATCH_DICT_MAX
+    } else {
+        BATCH_DICT_MAX.min(rows / 4)
+    };
     let mut map: Map<&[u8]> = Map::default();
     let mut values = Values::default();
     let mut keys = Vec::with_capacity(rows);
@@ -102,7 +113,7 @@ pub fn try_encode(a: &StringArray) -> Option<DictionaryArray<UInt16Type>> {
 
 /// Encodes every TEXT column of `batch` that gains from it.
 pub fn encode_batch(batch: RecordBatch) -> Result<RecordBatch> {
-    encode_batch_where(batch, None)
+    encode_batch_where(batch, None, false)
 }
 
 /// For each column of `batch`: whether it is TEXT that gains from
@@ -110,17 +121,23 @@ pub fn encode_batch(batch: RecordBatch) -> Result<RecordBatch> {
 /// then tries only those columns on each piece: a column of unique values
 /// costs [`BATCH_DICT_MAX`] hash inserts before it is given up, once a
 /// piece, which would make eight pieces cost eight times one batch.
-pub fn text_gains(batch: &RecordBatch) -> Vec<bool> {
+pub fn text_gains(batch: &RecordBatch, always: bool) -> Vec<bool> {
     batch
         .columns()
         .iter()
-        .map(|c| c.data_type() == &A::Utf8 && try_encode(c.as_string::<i32>()).is_some())
+        .map(|c| {
+            c.data_type() == &A::Utf8 && try_encode_with(c.as_string::<i32>(), always).is_some()
+        })
         .collect()
 }
 
 /// [`encode_batch`], trying only the columns `only` marks (all when
-/// `None`).
-pub fn encode_batch_where(batch: RecordBatch, only: Option<&[bool]>) -> Result<RecordBatch> {
+/// `None`); `always` as for [`try_encode_with`].
+pub fn encode_batch_where(
+    batch: RecordBatch,
+    only: Option<&[bool]>,
+    always: bool,
+) -> Result<RecordBatch> {
     let mut changed = false;
     let mut cols: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
     for (i, c) in batch.columns().iter().enumerate() {
@@ -129,7 +146,7 @@ pub fn encode_batch_where(batch: RecordBatch, only: Option<&[bool]>) -> Result<R
             continue;
         }
         match c.data_type() {
-            A::Utf8 => match try_encode(c.as_string::<i32>()) {
+            A::Utf8 => match try_encode_with(c.as_string::<i32>(), always) {
                 Some(d) => {
                     changed = true;
                     cols.push(Arc::new(d));
@@ -329,17 +346,17 @@ mod tests {
             ],
         )
         .unwrap();
-        let gains = text_gains(&batch);
+        let gains = text_gains(&batch, false);
         assert_eq!(gains, vec![true, false, false]);
         // On a piece, the mask decides: the repeating column is encoded,
         // the others stay as they are.
         let piece = batch.slice(0, 100);
-        let out = encode_batch_where(piece.clone(), Some(&gains)).unwrap();
+        let out = encode_batch_where(piece.clone(), Some(&gains), false).unwrap();
         assert!(matches!(out.column(0).data_type(), A::Dictionary(..)));
         assert_eq!(out.column(1).data_type(), &A::Utf8);
         assert_eq!(plain(out.column(0)), plain(&(piece.column(0).clone())));
         // A mask that marks nothing leaves every column plain.
-        let none = encode_batch_where(piece, Some(&[false, false, false])).unwrap();
+        let none = encode_batch_where(piece, Some(&[false, false, false]), false).unwrap();
         assert_eq!(none.column(0).data_type(), &A::Utf8);
     }
 

@@ -16,7 +16,7 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
         A::Boolean => a.as_boolean().value(i).to_string(),
         A::Int32 => a.as_primitive::<Int32Type>().value(i).to_string(),
         A::Int64 => a.as_primitive::<Int64Type>().value(i).to_string(),
-        A::Float64 => a.as_primitive::<Float64Type>().value(i).to_string(),
+        A::Float64 => float_text(a.as_primitive::<Float64Type>().value(i)),
         A::Decimal64(_, scale) => {
             format_decimal(a.as_primitive::<Decimal64Type>().value(i), *scale as u32)
         }
@@ -28,6 +28,33 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
         A::Utf8 => a.as_string::<i32>().value(i).to_string(),
         other => format!("<{other}>"),
     })
+}
+
+/// A double as PostgreSQL writes it: the shortest text that reads back
+/// as the same value, in exponent form (`1e+300`, `1.5e-07`) when it is
+/// very large or small; `NaN`, `Infinity`, `-Infinity`. A CSV export, a
+/// `CAST(… AS TEXT)`, a file name of `export --partition-by` and the
+/// server's text results all write doubles so.
+pub fn float_text(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else if v != 0.0 && (v.abs() >= 1e16 || v.abs() < 1e-4) {
+        let s = format!("{v:e}");
+        match s.split_once('e') {
+            Some((m, e)) => {
+                let (sign, digits) = match e.strip_prefix('-') {
+                    Some(d) => ('-', d),
+                    None => ('+', e),
+                };
+                format!("{m}e{sign}{digits:0>2}")
+            }
+            None => s,
+        }
+    } else {
+        format!("{v}")
+    }
 }
 
 /// Formats a scaled integer: `format_decimal(-1234, 2) == "-12.34"`.

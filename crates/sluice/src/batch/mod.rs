@@ -6,7 +6,7 @@ pub mod dict;
 pub(crate) mod format;
 
 pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};
-pub use format::{format_value, write_csv_row, write_json_object};
+pub use format::{float_text, format_value, write_csv_row, write_json_object};
 
 use std::fmt;
 use std::str::FromStr;

@@ -134,6 +134,16 @@ pub struct LoadOptions {
     /// ([`LoadSummary::widened`] says so); after a commit such a value
     /// fails the load ([`Error::NotWidened`]).
     pub widen: Vec<String>,
+    /// Segments closed after this many rows, each batch written as it
+    /// comes (no gathering of small batches); `None`: segments close at
+    /// [`crate::load::SEGMENT_TARGET_BYTES`]. For tests: with tiny blocks,
+    /// a table of a few hundred rows gets dozens of segments.
+    pub segment_rows: Option<u64>,
+    /// Every TEXT column of every batch dictionary-encoded, however few
+    /// rows the batch has and however little its values repeat (up to
+    /// the dictionaries' limits). For tests: with tiny blocks, every
+    /// TEXT column gets many dictionaries, as a large table's do.
+    pub dictionary_always: bool,
 }
 
 /// When a multi-file load commits. A group closes after the file that
@@ -275,6 +285,8 @@ impl Default for LoadOptions {
             shard_by: None,
             shard_paths: Vec::new(),
             widen: Vec::new(),
+            segment_rows: None,
+            dictionary_always: false,
         }
     }
 }

@@ -143,6 +143,12 @@ pub struct LoadRequest {
     pub shard_by: Option<String>,
     /// `--shard-paths`: directories for the shards of a new table.
     pub shard_paths: Vec<PathBuf>,
+    /// `--segment-rows` (hidden, for tests): see
+    /// [`LoadOptions::segment_rows`].
+    pub segment_rows: Option<u64>,
+    /// `--dictionary-always` (hidden, for tests): see
+    /// [`LoadOptions::dictionary_always`].
+    pub dictionary_always: bool,
     /// `--commit-every`: a size, `Nfiles`, a time or `all`.
     pub commit_every: String,
     /// `--reload` (`All`), `--reload-changed` (`Changed`), else `None`.
@@ -190,6 +196,8 @@ impl Default for LoadRequest {
             shards: None,
             shard_by: None,
             shard_paths: Vec::new(),
+            segment_rows: None,
+            dictionary_always: false,
             commit_every: "1GiB".into(),
             reload: Reload::None,
             threads: None,
@@ -737,6 +745,8 @@ fn load_options(
         // them, until the load's first commit.
         widen: inferred.map(|i| i.widen.clone()).unwrap_or_default(),
         on_duplicate: req.on_duplicate,
+        segment_rows: req.segment_rows,
+        dictionary_always: req.dictionary_always,
     })
 }
 

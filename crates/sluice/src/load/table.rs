@@ -237,6 +237,8 @@ pub(super) struct TableWriter<'a> {
     pub(super) table_runs: Vec<RunMeta>,
     /// The thread opening those not open yet ([`open_runs`]).
     pub(super) opening: Option<OpeningRuns>,
+    /// [`LoadOptions::segment_rows`].
+    segment_rows: Option<u64>,
 }
 
 impl<'a> TableWriter<'a> {
@@ -365,6 +367,7 @@ impl<'a> TableWriter<'a> {
             conflict_existing: None,
             table_runs,
             opening,
+            segment_rows: opts.segment_rows,
         };
         Ok((writer, layout))
     }
@@ -451,7 +454,7 @@ impl<'a> TableWriter<'a> {
         // Small batches (small files, small blocks) are gathered and
         // written as one: a segment of 100,000 one-line batches would be
         // mostly per-batch metadata, and every batch a morsel.
-        if n < SMALL_BATCH_ROWS {
+        if n < SMALL_BATCH_ROWS && self.segment_rows.is_none() {
             o.pending_rows += n;
             o.pending_bytes += batch.get_array_memory_size();
             o.pending.push((batch, stats));
@@ -531,7 +534,9 @@ impl<'a> TableWriter<'a> {
                 .ok_or_else(|| Error::Internal("no segment".into()))?;
             match seg.write(batch, stats, &o.plain)? {
                 None => {
-                    if seg.bytes() >= SEGMENT_TARGET_BYTES {
+                    if seg.bytes() >= SEGMENT_TARGET_BYTES
+                        || self.segment_rows.is_some_and(|r| seg.rows() >= r)
+                    {
                         self.close_segment(s)?;
                     }
                     return Ok(());

@@ -169,6 +169,8 @@ pub(super) struct Cut<'c> {
     pub(super) key_col: Option<usize>,
     pub(super) check_keys: &'c [bool],
     pub(super) sort_rows: bool,
+    /// [`LoadOptions::dictionary_always`](super::LoadOptions::dictionary_always).
+    pub(super) dictionary_always: bool,
 }
 
 impl<'c> Cut<'c> {
@@ -179,6 +181,7 @@ impl<'c> Cut<'c> {
             key_col: shared.key_col,
             check_keys: &shared.check_keys,
             sort_rows: shared.sort_rows,
+            dictionary_always: shared.opts.dictionary_always,
         }
     }
 
@@ -189,6 +192,7 @@ impl<'c> Cut<'c> {
             key_col: layout.key,
             check_keys: &layout.check_keys,
             sort_rows: layout.sort_rows,
+            dictionary_always: false,
         }
     }
 }
@@ -215,7 +219,7 @@ pub(super) fn route_batch(
     }
     // Which TEXT columns repeat enough to encode: asked once of the whole
     // batch, not once a piece.
-    let gains = crate::batch::dict::text_gains(&b);
+    let gains = crate::batch::dict::text_gains(&b, shared.dictionary_always);
     pieces
         .into_iter()
         .map(|p| {
@@ -298,7 +302,7 @@ fn finish_piece_where(
     };
     Ok(Piece {
         shard,
-        batch: crate::batch::dict::encode_batch_where(batch, encode)?,
+        batch: crate::batch::dict::encode_batch_where(batch, encode, shared.dictionary_always)?,
         stats,
         keys,
         rows,
@@ -337,6 +341,7 @@ mod tests {
             key_col: Some(0),
             check_keys: &[],
             sort_rows,
+            dictionary_always: false,
         }
     }
 

@@ -433,7 +433,22 @@ pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
     Ok(dt.and_utc().timestamp_micros())
 }
 
+/// Parses a timestamp as SQL's `TIMESTAMP` (PostgreSQL's `timestamp
+/// without time zone`) reads text: the form of [`parse_timestamp`], and
+/// a zone or offset written after the time is ignored, not applied:
+/// `TIMESTAMP '2024-01-31 12:34:56-05'` is 12:34:56 (as a JDBC driver's
+/// `setTimestamp` sends it, the offset of its own zone appended).
+pub fn parse_timestamp_sql(b: &[u8]) -> Result<i64, String> {
+    parse_timestamp_zone(trim(b), false)
+}
+
 fn parse_timestamp_default(t: &[u8]) -> Result<i64, String> {
+    parse_timestamp_zone(t, true)
+}
+
+/// [`parse_timestamp_default`]; `apply_zone`: an offset converts the
+/// time to UTC, else it is checked and ignored.
+fn parse_timestamp_zone(t: &[u8], apply_zone: bool) -> Result<i64, String> {
     const FORM: &str = "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]; use --timestamp-format";
     if t.len() < 10 {
         return Err(FORM.into());
@@ -481,6 +496,7 @@ fn parse_timestamp_default(t: &[u8]) -> Result<i64, String> {
         }
     }
     let offset_secs = zone_offset(rest).ok_or_else(|| FORM.to_string())?;
+    let offset_secs = if apply_zone { offset_secs } else { 0 };
     let secs = days * 86_400 + (h * 3600 + m * 60 + s) as i64 - offset_secs;
     Ok(secs * 1_000_000 + micros)
 }
@@ -760,6 +776,22 @@ mod tests {
         assert_eq!(parse_date(b"2024-1-5", None), Ok(19727));
         assert_eq!(parse_date(b"05/01/24", Some("%d/%m/%y")), Ok(19727));
         assert!(parse_timestamp(b"24-01-31 10:00:00", None).is_err());
+    }
+
+    #[test]
+    fn sql_timestamps_ignore_the_offset_as_postgresql_does() {
+        let plain = parse_timestamp(b"2024-01-31 12:34:56", None).unwrap();
+        for t in [
+            &b"2024-01-31 12:34:56-05"[..],
+            b"2024-01-31 12:34:56+05:30",
+            b"2024-01-31T12:34:56Z",
+            b" 2024-01-31 12:34:56 ",
+        ] {
+            assert_eq!(parse_timestamp_sql(t).unwrap(), plain, "{t:?}");
+        }
+        // The loader's reading applies it.
+        assert_ne!(parse_timestamp(b"2024-01-31 12:34:56-05", None).unwrap(), plain);
+        assert!(parse_timestamp_sql(b"2024-01-31 12:34:56 EST").is_err());
     }
 
     #[test]

@@ -107,14 +107,44 @@ pub struct GroupTable {
     cache: Vec<(u128, u32)>,
     /// Groups of one-byte keys by code (see [`byte_codes`]); empty until used.
     code_table: Vec<u32>,
-    /// Groups by dictionary code, per pair of dictionaries (identified by
-    /// their values' addresses and sizes, stable while the query runs).
+    /// Groups by dictionary code, per pair of dictionaries.
     dict_tables: Vec<(DictIdent, Vec<u32>)>,
 }
 
-/// Which pair of dictionaries a code table belongs to: their values'
-/// addresses and sizes.
-type DictIdent = (usize, usize, usize, usize);
+/// Which pair of dictionaries a code table belongs to: their values
+/// arrays, held. Held, not only named by address: a segment's
+/// dictionary freed after its morsel leaves its address to the next
+/// allocation, often the next segment's dictionary of the same column,
+/// of the same size and other order (TPC-H's `l_returnflag` lists A, N,
+/// R in another order in each segment), and a code table found by a
+/// reused address would put the rows of one value into another's group.
+/// While the table holds the arrays, their addresses cannot be reused.
+#[derive(Clone)]
+struct DictIdent {
+    values: [Option<ArrayRef>; 2],
+}
+
+impl DictIdent {
+    fn is(&self, d1: &ArrayRef, d2: Option<&ArrayRef>) -> bool {
+        let same = |held: &Option<ArrayRef>, d: Option<&ArrayRef>| match (held, d) {
+            (Some(h), Some(d)) => Arc::ptr_eq(h, d),
+            (None, None) => true,
+            _ => false,
+        };
+        same(&self.values[0], Some(d1)) && same(&self.values[1], d2)
+    }
+}
+
+/// `a + b` of doubles as PostgreSQL adds them in SUM and AVG: a finite
+/// sum of finite values, else an overflow error (SQLSTATE 22003); an
+/// infinite value summed stays infinite.
+fn add_f64(a: f64, b: f64) -> Result<f64> {
+    let s = a + b;
+    if s.is_infinite() && a.is_finite() && b.is_finite() {
+        return Err(Error::OutOfRange("value out of range: overflow".into()));
+    }
+    Ok(s)
+}
 
 /// Slots of the packed-key cache.
 const CACHE_SLOTS: usize = 256;
@@ -364,16 +394,17 @@ impl GroupTable {
         if d1.saturating_mul(d2) > 1 << 16 {
             return Ok(None);
         }
-        let id = |d: &arrow_array::DictionaryArray<UInt16Type>| {
-            Arc::as_ptr(d.values()) as *const () as usize
-        };
-        let ident = (id(dicts[0]), dicts.get(1).map_or(0, |d| id(d)), d1, d2);
-        let t = match self.dict_tables.iter().position(|t| t.0 == ident) {
+        let v1 = dicts[0].values();
+        let v2 = dicts.get(1).map(|d| d.values());
+        let t = match self.dict_tables.iter().position(|t| t.0.is(v1, v2)) {
             Some(t) => t,
             None => {
                 if self.dict_tables.len() >= 64 {
                     self.dict_tables.clear();
                 }
+                let ident = DictIdent {
+                    values: [Some(v1.clone()), v2.cloned()],
+                };
                 self.dict_tables.push((ident, vec![u32::MAX; d1 * d2]));
                 self.dict_tables.len() - 1
             }
@@ -631,7 +662,7 @@ impl GroupTable {
                     for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
                         if let Some(x) = x {
                             let g = groups[r] as usize;
-                            v[g] += x;
+                            v[g] = add_f64(v[g], x)?;
                             seen[g] = true;
                         }
                     }
@@ -641,7 +672,7 @@ impl GroupTable {
                     for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
                         if let Some(x) = x {
                             let g = groups[r] as usize;
-                            v[g] += x;
+                            v[g] = add_f64(v[g], x)?;
                             n[g] += 1;
                         }
                     }
@@ -826,7 +857,7 @@ impl GroupTable {
                 }
                 (Acc::SumFloat(a, sa), Acc::SumFloat(b, sb)) => {
                     for (j, &g) in map.iter().enumerate() {
-                        a[g as usize] += b[j];
+                        a[g as usize] = add_f64(a[g as usize], b[j])?;
                         sa[g as usize] |= sb[j];
                     }
                 }
@@ -838,7 +869,7 @@ impl GroupTable {
                 }
                 (Acc::AvgFloat(a, na), Acc::AvgFloat(b, nb)) => {
                     for (j, &g) in map.iter().enumerate() {
-                        a[g as usize] += b[j];
+                        a[g as usize] = add_f64(a[g as usize], b[j])?;
                         na[g as usize] += nb[j];
                     }
                 }

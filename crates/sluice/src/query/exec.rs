@@ -94,6 +94,39 @@ pub(crate) fn empty_input(rows: usize) -> Result<RecordBatch> {
     )?)
 }
 
+/// Expressions nested up to this deep (by [`Plan::depth`]) are evaluated
+/// on threads of the default stack; deeper ones on threads with
+/// [`DEEP_EVAL_STACK`].
+pub const INLINE_EVAL_DEPTH: usize = 16;
+
+/// The stack of a query's threads when its expressions nest deeper than
+/// [`INLINE_EVAL_DEPTH`]: evaluation recurses once a level, up to
+/// [`crate::query::bind::MAX_BIND_DEPTH`] levels, each taking up to
+/// ~30 KiB of stack in a debug build (a few in a release one). Only the
+/// pages used are ever touched.
+pub const DEEP_EVAL_STACK: usize = 64 << 20;
+
+/// Starts one of a query's worker threads in `s`: with a deep stack when
+/// `plan` nests deep (see [`DEEP_EVAL_STACK`]).
+fn spawn_worker<'scope, 'env, F, T>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    plan: &Plan,
+    f: F,
+) -> std::thread::ScopedJoinHandle<'scope, T>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    if plan.depth > INLINE_EVAL_DEPTH {
+        // As `Scope::spawn`, a thread that cannot be started is a panic.
+        return std::thread::Builder::new()
+            .stack_size(DEEP_EVAL_STACK)
+            .spawn_scoped(s, f)
+            .expect("starting a query worker thread");
+    }
+    s.spawn(f)
+}
+
 /// Runs `plan`; returns the result batches (visible columns only).
 pub fn execute(
     db: &Database,
@@ -189,7 +222,7 @@ pub fn execute(
             };
             std::thread::scope(|s| {
                 for _ in 0..readers {
-                    s.spawn(|| {
+                    spawn_worker(s, plan, || {
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some(seg) = kept.get(i) else { break };
@@ -390,7 +423,7 @@ pub fn execute(
                 1 => work(),
                 n => std::thread::scope(|s| {
                     for _ in 0..n {
-                        s.spawn(work);
+                        spawn_worker(s, plan, work);
                     }
                 }),
             }
@@ -472,7 +505,7 @@ pub fn execute(
                         let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
                         std::thread::scope(|s| {
                             for _ in 0..workers.min(morsels.len()).max(1) {
-                                s.spawn(|| {
+                                spawn_worker(s, plan, || {
                             let r = (|| {
                                 let mut table = GroupTable::new(&key_types, aggs.clone())?;
                                 // Buffers of the integer fast path, reused across morsels.

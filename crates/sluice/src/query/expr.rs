@@ -103,6 +103,9 @@ pub enum Expr {
         expr: Box<Expr>,
         list: Vec<Expr>,
         negated: bool,
+        /// The list's values as a set, built once at the first evaluation
+        /// when every item is a literal (shared by the plan's clones).
+        set: InSet,
     },
     Like {
         expr: Box<Expr>,
@@ -363,16 +366,22 @@ impl Expr {
                     (l, r)
                 };
                 let out: ArrayRef = match op {
-                    BinOp::Add => {
-                        arrow_arith::numeric::add(&*l.datum(), &*r.datum()).map_err(exec_err)?
-                    }
-                    BinOp::Sub => {
-                        arrow_arith::numeric::sub(&*l.datum(), &*r.datum()).map_err(exec_err)?
-                    }
-                    BinOp::Mul => {
-                        arrow_arith::numeric::mul(&*l.datum(), &*r.datum()).map_err(exec_err)?
-                    }
-                    BinOp::Div => divide(&l, &r, if scalar { 1 } else { rows })?,
+                    BinOp::Add => checked_float(
+                        arrow_arith::numeric::add(&*l.datum(), &*r.datum()).map_err(exec_err)?,
+                        &l,
+                        &r,
+                    )?,
+                    BinOp::Sub => checked_float(
+                        arrow_arith::numeric::sub(&*l.datum(), &*r.datum()).map_err(exec_err)?,
+                        &l,
+                        &r,
+                    )?,
+                    BinOp::Mul => checked_float(
+                        arrow_arith::numeric::mul(&*l.datum(), &*r.datum()).map_err(exec_err)?,
+                        &l,
+                        &r,
+                    )?,
+                    BinOp::Div => checked_float(divide(&l, &r, if scalar { 1 } else { rows })?, &l, &r)?,
                     BinOp::Eq => {
                         Arc::new(arrow_ord::cmp::eq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
                     }
@@ -433,30 +442,17 @@ impl Expr {
                 expr,
                 list,
                 negated,
+                set,
             } => {
-                // x IN (a, b) is x = a OR x = b, with SQL's NULL rules.
-                let mut acc: Option<Expr> = None;
-                for item in list {
-                    let eq = Expr::Binary {
-                        op: BinOp::Eq,
-                        left: expr.clone(),
-                        right: Box::new(item.clone()),
-                    };
-                    acc = Some(match acc {
-                        None => eq,
-                        Some(a) => Expr::Binary {
-                            op: BinOp::Or,
-                            left: Box::new(a),
-                            right: Box::new(eq),
-                        },
-                    });
-                }
-                let e = acc.ok_or_else(|| Error::Internal("empty IN list".into()))?;
-
+                let m = in_list(expr.eval(batch)?, list, set, batch)?;
                 if *negated {
-                    Expr::Not(Box::new(e)).eval(batch)?
+                    map_value(m, |a| {
+                        Ok(Arc::new(
+                            arrow_arith::boolean::not(a.as_boolean()).map_err(exec_err)?,
+                        ))
+                    })?
                 } else {
-                    e.eval(batch)?
+                    m
                 }
             }
             Expr::Like {
@@ -858,6 +854,255 @@ pub fn widen(a: &ArrayRef) -> ArrayRef {
     }
 }
 
+/// A double that arithmetic made infinite from finite operands is an
+/// overflow (SQLSTATE 22003), as in PostgreSQL; an operand that is
+/// infinite already gives an infinite answer as it should.
+fn checked_float(out: ArrayRef, l: &Value, r: &Value) -> Result<ArrayRef> {
+    let Some(o) = out.as_primitive_opt::<Float64Type>() else {
+        return Ok(out);
+    };
+    if !o.values().iter().any(|v| v.is_infinite()) {
+        return Ok(out);
+    }
+    let finite = |v: &Value, i: usize| -> bool {
+        let a = match v {
+            Value::Array(a) => a.as_primitive_opt::<Float64Type>().map(|p| p.value(i)),
+            Value::Scalar(a) => a.as_primitive_opt::<Float64Type>().map(|p| p.value(0)),
+        };
+        // An operand of another type (an integer) is finite.
+        a.is_none_or(f64::is_finite)
+    };
+    for (i, v) in o.values().iter().enumerate() {
+        if v.is_infinite() && !o.is_null(i) && finite(l, i) && finite(r, i) {
+            return Err(Error::OutOfRange("value out of range: overflow".into()));
+        }
+    }
+    Ok(out)
+}
+
+/// The values of an IN list of literals as a set: `x IN (…)` of a
+/// 100,000-value list is a lookup a row, not 100,000 comparisons.
+#[derive(Clone, Default)]
+pub struct InSet(Arc<std::sync::OnceLock<Option<ValueSet>>>);
+
+impl fmt::Debug for InSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("InSet")
+    }
+}
+
+/// Values of one type, hashed; `has_null`: the list holds a NULL (then a
+/// value not in it is NULL, not false).
+pub(crate) struct ValueSet {
+    values: SetValues,
+    has_null: bool,
+    /// The type of the values.
+    ty: A,
+}
+
+enum SetValues {
+    /// Integers, dates, timestamps and decimals (of one scale) as i128.
+    Ints(foldhash::HashSet<i128>),
+    /// Doubles by the bits of their canonical value (-0.0 is 0.0, every
+    /// NaN one NaN, as SQL compares them).
+    Doubles(foldhash::HashSet<u64>),
+    Text(foldhash::HashSet<Box<str>>),
+    Bools([bool; 2]),
+}
+
+/// Whether values of types `a` and `b` compare as the same numbers (a
+/// decimal's precision aside, its scale included).
+fn same_values(a: &A, b: &A) -> bool {
+    match (a, b) {
+        (A::Decimal128(_, x) | A::Decimal64(_, x), A::Decimal128(_, y) | A::Decimal64(_, y)) => {
+            x == y
+        }
+        _ => a == b,
+    }
+}
+
+/// Each value of an integer-like array as i128 (`None` for other types).
+fn ints_of(a: &dyn Array) -> Option<Vec<i128>> {
+    macro_rules! prim {
+        ($t:ty) => {
+            a.as_primitive::<$t>().values().iter().map(|&v| v as i128).collect()
+        };
+    }
+    Some(match a.data_type() {
+        A::Int8 => prim!(Int8Type),
+        A::Int16 => prim!(Int16Type),
+        A::Int32 => prim!(Int32Type),
+        A::Int64 => prim!(Int64Type),
+        A::UInt8 => prim!(UInt8Type),
+        A::UInt16 => prim!(UInt16Type),
+        A::UInt32 => prim!(UInt32Type),
+        A::UInt64 => prim!(UInt64Type),
+        A::Date32 => prim!(Date32Type),
+        A::Timestamp(TimeUnit::Microsecond, _) => prim!(TimestampMicrosecondType),
+        A::Decimal64(..) => prim!(Decimal64Type),
+        A::Decimal128(..) => prim!(Decimal128Type),
+        _ => return None,
+    })
+}
+
+impl ValueSet {
+    /// The set of `items`, when every one is a literal of type `ty`.
+    fn of(items: &[Expr], ty: &A) -> Option<ValueSet> {
+        let mut lits = Vec::with_capacity(items.len());
+        for it in items {
+            match it {
+                Expr::Literal(a) if same_values(a.data_type(), ty) || a.data_type() == &A::Null => {
+                    lits.push(a)
+                }
+                _ => return None,
+            }
+        }
+        let has_null = lits.iter().any(|a| a.is_null(0));
+        let live = lits.iter().filter(|a| !a.is_null(0));
+        let values = match ty {
+            A::Utf8 => SetValues::Text(
+                live.map(|a| Box::from(a.as_string::<i32>().value(0)))
+                    .collect(),
+            ),
+            A::Float64 => SetValues::Doubles(
+                live.map(|a| canonical_f64(a.as_primitive::<Float64Type>().value(0)).to_bits())
+                    .collect(),
+            ),
+            A::Boolean => {
+                let mut b = [false; 2];
+                for a in live {
+                    b[a.as_boolean().value(0) as usize] = true;
+                }
+                SetValues::Bools(b)
+            }
+            _ => {
+                let mut set = foldhash::HashSet::default();
+                for a in live {
+                    set.insert(*ints_of(a.as_ref())?.first()?);
+                }
+                SetValues::Ints(set)
+            }
+        };
+        Some(ValueSet {
+            values,
+            has_null,
+            ty: ty.clone(),
+        })
+    }
+
+    /// `x IN (the set)` for each value of `x` (of the set's type), with
+    /// SQL's NULLs: NULL for a NULL `x`, and for a value not found when
+    /// the list holds a NULL.
+    fn probe(&self, x: &dyn Array) -> Option<BooleanArray> {
+        let found: Vec<bool> = match &self.values {
+            SetValues::Text(set) => {
+                let s = x.as_string_opt::<i32>()?;
+                (0..s.len()).map(|r| set.contains(s.value(r))).collect()
+            }
+            SetValues::Doubles(set) => x
+                .as_primitive_opt::<Float64Type>()?
+                .values()
+                .iter()
+                .map(|&v| set.contains(&canonical_f64(v).to_bits()))
+                .collect(),
+            SetValues::Bools(b) => {
+                let v = x.as_boolean_opt()?;
+                (0..v.len()).map(|r| b[v.value(r) as usize]).collect()
+            }
+            SetValues::Ints(set) => {
+                if !same_values(x.data_type(), &self.ty) {
+                    return None;
+                }
+                ints_of(x)?.iter().map(|v| set.contains(v)).collect()
+            }
+        };
+        let values = arrow_buffer::BooleanBuffer::from(found);
+        let nulls = match (x.logical_nulls(), self.has_null) {
+            (n, false) => n,
+            // Not found: NULL; found: true; NULL x: NULL.
+            (n, true) => {
+                let valid = match &n {
+                    Some(n) => &values & n.inner(),
+                    None => values.clone(),
+                };
+                Some(arrow_buffer::NullBuffer::new(valid))
+            }
+        };
+        Some(BooleanArray::new(values, nulls))
+    }
+}
+
+/// `x IN (list)` with SQL's NULL rules (true when a value equals `x`;
+/// else NULL when `x` or a value is NULL; else false). A list of
+/// literals is a set ([`ValueSet`], built once); otherwise each value is
+/// compared in turn, the answers OR-ed one after another.
+fn in_list(x: Value, list: &[Expr], set: &InSet, batch: &RecordBatch) -> Result<Value> {
+    let (a, scalar) = match x {
+        Value::Array(a) => (a, false),
+        Value::Scalar(a) => (a, true),
+    };
+    let wrap = |m: ArrayRef| {
+        if scalar {
+            Value::Scalar(m)
+        } else {
+            Value::Array(m)
+        }
+    };
+    // A dictionary-encoded column: its values tested once each, the keys
+    // mapped to their answers.
+    if let Some(d) = text_dictionary(&a) {
+        let values = Value::Array(d.values().clone());
+        let m = in_list(values, list, set, batch)?.into_array(d.values().len())?;
+        return Ok(wrap(
+            arrow_select::take::take(&m, d.keys(), None).map_err(exec_err)?,
+        ));
+    }
+    let ty = a.data_type().clone();
+    if let Some(vs) = set.0.get_or_init(|| ValueSet::of(list, &ty))
+        && let Some(m) = vs.probe(a.as_ref())
+    {
+        return Ok(wrap(Arc::new(m)));
+    }
+    // Items that are not all literals: x = item, one at a time. Every
+    // answer is an array of the batch's rows unless x and every item are
+    // scalars.
+    let rows = batch.num_rows();
+    let x = canonical_value(wrap(a));
+    let mut acc: Option<BooleanArray> = None;
+    let mut all_scalar = x.is_scalar();
+    for item in list {
+        let v = canonical_value(item.eval(batch)?);
+        all_scalar &= v.is_scalar();
+        let eq = arrow_ord::cmp::eq(&*x.datum(), &*v.datum()).map_err(exec_err)?;
+        acc = Some(match acc {
+            None => eq,
+            Some(prev) if prev.len() == eq.len() => {
+                arrow_arith::boolean::or_kleene(&prev, &eq).map_err(exec_err)?
+            }
+            Some(prev) => {
+                let (p, e) = (
+                    bool_array(Value::Scalar(Arc::new(prev.clone())), rows),
+                    bool_array(Value::Scalar(Arc::new(eq.clone())), rows),
+                );
+                let p = if prev.len() == rows { prev } else { p? };
+                let e = if eq.len() == rows { eq } else { e? };
+                arrow_arith::boolean::or_kleene(&p, &e).map_err(exec_err)?
+            }
+        });
+    }
+    if !all_scalar && let Some(m) = &acc
+        && m.len() != rows
+    {
+        acc = Some(bool_array(Value::Scalar(Arc::new(m.clone())), rows)?);
+    }
+    let m = acc.ok_or_else(|| Error::Internal("empty IN list".into()))?;
+    Ok(if all_scalar {
+        Value::Scalar(Arc::new(m))
+    } else {
+        Value::Array(Arc::new(m))
+    })
+}
+
 fn bool_array(v: Value, rows: usize) -> Result<BooleanArray> {
     let a = v.into_array(rows)?;
     match a.data_type() {
@@ -1249,7 +1494,7 @@ fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             let d: arrow_array::TimestampMicrosecondArray = s
                 .iter()
                 .map(|v| {
-                    v.map(|v| value::parse_timestamp(v.as_bytes(), None).map_err(|m| bad(v, m)))
+                    v.map(|v| value::parse_timestamp_sql(v.as_bytes()).map_err(|m| bad(v, m)))
                         .transpose()
                 })
                 .collect::<Result<_>>()?;
@@ -1357,6 +1602,7 @@ impl fmt::Display for Expr {
                 expr,
                 list,
                 negated,
+                ..
             } => {
                 write!(f, "{expr} {}IN (", if *negated { "NOT " } else { "" })?;
                 for (i, e) in list.iter().enumerate() {

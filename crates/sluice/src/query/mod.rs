@@ -33,7 +33,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::batch::Schema;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::Database;
 
 pub use exec::ScanFacts;
@@ -127,7 +127,21 @@ pub fn query_with(db: &Database, sql: &str, opts: &QueryOptions) -> Result<Query
 
 /// Runs a planned query (see [`plan::plan_sql`]).
 pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
-    let (batches, facts) = exec::execute(db, p, opts)?;
+    // A plan whose expressions nest deep runs on a thread with room for
+    // their evaluation (and its workers too, see `exec::spawn_worker`).
+    let (batches, facts) = if p.depth > exec::INLINE_EVAL_DEPTH {
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("sluice-query".into())
+                .stack_size(exec::DEEP_EVAL_STACK)
+                .spawn_scoped(s, || exec::execute(db, p, opts))
+                .map_err(|e| Error::Internal(format!("starting a query thread: {e}")))?
+                .join()
+                .map_err(|_| Error::Internal("the query thread panicked".into()))?
+        })?
+    } else {
+        exec::execute(db, p, opts)?
+    };
     if p.explain {
         let text = p.describe(&facts);
         let schema =

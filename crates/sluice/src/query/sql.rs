@@ -36,10 +36,42 @@ pub(crate) fn plan_err(msg: String, node: &impl Spanned) -> Error {
     }
 }
 
+/// How deep the syntax tree of a statement may nest, as [`depth_bound`]
+/// counts it. Deeper SQL is refused before it is parsed (SQLSTATE 54001,
+/// as PostgreSQL refuses SQL that would exhaust its stack): the parser
+/// builds a chain such as `1+1+…+1` or `a OR b OR …` as a tree as deep as
+/// the chain is long, and dropping, cloning or walking such a tree
+/// recurses once a level. A 5,000-term `OR` or `IN` list nests far less
+/// than this (see [`depth_bound`]); the binder has a tighter limit of its
+/// own for the forms it does not flatten.
+pub const MAX_SQL_DEPTH: usize = 10_000;
+
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<ast::Statement> {
-    let mut stmts = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| Error::Syntax(parser_message(&e.to_string())))?;
+    use sqlparser::tokenizer::Tokenizer;
+    let dialect = GenericDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| Error::Syntax(parser_message(&format!("sql parser error: {e}"))))?;
+    let depth = depth_bound(tokens.iter().map(|t| &t.token));
+    if depth > MAX_SQL_DEPTH {
+        return Err(too_deep(format!(
+            "expressions nest about {depth} levels deep; at most {MAX_SQL_DEPTH} are allowed \
+             (a long chain of operators, such as a+b+c+…, nests once an operator; \
+             write long lists of values as IN (…))"
+        )));
+    }
+    let mut stmts = Parser::new(&dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(|e| match e {
+            sqlparser::parser::ParserError::RecursionLimitExceeded => too_deep(
+                "expressions or subqueries nest deeper than the parser allows (50 levels of \
+                 parentheses, subqueries or prefix operators)"
+                    .into(),
+            ),
+            e => Error::Syntax(parser_message(&e.to_string())),
+        })?;
     match stmts.len() {
         0 => Err(Error::Syntax("empty query".into())),
         1 => Ok(stmts.remove(0)),
@@ -48,6 +80,120 @@ pub fn parse(sql: &str) -> Result<ast::Statement> {
             at(stmts[1].span())
         ))),
     }
+}
+
+/// The error for SQL nested too deeply (SQLSTATE 54001).
+pub(crate) fn too_deep(detail: String) -> Error {
+    Error::TooDeep(format!("stack depth limit exceeded: {detail}"))
+}
+
+/// An upper bound of how deep the syntax tree of the SQL made of `tokens`
+/// nests, counted without building it. Within one pair of parentheses
+/// (or brackets, or `CASE … END`), the items between commas (and between
+/// the keywords that start a clause or a `CASE` branch) are counted
+/// apart: each operator or keyword in an item may add a level (a chain
+/// of N operators parses as a tree N deep), and so may each pair of
+/// parentheses around the next item. Identifiers, literals, commas and
+/// parentheses themselves count nothing, so a list of any length
+/// (`IN (1, 2, …)`, a select list) counts little.
+pub fn depth_bound<'t>(tokens: impl Iterator<Item = &'t sqlparser::tokenizer::Token>) -> usize {
+    use sqlparser::keywords::Keyword as K;
+    use sqlparser::tokenizer::Token as T;
+    /// One open pair of parentheses: operators in the current item, the
+    /// deepest pair opened in it, the deepest item so far.
+    #[derive(Default)]
+    struct Frame {
+        ops: usize,
+        child: usize,
+        best: usize,
+        case: bool,
+    }
+    impl Frame {
+        fn end_item(&mut self) {
+            self.best = self.best.max(self.ops + self.child);
+            self.ops = 0;
+            self.child = 0;
+        }
+    }
+    let mut stack = vec![Frame::default()];
+    let close = |stack: &mut Vec<Frame>| {
+        if stack.len() > 1
+            && let Some(mut f) = stack.pop()
+        {
+            f.end_item();
+            if let Some(p) = stack.last_mut() {
+                p.child = p.child.max(f.best + 1);
+            }
+        }
+    };
+    for t in tokens {
+        match t {
+            T::LParen | T::LBracket | T::LBrace => stack.push(Frame::default()),
+            T::RParen | T::RBracket | T::RBrace => {
+                if stack.last().is_some_and(|f| !f.case) {
+                    close(&mut stack);
+                }
+            }
+            T::Comma | T::SemiColon => {
+                if let Some(f) = stack.last_mut() {
+                    f.end_item();
+                }
+            }
+            T::Whitespace(_) | T::EOF | T::Number(..) => {}
+            T::SingleQuotedString(_)
+            | T::DoubleQuotedString(_)
+            | T::NationalStringLiteral(_)
+            | T::EscapedStringLiteral(_)
+            | T::HexStringLiteral(_)
+            | T::DollarQuotedString(_) => {}
+            T::Word(w) => match w.keyword {
+                K::NoKeyword => {}
+                K::CASE => stack.push(Frame {
+                    case: true,
+                    ..Frame::default()
+                }),
+                K::END if stack.last().is_some_and(|f| f.case) => close(&mut stack),
+                K::SELECT
+                | K::FROM
+                | K::WHERE
+                | K::GROUP
+                | K::HAVING
+                | K::ORDER
+                | K::LIMIT
+                | K::OFFSET
+                | K::UNION
+                | K::INTERSECT
+                | K::EXCEPT
+                | K::JOIN
+                | K::ON
+                | K::WITH
+                | K::WHEN
+                | K::THEN
+                | K::ELSE => {
+                    if let Some(f) = stack.last_mut() {
+                        f.end_item();
+                    }
+                }
+                _ => {
+                    if let Some(f) = stack.last_mut() {
+                        f.ops += 1;
+                    }
+                }
+            },
+            _ => {
+                if let Some(f) = stack.last_mut() {
+                    f.ops += 1;
+                }
+            }
+        }
+    }
+    while stack.len() > 1 {
+        close(&mut stack);
+    }
+    stack.pop().map_or(0, |mut f| {
+        f.end_item();
+        f.best
+    })
 }
 
 /// The parser's message with its place written as ours: `... at line 1,
@@ -131,5 +277,110 @@ impl Text<'_> {
     /// ` at line L, column C` of the first word among `words`.
     pub(crate) fn first(self, words: &[&str]) -> String {
         self.word_at(sqlparser::tokenizer::Location::new(1, 1), words)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound(sql: &str) -> usize {
+        use sqlparser::tokenizer::Tokenizer;
+        let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap();
+        depth_bound(tokens.iter())
+    }
+
+    /// How deep the parsed tree of `sql` really nests (expressions only).
+    fn real_depth(sql: &str) -> usize {
+        fn d(e: &ast::Expr) -> usize {
+            use ast::Expr as E;
+            1 + match e {
+                E::BinaryOp { left, right, .. } => d(left).max(d(right)),
+                E::Nested(x) | E::UnaryOp { expr: x, .. } | E::IsNull(x) => d(x),
+                E::InList { expr, list, .. } => d(expr).max(list.iter().map(d).max().unwrap_or(0)),
+                E::Case {
+                    conditions,
+                    else_result,
+                    ..
+                } => conditions
+                    .iter()
+                    .map(|c| d(&c.condition).max(d(&c.result)))
+                    .chain(else_result.iter().map(|e| d(e)))
+                    .max()
+                    .unwrap_or(0),
+                _ => 0,
+            }
+        }
+        let ast::Statement::Query(q) = parse(sql).unwrap() else {
+            panic!()
+        };
+        let ast::SetExpr::Select(s) = *q.body else {
+            panic!()
+        };
+        let mut m = s.selection.as_ref().map_or(0, d);
+        for item in &s.projection {
+            if let ast::SelectItem::UnnamedExpr(e) = item {
+                m = m.max(d(e));
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_real_depth() {
+        let chain = |op: &str, n: usize| {
+            (0..n)
+                .map(|i| format!("a{i}"))
+                .collect::<Vec<_>>()
+                .join(op)
+        };
+        let cases = [
+            format!("SELECT {}", chain(" + ", 300)),
+            format!("SELECT 1 FROM t WHERE {}", chain(" OR ", 300)),
+            format!("SELECT 1 FROM t WHERE x = 1 AND ({}) OR y", chain(" * ", 200)),
+            "SELECT ((((a)))) + (b * (c - (d / e)))".to_string(),
+            "SELECT CASE WHEN a = 1 THEN b + c ELSE d * e * f END".to_string(),
+            "SELECT a IS NULL, NOT NOT NOT b, -(-(-c))".to_string(),
+            format!("SELECT x IN ({})", chain(", ", 1000)),
+            format!("SELECT ({}) + ({})", chain(" - ", 50), chain(" || ", 80)),
+        ];
+        for sql in &cases {
+            let (b, r) = (bound(sql), real_depth(sql));
+            assert!(b + 1 >= r, "{sql}: bound {b} below depth {r}");
+        }
+    }
+
+    #[test]
+    fn lists_and_case_branches_count_little() {
+        let list: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
+        assert!(bound(&format!("SELECT count(*) FROM t WHERE id IN ({})", list.join(", "))) < 10);
+        let whens: String = (0..5_000)
+            .map(|i| format!(" WHEN a = {i} THEN 'v{i}'"))
+            .collect();
+        assert!(bound(&format!("SELECT CASE{whens} ELSE 'x' END FROM t")) < 10);
+        let items: Vec<String> = (0..5_000).map(|i| format!("a + {i}")).collect();
+        assert!(bound(&format!("SELECT {} FROM t", items.join(", "))) < 10);
+    }
+
+    #[test]
+    fn deep_sql_is_refused_before_it_is_parsed() {
+        let n = MAX_SQL_DEPTH + 10;
+        for sql in [
+            format!("SELECT {}", vec!["1"; n].join("+")),
+            format!("SELECT 1 WHERE {}", vec!["true"; n].join(" OR ")),
+            format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n)),
+            format!("SELECT 1{}", "::int".repeat(n)),
+        ] {
+            let e = parse(&sql).unwrap_err();
+            assert_eq!(e.sqlstate(), "54001", "{e}");
+            assert!(e.to_string().starts_with("stack depth limit exceeded"), "{e}");
+        }
+        // Parentheses deeper than the parser's own limit: 54001 too.
+        let e = parse(&format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60))).unwrap_err();
+        assert_eq!(e.sqlstate(), "54001", "{e}");
+        // Errors of the tokenizer read as before.
+        let e = parse("SELECT 'open").unwrap_err();
+        assert_eq!(e.sqlstate(), "42601", "{e}");
+        assert!(e.to_string().contains("line 1"), "{e}");
     }
 }

@@ -86,3 +86,16 @@ pub fn table_rows(db_dir: &Path, table: &str) -> Vec<Vec<Option<String>>> {
     let batches: Vec<RecordBatch> = db.scan(table).unwrap().collect::<Result<_, _>>().unwrap();
     rows_of(&batches)
 }
+
+/// `o` with the table cut fine: blocks of a few records, segments of a
+/// few rows written as they come, and every TEXT column of every batch
+/// dictionary-encoded, so that a column of a few hundred rows has dozens
+/// of segments and dictionaries, as a large table's has.
+pub fn tiny_layout(o: LoadOptions) -> LoadOptions {
+    LoadOptions {
+        block_size: Some(64),
+        segment_rows: Some(7),
+        dictionary_always: true,
+        ..o
+    }
+}

@@ -243,7 +243,16 @@ fn random_queries_agree_with_sqlite() {
         let o = LoadOptions {
             schema: Some("i INT, j BIGINT, s TEXT".parse().unwrap()),
             header: Header::Yes,
+            // Rounds 2 and 5: across shards.
+            shards: (round % 3 == 2).then_some(3),
             ..Default::default()
+        };
+        // Every other round: the table in segments of a few rows, each
+        // batch's TEXT dictionary-encoded (many dictionaries to mix up).
+        let o = if round % 2 == 1 {
+            crate::common::tiny_layout(o)
+        } else {
+            o
         };
         load(&mut db, "t", &[Input::File(file)], &o).unwrap();
         drop(db);

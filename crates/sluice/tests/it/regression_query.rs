@@ -148,9 +148,9 @@ fn nan_equals_nan_and_sorts_last() {
     assert_eq!(
         rows(&dir, "SELECT x, count(*) FROM t GROUP BY x ORDER BY x"),
         grid(&[
-            &["-inf", "1"],
+            &["-Infinity", "1"],
             &["1", "1"],
-            &["inf", "1"],
+            &["Infinity", "1"],
             &["NaN", "3"],
             &["NULL", "1"]
         ])
@@ -158,9 +158,9 @@ fn nan_equals_nan_and_sorts_last() {
     assert_eq!(
         rows(&dir, "SELECT x FROM t ORDER BY x"),
         grid(&[
-            &["-inf"],
+            &["-Infinity"],
             &["1"],
-            &["inf"],
+            &["Infinity"],
             &["NaN"],
             &["NaN"],
             &["NaN"],
@@ -172,11 +172,11 @@ fn nan_equals_nan_and_sorts_last() {
             &dir,
             "SELECT x FROM t WHERE x IS NOT NULL ORDER BY x DESC LIMIT 4"
         ),
-        grid(&[&["NaN"], &["NaN"], &["NaN"], &["inf"]])
+        grid(&[&["NaN"], &["NaN"], &["NaN"], &["Infinity"]])
     );
     assert_eq!(
         rows(&dir, "SELECT min(x), max(x), count(DISTINCT x) FROM t"),
-        grid(&[&["-inf", "NaN", "4"]])
+        grid(&[&["-Infinity", "NaN", "4"]])
     );
 }
 

@@ -214,10 +214,10 @@ fn double_overflow_is_an_error() {
     assert_eq!(
         load_as("x DOUBLE", b"x\ninf\n-Infinity\nNaN\n1e308\n").unwrap(),
         vec![
-            vec![s("inf")],
-            vec![s("-inf")],
+            vec![s("Infinity")],
+            vec![s("-Infinity")],
             vec![s("NaN")],
-            vec![s(&1e308f64.to_string())]
+            vec![s("1e+308")]
         ]
     );
 }

@@ -40,6 +40,9 @@ struct SluiceDb {
     inserts: usize,
     /// Shards of every table created.
     shards: Option<u32>,
+    /// Tables loaded in tiny segments and batches, every TEXT column
+    /// dictionary-encoded (`common::tiny_layout`).
+    tiny: bool,
 }
 
 impl SluiceDb {
@@ -58,7 +61,7 @@ impl SluiceDb {
             .dir
             .write(&format!("insert-{}.csv", self.inserts), csv.as_bytes());
         let mut db = Database::open_writer(self.db_path()).map_err(|e| SltError(e.to_string()))?;
-        let o = LoadOptions {
+        let mut o = LoadOptions {
             schema: schema
                 .map(|s| s.parse())
                 .transpose()
@@ -67,6 +70,9 @@ impl SluiceDb {
             shards: schema.and(self.shards),
             ..LoadOptions::default()
         };
+        if self.tiny {
+            o = crate::common::tiny_layout(o);
+        }
         let s = load(&mut db, table, &[Input::File(f)], &o).map_err(|e| SltError(e.to_string()))?;
         Ok(s.rows)
     }
@@ -228,11 +234,17 @@ fn golden_sql_files() {
     let files = slt_files();
     assert!(!files.is_empty(), "no .slt files found");
     for file in &files {
-        // The last run puts every table in 16 shards: the answers must
-        // not change.
-        for (threads, morsel_rows, shards) in
-            [(1, None, None), (4, Some(2), None), (4, Some(2), Some(16))]
-        {
+        // The third run puts every table in 16 shards, the fourth loads
+        // it in segments of a few rows with every TEXT column of every
+        // batch dictionary-encoded (many dictionaries, as a big table
+        // has), the fifth both: the answers must not change.
+        for (threads, morsel_rows, shards, tiny) in [
+            (1, None, None, false),
+            (4, Some(2), None, false),
+            (4, Some(2), Some(16), false),
+            (3, Some(3), None, true),
+            (2, None, Some(4), true),
+        ] {
             let make = move || {
                 std::future::ready(Ok::<_, SltError>(SluiceDb {
                     dir: TempDir::new("slt"),
@@ -243,6 +255,7 @@ fn golden_sql_files() {
                     },
                     inserts: 0,
                     shards,
+                    tiny,
                 }))
             };
             let mut runner = sqllogictest::Runner::new(make);
@@ -261,7 +274,7 @@ fn golden_sql_files() {
             }
             if let Err(e) = runner.run_file(file) {
                 failures.push(format!(
-                    "{} (threads {threads}, morsels {morsel_rows:?}, shards {shards:?}):\n{e}",
+                    "{} (threads {threads}, morsels {morsel_rows:?}, shards {shards:?}, tiny layout {tiny}):\n{e}",
                     file.display()
                 ));
             }

@@ -42,39 +42,99 @@ pub(crate) fn function_name(f: &ast::Function) -> String {
         .unwrap_or_default()
 }
 
-/// Whether an expression calls an aggregate anywhere.
-pub(crate) fn contains_aggregate(e: &ast::Expr) -> bool {
-    use ast::Expr as E;
-    let any = |v: &[&ast::Expr]| v.iter().any(|x| contains_aggregate(x));
+/// Where `e` starts, found without walking the whole tree (a node's
+/// span is the union of its children's): its leftmost leaf's place.
+fn first_place(e: &ast::Expr) -> sqlparser::tokenizer::Span {
+    let mut e = e;
+    for _ in 0..MAX_BIND_DEPTH {
+        e = match e {
+            ast::Expr::BinaryOp { left, .. } => left,
+            ast::Expr::Nested(x)
+            | ast::Expr::IsNull(x)
+            | ast::Expr::IsNotNull(x)
+            | ast::Expr::Cast { expr: x, .. } => x,
+            _ => break,
+        };
+    }
     match e {
-        E::Function(f) => {
-            is_aggregate_name(&function_name(f))
-                || match &f.args {
-                    ast::FunctionArguments::List(l) => l.args.iter().any(|a| {
-                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if contains_aggregate(x))
-                    }),
-                    _ => false,
-                }
-        }
-        E::BinaryOp { left, right, .. } => any(&[left, right]),
-        E::UnaryOp { expr, .. } | E::Nested(expr) | E::IsNull(expr) | E::IsNotNull(expr) => contains_aggregate(expr),
-        E::Cast { expr, .. } | E::Extract { expr, .. } => contains_aggregate(expr),
-        E::Between { expr, low, high, .. } => any(&[expr, low, high]),
-        E::InList { expr, list, .. } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
-        E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => any(&[expr, pattern]),
-        E::Substring { expr, substring_from, substring_for, .. } => {
-            contains_aggregate(expr)
-                || substring_from.as_deref().is_some_and(contains_aggregate)
-                || substring_for.as_deref().is_some_and(contains_aggregate)
-        }
-        E::Case { operand, conditions, else_result, .. } => {
-            operand.as_deref().is_some_and(contains_aggregate)
-                || conditions.iter().any(|c| contains_aggregate(&c.condition) || contains_aggregate(&c.result))
-                || else_result.as_deref().is_some_and(contains_aggregate)
-        }
-        _ => false,
+        ast::Expr::Identifier(i) => i.span,
+        ast::Expr::Value(v) => v.span,
+        _ => sqlparser::tokenizer::Span::empty(),
     }
 }
+
+/// Whether an expression calls an aggregate anywhere. Walks the tree
+/// with a list of its own, not by recursion: a chain such as `a OR b OR
+/// …` is as deep as it is long.
+pub(crate) fn contains_aggregate(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    let mut todo: Vec<&ast::Expr> = vec![e];
+    while let Some(e) = todo.pop() {
+        match e {
+            E::Function(f) => {
+                if is_aggregate_name(&function_name(f)) {
+                    return true;
+                }
+                if let ast::FunctionArguments::List(l) = &f.args {
+                    for a in &l.args {
+                        if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) = a {
+                            todo.push(x);
+                        }
+                    }
+                }
+            }
+            E::BinaryOp { left, right, .. } => todo.extend([&**left, &**right]),
+            E::UnaryOp { expr, .. }
+            | E::Nested(expr)
+            | E::IsNull(expr)
+            | E::IsNotNull(expr)
+            | E::Cast { expr, .. }
+            | E::Extract { expr, .. } => todo.push(expr),
+            E::Between {
+                expr, low, high, ..
+            } => todo.extend([&**expr, &**low, &**high]),
+            E::InList { expr, list, .. } => {
+                todo.push(expr);
+                todo.extend(list);
+            }
+            E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+                todo.extend([&**expr, &**pattern])
+            }
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                todo.push(expr);
+                todo.extend(substring_from.as_deref());
+                todo.extend(substring_for.as_deref());
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                todo.extend(operand.as_deref());
+                for c in conditions {
+                    todo.extend([&c.condition, &c.result]);
+                }
+                todo.extend(else_result.as_deref());
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// How deep the binder recurses into an expression (each level of
+/// nesting but the links of an `AND`/`OR` chain, which are bound one
+/// after another): deeper is refused with SQLSTATE 54001, before the
+/// stack of the thread binding it (a server's connection thread has 2
+/// MiB) can run out. Evaluating, cloning and dropping the bound
+/// expression recurse as deep.
+pub const MAX_BIND_DEPTH: usize = 256;
 
 /// Where an expression is bound.
 pub(crate) enum Scope<'s> {
@@ -107,6 +167,17 @@ pub(crate) struct Binder<'c> {
     alias: Option<String>,
     columns: &'c [(String, A)],
     text: Text<'c>,
+    /// Levels of [`Binder::bind`] under way (see [`MAX_BIND_DEPTH`]).
+    depth: std::cell::Cell<usize>,
+}
+
+/// One level of [`Binder::bind`], counted while it lasts.
+struct Level<'b>(&'b std::cell::Cell<usize>);
+
+impl Drop for Level<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
 }
 
 impl<'c> Binder<'c> {
@@ -123,6 +194,7 @@ impl<'c> Binder<'c> {
             alias,
             columns,
             text,
+            depth: std::cell::Cell::new(0),
         }
     }
 
@@ -196,6 +268,14 @@ impl<'c> Binder<'c> {
     /// Binds `e` in `scope`: its columns resolved, its types checked, its
     /// implicit conversions made casts, literal-only operations folded.
     pub(crate) fn bind(&self, e: &ast::Expr, scope: &mut Scope) -> Result<Expr> {
+        if self.depth.get() >= MAX_BIND_DEPTH {
+            return Err(super::sql::too_deep(format!(
+                "expressions nest deeper than {MAX_BIND_DEPTH} levels{}",
+                at(first_place(e))
+            )));
+        }
+        self.depth.set(self.depth.get() + 1);
+        let _level = Level(&self.depth);
         if let ast::Expr::Function(f) = e
             && f.over.is_some()
         {
@@ -277,6 +357,10 @@ impl<'c> Binder<'c> {
                     other => Err(unsupported(&format!("the operator {other}"), e)),
                 }
             }
+            ast::Expr::BinaryOp {
+                op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
+                ..
+            } => self.chain(e, op, scope),
             ast::Expr::BinaryOp { left, op, right } => {
                 let bop = match op {
                     ast::BinaryOperator::Plus => BinOp::Add,
@@ -520,18 +604,94 @@ impl<'c> Binder<'c> {
         let to = common_type(&xts)
             .ok_or_else(|| plan_err("IN list items of incompatible types".into(), expr))?;
         let xty = self.ty(&x, scope);
+        // Literal items cast to the common type once, here: a list of
+        // literals is then a set (see `expr::ValueSet`).
         let items = items
             .into_iter()
-            .map(|it| {
+            .zip(list)
+            .map(|(it, node)| {
                 let t = self.ty(&it, scope);
-                coerce(it, &t, &to)
+                match coerce(it, &t, &to) {
+                    c @ Expr::Cast { .. } if matches!(&c, Expr::Cast { expr, .. } if matches!(**expr, Expr::Literal(_))) => {
+                        let one = crate::query::exec::empty_input(1)?;
+                        match c.eval(&one).map_err(|er| folding_error(er, node))? {
+                            crate::query::expr::Value::Scalar(a) => Ok(lit(a)),
+                            crate::query::expr::Value::Array(_) => Ok(c),
+                        }
+                    }
+                    c => Ok(c),
+                }
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         Ok(Expr::InList {
             expr: Box::new(coerce(x, &xty, &to)),
             list: items,
             negated,
+            set: Default::default(),
         })
+    }
+
+    /// A chain `a OR b OR …` (or of AND), however long, bound link by
+    /// link without recursing along it, then built as a balanced tree:
+    /// the bound expression nests about log2 of its length deep. AND
+    /// and OR are associative in SQL's three-valued logic, so the
+    /// grouping changes no answer.
+    fn chain(
+        &self,
+        e: &ast::Expr,
+        op: &ast::BinaryOperator,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        // The operands, left to right: the parser builds the chain
+        // left-deep, so follow the left spine and take each right operand.
+        let mut operands: Vec<&ast::Expr> = Vec::new();
+        let mut node = e;
+        loop {
+            match node {
+                ast::Expr::BinaryOp {
+                    left,
+                    op: o,
+                    right,
+                } if o == op => {
+                    operands.push(right);
+                    node = left;
+                }
+                _ => {
+                    operands.push(node);
+                    break;
+                }
+            }
+        }
+        operands.reverse();
+        let bop = if *op == ast::BinaryOperator::And {
+            BinOp::And
+        } else {
+            BinOp::Or
+        };
+        // Each bound operand with its node, which errors name (the whole
+        // chain's place would take a walk of all of it to find).
+        let mut bound = Vec::with_capacity(operands.len());
+        for o in &operands {
+            bound.push((self.bind(o, scope)?, *o));
+        }
+        // Pairs joined level by level: (a b)(c d) then ((a b)(c d)) …
+        while bound.len() > 1 {
+            let mut next = Vec::with_capacity(bound.len().div_ceil(2));
+            let mut it = bound.into_iter();
+            while let Some((l, node)) = it.next() {
+                match it.next() {
+                    Some((r, _)) => {
+                        next.push((fold(self.binary(bop, l, r, scope, node)?, node)?, node))
+                    }
+                    None => next.push((l, node)),
+                }
+            }
+            bound = next;
+        }
+        bound
+            .pop()
+            .map(|(x, _)| x)
+            .ok_or_else(|| Error::Internal("an empty AND/OR chain".into()))
     }
 
     /// CASE: the conditions boolean (or compared with the operand), the
@@ -805,9 +965,23 @@ fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
         return Ok(e);
     }
     let one = crate::query::exec::empty_input(1)?;
-    match e.eval(&one).map_err(|er| plan_err(er.to_string(), node))? {
+    match e.eval(&one).map_err(|er| folding_error(er, node))? {
         crate::query::expr::Value::Scalar(a) => Ok(lit(a)),
         crate::query::expr::Value::Array(_) => Ok(e),
+    }
+}
+
+/// An error of evaluating literals while binding: a division by zero or
+/// an overflow keeps its kind (and SQLSTATE: `SELECT 1/0` is 22012, as
+/// the same division over a column is), saying where; others are
+/// planning errors there.
+fn folding_error(er: Error, node: &ast::Expr) -> Error {
+    let place = at(node.span());
+    match er {
+        Error::DivisionByZero => Error::DivisionByZeroAt(place),
+        Error::OutOfRange(m) => Error::OutOfRange(format!("{m}{place}")),
+        Error::Exec(m) => Error::Exec(format!("{m}{place}")),
+        other => plan_err(other.to_string(), node),
     }
 }
 

@@ -80,10 +80,17 @@ pub struct Plan {
     /// filter still runs over them).
     pub key_lookup: Option<Vec<Vec<u8>>>,
     pub explain: bool,
+    /// How deep its expressions may nest, at most ([`plan_sql`] counts
+    /// it from the SQL text; 0: shallow, not counted). Evaluating a deep
+    /// expression recurses as deep, so a plan deeper than
+    /// [`super::exec::INLINE_EVAL_DEPTH`] runs on threads with
+    /// [`super::exec::DEEP_EVAL_STACK`] stacks.
+    pub depth: usize,
 }
 
-/// Looks up a table's schema.
-pub trait Catalog {
+/// Looks up a table's schema. `Sync`: a deep statement is planned on a
+/// thread of its own (see [`plan_sql`]).
+pub trait Catalog: Sync {
     fn table_schema(&self, name: &str) -> Option<Schema>;
 }
 
@@ -94,8 +101,54 @@ pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
 
 /// Parses and plans one statement; errors about keywords say where they
 /// are in `sql`.
+///
+/// Parsing, binding and planning walk the syntax tree by recursion, and
+/// the parser's tree of a chain such as `a+b+…` is as deep as the chain
+/// is long (a level takes kilobytes of stack in a debug build). A
+/// statement that may nest deeper than [`INLINE_DEPTH`] (by
+/// [`super::sql::depth_bound`]) is therefore planned on a thread of its
+/// own with a [`DEEP_STACK`] stack, whatever thread asked (a server's
+/// connection thread has 2 MiB); the plan it returns nests no deeper than
+/// the binder allows, which every thread can evaluate and drop.
 pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
-    plan_in(&parse(sql)?, catalog, Text(sql))
+    // A statement of N bytes nests less than N deep.
+    let depth = if sql.len() > super::exec::INLINE_EVAL_DEPTH {
+        statement_depth(sql)
+    } else {
+        0
+    };
+    if depth > INLINE_DEPTH {
+        return std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("sluice-plan".into())
+                .stack_size(DEEP_STACK)
+                .spawn_scoped(s, || plan_in(&parse(sql)?, catalog, Text(sql)))
+                .map_err(|e| Error::Internal(format!("starting a planning thread: {e}")))?
+                .join()
+                .map_err(|_| Error::Internal("the planning thread panicked".into()))?
+        })
+        .map(|p| Plan { depth, ..p });
+    }
+    plan_in(&parse(sql)?, catalog, Text(sql)).map(|p| Plan { depth, ..p })
+}
+
+/// Nesting up to which a statement is planned on the calling thread (a
+/// statement of no more bytes than this cannot nest deeper).
+pub const INLINE_DEPTH: usize = 64;
+
+/// The stack of the thread a deeper statement is planned on: room for
+/// [`super::sql::MAX_SQL_DEPTH`] levels of the parser's tree at a few
+/// kilobytes each (only the pages used are ever touched).
+pub const DEEP_STACK: usize = 256 << 20;
+
+/// [`super::sql::depth_bound`] of `sql` (0 when it does not tokenize: the
+/// parser then says why).
+fn statement_depth(sql: &str) -> usize {
+    use sqlparser::tokenizer::Tokenizer;
+    match Tokenizer::new(&sqlparser::dialect::GenericDialect {}, sql).tokenize() {
+        Ok(tokens) => super::sql::depth_bound(tokens.iter()),
+        Err(_) => 0,
+    }
 }
 
 fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<Plan> {
@@ -204,6 +257,7 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) 
         prune,
         key_lookup,
         explain,
+        depth: 0,
     })
 }
 

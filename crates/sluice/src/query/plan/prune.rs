@@ -45,6 +45,7 @@ pub(super) fn key_lookup_of(filter: &Expr, k: usize, types: &[A]) -> Option<Vec<
                 expr,
                 list,
                 negated: false,
+                ..
             } if column_of(expr, types) == Some(k) => {
                 // A key listed twice is looked up once (the row must not
                 // come back twice).

@@ -1,0 +1,167 @@
+//! A benchmark's answers checked against the peer's before any time is
+//! reported: a fast wrong answer is not a result.
+//!
+//! For: comparing the rows of a query as sluice and a peer (DuckDB)
+//! answer it, cell by cell, as text. Numbers with a fraction (averages
+//! are doubles in both engines, summed in different orders) agree to a
+//! relative 1e-9; every other cell must be equal as written (a decimal's
+//! digits, a count, a date, a text). Not for: timing.
+
+use anyhow::{Result, bail};
+use sluice::batch::format_value;
+
+/// The rows of a sluice result as text, NULL as `None`.
+pub fn sluice_rows(r: &sluice::query::QueryResult) -> Vec<Vec<Option<String>>> {
+    let mut out = Vec::new();
+    for b in &r.batches {
+        for i in 0..b.num_rows() {
+            out.push(
+                b.columns()
+                    .iter()
+                    .map(|c| format_value(c.as_ref(), i))
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Rows a peer printed as JSON: an array of arrays of strings or nulls.
+pub fn json_rows(v: &serde_json::Value) -> Result<Vec<Vec<Option<String>>>> {
+    let Some(rows) = v.as_array() else {
+        bail!("the peer's answer is not a list of rows: {v}");
+    };
+    rows.iter()
+        .map(|r| {
+            let Some(cells) = r.as_array() else {
+                bail!("the peer's row is not a list: {r}");
+            };
+            Ok(cells
+                .iter()
+                .map(|c| match c {
+                    serde_json::Value::Null => None,
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    other => Some(other.to_string()),
+                })
+                .collect())
+        })
+        .collect()
+}
+
+/// Whether two cells agree (see the module's text).
+fn same_cell(a: Option<&str>, b: Option<&str>) -> bool {
+    let (a, b) = match (a, b) {
+        (None, None) => return true,
+        (Some(a), Some(b)) => (a, b),
+        _ => return false,
+    };
+    if a == b || (a.eq_ignore_ascii_case(b) && matches!(a.to_ascii_lowercase().as_str(), "true" | "false")) {
+        return true;
+    }
+    let fractional = |s: &str| s.contains(['.', 'e', 'E']);
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) if fractional(a) || fractional(b) => {
+            let scale = x.abs().max(y.abs());
+            // Decimals with the same digits but written to other scales
+            // (1.50 and 1.5) are equal; doubles agree to 1e-9.
+            (x - y).abs() <= 1e-9 * scale || x == y
+        }
+        _ => false,
+    }
+}
+
+/// Fails, naming the query and the first difference, unless `ours` and
+/// `theirs` agree row by row; `ordered`: the query fixes the order of
+/// its rows (else both are sorted first).
+pub fn check(
+    what: &str,
+    peer: &str,
+    ordered: bool,
+    ours: &[Vec<Option<String>>],
+    theirs: &[Vec<Option<String>>],
+) -> Result<()> {
+    let key = |r: &Vec<Option<String>>| r.iter().map(|c| c.clone().unwrap_or_default()).collect::<Vec<_>>();
+    let (mut o, mut t) = (ours.to_vec(), theirs.to_vec());
+    if !ordered {
+        o.sort_by_key(key);
+        t.sort_by_key(key);
+    }
+    let show = |r: &[Option<String>]| {
+        r.iter()
+            .map(|c| c.as_deref().unwrap_or("NULL"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    if o.len() != t.len() {
+        bail!(
+            "{what}: sluice answered {} rows, {peer} {} — no time is reported for a wrong answer",
+            o.len(),
+            t.len()
+        );
+    }
+    for (i, (a, b)) in o.iter().zip(&t).enumerate() {
+        let agree = a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| same_cell(x.as_deref(), y.as_deref()));
+        if !agree {
+            bail!(
+                "{what}: row {} differs — sluice: {}; {peer}: {} — no time is reported for a wrong answer",
+                i + 1,
+                show(a),
+                show(b)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Whether `sql` fixes the order of its rows (an ORDER BY at its end).
+pub fn is_ordered(sql: &str) -> bool {
+    sql.to_ascii_uppercase().contains("ORDER BY")
+}
+
+/// Python that defines `rows(con, q)`: the rows of `q` as JSON-ready
+/// lists of strings (NULL as None), as `str()` writes each value.
+pub const DUCKDB_ROWS: &str = r#"
+def rows(con, q):
+    return [[None if v is None else str(v) for v in r] for r in con.execute(q).fetchall()]
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(cells: &[&str]) -> Vec<Option<String>> {
+        cells
+            .iter()
+            .map(|c| (*c != "NULL").then(|| c.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn cells_agree_as_numbers_only_with_a_fraction() {
+        assert!(same_cell(Some("25.522005853257337"), Some("25.52200585325734")));
+        assert!(same_cell(Some("1.50"), Some("1.5")));
+        assert!(same_cell(Some("true"), Some("True")));
+        assert!(same_cell(None, None));
+        assert!(!same_cell(Some("10"), Some("10.0000001")));
+        assert!(!same_cell(Some("37734107.00"), Some("40193907.00")));
+        assert!(!same_cell(Some("A"), Some("N")));
+        assert!(!same_cell(None, Some("")));
+    }
+
+    #[test]
+    fn a_wrong_group_fails_the_check() {
+        let ours = vec![r(&["A", "1718235"]), r(&["N", "2609846"])];
+        let theirs = vec![r(&["A", "1478493"]), r(&["N", "2609846"])];
+        let e = check("q1", "duckdb", true, &ours, &theirs).unwrap_err();
+        assert!(e.to_string().contains("row 1 differs"), "{e}");
+        assert!(check("q1", "duckdb", true, &ours, &ours).is_ok());
+        // Unordered answers are compared sorted; ordered ones as they are.
+        let swapped = vec![ours[1].clone(), ours[0].clone()];
+        assert!(check("q", "duckdb", false, &ours, &swapped).is_ok());
+        assert!(check("q", "duckdb", true, &ours, &swapped).is_err());
+        assert!(check("q", "duckdb", true, &ours, &ours[..1]).is_err());
+    }
+}
