@@ -229,9 +229,11 @@ impl QueryResult {
             if has_nulls && integer {
                 let kwargs = pyo3::types::PyDict::new(py);
                 kwargs.set_item("types_mapper", &mapper)?;
-                let col = table
-                    .call_method1("column", (i,))?
-                    .call_method("to_pandas", (), Some(&kwargs))?;
+                let col = table.call_method1("column", (i,))?.call_method(
+                    "to_pandas",
+                    (),
+                    Some(&kwargs),
+                )?;
                 df.call_method1("isetitem", (i, col.getattr("values")?))?;
             }
         }

@@ -148,7 +148,9 @@ fn batches(db: &Database) -> Vec<(&'static str, &'static str, RecordBatch)> {
         text(null),
     ];
     let types = vec![
-        Arc::new(Int32Array::from(TYPES.iter().map(|t| t.0).collect::<Vec<_>>())) as ArrayRef,
+        Arc::new(Int32Array::from(
+            TYPES.iter().map(|t| t.0).collect::<Vec<_>>(),
+        )) as ArrayRef,
         text(TYPES.iter().map(|t| t.1.to_string()).collect()),
     ];
     let mut out = Vec::new();
@@ -209,11 +211,17 @@ mod tests {
         );
         // Not a prefix of a longer name.
         assert_eq!(
-            rewritten("SELECT 1 FROM information_schema.tablesx").unwrap_err().code,
+            rewritten("SELECT 1 FROM information_schema.tablesx")
+                .unwrap_err()
+                .code,
             "0A000"
         );
         let e = rewritten("SELECT * FROM information_schema.views").unwrap_err();
         assert_eq!(e.code, "0A000");
-        assert!(e.message.contains("information_schema.views"), "{}", e.message);
+        assert!(
+            e.message.contains("information_schema.views"),
+            "{}",
+            e.message
+        );
     }
 }

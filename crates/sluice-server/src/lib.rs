@@ -122,6 +122,10 @@ impl From<Failure> for PgWireError {
     }
 }
 
+/// The most rows one Execute sends before PortalSuspended (a client
+/// asking for more gets this many, then asks again).
+pub const MAX_FETCH_ROWS: i32 = 1 << 16;
+
 /// What a panic carried, as text.
 fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
@@ -185,7 +189,12 @@ pub fn log_panics_in_one_line() {
 /// connection's socket when the protocol library itself gave up on it.
 fn raw_error(code: &str, message: &str) -> Vec<u8> {
     let mut body = Vec::new();
-    for (tag, v) in [(b'S', "ERROR"), (b'V', "ERROR"), (b'C', code), (b'M', message)] {
+    for (tag, v) in [
+        (b'S', "ERROR"),
+        (b'V', "ERROR"),
+        (b'C', code),
+        (b'M', message),
+    ] {
         body.push(tag);
         body.extend_from_slice(v.replace('\0', " ").as_bytes());
         body.push(0);
@@ -1129,10 +1138,12 @@ impl SimpleQueryHandler for Backend {
         check_length(query)?;
         let mut out = Vec::new();
         for sql in split_statements(query) {
-            match guarded_failure(
-                self.engine
-                    .statement(client, sql, &Format::UnifiedText, self.gone()),
-            )
+            match guarded_failure(self.engine.statement(
+                client,
+                sql,
+                &Format::UnifiedText,
+                self.gone(),
+            ))
             .await
             {
                 Ok(r) => out.push(r),
@@ -1350,15 +1361,15 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         guarded(async move {
-        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
-        match StoredStatement::parse(client, &message, self.query_parser()).await? {
-            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
-            None => client.portal_store().put_empty_statement(&name),
-        }
-        client
-            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
-            .await?;
-        Ok(())
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_string();
+            match StoredStatement::parse(client, &message, self.query_parser()).await? {
+                Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+                None => client.portal_store().put_empty_statement(&name),
+            }
+            client
+                .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+                .await?;
+            Ok(())
         })
         .await
     }
@@ -1371,18 +1382,18 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         guarded(async move {
-        let stmt_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
-        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
-        match client.portal_store().get_statement(stmt_name) {
-            Some(Entry::Value(stmt)) => {
-                let portal = Portal::try_new(&message, stmt)?;
-                client.portal_store().put_portal(Arc::new(portal));
-            }
-            Some(Entry::Empty) if message.parameters.is_empty() => {
-                client.portal_store().put_empty_portal(portal_name)
-            }
-            Some(Entry::Empty) => {
-                return Err(Failure::new(
+            let stmt_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+            let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+            match client.portal_store().get_statement(stmt_name) {
+                Some(Entry::Value(stmt)) => {
+                    let portal = Portal::try_new(&message, stmt)?;
+                    client.portal_store().put_portal(Arc::new(portal));
+                }
+                Some(Entry::Empty) if message.parameters.is_empty() => {
+                    client.portal_store().put_empty_portal(portal_name)
+                }
+                Some(Entry::Empty) => {
+                    return Err(Failure::new(
                     "08P01",
                     format!(
                         "bind message supplies {} parameters, but the prepared statement is empty",
@@ -1390,13 +1401,13 @@ impl ExtendedQueryHandler for Backend {
                     ),
                 )
                 .into());
+                }
+                None => return Err(PgWireError::StatementNotFound(stmt_name.to_string())),
             }
-            None => return Err(PgWireError::StatementNotFound(stmt_name.to_string())),
-        }
-        client
-            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
-            .await?;
-        Ok(())
+            client
+                .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+                .await?;
+            Ok(())
         })
         .await
     }
@@ -1412,30 +1423,30 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         guarded(async move {
-        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        match message.target_type {
-            TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
-                Some(Entry::Value(stmt)) => {
-                    let r = self.do_describe_statement(client, &stmt).await?;
-                    queue_describe(client, &r).await
-                }
-                Some(Entry::Empty) => {
-                    queue_describe(client, &DescribeStatementResponse::no_data()).await
-                }
-                None => Err(PgWireError::StatementNotFound(name.to_owned())),
-            },
-            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
-                Some(Entry::Value(portal)) => {
-                    let r = self.do_describe_portal(client, &portal).await?;
-                    queue_describe(client, &r).await
-                }
-                Some(Entry::Empty) => {
-                    queue_describe(client, &DescribePortalResponse::no_data()).await
-                }
-                None => Err(PgWireError::PortalNotFound(name.to_owned())),
-            },
-            other => Err(PgWireError::InvalidTargetType(other)),
-        }
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            match message.target_type {
+                TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
+                    Some(Entry::Value(stmt)) => {
+                        let r = self.do_describe_statement(client, &stmt).await?;
+                        queue_describe(client, &r).await
+                    }
+                    Some(Entry::Empty) => {
+                        queue_describe(client, &DescribeStatementResponse::no_data()).await
+                    }
+                    None => Err(PgWireError::StatementNotFound(name.to_owned())),
+                },
+                TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                    Some(Entry::Value(portal)) => {
+                        let r = self.do_describe_portal(client, &portal).await?;
+                        queue_describe(client, &r).await
+                    }
+                    Some(Entry::Empty) => {
+                        queue_describe(client, &DescribePortalResponse::no_data()).await
+                    }
+                    None => Err(PgWireError::PortalNotFound(name.to_owned())),
+                },
+                other => Err(PgWireError::InvalidTargetType(other)),
+            }
         })
         .await
     }
@@ -1452,54 +1463,60 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         guarded(async move {
-        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let portal = match client.portal_store().get_portal(name) {
-            Some(Entry::Value(p))
-                if message.max_rows == 0
-                    && p.statement.statement.store
-                    && matches!(client.state(), PgWireConnectionState::ReadyForQuery) =>
-            {
-                p
+            // A negative row limit means all rows, as in PostgreSQL; a huge
+            // one is held to MAX_FETCH_ROWS (the client is sent PortalSuspended
+            // and asks again): the protocol library reserves room for the
+            // limit's rows up front, and 2^31 of them would abort the process.
+            let mut message = message;
+            message.max_rows = message.max_rows.clamp(0, MAX_FETCH_ROWS);
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            let portal = match client.portal_store().get_portal(name) {
+                Some(Entry::Value(p))
+                    if message.max_rows == 0
+                        && p.statement.statement.store
+                        && matches!(client.state(), PgWireConnectionState::ReadyForQuery) =>
+                {
+                    p
+                }
+                _ => return self._on_execute(client, message).await,
+            };
+            let state = portal.state();
+            let mut st = state.lock().await;
+            if !matches!(*st, PortalExecutionState::Initial) {
+                drop(st);
+                return self._on_execute(client, message).await;
             }
-            _ => return self._on_execute(client, message).await,
-        };
-        let state = portal.state();
-        let mut st = state.lock().await;
-        if !matches!(*st, PortalExecutionState::Initial) {
-            drop(st);
-            return self._on_execute(client, message).await;
-        }
-        client.set_state(PgWireConnectionState::QueryInProgress);
-        let timeout = session_timeout(&self.engine, client.metadata());
-        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
-            Some(h) => Some(h.start_query().await),
-            None => None,
-        };
-        let query = self.engine.portal_query(&portal, timeout, self.gone());
-        let (schema, batches) = match cancel {
-            Some(rx) => tokio::select! {
-                biased;
-                r = query => r?,
-                _ = rx => return Err(PgWireError::QueryCanceled),
-            },
-            None => query.await?,
-        };
-        let binary = binary_columns(&portal.result_column_format, schema.fields().len())?;
-        let mut n = 0;
-        for b in &batches {
-            for row in encode::rows(b, &binary) {
-                client.feed(PgWireBackendMessage::DataRow(row)).await?;
-                n += 1;
+            client.set_state(PgWireConnectionState::QueryInProgress);
+            let timeout = session_timeout(&self.engine, client.metadata());
+            let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+                Some(h) => Some(h.start_query().await),
+                None => None,
+            };
+            let query = self.engine.portal_query(&portal, timeout, self.gone());
+            let (schema, batches) = match cancel {
+                Some(rx) => tokio::select! {
+                    biased;
+                    r = query => r?,
+                    _ = rx => return Err(PgWireError::QueryCanceled),
+                },
+                None => query.await?,
+            };
+            let binary = binary_columns(&portal.result_column_format, schema.fields().len())?;
+            let mut n = 0;
+            for b in &batches {
+                for row in encode::rows(b, &binary) {
+                    client.feed(PgWireBackendMessage::DataRow(row)).await?;
+                    n += 1;
+                }
             }
-        }
-        client
-            .feed(PgWireBackendMessage::CommandComplete(
-                Tag::new("SELECT").with_rows(n).into(),
-            ))
-            .await?;
-        *st = PortalExecutionState::Finished;
-        client.set_state(PgWireConnectionState::ReadyForQuery);
-        Ok(())
+            client
+                .feed(PgWireBackendMessage::CommandComplete(
+                    Tag::new("SELECT").with_rows(n).into(),
+                ))
+                .await?;
+            *st = PortalExecutionState::Finished;
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            Ok(())
         })
         .await
     }

@@ -441,8 +441,7 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
         Type::FLOAT4 | Type::FLOAT8 => {
             let f = if binary {
                 if *ty == Type::FLOAT4 {
-                    f32::from_be_bytes(fixed(4)?.try_into().map_err(|_| bad("binary data"))?)
-                        as f64
+                    f32::from_be_bytes(fixed(4)?.try_into().map_err(|_| bad("binary data"))?) as f64
                 } else {
                     f64::from_be_bytes(fixed(8)?.try_into().map_err(|_| bad("binary data"))?)
                 }
@@ -735,7 +734,10 @@ mod tests {
             literal(&Type::INT2, Some(&(-7i16).to_be_bytes()), true, 0).unwrap(),
             "CAST((-7) AS INT)"
         );
-        assert_eq!(literal(&Type::INT8, Some(&7i64.to_be_bytes()), true, 0).unwrap(), "7");
+        assert_eq!(
+            literal(&Type::INT8, Some(&7i64.to_be_bytes()), true, 0).unwrap(),
+            "7"
+        );
         for (ty, bytes) in [
             (Type::INT4, &7i16.to_be_bytes()[..]),
             (Type::INT4, &7i64.to_be_bytes()[..]),

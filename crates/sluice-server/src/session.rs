@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, Int32Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
 use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
 use sluice::store::Database;
 

@@ -55,7 +55,10 @@ fn same_cell(a: Option<&str>, b: Option<&str>) -> bool {
         (Some(a), Some(b)) => (a, b),
         _ => return false,
     };
-    if a == b || (a.eq_ignore_ascii_case(b) && matches!(a.to_ascii_lowercase().as_str(), "true" | "false")) {
+    if a == b
+        || (a.eq_ignore_ascii_case(b)
+            && matches!(a.to_ascii_lowercase().as_str(), "true" | "false"))
+    {
         return true;
     }
     let fractional = |s: &str| s.contains(['.', 'e', 'E']);
@@ -80,7 +83,11 @@ pub fn check(
     ours: &[Vec<Option<String>>],
     theirs: &[Vec<Option<String>>],
 ) -> Result<()> {
-    let key = |r: &Vec<Option<String>>| r.iter().map(|c| c.clone().unwrap_or_default()).collect::<Vec<_>>();
+    let key = |r: &Vec<Option<String>>| {
+        r.iter()
+            .map(|c| c.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
     let (mut o, mut t) = (ours.to_vec(), theirs.to_vec());
     if !ordered {
         o.sort_by_key(key);
@@ -141,7 +148,10 @@ mod tests {
 
     #[test]
     fn cells_agree_as_numbers_only_with_a_fraction() {
-        assert!(same_cell(Some("25.522005853257337"), Some("25.52200585325734")));
+        assert!(same_cell(
+            Some("25.522005853257337"),
+            Some("25.52200585325734")
+        ));
         assert!(same_cell(Some("1.50"), Some("1.5")));
         assert!(same_cell(Some("true"), Some("True")));
         assert!(same_cell(None, None));

@@ -267,10 +267,7 @@ impl Duck {
         let mut child = Command::new("python3")
             .args([
                 "-c",
-                &format!(
-                    "{make}{}{DUCKDB_COLD_SCRIPT}",
-                    super::answers::DUCKDB_ROWS
-                ),
+                &format!("{make}{}{DUCKDB_COLD_SCRIPT}", super::answers::DUCKDB_ROWS),
             ])
             .arg(db)
             .arg(csv)
@@ -415,7 +412,10 @@ pub fn run(
             )?;
         }
         if !quiet {
-            eprintln!("answers: sluice's equal DuckDB's for all {} queries", queries.len());
+            eprintln!(
+                "answers: sluice's equal DuckDB's for all {} queries",
+                queries.len()
+            );
         }
     }
     let n = queries.len();

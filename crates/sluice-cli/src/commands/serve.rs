@@ -95,7 +95,9 @@ fn listen_address(s: &str) -> Result<SocketAddr, String> {
         return Ok(a);
     }
     let Some((host, port)) = s.rsplit_once(':') else {
-        return Err(format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:5433 or localhost:5433)"));
+        return Err(format!(
+            "{s:?} is not HOST:PORT (e.g. 127.0.0.1:5433 or localhost:5433)"
+        ));
     };
     let port: u16 = port
         .parse()

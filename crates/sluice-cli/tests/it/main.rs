@@ -608,7 +608,13 @@ fn tpch_q1_and_q6_match_duckdb() {
     for (db, extra) in [
         (
             "tiny.db",
-            &["--segment-rows", "1000", "--dictionary-always", "--block-size", "12KiB"][..],
+            &[
+                "--segment-rows",
+                "1000",
+                "--dictionary-always",
+                "--block-size",
+                "12KiB",
+            ][..],
         ),
         ("shards.db", &["--shards", "4"][..]),
     ] {
@@ -634,7 +640,16 @@ fn tpch_q1_and_q6_match_duckdb() {
         ] {
             let got = ok(
                 &t.0,
-                &["--db", db, "query", "--threads", threads, "--format", "csv", &sql],
+                &[
+                    "--db",
+                    db,
+                    "query",
+                    "--threads",
+                    threads,
+                    "--format",
+                    "csv",
+                    &sql,
+                ],
             );
             let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
             assert_eq!(g.len(), w.len(), "{q}: rows\n{got}");

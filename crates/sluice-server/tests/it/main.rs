@@ -718,7 +718,10 @@ async fn deep_and_long_queries_are_answered_or_refused_and_the_server_goes_on() 
     let other = srv.client().await;
     for sql in [
         format!("SELECT {}", vec!["1"; 20_000].join("+")),
-        format!("SELECT count(*) FROM big WHERE {} > 0", vec!["k"; 3_000].join(" + ")),
+        format!(
+            "SELECT count(*) FROM big WHERE {} > 0",
+            vec!["k"; 3_000].join(" + ")
+        ),
         format!("SELECT {}1{}", "(".repeat(5_000), ")".repeat(5_000)),
     ] {
         let e = c.simple_query(&sql).await.unwrap_err();
@@ -750,14 +753,25 @@ async fn deep_and_long_queries_are_answered_or_refused_and_the_server_goes_on() 
     );
     let ors: Vec<String> = (0..2_000).map(|i| format!("k = {i}")).collect();
     assert_eq!(
-        simple(&c, &format!("SELECT count(*) FROM big WHERE {}", ors.join(" OR "))).await,
+        simple(
+            &c,
+            &format!("SELECT count(*) FROM big WHERE {}", ors.join(" OR "))
+        )
+        .await,
         vec![vec![s("1000")]]
     );
     // A division by zero of literals is 22012, as over a column.
-    assert_eq!(code(&c.simple_query("SELECT 1/0").await.unwrap_err()), "22012");
+    assert_eq!(
+        code(&c.simple_query("SELECT 1/0").await.unwrap_err()),
+        "22012"
+    );
     // Double overflow is an error, as in PostgreSQL.
     assert_eq!(
-        code(&c.simple_query("SELECT CAST(1e300 AS DOUBLE) * 1e10").await.unwrap_err()),
+        code(
+            &c.simple_query("SELECT CAST(1e300 AS DOUBLE) * 1e10")
+                .await
+                .unwrap_err()
+        ),
         "22003"
     );
     assert_eq!(
@@ -792,7 +806,7 @@ async fn catalog_queries_are_exact_or_refused() {
     assert_eq!(
         simple(
             &c,
-            "SELECT DISTINCT table_name FROM information_schema.columns ORDER BY table_name LIMIT 1"
+            "SELECT table_name FROM information_schema.columns GROUP BY table_name ORDER BY table_name LIMIT 1"
         )
         .await,
         vec![vec![s("big")]]
@@ -816,6 +830,11 @@ async fn catalog_queries_are_exact_or_refused() {
     for (sql, want) in [
         ("SELECT * FROM information_schema.views", "0A000"),
         ("SELECT nosuch FROM information_schema.tables", "42703"),
+        // What the engine does not run is refused, not answered anyway.
+        (
+            "SELECT DISTINCT table_name FROM information_schema.columns",
+            "0A000",
+        ),
     ] {
         let e = c.simple_query(sql).await.unwrap_err();
         assert_eq!(code(&e), want, "{sql}: {e}");
@@ -833,7 +852,10 @@ async fn an_integer_parameter_in_the_select_list_keeps_its_described_type() {
     let r = c.query_one(&st, &[&7i32]).await.unwrap();
     assert_eq!(r.get::<_, i32>(0), 7);
     let st = c
-        .prepare_typed("SELECT coalesce(age, $1) FROM people ORDER BY id", &[Type::INT4])
+        .prepare_typed(
+            "SELECT coalesce(age, $1) FROM people ORDER BY id",
+            &[Type::INT4],
+        )
         .await
         .unwrap();
     let rows = c.query(&st, &[&-1i32]).await.unwrap();

@@ -375,3 +375,120 @@ fn a_query_that_is_not_utf8_is_refused() {
     assert!(text.contains("22021"), "{text}");
     served(&srv);
 }
+
+/// Valid message sequences (Parse, Bind with parameters, Describe,
+/// Execute, Sync of real queries) with bytes flipped, counts and lengths
+/// changed, pieces cut or repeated: each gets an answer or a close, and
+/// the server keeps serving another client. Cases: `SLUICE_FUZZ_CASES`
+/// (default 200), so CI can run more for a bounded time.
+#[test]
+fn mutated_protocol_messages_never_stop_the_server() {
+    use proptest::test_runner::{Config, TestRunner};
+    let dir = sample(50);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let mut bind = b"\0s\0\0\x01\0\x01\0\x01".to_vec();
+    bind.extend_from_slice(&8i32.to_be_bytes());
+    bind.extend_from_slice(&1i64.to_be_bytes());
+    bind.extend_from_slice(b"\0\x01\0\x01");
+    let valid = [
+        startup(),
+        message(
+            b'P',
+            b"s\0SELECT name, age FROM people WHERE id = $1\0\0\x01\0\0\0\x14",
+        ),
+        message(b'B', &bind),
+        message(b'D', b"P\0"),
+        message(b'E', b"\0\0\0\0\0"),
+        message(
+            b'P',
+            b"\0SELECT g, count(*) FROM big WHERE k IN (1, 2, 3) GROUP BY g\0\0\0",
+        ),
+        message(b'B', b"\0\0\0\0\0\0\0\0"),
+        message(b'E', b"\0\0\0\0\0"),
+        message(b'Q', b"SELECT 1\0"),
+        message(b'S', b""),
+    ]
+    .concat();
+    let cases = std::env::var("SLUICE_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    // Each mutation: (kind, position, byte).
+    let strategy = proptest::collection::vec((0u8..5, any::<usize>(), any::<u8>()), 1..6);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |muts| {
+            let mut bytes = valid.clone();
+            // The startup packet stays whole: what follows it is fuzzed.
+            let start = startup().len();
+            for (kind, at, b) in muts {
+                let span = bytes.len() - start;
+                if span == 0 {
+                    break;
+                }
+                let i = start + at % span;
+                match kind {
+                    0 => bytes[i] = b,
+                    1 => bytes[i] ^= 0x80,
+                    2 => bytes.insert(i, b),
+                    3 => {
+                        bytes.remove(i);
+                    }
+                    _ => {
+                        // A length or count field set to an extreme.
+                        let v: [u8; 2] = if b % 2 == 0 {
+                            [0xff, 0xff]
+                        } else {
+                            [0x7f, 0xff]
+                        };
+                        let end = (i + 2).min(bytes.len());
+                        bytes[i..end].copy_from_slice(&v[..end - i]);
+                    }
+                }
+            }
+            let mut s = TcpStream::connect(srv.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let _ = s.write_all(&bytes);
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            served(&srv);
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// An Execute whose row limit is 2^31 - 1 (or negative) used to make the
+/// protocol library reserve room for that many rows and abort the whole
+/// process (found by `mutated_protocol_messages_never_stop_the_server`):
+/// now a negative limit is "all rows", as in PostgreSQL, and a huge one
+/// is held to `MAX_FETCH_ROWS`.
+#[test]
+fn an_execute_of_a_huge_or_negative_row_limit_is_answered() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    for limit in [i32::MAX, -5, 1 << 20] {
+        let mut exec = b"\0".to_vec();
+        exec.extend_from_slice(&limit.to_be_bytes());
+        let k = pipelined(
+            srv.addr,
+            &[
+                message(b'P', b"\0SELECT k FROM big ORDER BY k\0\0\0"),
+                message(b'B', b"\0\0\0\0\0\0\0\0"),
+                message(b'E', &exec),
+                message(b'S', b""),
+            ]
+            .concat(),
+        );
+        assert_eq!(
+            k.iter().filter(|&&c| c == b'D').count(),
+            10,
+            "{limit}: {k:?}"
+        );
+        assert!(k.contains(&b'C'), "{limit}: {k:?}");
+        served(&srv);
+    }
+}

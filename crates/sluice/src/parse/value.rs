@@ -790,7 +790,10 @@ mod tests {
             assert_eq!(parse_timestamp_sql(t).unwrap(), plain, "{t:?}");
         }
         // The loader's reading applies it.
-        assert_ne!(parse_timestamp(b"2024-01-31 12:34:56-05", None).unwrap(), plain);
+        assert_ne!(
+            parse_timestamp(b"2024-01-31 12:34:56-05", None).unwrap(),
+            plain
+        );
         assert!(parse_timestamp_sql(b"2024-01-31 12:34:56 EST").is_err());
     }
 

@@ -496,171 +496,173 @@ pub fn execute(
             let keys = &key_evals;
             // count(*) alone, no GROUP BY: a morsel counts its kept rows.
             let count_only = keys.is_empty() && aggs.iter().all(|a| a.arg.is_none());
-            let cols =
-                match stat_cols {
-                    Some(cols) => cols,
-                    None => {
-                        let fast = fast_programs(aggs, &types);
-                        let fused = Fused::new(aggs, &fast);
-                        let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
-                        std::thread::scope(|s| {
-                            for _ in 0..workers.min(morsels.len()).max(1) {
-                                spawn_worker(s, plan, || {
-                            let r = (|| {
-                                let mut table = GroupTable::new(&key_types, aggs.clone())?;
-                                // Buffers of the integer fast path, reused across morsels.
-                                let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
-                                let mut pool: Vec<Vec<i128>> = Vec::new();
-                                let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
-                                let mut pool64: Vec<Vec<i64>> = Vec::new();
-                                let mut scratch = FusedScratch::default();
-                                while let Some(i) =
-                                    inputs.nth(next.fetch_add(1, Ordering::Relaxed))
-                                {
-                                    let Some(&m) = morsels.get(i) else {
-                                        break;
-                                    };
-                                    let _done = Done::new(&inputs, m);
-                                    let len = m.len;
-                                    // Dictionary-encoded TEXT stays encoded only
-                                    // where it is a bare group key.
-                                    let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
-                                    // Mostly-kept morsels are not copied: the
-                                    // filter becomes a selection vector.
-                                    let (mut batch, mut sel) = match &plan.filter {
-                                        None => (raw, None),
-                                        Some(f) => {
-                                            let mask = as_mask(&f.eval(&raw)?.into_array(len)?)?;
-                                            let kept = mask.true_count();
-                                            if kept == 0 {
-                                                continue;
-                                            } else if kept == len {
-                                                (raw, None)
-                                            } else if count_only {
-                                                // Only the kept rows' number
-                                                // matters: no column copied.
-                                                (empty_input(kept)?, None)
-                                            } else if kept * 4 >= len * 3 {
-                                                (raw, Some(mask))
-                                            } else {
-                                                let f = arrow_select::filter::filter_record_batch(
-                                                    &raw, &mask,
+            let cols = match stat_cols {
+                Some(cols) => cols,
+                None => {
+                    let fast = fast_programs(aggs, &types);
+                    let fused = Fused::new(aggs, &fast);
+                    let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
+                    std::thread::scope(|s| {
+                        for _ in 0..workers.min(morsels.len()).max(1) {
+                            spawn_worker(s, plan, || {
+                                let r = (|| {
+                                    let mut table = GroupTable::new(&key_types, aggs.clone())?;
+                                    // Buffers of the integer fast path, reused across morsels.
+                                    let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
+                                    let mut pool: Vec<Vec<i128>> = Vec::new();
+                                    let mut bufs64: Vec<Vec<i64>> = vec![Vec::new(); aggs.len()];
+                                    let mut pool64: Vec<Vec<i64>> = Vec::new();
+                                    let mut scratch = FusedScratch::default();
+                                    while let Some(i) =
+                                        inputs.nth(next.fetch_add(1, Ordering::Relaxed))
+                                    {
+                                        let Some(&m) = morsels.get(i) else {
+                                            break;
+                                        };
+                                        let _done = Done::new(&inputs, m);
+                                        let len = m.len;
+                                        // Dictionary-encoded TEXT stays encoded only
+                                        // where it is a bare group key.
+                                        let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
+                                        // Mostly-kept morsels are not copied: the
+                                        // filter becomes a selection vector.
+                                        let (mut batch, mut sel) = match &plan.filter {
+                                            None => (raw, None),
+                                            Some(f) => {
+                                                let mask =
+                                                    as_mask(&f.eval(&raw)?.into_array(len)?)?;
+                                                let kept = mask.true_count();
+                                                if kept == 0 {
+                                                    continue;
+                                                } else if kept == len {
+                                                    (raw, None)
+                                                } else if count_only {
+                                                    // Only the kept rows' number
+                                                    // matters: no column copied.
+                                                    (empty_input(kept)?, None)
+                                                } else if kept * 4 >= len * 3 {
+                                                    (raw, Some(mask))
+                                                } else {
+                                                    let f =
+                                                        arrow_select::filter::filter_record_batch(
+                                                            &raw, &mask,
+                                                        )
+                                                        .map_err(exec_err)?;
+                                                    (f, None)
+                                                }
+                                            }
+                                        };
+                                        // Few groups and integer sums: one fused pass.
+                                        if let Some(fz) = &fused {
+                                            let n = batch.num_rows();
+                                            let k: Result<Vec<ArrayRef>> =
+                                                keys.iter().map(|e| e.eval(&batch)).collect();
+                                            if let Ok(k) = k {
+                                                // A global aggregate over every row
+                                                // of the morsel: no group ids.
+                                                let groups = if keys.is_empty() && sel.is_none() {
+                                                    Vec::new()
+                                                } else {
+                                                    table.group_ids(n, &k, sel.as_ref())?
+                                                };
+                                                let ran = fz.run(
+                                                    &batch,
+                                                    inputs.bounds(m.batch),
+                                                    &groups,
+                                                    table.groups(),
+                                                    &mut scratch,
+                                                );
+                                                // A CASE condition may fail on a row
+                                                // the filter excludes: the general
+                                                // path below evaluates the kept rows.
+                                                let ran = match ran {
+                                                    Err(_) if sel.is_some() => false,
+                                                    r => r?,
+                                                };
+                                                if ran {
+                                                    table.add_dense(
+                                                        &scratch.rows,
+                                                        &scratch.sums,
+                                                        fz.programs(),
+                                                        fz.agg_programs(),
+                                                    )?;
+                                                    continue;
+                                                }
+                                            }
+                                        }
+                                        let mut ev = AggEval {
+                                            keys,
+                                            aggs,
+                                            fast: &fast,
+                                            bufs: &mut bufs,
+                                            bufs64: &mut bufs64,
+                                            pool: &mut pool,
+                                            pool64: &mut pool64,
+                                        };
+                                        let evaluated = match ev.eval(&batch) {
+                                            Ok(e) => e,
+                                            // Rows the filter excludes must not fail
+                                            // the query: evaluate the kept rows only.
+                                            Err(_) if sel.is_some() => {
+                                                let mask = sel.take().expect("checked above");
+                                                batch = arrow_select::filter::filter_record_batch(
+                                                    &batch, &mask,
                                                 )
                                                 .map_err(exec_err)?;
-                                                (f, None)
+                                                ev.eval(&batch)?
                                             }
-                                        }
-                                    };
-                                    // Few groups and integer sums: one fused pass.
-                                    if let Some(fz) = &fused {
+                                            Err(e) => return Err(e),
+                                        };
                                         let n = batch.num_rows();
-                                        let k: Result<Vec<ArrayRef>> =
-                                            keys.iter().map(|e| e.eval(&batch)).collect();
-                                        if let Ok(k) = k {
-                                            // A global aggregate over every row
-                                            // of the morsel: no group ids.
-                                            let groups = if keys.is_empty() && sel.is_none() {
-                                                Vec::new()
-                                            } else {
-                                                table.group_ids(n, &k, sel.as_ref())?
-                                            };
-                                            let ran = fz.run(
-                                                &batch,
-                                                inputs.bounds(m.batch),
-                                                &groups,
-                                                table.groups(),
-                                                &mut scratch,
-                                            );
-                                            // A CASE condition may fail on a row
-                                            // the filter excludes: the general
-                                            // path below evaluates the kept rows.
-                                            let ran = match ran {
-                                                Err(_) if sel.is_some() => false,
-                                                r => r?,
-                                            };
-                                            if ran {
-                                                table.add_dense(
-                                                    &scratch.rows,
-                                                    &scratch.sums,
-                                                    fz.programs(),
-                                                    fz.agg_programs(),
-                                                )?;
-                                                continue;
-                                            }
+                                        let (k, general, mut fast_nulls, wide) = evaluated;
+                                        let mut a = Vec::with_capacity(aggs.len());
+                                        let mut general = general.into_iter();
+                                        for (j, (call, p)) in aggs.iter().zip(&fast).enumerate() {
+                                            let g = general.next().flatten();
+                                            a.push(match (&call.arg, p, g) {
+                                                (None, _, _) => AggInput::Star,
+                                                (Some(_), Some(_), _) if wide[j] => {
+                                                    AggInput::Ints(&bufs[j], fast_nulls[j].take())
+                                                }
+                                                (Some(_), Some(_), _) => AggInput::Ints64(
+                                                    &bufs64[j],
+                                                    fast_nulls[j].take(),
+                                                ),
+                                                (Some(_), None, Some(arr)) => AggInput::Array(arr),
+                                                (Some(_), None, None) => {
+                                                    return Err(Error::Internal(
+                                                        "aggregate argument not evaluated".into(),
+                                                    ));
+                                                }
+                                            });
                                         }
+                                        table.update(n, &k, &a, sel.as_ref())?;
                                     }
-                                    let mut ev = AggEval {
-                                        keys,
-                                        aggs,
-                                        fast: &fast,
-                                        bufs: &mut bufs,
-                                        bufs64: &mut bufs64,
-                                        pool: &mut pool,
-                                        pool64: &mut pool64,
-                                    };
-                                    let evaluated = match ev.eval(&batch) {
-                                        Ok(e) => e,
-                                        // Rows the filter excludes must not fail
-                                        // the query: evaluate the kept rows only.
-                                        Err(_) if sel.is_some() => {
-                                            let mask = sel.take().expect("checked above");
-                                            batch = arrow_select::filter::filter_record_batch(
-                                                &batch, &mask,
-                                            )
-                                            .map_err(exec_err)?;
-                                            ev.eval(&batch)?
-                                        }
-                                        Err(e) => return Err(e),
-                                    };
-                                    let n = batch.num_rows();
-                                    let (k, general, mut fast_nulls, wide) = evaluated;
-                                    let mut a = Vec::with_capacity(aggs.len());
-                                    let mut general = general.into_iter();
-                                    for (j, (call, p)) in aggs.iter().zip(&fast).enumerate() {
-                                        let g = general.next().flatten();
-                                        a.push(match (&call.arg, p, g) {
-                                            (None, _, _) => AggInput::Star,
-                                            (Some(_), Some(_), _) if wide[j] => {
-                                                AggInput::Ints(&bufs[j], fast_nulls[j].take())
-                                            }
-                                            (Some(_), Some(_), _) => {
-                                                AggInput::Ints64(&bufs64[j], fast_nulls[j].take())
-                                            }
-                                            (Some(_), None, Some(arr)) => AggInput::Array(arr),
-                                            (Some(_), None, None) => {
-                                                return Err(Error::Internal(
-                                                    "aggregate argument not evaluated".into(),
-                                                ));
-                                            }
-                                        });
-                                    }
-                                    table.update(n, &k, &a, sel.as_ref())?;
+                                    Ok(table)
+                                })();
+                                if r.is_err() {
+                                    next.store(usize::MAX / 2, Ordering::Relaxed);
                                 }
-                                Ok(table)
-                            })();
-                            if r.is_err() {
-                                next.store(usize::MAX / 2, Ordering::Relaxed);
-                            }
-                            if let Ok(mut t) = tables.lock() {
-                                t.push(r);
-                            }
-                        });
-                            }
-                        });
-                        let mut tables = tables
-                            .into_inner()
-                            .map_err(|_| Error::Internal("worker panicked".into()))?
-                            .into_iter();
-                        let mut fin = match tables.next() {
-                            Some(t) => t?,
-                            None => GroupTable::new(&key_types, aggs.clone())?,
-                        };
-                        for t in tables {
-                            fin.merge(t?)?;
+                                if let Ok(mut t) = tables.lock() {
+                                    t.push(r);
+                                }
+                            });
                         }
-                        fin.finish()?
+                    });
+                    let mut tables = tables
+                        .into_inner()
+                        .map_err(|_| Error::Internal("worker panicked".into()))?
+                        .into_iter();
+                    let mut fin = match tables.next() {
+                        Some(t) => t?,
+                        None => GroupTable::new(&key_types, aggs.clone())?,
+                    };
+                    for t in tables {
+                        fin.merge(t?)?;
                     }
-                };
+                    fin.finish()?
+                }
+            };
             let mut agg_types = key_types.clone();
             agg_types.extend(aggs.iter().map(|c| c.output_type()));
             let fields: Vec<Field> = agg_types

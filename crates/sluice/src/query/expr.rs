@@ -381,7 +381,9 @@ impl Expr {
                         &l,
                         &r,
                     )?,
-                    BinOp::Div => checked_float(divide(&l, &r, if scalar { 1 } else { rows })?, &l, &r)?,
+                    BinOp::Div => {
+                        checked_float(divide(&l, &r, if scalar { 1 } else { rows })?, &l, &r)?
+                    }
                     BinOp::Eq => {
                         Arc::new(arrow_ord::cmp::eq(&*l.datum(), &*r.datum()).map_err(exec_err)?)
                     }
@@ -925,7 +927,11 @@ fn same_values(a: &A, b: &A) -> bool {
 fn ints_of(a: &dyn Array) -> Option<Vec<i128>> {
     macro_rules! prim {
         ($t:ty) => {
-            a.as_primitive::<$t>().values().iter().map(|&v| v as i128).collect()
+            a.as_primitive::<$t>()
+                .values()
+                .iter()
+                .map(|&v| v as i128)
+                .collect()
         };
     }
     Some(match a.data_type() {
@@ -1090,7 +1096,8 @@ fn in_list(x: Value, list: &[Expr], set: &InSet, batch: &RecordBatch) -> Result<
             }
         });
     }
-    if !all_scalar && let Some(m) = &acc
+    if !all_scalar
+        && let Some(m) = &acc
         && m.len() != rows
     {
         acc = Some(bool_array(Value::Scalar(Arc::new(m.clone())), rows)?);

@@ -328,16 +328,15 @@ mod tests {
 
     #[test]
     fn the_bound_is_never_below_the_real_depth() {
-        let chain = |op: &str, n: usize| {
-            (0..n)
-                .map(|i| format!("a{i}"))
-                .collect::<Vec<_>>()
-                .join(op)
-        };
+        let chain =
+            |op: &str, n: usize| (0..n).map(|i| format!("a{i}")).collect::<Vec<_>>().join(op);
         let cases = [
             format!("SELECT {}", chain(" + ", 300)),
             format!("SELECT 1 FROM t WHERE {}", chain(" OR ", 300)),
-            format!("SELECT 1 FROM t WHERE x = 1 AND ({}) OR y", chain(" * ", 200)),
+            format!(
+                "SELECT 1 FROM t WHERE x = 1 AND ({}) OR y",
+                chain(" * ", 200)
+            ),
             "SELECT ((((a)))) + (b * (c - (d / e)))".to_string(),
             "SELECT CASE WHEN a = 1 THEN b + c ELSE d * e * f END".to_string(),
             "SELECT a IS NULL, NOT NOT NOT b, -(-(-c))".to_string(),
@@ -353,7 +352,12 @@ mod tests {
     #[test]
     fn lists_and_case_branches_count_little() {
         let list: Vec<String> = (0..100_000).map(|i| i.to_string()).collect();
-        assert!(bound(&format!("SELECT count(*) FROM t WHERE id IN ({})", list.join(", "))) < 10);
+        assert!(
+            bound(&format!(
+                "SELECT count(*) FROM t WHERE id IN ({})",
+                list.join(", ")
+            )) < 10
+        );
         let whens: String = (0..5_000)
             .map(|i| format!(" WHEN a = {i} THEN 'v{i}'"))
             .collect();
@@ -373,7 +377,10 @@ mod tests {
         ] {
             let e = parse(&sql).unwrap_err();
             assert_eq!(e.sqlstate(), "54001", "{e}");
-            assert!(e.to_string().starts_with("stack depth limit exceeded"), "{e}");
+            assert!(
+                e.to_string().starts_with("stack depth limit exceeded"),
+                "{e}"
+            );
         }
         // Parentheses deeper than the parser's own limit: 54001 too.
         let e = parse(&format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60))).unwrap_err();

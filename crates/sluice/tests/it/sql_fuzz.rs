@@ -225,7 +225,11 @@ fn deep_and_wide_sql_never_overflows_the_stack() {
             let mut outcomes = Vec::new();
             for sql in &cases {
                 if std::env::var_os("SLUICE_DEEP_TRACE").is_some() {
-                    eprintln!("deep sql: {} bytes: {}", sql.len(), &sql[..sql.len().min(60)]);
+                    eprintln!(
+                        "deep sql: {} bytes: {}",
+                        sql.len(),
+                        &sql[..sql.len().min(60)]
+                    );
                 }
                 let opts = QueryOptions {
                     threads: Some(2),

@@ -636,23 +636,14 @@ impl<'c> Binder<'c> {
     /// the bound expression nests about log2 of its length deep. AND
     /// and OR are associative in SQL's three-valued logic, so the
     /// grouping changes no answer.
-    fn chain(
-        &self,
-        e: &ast::Expr,
-        op: &ast::BinaryOperator,
-        scope: &mut Scope,
-    ) -> Result<Expr> {
+    fn chain(&self, e: &ast::Expr, op: &ast::BinaryOperator, scope: &mut Scope) -> Result<Expr> {
         // The operands, left to right: the parser builds the chain
         // left-deep, so follow the left spine and take each right operand.
         let mut operands: Vec<&ast::Expr> = Vec::new();
         let mut node = e;
         loop {
             match node {
-                ast::Expr::BinaryOp {
-                    left,
-                    op: o,
-                    right,
-                } if o == op => {
+                ast::Expr::BinaryOp { left, op: o, right } if o == op => {
                     operands.push(right);
                     node = left;
                 }
