@@ -903,8 +903,9 @@ pub(crate) struct ValueSet {
 }
 
 enum SetValues {
-    /// Integers, dates, timestamps and decimals (of one scale) as i128.
-    Ints(foldhash::HashSet<i128>),
+    /// Integers, dates, timestamps and decimals (of one scale) as i128:
+    /// a bitmap while the values are dense, else a hash set.
+    Ints(super::intset::IntSet),
     /// Doubles by the bits of their canonical value (-0.0 is 0.0, every
     /// NaN one NaN, as SQL compares them).
     Doubles(foldhash::HashSet<u64>),
@@ -982,7 +983,7 @@ impl ValueSet {
                 SetValues::Bools(b)
             }
             _ => {
-                let mut set = foldhash::HashSet::default();
+                let mut set = super::intset::IntSet::default();
                 for a in live {
                     set.insert(*ints_of(a.as_ref())?.first()?);
                 }
@@ -1019,7 +1020,22 @@ impl ValueSet {
                 if !same_values(x.data_type(), &self.ty) {
                     return None;
                 }
-                ints_of(x)?.iter().map(|v| set.contains(v)).collect()
+                // The common key types without a vector of i128 between.
+                match x.data_type() {
+                    A::Int64 => x
+                        .as_primitive::<Int64Type>()
+                        .values()
+                        .iter()
+                        .map(|&v| set.contains(v as i128))
+                        .collect(),
+                    A::Int32 => x
+                        .as_primitive::<Int32Type>()
+                        .values()
+                        .iter()
+                        .map(|&v| set.contains(v as i128))
+                        .collect(),
+                    _ => ints_of(x)?.iter().map(|&v| set.contains(v)).collect(),
+                }
             }
         };
         let values = arrow_buffer::BooleanBuffer::from(found);

@@ -59,6 +59,20 @@ impl IntSet {
         self.len() == 0
     }
 
+    /// Whether `x` is in the set: one bit while it is a bitmap.
+    #[inline]
+    pub fn contains(&self, x: i128) -> bool {
+        match self {
+            IntSet::Dense { base, words, .. } => match x.checked_sub(*base) {
+                Some(off) if off >= 0 && off < (words.len() as i128) * 64 => {
+                    words[(off / 64) as usize] & (1u64 << (off % 64)) != 0
+                }
+                _ => false,
+            },
+            IntSet::Sparse(s, lo, hi) => x >= *lo && x <= *hi && s.contains(&x),
+        }
+    }
+
     #[inline]
     pub fn insert(&mut self, x: i128) {
         if let IntSet::Dense { base, words, count } = self {

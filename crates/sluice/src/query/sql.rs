@@ -48,12 +48,25 @@ pub const MAX_SQL_DEPTH: usize = 10_000;
 
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<ast::Statement> {
-    use sqlparser::tokenizer::Tokenizer;
-    let dialect = GenericDialect {};
-    let tokens = Tokenizer::new(&dialect, sql)
-        .tokenize_with_location()
-        .map_err(|e| Error::Syntax(parser_message(&format!("sql parser error: {e}"))))?;
+    let tokens = tokenize(sql)?;
     let depth = depth_bound(tokens.iter().map(|t| &t.token));
+    parse_tokens(tokens, depth)
+}
+
+/// The tokens of `sql`, with their places.
+pub(crate) fn tokenize(sql: &str) -> Result<Vec<sqlparser::tokenizer::TokenWithSpan>> {
+    use sqlparser::tokenizer::Tokenizer;
+    Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| Error::Syntax(parser_message(&format!("sql parser error: {e}"))))
+}
+
+/// Parses one statement from its tokens, whose [`depth_bound`] is
+/// `depth` (refused past [`MAX_SQL_DEPTH`]).
+pub(crate) fn parse_tokens(
+    tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+    depth: usize,
+) -> Result<ast::Statement> {
     if depth > MAX_SQL_DEPTH {
         return Err(too_deep(format!(
             "expressions nest about {depth} levels deep; at most {MAX_SQL_DEPTH} are allowed \
@@ -61,7 +74,7 @@ pub fn parse(sql: &str) -> Result<ast::Statement> {
              write long lists of values as IN (…))"
         )));
     }
-    let mut stmts = Parser::new(&dialect)
+    let mut stmts = Parser::new(&GenericDialect {})
         .with_tokens_with_locations(tokens)
         .parse_statements()
         .map_err(|e| match e {

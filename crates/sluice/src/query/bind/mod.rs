@@ -42,6 +42,31 @@ pub(crate) fn function_name(f: &ast::Function) -> String {
         .unwrap_or_default()
 }
 
+/// The `x` of operands that are all `x = literal` (the same `x`, as
+/// written out), each literal of `x`'s type.
+fn same_column_equalities(bound: &[(Expr, &ast::Expr)]) -> Option<Expr> {
+    let mut first: Option<(&Expr, String)> = None;
+    for (e, _) in bound {
+        let Expr::Binary {
+            op: BinOp::Eq,
+            left,
+            right,
+        } = e
+        else {
+            return None;
+        };
+        if !matches!(**right, Expr::Literal(_)) || matches!(**left, Expr::Literal(_)) {
+            return None;
+        }
+        match &first {
+            None => first = Some((left, left.to_string())),
+            Some((_, shown)) if *shown == left.to_string() => {}
+            Some(_) => return None,
+        }
+    }
+    first.map(|(x, _)| x.clone())
+}
+
 /// Where `e` starts, found without walking the whole tree (a node's
 /// span is the union of its children's): its leftmost leaf's place.
 fn first_place(e: &ast::Expr) -> sqlparser::tokenizer::Span {
@@ -169,6 +194,10 @@ pub(crate) struct Binder<'c> {
     text: Text<'c>,
     /// Levels of [`Binder::bind`] under way (see [`MAX_BIND_DEPTH`]).
     depth: std::cell::Cell<usize>,
+    /// The columns' types, as [`Binder::types`] gives them (asked for
+    /// each expression typed: an IN list of 100,000 items asks 200,000
+    /// times).
+    col_types: Vec<A>,
 }
 
 /// One level of [`Binder::bind`], counted while it lasts.
@@ -195,6 +224,7 @@ impl<'c> Binder<'c> {
             columns,
             text,
             depth: std::cell::Cell::new(0),
+            col_types: columns.iter().map(|c| c.1.clone()).collect(),
         }
     }
 
@@ -205,14 +235,14 @@ impl<'c> Binder<'c> {
 
     fn ty(&self, e: &Expr, scope: &Scope) -> A {
         match scope {
-            Scope::Row { .. } => e.data_type(&self.types()),
-            Scope::Grouped(g) => e.data_type(&g.types(&self.types())),
+            Scope::Row { .. } => e.data_type(&self.col_types),
+            Scope::Grouped(g) => e.data_type(&g.types(&self.col_types)),
         }
     }
 
     /// `e` as the condition of `clause`: a BOOLEAN (NULL cast to it).
     pub(crate) fn boolean(&self, e: Expr, node: &ast::Expr, clause: &str) -> Result<Expr> {
-        let t = e.data_type(&self.types());
+        let t = e.data_type(&self.col_types);
         match t {
             A::Boolean => Ok(e),
             A::Null => Ok(Expr::Cast {
@@ -664,6 +694,27 @@ impl<'c> Binder<'c> {
         let mut bound = Vec::with_capacity(operands.len());
         for o in &operands {
             bound.push((self.bind(o, scope)?, *o));
+        }
+        // `x = a OR x = b OR …` (three or more, every one the same x
+        // against a literal): `x IN (a, b, …)`, a set lookup a row instead
+        // of a comparison a term (the same answer, NULLs included).
+        if bop == BinOp::Or
+            && bound.len() >= 3
+            && let Some(x) = same_column_equalities(&bound)
+        {
+            let list = bound
+                .into_iter()
+                .filter_map(|(e, _)| match e {
+                    Expr::Binary { right, .. } => Some(*right),
+                    _ => None,
+                })
+                .collect();
+            return Ok(Expr::InList {
+                expr: Box::new(x),
+                list,
+                negated: false,
+                set: Default::default(),
+            });
         }
         // Pairs joined level by level: (a b)(c d) then ((a b)(c d)) …
         while bound.len() > 1 {

@@ -111,25 +111,32 @@ pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
 /// connection thread has 2 MiB); the plan it returns nests no deeper than
 /// the binder allows, which every thread can evaluate and drop.
 pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
-    // A statement of N bytes nests less than N deep.
-    let depth = if sql.len() > super::exec::INLINE_EVAL_DEPTH {
-        statement_depth(sql)
-    } else {
-        0
-    };
+    let tokens = super::sql::tokenize(sql)?;
+    let depth = super::sql::depth_bound(tokens.iter().map(|t| &t.token));
     if depth > INLINE_DEPTH {
         return std::thread::scope(|s| {
             std::thread::Builder::new()
                 .name("sluice-plan".into())
                 .stack_size(DEEP_STACK)
-                .spawn_scoped(s, || plan_in(&parse(sql)?, catalog, Text(sql)))
+                .spawn_scoped(s, || {
+                    plan_in(
+                        &super::sql::parse_tokens(tokens, depth)?,
+                        catalog,
+                        Text(sql),
+                    )
+                })
                 .map_err(|e| Error::Internal(format!("starting a planning thread: {e}")))?
                 .join()
                 .map_err(|_| Error::Internal("the planning thread panicked".into()))?
         })
         .map(|p| Plan { depth, ..p });
     }
-    plan_in(&parse(sql)?, catalog, Text(sql)).map(|p| Plan { depth, ..p })
+    plan_in(
+        &super::sql::parse_tokens(tokens, depth)?,
+        catalog,
+        Text(sql),
+    )
+    .map(|p| Plan { depth, ..p })
 }
 
 /// Nesting up to which a statement is planned on the calling thread (a
@@ -140,16 +147,6 @@ pub const INLINE_DEPTH: usize = 64;
 /// [`super::sql::MAX_SQL_DEPTH`] levels of the parser's tree at a few
 /// kilobytes each (only the pages used are ever touched).
 pub const DEEP_STACK: usize = 256 << 20;
-
-/// [`super::sql::depth_bound`] of `sql` (0 when it does not tokenize: the
-/// parser then says why).
-fn statement_depth(sql: &str) -> usize {
-    use sqlparser::tokenizer::Tokenizer;
-    match Tokenizer::new(&sqlparser::dialect::GenericDialect {}, sql).tokenize() {
-        Ok(tokens) => super::sql::depth_bound(tokens.iter()),
-        Err(_) => 0,
-    }
-}
 
 fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<Plan> {
     // The statement's first keyword, else the statement's own place.
