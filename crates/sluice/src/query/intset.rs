@@ -272,6 +272,25 @@ impl IntSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contains_answers_as_the_values_inserted() {
+        for (values, absent) in [
+            (vec![3i128, 9, 100], vec![0i128, 4, 99, 101, -3]),
+            (
+                (0..5000).map(|i| i * 7).collect::<Vec<_>>(),
+                vec![1, 6, 35_001, -7],
+            ),
+            (vec![-(1i128 << 100), 5, 1 << 90], vec![0, 6, 1 << 89]),
+        ] {
+            let mut s = IntSet::default();
+            for &v in &values {
+                s.insert(v);
+            }
+            assert!(values.iter().all(|&v| s.contains(v)));
+            assert!(absent.iter().all(|&v| !s.contains(v)), "{absent:?}");
+        }
+    }
     use proptest::prelude::*;
 
     fn check(values: &[i128]) {

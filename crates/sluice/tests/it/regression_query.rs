@@ -499,3 +499,45 @@ fn a_limited_order_over_decimals_and_doubles_keeps_nulls_and_nan() {
         assert_eq!(top, all[..k].to_vec(), "ORDER BY {order} LIMIT {k}");
     }
 }
+
+/// `x = a OR x = b OR x = c` is bound as `x IN (a, b, c)` (a set lookup,
+/// not a comparison a term): the same answers, NULLs included.
+#[test]
+fn or_of_equalities_answers_as_written() {
+    let dir = table("k INT, i BIGINT", "k,i\n1,1\n2,2\n3,3\n4,\n");
+    assert_eq!(
+        one(&dir, "SELECT count(*) FROM t WHERE i = 1 OR i = 2 OR i = 5"),
+        "2"
+    );
+    assert_eq!(
+        rows(&dir, "SELECT i = 1 OR i = 2 OR i = 5 FROM t ORDER BY k"),
+        grid(&[&["true"], &["true"], &["false"], &["NULL"]])
+    );
+    // A NULL among the values: what is not found is NULL, not false.
+    assert_eq!(
+        rows(&dir, "SELECT i = 1 OR i = NULL OR i = 5 FROM t ORDER BY k"),
+        grid(&[&["true"], &["NULL"], &["NULL"], &["NULL"]])
+    );
+    assert_eq!(
+        rows(
+            &dir,
+            "SELECT NOT (i = 1 OR i = 2 OR i = 5) FROM t ORDER BY k"
+        ),
+        grid(&[&["false"], &["false"], &["true"], &["NULL"]])
+    );
+    // Mixed columns or operators stay an OR.
+    assert_eq!(
+        one(&dir, "SELECT count(*) FROM t WHERE i = 1 OR k = 2 OR i > 2"),
+        "3"
+    );
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let plan = query_with(
+        &db,
+        "EXPLAIN SELECT count(*) FROM t WHERE i = 1 OR i = 2 OR i = 5",
+        &QueryOptions::default(),
+    )
+    .unwrap()
+    .explain
+    .unwrap();
+    assert!(plan.contains("Filter: i IN (1, 2, 5)"), "{plan}");
+}
