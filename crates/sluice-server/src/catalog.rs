@@ -54,10 +54,18 @@ const TYPES: [(i32, &str); 11] = [
 /// Whether `n` (a normalized statement: lower case, single spaces) reads
 /// a catalog table this module answers.
 pub fn reads_catalog(n: &str) -> bool {
-    n.contains("information_schema.")
-        || n.contains("pg_catalog.pg_type")
-        || n.contains("from pg_type")
-        || n.contains("join pg_type")
+    if n.contains("information_schema.") {
+        return true;
+    }
+    // pg_type alone: psql's `\d` queries name it beside pg_attribute,
+    // pg_class and others, and are answered in `session`.
+    let other = n
+        .match_indices("pg_catalog.pg_")
+        .any(|(i, _)| !n[i..].starts_with("pg_catalog.pg_type"));
+    !other
+        && (n.contains("pg_catalog.pg_type")
+            || n.contains("from pg_type")
+            || n.contains("join pg_type"))
 }
 
 /// `sql` with the catalog tables' names written as the catalog
@@ -198,6 +206,19 @@ pub fn answer(sql: &str, db: &Database) -> Result<Answer, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn psql_queries_of_other_catalog_tables_are_left_to_the_session() {
+        assert!(reads_catalog("select * from information_schema.tables"));
+        assert!(reads_catalog(
+            "select typname from pg_catalog.pg_type where oid = 23"
+        ));
+        assert!(reads_catalog("select typname from pg_type"));
+        // psql's `\d TABLE` column query names pg_type beside pg_attribute.
+        assert!(!reads_catalog(
+            "select a.attname, (select c.collname from pg_catalog.pg_collation c, pg_catalog.pg_type t where c.oid = a.attcollation) from pg_catalog.pg_attribute a"
+        ));
+    }
 
     #[test]
     fn names_are_rewritten_whatever_their_case() {
