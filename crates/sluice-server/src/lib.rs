@@ -142,23 +142,15 @@ fn panic_failure(p: &(dyn std::any::Any + Send)) -> Failure {
 }
 
 /// Runs one step of a connection (a protocol message's handling),
-/// turning a panic in it into an error for the client.
-async fn guarded<T>(f: impl std::future::Future<Output = PgWireResult<T>>) -> PgWireResult<T> {
+/// turning a panic in it into an error for the client (a [`Failure`] or
+/// the protocol library's error made from one).
+async fn guarded<T, E: From<Failure>>(
+    f: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     use futures::FutureExt;
     match std::panic::AssertUnwindSafe(f).catch_unwind().await {
         Ok(r) => r,
         Err(p) => Err(panic_failure(p.as_ref()).into()),
-    }
-}
-
-/// [`guarded`] for a step that fails with a [`Failure`].
-async fn guarded_failure<T>(
-    f: impl std::future::Future<Output = Result<T, Failure>>,
-) -> Result<T, Failure> {
-    use futures::FutureExt;
-    match std::panic::AssertUnwindSafe(f).catch_unwind().await {
-        Ok(r) => r,
-        Err(p) => Err(panic_failure(p.as_ref())),
     }
 }
 
@@ -1138,12 +1130,10 @@ impl SimpleQueryHandler for Backend {
         check_length(query)?;
         let mut out = Vec::new();
         for sql in split_statements(query) {
-            match guarded_failure(self.engine.statement(
-                client,
-                sql,
-                &Format::UnifiedText,
-                self.gone(),
-            ))
+            match guarded(
+                self.engine
+                    .statement(client, sql, &Format::UnifiedText, self.gone()),
+            )
             .await
             {
                 Ok(r) => out.push(r),

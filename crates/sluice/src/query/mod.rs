@@ -125,19 +125,32 @@ pub fn query_with(db: &Database, sql: &str, opts: &QueryOptions) -> Result<Query
     run_plan(db, &p, opts)
 }
 
+/// Runs `f` on a thread of its own with a `stack`-byte stack, waiting for
+/// it: for a statement that nests deeper than the calling thread's stack
+/// may hold (see [`plan::plan_sql`] and [`run_plan`]).
+pub(crate) fn on_own_stack<T: Send>(
+    name: &str,
+    stack: usize,
+    f: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(stack)
+            .spawn_scoped(s, f)
+            .map_err(|e| Error::Internal(format!("starting thread {name}: {e}")))?
+            .join()
+            .map_err(|_| Error::Internal(format!("thread {name} panicked")))?
+    })
+}
+
 /// Runs a planned query (see [`plan::plan_sql`]).
 pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
     // A plan whose expressions nest deep runs on a thread with room for
     // their evaluation (and its workers too, see `exec::spawn_worker`).
     let (batches, facts) = if p.depth > exec::INLINE_EVAL_DEPTH {
-        std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("sluice-query".into())
-                .stack_size(exec::DEEP_EVAL_STACK)
-                .spawn_scoped(s, || exec::execute(db, p, opts))
-                .map_err(|e| Error::Internal(format!("starting a query thread: {e}")))?
-                .join()
-                .map_err(|_| Error::Internal("the query thread panicked".into()))?
+        on_own_stack("sluice-query", exec::DEEP_EVAL_STACK, || {
+            exec::execute(db, p, opts)
         })?
     } else {
         exec::execute(db, p, opts)?

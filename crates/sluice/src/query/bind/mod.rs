@@ -230,7 +230,7 @@ impl<'c> Binder<'c> {
 
     /// The table's column types.
     pub(crate) fn types(&self) -> Vec<A> {
-        self.columns.iter().map(|c| c.1.clone()).collect()
+        self.col_types.clone()
     }
 
     fn ty(&self, e: &Expr, scope: &Scope) -> A {

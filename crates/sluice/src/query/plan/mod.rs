@@ -113,30 +113,19 @@ pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
 pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
     let tokens = super::sql::tokenize(sql)?;
     let depth = super::sql::depth_bound(tokens.iter().map(|t| &t.token));
-    if depth > INLINE_DEPTH {
-        return std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("sluice-plan".into())
-                .stack_size(DEEP_STACK)
-                .spawn_scoped(s, || {
-                    plan_in(
-                        &super::sql::parse_tokens(tokens, depth)?,
-                        catalog,
-                        Text(sql),
-                    )
-                })
-                .map_err(|e| Error::Internal(format!("starting a planning thread: {e}")))?
-                .join()
-                .map_err(|_| Error::Internal("the planning thread panicked".into()))?
-        })
-        .map(|p| Plan { depth, ..p });
-    }
-    plan_in(
-        &super::sql::parse_tokens(tokens, depth)?,
-        catalog,
-        Text(sql),
-    )
-    .map(|p| Plan { depth, ..p })
+    let plan = || {
+        plan_in(
+            &super::sql::parse_tokens(tokens, depth)?,
+            catalog,
+            Text(sql),
+        )
+    };
+    let p = if depth > INLINE_DEPTH {
+        super::on_own_stack("sluice-plan", DEEP_STACK, plan)?
+    } else {
+        plan()?
+    };
+    Ok(Plan { depth, ..p })
 }
 
 /// Nesting up to which a statement is planned on the calling thread (a
