@@ -26,7 +26,7 @@ use crate::batch::{Column, DataType, Schema, validate_identifier};
 use crate::error::{Error, Result};
 use crate::load::Header;
 use crate::parse::value;
-use crate::parse::{BlankLines, Dialect, Split, read_record};
+use crate::parse::{BlankLines, Dialect, Split, read_record, read_record_quoting};
 use crate::source::{Compression, Input, LineEnd};
 
 /// Delimiters tried when none is given, in order of preference. A space
@@ -436,6 +436,11 @@ struct Trial {
     /// (`"Year"`: the data is quoted, whatever breaks the quoting); with a
     /// space delimiter, an empty field (a run of spaces aligning columns).
     suspect: Option<(u64, &'static str)>,
+    /// The first field of each record after the first, and whether it
+    /// was quoted: row names under a header one name short.
+    firsts: Vec<(Vec<u8>, bool)>,
+    /// Every record after the first ends with an empty field.
+    trailing_empty: bool,
 }
 
 impl Trial {
@@ -466,7 +471,8 @@ impl Trial {
     }
 
     /// Every record has the modal count, but perhaps a first record one
-    /// field off (a header one name short or long).
+    /// field off: a header one name long, or one name short where the
+    /// records below say why (see [`short_header_evidence`]).
     fn consistent(&self) -> bool {
         let (n, _) = self.modal();
         let first_line = self.counts.iter().map(|c| c.2).min().unwrap_or(0);
@@ -477,7 +483,9 @@ impl Trial {
                 one.1 == 1
                     && rest.1 >= 2
                     && one.2 == first_line
-                    && (one.0 + 1 == n || one.0 == n + 1)
+                    && (one.0 == n + 1
+                        || (one.0 + 1 == n
+                            && short_header_evidence(&self.firsts, self.trailing_empty)))
                     && one.0 >= 1
             }
             _ => false,
@@ -506,6 +514,86 @@ impl Trial {
             [_] => "reads the records".into(),
         }
     }
+}
+
+/// Whether the records below a first record one field short of them say
+/// why it is short, so that it is a header: every one ends with an empty
+/// field (a delimiter after the last value, none after the last name), or
+/// their first fields are row names, as R's `write.table` writes them
+/// under a header with no name over them: integers rising from the
+/// first record on, or distinct quoted values. Without such evidence a
+/// short first line is a title, or the table is one column whose values
+/// hold the delimiter (`name` over `John Smith`).
+fn short_header_evidence(firsts: &[(Vec<u8>, bool)], trailing_empty: bool) -> bool {
+    if firsts.len() < 2 {
+        return false;
+    }
+    if trailing_empty {
+        return true;
+    }
+    let mut last = i64::MIN;
+    let rising = firsts.iter().all(|(v, _)| match value::parse_i64(value::trim(v)) {
+        Ok(n) if n > last => {
+            last = n;
+            true
+        }
+        _ => false,
+    });
+    if rising {
+        return true;
+    }
+    let mut names: Vec<&[u8]> = firsts.iter().map(|(v, _)| v.as_slice()).collect();
+    names.sort_unstable();
+    firsts.iter().all(|(v, quoted)| *quoted && !v.is_empty())
+        && names.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Whether the record at the start of `rest` starts with a quoted field.
+fn starts_quoted(rest: &[u8], d: &Dialect) -> bool {
+    let skip = match d.split {
+        Split::Whitespace => rest.iter().take_while(|c| **c == b' ' || **c == b'\t').count(),
+        _ if d.trim_around_quotes => rest.iter().take_while(|c| **c == b' ').count(),
+        _ => 0,
+    };
+    d.quote.is_some() && rest.get(skip).copied() == d.quote
+}
+
+/// Whether `line` (one line of a file) holds a span that `quote` opens at
+/// the start of a field and closes at the end of one, as a field would be
+/// quoted under any of the candidate delimiters, with `delimiter` inside
+/// it: read with no quote at `delimiter`, the line is split inside a
+/// quoted field (`"Dec 8, 2022"` is one value, not two).
+fn splits_in_quotes(line: &[u8], delimiter: u8, quote: u8) -> bool {
+    let boundary = |c: u8| DELIMITERS.contains(&c) || matches!(c, b' ' | b'\r' | b'\n');
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] != quote || (i > 0 && !boundary(line[i - 1])) {
+            i += 1;
+            continue;
+        }
+        // The quote that closes it: one not doubled, before a boundary.
+        let mut j = i + 1;
+        let mut close = None;
+        while j < line.len() {
+            if line[j] == quote {
+                if line.get(j + 1) == Some(&quote) {
+                    j += 2;
+                    continue;
+                }
+                if line.get(j + 1).is_none_or(|&c| boundary(c)) {
+                    close = Some(j);
+                }
+                break;
+            }
+            j += 1;
+        }
+        match close {
+            Some(j) if line[i + 1..j].contains(&delimiter) => return true,
+            Some(j) => i = j + 1,
+            None => i += 1,
+        }
+    }
+    false
 }
 
 /// A dialect's delimiter's name in messages.
@@ -576,15 +664,28 @@ fn trial(
         counts: Vec::new(),
         error: None,
         suspect: None,
+        firsts: Vec::new(),
+        trailing_empty: true,
     };
     // The quote that a dialect with none reads as text.
     let in_quotes = |f: &Vec<u8>| {
         let f = value::trim(f);
         f.len() >= 2 && Some(f[0]) == text_quote && Some(f[f.len() - 1]) == text_quote
     };
-    let suspect = |fields: &[Vec<u8>]| {
+    let suspect = |fields: &[Vec<u8>], line: &[u8]| {
+        let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
         if d.quote.is_none() && fields.iter().any(in_quotes) {
             Some("a field in quotes")
+        } else if d.quote.is_none()
+            && text_quote.is_some_and(|q| match d.split {
+                Split::Delimiter => splits_in_quotes(line, d.delimiter, q),
+                Split::Whitespace => {
+                    splits_in_quotes(line, b' ', q) || splits_in_quotes(line, b'\t', q)
+                }
+                Split::Line => false,
+            })
+        {
+            Some("the delimiter inside a quoted field")
         } else if d.delimiter == b' '
             && d.split == Split::Delimiter
             && fields.iter().any(Vec::is_empty)
@@ -594,13 +695,19 @@ fn trial(
             None
         }
     };
+    let mut first = true;
     walk(&part, d, skip, preamble, |at, r| {
         match r {
             Ok(fields) => {
                 if t.suspect.is_none()
-                    && let Some(why) = suspect(&fields)
+                    && let Some(why) = suspect(&fields, &part.data[at..])
                 {
                     t.suspect = Some((place(at).0, why));
+                }
+                if !std::mem::replace(&mut first, false) {
+                    t.trailing_empty &= fields.last().is_some_and(Vec::is_empty);
+                    let quoted = starts_quoted(&part.data[at..], d);
+                    t.firsts.push((fields.first().cloned().unwrap_or_default(), quoted));
                 }
                 match t.counts.iter_mut().find(|c| c.0 == fields.len()) {
                     Some(c) => c.1 += 1,
@@ -814,7 +921,10 @@ pub fn sniff_delimiter(
         if let Some(s) = samples.first().filter(|s| !s.data.is_empty()) {
             let preamble = leading_comment(s, o);
             let chosen = choose(s, o, columns, preamble);
+            let comments = matches!(&chosen, Ok((d, false))
+                if d.comment.is_none() && comments_among(s, d, o.skip, preamble));
             if !matches!(chosen, Ok((_, true)))
+                && !comments
                 && o.detect_notes
                 && let Some((notes, dialect)) = find_notes(s, o, columns)
             {
@@ -831,6 +941,13 @@ pub fn sniff_delimiter(
                     .unwrap_or_else(|| sniff(s, o, columns, preamble)),
                 ..o.dialect.clone()
             });
+            let dialect = match comments {
+                true => Dialect {
+                    comment: Some(COMMENT),
+                    ..dialect
+                },
+                false => dialect,
+            };
             return Ok(Sniffed {
                 dialect,
                 leading_comment: preamble,
@@ -1073,44 +1190,218 @@ pub(crate) fn named_by(fields: &[Vec<u8>], cols: &[Column]) -> bool {
             .all(|(n, c)| n.eq_ignore_ascii_case(&c.name))
 }
 
-/// Whether the first record is a header: some typed column (not TEXT in
-/// the other records) has a first value that is not of its type, or every
-/// column is TEXT and the first record's values are distinct, non-empty,
-/// look like names, and are not repeated in the records below.
-fn looks_like_header(
+/// What the first record of a file is, by the evidence of the records
+/// below it.
+#[derive(Debug, Clone, PartialEq)]
+enum HeaderCall {
+    Header,
+    Data,
+    /// The evidence disagrees, or there is none: why, for the refusal
+    /// that names `--header` and `--no-header`.
+    Unsure(String),
+}
+
+/// Whether the first record is a header, by evidence, never by its
+/// position alone:
+/// - R's `write.csv`/`write.table` header: an empty name over row names
+///   (rising integers, or distinct text), names or quoted fields over the
+///   other columns; alone in a file, an export with no rows.
+/// - Quoting: every field of the first record quoted, over a column
+///   whose values never are (`"","1","2"` over `"1",50,19`).
+/// - Types: a first value that is not of its column's type (a word over
+///   numbers, dates or timestamps) says header; one that is says data.
+///   Both at once, in different columns, is refused. A word over
+///   `true`/`false` or `y`/`n` is weaker: a number that fits its column
+///   outweighs it (`1,x` over `2,y` is data).
+/// - Every column text: a name-like first record (short, distinct, not
+///   repeated below) is a header when some column's values below never
+///   have the shape of its name (letters in other cases, digits, spaces,
+///   punctuation), or when no record follows; otherwise refused.
+fn header_call(
     first: &[Vec<u8>],
+    first_quoted: &[bool],
     rest: &[Candidates],
     rest_values: &[Vec<&[u8]>],
+    rest_quoted: &[(usize, usize)],
     o: &InferOptions,
-) -> bool {
-    let (typed, votes) = header_votes(first, rest, o);
-    if typed > 0 {
-        return votes > 0 || row_names_header(first, rest, rest_values);
+) -> HeaderCall {
+    let no_rows = rest_values.iter().all(Vec::is_empty);
+    let all_quoted = first_quoted.len() == first.len() && first_quoted.iter().all(|&q| q);
+    if first.len() >= 2 && value::trim(&first[0]).is_empty() {
+        if no_rows && (names_like(first, rest_values, 1) || all_quoted) {
+            return HeaderCall::Header;
+        }
+        if rest_values.first().is_some_and(|v| rising(v))
+            && (names_like(first, rest_values, 1) || all_quoted)
+        {
+            return HeaderCall::Header;
+        }
+        if rest.first().is_some_and(|c| c.pick() == DataType::Text)
+            && text_row_names_header(first, rest_values)
+        {
+            return HeaderCall::Header;
+        }
     }
-    // All TEXT, perhaps only because missing values are written `NA` (as
-    // R writes them): with those read as missing, some column may be
-    // typed, and a first value that is not of its type makes a header.
-    let na_free: Vec<Candidates> = rest_values
-        .iter()
-        .map(|vals| {
-            let mut c = Candidates::new();
-            for v in vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)) {
-                c.see(v, o);
+    if all_quoted
+        && rest_quoted
+            .iter()
+            .any(|&(quoted, bare)| quoted == 0 && bare > 0)
+    {
+        return HeaderCall::Header;
+    }
+    let mut call = type_votes(first, rest, o);
+    if call.typed == 0 {
+        // All TEXT, perhaps only because missing values are written `NA`
+        // (as R writes them): with those read as missing, some column
+        // may be typed.
+        let na_free: Vec<Candidates> = rest_values
+            .iter()
+            .map(|vals| {
+                let mut c = Candidates::new();
+                for v in vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)) {
+                    c.see(v, o);
+                }
+                c
+            })
+            .collect();
+        call = type_votes(first, &na_free, o);
+    }
+    let show = |cols: &[usize]| {
+        cols.iter()
+            .map(|&c| format!("{:?}", String::from_utf8_lossy(value::trim(&first[c]))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (call.names.is_empty(), call.values.is_empty()) {
+        (false, true) => return HeaderCall::Header,
+        (true, false) => return HeaderCall::Data,
+        (false, false) => {
+            return HeaderCall::Unsure(format!(
+                "its {} where the values below are of another type (a header), but its {} of the type of the values below (data)",
+                show(&call.names),
+                show(&call.values)
+            ));
+        }
+        (true, true) => {}
+    }
+    // Words over true/false alone, no number to say otherwise.
+    if !call.weak_names.is_empty() && call.weak_values.is_empty() {
+        return HeaderCall::Header;
+    }
+    if call.typed > 0 && first.iter().any(|v| !value::trim(v).is_empty()) {
+        // Typed columns, and the first record fits each (or is empty):
+        // data.
+        if call.weak_names.is_empty() {
+            return HeaderCall::Data;
+        }
+    }
+    if first.is_empty() || !names_like(first, rest_values, 0) {
+        return HeaderCall::Data;
+    }
+    if no_rows || shape_differs(first, rest_values) {
+        return HeaderCall::Header;
+    }
+    HeaderCall::Unsure(format!(
+        "every column is text and its fields ({}) look like names, as the values below them may",
+        show(&(0..first.len()).collect::<Vec<_>>())
+    ))
+}
+
+/// Integers rising from the first on (row numbers, unless rows were
+/// dropped).
+fn rising(vals: &[&[u8]]) -> bool {
+    let mut last = i64::MIN;
+    !vals.is_empty()
+        && vals.iter().all(|v| match value::parse_i64(value::trim(v)) {
+            Ok(n) if n > last => {
+                last = n;
+                true
             }
-            c
+            _ => false,
         })
-        .collect();
-    let (typed, votes) = header_votes(first, &na_free, o);
-    if typed > 0 && votes > 0 {
-        return true;
+}
+
+/// The shape of a text value: which of upper case, lower case, digits,
+/// spaces and other characters it has.
+fn shape(v: &[u8]) -> u8 {
+    v.iter().fold(0, |acc, &c| {
+        acc | match c {
+            b'A'..=b'Z' => 1,
+            b'a'..=b'z' => 2,
+            b'0'..=b'9' => 4,
+            b' ' => 8,
+            _ => 16,
+        }
+    })
+}
+
+/// Whether some column has at least two values below, none of them of the
+/// shape (see [`shape`]) of the first record's field over it.
+fn shape_differs(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>]) -> bool {
+    first.iter().zip(rest_values).any(|(name, vals)| {
+        let vals: Vec<&&[u8]> = vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)).collect();
+        let s = shape(value::trim(name));
+        vals.len() >= 2 && vals.iter().all(|v| shape(v) != s)
+    })
+}
+
+/// Of the columns typed by `cands`: how many, and the first record's
+/// fields that are not of their column's type (names) or are (values).
+struct TypeVotes {
+    typed: usize,
+    names: Vec<usize>,
+    values: Vec<usize>,
+    /// The same over BOOLEAN columns, weaker evidence (`y`/`n`).
+    weak_names: Vec<usize>,
+    weak_values: Vec<usize>,
+}
+
+fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> TypeVotes {
+    let mut out = TypeVotes {
+        typed: 0,
+        names: Vec::new(),
+        values: Vec::new(),
+        weak_names: Vec::new(),
+        weak_values: Vec::new(),
+    };
+    for (c, cand) in cands.iter().enumerate() {
+        let Some(v) = first.get(c) else { continue };
+        let ty = cand.pick();
+        if ty == DataType::Text {
+            continue;
+        }
+        out.typed += 1;
+        let t = value::trim(v);
+        if t.is_empty() || v.as_slice() == o.null.as_slice() || is_na_like(t) {
+            continue;
+        }
+        let mut one = Candidates::new();
+        one.see(v, o);
+        let fits = match ty {
+            DataType::BigInt => one.bigint,
+            DataType::Decimal { .. } => one.decimal,
+            DataType::Double => one.double,
+            DataType::Date => one.date,
+            DataType::Timestamp => one.timestamp,
+            DataType::Boolean => one.boolean,
+            _ => true,
+        };
+        // A number over numbers of another kind (`1.5` over integers)
+        // is a value still.
+        let number_like = matches!(ty, DataType::BigInt | DataType::Decimal { .. } | DataType::Double)
+            && is_number(t);
+        let (names, values) = if ty == DataType::Boolean {
+            (&mut out.weak_names, &mut out.weak_values)
+        } else {
+            (&mut out.names, &mut out.values)
+        };
+        if fits || number_like {
+            values.push(c);
+        } else {
+            names.push(c);
+        }
     }
-    // All TEXT: names are short, distinct, start with a letter, and do not
-    // appear again as values of their column; or R's header over text row
-    // names (`"","Content"` over `"V1","Do you …"`): an empty name over
-    // distinct, non-empty values.
-    // A file of one name-like record (an export with no rows) is a header.
-    !first.is_empty()
-        && (names_like(first, rest_values, 0) || text_row_names_header(first, rest_values))
+    out
 }
 
 /// R's `write.csv` header over row names that are text (`"","x"` over
@@ -1138,36 +1429,6 @@ fn is_na_like(v: &[u8]) -> bool {
     )
 }
 
-/// Of the columns typed by `cands`: how many, and how many of them have a
-/// first value (in `first`) that is not of their type.
-fn header_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> (usize, usize) {
-    let mut typed = 0;
-    let mut votes = 0;
-    for (c, cand) in cands.iter().enumerate() {
-        let Some(v) = first.get(c) else { continue };
-        let ty = cand.pick();
-        if ty == DataType::Text {
-            continue;
-        }
-        typed += 1;
-        let mut one = Candidates::new();
-        one.see(v, o);
-        let fits = match ty {
-            DataType::BigInt => one.bigint,
-            DataType::Decimal { .. } => one.decimal,
-            DataType::Double => one.double,
-            DataType::Date => one.date,
-            DataType::Timestamp => one.timestamp,
-            DataType::Boolean => one.boolean,
-            _ => true,
-        };
-        if !fits && !value::trim(v).is_empty() && v.as_slice() != o.null.as_slice() {
-            votes += 1;
-        }
-    }
-    (typed, votes)
-}
-
 /// Whether the fields of `first` from `from` on are short, distinct,
 /// start with a letter, and do not appear again as values of their column.
 fn names_like(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>], from: usize) -> bool {
@@ -1188,29 +1449,6 @@ fn names_like(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>], from: usize) -> boo
         seen.push(t);
     }
     true
-}
-
-/// R's `write.csv` header: an empty name over the row names (rising
-/// integers: 1, 2, 3, … unless rows were dropped), and names over the
-/// other columns (`"","x","y"` over `"1","a",3`). No type decides it, as
-/// the empty name reads as NULL.
-fn row_names_header(first: &[Vec<u8>], rest: &[Candidates], rest_values: &[Vec<&[u8]>]) -> bool {
-    let rising = |vals: &Vec<&[u8]>| {
-        let mut last = 0;
-        !vals.is_empty()
-            && vals.iter().all(|v| match value::parse_i64(v) {
-                Ok(n) if n > last => {
-                    last = n;
-                    true
-                }
-                _ => false,
-            })
-    };
-    first.len() >= 2
-        && value::trim(&first[0]).is_empty()
-        && rest.first().is_some_and(|c| c.pick() == DataType::BigInt)
-        && rest_values.first().is_some_and(rising)
-        && names_like(first, rest_values, 1)
 }
 
 /// Why no schema can be inferred from `inputs`, every one of them empty.
@@ -1235,9 +1473,15 @@ fn nothing_to_infer(inputs: &[Input]) -> Error {
 /// trailing delimiter its rows have, `c1,c2` over `1,2,`; the column is
 /// then `c<N>` like any empty name). One short over full records: an
 /// empty first name (R's `write.table` header, no name over the row
-/// names). One long with an empty last field: that field dropped (a
-/// delimiter after the last name). Only the first file's records decide.
-fn fit_header(first: &mut Option<Vec<Vec<u8>>>, below: &[Vec<Vec<u8>>], ncols: usize) {
+/// names; only when `row_names`, see [`short_header_evidence`]). One
+/// long with an empty last field: that field dropped (a delimiter after
+/// the last name). Only the first file's records decide.
+fn fit_header(
+    first: &mut Option<Vec<Vec<u8>>>,
+    below: &[Vec<Vec<u8>>],
+    ncols: usize,
+    row_names: bool,
+) {
     let Some(first) = first.as_mut() else {
         return;
     };
@@ -1245,7 +1489,12 @@ fn fit_header(first: &mut Option<Vec<Vec<u8>>>, below: &[Vec<Vec<u8>>], ncols: u
     let full = |r: &Vec<Vec<u8>>| r.len() == ncols;
     if first.len() + 1 == ncols && !below.is_empty() && below.iter().all(trailing_empty) {
         first.push(Vec::new());
-    } else if first.len() + 1 == ncols && ncols >= 2 && below.len() >= 2 && below.iter().all(full) {
+    } else if first.len() + 1 == ncols
+        && ncols >= 2
+        && below.len() >= 2
+        && below.iter().all(full)
+        && row_names
+    {
         first.insert(0, Vec::new());
     } else if first.len() == ncols + 1 && first.last().is_some_and(|v| value::trim(v).is_empty()) {
         first.pop();
@@ -1325,10 +1574,10 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
                 num && !v.is_empty() && !is_na_like(v) && !is_number(v)
             })
         };
-        // Lines of words above the header (`<1960 Q1>` over `a b`) that
-        // happen to split alike are notes too.
-        while b + 2 < recs.len() && heads(&recs[b].1) && heads(&recs[b + 1].1) {
-            b += 1;
+        // Two lines of words where the table has numbers (`<1960 Q1>`
+        // over `a b`): which is the header is not for a guess.
+        if b + 1 < recs.len() && heads(&recs[b].1) && heads(&recs[b + 1].1) {
+            continue;
         }
         let rows = recs.len() - b - usize::from(heads(&recs[b].1));
         // Above data, a header of names one short (no name over the row
@@ -1349,15 +1598,11 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
         if b == 0 || rows < MIN_TABLE || recs[b].0 > MAX_NOTES {
             continue;
         }
-        // A line above the run that splits like its records and fits
-        // their numbers is a record: a bad record below it is no end of
-        // notes (a few such lines among many of prose are words). Nor
-        // is a line of numbers below one that splits like a header.
-        let like = recs[..run]
-            .iter()
-            .filter(|r| r.1.len() == n && !heads(&r.1))
-            .count();
-        if like > 0 && (run < 20 || like * 10 >= run) {
+        // No line that splits like the records is dropped: one above
+        // the table may be a record or its header (`x,y,z` over `# c`
+        // over numbers), and which it is is not for a guess. Nor is a
+        // line of numbers below one that splits like a header.
+        if recs[..b].iter().any(|r| r.1.len() == n) {
             continue;
         }
         let numbers = |r: &[Vec<u8>]| {
@@ -1557,10 +1802,15 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     let (first_file, first) = (*first_file, &first[0]);
     let mut leading_comment = leading_comment(first, o);
     let mut chosen = choose(first, o, None, leading_comment);
+    // Lines starting with `#` among the records, and only they split
+    // otherwise, are comments, not notes above a table.
+    let comments = matches!(&chosen, Ok((d, false))
+        if d.comment.is_none() && comments_among(first, d, o.skip, leading_comment));
     // Notes above the table: when no dialect reads every record alike,
     // but one reads all from some line on.
     let mut with_notes = None;
     if !matches!(chosen, Ok((_, true)))
+        && !comments
         && o.detect_notes
         && let Some((notes, d)) = find_notes(first, o, None)
     {
@@ -1626,8 +1876,37 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     let mut counts: Vec<(usize, usize)> = Vec::new();
     let mut first_rec: Option<Vec<Vec<u8>>> = None;
     let mut below: Vec<Vec<Vec<u8>>> = Vec::new();
-    walk(first, &d, o.skip, leading_comment, |_, r| {
+    let mut below_firsts: Vec<(Vec<u8>, bool)> = Vec::new();
+    // Which fields of the first record were quoted, and of the values
+    // below, how many were and were not in each column.
+    let mut first_quoted: Vec<bool> = Vec::new();
+    let mut first_line = 1;
+    let mut below_quoted: Vec<(usize, usize)> = Vec::new();
+    walk(first, &d, o.skip, leading_comment, |at, r| {
         let Ok(fields) = r else { return true };
+        let quoting = || match read_record_quoting(&first.data[at..], &d, true) {
+            Ok(Some((_, q, _, _))) => q,
+            _ => Vec::new(),
+        };
+        if first_rec.is_none() {
+            first_quoted = quoting();
+            first_line = memchr::memchr_iter(b'\n', &first.data[..at]).count() as u64 + 1;
+        } else if below.len() < 1000 {
+            let quoted = starts_quoted(&first.data[at..], &d);
+            below_firsts.push((fields.first().cloned().unwrap_or_default(), quoted));
+            for (c, (q, v)) in quoting().into_iter().zip(&fields).enumerate() {
+                if below_quoted.len() <= c {
+                    below_quoted.resize(c + 1, (0, 0));
+                }
+                if !v.is_empty() {
+                    if q {
+                        below_quoted[c].0 += 1;
+                    } else {
+                        below_quoted[c].1 += 1;
+                    }
+                }
+            }
+        }
         match counts.iter_mut().find(|c| c.0 == fields.len()) {
             Some(c) => c.1 += 1,
             None => counts.push((fields.len(), 1)),
@@ -1658,7 +1937,9 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         modal.max(first_len)
     };
     if o.header != Header::No {
-        fit_header(&mut first_rec, &below, ncols);
+        let trailing_empty = below.iter().all(|r| r.last().is_some_and(Vec::is_empty));
+        let row_names = short_header_evidence(&below_firsts, trailing_empty);
+        fit_header(&mut first_rec, &below, ncols, row_names);
     }
     // Most records shorter than a first record that no record outgrows:
     // values left off at the end of rows under a header (as forecasts
@@ -1718,13 +1999,39 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
                 .map(|c| {
                     below
                         .iter()
+                        .filter(|r| r.len() == ncols || (short_rows && r.len() < ncols))
                         .filter_map(|r| r.get(c).map(|v| value::trim(v)))
                         .collect()
                 })
                 .collect();
-            first_rec
-                .as_ref()
-                .is_some_and(|f| f.len() == ncols && looks_like_header(f, &rest, &rest_values, o))
+            let call = match first_rec.as_ref() {
+                Some(f) if f.len() == ncols => {
+                    // A header fitted to the columns (one name added)
+                    // is quoted where its fields were.
+                    let mut q = first_quoted.clone();
+                    if q.len() + 1 == f.len() {
+                        if value::trim(&f[0]).is_empty() {
+                            q.insert(0, true);
+                        } else {
+                            q.push(true);
+                        }
+                    }
+                    header_call(f, &q, &rest, &rest_values, &below_quoted, o)
+                }
+                _ => HeaderCall::Data,
+            };
+            match call {
+                HeaderCall::Header => true,
+                HeaderCall::Data => false,
+                HeaderCall::Unsure(why) => {
+                    return Err(Error::Input {
+                        path: inputs[first_file].display_name(),
+                        message: format!(
+                            "cannot tell whether line {first_line} is a header: {why}; give --header or --no-header"
+                        ),
+                    });
+                }
+            }
         }
     };
     let fill_missing = header && short_rows;
@@ -1944,52 +2251,61 @@ mod tests {
     #[test]
     fn headers_are_told_from_data() {
         let o = InferOptions::default();
-        let first_is_header = |data: &[u8]| {
-            let recs = records(&sample(data), &Dialect::default(), 0, None);
-            let mut rest = vec![Candidates::new(); recs[0].len()];
-            let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); recs[0].len()];
-            for r in &recs[1..] {
+        let call = |data: &[u8]| {
+            let d = Dialect::default();
+            let mut lines: Vec<(Vec<Vec<u8>>, Vec<bool>)> = Vec::new();
+            let mut at = 0;
+            while at < data.len() {
+                let (fields, quoted, used, _) =
+                    read_record_quoting(&data[at..], &d, true).unwrap().unwrap();
+                lines.push((fields, quoted));
+                at += used;
+            }
+            let n = lines[0].0.len();
+            let mut rest = vec![Candidates::new(); n];
+            let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); n];
+            let mut quoting = vec![(0, 0); n];
+            for (r, q) in &lines[1..] {
                 for (c, v) in r.iter().enumerate() {
                     rest[c].see(v, &o);
                     values[c].push(v);
+                    if q[c] {
+                        quoting[c].0 += 1;
+                    } else {
+                        quoting[c].1 += 1;
+                    }
                 }
             }
-            looks_like_header(&recs[0], &rest, &values, &o)
+            header_call(&lines[0].0, &lines[0].1, &rest, &values, &quoting, &o)
         };
-        assert!(first_is_header(
-            b"id,name
-1,ada
-"
+        let first_is_header = |data: &[u8]| call(data) == HeaderCall::Header;
+        let first_is_data = |data: &[u8]| call(data) == HeaderCall::Data;
+        assert!(first_is_header(b"id,name\n1,ada\n"));
+        assert!(first_is_data(b"1,ada\n2,bob\n"));
+        // Text under text: names by shape only.
+        assert!(first_is_header(b"name,city\nAda Lovelace,Paris\nBob,Rome\n"));
+        assert!(matches!(
+            call(b"name,city\nada,paris\n"),
+            HeaderCall::Unsure(_)
         ));
-        assert!(!first_is_header(
-            b"1,ada
-2,bob
-"
-        ));
-        assert!(first_is_header(
-            b"name,city
-ada,paris
-"
-        ));
-        assert!(!first_is_header(
-            b"ada,paris
-bob,rome
-ada,paris
-"
-        ));
+        assert!(first_is_data(b"ada,paris\nbob,rome\nada,paris\n"));
         // Only a header: an export with no rows.
-        assert!(first_is_header(
-            b"id,name
-"
-        ));
+        assert!(first_is_header(b"id,name\n"));
         // R's write.csv: an empty name over the row numbers.
         assert!(first_is_header(
             b"\"\",\"x\",\"y\"\n\"1\",\"a\",\"b\"\n\"2\",\"c\",\"d\"\n"
         ));
         assert!(first_is_header(b"\"\",\"x\",\"y\"\n\"1\",2,3\n"));
+        // ... alone, and over numbers with numbers for names.
+        assert!(first_is_header(b"\"\",\"friends\",\"advice\"\n"));
+        assert!(first_is_header(b"\"\",\"1\",\"2\",\"3\"\n\"1\",50,19,26\n\"2\",40,18,20\n"));
         // An empty first field over integers that are no row numbers.
-        assert!(!first_is_header(b",ada,paris\n3,bob,rome\n1,eve,oslo\n"));
-        assert!(!first_is_header(b",x,y\n1,a,b\n,c,d\n"));
+        assert!(first_is_data(b",ada,paris\n3,bob,rome\n1,eve,oslo\n"));
+        assert!(first_is_data(b",x,y\n1,a,b\n,c,d\n"));
+        // A number that fits outweighs a word over y/n.
+        assert!(first_is_data(b"1,x\n2,y\n3,n\n4,y\n"));
+        // A word over numbers beside a number over numbers: refused.
+        assert!(matches!(call(b"id,2019\n1,5\n2,6\n"), HeaderCall::Unsure(_)));
     }
 
     #[test]

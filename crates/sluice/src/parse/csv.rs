@@ -859,6 +859,29 @@ pub fn read_record(
     d: &Dialect,
     at_eof: bool,
 ) -> Result<Option<(Vec<Vec<u8>>, usize, u64)>, BlockError> {
+    read_record_into(data, d, at_eof, None)
+}
+
+/// [`read_record`], and whether each field was quoted in the data (its
+/// first byte, after the spaces `trim_around_quotes` skips, the quote):
+/// what tells a header of quoted names from rows of bare numbers.
+#[allow(clippy::type_complexity)]
+pub fn read_record_quoting(
+    data: &[u8],
+    d: &Dialect,
+    at_eof: bool,
+) -> Result<Option<(Vec<Vec<u8>>, Vec<bool>, usize, u64)>, BlockError> {
+    let mut quoted = Vec::new();
+    Ok(read_record_into(data, d, at_eof, Some(&mut quoted))?
+        .map(|(fields, used, newlines)| (fields, quoted, used, newlines)))
+}
+
+fn read_record_into(
+    data: &[u8],
+    d: &Dialect,
+    at_eof: bool,
+    mut quoted: Option<&mut Vec<bool>>,
+) -> Result<Option<(Vec<Vec<u8>>, usize, u64)>, BlockError> {
     let classes = d.classes();
     let mut scratch = Vec::new();
     let mut fields = Vec::new();
@@ -878,6 +901,14 @@ pub fn read_record(
         }
     }
     loop {
+        if let Some(q) = quoted.as_deref_mut() {
+            let at = if d.trim_around_quotes {
+                pos + data[pos..].iter().take_while(|&&c| c == b' ').count()
+            } else {
+                pos
+            };
+            q.push(d.quote.is_some() && data.get(at).copied() == d.quote);
+        }
         let s = match scan_field_any(data, pos, d, &classes, &mut scratch) {
             Ok(s) => s,
             Err(_) if !at_eof => return Ok(None),

@@ -13,7 +13,7 @@ pub mod value;
 pub(crate) use csv::snippet;
 pub use csv::{
     BlockError, BlockInfo, COMMENT_NOTE, FieldMap, Reject, RowPolicy, parse_block,
-    parse_block_with, read_record,
+    parse_block_with, read_record, read_record_quoting,
 };
 
 pub use json::{JsonFormat, JsonShape, parse_json_block};
