@@ -441,6 +441,70 @@ struct Trial {
     firsts: Vec<(Vec<u8>, bool)>,
     /// Every record after the first ends with an empty field.
     trailing_empty: bool,
+    /// The first record's last field is empty (a delimiter after the
+    /// last name of a header one field long).
+    first_last_empty: bool,
+    /// Of the non-empty fields of the records after the first (up to
+    /// [`TYPED_RECORDS`]): how many, and how many are numbers, dates,
+    /// timestamps or booleans (see [`typed_cell`]). Of two dialects that
+    /// read every record alike, the one whose fields have types splits
+    /// at the right character (`May 25, 1993|1`: the pipe).
+    cells: usize,
+    typed: usize,
+    /// Of those fields, how many hold another candidate delimiter as no
+    /// text does (see [`dirty_cell`]).
+    dirty: usize,
+    /// Quotes read as quotes (+1: the dialect quotes, and the records
+    /// read hold its quote) or as text where they open a field (-1: the
+    /// dialect has none, and a field starts with the quote).
+    quote_use: i8,
+}
+
+/// Records whose fields a trial types (see [`Trial::typed`]).
+const TYPED_RECORDS: usize = 200;
+
+/// Whether a field of a reading at `delimiter` holds another candidate
+/// delimiter as text does not: a tab, a pipe not between spaces, a comma
+/// or semicolon not followed by a space (`Hanoi|Mar 24` read at the
+/// comma; but `Lima, Peru`, `a; b` and `x | y` are text).
+fn dirty_cell(v: &[u8], delimiter: u8) -> bool {
+    (0..v.len()).any(|i| {
+        let c = v[i];
+        if c == delimiter {
+            return false;
+        }
+        let next = v.get(i + 1).copied();
+        let prev = if i > 0 { Some(v[i - 1]) } else { None };
+        match c {
+            b'\t' => true,
+            b'|' => !(prev == Some(b' ') && next == Some(b' ')),
+            b',' | b';' => next != Some(b' ') && next.is_some(),
+            _ => false,
+        }
+    })
+}
+
+/// Whether a field is a number (also with a decimal comma, `1,5`), a
+/// date, a timestamp or a boolean.
+fn typed_cell(v: &[u8]) -> bool {
+    let t = value::trim(v);
+    let comma_decimal = || {
+        let body = t.strip_prefix(b"-").unwrap_or(t);
+        match memchr::memchr(b',', body) {
+            Some(i) => {
+                i > 0
+                    && i + 1 < body.len()
+                    && body[..i].iter().all(u8::is_ascii_digit)
+                    && body[i + 1..].iter().all(u8::is_ascii_digit)
+            }
+            None => false,
+        }
+    };
+    is_number(t)
+        || comma_decimal()
+        || value::parse_date(t, None).is_ok()
+        || value::parse_timestamp(t, None).is_ok()
+        || value::parse_bool(t).is_ok()
 }
 
 impl Trial {
@@ -483,7 +547,7 @@ impl Trial {
                 one.1 == 1
                     && rest.1 >= 2
                     && one.2 == first_line
-                    && (one.0 == n + 1
+                    && ((one.0 == n + 1 && self.first_last_empty)
                         || (one.0 + 1 == n
                             && short_header_evidence(&self.firsts, self.trailing_empty)))
                     && one.0 >= 1
@@ -532,13 +596,15 @@ fn short_header_evidence(firsts: &[(Vec<u8>, bool)], trailing_empty: bool) -> bo
         return true;
     }
     let mut last = i64::MIN;
-    let rising = firsts.iter().all(|(v, _)| match value::parse_i64(value::trim(v)) {
-        Ok(n) if n > last => {
-            last = n;
-            true
-        }
-        _ => false,
-    });
+    let rising = firsts
+        .iter()
+        .all(|(v, _)| match value::parse_i64(value::trim(v)) {
+            Ok(n) if n > last => {
+                last = n;
+                true
+            }
+            _ => false,
+        });
     if rising {
         return true;
     }
@@ -548,10 +614,79 @@ fn short_header_evidence(firsts: &[(Vec<u8>, bool)], trailing_empty: bool) -> bo
         && names.windows(2).all(|w| w[0] != w[1])
 }
 
+/// Why a record that `d` reads is surely not read as meant, if it is:
+/// with no quote, a field that `text_quote` opens and closes (`"Year"`:
+/// the data is quoted, whatever breaks the quoting), or a quoted span
+/// holding the delimiter (see [`splits_in_quotes`]); a tab inside an
+/// unquoted field of a delimiter other than tab (the file is split at
+/// the wrong character: `May 25, 1993<TAB>1` is no comma-separated
+/// `May 25` and ` 1993<TAB>1`); with a single space delimiter, an
+/// empty field (a run of spaces aligning columns). `rest`: the data
+/// from the record's start.
+fn suspect(
+    d: &Dialect,
+    fields: &[Vec<u8>],
+    rest: &[u8],
+    text_quote: Option<u8>,
+) -> Option<&'static str> {
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let in_quotes = |f: &Vec<u8>| {
+        let f = value::trim(f);
+        f.len() >= 2 && Some(f[0]) == text_quote && Some(f[f.len() - 1]) == text_quote
+    };
+    if d.quote.is_none() && fields.iter().any(in_quotes) {
+        return Some("a field in quotes");
+    }
+    if d.quote.is_none()
+        && text_quote.is_some_and(|q| match d.split {
+            Split::Delimiter => splits_in_quotes(line, d.delimiter, q),
+            Split::Whitespace => {
+                splits_in_quotes(line, b' ', q) || splits_in_quotes(line, b'\t', q)
+            }
+            Split::Line => false,
+        })
+    {
+        return Some("the delimiter inside a quoted field");
+    }
+    if d.split == Split::Delimiter
+        && d.delimiter != b'\t'
+        && fields.iter().any(|f| f.contains(&b'\t'))
+    {
+        let quoted = match read_record_quoting(rest, d, true) {
+            Ok(Some((_, q, _, _))) => q,
+            _ => Vec::new(),
+        };
+        let bare_tab = fields
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.contains(&b'\t') && !quoted.get(i).copied().unwrap_or(false));
+        if bare_tab {
+            return Some("a tab inside an unquoted field");
+        }
+    }
+    if (d.delimiter == b' ' || d.split == Split::Whitespace)
+        && d.split != Split::Line
+        && fields
+            .iter()
+            .any(|f| f.contains(&b'|') || f.contains(&b'\t'))
+    {
+        return Some("a pipe or a tab inside a field split at spaces");
+    }
+    if d.delimiter == b' ' && d.split == Split::Delimiter && fields.iter().any(Vec::is_empty) {
+        return Some(
+            "an empty field: columns aligned by runs of spaces are not read as one delimiter",
+        );
+    }
+    None
+}
+
 /// Whether the record at the start of `rest` starts with a quoted field.
 fn starts_quoted(rest: &[u8], d: &Dialect) -> bool {
     let skip = match d.split {
-        Split::Whitespace => rest.iter().take_while(|c| **c == b' ' || **c == b'\t').count(),
+        Split::Whitespace => rest
+            .iter()
+            .take_while(|c| **c == b' ' || **c == b'\t')
+            .count(),
         _ if d.trim_around_quotes => rest.iter().take_while(|c| **c == b' ').count(),
         _ => 0,
     };
@@ -666,48 +801,52 @@ fn trial(
         suspect: None,
         firsts: Vec::new(),
         trailing_empty: true,
-    };
-    // The quote that a dialect with none reads as text.
-    let in_quotes = |f: &Vec<u8>| {
-        let f = value::trim(f);
-        f.len() >= 2 && Some(f[0]) == text_quote && Some(f[f.len() - 1]) == text_quote
-    };
-    let suspect = |fields: &[Vec<u8>], line: &[u8]| {
-        let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
-        if d.quote.is_none() && fields.iter().any(in_quotes) {
-            Some("a field in quotes")
-        } else if d.quote.is_none()
-            && text_quote.is_some_and(|q| match d.split {
-                Split::Delimiter => splits_in_quotes(line, d.delimiter, q),
-                Split::Whitespace => {
-                    splits_in_quotes(line, b' ', q) || splits_in_quotes(line, b'\t', q)
-                }
-                Split::Line => false,
-            })
-        {
-            Some("the delimiter inside a quoted field")
-        } else if d.delimiter == b' '
-            && d.split == Split::Delimiter
-            && fields.iter().any(Vec::is_empty)
-        {
-            Some("an empty field: columns aligned by runs of spaces are not read as one delimiter")
-        } else {
-            None
-        }
+        first_last_empty: false,
+        cells: 0,
+        typed: 0,
+        dirty: 0,
+        quote_use: match d.quote {
+            Some(q) if memchr::memchr(q, &part.data).is_some() => 1,
+            _ => 0,
+        },
     };
     let mut first = true;
     walk(&part, d, skip, preamble, |at, r| {
         match r {
             Ok(fields) => {
+                if d.quote.is_none()
+                    && fields.iter().any(|f| {
+                        value::trim(f).first().copied() == text_quote && text_quote.is_some()
+                    })
+                {
+                    t.quote_use = -1;
+                }
                 if t.suspect.is_none()
-                    && let Some(why) = suspect(&fields, &part.data[at..])
+                    && let Some(why) = suspect(d, &fields, &part.data[at..], text_quote)
                 {
                     t.suspect = Some((place(at).0, why));
                 }
+                if first {
+                    t.first_last_empty = fields.last().is_some_and(|f| value::trim(f).is_empty());
+                }
                 if !std::mem::replace(&mut first, false) {
+                    if t.firsts.len() < TYPED_RECORDS {
+                        for f in &fields {
+                            let v = value::trim(f);
+                            if !v.is_empty() && !is_na_like(v) {
+                                t.cells += 1;
+                                if typed_cell(v) {
+                                    t.typed += 1;
+                                } else if d.split != Split::Line && dirty_cell(v, d.delimiter) {
+                                    t.dirty += 1;
+                                }
+                            }
+                        }
+                    }
                     t.trailing_empty &= fields.last().is_some_and(Vec::is_empty);
                     let quoted = starts_quoted(&part.data[at..], d);
-                    t.firsts.push((fields.first().cloned().unwrap_or_default(), quoted));
+                    t.firsts
+                        .push((fields.first().cloned().unwrap_or_default(), quoted));
                 }
                 match t.counts.iter_mut().find(|c| c.0 == fields.len()) {
                     Some(c) => c.1 += 1,
@@ -790,7 +929,12 @@ fn choose_dialect(
     want: Option<usize>,
     preamble: Option<u8>,
 ) -> std::result::Result<Dialect, Vec<Trial>> {
-    choose(s, o, want, preamble).map(|(d, _)| d)
+    choose(s, o, want, preamble)
+        .map(|(d, _)| d)
+        .map_err(|e| match e {
+            NoDialect::Trials(t) => t,
+            NoDialect::Ambiguous(_) => Vec::new(),
+        })
 }
 
 /// [`choose_dialect`], and whether every record (but perhaps a header
@@ -800,7 +944,7 @@ fn choose(
     o: &InferOptions,
     want: Option<usize>,
     preamble: Option<u8>,
-) -> std::result::Result<(Dialect, bool), Vec<Trial>> {
+) -> std::result::Result<(Dialect, bool), NoDialect> {
     let head = &s.data[..s.data.len().min(TRIAL_BYTES)];
     let delimiters = match o.delimiter {
         Some(d) => vec![d],
@@ -809,8 +953,11 @@ fn choose(
     let given = |d: &Dialect| {
         d.quote == o.dialect.quote && d.escape == o.dialect.escape && !d.trim_around_quotes
     };
-    let mut trials = Vec::new();
+    let mut trials: Vec<Trial> = Vec::new();
     let mut best: Option<(usize, f64)> = None;
+    // Candidates of the first pass that read every record alike (but
+    // perhaps a header one off): the index of each.
+    let mut alike: Vec<usize> = Vec::new();
     for pass in [false, true] {
         let space = pass && o.delimiter.is_none();
         let all_read = |best: Option<(usize, f64)>, trials: &[Trial]| {
@@ -819,7 +966,7 @@ fn choose(
         if pass && (all_read(best, &trials) || !space) {
             break;
         }
-        let tried: Vec<Dialect> = if space {
+        let mut tried: Vec<Dialect> = if space {
             space_candidates(o, head)
         } else {
             delimiters
@@ -827,9 +974,29 @@ fn choose(
                 .flat_map(|&delimiter| candidates(delimiter, o, head))
                 .collect()
         };
+        // Lines starting with `#` among the records: each candidate
+        // again with them as comments, after all without (which wins
+        // ties: `#ff0000,red` is data).
+        if !space && o.dialect.comment.is_none() && has_hash_line(head) {
+            let commented: Vec<Dialect> = tried
+                .iter()
+                .map(|d| Dialect {
+                    comment: Some(COMMENT),
+                    ..d.clone()
+                })
+                .collect();
+            tried.extend(commented);
+        }
         for d in tried {
             let t = trial(s, &d, o.skip, preamble, o.dialect.quote);
-            if t.reads(want, space || !given(&d)) {
+            // A space splits one line of words as well as a table: it
+            // needs two records alike at least.
+            // Nor may its fields hold another delimiter (`Silva;Mar`),
+            // and some must be numbers, dates or booleans: lines of
+            // words (`Ada Lovelace`) split as well.
+            if t.reads(want, space || !given(&d))
+                && (!space || (t.records() >= 2 && t.dirty == 0 && t.typed * 2 >= t.records() - 1))
+            {
                 let (_, k) = t.modal();
                 let score = k as f64 / t.records() as f64;
                 // Every record alike, then all but a header one off.
@@ -838,6 +1005,9 @@ fn choose(
                     (_, true) => 1.0 - 1e-6,
                     _ => score,
                 };
+                if !space && score >= 1.0 - 1e-6 {
+                    alike.push(trials.len());
+                }
                 if best.is_none_or(|(_, b)| score > b + 1e-9) {
                     best = Some((trials.len(), score));
                 }
@@ -845,13 +1015,80 @@ fn choose(
             trials.push(t);
         }
     }
+    // Of the dialects that read every record alike, the one whose fields
+    // are typed most often (the earliest, the given quoting and RFC
+    // 4180's comma first, on ties of one delimiter). Two delimiters tied
+    // are two readings of the file that nothing tells apart: refused.
+    if alike.len() > 1 {
+        let rate = |t: &Trial| {
+            let full = t.counts.len() == 1;
+            let r = (t.typed as f64 - t.dirty as f64) / t.cells.max(1) as f64;
+            ((t.dirty == 0, full, t.quote_use), r)
+        };
+        let top = alike
+            .iter()
+            .copied()
+            .max_by(|&a, &b| {
+                let (fa, ra) = rate(&trials[a]);
+                let (fb, rb) = rate(&trials[b]);
+                fa.cmp(&fb)
+                    .then(ra.partial_cmp(&rb).unwrap_or(std::cmp::Ordering::Equal))
+                    // The earlier wins ties.
+                    .then(b.cmp(&a))
+            })
+            .unwrap_or(alike[0]);
+        let (ft, rt) = rate(&trials[top]);
+        let rival = alike.iter().copied().find(|&i| {
+            let (f, r) = rate(&trials[i]);
+            i != top
+                && f == ft
+                && (r - rt).abs() < 1e-9
+                && (trials[i].dialect.delimiter != trials[top].dialect.delimiter
+                    || trials[i].dialect.split != trials[top].dialect.split)
+        });
+        if let Some(r) = rival {
+            let (a, b) = (&trials[top], &trials[r]);
+            let name = |t: &Trial| {
+                format!(
+                    "{} ({} fields a record)",
+                    delimiter_name(&t.dialect),
+                    t.modal().0
+                )
+            };
+            return Err(NoDialect::Ambiguous(format!(
+                "two delimiters split every record alike, and nothing in the data tells which is meant: {} and {}; give --delimiter",
+                name(a),
+                name(b)
+            )));
+        }
+        best = Some((top, 1.0));
+    }
     match best {
         Some((i, _)) => {
-            let consistent = trials[i].consistent();
+            // Fields holding another delimiter (`Sales by city, 2024` over
+            // `May 25, 1993|1`, read at the comma): alike, but perhaps
+            // only because notes above a table split so; notes are
+            // looked for, as when the records are not alike.
+            let consistent = trials[i].consistent() && trials[i].dirty == 0;
             Ok((trials.swap_remove(i).dialect, consistent))
         }
-        None => Err(trials),
+        None => Err(NoDialect::Trials(trials)),
     }
+}
+
+/// Whether a line of `data` starts with [`COMMENT`] (after spaces and
+/// tabs).
+fn has_hash_line(data: &[u8]) -> bool {
+    let starts = |line: &[u8]| line.iter().find(|&&b| b != b' ' && b != b'\t') == Some(&COMMENT);
+    data.split(|&b| b == b'\n').any(starts)
+}
+
+/// Why [`choose`] chose no dialect.
+enum NoDialect {
+    /// None reads the file: every trial.
+    Trials(Vec<Trial>),
+    /// Two read it alike, and nothing tells which is meant: why.
+    Ambiguous(String),
 }
 
 /// Why no dialect reads a file: each candidate tried and what broke it,
@@ -926,13 +1163,19 @@ pub fn sniff_delimiter(
             if !matches!(chosen, Ok((_, true)))
                 && !comments
                 && o.detect_notes
-                && let Some((notes, dialect)) = find_notes(s, o, columns)
+                && let Some((notes, dialect)) = find_notes(s, o, columns, true)
             {
                 return Ok(Sniffed {
                     dialect,
                     leading_comment: None,
                     skip: o.skip + notes,
                     notes,
+                });
+            }
+            if let Err(NoDialect::Ambiguous(why)) = &chosen {
+                return Err(Error::Input {
+                    path: input.display_name(),
+                    message: why.clone(),
                 });
             }
             let dialect = chosen.map(|(d, _)| d).unwrap_or_else(|_| Dialect {
@@ -1228,7 +1471,7 @@ fn header_call(
     let no_rows = rest_values.iter().all(Vec::is_empty);
     let all_quoted = first_quoted.len() == first.len() && first_quoted.iter().all(|&q| q);
     if first.len() >= 2 && value::trim(&first[0]).is_empty() {
-        if no_rows && (names_like(first, rest_values, 1) || all_quoted) {
+        if no_rows && all_quoted {
             return HeaderCall::Header;
         }
         if rest_values.first().is_some_and(|v| rising(v))
@@ -1236,13 +1479,23 @@ fn header_call(
         {
             return HeaderCall::Header;
         }
-        if rest.first().is_some_and(|c| c.pick() == DataType::Text)
+        if all_quoted
+            && rest.first().is_some_and(|c| c.pick() == DataType::Text)
             && text_row_names_header(first, rest_values)
         {
             return HeaderCall::Header;
         }
     }
+    // Quoted where no quote is needed (no delimiter, quote, line end or
+    // space at an end to protect), over values that are never quoted.
+    let needs_quotes = |v: &[u8]| {
+        v.iter()
+            .any(|&c| matches!(c, b',' | b'\t' | b'|' | b';' | b'"' | b'\n' | b'\r'))
+            || v.first() == Some(&b' ')
+            || v.last() == Some(&b' ')
+    };
     if all_quoted
+        && !first.iter().any(|v| needs_quotes(v))
         && rest_quoted
             .iter()
             .any(|&(quoted, bare)| quoted == 0 && bare > 0)
@@ -1295,16 +1548,55 @@ fn header_call(
             return HeaderCall::Data;
         }
     }
-    if first.is_empty() || !names_like(first, rest_values, 0) {
+    if first.is_empty() {
         return HeaderCall::Data;
     }
-    if no_rows || shape_differs(first, rest_values) {
+    if !names_like(first, rest_values, 0) {
+        // No names, and unlike the values below (`Sales by city, 2024`
+        // over words): a title, or a record?
+        if call.typed == 0 && shape_differs(first, rest_values) {
+            return HeaderCall::Unsure(
+                "its fields are no names, and unlike the values below them (a title?)".into(),
+            );
+        }
+        return HeaderCall::Data;
+    }
+    if no_rows {
+        return HeaderCall::Unsure(
+            "it is the only record, and a line of names is a line of words as well".into(),
+        );
+    }
+    if shape_differs(first, rest_values) {
         return HeaderCall::Header;
     }
     HeaderCall::Unsure(format!(
         "every column is text and its fields ({}) look like names, as the values below them may",
         show(&(0..first.len()).collect::<Vec<_>>())
     ))
+}
+
+/// Whether the first of `below` (the records after a file's first) is a
+/// header by the evidence of the records below it (see [`header_call`]).
+fn second_is_header(below: &[Vec<Vec<u8>>], ncols: usize, o: &InferOptions) -> bool {
+    let Some((second, rest)) = below.split_first() else {
+        return false;
+    };
+    let rest: Vec<&Vec<Vec<u8>>> = rest.iter().filter(|r| r.len() == ncols).collect();
+    if second.len() != ncols || rest.len() < 2 {
+        return false;
+    }
+    let mut cands = vec![Candidates::new(); ncols];
+    let mut values: Vec<Vec<&[u8]>> = vec![Vec::new(); ncols];
+    for r in &rest {
+        for (c, v) in r.iter().enumerate() {
+            let t = value::trim(v);
+            values[c].push(t);
+            if !t.is_empty() && v.as_slice() != o.null.as_slice() {
+                cands[c].see(v, o);
+            }
+        }
+    }
+    header_call(second, &[], &cands, &values, &[], o) == HeaderCall::Header
 }
 
 /// Integers rising from the first on (row numbers, unless rows were
@@ -1321,8 +1613,8 @@ fn rising(vals: &[&[u8]]) -> bool {
         })
 }
 
-/// The shape of a text value: which of upper case, lower case, digits,
-/// spaces and other characters it has.
+/// The shape of a text value: which of upper case, lower case, digits
+/// and spaces it has (punctuation says little: `Lovelace, Bob`).
 fn shape(v: &[u8]) -> u8 {
     v.iter().fold(0, |acc, &c| {
         acc | match c {
@@ -1330,18 +1622,27 @@ fn shape(v: &[u8]) -> u8 {
             b'a'..=b'z' => 2,
             b'0'..=b'9' => 4,
             b' ' => 8,
-            _ => 16,
+            _ => 0,
         }
     })
 }
 
-/// Whether some column has at least two values below, none of them of the
-/// shape (see [`shape`]) of the first record's field over it.
+/// Whether some column has at least two values below whose shapes (see
+/// [`shape`]) the first record's field over it does not share: every
+/// value has upper case, lower case, digits or spaces and the field has
+/// none, or the field has them and no value has (`name` over `Ada
+/// Lovelace` and `Bob Jones`).
 fn shape_differs(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>]) -> bool {
     first.iter().zip(rest_values).any(|(name, vals)| {
-        let vals: Vec<&&[u8]> = vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)).collect();
+        let vals: Vec<u8> = vals
+            .iter()
+            .filter(|v| !v.is_empty() && !is_na_like(v))
+            .map(|v| shape(v))
+            .collect();
         let s = shape(value::trim(name));
-        vals.len() >= 2 && vals.iter().all(|v| shape(v) != s)
+        let all = vals.iter().fold(0xff, |a, &v| a & v);
+        let any = vals.iter().fold(0, |a, &v| a | v);
+        vals.len() >= 2 && ((all & !s) != 0 || (s & !any) != 0)
     })
 }
 
@@ -1388,9 +1689,14 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
         };
         // A number over numbers of another kind (`1.5` over integers)
         // is a value still.
-        let number_like = matches!(ty, DataType::BigInt | DataType::Decimal { .. } | DataType::Double)
-            && is_number(t);
-        let (names, values) = if ty == DataType::Boolean {
+        let number_like = matches!(
+            ty,
+            DataType::BigInt | DataType::Decimal { .. } | DataType::Double
+        ) && is_number(t);
+        // Over `y`/`n`, a short word (`x`) is weak evidence; a longer
+        // one (`Sales by city`) is not.
+        let weak = ty == DataType::Boolean && t.len() <= 5 && !t.contains(&b' ');
+        let (names, values) = if weak {
             (&mut out.weak_names, &mut out.weak_values)
         } else {
             (&mut out.names, &mut out.values)
@@ -1515,7 +1821,12 @@ fn fit_header(
 /// follow; lines of words just above the header that split alike are
 /// notes too. Returns the lines of notes
 /// (after `o.skip`) and the dialect.
-fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64, Dialect)> {
+fn find_notes(
+    s: &Sample,
+    o: &InferOptions,
+    want: Option<usize>,
+    spaces: bool,
+) -> Option<(u64, Dialect)> {
     if !s.start {
         return None;
     }
@@ -1529,10 +1840,14 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
         None => DELIMITERS
             .iter()
             .flat_map(|&d| candidates(d, o, data))
-            .chain(space_candidates(o, data))
+            .chain(if spaces {
+                space_candidates(o, data)
+            } else {
+                Vec::new()
+            })
             .collect(),
     };
-    let mut best: Option<(usize, u64, Dialect)> = None;
+    let mut best: Option<((bool, usize), u64, Dialect)> = None;
     for d in tried.into_iter().filter(|d| d.split != Split::Line) {
         let recs = line_records(data, &d);
         let Some(n) = recs.last().map(|r| r.1.len()) else {
@@ -1550,6 +1865,27 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
         // reads empty fields: runs of whitespace read them.
         let single_space = d.delimiter == b' ' && d.split == Split::Delimiter;
         if single_space && recs[run..].iter().any(|r| r.1.iter().any(Vec::is_empty)) {
+            continue;
+        }
+        // Split at spaces, a table has numbers, dates or booleans (lines
+        // of words split as well).
+        if d.delimiter == b' ' || d.split == Split::Whitespace {
+            let typed: usize = recs[run..]
+                .iter()
+                .map(|r| r.1.iter().filter(|v| typed_cell(v)).count())
+                .sum();
+            if typed * 2 < recs.len() - run {
+                continue;
+            }
+        }
+        // A record of the table the dialect surely misreads, or a field
+        // holding another delimiter.
+        if recs[run..].iter().any(|r| {
+            suspect(&d, &r.1, &data[r.2..], o.dialect.quote).is_some()
+                || r.1
+                    .iter()
+                    .any(|v| !typed_cell(v) && dirty_cell(v, d.delimiter))
+        }) {
             continue;
         }
         // The columns of numbers, by the lower half of the run.
@@ -1587,7 +1923,17 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
             let names = h
                 .iter()
                 .all(|v| !value::trim(v).is_empty() && !is_number(value::trim(v)));
-            let short = h.len() + 1 == n && names;
+            let firsts: Vec<(Vec<u8>, bool)> = recs[b..]
+                .iter()
+                .map(|r| {
+                    let first = r.1.first().cloned().unwrap_or_default();
+                    (first, starts_quoted(&data[r.2..], &d))
+                })
+                .collect();
+            let trailing = recs[b..]
+                .iter()
+                .all(|r| r.1.last().is_some_and(Vec::is_empty));
+            let short = h.len() + 1 == n && names && short_header_evidence(&firsts, trailing);
             let long = h.len() == n + 1
                 && h.last().is_some_and(|v| value::trim(v).is_empty())
                 && h[..n].iter().all(|v| !is_number(value::trim(v)));
@@ -1616,8 +1962,13 @@ fn find_notes(s: &Sample, o: &InferOptions, want: Option<usize>) -> Option<(u64,
         if broken {
             continue;
         }
-        // The most records, the header included.
-        let table = recs.len() - b;
+        // A delimiter before spaces (a TSV's note splits at its spaces
+        // like the fields that hold spaces), then the most records, the
+        // header included.
+        let table = (
+            d.delimiter != b' ' && d.split != Split::Whitespace,
+            recs.len() - b,
+        );
         if best.as_ref().is_none_or(|(r, _, _)| table > *r) {
             best = Some((table, recs[b].0, d));
         }
@@ -1640,7 +1991,7 @@ const MIN_TABLE: usize = 2;
 /// first line (0-based) and its fields, none for a line that cannot be
 /// read (the reading goes on at the next line). Blank lines, lines of
 /// only spaces and comment lines are not records.
-fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>)> {
+fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>, usize)> {
     let mut out = Vec::new();
     let (mut at, mut line) = (0usize, 0u64);
     while at < data.len() && out.len() < TRIAL_RECORDS {
@@ -1654,12 +2005,12 @@ fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>)> {
         if !blank {
             match read_record(rest, d, true) {
                 Ok(Some((fields, used, newlines))) if used > 0 => {
-                    out.push((line, fields));
+                    out.push((line, fields, at));
                     at += used;
                     line += newlines;
                     continue;
                 }
-                _ => out.push((line, Vec::new())),
+                _ => out.push((line, Vec::new(), at)),
             }
         }
         match memchr::memchr(b'\n', rest) {
@@ -1727,6 +2078,36 @@ fn as_lines(d: Dialect) -> Dialect {
     }
 }
 
+/// Why lines that split in no one way are not read as lines, if a table
+/// ends them: of the delimiters (with the given quoting), one splits the
+/// last records of the first sample (at least [`MIN_TABLE`]) into the
+/// same number of fields, two or more, that lines above do not all
+/// lack (else [`find_notes`] had taken them for notes).
+fn table_at_end(s: &Sample, o: &InferOptions) -> Option<String> {
+    if !s.start || !s.whole {
+        return None;
+    }
+    let data = after_skip(&s.data, o.skip)?;
+    for d in DELIMITERS
+        .iter()
+        .flat_map(|&delim| candidates(delim, o, data))
+    {
+        let recs = line_records(data, &d);
+        let Some(n) = recs.last().map(|r| r.1.len()) else {
+            continue;
+        };
+        let run = recs.iter().rev().take_while(|r| r.1.len() == n).count();
+        if n >= 2 && run >= MIN_TABLE && run < recs.len() {
+            let at = recs[recs.len() - run].0 + o.skip + 1;
+            return Some(format!(
+                "lines above a table: the last {run} records split into {n} fields at the {} from line {at} on, and a line above splits like them too (a note, or the header?); give --skip N for the lines above the table, or --delimiter none to read each line as one field",
+                delimiter_name(&d)
+            ));
+        }
+    }
+    None
+}
+
 /// Whether the first record of `s` read with `d` has fewer fields than
 /// most records, and those are not all in one run at the end (a title
 /// above a table too short to tell notes by: its load fails, naming
@@ -1758,6 +2139,83 @@ fn splits_unevenly(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> 
         .max_by_key(|&&(n, k)| (k, n))
         .map_or(0, |c| c.0);
     modal <= 1 && counts.len() > 1
+}
+
+/// Why the records below the first are not one table, if a line among
+/// them splits like the records but is surely not one of them, which no
+/// guess may decide: a line starting with `#` whose values are not of
+/// the types of the records that do not (a comment holding the
+/// delimiter: `--comment '#'`, or data: `--types`), or a second record
+/// that is not of the types of those below it, as the first is not (two
+/// lines of names, or a title and a header, over the data: `--skip`).
+/// `below`: the records after the first, `hash`: which of them start
+/// with `#`.
+fn misfit_below(
+    first: Option<&Vec<Vec<u8>>>,
+    below: &[Vec<Vec<u8>>],
+    hash: &[bool],
+    d: &Dialect,
+    ncols: usize,
+    o: &InferOptions,
+) -> Option<String> {
+    let types_of = |rows: &mut dyn Iterator<Item = &Vec<Vec<u8>>>| {
+        let mut cands = vec![Candidates::new(); ncols];
+        for r in rows.filter(|r| r.len() == ncols) {
+            for (c, v) in cands.iter_mut().zip(r) {
+                let t = value::trim(v);
+                if !t.is_empty() && !is_na_like(t) && v.as_slice() != o.null.as_slice() {
+                    c.see(v, o);
+                }
+            }
+        }
+        cands
+    };
+    let misfits = |cands: &[Candidates], r: &[Vec<u8>]| {
+        r.len() == ncols
+            && cands.iter().zip(r).any(|(c, v)| {
+                let t = value::trim(v);
+                let ty = c.pick();
+                if ty == DataType::Text || t.is_empty() || is_na_like(t) {
+                    return false;
+                }
+                let mut one = Candidates::new();
+                one.see(v, o);
+                let mut both = c.clone();
+                both.merge(&one);
+                both.pick() != ty
+            })
+    };
+    if d.comment.is_none() && hash.iter().any(|&h| h) {
+        let cands = types_of(&mut below.iter().zip(hash).filter(|(_, h)| !**h).map(|(r, _)| r));
+        let line = |i: usize| String::from_utf8_lossy(&below[i].join(&d.delimiter)).into_owned();
+        if let Some(i) = (0..below.len()).find(|&i| hash[i] && misfits(&cands, &below[i])) {
+            return Some(format!(
+                "the record {:?} starts with '#' and splits like the records, but its values are not of their types: give --comment '#' if such lines are comments, or --schema to read them as data",
+                line(i)
+            ));
+        }
+        // A few such lines among records that do not start so, and no
+        // type to tell: comments holding the delimiter, or data?
+        let alike: Vec<usize> = (0..below.len())
+            .filter(|&i| hash[i] && below[i].len() == ncols)
+            .collect();
+        if !alike.is_empty() && alike.len() * 2 < below.len() {
+            return Some(format!(
+                "the record {:?} starts with '#' and splits like the records: give --comment '#' if such lines are comments, or --schema to read them as data",
+                line(alike[0])
+            ));
+        }
+    }
+    if below.len() >= 2 && !hash.first().copied().unwrap_or(false) {
+        // The types of the lower half of the records.
+        let cands = types_of(&mut below[(below.len() / 2).max(1)..].iter());
+        if misfits(&cands, &below[0]) && first.is_some_and(|f| misfits(&cands, f)) {
+            return Some(
+                "its second record, like its first, is not of the types of the records below (two lines of names, or a title over a header?): give --skip N for the lines above the header, and --header or --no-header".into(),
+            );
+        }
+    }
+    None
 }
 
 /// Infers how to read `inputs` and what table they make.
@@ -1808,11 +2266,16 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         if d.comment.is_none() && comments_among(first, d, o.skip, leading_comment));
     // Notes above the table: when no dialect reads every record alike,
     // but one reads all from some line on.
+    // A table at another delimiter under notes comes before records
+    // alike only when split at spaces (a TSV's note and fields hold
+    // spaces too).
+    let at_spaces = o.delimiter.is_none()
+        && matches!(&chosen, Ok((d, _)) if d.delimiter == b' ' || d.split == Split::Whitespace);
     let mut with_notes = None;
-    if !matches!(chosen, Ok((_, true)))
+    if (!matches!(chosen, Ok((_, true))) || at_spaces)
         && !comments
         && o.detect_notes
-        && let Some((notes, d)) = find_notes(first, o, None)
+        && let Some((notes, d)) = find_notes(first, o, None, !at_spaces)
     {
         let o = InferOptions {
             skip: o.skip + notes,
@@ -1835,6 +2298,12 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
                 && with_notes.is_none()
                 && starts_short(first, &d, o.skip, leading_comment) =>
         {
+            if let Some(why) = table_at_end(first, o) {
+                return Err(Error::Input {
+                    path: inputs[first_file].display_name(),
+                    message: why,
+                });
+            }
             (as_lines(d), Vec::new())
         }
         // Lines starting with `#` among the records, and only they split
@@ -1849,9 +2318,15 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             (d, Vec::new())
         }
         Ok((d, _)) => (d, Vec::new()),
+        Err(NoDialect::Ambiguous(why)) => {
+            return Err(Error::Input {
+                path: inputs[first_file].display_name(),
+                message: why,
+            });
+        }
         // None reads every record: the given quoting, and the load says
         // where a record breaks it.
-        Err(trials) => {
+        Err(NoDialect::Trials(trials)) => {
             let delimiter = o
                 .delimiter
                 .unwrap_or_else(|| sniff(first, o, None, leading_comment));
@@ -1863,7 +2338,15 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             // output, prose): each line one field, rather than a table
             // of one column that a later line breaks.
             let d = match o.delimiter {
-                None if splits_unevenly(first, &d, o.skip, leading_comment) => as_lines(d),
+                None if splits_unevenly(first, &d, o.skip, leading_comment) => {
+                    if let Some(why) = table_at_end(first, o) {
+                        return Err(Error::Input {
+                            path: inputs[first_file].display_name(),
+                            message: why,
+                        });
+                    }
+                    as_lines(d)
+                }
                 _ => d,
             };
             (d, trials)
@@ -1881,6 +2364,8 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     // below, how many were and were not in each column.
     let mut first_quoted: Vec<bool> = Vec::new();
     let mut first_line = 1;
+    // Which records below the first start with `#`.
+    let mut below_hash: Vec<bool> = Vec::new();
     let mut below_quoted: Vec<(usize, usize)> = Vec::new();
     walk(first, &d, o.skip, leading_comment, |at, r| {
         let Ok(fields) = r else { return true };
@@ -1892,6 +2377,12 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             first_quoted = quoting();
             first_line = memchr::memchr_iter(b'\n', &first.data[..at]).count() as u64 + 1;
         } else if below.len() < 1000 {
+            let rest = &first.data[at..];
+            let indent = rest
+                .iter()
+                .take_while(|&&b| b == b' ' || b == b'\t')
+                .count();
+            below_hash.push(rest.get(indent) == Some(&COMMENT));
             let quoted = starts_quoted(&first.data[at..], &d);
             below_firsts.push((fields.first().cloned().unwrap_or_default(), quoted));
             for (c, (q, v)) in quoting().into_iter().zip(&fields).enumerate() {
@@ -1992,8 +2483,6 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     let header = match o.header {
         Header::Yes => true,
         Header::No => false,
-        // Lines of text, not a table: the first is one of them.
-        Header::Auto if d.split == Split::Line => false,
         Header::Auto => {
             let rest_values: Vec<Vec<&[u8]>> = (0..ncols)
                 .map(|c| {
@@ -2022,6 +2511,17 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             };
             match call {
                 HeaderCall::Header => true,
+                // Data, unless the second record is a header by the
+                // evidence of the records below it: then the first is a
+                // note above it, or a header over a header.
+                HeaderCall::Data if second_is_header(&below, ncols, o) => {
+                    return Err(Error::Input {
+                        path: inputs[first_file].display_name(),
+                        message: format!(
+                            "the record after line {first_line} looks like a header over the records below it, and line {first_line} is above it (a title?); give --skip N for the lines above the header, and --header"
+                        ),
+                    });
+                }
                 HeaderCall::Data => false,
                 HeaderCall::Unsure(why) => {
                     return Err(Error::Input {
@@ -2034,6 +2534,15 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             }
         }
     };
+    let refuse = |message: String| Error::Input {
+        path: inputs[first_file].display_name(),
+        message,
+    };
+    if d.split != Split::Line {
+        if let Some(why) = misfit_below(first_rec.as_ref(), &below, &below_hash, &d, ncols, o) {
+            return Err(refuse(why));
+        }
+    }
     let fill_missing = header && short_rows;
     let (cands, records_sampled) = if header {
         (rest, n_rest)
@@ -2283,14 +2792,16 @@ mod tests {
         assert!(first_is_header(b"id,name\n1,ada\n"));
         assert!(first_is_data(b"1,ada\n2,bob\n"));
         // Text under text: names by shape only.
-        assert!(first_is_header(b"name,city\nAda Lovelace,Paris\nBob,Rome\n"));
+        assert!(first_is_header(
+            b"name,city\nAda Lovelace,Paris\nBob,Rome\n"
+        ));
         assert!(matches!(
             call(b"name,city\nada,paris\n"),
             HeaderCall::Unsure(_)
         ));
         assert!(first_is_data(b"ada,paris\nbob,rome\nada,paris\n"));
-        // Only a header: an export with no rows.
-        assert!(first_is_header(b"id,name\n"));
+        // One line of words alone: names, or one row?
+        assert!(matches!(call(b"id,name\n"), HeaderCall::Unsure(_)));
         // R's write.csv: an empty name over the row numbers.
         assert!(first_is_header(
             b"\"\",\"x\",\"y\"\n\"1\",\"a\",\"b\"\n\"2\",\"c\",\"d\"\n"
@@ -2298,14 +2809,19 @@ mod tests {
         assert!(first_is_header(b"\"\",\"x\",\"y\"\n\"1\",2,3\n"));
         // ... alone, and over numbers with numbers for names.
         assert!(first_is_header(b"\"\",\"friends\",\"advice\"\n"));
-        assert!(first_is_header(b"\"\",\"1\",\"2\",\"3\"\n\"1\",50,19,26\n\"2\",40,18,20\n"));
+        assert!(first_is_header(
+            b"\"\",\"1\",\"2\",\"3\"\n\"1\",50,19,26\n\"2\",40,18,20\n"
+        ));
         // An empty first field over integers that are no row numbers.
         assert!(first_is_data(b",ada,paris\n3,bob,rome\n1,eve,oslo\n"));
         assert!(first_is_data(b",x,y\n1,a,b\n,c,d\n"));
         // A number that fits outweighs a word over y/n.
         assert!(first_is_data(b"1,x\n2,y\n3,n\n4,y\n"));
         // A word over numbers beside a number over numbers: refused.
-        assert!(matches!(call(b"id,2019\n1,5\n2,6\n"), HeaderCall::Unsure(_)));
+        assert!(matches!(
+            call(b"id,2019\n1,5\n2,6\n"),
+            HeaderCall::Unsure(_)
+        ));
     }
 
     #[test]

@@ -4,6 +4,7 @@ mod agg_paths;
 mod common;
 mod conformance;
 mod convert;
+mod dialect_guesses;
 mod dictionaries;
 mod differential;
 mod json;
