@@ -1019,7 +1019,9 @@ fn choose(
     // are typed most often (the earliest, the given quoting and RFC
     // 4180's comma first, on ties of one delimiter). Two delimiters tied
     // are two readings of the file that nothing tells apart: refused.
-    if alike.len() > 1 {
+    // (Unless a split at spaces reads every record alike where these
+    // read all but a header one off.)
+    if alike.len() > 1 && best.is_some_and(|(i, _)| alike.contains(&i)) {
         let rate = |t: &Trial| {
             let full = t.counts.len() == 1;
             let r = (t.typed as f64 - t.dirty as f64) / t.cells.max(1) as f64;
@@ -1527,7 +1529,25 @@ fn header_call(
     };
     match (call.names.is_empty(), call.values.is_empty()) {
         (false, true) => return HeaderCall::Header,
-        (true, false) => return HeaderCall::Data,
+        (true, false) => {
+            // Values of the typed columns' types, but text unlike the
+            // text below (`Sales by city, 2024` over `Hanoi,1`): a title?
+            let text: Vec<usize> = (0..first.len())
+                .filter(|&c| rest.get(c).is_some_and(|r| r.pick() == DataType::Text))
+                .collect();
+            let firsts: Vec<Vec<u8>> = text.iter().map(|&c| first[c].clone()).collect();
+            let below: Vec<Vec<&[u8]>> = text
+                .iter()
+                .map(|&c| rest_values.get(c).cloned().unwrap_or_default())
+                .collect();
+            if shape_differs(&firsts, &below) {
+                return HeaderCall::Unsure(format!(
+                    "its {} of the type of the values below, but its text unlike theirs (a title?)",
+                    show(&call.values)
+                ));
+            }
+            return HeaderCall::Data;
+        }
         (false, false) => {
             return HeaderCall::Unsure(format!(
                 "its {} where the values below are of another type (a header), but its {} of the type of the values below (data)",
@@ -1910,9 +1930,20 @@ fn find_notes(
                 num && !v.is_empty() && !is_na_like(v) && !is_number(v)
             })
         };
-        // Two lines of words where the table has numbers (`<1960 Q1>`
-        // over `a b`): which is the header is not for a guess.
-        if b + 1 < recs.len() && heads(&recs[b].1) && heads(&recs[b + 1].1) {
+        // Names (see [`names_like`]): a header's fields.
+        let names = |r: &[Vec<u8>]| !r.is_empty() && names_like(r, &[], 0);
+        // Two lines of words where the table has numbers: the upper is
+        // a note when it has no names and the lower has (`<1960 Q1>`
+        // over `y x`); else which is the header is not for a guess.
+        let mut names_over_words = false;
+        while b + 1 < recs.len() && heads(&recs[b].1) && heads(&recs[b + 1].1) {
+            if names(&recs[b].1) {
+                names_over_words = true;
+                break;
+            }
+            b += 1;
+        }
+        if names_over_words {
             continue;
         }
         let rows = recs.len() - b - usize::from(heads(&recs[b].1));
@@ -1944,11 +1975,17 @@ fn find_notes(
         if b == 0 || rows < MIN_TABLE || recs[b].0 > MAX_NOTES {
             continue;
         }
-        // No line that splits like the records is dropped: one above
-        // the table may be a record or its header (`x,y,z` over `# c`
-        // over numbers), and which it is is not for a guess. Nor is a
-        // line of numbers below one that splits like a header.
-        if recs[..b].iter().any(|r| r.1.len() == n) {
+        // No line that splits like the records and could be one of them
+        // or their header is dropped: numbers where the table has them
+        // (a record), or names (`x,y,z` over `# c` over numbers), or
+        // any line of the table's count where it has no numbers to
+        // tell. Words where the table has numbers, no names, are notes
+        // (`in billions, 1960Q1-1961Q4;` over `invest income cons`).
+        let any_numeric = numeric.iter().any(|&x| x);
+        if recs[..b]
+            .iter()
+            .any(|r| r.1.len() == n && (!any_numeric || !heads(&r.1) || names(&r.1)))
+        {
             continue;
         }
         let numbers = |r: &[Vec<u8>]| {
@@ -2175,14 +2212,21 @@ fn misfit_below(
             && cands.iter().zip(r).any(|(c, v)| {
                 let t = value::trim(v);
                 let ty = c.pick();
-                if ty == DataType::Text || t.is_empty() || is_na_like(t) {
+                // A word that makes a typed column text (not `02134`
+                // among integers, nor `5.5` among them).
+                if ty == DataType::Text
+                    || ty == DataType::Boolean
+                    || t.is_empty()
+                    || is_na_like(t)
+                    || !t.iter().any(u8::is_ascii_alphabetic)
+                {
                     return false;
                 }
                 let mut one = Candidates::new();
                 one.see(v, o);
                 let mut both = c.clone();
                 both.merge(&one);
-                both.pick() != ty
+                both.pick() == DataType::Text
             })
     };
     if d.comment.is_none() && hash.iter().any(|&h| h) {
@@ -2206,9 +2250,10 @@ fn misfit_below(
             ));
         }
     }
-    if below.len() >= 2 && !hash.first().copied().unwrap_or(false) {
+    let lower = &below[(below.len() / 2).max(1).min(below.len())..];
+    if lower.len() >= 2 && !hash.first().copied().unwrap_or(false) {
         // The types of the lower half of the records.
-        let cands = types_of(&mut below[(below.len() / 2).max(1)..].iter());
+        let cands = types_of(&mut lower.iter());
         if misfits(&cands, &below[0]) && first.is_some_and(|f| misfits(&cands, f)) {
             return Some(
                 "its second record, like its first, is not of the types of the records below (two lines of names, or a title over a header?): give --skip N for the lines above the header, and --header or --no-header".into(),
