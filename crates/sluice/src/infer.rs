@@ -929,7 +929,7 @@ fn choose_dialect(
     want: Option<usize>,
     preamble: Option<u8>,
 ) -> std::result::Result<Dialect, Vec<Trial>> {
-    choose(s, o, want, preamble)
+    choose(s, o, want, preamble, false)
         .map(|(d, _)| d)
         .map_err(|e| match e {
             NoDialect::Trials(t) => t,
@@ -944,6 +944,7 @@ fn choose(
     o: &InferOptions,
     want: Option<usize>,
     preamble: Option<u8>,
+    comments: bool,
 ) -> std::result::Result<(Dialect, bool), NoDialect> {
     let head = &s.data[..s.data.len().min(TRIAL_BYTES)];
     let delimiters = match o.delimiter {
@@ -977,7 +978,7 @@ fn choose(
         // Lines starting with `#` among the records: each candidate
         // again with them as comments, after all without (which wins
         // ties: `#ff0000,red` is data).
-        if !space && o.dialect.comment.is_none() && has_hash_line(head) {
+        if comments && !space && o.dialect.comment.is_none() && has_hash_line(head) {
             let commented: Vec<Dialect> = tried
                 .iter()
                 .map(|d| Dialect {
@@ -994,8 +995,19 @@ fn choose(
             // Nor may its fields hold another delimiter (`Silva;Mar`),
             // and some must be numbers, dates or booleans: lines of
             // words (`Ada Lovelace`) split as well.
+            // Nor when the records whole (one field each) are typed as
+            // often as its fields: `2020-12-30 01:25:58` is one value.
+            let rate = |t: &Trial| t.typed as f64 / t.cells.max(1) as f64;
+            let one_field = trials
+                .first()
+                .filter(|f| f.modal().0 == 1 && f.dialect.delimiter == b',')
+                .map_or(0.0, rate);
             if t.reads(want, space || !given(&d))
-                && (!space || (t.records() >= 2 && t.dirty == 0 && t.typed * 2 >= t.records() - 1))
+                && (!space
+                    || (t.records() >= 2
+                        && t.dirty == 0
+                        && t.typed * 2 >= t.records() - 1
+                        && rate(&t) > one_field))
             {
                 let (_, k) = t.modal();
                 let score = k as f64 / t.records() as f64;
@@ -1159,7 +1171,7 @@ pub fn sniff_delimiter(
         let (samples, _) = samples_of(input, &small, &mut 0)?;
         if let Some(s) = samples.first().filter(|s| !s.data.is_empty()) {
             let preamble = leading_comment(s, o);
-            let chosen = choose(s, o, columns, preamble);
+            let chosen = choose(s, o, columns, preamble, false);
             let comments = matches!(&chosen, Ok((d, false))
                 if d.comment.is_none() && comments_among(s, d, o.skip, preamble));
             if !matches!(chosen, Ok((_, true)))
@@ -1186,13 +1198,6 @@ pub fn sniff_delimiter(
                     .unwrap_or_else(|| sniff(s, o, columns, preamble)),
                 ..o.dialect.clone()
             });
-            let dialect = match comments {
-                true => Dialect {
-                    comment: Some(COMMENT),
-                    ..dialect
-                },
-                false => dialect,
-            };
             return Ok(Sniffed {
                 dialect,
                 leading_comment: preamble,
@@ -1520,6 +1525,28 @@ fn header_call(
             })
             .collect();
         call = type_votes(first, &na_free, o);
+    }
+    if call.typed == 0 {
+        // Numbers that no type holds as written (`0.1234567890123456789`)
+        // are numbers still: a word over them is a name.
+        for (c, vals) in rest_values.iter().enumerate() {
+            let mut vals = vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)).peekable();
+            if vals.peek().is_none() || !vals.all(|v| is_number(v)) {
+                continue;
+            }
+            let Some(t) = first.get(c).map(|f| value::trim(f)) else {
+                continue;
+            };
+            if t.is_empty() || is_na_like(t) {
+                continue;
+            }
+            call.typed += 1;
+            if is_number(t) {
+                call.values.push(c);
+            } else {
+                call.names.push(c);
+            }
+        }
     }
     let show = |cols: &[usize]| {
         cols.iter()
@@ -1894,7 +1921,21 @@ fn find_notes(
                 .iter()
                 .map(|r| r.1.iter().filter(|v| typed_cell(v)).count())
                 .sum();
+            let cells: usize = recs[run..].iter().map(|r| r.1.len()).sum();
             if typed * 2 < recs.len() - run {
+                continue;
+            }
+            // Nor when its lines whole are typed as often: one column of
+            // values that hold a space (`2020-12-30 01:25:58`).
+            let whole = recs[run..]
+                .iter()
+                .filter(|r| {
+                    let line = &data[r.2..];
+                    let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
+                    typed_cell(line)
+                })
+                .count();
+            if whole * cells >= typed * (recs.len() - run) {
                 continue;
             }
         }
@@ -2304,7 +2345,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     };
     let (first_file, first) = (*first_file, &first[0]);
     let mut leading_comment = leading_comment(first, o);
-    let mut chosen = choose(first, o, None, leading_comment);
+    let mut chosen = choose(first, o, None, leading_comment, true);
     // Lines starting with `#` among the records, and only they split
     // otherwise, are comments, not notes above a table.
     let comments = matches!(&chosen, Ok((d, false))
@@ -2326,7 +2367,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             skip: o.skip + notes,
             ..o.clone()
         };
-        chosen = match choose(first, &o, None, None) {
+        chosen = match choose(first, &o, None, None, true) {
             Ok((d, true)) => Ok((d, true)),
             _ => Ok((d, true)),
         };
@@ -2411,9 +2452,14 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     let mut first_line = 1;
     // Which records below the first start with `#`.
     let mut below_hash: Vec<bool> = Vec::new();
+    // A record the dialect cannot read (the load will say where).
+    let mut unreadable = false;
     let mut below_quoted: Vec<(usize, usize)> = Vec::new();
     walk(first, &d, o.skip, leading_comment, |at, r| {
-        let Ok(fields) = r else { return true };
+        let Ok(fields) = r else {
+            unreadable = true;
+            return true;
+        };
         let quoting = || match read_record_quoting(&first.data[at..], &d, true) {
             Ok(Some((_, q, _, _))) => q,
             _ => Vec::new(),
@@ -2568,6 +2614,9 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
                     });
                 }
                 HeaderCall::Data => false,
+                // Only records that cannot be read below: the load fails
+                // there, and says why, whatever the first line is.
+                HeaderCall::Unsure(_) if unreadable && below.is_empty() => true,
                 HeaderCall::Unsure(why) => {
                     return Err(Error::Input {
                         path: inputs[first_file].display_name(),

@@ -78,6 +78,11 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
             ("latin1.csv", "both refused"),
             // A short and a long record: sluice stops at the first.
             ("ragged.csv", "sluice refused"),
+            // RDB: a line of types (`N`) under the header, words where
+            // the data has numbers: two lines of names over the data,
+            // and which is the header is not guessed (DuckDB reads `N`
+            // as a row, its columns text).
+            ("rdb_types_line.rdb", "sluice refused"),
             // UTF-16: sluice reads it by its byte order mark; DuckDB refuses.
             ("utf16le.csv", "duckdb refused"),
         ],

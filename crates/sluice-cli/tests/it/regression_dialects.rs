@@ -100,7 +100,7 @@ fn inference_failure_names_each_dialect_and_line() {
         "error: inferring the schema: bad.csv: no records to infer a schema from: no dialect reads its first records (tried \
          comma, tab, pipe, semicolon, space, whitespace with quote '\"': line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
          comma, tab, pipe, semicolon with quote '\"', spaces around quoted fields trimmed: line 1, column 4: unexpected 'b' after a closing quote (expected a delimiter or the end of the line); \
-         comma with quote none: 2 fields on line 1, 3 on line 2; \
+         comma with quote none: line 2: the delimiter inside a quoted field; \
          tab, pipe, semicolon, space, whitespace with quote none: one field per record); \
          give --delimiter, --quote or --schema\n"
     );

@@ -34,9 +34,16 @@ fn empty_file_with_a_schema_is_zero_rows() {
         ok(&t.0, &["info"]).lines().next(),
         Some("t: 0 rows, 0 B on disk, 0 segments")
     );
-    // A header and no rows is 0 rows too, the table's names from it.
+    // A header and no rows is 0 rows too, the table's names from it;
+    // one line of words alone is refused (a header, or a row?) unless
+    // --header says (or R's quoted header with an empty first name).
     t.write("header.csv", b"id,name\n");
-    let out = ok(&t.0, &["load", "u", "header.csv"]);
+    let e = fails(&t.0, &["load", "u", "header.csv"]);
+    assert!(
+        e.contains("cannot tell whether line 1 is a header") && e.contains("--header"),
+        "{e}"
+    );
+    let out = ok(&t.0, &["load", "--header", "u", "header.csv"]);
     assert!(
         out.contains("loaded 0 rows (8 B) from 1 file into u in "),
         "{out}"

@@ -2,7 +2,7 @@
 //! blank lines before a header, R's `write.csv` header, comment lines
 //! above the data, blank lines in one-column files.
 
-use crate::{Tmp, ok, sluice};
+use crate::{Tmp, fails, ok, sluice};
 
 #[test]
 fn cr_only_line_ends_are_records() {
@@ -206,7 +206,7 @@ fn comment_lines_are_not_data() {
 #[test]
 fn blank_lines_in_one_column_files() {
     let t = Tmp::new();
-    t.write("one.csv", b"\nv\na\n\nb\r\n\r\nc\n");
+    t.write("one.csv", b"\nv\na1\n\nb2\r\n\r\nc3\n");
     // A one-column table: a blank line is an empty value, a NULL row
     // (blank lines before the header are no rows).
     let out = ok(&t.0, &["load", "t", "one.csv"]);
@@ -220,7 +220,7 @@ fn blank_lines_in_one_column_files() {
         &t.0,
         &["load", "-q", "--blank-lines", "skip", "u", "one.csv"],
     );
-    assert_eq!(ok(&t.0, &["export", "u"]), "v\na\nb\nc\n");
+    assert_eq!(ok(&t.0, &["export", "u"]), "v\na1\nb2\nc3\n");
     // Wider tables skip them; --blank-lines null makes them too few fields.
     t.write("two.csv", b"a,b\n1,2\n\n3,4\n");
     ok(&t.0, &["load", "-q", "w", "two.csv"]);
@@ -282,11 +282,11 @@ fn a_bad_line_below_data_is_not_called_a_preamble() {
         "short.rdb",
         b"\n# blank lines\n\nagasc_id\tn_noids\tn_obs\nN\tN\tN\n115345072\t1\t1\n # comment\n335416352\t3\t8\n266612160\t1\t1\n645803280\t1\t1\n",
     );
-    ok(&t.0, &["load", "-q", "r", "short.rdb"]);
-    assert_eq!(
-        ok(&t.0, &["query", "SELECT count(*) FROM r"]).trim_end(),
-        "count(*)\n5"
-    );
+    // Inferred: the line of types under the header (`N`, words where
+    // the table has numbers) makes two lines of names over the data,
+    // and which is the header is not guessed: refused, naming --skip.
+    let e = fails(&t.0, &["load", "-q", "r", "short.rdb"]);
+    assert!(e.contains("its second record") && e.contains("--skip"), "{e}");
     let schema = "agasc_id TEXT, n_noids TEXT, n_obs TEXT";
     let o = sluice(&t.0, &["load", "--schema", schema, "t", "short.rdb"]);
     assert_eq!(o.status.code(), Some(2));

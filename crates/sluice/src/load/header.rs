@@ -299,6 +299,40 @@ pub(super) fn delimited_start(
                             ),
                         });
                     }
+                    // The table's names in another order: loading them
+                    // by position would put each field in another's
+                    // column, and reading the line as data is no better.
+                    if !names_match && !mapped && header_mode == Header::Auto {
+                        let cols = &shared.schema.columns;
+                        let mut at: Vec<Option<usize>> = fields
+                            .iter()
+                            .map(|f| cols.iter().position(|c| header_names(f, &c.name)))
+                            .collect();
+                        let permuted = fields.len() == cols.len()
+                            && at.iter().all(Option::is_some)
+                            && {
+                                at.sort_unstable();
+                                at.dedup();
+                                at.len() == cols.len()
+                            };
+                        if permuted {
+                            return Err(Error::Parse {
+                                path: name.to_string(),
+                                line: *line + pre_lines + 1,
+                                byte: *offset + pre as u64,
+                                column: None,
+                                message: format!(
+                                    "the first line names the table's columns in another order ({}; the table: {}): load with --match-by-name to map the fields to the columns by these names, or --no-header if the line is data",
+                                    fields
+                                        .iter()
+                                        .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                    cols.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                                ),
+                            });
+                        }
+                    }
                     if header_mode == Header::Yes || names_match {
                         buf.consume(pre + used);
                         *offset += (pre + used) as u64;
