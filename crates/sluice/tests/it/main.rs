@@ -17,6 +17,7 @@ mod point;
 mod regression_corpus;
 mod regression_cr_quoted;
 mod regression_dialects;
+mod regression_guesses;
 mod regression_json;
 mod regression_load;
 mod regression_query;
