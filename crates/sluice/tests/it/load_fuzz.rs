@@ -99,3 +99,107 @@ proptest! {
         }
     }
 }
+
+/// A small Parquet file of three typed columns, written by the `parquet`
+/// crate as another tool would write it.
+fn parquet_file() -> Vec<u8> {
+    use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+    use parquet::arrow::ArrowWriter;
+    let n = 300;
+    let ids: ArrayRef = std::sync::Arc::new(Int64Array::from_iter_values(0..n));
+    let names: ArrayRef = std::sync::Arc::new(StringArray::from_iter_values(
+        (0..n).map(|i| format!("name {i}")),
+    ));
+    let xs: ArrayRef = std::sync::Arc::new(Float64Array::from_iter(
+        (0..n).map(|i| (i % 7 != 0).then_some(i as f64 / 4.0)),
+    ));
+    let batch = RecordBatch::try_from_iter([("id", ids), ("name", names), ("x", xs)]).unwrap();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    out
+}
+
+/// Loads `data` as a Parquet file into a new table: the error, if any.
+fn load_parquet_bytes(data: &[u8]) -> sluice::Result<u64> {
+    use sluice::load::columnar::{Columnar, load_columnar, prepare_columnar};
+    let dir = TempDir::new("fuzzparquet");
+    let inputs = [Input::File(dir.write("in.parquet", data))];
+    let db = dir.path().join("db");
+    let req = sluice::load::LoadRequest::default();
+    let plan = prepare_columnar(&db, "t", &inputs, Columnar::Parquet, &req)?;
+    let opts = plan.options(&req)?;
+    let mut d = Database::open_writer(&db)?;
+    Ok(load_columnar(&mut d, "t", &plan, &opts)?.rows)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Parquet bytes a stranger hands over, damaged anywhere (a byte
+    /// changed, a run zeroed, the file cut): the load is the rows or an
+    /// error value, never a panic or an abort.
+    #[test]
+    fn damaged_parquet_is_loaded_or_refused_never_a_panic(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut data = parquet_file();
+        for (at, byte, kind) in edits {
+            let i = at.index(data.len());
+            match kind {
+                0 => data[i] = byte,
+                1 => data[i] ^= 1 << (byte % 8),
+                _ => {
+                    let end = (i + 1 + byte as usize % 64).min(data.len());
+                    data[i..end].fill(0);
+                }
+            }
+        }
+        if let Some(c) = cut {
+            data.truncate(c.index(data.len()));
+        }
+        let r = std::panic::catch_unwind(|| load_parquet_bytes(&data));
+        prop_assert!(r.is_ok(), "the Parquet load panicked");
+        if let Ok(Err(e)) = r {
+            prop_assert!(!e.to_string().is_empty());
+        }
+    }
+
+    /// JSON bytes, damaged: inferred and loaded, or an error value.
+    #[test]
+    fn damaged_json_is_loaded_or_refused_never_a_panic(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(b"{}[]\",:\\ \n0a-.e".to_vec())), 0..8),
+        lines in any::<bool>(),
+    ) {
+        let mut data: Vec<u8> = if lines {
+            (0..30).map(|i| format!("{{\"id\": {i}, \"name\": \"n\\u00e9 {i}\", \"x\": [1, {{\"y\": null}}], \"ok\": true}}\n")).collect::<String>().into_bytes()
+        } else {
+            format!("{{\"data\": [{}]}}", (0..30).map(|i| format!("{{\"id\": {i}, \"v\": {}.5}}", i * 3)).collect::<Vec<_>>().join(",")).into_bytes()
+        };
+        for (at, byte) in edits {
+            let i = at.index(data.len());
+            data[i] = byte;
+        }
+        let dir = TempDir::new("fuzzjson");
+        let name = if lines { "in.jsonl" } else { "in.json" };
+        let file = dir.write(name, &data);
+        let r = std::panic::catch_unwind(|| {
+            // As `sluice load` does: the format from the name, the rows
+            // inferred, then the load.
+            let inputs = [Input::File(file.clone())];
+            let db_dir = dir.path().join("db");
+            let req = sluice::load::LoadRequest::default();
+            let prepared = sluice::load::prepare(&db_dir, "t", &inputs, &req)?;
+            let mut db = Database::open_writer(&db_dir)?;
+            load(&mut db, "t", &inputs, &prepared.options).map(|_| ())
+        });
+        prop_assert!(r.is_ok(), "the JSON load panicked");
+    }
+}
+
+#[test]
+fn the_parquet_file_the_fuzz_damages_loads_whole() {
+    assert_eq!(load_parquet_bytes(&parquet_file()).unwrap(), 300);
+}

