@@ -122,6 +122,11 @@ pub struct Inferred {
     pub dialect: Dialect,
     /// Whether each file starts with a header line.
     pub header: bool,
+    /// The header's names are the columns' (see `load::header`): the
+    /// load recognises it by them in each file, and a file that starts
+    /// with data keeps its first row. False: every file's first line is
+    /// taken as the header.
+    pub header_by_names: bool,
     /// Lines to skip at the start of each file: the options' `skip` and
     /// the `notes`.
     pub skip: u64,
@@ -164,7 +169,11 @@ impl Inferred {
         let mut o = crate::load::LoadOptions {
             schema: Some(self.schema.clone()),
             dialect: self.dialect.clone(),
-            header: if self.header { Header::Yes } else { Header::No },
+            header: match (self.header, self.header_by_names) {
+                (true, true) => Header::Auto,
+                (true, false) => Header::Yes,
+                (false, _) => Header::No,
+            },
             skip: self.skip,
             leading_comment: self.leading_comment,
             allow_missing_columns: base.allow_missing_columns || self.fill_missing,
@@ -585,7 +594,7 @@ impl Trial {
 /// field (a delimiter after the last value, none after the last name), or
 /// their first fields are row names, as R's `write.table` writes them
 /// under a header with no name over them: integers rising from the
-/// first record on, or distinct quoted values. Without such evidence a
+/// first record on, or distinct values, quoted. Without such evidence a
 /// short first line is a title, or the table is one column whose values
 /// hold the delimiter (`name` over `John Smith`).
 fn short_header_evidence(firsts: &[(Vec<u8>, bool)], trailing_empty: bool) -> bool {
@@ -595,19 +604,9 @@ fn short_header_evidence(firsts: &[(Vec<u8>, bool)], trailing_empty: bool) -> bo
     if trailing_empty {
         return true;
     }
-    let mut last = i64::MIN;
-    let rising = firsts
-        .iter()
-        .all(|(v, _)| match value::parse_i64(value::trim(v)) {
-            Ok(n) if n > last => {
-                last = n;
-                true
-            }
-            _ => false,
-        });
-    if rising {
-        return true;
-    }
+    // Unquoted integers are no evidence: `amount` over `1,000`, `2,500`
+    // is one column of numbers with a thousands comma, not a header
+    // over row names 1 and 2 (R's `write.table` quotes its row names).
     let mut names: Vec<&[u8]> = firsts.iter().map(|(v, _)| v.as_slice()).collect();
     names.sort_unstable();
     firsts.iter().all(|(v, quoted)| *quoted && !v.is_empty())
@@ -1006,7 +1005,7 @@ fn choose(
                 && (!space
                     || (t.records() >= 2
                         && t.dirty == 0
-                        && t.typed * 2 >= t.records() - 1
+                        && t.typed * 2 >= t.firsts.len().min(TYPED_RECORDS)
                         && rate(&t) > one_field))
             {
                 let (_, k) = t.modal();
@@ -1017,7 +1016,18 @@ fn choose(
                     (_, true) => 1.0 - 1e-6,
                     _ => score,
                 };
-                if !space && score >= 1.0 - 1e-6 {
+                // `#` lines as comments only where reading them as data
+                // does not make every record alike (`#12,Fix bug,3` is
+                // data).
+                let plain_alike = d.comment.is_some()
+                    && alike.iter().any(|&i| {
+                        trials[i].dialect
+                            == Dialect {
+                                comment: None,
+                                ..d.clone()
+                            }
+                    });
+                if !space && score >= 1.0 - 1e-6 && !plain_alike {
                     alike.push(trials.len());
                 }
                 if best.is_none_or(|(_, b)| score > b + 1e-9) {
@@ -1051,6 +1061,24 @@ fn choose(
                     .then(b.cmp(&a))
             })
             .unwrap_or(alike[0]);
+        // Quotes around fields that span lines which, the quotes read as
+        // text, split like every other record (`"Hello<TAB>5` over
+        // `2<TAB>world"`): quoting, or data?
+        let t = &trials[top];
+        let as_text = alike.iter().find(|&&i| {
+            let o = &trials[i].dialect;
+            o.quote.is_none()
+                && t.dialect.quote.is_some()
+                && o.delimiter == t.dialect.delimiter
+                && o.split == t.dialect.split
+                && trials[i].records() != t.records()
+        });
+        if as_text.is_some() {
+            return Err(NoDialect::Ambiguous(format!(
+                "quoted fields hold line ends, and with the quotes read as text every line splits alike at the {}: give --quote '\"' to read them as quotes, or --quote none",
+                delimiter_name(&t.dialect)
+            )));
+        }
         let (ft, rt) = rate(&trials[top]);
         let rival = alike.iter().copied().find(|&i| {
             let (f, r) = rate(&trials[i]);
@@ -1530,7 +1558,10 @@ fn header_call(
         // Numbers that no type holds as written (`0.1234567890123456789`)
         // are numbers still: a word over them is a name.
         for (c, vals) in rest_values.iter().enumerate() {
-            let mut vals = vals.iter().filter(|v| !v.is_empty() && !is_na_like(v)).peekable();
+            let mut vals = vals
+                .iter()
+                .filter(|v| !v.is_empty() && !is_na_like(v))
+                .peekable();
             if vals.peek().is_none() || !vals.all(|v| is_number(v)) {
                 continue;
             }
@@ -1750,7 +1781,8 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
         };
         if fits || number_like {
             values.push(c);
-        } else {
+        } else if t.iter().any(u8::is_ascii_alphabetic) {
+            // A name has a letter (`-` or `?` over numbers is none).
             names.push(c);
         }
     }
@@ -2016,6 +2048,31 @@ fn find_notes(
         if b == 0 || rows < MIN_TABLE || recs[b].0 > MAX_NOTES {
             continue;
         }
+        // Names right above records with no header of their own, split
+        // where text and numbers hold the delimiter (a space after it in
+        // every record, or a comma before it: `date` over `Dec 8, 2022`,
+        // at the comma or the space; three digits after it:
+        // `amount` over `1,000`): the header of one column read at the
+        // wrong delimiter, not a note (`Inventory` over `1,2,3` is one;
+        // a split at spaces always may be: `duration` over `5 min`).
+        let in_text = |r: &Vec<Vec<u8>>| {
+            r.windows(2).any(|w| {
+                w[1].first() == Some(&b' ')
+                    || matches!(w[0].last(), Some(b',' | b';'))
+                    || (w[1].len() == 3
+                        && w[1].iter().all(u8::is_ascii_digit)
+                        && w[0].last().is_some_and(u8::is_ascii_digit))
+            })
+        };
+        if !heads(&recs[b].1)
+            && !names(&recs[b].1)
+            && names(&recs[b - 1].1)
+            && (d.delimiter == b' '
+                || d.split == Split::Whitespace
+                || recs[b..].iter().all(|r| in_text(&r.1)))
+        {
+            continue;
+        }
         // No line that splits like the records and could be one of them
         // or their header is dropped: numbers where the table has them
         // (a record), or names (`x,y,z` over `# c` over numbers), or
@@ -2074,9 +2131,11 @@ fn line_records(data: &[u8], d: &Dialect) -> Vec<(u64, Vec<Vec<u8>>, usize)> {
     let (mut at, mut line) = (0usize, 0u64);
     while at < data.len() && out.len() < TRIAL_RECORDS {
         let rest = &data[at..];
+        // (A line of tabs is a record of empty fields to a TSV.)
+        let tab_fields = d.delimiter == b'\t' && d.split == Split::Delimiter;
         let indent = rest
             .iter()
-            .take_while(|&&c| c == b' ' || c == b'\t')
+            .take_while(|&&c| c == b' ' || (c == b'\t' && !tab_fields))
             .count();
         let blank = matches!(&rest[indent..], [] | [b'\n', ..] | [b'\r', b'\n', ..])
             || d.starts_comment(rest);
@@ -2219,6 +2278,63 @@ fn splits_unevenly(s: &Sample, d: &Dialect, skip: u64, preamble: Option<u8>) -> 
     modal <= 1 && counts.len() > 1
 }
 
+/// Whether, of the records of `s` read with `d` (the first apart, it may
+/// be a header), some that start with `#` have as many fields as the
+/// most common count but words where the others have numbers, dates or
+/// timestamps (`# totals, below` among numbers): comments that hold the
+/// delimiter.
+fn hash_lines_misfit(s: &Sample, d: &Dialect, o: &InferOptions, preamble: Option<u8>) -> bool {
+    let mut plain: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut hashed: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut first = true;
+    walk(s, d, o.skip, preamble, |at, r| {
+        let Ok(fields) = r else { return true };
+        if std::mem::replace(&mut first, false) {
+            return true;
+        }
+        let rest = &s.data[at..];
+        let indent = rest
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        if rest.get(indent) == Some(&COMMENT) {
+            hashed.push(fields);
+        } else {
+            plain.push(fields);
+        }
+        plain.len() + hashed.len() < TRIAL_RECORDS
+    });
+    if hashed.is_empty() || plain.is_empty() {
+        return false;
+    }
+    let (n, _) = modal_count(&plain);
+    let mut cands = vec![Candidates::new(); n];
+    for r in plain.iter().filter(|r| r.len() == n) {
+        for (c, v) in cands.iter_mut().zip(r) {
+            let t = value::trim(v);
+            if !t.is_empty() && !is_na_like(t) && v.as_slice() != o.null.as_slice() {
+                c.see(v, o);
+            }
+        }
+    }
+    hashed.iter().filter(|r| r.len() == n).any(|r| {
+        cands.iter().zip(r).any(|(c, v)| {
+            let t = value::trim(v).strip_prefix(b"#").unwrap_or(value::trim(v));
+            let t = value::trim(t);
+            matches!(
+                c.pick(),
+                DataType::BigInt
+                    | DataType::Decimal { .. }
+                    | DataType::Double
+                    | DataType::Date
+                    | DataType::Timestamp
+            ) && t.iter().any(u8::is_ascii_alphabetic)
+                && !is_number(t)
+                && !is_na_like(t)
+        })
+    })
+}
+
 /// Why the records below the first are not one table, if a line among
 /// them splits like the records but is surely not one of them, which no
 /// guess may decide: a line starting with `#` whose values are not of
@@ -2259,6 +2375,7 @@ fn misfit_below(
                     || ty == DataType::Boolean
                     || t.is_empty()
                     || is_na_like(t)
+                    || is_number(t)
                     || !t.iter().any(u8::is_ascii_alphabetic)
                 {
                     return false;
@@ -2355,8 +2472,13 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     // A table at another delimiter under notes comes before records
     // alike only when split at spaces (a TSV's note and fields hold
     // spaces too).
+    // (Unless its first line is a header of names over them: `id  value
+    // label` over aligned rows is no note of a TSV.)
     let at_spaces = o.delimiter.is_none()
-        && matches!(&chosen, Ok((d, _)) if d.delimiter == b' ' || d.split == Split::Whitespace);
+        && matches!(&chosen, Ok((d, _)) if (d.delimiter == b' ' || d.split == Split::Whitespace)
+            && !records(first, d, o.skip, leading_comment)
+                .first()
+                .is_some_and(|f| names_like(f, &[], 0)));
     let mut with_notes = None;
     if (!matches!(chosen, Ok((_, true))) || at_spaces)
         && !comments
@@ -2437,6 +2559,20 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             };
             (d, trials)
         }
+    };
+    // `#` lines that split like the records but hold words where the
+    // other records (but the first) have numbers: comments.
+    let d = if d.comment.is_none()
+        && d.split != Split::Line
+        && o.dialect.comment.is_none()
+        && hash_lines_misfit(first, &d, o, leading_comment)
+    {
+        Dialect {
+            comment: Some(COMMENT),
+            ..d
+        }
+    } else {
+        d
     };
     let delimiter = d.delimiter;
     // The first file's first record decides the header, by the values
@@ -2632,12 +2768,94 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         path: inputs[first_file].display_name(),
         message,
     };
+    // One column whose lines hold runs of spaces or tabs, as columns
+    // aligned by spaces do, that split unevenly (`New York    8.4` under
+    // `city        pop`): not one column of text.
+    if ncols == 1 && d.split == Split::Delimiter {
+        let aligned = |r: &Vec<Vec<u8>>| {
+            r.first().is_some_and(|v| {
+                let v = value::trim(v);
+                memchr::memmem::find(v, b"  ").is_some() || v.contains(&b'\t')
+            })
+        };
+        let all: Vec<&Vec<Vec<u8>>> = first_rec.iter().chain(&below).collect();
+        let n = all.iter().filter(|r| aligned(r)).count();
+        if all.len() >= 2 && n * 2 >= all.len() {
+            return Err(Error::Input {
+                path: inputs[first_file].display_name(),
+                message: "its lines hold runs of spaces, as columns aligned by spaces do, but no split reads them alike (a value with a space, or a missing one?): give --delimiter whitespace, or --delimiter none to read each line whole".into(),
+            });
+        }
+    }
     if d.split != Split::Line {
         if let Some(why) = misfit_below(first_rec.as_ref(), &below, &below_hash, &d, ncols, o) {
             return Err(refuse(why));
         }
     }
     let fill_missing = header && short_rows;
+    // The other files sampled must start as the first does: as many
+    // lines of notes, and, under no header, no line of names.
+    for (i, samples) in per_file.iter().skip(1) {
+        let Some(s) = samples.first().filter(|s| s.start) else {
+            continue;
+        };
+        let base = InferOptions {
+            skip: o.skip - notes,
+            ..o.clone()
+        };
+        let theirs = if o.detect_notes {
+            find_notes(s, &base, Some(ncols), true).map_or(0, |n| n.0)
+        } else {
+            notes
+        };
+        let differ = |what: String| Error::Input {
+            path: inputs[*i].display_name(),
+            message: format!(
+                "{what}, where {} {}: the files are not alike; load them separately, or give --skip and --header or --no-header",
+                inputs[first_file].display_name(),
+                if notes > 0 {
+                    format!("has {notes} line(s) of notes above its table")
+                } else if header {
+                    "starts with its header".to_string()
+                } else {
+                    "starts with data".to_string()
+                }
+            ),
+        };
+        if theirs != notes {
+            return Err(differ(format!("{theirs} line(s) of notes above its table")));
+        }
+        if !header {
+            let mut start: Option<Vec<Vec<u8>>> = None;
+            walk(s, &d, o.skip, leading_comment, |_, r| {
+                start = r.ok();
+                false
+            });
+            let named = start.as_ref().is_some_and(|f| {
+                f.len() == ncols
+                    && rest.iter().zip(f).any(|(c, v)| {
+                        let t = value::trim(v);
+                        let ty = c.pick();
+                        if matches!(ty, DataType::Text | DataType::Boolean)
+                            || t.is_empty()
+                            || is_na_like(t)
+                            || is_number(t)
+                            || !t.iter().any(u8::is_ascii_alphabetic)
+                        {
+                            return false;
+                        }
+                        let mut one = Candidates::new();
+                        one.see(v, o);
+                        let mut both = c.clone();
+                        both.merge(&one);
+                        both.pick() == DataType::Text
+                    })
+            });
+            if named {
+                return Err(differ("it starts with a line of names".into()));
+            }
+        }
+    }
     let (cands, records_sampled) = if header {
         (rest, n_rest)
     } else {
@@ -2656,6 +2874,23 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         )
         .collect();
     let names = column_names(&raw);
+    // Whether the load recognises the header by these names in every
+    // file (`Header::Auto`: a file that starts with data, as the parts
+    // of a split file do, keeps its first row), or must take each
+    // file's first line as one (names no column gets, `"1"`).
+    let by_names = header
+        && first_rec.as_ref().is_some_and(|f| {
+            let cols: Vec<Column> = names
+                .iter()
+                .map(|n| Column {
+                    name: n.clone(),
+                    data_type: DataType::Text,
+                    default: None,
+                    primary_key: false,
+                })
+                .collect();
+            named_by(f, &cols)
+        });
     for (cand, name) in cands.iter().zip(names) {
         columns.push(Column {
             name,
@@ -2671,6 +2906,7 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         delimiter,
         dialect: d,
         header,
+        header_by_names: by_names,
         skip: o.skip,
         notes,
         json_rows: None,

@@ -45,11 +45,11 @@ const SPLIT_SEED: u64 = 45;
 pub fn part_of(source: &str, path: &str) -> &'static str {
     let tail: Vec<&str> = path.rsplit(['/', '\\']).take(3).collect();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ SPLIT_SEED;
-    for b in source
-        .bytes()
-        .chain(std::iter::once(0))
-        .chain(tail.iter().rev().flat_map(|p| p.bytes().chain(std::iter::once(b'/'))))
-    {
+    for b in source.bytes().chain(std::iter::once(0)).chain(
+        tail.iter()
+            .rev()
+            .flat_map(|p| p.bytes().chain(std::iter::once(b'/'))),
+    ) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -442,4 +442,33 @@ fn collect(dir: &Path, sources: &str, quiet: bool) -> Result<Vec<CorpusFile>> {
         }
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::part_of;
+
+    #[test]
+    fn the_split_is_fixed_and_holds_out_about_a_third() {
+        // The same file is in the same part wherever it is installed.
+        assert_eq!(
+            part_of(
+                "statsmodels",
+                "/a/site-packages/statsmodels/datasets/x/y.csv"
+            ),
+            part_of("statsmodels", "/b/lib/statsmodels/datasets/x/y.csv")
+        );
+        let held = (0..3000)
+            .filter(|i| part_of("s", &format!("/d/{i}/f{i}.csv")) == "held-out")
+            .count();
+        assert!((900..1100).contains(&held), "{held} of 3000 held out");
+        // Another source, another split of the same names.
+        let differ = (0..300)
+            .filter(|i| {
+                let p = format!("/d/{i}.csv");
+                part_of("a", &p) != part_of("b", &p)
+            })
+            .count();
+        assert!(differ > 50, "{differ}");
+    }
 }

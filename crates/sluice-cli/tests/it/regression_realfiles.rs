@@ -286,7 +286,10 @@ fn a_bad_line_below_data_is_not_called_a_preamble() {
     // the table has numbers) makes two lines of names over the data,
     // and which is the header is not guessed: refused, naming --skip.
     let e = fails(&t.0, &["load", "-q", "r", "short.rdb"]);
-    assert!(e.contains("its second record") && e.contains("--skip"), "{e}");
+    assert!(
+        e.contains("its second record") && e.contains("--skip"),
+        "{e}"
+    );
     let schema = "agasc_id TEXT, n_noids TEXT, n_obs TEXT";
     let o = sluice(&t.0, &["load", "--schema", schema, "t", "short.rdb"]);
     assert_eq!(o.status.code(), Some(2));

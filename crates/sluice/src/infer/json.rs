@@ -282,6 +282,7 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
         delimiter: b',',
         dialect: Dialect::default(),
         header: false,
+        header_by_names: false,
         skip: o.skip,
         notes: 0,
         fill_missing: false,

@@ -286,18 +286,19 @@ pub(super) fn delimited_start(
                                 .all(|(f, c)| header_names(f, &c.name))
                                 || crate::infer::named_by(&fields, cols))
                     };
+                    let header_error = |message: String| Error::Parse {
+                        path: name.to_string(),
+                        line: *line + pre_lines + 1,
+                        byte: *offset + pre as u64,
+                        column: None,
+                        message,
+                    };
                     if header_mode == Header::Yes && !mapped && fields.len() != cols.len() {
-                        return Err(Error::Parse {
-                            path: name.to_string(),
-                            line: *line + pre_lines + 1,
-                            byte: *offset + pre as u64,
-                            column: None,
-                            message: format!(
-                                "the header has {} fields, the table has {} columns",
-                                fields.len(),
-                                cols.len()
-                            ),
-                        });
+                        return Err(header_error(format!(
+                            "the header has {} fields, the table has {} columns",
+                            fields.len(),
+                            cols.len()
+                        )));
                     }
                     // The table's names in another order: loading them
                     // by position would put each field in another's
@@ -308,29 +309,25 @@ pub(super) fn delimited_start(
                             .iter()
                             .map(|f| cols.iter().position(|c| header_names(f, &c.name)))
                             .collect();
-                        let permuted = fields.len() == cols.len()
-                            && at.iter().all(Option::is_some)
-                            && {
+                        let permuted =
+                            fields.len() == cols.len() && at.iter().all(Option::is_some) && {
                                 at.sort_unstable();
                                 at.dedup();
                                 at.len() == cols.len()
                             };
                         if permuted {
-                            return Err(Error::Parse {
-                                path: name.to_string(),
-                                line: *line + pre_lines + 1,
-                                byte: *offset + pre as u64,
-                                column: None,
-                                message: format!(
-                                    "the first line names the table's columns in another order ({}; the table: {}): load with --match-by-name to map the fields to the columns by these names, or --no-header if the line is data",
-                                    fields
-                                        .iter()
-                                        .map(|f| String::from_utf8_lossy(f).trim().to_string())
-                                        .collect::<Vec<_>>()
-                                        .join(", "),
-                                    cols.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-                                ),
-                            });
+                            return Err(header_error(format!(
+                                "the first line names the table's columns in another order ({}; the table: {}): load with --match-by-name to map the fields to the columns by these names, or --no-header if the line is data",
+                                fields
+                                    .iter()
+                                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                                cols.iter()
+                                    .map(|c| c.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )));
                         }
                     }
                     if header_mode == Header::Yes || names_match {

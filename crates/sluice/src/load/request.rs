@@ -623,7 +623,13 @@ fn choose_schema(
                 crate::infer::infer(inputs, infer_opts).context("inferring the schema")?;
             let d = inf.delimiter;
             dialect = inf.dialect.clone();
-            let h = if inf.header { Header::Yes } else { Header::No };
+            // A header recognised by its names in each file (a file that
+            // starts with data keeps its first row), as `load_options`.
+            let h = match (inf.header, inf.header_by_names) {
+                (true, true) => Header::Auto,
+                (true, false) => Header::Yes,
+                (false, _) => Header::No,
+            };
             leading_comment = inf.leading_comment;
             (skip, notes) = (inf.skip, inf.notes);
             // With --columns, the table is the chosen fields, in that order.
@@ -1027,12 +1033,13 @@ mod tests {
             "id INT, name TEXT, price DECIMAL(18,2)"
         );
         assert_eq!(p.delimiter, b';');
-        assert_eq!(p.header, Header::Yes);
+        // Recognised by its names in every file.
+        assert_eq!(p.header, Header::Auto);
         let inf = p.inferred.as_ref().unwrap();
         assert_eq!(inf.records_sampled, 2);
         assert_eq!(p.options.schema.as_ref(), Some(&p.schema));
         assert_eq!(p.options.dialect.delimiter, b';');
-        assert_eq!(p.options.header, Header::Yes);
+        assert_eq!(p.options.header, Header::Auto);
         assert_eq!(p.options.format, Format::Delimited);
         assert_eq!(p.options.memory_limit, 512 << 20);
         assert_eq!(p.options.commit_every.bytes, Some(1 << 30));

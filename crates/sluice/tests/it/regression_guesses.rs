@@ -24,8 +24,13 @@ fn guess(name: &str, data: &[u8]) -> Result<(Inferred, Rows), String> {
     let inf = infer(&inputs, &InferOptions::default()).map_err(|e| e.to_string())?;
     let db_dir = dir.path().join("db");
     let mut db = Database::open_writer(&db_dir).unwrap();
-    load(&mut db, "t", &inputs, &inf.load_options(LoadOptions::default()))
-        .map_err(|e| e.to_string())?;
+    load(
+        &mut db,
+        "t",
+        &inputs,
+        &inf.load_options(LoadOptions::default()),
+    )
+    .map_err(|e| e.to_string())?;
     drop(db);
     Ok((inf, table_rows(&db_dir, "t")))
 }
@@ -63,7 +68,11 @@ fn one_column_of_names_with_spaces_is_not_split() {
     assert_eq!(names(&inf), ["name"]);
     assert_eq!(
         rows,
-        vec![vec![s("John Smith")], vec![s("Jane Doe")], vec![s("Bob Jones")]]
+        vec![
+            vec![s("John Smith")],
+            vec![s("Jane Doe")],
+            vec![s("Bob Jones")]
+        ]
     );
     // A column of timestamps under its name: split at the space into a
     // date and a time before, with the name dropped as a note (or the
@@ -108,17 +117,10 @@ fn comment_lines_never_cost_the_header() {
     assert_eq!(names(&inf), ["x", "y", "z"]);
     assert_eq!(
         rows,
-        vec![
-            vec![s("1"), s("2"), s("3")],
-            vec![s("4"), s("5"), s("6")]
-        ]
+        vec![vec![s("1"), s("2"), s("3")], vec![s("4"), s("5"), s("6")]]
     );
     // A comment that holds the delimiter, among typed records.
-    let (inf, rows) = guess(
-        "cd.csv",
-        b"x,y\n1,2\n# totals, below\n3,4\n5,6\n",
-    )
-    .unwrap();
+    let (inf, rows) = guess("cd.csv", b"x,y\n1,2\n# totals, below\n3,4\n5,6\n").unwrap();
     assert_eq!(inf.dialect.comment, Some(b'#'));
     assert_eq!(rows.len(), 3);
 }
@@ -206,7 +208,13 @@ fn a_header_in_another_order_is_refused_on_append() {
     let first = [Input::File(dir.write("ab.csv", b"a,b\n1,x\n2,y\n"))];
     let inf = infer(&first, &InferOptions::default()).unwrap();
     let mut db = Database::open_writer(&db_dir).unwrap();
-    load(&mut db, "t", &first, &inf.load_options(LoadOptions::default())).unwrap();
+    load(
+        &mut db,
+        "t",
+        &first,
+        &inf.load_options(LoadOptions::default()),
+    )
+    .unwrap();
     // Appended by position before: the header as a row, the values in
     // each other's columns.
     let other = [Input::File(dir.write("ba.csv", b"b,a\nz,3\n"))];
@@ -231,4 +239,123 @@ fn a_header_in_another_order_is_refused_on_append() {
             vec![s("3"), s("z")]
         ]
     );
+}
+
+/// Found by trying to break the heuristics with files written for it
+/// (each loaded wrong before the fix that follows it).
+#[test]
+fn tables_split_at_spaces_of_any_length_are_tables() {
+    // Space-separated pairs: 801 lines loaded right, 802 as one column
+    // (the share of typed fields was taken over 200 records against
+    // all 1000).
+    for n in [50, 802, 1000] {
+        let data: String = (0..n)
+            .map(|i| format!("{:.2} {:.4}\n", i as f64 * 0.01, (i * i) as f64 * 0.0001))
+            .collect();
+        let (inf, rows) = guess("xy.txt", data.as_bytes()).unwrap();
+        assert_eq!(inf.schema.columns.len(), 2, "{n} lines: {}", inf.schema);
+        assert_eq!(rows.len(), n);
+    }
+}
+
+#[test]
+fn files_that_start_otherwise_than_the_first_are_right_or_refused() {
+    let dir = TempDir::new("regression-guesses-files");
+    let run = |files: &[(&str, &str)]| -> Result<Rows, String> {
+        let inputs: Vec<Input> = files
+            .iter()
+            .map(|(n, d)| Input::File(dir.write(n, d.as_bytes())))
+            .collect();
+        let inf = infer(&inputs, &InferOptions::default()).map_err(|e| e.to_string())?;
+        let db_dir = dir.path().join(format!("db-{}", files[0].0));
+        let mut db = Database::open_writer(&db_dir).unwrap();
+        load(
+            &mut db,
+            "t",
+            &inputs,
+            &inf.load_options(LoadOptions::default()),
+        )
+        .map_err(|e| e.to_string())?;
+        drop(db);
+        Ok(table_rows(&db_dir, "t"))
+    };
+    // A file split in parts: only the first has the header, and every
+    // part's first row is kept (it was skipped as a header).
+    let rows = run(&[
+        ("p0.csv", "id,name\n1,a\n2,b\n"),
+        ("p1.csv", "3,c\n4,d\n"),
+        ("p2.csv", "5,e\n"),
+    ])
+    .unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[2], vec![s("3"), s("c")]);
+    // Notes above the first file's table only: refused (the second
+    // lost its first row as a header before).
+    let e = run(&[
+        ("n0.csv", "Sales report\na,b\n1,2\n3,4\n"),
+        ("n1.csv", "a,b\n5,6\n7,8\n"),
+    ])
+    .unwrap_err();
+    assert!(e.contains("not alike"), "{e}");
+    // No header in the first file, a header in the second: refused (it
+    // was loaded as a row).
+    let e = run(&[("h0.csv", "1,2\n3,4\n"), ("h1.csv", "a,b\n5,6\n")]).unwrap_err();
+    assert!(e.contains("line of names"), "{e}");
+}
+
+#[test]
+fn one_column_headers_are_not_taken_for_notes_or_row_names() {
+    // `date` was dropped as a note and the values split at the comma;
+    // `amount` was shifted over R-style row names 1, 2, 12.
+    for data in [
+        &b"date\nDec 8, 2022\nJan 15, 2023\nFeb 1, 2023\n"[..],
+        b"amount\n1,000\n2,500\n12,750\n",
+        b"id,name,score\n1,Smith, John,5\n2,Doe, Jane,6\n",
+    ] {
+        let e = guess("c.csv", data).unwrap_err();
+        assert!(e.contains("expected 2") || e.contains("expected 4"), "{e}");
+    }
+    let (inf, rows) = guess("d.txt", b"duration\n5 min\n10 min\n15 min\n").unwrap();
+    assert_eq!(names(&inf), ["duration"]);
+    assert_eq!(rows[0], vec![s("5 min")]);
+    // A placeholder over numbers is no name.
+    let (inf, rows) = guess("p.csv", b"-,-\n1,2\n3,4\n").unwrap();
+    assert!(!inf.header);
+    assert_eq!(rows.len(), 3);
+}
+
+#[test]
+fn hash_lines_are_comments_by_their_words_and_data_by_their_numbers() {
+    // `#12` is a ticket number: data (3 of 4 rows were dropped as
+    // comments).
+    let (inf, rows) = guess(
+        "t.csv",
+        b"ticket,title,votes\n#12,Fix bug,3\n#13,Add feature,5\n#14,Docs,1\n15,Tests,2\n",
+    )
+    .unwrap();
+    assert_eq!(inf.dialect.comment, None);
+    assert_eq!(rows.len(), 4);
+    // Words where the records have numbers: a comment holding the
+    // delimiter.
+    let (inf, rows) = guess("c.csv", b"x,y\n1,2\n# totals, below\n3,4\n5,6\n").unwrap();
+    assert_eq!(inf.dialect.comment, Some(b'#'));
+    assert_eq!(rows.len(), 3);
+}
+
+#[test]
+fn aligned_columns_and_quotes_over_lines_are_refused_not_misread() {
+    // One column of whole lines before.
+    let e = guess(
+        "a.txt",
+        b"city        pop\nNew York    8.4\nParis       2.1\nRome        2.8\n",
+    )
+    .unwrap_err();
+    assert!(e.contains("--delimiter whitespace"), "{e}");
+    // Two records merged into one by a quote that is data.
+    let e = guess(
+        "q.tsv",
+        b"id\ttext\tn\n1\t\"Hello\t5\n2\tworld\"\t6\n3\tfine\t7\n4\tok\t8\n",
+    )
+    .unwrap_err();
+    assert!(e.contains("--quote"), "{e}");
 }
