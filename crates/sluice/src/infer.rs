@@ -1717,7 +1717,11 @@ fn shape_differs(first: &[Vec<u8>], rest_values: &[Vec<&[u8]>]) -> bool {
             .filter(|v| !v.is_empty() && !is_na_like(v))
             .map(|v| shape(v))
             .collect();
-        let s = shape(value::trim(name));
+        let name = value::trim(name);
+        if name.is_empty() || is_na_like(name) {
+            return false;
+        }
+        let s = shape(name);
         let all = vals.iter().fold(0xff, |a, &v| a & v);
         let any = vals.iter().fold(0, |a, &v| a | v);
         vals.len() >= 2 && ((all & !s) != 0 || (s & !any) != 0)
@@ -1767,10 +1771,12 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
         };
         // A number over numbers of another kind (`1.5` over integers)
         // is a value still.
+        // (`inf` and `nan` are words here: a column named `inf`.)
         let number_like = matches!(
             ty,
             DataType::BigInt | DataType::Decimal { .. } | DataType::Double
-        ) && is_number(t);
+        ) && is_number(t)
+            && t.iter().any(u8::is_ascii_digit);
         // Over `y`/`n`, a short word (`x`) is weak evidence; a longer
         // one (`Sales by city`) is not.
         let weak = ty == DataType::Boolean && t.len() <= 5 && !t.contains(&b' ');
@@ -2472,18 +2478,26 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     // A table at another delimiter under notes comes before records
     // alike only when split at spaces (a TSV's note and fields hold
     // spaces too).
-    // (Unless its first line is a header of names over them: `id  value
-    // label` over aligned rows is no note of a TSV.)
+    // (Unless the fields that delimiter reads are aligned by runs of
+    // spaces: `id  value  label` over ` 0 <TAB>0  x0` is one table
+    // aligned by spaces and tabs, its header no note of a TSV.)
     let at_spaces = o.delimiter.is_none()
-        && matches!(&chosen, Ok((d, _)) if (d.delimiter == b' ' || d.split == Split::Whitespace)
-            && !records(first, d, o.skip, leading_comment)
-                .first()
-                .is_some_and(|f| names_like(f, &[], 0)));
+        && matches!(&chosen, Ok((d, _)) if d.delimiter == b' ' || d.split == Split::Whitespace);
+    let aligned = |notes: u64, d: &Dialect| {
+        let recs = records(first, d, o.skip + notes, None);
+        let spaced = |f: &Vec<u8>| {
+            memchr::memmem::find(f, b"  ").is_some()
+                || (f.first() == Some(&b' ') && f.last() == Some(&b' '))
+        };
+        let n = recs.iter().filter(|r| r.iter().any(spaced)).count();
+        n * 2 >= recs.len()
+    };
     let mut with_notes = None;
     if (!matches!(chosen, Ok((_, true))) || at_spaces)
         && !comments
         && o.detect_notes
         && let Some((notes, d)) = find_notes(first, o, None, !at_spaces)
+        && !(at_spaces && aligned(notes, &d))
     {
         let o = InferOptions {
             skip: o.skip + notes,
@@ -2787,10 +2801,10 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
             });
         }
     }
-    if d.split != Split::Line {
-        if let Some(why) = misfit_below(first_rec.as_ref(), &below, &below_hash, &d, ncols, o) {
-            return Err(refuse(why));
-        }
+    if d.split != Split::Line
+        && let Some(why) = misfit_below(first_rec.as_ref(), &below, &below_hash, &d, ncols, o)
+    {
+        return Err(refuse(why));
     }
     let fill_missing = header && short_rows;
     // The other files sampled must start as the first does: as many

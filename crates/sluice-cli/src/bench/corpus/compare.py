@@ -7,7 +7,7 @@
 # auto_detect, or read_json_auto for .json/.jsonl/.ndjson), the two results
 # are compared after a canonical text form and classified. Prints one JSON
 # object a file and writes the same as CSV to RESULTS_CSV.
-import csv, datetime, decimal, json, math, re, sys
+import csv, datetime, decimal, gzip, json, math, re, sys
 
 import duckdb
 
@@ -221,6 +221,18 @@ def duckdb_read(con, path):
     return rows, types
 
 
+def json_object(path):
+    """Whether a file is one JSON object (not JSON lines, not an array)."""
+    if not path.lower().endswith((".json", ".json.gz")):
+        return False
+    try:
+        opener = gzip.open if path.lower().endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            return isinstance(json.load(f), dict)
+    except Exception:
+        return False
+
+
 def classify(m, con):
     out = {"file": m["file"], "source": m["source"], "class": "", "detail": "",
            "sluice_types": "", "duckdb_types": ""}
@@ -255,6 +267,13 @@ def classify(m, con):
     if len(cols) != len(d_types):
         out["class"] = "dialect choice"
         out["detail"] = f"columns: sluice {len(cols)}, duckdb {len(d_types)}"
+        return out
+    if len(d_rows) == 1 and json_object(m["file"]):
+        # One JSON object (a descriptor, a document): DuckDB reads it as
+        # one row, sluice the rows of the field holding an array of rows
+        # (README, `--json-rows`): two readings of which part is the table.
+        out["class"] = "dialect choice"
+        out["detail"] = f"JSON object: sluice {len(s_rows)} rows of its array field, duckdb the object as 1 row"
         return out
     if len(cols) == 1 and (len(s_rows) != len(d_rows) or compare_rows(s_rows, d_rows, 1)[0]):
         # Lines of text, one column: which blank lines are rows (NULL) is
