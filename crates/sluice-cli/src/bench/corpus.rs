@@ -69,7 +69,9 @@ struct SluiceRun {
 }
 
 /// Runs the scenario; `input` compares the files of that directory instead
-/// of the packages' (the fixed sample the tests use).
+/// of the packages' (the fixed sample the tests use); `loader` loads them
+/// with another binary.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     dir: &Path,
     sources: &str,
@@ -78,6 +80,7 @@ pub fn run(
     jobs: usize,
     json: bool,
     quiet: bool,
+    loader: Option<&Path>,
 ) -> Result<()> {
     let version = super::common::duckdb_version().context(
         "DuckDB is not importable from python3, and the corpus is compared against it: \
@@ -107,7 +110,10 @@ pub fn run(
     }
     let work = dir.join("work");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let exe = std::env::current_exe().context("finding the sluice binary")?;
+    let exe = match loader {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe().context("finding the sluice binary")?,
+    };
     let runs: Vec<Mutex<Option<SluiceRun>>> = files.iter().map(|_| Mutex::new(None)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {

