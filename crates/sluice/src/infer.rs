@@ -497,6 +497,12 @@ fn dirty_cell(v: &[u8], delimiter: u8) -> bool {
 /// date, a timestamp or a boolean.
 fn typed_cell(v: &[u8]) -> bool {
     let t = value::trim(v);
+    // What no number, date, timestamp or boolean starts with: text.
+    match t.first() {
+        Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b't' | b'T' | b'f' | b'F' | b'y' | b'Y')
+        | Some(b'n' | b'N' | b'i' | b'I') => {}
+        _ => return false,
+    }
     let comma_decimal = || {
         let body = t.strip_prefix(b"-").unwrap_or(t);
         match memchr::memchr(b',', body) {
@@ -1787,8 +1793,9 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
         };
         if fits || number_like {
             values.push(c);
-        } else if t.iter().any(u8::is_ascii_alphabetic) {
-            // A name has a letter (`-` or `?` over numbers is none).
+        } else if t.iter().any(u8::is_ascii_alphanumeric) {
+            // A name has a letter or a digit (`100022` over booleans is
+            // one; `-` or `?` over numbers is none).
             names.push(c);
         }
     }
