@@ -322,6 +322,8 @@ pub fn from_pg_type(t: &str) -> Option<DataType> {
 /// The table as the server has it.
 struct ServerTable {
     schema: Schema,
+    /// The columns with a DEFAULT on the server.
+    defaults: Vec<String>,
     /// Whether it has a primary key.
     has_key: bool,
     /// Its unique indexes, for how rows are shared out.
@@ -425,7 +427,8 @@ impl PgLoad {
             .query(
                 "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod),
                         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid
-                                AND i.indisprimary AND a.attnum = ANY (i.indkey))
+                                AND i.indisprimary AND a.attnum = ANY (i.indkey)),
+                        a.atthasdef
                    FROM pg_attribute a
                   WHERE a.attrelid = to_regclass(quote_ident($1))
                     AND a.attnum > 0 AND NOT a.attisdropped
@@ -439,9 +442,13 @@ impl PgLoad {
             return Ok(None);
         }
         let mut columns = Vec::new();
+        let mut defaults = Vec::new();
         let mut keys = 0;
         for r in &rows {
             let (name, ty, key): (String, String, bool) = (r.get(0), r.get(1), r.get(2));
+            if r.get::<_, bool>(3) {
+                defaults.push(name.clone());
+            }
             let data_type = from_pg_type(&ty).ok_or_else(|| {
                 Error::Schema(format!(
                     "table {} on {}: column {name} is {ty}, which sluice does not load (it loads integer, bigint, numeric(p,s) with p <= 18, double precision, boolean, date, timestamp, text and varchar)",
@@ -483,6 +490,7 @@ impl PgLoad {
         let unique = Unique::of(&schema, &indexes);
         Ok(Some(ServerTable {
             schema,
+            defaults,
             has_key: keys > 0,
             unique,
         }))
@@ -537,6 +545,7 @@ impl PgLoad {
         let key = schema.key_column().filter(|_| index_first);
         self.existing = Some(ServerTable {
             schema: schema.clone(),
+            defaults: Vec::new(),
             has_key: key.is_some(),
             unique: key.map_or(Unique::None, Unique::Key),
         });
@@ -653,6 +662,12 @@ impl PgLoad {
                 "COPY {} ({columns}) FROM STDIN (FORMAT binary)",
                 quote_ident(&self.table)
             ),
+            names: schema.columns.iter().map(|c| c.name.clone()).collect(),
+            defaults: self
+                .existing
+                .as_ref()
+                .map(|t| t.defaults.clone())
+                .unwrap_or_default(),
             share: Sharing::new(
                 schema,
                 self.existing.as_ref().map_or(Unique::None, |t| t.unique),
@@ -805,6 +820,10 @@ pub struct PgSink<'a> {
     target: PgTarget,
     table: String,
     copy_sql: String,
+    /// The load's columns, in the order of its batches.
+    names: Vec<String>,
+    /// The columns with a DEFAULT on the server (see [`fed_columns`]).
+    defaults: Vec<String>,
     share: Sharing,
     next_commit: u64,
     created: bool,
@@ -838,19 +857,37 @@ impl PgSink<'_> {
 }
 
 impl<'a> Sink<'a> for PgSink<'a> {
-    fn begin(&mut self, _opts: &LoadOptions, inputs: &'a [Input]) -> Result<Layout> {
+    fn begin(&mut self, opts: &LoadOptions, inputs: &'a [Input]) -> Result<Layout> {
         self.inputs = inputs;
         self.provenance.clear();
         self.parts.clear();
+        // Columns with a server DEFAULT that no file of the group has are
+        // left out of the COPY, so that the server gives them their
+        // default, as its own COPY with a column list does.
+        let (sql, project) = match fed_columns(opts, inputs, &self.names, &self.defaults)? {
+            Some(keep) => {
+                let columns = keep
+                    .iter()
+                    .map(|&i| quote_ident(&self.names[i]))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let sql = format!(
+                    "COPY {} ({columns}) FROM STDIN (FORMAT binary)",
+                    quote_ident(&self.table)
+                );
+                (sql, Some(std::sync::Arc::new(keep)))
+            }
+            None => (self.copy_sql.clone(), None),
+        };
         // Connections are opened here, in parallel, by their threads.
-        let (target, sql) = (self.target.clone(), self.copy_sql.clone());
+        let target = self.target.clone();
         let plan = self.share.plan();
         self.group = Some(Fanout::start(
             plan.connections,
             "sluice-copy",
             plan.routed,
             plan.sort_bytes,
-            move |_, mut queue| copy_part(&target, &sql, &mut queue),
+            move |_, mut queue| copy_part(&target, &sql, project.as_deref(), &mut queue),
         )?);
         Ok(plan.layout)
     }
@@ -972,7 +1009,96 @@ impl<'a> Sink<'a> for PgSink<'a> {
 /// One copy connection's share of a group: connect, open a transaction,
 /// COPY the batches it takes from the queue until the queue closes, and
 /// finish the COPY, leaving the transaction open for the commit.
-fn copy_part(target: &PgTarget, sql: &str, queue: &mut Queue) -> PartResult<Part> {
+/// With `--match-by-name`, the columns (by position in `names`) the COPY
+/// of a group sends: all but those with a server DEFAULT (`defaults`)
+/// that no input's header names; `None` when that is all of them. A
+/// column with a DEFAULT that some inputs have and others lack is
+/// refused: one COPY cannot give it the default for some rows only.
+fn fed_columns(
+    opts: &LoadOptions,
+    inputs: &[Input],
+    names: &[String],
+    defaults: &[String],
+) -> Result<Option<Vec<usize>>> {
+    if !opts.match_by_name
+        || defaults.is_empty()
+        || !matches!(opts.format, sluice::parse::Format::Delimited)
+    {
+        return Ok(None);
+    }
+    let norm = |s: &[u8]| sluice::load::normalize_name(s).to_lowercase();
+    let mut fed_by: Vec<Vec<usize>> = vec![Vec::new(); names.len()];
+    for (f, input) in inputs.iter().enumerate() {
+        let header = first_record(input, opts)?;
+        let fields: Vec<String> = header.iter().map(|h| norm(h)).collect();
+        for (c, name) in names.iter().enumerate() {
+            if fields.contains(&norm(name.as_bytes())) {
+                fed_by[c].push(f);
+            }
+        }
+    }
+    let mut keep = Vec::new();
+    for (c, name) in names.iter().enumerate() {
+        if !defaults.iter().any(|d| d == name) || fed_by[c].len() == inputs.len() {
+            keep.push(c);
+        } else if !fed_by[c].is_empty() {
+            let lacking = (0..inputs.len())
+                .find(|f| !fed_by[c].contains(f))
+                .map(|f| inputs[f].display_name())
+                .unwrap_or_default();
+            return Err(Error::Config(format!(
+                "column {name} has a DEFAULT on the server, which a COPY gives only to a column no file has: {} has it, {lacking} does not; load them separately",
+                inputs[fed_by[c][0]].display_name()
+            )));
+        }
+    }
+    Ok((keep.len() < names.len()).then_some(keep))
+}
+
+/// The first record of a delimited input (its header), after `skip`
+/// lines and the blank and comment lines before it.
+fn first_record(input: &Input, opts: &LoadOptions) -> Result<Vec<Vec<u8>>> {
+    use std::io::Read;
+    let (r, _) = input.open_text(None, opts.encoding)?;
+    let mut head = Vec::new();
+    r.take(1 << 20)
+        .read_to_end(&mut head)
+        .map_err(|e| input.io_error(e))?;
+    let mut data = &head[..];
+    for _ in 0..opts.skip {
+        match memchr_newline(data) {
+            Some(i) => data = &data[i + 1..],
+            None => return Ok(Vec::new()),
+        }
+    }
+    let comment = opts.dialect.comment.or(opts.leading_comment);
+    loop {
+        let blank = data.first().is_some_and(|&b| b == b'\n' || b == b'\r');
+        if data.is_empty() || !(blank || comment.is_some_and(|c| data[0] == c)) {
+            break;
+        }
+        match memchr_newline(data) {
+            Some(i) => data = &data[i + 1..],
+            None => return Ok(Vec::new()),
+        }
+    }
+    Ok(sluice::parse::read_record(data, &opts.dialect, true)
+        .ok()
+        .flatten()
+        .map(|(fields, _, _)| fields)
+        .unwrap_or_default())
+}
+
+fn memchr_newline(data: &[u8]) -> Option<usize> {
+    data.iter().position(|&b| b == b'\n')
+}
+
+fn copy_part(
+    target: &PgTarget,
+    sql: &str,
+    project: Option<&Vec<usize>>,
+    queue: &mut Queue,
+) -> PartResult<Part> {
     // Without a connection nothing can be sent: this one takes no work.
     let conn = Conn::open(target).map_err(|e| PartFailure::new(e, None))?;
     let started = conn
@@ -986,7 +1112,16 @@ fn copy_part(target: &PgTarget, sql: &str, queue: &mut Queue) -> PartResult<Part
     let result: std::result::Result<u64, CopyError> = (|| {
         while let Some(job) = queue.next().map_err(CopyError::Other)? {
             stream.push(&job);
-            sluice::pgcopy::encode_batch(&job.batch, &mut buf).map_err(CopyError::Other)?;
+            match project {
+                Some(p) => {
+                    let batch = job.batch.project(p).map_err(|e| {
+                        CopyError::Other(Error::Internal(format!("projecting a batch: {e}")))
+                    })?;
+                    sluice::pgcopy::encode_batch(&batch, &mut buf)
+                }
+                None => sluice::pgcopy::encode_batch(&job.batch, &mut buf),
+            }
+            .map_err(CopyError::Other)?;
             if buf.len() >= FLUSH_BYTES {
                 let full =
                     std::mem::replace(&mut buf, Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4));

@@ -903,3 +903,52 @@ fn a_duplicate_key_across_blocks_fails_the_load_instead_of_hanging() {
     assert!(out.contains("unique index on several columns"), "{out}");
     assert_eq!(pg.psql("SELECT count(*) FROM pairs").trim(), "30001");
 }
+
+/// `--match-by-name` into a table with DEFAULTs: the columns no file has
+/// get the server's defaults (as PostgreSQL's COPY with a column list
+/// gives them), not NULL; a column some files have and others lack is
+/// refused.
+#[test]
+fn match_by_name_leaves_the_servers_defaults_to_the_server() {
+    let Some(pg) = Pg::start("match_by_name_leaves_the_servers_defaults_to_the_server") else {
+        return;
+    };
+    pg.psql("CREATE TABLE d (id bigint, status text DEFAULT 'new', n int DEFAULT 7, name text)");
+    let t = Tmp::new();
+    t.write("a.csv", b"name,id\nada,1\nbob,2\n");
+    let url = pg.url();
+    ok(
+        &t.0,
+        &[
+            "load",
+            "-q",
+            "--into",
+            &url,
+            "--match-by-name",
+            "d",
+            "a.csv",
+        ],
+    );
+    assert_eq!(
+        pg.psql("SELECT id, status, n, name FROM d ORDER BY id")
+            .trim(),
+        "1|new|7|ada\n2|new|7|bob"
+    );
+    // One file has `status`, another lacks it: which rows get the
+    // default is not one COPY's to say.
+    t.write("b.csv", b"id,status\n3,old\n");
+    t.write("c.csv", b"id\n4\n");
+    let e = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &url,
+            "--match-by-name",
+            "d",
+            "b.csv",
+            "c.csv",
+        ],
+    );
+    assert!(e.contains("column status has a DEFAULT"), "{e}");
+}
