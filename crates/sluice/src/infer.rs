@@ -2434,6 +2434,18 @@ fn misfit_below(
     None
 }
 
+/// The delimiter Excel's first line `sep=X` names, at the start of `s`
+/// after `skip` lines.
+fn excel_sep(s: &Sample, skip: u64) -> Option<u8> {
+    let data = after_skip(&s.data, skip)?;
+    let line = &data[..memchr::memchr(b'\n', data)?];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match line {
+        [b's' | b'S', b'e' | b'E', b'p' | b'P', b'=', c] if !c.is_ascii_alphanumeric() => Some(*c),
+        _ => None,
+    }
+}
+
 /// Infers how to read `inputs` and what table they make.
 pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
     if inputs.is_empty() {
@@ -2474,6 +2486,22 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
         return Err(nothing_to_infer(inputs));
     };
     let (first_file, first) = (*first_file, &first[0]);
+    // Excel's `sep=;` first line names the delimiter: taken, and skipped
+    // in every file as a line of notes.
+    if o.delimiter.is_none()
+        && o.detect_notes
+        && let Some(sep) = excel_sep(first, o.skip)
+    {
+        let given = InferOptions {
+            delimiter: Some(sep),
+            skip: o.skip + 1,
+            detect_notes: false,
+            ..o.clone()
+        };
+        let mut inf = infer(inputs, &given)?;
+        inf.notes += 1;
+        return Ok(inf);
+    }
     let mut leading_comment = leading_comment(first, o);
     let mut chosen = choose(first, o, None, leading_comment, true);
     // Lines starting with `#` among the records, and only they split

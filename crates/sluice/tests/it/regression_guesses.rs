@@ -359,3 +359,12 @@ fn aligned_columns_and_quotes_over_lines_are_refused_not_misread() {
     .unwrap_err();
     assert!(e.contains("--quote"), "{e}");
 }
+
+#[test]
+fn excels_sep_line_names_the_delimiter() {
+    // Refused before (the `sep=;` line taken for a title over a header).
+    let (inf, rows) = guess("x.csv", b"sep=;\na;b\n1;2,5\n3;4,5\n").unwrap();
+    assert_eq!((inf.delimiter, inf.notes, inf.header), (b';', 1, true));
+    assert_eq!(names(&inf), ["a", "b"]);
+    assert_eq!(rows, vec![vec![s("1"), s("2,5")], vec![s("3"), s("4,5")]]);
+}
