@@ -2348,6 +2348,31 @@ fn hash_lines_misfit(s: &Sample, d: &Dialect, o: &InferOptions, preamble: Option
     })
 }
 
+/// Whether record `r` (of `ncols` fields) holds a word that would make a
+/// column `cands` types (other than BOOLEAN) text: a name where the
+/// records have numbers, dates or timestamps (not `02134` among
+/// integers, nor `5.5`, `inf` or `NA`).
+fn word_misfits(cands: &[Candidates], r: &[Vec<u8>], ncols: usize, o: &InferOptions) -> bool {
+    r.len() == ncols
+        && cands.iter().zip(r).any(|(c, v)| {
+            let t = value::trim(v);
+            let ty = c.pick();
+            if matches!(ty, DataType::Text | DataType::Boolean)
+                || t.is_empty()
+                || is_na_like(t)
+                || is_number(t)
+                || !t.iter().any(u8::is_ascii_alphabetic)
+            {
+                return false;
+            }
+            let mut one = Candidates::new();
+            one.see(v, o);
+            let mut both = c.clone();
+            both.merge(&one);
+            both.pick() == DataType::Text
+        })
+}
+
 /// Why the records below the first are not one table, if a line among
 /// them splits like the records but is surely not one of them, which no
 /// guess may decide: a line starting with `#` whose values are not of
@@ -2377,29 +2402,7 @@ fn misfit_below(
         }
         cands
     };
-    let misfits = |cands: &[Candidates], r: &[Vec<u8>]| {
-        r.len() == ncols
-            && cands.iter().zip(r).any(|(c, v)| {
-                let t = value::trim(v);
-                let ty = c.pick();
-                // A word that makes a typed column text (not `02134`
-                // among integers, nor `5.5` among them).
-                if ty == DataType::Text
-                    || ty == DataType::Boolean
-                    || t.is_empty()
-                    || is_na_like(t)
-                    || is_number(t)
-                    || !t.iter().any(u8::is_ascii_alphabetic)
-                {
-                    return false;
-                }
-                let mut one = Candidates::new();
-                one.see(v, o);
-                let mut both = c.clone();
-                both.merge(&one);
-                both.pick() == DataType::Text
-            })
-    };
+    let misfits = |cands: &[Candidates], r: &[Vec<u8>]| word_misfits(cands, r, ncols, o);
     if d.comment.is_none() && hash.iter().any(|&h| h) {
         let cands = types_of(&mut below.iter().zip(hash).filter(|(_, h)| !**h).map(|(r, _)| r));
         let line = |i: usize| String::from_utf8_lossy(&below[i].join(&d.delimiter)).into_owned();
@@ -2880,26 +2883,9 @@ pub fn infer(inputs: &[Input], o: &InferOptions) -> Result<Inferred> {
                 start = r.ok();
                 false
             });
-            let named = start.as_ref().is_some_and(|f| {
-                f.len() == ncols
-                    && rest.iter().zip(f).any(|(c, v)| {
-                        let t = value::trim(v);
-                        let ty = c.pick();
-                        if matches!(ty, DataType::Text | DataType::Boolean)
-                            || t.is_empty()
-                            || is_na_like(t)
-                            || is_number(t)
-                            || !t.iter().any(u8::is_ascii_alphabetic)
-                        {
-                            return false;
-                        }
-                        let mut one = Candidates::new();
-                        one.see(v, o);
-                        let mut both = c.clone();
-                        both.merge(&one);
-                        both.pick() == DataType::Text
-                    })
-            });
+            let named = start
+                .as_ref()
+                .is_some_and(|f| word_misfits(&rest, f, ncols, o));
             if named {
                 return Err(differ("it starts with a line of names".into()));
             }

@@ -20,9 +20,17 @@ fn s(v: &str) -> Option<String> {
 /// inferred and the rows, or the error of either step.
 fn guess(name: &str, data: &[u8]) -> Result<(Inferred, Rows), String> {
     let dir = TempDir::new("regression-guesses");
-    let inputs = [Input::File(dir.write(name, data))];
+    guess_files(&dir, &[(name, data)])
+}
+
+/// [`guess`] of several files in `dir`, loaded as one table.
+fn guess_files(dir: &TempDir, files: &[(&str, &[u8])]) -> Result<(Inferred, Rows), String> {
+    let inputs: Vec<Input> = files
+        .iter()
+        .map(|(n, d)| Input::File(dir.write(n, d)))
+        .collect();
     let inf = infer(&inputs, &InferOptions::default()).map_err(|e| e.to_string())?;
-    let db_dir = dir.path().join("db");
+    let db_dir = dir.path().join(format!("db-{}", files[0].0));
     let mut db = Database::open_writer(&db_dir).unwrap();
     load(
         &mut db,
@@ -262,22 +270,8 @@ fn tables_split_at_spaces_of_any_length_are_tables() {
 fn files_that_start_otherwise_than_the_first_are_right_or_refused() {
     let dir = TempDir::new("regression-guesses-files");
     let run = |files: &[(&str, &str)]| -> Result<Rows, String> {
-        let inputs: Vec<Input> = files
-            .iter()
-            .map(|(n, d)| Input::File(dir.write(n, d.as_bytes())))
-            .collect();
-        let inf = infer(&inputs, &InferOptions::default()).map_err(|e| e.to_string())?;
-        let db_dir = dir.path().join(format!("db-{}", files[0].0));
-        let mut db = Database::open_writer(&db_dir).unwrap();
-        load(
-            &mut db,
-            "t",
-            &inputs,
-            &inf.load_options(LoadOptions::default()),
-        )
-        .map_err(|e| e.to_string())?;
-        drop(db);
-        Ok(table_rows(&db_dir, "t"))
+        let files: Vec<(&str, &[u8])> = files.iter().map(|(n, d)| (*n, d.as_bytes())).collect();
+        guess_files(&dir, &files).map(|(_, rows)| rows)
     };
     // A file split in parts: only the first has the header, and every
     // part's first row is kept (it was skipped as a header).
