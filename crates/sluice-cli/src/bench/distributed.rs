@@ -13,7 +13,9 @@
 //!   shard, beside the same rows converted without buckets and hashed
 //!   into 8 shards by the load.
 //!
-//! Every dataset's row count is checked against the input's.
+//! Every dataset's row count is checked against the input's, and its
+//! answer (rows, sums, extremes, distinct keys) against the first
+//! dataset's, Spark's and Dask's runs alike, before any time is reported.
 
 use std::path::Path;
 use std::process::Command;
@@ -37,10 +39,19 @@ def timed(name, f, target):
     f()
     out.setdefault(name, []).append(time.perf_counter() - t)
 def count(target):
-    import pyarrow.parquet as pq
-    n = pq.ParquetDataset(target).read(columns=["chunkId"]).num_rows
+    # Every dataset's answer (rows, sums, extremes, distinct keys) checked
+    # against the first's, and its rows against the input's.
+    import pyarrow.parquet as pq, pyarrow.compute as pc
+    tbl = pq.ParquetDataset(target).read(columns=["source_id", "chunkId", "subChunkId"])
+    n = tbl.num_rows
     if n != rows:
-        raise SystemExit(f"{target}: {n} rows, expected {rows}")
+        raise SystemExit(f"{target}: {n} rows, expected {rows} — no time is reported for a wrong answer")
+    answer = [str(x) for x in (n, pc.sum(tbl["chunkId"]).as_py(), pc.sum(tbl["subChunkId"]).as_py(),
+                               pc.min(tbl["source_id"]).as_py(), pc.max(tbl["source_id"]).as_py(),
+                               pc.count_distinct(tbl["source_id"]).as_py())]
+    first = out.setdefault("answer", {"row": answer, "from": os.path.basename(target)})
+    if first["row"] != answer:
+        raise SystemExit(f"{target}: answered {answer}, {first['from']} {first['row']} — no time is reported for a wrong answer")
     shutil.rmtree(target, ignore_errors=True)
 common = dict(tsv=True, header=False, schema=schema)
 if mode == "spark":
@@ -223,6 +234,20 @@ pub fn run(files: usize, rows: u64, runs: usize, dir: &Path, quiet: bool) -> Res
         None
     };
     let _ = std::fs::remove_dir_all(&work);
+    // Spark's datasets and Dask's answered alike (each process checked its
+    // own against its first).
+    let mut answers = super::answers::Agreement::new(
+        "distributed: each dataset's rows, sums, extremes and distinct keys",
+    );
+    for (who, v) in [("Spark's runs", &spark), ("Dask's runs", &dask)] {
+        if let Some(a) = v
+            .as_ref()
+            .map(|v| &v["answer"]["row"])
+            .filter(|a| !a.is_null())
+        {
+            answers.add(who, super::answers::json_rows(&serde_json::json!([a]))?)?;
+        }
+    }
     let floats = |v: &Option<serde_json::Value>, k: &str| -> Vec<f64> {
         v.as_ref()
             .and_then(|v| v[k].as_array())

@@ -1,6 +1,8 @@
 //! `sluice bench ingest`: the three-integer CSV loaded by `sluice load`
 //! processes at several thread counts, DuckDB beside when python3 imports
-//! it; a table of medians, rates, CPU time and peak memory.
+//! it; a table of medians, rates, CPU time and peak memory. Every run's
+//! table answers one question (count, sums, minima, maxima), checked
+//! against the first answer before any time is reported.
 
 use std::path::Path;
 use std::process::Command;
@@ -26,16 +28,22 @@ db, csv, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 con = duckdb.connect(db)
 con.execute(f"SET threads={threads}")
 t = time.perf_counter()
-con.execute("CREATE TABLE t AS SELECT * FROM read_csv(?, header=false, auto_detect=false, delim=',', "
+con.execute("CREATE TABLE ints AS SELECT * FROM read_csv(?, header=false, auto_detect=false, delim=',', "
             "columns={'a': 'INTEGER', 'b': 'INTEGER', 'c': 'INTEGER'})", [csv])
 con.execute("CHECKPOINT")
 seconds = time.perf_counter() - t
-n = con.execute("SELECT count(*) FROM t").fetchone()[0]
+n = con.execute("SELECT count(*) FROM ints").fetchone()[0]
+answer = rows(con, sys.argv[4])
 con.close()
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"seconds": seconds, "rows": n, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "version": duckdb.__version__}))
+                  "version": duckdb.__version__, "answer": answer}))
 "#;
+
+/// The question every loaded table answers, sluice's at every thread
+/// count and DuckDB's alike, before any time is reported.
+const CHECK: &str =
+    "SELECT count(*), count(c), sum(a), sum(b), sum(c), min(a), max(a), min(c), max(c) FROM ints";
 
 #[allow(clippy::too_many_arguments)]
 pub fn run(
@@ -77,6 +85,7 @@ pub fn run(
             });
         }
     }
+    let mut answers = super::answers::Agreement::new(format!("ingest: {CHECK}"));
     // Interleave engines and thread counts so drift hits all alike.
     for run in 0..runs {
         for row in rows.iter_mut() {
@@ -84,16 +93,29 @@ pub fn run(
             let _ = std::fs::remove_dir_all(&db);
             let _ = std::fs::remove_file(&db);
             sync();
+            let who = format!("{} threads={} run {}", row.engine, row.threads, run + 1);
             let v = match row.engine {
-                "sluice" => run_json(&mut load_ints(&exe, &db, row.threads, &csv), "sluice load")?,
-                _ => run_json(
-                    Command::new("python3")
-                        .args(["-c", DUCKDB_SCRIPT])
-                        .arg(&db)
-                        .arg(&csv)
-                        .arg(row.threads.to_string()),
-                    "duckdb",
-                )?,
+                "sluice" => {
+                    let v = run_json(&mut load_ints(&exe, &db, row.threads, &csv), "sluice load")?;
+                    answers.add(&who, super::answers::sluice_answer(&db, CHECK)?)?;
+                    v
+                }
+                _ => {
+                    let v = run_json(
+                        Command::new("python3")
+                            .args([
+                                "-c",
+                                &format!("{}{DUCKDB_SCRIPT}", super::answers::DUCKDB_ROWS),
+                            ])
+                            .arg(&db)
+                            .arg(&csv)
+                            .arg(row.threads.to_string())
+                            .arg(CHECK),
+                        "duckdb",
+                    )?;
+                    answers.add(&who, super::answers::json_rows(&v["answer"])?)?;
+                    v
+                }
             };
             let m = measure(&v);
             if !quiet {
@@ -111,6 +133,9 @@ pub fn run(
         }
     }
 
+    if !quiet {
+        eprintln!("answers: every run's table gave the same count, sums, minima and maxima");
+    }
     for r in &rows {
         let case = || serde_json::json!({"threads": r.threads, "bytes": file_bytes});
         let of = |f: fn(&Measure) -> f64| r.runs.iter().map(f).collect::<Vec<_>>();

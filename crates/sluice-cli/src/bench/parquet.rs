@@ -9,6 +9,9 @@
 //!   DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` of its own
 //!   dataset into a new database file, checkpointed (on disk, as sluice's).
 //!
+//! Before any time is reported, every dataset (read by DuckDB) and every
+//! loaded table answers one grouped question alike ([`CHECK`]).
+//!
 //! sluice's times are of the whole process (start-up included); DuckDB's
 //! of its statement (its connection opened before the clock starts).
 
@@ -22,11 +25,22 @@ use super::common::{
     DUCKDB_LINEITEM, duckdb_version, lineitem, median, run_json, sluice_exe, sync,
 };
 
+/// The question every dataset and loaded table answers (`{src}`: the
+/// table or DuckDB's reading of a dataset), checked before any time is
+/// reported.
+const CHECK: &str = "SELECT l_shipmode, count(*), sum(l_quantity), sum(l_extendedprice), \
+     sum(l_orderkey), min(l_shipdate), max(l_commitdate), count(l_comment) FROM {src} GROUP BY l_shipmode";
+
 /// DuckDB's side: one timed step, printed as JSON.
 const PY_SCRIPT: &str = r#"
 import json, os, sys, time
 import duckdb
-mode, duck_db, csv, threads, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+mode, duck_db, csv, threads, out, check = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+if mode == "check":
+    # A dataset's answer to the check, as DuckDB reads it.
+    src = f"read_parquet('{out}/**/*.parquet', hive_partitioning=true)"
+    print(json.dumps({"answer": rows(duckdb.connect(), check.format(src=src))}))
+    sys.exit(0)
 fresh = not os.path.exists(duck_db)
 con = duckdb.connect(duck_db)
 if fresh:
@@ -51,9 +65,10 @@ else:
     disk.execute(f"CREATE TABLE li AS SELECT * FROM read_parquet('{out}/**/*.parquet')")
     disk.execute("CHECKPOINT")
     secs = time.perf_counter() - t
+    answer = rows(disk, check.format(src="li"))
     disk.close()
     os.remove(target)
-    print(json.dumps({"seconds": secs, "duckdb": duckdb.__version__}))
+    print(json.dumps({"seconds": secs, "duckdb": duckdb.__version__, "answer": answer}))
     sys.exit(0)
 secs = time.perf_counter() - t
 print(json.dumps({"seconds": secs, "duckdb": duckdb.__version__}))
@@ -100,7 +115,26 @@ pub fn run(
     let (csv, db_dir, rows) = lineitem(sf, dir, quiet)?;
     let duck = if no_peers { None } else { duckdb_version() };
     let duck_db = dir.join(format!("q1-sf{sf}.duckdb"));
-    let script = format!("{DUCKDB_LINEITEM}{PY_SCRIPT}");
+    let script = format!(
+        "{DUCKDB_LINEITEM}{}{PY_SCRIPT}",
+        super::answers::DUCKDB_ROWS
+    );
+    let mut answers = super::answers::Agreement::new(format!("parquet: {CHECK}"));
+    // The answer of a dataset as DuckDB reads it (the exports are checked
+    // in the first run; the loads in every run).
+    let dataset_answer = |what: &str, data: &Path| -> Result<super::answers::Rows> {
+        let v = run_json(
+            Command::new("python3")
+                .args(["-c", &script, "check"])
+                .arg(&duck_db)
+                .arg(&csv)
+                .arg("1")
+                .arg(data)
+                .arg(CHECK),
+            &format!("DuckDB reading {what}"),
+        )?;
+        super::answers::json_rows(&v["answer"])
+    };
     let exe = sluice_exe()?;
     let work = dir.join(format!("bench-parquet-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
@@ -153,12 +187,22 @@ pub fn run(
                     if got != rows {
                         bail!("the Parquet load gave {got} rows, not {rows}");
                     }
+                    answers.add(
+                        &format!("sluice's load of its dataset, run {}", run + 1),
+                        super::answers::sluice_answer(&target, &CHECK.replace("{src}", "li"))?,
+                    )?;
                     let _ = std::fs::remove_dir_all(&target);
                     t
                 }
             };
             if *step == "export" {
                 our_bytes = dir_bytes(&out);
+            }
+            if run == 0 && *step != "load" && duck.is_some() {
+                answers.add(
+                    &format!("sluice's {step} dataset read by DuckDB"),
+                    dataset_answer(step, &out)?,
+                )?;
             }
             ours[i].push(secs);
             // DuckDB.
@@ -179,9 +223,21 @@ pub fn run(
                             work.join("duckdb-export")
                         } else {
                             out.clone()
-                        }),
+                        })
+                        .arg(CHECK),
                     &format!("DuckDB ({step})"),
                 )?;
+                if *step == "load" {
+                    answers.add(
+                        &format!("DuckDB's load of its dataset, run {}", run + 1),
+                        super::answers::json_rows(&v["answer"])?,
+                    )?;
+                } else if run == 0 {
+                    answers.add(
+                        &format!("DuckDB's {step} dataset read by DuckDB"),
+                        dataset_answer(step, &out)?,
+                    )?;
+                }
                 if *step == "export" {
                     their_bytes = dir_bytes(&out);
                 }
@@ -201,6 +257,12 @@ pub fn run(
         }
     }
     let _ = std::fs::remove_dir_all(&work);
+    if !quiet {
+        eprintln!(
+            "answers: every dataset and loaded table gave the same {} groups of counts and sums",
+            answers.rows()
+        );
+    }
     for (i, step) in steps.iter().enumerate() {
         let case = || serde_json::json!({"step": step});
         super::record::runs("sluice", case(), "seconds", "s", &ours[i]);

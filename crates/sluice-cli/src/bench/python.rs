@@ -7,6 +7,10 @@
 //!   in one Python process, interleaved);
 //! - `db.load` of the ingest benchmark's file against `sluice load`
 //!   (each a process of its own, interleaved; the load's own time).
+//!
+//! Before any time is reported, the answers are checked: Q1 from Python,
+//! the library and DuckDB; a summary of the exported Arrow table (rows,
+//! sums, extremes, counts) from sluice and DuckDB; each load's table.
 
 use std::path::Path;
 use std::process::Command;
@@ -32,6 +36,8 @@ if mode == "query":
     db = sluice.connect(db_dir, threads=threads)
     out = {"q1": [], "arrow": [], "duck_arrow": [], "sluice": sluice.__version__}
     assert db.query(q1).num_rows == 4
+    out["q1_rows"] = [[None if v is None else str(v) for v in r.values()]
+                      for r in db.query(q1).to_arrow().to_pylist()]
     for _ in range(runs):
         t = time.perf_counter()
         r = db.query(q1)
@@ -51,6 +57,18 @@ if mode == "query":
             x = con.sql(star).arrow()
             return x.read_all() if hasattr(x, "read_all") else x
         assert duck_table().num_rows == rows
+        out["duck_q1_rows"] = rows_of(con, q1)
+    import pyarrow.compute as pc
+    def summary(tbl):
+        # The exported table's answer: rows, sums, extremes and counts.
+        return [[str(tbl.num_rows)] + [None if v is None else str(v) for v in (
+            pc.sum(tbl["l_quantity"]).as_py(), pc.sum(tbl["l_extendedprice"]).as_py(),
+            pc.sum(tbl["l_orderkey"]).as_py(), pc.min(tbl["l_shipdate"]).as_py(),
+            pc.max(tbl["l_receiptdate"]).as_py(), pc.count(tbl["l_comment"]).as_py(),
+            pc.count_distinct(tbl["l_shipmode"]).as_py())]]
+    out["arrow_answer"] = summary(db.query(star).to_arrow())
+    if con is not None:
+        out["duck_arrow_answer"] = summary(duck_table())
     for _ in range(runs):
         t = time.perf_counter()
         tbl = db.query(star).to_arrow()
@@ -70,6 +88,9 @@ else:
     s = db.load("ints", csv, schema="a INT, b INT, c INT", header=False, progress=False)
     print(json.dumps({"seconds": s.seconds, "rows": s.rows}))
 "#;
+
+/// The question both loads of the ingest file answer alike.
+const LOAD_CHECK: &str = "SELECT count(*), sum(a), sum(b), sum(c), min(a), max(c) FROM {t}";
 
 /// Runs the three comparisons and prints a table of medians.
 #[allow(clippy::too_many_arguments)]
@@ -99,7 +120,10 @@ pub fn run(
                 .unwrap_or("")
         );
     }
-    let script = format!("{DUCKDB_LINEITEM}{PY_SCRIPT}");
+    let script = format!(
+        "{DUCKDB_LINEITEM}{}{PY_SCRIPT}",
+        super::answers::DUCKDB_ROWS.replace("def rows(", "def rows_of(")
+    );
 
     // Q1 and the full-table export.
     let (csv, db_dir, _) = lineitem(sf, dir, quiet)?;
@@ -141,6 +165,33 @@ pub fn run(
         "python3 (import sluice)",
     )?;
     time_rust(runs / 2, &mut rust_q1)?;
+    // Answers before times: Q1 through Python, the library and DuckDB;
+    // the exported table's summary from sluice and DuckDB.
+    let mut q1 = super::answers::Agreement::new("python: TPC-H Q1");
+    q1.add(
+        "the library",
+        super::answers::sluice_rows(&sluice::query::query(&db, Q1, Some(threads))?),
+    )?;
+    q1.add(
+        "db.query",
+        super::answers::json_rows(&py["q1_rows"]).context("the Python Q1 answer")?,
+    )?;
+    if !py["duck_q1_rows"].is_null() {
+        q1.add("duckdb", super::answers::json_rows(&py["duck_q1_rows"])?)?;
+    }
+    let mut arrow = super::answers::Agreement::new(
+        "python: SELECT * FROM lineitem's rows, sums, extremes and counts",
+    );
+    arrow.add(
+        "sluice .to_arrow()",
+        super::answers::json_rows(&py["arrow_answer"])?,
+    )?;
+    if !py["duck_arrow_answer"].is_null() {
+        arrow.add(
+            "duckdb .arrow()",
+            super::answers::json_rows(&py["duck_arrow_answer"])?,
+        )?;
+    }
     drop(db);
     let floats = |k: &str| -> Vec<f64> {
         py[k]
@@ -156,26 +207,37 @@ pub fn run(
     let file_bytes = std::fs::metadata(&ints_csv)?.len();
     let exe = sluice_exe()?;
     let (mut cli_load, mut py_load) = (Vec::new(), Vec::new());
+    let mut loads = super::answers::Agreement::new(format!("python: {LOAD_CHECK}"));
     for run in 0..runs {
         for python in [false, true] {
             let target = dir.join(format!("bench-python-load-{}.db", std::process::id()));
             let _ = std::fs::remove_dir_all(&target);
             sync();
-            let v = if python {
-                run_json(
+            let (v, table) = if python {
+                let v = run_json(
                     Command::new("python3")
                         .args(["-c", &script, "load"])
                         .arg(&target)
                         .arg(&ints_csv)
                         .arg(threads.to_string()),
                     "python3 db.load",
-                )?
+                )?;
+                (v, "ints")
             } else {
-                run_json(
+                let v = run_json(
                     &mut load_ints(&exe, &target, threads, &ints_csv),
                     "sluice load",
-                )?
+                )?;
+                (v, "ints")
             };
+            loads.add(
+                &format!(
+                    "{} run {}",
+                    if python { "db.load" } else { "sluice load" },
+                    run + 1
+                ),
+                super::answers::sluice_answer(&target, &LOAD_CHECK.replace("{t}", table))?,
+            )?;
             let _ = std::fs::remove_dir_all(&target);
             let s = v["seconds"].as_f64().unwrap_or(f64::NAN);
             if !quiet {

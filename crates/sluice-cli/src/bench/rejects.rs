@@ -1,5 +1,6 @@
 //! `sluice bench rejects`: a file of records that all fail loaded with
-//! `--on-error skip`, beside a file of as many good records.
+//! `--on-error skip`, beside a file of as many good records; each run's
+//! counts of rows and rejects checked before any time is reported.
 
 use std::path::Path;
 use std::process::Command;
@@ -44,6 +45,21 @@ pub fn run(records: u64, runs: usize, dir: &Path, quiet: bool) -> Result<()> {
                     .arg(&*p),
                 "sluice load",
             )?;
+            // The answer before the time: every good record loaded, every
+            // bad one rejected.
+            let (rows, rejected) = (v["rows"].as_u64(), v["rejected"].as_u64());
+            let want = if *kind == "good" {
+                (records, 0)
+            } else {
+                (0, records)
+            };
+            if (rows, rejected) != (Some(want.0), Some(want.1)) {
+                anyhow::bail!(
+                    "rejects: the {kind} file loaded {rows:?} rows and rejected {rejected:?}, not {} and {} — no time is reported for a wrong answer",
+                    want.0,
+                    want.1
+                );
+            }
             let m = measure(&v);
             if !quiet {
                 eprintln!("run {}/{runs}: {kind:<4} {:.3} s", run + 1, m.seconds);

@@ -1,6 +1,8 @@
 //! `sluice bench resume`: what committing a long load in groups costs,
 //! and what running it again after a kill saves. The secondary-index
 //! files, loaded keyed as in that scenario, by `sluice load` processes.
+//! Every table, whole or resumed, answers one question (count, sums,
+//! extremes) alike before any time is reported.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -56,6 +58,12 @@ pub fn run(
     let db = dir.join("resume-db");
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); settings.len()];
     let mut commits = vec![0u64; settings.len()];
+    // Every table, loaded whole or killed and run again, answers one
+    // question alike (no file lost or loaded twice) before any time is
+    // reported.
+    let check = "SELECT count(*), count(source_id), min(source_id), max(source_id), \
+                 sum(chunkId), sum(subChunkId) FROM objects";
+    let mut answers = super::answers::Agreement::new(format!("resume: {check}"));
     // Interleaved run by run, so that drift hits every setting alike.
     for r in 0..runs {
         for (i, s) in settings.iter().enumerate() {
@@ -66,6 +74,10 @@ pub fn run(
                 bail!("--commit-every {s}: loaded {} rows", v["rows"]);
             }
             commits[i] = v["commits"].as_u64().unwrap_or(0);
+            answers.add(
+                &format!("--commit-every {s}, run {}", r + 1),
+                super::answers::sluice_answer(&db, check)?,
+            )?;
             if !quiet {
                 eprintln!(
                     "run {}: --commit-every {s}: {secs:.2} s, {} commits",
@@ -106,6 +118,10 @@ pub fn run(
             "sluice load",
         )?;
         let skipped = v["already_loaded"].as_u64().unwrap_or(0);
+        answers.add(
+            &format!("killed and run again, run {}", r + 1),
+            super::answers::sluice_answer(&db, check)?,
+        )?;
         if !quiet {
             eprintln!(
                 "resume run {}: killed at {:.2} s with {skipped} of {files} files committed; the rerun took {secs:.2} s",

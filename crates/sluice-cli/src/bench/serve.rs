@@ -8,6 +8,10 @@
 //! temporary directory on a loopback port (as the `postgres` user when
 //! this runs as root), removed at the end. Without PostgreSQL or pgbench
 //! the scenario says so: sluice alone needs pgbench.
+//!
+//! Before any time is reported, point selects and an aggregate are
+//! answered alike by sluice serve, the library and PostgreSQL (through
+//! psql), and Q1 by the mixed run's server and the library.
 
 use std::io::{BufRead, Write};
 use std::net::TcpStream;
@@ -143,6 +147,31 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
             }
         }
     };
+    // Answers before times: point selects (one id past the end) and a
+    // whole-table aggregate, through sluice serve, from the library on the
+    // same database, and through PostgreSQL.
+    let mut checks: Vec<String> = [1, o.rows / 3 + 1, o.rows, o.rows + 1]
+        .iter()
+        .map(|id| format!("SELECT id, a, b FROM objects WHERE id = {id}"))
+        .collect();
+    checks.push(
+        "SELECT count(*), sum(a), sum(b), min(id), max(id), min(a), max(b) FROM objects".into(),
+    );
+    for sql in &checks {
+        let mut a = super::answers::Agreement::new(format!("serve: {sql}"));
+        a.add("the library", super::answers::sluice_answer(&sdb, sql)?)?;
+        a.add("sluice serve", psql_rows(sluice_srv.port, sql)?)?;
+        if let Some(p) = &pg {
+            a.add("PostgreSQL", psql_rows(p.port, sql)?)?;
+        }
+    }
+    if !quiet {
+        eprintln!(
+            "answers: {} point selects and an aggregate agree (sluice serve, the library{})",
+            checks.len() - 1,
+            if pg.is_some() { ", PostgreSQL" } else { "" }
+        );
+    }
     let logs = data.join("logs");
     let bench = |port: u16, c: usize, connect_each: bool| -> Result<Run> {
         pgbench_run(&pgbench, port, &script, c, o.seconds, connect_each, &logs)
@@ -222,6 +251,9 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
     // Mixed: point selects with and without one client running Q1.
     let c = o.mixed_clients;
     let mixed_srv = Served::sluice(&exe, &mdb)?;
+    let mut q1 = super::answers::Agreement::new("serve: TPC-H Q1 of the mixed run");
+    q1.add("the library", super::answers::sluice_answer(&mdb, Q1)?)?;
+    q1.add("sluice serve", psql_rows(mixed_srv.port, Q1)?)?;
     // Alone and with Q1, interleaved, --runs times: the p99 of one run
     // moves with where the scheduler put pgbench's threads.
     let (mut alone, mut mixed, mut q1_runs) = (Vec::new(), Vec::new(), Vec::new());
@@ -607,6 +639,37 @@ impl StatusOk for Command {
         }
         Ok(())
     }
+}
+
+/// The rows psql prints for `sql` on the server at `port` (unaligned, a
+/// unit separator between fields, an empty field as an empty text).
+fn psql_rows(port: u16, sql: &str) -> Result<super::answers::Rows> {
+    let out = Command::new("psql")
+        .args([
+            "-X",
+            "-A",
+            "-t",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-F",
+            "\u{1f}",
+        ])
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-p", &port.to_string()])
+        .args(["-c", sql, "postgres"])
+        .output()
+        .context("running psql to check an answer")?;
+    if !out.status.success() {
+        bail!(
+            "psql on port {port}: {sql}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split('\u{1f}').map(|c| Some(c.to_string())).collect())
+        .collect())
 }
 
 /// One pgbench run; latencies from its per-transaction log.

@@ -2,7 +2,9 @@
 //! same rows in JSON lines, loaded into 1, 2, 4 and 8 shards at 1 and 2
 //! threads, keyed (rows routed by the hash of the key) and unkeyed (dealt
 //! round-robin); a matrix of seconds like the sharding study's, each
-//! cell's ratio to one shard, and the input rate per core.
+//! cell's ratio to one shard, and the input rate per core. No peer runs
+//! here; every load's table answers one question alike (count, sums,
+//! extremes) before any time is reported.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,6 +17,10 @@ use sluice::store::{Compression, Database};
 
 use super::common::median;
 use crate::generate::objects::{SCHEMA, UNKEYED_SCHEMA, object_files, rows_as_json};
+
+/// The question every load answers alike (see `run`).
+const CHECK: &str = "SELECT count(*), count(source_id), min(source_id), max(source_id), \
+     sum(chunkId), sum(subChunkId), min(subChunkId), max(chunkId) FROM objects";
 
 /// What the rows are routed by.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -122,6 +128,10 @@ pub fn run(
         tsv_bytes as f64 / 1e6,
         cores
     );
+    // Every load, whatever its format, routing, shards and threads, holds
+    // the same rows: its answer to one question is checked against the
+    // first before any time is reported.
+    let mut answers = super::answers::Agreement::new(format!("shards: {CHECK}"));
     for (format, paths, raw_bytes) in &sets {
         let inputs: Vec<Input> = paths.iter().map(|p| Input::File(p.clone())).collect();
         for &routing in &routings {
@@ -166,6 +176,10 @@ pub fn run(
                                 per.iter().filter(|p| p.rows > 0).count()
                             );
                         }
+                        answers.add(
+                            &format!("{format} {} shards={s} threads={t}", routing.name()),
+                            super::answers::sluice_rows(&sluice::query::query(&db, CHECK, None)?),
+                        )?;
                         if !quiet {
                             eprintln!(
                                 "  {format} {} shards={s} threads={t}: {secs:.2} s",

@@ -88,6 +88,61 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
         ],
         "{r:#?}"
     );
+    // The second reader of record: where DuckDB and pandas read a file
+    // alike, sluice's reading is not wrong against either.
+    if pandas_available("corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals") {
+        let second = second_reader(&t.0.join("out"));
+        assert_eq!(second.len(), files);
+        let agree = second.values().filter(|(r, _)| r == "agree").count();
+        // The sample is of odd files on purpose: the readers agree on half.
+        assert!(
+            agree * 3 > files,
+            "readers agree on {agree} of {files}: {second:#?}"
+        );
+        let wrong: Vec<_> = second
+            .iter()
+            .filter(|(_, (r, c))| r == "agree" && (c == "wrong data" || c == "crash"))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "wrong against pandas where the readers agree: {wrong:#?}"
+        );
+    }
+}
+
+/// The per-file results against the second reader: file name ->
+/// (whether the readers agree, sluice's class against pandas).
+fn second_reader(dir: &Path) -> BTreeMap<String, (String, String)> {
+    let text = std::fs::read_to_string(dir.join("corpus-results.jsonl")).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let file = Path::new(v["file"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let s = |k: &str| v[k].as_str().unwrap().to_string();
+            (file, (s("readers"), s("pandas_class")))
+        })
+        .collect()
+}
+
+/// True when python3 can import pandas, the corpus's second reader of
+/// record; under CI a missing pandas fails the test instead.
+fn pandas_available(test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pandas"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: python3 cannot import pandas, and CI=true requires it (pip install pandas)"
+        );
+        eprintln!("{test}: the second reader is skipped: python3 cannot import pandas");
+    }
+    ok
 }
 
 /// Runs the comparison script alone over a hand-written manifest.
@@ -162,6 +217,28 @@ fn corpus_comparison_flags_different_values_as_wrong_data_and_keeps_crashes() {
             ("crash".to_string(), "boom".to_string()),
         ]
     );
+    // The same three against pandas, which reads the file as DuckDB does.
+    if pandas_available("corpus_comparison_flags_different_values_as_wrong_data_and_keeps_crashes")
+    {
+        let second: Vec<(String, String, String)> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let s = |k: &str| v[k].as_str().unwrap().to_string();
+                (s("readers"), s("pandas_class"), s("pandas_detail"))
+            })
+            .collect();
+        let agree = |c: &str, d: &str| ("agree".to_string(), c.to_string(), d.to_string());
+        assert_eq!(
+            second,
+            [
+                // pandas keeps the dates as text.
+                agree("type choice", "sluice int text date / pandas int text text"),
+                agree("wrong data", "row 2 column 2: sluice 'z', pandas 'y'"),
+                agree("crash", ""),
+            ]
+        );
+    }
 }
 
 #[test]

@@ -1,15 +1,23 @@
-# The DuckDB half of `sluice bench corpus`. Usage:
+# The readers-of-record half of `sluice bench corpus`. Usage:
 #   python3 compare.py MANIFEST RESULTS_CSV
 # MANIFEST holds one JSON object a file, written by sluice: {"file",
 # "source", "status": "ok" | "refused" | "crash", "message", "rows" (path of
 # `sluice query --format json "SELECT * FROM t"`), "info" (path of `sluice
 # info t --json`)}. Each file is read with DuckDB (read_csv with
-# auto_detect, or read_json_auto for .json/.jsonl/.ndjson), the two results
-# are compared after a canonical text form and classified. Prints one JSON
-# object a file and writes the same as CSV to RESULTS_CSV.
+# auto_detect, or read_json_auto for .json/.jsonl/.ndjson) and with pandas
+# (read_csv with sep=None, or read_json), sluice's result is compared with
+# each after a canonical text form and classified ("class" against DuckDB,
+# "pandas_class" against pandas), and the two readers with each other
+# ("readers": agree, disagree, duckdb only, pandas only, neither). Prints
+# one JSON object a file and writes the same as CSV to RESULTS_CSV.
 import csv, datetime, decimal, gzip, json, math, re, sys
 
 import duckdb
+
+try:
+    import pandas
+except ImportError:  # the comparison with the second reader is then left out
+    pandas = None
 
 manifest, results_csv = sys.argv[1], sys.argv[2]
 # Texts read as NULL by one side and kept as text by the other: a NULL-marker
@@ -194,7 +202,7 @@ def duckdb_json(v):
     return v
 
 
-def compare_rows(s_rows, d_rows, ncols):
+def compare_rows(s_rows, d_rows, ncols, names=("sluice", "duckdb")):
     """The first difference as text, or None; and how values differed
     that are the same: {"null"} (NULL words), {"quote"} (single quotes)."""
     hows = set()
@@ -202,7 +210,7 @@ def compare_rows(s_rows, d_rows, ncols):
         for c in range(ncols):
             eq, how = same_value(sr[c], dr[c])
             if not eq:
-                return f"row {r + 1} column {c + 1}: sluice {sr[c]!r}, duckdb {dr[c]!r}", hows
+                return f"row {r + 1} column {c + 1}: {names[0]} {sr[c]!r}, {names[1]} {dr[c]!r}", hows
             if how:
                 hows.add(how)
     return None, hows
@@ -244,50 +252,52 @@ def json_object(path):
         return False
 
 
-def classify(m, con):
-    out = {"file": m["file"], "source": m["source"], "class": "", "detail": "",
-           "sluice_types": "", "duckdb_types": ""}
-    duck_err = None
-    try:
-        d_rows, d_types = duckdb_read(con, m["file"])
-        out["duckdb_types"] = " ".join(type_class(t) for t in d_types)
-    except Exception as e:
-        duck_err = str(e).splitlines()[0] if str(e) else type(e).__name__
-    if m["status"] == "crash":
-        out["class"], out["detail"] = "crash", m["message"]
-        return out
-    if m["status"] == "refused":
-        out["class"] = "both refused" if duck_err else "sluice refused"
-        out["detail"] = m["message"] + (f" | duckdb: {duck_err}" if duck_err else "")
-        return out
-    with open(m["info"]) as f:
-        cols = json.load(f)[0]["columns"]
-    with open(m["rows"]) as f:
-        s_rows = [[v for _, v in r] for r in json.load(f, object_pairs_hook=list)]
-    s_types = [type_class(c["type"]) for c in cols]
-    out["sluice_types"] = " ".join(s_types)
-    if duck_err:
-        out["class"], out["detail"] = "duckdb refused", duck_err
-        return out
-    d_rows = [list(r) for r in d_rows]
-    # DuckDB's JSON columns hold JSON texts ('""' for an empty string).
-    for c, t in enumerate(d_types):
-        if "JSON" in t.upper():
-            for r in d_rows:
-                r[c] = duckdb_json(r[c])
-    if len(cols) != len(d_types):
-        out["class"] = "dialect choice"
-        out["detail"] = f"columns: sluice {len(cols)}, duckdb {len(d_types)}"
-        return out
-    if (len(d_rows) == 1 and json_object(m["file"])
-            and (len(s_rows) != 1 or compare_rows(s_rows, d_rows, len(cols))[0])):
+def pandas_type(dtype):
+    """A pandas column type as the DuckDB type name of its class."""
+    kind = getattr(dtype, "kind", "O")
+    return {"i": "BIGINT", "u": "BIGINT", "f": "DOUBLE", "b": "BOOLEAN",
+            "M": "TIMESTAMP"}.get(kind, "VARCHAR")
+
+
+def pandas_read(path):
+    """The second reader of record: pandas with its own sniffing (the
+    delimiter by Python's csv.Sniffer, the first line a header, its NA
+    words and type inference); JSON as records, or JSON lines."""
+    base = path.lower().removesuffix(".gz")
+    if base.endswith((".json", ".jsonl", ".ndjson")):
+        try:
+            df = pandas.read_json(path, lines=not base.endswith(".json"))
+        except ValueError:
+            df = pandas.read_json(path, lines=base.endswith(".json"))
+    else:
+        df = pandas.read_csv(path, sep=None, engine="python")
+    types = [pandas_type(t) for t in df.dtypes]
+    rows = df.astype(object).where(df.notna(), None).values.tolist()
+    for r in rows:
+        for c, v in enumerate(r):
+            if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+                r[c] = v.item()  # a numpy scalar as a Python value
+            if hasattr(r[c], "to_pydatetime"):
+                r[c] = r[c].to_pydatetime()
+    return rows, types
+
+
+def judge(path, s_rows, s_types, d_rows, d_types, names):
+    """The class of one reading (s, of the `names[0]` side) against
+    another (d, `names[1]`), and a detail: same, type choice, dialect
+    choice or wrong data."""
+    other = names[1]
+    ncols = len(s_types)
+    if ncols != len(d_types):
+        return "dialect choice", f"columns: {names[0]} {ncols}, {other} {len(d_types)}"
+    cmp = lambda a, b: compare_rows(a, b, ncols, names)
+    if (len(d_rows) == 1 and json_object(path)
+            and (len(s_rows) != 1 or cmp(s_rows, d_rows)[0])):
         # One JSON object (a descriptor, a document): DuckDB reads it as
         # one row, sluice the rows of the field holding an array of rows
         # (README, `--json-rows`): two readings of which part is the table.
-        out["class"] = "dialect choice"
-        out["detail"] = f"JSON object: sluice {len(s_rows)} rows of its array field, duckdb the object as 1 row"
-        return out
-    if len(cols) == 1 and (len(s_rows) != len(d_rows) or compare_rows(s_rows, d_rows, 1)[0]):
+        return "dialect choice", f"JSON object: {names[0]} {len(s_rows)} rows of its array field, {other} the object as 1 row"
+    if ncols == 1 and (len(s_rows) != len(d_rows) or cmp(s_rows, d_rows)[0]):
         # Lines of text, one column: which blank lines are rows (NULL) is
         # a dialect choice; the lines that hold text must be the same.
         kept = lambda rows: [r for r in rows if r[0] not in (None, "")]
@@ -296,38 +306,103 @@ def classify(m, con):
             longer, shorter = (s_text, d_text) if len(s_text) > len(d_text) else (d_text, s_text)
             for skip in (0, 1):
                 if len(longer) == len(shorter) + skip and compare_rows(longer[skip:], shorter, 1)[0] is None:
-                    out["class"] = "dialect choice"
-                    out["detail"] = f"blank lines: sluice {len(s_rows)} rows, duckdb {len(d_rows)} rows"
-                    return out
+                    return "dialect choice", f"blank lines: {names[0]} {len(s_rows)} rows, {other} {len(d_rows)} rows"
     if len(s_rows) != len(d_rows):
         # A header decision: the longer result's first row is the other's header.
         longer, shorter = (s_rows, d_rows) if len(s_rows) > len(d_rows) else (d_rows, s_rows)
-        if len(longer) == len(shorter) + 1 and compare_rows(longer[1:], shorter, len(cols))[0] is None:
-            out["class"] = "dialect choice"
-            out["detail"] = f"header: sluice {len(s_rows)} rows, duckdb {len(d_rows)} rows"
-        else:
-            out["class"] = "wrong data"
-            out["detail"] = f"rows: sluice {len(s_rows)}, duckdb {len(d_rows)}"
-        return out
-    diff, hows = compare_rows(s_rows, d_rows, len(cols))
-    null_choice = "null" in hows
+        if len(longer) == len(shorter) + 1 and compare_rows(longer[1:], shorter, ncols)[0] is None:
+            return "dialect choice", f"header: {names[0]} {len(s_rows)} rows, {other} {len(d_rows)} rows"
+        return "wrong data", f"rows: {names[0]} {len(s_rows)}, {other} {len(d_rows)}"
+    diff, hows = cmp(s_rows, d_rows)
+    d_classes = [type_class(t) for t in d_types]
     if diff:
-        out["class"], out["detail"] = "wrong data", diff
-    elif "quote" in hows:
-        out["class"] = "dialect choice"
-        out["detail"] = "quote: one side keeps fields in single quotes, the other reads them as quotes"
-    elif s_types != [type_class(t) for t in d_types] or null_choice or "century" in hows:
-        out["class"] = "type choice"
-        out["detail"] = ("NULL words differ; " if null_choice else "") + \
-            ("two-digit years: sluice keeps the text, duckdb picks a century; " if "century" in hows else "") + \
-            f"sluice {out['sluice_types']} / duckdb {out['duckdb_types']}"
+        return "wrong data", diff
+    if "quote" in hows:
+        return "dialect choice", "quote: one side keeps fields in single quotes, the other reads them as quotes"
+    if s_types != d_classes or "null" in hows or "century" in hows:
+        return "type choice", (("NULL words differ; " if "null" in hows else "") +
+                               (f"two-digit years: {names[0]} keeps the text, {other} picks a century; "
+                                if "century" in hows else "") +
+                               f"{names[0]} {' '.join(s_types)} / {other} {' '.join(d_classes)}")
+    return "same", ""
+
+
+def first_line(e):
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def classify(m, con):
+    out = {"file": m["file"], "source": m["source"], "class": "", "detail": "",
+           "sluice_types": "", "duckdb_types": "", "readers": "", "pandas_class": "",
+           "pandas_detail": ""}
+    duck_err = None
+    try:
+        d_rows, d_types = duckdb_read(con, m["file"])
+        out["duckdb_types"] = " ".join(type_class(t) for t in d_types)
+        d_rows = [list(r) for r in d_rows]
+        # DuckDB's JSON columns hold JSON texts ('""' for an empty string).
+        for c, t in enumerate(d_types):
+            if "JSON" in t.upper():
+                for r in d_rows:
+                    r[c] = duckdb_json(r[c])
+    except Exception as e:
+        duck_err = first_line(e)
+    # The second reader, and whether the two readers of record agree
+    # (the same table up to types and NULL words): where they do, their
+    # reading is the one a person would call right.
+    pandas_err = None
+    if pandas is None:
+        pandas_err = "pandas is not importable"
+        out["readers"] = "duckdb only"
     else:
-        out["class"] = "same"
+        try:
+            p_rows, p_types = pandas_read(m["file"])
+        except Exception as e:
+            pandas_err = first_line(e)
+        if duck_err and pandas_err:
+            out["readers"] = "neither"
+        elif duck_err or pandas_err:
+            out["readers"] = "pandas only" if duck_err else "duckdb only"
+        else:
+            try:
+                c, _ = judge(m["file"], d_rows, [type_class(t) for t in d_types], p_rows, p_types,
+                             ("duckdb", "pandas"))
+            except Exception:
+                c = "wrong data"
+            out["readers"] = "agree" if c in ("same", "type choice") else "disagree"
+    if m["status"] == "crash":
+        out["class"], out["detail"] = "crash", m["message"]
+        out["pandas_class"] = "crash"
+        return out
+    if m["status"] == "refused":
+        out["class"] = "both refused" if duck_err else "sluice refused"
+        out["detail"] = m["message"] + (f" | duckdb: {duck_err}" if duck_err else "")
+        out["pandas_class"] = "both refused" if pandas_err else "sluice refused"
+        return out
+    with open(m["info"]) as f:
+        cols = json.load(f)[0]["columns"]
+    with open(m["rows"]) as f:
+        s_rows = [[v for _, v in r] for r in json.load(f, object_pairs_hook=list)]
+    s_types = [type_class(c["type"]) for c in cols]
+    out["sluice_types"] = " ".join(s_types)
+    if pandas_err:
+        out["pandas_class"], out["pandas_detail"] = "pandas refused", pandas_err
+    else:
+        try:
+            out["pandas_class"], out["pandas_detail"] = judge(
+                m["file"], s_rows, s_types, p_rows, p_types, ("sluice", "pandas"))
+        except Exception as e:
+            out["pandas_class"], out["pandas_detail"] = "wrong data", f"comparison failed: {first_line(e)}"
+    if duck_err:
+        out["class"], out["detail"] = "duckdb refused", duck_err
+        return out
+    out["class"], out["detail"] = judge(m["file"], s_rows, s_types, d_rows, d_types, ("sluice", "duckdb"))
     return out
 
 
 con = duckdb.connect()
-fields = ["file", "source", "class", "detail", "sluice_types", "duckdb_types"]
+fields = ["file", "source", "class", "detail", "sluice_types", "duckdb_types", "readers",
+          "pandas_class", "pandas_detail"]
 with open(manifest) as mf, open(results_csv, "w", newline="") as rf:
     w = csv.DictWriter(rf, fieldnames=fields)
     w.writeheader()
@@ -338,7 +413,9 @@ with open(manifest) as mf, open(results_csv, "w", newline="") as rf:
         except Exception as e:  # the comparison itself failed: say so
             out = {"file": m["file"], "source": m["source"], "class": "wrong data",
                    "detail": f"comparison failed: {type(e).__name__}: {e}",
-                   "sluice_types": "", "duckdb_types": ""}
+                   "sluice_types": "", "duckdb_types": "", "readers": "", "pandas_class": "",
+                   "pandas_detail": ""}
         out["detail"] = out["detail"][:300]
+        out["pandas_detail"] = out["pandas_detail"][:300]
         w.writerow(out)
         print(json.dumps(out), flush=True)
