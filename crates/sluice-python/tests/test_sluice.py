@@ -150,6 +150,24 @@ def test_pandas_keeps_integers_with_nulls_exact(tmp_path):
     assert str(pdf["id"].dtype) == "int64"
 
 
+def test_timestamptz_reaches_arrow_and_pandas_as_utc_instants(tmp_path):
+    pa = need("pyarrow")
+    pd = need("pandas")
+    csv = tmp_path / "ev.csv"
+    csv.write_text("id,t\n1,2024-01-31T23:30:00Z\n2,2024-02-01 01:15:00+02:00\n3,\n")
+    db = sluice.connect(tmp_path / "db")
+    db.load("ev", csv, progress=False)
+    assert ("t", "TIMESTAMPTZ") in db.schema("ev")
+    tbl = db.query("SELECT t FROM ev ORDER BY id").to_arrow()
+    assert pa.types.is_timestamp(tbl.schema.field("t").type)
+    assert tbl.schema.field("t").type.tz is not None
+    pdf = db.query("SELECT id, t FROM ev ORDER BY id").to_pandas()
+    want = pd.Timestamp("2024-01-31 23:15:00", tz="UTC")
+    assert pdf["t"][1] == want
+    assert pdf["t"][0] == pd.Timestamp("2024-01-31 23:30:00", tz="UTC")
+    assert pd.isna(pdf["t"][2])
+
+
 def test_deep_or_long_sql_is_an_exception_not_a_crash(tmp_path):
     need("pyarrow")
     csv = tmp_path / "t.csv"

@@ -206,6 +206,9 @@ pub fn my_type(t: DataType, key: bool) -> String {
         DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
         DataType::Date => "DATE".into(),
         DataType::Timestamp => "DATETIME(6)".into(),
+        // MariaDB has no type that keeps an instant: its UTC time, in a
+        // DATETIME (its TIMESTAMP converts by the session's zone).
+        DataType::TimestampTz => "DATETIME(6)".into(),
         DataType::Text if key => "VARCHAR(768)".into(),
         DataType::Text => "LONGTEXT".into(),
     }
@@ -256,7 +259,7 @@ fn field(a: &ArrayRef, row: usize, out: &mut Vec<u8>) -> Result<bool> {
                 .ok_or_else(|| Error::Internal(format!("date {days} out of range")))?;
             write!(out, "{}", d.format("%Y-%m-%d"))
         }
-        A::Timestamp(TimeUnit::Microsecond, None) => {
+        A::Timestamp(TimeUnit::Microsecond, _) => {
             let us = a.as_primitive::<TimestampMicrosecondType>().value(row);
             let t = chrono::DateTime::from_timestamp_micros(us)
                 .ok_or_else(|| Error::Internal(format!("timestamp {us} out of range")))?;

@@ -291,6 +291,7 @@ pub fn pg_type(t: DataType) -> String {
         DataType::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
         DataType::Date => "date".into(),
         DataType::Timestamp => "timestamp without time zone".into(),
+        DataType::TimestampTz => "timestamp with time zone".into(),
         DataType::Text => "text".into(),
     }
 }
@@ -305,6 +306,7 @@ pub fn from_pg_type(t: &str) -> Option<DataType> {
         "double precision" => DataType::Double,
         "date" => DataType::Date,
         "timestamp without time zone" => DataType::Timestamp,
+        "timestamp with time zone" => DataType::TimestampTz,
         "text" => DataType::Text,
         _ if t.starts_with("character varying") || t.starts_with("character(") => DataType::Text,
         _ => {
@@ -1196,6 +1198,7 @@ mod tests {
             },
             DataType::Date,
             DataType::Timestamp,
+            DataType::TimestampTz,
             DataType::Text,
         ] {
             assert_eq!(from_pg_type(&pg_type(t)), Some(t), "{t}");
@@ -1204,7 +1207,7 @@ mod tests {
         assert_eq!(from_pg_type("numeric(38,2)"), None);
         assert_eq!(from_pg_type("numeric"), None);
         assert_eq!(from_pg_type("smallint"), None);
-        assert_eq!(from_pg_type("timestamp with time zone"), None);
+        assert_eq!(from_pg_type("time with time zone"), None);
     }
 
     #[test]

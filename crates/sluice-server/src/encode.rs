@@ -81,6 +81,8 @@ enum Col<'a> {
     Dec64(&'a arrow_array::Decimal64Array, i8),
     Date(&'a arrow_array::Date32Array),
     Ts(&'a arrow_array::TimestampMicrosecondArray),
+    /// An instant and its zone's offset in seconds (the session's).
+    TsTz(&'a arrow_array::TimestampMicrosecondArray, i64),
     Str(&'a arrow_array::StringArray),
     /// Anything else, shown as Arrow's text of it.
     Other(ArrayRef),
@@ -97,9 +99,13 @@ fn col(a: &ArrayRef) -> Col<'_> {
         A::Decimal128(_, s) => Col::Dec(a.as_primitive::<Decimal128Type>(), *s),
         A::Decimal64(_, s) => Col::Dec64(a.as_primitive::<Decimal64Type>(), *s),
         A::Date32 => Col::Date(a.as_primitive::<Date32Type>()),
-        A::Timestamp(TimeUnit::Microsecond, _) => {
+        A::Timestamp(TimeUnit::Microsecond, None) => {
             Col::Ts(a.as_primitive::<TimestampMicrosecondType>())
         }
+        A::Timestamp(TimeUnit::Microsecond, Some(zone)) => Col::TsTz(
+            a.as_primitive::<TimestampMicrosecondType>(),
+            sluice::parse::value::zone_seconds(zone).unwrap_or(0),
+        ),
         A::Utf8 => Col::Str(a.as_string::<i32>()),
         _ => Col::Other(a.clone()),
     }
@@ -195,6 +201,7 @@ fn put_text(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Dec64(a, s) => w.write_str(&decimal_text(a.value(r) as i128, *s)),
         Col::Date(a) => w.write_str(&date_text(a.value(r))),
         Col::Ts(a) => w.write_str(&timestamp_text(a.value(r))),
+        Col::TsTz(a, zone) => w.write_str(&sluice::batch::format_timestamptz(a.value(r), *zone)),
         Col::Str(a) => w.write_str(a.value(r)),
         Col::Other(a) => w.write_str(&other_text(a, r)),
     };
@@ -220,7 +227,7 @@ fn put_binary(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Dec(a, s) => numeric_binary(buf, a.value(r), *s),
         Col::Dec64(a, s) => numeric_binary(buf, a.value(r) as i128, *s),
         Col::Date(a) => buf.put_i32(a.value(r).saturating_sub(PG_EPOCH_DAYS)),
-        Col::Ts(a) => buf.put_i64(a.value(r).saturating_sub(PG_EPOCH_MICROS)),
+        Col::Ts(a) | Col::TsTz(a, _) => buf.put_i64(a.value(r).saturating_sub(PG_EPOCH_MICROS)),
         Col::Str(a) => buf.put_slice(a.value(r).as_bytes()),
         Col::Other(a) => buf.put_slice(other_text(a, r).as_bytes()),
     }

@@ -410,9 +410,10 @@ impl Engine {
         &self,
         sql: &str,
         timeout: Option<Duration>,
+        zone: i64,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
         let db = self.snapshot()?;
-        let plan = sluice::query::plan::plan_sql(sql, db.as_ref())?;
+        let plan = sluice::query::plan::plan_sql(sql, &Zoned(db.as_ref(), zone))?;
         self.run_plan(db, plan, timeout).await
     }
 
@@ -611,8 +612,10 @@ impl Template {
     /// The template of `sql` when its one parameter is the key of a
     /// lookup of one key and nothing else: the plan with a second key
     /// bound must be exactly the plan of the SQL written with that key.
-    fn of(params: &Params, sql: &str, db: &Database) -> Option<Template> {
-        if params.types.len() != 1 || params.places() != 1 {
+    fn of(params: &Params, sql: &str, db: &Database, zone: i64) -> Option<Template> {
+        // A session in another zone than UTC plans each execution (the
+        // point path gives instants in UTC).
+        if params.types.len() != 1 || params.places() != 1 || zone != 0 {
             return None;
         }
         let (a, b, key): (&str, &str, ArrayRef) = match params.types[0] {
@@ -861,6 +864,28 @@ impl PgWireServerHandlers for Handlers {
 }
 
 /// A session's time limit: its `statement_timeout`, else the server's.
+/// The store seen from a session: its tables, and its `TimeZone` (the
+/// zone instants are shown and read in).
+struct Zoned<'a>(&'a Database, i64);
+
+impl sluice::query::plan::Catalog for Zoned<'_> {
+    fn table_schema(&self, name: &str) -> Option<sluice::batch::Schema> {
+        sluice::query::plan::Catalog::table_schema(self.0, name)
+    }
+
+    fn time_zone(&self) -> i64 {
+        self.1
+    }
+}
+
+/// The session's `TimeZone`, seconds east of UTC (SET checks that it is
+/// one sluice knows: UTC or a fixed offset).
+fn session_zone(settings: &HashMap<String, String>) -> i64 {
+    session::setting(settings, "timezone")
+        .and_then(|z| session::zone_of(&z))
+        .unwrap_or(0)
+}
+
 fn session_timeout(engine: &Engine, settings: &HashMap<String, String>) -> Option<Duration> {
     match settings.get("sluice.statement_timeout") {
         Some(v) => match session::timeout_ms(v) {
@@ -940,10 +965,13 @@ impl Engine {
         &self,
         portal: &Portal<Prepared>,
         timeout: Option<Duration>,
+        zone: i64,
         gone: impl std::future::Future<Output = ()>,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
         let run = async {
-            if let Some(t) = &portal.statement.statement.template {
+            if let Some(t) = &portal.statement.statement.template
+                && zone == 0
+            {
                 let db = self.snapshot()?;
                 if let Some(r) = self.point(t, portal, &db)? {
                     return Ok(r);
@@ -955,7 +983,7 @@ impl Engine {
             }
             let sql = bound_sql(portal)?;
             let db = self.snapshot()?;
-            let plan = sluice::query::plan::plan_sql(&sql, db.as_ref())?;
+            let plan = sluice::query::plan::plan_sql(&sql, &Zoned(db.as_ref(), zone))?;
             // The client decodes the rows by the types Describe gave. (A
             // table's columns are fixed at its first commit today; this
             // keeps a later change from sending rows under an old
@@ -1033,9 +1061,10 @@ impl Engine {
         }
         drop(db);
         let timeout = session_timeout(self, client.metadata());
+        let zone = session_zone(client.metadata());
         let (schema, batches) = tokio::select! {
             biased;
-            r = self.run(sql, timeout) => r?,
+            r = self.run(sql, timeout, zone) => r?,
             // Dropping the query's future stops it.
             _ = gone => return Err(Failure::new("08006", "the client closed its connection")),
         };
@@ -1197,12 +1226,13 @@ impl Parser {
         } else {
             params.placeholder_sql(sql)
         };
-        let plan = sluice::query::plan::plan_sql(&planned, db.as_ref())?;
+        let zone = session_zone(settings);
+        let plan = sluice::query::plan::plan_sql(&planned, &Zoned(db.as_ref(), zone))?;
         Ok(Prepared {
             sql: sql.to_string(),
             schema: Some(sluice::query::exec::result_schema(&plan)),
             store: true,
-            template: Template::of(&params, sql, &db).map(Arc::new),
+            template: Template::of(&params, sql, &db, zone).map(Arc::new),
             params,
         })
     }
@@ -1482,7 +1512,10 @@ impl ExtendedQueryHandler for Backend {
                 Some(h) => Some(h.start_query().await),
                 None => None,
             };
-            let query = self.engine.portal_query(&portal, timeout, self.gone());
+            let zone = session_zone(client.metadata());
+            let query = self
+                .engine
+                .portal_query(&portal, timeout, zone, self.gone());
             let (schema, batches) = match cancel {
                 Some(rx) => tokio::select! {
                     biased;
@@ -1525,9 +1558,10 @@ impl ExtendedQueryHandler for Backend {
     {
         if portal.statement.statement.store {
             let timeout = session_timeout(&self.engine, client.metadata());
+            let zone = session_zone(client.metadata());
             let (schema, batches) = self
                 .engine
-                .portal_query(portal, timeout, self.gone())
+                .portal_query(portal, timeout, zone, self.gone())
                 .await?;
             let bin = binary_columns(&portal.result_column_format, schema.fields().len())?;
             return Ok(rows_response(&schema, batches, bin));

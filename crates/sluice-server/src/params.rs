@@ -253,6 +253,7 @@ fn is_reserved(w: &str) -> bool {
         "FALSE",
         "DATE",
         "TIMESTAMP",
+        "TIMESTAMPTZ",
         "INTERVAL",
     ];
     WORDS.iter().any(|k| k.eq_ignore_ascii_case(w))
@@ -348,6 +349,7 @@ fn type_words(toks: &[TokenWithSpan], i: usize) -> Option<Type> {
         "numeric" | "decimal" => Type::NUMERIC,
         "date" => Type::DATE,
         "timestamp" => Type::TIMESTAMP,
+        "timestamptz" => Type::TIMESTAMPTZ,
         "bool" | "boolean" => Type::BOOL,
         "text" | "varchar" | "char" | "character" | "string" => Type::TEXT,
         _ => return None,
@@ -363,7 +365,8 @@ fn sql_type_name(t: &Type) -> &'static str {
         Type::FLOAT4 | Type::FLOAT8 => "DOUBLE",
         Type::NUMERIC => "DECIMAL(38, 10)",
         Type::DATE => "DATE",
-        Type::TIMESTAMP | Type::TIMESTAMPTZ => "TIMESTAMP",
+        Type::TIMESTAMP => "TIMESTAMP",
+        Type::TIMESTAMPTZ => "TIMESTAMPTZ",
         Type::BOOL => "BOOLEAN",
         _ => "TEXT",
     }
@@ -503,7 +506,7 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
             };
             Ok(format!("DATE {}", quote(&s)))
         }
-        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+        Type::TIMESTAMP => {
             let s = if binary {
                 let t = i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| bad("binary data"))?);
                 crate::encode::timestamp_text(t.saturating_add(946_684_800_000_000))
@@ -511,6 +514,17 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
                 text(v)?
             };
             Ok(format!("TIMESTAMP {}", quote(&s)))
+        }
+        // An instant: binary is UTC (written with its offset); text keeps
+        // the offset it has, or is read in the session's zone.
+        Type::TIMESTAMPTZ => {
+            let s = if binary {
+                let t = i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| bad("binary data"))?);
+                sluice::batch::format_timestamptz(t.saturating_add(946_684_800_000_000), 0)
+            } else {
+                text(v)?
+            };
+            Ok(format!("TIMESTAMPTZ {}", quote(&s)))
         }
         _ => Ok(quote(&text(v)?)),
     }

@@ -161,7 +161,50 @@ fn check_set(name: &str, value: &str) -> Result<(), Failure> {
             ))
         }
         "statement_timeout" => timeout_ms(value).map(|_| ()),
+        "timezone" if zone_of(value).is_none() => Err(Failure::new(
+            "22023",
+            format!(
+                "time zone \"{value}\" is not one sluice knows: it keeps UTC and fixed offsets in PostgreSQL's POSIX form ('UTC', 'UTC+3' is 3 hours west of UTC, 'UTC-05:30' east), not zones with rules such as Europe/Berlin"
+            ),
+        )),
         _ => Ok(()),
+    }
+}
+
+/// Seconds east of UTC of a `TimeZone` setting: UTC's names, or a fixed
+/// offset as PostgreSQL reads one in POSIX form, hours *west* of UTC
+/// (`UTC+3`, `GMT-05:30`, `+3`: PostgreSQL's `'+3'` is 3 hours west);
+/// `None` for a zone with rules (`Europe/Berlin`) or an unreadable one.
+pub fn zone_of(value: &str) -> Option<i64> {
+    let v = value.trim();
+    let upper = v.to_ascii_uppercase();
+    if sluice::parse::value::zone_seconds(&upper) == Some(0) && !upper.starts_with(['+', '-']) {
+        return Some(0);
+    }
+    let rest = ["UTC", "GMT", "ETC/GMT", "ETC/UTC", ""]
+        .iter()
+        .find_map(|p| upper.strip_prefix(p).filter(|r| r.starts_with(['+', '-'])))?;
+    let (sign, body) = rest.split_at(1);
+    let (h, m) = match body.split_once(':') {
+        Some((h, m)) => (h, m),
+        None => (body, "0"),
+    };
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    if !(0..24).contains(&h) || !(0..60).contains(&m) || body.is_empty() {
+        return None;
+    }
+    let west = h * 3600 + m * 60;
+    Some(if sign == "+" { -west } else { west })
+}
+
+/// An offset east of UTC in POSIX form (west positive): `+7`, `-05:30`.
+fn posix_offset(east_secs: i64) -> String {
+    let west = -east_secs;
+    let sign = if west < 0 { '-' } else { '+' };
+    let a = west.unsigned_abs();
+    match a / 60 % 60 {
+        0 => format!("{sign}{}", a / 3600),
+        m => format!("{sign}{}:{m:02}", a / 3600),
     }
 }
 
@@ -294,7 +337,16 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
     if name.is_empty() || value.is_empty() {
         return Err(Failure::syntax(format!("cannot read this SET: {sql}")));
     }
-    let value = value.split(',').map(unquote).collect::<Vec<_>>().join(", ");
+    // `SET TIME ZONE -7`, a number (SQL's form): hours east of UTC;
+    // kept as the POSIX form a quoted zone is read in ('UTC+7' is 7
+    // hours west), so that one reading serves both.
+    let value = match value.parse::<f64>() {
+        Ok(h) if name == "timezone" && h.is_finite() && h.abs() < 24.0 => {
+            let secs = (h * 3600.0).round() as i64;
+            format!("UTC{}", posix_offset(secs))
+        }
+        _ => value.split(',').map(unquote).collect::<Vec<_>>().join(", "),
+    };
     check_set(&name, &value)?;
     Ok(Answer::Set { name, value })
 }
@@ -404,6 +456,7 @@ pub(crate) fn pg_type_name(t: &sluice::batch::DataType) -> String {
         D::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
         D::Date => "date".into(),
         D::Timestamp => "timestamp without time zone".into(),
+        D::TimestampTz => "timestamp with time zone".into(),
         D::Text => "text".into(),
     }
 }

@@ -518,7 +518,7 @@ fn typed_cell(v: &[u8]) -> bool {
     is_number(t)
         || comma_decimal()
         || value::parse_date(t, None).is_ok()
-        || value::parse_timestamp(t, None).is_ok()
+        || value::parse_timestamptz(t, None).is_ok()
         || value::parse_bool(t).is_ok()
 }
 
@@ -1299,6 +1299,8 @@ struct Candidates {
     double: bool,
     date: bool,
     timestamp: bool,
+    /// Every value a timestamp with a UTC offset or `Z` (TIMESTAMPTZ).
+    timestamptz: bool,
     boolean: bool,
     /// Largest scale and integer digits of the decimals seen.
     scale: u8,
@@ -1314,6 +1316,7 @@ impl Candidates {
             double: true,
             date: true,
             timestamp: true,
+            timestamptz: true,
             boolean: true,
             scale: 0,
             int_digits: 0,
@@ -1360,6 +1363,11 @@ impl Candidates {
         if self.timestamp && value::parse_timestamp(t, o.timestamp_format.as_deref()).is_err() {
             self.timestamp = false;
         }
+        if self.timestamptz
+            && !value::timestamp_has_zone(t, o.timestamp_format.as_deref()).unwrap_or(false)
+        {
+            self.timestamptz = false;
+        }
         // 0 and 1 are numbers first; a BOOLEAN column says true/false.
         if self.boolean && (value::parse_bool(t).is_err() || t.iter().all(u8::is_ascii_digit)) {
             self.boolean = false;
@@ -1373,6 +1381,7 @@ impl Candidates {
         self.double &= other.double;
         self.date &= other.date;
         self.timestamp &= other.timestamp;
+        self.timestamptz &= other.timestamptz;
         self.boolean &= other.boolean;
         self.scale = self.scale.max(other.scale);
         self.int_digits = self.int_digits.max(other.int_digits);
@@ -1398,6 +1407,8 @@ impl Candidates {
             DataType::Date
         } else if self.timestamp {
             DataType::Timestamp
+        } else if self.timestamptz {
+            DataType::TimestampTz
         } else if self.boolean {
             DataType::Boolean
         } else {
@@ -1772,6 +1783,7 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
             DataType::Double => one.double,
             DataType::Date => one.date,
             DataType::Timestamp => one.timestamp,
+            DataType::TimestampTz => one.timestamptz,
             DataType::Boolean => one.boolean,
             _ => true,
         };
@@ -2341,6 +2353,7 @@ fn hash_lines_misfit(s: &Sample, d: &Dialect, o: &InferOptions, preamble: Option
                     | DataType::Double
                     | DataType::Date
                     | DataType::Timestamp
+                    | DataType::TimestampTz
             ) && t.iter().any(u8::is_ascii_alphabetic)
                 && !is_number(t)
                 && !is_na_like(t)
@@ -2990,7 +3003,10 @@ pub(crate) fn chosen_columns(columns: &[Column], o: &InferOptions) -> (Vec<Strin
         .filter(|c| {
             matches!(
                 c.data_type,
-                DataType::BigInt | DataType::Decimal { .. } | DataType::Double
+                DataType::BigInt
+                    | DataType::Decimal { .. }
+                    | DataType::Double
+                    | DataType::TimestampTz
             )
         })
         .map(|c| c.name.clone())
@@ -3116,9 +3132,15 @@ mod tests {
         assert_eq!(pick(&["1e400"]), DataType::Text);
         assert_eq!(pick(&["NaN"]), DataType::Text);
         assert_eq!(pick(&["24-01-31", "99-12-31"]), DataType::Text);
+        // Times with an offset are instants; a column that mixes them
+        // with times without one is text (no zone is guessed).
         assert_eq!(
             pick(&["2013-01-01T10:00:00Z", "2013-01-01 10:00+01:00"]),
-            DataType::Timestamp
+            DataType::TimestampTz
+        );
+        assert_eq!(
+            pick(&["2013-01-01T10:00:00Z", "2013-01-01 10:00"]),
+            DataType::Text
         );
     }
 

@@ -67,7 +67,9 @@ fn column(a: &ArrayRef) -> Result<Col<'_>> {
             Col::Dict(d, d.values().as_string::<i32>())
         }
         A::Date32 => Col::Date(a.as_primitive::<Date32Type>()),
-        A::Timestamp(TimeUnit::Microsecond, None) => {
+        // timestamptz's binary form is the same: microseconds since
+        // 2000-01-01 00:00:00 UTC.
+        A::Timestamp(TimeUnit::Microsecond, _) => {
             Col::Timestamp(a.as_primitive::<TimestampMicrosecondType>())
         }
         A::Decimal64(_, s) if *s >= 0 => Col::Decimal(a.as_primitive::<Decimal64Type>(), *s as u16),

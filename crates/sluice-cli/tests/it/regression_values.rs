@@ -56,21 +56,34 @@ fn inference_never_rounds_long_numbers() {
 #[test]
 fn timestamps_accept_minutes_and_offsets() {
     let t = Tmp::new();
+    // Every time with an offset: instants (TIMESTAMPTZ), shown in UTC.
     t.write(
         "f.csv",
-        b"at\n2013-01-01T10:00:00Z\n2013-01-01 10:30\n2013-01-01T12:00+01:00\n",
+        b"at\n2013-01-01T10:00:00Z\n2013-01-01 10:30-02\n2013-01-01T12:00+01:00\n",
     );
     let out = ok(&t.0, &["load", "--dry-run", "t", "f.csv"]);
-    assert!(out.ends_with("--schema \"at TIMESTAMP\"\n"), "{out}");
+    assert!(out.ends_with("--schema \"at TIMESTAMPTZ\"\n"), "{out}");
     ok(&t.0, &["load", "-q", "t", "f.csv"]);
     assert_eq!(
         ok(
             &t.0,
             &[
                 "query",
-                "select at from t where at >= TIMESTAMP '2013-01-01T10:30Z'"
+                "select at from t where at >= TIMESTAMPTZ '2013-01-01T10:30Z' order by at"
             ]
         ),
-        "at\n2013-01-01 10:30:00\n2013-01-01 11:00:00\n"
+        "at\n2013-01-01 11:00:00+00\n2013-01-01 12:30:00+00\n"
     );
+    // Times with and without one: text, as written (no zone guessed).
+    t.write(
+        "g.csv",
+        b"at\n2013-01-01T10:00:00Z\n2013-01-01 10:30\n2013-01-01T12:00+01:00\n",
+    );
+    let out = ok(&t.0, &["load", "--dry-run", "g", "g.csv"]);
+    assert!(out.ends_with("--schema \"at TEXT\"\n"), "{out}");
+    // A TIMESTAMP given for them: the error names the line and TIMESTAMPTZ.
+    let o = crate::sluice(&t.0, &["load", "--schema", "at TIMESTAMP", "g", "g.csv"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("g.csv:2:") && e.contains("TIMESTAMPTZ"), "{e}");
 }

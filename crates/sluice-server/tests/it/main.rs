@@ -862,3 +862,89 @@ async fn an_integer_parameter_in_the_select_list_keeps_its_described_type() {
     let ages: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(ages, vec![36, -1, -7]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timestamptz_is_shown_and_read_in_the_session_zone() {
+    let dir = sample(1);
+    let db = dir.0.join("db");
+    load_csv(
+        &db,
+        "ev",
+        "id,t\n1,2024-01-31 23:30:00Z\n2,2024-02-01T01:15:00.5+02:00\n",
+        "id BIGINT, t TIMESTAMPTZ",
+        None,
+    );
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+    let q = "SELECT t FROM ev ORDER BY id";
+    assert_eq!(
+        simple(&c, q).await,
+        vec![
+            vec![s("2024-01-31 23:30:00+00")],
+            vec![s("2024-01-31 23:15:00.5+00")]
+        ]
+    );
+    // PostgreSQL's POSIX form: 'UTC-05:30' is east of UTC.
+    c.batch_execute("SET TimeZone = 'UTC-05:30'").await.unwrap();
+    assert_eq!(
+        simple(&c, "SHOW TimeZone").await,
+        vec![vec![s("UTC-05:30")]]
+    );
+    assert_eq!(
+        simple(&c, q).await,
+        vec![
+            vec![s("2024-02-01 05:00:00+05:30")],
+            vec![s("2024-02-01 04:45:00.5+05:30")]
+        ]
+    );
+    // Text without an offset is read in the session's zone; one with an
+    // offset as written.
+    assert_eq!(
+        simple(&c, "SELECT id FROM ev WHERE t = '2024-02-01 05:00'").await,
+        vec![vec![s("1")]]
+    );
+    assert_eq!(
+        simple(&c, "SELECT id FROM ev WHERE t = '2024-01-31 23:15:00.5Z'").await,
+        vec![vec![s("2")]]
+    );
+    // SQL's number form: hours east.
+    c.batch_execute("SET TIME ZONE -8").await.unwrap();
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT t, CAST(t AS DATE), EXTRACT(HOUR FROM t) FROM ev WHERE id = 1"
+        )
+        .await,
+        vec![vec![s("2024-01-31 15:30:00-08"), s("2024-01-31"), s("15")]]
+    );
+    // A zone with rules is refused, and the session keeps its zone.
+    let e = c
+        .simple_query("SET TimeZone = 'Europe/Berlin'")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "22023");
+    assert_eq!(
+        simple(&c, "SELECT t FROM ev WHERE id = 1").await,
+        vec![vec![s("2024-01-31 15:30:00-08")]]
+    );
+    // Binary results and parameters are instants (UTC on the wire),
+    // described as timestamptz.
+    c.batch_execute("SET TimeZone = 'UTC'").await.unwrap();
+    let st = c
+        .prepare("SELECT t FROM ev WHERE t > $1 ORDER BY t")
+        .await
+        .unwrap();
+    assert_eq!(st.params(), &[Type::TIMESTAMPTZ]);
+    assert_eq!(st.columns()[0].type_(), &Type::TIMESTAMPTZ);
+    let after = chrono::DateTime::parse_from_rfc3339("2024-01-31T23:20:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let rows = c.query(&st, &[&after]).await.unwrap();
+    let got: Vec<chrono::DateTime<chrono::Utc>> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(
+        got,
+        [chrono::DateTime::parse_from_rfc3339("2024-01-31T23:30:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc)]
+    );
+}

@@ -21,7 +21,8 @@ pub struct ValueOptions {
     pub null: Vec<u8>,
     /// chrono/strftime format for DATE columns; `None` is `YYYY-MM-DD`.
     pub date_format: Option<String>,
-    /// chrono/strftime format for TIMESTAMP columns; `None` is ISO 8601.
+    /// chrono/strftime format for TIMESTAMP and TIMESTAMPTZ columns
+    /// (`%z` for an offset); `None` is ISO 8601.
     pub timestamp_format: Option<String>,
     /// Numeric columns (by name) whose values must read back as written:
     /// no `+`, no leading zeros, no digits a DOUBLE would round. For
@@ -38,6 +39,8 @@ enum Col {
     Decimal(Decimal64Builder, u8, u8),
     Date(Date32Builder),
     Timestamp(TimestampMicrosecondBuilder),
+    /// TIMESTAMPTZ: UTC instants, the array's zone [`super::UTC_ZONE`].
+    TimestampTz(TimestampMicrosecondBuilder),
     Text(StringBuilder),
 }
 
@@ -105,6 +108,10 @@ impl BatchBuilder {
                 DataType::Timestamp => {
                     Col::Timestamp(TimestampMicrosecondBuilder::with_capacity(capacity))
                 }
+                DataType::TimestampTz => Col::TimestampTz(
+                    TimestampMicrosecondBuilder::with_capacity(capacity)
+                        .with_timezone(super::UTC_ZONE),
+                ),
                 DataType::Text => Col::Text(StringBuilder::with_capacity(capacity, capacity * 8)),
             })
             .collect();
@@ -177,6 +184,10 @@ impl BatchBuilder {
                 field,
                 self.opts.timestamp_format.as_deref(),
             )?),
+            Col::TimestampTz(b) => b.append_value(value::parse_timestamptz(
+                field,
+                self.opts.timestamp_format.as_deref(),
+            )?),
             Col::Text(_) => unreachable!("handled above"),
         }
         Ok(())
@@ -186,6 +197,17 @@ impl BatchBuilder {
     /// back as written (DOUBLE values are checked once parsed).
     fn check_exact(&self, col: usize, field: &[u8]) -> Result<(), String> {
         let t = value::trim(field);
+        if matches!(self.cols[col], Col::TimestampTz(_)) {
+            // Inferred from times that all carried an offset: one without
+            // is not read in a zone nobody wrote.
+            return match value::timestamp_has_zone(t, self.opts.timestamp_format.as_deref()) {
+                Some(false) => Err(
+                    "has no UTC offset, where the values the column's type was inferred from have one (give its type with --types or --schema)"
+                        .into(),
+                ),
+                _ => Ok(()),
+            };
+        }
         let Some(text) = value::NumberText::parse(t) else {
             // Not a number: the type's parser says why.
             return Ok(());
@@ -244,7 +266,7 @@ impl BatchBuilder {
             Col::Double(b) => b.append_null(),
             Col::Decimal(b, ..) => b.append_null(),
             Col::Date(b) => b.append_null(),
-            Col::Timestamp(b) => b.append_null(),
+            Col::Timestamp(b) | Col::TimestampTz(b) => b.append_null(),
             Col::Text(b) => b.append_null(),
         }
     }
@@ -285,7 +307,7 @@ impl BatchBuilder {
                     Col::Double(b) => Arc::new(b.finish()),
                     Col::Decimal(b, ..) => Arc::new(b.finish()),
                     Col::Date(b) => Arc::new(b.finish()),
-                    Col::Timestamp(b) => Arc::new(b.finish()),
+                    Col::Timestamp(b) | Col::TimestampTz(b) => Arc::new(b.finish()),
                     Col::Text(b) => Arc::new(b.finish()),
                 }
             })

@@ -24,7 +24,13 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
             format_decimal128(a.as_primitive::<Decimal128Type>().value(i), *scale as u32)
         }
         A::Date32 => format_date(a.as_primitive::<Date32Type>().value(i)),
-        A::Timestamp(..) => format_timestamp(a.as_primitive::<TimestampMicrosecondType>().value(i)),
+        A::Timestamp(_, None) => {
+            format_timestamp(a.as_primitive::<TimestampMicrosecondType>().value(i))
+        }
+        A::Timestamp(_, Some(zone)) => format_timestamptz(
+            a.as_primitive::<TimestampMicrosecondType>().value(i),
+            crate::parse::value::zone_seconds(zone).unwrap_or(0),
+        ),
         A::Utf8 => a.as_string::<i32>().value(i).to_string(),
         other => format!("<{other}>"),
     })
@@ -80,6 +86,33 @@ pub fn format_decimal128(v: i128, scale: u32) -> String {
 
 fn format_date(days: i32) -> String {
     date_from_days(days).map_or_else(|| format!("<date {days}>"), |d| d.to_string())
+}
+
+/// An instant as PostgreSQL shows a `timestamptz`: its local time in the
+/// zone `zone_secs` east of UTC and the zone's offset (`+00`, `+05:30`,
+/// `-08`).
+pub fn format_timestamptz(micros: i64, zone_secs: i64) -> String {
+    let local = format_timestamp(micros.saturating_add(zone_secs * 1_000_000));
+    format!("{local}{}", zone_text(zone_secs))
+}
+
+/// A fixed zone as an Arrow time zone: `+HH:MM` (seconds dropped).
+pub fn zone_label(zone_secs: i64) -> String {
+    let sign = if zone_secs < 0 { '-' } else { '+' };
+    let a = zone_secs.unsigned_abs();
+    format!("{sign}{:02}:{:02}", a / 3600, a / 60 % 60)
+}
+
+/// An offset as PostgreSQL writes it after a time: `+HH`, `+HH:MM`.
+pub fn zone_text(zone_secs: i64) -> String {
+    let sign = if zone_secs < 0 { '-' } else { '+' };
+    let a = zone_secs.unsigned_abs();
+    let (h, m, s) = (a / 3600, a / 60 % 60, a % 60);
+    match (m, s) {
+        (0, 0) => format!("{sign}{h:02}"),
+        (_, 0) => format!("{sign}{h:02}:{m:02}"),
+        _ => format!("{sign}{h:02}:{m:02}:{s:02}"),
+    }
 }
 
 fn format_timestamp(micros: i64) -> String {

@@ -6,7 +6,9 @@ pub mod dict;
 pub(crate) mod format;
 
 pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};
-pub use format::{float_text, format_value, write_csv_row, write_json_object};
+pub use format::{
+    float_text, format_timestamptz, format_value, write_csv_row, write_json_object, zone_text,
+};
 
 use std::fmt;
 use std::str::FromStr;
@@ -37,6 +39,9 @@ pub enum DataType {
     Date,
     /// Microseconds since 1970-01-01 00:00:00, no time zone.
     Timestamp,
+    /// An instant: microseconds since 1970-01-01 00:00:00 UTC (SQL's
+    /// `TIMESTAMP WITH TIME ZONE`), shown in the session's zone.
+    TimestampTz,
     /// Valid UTF-8 text.
     Text,
 }
@@ -58,6 +63,9 @@ impl DataType {
             DataType::Decimal { precision, scale } => ArrowType::Decimal64(precision, scale as i8),
             DataType::Date => ArrowType::Date32,
             DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            DataType::TimestampTz => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, Some(UTC_ZONE.into()))
+            }
             DataType::Text => ArrowType::Utf8,
         }
     }
@@ -73,6 +81,7 @@ impl fmt::Display for DataType {
             DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
             DataType::Date => f.write_str("DATE"),
             DataType::Timestamp => f.write_str("TIMESTAMP"),
+            DataType::TimestampTz => f.write_str("TIMESTAMPTZ"),
             DataType::Text => f.write_str("TEXT"),
         }
     }
@@ -90,6 +99,11 @@ impl TryFrom<String> for DataType {
         s.parse()
     }
 }
+
+/// The Arrow time zone of a TIMESTAMPTZ column: its values are UTC
+/// instants (a fixed offset, so no time zone database is needed to read
+/// them).
+pub const UTC_ZONE: &str = "+00:00";
 
 /// Largest decimal precision that fits a scaled 64-bit integer.
 pub const MAX_DECIMAL_PRECISION: u8 = 18;
@@ -128,7 +142,10 @@ impl FromStr for DataType {
             "BIGINT" | "INT8" | "LONG" => no_args(DataType::BigInt),
             "DOUBLE" | "DOUBLE PRECISION" | "FLOAT8" | "FLOAT" => no_args(DataType::Double),
             "DATE" => no_args(DataType::Date),
-            "TIMESTAMP" | "DATETIME" => no_args(DataType::Timestamp),
+            "TIMESTAMP" | "DATETIME" | "TIMESTAMP WITHOUT TIME ZONE" => {
+                no_args(DataType::Timestamp)
+            }
+            "TIMESTAMPTZ" | "TIMESTAMP WITH TIME ZONE" => no_args(DataType::TimestampTz),
             // Text of any declared length is stored as TEXT; the length is not enforced.
             "TEXT" | "VARCHAR" | "CHAR" | "STRING" | "CHARACTER VARYING" | "CHARACTER" => {
                 Ok(DataType::Text)
@@ -162,7 +179,7 @@ impl FromStr for DataType {
                 Ok(DataType::Decimal { precision, scale })
             }
             _ => Err(Error::Schema(format!(
-                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIMESTAMP, TEXT"
+                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMPTZ, TEXT"
             ))),
         }
     }
@@ -220,7 +237,7 @@ impl Schema {
                 }
                 if !c.data_type.can_be_key() {
                     return Err(Error::Schema(format!(
-                        "column {}: a {} column cannot be a key (use BIGINT, INT, TEXT, DATE, TIMESTAMP or DECIMAL)",
+                        "column {}: a {} column cannot be a key (use BIGINT, INT, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ or DECIMAL)",
                         c.name, c.data_type
                     )));
                 }

@@ -281,7 +281,9 @@ pub fn column_type(t: &Arrow) -> Option<DataType> {
             DataType::Text
         }
         Arrow::Date32 | Arrow::Date64 => DataType::Date,
-        Arrow::Timestamp(_, _) => DataType::Timestamp,
+        // An instant (a zone given, Parquet's isAdjustedToUTC) is one still.
+        Arrow::Timestamp(_, Some(_)) => DataType::TimestampTz,
+        Arrow::Timestamp(_, None) => DataType::Timestamp,
         // Wider decimals (a sum written by an engine is DECIMAL(38,s))
         // become DECIMAL(18,s): a value that does not fit is refused.
         Arrow::Decimal32(p, s)

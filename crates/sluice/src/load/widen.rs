@@ -91,7 +91,11 @@ pub fn wider_type(
         DataType::Decimal { scale: s, .. } => {
             vec![decimal(s), Some(DataType::Double), Some(DataType::Text)]
         }
-        DataType::Double | DataType::Date | DataType::Timestamp | DataType::Boolean => {
+        DataType::Double
+        | DataType::Date
+        | DataType::Timestamp
+        | DataType::TimestampTz
+        | DataType::Boolean => {
             vec![Some(DataType::Text)]
         }
         DataType::Text => Vec::new(),

@@ -413,13 +413,15 @@ pub fn parse_date(b: &[u8], format: Option<&str>) -> Result<i32, String> {
     Ok(date.to_epoch_days())
 }
 
-/// Parses a timestamp into microseconds since 1970-01-01 00:00:00.
+/// Parses a timestamp into microseconds since 1970-01-01 00:00:00, for
+/// a `TIMESTAMP` column (no time zone).
 ///
-/// Without a format, ISO 8601: `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]`
-/// and an optional zone, `Z` or an offset `+HH:MM`, `+HHMM` or `+HH` (or
-/// `-`), by which the time is converted to UTC; a bare date is midnight.
-/// Fractions finer than a microsecond must be zeros (never rounded).
-/// With a format: a chrono/strftime format, no zone.
+/// Without a format, ISO 8601: `YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]`;
+/// a bare date is midnight. A zone after the time (`Z`, `+HH:MM`, `+HHMM`,
+/// `+HH`, or `-`) is an error that names `TIMESTAMPTZ`: a `TIMESTAMP`
+/// keeps no offset, and neither dropping nor applying it would load what
+/// the file says. Fractions finer than a microsecond must be zeros (never
+/// rounded). With a format: a chrono/strftime format, no zone.
 pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
     let t = trim(b);
     let dt = match format {
@@ -428,9 +430,39 @@ pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
             NaiveDateTime::parse_from_str(s, f)
                 .map_err(|e| format!("does not match --timestamp-format {f:?} ({e})"))?
         }
-        None => return parse_timestamp_default(t),
+        None => {
+            let (local, zone) = parse_timestamp_parts(t)?;
+            if zone.is_some() {
+                return Err(format!(
+                    "has a UTC offset ({:?}), and a TIMESTAMP keeps none: load it into a TIMESTAMPTZ column (the instant kept, shown in UTC), or write the times without one",
+                    String::from_utf8_lossy(zone_text(t))
+                ));
+            }
+            return Ok(local);
+        }
     };
     Ok(dt.and_utc().timestamp_micros())
+}
+
+/// Parses a timestamp with a time zone (`TIMESTAMPTZ`) into microseconds
+/// since 1970-01-01 00:00:00 UTC: the form of [`parse_timestamp`], an
+/// offset or `Z` applied; a time without one is UTC (as PostgreSQL reads
+/// it with `TimeZone` UTC). With a format: chrono/strftime, with `%z` or
+/// `%:z` for the offset, or none (UTC).
+pub fn parse_timestamptz(b: &[u8], format: Option<&str>) -> Result<i64, String> {
+    let t = trim(b);
+    match format {
+        Some(f) => {
+            let s = std::str::from_utf8(t).map_err(|_| "not a timestamp".to_string())?;
+            match chrono::DateTime::parse_from_str(s, f) {
+                Ok(dt) => Ok(dt.timestamp_micros()),
+                Err(_) => NaiveDateTime::parse_from_str(s, f)
+                    .map(|dt| dt.and_utc().timestamp_micros())
+                    .map_err(|e| format!("does not match --timestamp-format {f:?} ({e})")),
+            }
+        }
+        None => parse_timestamptz_sql(t, 0),
+    }
 }
 
 /// Parses a timestamp as SQL's `TIMESTAMP` (PostgreSQL's `timestamp
@@ -439,16 +471,50 @@ pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
 /// `TIMESTAMP '2024-01-31 12:34:56-05'` is 12:34:56 (as a JDBC driver's
 /// `setTimestamp` sends it, the offset of its own zone appended).
 pub fn parse_timestamp_sql(b: &[u8]) -> Result<i64, String> {
-    parse_timestamp_zone(trim(b), false)
+    parse_timestamp_parts(trim(b)).map(|(local, _)| local)
 }
 
-fn parse_timestamp_default(t: &[u8]) -> Result<i64, String> {
-    parse_timestamp_zone(t, true)
+/// Parses a timestamp as SQL's `TIMESTAMPTZ` reads text: an offset
+/// written after the time is applied; a time without one is in the
+/// session's zone, `zone_secs` east of UTC.
+pub fn parse_timestamptz_sql(b: &[u8], zone_secs: i64) -> Result<i64, String> {
+    let (local, zone) = parse_timestamp_parts(trim(b))?;
+    Ok(local - zone.unwrap_or(zone_secs) * 1_000_000)
 }
 
-/// [`parse_timestamp_default`]; `apply_zone`: an offset converts the
-/// time to UTC, else it is checked and ignored.
-fn parse_timestamp_zone(t: &[u8], apply_zone: bool) -> Result<i64, String> {
+/// Whether a timestamp's text carries a UTC offset or `Z` (`None`: not a
+/// timestamp). With a strftime format: whether it parses with its
+/// offset (`%z`).
+pub fn timestamp_has_zone(b: &[u8], format: Option<&str>) -> Option<bool> {
+    let t = trim(b);
+    match format {
+        Some(f) => {
+            let s = std::str::from_utf8(t).ok()?;
+            if chrono::DateTime::parse_from_str(s, f).is_ok() {
+                Some(true)
+            } else {
+                NaiveDateTime::parse_from_str(s, f).ok().map(|_| false)
+            }
+        }
+        None => parse_timestamp_parts(t).ok().map(|(_, z)| z.is_some()),
+    }
+}
+
+/// The zone suffix of a timestamp's text (for messages): what follows
+/// the time of day.
+fn zone_text(t: &[u8]) -> &[u8] {
+    let i = t
+        .iter()
+        .rposition(|c| matches!(c, b'Z' | b'z' | b'+'))
+        .or_else(|| t.iter().rposition(|&c| c == b'-').filter(|&i| i > 10))
+        .unwrap_or(t.len());
+    &t[i..]
+}
+
+/// A timestamp's text as its local time (microseconds since 1970-01-01
+/// 00:00:00, as written) and its zone's offset in seconds east of UTC,
+/// if it has one (`Z`: 0).
+fn parse_timestamp_parts(t: &[u8]) -> Result<(i64, Option<i64>), String> {
     const FORM: &str = "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]; use --timestamp-format";
     if t.len() < 10 {
         return Err(FORM.into());
@@ -460,7 +526,7 @@ fn parse_timestamp_zone(t: &[u8], apply_zone: bool) -> Result<i64, String> {
     let days = date.to_epoch_days() as i64;
     let rest = &t[10..];
     if rest.is_empty() {
-        return Ok(days * 86_400_000_000);
+        return Ok((days * 86_400_000_000, None));
     }
     if rest.len() < 6 || !(rest[0] == b' ' || rest[0] == b'T') || rest[3] != b':' {
         return Err(FORM.into());
@@ -495,17 +561,32 @@ fn parse_timestamp_zone(t: &[u8], apply_zone: bool) -> Result<i64, String> {
             rest = &frac[n..];
         }
     }
-    let offset_secs = zone_offset(rest).ok_or_else(|| FORM.to_string())?;
-    let offset_secs = if apply_zone { offset_secs } else { 0 };
-    let secs = days * 86_400 + (h * 3600 + m * 60 + s) as i64 - offset_secs;
-    Ok(secs * 1_000_000 + micros)
+    let zone = if rest.is_empty() {
+        None
+    } else {
+        Some(zone_offset(rest).ok_or_else(|| FORM.to_string())?)
+    };
+    let secs = days * 86_400 + (h * 3600 + m * 60 + s) as i64;
+    Ok((secs * 1_000_000 + micros, zone))
 }
 
-/// Seconds east of UTC of a zone suffix: none or `Z` (0), `+HH:MM`,
-/// `+HHMM`, `+HH`, or the same with `-`; `None` for anything else.
-fn zone_offset(z: &[u8]) -> Option<i64> {
+/// Seconds east of UTC of a fixed zone by name or offset: `UTC`, `GMT`,
+/// `Etc/UTC`, `Z`, `+HH:MM`, `-HH`, ... (an Arrow time zone or a session's
+/// `TimeZone`); `None` for a zone with rules (`Europe/Berlin`).
+pub fn zone_seconds(zone: &str) -> Option<i64> {
+    let z = zone.trim();
+    match z.to_ascii_uppercase().as_str() {
+        "UTC" | "GMT" | "Z" | "ZULU" | "UCT" | "UNIVERSAL" | "ETC/UTC" | "ETC/GMT" | "ETC/UCT"
+        | "ETC/UNIVERSAL" | "ETC/ZULU" | "GMT0" | "ETC/GMT0" | "GREENWICH" => Some(0),
+        _ => zone_offset(z.as_bytes()),
+    }
+}
+
+/// Seconds east of UTC of a zone suffix: `Z` (0), `+HH:MM`, `+HHMM`,
+/// `+HH`, or the same with `-`; `None` for anything else.
+pub fn zone_offset(z: &[u8]) -> Option<i64> {
     let (sign, hm) = match z {
-        [] | [b'Z' | b'z'] => return Some(0),
+        [b'Z' | b'z'] => return Some(0),
         [b'+', hm @ ..] => (1, hm),
         [b'-', hm @ ..] => (-1, hm),
         _ => return None,
@@ -789,9 +870,22 @@ mod tests {
         ] {
             assert_eq!(parse_timestamp_sql(t).unwrap(), plain, "{t:?}");
         }
-        // The loader's reading applies it.
-        assert_ne!(
-            parse_timestamp(b"2024-01-31 12:34:56-05", None).unwrap(),
+        // A TIMESTAMPTZ applies it; a loaded TIMESTAMP refuses it.
+        assert_eq!(
+            parse_timestamptz(b"2024-01-31 12:34:56-05", None).unwrap(),
+            plain + 5 * 3_600_000_000
+        );
+        let e = parse_timestamp(b"2024-01-31 12:34:56-05", None).unwrap_err();
+        assert!(e.contains("\"-05\"") && e.contains("TIMESTAMPTZ"), "{e}");
+        let e = parse_timestamp(b"2024-01-31T12:34:56Z", None).unwrap_err();
+        assert!(e.contains("\"Z\""), "{e}");
+        // In SQL, a TIMESTAMPTZ without an offset is in the session's zone.
+        assert_eq!(
+            parse_timestamptz_sql(b"2024-01-31 12:34:56", 3600).unwrap(),
+            plain - 3_600_000_000
+        );
+        assert_eq!(
+            parse_timestamptz_sql(b"2024-01-31 12:34:56+00", 3600).unwrap(),
             plain
         );
         assert!(parse_timestamp_sql(b"2024-01-31 12:34:56 EST").is_err());
@@ -804,28 +898,31 @@ mod tests {
         assert_eq!(parse_timestamp(b"2024-01-31 13:45", None), Ok(at(13, 45)));
         assert_eq!(parse_timestamp(b"2024-01-31T13:45", None), Ok(at(13, 45)));
         assert_eq!(
-            parse_timestamp(b"2024-01-31T13:45:00Z", None),
+            parse_timestamptz(b"2024-01-31T13:45:00Z", None),
             Ok(at(13, 45))
         );
-        assert_eq!(parse_timestamp(b"2024-01-31T13:45Z", None), Ok(at(13, 45)));
         assert_eq!(
-            parse_timestamp(b"2024-01-31T13:45:00.25Z", None),
+            parse_timestamptz(b"2024-01-31T13:45Z", None),
+            Ok(at(13, 45))
+        );
+        assert_eq!(
+            parse_timestamptz(b"2024-01-31T13:45:00.25Z", None),
             Ok(at(13, 45) + 250_000)
         );
         assert_eq!(
-            parse_timestamp(b"2024-01-31T13:45:00+01:00", None),
+            parse_timestamptz(b"2024-01-31T13:45:00+01:00", None),
             Ok(at(12, 45))
         );
         assert_eq!(
-            parse_timestamp(b"2024-01-31T13:45:00+0130", None),
+            parse_timestamptz(b"2024-01-31T13:45:00+0130", None),
             Ok(at(12, 15))
         );
         assert_eq!(
-            parse_timestamp(b"2024-01-31 13:45-05", None),
+            parse_timestamptz(b"2024-01-31 13:45-05", None),
             Ok(at(18, 45))
         );
         assert_eq!(
-            parse_timestamp(b"2024-01-31 00:30:00+01:00", None),
+            parse_timestamptz(b"2024-01-31 00:30:00+01:00", None),
             Ok(base - 30 * 60 * 1_000_000)
         );
         for bad in [
@@ -840,7 +937,7 @@ mod tests {
             "2024-01-31Z",
         ] {
             assert!(
-                parse_timestamp(bad.as_bytes(), None)
+                parse_timestamptz(bad.as_bytes(), None)
                     .unwrap_err()
                     .starts_with(
                         "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]"
@@ -849,7 +946,7 @@ mod tests {
             );
         }
         assert_eq!(
-            parse_timestamp(b"2024-01-31 13:45:00+24:00", None).unwrap_err(),
+            parse_timestamptz(b"2024-01-31 13:45:00+24:00", None).unwrap_err(),
             "not a timestamp in the form YYYY-MM-DD HH:MM[:SS[.ffffff]][Z|+HH:MM]; use --timestamp-format"
         );
         assert_eq!(

@@ -1210,10 +1210,13 @@ fn extract(a: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
                 out.append_option(v.and_then(value::date_from_days).map(|d| get(d, 0)));
             }
         }
-        A::Timestamp(TimeUnit::Microsecond, _) => {
+        A::Timestamp(TimeUnit::Microsecond, zone) => {
             const DAY: i64 = 86_400_000_000;
+            // An instant's fields are those of its local time in its zone.
+            let off = zone_micros(zone.as_deref());
             for v in a.as_primitive::<TimestampMicrosecondType>().iter() {
                 let d = v.and_then(|us| {
+                    let us = us.checked_add(off)?;
                     let day = i32::try_from(us.div_euclid(DAY)).ok()?;
                     Some((value::date_from_days(day)?, us.rem_euclid(DAY)))
                 });
@@ -1281,6 +1284,12 @@ fn substring(s: &ArrayRef, start: &ArrayRef, len: Option<&ArrayRef>) -> Result<A
         out.append_value(v);
     }
     Ok(Arc::new(out.finish()))
+}
+
+/// Microseconds east of UTC of an Arrow time zone (`None`: no zone, 0).
+/// The engine's zones are fixed offsets (see [`crate::batch::UTC_ZONE`]).
+pub fn zone_micros(zone: Option<&str>) -> i64 {
+    zone.and_then(value::zone_seconds).unwrap_or(0) * 1_000_000
 }
 
 /// Casts between the engine's types; text to a typed value uses the same
@@ -1434,14 +1443,37 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
                 .collect::<Result<_>>()?;
             cast_named(&(Arc::new(ints) as ArrayRef), to, name)?
         }
-        (A::Date32, A::Timestamp(TimeUnit::Microsecond, None)) => Arc::new(
-            a.as_primitive::<Date32Type>()
-                .unary::<_, TimestampMicrosecondType>(|d| d as i64 * 86_400_000_000),
-        ),
-        (A::Timestamp(TimeUnit::Microsecond, _), A::Date32) => Arc::new(
-            a.as_primitive::<TimestampMicrosecondType>()
-                .unary::<_, Date32Type>(|us| us.div_euclid(86_400_000_000) as i32),
-        ),
+        // An instant's zone (its Arrow time zone, the session's) gives
+        // its local time: TIMESTAMPTZ to TIMESTAMP or DATE adds the
+        // zone's offset; TIMESTAMP or DATE to TIMESTAMPTZ takes the local
+        // time as the zone's; between two zones the instant is kept.
+        (A::Date32, A::Timestamp(TimeUnit::Microsecond, zone)) => {
+            let off = zone_micros(zone.as_deref());
+            Arc::new(
+                a.as_primitive::<Date32Type>()
+                    .unary::<_, TimestampMicrosecondType>(|d| d as i64 * 86_400_000_000 - off)
+                    .with_timezone_opt(zone.clone()),
+            )
+        }
+        (A::Timestamp(TimeUnit::Microsecond, zone), A::Date32) => {
+            let off = zone_micros(zone.as_deref());
+            Arc::new(
+                a.as_primitive::<TimestampMicrosecondType>()
+                    .unary::<_, Date32Type>(|us| (us + off).div_euclid(86_400_000_000) as i32),
+            )
+        }
+        (A::Timestamp(TimeUnit::Microsecond, from), A::Timestamp(TimeUnit::Microsecond, zone)) => {
+            let off = zone_micros(from.as_deref()) - zone_micros(zone.as_deref());
+            let shift = match (from, zone) {
+                (Some(_), Some(_)) => 0,
+                _ => off,
+            };
+            Arc::new(
+                a.as_primitive::<TimestampMicrosecondType>()
+                    .unary::<_, TimestampMicrosecondType>(|us| us + shift)
+                    .with_timezone_opt(zone.clone()),
+            )
+        }
         (_, A::Utf8) => {
             let mut out = StringBuilder::with_capacity(n, n * 8);
             for i in 0..n {
@@ -1523,6 +1555,19 @@ fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
                 .collect::<Result<_>>()?;
             Arc::new(d)
         }
+        A::Timestamp(TimeUnit::Microsecond, Some(zone)) => {
+            let secs = zone_micros(Some(zone)) / 1_000_000;
+            let d: arrow_array::TimestampMicrosecondArray = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        value::parse_timestamptz_sql(v.as_bytes(), secs).map_err(|m| bad(v, m))
+                    })
+                    .transpose()
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(d.with_timezone(zone.clone()))
+        }
         A::Boolean => {
             let mut b = BooleanBuilder::with_capacity(s.len());
             for v in s.iter() {
@@ -1595,6 +1640,7 @@ pub fn type_name(t: &A) -> String {
         A::Decimal64(p, s) => format!("DECIMAL({p},{s})"),
         A::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
         A::Date32 => "DATE".into(),
+        A::Timestamp(_, Some(_)) => "TIMESTAMPTZ".into(),
         A::Timestamp(..) => "TIMESTAMP".into(),
         A::Utf8 => "TEXT".into(),
         A::Null => "NULL".into(),
@@ -1611,6 +1657,7 @@ impl fmt::Display for Expr {
                 Some(v) => match a.data_type() {
                     A::Utf8 => write!(f, "'{}'", v.replace('\'', "''")),
                     A::Date32 => write!(f, "DATE '{v}'"),
+                    A::Timestamp(_, Some(_)) => write!(f, "TIMESTAMPTZ '{v}'"),
                     A::Timestamp(..) => write!(f, "TIMESTAMP '{v}'"),
                     _ => f.write_str(&v),
                 },

@@ -321,6 +321,7 @@ impl KeyedTable<'_> {
             let form = match c.data_type {
                 DataType::Date => "YYYY-MM-DD",
                 DataType::Timestamp => "YYYY-MM-DD HH:MM:SS[.ffffff]",
+                DataType::TimestampTz => "YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM] (UTC without one)",
                 _ => return e,
             };
             Error::Config(format!(

@@ -32,3 +32,4 @@ mod slt;
 mod sql_fuzz;
 mod sqlstate;
 mod store;
+mod timestamptz;

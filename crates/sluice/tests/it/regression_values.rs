@@ -224,31 +224,56 @@ fn double_overflow_is_an_error() {
 
 #[test]
 fn timestamps_accept_minutes_and_offsets() {
+    // Times with an offset are instants: TIMESTAMPTZ, shown in UTC.
+    let (schema, rows) = infer_and_load(
+        b"t\n2013-01-01T10:00:00Z\n2013-01-01 10:30-02\n2013-01-01T12:00:00+01:00\n",
+        256 << 10,
+    );
+    assert_eq!(schema, "t TIMESTAMPTZ");
+    assert_eq!(
+        rows.unwrap(),
+        vec![
+            vec![s("2013-01-01 10:00:00+00")],
+            vec![s("2013-01-01 12:30:00+00")],
+            vec![s("2013-01-01 11:00:00+00")],
+        ]
+    );
+    // Times with and without one: no zone is guessed for the others.
     let (schema, rows) = infer_and_load(
         b"t\n2013-01-01T10:00:00Z\n2013-01-01 10:30\n2013-01-01T12:00:00+01:00\n",
         256 << 10,
     );
-    assert_eq!(schema, "t TIMESTAMP");
-    assert_eq!(
-        rows.unwrap(),
-        vec![
-            vec![s("2013-01-01 10:00:00")],
-            vec![s("2013-01-01 10:30:00")],
-            vec![s("2013-01-01 11:00:00")],
-        ]
-    );
+    assert_eq!(schema, "t TEXT");
+    assert_eq!(rows.unwrap()[1], vec![s("2013-01-01 10:30")]);
+    // Minutes without seconds, and offsets, into a TIMESTAMPTZ column;
+    // a time without an offset is UTC there.
     assert_eq!(
         load_as(
-            "t TIMESTAMP",
+            "t TIMESTAMPTZ",
             b"t\n2024-01-31 13:45\n2024-01-31T13:45:00Z\n2024-01-31T13:45:00.5-0530\n2024-01-01 00:30+01\n"
         )
         .unwrap(),
         vec![
-            vec![s("2024-01-31 13:45:00")],
-            vec![s("2024-01-31 13:45:00")],
-            vec![s("2024-01-31 19:15:00.5")],
-            vec![s("2023-12-31 23:30:00")],
+            vec![s("2024-01-31 13:45:00+00")],
+            vec![s("2024-01-31 13:45:00+00")],
+            vec![s("2024-01-31 19:15:00.5+00")],
+            vec![s("2023-12-31 23:30:00+00")],
         ]
+    );
+    // A TIMESTAMP keeps no offset: one in the file is an error that says
+    // where and names TIMESTAMPTZ, never a time shifted or dropped.
+    assert_eq!(
+        load_as("t TIMESTAMP", b"t\n2024-01-31 13:45\n").unwrap(),
+        vec![vec![s("2024-01-31 13:45:00")]]
+    );
+    let e = load_as(
+        "t TIMESTAMP",
+        b"t\n2024-01-31 13:45\n2024-01-31T13:45:00Z\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains(":3: column 1 (t)") && e.contains("TIMESTAMPTZ") && e.contains("\"Z\""),
+        "{e}"
     );
 }
 

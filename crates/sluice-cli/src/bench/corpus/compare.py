@@ -60,16 +60,28 @@ def canon_text(v):
     return str(v)
 
 
-DATE = re.compile(r"^(\d{4})([-/.])(\d\d?)\2(\d\d?)(?:[ T](\d\d?):(\d\d)(?::(\d\d)(\.\d+)?)?)?(Z|\+00(?::?00)?)?$")
+DATE = re.compile(r"^(\d{4})([-/.])(\d\d?)\2(\d\d?)(?:[ T](\d\d?):(\d\d)(?::(\d\d)(\.\d+)?)?)?"
+                  r"(Z|[+-]\d\d(?::?\d\d)?)?$")
 
 
 def date_key(z):
+    """A date or timestamp's fields; one with an offset as the UTC
+    instant it names (`15:00+03:00` is `12:00`, as `12:00+00`)."""
     m = DATE.match(z.strip())
     if not m:
         return None
-    y, _, mo, d, h, mi, sec, frac, _ = m.groups()
+    y, _, mo, d, h, mi, sec, frac, zone = m.groups()
     f = float(frac) if frac else 0.0
-    return (int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), f)
+    key = (int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), f)
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        off = int(digits[:2]) * 60 + (int(digits[2:4]) if len(digits) > 2 else 0)
+        try:
+            t = datetime.datetime(*key[:6]) - datetime.timedelta(minutes=off if zone[0] == "+" else -off)
+        except (ValueError, OverflowError):
+            return key
+        key = (t.year, t.month, t.day, t.hour, t.minute, t.second, f)
+    return key
 
 
 def as_number(v):

@@ -198,6 +198,11 @@ pub(crate) struct Binder<'c> {
     /// each expression typed: an IN list of 100,000 items asks 200,000
     /// times).
     col_types: Vec<A>,
+    /// The type of an instant in this session: TIMESTAMPTZ in the
+    /// session's zone (`TimeZone`), whose offset gives instants their
+    /// local times (casts to TIMESTAMP, DATE and TEXT, EXTRACT) and reads
+    /// TIMESTAMP, DATE and text without an offset as its local times.
+    tz: A,
 }
 
 /// One level of [`Binder::bind`], counted while it lasts.
@@ -225,6 +230,48 @@ impl<'c> Binder<'c> {
             text,
             depth: std::cell::Cell::new(0),
             col_types: columns.iter().map(|c| c.1.clone()).collect(),
+            tz: A::Timestamp(
+                arrow_schema::TimeUnit::Microsecond,
+                Some(crate::batch::UTC_ZONE.into()),
+            ),
+        }
+    }
+
+    /// The binder in a session whose zone is `zone_secs` east of UTC.
+    pub(crate) fn with_zone(mut self, zone_secs: i64) -> Self {
+        if zone_secs != 0 {
+            let label = crate::batch::format::zone_label(zone_secs);
+            self.tz = A::Timestamp(arrow_schema::TimeUnit::Microsecond, Some(label.into()));
+        }
+        self
+    }
+
+    /// A column of instants seen in the session's zone (the same values:
+    /// a relabel); other columns as they are.
+    fn in_zone(&self, e: Expr) -> Expr {
+        let Expr::Column { index, .. } = &e else {
+            return e;
+        };
+        match &self.col_types[*index] {
+            A::Timestamp(_, Some(z))
+                if A::Timestamp(arrow_schema::TimeUnit::Microsecond, Some(z.clone()))
+                    != self.tz =>
+            {
+                Expr::Cast {
+                    expr: Box::new(e),
+                    to: self.tz.clone(),
+                    site: None,
+                }
+            }
+            _ => e,
+        }
+    }
+
+    /// A type named in SQL, an instant's in the session's zone.
+    fn session_type(&self, t: A) -> A {
+        match t {
+            A::Timestamp(_, Some(_)) => self.tz.clone(),
+            other => other,
         }
     }
 
@@ -332,7 +379,7 @@ impl<'c> Binder<'c> {
         match e {
             ast::Expr::Identifier(i) => {
                 let (index, name) = self.column(&i.value, e)?;
-                Ok(Expr::Column { index, name })
+                Ok(self.in_zone(Expr::Column { index, name }))
             }
             ast::Expr::CompoundIdentifier(parts) => {
                 let [q, c] = parts.as_slice() else {
@@ -343,7 +390,7 @@ impl<'c> Binder<'c> {
                     return Err(plan_err(format!("unknown table {:?} in {e}", q.value), e));
                 }
                 let (index, name) = self.column(&c.value, e)?;
-                Ok(Expr::Column { index, name })
+                Ok(self.in_zone(Expr::Column { index, name }))
             }
             ast::Expr::Nested(inner) => self.bind(inner, scope),
             ast::Expr::Value(v) => literal(&v.value, e),
@@ -354,7 +401,7 @@ impl<'c> Binder<'c> {
                     .clone()
                     .into_string()
                     .ok_or_else(|| plan_err("bad typed literal".into(), e))?;
-                let target = sql_type(&ts.data_type, e)?;
+                let target = self.session_type(sql_type(&ts.data_type, e)?);
                 let s: ArrayRef = Arc::new(StringArray::from(vec![text]));
                 Ok(lit(
                     cast(&s, &target).map_err(|er| plan_err(er.to_string(), e))?
@@ -583,7 +630,7 @@ impl<'c> Binder<'c> {
         scope: &mut Scope,
     ) -> Result<Expr> {
         let x = self.bind(expr, scope)?;
-        let to = sql_type(data_type, e)?;
+        let to = self.session_type(sql_type(data_type, e)?);
         let site = CastSite {
             type_text: data_type.to_string(),
             precision: decimal_precision(data_type),

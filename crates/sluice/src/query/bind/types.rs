@@ -49,6 +49,12 @@ pub fn common_type(types: &[A]) -> Option<A> {
             (A::Decimal128(_, s), A::Int32 | A::Int64)
             | (A::Int32 | A::Int64, A::Decimal128(_, s)) => A::Decimal128(38, *s),
             (A::Int32 | A::Int64, A::Int32 | A::Int64) => A::Int64,
+            // A TIMESTAMP (or DATE) meets an instant as a local time of
+            // the instant's zone (the session's: see `Binder::zone`).
+            (A::Timestamp(_, Some(z)), A::Timestamp(_, None) | A::Date32)
+            | (A::Timestamp(_, None) | A::Date32, A::Timestamp(_, Some(z))) => {
+                A::Timestamp(TimeUnit::Microsecond, Some(z.clone()))
+            }
             (A::Date32, A::Timestamp(..)) | (A::Timestamp(..), A::Date32) => {
                 A::Timestamp(TimeUnit::Microsecond, None)
             }
@@ -101,6 +107,7 @@ pub(crate) fn check_cast(from: &A, to: &A, to_text: &str) -> std::result::Result
             (from, to),
             (A::Date32, A::Timestamp(..))
                 | (A::Timestamp(..), A::Date32)
+                | (A::Timestamp(..), A::Timestamp(..))
                 | (A::Boolean, A::Int32 | A::Int64)
         );
     if ok {
@@ -137,6 +144,10 @@ pub(crate) fn sql_type(t: &ast::DataType, node: &ast::Expr) -> Result<A> {
             }
         },
         D::Date => A::Date32,
+        // An instant's type; the binder gives it the session's zone.
+        D::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+            A::Timestamp(TimeUnit::Microsecond, Some(crate::batch::UTC_ZONE.into()))
+        }
         D::Timestamp(_, _) | D::Datetime(_) => A::Timestamp(TimeUnit::Microsecond, None),
         D::Text
         | D::Varchar(_)

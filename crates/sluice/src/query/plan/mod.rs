@@ -92,6 +92,13 @@ pub struct Plan {
 /// thread of its own (see [`plan_sql`]).
 pub trait Catalog: Sync {
     fn table_schema(&self, name: &str) -> Option<Schema>;
+
+    /// The session's time zone, seconds east of UTC (`TimeZone`): the
+    /// zone instants (TIMESTAMPTZ) are shown and read in. UTC unless a
+    /// session says otherwise.
+    fn time_zone(&self) -> i64 {
+        0
+    }
 }
 
 /// Plans a statement.
@@ -185,7 +192,7 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) 
         })
         .unwrap_or_default();
     let table_types: Vec<A> = columns.iter().map(|c| c.1.clone()).collect();
-    let binder = Binder::new(table.clone(), alias, &columns, text);
+    let binder = Binder::new(table.clone(), alias, &columns, text).with_zone(catalog.time_zone());
 
     let mut filter = match &select.selection {
         Some(w) => {

@@ -202,6 +202,7 @@ fn flip(op: BinOp) -> BinOp {
 /// (`CAST(price AS BIGINT)`), which zone maps and the key index cannot
 /// answer.
 fn column_of(e: &Expr, types: &[A]) -> Option<usize> {
+    use crate::query::expr::zone_micros;
     match e {
         Expr::Column { index, .. } => Some(*index),
         // A CAST written with a DECIMAL precision may fail: not a widening.
@@ -217,8 +218,13 @@ fn column_of(e: &Expr, types: &[A]) -> Option<usize> {
                 (A::Decimal64(p, s), A::Decimal128(tp, ts)) => {
                     ts >= s && (*tp as i32 - *ts as i32) >= (*p as i32 - *s as i32)
                 }
-                (A::Date32, A::Timestamp(..)) => true,
-                (A::Timestamp(..), A::Timestamp(..)) => true,
+                // Between zones an instant keeps its value; between a
+                // local time and an instant it moves by the zone's offset.
+                (A::Date32, A::Timestamp(_, z)) => zone_micros(z.as_deref()) == 0,
+                (A::Timestamp(_, Some(_)), A::Timestamp(_, Some(_))) => true,
+                (A::Timestamp(_, a), A::Timestamp(_, b)) => {
+                    zone_micros(a.as_deref()) == 0 && zone_micros(b.as_deref()) == 0
+                }
                 _ => false,
             };
             exact.then_some(*index)
