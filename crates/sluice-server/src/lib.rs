@@ -1042,15 +1042,38 @@ impl Engine {
                     }
                     Response::Execution(Tag::new("SET"))
                 }
-                Answer::Reset(name) => {
+                Answer::Reset { name, tag } => {
                     let m = client.metadata_mut();
-                    match name {
+                    let changed: Vec<String> = match &name {
                         Some(n) => {
                             m.remove(&format!("sluice.{n}"));
+                            vec![n.clone()]
                         }
-                        None => m.retain(|k, _| !k.starts_with("sluice.")),
+                        None => {
+                            let set: Vec<String> = m
+                                .keys()
+                                .filter_map(|k| k.strip_prefix("sluice.").map(str::to_string))
+                                .collect();
+                            m.retain(|k, _| !k.starts_with("sluice."));
+                            set
+                        }
+                    };
+                    // The client keeps what it tracks (TimeZone, ...) as
+                    // the server last said: say the defaults.
+                    for n in changed {
+                        if let (Some(r), Some(v)) = (
+                            session::reported(&n),
+                            session::setting(client.metadata(), &n),
+                        ) {
+                            let _ = client
+                                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                                    r.to_string(),
+                                    v,
+                                )))
+                                .await;
+                        }
                     }
-                    Response::Execution(Tag::new("RESET"))
+                    Response::Execution(Tag::new(tag))
                 }
                 Answer::Rows(b) => {
                     let schema = b.schema();

@@ -348,7 +348,17 @@ fn type_words(toks: &[TokenWithSpan], i: usize) -> Option<Type> {
         "double" | "float8" | "float" | "real" | "float4" => Type::FLOAT8,
         "numeric" | "decimal" => Type::NUMERIC,
         "date" => Type::DATE,
-        "timestamp" => Type::TIMESTAMP,
+        // `timestamp with time zone` is an instant; `without` is not.
+        "timestamp" => {
+            let word = |k: usize, w: &str| toks.get(i + k).is_some_and(|t| is_keyword(&t.token, w));
+            let with = (1..6).find(|&k| word(k, "WITH") || word(k, "WITHOUT"));
+            match with {
+                Some(k) if word(k, "WITH") && word(k + 1, "TIME") && word(k + 2, "ZONE") => {
+                    Type::TIMESTAMPTZ
+                }
+                _ => Type::TIMESTAMP,
+            }
+        }
         "timestamptz" => Type::TIMESTAMPTZ,
         "bool" | "boolean" => Type::BOOL,
         "text" | "varchar" | "char" | "character" | "string" => Type::TEXT,

@@ -71,7 +71,12 @@ pub enum Answer {
         name: String,
         value: String,
     },
-    Reset(Option<String>),
+    /// Settings back to their defaults (`name`, or all), the client told
+    /// of those it tracks; `tag`: the command's (RESET, SET, DISCARD ALL).
+    Reset {
+        name: Option<String>,
+        tag: &'static str,
+    },
     Begin,
     Commit,
     Rollback,
@@ -171,12 +176,16 @@ fn check_set(name: &str, value: &str) -> Result<(), Failure> {
     }
 }
 
-/// Seconds east of UTC of a `TimeZone` setting: UTC's names, or a fixed
-/// offset as PostgreSQL reads one in POSIX form, hours *west* of UTC
-/// (`UTC+3`, `GMT-05:30`, `+3`: PostgreSQL's `'+3'` is 3 hours west);
-/// `None` for a zone with rules (`Europe/Berlin`) or an unreadable one.
+/// Seconds east of UTC of a `TimeZone` setting, read as PostgreSQL reads
+/// one: a number is hours *east* of UTC (`-7`, `'5.5'`, quoted or not);
+/// else UTC's names, or a fixed offset in POSIX form, hours *west* of UTC
+/// (`UTC+3`, `GMT-05:30`, `+05:30`); `None` for a zone with rules
+/// (`Europe/Berlin`), an unreadable one, or one of 16 hours or more.
 pub fn zone_of(value: &str) -> Option<i64> {
     let v = value.trim();
+    if let Ok(h) = v.parse::<f64>() {
+        return (h.is_finite() && h.abs() < 16.0).then(|| (h * 3600.0).round() as i64);
+    }
     let upper = v.to_ascii_uppercase();
     if sluice::parse::value::zone_seconds(&upper) == Some(0) && !upper.starts_with(['+', '-']) {
         return Some(0);
@@ -190,22 +199,11 @@ pub fn zone_of(value: &str) -> Option<i64> {
         None => (body, "0"),
     };
     let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
-    if !(0..24).contains(&h) || !(0..60).contains(&m) || body.is_empty() {
+    if !(0..16).contains(&h) || !(0..60).contains(&m) || body.is_empty() {
         return None;
     }
     let west = h * 3600 + m * 60;
     Some(if sign == "+" { -west } else { west })
-}
-
-/// An offset east of UTC in POSIX form (west positive): `+7`, `-05:30`.
-fn posix_offset(east_secs: i64) -> String {
-    let west = -east_secs;
-    let sign = if west < 0 { '-' } else { '+' };
-    let a = west.unsigned_abs();
-    match a / 60 % 60 {
-        0 => format!("{sign}{}", a / 3600),
-        m => format!("{sign}{}:{m:02}", a / 3600),
-    }
 }
 
 fn accepted() -> String {
@@ -287,12 +285,21 @@ pub fn answer(
         "begin" | "start" => return Some(Ok(Answer::Begin)),
         "commit" | "end" => return Some(Ok(Answer::Commit)),
         "rollback" | "abort" => return Some(Ok(Answer::Rollback)),
-        "discard" => return Some(Ok(Answer::Tag("DISCARD ALL"))),
+        // A pool's reset between clients: the settings go back too.
+        "discard" => {
+            return Some(Ok(Answer::Reset {
+                name: None,
+                tag: "DISCARD ALL",
+            }));
+        }
         "deallocate" => return Some(Ok(Answer::Tag("DEALLOCATE"))),
         "set" => return Some(set(sql.trim().trim_end_matches(';'), &n)),
         "reset" => {
             let what = n.strip_prefix("reset ").unwrap_or("all");
-            return Some(Ok(Answer::Reset((what != "all").then(|| canonical(what)))));
+            return Some(Ok(Answer::Reset {
+                name: (what != "all").then(|| canonical(what)),
+                tag: "RESET",
+            }));
         }
         "show" => return Some(show(&n, settings)),
         _ => {}
@@ -315,11 +322,17 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
     let rest = sql.trim()[3..].trim_start();
     let mut rest = rest;
     for prefix in ["session ", "local "] {
-        if rest.len() >= prefix.len() && rest[..prefix.len()].eq_ignore_ascii_case(prefix) {
+        if rest
+            .get(..prefix.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+        {
             rest = rest[prefix.len()..].trim_start();
         }
     }
-    let (name, value) = if rest.len() >= 9 && rest[..9].eq_ignore_ascii_case("time zone") {
+    let (name, value) = if rest
+        .get(..9)
+        .is_some_and(|p| p.eq_ignore_ascii_case("time zone"))
+    {
         ("timezone".to_string(), rest[9..].trim())
     } else if let Some((k, v)) = rest.split_once('=') {
         (canonical(k), v.trim())
@@ -327,7 +340,7 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
         let mut parts = rest.splitn(2, char::is_whitespace);
         let k = parts.next().unwrap_or("");
         let v = parts.next().unwrap_or("").trim();
-        let v = if v.len() >= 3 && v[..3].eq_ignore_ascii_case("to ") {
+        let v = if v.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("to ")) {
             v[3..].trim()
         } else {
             v
@@ -337,16 +350,14 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
     if name.is_empty() || value.is_empty() {
         return Err(Failure::syntax(format!("cannot read this SET: {sql}")));
     }
-    // `SET TIME ZONE -7`, a number (SQL's form): hours east of UTC;
-    // kept as the POSIX form a quoted zone is read in ('UTC+7' is 7
-    // hours west), so that one reading serves both.
-    let value = match value.parse::<f64>() {
-        Ok(h) if name == "timezone" && h.is_finite() && h.abs() < 24.0 => {
-            let secs = (h * 3600.0).round() as i64;
-            format!("UTC{}", posix_offset(secs))
-        }
-        _ => value.split(',').map(unquote).collect::<Vec<_>>().join(", "),
-    };
+    let value = value.split(',').map(unquote).collect::<Vec<_>>().join(", ");
+    // `SET TIME ZONE DEFAULT` / `LOCAL`: back to the server's zone.
+    if name == "timezone" && matches!(value.to_ascii_lowercase().as_str(), "default" | "local") {
+        return Ok(Answer::Reset {
+            name: Some(name),
+            tag: "SET",
+        });
+    }
     check_set(&name, &value)?;
     Ok(Answer::Set { name, value })
 }
@@ -747,4 +758,38 @@ fn catalog(sql: &str, n: &str, db: &Database) -> Option<Result<Answer, Failure>>
         "0A000",
         "this catalog query is not supported: sluice answers psql's \\dt and \\d TABLE, information_schema.tables and information_schema.columns".to_string(),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zone_of;
+
+    #[test]
+    fn time_zones_read_as_postgresql_reads_them() {
+        // A number is hours east, quoted or not, signed or not.
+        assert_eq!(zone_of("-7"), Some(-7 * 3600));
+        assert_eq!(zone_of("+3"), Some(3 * 3600));
+        assert_eq!(zone_of("5.5"), Some(5 * 3600 + 1800));
+        // A signed offset or a name with one is POSIX: hours west.
+        assert_eq!(zone_of("UTC+3"), Some(-3 * 3600));
+        assert_eq!(zone_of("GMT-05:30"), Some(5 * 3600 + 1800));
+        assert_eq!(zone_of("+05:30"), Some(-(5 * 3600 + 1800)));
+        assert_eq!(zone_of("Etc/GMT+3"), Some(-3 * 3600));
+        for utc in ["UTC", "utc", "GMT", "Etc/UTC", "Z", "Zulu", "UTC+0", "0"] {
+            assert_eq!(zone_of(utc), Some(0), "{utc}");
+        }
+        // Zones with rules, and offsets PostgreSQL refuses.
+        for bad in [
+            "Europe/Berlin",
+            "EST5EDT",
+            "16",
+            "UTC+16",
+            "+24:00",
+            "",
+            "UTC+",
+            "x",
+        ] {
+            assert_eq!(zone_of(bad), None, "{bad}");
+        }
+    }
 }

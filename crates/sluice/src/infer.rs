@@ -1782,8 +1782,9 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
             DataType::Decimal { .. } => one.decimal,
             DataType::Double => one.double,
             DataType::Date => one.date,
-            DataType::Timestamp => one.timestamp,
-            DataType::TimestampTz => one.timestamptz,
+            // A time with or without an offset is a time: whether the
+            // column keeps offsets is the type's choice, not a header's.
+            DataType::Timestamp | DataType::TimestampTz => one.timestamp || one.timestamptz,
             DataType::Boolean => one.boolean,
             _ => true,
         };
@@ -2382,7 +2383,10 @@ fn word_misfits(cands: &[Candidates], r: &[Vec<u8>], ncols: usize, o: &InferOpti
             one.see(v, o);
             let mut both = c.clone();
             both.merge(&one);
-            both.pick() == DataType::Text
+            // Times with and without offsets are times all the same.
+            let a_time = matches!(ty, DataType::Timestamp | DataType::TimestampTz)
+                && (one.timestamp || one.timestamptz);
+            both.pick() == DataType::Text && !a_time
         })
 }
 

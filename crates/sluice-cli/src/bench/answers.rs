@@ -61,6 +61,13 @@ fn same_cell(a: Option<&str>, b: Option<&str>) -> bool {
     {
         return true;
     }
+    // An instant shown in UTC (`… 10:00:00+00`) and a UTC time without
+    // a zone (a peer's TIMESTAMP of the same UTC times) are the same.
+    if let (Some(x), Some(y)) = (utc_plain(a), utc_plain(b))
+        && x == y
+    {
+        return true;
+    }
     let fractional = |s: &str| s.contains(['.', 'e', 'E']);
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(x), Ok(y)) if fractional(a) || fractional(b) => {
@@ -71,6 +78,24 @@ fn same_cell(a: Option<&str>, b: Option<&str>) -> bool {
         }
         _ => false,
     }
+}
+
+/// A date and time (`YYYY-MM-DD HH:MM:SS…`, `T` or a space) without a
+/// zone, or with UTC's (`+00`, `+00:00`, `Z`), as it reads without one;
+/// `None` for anything else.
+fn utc_plain(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b' ' | b'T') {
+        return None;
+    }
+    let body = ["+00:00", "+00", "Z"]
+        .iter()
+        .find_map(|z| s.strip_suffix(z))
+        .unwrap_or(s);
+    if body.ends_with(|c: char| !c.is_ascii_digit()) || body[19..].contains(['+', '-']) {
+        return None;
+    }
+    Some(body.replacen('T', " ", 1))
 }
 
 /// Fails, naming the query and the first difference, unless `ours` and
@@ -220,6 +245,23 @@ mod tests {
         assert!(!same_cell(Some("37734107.00"), Some("40193907.00")));
         assert!(!same_cell(Some("A"), Some("N")));
         assert!(!same_cell(None, Some("")));
+        // UTC instants and UTC times without a zone; other zones differ.
+        assert!(same_cell(
+            Some("2013-01-01 10:00:00+00"),
+            Some("2013-01-01 10:00:00")
+        ));
+        assert!(same_cell(
+            Some("2013-01-01T10:00:00Z"),
+            Some("2013-01-01 10:00:00+00:00")
+        ));
+        assert!(!same_cell(
+            Some("2013-01-01 10:00:00+01"),
+            Some("2013-01-01 10:00:00")
+        ));
+        assert!(!same_cell(
+            Some("2013-01-01 10:00:01+00"),
+            Some("2013-01-01 10:00:00")
+        ));
     }
 
     #[test]

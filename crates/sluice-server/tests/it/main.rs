@@ -927,6 +927,35 @@ async fn timestamptz_is_shown_and_read_in_the_session_zone() {
         simple(&c, "SELECT t FROM ev WHERE id = 1").await,
         vec![vec![s("2024-01-31 15:30:00-08")]]
     );
+    // A number, quoted or not, is hours east (PostgreSQL reads it so).
+    c.batch_execute("SET TimeZone = '-7'").await.unwrap();
+    assert_eq!(
+        simple(&c, "SELECT t FROM ev WHERE id = 1").await,
+        vec![vec![s("2024-01-31 16:30:00-07")]]
+    );
+    // DEFAULT, RESET and DISCARD ALL (a pool's reset) go back to UTC.
+    for back in ["SET TIME ZONE DEFAULT", "RESET TimeZone", "DISCARD ALL"] {
+        c.batch_execute("SET TIME ZONE 2").await.unwrap();
+        c.batch_execute(back).await.unwrap();
+        assert_eq!(
+            simple(&c, "SELECT t FROM ev WHERE id = 1").await,
+            vec![vec![s("2024-01-31 23:30:00+00")]],
+            "{back}"
+        );
+    }
+    // A text parameter cast to an instant keeps its offset.
+    let st = c
+        .prepare_typed(
+            "SELECT id FROM ev WHERE t < $1::timestamp with time zone ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(st.params(), &[Type::TIMESTAMPTZ]);
+    let at = chrono::DateTime::parse_from_rfc3339("2024-02-01T01:20:00+02:00").unwrap();
+    let rows = c.query(&st, &[&at]).await.unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, [2], "23:20 UTC: only the 23:15 row is before it");
     // Binary results and parameters are instants (UTC on the wire),
     // described as timestamptz.
     c.batch_execute("SET TimeZone = 'UTC'").await.unwrap();

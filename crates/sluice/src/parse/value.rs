@@ -427,6 +427,12 @@ pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
     let dt = match format {
         Some(f) => {
             let s = std::str::from_utf8(t).map_err(|_| "not a timestamp".to_string())?;
+            // chrono's naive parse passes over a `%z` offset: refused.
+            if chrono::DateTime::parse_from_str(s, f).is_ok() {
+                return Err(format!(
+                    "has a UTC offset (read by --timestamp-format {f:?}), and a TIMESTAMP keeps none: load it into a TIMESTAMPTZ column (the instant kept, shown in UTC)"
+                ));
+            }
             NaiveDateTime::parse_from_str(s, f)
                 .map_err(|e| format!("does not match --timestamp-format {f:?} ({e})"))?
         }
@@ -879,6 +885,22 @@ mod tests {
         assert!(e.contains("\"-05\"") && e.contains("TIMESTAMPTZ"), "{e}");
         let e = parse_timestamp(b"2024-01-31T12:34:56Z", None).unwrap_err();
         assert!(e.contains("\"Z\""), "{e}");
+        // With a format, `%z` reads an offset: a TIMESTAMPTZ applies it,
+        // a TIMESTAMP refuses it.
+        let f = Some("%Y-%m-%d %H:%M:%S%z");
+        assert_eq!(
+            parse_timestamptz(b"2024-01-31 12:34:56-0500", f).unwrap(),
+            plain + 5 * 3_600_000_000
+        );
+        assert!(
+            parse_timestamp(b"2024-01-31 12:34:56-0500", f)
+                .unwrap_err()
+                .contains("TIMESTAMPTZ")
+        );
+        assert_eq!(
+            parse_timestamp(b"2024-01-31 12:34:56", Some("%Y-%m-%d %H:%M:%S")).unwrap(),
+            plain
+        );
         // In SQL, a TIMESTAMPTZ without an offset is in the session's zone.
         assert_eq!(
             parse_timestamptz_sql(b"2024-01-31 12:34:56", 3600).unwrap(),

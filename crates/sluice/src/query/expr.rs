@@ -1451,7 +1451,9 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             let off = zone_micros(zone.as_deref());
             Arc::new(
                 a.as_primitive::<Date32Type>()
-                    .unary::<_, TimestampMicrosecondType>(|d| d as i64 * 86_400_000_000 - off)
+                    .unary::<_, TimestampMicrosecondType>(|d| {
+                        (d as i64 * 86_400_000_000).saturating_sub(off)
+                    })
                     .with_timezone_opt(zone.clone()),
             )
         }
@@ -1459,7 +1461,9 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             let off = zone_micros(zone.as_deref());
             Arc::new(
                 a.as_primitive::<TimestampMicrosecondType>()
-                    .unary::<_, Date32Type>(|us| (us + off).div_euclid(86_400_000_000) as i32),
+                    .unary::<_, Date32Type>(|us| {
+                        us.saturating_add(off).div_euclid(86_400_000_000) as i32
+                    }),
             )
         }
         (A::Timestamp(TimeUnit::Microsecond, from), A::Timestamp(TimeUnit::Microsecond, zone)) => {
@@ -1470,7 +1474,7 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             };
             Arc::new(
                 a.as_primitive::<TimestampMicrosecondType>()
-                    .unary::<_, TimestampMicrosecondType>(|us| us + shift)
+                    .unary::<_, TimestampMicrosecondType>(|us| us.saturating_add(shift))
                     .with_timezone_opt(zone.clone()),
             )
         }

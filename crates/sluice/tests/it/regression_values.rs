@@ -245,6 +245,14 @@ fn timestamps_accept_minutes_and_offsets() {
     );
     assert_eq!(schema, "t TEXT");
     assert_eq!(rows.unwrap()[1], vec![s("2013-01-01 10:30")]);
+    // The time without one first, over times with one: a value still, no
+    // second header line (frictionless' timezone.csv).
+    let (schema, rows) = infer_and_load(
+        b"datetime\n2020-01-01T15:00:00\n2020-01-01T15:00:00Z\n2020-01-01T15:00:00+03:00\n2020-01-01T15:00:00-03:00\n",
+        256 << 10,
+    );
+    assert_eq!(schema, "datetime TEXT");
+    assert_eq!(rows.unwrap().len(), 4);
     // Minutes without seconds, and offsets, into a TIMESTAMPTZ column;
     // a time without an offset is UTC there.
     assert_eq!(
