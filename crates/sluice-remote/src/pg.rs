@@ -281,6 +281,97 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// A table's name as `--into` postgresql:// is given it, made the form
+/// the load keeps (its journal's `target`): each part not in double
+/// quotes a plain identifier (letters, digits, `_`), lower-cased as
+/// PostgreSQL folds it; a part in double quotes kept as written.
+pub fn table_name(name: &str) -> Result<String> {
+    quote_table(name)?;
+    let mut out = Vec::new();
+    for part in split_table(name) {
+        match part.strip_prefix('"') {
+            Some(_) => out.push(part.to_string()),
+            None => {
+                sluice::batch::validate_identifier(part, "table")?;
+                out.push(part.to_ascii_lowercase());
+            }
+        }
+    }
+    Ok(out.join("."))
+}
+
+/// The dot-separated parts of a table's name, a part in double quotes
+/// (with its quotes) whole.
+fn split_table(name: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut in_quotes) = (0, false);
+    for (i, c) in name.char_indices() {
+        match c {
+            '"' => in_quotes = !in_quotes,
+            '.' if !in_quotes => {
+                parts.push(&name[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&name[start..]);
+    parts
+}
+
+/// A table named as `--into` takes it, in SQL: `t` is `"t"`, `public.t`
+/// is `"public"."t"` (a schema and a table), a part in double quotes is
+/// taken as written (`"my.table"` is one name with a dot, `""` in it a
+/// quote). Names keep their case, as every name sluice writes does.
+pub fn quote_table(name: &str) -> Result<String> {
+    let mut parts: Vec<String> = vec![String::new()];
+    let mut quoted_part = vec![false];
+    let mut chars = name.chars().peekable();
+    let mut in_quotes = false;
+    while let Some(c) = chars.next() {
+        let part = parts.last_mut().expect("one part at least");
+        match c {
+            '"' if in_quotes && chars.peek() == Some(&'"') => {
+                chars.next();
+                part.push('"');
+            }
+            '"' if in_quotes => in_quotes = false,
+            '"' if part.is_empty() => {
+                in_quotes = true;
+                *quoted_part.last_mut().expect("one part at least") = true;
+            }
+            '.' if !in_quotes => {
+                parts.push(String::new());
+                quoted_part.push(false);
+            }
+            c => part.push(c),
+        }
+    }
+    let bad = |why: &str| {
+        Error::Config(format!(
+            "table {name:?}: {why} (write TABLE or SCHEMA.TABLE; a name with a dot in double quotes: '\"my.table\"')"
+        ))
+    };
+    if in_quotes {
+        return Err(bad("a double quote is not closed"));
+    }
+    if parts.len() > 2 {
+        return Err(bad("more than a schema and a table"));
+    }
+    if parts
+        .iter()
+        .zip(&quoted_part)
+        .any(|(p, q)| p.is_empty() && !q)
+    {
+        return Err(bad("an empty name"));
+    }
+    Ok(parts
+        .iter()
+        .map(|p| quote_ident(p))
+        .collect::<Vec<_>>()
+        .join("."))
+}
+
 /// The PostgreSQL type of a column of a sluice type.
 pub fn pg_type(t: DataType) -> String {
     match t {
@@ -338,6 +429,8 @@ pub struct PgLoad {
     target: PgTarget,
     control: Conn,
     table: String,
+    /// The table's name in SQL: `"t"`, or `"schema"."t"` (see [`quote_table`]).
+    quoted: String,
     existing: Option<ServerTable>,
     /// This load created the table (and may drop it again when nothing
     /// was committed to it).
@@ -382,9 +475,11 @@ impl PgLoad {
         let locked = control
             .exec(&format!("SET lock_timeout = '{LOCK_WAIT_SECONDS}s'"))
             .and_then(|()| {
+                // By the name in SQL: `t` and `public.t` may still be one
+                // table, but `t` and `"t"` are one lock.
                 control.query(
                     "SELECT pg_advisory_lock(hashtext('sluice load into ' || $1))",
-                    &[&table],
+                    &[&quote_table(table).unwrap_or_else(|_| table.to_string())],
                 )
             })
             .and_then(|_| control.exec("RESET lock_timeout"));
@@ -409,6 +504,7 @@ impl PgLoad {
             target: target.clone(),
             control,
             table: table.to_string(),
+            quoted: quote_table(table)?,
             existing: None,
             created: false,
             repaired_rows: 0,
@@ -432,10 +528,10 @@ impl PgLoad {
                                 AND i.indisprimary AND a.attnum = ANY (i.indkey)),
                         a.atthasdef
                    FROM pg_attribute a
-                  WHERE a.attrelid = to_regclass(quote_ident($1))
+                  WHERE a.attrelid = to_regclass($1)
                     AND a.attnum > 0 AND NOT a.attisdropped
                   ORDER BY a.attnum",
-                &[&self.table],
+                &[&self.quoted],
             )
             .map_err(|e| {
                 server_error(&e).context(format!("reading the columns of {}", self.table))
@@ -482,8 +578,8 @@ impl PgLoad {
                            FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
                            LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum)
                    FROM pg_index i
-                  WHERE i.indrelid = to_regclass(quote_ident($1)) AND i.indisunique",
-                &[&self.table],
+                  WHERE i.indrelid = to_regclass($1) AND i.indisunique",
+                &[&self.quoted],
             )
             .map_err(|e| server_error(&e).context(format!("reading the indexes of {}", self.table)))?
             .iter()
@@ -535,11 +631,7 @@ impl PgLoad {
                 quote_ident(&schema.columns[k].name)
             ));
         }
-        let sql = format!(
-            "CREATE TABLE {} ({})",
-            quote_ident(&self.table),
-            cols.join(", ")
-        );
+        let sql = format!("CREATE TABLE {} ({})", self.quoted, cols.join(", "));
         self.control
             .exec(&sql)
             .map_err(|e| server_error(&e).context(format!("creating table {}", self.table)))?;
@@ -577,7 +669,7 @@ impl PgLoad {
                     removed = self.control.execute(
                         &format!(
                             "DELETE FROM {} WHERE xmin = ANY ($1::text[]::xid[])",
-                            quote_ident(&self.table)
+                            self.quoted
                         ),
                         &[&xids],
                     )?;
@@ -660,9 +752,10 @@ impl PgLoad {
         Ok(PgSink {
             target: self.target.clone(),
             table: self.table.clone(),
+            quoted: self.quoted.clone(),
             copy_sql: format!(
                 "COPY {} ({columns}) FROM STDIN (FORMAT binary)",
-                quote_ident(&self.table)
+                self.quoted
             ),
             names: schema.columns.iter().map(|c| c.name.clone()).collect(),
             defaults: self
@@ -700,7 +793,7 @@ impl PgLoad {
         let key = &schema.columns[k].name;
         let sql = format!(
             "ALTER TABLE {} ADD PRIMARY KEY ({})",
-            quote_ident(&self.table),
+            self.quoted,
             quote_ident(key)
         );
         match self.control.exec(&sql) {
@@ -733,7 +826,7 @@ impl PgLoad {
         if !self.created {
             return Ok(());
         }
-        let t = quote_ident(&self.table);
+        let t = &self.quoted;
         let sql = format!(
             "BEGIN; DROP TABLE IF EXISTS {t};
              DELETE FROM sluice_load_journal WHERE target = '{0}';
@@ -821,6 +914,7 @@ struct Part {
 pub struct PgSink<'a> {
     target: PgTarget,
     table: String,
+    quoted: String,
     copy_sql: String,
     /// The load's columns, in the order of its batches.
     names: Vec<String>,
@@ -875,7 +969,7 @@ impl<'a> Sink<'a> for PgSink<'a> {
                     .join(", ");
                 let sql = format!(
                     "COPY {} ({columns}) FROM STDIN (FORMAT binary)",
-                    quote_ident(&self.table)
+                    self.quoted
                 );
                 (sql, Some(std::sync::Arc::new(keep)))
             }
@@ -1214,6 +1308,18 @@ mod tests {
     fn identifiers_are_quoted() {
         assert_eq!(quote_ident("a"), "\"a\"");
         assert_eq!(quote_ident("we\"ird"), "\"we\"\"ird\"");
+        assert_eq!(quote_table("t").unwrap(), "\"t\"");
+        assert_eq!(quote_table("public.T").unwrap(), "\"public\".\"T\"");
+        assert_eq!(quote_table("\"my.table\"").unwrap(), "\"my.table\"");
+        assert_eq!(quote_table("s.\"a\"\"b\"").unwrap(), "\"s\".\"a\"\"b\"");
+        for bad in ["a.b.c", "a.", ".b", "\"open", "a..b"] {
+            assert!(quote_table(bad).is_err(), "{bad}");
+        }
+        assert_eq!(table_name("Public.Ev").unwrap(), "public.ev");
+        assert_eq!(table_name("\"My.Ev\"").unwrap(), "\"My.Ev\"");
+        assert_eq!(table_name("s.\"T\"").unwrap(), "s.\"T\"");
+        assert!(table_name("s.e-v").is_err());
+        assert!(table_name("a.b.c").is_err());
     }
 
     #[test]

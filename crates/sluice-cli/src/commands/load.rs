@@ -104,7 +104,9 @@ pub struct LoadArgs {
     /// its primary key made as --index says. mariadb:// and mysql:// URLs
     /// load with LOAD DATA LOCAL INFILE. The password: --password-file,
     /// PGPASSWORD or MYSQL_PWD (in the URL it works, but stays visible
-    /// to other users in `ps` for the whole load)
+    /// to other users in `ps` for the whole load). Into PostgreSQL the
+    /// table may name its schema (`public.sales`; a name with a dot in
+    /// double quotes: '"my.table"')
     #[arg(long, value_name = "URL")]
     into: Option<String>,
     /// --into: a file whose first line is the password

@@ -952,3 +952,46 @@ fn match_by_name_leaves_the_servers_defaults_to_the_server() {
     );
     assert!(e.contains("column status has a DEFAULT"), "{e}");
 }
+
+#[test]
+fn a_table_may_name_its_schema_and_instants_load_as_timestamptz() {
+    let Some(pg) = Pg::start("a_table_may_name_its_schema_and_instants_load_as_timestamptz") else {
+        return;
+    };
+    pg.psql("CREATE SCHEMA s");
+    let t = Tmp::new();
+    t.write(
+        "a.csv",
+        b"id,at\n1,2024-01-31T23:30:00Z\n2,2024-02-01 01:15:00+02:00\n",
+    );
+    t.write("b.csv", b"id,at\n3,2024-02-01 10:00:00-05\n");
+    let url = pg.url();
+    for file in ["a.csv", "b.csv"] {
+        ok(&t.0, &["load", "-q", "--into", &url, "s.ev", file]);
+    }
+    assert_eq!(
+        pg.psql(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 's.ev'::regclass AND attname = 'at'"
+        )
+        .trim(),
+        "timestamp with time zone"
+    );
+    assert_eq!(
+        pg.psql("SELECT id, at AT TIME ZONE 'UTC' FROM s.ev ORDER BY id")
+            .trim(),
+        "1|2024-01-31 23:30:00\n2|2024-01-31 23:15:00\n3|2024-02-01 15:00:00"
+    );
+    // Nothing went to a table of that name in the search path.
+    assert_eq!(
+        pg.psql(
+            "SELECT count(*) FROM pg_tables WHERE tablename IN ('ev', 's.ev') AND schemaname <> 's'"
+        )
+        .trim(),
+        "0"
+    );
+    // A dotted name in quotes is one table; three parts are refused.
+    ok(&t.0, &["load", "-q", "--into", &url, "\"my.ev\"", "a.csv"]);
+    assert_eq!(pg.psql("SELECT count(*) FROM \"my.ev\"").trim(), "2");
+    let e = fails(&t.0, &["load", "--into", &url, "a.b.c", "a.csv"]);
+    assert!(e.contains("more than a schema and a table"), "{e}");
+}

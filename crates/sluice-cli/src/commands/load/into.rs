@@ -48,8 +48,15 @@ pub(super) fn run(threads: Option<usize>, quiet: bool, a: &LoadArgs) -> Result<(
         bail!("--connections must be at least 1");
     }
     let target = Target::parse(url, a.password_file.as_deref()).map_err(chained)?;
-    sluice::batch::validate_identifier(&a.table, "table").map_err(chained)?;
-    let table = a.table.to_ascii_lowercase();
+    // Into PostgreSQL a table may name its schema (`public.t`, or a
+    // name in double quotes); into MariaDB the URL's database is it.
+    let table = match &target {
+        Target::Postgres(_) => sluice_remote::pg::table_name(&a.table).map_err(chained)?,
+        Target::MariaDb(_) => {
+            sluice::batch::validate_identifier(&a.table, "table").map_err(chained)?;
+            a.table.to_ascii_lowercase()
+        }
+    };
     let inputs = sluice::source::expand(&a.inputs)?;
     let given = request(a, threads).columnar;
     if sluice::load::columnar::detect(&inputs, given)
