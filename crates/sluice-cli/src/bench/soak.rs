@@ -132,7 +132,7 @@ pub(super) fn run(
             while !stop.load(Ordering::Relaxed) {
                 let len = 1 + (rng.next() % 4096) as usize;
                 let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-                let s = if rng.next() % 2 == 0 {
+                let s = if rng.next().is_multiple_of(2) {
                     TcpStream::connect(("127.0.0.1", port)).ok()
                 } else {
                     raw(port)
@@ -192,7 +192,7 @@ pub(super) fn run(
             while !stop.load(Ordering::Relaxed) {
                 if let Ok(mut c) = super::pgwire::Client::connect(port, "soak") {
                     // An error answer (54001) is the right one for `deep`.
-                    let _ = c.simple(if i % 2 == 0 { &deep } else { &wide });
+                    let _ = c.simple(if i.is_multiple_of(2) { &deep } else { &wide });
                     n.deep.fetch_add(1, Ordering::Relaxed);
                 }
                 i += 1;
