@@ -323,23 +323,33 @@ fn print_parts(
         ("all", Some(&total)),
     ] {
         let empty = BTreeMap::new();
-        let c = c.unwrap_or(&empty);
-        write!(out, "{part:<16} {:>6}", c.values().sum::<usize>())?;
-        for k in classes {
-            write!(out, " {:>14}", c.get(k).copied().unwrap_or(0))?;
-        }
-        writeln!(out)?;
-        if json {
-            let by: serde_json::Map<String, serde_json::Value> = classes
-                .iter()
-                .map(|k| (k.to_string(), c.get(k).copied().unwrap_or(0).into()))
-                .collect();
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({"scenario": "corpus", "part": part, "classes": by})
-            )?;
-        }
+        let json = json.then(|| serde_json::json!({"scenario": "corpus", "part": part}));
+        count_row(out, part, c.unwrap_or(&empty), classes, json)?;
+    }
+    Ok(())
+}
+
+/// One line of counts: `label`, its files, a column a class; with `json`,
+/// that object again with the counts under `classes`.
+fn count_row(
+    out: &mut impl Write,
+    label: &str,
+    c: &BTreeMap<&str, usize>,
+    classes: &[&str],
+    json: Option<serde_json::Value>,
+) -> Result<()> {
+    write!(out, "{label:<16} {:>6}", c.values().sum::<usize>())?;
+    for k in classes {
+        write!(out, " {:>14}", c.get(k).copied().unwrap_or(0))?;
+    }
+    writeln!(out)?;
+    if let Some(mut v) = json {
+        let by: serde_json::Map<String, serde_json::Value> = classes
+            .iter()
+            .map(|k| (k.to_string(), c.get(k).copied().unwrap_or(0).into()))
+            .collect();
+        v["classes"] = by.into();
+        writeln!(out, "{v}")?;
     }
     Ok(())
 }
@@ -375,22 +385,10 @@ fn print_table(
         }
     }
     for (source, c) in &rows {
-        write!(out, "{source:<16} {:>6}", c.values().sum::<usize>())?;
-        for k in CLASSES {
-            write!(out, " {:>14}", c.get(k).copied().unwrap_or(0))?;
-        }
-        writeln!(out)?;
-        if json {
-            let by: serde_json::Map<String, serde_json::Value> = CLASSES
-                .iter()
-                .map(|k| (k.to_string(), c.get(k).copied().unwrap_or(0).into()))
-                .collect();
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({"scenario": "corpus", "source": source, "classes": by, "duckdb": version})
-            )?;
-        }
+        let json = json.then(
+            || serde_json::json!({"scenario": "corpus", "source": source, "duckdb": version}),
+        );
+        count_row(&mut out, source, c, &CLASSES, json)?;
     }
     writeln!(
         out,

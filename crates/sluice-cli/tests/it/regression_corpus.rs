@@ -11,8 +11,8 @@ fn sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
-/// The per-file results of a run: file name -> (class, detail).
-fn results(dir: &Path) -> BTreeMap<String, (String, String)> {
+/// The per-file results of a run: file name -> two of its fields.
+fn fields(dir: &Path, a: &str, b: &str) -> BTreeMap<String, (String, String)> {
     let text = std::fs::read_to_string(dir.join("corpus-results.jsonl")).unwrap();
     text.lines()
         .map(|l| {
@@ -22,10 +22,15 @@ fn results(dir: &Path) -> BTreeMap<String, (String, String)> {
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
-            let class = v["class"].as_str().unwrap().to_string();
-            (file, (class, v["detail"].as_str().unwrap().to_string()))
+            let s = |k: &str| v[k].as_str().unwrap().to_string();
+            (file, (s(a), s(b)))
         })
         .collect()
+}
+
+/// The per-file results of a run: file name -> (class, detail).
+fn results(dir: &Path) -> BTreeMap<String, (String, String)> {
+    fields(dir, "class", "detail")
 }
 
 #[test]
@@ -113,19 +118,7 @@ fn corpus_sample_has_no_wrong_data_no_crash_and_only_the_known_refusals() {
 /// The per-file results against the second reader: file name ->
 /// (whether the readers agree, sluice's class against pandas).
 fn second_reader(dir: &Path) -> BTreeMap<String, (String, String)> {
-    let text = std::fs::read_to_string(dir.join("corpus-results.jsonl")).unwrap();
-    text.lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let file = Path::new(v["file"].as_str().unwrap())
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let s = |k: &str| v[k].as_str().unwrap().to_string();
-            (file, (s("readers"), s("pandas_class")))
-        })
-        .collect()
+    fields(dir, "readers", "pandas_class")
 }
 
 /// True when python3 can import pandas, the corpus's second reader of
