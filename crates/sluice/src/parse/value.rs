@@ -441,7 +441,7 @@ pub fn parse_timestamp(b: &[u8], format: Option<&str>) -> Result<i64, String> {
             if zone.is_some() {
                 return Err(format!(
                     "has a UTC offset ({:?}), and a TIMESTAMP keeps none: load it into a TIMESTAMPTZ column (the instant kept, shown in UTC), or write the times without one",
-                    String::from_utf8_lossy(zone_text(t))
+                    String::from_utf8_lossy(zone_suffix(t))
                 ));
             }
             return Ok(local);
@@ -508,7 +508,7 @@ pub fn timestamp_has_zone(b: &[u8], format: Option<&str>) -> Option<bool> {
 
 /// The zone suffix of a timestamp's text (for messages): what follows
 /// the time of day.
-fn zone_text(t: &[u8]) -> &[u8] {
+fn zone_suffix(t: &[u8]) -> &[u8] {
     let i = t
         .iter()
         .rposition(|c| matches!(c, b'Z' | b'z' | b'+'))

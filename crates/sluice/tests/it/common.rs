@@ -80,6 +80,28 @@ pub fn rows_of(batches: &[RecordBatch]) -> Vec<Vec<Option<String>>> {
     out
 }
 
+/// The rows `run` answers `sql` with under each of `runs` (NULL as
+/// "NULL"), checked to be the same on every one.
+pub fn same_on_every_run(
+    sql: &str,
+    runs: &[sluice::query::QueryOptions],
+    mut run: impl FnMut(&sluice::query::QueryOptions) -> sluice::Result<sluice::query::QueryResult>,
+) -> Vec<Vec<String>> {
+    let mut first: Option<Vec<Vec<String>>> = None;
+    for o in runs {
+        let r = run(o).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let got: Vec<Vec<String>> = rows_of(&r.batches)
+            .into_iter()
+            .map(|r| r.into_iter().map(|c| c.unwrap_or("NULL".into())).collect())
+            .collect();
+        match &first {
+            None => first = Some(got),
+            Some(f) => assert_eq!(&got, f, "{sql}: runs differ"),
+        }
+    }
+    first.expect("at least one run")
+}
+
 /// Every row of a table, formatted.
 pub fn table_rows(db_dir: &Path, table: &str) -> Vec<Vec<Option<String>>> {
     let db = Database::open(db_dir).unwrap();

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use sluice::query::{QueryOptions, query_with};
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, rows_of, tiny_layout};
+use crate::common::{TempDir, load_bytes, opts, same_on_every_run, tiny_layout};
 
 /// SplitMix64, seeded.
 struct Rng(u64);
@@ -69,19 +69,7 @@ fn runs() -> Vec<QueryOptions> {
 }
 
 fn answer(db: &Database, sql: &str) -> Vec<Vec<String>> {
-    let mut first = None;
-    for o in runs() {
-        let r = query_with(db, sql, &o).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let got: Vec<Vec<String>> = rows_of(&r.batches)
-            .into_iter()
-            .map(|r| r.into_iter().map(|c| c.unwrap_or("NULL".into())).collect())
-            .collect();
-        match &first {
-            None => first = Some(got),
-            Some(f) => assert_eq!(&got, f, "{sql}: runs differ"),
-        }
-    }
-    first.unwrap()
+    same_on_every_run(sql, &runs(), |o| query_with(db, sql, o))
 }
 
 fn loaded(rows: usize, seed: u64) -> (TempDir, Vec<Row>) {

@@ -8,7 +8,7 @@ use sluice::query::plan::{Catalog, plan_sql};
 use sluice::query::{QueryOptions, run_plan};
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, rows_of};
+use crate::common::{TempDir, load_bytes, opts, same_on_every_run, tiny_layout};
 
 const CSV: &str = "id,t,ts\n\
 1,2024-01-31 23:30:00+00,2024-01-31 23:30:00\n\
@@ -16,16 +16,15 @@ const CSV: &str = "id,t,ts\n\
 3,2024-02-01 10:00:00.25-05,2024-02-01 10:00:00.25\n\
 4,,\n";
 
-fn table() -> TempDir {
-    let dir = TempDir::new("tstz");
-    load_bytes(
-        &dir,
-        "t",
-        CSV.as_bytes(),
-        &opts("id BIGINT, t TIMESTAMPTZ, ts TIMESTAMP"),
-    )
-    .unwrap();
-    dir
+/// The table loaded twice: as one segment, and cut fine (many segments,
+/// batches and zone maps: see `tiny_layout`).
+fn table() -> [TempDir; 2] {
+    let schema = "id BIGINT, t TIMESTAMPTZ, ts TIMESTAMP";
+    [opts(schema), tiny_layout(opts(schema))].map(|o| {
+        let dir = TempDir::new("tstz");
+        load_bytes(&dir, "t", CSV.as_bytes(), &o).unwrap();
+        dir
+    })
 }
 
 /// The database as a session in a zone `secs` east of UTC sees it.
@@ -41,32 +40,31 @@ impl Catalog for Session<'_> {
 }
 
 /// The rows of `sql` in a session `zone` seconds east of UTC, NULL as
-/// "NULL"; the same at 1 and 3 workers with 1-row morsels.
-fn rows(dir: &TempDir, zone: i64, sql: &str) -> Vec<Vec<String>> {
-    let db = Database::open(dir.path().join("db")).unwrap();
-    let plan = plan_sql(sql, &Session(&db, zone)).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let mut first = None;
-    for (threads, morsel) in [(1, None), (3, Some(1))] {
-        let o = QueryOptions {
-            threads: Some(threads),
-            morsel_rows: morsel,
+/// "NULL"; the same for both layouts, at 1 and 3 workers with 1-row
+/// morsels.
+fn rows(dirs: &[TempDir; 2], zone: i64, sql: &str) -> Vec<Vec<String>> {
+    let runs = [
+        QueryOptions {
+            threads: Some(1),
             ..Default::default()
-        };
-        let r = run_plan(&db, &plan, &o).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let got: Vec<Vec<String>> = rows_of(&r.batches)
-            .into_iter()
-            .map(|r| r.into_iter().map(|c| c.unwrap_or("NULL".into())).collect())
-            .collect();
-        match &first {
-            None => first = Some(got),
-            Some(f) => assert_eq!(&got, f, "{sql}: runs differ"),
-        }
-    }
-    first.unwrap()
+        },
+        QueryOptions {
+            threads: Some(3),
+            morsel_rows: Some(1),
+            ..Default::default()
+        },
+    ];
+    let [one_segment, fine] = dirs.each_ref().map(|dir| {
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let plan = plan_sql(sql, &Session(&db, zone)).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        same_on_every_run(sql, &runs, |o| run_plan(&db, &plan, o))
+    });
+    assert_eq!(one_segment, fine, "{sql}: one segment and many differ");
+    one_segment
 }
 
-fn one(dir: &TempDir, zone: i64, sql: &str) -> Vec<String> {
-    rows(dir, zone, sql)
+fn one(dirs: &[TempDir; 2], zone: i64, sql: &str) -> Vec<String> {
+    rows(dirs, zone, sql)
         .into_iter()
         .map(|r| r.join("|"))
         .collect()
