@@ -68,6 +68,11 @@ pub enum Error {
     #[error("{0}")]
     UndefinedColumn(String),
 
+    /// A column or table name that several FROM items could mean
+    /// (SQLSTATE 42702).
+    #[error("{0}")]
+    Ambiguous(String),
+
     /// A query that failed while running (overflow, a bad cast).
     #[error("{0}")]
     Exec(String),
@@ -226,6 +231,7 @@ impl Error {
             Error::TooDeep(_) => "54001",
             Error::UndefinedTable(_) => "42P01",
             Error::UndefinedColumn(_) => "42703",
+            Error::Ambiguous(_) => "42702",
             // Other planning errors: type mismatches, misplaced aggregates.
             Error::Plan(_) => "42804",
             Error::DivisionByZero | Error::DivisionByZeroAt(_) => "22012",

@@ -54,7 +54,7 @@ pub const QUERIES: [(&str, &str); 14] = [
         "case",
         "SELECT sum(CASE WHEN l_discount > 0.05 THEN l_extendedprice ELSE 0 END) FROM lineitem",
     ),
-    ("q1", include_str!("../../tests/expected/tpch-q1.sql")),
+    ("q1", include_str!("../../tests/expected/tpch/q1.sql")),
     (
         "q6",
         "SELECT sum(l_extendedprice * l_discount) FROM lineitem WHERE l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01' AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",

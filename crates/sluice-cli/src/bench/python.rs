@@ -22,7 +22,7 @@ use super::common::{
     sync,
 };
 
-const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
+const Q1: &str = include_str!("../../tests/expected/tpch/q1.sql");
 
 /// The Python side: `query` times Q1 and the full-table export (and
 /// DuckDB's, when a DuckDB database is given); `load` times one load.

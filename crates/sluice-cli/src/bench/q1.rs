@@ -11,7 +11,7 @@ use super::common::{DUCKDB_LINEITEM, duckdb_version, lineitem, median, parse_thr
 
 /// TPC-H Q1, as in the specification with the usual 90-day delta (the
 /// same text the correctness test checks against DuckDB's answers).
-const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
+const Q1: &str = include_str!("../../tests/expected/tpch/q1.sql");
 
 /// Appended to [`DUCKDB_LINEITEM`].
 const DUCKDB_Q1_SCRIPT: &str = r#"

@@ -846,7 +846,7 @@ impl Q1Loop {
     }
 }
 
-const Q1: &str = include_str!("../../tests/expected/tpch-q1.sql");
+const Q1: &str = include_str!("../../tests/expected/tpch/q1.sql");
 
 /// `n` connections through startup to ReadyForQuery, held open.
 fn idle_connections(port: u16, n: usize) -> Result<Vec<super::pgwire::Client>> {

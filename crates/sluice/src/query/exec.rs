@@ -153,6 +153,16 @@ pub fn execute(
         _ => None,
     };
     match &plan.table {
+        // Rows of a join (or of a subquery in FROM): made first, then
+        // aggregated, ordered and cut as a table's would be.
+        None if plan.input.is_some() => {
+            if let Some(g) = plan.input.as_ref().filter(|_| !plan.explain) {
+                let bounds = Arc::new(vec![None; plan.scan_columns.len()]);
+                for b in super::join::run(db, g, opts, &mut facts)? {
+                    inputs.push_ready(b, bounds.clone());
+                }
+            }
+        }
         None => inputs.push_ready(empty_input(1)?, Arc::new(Vec::new())),
         Some(_) if keyed.is_some() => {
             let keyed = keyed

@@ -203,6 +203,24 @@ pub(crate) struct Binder<'c> {
     /// local times (casts to TIMESTAMP, DATE and TEXT, EXTRACT) and reads
     /// TIMESTAMP, DATE and text without an offset as its local times.
     tz: A,
+    /// The FROM items when there are several (a join): see [`Relations`].
+    rels: Option<Relations>,
+}
+
+/// The FROM items of a query that reads several (a join, a subquery in
+/// FROM): their names, and which item each column belongs to. The
+/// binder's columns are every item's columns, item after item.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Relations {
+    /// Per item: the name it is known by (its alias, else its table's
+    /// name), lower case.
+    pub names: Vec<String>,
+    /// Per column: the item it belongs to.
+    pub owner: Vec<usize>,
+    /// Per column: a column that a bare name does not reach (the right
+    /// side's copy of a `USING`/`NATURAL` join column: the left one is
+    /// meant).
+    pub hidden: Vec<bool>,
 }
 
 /// One level of [`Binder::bind`], counted while it lasts.
@@ -234,7 +252,15 @@ impl<'c> Binder<'c> {
                 arrow_schema::TimeUnit::Microsecond,
                 Some(crate::batch::UTC_ZONE.into()),
             ),
+            rels: None,
         }
+    }
+
+    /// The binder over several FROM items (`columns` are theirs, item
+    /// after item, as `rels` says).
+    pub(crate) fn with_relations(mut self, rels: Relations) -> Self {
+        self.rels = Some(rels);
+        self
     }
 
     /// The binder in a session whose zone is `zone_secs` east of UTC.
@@ -310,6 +336,12 @@ impl<'c> Binder<'c> {
     /// The column `name` names: exactly, else ignoring ASCII case when one
     /// column alone matches so (a table may have `Duck` and `duck`).
     fn column(&self, name: &str, node: &ast::Expr) -> Result<(usize, String)> {
+        if let Some(rels) = &self.rels {
+            let reach: Vec<usize> = (0..self.columns.len())
+                .filter(|&c| !rels.hidden[c])
+                .collect();
+            return self.column_among(name, &reach, None, node);
+        }
         let names = self.columns.iter().map(|c| c.0.as_bytes());
         if crate::batch::position_of(names, name.as_bytes()).is_none() {
             let alike: Vec<&str> = self
@@ -340,6 +372,65 @@ impl<'c> Binder<'c> {
                     at(node.span())
                 )),
             })
+    }
+
+    /// The column `name` names among the columns `reach` (of the FROM
+    /// item `item`, when the name was qualified): exactly, else ignoring
+    /// ASCII case; a name two of them answer to is ambiguous.
+    fn column_among(
+        &self,
+        name: &str,
+        reach: &[usize],
+        item: Option<&str>,
+        node: &ast::Expr,
+    ) -> Result<(usize, String)> {
+        let exact: Vec<usize> = reach
+            .iter()
+            .copied()
+            .filter(|&c| self.columns[c].0 == name)
+            .collect();
+        let found = if exact.is_empty() {
+            reach
+                .iter()
+                .copied()
+                .filter(|&c| self.columns[c].0.eq_ignore_ascii_case(name))
+                .collect()
+        } else {
+            exact
+        };
+        match found.as_slice() {
+            // In a join a column is shown with its FROM item's name: two
+            // items' `n_name` are two expressions.
+            [c] => Ok((
+                *c,
+                match &self.rels {
+                    Some(r) => format!("{}.{}", r.names[r.owner[*c]], self.columns[*c].0),
+                    None => self.columns[*c].0.clone(),
+                },
+            )),
+            [] => Err(Error::UndefinedColumn(match item {
+                Some(t) => format!("no column named {name:?} in {t}{}", at(node.span())),
+                None => format!(
+                    "no column named {name:?} in any table of FROM{}",
+                    at(node.span())
+                ),
+            })),
+            several => {
+                let rels = self.rels.as_ref();
+                let owners: Vec<String> = several
+                    .iter()
+                    .map(|&c| match rels {
+                        Some(r) => format!("{}.{}", r.names[r.owner[c]], self.columns[c].0),
+                        None => self.columns[c].0.clone(),
+                    })
+                    .collect();
+                Err(Error::Ambiguous(format!(
+                    "column reference {name:?} is ambiguous: it could be {} (qualify it with its table's name or alias){}",
+                    owners.join(" or "),
+                    at(node.span())
+                )))
+            }
+        }
     }
 
     /// Binds `e` in `scope`: its columns resolved, its types checked, its
@@ -386,6 +477,33 @@ impl<'c> Binder<'c> {
                     return Err(plan_err(format!("bad column reference {e}"), e));
                 };
                 let qn = q.value.to_ascii_lowercase();
+                if let Some(rels) = &self.rels {
+                    let items: Vec<usize> = (0..rels.names.len())
+                        .filter(|&r| rels.names[r] == qn)
+                        .collect();
+                    let item = match items.as_slice() {
+                        [r] => *r,
+                        [] => {
+                            return Err(Error::UndefinedTable(format!(
+                                "missing FROM-clause entry for table {:?}{}",
+                                q.value,
+                                at(e.span())
+                            )));
+                        }
+                        _ => {
+                            return Err(Error::Ambiguous(format!(
+                                "table reference {:?} is ambiguous{}",
+                                q.value,
+                                at(e.span())
+                            )));
+                        }
+                    };
+                    let reach: Vec<usize> = (0..self.columns.len())
+                        .filter(|&c| rels.owner[c] == item)
+                        .collect();
+                    let (index, name) = self.column_among(&c.value, &reach, Some(&qn), e)?;
+                    return Ok(self.in_zone(Expr::Column { index, name }));
+                }
                 if Some(&qn) != self.table.as_ref() && Some(&qn) != self.alias.as_ref() {
                     return Err(plan_err(format!("unknown table {:?} in {e}", q.value), e));
                 }
@@ -949,6 +1067,27 @@ impl<'c> Binder<'c> {
             }
         }
         Ok(e)
+    }
+
+    /// `l = r` over two columns (a `USING` / `NATURAL` join's equality).
+    pub(crate) fn column_equality(&self, l: usize, r: usize, node: &ast::Expr) -> Result<Expr> {
+        let name = |i: usize| match &self.rels {
+            Some(r) => format!("{}.{}", r.names[r.owner[i]], self.columns[i].0),
+            None => self.columns[i].0.clone(),
+        };
+        let col = |i: usize| {
+            self.in_zone(Expr::Column {
+                index: i,
+                name: name(i),
+            })
+        };
+        self.binary(
+            BinOp::Eq,
+            col(l),
+            col(r),
+            &Scope::Row { clause: "USING" },
+            node,
+        )
     }
 
     fn binary(&self, op: BinOp, l: Expr, r: Expr, scope: &Scope, node: &ast::Expr) -> Result<Expr> {

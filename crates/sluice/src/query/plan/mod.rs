@@ -11,6 +11,7 @@
 //! wrongly.
 
 mod explain;
+pub mod from;
 mod prune;
 pub(crate) use prune::literal_key;
 
@@ -86,6 +87,10 @@ pub struct Plan {
     /// [`super::exec::INLINE_EVAL_DEPTH`] runs on threads with
     /// [`super::exec::DEEP_EVAL_STACK`] stacks.
     pub depth: usize,
+    /// The rows come from joining several FROM items (or from a
+    /// subquery), not from scanning `table`: the group's output columns
+    /// are this plan's input columns.
+    pub input: Option<Arc<from::JoinGroup>>,
 }
 
 /// Looks up a table's schema. `Sync`: a deep statement is planned on a
@@ -180,7 +185,22 @@ fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<P
 }
 
 fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) -> Result<Plan> {
+    plan_query_in(q, catalog, explain, text, &from::Ctes::default())
+}
+
+/// Plans a query with the CTEs `ctes` in scope.
+fn plan_query_in(
+    q: &ast::Query,
+    catalog: &dyn Catalog,
+    explain: bool,
+    text: Text,
+    ctes: &from::Ctes,
+) -> Result<Plan> {
+    let ctes = ctes.with(q.with.as_ref())?;
     let select = select_of(q, text)?;
+    if from::needs_group(select, &ctes) {
+        return from::plan_joined(q, select, catalog, explain, text, &ctes);
+    }
     let (table, alias, schema) = from_table(select, catalog)?;
     let columns: Vec<(String, A)> = schema
         .as_ref()
@@ -251,6 +271,7 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) 
         key_lookup,
         explain,
         depth: 0,
+        input: None,
     })
 }
 
@@ -258,9 +279,6 @@ fn plan_query(q: &ast::Query, catalog: &dyn Catalog, explain: bool, text: Text) 
 /// supported (WITH, FETCH, set operations, VALUES, DISTINCT, TOP,
 /// windows) is refused.
 fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
-    if let Some(w) = &q.with {
-        return Err(unsupported("WITH (common table expressions)", w));
-    }
     if q.fetch.is_some() {
         return Err(Error::Unsupported(format!(
             "FETCH is not supported; use LIMIT{}",

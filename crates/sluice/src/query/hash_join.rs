@@ -1,0 +1,526 @@
+//! The hash join operator: a hash table over the build side's rows by
+//! their join keys, probed by the other side's rows batch by batch.
+//!
+//! For: building the table ([`HashTable::build`]; one integer key — any
+//! integer, date or timestamp — is hashed as an `i64`, other keys as
+//! their row-format bytes, so TEXT keys compare by value whatever
+//! dictionary they came from), finding the matches of a probe batch
+//! ([`HashTable::matches`]) and assembling the joined rows for inner,
+//! left and full joins with a residual condition
+//! ([`HashTable::join_batch`]). A row whose key has a NULL never matches
+//! (SQL's `=`). Not for: choosing what to build and probe, or running
+//! probes on every core ([`super::join`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{DataType as A, Field, Schema};
+
+use super::expr::{Expr, exec_err};
+use crate::error::{Error, Result};
+
+type Hasher = foldhash::fast::FixedState;
+
+/// End of a chain of rows with the same key (or hash).
+const END: u32 = u32::MAX;
+
+enum Index {
+    /// One integer-like key.
+    Int {
+        heads: HashMap<i64, u32, Hasher>,
+        next: Vec<u32>,
+    },
+    /// Any keys: the hash of their row-format bytes; a chain may hold
+    /// other keys of the same hash, compared byte by byte.
+    Rows {
+        conv: RowConverter,
+        rows: Rows,
+        heads: HashMap<u64, u32, Hasher>,
+        next: Vec<u32>,
+    },
+    /// No keys: every row matches every probe row (a cross product, or a
+    /// join whose condition has no equality).
+    All,
+}
+
+/// The build side of a hash join.
+pub struct HashTable {
+    /// Every build row, all its columns (one batch).
+    pub batch: RecordBatch,
+    index: Index,
+    /// The types the keys are compared as (the probe side's keys are cast
+    /// to them).
+    key_types: Vec<A>,
+    /// Distinct non-NULL keys (of hashes, for keys other than one integer).
+    pub distinct: usize,
+}
+
+/// Whether a key type is hashed as an `i64`.
+fn int_like(t: &A) -> bool {
+    matches!(
+        t,
+        A::Int8
+            | A::Int16
+            | A::Int32
+            | A::Int64
+            | A::UInt8
+            | A::UInt16
+            | A::UInt32
+            | A::Date32
+            | A::Date64
+            | A::Timestamp(..)
+    )
+}
+
+/// An integer-like array's values as `i64` (nulls left as they are).
+fn as_i64(a: &ArrayRef) -> Result<arrow_array::Int64Array> {
+    macro_rules! widen {
+        ($t:ty) => {
+            a.as_primitive::<$t>().unary::<_, Int64Type>(|v| v as i64)
+        };
+    }
+    Ok(match a.data_type() {
+        A::Int8 => widen!(Int8Type),
+        A::Int16 => widen!(Int16Type),
+        A::Int32 => widen!(Int32Type),
+        A::Int64 => a.as_primitive::<Int64Type>().clone(),
+        A::UInt8 => widen!(UInt8Type),
+        A::UInt16 => widen!(UInt16Type),
+        A::UInt32 => widen!(UInt32Type),
+        A::Date32 => widen!(Date32Type),
+        A::Date64 => widen!(Date64Type),
+        A::Timestamp(_, _) => {
+            let c = arrow_cast::cast(a, &A::Int64).map_err(exec_err)?;
+            c.as_primitive::<Int64Type>().clone()
+        }
+        other => return Err(Error::Internal(format!("integer join key of type {other}"))),
+    })
+}
+
+/// Rows (of `n`) whose keys are all non-NULL.
+fn valid_rows(keys: &[ArrayRef], n: usize) -> Option<Vec<bool>> {
+    if keys.iter().all(|k| k.null_count() == 0) {
+        return None;
+    }
+    let mut ok = vec![true; n];
+    for k in keys {
+        if let Some(nulls) = k.logical_nulls() {
+            for (r, o) in ok.iter_mut().enumerate() {
+                *o &= nulls.is_valid(r);
+            }
+        }
+    }
+    Some(ok)
+}
+
+/// Evaluates key expressions over a batch, cast to `types` where given.
+pub fn eval_keys(
+    exprs: &[Expr],
+    batch: &RecordBatch,
+    types: Option<&[A]>,
+) -> Result<Vec<ArrayRef>> {
+    let n = batch.num_rows();
+    let mut out = Vec::with_capacity(exprs.len());
+    for (i, e) in exprs.iter().enumerate() {
+        let a = e.eval(batch)?.into_array(n)?;
+        let a = super::expr::widen(&a);
+        // Keys are compared as values: a dictionary's codes are decoded.
+        let a = match a.data_type() {
+            A::Dictionary(_, v) => arrow_cast::cast(&a, v).map_err(exec_err)?,
+            _ => a,
+        };
+        let a = match types.and_then(|t| t.get(i)) {
+            Some(t) if t != a.data_type() => super::expr::cast(&a, t)?,
+            _ => a,
+        };
+        out.push(a);
+    }
+    Ok(out)
+}
+
+impl HashTable {
+    /// Hashes `batch`'s rows by `keys` (evaluated over it, cast to
+    /// `key_types`); no keys: every row matches every probe row.
+    pub fn build(batch: RecordBatch, keys: &[ArrayRef], key_types: Vec<A>) -> Result<HashTable> {
+        let n = batch.num_rows();
+        if n >= END as usize {
+            return Err(Error::Unsupported(format!(
+                "a join's build side of {n} rows (at most {} rows)",
+                END - 1
+            )));
+        }
+        if keys.is_empty() {
+            return Ok(HashTable {
+                batch,
+                index: Index::All,
+                key_types,
+                distinct: 1,
+            });
+        }
+        let valid = valid_rows(keys, n);
+        let ok = |r: usize| valid.as_ref().is_none_or(|v| v[r]);
+        let mut next = vec![END; n];
+        let (index, distinct) = if keys.len() == 1 && int_like(&key_types[0]) {
+            let vals = as_i64(&keys[0])?;
+            let vals = vals.values();
+            let mut heads: HashMap<i64, u32, Hasher> =
+                HashMap::with_capacity_and_hasher(n, Hasher::default());
+            for r in (0..n).rev() {
+                if !ok(r) {
+                    continue;
+                }
+                let h = heads.entry(vals[r]).or_insert(END);
+                next[r] = *h;
+                *h = r as u32;
+            }
+            let d = heads.len();
+            (Index::Int { heads, next }, d)
+        } else {
+            let conv = RowConverter::new(
+                key_types
+                    .iter()
+                    .map(|t| SortField::new(t.clone()))
+                    .collect(),
+            )
+            .map_err(exec_err)?;
+            let rows = conv.convert_columns(keys).map_err(exec_err)?;
+            let mut heads: HashMap<u64, u32, Hasher> =
+                HashMap::with_capacity_and_hasher(n, Hasher::default());
+            for r in (0..n).rev() {
+                if !ok(r) {
+                    continue;
+                }
+                let h = heads.entry(hash_bytes(rows.row(r).as_ref())).or_insert(END);
+                next[r] = *h;
+                *h = r as u32;
+            }
+            let d = heads.len();
+            (
+                Index::Rows {
+                    conv,
+                    rows,
+                    heads,
+                    next,
+                },
+                d,
+            )
+        };
+        Ok(HashTable {
+            batch,
+            index,
+            key_types,
+            distinct,
+        })
+    }
+
+    /// The types probe keys must have.
+    pub fn key_types(&self) -> &[A] {
+        &self.key_types
+    }
+
+    pub fn rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// Every (probe row, build row) pair of `n` probe rows whose keys
+    /// (cast to [`HashTable::key_types`]) are equal, appended to
+    /// `probe` and `build`, probe rows in order.
+    pub fn matches(
+        &self,
+        keys: &[ArrayRef],
+        n: usize,
+        probe: &mut Vec<u32>,
+        build: &mut Vec<u32>,
+    ) -> Result<()> {
+        let valid = valid_rows(keys, n);
+        let ok = |r: usize| valid.as_ref().is_none_or(|v| v[r]);
+        match &self.index {
+            Index::All => {
+                for p in 0..n {
+                    for b in 0..self.rows() {
+                        probe.push(p as u32);
+                        build.push(b as u32);
+                    }
+                }
+            }
+            Index::Int { heads, next } => {
+                let vals = as_i64(&keys[0])?;
+                let vals = vals.values();
+                for p in 0..n {
+                    if !ok(p) {
+                        continue;
+                    }
+                    let mut b = heads.get(&vals[p]).copied().unwrap_or(END);
+                    while b != END {
+                        probe.push(p as u32);
+                        build.push(b);
+                        b = next[b as usize];
+                    }
+                }
+            }
+            Index::Rows {
+                conv,
+                rows,
+                heads,
+                next,
+            } => {
+                let probe_rows = conv.convert_columns(keys).map_err(exec_err)?;
+                for p in 0..n {
+                    if !ok(p) {
+                        continue;
+                    }
+                    let key = probe_rows.row(p);
+                    let mut b = heads.get(&hash_bytes(key.as_ref())).copied().unwrap_or(END);
+                    while b != END {
+                        if rows.row(b as usize) == key {
+                            probe.push(p as u32);
+                            build.push(b);
+                        }
+                        b = next[b as usize];
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Joins a probe batch: the probe columns, then the build columns.
+    /// `residual` (over those columns) must hold for a pair to match.
+    /// `keep_probe`: probe rows without a match are kept with NULL build
+    /// columns (the probe side of a LEFT or FULL join). `matched`: the
+    /// build rows that found a match are marked (a FULL join's).
+    pub fn join_batch(
+        &self,
+        probe_batch: &RecordBatch,
+        keys: &[ArrayRef],
+        residual: Option<&Expr>,
+        keep_probe: bool,
+        matched: Option<&mut [bool]>,
+    ) -> Result<RecordBatch> {
+        let n = probe_batch.num_rows();
+        let (mut p, mut b) = (Vec::new(), Vec::new());
+        self.matches(keys, n, &mut p, &mut b)?;
+        let mut joined = assemble(probe_batch, &self.batch, &p, &b)?;
+        if let Some(r) = residual {
+            let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
+            let mask = truth(&mask)?;
+            if mask.true_count() < joined.num_rows() {
+                joined =
+                    arrow_select::filter::filter_record_batch(&joined, &mask).map_err(exec_err)?;
+                let keep = |v: &Vec<u32>| -> Vec<u32> {
+                    v.iter()
+                        .zip(mask.values().iter())
+                        .filter(|(_, k)| *k)
+                        .map(|(x, _)| *x)
+                        .collect()
+                };
+                p = keep(&p);
+                b = keep(&b);
+            }
+        }
+        if let Some(m) = matched {
+            for &x in &b {
+                m[x as usize] = true;
+            }
+        }
+        if !keep_probe {
+            return Ok(joined);
+        }
+        let mut hit = vec![false; n];
+        for &x in &p {
+            hit[x as usize] = true;
+        }
+        let lonely: Vec<u32> = (0..n as u32).filter(|&r| !hit[r as usize]).collect();
+        if lonely.is_empty() {
+            return Ok(joined);
+        }
+        let alone = assemble_outer(probe_batch, &self.batch, &lonely)?;
+        arrow_select::concat::concat_batches(&joined.schema(), [&joined, &alone]).map_err(exec_err)
+    }
+
+    /// The build rows not in `matched`, with NULL probe columns of
+    /// `probe_schema` before them (a FULL join's last rows).
+    pub fn unmatched(&self, probe_schema: &Schema, matched: &[bool]) -> Result<RecordBatch> {
+        let rows: Vec<u32> = (0..self.rows() as u32)
+            .filter(|&r| !matched[r as usize])
+            .collect();
+        let idx = UInt32Array::from(rows);
+        let mut cols: Vec<ArrayRef> = probe_schema
+            .fields()
+            .iter()
+            .map(|f| arrow_array::new_null_array(f.data_type(), idx.len()))
+            .collect();
+        for c in self.batch.columns() {
+            cols.push(arrow_select::take::take(c, &idx, None).map_err(exec_err)?);
+        }
+        let schema = joined_schema(probe_schema, &self.batch.schema());
+        Ok(RecordBatch::try_new_with_options(
+            schema,
+            cols,
+            &RecordBatchOptions::new().with_row_count(Some(idx.len())),
+        )?)
+    }
+}
+
+fn hash_bytes(b: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    Hasher::default().hash_one(b)
+}
+
+/// A condition's result as a filter: NULL is false.
+pub(crate) fn truth(a: &ArrayRef) -> Result<BooleanArray> {
+    let b = match a.data_type() {
+        A::Boolean => a.as_boolean().clone(),
+        A::Null => BooleanArray::from(vec![false; a.len()]),
+        other => return Err(Error::Internal(format!("join condition of type {other}"))),
+    };
+    Ok(if b.null_count() > 0 {
+        arrow_select::filter::prep_null_mask_filter(&b)
+    } else {
+        b
+    })
+}
+
+/// The schema of joined rows: every field nullable (an outer join fills
+/// either side with NULLs).
+pub fn joined_schema(probe: &Schema, build: &Schema) -> Arc<Schema> {
+    let fields: Vec<Field> = probe
+        .fields()
+        .iter()
+        .chain(build.fields().iter())
+        .enumerate()
+        .map(|(i, f)| Field::new(format!("c{i}"), f.data_type().clone(), true))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// The pairs `(p[i], b[i])` as rows: probe columns, then build columns.
+fn assemble(probe: &RecordBatch, build: &RecordBatch, p: &[u32], b: &[u32]) -> Result<RecordBatch> {
+    let pi = UInt32Array::from(p.to_vec());
+    let bi = UInt32Array::from(b.to_vec());
+    let mut cols = Vec::with_capacity(probe.num_columns() + build.num_columns());
+    for c in probe.columns() {
+        cols.push(arrow_select::take::take(c, &pi, None).map_err(exec_err)?);
+    }
+    for c in build.columns() {
+        cols.push(arrow_select::take::take(c, &bi, None).map_err(exec_err)?);
+    }
+    let schema = joined_schema(&probe.schema(), &build.schema());
+    Ok(RecordBatch::try_new_with_options(
+        schema,
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(p.len())),
+    )?)
+}
+
+/// Probe rows `p` with NULL build columns.
+fn assemble_outer(probe: &RecordBatch, build: &RecordBatch, p: &[u32]) -> Result<RecordBatch> {
+    let pi = UInt32Array::from(p.to_vec());
+    let mut cols = Vec::with_capacity(probe.num_columns() + build.num_columns());
+    for c in probe.columns() {
+        cols.push(arrow_select::take::take(c, &pi, None).map_err(exec_err)?);
+    }
+    for f in build.schema().fields() {
+        cols.push(arrow_array::new_null_array(f.data_type(), p.len()));
+    }
+    let schema = joined_schema(&probe.schema(), &build.schema());
+    Ok(RecordBatch::try_new_with_options(
+        schema,
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(p.len())),
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int32Array, Int64Array, StringArray};
+
+    fn batch(cols: Vec<ArrayRef>) -> RecordBatch {
+        let fields: Vec<Field> = cols
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Field::new(format!("c{i}"), c.data_type().clone(), true))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+    }
+
+    fn pairs(t: &HashTable, keys: &[ArrayRef], n: usize) -> Vec<(u32, u32)> {
+        let (mut p, mut b) = (Vec::new(), Vec::new());
+        t.matches(keys, n, &mut p, &mut b).unwrap();
+        let mut v: Vec<(u32, u32)> = p.into_iter().zip(b).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn integer_keys_match_every_equal_row_and_never_null() {
+        let k: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(1)]));
+        let t = HashTable::build(batch(vec![k.clone()]), &[k], vec![A::Int64]).unwrap();
+        assert_eq!(t.distinct, 2);
+        // Probe keys of another integer width are compared as values.
+        let probe: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(3), Some(2)]));
+        let probe = super::super::expr::cast(&probe, &A::Int64).unwrap();
+        assert_eq!(pairs(&t, &[probe], 4), vec![(0, 0), (0, 3), (3, 1)]);
+    }
+
+    #[test]
+    fn text_keys_compare_values_across_dictionaries() {
+        // Two dictionaries that code the same values differently.
+        let build: ArrayRef = Arc::new(
+            vec!["b", "a", "b"]
+                .into_iter()
+                .collect::<arrow_array::DictionaryArray<UInt16Type>>(),
+        );
+        let probe: ArrayRef = Arc::new(
+            vec!["a", "b", "c"]
+                .into_iter()
+                .collect::<arrow_array::DictionaryArray<UInt16Type>>(),
+        );
+        let b = batch(vec![build.clone()]);
+        let bk = eval_keys(
+            &[Expr::Column {
+                index: 0,
+                name: "k".into(),
+            }],
+            &b,
+            None,
+        )
+        .unwrap();
+        let t = HashTable::build(b, &bk, vec![A::Utf8]).unwrap();
+        let pb = batch(vec![probe]);
+        let pk = eval_keys(
+            &[Expr::Column {
+                index: 0,
+                name: "k".into(),
+            }],
+            &pb,
+            Some(&[A::Utf8]),
+        )
+        .unwrap();
+        assert_eq!(pairs(&t, &pk, 3), vec![(0, 1), (1, 0), (1, 2)]);
+    }
+
+    #[test]
+    fn left_join_keeps_lonely_probe_rows_and_full_join_marks_build_rows() {
+        let k: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+        let v: ArrayRef = Arc::new(StringArray::from(vec!["one", "two"]));
+        let t = HashTable::build(batch(vec![k.clone(), v]), &[k], vec![A::Int64]).unwrap();
+        let pk: ArrayRef = Arc::new(Int64Array::from(vec![Some(2), Some(5), None]));
+        let pb = batch(vec![pk.clone()]);
+        let mut matched = vec![false; 2];
+        let out = t
+            .join_batch(&pb, &[pk], None, true, Some(&mut matched))
+            .unwrap();
+        assert_eq!(out.num_rows(), 3);
+        assert_eq!(out.column(2).null_count(), 2);
+        assert_eq!(matched, vec![false, true]);
+        let rest = t.unmatched(&pb.schema(), &matched).unwrap();
+        assert_eq!(rest.num_rows(), 1);
+        assert_eq!(rest.column(0).null_count(), 1);
+    }
+}

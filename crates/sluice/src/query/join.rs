@@ -1,0 +1,578 @@
+//! Running a [`JoinGroup`]: the FROM items' rows, joined in an order
+//! chosen from their real sizes, on every core.
+//!
+//! For: materialising each leaf (a parallel scan with its own conditions
+//! pushed in, or a subquery), then a greedy join order — the largest
+//! leaf is the probe side, and the leaf joined next is the one connected
+//! by an equality whose join is estimated to leave the fewest rows (its
+//! rows kept by its conditions ÷ all its rows × rows per distinct key);
+//! outer joins when the items their ON reads are joined; a cross product
+//! only for an item no condition connects — and probing the hash tables
+//! ([`super::hash_join`]) morsel by morsel on all workers. Conditions
+//! over several items are applied as soon as their items are joined.
+//! Not for: planning the group ([`super::plan::from`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::{DataType as A, Field, Schema};
+
+use super::QueryOptions;
+use super::exec::ScanFacts;
+use super::expr::{BinOp, Expr, exec_err};
+use super::hash_join::{HashTable, eval_keys, joined_schema};
+use super::plan::common_type;
+use super::plan::from::{Conjunct, JoinGroup, JoinKind};
+use crate::error::{Error, Result};
+use crate::exec::worker_count;
+use crate::store::Database;
+
+/// Rows a probe task takes at most.
+const PROBE_ROWS: usize = 64 << 10;
+/// Pairs a cross product's task makes at most.
+const CROSS_PAIRS: usize = 1 << 20;
+
+/// Joined rows so far: batches whose columns are the global columns
+/// `cols`, covering the FROM items `items` (bit per leaf).
+struct Rel {
+    batches: Vec<RecordBatch>,
+    cols: Vec<usize>,
+    items: u64,
+    rows: usize,
+}
+
+impl Rel {
+    /// `e` (over global columns) over this relation's columns.
+    fn local(&self, e: &Expr) -> Result<Expr> {
+        let mut e = e.clone();
+        let mut missing = None;
+        e.remap_columns(&mut |g| match self.cols.iter().position(|&c| c == g) {
+            Some(p) => p,
+            None => {
+                missing = Some(g);
+                0
+            }
+        });
+        match missing {
+            Some(g) => Err(Error::Internal(format!(
+                "join: column {g} is not among the joined columns"
+            ))),
+            None => Ok(e),
+        }
+    }
+
+    fn one_batch(&self) -> Result<RecordBatch> {
+        let schema = match self.batches.first() {
+            Some(b) => b.schema(),
+            None => return Err(Error::Internal("join: a side without a schema".into())),
+        };
+        arrow_select::concat::concat_batches(&schema, &self.batches).map_err(exec_err)
+    }
+}
+
+/// A batch with every field nullable and named by position (batches of
+/// one side then concatenate whatever they came from).
+fn plain(b: RecordBatch) -> Result<RecordBatch> {
+    let fields: Vec<Field> = b
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Field::new(format!("c{i}"), f.data_type().clone(), true))
+        .collect();
+    let n = b.num_rows();
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        b.columns().to_vec(),
+        &RecordBatchOptions::new().with_row_count(Some(n)),
+    )?)
+}
+
+fn and_all(list: Vec<Expr>) -> Option<Expr> {
+    list.into_iter().reduce(|a, b| Expr::Binary {
+        op: BinOp::And,
+        left: Box::new(a),
+        right: Box::new(b),
+    })
+}
+
+/// Runs `f` over `tasks` on up to `workers` threads; the results in task
+/// order. The first error stops the others' next tasks.
+fn parallel<T: Send, R: Send>(
+    tasks: Vec<T>,
+    workers: usize,
+    opts: &QueryOptions,
+    f: impl Fn(T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let n = tasks.len();
+    let slots: Vec<Mutex<Option<T>>> = tasks.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let out: Mutex<Vec<(usize, Result<R>)>> = Mutex::new(Vec::with_capacity(n));
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            if opts.stop.as_ref().is_some_and(|s| s.is_set()) {
+                break;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            let Some(t) = slots[i].lock().ok().and_then(|mut s| s.take()) else {
+                break;
+            };
+            let r = f(t);
+            let failed = r.is_err();
+            if let Ok(mut o) = out.lock() {
+                o.push((i, r));
+            }
+            if failed {
+                next.store(usize::MAX / 2, Ordering::Relaxed);
+            }
+        }
+    };
+    match workers.min(n) {
+        0 | 1 => work(),
+        w => std::thread::scope(|s| {
+            for _ in 0..w {
+                s.spawn(work);
+            }
+        }),
+    }
+    if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+        return Err(e);
+    }
+    let mut out = out
+        .into_inner()
+        .map_err(|_| Error::Internal("join worker panicked".into()))?;
+    if out.len() != n {
+        // A task failed and the rest were not run: report the failure.
+        out.sort_by_key(|o| o.0);
+        for (_, r) in out {
+            r?;
+        }
+        return Err(Error::Internal("join tasks left undone".into()));
+    }
+    out.sort_by_key(|o| o.0);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Slices of a relation's batches of at most `rows` rows each.
+fn slices(batches: &[RecordBatch], rows: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    for b in batches {
+        let mut off = 0;
+        while off < b.num_rows() {
+            let len = rows.min(b.num_rows() - off);
+            out.push(b.slice(off, len));
+            off += len;
+        }
+    }
+    out
+}
+
+/// The rows of `rel` where `cond` (over global columns) holds.
+fn filter(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<Rel> {
+    let local = rel.local(cond)?;
+    let schema = rel.batches.first().map(|b| b.schema());
+    let parts = parallel(slices(&rel.batches, PROBE_ROWS), workers, opts, |b| {
+        let mask = local.eval(&b)?.into_array(b.num_rows())?;
+        let mask = super::hash_join::truth(&mask)?;
+        arrow_select::filter::filter_record_batch(&b, &mask).map_err(exec_err)
+    })?;
+    let mut batches: Vec<RecordBatch> = parts.into_iter().filter(|b| b.num_rows() > 0).collect();
+    if batches.is_empty()
+        && let Some(s) = schema
+    {
+        batches.push(RecordBatch::new_empty(s));
+    }
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    Ok(Rel {
+        batches,
+        cols: rel.cols,
+        items: rel.items,
+        rows,
+    })
+}
+
+/// The keys of joining `probe` (the items `have`) with leaf `r`: per
+/// usable equality, the probe side's and the build side's expressions
+/// and the conjunct's number.
+fn keys_for(conjuncts: &[(Conjunct, bool)], have: u64, r: usize) -> Vec<(Expr, Expr, usize)> {
+    let bit = 1u64 << r;
+    let mut out = Vec::new();
+    for (i, (c, done)) in conjuncts.iter().enumerate() {
+        if *done {
+            continue;
+        }
+        if let Some((l, lm, rt, rm)) = &c.equi {
+            if *lm & !have == 0 && *rm == bit {
+                out.push((l.clone(), rt.clone(), i));
+            } else if *rm & !have == 0 && *lm == bit {
+                out.push((rt.clone(), l.clone(), i));
+            }
+        }
+    }
+    out
+}
+
+/// The inner join to make next: the leaf, its keys (probe side, build
+/// side, conjunct), the rows it is estimated to leave, its rows.
+struct Choice {
+    est: f64,
+    rows: usize,
+    leaf: usize,
+    keys: Vec<(Expr, Expr, usize)>,
+}
+
+/// Runs the group; its output columns ([`JoinGroup::output`]) in order.
+pub fn run(
+    db: &Database,
+    g: &JoinGroup,
+    opts: &QueryOptions,
+    facts: &mut ScanFacts,
+) -> Result<Vec<RecordBatch>> {
+    let workers = worker_count(opts.threads);
+    // Each leaf's rows, and the share of its table they are.
+    let mut leaves: Vec<Option<Rel>> = Vec::new();
+    let mut kept: Vec<f64> = Vec::new();
+    for (i, leaf) in g.leaves.iter().enumerate() {
+        let r = super::run_plan(db, &leaf.plan, opts)?;
+        facts.segments_total += r.facts.segments_total;
+        facts.segments_scanned += r.facts.segments_scanned;
+        facts.rows += r.facts.rows;
+        let mut batches = r
+            .batches
+            .into_iter()
+            .map(plain)
+            .collect::<Result<Vec<_>>>()?;
+        if batches.is_empty() {
+            batches.push(plain(RecordBatch::new_empty(r.schema.clone()))?);
+        }
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let mut rel = Rel {
+            batches,
+            cols: leaf.columns.clone(),
+            items: 1 << i,
+            rows,
+        };
+        if let Some(f) = &leaf.filter {
+            // Over the leaf's own columns: positions are global - offset.
+            let mut global = f.clone();
+            global.remap_columns(&mut |c| leaf.columns[c]);
+            rel = filter(rel, &global, workers, opts)?;
+        }
+        let total = match &leaf.table {
+            Some(t) => db
+                .table(t)
+                .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>())
+                .unwrap_or(0),
+            None => rel.rows as u64,
+        };
+        kept.push(if total == 0 {
+            1.0
+        } else {
+            rel.rows as f64 / total as f64
+        });
+        leaves.push(Some(rel));
+    }
+
+    let outer_leaf: u64 = g.outer.iter().fold(0, |m, s| m | (1 << s.leaf));
+    // The probe side to start from: the largest item no outer join fills.
+    let base = (0..leaves.len())
+        .filter(|&i| outer_leaf & (1 << i) == 0)
+        .max_by_key(|&i| {
+            (
+                leaves[i].as_ref().map_or(0, |r| r.rows),
+                std::cmp::Reverse(i),
+            )
+        })
+        .ok_or_else(|| Error::Internal("join: no item to start from".into()))?;
+    let mut s = leaves[base]
+        .take()
+        .ok_or_else(|| Error::Internal("join: base taken".into()))?;
+    let mut conjuncts: Vec<(Conjunct, bool)> =
+        g.conjuncts.iter().map(|c| (c.clone(), false)).collect();
+    let mut steps_done = vec![false; g.outer.len()];
+    // Items whose NULL-filling is over: conditions that read an item an
+    // outer join fills wait for it.
+    let mut settled: u64 = !g.nullable;
+    let mut built: HashMap<(usize, Vec<usize>), Arc<HashTable>> = HashMap::new();
+
+    loop {
+        // Conditions whose items are all joined.
+        let ready: Vec<usize> = conjuncts
+            .iter()
+            .enumerate()
+            .filter(|(_, (c, done))| !done && c.items & !(s.items & settled) == 0)
+            .map(|(i, _)| i)
+            .collect();
+        if !ready.is_empty() {
+            let cond = and_all(ready.iter().map(|&i| conjuncts[i].0.expr.clone()).collect());
+            for &i in &ready {
+                conjuncts[i].1 = true;
+            }
+            if let Some(c) = cond {
+                s = filter(s, &c, workers, opts)?;
+            }
+        }
+        let remaining: Vec<usize> = (0..leaves.len())
+            .filter(|&i| leaves[i].is_some() && outer_leaf & (1 << i) == 0)
+            .collect();
+        // The inner join that leaves the fewest rows.
+        let mut best: Option<Choice> = None;
+        for &r in &remaining {
+            let keys = keys_for(&conjuncts, s.items & settled, r);
+            if keys.is_empty() {
+                continue;
+            }
+            let table = table_for(&mut built, &leaves, r, &keys, g)?;
+            let fan = table.rows() as f64 / table.distinct.max(1) as f64;
+            let est = s.rows as f64 * kept[r] * fan;
+            let rows = table.rows();
+            if best.as_ref().is_none_or(|b| (est, rows) < (b.est, b.rows)) {
+                best = Some(Choice {
+                    est,
+                    rows,
+                    leaf: r,
+                    keys,
+                });
+            }
+        }
+        if let Some(Choice { leaf: r, keys, .. }) = best {
+            let table = table_for(&mut built, &leaves, r, &keys, g)?;
+            let probe_keys: Vec<Expr> =
+                keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
+            for k in &keys {
+                conjuncts[k.2].1 = true;
+            }
+            let right = leaves[r]
+                .take()
+                .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+            s = probe(
+                s,
+                &right,
+                &table,
+                &probe_keys,
+                None,
+                JoinKind::Inner,
+                workers,
+                opts,
+            )?;
+            continue;
+        }
+        // An outer join whose ON reads only joined items.
+        let step = g.outer.iter().enumerate().find(|(i, st)| {
+            !steps_done[*i]
+                && st
+                    .on
+                    .iter()
+                    .all(|c| c.items & !(1u64 << st.leaf) & !s.items == 0)
+        });
+        if let Some((i, st)) = step {
+            steps_done[i] = true;
+            let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
+            let keys = keys_for(&on, s.items, st.leaf);
+            let table = table_for(&mut built, &leaves, st.leaf, &keys, g)?;
+            let probe_keys: Vec<Expr> =
+                keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
+            let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
+            let rest = and_all(
+                on.iter()
+                    .enumerate()
+                    .filter(|(j, _)| !used.contains(j))
+                    .map(|(_, c)| c.0.expr.clone())
+                    .collect(),
+            );
+            let right = leaves[st.leaf]
+                .take()
+                .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+            s = probe(
+                s,
+                &right,
+                &table,
+                &probe_keys,
+                rest.as_ref(),
+                st.kind,
+                workers,
+                opts,
+            )?;
+            settled |= g.nullable & (1 << st.leaf);
+            if st.kind == JoinKind::Full {
+                settled |= g.nullable;
+            }
+            continue;
+        }
+        // An item no condition connects: a cross product, smallest first.
+        if let Some(&r) = remaining
+            .iter()
+            .min_by_key(|&&r| leaves[r].as_ref().map_or(0, |x| x.rows))
+        {
+            let table = table_for(&mut built, &leaves, r, &[], g)?;
+            let right = leaves[r]
+                .take()
+                .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+            s = probe(s, &right, &table, &[], None, JoinKind::Inner, workers, opts)?;
+            continue;
+        }
+        if steps_done.iter().any(|d| !d) || conjuncts.iter().any(|c| !c.1) {
+            return Err(Error::Internal(
+                "join: conditions left that no order of the FROM items can apply".into(),
+            ));
+        }
+        break;
+    }
+    // The output columns, in the group's order.
+    let pos: Vec<usize> = g
+        .output
+        .iter()
+        .map(|c| {
+            s.cols
+                .iter()
+                .position(|x| x == c)
+                .ok_or_else(|| Error::Internal(format!("join: output column {c} missing")))
+        })
+        .collect::<Result<_>>()?;
+    s.batches
+        .into_iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| {
+            let cols = pos.iter().map(|&p| b.column(p).clone()).collect();
+            let fields: Vec<Field> = pos
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| {
+                    Field::new(
+                        format!("c{i}"),
+                        b.schema().field(p).data_type().clone(),
+                        true,
+                    )
+                })
+                .collect();
+            Ok(RecordBatch::try_new_with_options(
+                Arc::new(Schema::new(fields)),
+                cols,
+                &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+            )?)
+        })
+        .collect()
+}
+
+/// The hash table of leaf `r` by the build sides of `keys` (built once).
+fn table_for(
+    built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
+    leaves: &[Option<Rel>],
+    r: usize,
+    keys: &[(Expr, Expr, usize)],
+    g: &JoinGroup,
+) -> Result<Arc<HashTable>> {
+    let id: Vec<usize> = keys.iter().map(|k| k.2).collect();
+    // (An outer join's keys are numbered among its ON's conjuncts; its
+    // leaf is never an inner join's, so the numbers cannot clash.)
+    let memo = (r, id);
+    if let Some(t) = built.get(&memo) {
+        return Ok(t.clone());
+    }
+    let rel = leaves[r]
+        .as_ref()
+        .ok_or_else(|| Error::Internal("join: leaf already joined".into()))?;
+    let types: Vec<A> = keys
+        .iter()
+        .map(|(p, b, _)| {
+            let (pt, bt) = (p.data_type(&g.types), b.data_type(&g.types));
+            if pt == bt {
+                pt
+            } else {
+                common_type(&[pt.clone(), bt]).unwrap_or(pt)
+            }
+        })
+        .collect();
+    let batch = rel.one_batch()?;
+    let build_keys: Vec<Expr> = keys
+        .iter()
+        .map(|k| rel.local(&k.1))
+        .collect::<Result<_>>()?;
+    let arrays = eval_keys(&build_keys, &batch, Some(&types))?;
+    let t = Arc::new(HashTable::build(batch, &arrays, types)?);
+    built.insert(memo, t.clone());
+    Ok(t)
+}
+
+/// Joins `s` (probe) with `right` (the rows in `table`).
+#[allow(clippy::too_many_arguments)]
+fn probe(
+    s: Rel,
+    right: &Rel,
+    table: &HashTable,
+    keys: &[Expr],
+    residual: Option<&Expr>,
+    kind: JoinKind,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let mut cols = s.cols.clone();
+    cols.extend(&right.cols);
+    let out = Rel {
+        batches: Vec::new(),
+        cols,
+        items: s.items | right.items,
+        rows: 0,
+    };
+    let residual = residual.map(|r| out.local(r)).transpose()?;
+    let per_task = if keys.is_empty() {
+        (CROSS_PAIRS / table.rows().max(1)).max(1)
+    } else {
+        PROBE_ROWS
+    };
+    let probe_schema = s.batches.first().map(|b| b.schema());
+    let full = kind == JoinKind::Full;
+    let keep = kind != JoinKind::Inner;
+    let build_rows = table.rows();
+    let results = parallel(slices(&s.batches, per_task), workers, opts, |b| {
+        let k = eval_keys(keys, &b, Some(table.key_types()))?;
+        let mut matched = if full {
+            vec![false; build_rows]
+        } else {
+            Vec::new()
+        };
+        let j = table.join_batch(
+            &b,
+            &k,
+            residual.as_ref(),
+            keep,
+            full.then_some(matched.as_mut_slice()),
+        )?;
+        Ok((j, matched))
+    })?;
+    let mut batches = Vec::with_capacity(results.len() + 1);
+    let mut matched = vec![false; if full { build_rows } else { 0 }];
+    for (b, m) in results {
+        for (x, y) in matched.iter_mut().zip(m) {
+            *x |= y;
+        }
+        if b.num_rows() > 0 {
+            batches.push(b);
+        }
+    }
+    let ps =
+        probe_schema.ok_or_else(|| Error::Internal("join: probe side without schema".into()))?;
+    if full {
+        let rest = table.unmatched(&ps, &matched)?;
+        if rest.num_rows() > 0 {
+            batches.push(rest);
+        }
+    }
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(joined_schema(
+            &ps,
+            &table.batch.schema(),
+        )));
+    }
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    Ok(Rel {
+        rows,
+        batches,
+        ..out
+    })
+}
