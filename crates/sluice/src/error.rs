@@ -68,6 +68,11 @@ pub enum Error {
     #[error("{0}")]
     UndefinedColumn(String),
 
+    /// A subquery used as a value that returned more than one row
+    /// (SQLSTATE 21000).
+    #[error("{0}")]
+    Cardinality(String),
+
     /// A column or table name that several FROM items could mean
     /// (SQLSTATE 42702).
     #[error("{0}")]
@@ -232,6 +237,7 @@ impl Error {
             Error::UndefinedTable(_) => "42P01",
             Error::UndefinedColumn(_) => "42703",
             Error::Ambiguous(_) => "42702",
+            Error::Cardinality(_) => "21000",
             // Other planning errors: type mismatches, misplaced aggregates.
             Error::Plan(_) => "42804",
             Error::DivisionByZero | Error::DivisionByZeroAt(_) => "22012",

@@ -133,6 +133,14 @@ pub fn execute(
     plan: &Plan,
     opts: &super::QueryOptions,
 ) -> Result<(Vec<RecordBatch>, ScanFacts)> {
+    // Scalar subqueries first: the plan then reads their values.
+    let resolved;
+    let plan = if plan.init_plans && !plan.explain {
+        resolved = super::subquery::resolve(db, plan, opts)?;
+        &resolved
+    } else {
+        plan
+    };
     let workers = worker_count(opts.threads);
     let mut facts = ScanFacts {
         workers,

@@ -148,6 +148,21 @@ pub enum Expr {
     Length(Box<Expr>),
     Abs(Box<Expr>),
     Coalesce(Vec<Expr>),
+    /// A subquery that reads nothing of the outer query and gives one
+    /// value: run once before the query that holds it (an "init plan"),
+    /// which then reads it as a literal (see
+    /// [`crate::query::subquery::resolve`]).
+    Subquery(Arc<ScalarSubquery>),
+}
+
+/// An uncorrelated scalar subquery of an expression.
+#[derive(Debug)]
+pub struct ScalarSubquery {
+    pub plan: crate::query::plan::Plan,
+    /// Its value's type (its one column's).
+    pub data_type: A,
+    /// The subquery as written, for EXPLAIN.
+    pub text: String,
 }
 
 /// An explicit `CAST` as the query wrote it: its errors name the type as
@@ -246,9 +261,9 @@ impl Expr {
     }
 
     /// Calls `f` on every direct child.
-    fn children_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+    pub(crate) fn children_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
         match self {
-            Expr::Column { .. } | Expr::Literal(_) => {}
+            Expr::Column { .. } | Expr::Literal(_) | Expr::Subquery(_) => {}
             Expr::Binary { left, right, .. } => {
                 f(left);
                 f(right);
@@ -341,6 +356,7 @@ impl Expr {
                 .map(|e| e.data_type(input))
                 .find(|t| *t != A::Null)
                 .unwrap_or(A::Null),
+            Expr::Subquery(s) => s.data_type.clone(),
         }
     }
 
@@ -551,6 +567,12 @@ impl Expr {
                     .collect();
                 Ok(Arc::new(out))
             })?,
+            Expr::Subquery(s) => {
+                return Err(Error::Internal(format!(
+                    "the subquery {} was not run before its query",
+                    s.text
+                )));
+            }
             Expr::Coalesce(list) => {
                 let mut result: Option<ArrayRef> = None;
                 for e in list.iter().rev() {
@@ -1721,6 +1743,7 @@ impl fmt::Display for Expr {
             Expr::Lower(e) => write!(f, "LOWER({e})"),
             Expr::Length(e) => write!(f, "LENGTH({e})"),
             Expr::Abs(e) => write!(f, "ABS({e})"),
+            Expr::Subquery(s) => write!(f, "({})", s.text),
             Expr::Coalesce(list) => {
                 f.write_str("COALESCE(")?;
                 for (i, e) in list.iter().enumerate() {

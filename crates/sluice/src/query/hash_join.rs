@@ -57,6 +57,8 @@ pub struct HashTable {
     key_types: Vec<A>,
     /// Distinct non-NULL keys (of hashes, for keys other than one integer).
     pub distinct: usize,
+    /// Rows whose key has a NULL (they match nothing).
+    pub null_keys: usize,
 }
 
 /// Whether a key type is hashed as an `i64`.
@@ -159,9 +161,13 @@ impl HashTable {
                 index: Index::All,
                 key_types,
                 distinct: 1,
+                null_keys: 0,
             });
         }
         let valid = valid_rows(keys, n);
+        let null_keys = valid
+            .as_ref()
+            .map_or(0, |v| v.iter().filter(|x| !**x).count());
         let ok = |r: usize| valid.as_ref().is_none_or(|v| v[r]);
         let mut next = vec![END; n];
         let (index, distinct) = if keys.len() == 1 && int_like(&key_types[0]) {
@@ -214,6 +220,7 @@ impl HashTable {
             index,
             key_types,
             distinct,
+            null_keys,
         })
     }
 
@@ -340,6 +347,50 @@ impl HashTable {
         }
         let alone = assemble_outer(probe_batch, &self.batch, &lonely)?;
         arrow_select::concat::concat_batches(&joined.schema(), [&joined, &alone]).map_err(exec_err)
+    }
+
+    /// The probe rows of a semi join (`anti`: of an anti join): those
+    /// with (without) a build row of an equal key for which `residual`
+    /// (over the probe columns, then the build columns) holds.
+    pub fn semi_batch(
+        &self,
+        probe_batch: &RecordBatch,
+        keys: &[ArrayRef],
+        residual: Option<&Expr>,
+        anti: bool,
+    ) -> Result<RecordBatch> {
+        let n = probe_batch.num_rows();
+        let mut hit = vec![false; n];
+        match (residual, &self.index) {
+            (None, Index::All) => hit.fill(self.rows() > 0),
+            (None, Index::Int { heads, .. }) => {
+                let valid = valid_rows(keys, n);
+                let vals = as_i64(&keys[0])?;
+                for (p, h) in hit.iter_mut().enumerate() {
+                    *h = valid.as_ref().is_none_or(|v| v[p])
+                        && heads.contains_key(&vals.values()[p]);
+                }
+            }
+            _ => {
+                let (mut p, mut b) = (Vec::new(), Vec::new());
+                self.matches(keys, n, &mut p, &mut b)?;
+                let keep: Vec<bool> = match residual {
+                    None => vec![true; p.len()],
+                    Some(r) => {
+                        let joined = assemble(probe_batch, &self.batch, &p, &b)?;
+                        let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
+                        truth(&mask)?.values().iter().collect()
+                    }
+                };
+                for (x, k) in p.iter().zip(keep) {
+                    if k {
+                        hit[*x as usize] = true;
+                    }
+                }
+            }
+        }
+        let mask = BooleanArray::from(hit.iter().map(|h| *h != anti).collect::<Vec<bool>>());
+        arrow_select::filter::filter_record_batch(probe_batch, &mask).map_err(exec_err)
     }
 
     /// The build rows not in `matched`, with NULL probe columns of

@@ -388,16 +388,28 @@ pub fn run(
             let right = leaves[st.leaf]
                 .take()
                 .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
-            s = probe(
-                s,
-                &right,
-                &table,
-                &probe_keys,
-                rest.as_ref(),
-                st.kind,
-                workers,
-                opts,
-            )?;
+            s = match st.kind {
+                JoinKind::Semi | JoinKind::Anti | JoinKind::AntiNull => semi(
+                    s,
+                    &right,
+                    &table,
+                    &probe_keys,
+                    rest.as_ref(),
+                    st.kind,
+                    workers,
+                    opts,
+                )?,
+                kind => probe(
+                    s,
+                    &right,
+                    &table,
+                    &probe_keys,
+                    rest.as_ref(),
+                    kind,
+                    workers,
+                    opts,
+                )?,
+            };
             settled |= g.nullable & (1 << st.leaf);
             if st.kind == JoinKind::Full {
                 settled |= g.nullable;
@@ -497,6 +509,80 @@ fn table_for(
     let t = Arc::new(HashTable::build(batch, &arrays, types)?);
     built.insert(memo, t.clone());
     Ok(t)
+}
+
+/// The rows of `s` with (`Semi`) or without (`Anti`, `AntiNull`) a
+/// match in `table` (the rows of `right`).
+#[allow(clippy::too_many_arguments)]
+fn semi(
+    s: Rel,
+    right: &Rel,
+    table: &HashTable,
+    keys: &[Expr],
+    residual: Option<&Expr>,
+    kind: JoinKind,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let mut cols = s.cols.clone();
+    cols.extend(&right.cols);
+    let pairs = Rel {
+        batches: Vec::new(),
+        cols,
+        items: s.items | right.items,
+        rows: 0,
+    };
+    let residual = residual.map(|r| pairs.local(r)).transpose()?;
+    let schema = s.batches.first().map(|b| b.schema());
+    // NOT IN: a NULL among the subquery's values makes it true for no row.
+    if kind == JoinKind::AntiNull && table.null_keys > 0 {
+        let batches = schema.map(RecordBatch::new_empty).into_iter().collect();
+        return Ok(Rel {
+            batches,
+            rows: 0,
+            ..s
+        });
+    }
+    let per_task = if keys.is_empty() && residual.is_some() {
+        (CROSS_PAIRS / table.rows().max(1)).max(1)
+    } else {
+        PROBE_ROWS
+    };
+    let anti = kind != JoinKind::Semi;
+    let empty = table.rows() == 0;
+    let parts = parallel(slices(&s.batches, per_task), workers, opts, |b| {
+        let k = eval_keys(keys, &b, Some(table.key_types()))?;
+        let out = table.semi_batch(&b, &k, residual.as_ref(), anti)?;
+        if kind != JoinKind::AntiNull || empty {
+            return Ok(out);
+        }
+        // NOT IN with a NULL on its left: NULL (no row) unless the
+        // subquery has no rows.
+        let k = eval_keys(keys, &out, Some(table.key_types()))?;
+        let mut keep = vec![true; out.num_rows()];
+        for a in &k {
+            if let Some(nulls) = a.logical_nulls() {
+                for (r, x) in keep.iter_mut().enumerate() {
+                    *x &= nulls.is_valid(r);
+                }
+            }
+        }
+        let mask = arrow_array::BooleanArray::from(keep);
+        arrow_select::filter::filter_record_batch(&out, &mask).map_err(exec_err)
+    })?;
+    let mut batches: Vec<RecordBatch> = parts.into_iter().filter(|b| b.num_rows() > 0).collect();
+    if batches.is_empty()
+        && let Some(sc) = schema
+    {
+        batches.push(RecordBatch::new_empty(sc));
+    }
+    let rows = batches.iter().map(|b| b.num_rows()).sum();
+    Ok(Rel {
+        batches,
+        rows,
+        cols: s.cols,
+        items: s.items,
+    })
 }
 
 /// Joins `s` (probe) with `right` (the rows in `table`).

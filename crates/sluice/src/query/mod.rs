@@ -31,6 +31,7 @@ pub mod plan;
 pub mod point;
 pub mod scan;
 pub mod sql;
+pub mod subquery;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;

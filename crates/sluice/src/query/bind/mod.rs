@@ -186,6 +186,12 @@ pub(crate) trait Grouping {
     fn types(&self, table: &[A]) -> Vec<A>;
 }
 
+/// Plans the uncorrelated scalar subqueries of an expression (the
+/// planner's side: the catalog and the CTEs in scope).
+pub(crate) trait SubPlanner {
+    fn plan_subquery(&self, q: &ast::Query) -> Result<crate::query::plan::Plan>;
+}
+
 /// Binds SQL expressions over the columns of one table (or of none).
 pub(crate) struct Binder<'c> {
     table: Option<String>,
@@ -205,6 +211,10 @@ pub(crate) struct Binder<'c> {
     tz: A,
     /// The FROM items when there are several (a join): see [`Relations`].
     rels: Option<Relations>,
+    /// Plans scalar subqueries; `None`: they are refused.
+    sub: Option<&'c dyn SubPlanner>,
+    /// Scalar subqueries bound so far.
+    subqueries: std::cell::Cell<usize>,
 }
 
 /// The FROM items of a query that reads several (a join, a subquery in
@@ -253,7 +263,20 @@ impl<'c> Binder<'c> {
                 Some(crate::batch::UTC_ZONE.into()),
             ),
             rels: None,
+            sub: None,
+            subqueries: std::cell::Cell::new(0),
         }
+    }
+
+    /// The binder with scalar subqueries planned by `sub`.
+    pub(crate) fn with_subqueries(mut self, sub: &'c dyn SubPlanner) -> Self {
+        self.sub = Some(sub);
+        self
+    }
+
+    /// Whether a scalar subquery was bound (the plan then runs it first).
+    pub(crate) fn has_subqueries(&self) -> bool {
+        self.subqueries.get() > 0
     }
 
     /// The binder over several FROM items (`columns` are theirs, item
@@ -698,9 +721,11 @@ impl<'c> Binder<'c> {
                 scope,
             ),
             ast::Expr::Function(f) => self.function(f, e, scope),
-            ast::Expr::Subquery(_) | ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => {
-                Err(plan_err("subqueries are not supported".to_string(), e))
-            }
+            ast::Expr::Subquery(q) => self.scalar_subquery(q, e),
+            ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => Err(unsupported(
+                "EXISTS / IN (SELECT …) but as an AND-ed condition of WHERE",
+                e,
+            )),
             ast::Expr::Interval(_) => Err(unsupported("an INTERVAL outside DATE ± INTERVAL", e)),
             other => Err(unsupported(&format!("the expression {other}"), e)),
         }
@@ -1067,6 +1092,36 @@ impl<'c> Binder<'c> {
             }
         }
         Ok(e)
+    }
+
+    /// `(SELECT …)` as a value: planned as a query of its own, run once
+    /// before the query that holds it.
+    fn scalar_subquery(&self, q: &ast::Query, e: &ast::Expr) -> Result<Expr> {
+        let Some(sub) = self.sub else {
+            return Err(unsupported("a subquery here", e));
+        };
+        let plan = sub.plan_subquery(q).map_err(|er| match er.innermost() {
+            Error::UndefinedColumn(_) | Error::UndefinedTable(_) => Error::Unsupported(format!(
+                "a subquery that reads the outer query is supported only as an EXISTS, IN or comparison condition AND-ed in WHERE ({er}){}",
+                at(e.span())
+            )),
+            _ => er,
+        })?;
+        if plan.visible != 1 {
+            return Err(plan_err("subquery must return only one column".into(), e));
+        }
+        let data_type = crate::query::exec::result_schema(&plan)
+            .field(0)
+            .data_type()
+            .clone();
+        self.subqueries.set(self.subqueries.get() + 1);
+        Ok(Expr::Subquery(Arc::new(
+            crate::query::expr::ScalarSubquery {
+                plan,
+                data_type,
+                text: q.to_string(),
+            },
+        )))
     }
 
     /// `l = r` over two columns (a `USING` / `NATURAL` join's equality).

@@ -33,7 +33,7 @@ pub const MAX_FROM_ITEMS: usize = 64;
 /// The common table expressions (`WITH`) in scope: name and query, the
 /// innermost last.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Ctes(Vec<(String, Arc<ast::Query>, Vec<String>)>);
+pub(crate) struct Ctes(Vec<(String, Arc<ast::Query>, Vec<String>)>);
 
 impl Ctes {
     /// These CTEs with `with`'s added (a later one sees the earlier ones).
@@ -112,6 +112,15 @@ pub enum JoinKind {
     Left,
     /// Both sides keep their rows without a match.
     Full,
+    /// The probe rows with a match, once each (EXISTS, IN); the other
+    /// side's columns are not kept.
+    Semi,
+    /// The probe rows without a match (NOT EXISTS).
+    Anti,
+    /// NOT IN: the probe rows without a match, none at all when the
+    /// other side has a NULL key, and a probe row with a NULL key only
+    /// when the other side is empty.
+    AntiNull,
 }
 
 /// An outer join: `leaf` is joined with its ON conditions to the items
@@ -185,9 +194,9 @@ impl Conjunct {
 }
 
 /// A FROM item as written, resolved: its name, columns and rows.
-struct Item {
-    name: String,
-    columns: Vec<(String, A)>,
+pub(super) struct Item {
+    pub name: String,
+    pub columns: Vec<(String, A)>,
     source: Source,
 }
 
@@ -202,9 +211,26 @@ struct Step {
     before: usize,
 }
 
-/// Whether a SELECT's FROM needs a join group (anything but one stored
-/// table).
+/// The names and columns of a FROM clause's items (tables, CTEs and
+/// subqueries resolved).
+pub(super) fn resolve_all(
+    from: &[ast::TableWithJoins],
+    catalog: &dyn Catalog,
+    ctes: &Ctes,
+    text: Text,
+) -> Result<Vec<(String, Vec<(String, A)>)>> {
+    let mut items = Vec::new();
+    let mut steps = Vec::new();
+    flatten(from, catalog, ctes, text, &mut items, &mut steps)?;
+    Ok(items.into_iter().map(|i| (i.name, i.columns)).collect())
+}
+
+/// Whether a SELECT needs a join group: anything but one stored table,
+/// or a WHERE with a subquery (a join with the subquery's rows).
 pub(super) fn needs_group(select: &ast::Select, ctes: &Ctes) -> bool {
+    if !select.from.is_empty() && super::subquery::where_has_subquery(select) {
+        return true;
+    }
     match select.from.as_slice() {
         [] => false,
         [twj] => {
@@ -289,7 +315,12 @@ fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text)
 }
 
 /// A planned subquery as a FROM item; `cols` rename its columns.
-fn query_item(name: String, plan: Plan, cols: &[String], node: &impl Spanned) -> Result<Item> {
+pub(super) fn query_item(
+    name: String,
+    plan: Plan,
+    cols: &[String],
+    node: &impl Spanned,
+) -> Result<Item> {
     if plan.explain {
         return Err(unsupported("EXPLAIN in FROM", node));
     }
@@ -446,6 +477,22 @@ pub(super) fn plan_joined(
     let mut items = Vec::new();
     let mut steps = Vec::new();
     flatten(&select.from, catalog, ctes, text, &mut items, &mut steps)?;
+    // Subqueries in WHERE: more FROM items, joined as they say.
+    let outer_scope = super::subquery::Scope {
+        items: items
+            .iter()
+            .map(|i| {
+                (
+                    i.name.clone(),
+                    i.columns.iter().map(|c| c.0.clone()).collect(),
+                )
+            })
+            .collect(),
+    };
+    let unnested =
+        super::subquery::unnest(select.selection.as_ref(), &outer_scope, catalog, ctes, text)?;
+    let from_items = items.len();
+    items.extend(unnested.items);
     // The same name twice in one FROM is refused, as in PostgreSQL.
     for (i, it) in items.iter().enumerate() {
         if items[..i].iter().any(|o| o.name == it.name) {
@@ -470,7 +517,8 @@ pub(super) fn plan_joined(
             owner.push(i);
         }
     }
-    let mut hidden = vec![false; columns.len()];
+    // A subquery's columns are reached by its item's name alone.
+    let mut hidden: Vec<bool> = owner.iter().map(|&o| o >= from_items).collect();
     let names: Vec<String> = items.iter().map(|i| i.name.clone()).collect();
 
     // USING / NATURAL: the equalities they mean, and the right side's
@@ -529,9 +577,15 @@ pub(super) fn plan_joined(
         owner: owner.clone(),
         hidden: hidden.clone(),
     };
+    let sub = super::Subplans {
+        catalog,
+        ctes,
+        text,
+    };
     let binder = Binder::new(None, None, &columns, text)
         .with_zone(catalog.time_zone())
-        .with_relations(rels);
+        .with_relations(rels)
+        .with_subqueries(&sub);
 
     // Which items an outer join may fill with NULLs (their conditions in
     // WHERE are not pushed below the join).
@@ -592,13 +646,30 @@ pub(super) fn plan_joined(
         }
     }
 
-    let mut filter: Option<Expr> = match &select.selection {
-        Some(w) => {
-            let e = binder.bind(w, &mut Scope::Row { clause: "WHERE" })?;
-            Some(binder.boolean(e, w, "WHERE")?)
+    // Semi and anti joins: their conditions, bound over every item.
+    for step in &unnested.semi {
+        let leaf = from_items + step.item;
+        let mut on = Vec::new();
+        for c in &step.on {
+            let b = binder.bind(c, &mut Scope::Row { clause: "WHERE" })?;
+            let b = binder.boolean(b, c, "WHERE")?;
+            split_and(b, &mut on);
         }
-        None => None,
-    };
+        outer.push((step.kind, leaf, on));
+    }
+    let mut filter: Option<Expr> = None;
+    for w in &unnested.conds {
+        let e = binder.bind(w, &mut Scope::Row { clause: "WHERE" })?;
+        let e = binder.boolean(e, w, "WHERE")?;
+        filter = Some(match filter {
+            None => e,
+            Some(f) => Expr::Binary {
+                op: BinOp::And,
+                left: Box::new(f),
+                right: Box::new(e),
+            },
+        });
+    }
 
     // The select list, grouping, order and limit: over the global columns.
     let items_sel = select_items_joined(select, &columns, &owner, &hidden, &names)?;
@@ -656,9 +727,11 @@ pub(super) fn plan_joined(
         let mut kept = Vec::new();
         for c in on {
             let reads = items_of(&c, &owner);
-            // A LEFT JOIN's condition on its right side alone filters
-            // that side before the join.
-            if kind == JoinKind::Left && reads == 1u64 << leaf {
+            // A LEFT (or semi, anti) join's condition on its right side
+            // alone filters that side before the join.
+            if matches!(kind, JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
+                && reads == 1u64 << leaf
+            {
                 pushed[leaf].push(c);
             } else {
                 kept.push(Conjunct::new(c, &owner));
@@ -701,7 +774,8 @@ pub(super) fn plan_joined(
         match it.source {
             Source::Table(table, schema) => {
                 let cols: Vec<usize> = (0..n).filter(|&c| needed[off + c]).collect();
-                let plan = scan_plan(&table, &schema, cond.map(local), &cols, explain)?;
+                let mut plan = scan_plan(&table, &schema, cond.map(local), &cols)?;
+                plan.init_plans = binder.has_subqueries();
                 leaves.push(Leaf {
                     name: it.name,
                     table: Some(table),
@@ -750,6 +824,7 @@ pub(super) fn plan_joined(
         explain,
         depth,
         input: Some(Arc::new(group)),
+        init_plans: binder.has_subqueries(),
     })
 }
 
@@ -838,13 +913,7 @@ fn select_items_joined(
 
 /// A scan of `table` reading `cols` (table column indices) where
 /// `filter` (over the table's columns) holds.
-fn scan_plan(
-    table: &str,
-    schema: &Schema,
-    filter: Option<Expr>,
-    cols: &[usize],
-    explain: bool,
-) -> Result<Plan> {
+fn scan_plan(table: &str, schema: &Schema, filter: Option<Expr>, cols: &[usize]) -> Result<Plan> {
     let table_types: Vec<A> = schema
         .columns
         .iter()
@@ -889,8 +958,9 @@ fn scan_plan(
         offset: 0,
         prune,
         key_lookup,
-        explain,
+        explain: false,
         depth: 0,
         input: None,
+        init_plans: false,
     })
 }

@@ -13,6 +13,7 @@
 mod explain;
 pub mod from;
 mod prune;
+mod subquery;
 pub(crate) use prune::literal_key;
 
 use std::sync::Arc;
@@ -91,6 +92,23 @@ pub struct Plan {
     /// subquery), not from scanning `table`: the group's output columns
     /// are this plan's input columns.
     pub input: Option<Arc<from::JoinGroup>>,
+    /// Its expressions hold scalar subqueries, run before it
+    /// ([`crate::query::subquery::resolve`]).
+    pub init_plans: bool,
+}
+
+/// Plans the scalar subqueries of a query's expressions, with the CTEs
+/// in scope.
+pub(super) struct Subplans<'a> {
+    pub(super) catalog: &'a dyn Catalog,
+    pub(super) ctes: &'a from::Ctes,
+    pub(super) text: Text<'a>,
+}
+
+impl super::bind::SubPlanner for Subplans<'_> {
+    fn plan_subquery(&self, q: &ast::Query) -> Result<Plan> {
+        plan_query_in(q, self.catalog, false, self.text, self.ctes)
+    }
 }
 
 /// Looks up a table's schema. `Sync`: a deep statement is planned on a
@@ -212,7 +230,14 @@ fn plan_query_in(
         })
         .unwrap_or_default();
     let table_types: Vec<A> = columns.iter().map(|c| c.1.clone()).collect();
-    let binder = Binder::new(table.clone(), alias, &columns, text).with_zone(catalog.time_zone());
+    let sub = Subplans {
+        catalog,
+        ctes: &ctes,
+        text,
+    };
+    let binder = Binder::new(table.clone(), alias, &columns, text)
+        .with_zone(catalog.time_zone())
+        .with_subqueries(&sub);
 
     let mut filter = match &select.selection {
         Some(w) => {
@@ -272,6 +297,7 @@ fn plan_query_in(
         explain,
         depth: 0,
         input: None,
+        init_plans: binder.has_subqueries(),
     })
 }
 

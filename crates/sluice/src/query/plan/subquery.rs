@@ -1,0 +1,575 @@
+//! Subqueries in WHERE, unnested into joins (after Neumann & Kemper,
+//! "Unnesting Arbitrary Queries", for the shapes below): no subquery is
+//! ever run once per outer row.
+//!
+//! For: the AND-ed conditions of a WHERE clause —
+//! - `[NOT] EXISTS (SELECT … WHERE corr)`: a semi (anti) join with the
+//!   subquery's rows, its conditions on the outer query the join's
+//!   condition (equalities its keys, the rest checked on each pair);
+//! - `x IN (SELECT y …)`: a semi join on `x = y` (and the correlation);
+//!   `x NOT IN (SELECT y …)`: a NULL-aware anti join (a NULL among the
+//!   `y` makes it true for no row; a NULL `x` is true only against no
+//!   rows at all);
+//! - `x op (SELECT agg … WHERE inner = outer …)`, a correlated scalar
+//!   subquery: the subquery grouped by the inner sides of its equalities
+//!   with the outer query, joined on them; a row without a group would
+//!   compare with NULL, which no comparison keeps, so an inner join is
+//!   exact (a `count` there would be 0, not NULL: refused).
+//!
+//! An uncorrelated scalar subquery anywhere is bound as
+//! [`crate::query::expr::Expr::Subquery`] and run once before its query.
+//! Other correlated shapes are refused by name. Not for: running the
+//! joins ([`crate::query::join`]).
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, Spanned};
+
+use super::from::{Ctes, Item, JoinKind, query_item, resolve_all};
+use super::{Catalog, plan_query_in};
+use crate::error::{Error, Result};
+use crate::query::sql::{Text, plan_err, unsupported};
+
+/// The FROM items a query's names can reach: per item, its name and its
+/// columns' names.
+pub(super) struct Scope {
+    pub items: Vec<(String, Vec<String>)>,
+}
+
+impl Scope {
+    fn has_column(&self, c: &str) -> bool {
+        self.items
+            .iter()
+            .any(|(_, cols)| cols.iter().any(|x| x.eq_ignore_ascii_case(c)))
+    }
+    fn has_item(&self, q: &str) -> bool {
+        self.items.iter().any(|(n, _)| n.eq_ignore_ascii_case(q))
+    }
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Side {
+    Inner,
+    Outer,
+    Neither,
+}
+
+/// Which query an identifier belongs to (the innermost wins).
+fn side(e: &ast::Expr, inner: &Scope, outer: &Scope) -> Option<Side> {
+    match e {
+        ast::Expr::Identifier(i) => Some(if inner.has_column(&i.value) {
+            Side::Inner
+        } else if outer.has_column(&i.value) {
+            Side::Outer
+        } else {
+            Side::Neither
+        }),
+        ast::Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+            Some(if inner.has_item(&parts[0].value) {
+                Side::Inner
+            } else if outer.has_item(&parts[0].value) {
+                Side::Outer
+            } else {
+                Side::Neither
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Whether `e` reads the inner and the outer query.
+fn reads(e: &ast::Expr, inner: &Scope, outer: &Scope) -> (bool, bool) {
+    let (mut i, mut o) = (false, false);
+    let _ = ast::visit_expressions(e, |x| {
+        match side(x, inner, outer) {
+            Some(Side::Inner) => i = true,
+            Some(Side::Outer) => o = true,
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    (i, o)
+}
+
+fn has_subquery(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |x| match x {
+        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// Whether a WHERE clause holds a subquery anywhere.
+pub(super) fn where_has_subquery(select: &ast::Select) -> bool {
+    select.selection.as_ref().is_some_and(has_subquery)
+}
+
+/// Splits a condition into its AND-ed parts (through parentheses).
+pub(super) fn conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        ast::Expr::Nested(inner)
+            if matches!(
+                inner.as_ref(),
+                ast::Expr::BinaryOp {
+                    op: ast::BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
+            conjuncts(inner, out)
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+fn and_all(list: Vec<ast::Expr>) -> Option<ast::Expr> {
+    list.into_iter().reduce(|a, b| ast::Expr::BinaryOp {
+        left: Box::new(a),
+        op: ast::BinaryOperator::And,
+        right: Box::new(b),
+    })
+}
+
+fn qualified(item: &str, col: &str) -> ast::Expr {
+    ast::Expr::CompoundIdentifier(vec![ast::Ident::new(item), ast::Ident::new(col)])
+}
+
+/// A semi or anti join the WHERE clause asks for.
+pub(super) struct SemiStep {
+    pub kind: JoinKind,
+    /// The subquery's FROM item (an index into [`Unnested::items`]).
+    pub item: usize,
+    /// Its condition, over the outer items and this one.
+    pub on: Vec<ast::Expr>,
+}
+
+/// A WHERE clause with its subqueries unnested.
+pub(super) struct Unnested {
+    /// FROM items the subqueries add (named `__sqN`; their columns are
+    /// reached only by those names).
+    pub items: Vec<Item>,
+    pub semi: Vec<SemiStep>,
+    /// The WHERE clause's conditions, scalar subqueries that read the
+    /// outer query replaced by their item's column.
+    pub conds: Vec<ast::Expr>,
+}
+
+/// The plain SELECT a subquery is, or `None` (a set operation, VALUES…).
+fn plain_select(q: &ast::Query) -> Option<&ast::Select> {
+    match q.body.as_ref() {
+        ast::SetExpr::Select(s)
+            if q.with.is_none()
+                && q.order_by.is_none()
+                && q.limit_clause.is_none()
+                && q.fetch.is_none() =>
+        {
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+fn is_grouped(s: &ast::Select) -> bool {
+    let grouped = match &s.group_by {
+        ast::GroupByExpr::Expressions(e, _) => !e.is_empty(),
+        ast::GroupByExpr::All(_) => true,
+    };
+    grouped
+        || s.having.is_some()
+        || s.distinct.is_some()
+        || s.projection.iter().any(|p| match p {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                super::super::bind::contains_aggregate(e)
+            }
+            _ => false,
+        })
+}
+
+/// The one expression a subquery selects.
+fn only_item<'q>(s: &'q ast::Select, node: &impl Spanned) -> Result<&'q ast::Expr> {
+    match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e)] | [ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            Ok(e)
+        }
+        _ => Err(plan_err("subquery has too many columns".into(), node)),
+    }
+}
+
+struct Ctx<'a> {
+    catalog: &'a dyn Catalog,
+    ctes: &'a Ctes,
+    text: Text<'a>,
+    outer: &'a Scope,
+    out: Unnested,
+}
+
+impl Ctx<'_> {
+    fn name(&self) -> String {
+        format!("__sq{}", self.out.items.len() + 1)
+    }
+
+    fn scope_of(&self, s: &ast::Select) -> Result<Scope> {
+        let items = resolve_all(&s.from, self.catalog, self.ctes, self.text)?;
+        Ok(Scope {
+            items: items
+                .into_iter()
+                .map(|(n, cols)| (n, cols.into_iter().map(|c| c.0).collect()))
+                .collect(),
+        })
+    }
+
+    /// Adds a FROM item planned from `q`, its columns named c0, c1, ….
+    fn add(&mut self, q: &ast::Query, node: &impl Spanned) -> Result<(usize, String)> {
+        let name = self.name();
+        let plan = plan_query_in(q, self.catalog, false, self.text, self.ctes)?;
+        let mut item = query_item(name.clone(), plan, &[], node)?;
+        for (i, c) in item.columns.iter_mut().enumerate() {
+            c.0 = format!("c{i}");
+        }
+        self.out.items.push(item);
+        Ok((self.out.items.len() - 1, name))
+    }
+
+    /// `[NOT] EXISTS (q)` or `x [NOT] IN (q)`.
+    fn semi(
+        &mut self,
+        q: &ast::Query,
+        x: Option<&ast::Expr>,
+        negated: bool,
+        node: &ast::Expr,
+    ) -> Result<()> {
+        let kind = match (negated, x.is_some()) {
+            (false, _) => JoinKind::Semi,
+            (true, false) => JoinKind::Anti,
+            (true, true) => JoinKind::AntiNull,
+        };
+        let select = plain_select(q);
+        // The subquery's conditions that read the outer query.
+        let (scope, corr, local) = match select {
+            Some(s) => {
+                let scope = self.scope_of(s)?;
+                let mut all = Vec::new();
+                if let Some(w) = &s.selection {
+                    conjuncts(w, &mut all);
+                }
+                let (corr, local): (Vec<_>, Vec<_>) = all
+                    .into_iter()
+                    .partition(|c| reads(c, &scope, self.outer).1);
+                (Some(scope), corr, local)
+            }
+            None => (None, Vec::new(), Vec::new()),
+        };
+        let item_reads_outer = select.is_some_and(|s| {
+            s.projection.iter().any(|p| match p {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    scope.as_ref().is_some_and(|sc| reads(e, sc, self.outer).1)
+                }
+                _ => false,
+            })
+        });
+        if corr.is_empty() && !item_reads_outer {
+            // Uncorrelated: the subquery as it is.
+            let (i, name) = self.add(q, node)?;
+            let mut on = Vec::new();
+            if let Some(x) = x {
+                if self.out.items[i].columns.len() != 1 {
+                    return Err(plan_err("subquery has too many columns".into(), node));
+                }
+                on.push(ast::Expr::BinaryOp {
+                    left: Box::new(x.clone()),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(qualified(&name, "c0")),
+                });
+            }
+            self.out.semi.push(SemiStep { kind, item: i, on });
+            return Ok(());
+        }
+        let (Some(s), Some(scope)) = (select, scope) else {
+            return Err(unsupported(
+                "a correlated subquery that is not a plain SELECT",
+                node,
+            ));
+        };
+        if is_grouped(s) || item_reads_outer {
+            return Err(unsupported(
+                "a correlated EXISTS / IN subquery with GROUP BY, aggregates or DISTINCT",
+                node,
+            ));
+        }
+        if kind == JoinKind::AntiNull {
+            return Err(unsupported(
+                "a correlated NOT IN subquery (write it as NOT EXISTS)",
+                node,
+            ));
+        }
+        if corr.iter().any(has_subquery) {
+            return Err(unsupported(
+                "a subquery inside a correlated condition",
+                node,
+            ));
+        }
+        // The inner columns the correlated conditions read become the
+        // item's columns; the conditions read them by the item's name.
+        let name = self.name();
+        let mut cols: Vec<ast::Expr> = Vec::new();
+        let mut on = Vec::new();
+        for mut c in corr {
+            let _ = ast::visit_expressions_mut(&mut c, |e| {
+                if side(e, &scope, self.outer) == Some(Side::Inner) {
+                    let shown = e.to_string();
+                    let k = match cols.iter().position(|x| x.to_string() == shown) {
+                        Some(k) => k,
+                        None => {
+                            cols.push(e.clone());
+                            cols.len() - 1
+                        }
+                    };
+                    *e = qualified(&name, &format!("c{k}"));
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            on.push(c);
+        }
+        if let Some(x) = x {
+            cols.push(only_item(s, node)?.clone());
+            on.push(ast::Expr::BinaryOp {
+                left: Box::new(x.clone()),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(qualified(&name, &format!("c{}", cols.len() - 1))),
+            });
+        }
+        let mut inner = s.clone();
+        inner.selection = and_all(local);
+        inner.projection = cols
+            .into_iter()
+            .enumerate()
+            .map(|(k, e)| ast::SelectItem::ExprWithAlias {
+                expr: e,
+                alias: ast::Ident::new(format!("c{k}")),
+            })
+            .collect();
+        if inner.projection.is_empty() {
+            inner.projection = vec![ast::SelectItem::UnnamedExpr(ast::Expr::value(
+                ast::Value::Number("1".into(), false),
+            ))];
+        }
+        let leaf = ast::Query {
+            body: Box::new(ast::SetExpr::Select(Box::new(inner))),
+            ..q.clone()
+        };
+        let (i, _) = self.add(&leaf, node)?;
+        self.out.semi.push(SemiStep { kind, item: i, on });
+        Ok(())
+    }
+
+    /// `x op (SELECT agg … WHERE inner = outer …)`: `Some` rewritten
+    /// condition when the subquery reads the outer query.
+    fn scalar(&mut self, c: &ast::Expr) -> Result<Option<ast::Expr>> {
+        let ast::Expr::BinaryOp { left, op, right } = c else {
+            return Ok(None);
+        };
+        if !matches!(
+            op,
+            ast::BinaryOperator::Eq
+                | ast::BinaryOperator::NotEq
+                | ast::BinaryOperator::Lt
+                | ast::BinaryOperator::LtEq
+                | ast::BinaryOperator::Gt
+                | ast::BinaryOperator::GtEq
+        ) {
+            return Ok(None);
+        }
+        let strip = |e: &ast::Expr| -> Option<ast::Query> {
+            match e {
+                ast::Expr::Subquery(q) => Some((**q).clone()),
+                ast::Expr::Nested(n) => match n.as_ref() {
+                    ast::Expr::Subquery(q) => Some((**q).clone()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let (q, on_left) = match (strip(left), strip(right)) {
+            (Some(q), None) => (q, true),
+            (None, Some(q)) => (q, false),
+            _ => return Ok(None),
+        };
+        let Some(s) = plain_select(&q) else {
+            return Ok(None);
+        };
+        let scope = self.scope_of(s)?;
+        let mut all = Vec::new();
+        if let Some(w) = &s.selection {
+            conjuncts(w, &mut all);
+        }
+        let (corr, local): (Vec<_>, Vec<_>) = all
+            .into_iter()
+            .partition(|x| reads(x, &scope, self.outer).1);
+        let value = only_item(s, c)?;
+        if corr.is_empty() && !reads(value, &scope, self.outer).1 {
+            return Ok(None); // uncorrelated: an init plan
+        }
+        let grouped_by = match &s.group_by {
+            ast::GroupByExpr::Expressions(e, _) => !e.is_empty(),
+            ast::GroupByExpr::All(_) => true,
+        };
+        if grouped_by || s.having.is_some() || s.distinct.is_some() {
+            return Err(unsupported(
+                "a correlated scalar subquery with GROUP BY, HAVING or DISTINCT",
+                c,
+            ));
+        }
+        if !super::super::bind::contains_aggregate(value) || reads(value, &scope, self.outer).1 {
+            return Err(unsupported(
+                "a correlated scalar subquery that is not one aggregate of the inner rows",
+                c,
+            ));
+        }
+        let counts = ast::visit_expressions(value, |e| match e {
+            ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count") => {
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        })
+        .is_break();
+        if counts {
+            return Err(unsupported(
+                "a correlated scalar subquery over count() (its empty groups are 0, not NULL)",
+                c,
+            ));
+        }
+        // Each correlated condition: inner side = outer side.
+        let mut keys: Vec<(ast::Expr, ast::Expr)> = Vec::new();
+        for x in &corr {
+            let pair = match x {
+                ast::Expr::BinaryOp {
+                    left: a,
+                    op: ast::BinaryOperator::Eq,
+                    right: b,
+                } => {
+                    let (ra, rb) = (reads(a, &scope, self.outer), reads(b, &scope, self.outer));
+                    match (ra, rb) {
+                        ((_, false), (false, true)) => Some(((**a).clone(), (**b).clone())),
+                        ((false, true), (_, false)) => Some(((**b).clone(), (**a).clone())),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match pair {
+                Some(p) if !has_subquery(&p.0) && !has_subquery(&p.1) => keys.push(p),
+                _ => {
+                    return Err(unsupported(
+                        "a correlated scalar subquery whose condition on the outer query is not an equality",
+                        x,
+                    ));
+                }
+            }
+        }
+        let name = self.name();
+        let mut inner = s.clone();
+        inner.selection = and_all(local);
+        let mut projection: Vec<ast::SelectItem> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, (i, _))| ast::SelectItem::ExprWithAlias {
+                expr: i.clone(),
+                alias: ast::Ident::new(format!("c{k}")),
+            })
+            .collect();
+        projection.push(ast::SelectItem::ExprWithAlias {
+            expr: value.clone(),
+            alias: ast::Ident::new(format!("c{}", keys.len())),
+        });
+        inner.projection = projection;
+        inner.group_by = ast::GroupByExpr::Expressions(
+            keys.iter().map(|(i, _)| i.clone()).collect(),
+            Vec::new(),
+        );
+        let leaf = ast::Query {
+            body: Box::new(ast::SetExpr::Select(Box::new(inner))),
+            ..q.clone()
+        };
+        self.add(&leaf, c)?;
+        for (k, (_, o)) in keys.iter().enumerate() {
+            self.out.conds.push(ast::Expr::BinaryOp {
+                left: Box::new(o.clone()),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(qualified(&name, &format!("c{k}"))),
+            });
+        }
+        let v = qualified(&name, &format!("c{}", keys.len()));
+        let (l, r) = if on_left {
+            (v, (**right).clone())
+        } else {
+            ((**left).clone(), v)
+        };
+        Ok(Some(ast::Expr::BinaryOp {
+            left: Box::new(l),
+            op: op.clone(),
+            right: Box::new(r),
+        }))
+    }
+}
+
+/// Unnests the subqueries of a WHERE clause over the FROM items `outer`.
+pub(super) fn unnest(
+    selection: Option<&ast::Expr>,
+    outer: &Scope,
+    catalog: &dyn Catalog,
+    ctes: &Ctes,
+    text: Text,
+) -> Result<Unnested> {
+    let mut cx = Ctx {
+        catalog,
+        ctes,
+        text,
+        outer,
+        out: Unnested {
+            items: Vec::new(),
+            semi: Vec::new(),
+            conds: Vec::new(),
+        },
+    };
+    let mut all = Vec::new();
+    if let Some(w) = selection {
+        conjuncts(w, &mut all);
+    }
+    for c in all {
+        match &c {
+            ast::Expr::Exists { subquery, negated } => cx.semi(subquery, None, *negated, &c)?,
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                if has_subquery(expr) {
+                    return Err(unsupported("a subquery on the left of IN (SELECT …)", &c));
+                }
+                cx.semi(subquery, Some(expr), *negated, &c)?
+            }
+            _ => match cx.scalar(&c)? {
+                Some(rewritten) => cx.out.conds.push(rewritten),
+                None => cx.out.conds.push(c),
+            },
+        }
+    }
+    if cx.out.items.len() > super::from::MAX_FROM_ITEMS {
+        return Err(Error::Unsupported(format!(
+            "more than {} subqueries in one WHERE clause",
+            super::from::MAX_FROM_ITEMS
+        )));
+    }
+    Ok(cx.out)
+}
