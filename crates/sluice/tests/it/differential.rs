@@ -17,10 +17,10 @@ use sluice::store::Database;
 use crate::common::TempDir;
 
 /// SplitMix64: small, seeded, good enough for test data.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -28,11 +28,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len() as u64) as usize]
     }
 }
@@ -215,7 +215,7 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     }
 }
 
-fn same_cell(a: &str, b: &str) -> bool {
+pub(crate) fn same_cell(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }

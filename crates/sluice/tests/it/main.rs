@@ -7,6 +7,7 @@ mod convert;
 mod dialect_guesses;
 mod dictionaries;
 mod differential;
+mod differential_joins;
 mod json;
 mod keyed;
 mod keys;

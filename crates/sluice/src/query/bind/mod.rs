@@ -723,7 +723,7 @@ impl<'c> Binder<'c> {
             ast::Expr::Function(f) => self.function(f, e, scope),
             ast::Expr::Subquery(q) => self.scalar_subquery(q, e),
             ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => Err(unsupported(
-                "EXISTS / IN (SELECT …) but as an AND-ed condition of WHERE",
+                "EXISTS / IN (SELECT …) other than as an AND-ed condition of WHERE",
                 e,
             )),
             ast::Expr::Interval(_) => Err(unsupported("an INTERVAL outside DATE ± INTERVAL", e)),

@@ -524,6 +524,8 @@ pub(super) fn plan_joined(
     // USING / NATURAL: the equalities they mean, and the right side's
     // column hidden from bare names and `*`.
     let mut using: Vec<Vec<(usize, usize)>> = vec![Vec::new(); items.len()];
+    // The joined columns of USING / NATURAL, which `*` shows first.
+    let mut shown_first: Vec<usize> = Vec::new();
     for (i, (step, op)) in steps.iter().enumerate() {
         let Some(op) = op else { continue };
         let constraint = join_constraint(op);
@@ -531,6 +533,14 @@ pub(super) fn plan_joined(
         let left: Vec<usize> = (0..columns.len())
             .filter(|&c| owner[c] < step.before && !hidden[c])
             .collect();
+        if matches!(op, ast::JoinOperator::FullOuter(_))
+            && matches!(
+                constraint,
+                Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural)
+            )
+        {
+            return Err(unsupported("FULL JOIN … USING / NATURAL FULL JOIN (write ON)", select));
+        }
         let pairs: Vec<String> = match constraint {
             Some(ast::JoinConstraint::Using(cols)) => cols
                 .iter()
@@ -568,7 +578,14 @@ pub(super) fn plan_joined(
                 }
             };
             let (l, r) = (find(&left, "left")?, find(&right, "right")?);
-            hidden[r] = true;
+            // The joined column is the side that keeps its rows: the
+            // right one of a RIGHT JOIN, else the left.
+            let right_kept = matches!(
+                op,
+                ast::JoinOperator::Right(_) | ast::JoinOperator::RightOuter(_)
+            );
+            hidden[if right_kept { l } else { r }] = true;
+            shown_first.push(if right_kept { r } else { l });
             using[i].push((l, r));
         }
     }
@@ -672,7 +689,7 @@ pub(super) fn plan_joined(
     }
 
     // The select list, grouping, order and limit: over the global columns.
-    let items_sel = select_items_joined(select, &columns, &owner, &hidden, &names)?;
+    let items_sel = select_items_joined(select, &columns, &owner, &hidden, &names, &shown_first)?;
     let group_exprs = group_by_list(select, text)?;
     let has_agg = !group_exprs.is_empty()
         || select.having.is_some()
@@ -863,6 +880,7 @@ fn select_items_joined(
     owner: &[usize],
     hidden: &[bool],
     names: &[String],
+    first: &[usize],
 ) -> Result<Vec<(ast::Expr, String)>> {
     let col = |c: usize| {
         (
@@ -877,7 +895,13 @@ fn select_items_joined(
     for item in &select.projection {
         match item {
             ast::SelectItem::Wildcard(_) => {
-                items.extend((0..columns.len()).filter(|&c| !hidden[c]).map(col));
+                // As PostgreSQL: the USING columns, then every other.
+                items.extend(first.iter().copied().map(col));
+                items.extend(
+                    (0..columns.len())
+                        .filter(|&c| !hidden[c] && !first.contains(&c))
+                        .map(col),
+                );
             }
             ast::SelectItem::QualifiedWildcard(kind, _) => {
                 let q = match kind {
