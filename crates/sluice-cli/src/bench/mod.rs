@@ -33,6 +33,7 @@ mod resume;
 mod serve;
 mod shards;
 mod soak;
+mod tpch;
 
 /// `sluice bench`: a scenario, and where its measurements go.
 #[derive(Args)]
@@ -171,6 +172,35 @@ the medians of every metric of the other scenarios")]
         /// Timed runs per configuration (after one warm-up run)
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+    },
+    /// The 22 TPC-H queries over the eight tables (generated and loaded
+    /// once, kept in --dir), warm, through the library; DuckDB runs the
+    /// same queries on the same CSV files in the same run when `import
+    /// duckdb` works in python3, and every answer is compared with
+    /// DuckDB's before a time is reported
+    #[command(after_help = "Examples:
+  sluice bench tpch                        # scale factor 1, every query, DuckDB too
+  sluice bench tpch --sf 0.1 --runs 3 --queries 1,3,5-9
+  sluice bench tpch --sf 10 --threads 16 --no-peers")]
+    Tpch {
+        /// Scale factor (1 = lineitem of 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Worker threads (default: every usable core)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Timed runs per query (after one warm-up run)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Which queries: "all", or numbers and ranges such as 1,3,5-9
+        #[arg(long, default_value = "all")]
+        queries: String,
         /// Where the data and databases go
         #[arg(long, default_value = "bench-data")]
         dir: PathBuf,
@@ -521,6 +551,7 @@ impl Scenario {
             Scenario::Into { .. } => "into",
             Scenario::Rejects { .. } => "rejects",
             Scenario::Q1 { .. } => "q1",
+            Scenario::Tpch { .. } => "tpch",
             Scenario::Cold { .. } => "cold",
             Scenario::SecondaryIndex { .. } => "secondary-index",
             Scenario::Resume { .. } => "resume",
@@ -541,6 +572,7 @@ impl Scenario {
             | Scenario::Into { dir, .. }
             | Scenario::Rejects { dir, .. }
             | Scenario::Q1 { dir, .. }
+            | Scenario::Tpch { dir, .. }
             | Scenario::Cold { dir, .. }
             | Scenario::SecondaryIndex { dir, .. }
             | Scenario::Resume { dir, .. }
@@ -694,6 +726,14 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => q1::run(sf, &threads_list, runs, &dir, no_peers, quiet),
+        Scenario::Tpch {
+            sf,
+            threads,
+            runs,
+            queries,
+            dir,
+            no_peers,
+        } => tpch::run(sf, threads, runs, &queries, &dir, no_peers, quiet),
         Scenario::Cold {
             dataset,
             sf,
