@@ -4,7 +4,9 @@
 //! For: comparing the rows of a query as sluice and a peer (DuckDB)
 //! answer it, cell by cell, as text. Numbers with a fraction (averages
 //! are doubles in both engines, summed in different orders) agree to a
-//! relative 1e-9; every other cell must be equal as written (a decimal's
+//! relative 1e-9, or are equal once the one written with more decimal
+//! places is rounded to the other's (a DECIMAL quotient beside a peer's
+//! double); every other cell must be equal as written (a decimal's
 //! digits, a count, a date, a text). Not for: timing.
 
 use anyhow::{Result, bail};
@@ -69,6 +71,22 @@ fn same_cell(a: Option<&str>, b: Option<&str>) -> bool {
         return true;
     }
     let fractional = |s: &str| s.contains(['.', 'e', 'E']);
+    // Decimals written to different scales (a decimal quotient, of 4
+    // places or more, beside a peer's double): equal once the longer is
+    // rounded to the shorter's places.
+    if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>())
+        && !a.contains(['e', 'E'])
+        && !b.contains(['e', 'E'])
+        && a.contains('.')
+        && b.contains('.')
+    {
+        let places = |s: &str| s.split_once('.').map_or(0, |(_, f)| f.len());
+        let p = places(a).min(places(b)) as i32;
+        let round = |v: f64| (v * 10f64.powi(p)).round();
+        if p >= 4 && round(x) == round(y) {
+            return true;
+        }
+    }
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(x), Ok(y)) if fractional(a) || fractional(b) => {
             let scale = x.abs().max(y.abs());
@@ -239,6 +257,10 @@ mod tests {
             Some("25.52200585325734")
         ));
         assert!(same_cell(Some("1.50"), Some("1.5")));
+        // A decimal quotient beside a double: equal to the quotient's places.
+        assert!(same_cell(Some("0.03443589"), Some("0.0344358904066548")));
+        assert!(!same_cell(Some("0.03443588"), Some("0.0344358904066548")));
+        assert!(!same_cell(Some("10.04"), Some("10.0")));
         assert!(same_cell(Some("true"), Some("True")));
         assert!(same_cell(None, None));
         assert!(!same_cell(Some("10"), Some("10.0000001")));

@@ -71,8 +71,12 @@ fn parse_queries(s: &str) -> Result<Vec<usize>> {
     for part in s.split(',') {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         let (a, b): (usize, usize) = (
-            a.trim().parse().with_context(|| format!("bad query number {a:?}"))?,
-            b.trim().parse().with_context(|| format!("bad query number {b:?}"))?,
+            a.trim()
+                .parse()
+                .with_context(|| format!("bad query number {a:?}"))?,
+            b.trim()
+                .parse()
+                .with_context(|| format!("bad query number {b:?}"))?,
         );
         if a == 0 || b > 22 || a > b {
             bail!("TPC-H queries are numbered 1 to 22, not {part:?}");
@@ -102,7 +106,11 @@ fn tables(sf: f64, dir: &Path, quiet: bool) -> Result<(std::path::PathBuf, std::
                 eprintln!("loading {t} into {} ...", db_dir.display());
             }
             let opts = sluice::load::LoadOptions {
-                schema: Some(crate::generate::tpch::schema(t).unwrap_or_default().parse()?),
+                schema: Some(
+                    crate::generate::tpch::schema(t)
+                        .unwrap_or_default()
+                        .parse()?,
+                ),
                 header: sluice::load::Header::Yes,
                 ..Default::default()
             };
@@ -149,8 +157,8 @@ pub fn run(
     for &q in &queries {
         let sql = QUERIES[q - 1];
         // Warm: the first run opens the segments; its answer is kept.
-        let first = sluice::query::query(&db, sql, Some(threads))
-            .with_context(|| format!("TPC-H Q{q}"))?;
+        let first =
+            sluice::query::query(&db, sql, Some(threads)).with_context(|| format!("TPC-H Q{q}"))?;
         let answer = super::answers::sluice_rows(&first);
         let mut times = Vec::new();
         for _ in 0..runs {
@@ -176,7 +184,12 @@ pub fn run(
             .collect();
         let texts: serde_json::Map<String, serde_json::Value> = queries
             .iter()
-            .map(|&q| (q.to_string(), serde_json::Value::String(QUERIES[q - 1].into())))
+            .map(|&q| {
+                (
+                    q.to_string(),
+                    serde_json::Value::String(QUERIES[q - 1].into()),
+                )
+            })
             .collect();
         let v = run_json(
             Command::new("python3")
@@ -204,7 +217,11 @@ pub fn run(
     }
     println!(
         "tpch: TPC-H SF {sf}, warm, {runs} runs each, {threads} threads, {cores} usable cores{}",
-        if theirs.is_some() { ", answers checked against DuckDB" } else { "" }
+        if theirs.is_some() {
+            ", answers checked against DuckDB"
+        } else {
+            ""
+        }
     );
     println!(
         "{:<6} {:>10} {:>10} {:>10}",

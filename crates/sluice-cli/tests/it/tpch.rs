@@ -61,7 +61,7 @@ fn same_cell(got: &str, want: &str) -> bool {
     if !got.contains(['e', 'E']) && !want.contains(['e', 'E']) {
         let p = places(got).min(places(want)) as i32;
         let round = |x: f64| (x * 10f64.powi(p)).round();
-        if round(g) == round(w) {
+        if p >= 4 && round(g) == round(w) {
             return true;
         }
     }

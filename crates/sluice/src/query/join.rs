@@ -279,6 +279,37 @@ pub fn run(
     }
 
     let outer_leaf: u64 = g.outer.iter().fold(0, |m, s| m | (1 << s.leaf));
+    let mut steps_done = vec![false; g.outer.len()];
+    let mut built: HashMap<(usize, Vec<usize>), Arc<HashTable>> = HashMap::new();
+    // A semi or anti join whose condition reads one other item, with a
+    // side no larger than that item's rows, is made on that item before
+    // any join (TPC-H Q18's 57 orders, Q16's complaining suppliers).
+    for (i, st) in g.outer.iter().enumerate() {
+        let others = st.on.iter().fold(0u64, |m, c| m | c.items) & !(1u64 << st.leaf);
+        if !is_semi(st.kind) || others.count_ones() != 1 {
+            continue;
+        }
+        let l = others.trailing_zeros() as usize;
+        let (Some(item), Some(sub)) = (&leaves[l], &leaves[st.leaf]) else {
+            continue;
+        };
+        if (outer_leaf | g.nullable) & (1 << l) != 0 || sub.rows > item.rows {
+            continue;
+        }
+        let item = leaves[l]
+            .take()
+            .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+        leaves[l] = Some(run_step(
+            item,
+            st,
+            &mut leaves,
+            &mut built,
+            g,
+            workers,
+            opts,
+        )?);
+        steps_done[i] = true;
+    }
     // The probe side to start from: the largest item no outer join fills.
     let base = (0..leaves.len())
         .filter(|&i| outer_leaf & (1 << i) == 0)
@@ -294,11 +325,9 @@ pub fn run(
         .ok_or_else(|| Error::Internal("join: base taken".into()))?;
     let mut conjuncts: Vec<(Conjunct, bool)> =
         g.conjuncts.iter().map(|c| (c.clone(), false)).collect();
-    let mut steps_done = vec![false; g.outer.len()];
     // Items whose NULL-filling is over: conditions that read an item an
     // outer join fills wait for it.
     let mut settled: u64 = !g.nullable;
-    let mut built: HashMap<(usize, Vec<usize>), Arc<HashTable>> = HashMap::new();
 
     loop {
         // Conditions whose items are all joined.
@@ -316,6 +345,22 @@ pub fn run(
             if let Some(c) = cond {
                 s = filter(s, &c, workers, opts)?;
             }
+        }
+        // A semi or anti join that is ready and no larger than the rows
+        // so far: before any other join (it only drops rows).
+        let early = g.outer.iter().enumerate().find(|(i, st)| {
+            !steps_done[*i]
+                && is_semi(st.kind)
+                && st
+                    .on
+                    .iter()
+                    .all(|c| c.items & !(1u64 << st.leaf) & !(s.items & settled) == 0)
+                && leaves[st.leaf].as_ref().is_some_and(|r| r.rows <= s.rows)
+        });
+        if let Some((i, st)) = early {
+            steps_done[i] = true;
+            s = run_step(s, st, &mut leaves, &mut built, g, workers, opts)?;
+            continue;
         }
         let remaining: Vec<usize> = (0..leaves.len())
             .filter(|&i| leaves[i].is_some() && outer_leaf & (1 << i) == 0)
@@ -363,53 +408,23 @@ pub fn run(
             continue;
         }
         // An outer join whose ON reads only joined items.
+        // (A semi or anti join's condition waits, as WHERE's, for the
+        // items it reads to be settled.)
         let step = g.outer.iter().enumerate().find(|(i, st)| {
+            let have = if is_semi(st.kind) {
+                s.items & settled
+            } else {
+                s.items
+            };
             !steps_done[*i]
                 && st
                     .on
                     .iter()
-                    .all(|c| c.items & !(1u64 << st.leaf) & !s.items == 0)
+                    .all(|c| c.items & !(1u64 << st.leaf) & !have == 0)
         });
         if let Some((i, st)) = step {
             steps_done[i] = true;
-            let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
-            let keys = keys_for(&on, s.items, st.leaf);
-            let table = table_for(&mut built, &leaves, st.leaf, &keys, g)?;
-            let probe_keys: Vec<Expr> =
-                keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
-            let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
-            let rest = and_all(
-                on.iter()
-                    .enumerate()
-                    .filter(|(j, _)| !used.contains(j))
-                    .map(|(_, c)| c.0.expr.clone())
-                    .collect(),
-            );
-            let right = leaves[st.leaf]
-                .take()
-                .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
-            s = match st.kind {
-                JoinKind::Semi | JoinKind::Anti | JoinKind::AntiNull => semi(
-                    s,
-                    &right,
-                    &table,
-                    &probe_keys,
-                    rest.as_ref(),
-                    st.kind,
-                    workers,
-                    opts,
-                )?,
-                kind => probe(
-                    s,
-                    &right,
-                    &table,
-                    &probe_keys,
-                    rest.as_ref(),
-                    kind,
-                    workers,
-                    opts,
-                )?,
-            };
+            s = run_step(s, st, &mut leaves, &mut built, g, workers, opts)?;
             settled |= g.nullable & (1 << st.leaf);
             if st.kind == JoinKind::Full {
                 settled |= g.nullable;
@@ -469,6 +484,61 @@ pub fn run(
             )?)
         })
         .collect()
+}
+
+/// Whether a step only keeps or drops its probe rows.
+fn is_semi(kind: JoinKind) -> bool {
+    matches!(kind, JoinKind::Semi | JoinKind::Anti | JoinKind::AntiNull)
+}
+
+/// Runs the outer, semi or anti step `st` with `s` as its probe side.
+fn run_step(
+    s: Rel,
+    st: &super::plan::from::OuterStep,
+    leaves: &mut [Option<Rel>],
+    built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
+    let keys = keys_for(&on, s.items, st.leaf);
+    let table = table_for(built, leaves, st.leaf, &keys, g)?;
+    let probe_keys: Vec<Expr> = keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
+    let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
+    let rest = and_all(
+        on.iter()
+            .enumerate()
+            .filter(|(j, _)| !used.contains(j))
+            .map(|(_, c)| c.0.expr.clone())
+            .collect(),
+    );
+    let right = leaves[st.leaf]
+        .take()
+        .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+    if is_semi(st.kind) {
+        semi(
+            s,
+            &right,
+            &table,
+            &probe_keys,
+            rest.as_ref(),
+            st.kind,
+            workers,
+            opts,
+        )
+    } else {
+        probe(
+            s,
+            &right,
+            &table,
+            &probe_keys,
+            rest.as_ref(),
+            st.kind,
+            workers,
+            opts,
+        )
+    }
 }
 
 /// The hash table of leaf `r` by the build sides of `keys` (built once).

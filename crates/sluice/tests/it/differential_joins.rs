@@ -112,11 +112,7 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             vec![local(rng, "t2")],
             vec!["t1", "t2"],
         ),
-        9 => (
-            "t1 JOIN t2 USING (s)".into(),
-            vec![],
-            vec!["t1", "t2"],
-        ),
+        9 => ("t1 JOIN t2 USING (s)".into(), vec![], vec!["t1", "t2"]),
         10 => (
             "(SELECT a, s, count(*) AS b FROM t2 GROUP BY a, s) AS d JOIN t1 ON d.a = t1.a".into(),
             vec![],
@@ -131,9 +127,7 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             local(rng, "t3")
         )),
         1 => wheres.push("NOT EXISTS (SELECT 1 FROM t3 WHERE t3.s = t1.s)".into()),
-        2 => wheres.push(
-            "EXISTS (SELECT 1 FROM t3 WHERE t3.a = t1.a AND t3.b <> t1.b)".into(),
-        ),
+        2 => wheres.push("EXISTS (SELECT 1 FROM t3 WHERE t3.a = t1.a AND t3.b <> t1.b)".into()),
         3 => wheres.push(format!(
             "t1.a IN (SELECT t3.b FROM t3 WHERE {})",
             local(rng, "t3")
@@ -144,11 +138,10 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             rng.pick(&["a", "b"]),
             local(rng, "t3")
         )),
-        5 => wheres.push("t1.a NOT IN (SELECT t3.a FROM t3 WHERE t3.a IS NOT NULL AND t3.b = 1)".into()),
+        5 => wheres
+            .push("t1.a NOT IN (SELECT t3.a FROM t3 WHERE t3.a IS NOT NULL AND t3.b = 1)".into()),
         6 => wheres.push("t1.a >= (SELECT avg(t3.a) FROM t3)".into()),
-        7 => wheres.push(
-            "t1.a >= (SELECT max(t3.b) FROM t3 WHERE t3.s = t1.s)".into(),
-        ),
+        7 => wheres.push("t1.a >= (SELECT max(t3.b) FROM t3 WHERE t3.s = t1.s)".into()),
         _ => {}
     }
     let where_ = if wheres.is_empty() {
@@ -235,8 +228,11 @@ fn random_joins_and_subqueries_agree_with_sqlite() {
                 o
             };
             load(&mut db, t, &[Input::File(file)], &o).unwrap();
-            lite.execute(&format!("CREATE TABLE {t} (a INTEGER, b INTEGER, s TEXT)"), [])
-                .unwrap();
+            lite.execute(
+                &format!("CREATE TABLE {t} (a INTEGER, b INTEGER, s TEXT)"),
+                [],
+            )
+            .unwrap();
             for (a, b, s) in &rows {
                 lite.execute(
                     &format!("INSERT INTO {t} VALUES (?1, ?2, ?3)"),

@@ -539,7 +539,10 @@ pub(super) fn plan_joined(
                 Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural)
             )
         {
-            return Err(unsupported("FULL JOIN … USING / NATURAL FULL JOIN (write ON)", select));
+            return Err(unsupported(
+                "FULL JOIN … USING / NATURAL FULL JOIN (write ON)",
+                select,
+            ));
         }
         let pairs: Vec<String> = match constraint {
             Some(ast::JoinConstraint::Using(cols)) => cols
