@@ -62,6 +62,9 @@ for q, sql in queries.items():
 print(json.dumps({"times": times, "rows": answers, "version": duckdb.__version__}))
 "#;
 
+/// A query's rows as text, NULL as `None`.
+type Answer = Vec<Vec<Option<String>>>;
+
 /// `--queries`: "all" or a list such as "1,3,5-9".
 fn parse_queries(s: &str) -> Result<Vec<usize>> {
     if s == "all" {
@@ -153,7 +156,8 @@ pub fn run(
     let threads = threads.unwrap_or(cores).max(1);
     let (data, db_dir) = tables(sf, dir, quiet)?;
     let db = sluice::store::Database::open(&db_dir)?;
-    let mut ours: Vec<(usize, Vec<f64>, Vec<Vec<Option<String>>>)> = Vec::new();
+    // Per query: its number, times and answer.
+    let mut ours: Vec<(usize, Vec<f64>, Answer)> = Vec::new();
     for &q in &queries {
         let sql = QUERIES[q - 1];
         // Warm: the first run opens the segments; its answer is kept.

@@ -799,6 +799,12 @@ impl GroupTable {
     ) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(packed.len());
         let words = sel_words(sel);
+        // When every group so far came from packed keys, a key not among
+        // them is a new group: its id is given now and its row-format
+        // key made at the end, for all new keys at once (one conversion,
+        // not one a group: high-cardinality keys create many).
+        let batched = self.packed.len() + 1 == self.groups;
+        let mut fresh: Vec<u32> = Vec::new();
         for (r, &k) in packed.iter().enumerate() {
             if excluded(words.as_deref(), r) {
                 out.push(0);
@@ -819,7 +825,12 @@ impl GroupTable {
             let g = match found {
                 Some(g) => g,
                 None => {
-                    let g = self.group_of_row(keys, r)?;
+                    let g = if batched {
+                        fresh.push(r as u32);
+                        (self.groups + fresh.len() - 1) as u32
+                    } else {
+                        self.group_of_row(keys, r)?
+                    };
                     self.packed.push((k, g));
                     if self.packed.len() > FEW_GROUPS {
                         if self.packed_map.is_empty() {
@@ -832,6 +843,24 @@ impl GroupTable {
             };
             self.cache[slot] = (k, g);
             out.push(g);
+        }
+        if !fresh.is_empty() {
+            let conv = self
+                .key_conv
+                .as_ref()
+                .ok_or_else(|| Error::Internal("no key converter".into()))?;
+            let idx = arrow_array::UInt32Array::from(fresh);
+            let cols = keys
+                .iter()
+                .map(|c| {
+                    let c = crate::batch::dict::decode(c)?;
+                    arrow_select::take::take(&c, &idx, None).map_err(exec_err)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let rows = conv.convert_columns(&cols).map_err(exec_err)?;
+            for i in 0..rows.num_rows() {
+                self.add_group(rows.row(i).as_ref().into());
+            }
         }
         Ok(out)
     }

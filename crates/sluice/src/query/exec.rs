@@ -164,9 +164,13 @@ pub fn execute(
         // Rows of a join (or of a subquery in FROM): made first, then
         // aggregated, ordered and cut as a table's would be.
         None if plan.input.is_some() => {
-            if let Some(g) = plan.input.as_ref().filter(|_| !plan.explain) {
+            if let Some(input) = plan.input.as_ref().filter(|_| !plan.explain) {
                 let bounds = Arc::new(vec![None; plan.scan_columns.len()]);
-                for b in super::join::run(db, g, opts, &mut facts)? {
+                let batches = match input.as_ref() {
+                    super::plan::Input::Join(g) => super::join::run(db, g, opts, &mut facts)?,
+                    super::plan::Input::Set(s) => super::setop::run(db, s, opts)?,
+                };
+                for b in batches {
                     inputs.push_ready(b, bounds.clone());
                 }
             }

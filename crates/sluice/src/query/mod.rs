@@ -30,6 +30,7 @@ pub mod optimize;
 pub mod plan;
 pub mod point;
 pub mod scan;
+pub mod setop;
 pub mod sql;
 pub mod subquery;
 

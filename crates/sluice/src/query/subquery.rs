@@ -53,8 +53,9 @@ pub fn resolve(db: &Database, p: &Plan, opts: &QueryOptions) -> Result<Plan> {
             }
         }
     }
-    if let Some(g) = p.input.as_mut() {
-        let g = Arc::make_mut(g);
+    if let Some(input) = p.input.as_mut()
+        && let super::plan::Input::Join(g) = Arc::make_mut(input)
+    {
         let conjuncts = g
             .conjuncts
             .iter_mut()

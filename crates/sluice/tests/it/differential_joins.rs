@@ -8,7 +8,8 @@
 //! three-way joins, `USING`, non-equality conditions, `[NOT] EXISTS`
 //! (correlated by equality and by `<>`), `[NOT] IN (SELECT …)` over
 //! sets with and without NULLs, scalar subqueries (uncorrelated, and
-//! correlated by equality), derived tables and CTEs; the results
+//! correlated by equality), derived tables and CTEs, set operations and
+//! SELECT DISTINCT; the results
 //! projected and ordered by every column (NULLS placed explicitly), or
 //! grouped and compared as sets.
 
@@ -57,13 +58,10 @@ fn key(rng: &mut Rng, l: &str, r: &str) -> String {
     }
 }
 
-fn random_query(rng: &mut Rng) -> (String, bool) {
-    let cols = |qs: &[&str]| -> Vec<String> {
-        qs.iter()
-            .flat_map(|q| ["a", "b", "s"].map(|c| format!("{q}.{c}")))
-            .collect()
-    };
-    let (from, mut wheres, tables): (String, Vec<String>, Vec<&str>) = match rng.below(12) {
+/// A random FROM clause, the WHERE conditions it comes with, and the
+/// names of its items.
+fn random_from(rng: &mut Rng) -> (String, Vec<String>, Vec<&'static str>) {
+    match rng.below(12) {
         0 | 1 => (
             format!("t1 JOIN t2 ON {}", key(rng, "t1", "t2")),
             vec![],
@@ -119,7 +117,44 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             vec!["d", "t1"],
         ),
         _ => ("t1".into(), vec![], vec!["t1"]),
+    }
+}
+
+fn random_query(rng: &mut Rng) -> (String, bool) {
+    let cols = |qs: &[&str]| -> Vec<String> {
+        qs.iter()
+            .flat_map(|q| ["a", "b", "s"].map(|c| format!("{q}.{c}")))
+            .collect()
     };
+    if rng.below(8) == 0 {
+        // A set operation (SQLite has no INTERSECT ALL / EXCEPT ALL).
+        let op = rng.pick(&["UNION", "UNION ALL", "INTERSECT", "EXCEPT"]);
+        let c = rng.pick(&["a", "b", "a, s", "s"]);
+        let d = match c {
+            "a" | "b" => rng.pick(&["a", "b"]),
+            "s" => "s",
+            _ => "b, s",
+        };
+        return (
+            format!(
+                "SELECT {c} FROM t1 WHERE {} {op} SELECT {d} FROM t2 WHERE {}",
+                local(rng, "t1"),
+                local(rng, "t2")
+            ),
+            false,
+        );
+    }
+    if rng.below(10) == 0 {
+        let c = rng.pick(&["t1.a", "t1.s, t2.b", "t2.s"]);
+        return (
+            format!(
+                "SELECT DISTINCT {c} FROM t1 JOIN t2 ON {}",
+                key(rng, "t1", "t2")
+            ),
+            false,
+        );
+    }
+    let (from, mut wheres, tables) = random_from(rng);
     // Subquery conditions.
     match rng.below(10) {
         0 => wheres.push(format!(
@@ -199,50 +234,102 @@ fn rows_of(r: &sluice::query::QueryResult) -> Vec<Vec<String>> {
     out
 }
 
+/// Loads t1, t2 and t3 (random rows) into a database in `dir`, and the
+/// same rows into SQLite.
+fn tables(rng: &mut Rng, dir: &TempDir, round: usize) -> (Database, rusqlite::Connection) {
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    let lite = rusqlite::Connection::open_in_memory().unwrap();
+    for (t, n) in [("t1", 25 + 10 * round), ("t2", 20 + 5 * round), ("t3", 15)] {
+        let rows = random_rows(rng, n);
+        let mut csv = String::from("a,b,s\n");
+        for (a, b, s) in &rows {
+            let f = |v: &Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
+            let s = s.map(|x| format!("\"{x}\"")).unwrap_or_default();
+            csv.push_str(&format!("{},{},{}\n", f(a), f(b), s));
+        }
+        let file = dir.write(&format!("{t}.csv"), csv.as_bytes());
+        let o = LoadOptions {
+            schema: Some("a INT, b BIGINT, s TEXT".parse().unwrap()),
+            header: Header::Yes,
+            shards: (round % 3 == 2).then_some(3),
+            ..Default::default()
+        };
+        let o = if round % 2 == 1 {
+            crate::common::tiny_layout(o)
+        } else {
+            o
+        };
+        load(&mut db, t, &[Input::File(file)], &o).unwrap();
+        lite.execute(
+            &format!("CREATE TABLE {t} (a INTEGER, b INTEGER, s TEXT)"),
+            [],
+        )
+        .unwrap();
+        for (a, b, s) in &rows {
+            lite.execute(
+                &format!("INSERT INTO {t} VALUES (?1, ?2, ?3)"),
+                rusqlite::params![a, b, s],
+            )
+            .unwrap();
+        }
+    }
+    drop(db);
+    (Database::open(dir.path().join("db")).unwrap(), lite)
+}
+
+/// Ternary logic partitioning (a metamorphic check, no reference
+/// engine): the rows of a join are those where a condition `p` is true,
+/// those where it is false and those where it is NULL, no more, no less.
+#[test]
+fn join_rows_split_by_any_condition_into_true_false_and_null() {
+    let mut rng = Rng(0x7e12_0077);
+    let mut checked = 0;
+    for round in 0..4 {
+        let dir = TempDir::new("tlp");
+        let (db, _) = tables(&mut rng, &dir, round);
+        for _ in 0..40 {
+            let (from, wheres, items) = random_from(&mut rng);
+            let q = items[rng.below(items.len() as u64) as usize];
+            let p = match rng.below(3) {
+                0 => local(&mut rng, q),
+                1 => format!("{}.a < {}.b", items[0], items[items.len() - 1]),
+                _ => format!("{q}.s = 'a' OR {q}.a > 4"),
+            };
+            let opts = QueryOptions {
+                threads: Some(2),
+                morsel_rows: Some(1 + rng.below(7) as usize),
+                ..Default::default()
+            };
+            let count = |extra: Option<String>| -> i64 {
+                let mut w = wheres.clone();
+                w.extend(extra);
+                let sql = if w.is_empty() {
+                    format!("SELECT count(*) FROM {from}")
+                } else {
+                    format!("SELECT count(*) FROM {from} WHERE {}", w.join(" AND "))
+                };
+                let r = query_with(&db, &sql, &opts)
+                    .unwrap_or_else(|e| panic!("sluice failed on {sql}: {e}"));
+                rows_of(&r)[0][0].parse().unwrap()
+            };
+            let all = count(None);
+            let parts = count(Some(format!("({p})")))
+                + count(Some(format!("NOT ({p})")))
+                + count(Some(format!("({p}) IS NULL")));
+            assert_eq!(all, parts, "FROM {from} WHERE {wheres:?}, p = {p}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 160);
+}
+
 #[test]
 fn random_joins_and_subqueries_agree_with_sqlite() {
     let mut rng = Rng(0x0901_2345);
     let mut checked = 0;
     for round in 0..6 {
         let dir = TempDir::new("diffjoin");
-        let mut db = Database::open_writer(dir.path().join("db")).unwrap();
-        let lite = rusqlite::Connection::open_in_memory().unwrap();
-        for (t, n) in [("t1", 25 + 10 * round), ("t2", 20 + 5 * round), ("t3", 15)] {
-            let rows = random_rows(&mut rng, n);
-            let mut csv = String::from("a,b,s\n");
-            for (a, b, s) in &rows {
-                let f = |v: &Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
-                let s = s.map(|x| format!("\"{x}\"")).unwrap_or_default();
-                csv.push_str(&format!("{},{},{}\n", f(a), f(b), s));
-            }
-            let file = dir.write(&format!("{t}.csv"), csv.as_bytes());
-            let o = LoadOptions {
-                schema: Some("a INT, b BIGINT, s TEXT".parse().unwrap()),
-                header: Header::Yes,
-                shards: (round % 3 == 2).then_some(3),
-                ..Default::default()
-            };
-            let o = if round % 2 == 1 {
-                crate::common::tiny_layout(o)
-            } else {
-                o
-            };
-            load(&mut db, t, &[Input::File(file)], &o).unwrap();
-            lite.execute(
-                &format!("CREATE TABLE {t} (a INTEGER, b INTEGER, s TEXT)"),
-                [],
-            )
-            .unwrap();
-            for (a, b, s) in &rows {
-                lite.execute(
-                    &format!("INSERT INTO {t} VALUES (?1, ?2, ?3)"),
-                    rusqlite::params![a, b, s],
-                )
-                .unwrap();
-            }
-        }
-        drop(db);
-        let db = Database::open(dir.path().join("db")).unwrap();
+        let (db, lite) = tables(&mut rng, &dir, round);
         for _ in 0..60 {
             let (sql, ordered) = random_query(&mut rng);
             let opts = QueryOptions {

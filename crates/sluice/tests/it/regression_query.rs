@@ -270,12 +270,12 @@ fn unsupported_sql_names_line_and_column() {
         "only SELECT and EXPLAIN SELECT are supported, not DELETE at line 2, column 3"
     );
     assert_eq!(
-        error(&dir, "SELECT a FROM t\nUNION SELECT a FROM t"),
-        "UNION is not supported at line 2, column 1"
+        error(&dir, "SELECT a FROM t,\n LATERAL (SELECT 1) AS x"),
+        "LATERAL is not supported at line 2, column 11"
     );
     assert_eq!(
-        error(&dir, "SELECT a FROM t EXCEPT SELECT a FROM t"),
-        "EXCEPT is not supported at line 1, column 17"
+        error(&dir, "SELECT DISTINCT ON (a) a FROM t"),
+        "SELECT DISTINCT ON is not supported at line 1, column 1"
     );
     assert_eq!(
         error(&dir, "VALUES (1)"),

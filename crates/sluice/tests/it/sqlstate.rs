@@ -47,14 +47,24 @@ fn each_error_has_its_sqlstate() {
             "no column named \"nope\" in table t",
         ),
         (
-            "SELECT k FROM t UNION SELECT k FROM t",
+            "SELECT k FROM t, LATERAL (SELECT 1) AS x",
             "0A000",
-            "is not supported",
+            "LATERAL is not supported",
         ),
         (
-            "SELECT (SELECT 1) FROM t",
-            "0A000",
-            "subqueries are not supported",
+            "SELECT (SELECT k FROM t) FROM t",
+            "21000",
+            "more than one row returned by a subquery used as an expression",
+        ),
+        (
+            "SELECT k FROM t, t AS u WHERE k = 1",
+            "42702",
+            "column reference \"k\" is ambiguous",
+        ),
+        (
+            "SELECT k FROM t UNION SELECT t FROM t",
+            "42804",
+            "UNION types BIGINT and TEXT cannot be matched",
         ),
         ("SELECT k / (k - k) FROM t", "22012", "division by zero"),
         (

@@ -67,10 +67,14 @@ impl Plan {
                 line(
                     &mut s,
                     depth,
-                    format!(
-                        "Aggregate (Final): merge {} partial tables once",
-                        facts.workers
-                    ),
+                    if facts.workers == 0 {
+                        "Aggregate (Final): merge the partial tables once".to_string()
+                    } else {
+                        format!(
+                            "Aggregate (Final): merge {} partial tables once",
+                            facts.workers
+                        )
+                    },
                 );
                 depth += 1;
                 line(
@@ -116,6 +120,24 @@ impl Plan {
             depth += 1;
         }
         match &self.table {
+            None if self.input.is_some() => match self.input.as_deref() {
+                Some(super::Input::Join(g)) => describe_group(g, &mut s, depth),
+                Some(super::Input::Set(set)) => describe_set(set, &mut s, depth),
+                None => {}
+            },
+            // Not run (a FROM item of a join, described before it runs).
+            Some(t) if facts.workers == 0 => line(
+                &mut s,
+                depth,
+                format!(
+                    "Scan {t}{}",
+                    if self.key_lookup.is_some() {
+                        " (or its primary-key index, for the keys the filter names)"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
             Some(t) if facts.index_lookup.is_some() => {
                 let (keys, found) = facts.index_lookup.unwrap_or_default();
                 line(
@@ -167,6 +189,90 @@ impl Plan {
             None => line(&mut s, depth, "Values: one row".into()),
         }
         s
+    }
+}
+
+/// A set operation and its sides.
+fn describe_set(set: &super::setop::SetOp, s: &mut String, depth: usize) {
+    use super::setop::SetKind;
+    let pad = |d: usize| "  ".repeat(d);
+    let what = match set.kind {
+        SetKind::Union => "Union",
+        SetKind::Intersect => "Intersect",
+        SetKind::Except => "Except",
+        SetKind::Distinct => "Distinct",
+    };
+    let _ = writeln!(
+        s,
+        "{}{what}{}: rows compared whole (NULL equal to NULL)",
+        pad(depth),
+        if set.all { " All" } else { "" }
+    );
+    for p in std::iter::once(&set.left).chain(set.right.as_ref()) {
+        for l in p
+            .describe(&crate::query::exec::ScanFacts::default())
+            .lines()
+        {
+            let _ = writeln!(s, "{}{l}", pad(depth + 1));
+        }
+    }
+}
+
+/// The FROM items of a join, their conditions and joins.
+fn describe_group(g: &super::from::JoinGroup, s: &mut String, depth: usize) {
+    use super::from::JoinKind;
+    let pad = |d: usize| "  ".repeat(d);
+    let _ = writeln!(
+        s,
+        "{}Hash joins on every worker: order chosen when the items' rows are known (the largest probed; next, the join that keeps the fewest rows); each condition applied once its items are joined",
+        pad(depth)
+    );
+    for c in &g.conjuncts {
+        let kind = if c.equi.is_some() {
+            "Join key"
+        } else {
+            "Condition"
+        };
+        let _ = writeln!(s, "{}{kind}: {}", pad(depth + 1), c.expr);
+    }
+    for st in &g.outer {
+        let kind = match st.kind {
+            JoinKind::Inner => "Inner join",
+            JoinKind::Left => "Left join",
+            JoinKind::Full => "Full join",
+            JoinKind::Semi => "Semi join (EXISTS / IN)",
+            JoinKind::Anti => "Anti join (NOT EXISTS)",
+            JoinKind::AntiNull => "Anti join, NULL-aware (NOT IN)",
+        };
+        let on: Vec<String> = st.on.iter().map(|c| c.expr.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "{}{kind} {} ON {}",
+            pad(depth + 1),
+            g.leaves[st.leaf].name,
+            if on.is_empty() {
+                "TRUE".into()
+            } else {
+                on.join(" AND ")
+            }
+        );
+    }
+    for leaf in &g.leaves {
+        let what = if leaf.table.is_some() {
+            "Item"
+        } else {
+            "Subquery"
+        };
+        let _ = writeln!(s, "{}{what} {}:", pad(depth + 1), leaf.name);
+        if let Some(f) = &leaf.filter {
+            let _ = writeln!(s, "{}Filter: {f}", pad(depth + 2));
+        }
+        let inner = leaf
+            .plan
+            .describe(&crate::query::exec::ScanFacts::default());
+        for l in inner.lines() {
+            let _ = writeln!(s, "{}{l}", pad(depth + 2));
+        }
     }
 }
 

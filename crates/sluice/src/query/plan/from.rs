@@ -211,6 +211,9 @@ struct Step {
     before: usize,
 }
 
+/// A FROM item's name and its columns (name, type).
+pub(super) type NamedColumns = (String, Vec<(String, A)>);
+
 /// The names and columns of a FROM clause's items (tables, CTEs and
 /// subqueries resolved).
 pub(super) fn resolve_all(
@@ -218,7 +221,7 @@ pub(super) fn resolve_all(
     catalog: &dyn Catalog,
     ctes: &Ctes,
     text: Text,
-) -> Result<Vec<(String, Vec<(String, A)>)>> {
+) -> Result<Vec<NamedColumns>> {
     let mut items = Vec::new();
     let mut steps = Vec::new();
     flatten(from, catalog, ctes, text, &mut items, &mut steps)?;
@@ -843,7 +846,7 @@ pub(super) fn plan_joined(
         key_lookup: None,
         explain,
         depth,
-        input: Some(Arc::new(group)),
+        input: Some(Arc::new(super::Input::Join(group))),
         init_plans: binder.has_subqueries(),
     })
 }

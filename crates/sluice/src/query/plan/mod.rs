@@ -13,6 +13,7 @@
 mod explain;
 pub mod from;
 mod prune;
+pub mod setop;
 mod subquery;
 pub(crate) use prune::literal_key;
 
@@ -91,10 +92,19 @@ pub struct Plan {
     /// The rows come from joining several FROM items (or from a
     /// subquery), not from scanning `table`: the group's output columns
     /// are this plan's input columns.
-    pub input: Option<Arc<from::JoinGroup>>,
+    pub input: Option<Arc<Input>>,
     /// Its expressions hold scalar subqueries, run before it
     /// ([`crate::query::subquery::resolve`]).
     pub init_plans: bool,
+}
+
+/// Where a plan's rows come from when not from scanning a table.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Several FROM items joined (or one subquery in FROM).
+    Join(from::JoinGroup),
+    /// A set operation or SELECT DISTINCT.
+    Set(Box<setop::SetOp>),
 }
 
 /// Plans the scalar subqueries of a query's expressions, with the CTEs
@@ -215,6 +225,20 @@ fn plan_query_in(
     ctes: &from::Ctes,
 ) -> Result<Plan> {
     let ctes = ctes.with(q.with.as_ref())?;
+    if let ast::SetExpr::SetOperation { .. } = q.body.as_ref() {
+        return setop::plan_set_operation(q, catalog, explain, text, &ctes);
+    }
+    if let ast::SetExpr::Query(inner) = q.body.as_ref()
+        && q.order_by.is_none()
+        && q.limit_clause.is_none()
+    {
+        return plan_query_in(inner, catalog, explain, text, &ctes);
+    }
+    if let ast::SetExpr::Select(s) = q.body.as_ref()
+        && s.distinct.is_some()
+    {
+        return setop::plan_distinct(q, s, catalog, explain, text, &ctes);
+    }
     let select = select_of(q, text)?;
     if from::needs_group(select, &ctes) {
         return from::plan_joined(q, select, catalog, explain, text, &ctes);
@@ -335,12 +359,6 @@ fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
         }
         other => return Err(unsupported(&other.to_string(), other)),
     };
-    if select.distinct.is_some() {
-        return Err(unsupported(
-            "SELECT DISTINCT (use GROUP BY)",
-            select.as_ref(),
-        ));
-    }
     if select.top.is_some() {
         return Err(Error::Unsupported(format!(
             "TOP is not supported; use LIMIT{}",
