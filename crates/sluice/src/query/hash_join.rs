@@ -59,6 +59,8 @@ pub struct HashTable {
     pub distinct: usize,
     /// Rows whose key has a NULL (they match nothing).
     pub null_keys: usize,
+    /// Per row, whether its key has no NULL (`None`: none has one).
+    valid: Option<Vec<bool>>,
 }
 
 /// Whether a key type is hashed as an `i64`.
@@ -162,6 +164,7 @@ impl HashTable {
                 key_types,
                 distinct: 1,
                 null_keys: 0,
+                valid: None,
             });
         }
         let valid = valid_rows(keys, n);
@@ -221,7 +224,15 @@ impl HashTable {
             key_types,
             distinct,
             null_keys,
+            valid,
         })
+    }
+
+    /// Per build row: whether its key has no NULL.
+    pub fn null_free_rows(&self) -> Vec<bool> {
+        self.valid
+            .clone()
+            .unwrap_or_else(|| vec![true; self.rows()])
     }
 
     /// The types probe keys must have.
@@ -450,7 +461,12 @@ pub fn joined_schema(probe: &Schema, build: &Schema) -> Arc<Schema> {
 }
 
 /// The pairs `(p[i], b[i])` as rows: probe columns, then build columns.
-fn assemble(probe: &RecordBatch, build: &RecordBatch, p: &[u32], b: &[u32]) -> Result<RecordBatch> {
+pub(crate) fn assemble(
+    probe: &RecordBatch,
+    build: &RecordBatch,
+    p: &[u32],
+    b: &[u32],
+) -> Result<RecordBatch> {
     let pi = UInt32Array::from(p.to_vec());
     let bi = UInt32Array::from(b.to_vec());
     let mut cols = Vec::with_capacity(probe.num_columns() + build.num_columns());

@@ -503,6 +503,32 @@ fn run_step(
 ) -> Result<Rel> {
     let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
     let keys = keys_for(&on, s.items, st.leaf);
+    // A semi or anti join against more rows than it keeps or drops
+    // hashes its own rows and is probed by the other side's.
+    let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
+    if is_semi(st.kind) && !keys.is_empty() && other_rows > s.rows {
+        let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
+        let rest = and_all(
+            on.iter()
+                .enumerate()
+                .filter(|(j, _)| !used.contains(j))
+                .map(|(_, c)| c.0.expr.clone())
+                .collect(),
+        );
+        let right = leaves[st.leaf]
+            .take()
+            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+        return semi_by_probing_the_other_side(
+            s,
+            &right,
+            &keys,
+            rest.as_ref(),
+            st.kind,
+            g,
+            workers,
+            opts,
+        );
+    }
     let table = table_for(built, leaves, st.leaf, &keys, g)?;
     let probe_keys: Vec<Expr> = keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
     let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
@@ -559,17 +585,7 @@ fn table_for(
     let rel = leaves[r]
         .as_ref()
         .ok_or_else(|| Error::Internal("join: leaf already joined".into()))?;
-    let types: Vec<A> = keys
-        .iter()
-        .map(|(p, b, _)| {
-            let (pt, bt) = (p.data_type(&g.types), b.data_type(&g.types));
-            if pt == bt {
-                pt
-            } else {
-                common_type(&[pt.clone(), bt]).unwrap_or(pt)
-            }
-        })
-        .collect();
+    let types = key_types(keys, g);
     let batch = rel.one_batch()?;
     let build_keys: Vec<Expr> = keys
         .iter()
@@ -579,6 +595,105 @@ fn table_for(
     let t = Arc::new(HashTable::build(batch, &arrays, types)?);
     built.insert(memo, t.clone());
     Ok(t)
+}
+
+/// [`semi`] with `s`'s rows hashed and `right`'s rows probing them
+/// (when `right` has more rows): `s`'s rows that some row of `right`
+/// matched are kept (`Semi`) or dropped (`Anti`, `AntiNull`).
+#[allow(clippy::too_many_arguments)]
+fn semi_by_probing_the_other_side(
+    s: Rel,
+    right: &Rel,
+    keys: &[(Expr, Expr, usize)],
+    residual: Option<&Expr>,
+    kind: JoinKind,
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let types = key_types(keys, g);
+    let mine = s.one_batch()?;
+    let my_keys: Vec<Expr> = keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
+    let their_keys: Vec<Expr> = keys
+        .iter()
+        .map(|k| right.local(&k.1))
+        .collect::<Result<_>>()?;
+    let arrays = eval_keys(&my_keys, &mine, Some(&types))?;
+    let table = HashTable::build(mine, &arrays, types)?;
+    // Pairs are checked over s's columns, then right's (as `semi` does).
+    let mut cols = s.cols.clone();
+    cols.extend(&right.cols);
+    let pairs = Rel {
+        batches: Vec::new(),
+        cols,
+        items: s.items | right.items,
+        rows: 0,
+    };
+    let residual = residual.map(|r| pairs.local(r)).transpose()?;
+    let n = table.rows();
+    // Per task: s's rows matched, and whether a key of right was NULL.
+    let parts = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
+        let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
+        let null_key = k.iter().any(|a| a.null_count() > 0);
+        let (mut p, mut m) = (Vec::new(), Vec::new());
+        table.matches(&k, b.num_rows(), &mut p, &mut m)?;
+        let mut hit = vec![false; n];
+        match &residual {
+            None => m.iter().for_each(|&x| hit[x as usize] = true),
+            Some(r) => {
+                let joined = super::hash_join::assemble(&table.batch, &b, &m, &p)?;
+                let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
+                let mask = super::hash_join::truth(&mask)?;
+                for (x, keep) in m.iter().zip(mask.values().iter()) {
+                    if keep {
+                        hit[*x as usize] = true;
+                    }
+                }
+            }
+        }
+        Ok((hit, null_key))
+    })?;
+    let mut hit = vec![false; n];
+    let mut their_null = false;
+    for (h, nk) in parts {
+        their_null |= nk;
+        for (x, y) in hit.iter_mut().zip(h) {
+            *x |= y;
+        }
+    }
+    let empty = right.rows == 0;
+    let keep: Vec<bool> = match kind {
+        JoinKind::Semi => hit,
+        JoinKind::AntiNull if their_null => vec![false; n],
+        JoinKind::AntiNull if !empty => {
+            // NOT IN: a NULL on the left is NULL (no row) against rows.
+            let valid = table.null_free_rows();
+            hit.iter().zip(valid).map(|(h, v)| !h && v).collect()
+        }
+        _ => hit.iter().map(|h| !h).collect(),
+    };
+    let mask = arrow_array::BooleanArray::from(keep);
+    let kept = arrow_select::filter::filter_record_batch(&table.batch, &mask).map_err(exec_err)?;
+    Ok(Rel {
+        rows: kept.num_rows(),
+        batches: vec![kept],
+        cols: s.cols,
+        items: s.items,
+    })
+}
+
+/// The types two sides' keys are compared as.
+fn key_types(keys: &[(Expr, Expr, usize)], g: &JoinGroup) -> Vec<A> {
+    keys.iter()
+        .map(|(p, b, _)| {
+            let (pt, bt) = (p.data_type(&g.types), b.data_type(&g.types));
+            if pt == bt {
+                pt
+            } else {
+                common_type(&[pt.clone(), bt]).unwrap_or(pt)
+            }
+        })
+        .collect()
 }
 
 /// The rows of `s` with (`Semi`) or without (`Anti`, `AntiNull`) a
