@@ -8,3 +8,4 @@
 //! maps ([`super::plan`]).
 
 pub mod factor_or;
+pub mod implied_or;

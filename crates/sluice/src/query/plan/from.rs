@@ -198,6 +198,8 @@ pub(super) struct Item {
     pub name: String,
     pub columns: Vec<(String, A)>,
     source: Source,
+    /// A stored table's FROM item as written (`part`, `nation n1`).
+    pub factor: Option<ast::TableFactor>,
 }
 
 enum Source {
@@ -289,6 +291,7 @@ fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text)
                     .map(|c| (c.name.clone(), c.data_type.arrow_type()))
                     .collect(),
                 source: Source::Table(tname, schema),
+                factor: Some(f.clone()),
             };
             rename(&mut item, alias.as_ref(), f)?;
             Ok(item)
@@ -350,6 +353,7 @@ pub(super) fn query_item(
         name,
         columns,
         source: Source::Query(Box::new(plan)),
+        factor: None,
     })
 }
 
@@ -482,6 +486,7 @@ pub(super) fn plan_joined(
     flatten(&select.from, catalog, ctes, text, &mut items, &mut steps)?;
     // Subqueries in WHERE: more FROM items, joined as they say.
     let outer_scope = super::subquery::Scope {
+        factors: items.iter().map(|i| i.factor.clone()).collect(),
         items: items
             .iter()
             .map(|i| {
@@ -727,7 +732,7 @@ pub(super) fn plan_joined(
     }
     conds.extend(inner_on);
     // An equality every branch of an OR holds becomes a join key.
-    let conds: Vec<Expr> = conds
+    let mut conds: Vec<Expr> = conds
         .into_iter()
         .flat_map(|c| {
             let mut parts = Vec::new();
@@ -735,6 +740,14 @@ pub(super) fn plan_joined(
             parts
         })
         .collect();
+    // What an OR says of one item alone, that item's scan applies first.
+    let implied: Vec<Expr> = conds
+        .iter()
+        .flat_map(|c| {
+            crate::query::optimize::implied_or::implied_by_or(c, &|e| items_of(e, &owner))
+        })
+        .collect();
+    conds.extend(implied);
     let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); items.len()];
     let mut conjuncts = Vec::new();
     for c in conds {
