@@ -72,22 +72,19 @@ impl Scope {
         }
     }
 
-    /// The one item every identifier of `e` names, if so (and `e` holds
-    /// no subquery).
+    /// The one item the identifiers of `e` name, if they name one (names
+    /// no item has belong to a subquery inside `e`, and are its own).
     fn only_item(&self, e: &ast::Expr) -> Option<usize> {
-        if has_subquery(e) {
-            return None;
-        }
         let mut item: Option<Option<usize>> = None;
         let _ = ast::visit_expressions(e, |x| {
             if matches!(
                 x,
                 ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
-            ) {
-                let k = self.item_of(x);
+            ) && let Some(k) = self.item_of(x)
+            {
                 item = match item {
-                    None => Some(k),
-                    Some(prev) if prev == k => Some(k),
+                    None => Some(Some(k)),
+                    Some(Some(prev)) if prev == k => Some(Some(k)),
                     Some(_) => Some(None),
                 };
             }
@@ -447,10 +444,28 @@ impl Ctx<'_> {
             let Some(Some(factor)) = self.outer.factors.get(x) else {
                 continue;
             };
+            // The outer table's own filters: conditions without
+            // subqueries, and `IN (SELECT …)` of a subquery that reads
+            // none of the outer items (Q20's parts named forest%).
+            let own = |c: &ast::Expr| match c {
+                ast::Expr::InSubquery {
+                    expr,
+                    subquery,
+                    negated: false,
+                } => {
+                    !has_subquery(expr)
+                        && self.outer.only_item(expr) == Some(x)
+                        && self
+                            .outer
+                            .only_item(&ast::Expr::Subquery(subquery.clone()))
+                            .is_none()
+                }
+                c => !has_subquery(c) && self.outer.only_item(c) == Some(x),
+            };
             let filters: Vec<ast::Expr> = self
                 .outer_conds
                 .iter()
-                .filter(|c| self.outer.only_item(c) == Some(x))
+                .filter(|c| own(c))
                 .cloned()
                 .collect();
             if filters.is_empty() {
