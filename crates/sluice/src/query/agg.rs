@@ -90,11 +90,45 @@ enum Acc {
     DistinctInt(Vec<IntSet>),
 }
 
+/// Byte strings (group keys) in one buffer: one allocation for all of
+/// them, not one a group (a high-cardinality GROUP BY makes millions).
+#[derive(Default)]
+struct KeyArena {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl KeyArena {
+    fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::default().hash_one(key)
+}
+
 /// Groups and their aggregate states.
 pub struct GroupTable {
     key_conv: Option<RowConverter>,
-    keys: Vec<Box<[u8]>>,
-    map: HashMap<Box<[u8]>, u32>,
+    /// Each group's key in the row format, all in one buffer.
+    keys: KeyArena,
+    /// Groups by the hash of their key: the first of a chain (see
+    /// `chain`), once there are more than [`FEW_GROUPS`].
+    map: HashMap<u64, u32>,
+    /// The next group of the same key hash (`u32::MAX`: none).
+    chain: Vec<u32>,
     accs: Vec<Acc>,
     /// Row converters for MIN/MAX/COUNT(DISTINCT) values.
     value_convs: Vec<Option<RowConverter>>,
@@ -211,8 +245,9 @@ impl GroupTable {
         }
         let mut t = GroupTable {
             key_conv,
-            keys: Vec::new(),
+            keys: KeyArena::default(),
             map: HashMap::default(),
+            chain: Vec::new(),
             accs,
             value_convs,
             calls,
@@ -226,26 +261,29 @@ impl GroupTable {
         // Group 0 is a trash group for rows a selection vector excludes: it
         // is updated like any other and never output. Its empty key never
         // equals a row-format key (they have at least one byte a column).
-        t.add_group(Box::new([]));
+        t.add_group(&[]);
         if t.key_conv.is_none() {
             // A global aggregate has exactly one group, also over no rows.
-            t.add_group(Box::new([]));
+            t.add_group(&[]);
         }
         Ok(t)
     }
 
-    fn add_group(&mut self, key: Box<[u8]>) -> u32 {
+    fn add_group(&mut self, key: &[u8]) -> u32 {
         let g = self.groups as u32;
         self.groups += 1;
+        self.keys.push(key);
+        self.chain.push(u32::MAX);
         if self.groups > FEW_GROUPS {
             if self.map.is_empty() {
-                for (i, k) in self.keys.iter().enumerate() {
-                    self.map.insert(k.clone(), i as u32);
+                // Index every group so far (the new one included).
+                for i in 0..self.groups {
+                    self.link(i as u32);
                 }
+            } else {
+                self.link(g);
             }
-            self.map.insert(key.clone(), g);
         }
-        self.keys.push(key);
         for a in &mut self.accs {
             match a {
                 Acc::Count(v) => v.push(0),
@@ -291,13 +329,26 @@ impl GroupTable {
 
     fn group_of(&mut self, key: &[u8]) -> u32 {
         if self.groups <= FEW_GROUPS {
-            if let Some(i) = self.keys.iter().position(|k| &**k == key) {
+            if let Some(i) = (0..self.groups).position(|i| self.keys.get(i) == key) {
                 return i as u32;
             }
-        } else if let Some(&g) = self.map.get(key) {
-            return g;
+        } else {
+            let mut g = self.map.get(&key_hash(key)).copied().unwrap_or(u32::MAX);
+            while g != u32::MAX {
+                if self.keys.get(g as usize) == key {
+                    return g;
+                }
+                g = self.chain[g as usize];
+            }
         }
-        self.add_group(key.into())
+        self.add_group(key)
+    }
+
+    /// Puts group `g` at the head of its key hash's chain.
+    fn link(&mut self, g: u32) {
+        let h = key_hash(self.keys.get(g as usize));
+        let head = self.map.insert(h, g).unwrap_or(u32::MAX);
+        self.chain[g as usize] = head;
     }
 
     /// Folds rows in: `keys` are the evaluated group-by columns, `args` the
@@ -777,7 +828,7 @@ impl GroupTable {
             let bytes = r.as_ref();
             // Runs of equal keys skip the lookup.
             if let Some(g) = last
-                && &*self.keys[g as usize] == bytes
+                && self.keys.get(g as usize) == bytes
             {
                 out.push(g);
                 continue;
@@ -859,7 +910,7 @@ impl GroupTable {
                 .collect::<Result<Vec<_>>>()?;
             let rows = conv.convert_columns(&cols).map_err(exec_err)?;
             for i in 0..rows.num_rows() {
-                self.add_group(rows.row(i).as_ref().into());
+                self.add_group(rows.row(i).as_ref());
             }
         }
         Ok(out)
@@ -871,7 +922,9 @@ impl GroupTable {
         let map: Vec<u32> = if self.key_conv.is_none() {
             vec![0, 1]
         } else {
-            keys.iter().map(|k| self.group_of(k)).collect()
+            (0..keys.len())
+                .map(|i| self.group_of(keys.get(i)))
+                .collect()
         };
         for (mine, theirs) in self.accs.iter_mut().zip(accs) {
             match (mine, theirs) {
@@ -944,7 +997,7 @@ impl GroupTable {
         if let Some(conv) = &self.key_conv {
             let parser = conv.parser();
             cols = conv
-                .convert_rows(self.keys[1..].iter().map(|k| parser.parse(k)))
+                .convert_rows((1..self.keys.len()).map(|i| parser.parse(self.keys.get(i))))
                 .map_err(exec_err)?;
         }
         for ((acc, call), conv) in self
