@@ -21,7 +21,7 @@ pub struct AllArgs {
     /// (DIR/report) go
     #[arg(long, default_value = "bench-data")]
     pub dir: PathBuf,
-    /// Only these scenarios, comma separated (ingest, q1, cold,
+    /// Only these scenarios, comma separated (ingest, q1, tpch, cold,
     /// secondary-index, resume, shards, rejects, parquet, python, serve, into)
     #[arg(long)]
     only: Option<String>,
@@ -52,6 +52,14 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             sf,
             threads_list: pick(&sweep(), "1,2,64"),
             runs: runs(3, 5),
+            dir: dir.clone(),
+            no_peers,
+        },
+        Scenario::Tpch {
+            sf: if q { 0.1 } else { 1.0 },
+            threads: None,
+            runs: runs(3, 5),
+            queries: "all".into(),
             dir: dir.clone(),
             no_peers,
         },
