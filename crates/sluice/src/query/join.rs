@@ -199,17 +199,16 @@ fn filter(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<
 /// The keys of joining `probe` (the items `have`) with leaf `r`: per
 /// usable equality, the probe side's and the build side's expressions
 /// and the conjunct's number.
-fn keys_for(conjuncts: &[(Conjunct, bool)], have: u64, r: usize) -> Vec<(Expr, Expr, usize)> {
-    let bit = 1u64 << r;
+fn keys_for(conjuncts: &[(Conjunct, bool)], have: u64, right: u64) -> Vec<(Expr, Expr, usize)> {
     let mut out = Vec::new();
     for (i, (c, done)) in conjuncts.iter().enumerate() {
         if *done {
             continue;
         }
         if let Some((l, lm, rt, rm)) = &c.equi {
-            if *lm & !have == 0 && *rm == bit {
+            if *lm & !have == 0 && *rm & !right == 0 {
                 out.push((l.clone(), rt.clone(), i));
-            } else if *rm & !have == 0 && *lm == bit {
+            } else if *rm & !have == 0 && *lm & !right == 0 {
                 out.push((rt.clone(), l.clone(), i));
             }
         }
@@ -310,9 +309,106 @@ pub fn run(
         )?);
         steps_done[i] = true;
     }
+    let mut conjuncts: Vec<(Conjunct, bool)> =
+        g.conjuncts.iter().map(|c| (c.clone(), false)).collect();
+    // A filtered item joined to one other item alone, with fewer rows,
+    // is joined into it first (a nation filtered to one of 25 into the
+    // suppliers, TPC-H Q5, Q7, Q8, Q11, Q21): the other item is then a
+    // smaller build side, and no larger join carries the unfiltered rows.
+    loop {
+        let present: Vec<usize> = (0..leaves.len())
+            .filter(|&i| leaves[i].is_some() && (outer_leaf | g.nullable) & (1 << i) == 0)
+            .collect();
+        let mut merged = false;
+        for &d in &present {
+            let Some(dr) = leaves[d].as_ref() else {
+                continue;
+            };
+            if kept[d] >= 1.0 {
+                continue;
+            }
+            let near: Vec<usize> = present
+                .iter()
+                .copied()
+                .filter(|&p| p != d && leaves[p].is_some())
+                .filter(|&p| {
+                    let pi = leaves[p].as_ref().map_or(0, |x| x.items);
+                    !keys_for(&conjuncts, pi, dr.items).is_empty()
+                })
+                .collect();
+            let [p] = near.as_slice() else { continue };
+            let p = *p;
+            let (Some(pr), Some(_)) = (&leaves[p], &leaves[d]) else {
+                continue;
+            };
+            if pr.rows <= dr.rows {
+                continue;
+            }
+            // Only an item no other item reaches but through `d`'s one
+            // neighbour: d's conditions with any third item wait.
+            let others = conjuncts.iter().any(|(c, done)| {
+                !done && c.items & dr.items != 0 && c.items & !(dr.items | pr.items) != 0
+            });
+            if others {
+                continue;
+            }
+            let keys = keys_for(&conjuncts, pr.items, dr.items);
+            let probe_side = leaves[p]
+                .take()
+                .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+            let build_side = leaves[d]
+                .take()
+                .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+            let types = key_types(&keys, g);
+            let batch = build_side.one_batch()?;
+            let build_keys: Vec<Expr> = keys
+                .iter()
+                .map(|k| build_side.local(&k.1))
+                .collect::<Result<_>>()?;
+            let arrays = eval_keys(&build_keys, &batch, Some(&types))?;
+            let table = HashTable::build(batch, &arrays, types)?;
+            let probe_keys: Vec<Expr> = keys
+                .iter()
+                .map(|k| probe_side.local(&k.0))
+                .collect::<Result<_>>()?;
+            for k in &keys {
+                conjuncts[k.2].1 = true;
+            }
+            let mut joined = probe(
+                probe_side,
+                &build_side,
+                &table,
+                &probe_keys,
+                None,
+                JoinKind::Inner,
+                workers,
+                opts,
+            )?;
+            // Conditions now wholly inside the joined pair.
+            let ready: Vec<usize> = conjuncts
+                .iter()
+                .enumerate()
+                .filter(|(_, (c, done))| !done && c.items & !joined.items == 0)
+                .map(|(i, _)| i)
+                .collect();
+            if let Some(c) = and_all(ready.iter().map(|&i| conjuncts[i].0.expr.clone()).collect()) {
+                for &i in &ready {
+                    conjuncts[i].1 = true;
+                }
+                joined = filter(joined, &c, workers, opts)?;
+            }
+            kept[p] *= kept[d];
+            leaves[p] = Some(joined);
+            merged = true;
+            break;
+        }
+        if !merged {
+            break;
+        }
+    }
     // The probe side to start from: the largest item no outer join fills.
     let base = (0..leaves.len())
-        .filter(|&i| outer_leaf & (1 << i) == 0)
+        .filter(|&i| outer_leaf & (1 << i) == 0 && leaves[i].is_some())
         .max_by_key(|&i| {
             (
                 leaves[i].as_ref().map_or(0, |r| r.rows),
@@ -323,8 +419,6 @@ pub fn run(
     let mut s = leaves[base]
         .take()
         .ok_or_else(|| Error::Internal("join: base taken".into()))?;
-    let mut conjuncts: Vec<(Conjunct, bool)> =
-        g.conjuncts.iter().map(|c| (c.clone(), false)).collect();
     // Items whose NULL-filling is over: conditions that read an item an
     // outer join fills wait for it.
     let mut settled: u64 = !g.nullable;
@@ -368,13 +462,21 @@ pub fn run(
         // The inner join that leaves the fewest rows.
         let mut best: Option<Choice> = None;
         for &r in &remaining {
-            let keys = keys_for(&conjuncts, s.items & settled, r);
+            let r_items = leaves[r].as_ref().map_or(1 << r, |x| x.items);
+            let keys = keys_for(&conjuncts, s.items & settled, r_items);
             if keys.is_empty() {
                 continue;
             }
             let table = table_for(&mut built, &leaves, r, &keys, g)?;
             let fan = table.rows() as f64 / table.distinct.max(1) as f64;
-            let est = s.rows as f64 * branch_kept(r, s.items, &remaining, &conjuncts, &kept) * fan;
+            let items: Vec<u64> = leaves
+                .iter()
+                .enumerate()
+                .map(|(i, l)| l.as_ref().map_or(1 << i, |x| x.items))
+                .collect();
+            let est = s.rows as f64
+                * branch_kept(r, s.items, &remaining, &conjuncts, &kept, &items)
+                * fan;
             let rows = table.rows();
             if best.as_ref().is_none_or(|b| (est, rows) < (b.est, b.rows)) {
                 best = Some(Choice {
@@ -496,6 +598,7 @@ fn branch_kept(
     remaining: &[usize],
     conjuncts: &[(Conjunct, bool)],
     kept: &[f64],
+    items: &[u64],
 ) -> f64 {
     // Equalities between two single leaves: the join graph's edges.
     let edges: Vec<(u64, u64)> = conjuncts
@@ -510,16 +613,16 @@ fn branch_kept(
             .iter()
             .any(|&(l, m)| (l & a != 0 && m & b != 0) || (m & a != 0 && l & b != 0))
     };
-    let mut seen = 1u64 << r;
+    let mut seen = items[r];
     let mut share = kept[r];
     let mut todo = vec![r];
     while let Some(x) = todo.pop() {
         for &y in remaining {
-            let bit = 1u64 << y;
-            if seen & bit != 0 || !touches(1 << x, bit) || touches(bit, have) {
+            let bits = items[y];
+            if seen & bits != 0 || !touches(items[x], bits) || touches(bits, have) {
                 continue;
             }
-            seen |= bit;
+            seen |= bits;
             share *= kept[y];
             todo.push(y);
         }
@@ -543,7 +646,7 @@ fn run_step(
     opts: &QueryOptions,
 ) -> Result<Rel> {
     let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
-    let keys = keys_for(&on, s.items, st.leaf);
+    let keys = keys_for(&on, s.items, 1 << st.leaf);
     // A semi or anti join against more rows than it keeps or drops
     // hashes its own rows and is probed by the other side's.
     let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
