@@ -682,11 +682,8 @@ fn query_formats_timing_and_errors() {
         e,
         "error: no column named \"nope\" in table p at line 1, column 8\n"
     );
-    let e = fails(
-        &t.0,
-        &["query", "SELECT * FROM p JOIN p AS q ON p.id = q.id"],
-    );
-    assert_eq!(e, "error: JOIN is not supported at line 1, column 22\n");
+    let e = fails(&t.0, &["query", "SELECT * FROM p, LATERAL (SELECT 1) AS x"]);
+    assert_eq!(e, "error: LATERAL is not supported at line 1, column 27\n");
 }
 
 #[test]
@@ -781,9 +778,31 @@ fn a_hundred_thousand_small_files_load_with_few_handles_and_bounded_memory() {
     assert_eq!(s["rows"], n);
     assert_eq!(s["files"], n);
     let rss = s["peak_rss_bytes"].as_u64().unwrap();
+    // The process's own size (its code and libraries, ~24 MiB for a debug
+    // build) is not the load's: measured by a load of one small file.
+    std::fs::create_dir_all(t.0.join("one")).unwrap();
+    std::fs::write(t.0.join("one/a.tsv"), "1\tsrc\t1\n").unwrap();
+    let base = ok(
+        &t.0,
+        &[
+            "--db",
+            "base.db",
+            "load",
+            "--json",
+            "--tsv",
+            "--memory-limit",
+            "32MiB",
+            "--schema",
+            "id BIGINT, src TEXT, k INT",
+            "t",
+            "one",
+        ],
+    );
+    let base: serde_json::Value = serde_json::from_str(&base).unwrap();
+    let base = base["peak_rss_bytes"].as_u64().unwrap();
     assert!(
-        rss < 48 << 20,
-        "peak RSS {rss} bytes at --memory-limit 32MiB"
+        rss < base + (32 << 20),
+        "peak RSS {rss} bytes at --memory-limit 32MiB, {base} bytes for one small file"
     );
     let input_bytes = s["bytes"].as_u64().unwrap();
     let out = ok(

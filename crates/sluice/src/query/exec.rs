@@ -718,6 +718,34 @@ pub fn execute(
     Ok((vec![out], facts))
 }
 
+/// The types of a plan's visible columns as its expressions have them:
+/// a bare NULL is NULL-typed here (a set operation takes the other
+/// side's type for it), where [`result_schema`] shows it as TEXT.
+pub fn result_types(plan: &Plan) -> Vec<A> {
+    if plan.explain {
+        return vec![A::Utf8];
+    }
+    let types = &plan.table_types;
+    let (exprs, input) = match &plan.body {
+        Body::Project(exprs) => (exprs, types.clone()),
+        Body::Aggregate {
+            keys, aggs, post, ..
+        } => {
+            let mut agg_types: Vec<A> = keys.iter().map(|k| k.data_type(types)).collect();
+            agg_types.extend(aggs.iter().map(|c| c.output_type()));
+            (post, agg_types)
+        }
+    };
+    exprs
+        .iter()
+        .take(plan.visible)
+        .map(|e| match e.data_type(&input) {
+            A::Null => A::Null,
+            t => eval_type(&t),
+        })
+        .collect()
+}
+
 /// The columns of a plan's result (names and types), known before it runs.
 pub fn result_schema(plan: &Plan) -> SchemaRef {
     if plan.explain {

@@ -141,6 +141,12 @@ pub fn eval_keys(
             Some(t) if t != a.data_type() => super::expr::cast(&a, t)?,
             _ => a,
         };
+        // -0.0 and 0.0 are one key, and so is every NaN (as `=` has them).
+        let a = if a.data_type() == &A::Float64 {
+            super::expr::canonical_doubles(&a)
+        } else {
+            a
+        };
         out.push(a);
     }
     Ok(out)

@@ -241,7 +241,7 @@ fn tables(rng: &mut Rng, dir: &TempDir, round: usize) -> (Database, rusqlite::Co
     let lite = rusqlite::Connection::open_in_memory().unwrap();
     // t3 (the subqueries' table) smaller, then larger, than the rows it
     // filters: semi joins hash either side.
-    let t3 = if round % 2 == 0 { 15 } else { 90 };
+    let t3 = if round.is_multiple_of(2) { 15 } else { 90 };
     for (t, n) in [("t1", 25 + 10 * round), ("t2", 20 + 5 * round), ("t3", t3)] {
         let rows = random_rows(rng, n);
         let mut csv = String::from("a,b,s\n");

@@ -527,8 +527,17 @@ impl<'c> Binder<'c> {
                     let (index, name) = self.column_among(&c.value, &reach, Some(&qn), e)?;
                     return Ok(self.in_zone(Expr::Column { index, name }));
                 }
-                if Some(&qn) != self.table.as_ref() && Some(&qn) != self.alias.as_ref() {
-                    return Err(plan_err(format!("unknown table {:?} in {e}", q.value), e));
+                // An alias hides the table's own name, as in PostgreSQL.
+                let known = match &self.alias {
+                    Some(a) => Some(a),
+                    None => self.table.as_ref(),
+                };
+                if Some(&qn) != known {
+                    return Err(Error::UndefinedTable(format!(
+                        "missing FROM-clause entry for table {:?}{}",
+                        q.value,
+                        at(e.span())
+                    )));
                 }
                 let (index, name) = self.column(&c.value, e)?;
                 Ok(self.in_zone(Expr::Column { index, name }))
@@ -1321,7 +1330,7 @@ mod tests {
     fn errors_name_the_column_type_and_clause() {
         let msg = |e: &str| bind_row(e).unwrap_err().to_string();
         assert!(msg("b").contains(r#"no column named "b" in table t"#));
-        assert!(msg("x.a").contains(r#"unknown table "x""#));
+        assert!(msg("x.a").contains(r#"missing FROM-clause entry for table "x""#));
         assert!(msg("s + 1").contains("operator + cannot be applied to TEXT and BIGINT"));
         assert!(msg("sum(a)").contains("aggregate functions are not allowed in WHERE"));
         assert!(msg("nosuch(a)").contains("unknown function NOSUCH"));

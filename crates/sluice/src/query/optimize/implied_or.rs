@@ -49,7 +49,7 @@ pub fn implied_by_or(e: &Expr, items_of: &dyn Fn(&Expr) -> u64) -> Vec<Expr> {
     // The items some conjunct of the first branch reads alone.
     let mut items: Vec<u64> = parts[0]
         .iter()
-        .map(|c| items_of(c))
+        .map(items_of)
         .filter(|m| m.count_ones() == 1)
         .collect();
     items.sort_unstable();

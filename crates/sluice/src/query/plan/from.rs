@@ -99,8 +99,9 @@ pub struct Conjunct {
     pub expr: Expr,
     /// The FROM items it reads (bit `i`: leaf `i`).
     pub items: u64,
-    /// `l = r` with `l` and `r` reading disjoint, non-empty sets of items:
-    /// the two sides and their items (a hash join's keys).
+    /// `l = r` with `l` and `r` reading disjoint sets of items, at most
+    /// one of them empty: the two sides and their items (a hash join's
+    /// keys).
     pub equi: Option<(Expr, u64, Expr, u64)>,
 }
 
@@ -185,7 +186,9 @@ impl Conjunct {
                 right,
             } => {
                 let (l, r) = (items_of(left, owner), items_of(right, owner));
-                (l != 0 && r != 0 && l & r == 0).then(|| (*left.clone(), l, *right.clone(), r))
+                // One side may read no item (`8 NOT IN (SELECT …)`): a
+                // constant key, the same for every row of its side.
+                ((l | r) != 0 && l & r == 0).then(|| (*left.clone(), l, *right.clone(), r))
             }
             _ => None,
         };
@@ -241,11 +244,15 @@ pub(super) fn needs_group(select: &ast::Select, ctes: &Ctes) -> bool {
         [twj] => {
             !twj.joins.is_empty()
                 || match &twj.relation {
-                    ast::TableFactor::Table { name, .. } => name
-                        .0
-                        .last()
-                        .and_then(|p| p.as_ident())
-                        .is_some_and(|i| ctes.has(&i.value.to_ascii_lowercase())),
+                    // A CTE, or columns renamed by `AS x (a, b)`.
+                    ast::TableFactor::Table { name, alias, .. } => {
+                        alias.as_ref().is_some_and(|a| !a.columns.is_empty())
+                            || name
+                                .0
+                                .last()
+                                .and_then(|p| p.as_ident())
+                                .is_some_and(|i| ctes.has(&i.value.to_ascii_lowercase()))
+                    }
                     _ => true,
                 }
         }

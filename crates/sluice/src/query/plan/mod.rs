@@ -759,10 +759,22 @@ fn order_target(
             }
             Ok(None)
         }
-        // An output column's name (alias or column) wins, as in PostgreSQL.
-        ast::Expr::Identifier(i) => Ok(items
-            .iter()
-            .position(|it| it.1.eq_ignore_ascii_case(&i.value))),
+        // An output column's name (alias or column) wins, as in PostgreSQL;
+        // two output columns of that name are ambiguous.
+        ast::Expr::Identifier(i) => {
+            let found: Vec<usize> = (0..visible)
+                .filter(|&k| items[k].1.eq_ignore_ascii_case(&i.value))
+                .collect();
+            if found.len() > 1 {
+                return Err(Error::Ambiguous(format!(
+                    "ORDER BY {:?} is ambiguous: the select list has {} columns of that name{}",
+                    i.value,
+                    found.len(),
+                    at(e.span())
+                )));
+            }
+            Ok(found.first().copied())
+        }
         _ => Ok(None),
     }
 }

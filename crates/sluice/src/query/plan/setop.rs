@@ -57,12 +57,14 @@ fn side(q: &ast::Query, body: &ast::SetExpr) -> ast::Query {
     }
 }
 
-/// Output columns' names and types of a plan.
+/// Output columns' names and types of a plan (a bare NULL's NULL).
 fn columns(p: &Plan) -> Vec<(String, A)> {
+    let types = crate::query::exec::result_types(p);
     crate::query::exec::result_schema(p)
         .fields()
         .iter()
-        .map(|f| (f.name().clone(), f.data_type().clone()))
+        .zip(types)
+        .map(|(f, t)| (f.name().clone(), t))
         .collect()
 }
 
@@ -152,7 +154,10 @@ pub(super) fn plan_distinct(
     };
     let l = plan_query_in(&inner, catalog, false, text, ctes)?;
     let cols = columns(&l);
-    let types = cols.iter().map(|c| c.1.clone()).collect();
+    let types = cols
+        .iter()
+        .map(|c| if c.1 == A::Null { A::Utf8 } else { c.1.clone() })
+        .collect();
     let names = cols.into_iter().map(|c| c.0).collect();
     // A select item's text, for ORDER BY written as the item again.
     let items: Vec<String> = select

@@ -72,25 +72,27 @@ impl Scope {
         }
     }
 
-    /// The one item the identifiers of `e` name, if they name one (names
-    /// no item has belong to a subquery inside `e`, and are its own).
-    fn only_item(&self, e: &ast::Expr) -> Option<usize> {
-        let mut item: Option<Option<usize>> = None;
+    /// The items the identifiers of `e` name, a bit each (names no item
+    /// has belong to a subquery inside `e`, and are its own).
+    fn items_read(&self, e: &ast::Expr) -> u64 {
+        let mut items = 0u64;
         let _ = ast::visit_expressions(e, |x| {
             if matches!(
                 x,
                 ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
             ) && let Some(k) = self.item_of(x)
             {
-                item = match item {
-                    None => Some(Some(k)),
-                    Some(Some(prev)) if prev == k => Some(Some(k)),
-                    Some(_) => Some(None),
-                };
+                items |= 1 << k.min(63);
             }
             ControlFlow::<()>::Continue(())
         });
-        item.flatten()
+        items
+    }
+
+    /// The one item the identifiers of `e` name, if they name one.
+    fn only_item(&self, e: &ast::Expr) -> Option<usize> {
+        let items = self.items_read(e);
+        (items.count_ones() == 1).then(|| items.trailing_zeros() as usize)
     }
 }
 
@@ -124,18 +126,47 @@ fn side(e: &ast::Expr, inner: &Scope, outer: &Scope) -> Option<Side> {
     }
 }
 
-/// Whether `e` reads the inner and the outer query.
+/// Whether `e` reads the inner and the outer query. Names inside a
+/// subquery of `e` are that subquery's to resolve (its own FROM comes
+/// first), so they are not looked at.
 fn reads(e: &ast::Expr, inner: &Scope, outer: &Scope) -> (bool, bool) {
-    let (mut i, mut o) = (false, false);
-    let _ = ast::visit_expressions(e, |x| {
-        match side(x, inner, outer) {
-            Some(Side::Inner) => i = true,
-            Some(Side::Outer) => o = true,
-            _ => {}
+    struct Reads<'s> {
+        inner: &'s Scope,
+        outer: &'s Scope,
+        depth: usize,
+        i: bool,
+        o: bool,
+    }
+    impl ast::Visitor for Reads<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
         }
-        ControlFlow::<()>::Continue(())
-    });
-    (i, o)
+        fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &ast::Expr) -> ControlFlow<()> {
+            if self.depth == 0 {
+                match side(x, self.inner, self.outer) {
+                    Some(Side::Inner) => self.i = true,
+                    Some(Side::Outer) => self.o = true,
+                    _ => {}
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Reads {
+        inner,
+        outer,
+        depth: 0,
+        i: false,
+        o: false,
+    };
+    let _ = ast::Visit::visit(e, &mut v);
+    (v.i, v.o)
 }
 
 fn has_subquery(e: &ast::Expr) -> bool {
@@ -240,6 +271,38 @@ fn is_grouped(s: &ast::Select) -> bool {
             }
             _ => false,
         })
+}
+
+/// Whether `e` is NULL when every aggregate in it is (over no rows):
+/// `Some(true)` for aggregates joined by arithmetic, casts and signs
+/// with constants; `Some(false)` for a constant; `None` when it cannot
+/// tell (anything else: it may be non-NULL).
+fn null_on_empty(e: &ast::Expr) -> Option<bool> {
+    match e {
+        ast::Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            matches!(name.as_str(), "sum" | "avg" | "min" | "max").then_some(true)
+        }
+        ast::Expr::Value(_) | ast::Expr::TypedString(_) => Some(false),
+        ast::Expr::Nested(x) | ast::Expr::Cast { expr: x, .. } => null_on_empty(x),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+            expr,
+        } => null_on_empty(expr),
+        ast::Expr::BinaryOp {
+            left,
+            op:
+                ast::BinaryOperator::Plus
+                | ast::BinaryOperator::Minus
+                | ast::BinaryOperator::Multiply
+                | ast::BinaryOperator::Divide,
+            right,
+        } => {
+            let (l, r) = (null_on_empty(left)?, null_on_empty(right)?);
+            Some(l || r)
+        }
+        _ => None,
+    }
 }
 
 /// The one expression a subquery selects.
@@ -351,7 +414,13 @@ impl Ctx<'_> {
                 node,
             ));
         };
-        if is_grouped(s) || item_reads_outer {
+        if item_reads_outer {
+            return Err(unsupported(
+                "an EXISTS / IN subquery whose select list reads the outer query",
+                node,
+            ));
+        }
+        if is_grouped(s) {
             return Err(unsupported(
                 "a correlated EXISTS / IN subquery with GROUP BY, aggregates or DISTINCT",
                 node,
@@ -457,8 +526,8 @@ impl Ctx<'_> {
                         && self.outer.only_item(expr) == Some(x)
                         && self
                             .outer
-                            .only_item(&ast::Expr::Subquery(subquery.clone()))
-                            .is_none()
+                            .items_read(&ast::Expr::Subquery(subquery.clone()))
+                            == 0
                 }
                 c => !has_subquery(c) && self.outer.only_item(c) == Some(x),
             };
@@ -565,6 +634,15 @@ impl Ctx<'_> {
         if counts {
             return Err(unsupported(
                 "a correlated scalar subquery over count() (its empty groups are 0, not NULL)",
+                c,
+            ));
+        }
+        // A key without inner rows must make the value NULL (the join
+        // then drops the row, as the comparison with NULL would):
+        // aggregates combined by arithmetic and casts only.
+        if null_on_empty(value) != Some(true) {
+            return Err(unsupported(
+                "a correlated scalar subquery whose value over no rows is not NULL (COALESCE, CASE, functions around its aggregates)",
                 c,
             ));
         }
