@@ -751,25 +751,13 @@ pub fn result_schema(plan: &Plan) -> SchemaRef {
     if plan.explain {
         return Arc::new(ArrowSchema::new(vec![Field::new("plan", A::Utf8, false)]));
     }
-    let types = &plan.table_types;
-    let (exprs, input) = match &plan.body {
-        Body::Project(exprs) => (exprs, types.clone()),
-        Body::Aggregate {
-            keys, aggs, post, ..
-        } => {
-            let mut agg_types: Vec<A> = keys.iter().map(|k| k.data_type(types)).collect();
-            agg_types.extend(aggs.iter().map(|c| c.output_type()));
-            (post, agg_types)
-        }
-    };
-    let all = output_schema(exprs, &input, &plan.names);
-    let visible: Vec<Field> = all
-        .fields()
-        .iter()
-        .take(plan.visible)
-        .map(|f| f.as_ref().clone())
+    // NULL-typed results (SELECT NULL) are shown as TEXT.
+    let fields: Vec<Field> = result_types(plan)
+        .into_iter()
+        .zip(&plan.names)
+        .map(|(t, n)| Field::new(n, if t == A::Null { A::Utf8 } else { t }, true))
         .collect();
-    Arc::new(ArrowSchema::new(visible))
+    Arc::new(ArrowSchema::new(fields))
 }
 
 /// The result columns of a global aggregate without a filter whose every

@@ -63,6 +63,36 @@ impl Rel {
         }
     }
 
+    /// The columns of `self`'s rows followed by `other`'s, and both's
+    /// items: the layout of their joined rows (no rows yet).
+    fn beside(&self, other: &Rel) -> Rel {
+        let mut cols = self.cols.clone();
+        cols.extend(&other.cols);
+        Rel {
+            batches: Vec::new(),
+            cols,
+            items: self.items | other.items,
+            rows: 0,
+        }
+    }
+
+    /// Each of `exprs` (over global columns) over this relation's columns.
+    fn locals<'e>(&self, exprs: impl IntoIterator<Item = &'e Expr>) -> Result<Vec<Expr>> {
+        exprs.into_iter().map(|e| self.local(e)).collect()
+    }
+
+    /// This relation's rows in a hash table by `keys` (over global
+    /// columns), compared as `types`.
+    fn hashed<'e>(
+        &self,
+        keys: impl IntoIterator<Item = &'e Expr>,
+        types: Vec<A>,
+    ) -> Result<HashTable> {
+        let batch = self.one_batch()?;
+        let arrays = eval_keys(&self.locals(keys)?, &batch, Some(&types))?;
+        HashTable::build(batch, &arrays, types)
+    }
+
     fn one_batch(&self) -> Result<RecordBatch> {
         let schema = match self.batches.first() {
             Some(b) => b.schema(),
@@ -359,18 +389,8 @@ pub fn run(
             let build_side = leaves[d]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            let types = key_types(&keys, g);
-            let batch = build_side.one_batch()?;
-            let build_keys: Vec<Expr> = keys
-                .iter()
-                .map(|k| build_side.local(&k.1))
-                .collect::<Result<_>>()?;
-            let arrays = eval_keys(&build_keys, &batch, Some(&types))?;
-            let table = HashTable::build(batch, &arrays, types)?;
-            let probe_keys: Vec<Expr> = keys
-                .iter()
-                .map(|k| probe_side.local(&k.0))
-                .collect::<Result<_>>()?;
+            let table = build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g))?;
+            let probe_keys = probe_side.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
@@ -489,8 +509,7 @@ pub fn run(
         }
         if let Some(Choice { leaf: r, keys, .. }) = best {
             let table = table_for(&mut built, &leaves, r, &keys, g)?;
-            let probe_keys: Vec<Expr> =
-                keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
+            let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
@@ -674,7 +693,7 @@ fn run_step(
         );
     }
     let table = table_for(built, leaves, st.leaf, &keys, g)?;
-    let probe_keys: Vec<Expr> = keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
+    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
     let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
     let rest = and_all(
         on.iter()
@@ -731,14 +750,7 @@ fn table_for(
     let rel = leaves[r]
         .as_ref()
         .ok_or_else(|| Error::Internal("join: leaf already joined".into()))?;
-    let types = key_types(keys, g);
-    let batch = rel.one_batch()?;
-    let build_keys: Vec<Expr> = keys
-        .iter()
-        .map(|k| rel.local(&k.1))
-        .collect::<Result<_>>()?;
-    let arrays = eval_keys(&build_keys, &batch, Some(&types))?;
-    let t = Arc::new(HashTable::build(batch, &arrays, types)?);
+    let t = Arc::new(rel.hashed(keys.iter().map(|k| &k.1), key_types(keys, g))?);
     built.insert(memo, t.clone());
     Ok(t)
 }
@@ -757,25 +769,10 @@ fn semi_by_probing_the_other_side(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let types = key_types(keys, g);
-    let mine = s.one_batch()?;
-    let my_keys: Vec<Expr> = keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
-    let their_keys: Vec<Expr> = keys
-        .iter()
-        .map(|k| right.local(&k.1))
-        .collect::<Result<_>>()?;
-    let arrays = eval_keys(&my_keys, &mine, Some(&types))?;
-    let table = HashTable::build(mine, &arrays, types)?;
+    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g))?;
+    let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     // Pairs are checked over s's columns, then right's (as `semi` does).
-    let mut cols = s.cols.clone();
-    cols.extend(&right.cols);
-    let pairs = Rel {
-        batches: Vec::new(),
-        cols,
-        items: s.items | right.items,
-        rows: 0,
-    };
-    let residual = residual.map(|r| pairs.local(r)).transpose()?;
+    let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
     let n = table.rows();
     // Per task: s's rows matched, and whether a key of right was NULL.
     let parts = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
@@ -840,23 +837,9 @@ fn left_by_probing_the_other_side(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let types = key_types(keys, g);
-    let mine = s.one_batch()?;
-    let my_keys: Vec<Expr> = keys.iter().map(|k| s.local(&k.0)).collect::<Result<_>>()?;
-    let their_keys: Vec<Expr> = keys
-        .iter()
-        .map(|k| right.local(&k.1))
-        .collect::<Result<_>>()?;
-    let arrays = eval_keys(&my_keys, &mine, Some(&types))?;
-    let table = HashTable::build(mine, &arrays, types)?;
-    let mut cols = right.cols.clone();
-    cols.extend(&s.cols);
-    let out = Rel {
-        batches: Vec::new(),
-        cols,
-        items: s.items | right.items,
-        rows: 0,
-    };
+    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g))?;
+    let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
+    let out = right.beside(&s);
     let residual = residual.map(|r| out.local(r)).transpose()?;
     let n = table.rows();
     let results = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
@@ -919,15 +902,7 @@ fn semi(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let mut cols = s.cols.clone();
-    cols.extend(&right.cols);
-    let pairs = Rel {
-        batches: Vec::new(),
-        cols,
-        items: s.items | right.items,
-        rows: 0,
-    };
-    let residual = residual.map(|r| pairs.local(r)).transpose()?;
+    let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
     let schema = s.batches.first().map(|b| b.schema());
     // NOT IN: a NULL among the subquery's values makes it true for no row.
     if kind == JoinKind::AntiNull && table.null_keys > 0 {
@@ -992,14 +967,7 @@ fn probe(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let mut cols = s.cols.clone();
-    cols.extend(&right.cols);
-    let out = Rel {
-        batches: Vec::new(),
-        cols,
-        items: s.items | right.items,
-        rows: 0,
-    };
+    let out = s.beside(right);
     let residual = residual.map(|r| out.local(r)).transpose()?;
     let per_task = if keys.is_empty() {
         (CROSS_PAIRS / table.rows().max(1)).max(1)

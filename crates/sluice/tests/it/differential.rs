@@ -215,6 +215,30 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     }
 }
 
+/// SQLite's rows for `sql`, each cell as text (NULL as `NULL`).
+pub(crate) fn sqlite_rows(lite: &rusqlite::Connection, sql: &str) -> Vec<Vec<String>> {
+    let mut stmt = lite
+        .prepare(sql)
+        .unwrap_or_else(|e| panic!("sqlite refused {sql}: {e}"));
+    let n = stmt.column_count();
+    stmt.query_map([], |row| {
+        (0..n)
+            .map(|k| {
+                Ok(match row.get_ref(k)? {
+                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).to_string(),
+                    rusqlite::types::ValueRef::Blob(_) => "<blob>".to_string(),
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
 pub(crate) fn same_cell(a: &str, b: &str) -> bool {
     if a == b {
         return true;
@@ -289,29 +313,7 @@ fn random_queries_agree_with_sqlite() {
                     );
                 }
             }
-            let mut stmt = lite
-                .prepare(&sql)
-                .unwrap_or_else(|e| panic!("sqlite refused {sql}: {e}"));
-            let n = stmt.column_count();
-            let mut theirs: Vec<Vec<String>> = stmt
-                .query_map([], |row| {
-                    (0..n)
-                        .map(|k| {
-                            Ok(match row.get_ref(k)? {
-                                rusqlite::types::ValueRef::Null => "NULL".to_string(),
-                                rusqlite::types::ValueRef::Integer(v) => v.to_string(),
-                                rusqlite::types::ValueRef::Real(v) => v.to_string(),
-                                rusqlite::types::ValueRef::Text(t) => {
-                                    String::from_utf8_lossy(t).to_string()
-                                }
-                                rusqlite::types::ValueRef::Blob(_) => "<blob>".to_string(),
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
+            let mut theirs = sqlite_rows(&lite, &sql);
             if !ordered {
                 ours.sort();
                 theirs.sort();

@@ -20,7 +20,7 @@ use sluice::source::Input;
 use sluice::store::Database;
 
 use crate::common::TempDir;
-use crate::differential::{Rng, same_cell};
+use crate::differential::{Rng, same_cell, sqlite_rows};
 
 type Row = (Option<i64>, Option<i64>, Option<&'static str>);
 
@@ -343,29 +343,7 @@ fn random_joins_and_subqueries_agree_with_sqlite() {
             let r = query_with(&db, &sql, &opts)
                 .unwrap_or_else(|e| panic!("sluice failed on {sql}: {e}"));
             let mut ours = rows_of(&r);
-            let mut stmt = lite
-                .prepare(&sql)
-                .unwrap_or_else(|e| panic!("sqlite refused {sql}: {e}"));
-            let n = stmt.column_count();
-            let mut theirs: Vec<Vec<String>> = stmt
-                .query_map([], |row| {
-                    (0..n)
-                        .map(|k| {
-                            Ok(match row.get_ref(k)? {
-                                rusqlite::types::ValueRef::Null => "NULL".to_string(),
-                                rusqlite::types::ValueRef::Integer(v) => v.to_string(),
-                                rusqlite::types::ValueRef::Real(v) => v.to_string(),
-                                rusqlite::types::ValueRef::Text(t) => {
-                                    String::from_utf8_lossy(t).to_string()
-                                }
-                                rusqlite::types::ValueRef::Blob(_) => "<blob>".to_string(),
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
+            let mut theirs = sqlite_rows(&lite, &sql);
             if !ordered {
                 ours.sort();
                 theirs.sort();
