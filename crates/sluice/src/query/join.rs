@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType as A, Field, Schema};
+use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
 
 use super::QueryOptions;
 use super::exec::ScanFacts;
@@ -93,6 +93,25 @@ impl Rel {
         HashTable::build(batch, &arrays, types)
     }
 
+    /// A relation of `parts` (those with rows; one empty batch of
+    /// `schema` when none has any).
+    fn of(parts: Vec<RecordBatch>, schema: Option<SchemaRef>, cols: Vec<usize>, items: u64) -> Rel {
+        let mut batches: Vec<RecordBatch> =
+            parts.into_iter().filter(|b| b.num_rows() > 0).collect();
+        if batches.is_empty()
+            && let Some(s) = schema
+        {
+            batches.push(RecordBatch::new_empty(s));
+        }
+        let rows = batches.iter().map(|b| b.num_rows()).sum();
+        Rel {
+            batches,
+            cols,
+            items,
+            rows,
+        }
+    }
+
     fn one_batch(&self) -> Result<RecordBatch> {
         let schema = match self.batches.first() {
             Some(b) => b.schema(),
@@ -121,11 +140,7 @@ fn plain(b: RecordBatch) -> Result<RecordBatch> {
 }
 
 fn and_all(list: Vec<Expr>) -> Option<Expr> {
-    list.into_iter().reduce(|a, b| Expr::Binary {
-        op: BinOp::And,
-        left: Box::new(a),
-        right: Box::new(b),
-    })
+    super::optimize::join(list, BinOp::And)
 }
 
 /// Runs `f` over `tasks` on up to `workers` threads; the results in task
@@ -211,19 +226,7 @@ fn filter(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<
         let mask = super::hash_join::truth(&mask)?;
         arrow_select::filter::filter_record_batch(&b, &mask).map_err(exec_err)
     })?;
-    let mut batches: Vec<RecordBatch> = parts.into_iter().filter(|b| b.num_rows() > 0).collect();
-    if batches.is_empty()
-        && let Some(s) = schema
-    {
-        batches.push(RecordBatch::new_empty(s));
-    }
-    let rows = batches.iter().map(|b| b.num_rows()).sum();
-    Ok(Rel {
-        batches,
-        cols: rel.cols,
-        items: rel.items,
-        rows,
-    })
+    Ok(Rel::of(parts, schema, rel.cols, rel.items))
 }
 
 /// The keys of joining `probe` (the items `have`) with leaf `r`: per
@@ -940,19 +943,7 @@ fn semi(
         let mask = arrow_array::BooleanArray::from(keep);
         arrow_select::filter::filter_record_batch(&out, &mask).map_err(exec_err)
     })?;
-    let mut batches: Vec<RecordBatch> = parts.into_iter().filter(|b| b.num_rows() > 0).collect();
-    if batches.is_empty()
-        && let Some(sc) = schema
-    {
-        batches.push(RecordBatch::new_empty(sc));
-    }
-    let rows = batches.iter().map(|b| b.num_rows()).sum();
-    Ok(Rel {
-        batches,
-        rows,
-        cols: s.cols,
-        items: s.items,
-    })
+    Ok(Rel::of(parts, schema, s.cols, s.items))
 }
 
 /// Joins `s` (probe) with `right` (the rows in `table`).

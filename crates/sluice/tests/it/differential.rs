@@ -239,6 +239,29 @@ pub(crate) fn sqlite_rows(lite: &rusqlite::Connection, sql: &str) -> Vec<Vec<Str
     .unwrap()
 }
 
+/// Fails unless sluice's rows and SQLite's are the same (sorted first
+/// when the query does not order them), cell by cell.
+pub(crate) fn assert_same(
+    sql: &str,
+    mut ours: Vec<Vec<String>>,
+    mut theirs: Vec<Vec<String>>,
+    ordered: bool,
+) {
+    if !ordered {
+        ours.sort();
+        theirs.sort();
+    }
+    let same = ours.len() == theirs.len()
+        && ours
+            .iter()
+            .zip(&theirs)
+            .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_cell(x, y)));
+    assert!(
+        same,
+        "results differ for\n  {sql}\nsluice: {ours:?}\nsqlite: {theirs:?}"
+    );
+}
+
 pub(crate) fn same_cell(a: &str, b: &str) -> bool {
     if a == b {
         return true;
@@ -313,19 +336,8 @@ fn random_queries_agree_with_sqlite() {
                     );
                 }
             }
-            let mut theirs = sqlite_rows(&lite, &sql);
-            if !ordered {
-                ours.sort();
-                theirs.sort();
-            }
-            let same = ours.len() == theirs.len()
-                && ours.iter().zip(&theirs).all(|(a, b)| {
-                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_cell(x, y))
-                });
-            assert!(
-                same,
-                "results differ for\n  {sql}\nsluice: {ours:?}\nsqlite: {theirs:?}"
-            );
+            let theirs = sqlite_rows(&lite, &sql);
+            assert_same(&sql, ours, theirs, ordered);
             checked += 1;
         }
     }

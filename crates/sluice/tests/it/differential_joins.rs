@@ -20,7 +20,7 @@ use sluice::source::Input;
 use sluice::store::Database;
 
 use crate::common::TempDir;
-use crate::differential::{Rng, same_cell, sqlite_rows};
+use crate::differential::{Rng, assert_same, sqlite_rows};
 
 type Row = (Option<i64>, Option<i64>, Option<&'static str>);
 
@@ -342,20 +342,9 @@ fn random_joins_and_subqueries_agree_with_sqlite() {
             };
             let r = query_with(&db, &sql, &opts)
                 .unwrap_or_else(|e| panic!("sluice failed on {sql}: {e}"));
-            let mut ours = rows_of(&r);
-            let mut theirs = sqlite_rows(&lite, &sql);
-            if !ordered {
-                ours.sort();
-                theirs.sort();
-            }
-            let same = ours.len() == theirs.len()
-                && ours.iter().zip(&theirs).all(|(a, b)| {
-                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_cell(x, y))
-                });
-            assert!(
-                same,
-                "results differ for\n  {sql}\nsluice: {ours:?}\nsqlite: {theirs:?}"
-            );
+            let ours = rows_of(&r);
+            let theirs = sqlite_rows(&lite, &sql);
+            assert_same(&sql, ours, theirs, ordered);
             checked += 1;
         }
     }

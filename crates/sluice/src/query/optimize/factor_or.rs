@@ -8,25 +8,8 @@
 //! `a AND rest_i`, `OR_i (a AND rest_i)` equals `a AND OR_i rest_i` in
 //! SQL's three-valued logic (AND distributes over OR there too).
 
+use super::{join, split};
 use crate::query::expr::{BinOp, Expr};
-
-fn split(e: Expr, op: BinOp, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Binary { op: o, left, right } if o == op => {
-            split(*left, op, out);
-            split(*right, op, out);
-        }
-        other => out.push(other),
-    }
-}
-
-fn join(list: Vec<Expr>, op: BinOp) -> Option<Expr> {
-    list.into_iter().reduce(|a, b| Expr::Binary {
-        op,
-        left: Box::new(a),
-        right: Box::new(b),
-    })
-}
 
 /// `e` with the conjuncts common to every branch of a top-level OR
 /// taken out (`e` itself when it is no OR or they share none).

@@ -9,25 +9,8 @@
 //! them keep 2/25 of the rows early. Q19 gets its part and lineitem
 //! conditions the same way.
 
+use super::{join, split};
 use crate::query::expr::{BinOp, Expr};
-
-fn split(e: &Expr, op: BinOp, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Binary { op: o, left, right } if *o == op => {
-            split(left, op, out);
-            split(right, op, out);
-        }
-        other => out.push(other.clone()),
-    }
-}
-
-fn join(list: Vec<Expr>, op: BinOp) -> Option<Expr> {
-    list.into_iter().reduce(|a, b| Expr::Binary {
-        op,
-        left: Box::new(a),
-        right: Box::new(b),
-    })
-}
 
 /// The conditions on one FROM item each that the OR `e` implies
 /// (`items_of`: the items, a bit each, that an expression reads); none
@@ -37,12 +20,12 @@ pub fn implied_by_or(e: &Expr, items_of: &dyn Fn(&Expr) -> u64) -> Vec<Expr> {
         return Vec::new();
     }
     let mut branches = Vec::new();
-    split(e, BinOp::Or, &mut branches);
+    split(e.clone(), BinOp::Or, &mut branches);
     let parts: Vec<Vec<Expr>> = branches
         .iter()
         .map(|b| {
             let mut v = Vec::new();
-            split(b, BinOp::And, &mut v);
+            split(b.clone(), BinOp::And, &mut v);
             v
         })
         .collect();

@@ -9,3 +9,25 @@
 
 pub mod factor_or;
 pub mod implied_or;
+
+use crate::query::expr::{BinOp, Expr};
+
+/// `e`'s operands of a chain of `op` (`a AND b AND c` → a, b, c).
+pub fn split(e: Expr, op: BinOp, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Binary { op: o, left, right } if o == op => {
+            split(*left, op, out);
+            split(*right, op, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// `list` joined by `op` (`None` when empty).
+pub fn join(list: Vec<Expr>, op: BinOp) -> Option<Expr> {
+    list.into_iter().reduce(|a, b| Expr::Binary {
+        op,
+        left: Box::new(a),
+        right: Box::new(b),
+    })
+}

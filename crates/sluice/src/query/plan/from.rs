@@ -20,10 +20,7 @@ use sqlparser::ast::{self, Spanned};
 use super::super::bind::{Binder, Relations, Scope};
 use super::super::expr::{BinOp, Expr, eval_type};
 use super::super::sql::{Text, at, plan_err, unsupported};
-use super::{
-    AggClauses, Body, Catalog, Plan, aggregate, group_by_list, limit_offset, order_by_list,
-    project, push_down,
-};
+use super::{Body, Catalog, Plan, limit_offset, push_down};
 use crate::batch::Schema;
 use crate::error::{Error, Result};
 
@@ -163,17 +160,7 @@ fn items_of(e: &Expr, owner: &[usize]) -> u64 {
 
 /// Splits a condition into its AND-ed parts.
 fn split_and(e: Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Binary {
-            op: BinOp::And,
-            left,
-            right,
-        } => {
-            split_and(*left, out);
-            split_and(*right, out);
-        }
-        other => out.push(other),
-    }
+    crate::query::optimize::split(e, BinOp::And, out)
 }
 
 impl Conjunct {
@@ -708,27 +695,12 @@ pub(super) fn plan_joined(
 
     // The select list, grouping, order and limit: over the global columns.
     let items_sel = select_items_joined(select, &columns, &owner, &hidden, &names, &shown_first)?;
-    let group_exprs = group_by_list(select, text)?;
-    let has_agg = !group_exprs.is_empty()
-        || select.having.is_some()
-        || items_sel
-            .iter()
-            .any(|(e, _)| super::super::bind::contains_aggregate(e));
-    let mut out_names: Vec<String> = items_sel.iter().map(|i| i.1.clone()).collect();
-    let order_by = order_by_list(q, text)?;
-    let (mut body, order) = if !has_agg {
-        project(&binder, &items_sel, &order_by, &mut out_names)?
-    } else {
-        let shape = AggClauses {
-            items: &items_sel,
-            columns: &columns,
-            group_by: &group_exprs,
-            having: select.having.as_ref(),
-            order_by: &order_by,
-        };
-        aggregate(&binder, &shape, &mut out_names)?
-    };
-    let visible = items_sel.len();
+    let super::Shaped {
+        mut body,
+        order,
+        names: out_names,
+        visible,
+    } = super::shape(q, select, &binder, &items_sel, &columns, text)?;
     let (limit, offset) = limit_offset(q, text)?;
 
     // The conditions: those on one item that no outer join fills with
@@ -805,11 +777,7 @@ pub(super) fn plan_joined(
     for (i, it) in items.into_iter().enumerate() {
         let off = offsets[i];
         let n = it.columns.len();
-        let cond = pushed[i].drain(..).reduce(|a, b| Expr::Binary {
-            op: BinOp::And,
-            left: Box::new(a),
-            right: Box::new(b),
-        });
+        let cond = crate::query::optimize::join(pushed[i].drain(..).collect(), BinOp::And);
         let local = |mut e: Expr| {
             e.remap_columns(&mut |g| g - off);
             e

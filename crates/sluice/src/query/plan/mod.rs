@@ -271,25 +271,12 @@ fn plan_query_in(
         None => None,
     };
     let items = select_items(select, &columns)?;
-    let group_exprs = group_by_list(select, text)?;
-    let has_agg = !group_exprs.is_empty()
-        || select.having.is_some()
-        || items.iter().any(|(e, _)| contains_aggregate(e));
-    let mut names: Vec<String> = items.iter().map(|i| i.1.clone()).collect();
-    let order_by = order_by_list(q, text)?;
-    let (mut body, order) = if !has_agg {
-        project(&binder, &items, &order_by, &mut names)?
-    } else {
-        let shape = AggClauses {
-            items: &items,
-            columns: &columns,
-            group_by: &group_exprs,
-            having: select.having.as_ref(),
-            order_by: &order_by,
-        };
-        aggregate(&binder, &shape, &mut names)?
-    };
-    let visible = items.len();
+    let Shaped {
+        mut body,
+        order,
+        names,
+        visible,
+    } = shape(q, select, &binder, &items, &columns, text)?;
     let (limit, offset) = limit_offset(q, text)?;
 
     let prune = filter
@@ -322,6 +309,52 @@ fn plan_query_in(
         depth: 0,
         input: None,
         init_plans: binder.has_subqueries(),
+    })
+}
+
+/// What a SELECT computes over its rows: the body (projection or
+/// aggregate), the sort keys, the output names (visible, then hidden
+/// sort keys) and how many are visible.
+struct Shaped {
+    body: Body,
+    order: Vec<SortKey>,
+    names: Vec<String>,
+    visible: usize,
+}
+
+/// The select list (`items`), GROUP BY, HAVING and ORDER BY of `select`
+/// (in `q`), bound by `binder` over `columns`: a table's, or a join's.
+fn shape(
+    q: &ast::Query,
+    select: &ast::Select,
+    binder: &Binder,
+    items: &[(ast::Expr, String)],
+    columns: &[(String, A)],
+    text: Text,
+) -> Result<Shaped> {
+    let group_exprs = group_by_list(select, text)?;
+    let has_agg = !group_exprs.is_empty()
+        || select.having.is_some()
+        || items.iter().any(|(e, _)| contains_aggregate(e));
+    let mut names: Vec<String> = items.iter().map(|i| i.1.clone()).collect();
+    let order_by = order_by_list(q, text)?;
+    let (body, order) = if !has_agg {
+        project(binder, items, &order_by, &mut names)?
+    } else {
+        let clauses = AggClauses {
+            items,
+            columns,
+            group_by: &group_exprs,
+            having: select.having.as_ref(),
+            order_by: &order_by,
+        };
+        aggregate(binder, &clauses, &mut names)?
+    };
+    Ok(Shaped {
+        body,
+        order,
+        names,
+        visible: items.len(),
     })
 }
 

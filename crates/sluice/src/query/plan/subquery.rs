@@ -341,6 +341,16 @@ impl Ctx<'_> {
         })
     }
 
+    /// A subquery's WHERE conditions: those that read the outer query,
+    /// and the others (its own, `scope` its FROM items).
+    fn correlated(&self, s: &ast::Select, scope: &Scope) -> (Vec<ast::Expr>, Vec<ast::Expr>) {
+        let mut all = Vec::new();
+        if let Some(w) = &s.selection {
+            conjuncts(w, &mut all);
+        }
+        all.into_iter().partition(|c| reads(c, scope, self.outer).1)
+    }
+
     /// Adds a FROM item planned from `q`, its columns named c0, c1, ….
     fn add(&mut self, q: &ast::Query, node: &impl Spanned) -> Result<(usize, String)> {
         let name = self.name();
@@ -371,13 +381,7 @@ impl Ctx<'_> {
         let (scope, corr, local) = match select {
             Some(s) => {
                 let scope = self.scope_of(s)?;
-                let mut all = Vec::new();
-                if let Some(w) = &s.selection {
-                    conjuncts(w, &mut all);
-                }
-                let (corr, local): (Vec<_>, Vec<_>) = all
-                    .into_iter()
-                    .partition(|c| reads(c, &scope, self.outer).1);
+                let (corr, local) = self.correlated(s, &scope);
                 (Some(scope), corr, local)
             }
             None => (None, Vec::new(), Vec::new()),
@@ -597,13 +601,7 @@ impl Ctx<'_> {
             return Ok(None);
         };
         let scope = self.scope_of(s)?;
-        let mut all = Vec::new();
-        if let Some(w) = &s.selection {
-            conjuncts(w, &mut all);
-        }
-        let (corr, local): (Vec<_>, Vec<_>) = all
-            .into_iter()
-            .partition(|x| reads(x, &scope, self.outer).1);
+        let (corr, local) = self.correlated(s, &scope);
         let value = only_item(s, c)?;
         if corr.is_empty() && !reads(value, &scope, self.outer).1 {
             return Ok(None); // uncorrelated: an init plan
