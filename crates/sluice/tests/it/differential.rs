@@ -86,7 +86,7 @@ fn scalar(rng: &mut Rng, depth: u32) -> String {
 fn predicate(rng: &mut Rng, depth: u32) -> String {
     let cmp = ["=", "<>", "<", "<=", ">", ">="];
     if depth == 0 || rng.below(3) == 0 {
-        return match rng.below(8) {
+        return match rng.below(9) {
             0 => format!("{} {} {}", scalar(rng, 1), rng.pick(&cmp), scalar(rng, 1)),
             1 => format!("s {} '{}'", rng.pick(&cmp), rng.pick(&["a", "b", "ab", ""])),
             2 => format!(
@@ -107,6 +107,24 @@ fn predicate(rng: &mut Rng, depth: u32) -> String {
                 rng.pick(&["a%", "%b", "_", "%", "a_", "%a%", "%ab%", "ab", "%a_", ""])
             ),
             6 => format!("s IN ('a', '{}')", rng.pick(&["b", "c", ""])),
+            // A long list of literals (bound a type at a time): signed,
+            // wide, decimal, NULL, text.
+            7 => {
+                let n = 8 + rng.below(12) as usize;
+                let col = rng.pick(&["i", "j", "s"]);
+                let items: Vec<String> = (0..n)
+                    .map(|_| match (col, rng.below(8)) {
+                        ("s", 0) => "NULL".into(),
+                        ("s", _) => format!("'{}'", rng.pick(&["a", "b", "ab", "", "c"])),
+                        (_, 0) => "NULL".into(),
+                        (_, 1) => "3000000000".into(),
+                        (_, 2) => format!("{}.5", rng.below(20) as i64 - 10),
+                        (_, 3) => format!("{}.0", rng.below(20) as i64 - 10),
+                        _ => format!("{}", rng.below(60) as i64 - 30),
+                    })
+                    .collect();
+                format!("{col} {}IN ({})", rng.pick(&["", "NOT "]), items.join(", "))
+            }
             _ => format!("i {} {}", rng.pick(&cmp), rng.below(60) as i64 - 30),
         };
     }

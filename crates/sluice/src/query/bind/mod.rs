@@ -815,6 +815,11 @@ impl<'c> Binder<'c> {
         scope: &mut Scope,
     ) -> Result<Expr> {
         let x = self.bind(expr, scope)?;
+        if list.len() >= LITERALS_AT_ONCE
+            && let Some(e) = self.literal_in_list(&x, expr, list, negated, scope)?
+        {
+            return Ok(e);
+        }
         let mut items = Vec::new();
         let mut xts = Vec::new();
         for item in list {
@@ -858,6 +863,102 @@ impl<'c> Binder<'c> {
             negated,
             set: Default::default(),
         })
+    }
+
+    /// `x IN (…)` of literals only, bound a type at a time rather than an
+    /// item at a time: the items of one type are coerced as the first of
+    /// them is (`x = item`), then to the list's common type, by one cast
+    /// of all of them together. The same answer as the item-by-item path
+    /// (which a 100,000-value list made cost a tenth of a second); `None`
+    /// when an item is no literal or a cast fails, for that path to bind
+    /// and to name the item at fault.
+    fn literal_in_list(
+        &self,
+        x: &Expr,
+        expr: &ast::Expr,
+        list: &[ast::Expr],
+        negated: bool,
+        scope: &mut Scope,
+    ) -> Result<Option<Expr>> {
+        let plain = |e: &ast::Expr| match e {
+            ast::Expr::Value(_) => true,
+            ast::Expr::UnaryOp { expr, .. } => matches!(**expr, ast::Expr::Value(_)),
+            _ => false,
+        };
+        if !list.iter().all(plain) {
+            return Ok(None);
+        }
+        let mut items = Vec::with_capacity(list.len());
+        let one = crate::query::exec::empty_input(1)?;
+        for item in list {
+            match self.bind(item, scope)? {
+                Expr::Literal(a) => items.push(a),
+                // A signed number: its value.
+                e @ Expr::Neg(_) => match e.eval(&one) {
+                    Ok(crate::query::expr::Value::Scalar(a)) => items.push(a),
+                    _ => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+        // The items by type, in order of first appearance.
+        let mut groups: Vec<(A, Vec<usize>)> = Vec::new();
+        for (i, a) in items.iter().enumerate() {
+            match groups.iter_mut().find(|(t, _)| t == a.data_type()) {
+                Some((_, ix)) => ix.push(i),
+                None => groups.push((a.data_type().clone(), vec![i])),
+            }
+        }
+        // Each type's coercion, as `x = first item of the type` does it.
+        let mut xts = Vec::new();
+        let mut templates = Vec::new();
+        for (_, ix) in &groups {
+            let first = ix[0];
+            let it = lit(items[first].clone());
+            match self.binary(BinOp::Eq, x.clone(), it, scope, &list[first])? {
+                Expr::Binary { left, right, .. } => {
+                    xts.push(self.ty(&left, scope));
+                    templates.push(*right);
+                }
+                _ => return Err(Error::Internal("IN coercion".into())),
+            }
+        }
+        let to = common_type(&xts)
+            .ok_or_else(|| plan_err("IN list items of incompatible types".into(), expr))?;
+        let xty = self.ty(x, scope);
+        let mut out: Vec<Option<Expr>> = vec![None; items.len()];
+        for ((ty, ix), template) in groups.iter().zip(templates) {
+            let arrays: Vec<&dyn arrow_array::Array> =
+                ix.iter().map(|&i| items[i].as_ref()).collect();
+            let Ok(all) = arrow_select::concat::concat(&arrays) else {
+                return Ok(None);
+            };
+            // As `x = item` coerced the first item (`coerce` and the
+            // comparison of text with dates cast a literal with `cast`; a
+            // cast that fails is left to fail at run time: here, to the
+            // item-by-item path), then to the list's common type.
+            let Expr::Literal(first) = &template else {
+                return Ok(None);
+            };
+            let t = first.data_type();
+            let coerced = if t == ty { Ok(all) } else { cast(&all, t) };
+            let cast = coerced.and_then(|c| if *t == to { Ok(c) } else { cast(&c, &to) });
+            let Some(cast) = cast.ok().filter(|a| a.len() == ix.len()) else {
+                return Ok(None);
+            };
+            for (k, &i) in ix.iter().enumerate() {
+                out[i] = Some(lit(cast.slice(k, 1)));
+            }
+        }
+        Ok(Some(Expr::InList {
+            expr: Box::new(coerce(x.clone(), &xty, &to)),
+            list: out
+                .into_iter()
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| Error::Internal("IN list item left unbound".into()))?,
+            negated,
+            set: Default::default(),
+        }))
     }
 
     /// A chain `a OR b OR …` (or of AND), however long, bound link by
@@ -1267,6 +1368,9 @@ fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
 /// an overflow keeps its kind (and SQLSTATE: `SELECT 1/0` is 22012, as
 /// the same division over a column is), saying where; others are
 /// planning errors there.
+/// `IN` lists of at least this many items try [`Binder::literal_in_list`].
+const LITERALS_AT_ONCE: usize = 8;
+
 fn folding_error(er: Error, node: &ast::Expr) -> Error {
     let place = at(node.span());
     match er {
