@@ -584,7 +584,7 @@ mod tests {
                 items(9),
                 items(20)
             ),
-            format!("SELECT a IN ( -1, +2, 3.5, 1e3, 'x''y', NULL, -0, 7 ) FROM t"),
+            "SELECT a IN ( -1, +2, 3.5, 1e3, 'x''y', NULL, -0, 7 ) FROM t".to_string(),
             format!("SELECT * FROM t WHERE a IN (/* c */ {} -- d\n)", items(10)),
             // Not all literals, or too short: left to the parser.
             format!("SELECT * FROM t WHERE a IN ({}, b)", items(10)),
