@@ -82,7 +82,10 @@ enum Col<'a> {
     Date(&'a arrow_array::Date32Array),
     Ts(&'a arrow_array::TimestampMicrosecondArray),
     /// An instant and its zone's offset in seconds (the session's).
-    TsTz(&'a arrow_array::TimestampMicrosecondArray, i64),
+    TsTz(
+        &'a arrow_array::TimestampMicrosecondArray,
+        sluice::zone::Zone,
+    ),
     Str(&'a arrow_array::StringArray),
     /// Anything else, shown as Arrow's text of it.
     Other(ArrayRef),
@@ -104,7 +107,7 @@ fn col(a: &ArrayRef) -> Col<'_> {
         }
         A::Timestamp(TimeUnit::Microsecond, Some(zone)) => Col::TsTz(
             a.as_primitive::<TimestampMicrosecondType>(),
-            sluice::parse::value::zone_seconds(zone).unwrap_or(0),
+            sluice::zone::Zone::of(Some(zone)),
         ),
         A::Utf8 => Col::Str(a.as_string::<i32>()),
         _ => Col::Other(a.clone()),
@@ -201,7 +204,10 @@ fn put_text(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Dec64(a, s) => w.write_str(&decimal_text(a.value(r) as i128, *s)),
         Col::Date(a) => w.write_str(&date_text(a.value(r))),
         Col::Ts(a) => w.write_str(&timestamp_text(a.value(r))),
-        Col::TsTz(a, zone) => w.write_str(&sluice::batch::format_timestamptz(a.value(r), *zone)),
+        Col::TsTz(a, zone) => {
+            let us = a.value(r);
+            w.write_str(&sluice::batch::format_timestamptz(us, zone.utc_offset(us)))
+        }
         Col::Str(a) => w.write_str(a.value(r)),
         Col::Other(a) => w.write_str(&other_text(a, r)),
     };

@@ -410,7 +410,7 @@ impl Engine {
         &self,
         sql: &str,
         timeout: Option<Duration>,
-        zone: i64,
+        zone: String,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
         let db = self.snapshot()?;
         let plan = sluice::query::plan::plan_sql(sql, &Zoned(db.as_ref(), zone))?;
@@ -612,10 +612,10 @@ impl Template {
     /// The template of `sql` when its one parameter is the key of a
     /// lookup of one key and nothing else: the plan with a second key
     /// bound must be exactly the plan of the SQL written with that key.
-    fn of(params: &Params, sql: &str, db: &Database, zone: i64) -> Option<Template> {
+    fn of(params: &Params, sql: &str, db: &Database, zone: &str) -> Option<Template> {
         // A session in another zone than UTC plans each execution (the
         // point path gives instants in UTC).
-        if params.types.len() != 1 || params.places() != 1 || zone != 0 {
+        if params.types.len() != 1 || params.places() != 1 || !utc(zone) {
             return None;
         }
         let (a, b, key): (&str, &str, ArrayRef) = match params.types[0] {
@@ -866,24 +866,29 @@ impl PgWireServerHandlers for Handlers {
 /// A session's time limit: its `statement_timeout`, else the server's.
 /// The store seen from a session: its tables, and its `TimeZone` (the
 /// zone instants are shown and read in).
-struct Zoned<'a>(&'a Database, i64);
+struct Zoned<'a>(&'a Database, String);
 
 impl sluice::query::plan::Catalog for Zoned<'_> {
     fn table_schema(&self, name: &str) -> Option<sluice::batch::Schema> {
         sluice::query::plan::Catalog::table_schema(self.0, name)
     }
 
-    fn time_zone(&self) -> i64 {
-        self.1
+    fn time_zone(&self) -> String {
+        self.1.clone()
     }
+}
+
+/// Whether a session's zone (an Arrow time zone) is UTC.
+fn utc(zone: &str) -> bool {
+    sluice::zone::Zone::of(Some(zone)).is_utc()
 }
 
 /// The session's `TimeZone`, seconds east of UTC (SET checks that it is
 /// one sluice knows: UTC or a fixed offset).
-fn session_zone(settings: &HashMap<String, String>) -> i64 {
+fn session_zone(settings: &HashMap<String, String>) -> String {
     session::setting(settings, "timezone")
         .and_then(|z| session::zone_of(&z))
-        .unwrap_or(0)
+        .unwrap_or_else(|| "UTC".into())
 }
 
 fn session_timeout(engine: &Engine, settings: &HashMap<String, String>) -> Option<Duration> {
@@ -965,12 +970,12 @@ impl Engine {
         &self,
         portal: &Portal<Prepared>,
         timeout: Option<Duration>,
-        zone: i64,
+        zone: String,
         gone: impl std::future::Future<Output = ()>,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
         let run = async {
             if let Some(t) = &portal.statement.statement.template
-                && zone == 0
+                && utc(&zone)
             {
                 let db = self.snapshot()?;
                 if let Some(r) = self.point(t, portal, &db)? {
@@ -1250,12 +1255,12 @@ impl Parser {
             params.placeholder_sql(sql)
         };
         let zone = session_zone(settings);
-        let plan = sluice::query::plan::plan_sql(&planned, &Zoned(db.as_ref(), zone))?;
+        let plan = sluice::query::plan::plan_sql(&planned, &Zoned(db.as_ref(), zone.clone()))?;
         Ok(Prepared {
             sql: sql.to_string(),
             schema: Some(sluice::query::exec::result_schema(&plan)),
             store: true,
-            template: Template::of(&params, sql, &db, zone).map(Arc::new),
+            template: Template::of(&params, sql, &db, &zone).map(Arc::new),
             params,
         })
     }

@@ -166,22 +166,44 @@ fn check_set(name: &str, value: &str) -> Result<(), Failure> {
             ))
         }
         "statement_timeout" => timeout_ms(value).map(|_| ()),
-        "timezone" if zone_of(value).is_none() => Err(Failure::new(
-            "22023",
-            format!(
-                "time zone \"{value}\" is not one sluice knows: it keeps UTC and fixed offsets in PostgreSQL's POSIX form ('UTC', 'UTC+3' is 3 hours west of UTC, 'UTC-05:30' east), not zones with rules such as Europe/Berlin"
-            ),
-        )),
+        "timezone" => zone_label(value).map(|_| ()).map_err(|e| {
+            Failure::new(
+                "22023",
+                format!(
+                    "invalid value for parameter \"TimeZone\": {e} (give a zone of the tz database such as 'Europe/Berlin', UTC, or a fixed offset in PostgreSQL's POSIX form: 'UTC+3' is 3 hours west of UTC, 'UTC-05:30' east)"
+                ),
+            )
+        }),
         _ => Ok(()),
     }
 }
 
-/// Seconds east of UTC of a `TimeZone` setting, read as PostgreSQL reads
-/// one: a number is hours *east* of UTC (`-7`, `'5.5'`, quoted or not);
-/// else UTC's names, or a fixed offset in POSIX form, hours *west* of UTC
-/// (`UTC+3`, `GMT-05:30`, `+05:30`); `None` for a zone with rules
-/// (`Europe/Berlin`), an unreadable one, or one of 16 hours or more.
-pub fn zone_of(value: &str) -> Option<i64> {
+/// A `TimeZone` setting as an Arrow time zone: a fixed offset (see
+/// [`fixed_zone_of`]) as `+HH:MM`, else a zone of the tz database by its
+/// own spelling (`europe/berlin` is `Europe/Berlin`); `None` for neither.
+pub fn zone_of(value: &str) -> Option<String> {
+    zone_label(value).ok()
+}
+
+/// [`zone_of`], saying why a zone is refused.
+fn zone_label(value: &str) -> Result<String, String> {
+    if let Some(secs) = fixed_zone_of(value) {
+        return Ok(sluice::batch::zone_label(secs));
+    }
+    let v = value.trim();
+    if v.starts_with(['+', '-']) || v.parse::<f64>().is_ok() {
+        return Err(format!("\"{v}\" is no offset of less than 16 hours"));
+    }
+    sluice::zone::canonical_name(v)
+}
+
+/// Seconds east of UTC of a `TimeZone` setting of a fixed offset, read as
+/// PostgreSQL reads one: a number is hours *east* of UTC (`-7`, `'5.5'`,
+/// quoted or not); else UTC's names, or a fixed offset in POSIX form,
+/// hours *west* of UTC (`UTC+3`, `GMT-05:30`, `+05:30`); `None` for a
+/// zone with rules (`Europe/Berlin`), an unreadable one, or one of 16
+/// hours or more.
+pub fn fixed_zone_of(value: &str) -> Option<i64> {
     let v = value.trim();
     if let Ok(h) = v.parse::<f64>() {
         return (h.is_finite() && h.abs() < 16.0).then(|| (h * 3600.0).round() as i64);
@@ -762,7 +784,38 @@ fn catalog(sql: &str, n: &str, db: &Database) -> Option<Result<Answer, Failure>>
 
 #[cfg(test)]
 mod tests {
-    use super::zone_of;
+    use super::{fixed_zone_of as zone_of, zone_label};
+
+    #[test]
+    fn named_zones_are_the_tz_databases() {
+        match zone_label("Europe/Berlin") {
+            Ok(z) => assert_eq!(z, "Europe/Berlin"),
+            Err(e) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "no tz database under CI: {e}"
+                );
+                eprintln!("skipped: {e}");
+                return;
+            }
+        }
+        // Any case, as PostgreSQL reads names.
+        assert_eq!(zone_label("europe/BERLIN").unwrap(), "Europe/Berlin");
+        assert_eq!(zone_label("EST5EDT").unwrap(), "EST5EDT");
+        // Fixed offsets keep their own form.
+        assert_eq!(zone_label("UTC+3").unwrap(), "-03:00");
+        assert_eq!(zone_label("5.5").unwrap(), "+05:30");
+        for bad in [
+            "Nowhere/Atlantis",
+            "/etc/passwd",
+            "../../etc/passwd",
+            "16",
+            "+24:00",
+            "zone.tab",
+        ] {
+            assert!(zone_label(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn time_zones_read_as_postgresql_reads_them() {
@@ -778,7 +831,8 @@ mod tests {
         for utc in ["UTC", "utc", "GMT", "Etc/UTC", "Z", "Zulu", "UTC+0", "0"] {
             assert_eq!(zone_of(utc), Some(0), "{utc}");
         }
-        // Zones with rules, and offsets PostgreSQL refuses.
+        // Zones with rules (not fixed: see `zone_label`), and offsets
+        // PostgreSQL refuses.
         for bad in [
             "Europe/Berlin",
             "EST5EDT",

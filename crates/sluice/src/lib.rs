@@ -36,5 +36,6 @@ pub mod query;
 pub mod source;
 pub mod split;
 pub mod store;
+pub mod zone;
 
 pub use error::{Error, Result};

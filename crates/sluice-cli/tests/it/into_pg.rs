@@ -995,3 +995,59 @@ fn a_table_may_name_its_schema_and_instants_load_as_timestamptz() {
     let e = fails(&t.0, &["load", "--into", &url, "a.b.c", "a.csv"]);
     assert!(e.contains("more than a schema and a table"), "{e}");
 }
+
+/// Named time zones (`SET TimeZone = 'Europe/Berlin'`): sluice's offset
+/// of each instant, and its reading of each local time (those daylight
+/// saving time skips or repeats included), are PostgreSQL's, over 45
+/// years of zones with rules of every kind (half-hour DST, a zone that
+/// crossed the date line, a zone whose DST was suspended for Ramadan).
+#[test]
+fn named_time_zones_agree_with_postgresql() {
+    use sluice::zone::Zone;
+    let Some(pg) = Pg::start("named_time_zones_agree_with_postgresql") else {
+        return;
+    };
+    let zones = [
+        "Europe/Berlin",
+        "America/New_York",
+        "Australia/Lord_Howe",
+        "Asia/Kolkata",
+        "America/Sao_Paulo",
+        "Pacific/Apia",
+        "Europe/Moscow",
+        "Africa/Casablanca",
+    ];
+    let mut checked = 0;
+    for name in zones {
+        let zone = match sluice::zone::named(name) {
+            Ok(z) => Zone::Named(z),
+            Err(e) => panic!("{name}: {e}"),
+        };
+        // Local times every 211 minutes: as PostgreSQL reads each.
+        let local = pg.psql(&format!(
+            "SET TimeZone = '{name}'; SELECT g::text || '|' || CAST(CAST(g AS text) AS timestamptz)::text \
+             FROM generate_series(timestamp '1990-01-01', timestamp '2035-01-01', interval '211 minutes') g"
+        ));
+        for line in local.lines().filter(|l| l.contains('|')) {
+            let (g, want) = line.split_once('|').unwrap();
+            let l = sluice::parse::value::parse_timestamp_sql(g.as_bytes()).unwrap();
+            let utc = zone.to_utc(l);
+            let got = sluice::batch::format_timestamptz(utc, zone.utc_offset(utc));
+            assert_eq!(got, want, "{name}: local time {g}");
+            checked += 1;
+        }
+        // Instants every 211 minutes: each shown with its offset.
+        let instants = pg.psql(&format!(
+            "SET TimeZone = '{name}'; SELECT (extract(epoch FROM g) * 1000000)::bigint || '|' || g::text \
+             FROM generate_series(timestamptz '1990-01-01 00:00Z', timestamptz '2035-01-01 00:00Z', interval '211 minutes') g"
+        ));
+        for line in instants.lines().filter(|l| l.contains('|')) {
+            let (us, want) = line.split_once('|').unwrap();
+            let us: i64 = us.parse().unwrap();
+            let got = sluice::batch::format_timestamptz(us, zone.utc_offset(us));
+            assert_eq!(got, want, "{name}: instant {us}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 8 * 2 * 100_000, "{checked}");
+}

@@ -27,10 +27,10 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
         A::Timestamp(_, None) => {
             format_timestamp(a.as_primitive::<TimestampMicrosecondType>().value(i))
         }
-        A::Timestamp(_, Some(zone)) => format_timestamptz(
-            a.as_primitive::<TimestampMicrosecondType>().value(i),
-            crate::parse::value::zone_seconds(zone).unwrap_or(0),
-        ),
+        A::Timestamp(_, Some(zone)) => {
+            let us = a.as_primitive::<TimestampMicrosecondType>().value(i);
+            format_timestamptz(us, crate::zone::Zone::of(Some(zone)).utc_offset(us))
+        }
         A::Utf8 => a.as_string::<i32>().value(i).to_string(),
         other => format!("<{other}>"),
     })

@@ -484,8 +484,17 @@ pub fn parse_timestamp_sql(b: &[u8]) -> Result<i64, String> {
 /// written after the time is applied; a time without one is in the
 /// session's zone, `zone_secs` east of UTC.
 pub fn parse_timestamptz_sql(b: &[u8], zone_secs: i64) -> Result<i64, String> {
-    let (local, zone) = parse_timestamp_parts(trim(b))?;
-    Ok(local - zone.unwrap_or(zone_secs) * 1_000_000)
+    parse_timestamptz_in(b, &crate::zone::Zone::Fixed(zone_secs))
+}
+
+/// [`parse_timestamptz_sql`] in a zone that may have rules: a time
+/// without an offset is read as the zone's local time.
+pub fn parse_timestamptz_in(b: &[u8], zone: &crate::zone::Zone) -> Result<i64, String> {
+    let (local, off) = parse_timestamp_parts(trim(b))?;
+    Ok(match off {
+        Some(s) => local - s * 1_000_000,
+        None => zone.to_utc(local),
+    })
 }
 
 /// Whether a timestamp's text carries a UTC offset or `Z` (`None`: not a

@@ -1235,10 +1235,10 @@ fn extract(a: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
         A::Timestamp(TimeUnit::Microsecond, zone) => {
             const DAY: i64 = 86_400_000_000;
             // An instant's fields are those of its local time in its zone.
-            let off = zone_micros(zone.as_deref());
+            let z = crate::zone::Zone::of(zone.as_deref());
             for v in a.as_primitive::<TimestampMicrosecondType>().iter() {
                 let d = v.and_then(|us| {
-                    let us = us.checked_add(off)?;
+                    let us = us.checked_add(z.utc_offset(us) * 1_000_000)?;
                     let day = i32::try_from(us.div_euclid(DAY)).ok()?;
                     Some((value::date_from_days(day)?, us.rem_euclid(DAY)))
                 });
@@ -1308,7 +1308,8 @@ fn substring(s: &ArrayRef, start: &ArrayRef, len: Option<&ArrayRef>) -> Result<A
     Ok(Arc::new(out.finish()))
 }
 
-/// Microseconds east of UTC of an Arrow time zone (`None`: no zone, 0).
+/// Microseconds east of UTC of an Arrow time zone of a fixed offset
+/// (`None`: no zone, 0; a named zone: see [`crate::zone::Zone`]).
 /// The engine's zones are fixed offsets (see [`crate::batch::UTC_ZONE`]).
 pub fn zone_micros(zone: Option<&str>) -> i64 {
     zone.and_then(value::zone_seconds).unwrap_or(0) * 1_000_000
@@ -1470,35 +1471,37 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
         // zone's offset; TIMESTAMP or DATE to TIMESTAMPTZ takes the local
         // time as the zone's; between two zones the instant is kept.
         (A::Date32, A::Timestamp(TimeUnit::Microsecond, zone)) => {
-            let off = zone_micros(zone.as_deref());
+            let z = crate::zone::Zone::of(zone.as_deref());
             Arc::new(
                 a.as_primitive::<Date32Type>()
-                    .unary::<_, TimestampMicrosecondType>(|d| {
-                        (d as i64 * 86_400_000_000).saturating_sub(off)
-                    })
+                    .unary::<_, TimestampMicrosecondType>(|d| z.to_utc(d as i64 * 86_400_000_000))
                     .with_timezone_opt(zone.clone()),
             )
         }
         (A::Timestamp(TimeUnit::Microsecond, zone), A::Date32) => {
-            let off = zone_micros(zone.as_deref());
+            let z = crate::zone::Zone::of(zone.as_deref());
             Arc::new(
                 a.as_primitive::<TimestampMicrosecondType>()
-                    .unary::<_, Date32Type>(|us| {
-                        us.saturating_add(off).div_euclid(86_400_000_000) as i32
-                    }),
+                    .unary::<_, Date32Type>(|us| z.to_local(us).div_euclid(86_400_000_000) as i32),
             )
         }
         (A::Timestamp(TimeUnit::Microsecond, from), A::Timestamp(TimeUnit::Microsecond, zone)) => {
-            let off = zone_micros(from.as_deref()) - zone_micros(zone.as_deref());
-            let shift = match (from, zone) {
-                (Some(_), Some(_)) => 0,
-                _ => off,
+            let ts = a.as_primitive::<TimestampMicrosecondType>();
+            let out = match (from, zone) {
+                // An instant in another zone: the same instant.
+                (Some(_), Some(_)) | (None, None) => ts.clone(),
+                // A local time as an instant of the zone.
+                (None, Some(z)) => {
+                    let z = crate::zone::Zone::of(Some(z));
+                    ts.unary::<_, TimestampMicrosecondType>(|us| z.to_utc(us))
+                }
+                // An instant as its local time.
+                (Some(f), None) => {
+                    let z = crate::zone::Zone::of(Some(f));
+                    ts.unary::<_, TimestampMicrosecondType>(|us| z.to_local(us))
+                }
             };
-            Arc::new(
-                a.as_primitive::<TimestampMicrosecondType>()
-                    .unary::<_, TimestampMicrosecondType>(|us| us.saturating_add(shift))
-                    .with_timezone_opt(zone.clone()),
-            )
+            Arc::new(out.with_timezone_opt(zone.clone()))
         }
         (_, A::Utf8) => {
             let mut out = StringBuilder::with_capacity(n, n * 8);
@@ -1582,14 +1585,12 @@ fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             Arc::new(d)
         }
         A::Timestamp(TimeUnit::Microsecond, Some(zone)) => {
-            let secs = zone_micros(Some(zone)) / 1_000_000;
+            let z = crate::zone::Zone::of(Some(zone));
             let d: arrow_array::TimestampMicrosecondArray = s
                 .iter()
                 .map(|v| {
-                    v.map(|v| {
-                        value::parse_timestamptz_sql(v.as_bytes(), secs).map_err(|m| bad(v, m))
-                    })
-                    .transpose()
+                    v.map(|v| value::parse_timestamptz_in(v.as_bytes(), &z).map_err(|m| bad(v, m)))
+                        .transpose()
                 })
                 .collect::<Result<_>>()?;
             Arc::new(d.with_timezone(zone.clone()))

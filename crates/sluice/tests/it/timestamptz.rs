@@ -34,8 +34,8 @@ impl Catalog for Session<'_> {
     fn table_schema(&self, name: &str) -> Option<Schema> {
         Catalog::table_schema(self.0, name)
     }
-    fn time_zone(&self) -> i64 {
-        self.1
+    fn time_zone(&self) -> String {
+        sluice::batch::zone_label(self.1)
     }
 }
 

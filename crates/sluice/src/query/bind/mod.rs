@@ -286,11 +286,11 @@ impl<'c> Binder<'c> {
         self
     }
 
-    /// The binder in a session whose zone is `zone_secs` east of UTC.
-    pub(crate) fn with_zone(mut self, zone_secs: i64) -> Self {
-        if zone_secs != 0 {
-            let label = crate::batch::format::zone_label(zone_secs);
-            self.tz = A::Timestamp(arrow_schema::TimeUnit::Microsecond, Some(label.into()));
+    /// The binder in a session whose zone is `zone` (an Arrow time zone:
+    /// a fixed offset or a named zone; UTC changes nothing).
+    pub(crate) fn with_zone(mut self, zone: &str) -> Self {
+        if !crate::zone::Zone::of(Some(zone)).is_utc() {
+            self.tz = A::Timestamp(arrow_schema::TimeUnit::Microsecond, Some(zone.into()));
         }
         self
     }

@@ -605,7 +605,7 @@ pub(super) fn plan_joined(
         text,
     };
     let binder = Binder::new(None, None, &columns, text)
-        .with_zone(catalog.time_zone())
+        .with_zone(&catalog.time_zone())
         .with_relations(rels)
         .with_subqueries(&sub);
 

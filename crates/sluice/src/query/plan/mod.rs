@@ -126,11 +126,12 @@ impl super::bind::SubPlanner for Subplans<'_> {
 pub trait Catalog: Sync {
     fn table_schema(&self, name: &str) -> Option<Schema>;
 
-    /// The session's time zone, seconds east of UTC (`TimeZone`): the
-    /// zone instants (TIMESTAMPTZ) are shown and read in. UTC unless a
-    /// session says otherwise.
-    fn time_zone(&self) -> i64 {
-        0
+    /// The session's time zone (`TimeZone`) as an Arrow time zone: a
+    /// fixed offset (`+05:30`) or a named zone (`Europe/Berlin`, see
+    /// [`crate::zone`]): the zone instants (TIMESTAMPTZ) are shown and
+    /// read in. UTC unless a session says otherwise.
+    fn time_zone(&self) -> String {
+        "UTC".into()
     }
 }
 
@@ -260,7 +261,7 @@ fn plan_query_in(
         text,
     };
     let binder = Binder::new(table.clone(), alias, &columns, text)
-        .with_zone(catalog.time_zone())
+        .with_zone(&catalog.time_zone())
         .with_subqueries(&sub);
 
     let mut filter = match &select.selection {

@@ -202,7 +202,7 @@ fn flip(op: BinOp) -> BinOp {
 /// (`CAST(price AS BIGINT)`), which zone maps and the key index cannot
 /// answer.
 fn column_of(e: &Expr, types: &[A]) -> Option<usize> {
-    use crate::query::expr::zone_micros;
+    let utc = |z: &Option<std::sync::Arc<str>>| crate::zone::Zone::of(z.as_deref()).is_utc();
     match e {
         Expr::Column { index, .. } => Some(*index),
         // A CAST written with a DECIMAL precision may fail: not a widening.
@@ -220,11 +220,9 @@ fn column_of(e: &Expr, types: &[A]) -> Option<usize> {
                 }
                 // Between zones an instant keeps its value; between a
                 // local time and an instant it moves by the zone's offset.
-                (A::Date32, A::Timestamp(_, z)) => zone_micros(z.as_deref()) == 0,
+                (A::Date32, A::Timestamp(_, z)) => utc(z),
                 (A::Timestamp(_, Some(_)), A::Timestamp(_, Some(_))) => true,
-                (A::Timestamp(_, a), A::Timestamp(_, b)) => {
-                    zone_micros(a.as_deref()) == 0 && zone_micros(b.as_deref()) == 0
-                }
+                (A::Timestamp(_, a), A::Timestamp(_, b)) => utc(a) && utc(b),
                 _ => false,
             };
             exact.then_some(*index)
