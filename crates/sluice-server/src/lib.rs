@@ -740,7 +740,7 @@ impl Handlers {
         p.default_transaction_read_only = true;
         p.date_style = "ISO, MDY".to_string();
         p.time_zone = "UTC".to_string();
-        let driver = AuthDriver::new(p).with_connection_manager(manager.clone());
+        let driver = AuthDriver::new(Parameters(p)).with_connection_manager(manager.clone());
         Handlers {
             startup: Arc::new({
                 let source = engine.source.clone();
@@ -768,10 +768,44 @@ impl Handlers {
 /// Startup: refuses connections past the limit with 53300, then
 /// authenticates as `--auth` says and completes the handshake.
 pub struct Startup {
-    driver: AuthDriver<DefaultServerParameterProvider>,
+    driver: AuthDriver<Parameters>,
     engine: Arc<Engine>,
     cleartext: CleartextPasswordAuth<auth::Source>,
     scram: ScramAuth,
+}
+
+/// The parameters the server reports at startup: pgwire's, with the
+/// session's `TimeZone` (UTC, or the one the client's startup message
+/// gave, when sluice knows it).
+struct Parameters(DefaultServerParameterProvider);
+
+impl pgwire::api::auth::ServerParameterProvider for Parameters {
+    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let mut p = self.0.server_parameters(client)?;
+        if let Some(tz) = client.metadata().get("sluice.timezone") {
+            p.insert("TimeZone".into(), tz.clone());
+        }
+        Some(p)
+    }
+}
+
+/// A `TimeZone` in the startup message (JDBC sends its JVM's zone) is the
+/// session's, as a SET of it would be; one sluice does not know leaves
+/// the session in UTC (PostgreSQL refuses the connection), as the
+/// server then reports.
+fn startup_zone(metadata: &mut HashMap<String, String>) {
+    let given = metadata
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("timezone"))
+        .map(|(_, v)| v.clone());
+    if let Some(tz) = given
+        && session::zone_of(&tz).is_some()
+    {
+        metadata.insert("sluice.timezone".into(), tz);
+    }
 }
 
 #[async_trait]
@@ -811,6 +845,7 @@ impl StartupHandler for Startup {
             }
             protocol_negotiation(client, s).await?;
             save_startup_parameters_to_metadata(client, s);
+            startup_zone(client.metadata_mut());
             match self.engine.opts.auth {
                 auth::Auth::Trust => self.driver.complete_authentication(client, None).await?,
                 auth::Auth::Password => {

@@ -492,3 +492,57 @@ fn an_execute_of_a_huge_or_negative_row_limit_is_answered() {
         served(&srv);
     }
 }
+
+/// The backend messages of a session that starts with `params` (name,
+/// value pairs beside the user) and sends `sql`: read until the query's
+/// ReadyForQuery.
+fn session_with(addr: std::net::SocketAddr, params: &[(&str, &str)], sql: &str) -> Vec<u8> {
+    let mut body = b"user\0test\0".to_vec();
+    for (k, v) in params {
+        body.extend_from_slice(format!("{k}\0{v}\0").as_bytes());
+    }
+    body.push(0);
+    let mut p = Vec::new();
+    p.extend_from_slice(&((8 + body.len()) as i32).to_be_bytes());
+    p.extend_from_slice(&196_608i32.to_be_bytes());
+    p.extend_from_slice(&body);
+    p.extend_from_slice(&message(b'Q', format!("{sql}\0").as_bytes()));
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(&p).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while kinds(&out).iter().filter(|&&k| k == b'Z').count() < 2 {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_time_zone_in_the_startup_message_is_the_sessions() {
+    let dir = sample(1);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let sql = "SELECT CAST(CAST('2024-07-01 10:00:00Z' AS TIMESTAMPTZ) AS TEXT)";
+    let has = |out: &[u8], s: &str| out.windows(s.len()).any(|w| w == s.as_bytes());
+    // As JDBC sends its JVM's zone: reported back, and applied.
+    let out = session_with(srv.addr, &[("TimeZone", "Europe/Berlin")], sql);
+    if sluice::zone::named("Europe/Berlin").is_ok() {
+        assert!(has(&out, "TimeZone\0Europe/Berlin\0"), "{out:?}");
+        assert!(has(&out, "2024-07-01 12:00:00+02"), "{out:?}");
+    } else {
+        // Only where the system has no tz database.
+        assert!(std::env::var_os("CI").is_none(), "{out:?}");
+        eprintln!("skipped: no tz database");
+    }
+    // A fixed offset too (POSIX: hours west).
+    let out = session_with(srv.addr, &[("TimeZone", "UTC+3")], sql);
+    assert!(has(&out, "TimeZone\0UTC+3\0"), "{out:?}");
+    assert!(has(&out, "2024-07-01 07:00:00-03"), "{out:?}");
+    // One sluice does not know: the session stays in UTC, and says so.
+    let out = session_with(srv.addr, &[("TimeZone", "Nowhere/Atlantis")], sql);
+    assert!(has(&out, "TimeZone\0UTC\0"), "{out:?}");
+    assert!(has(&out, "2024-07-01 10:00:00+00"), "{out:?}");
+}
