@@ -774,6 +774,27 @@ pub struct Startup {
     scram: ScramAuth,
 }
 
+/// Tells the client the values of those of the settings `names` it
+/// tracks (TimeZone, application_name, ...), as they are now.
+async fn report<C>(client: &mut C, names: Vec<String>)
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+{
+    for n in names {
+        if let (Some(r), Some(v)) = (
+            session::reported(&n),
+            session::setting(client.metadata(), &n),
+        ) {
+            let _ = client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                    r.to_string(),
+                    v,
+                )))
+                .await;
+        }
+    }
+}
+
 /// The parameters the server reports at startup: pgwire's, with the
 /// session's `TimeZone` (UTC, or the one the client's startup message
 /// gave, when sluice knows it).
@@ -1064,21 +1085,26 @@ impl Engine {
         let db = self.snapshot()?;
         if let Some(a) = session::answer(sql, client.metadata(), &db) {
             return Ok(match a? {
-                Answer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
-                Answer::Commit => Response::TransactionEnd(Tag::new("COMMIT")),
-                Answer::Rollback => Response::TransactionEnd(Tag::new("ROLLBACK")),
+                Answer::Begin => {
+                    session::begin(client.metadata_mut());
+                    Response::TransactionStart(Tag::new("BEGIN"))
+                }
+                Answer::Commit => {
+                    let changed = session::end_block(client.metadata_mut(), false);
+                    report(client, changed).await;
+                    Response::TransactionEnd(Tag::new("COMMIT"))
+                }
+                Answer::Rollback => {
+                    let changed = session::end_block(client.metadata_mut(), true);
+                    report(client, changed).await;
+                    Response::TransactionEnd(Tag::new("ROLLBACK"))
+                }
                 Answer::Tag(t) => Response::Execution(Tag::new(t)),
-                Answer::Set { name, value } => {
-                    client
-                        .metadata_mut()
-                        .insert(format!("sluice.{name}"), value.clone());
-                    if let Some(r) = session::reported(&name) {
-                        let _ = client
-                            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                                r.to_string(),
-                                value,
-                            )))
-                            .await;
+                Answer::Set { name, value, local } => {
+                    // SET LOCAL outside a block changes nothing.
+                    if !local || session::in_block(client.metadata()) {
+                        session::apply_set(client.metadata_mut(), &name, value, local);
+                        report(client, vec![name]).await;
                     }
                     Response::Execution(Tag::new("SET"))
                 }
@@ -1100,19 +1126,7 @@ impl Engine {
                     };
                     // The client keeps what it tracks (TimeZone, ...) as
                     // the server last said: say the defaults.
-                    for n in changed {
-                        if let (Some(r), Some(v)) = (
-                            session::reported(&n),
-                            session::setting(client.metadata(), &n),
-                        ) {
-                            let _ = client
-                                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                                    r.to_string(),
-                                    v,
-                                )))
-                                .await;
-                        }
-                    }
+                    report(client, changed).await;
                     Response::Execution(Tag::new(tag))
                 }
                 Answer::Rows(b) => {

@@ -66,10 +66,12 @@ const READ_ONLY: &[&str] = &[
 /// The answer to a statement that is not a query of the store.
 pub enum Answer {
     /// A command tag, after setting `name` to `value` (reported to the
-    /// client when it is one it tracks).
+    /// client when it is one it tracks); `local`: until the transaction
+    /// block ends (`SET LOCAL`).
     Set {
         name: String,
         value: String,
+        local: bool,
     },
     /// Settings back to their defaults (`name`, or all), the client told
     /// of those it tracks; `tag`: the command's (RESET, SET, DISCARD ALL).
@@ -343,12 +345,14 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
     }
     let rest = sql.trim()[3..].trim_start();
     let mut rest = rest;
+    let mut local = false;
     for prefix in ["session ", "local "] {
         if rest
             .get(..prefix.len())
             .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
         {
             rest = rest[prefix.len()..].trim_start();
+            local |= prefix == "local ";
         }
     }
     let (name, value) = if rest
@@ -381,7 +385,101 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
         });
     }
     check_set(&name, &value)?;
-    Ok(Answer::Set { name, value })
+    Ok(Answer::Set { name, value, local })
+}
+
+/// The mark of an open transaction block among a session's settings.
+const IN_BLOCK: &str = "sluice-block";
+
+/// Whether a transaction block is open (BEGIN without its COMMIT or
+/// ROLLBACK yet).
+pub fn in_block(settings: &HashMap<String, String>) -> bool {
+    settings.contains_key(IN_BLOCK)
+}
+
+/// BEGIN: the settings as they are, kept for a ROLLBACK. A BEGIN inside
+/// a block changes nothing (PostgreSQL warns).
+pub fn begin(settings: &mut HashMap<String, String>) {
+    if in_block(settings) {
+        return;
+    }
+    let kept: Vec<(String, String)> = settings
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("sluice.")
+                .map(|n| (format!("sluice-begin.{n}"), v.clone()))
+        })
+        .collect();
+    settings.extend(kept);
+    settings.insert(IN_BLOCK.into(), String::new());
+}
+
+/// A SET in a session: `SET LOCAL` outside a block changes nothing (as
+/// in PostgreSQL, which warns); inside one, the value it replaces is kept
+/// for the block's end. A plain SET in a block outlasts a COMMIT.
+pub fn apply_set(settings: &mut HashMap<String, String>, name: &str, value: String, local: bool) {
+    let key = format!("sluice.{name}");
+    let mark = format!("sluice-local.{name}");
+    if local {
+        if !in_block(settings) {
+            return;
+        }
+        if !settings.contains_key(&mark) {
+            // `=value`, or empty for a setting at its default.
+            let before = settings
+                .get(&key)
+                .map_or(String::new(), |v| format!("={v}"));
+            settings.insert(mark, before);
+        }
+    } else {
+        settings.remove(&mark);
+    }
+    settings.insert(key, value);
+}
+
+/// COMMIT (`rollback` false) or ROLLBACK: a ROLLBACK puts every setting
+/// back as it was at BEGIN, a COMMIT only those SET LOCAL changed, as it
+/// was before them. The names whose values changed, for the client to be
+/// told.
+pub fn end_block(settings: &mut HashMap<String, String>, rollback: bool) -> Vec<String> {
+    if !in_block(settings) {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = settings
+        .keys()
+        .filter_map(|k| {
+            k.strip_prefix("sluice.")
+                .or_else(|| k.strip_prefix("sluice-begin."))
+                .or_else(|| k.strip_prefix("sluice-local."))
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut changed = Vec::new();
+    for n in names {
+        let key = format!("sluice.{n}");
+        let back = if rollback {
+            Some(settings.get(&format!("sluice-begin.{n}")).cloned())
+        } else {
+            settings
+                .get(&format!("sluice-local.{n}"))
+                .map(|v| v.strip_prefix('=').map(str::to_string))
+        };
+        if let Some(back) = back
+            && back != settings.get(&key).cloned()
+        {
+            match back {
+                Some(v) => settings.insert(key, v),
+                None => settings.remove(&key),
+            };
+            changed.push(n);
+        }
+    }
+    settings.retain(|k, _| {
+        k != IN_BLOCK && !k.starts_with("sluice-begin.") && !k.starts_with("sluice-local.")
+    });
+    changed
 }
 
 fn text_rows(names: &[&str], rows: Vec<Vec<String>>) -> Answer {
@@ -784,6 +882,55 @@ fn catalog(sql: &str, n: &str, db: &Database) -> Option<Result<Answer, Failure>>
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use super::{apply_set, begin, end_block};
+
+    #[test]
+    fn set_local_and_rolled_back_sets_are_undone_as_in_postgresql() {
+        let get = |m: &HashMap<String, String>| m.get("sluice.timezone").cloned();
+        let mut m = HashMap::new();
+        // SET LOCAL outside a block: nothing.
+        apply_set(&mut m, "timezone", "-3".into(), true);
+        assert_eq!(get(&m), None);
+        // SET LOCAL in a block: until its end, committed or not.
+        begin(&mut m);
+        apply_set(&mut m, "timezone", "-3".into(), true);
+        assert_eq!(get(&m).as_deref(), Some("-3"));
+        assert_eq!(end_block(&mut m, false), vec!["timezone".to_string()]);
+        assert_eq!(get(&m), None);
+        // A SET in a block: kept by COMMIT, undone by ROLLBACK.
+        begin(&mut m);
+        apply_set(&mut m, "timezone", "2".into(), false);
+        assert!(end_block(&mut m, false).is_empty());
+        assert_eq!(get(&m).as_deref(), Some("2"));
+        begin(&mut m);
+        apply_set(&mut m, "timezone", "5".into(), false);
+        apply_set(&mut m, "application_name", "x".into(), false);
+        let mut changed = end_block(&mut m, true);
+        changed.sort();
+        assert_eq!(
+            changed,
+            vec!["application_name".to_string(), "timezone".to_string()]
+        );
+        assert_eq!(get(&m).as_deref(), Some("2"));
+        assert_eq!(m.get("sluice.application_name"), None);
+        // SET, then SET LOCAL, in one block: COMMIT goes back to the SET.
+        begin(&mut m);
+        apply_set(&mut m, "timezone", "7".into(), false);
+        apply_set(&mut m, "timezone", "8".into(), true);
+        end_block(&mut m, false);
+        assert_eq!(get(&m).as_deref(), Some("7"));
+        // SET LOCAL, then SET: the SET outlasts the COMMIT.
+        begin(&mut m);
+        apply_set(&mut m, "timezone", "8".into(), true);
+        apply_set(&mut m, "timezone", "9".into(), false);
+        end_block(&mut m, false);
+        assert_eq!(get(&m).as_deref(), Some("9"));
+        // Nothing of a block is left behind.
+        assert!(m.keys().all(|k| k.starts_with("sluice.")), "{m:?}");
+    }
+
     use super::{fixed_zone_of as zone_of, zone_label};
 
     #[test]

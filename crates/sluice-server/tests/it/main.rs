@@ -864,6 +864,42 @@ async fn an_integer_parameter_in_the_select_list_keeps_its_described_type() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_local_and_a_rolled_back_set_are_undone() {
+    let dir = sample(1);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let show = "SHOW TimeZone";
+    // SET LOCAL outside a block: no effect (PostgreSQL warns).
+    c.batch_execute("SET LOCAL TimeZone = '-3'").await.unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("UTC")]]);
+    // Inside one: until COMMIT.
+    c.batch_execute("BEGIN; SET LOCAL TimeZone = '-3'")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("-3")]]);
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("UTC")]]);
+    // A SET in a block: ROLLBACK undoes it, COMMIT keeps it.
+    c.batch_execute("BEGIN; SET TimeZone = '4'; ROLLBACK")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("UTC")]]);
+    c.batch_execute("BEGIN; SET TimeZone = '4'; COMMIT")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("4")]]);
+    // The zone queries see follows the setting.
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT CAST(CAST('2024-07-01 10:00:00Z' AS TIMESTAMPTZ) AS TEXT)"
+        )
+        .await,
+        vec![vec![s("2024-07-01 14:00:00+04")]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timestamptz_is_shown_and_read_in_the_session_zone() {
     let dir = sample(1);
     let db = dir.0.join("db");
