@@ -825,7 +825,7 @@ fn startup_zone(metadata: &mut HashMap<String, String>) {
     if let Some(tz) = given
         && session::zone_of(&tz).is_some()
     {
-        metadata.insert("sluice.timezone".into(), tz);
+        metadata.insert("sluice.timezone".into(), session::zone_setting(&tz));
     }
 }
 

@@ -196,7 +196,19 @@ fn zone_label(value: &str) -> Result<String, String> {
     if v.starts_with(['+', '-']) || v.parse::<f64>().is_ok() {
         return Err(format!("\"{v}\" is no offset of less than 16 hours"));
     }
-    sluice::zone::canonical_name(v)
+    // A name as written: PostgreSQL refuses one with spaces around it.
+    sluice::zone::canonical_name(value)
+}
+
+/// A `TimeZone` setting as it is kept and shown (SHOW, the client's
+/// ParameterStatus): a fixed offset as written, a named zone as the tz
+/// database spells it (`europe/berlin` is shown `Europe/Berlin`, the name
+/// a client's own zone library knows).
+pub fn zone_setting(value: &str) -> String {
+    match fixed_zone_of(value) {
+        Some(_) => value.to_string(),
+        None => sluice::zone::canonical_name(value).unwrap_or_else(|_| value.to_string()),
+    }
 }
 
 /// Seconds east of UTC of a `TimeZone` setting of a fixed offset, read as
@@ -385,6 +397,11 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
         });
     }
     check_set(&name, &value)?;
+    let value = if name == "timezone" {
+        zone_setting(&value)
+    } else {
+        value
+    };
     Ok(Answer::Set { name, value, local })
 }
 
@@ -949,6 +966,8 @@ mod tests {
         // Any case, as PostgreSQL reads names.
         assert_eq!(zone_label("europe/BERLIN").unwrap(), "Europe/Berlin");
         assert_eq!(zone_label("EST5EDT").unwrap(), "EST5EDT");
+        assert_eq!(super::zone_setting("europe/berlin"), "Europe/Berlin");
+        assert_eq!(super::zone_setting("UTC+3"), "UTC+3");
         // Fixed offsets keep their own form.
         assert_eq!(zone_label("UTC+3").unwrap(), "-03:00");
         assert_eq!(zone_label("5.5").unwrap(), "+05:30");
@@ -959,6 +978,9 @@ mod tests {
             "16",
             "+24:00",
             "zone.tab",
+            " Europe/Berlin",
+            "Europe/Berlin ",
+            "right/UTC",
         ] {
             assert!(zone_label(bad).is_err(), "{bad}");
         }

@@ -111,6 +111,10 @@ pub fn named(name: &str) -> Result<Arc<tz::TimeZone>, String> {
             path.display()
         )
     })?;
+    // As PostgreSQL: its times count no leap seconds (`right/...` do).
+    if !tz.as_ref().leap_seconds().is_empty() {
+        return Err(format!("time zone \"{name}\" appears to use leap seconds"));
+    }
     let tz = Arc::new(tz);
     if let Ok(mut c) = cache.lock() {
         c.insert(name.to_string(), tz.clone());

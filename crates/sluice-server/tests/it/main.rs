@@ -967,8 +967,13 @@ async fn timestamptz_is_shown_and_read_in_the_session_zone() {
     // A zone with rules: each instant with its own offset, local times
     // that daylight saving time skips or repeats read as PostgreSQL
     // reads them (the later instant).
-    match c.batch_execute("SET TimeZone = 'Europe/Berlin'").await {
+    match c.batch_execute("SET TimeZone = 'europe/berlin'").await {
         Ok(()) => {
+            // Shown as the tz database spells it (clients look it up).
+            assert_eq!(
+                simple(&c, "SHOW TimeZone").await,
+                vec![vec![s("Europe/Berlin")]]
+            );
             let q = "SELECT t, CAST(t AS DATE), EXTRACT(HOUR FROM t), \
                      CAST('2024-07-01 12:00' AS TIMESTAMPTZ), \
                      CAST('2024-03-31 02:30' AS TIMESTAMPTZ), \

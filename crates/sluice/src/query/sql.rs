@@ -50,7 +50,7 @@ pub const MAX_SQL_DEPTH: usize = 10_000;
 pub fn parse(sql: &str) -> Result<ast::Statement> {
     let tokens = tokenize(sql)?;
     let depth = depth_bound(tokens.iter().map(|t| &t.token));
-    parse_tokens(tokens, depth)
+    parse_tokens(sql, tokens, depth)
 }
 
 /// The tokens of `sql`, with their places.
@@ -61,9 +61,10 @@ pub(crate) fn tokenize(sql: &str) -> Result<Vec<sqlparser::tokenizer::TokenWithS
         .map_err(|e| Error::Syntax(parser_message(&format!("sql parser error: {e}"))))
 }
 
-/// Parses one statement from its tokens, whose [`depth_bound`] is
-/// `depth` (refused past [`MAX_SQL_DEPTH`]).
+/// Parses one statement from its tokens (of the text `sql`), whose
+/// [`depth_bound`] is `depth` (refused past [`MAX_SQL_DEPTH`]).
 pub(crate) fn parse_tokens(
+    sql: &str,
     tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
     depth: usize,
 ) -> Result<ast::Statement> {
@@ -75,7 +76,27 @@ pub(crate) fn parse_tokens(
         )));
     }
     let (tokens, lists) = take_literal_lists(tokens);
-    let mut stmts = Parser::new(&GenericDialect {})
+    if lists.is_empty() {
+        return one(parse_all(tokens)?);
+    }
+    // An error, or a list the parser did not make an IN list of
+    // (`POSITION(1 IN (…))`): as the parser alone reads the text, so that
+    // its message names the text as written.
+    match parse_all(tokens) {
+        Ok(mut stmts) => {
+            if put_literal_lists(&mut stmts, lists) {
+                one(stmts)
+            } else {
+                one(parse_all(tokenize(sql)?)?)
+            }
+        }
+        Err(_) => one(parse_all(tokenize(sql)?)?),
+    }
+}
+
+/// The statements the parser makes of `tokens`.
+fn parse_all(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Result<Vec<ast::Statement>> {
+    Parser::new(&GenericDialect {})
         .with_tokens_with_locations(tokens)
         .parse_statements()
         .map_err(|e| match e {
@@ -85,10 +106,11 @@ pub(crate) fn parse_tokens(
                     .into(),
             ),
             e => Error::Syntax(parser_message(&e.to_string())),
-        })?;
-    if !lists.is_empty() {
-        put_literal_lists(&mut stmts, lists);
-    }
+        })
+}
+
+/// The one statement of `stmts`.
+fn one(mut stmts: Vec<ast::Statement>) -> Result<ast::Statement> {
     match stmts.len() {
         0 => Err(Error::Syntax("empty query".into())),
         1 => Ok(stmts.remove(0)),
@@ -230,8 +252,9 @@ fn take_literal_lists(
 }
 
 /// Puts back the lists [`take_literal_lists`] took out, each in place of
-/// the `IN` list that holds only its placeholder.
-fn put_literal_lists(stmts: &mut [ast::Statement], lists: Vec<Vec<ast::Expr>>) {
+/// the `IN` list that holds only its placeholder; false when one was left
+/// out (its placeholder stands elsewhere).
+fn put_literal_lists(stmts: &mut [ast::Statement], lists: Vec<Vec<ast::Expr>>) -> bool {
     use std::ops::ControlFlow;
     let mut lists: Vec<Option<Vec<ast::Expr>>> = lists.into_iter().map(Some).collect();
     for stmt in stmts {
@@ -250,6 +273,7 @@ fn put_literal_lists(stmts: &mut [ast::Statement], lists: Vec<Vec<ast::Expr>>) {
             ControlFlow::<()>::Continue(())
         });
     }
+    lists.iter().all(Option::is_none)
 }
 
 /// The error for SQL nested too deeply (SQLSTATE 54001).
@@ -614,6 +638,14 @@ mod tests {
         // A list the fast path takes: no placeholder is left behind.
         let sql = format!("SELECT * FROM t WHERE a IN ({})", items(100));
         assert!(!parse(&sql).unwrap().to_string().contains('\u{1}'));
+        // A list the parser makes no IN list of: read as the parser reads
+        // it, no placeholder in what is said of it.
+        let sql = format!("SELECT POSITION(1 IN ({})) FROM t", items(10));
+        if let Ok(st) = parse(&sql) {
+            assert_eq!(Ok(st), parsed_plainly(&sql));
+        }
+        let e = parse(&format!("SELECT POSITION(1 IN ({})) FROM", items(10))).unwrap_err();
+        assert!(!e.to_string().contains('\u{1}'), "{e}");
         // Broken lists fail as before.
         for sql in [
             format!("SELECT * FROM t WHERE a IN ({},)", items(10)),

@@ -541,3 +541,32 @@ fn or_of_equalities_answers_as_written() {
     .unwrap();
     assert!(plan.contains("Filter: i IN (1, 2, 5)"), "{plan}");
 }
+
+/// A list of 8 or more literals is bound a type at a time, but what it
+/// answers and which item its error names are those of the same list
+/// bound an item at a time (a list of 7): the first item at fault.
+#[test]
+fn long_in_lists_fail_where_short_ones_do() {
+    let dir = table("i INT, dt DATE", "i,dt\n1,2020-01-01\n2,2020-01-04\n,\n");
+    for (head, tail) in [
+        ("dt IN ('2020-01-01', 'bad', 5", ""),
+        ("i IN (1, 'x', 3, 4, 1e999", ""),
+        ("dt IN ('2020-01-01', '2020-02-30', -'x'", ""),
+        ("dt IN ('2020-01-01', 5, 'bad'", ""),
+    ] {
+        let short = format!("SELECT i FROM t WHERE {head}, 6, 7, 8, 9{tail})");
+        let long = format!("SELECT i FROM t WHERE {head}, 6, 7, 8, 9, 10, 11, 12{tail})");
+        let (a, b) = (error(&dir, &short), error(&dir, &long));
+        // The same message about the same item (its column is the same
+        // in both: the lists differ only after it).
+        assert_eq!(a, b, "{short} / {long}");
+    }
+    // And answers as the short list does.
+    let short = "SELECT i FROM t WHERE dt IN ('2020-01-04', NULL, '2020-01-09', '2021-01-01', '2022-01-01', '2023-01-01', '2024-01-01')";
+    let long = format!(
+        "{}, '2025-01-01', '2026-01-01')",
+        short.trim_end_matches(')')
+    );
+    assert_eq!(rows(&dir, short), rows(&dir, &long));
+    assert_eq!(rows(&dir, short), grid(&[&["2"]]));
+}

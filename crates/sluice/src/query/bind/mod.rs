@@ -816,7 +816,7 @@ impl<'c> Binder<'c> {
     ) -> Result<Expr> {
         let x = self.bind(expr, scope)?;
         if list.len() >= LITERALS_AT_ONCE
-            && let Some(e) = self.literal_in_list(&x, expr, list, negated, scope)?
+            && let Some(e) = self.literal_in_list(&x, list, negated, scope)?
         {
             return Ok(e);
         }
@@ -870,12 +870,11 @@ impl<'c> Binder<'c> {
     /// them is (`x = item`), then to the list's common type, by one cast
     /// of all of them together. The same answer as the item-by-item path
     /// (which a 100,000-value list made cost a tenth of a second); `None`
-    /// when an item is no literal or a cast fails, for that path to bind
-    /// and to name the item at fault.
+    /// when an item is no literal or anything fails, for that path to bind
+    /// and to name the first item at fault.
     fn literal_in_list(
         &self,
         x: &Expr,
-        expr: &ast::Expr,
         list: &[ast::Expr],
         negated: bool,
         scope: &mut Scope,
@@ -891,10 +890,10 @@ impl<'c> Binder<'c> {
         let mut items = Vec::with_capacity(list.len());
         let one = crate::query::exec::empty_input(1)?;
         for item in list {
-            match self.bind(item, scope)? {
-                Expr::Literal(a) => items.push(a),
+            match self.bind(item, scope) {
+                Ok(Expr::Literal(a)) => items.push(a),
                 // A signed number: its value.
-                e @ Expr::Neg(_) => match e.eval(&one) {
+                Ok(e @ Expr::Neg(_)) => match e.eval(&one) {
                     Ok(crate::query::expr::Value::Scalar(a)) => items.push(a),
                     _ => return Ok(None),
                 },
@@ -915,16 +914,17 @@ impl<'c> Binder<'c> {
         for (_, ix) in &groups {
             let first = ix[0];
             let it = lit(items[first].clone());
-            match self.binary(BinOp::Eq, x.clone(), it, scope, &list[first])? {
-                Expr::Binary { left, right, .. } => {
+            match self.binary(BinOp::Eq, x.clone(), it, scope, &list[first]) {
+                Ok(Expr::Binary { left, right, .. }) => {
                     xts.push(self.ty(&left, scope));
                     templates.push(*right);
                 }
-                _ => return Err(Error::Internal("IN coercion".into())),
+                _ => return Ok(None),
             }
         }
-        let to = common_type(&xts)
-            .ok_or_else(|| plan_err("IN list items of incompatible types".into(), expr))?;
+        let Some(to) = common_type(&xts) else {
+            return Ok(None);
+        };
         let xty = self.ty(x, scope);
         let mut out: Vec<Option<Expr>> = vec![None; items.len()];
         for ((ty, ix), template) in groups.iter().zip(templates) {

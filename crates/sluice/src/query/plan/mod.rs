@@ -156,7 +156,7 @@ pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
     let depth = super::sql::depth_bound(tokens.iter().map(|t| &t.token));
     let plan = || {
         plan_in(
-            &super::sql::parse_tokens(tokens, depth)?,
+            &super::sql::parse_tokens(sql, tokens, depth)?,
             catalog,
             Text(sql),
         )
