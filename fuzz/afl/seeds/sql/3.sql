@@ -1,0 +1,1 @@
+SELECT CAST(ts AS DATE), EXTRACT(HOUR FROM ts), CASE WHEN d IS NULL THEN 'x' ELSE upper(s) END, substring(s, 2, 1), i / 0, -j, coalesce(i, 2) FROM t WHERE s LIKE 'a%' OR i BETWEEN 1 AND 3 UNION SELECT 1, 2, 'y', 'z', 1, 2, 3
