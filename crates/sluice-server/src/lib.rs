@@ -939,12 +939,19 @@ fn utc(zone: &str) -> bool {
     sluice::zone::Zone::of(Some(zone)).is_utc()
 }
 
-/// The session's `TimeZone`, seconds east of UTC (SET checks that it is
-/// one sluice knows: UTC or a fixed offset).
+/// The session's `TimeZone` as an Arrow time zone. SET and the startup
+/// message keep only zones sluice knows, a named one as the tz database
+/// spells it, so this runs on every query without touching the
+/// database's files: a fixed offset is turned into `+HH:MM`, a name is
+/// taken as it is.
 fn session_zone(settings: &HashMap<String, String>) -> String {
-    session::setting(settings, "timezone")
-        .and_then(|z| session::zone_of(&z))
-        .unwrap_or_else(|| "UTC".into())
+    match session::setting(settings, "timezone") {
+        Some(z) => match session::fixed_zone_of(&z) {
+            Some(secs) => sluice::batch::zone_label(secs),
+            None => z,
+        },
+        None => "UTC".into(),
+    }
 }
 
 fn session_timeout(engine: &Engine, settings: &HashMap<String, String>) -> Option<Duration> {
