@@ -72,7 +72,7 @@ enum Command {
     /// Run a SQL query (SELECT or EXPLAIN SELECT) and print the result
     #[command(after_help = commands::query::EXAMPLES)]
     Query {
-        /// The SQL text
+        /// The SQL text; `-` reads it from standard input
         sql: String,
         /// Output format (default: table on a terminal, csv otherwise;
         /// EXPLAIN prints text, or with csv/json one row a plan line in a

@@ -14,10 +14,12 @@ pub const EXAMPLES: &str = "Examples:
   sluice query \"SELECT count(*) FROM sales\"
   sluice query --format json \"SELECT d, sum(price) AS total FROM sales GROUP BY d ORDER BY total DESC LIMIT 5\"
   sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
+  sluice query - < report.sql          (the SQL from standard input)
 
-Supported: one table; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET; + - * /, CASE, CAST,
-EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR;
-COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX. Joins and subqueries are refused.";
+Supported: joins (JOIN ... ON/USING, several tables in FROM), subqueries (IN, EXISTS, scalar,
+in FROM), WITH, UNION/INTERSECT/EXCEPT; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET;
++ - * /, CASE, CAST, EXTRACT, SUBSTRING, LIKE, BETWEEN, IN, IS NULL, COALESCE,
+DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR; COUNT(*), COUNT([DISTINCT] x), SUM, AVG, MIN, MAX.";
 
 /// Runs `sql` and prints its rows (or its plan); with `timing`, the run
 /// time and scan statistics to stderr.
@@ -48,6 +50,18 @@ pub fn run(
             "--format is for printed results; --output takes its format from the file name"
         );
     }
+    // `-`: the SQL from standard input (a statement too long for a
+    // command line, or one kept in a file).
+    let stdin_sql;
+    let sql = if sql == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("reading the SQL from standard input (it must be UTF-8)")?;
+        stdin_sql = text;
+        stdin_sql.as_str()
+    } else {
+        sql
+    };
     let mut db = Database::open(db_dir)?;
     // One query: each segment is let go (unmapped) once it is read.
     db.set_keep_segments(false);

@@ -677,6 +677,35 @@ fn query_formats_timing_and_errors() {
     );
     let plan = ok(&t.0, &["query", "EXPLAIN SELECT min(id) FROM p"]);
     assert!(!plan.contains("Fused"), "{plan}");
+    // `-`: the SQL from standard input, here longer than one argument may
+    // be (128 KiB): a 30,000-value IN list.
+    let ids: Vec<String> = (2..30_002).map(|i| i.to_string()).collect();
+    let sql = format!(
+        "SELECT count(*), sum(id) FROM p WHERE id IN ({})",
+        ids.join(", ")
+    );
+    assert!(sql.len() > 128 * 1024);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .args(["query", "--format", "csv", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sql.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "count(*),sum(id)\n2,5\n"
+    );
     let e = fails(&t.0, &["query", "SELECT nope FROM p"]);
     assert_eq!(
         e,

@@ -107,6 +107,16 @@ pub enum Expr {
         /// when every item is a literal (shared by the plan's clones).
         set: InSet,
     },
+    /// `x [NOT] IN (v1, v2, …)` of a long list of literals, kept as one
+    /// array of the list's type in the order written (see
+    /// `Binder::literal_in_list`): a 100,000-value list is one array to
+    /// clone, print and hash, not 100,000 expressions.
+    InValues {
+        expr: Box<Expr>,
+        values: ArrayRef,
+        negated: bool,
+        set: InSet,
+    },
     Like {
         expr: Box<Expr>,
         pattern: String,
@@ -255,6 +265,7 @@ impl Expr {
             Expr::InList { expr, list, .. } => {
                 expr.cannot_fail() && list.iter().all(Expr::cannot_fail)
             }
+            Expr::InValues { expr, .. } => expr.cannot_fail(),
             Expr::Like { expr, .. } => expr.cannot_fail(),
             _ => false,
         }
@@ -279,7 +290,8 @@ impl Expr {
             | Expr::Cast { expr: e, .. }
             | Expr::Extract { expr: e, .. }
             | Expr::AddMonths { expr: e, .. }
-            | Expr::AddDays { expr: e, .. } => f(e),
+            | Expr::AddDays { expr: e, .. }
+            | Expr::InValues { expr: e, .. } => f(e),
             Expr::InList { expr, list, .. } => {
                 f(expr);
                 list.iter_mut().for_each(f);
@@ -335,9 +347,11 @@ impl Expr {
                     A::Boolean
                 }
             }
-            Expr::Not(_) | Expr::IsNull { .. } | Expr::InList { .. } | Expr::Like { .. } => {
-                A::Boolean
-            }
+            Expr::Not(_)
+            | Expr::IsNull { .. }
+            | Expr::InList { .. }
+            | Expr::InValues { .. }
+            | Expr::Like { .. } => A::Boolean,
             Expr::Neg(e) | Expr::Abs(e) => e.data_type(input),
             Expr::Case { whens, otherwise } => {
                 let t = otherwise.data_type(input);
@@ -463,6 +477,23 @@ impl Expr {
                 set,
             } => {
                 let m = in_list(expr.eval(batch)?, list, set, batch)?;
+                if *negated {
+                    map_value(m, |a| {
+                        Ok(Arc::new(
+                            arrow_arith::boolean::not(a.as_boolean()).map_err(exec_err)?,
+                        ))
+                    })?
+                } else {
+                    m
+                }
+            }
+            Expr::InValues {
+                expr,
+                values,
+                negated,
+                set,
+            } => {
+                let m = in_values(expr.eval(batch)?, values, set, batch)?;
                 if *negated {
                     map_value(m, |a| {
                         Ok(Arc::new(
@@ -658,6 +689,7 @@ impl Expr {
             Expr::Like { expr, .. } if is_c(expr) => true,
             Expr::IsNull { expr, .. } if is_c(expr) => true,
             Expr::InList { expr, list, .. } if is_c(expr) => list.iter().all(text_lit),
+            Expr::InValues { expr, values, .. } if is_c(expr) => values.data_type() == &A::Utf8,
             _ => {
                 let mut ok = true;
                 self.clone()
@@ -1019,6 +1051,56 @@ impl ValueSet {
         })
     }
 
+    /// The set of the values of `values` (NULLs included), as a set of
+    /// type `ty`; `None` when `values` is of another type or `ty` is one
+    /// no set holds.
+    fn of_array(values: &ArrayRef, ty: &A) -> Option<ValueSet> {
+        let values = match values.data_type() {
+            A::Null => arrow_array::new_null_array(ty, values.len()),
+            t if same_values(t, ty) => values.clone(),
+            _ => return None,
+        };
+        let has_null = values.logical_null_count() > 0;
+        let live = |i: &usize| values.is_valid(*i);
+        let n = values.len();
+        let values = match ty {
+            A::Utf8 => {
+                let s = values.as_string_opt::<i32>()?;
+                SetValues::Text((0..n).filter(live).map(|i| Box::from(s.value(i))).collect())
+            }
+            A::Float64 => {
+                let v = values.as_primitive_opt::<Float64Type>()?;
+                SetValues::Doubles(
+                    (0..n)
+                        .filter(live)
+                        .map(|i| canonical_f64(v.value(i)).to_bits())
+                        .collect(),
+                )
+            }
+            A::Boolean => {
+                let v = values.as_boolean_opt()?;
+                let mut b = [false; 2];
+                for i in (0..n).filter(live) {
+                    b[v.value(i) as usize] = true;
+                }
+                SetValues::Bools(b)
+            }
+            _ => {
+                let ints = ints_of(values.as_ref())?;
+                let mut set = super::intset::IntSet::default();
+                for i in (0..n).filter(live) {
+                    set.insert(ints[i]);
+                }
+                SetValues::Ints(set)
+            }
+        };
+        Some(ValueSet {
+            values,
+            has_null,
+            ty: ty.clone(),
+        })
+    }
+
     /// `x IN (the set)` for each value of `x` (of the set's type), with
     /// SQL's NULLs: NULL for a NULL `x`, and for a value not found when
     /// the list holds a NULL.
@@ -1074,6 +1156,40 @@ impl ValueSet {
         };
         Some(BooleanArray::new(values, nulls))
     }
+}
+
+/// `x IN (values)`, as [`in_list`] answers it of the same values as
+/// literals: a set lookup a row ([`ValueSet`], built once), or, for a
+/// type no set holds, the values compared one at a time.
+fn in_values(x: Value, values: &ArrayRef, set: &InSet, batch: &RecordBatch) -> Result<Value> {
+    let (a, scalar) = match x {
+        Value::Array(a) => (a, false),
+        Value::Scalar(a) => (a, true),
+    };
+    let wrap = |m: ArrayRef| {
+        if scalar {
+            Value::Scalar(m)
+        } else {
+            Value::Array(m)
+        }
+    };
+    if let Some(d) = text_dictionary(&a) {
+        let m = in_values(Value::Array(d.values().clone()), values, set, batch)?
+            .into_array(d.values().len())?;
+        return Ok(wrap(
+            arrow_select::take::take(&m, d.keys(), None).map_err(exec_err)?,
+        ));
+    }
+    let ty = a.data_type().clone();
+    if let Some(vs) = set.0.get_or_init(|| ValueSet::of_array(values, &ty))
+        && let Some(m) = vs.probe(a.as_ref())
+    {
+        return Ok(wrap(Arc::new(m)));
+    }
+    let list: Vec<Expr> = (0..values.len())
+        .map(|i| Expr::Literal(values.slice(i, 1)))
+        .collect();
+    in_list(wrap(a), &list, &InSet::default(), batch)
 }
 
 /// `x IN (list)` with SQL's NULL rules (true when a value equals `x`;
@@ -1707,6 +1823,21 @@ impl fmt::Display for Expr {
                         f.write_str(", ")?;
                     }
                     write!(f, "{e}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::InValues {
+                expr,
+                values,
+                negated,
+                ..
+            } => {
+                write!(f, "{expr} {}IN (", if *negated { "NOT " } else { "" })?;
+                for i in 0..values.len() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", Expr::Literal(values.slice(i, 1)))?;
                 }
                 f.write_str(")")
             }

@@ -151,7 +151,10 @@ fn take_literal_lists(
     use sqlparser::tokenizer::{Token as T, TokenWithSpan};
     let significant = |t: &TokenWithSpan| !matches!(t.token, T::Whitespace(_));
     // Fast exit: no IN list long enough to matter.
-    let commas = tokens.iter().filter(|t| t.token == T::Comma).count();
+    let commas = tokens
+        .iter()
+        .filter(|t| matches!(t.token, T::Comma))
+        .count();
     if commas + 1 < LITERAL_LIST_MIN {
         return (tokens, Vec::new());
     }
@@ -169,15 +172,15 @@ fn take_literal_lists(
         let Some(open) = (i..tokens.len()).find(|&j| significant(&tokens[j])) else {
             continue;
         };
-        if tokens[open].token != T::LParen {
+        if !matches!(tokens[open].token, T::LParen) {
             continue;
         }
         // Items: [sign] literal, then `,` or `)`; room for as many as
         // there are commas before the next `)`.
         let room = tokens[open..]
             .iter()
-            .take_while(|t| t.token != T::RParen)
-            .filter(|t| t.token == T::Comma)
+            .take_while(|t| !matches!(t.token, T::RParen))
+            .filter(|t| matches!(t.token, T::Comma))
             .count();
         if room + 1 < LITERAL_LIST_MIN {
             continue;

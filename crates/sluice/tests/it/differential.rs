@@ -113,13 +113,15 @@ fn predicate(rng: &mut Rng, depth: u32) -> String {
                 let n = 8 + rng.below(12) as usize;
                 let col = rng.pick(&["i", "j", "s"]);
                 let items: Vec<String> = (0..n)
-                    .map(|_| match (col, rng.below(8)) {
+                    .map(|_| match (col, rng.below(10)) {
                         ("s", 0) => "NULL".into(),
                         ("s", _) => format!("'{}'", rng.pick(&["a", "b", "ab", "", "c"])),
                         (_, 0) => "NULL".into(),
                         (_, 1) => "3000000000".into(),
                         (_, 2) => format!("{}.5", rng.below(20) as i64 - 10),
                         (_, 3) => format!("{}.0", rng.below(20) as i64 - 10),
+                        (_, 4) => format!("{}e0", rng.below(20) as i64 - 10),
+                        (_, 5) => format!("+{}", rng.below(20)),
                         _ => format!("{}", rng.below(60) as i64 - 30),
                     })
                     .collect();

@@ -192,6 +192,10 @@ fn a_key_lands_in_the_same_shard_in_every_load() {
     let one = plan("EXPLAIN SELECT * FROM t WHERE id = 144");
     assert!(one.contains("Fan-out over 1 of 4 shards"), "{one}");
     assert!(one.contains("Index lookup"), "{one}");
+    // A long list of keys (one array of values) is looked up too.
+    let many = plan("EXPLAIN SELECT * FROM t WHERE id IN (144, 1, 2, 3, 4, 5, 6, 7, 8, 9)");
+    assert!(many.contains("Index lookup"), "{many}");
+    assert!(many.contains("10 keys"), "{many}");
 }
 
 #[test]

@@ -54,6 +54,19 @@ pub(super) fn key_lookup_of(filter: &Expr, k: usize, types: &[A]) -> Option<Vec<
                 keys.dedup();
                 return Some(keys);
             }
+            Expr::InValues {
+                expr,
+                values,
+                negated: false,
+                ..
+            } if column_of(expr, types) == Some(k) => {
+                let mut keys = (0..values.len())
+                    .map(|i| literal_key(&values.slice(i, 1), stored))
+                    .collect::<Option<Vec<_>>>()?;
+                keys.sort_unstable();
+                keys.dedup();
+                return Some(keys);
+            }
             _ => {}
         }
     }
