@@ -24,6 +24,7 @@
 pub mod auth;
 pub mod catalog;
 pub mod encode;
+pub mod frames;
 pub mod params;
 pub mod place;
 pub mod session;
@@ -1831,11 +1832,10 @@ impl ConnThreads {
                                 use futures::FutureExt;
                                 let _counted = counted;
                                 let tls = h.startup.engine.opts.tls.as_ref().map(|t| t.0.clone());
-                                let served = std::panic::AssertUnwindSafe(
-                                    pgwire::tokio::process_socket(sock, tls, h),
-                                )
-                                .catch_unwind()
-                                .await;
+                                let served =
+                                    std::panic::AssertUnwindSafe(frames::serve(sock, tls, h))
+                                        .catch_unwind()
+                                        .await;
                                 if let (Err(p), Some(b)) = (served, backend)
                                     && let Some(w) = b.watch.as_ref()
                                 {

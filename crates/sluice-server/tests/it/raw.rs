@@ -546,3 +546,74 @@ fn a_time_zone_in_the_startup_message_is_the_sessions() {
     assert!(has(&out, "TimeZone\0UTC\0"), "{out:?}");
     assert!(has(&out, "2024-07-01 10:00:00+00"), "{out:?}");
 }
+
+/// A Bind parameter's length of -1 is NULL; any other negative length is
+/// refused (08P01, "insufficient data left in message", as PostgreSQL
+/// refuses it), the messages up to Sync skipped, and the connection goes
+/// on. The protocol library reads every negative length as NULL: the
+/// server checks each Bind's bytes before it decodes them.
+#[test]
+fn a_bind_parameter_length_below_minus_one_is_refused() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let bind = |len: i32| {
+        let mut b = b"\0s\0\0\0\0\x01".to_vec();
+        b.extend_from_slice(&len.to_be_bytes());
+        b.extend_from_slice(b"\0\0");
+        message(b'B', &b)
+    };
+    let parse = message(
+        b'P',
+        b"s\0SELECT count(*) FROM people WHERE $1::text IS NULL\0\0\0",
+    );
+    let run = |len: i32| {
+        pipelined(
+            srv.addr,
+            &[
+                parse.clone(),
+                bind(len),
+                message(b'E', b"\0\0\0\0\0"),
+                message(b'S', b""),
+                // Then a query on the same connection.
+                message(b'Q', b"SELECT 1\0"),
+            ]
+            .concat(),
+        )
+    };
+    // -1: NULL, the count of every row.
+    assert_eq!(run(-1), b"12DCZ".to_vec());
+    for len in [-2, -100, i32::MIN] {
+        let out = run(len);
+        // ParseComplete, the error, ReadyForQuery at Sync: no BindComplete
+        // and no row.
+        assert_eq!(out, b"1EZ".to_vec(), "length {len}");
+    }
+    // The error itself, and the query after it answered.
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(
+        &[
+            startup(),
+            parse.clone(),
+            bind(-2),
+            message(b'E', b"\0\0\0\0\0"),
+            message(b'S', b""),
+            message(b'Q', b"SELECT 41 + 1\0"),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while kinds(&out).iter().filter(|&&k| k == b'Z').count() < 3 {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {:?}", kinds(&out));
+        out.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("08P01"), "{text}");
+    assert!(text.contains("insufficient data left in message"), "{text}");
+    assert!(text.contains("parameter 1 has length -2"), "{text}");
+    assert!(text.contains("42"), "{text}");
+    served(&srv);
+}
