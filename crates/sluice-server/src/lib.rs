@@ -826,7 +826,10 @@ fn startup_zone(metadata: &mut HashMap<String, String>) {
     if let Some(tz) = given
         && session::zone_of(&tz).is_some()
     {
-        metadata.insert("sluice.timezone".into(), session::zone_setting(&tz));
+        let zone = session::zone_setting(&tz);
+        // Also what RESET goes back to.
+        metadata.insert("sluice-startup.timezone".into(), zone.clone());
+        metadata.insert("sluice.timezone".into(), zone);
     }
 }
 
@@ -1117,21 +1120,7 @@ impl Engine {
                     Response::Execution(Tag::new("SET"))
                 }
                 Answer::Reset { name, tag } => {
-                    let m = client.metadata_mut();
-                    let changed: Vec<String> = match &name {
-                        Some(n) => {
-                            m.remove(&format!("sluice.{n}"));
-                            vec![n.clone()]
-                        }
-                        None => {
-                            let set: Vec<String> = m
-                                .keys()
-                                .filter_map(|k| k.strip_prefix("sluice.").map(str::to_string))
-                                .collect();
-                            m.retain(|k, _| !k.starts_with("sluice."));
-                            set
-                        }
-                    };
+                    let changed = session::reset(client.metadata_mut(), name.as_deref());
                     // The client keeps what it tracks (TimeZone, ...) as
                     // the server last said: say the defaults.
                     report(client, changed).await;

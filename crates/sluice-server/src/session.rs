@@ -431,6 +431,31 @@ pub fn begin(settings: &mut HashMap<String, String>) {
     settings.insert(IN_BLOCK.into(), String::new());
 }
 
+/// RESET of one setting (or of all, `name` None; DISCARD ALL too): back
+/// to the value the client's startup message gave it (PostgreSQL's reset
+/// value: JDBC's `TimeZone`), else to the server's default. The names of
+/// the settings reset, for the client to be told.
+pub fn reset(settings: &mut HashMap<String, String>, name: Option<&str>) -> Vec<String> {
+    let names: std::collections::BTreeSet<String> = match name {
+        Some(n) => std::iter::once(n.to_string()).collect(),
+        None => settings
+            .keys()
+            .filter_map(|k| {
+                k.strip_prefix("sluice.")
+                    .or_else(|| k.strip_prefix("sluice-startup."))
+                    .map(str::to_string)
+            })
+            .collect(),
+    };
+    for n in &names {
+        match settings.get(&format!("sluice-startup.{n}")).cloned() {
+            Some(v) => settings.insert(format!("sluice.{n}"), v),
+            None => settings.remove(&format!("sluice.{n}")),
+        };
+    }
+    names.into_iter().collect()
+}
+
 /// A SET in a session: `SET LOCAL` outside a block changes nothing (as
 /// in PostgreSQL, which warns); inside one, the value it replaces is kept
 /// for the block's end. A plain SET in a block outlasts a COMMIT.

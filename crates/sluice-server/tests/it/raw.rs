@@ -541,6 +541,22 @@ fn a_time_zone_in_the_startup_message_is_the_sessions() {
     let out = session_with(srv.addr, &[("TimeZone", "UTC+3")], sql);
     assert!(has(&out, "TimeZone\0UTC+3\0"), "{out:?}");
     assert!(has(&out, "2024-07-01 07:00:00-03"), "{out:?}");
+    // RESET (one, all, DISCARD ALL) goes back to the startup's zone, as
+    // in PostgreSQL, not to the server's UTC.
+    for reset in [
+        "RESET TimeZone",
+        "RESET ALL",
+        "DISCARD ALL",
+        "SET TIME ZONE DEFAULT",
+    ] {
+        let out = session_with(
+            srv.addr,
+            &[("TimeZone", "UTC+3")],
+            &format!("SET TimeZone = '+05:30'; {reset}; {sql}"),
+        );
+        assert!(has(&out, "2024-07-01 07:00:00-03"), "{reset}: {out:?}");
+        assert!(!has(&out, "2024-07-01 15:30:00+05:30"), "{reset}: {out:?}");
+    }
     // One sluice does not know: the session stays in UTC, and says so.
     let out = session_with(srv.addr, &[("TimeZone", "Nowhere/Atlantis")], sql);
     assert!(has(&out, "TimeZone\0UTC\0"), "{out:?}");
