@@ -39,9 +39,45 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 const SSL_REQUEST: u32 = 80_877_103;
 const GSSENC_REQUEST: u32 = 80_877_104;
 
-/// The verdict on each Bind message read so far and not yet handled, in
-/// order: `None` for a well-formed one, else what is wrong with it.
-type Verdicts = Arc<Mutex<VecDeque<Option<String>>>>;
+/// Each Bind message read so far and not yet handled, in order.
+type Verdicts = Arc<Mutex<VecDeque<BindSeen>>>;
+
+/// A Bind message as its bytes say, framed by its declared length.
+#[derive(Debug, Default)]
+struct BindSeen {
+    /// Portal and statement names as the library decodes them (empty:
+    /// `None`).
+    names: [Option<String>; 2],
+    formats: Vec<i16>,
+    /// Each parameter's declared length.
+    lengths: Vec<i32>,
+    results: Vec<i16>,
+    /// What is wrong with it, as PostgreSQL reads it.
+    fault: Option<String>,
+}
+
+impl BindSeen {
+    /// Whether `b` is this message as the library decoded it. The
+    /// library decodes from the stream, not from a message cut at its
+    /// declared length: a message whose length lies (too short, too
+    /// long) makes it read other bytes than these, and so no Bind it
+    /// hands over matches.
+    fn is(&self, b: &pgwire::messages::extendedquery::Bind) -> bool {
+        self.names[0] == b.portal_name
+            && self.names[1] == b.statement_name
+            && self.formats == b.parameter_format_codes
+            && self.results == b.result_column_format_codes
+            && self.lengths.len() == b.parameters.len()
+            && self
+                .lengths
+                .iter()
+                .zip(&b.parameters)
+                .all(|(&l, p)| match p {
+                    Some(v) => l >= 0 && v.len() == l as usize,
+                    None => l < 0,
+                })
+    }
+}
 
 /// Follows the framing of the frontend messages in a stream of bytes.
 #[derive(Default)]
@@ -109,33 +145,68 @@ impl Scan {
         if let Some(body) = self.bind.take()
             && let Ok(mut v) = verdicts.lock()
         {
-            v.push_back(bind_fault(&body));
+            // Binds the library never hands over (it read them as part
+            // of a message whose length lied) are dropped at the next it
+            // does; a client that sends only such keeps at most this many.
+            if v.len() >= 4096 {
+                v.pop_front();
+            }
+            v.push_back(read_bind(&body));
         }
     }
 }
 
-/// What is wrong with the body of a Bind message, as PostgreSQL reads it:
-/// a parameter length below -1, or one past the message's end.
-fn bind_fault(body: &[u8]) -> Option<String> {
+/// The body of a Bind message as PostgreSQL reads it: a parameter length
+/// below -1 or one past the message's end is a fault ("insufficient data
+/// left in message"), and so are bytes left after the last field
+/// ("invalid message format").
+fn read_bind(body: &[u8]) -> BindSeen {
     const SHORT: &str = "insufficient data left in message";
+    let mut seen = BindSeen::default();
     let mut at = 0usize;
+    let fault = |seen: &mut BindSeen, m: String| {
+        seen.fault.get_or_insert(m);
+    };
     // Portal and statement names.
-    for _ in 0..2 {
-        let end = body.get(at..)?.iter().position(|&c| c == 0);
-        match end {
-            Some(e) => at += e + 1,
-            None => return Some(SHORT.into()),
+    for k in 0..2 {
+        match body.get(at..).and_then(|b| b.iter().position(|&c| c == 0)) {
+            Some(e) => {
+                if e > 0 {
+                    seen.names[k] = Some(String::from_utf8_lossy(&body[at..at + e]).into_owned());
+                }
+                at += e + 1;
+            }
+            None => {
+                fault(&mut seen, SHORT.into());
+                return seen;
+            }
         }
     }
     let u16_at = |at: usize| -> Option<usize> {
         Some(u16::from_be_bytes([*body.get(at)?, *body.get(at + 1)?]) as usize)
     };
-    let Some(formats) = u16_at(at) else {
-        return Some(SHORT.into());
+    let i16s = |at: usize, n: usize| -> Option<Vec<i16>> {
+        (0..n)
+            .map(|i| {
+                let p = at + 2 * i;
+                Some(i16::from_be_bytes([*body.get(p)?, *body.get(p + 1)?]))
+            })
+            .collect()
     };
-    at += 2 + 2 * formats;
+    let Some(n) = u16_at(at) else {
+        fault(&mut seen, SHORT.into());
+        return seen;
+    };
+    at += 2;
+    let Some(f) = i16s(at, n) else {
+        fault(&mut seen, SHORT.into());
+        return seen;
+    };
+    seen.formats = f;
+    at += 2 * n;
     let Some(params) = u16_at(at) else {
-        return Some(SHORT.into());
+        fault(&mut seen, SHORT.into());
+        return seen;
     };
     at += 2;
     for p in 1..=params {
@@ -143,23 +214,44 @@ fn bind_fault(body: &[u8]) -> Option<String> {
             .get(at..at + 4)
             .map(|l| i32::from_be_bytes([l[0], l[1], l[2], l[3]]))
         else {
-            return Some(SHORT.into());
+            fault(&mut seen, SHORT.into());
+            return seen;
         };
         at += 4;
+        seen.lengths.push(len);
         if len == -1 {
             continue;
         }
         if len < 0 {
-            return Some(format!(
-                "{SHORT}: parameter {p} has length {len} (-1 is NULL; no other length is below 0)"
-            ));
+            fault(
+                &mut seen,
+                format!(
+                    "{SHORT}: parameter {p} has length {len} (-1 is NULL; no other length is below 0)"
+                ),
+            );
+            continue;
         }
         if body.len() - at < len as usize {
-            return Some(SHORT.into());
+            fault(&mut seen, SHORT.into());
+            return seen;
         }
         at += len as usize;
     }
-    None
+    let Some(n) = u16_at(at) else {
+        fault(&mut seen, SHORT.into());
+        return seen;
+    };
+    at += 2;
+    let Some(r) = i16s(at, n) else {
+        fault(&mut seen, SHORT.into());
+        return seen;
+    };
+    seen.results = r;
+    at += 2 * n;
+    if at != body.len() {
+        fault(&mut seen, "invalid message format".into());
+    }
+    seen
 }
 
 /// A socket whose incoming bytes pass through a [`Scan`].
@@ -275,16 +367,25 @@ pub async fn serve<H: PgWireServerHandlers>(
         };
         let is_cancel = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
         // A Bind the scan found malformed: refused, as PostgreSQL refuses
-        // it, and skipped with what follows up to the next Sync.
-        let fault = if matches!(msg, PgWireFrontendMessage::Bind(_)) {
-            verdicts
-                .lock()
-                .ok()
-                .and_then(|mut v| v.pop_front())
-                .flatten()
-        } else {
-            None
-        };
+        // it, and skipped with what follows up to the next Sync. One the
+        // scan did not see as a message of its own (the library read it
+        // out of another message, or across the end of one, whose length
+        // lied): refused too, as PostgreSQL refuses the message around it.
+        // While the messages up to a Sync are skipped, nothing is said.
+        let fault = match &msg {
+            PgWireFrontendMessage::Bind(b) => {
+                let seen = verdicts.lock().ok().and_then(|mut v| {
+                    let i = v.iter().position(|s| s.is(b))?;
+                    v.drain(..=i).next_back()
+                });
+                match seen {
+                    Some(s) => s.fault,
+                    None => Some("invalid message format".into()),
+                }
+            }
+            _ => None,
+        }
+        .filter(|_| !matches!(socket.state(), PgWireConnectionState::AwaitingSync));
         let result = match fault {
             Some(m) => Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                 "ERROR".into(),
@@ -349,16 +450,25 @@ mod tests {
 
     #[test]
     fn bind_lengths_below_minus_one_or_past_the_end_are_faults() {
-        assert_eq!(bind_fault(&bind_body(&[1, -1, 0, 3])), None);
-        let f = bind_fault(&bind_body(&[1, -2])).unwrap();
+        let fault = |b: &[u8]| read_bind(b).fault;
+        let ok = read_bind(&bind_body(&[1, -1, 0, 3]));
+        assert_eq!(ok.fault, None);
+        assert_eq!(ok.lengths, vec![1, -1, 0, 3]);
+        assert_eq!(ok.names, [None, Some("s1".to_string())]);
+        let f = fault(&bind_body(&[1, -2])).unwrap();
         assert!(f.contains("parameter 2 has length -2"), "{f}");
-        assert!(bind_fault(&bind_body(&[i32::MIN])).is_some());
+        assert!(fault(&bind_body(&[i32::MIN])).is_some());
         // A length past the end of the message.
         let mut b = bind_body(&[4]);
         b.truncate(b.len() - 4);
-        assert!(bind_fault(&b).is_some());
-        assert!(bind_fault(b"\0s1").is_some());
-        assert!(bind_fault(b"").is_some());
+        assert!(fault(&b).is_some());
+        // No result formats; bytes after them.
+        let b = bind_body(&[1]);
+        assert!(fault(&b[..b.len() - 2]).is_some());
+        let f = fault(&[b.as_slice(), b"x"].concat()).unwrap();
+        assert_eq!(f, "invalid message format");
+        assert!(fault(b"\0s1").is_some());
+        assert!(fault(b"").is_some());
     }
 
     #[test]
@@ -376,22 +486,18 @@ mod tests {
         stream.extend(message(b'B', &bind_body(&[2, -1])));
         stream.extend(message(b'B', &bind_body(&[-5])));
         stream.extend(message(b'S', b""));
-        let want = [None, Some("parameter 1 has length -5".to_string())];
         let check = |pieces: &[&[u8]]| {
             let v = Verdicts::default();
             let mut s = Scan::default();
             for p in pieces {
                 s.feed(p, &v);
             }
-            let got: Vec<Option<String>> = v.lock().unwrap().drain(..).collect();
+            let got: Vec<BindSeen> = v.lock().unwrap().drain(..).collect();
             assert_eq!(got.len(), 2);
-            assert_eq!(got[0], want[0]);
-            assert!(
-                got[1]
-                    .as_deref()
-                    .unwrap()
-                    .contains(want[1].as_deref().unwrap())
-            );
+            assert_eq!(got[0].fault, None);
+            assert_eq!(got[0].lengths, vec![2, -1]);
+            let f = got[1].fault.as_deref().unwrap();
+            assert!(f.contains("parameter 1 has length -5"), "{f}");
         };
         for i in 0..=stream.len() {
             check(&[&stream[..i], &stream[i..]]);

@@ -590,8 +590,6 @@ fn a_bind_parameter_length_below_minus_one_is_refused() {
                 bind(len),
                 message(b'E', b"\0\0\0\0\0"),
                 message(b'S', b""),
-                // Then a query on the same connection.
-                message(b'Q', b"SELECT 1\0"),
             ]
             .concat(),
         )
@@ -631,5 +629,130 @@ fn a_bind_parameter_length_below_minus_one_is_refused() {
     assert!(text.contains("insufficient data left in message"), "{text}");
     assert!(text.contains("parameter 1 has length -2"), "{text}");
     assert!(text.contains("42"), "{text}");
+    served(&srv);
+}
+
+/// A Bind body: unnamed portal, statement `stmt`, no formats, a
+/// parameter of each length (its bytes when not negative), no result
+/// formats, then `tail`.
+fn bind_body(stmt: &[u8], lens: &[i32], tail: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8];
+    b.extend_from_slice(stmt);
+    b.push(0);
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(&(lens.len() as u16).to_be_bytes());
+    for &l in lens {
+        b.extend_from_slice(&l.to_be_bytes());
+        if l > 0 {
+            b.extend(std::iter::repeat_n(b'7', l as usize));
+        }
+    }
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(tail);
+    b
+}
+
+/// Sends `bytes` after the startup and reads until `zs` ReadyForQuery
+/// messages (the startup's included) have come, or the server closes.
+fn until_ready(addr: std::net::SocketAddr, bytes: &[u8], zs: usize) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(&[startup(), bytes.to_vec()].concat()).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while kinds(&out).iter().filter(|&&k| k == b'Z').count() < zs {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    out
+}
+
+/// The protocol library decodes a message from the stream, not from its
+/// declared length: a Bind hidden in the body of a Sync, or after the
+/// fields of another Bind, is read as a message of its own, and a Bind
+/// whose length is too short swallows the messages after it. None of
+/// them gets its parameter of length -2 read as NULL, one error is sent
+/// until the Sync, and the well-formed Binds after them are answered.
+#[test]
+fn binds_hidden_in_or_across_other_messages_are_refused() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let parse = message(b'P', b"s\0SELECT $1::text IS NULL AS isnull\0\0\0");
+    let exec = message(b'E', b"\0\0\0\0\0");
+    let sync = message(b'S', b"");
+    let hidden = message(b'B', &bind_body(b"s", &[-2], b""));
+    let no_row = |out: &[u8], what: &str| {
+        let k = kinds(out);
+        assert!(!k.contains(&b'D'), "{what}: {k:?}");
+        assert!(!k.contains(&b'2'), "{what}: {k:?}");
+        let text = String::from_utf8_lossy(out);
+        assert!(text.contains("08P01"), "{what}: {text}");
+    };
+    // In a Sync's body.
+    let carrier = message(b'S', &[hidden.clone(), exec.clone()].concat());
+    let out = until_ready(
+        srv.addr,
+        &[parse.clone(), carrier, sync.clone()].concat(),
+        3,
+    );
+    no_row(&out, "in a Sync");
+    // After the fields of a well-formed Bind, inside its length.
+    let carrier = message(b'B', &bind_body(b"s", &[-1], &hidden));
+    let out = until_ready(
+        srv.addr,
+        &[parse.clone(), carrier, exec.clone(), sync.clone()].concat(),
+        2,
+    );
+    no_row(&out, "after a Bind");
+    assert_eq!(kinds(&out).iter().filter(|&&k| k == b'E').count(), 1);
+    // A Bind that ends (by its length) right after its one parameter's
+    // length, which covers the -2 Bind and a Parse after it; then two
+    // well-formed Binds, each answered with its row.
+    let p2 = message(b'P', b"zz\0SELECT 1\0\0\0");
+    let n = (hidden.len() + p2.len() - 2) as i32;
+    let mut short = b"\0s\0".to_vec();
+    short.extend_from_slice(&0u16.to_be_bytes());
+    short.extend_from_slice(&1u16.to_be_bytes());
+    short.extend_from_slice(&n.to_be_bytes());
+    let good = [
+        message(b'B', &bind_body(b"s", &[1], b"")),
+        exec.clone(),
+        sync.clone(),
+    ]
+    .concat();
+    let out = until_ready(
+        srv.addr,
+        &[
+            parse.clone(),
+            message(b'B', &short),
+            hidden.clone(),
+            p2,
+            sync.clone(),
+            good.clone(),
+            good,
+        ]
+        .concat(),
+        4,
+    );
+    let k = kinds(&out);
+    assert_eq!(k.iter().filter(|&&k| k == b'D').count(), 2, "{k:?}");
+    assert_eq!(k.iter().filter(|&&k| k == b'E').count(), 1, "{k:?}");
+    // A Bind after a failed Parse: the Parse's one error, nothing more.
+    let out = until_ready(
+        srv.addr,
+        &[
+            message(b'P', b"q\0SELEC garbage\0\0\0"),
+            message(b'B', &bind_body(b"q", &[-2], b"")),
+            exec,
+            sync,
+        ]
+        .concat(),
+        2,
+    );
+    let k = kinds(&out);
+    assert_eq!(k.iter().filter(|&&k| k == b'E').count(), 1, "{k:?}");
+    assert!(String::from_utf8_lossy(&out).contains("42601"));
     served(&srv);
 }
