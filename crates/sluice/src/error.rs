@@ -95,6 +95,15 @@ pub enum Error {
     #[error("{0}")]
     OutOfRange(String),
 
+    /// A function's argument outside what it takes (a square root of a
+    /// negative number, a logarithm of zero, a field position of 0), with
+    /// PostgreSQL's SQLSTATE for it.
+    #[error("{message}")]
+    Argument {
+        state: &'static str,
+        message: String,
+    },
+
     /// A query stopped before its end: canceled by its client or past its
     /// time limit (SQLSTATE 57014). Says which.
     #[error("canceling statement due to {0}")]
@@ -242,6 +251,7 @@ impl Error {
             Error::Plan(_) => "42804",
             Error::DivisionByZero | Error::DivisionByZeroAt(_) => "22012",
             Error::OutOfRange(_) => "22003",
+            Error::Argument { state, .. } => state,
             Error::Exec(_) => "22000",
             Error::QueryCanceled(_) | Error::Cancelled => "57014",
             Error::Parse { .. } | Error::Input { .. } => "22P02",

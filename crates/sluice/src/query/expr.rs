@@ -117,6 +117,13 @@ pub enum Expr {
         negated: bool,
         set: InSet,
     },
+    /// A scalar function of [`super::func`], its arguments already of the
+    /// types it takes; `ty`: its result's type.
+    Call {
+        func: super::func::Func,
+        args: Vec<Expr>,
+        ty: A,
+    },
     Like {
         expr: Box<Expr>,
         pattern: String,
@@ -310,7 +317,7 @@ impl Expr {
                     f(l);
                 }
             }
-            Expr::Coalesce(list) => list.iter_mut().for_each(f),
+            Expr::Coalesce(list) | Expr::Call { args: list, .. } => list.iter_mut().for_each(f),
         }
     }
 
@@ -371,6 +378,7 @@ impl Expr {
                 .find(|t| *t != A::Null)
                 .unwrap_or(A::Null),
             Expr::Subquery(s) => s.data_type.clone(),
+            Expr::Call { ty, .. } => ty.clone(),
         }
     }
 
@@ -619,6 +627,26 @@ impl Expr {
                     });
                 }
                 Value::Array(result.ok_or_else(|| Error::Internal("empty COALESCE".into()))?)
+            }
+            Expr::Call { func, args, ty } => {
+                let vals = args
+                    .iter()
+                    .map(|a| a.eval(batch).map(canonical_value))
+                    .collect::<Result<Vec<_>>>()?;
+                // Literals only: one row, a literal's answer.
+                if vals.iter().all(Value::is_scalar) {
+                    let arrays = vals
+                        .into_iter()
+                        .map(|v| v.into_array(1))
+                        .collect::<Result<Vec<_>>>()?;
+                    Value::Scalar(super::func::eval(*func, &arrays, 1, ty)?)
+                } else {
+                    let arrays = vals
+                        .into_iter()
+                        .map(|v| v.into_array(rows))
+                        .collect::<Result<Vec<_>>>()?;
+                    Value::Array(super::func::eval(*func, &arrays, rows, ty)?)
+                }
             }
         })
     }
@@ -1876,6 +1904,19 @@ impl fmt::Display for Expr {
             Expr::Length(e) => write!(f, "LENGTH({e})"),
             Expr::Abs(e) => write!(f, "ABS({e})"),
             Expr::Subquery(s) => write!(f, "({})", s.text),
+            Expr::Call { func, args, .. } if *func == super::func::Func::Concat => {
+                write!(f, "({} || {})", args[0], args[1])
+            }
+            Expr::Call { func, args, .. } => {
+                write!(f, "{func}(")?;
+                for (i, e) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                f.write_str(")")
+            }
             Expr::Coalesce(list) => {
                 f.write_str("COALESCE(")?;
                 for (i, e) in list.iter().enumerate() {

@@ -20,6 +20,7 @@ pub mod bind;
 pub mod exec;
 pub mod expr;
 pub mod filter;
+pub mod func;
 pub mod fused;
 pub mod hash_join;
 pub mod intexpr;

@@ -11,6 +11,7 @@ use sqlparser::ast;
 use super::{Binder, Scope, coerce, common_type, function_name, is_aggregate_name, is_numeric};
 use crate::error::Result;
 use crate::query::expr::{Expr, type_name};
+use crate::query::func::Func;
 use crate::query::sql::{plan_err, unsupported};
 
 impl Binder<'_> {
@@ -101,11 +102,269 @@ impl Binder<'_> {
                         .collect(),
                 ))
             }
-            _ => Err(plan_err(
-                format!("unknown function {}", name.to_uppercase()),
-                e,
-            )),
+            "nullif" => {
+                if bound.len() != 2 {
+                    return Err(plan_err("NULLIF takes two arguments".into(), e));
+                }
+                // CASE WHEN a = b THEN NULL ELSE a END (a NULL comparison
+                // is not true: a).
+                let b = bound.pop().unwrap_or_else(|| unreachable!());
+                let a = bound.pop().unwrap_or_else(|| unreachable!());
+                let eq = self.binary(crate::query::expr::BinOp::Eq, a.clone(), b, scope, e)?;
+                Ok(Expr::Case {
+                    whens: vec![(
+                        eq,
+                        Expr::Cast {
+                            expr: Box::new(Expr::Literal(arrow_array::new_null_array(&A::Null, 1))),
+                            to: types[0].clone(),
+                            site: None,
+                        },
+                    )],
+                    otherwise: Box::new(a),
+                })
+            }
+            _ => match func_of(&name) {
+                Some(func) => self.call(func, bound, types, e),
+                None => Err(plan_err(
+                    format!("unknown function {}", name.to_uppercase()),
+                    e,
+                )),
+            },
         }
+    }
+
+    /// A call of `func` (see [`crate::query::func`]) with its arguments
+    /// brought to the types it takes.
+    pub(super) fn call(
+        &self,
+        func: Func,
+        bound: Vec<Expr>,
+        types: Vec<A>,
+        e: &ast::Expr,
+    ) -> Result<Expr> {
+        let name = func.name();
+        let count = |lo: usize, hi: usize| -> Result<()> {
+            if bound.len() < lo || bound.len() > hi {
+                let n = if lo == hi {
+                    format!("{lo}")
+                } else {
+                    format!("{lo} to {hi}")
+                };
+                return Err(plan_err(format!("{name} takes {n} arguments"), e));
+            }
+            Ok(())
+        };
+        let text_arg = |i: usize, any: bool| -> Result<()> {
+            let t = &types[i];
+            if *t == A::Utf8 || *t == A::Null || any {
+                Ok(())
+            } else {
+                Err(plan_err(
+                    format!(
+                        "{name} needs TEXT, not {} (argument {})",
+                        type_name(t),
+                        i + 1
+                    ),
+                    e,
+                ))
+            }
+        };
+        let int_arg = |i: usize| -> Result<()> {
+            match &types[i] {
+                A::Int32 | A::Int64 | A::Null => Ok(()),
+                t => Err(plan_err(
+                    format!(
+                        "{name} needs an integer, not {} (argument {})",
+                        type_name(t),
+                        i + 1
+                    ),
+                    e,
+                )),
+            }
+        };
+        let num_arg = |i: usize| -> Result<()> {
+            if is_numeric(&types[i]) || types[i] == A::Null {
+                Ok(())
+            } else {
+                Err(plan_err(
+                    format!(
+                        "{name} needs a number, not {} (argument {})",
+                        type_name(&types[i]),
+                        i + 1
+                    ),
+                    e,
+                ))
+            }
+        };
+        // Each argument's target type, and the result's.
+        let (targets, ty): (Vec<A>, A) = match func {
+            Func::Concat => {
+                count(2, 2)?;
+                // text || anything: the other side as text.
+                if types[0] != A::Utf8 && types[1] != A::Utf8 {
+                    text_arg(0, false)?;
+                    text_arg(1, false)?;
+                }
+                (vec![A::Utf8; 2], A::Utf8)
+            }
+            Func::ConcatAll => {
+                count(1, usize::MAX)?;
+                (vec![A::Utf8; bound.len()], A::Utf8)
+            }
+            Func::Left | Func::Right | Func::Repeat => {
+                count(2, 2)?;
+                text_arg(0, false)?;
+                int_arg(1)?;
+                (vec![A::Utf8, A::Int64], A::Utf8)
+            }
+            Func::Lpad | Func::Rpad => {
+                count(2, 3)?;
+                text_arg(0, false)?;
+                int_arg(1)?;
+                if bound.len() > 2 {
+                    text_arg(2, false)?;
+                }
+                (
+                    vec![A::Utf8, A::Int64, A::Utf8][..bound.len()].to_vec(),
+                    A::Utf8,
+                )
+            }
+            Func::Replace => {
+                count(3, 3)?;
+                (0..3).try_for_each(|i| text_arg(i, false))?;
+                (vec![A::Utf8; 3], A::Utf8)
+            }
+            Func::SplitPart => {
+                count(3, 3)?;
+                text_arg(0, false)?;
+                text_arg(1, false)?;
+                int_arg(2)?;
+                (vec![A::Utf8, A::Utf8, A::Int64], A::Utf8)
+            }
+            Func::StartsWith | Func::Strpos => {
+                count(2, 2)?;
+                text_arg(0, false)?;
+                text_arg(1, false)?;
+                let ty = if func == Func::Strpos {
+                    A::Int64
+                } else {
+                    A::Boolean
+                };
+                (vec![A::Utf8; 2], ty)
+            }
+            Func::Initcap | Func::Reverse => {
+                count(1, 1)?;
+                text_arg(0, false)?;
+                (vec![A::Utf8], A::Utf8)
+            }
+            Func::Btrim | Func::Ltrim | Func::Rtrim => {
+                count(1, 2)?;
+                (0..bound.len()).try_for_each(|i| text_arg(i, false))?;
+                (vec![A::Utf8; bound.len()], A::Utf8)
+            }
+            Func::Greatest | Func::Least => {
+                count(1, usize::MAX)?;
+                let to = common_type(&types).ok_or_else(|| {
+                    plan_err(format!("{name} arguments have incompatible types"), e)
+                })?;
+                let to = match to {
+                    A::Int32 => A::Int64,
+                    A::Decimal128(_, s) => A::Decimal128(38, s),
+                    t => t,
+                };
+                (vec![to.clone(); bound.len()], to)
+            }
+            Func::Mod => {
+                count(2, 2)?;
+                num_arg(0)?;
+                num_arg(1)?;
+                let to = match common_type(&types) {
+                    Some(A::Int32 | A::Int64 | A::Null) => A::Int64,
+                    Some(A::Decimal128(_, s)) => A::Decimal128(38, s),
+                    _ => {
+                        return Err(plan_err(
+                            format!(
+                                "MOD (%) of {} and {} does not exist (integers and decimals only)",
+                                type_name(&types[0]),
+                                type_name(&types[1])
+                            ),
+                            e,
+                        ));
+                    }
+                };
+                (vec![to.clone(); 2], to)
+            }
+            Func::Floor | Func::Ceil | Func::Round | Func::Trunc | Func::Sign => {
+                count(
+                    1,
+                    if matches!(func, Func::Round | Func::Trunc) {
+                        2
+                    } else {
+                        1
+                    },
+                )?;
+                num_arg(0)?;
+                if bound.len() == 2 {
+                    // round(x, n) / trunc(x, n): a DECIMAL of n places (of
+                    // a DOUBLE too, as PostgreSQL's round(numeric, int)
+                    // after the double's cast); n a constant.
+                    int_arg(1)?;
+                    let n = match &bound[1] {
+                        Expr::Literal(a) => literal_int(a),
+                        Expr::Neg(x) => match &**x {
+                            Expr::Literal(a) => literal_int(a).map(|v| -v),
+                            _ => None,
+                        },
+                        _ => None,
+                    }
+                    .ok_or_else(|| {
+                        plan_err(format!("{name}'s number of places must be a constant"), e)
+                    })?;
+                    if !(-38..=38).contains(&n) {
+                        return Err(plan_err(
+                            format!("{name} to {n} places: at most 38 either side of the point"),
+                            e,
+                        ));
+                    }
+                    // A DOUBLE as it is: rounded from its 15 digits.
+                    let from = match &types[0] {
+                        A::Decimal128(_, s) => A::Decimal128(38, *s),
+                        A::Float64 => A::Float64,
+                        _ => A::Decimal128(38, 0),
+                    };
+                    let mut bound = bound;
+                    bound.truncate(1);
+                    let x = coerce(bound.remove(0), &types[0], &from);
+                    // Negative places: round at tens, hundreds…, then
+                    // scale 0 (round(1234.5, -2) is 1200).
+                    let scale = n.clamp(0, 38) as i8;
+                    let places = if n < 0 { n } else { scale as i64 };
+                    return Ok(decimal_places(func, x, places, scale));
+                }
+                match &types[0] {
+                    // Of a DECIMAL: a DECIMAL of scale 0.
+                    A::Decimal128(_, s) => (vec![A::Decimal128(38, *s)], A::Decimal128(38, 0)),
+                    _ => (vec![A::Float64], A::Float64),
+                }
+            }
+            Func::Sqrt | Func::Ln | Func::Log10 | Func::Exp => {
+                count(1, 1)?;
+                num_arg(0)?;
+                (vec![A::Float64], A::Float64)
+            }
+            Func::Power => {
+                count(2, 2)?;
+                num_arg(0)?;
+                num_arg(1)?;
+                (vec![A::Float64; 2], A::Float64)
+            }
+        };
+        let args = bound
+            .into_iter()
+            .zip(types.iter().zip(&targets))
+            .map(|(b, (t, to))| coerce(b, t, to))
+            .collect();
+        Ok(Expr::Call { func, args, ty })
     }
 
     /// The arguments of a call that takes plain expressions only.
@@ -126,5 +385,68 @@ impl Binder<'_> {
                     .collect()
             }
         }
+    }
+}
+
+/// The function of [`crate::query::func`] a name calls.
+fn func_of(name: &str) -> Option<Func> {
+    Some(match name {
+        "concat" => Func::ConcatAll,
+        "left" => Func::Left,
+        "right" => Func::Right,
+        "lpad" => Func::Lpad,
+        "rpad" => Func::Rpad,
+        "replace" => Func::Replace,
+        "split_part" => Func::SplitPart,
+        "starts_with" => Func::StartsWith,
+        "strpos" => Func::Strpos,
+        "initcap" => Func::Initcap,
+        "repeat" => Func::Repeat,
+        "reverse" => Func::Reverse,
+        "btrim" => Func::Btrim,
+        "ltrim" => Func::Ltrim,
+        "rtrim" => Func::Rtrim,
+        "greatest" => Func::Greatest,
+        "least" => Func::Least,
+        "mod" => Func::Mod,
+        "floor" => Func::Floor,
+        "ceil" | "ceiling" => Func::Ceil,
+        "round" => Func::Round,
+        "trunc" => Func::Trunc,
+        "sqrt" => Func::Sqrt,
+        "power" | "pow" => Func::Power,
+        "ln" => Func::Ln,
+        "log" | "log10" => Func::Log10,
+        "exp" => Func::Exp,
+        "sign" => Func::Sign,
+        _ => return None,
+    })
+}
+
+/// A one-row integer literal's value.
+fn literal_int(a: &arrow_array::ArrayRef) -> Option<i64> {
+    use arrow_array::cast::AsArray;
+    if a.is_null(0) {
+        return None;
+    }
+    match a.data_type() {
+        A::Int64 => Some(a.as_primitive::<arrow_array::types::Int64Type>().value(0)),
+        A::Int32 => Some(a.as_primitive::<arrow_array::types::Int32Type>().value(0) as i64),
+        _ => None,
+    }
+}
+
+/// ROUND or TRUNC (`func`) of the DECIMAL `x` to `places` places
+/// (negative: tens, hundreds…), as a DECIMAL of `scale`.
+fn decimal_places(func: Func, x: Expr, places: i64, scale: i8) -> Expr {
+    Expr::Call {
+        func,
+        args: vec![
+            x,
+            Expr::Literal(std::sync::Arc::new(arrow_array::Int64Array::from(vec![
+                places,
+            ]))),
+        ],
+        ty: A::Decimal128(38, scale),
     }
 }

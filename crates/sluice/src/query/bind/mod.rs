@@ -588,6 +588,41 @@ impl<'c> Binder<'c> {
                 op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
                 ..
             } => self.chain(e, op, scope),
+            // FLOOR(x) and CEIL(x) (the parser's own forms; `TO field`
+            // and a scale are not PostgreSQL's).
+            ast::Expr::Floor { expr, field } | ast::Expr::Ceil { expr, field } => {
+                if !matches!(
+                    field,
+                    ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
+                ) {
+                    return Err(unsupported("FLOOR/CEIL with TO or a scale", e));
+                }
+                let func = if matches!(e, ast::Expr::Floor { .. }) {
+                    crate::query::func::Func::Floor
+                } else {
+                    crate::query::func::Func::Ceil
+                };
+                let x = self.bind(expr, scope)?;
+                let types = vec![self.ty(&x, scope)];
+                let out = self.call(func, vec![x], types, e)?;
+                fold(out, e)
+            }
+            ast::Expr::BinaryOp {
+                left,
+                op: op @ (ast::BinaryOperator::StringConcat | ast::BinaryOperator::Modulo),
+                right,
+            } => {
+                let func = if *op == ast::BinaryOperator::Modulo {
+                    crate::query::func::Func::Mod
+                } else {
+                    crate::query::func::Func::Concat
+                };
+                let l = self.bind(left, scope)?;
+                let r = self.bind(right, scope)?;
+                let types = vec![self.ty(&l, scope), self.ty(&r, scope)];
+                let out = self.call(func, vec![l, r], types, e)?;
+                fold(out, e)
+            }
             ast::Expr::BinaryOp { left, op, right } => {
                 let bop = match op {
                     ast::BinaryOperator::Plus => BinOp::Add,

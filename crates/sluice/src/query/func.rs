@@ -1,0 +1,755 @@
+//! Scalar functions of text and numbers, with PostgreSQL's semantics and
+//! NULL rules: `||`, `concat`, `left`, `right`, `lpad`, `rpad`,
+//! `replace`, `split_part`, `starts_with`, `strpos`, `initcap`, `repeat`,
+//! `reverse`, `btrim`/`ltrim`/`rtrim`; `greatest`, `least`; `mod` (and
+//! `%`), `floor`, `ceil`, `round`, `trunc`, `sqrt`, `power`, `ln`, `log`,
+//! `exp`, `sign`.
+//!
+//! For: evaluating a call over its arguments' arrays, row by row. Not
+//! for: choosing a call's argument and result types (the binder,
+//! `bind/function.rs`, coerces the arguments to the types [`Func`]
+//! expects, so here each argument is of its expected type or NULL).
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Decimal128Type, Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array};
+use arrow_schema::DataType as A;
+
+use crate::error::{Error, Result};
+
+/// A scalar function. The binder brings the arguments to these types:
+/// text arguments to TEXT, counts and positions to BIGINT; the numeric
+/// functions take DOUBLE, or DECIMAL where noted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// `a || b`: NULL when either is NULL.
+    Concat,
+    /// `concat(a, …)`: NULLs skipped.
+    ConcatAll,
+    Left,
+    Right,
+    Lpad,
+    Rpad,
+    Replace,
+    SplitPart,
+    StartsWith,
+    Strpos,
+    Initcap,
+    Repeat,
+    Reverse,
+    Btrim,
+    Ltrim,
+    Rtrim,
+    /// The largest non-NULL argument (NULL when all are).
+    Greatest,
+    Least,
+    /// The remainder of a truncating division (BIGINT or DECIMAL of one
+    /// scale), with the dividend's sign.
+    Mod,
+    /// Of a DOUBLE, or of a DECIMAL (its scale 0).
+    Floor,
+    Ceil,
+    /// DOUBLE: half to even (C's `rint`, as PostgreSQL rounds a double);
+    /// DECIMAL: half away from zero, to the scale of the result type.
+    Round,
+    /// Towards zero, to the scale of the result type.
+    Trunc,
+    Sqrt,
+    Power,
+    Ln,
+    Log10,
+    Exp,
+    Sign,
+}
+
+impl Func {
+    /// The SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Concat => "||",
+            Func::ConcatAll => "CONCAT",
+            Func::Left => "LEFT",
+            Func::Right => "RIGHT",
+            Func::Lpad => "LPAD",
+            Func::Rpad => "RPAD",
+            Func::Replace => "REPLACE",
+            Func::SplitPart => "SPLIT_PART",
+            Func::StartsWith => "STARTS_WITH",
+            Func::Strpos => "STRPOS",
+            Func::Initcap => "INITCAP",
+            Func::Repeat => "REPEAT",
+            Func::Reverse => "REVERSE",
+            Func::Btrim => "BTRIM",
+            Func::Ltrim => "LTRIM",
+            Func::Rtrim => "RTRIM",
+            Func::Greatest => "GREATEST",
+            Func::Least => "LEAST",
+            Func::Mod => "MOD",
+            Func::Floor => "FLOOR",
+            Func::Ceil => "CEIL",
+            Func::Round => "ROUND",
+            Func::Trunc => "TRUNC",
+            Func::Sqrt => "SQRT",
+            Func::Power => "POWER",
+            Func::Ln => "LN",
+            Func::Log10 => "LOG",
+            Func::Exp => "EXP",
+            Func::Sign => "SIGN",
+        }
+    }
+
+    /// Whether a NULL argument makes the answer NULL (all but `concat`,
+    /// `greatest` and `least`).
+    fn strict(self) -> bool {
+        !matches!(self, Func::ConcatAll | Func::Greatest | Func::Least)
+    }
+}
+
+impl fmt::Display for Func {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An argument error, with PostgreSQL's SQLSTATE.
+fn bad(state: &'static str, message: impl Into<String>) -> Error {
+    Error::Argument {
+        state,
+        message: message.into(),
+    }
+}
+
+fn overflow() -> Error {
+    Error::OutOfRange("value out of range: overflow".into())
+}
+
+/// Text a result may hold at most (PostgreSQL's limit on a value, 1 GB):
+/// `repeat('x', 2000000000)` is an error, not an allocation.
+const MAX_TEXT: usize = 1 << 30;
+
+/// `f` over `args` (each `rows` long, of the types the binder gave them),
+/// as an array of type `ty`.
+pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef> {
+    match f {
+        Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
+        Func::Mod => return modulo(&args[0], &args[1], ty),
+        Func::Floor | Func::Ceil | Func::Round | Func::Trunc if matches!(ty, A::Decimal128(..)) => {
+            // ROUND(x, n) and TRUNC(x, n) carry n as a second argument.
+            let places = args
+                .get(1)
+                .filter(|a| !a.is_empty() && a.is_valid(0))
+                .map(|a| a.as_primitive::<Int64Type>().value(0));
+            return decimal_round(f, &args[0], ty, places);
+        }
+        Func::Sign if matches!(ty, A::Decimal128(..)) => {
+            let a = args[0].as_primitive::<Decimal128Type>();
+            let out: Decimal128Array = a.iter().map(|v| v.map(|v| v.signum())).collect();
+            return Ok(Arc::new(out.with_precision_and_scale(38, 0).map_err(ex)?));
+        }
+        _ => {}
+    }
+    let null_at = |r: usize| f.strict() && args.iter().any(|a| a.is_null(r));
+    match ty {
+        A::Utf8 => {
+            let mut b = arrow_array::builder::StringBuilder::new();
+            let mut s = String::new();
+            for r in 0..rows {
+                if null_at(r) {
+                    b.append_null();
+                    continue;
+                }
+                s.clear();
+                text(f, args, r, &mut s)?;
+                b.append_value(&s);
+            }
+            Ok(Arc::new(b.finish()))
+        }
+        A::Int64 => {
+            let out: Int64Array = (0..rows)
+                .map(|r| {
+                    if null_at(r) {
+                        Ok(None)
+                    } else {
+                        int(f, args, r).map(Some)
+                    }
+                })
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(out))
+        }
+        A::Boolean => {
+            let out: BooleanArray = (0..rows)
+                .map(|r| {
+                    if null_at(r) {
+                        None
+                    } else {
+                        let (s, p) = (str_at(args, 0, r), str_at(args, 1, r));
+                        Some(s.starts_with(p))
+                    }
+                })
+                .collect();
+            Ok(Arc::new(out))
+        }
+        A::Float64 => {
+            let out: Float64Array = (0..rows)
+                .map(|r| {
+                    if null_at(r) {
+                        Ok(None)
+                    } else {
+                        double(f, args, r).map(Some)
+                    }
+                })
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(out))
+        }
+        other => Err(Error::Internal(format!("{f} of type {other}"))),
+    }
+}
+
+fn ex(e: arrow_schema::ArrowError) -> Error {
+    Error::Exec(e.to_string())
+}
+
+fn str_at(args: &[ArrayRef], i: usize, r: usize) -> &str {
+    args[i].as_string::<i32>().value(r)
+}
+
+fn int_at(args: &[ArrayRef], i: usize, r: usize) -> i64 {
+    args[i].as_primitive::<Int64Type>().value(r)
+}
+
+fn f64_at(args: &[ArrayRef], i: usize, r: usize) -> f64 {
+    args[i].as_primitive::<Float64Type>().value(r)
+}
+
+/// The first `n` characters of `s` (all but the last `-n` when negative).
+fn left(s: &str, n: i64) -> &str {
+    let chars = s.chars().count() as i64;
+    let keep = if n >= 0 {
+        n.min(chars)
+    } else {
+        (chars + n).max(0)
+    };
+    match s.char_indices().nth(keep as usize) {
+        Some((b, _)) => &s[..b],
+        None => s,
+    }
+}
+
+/// The last `n` characters of `s` (all but the first `-n` when negative).
+fn right(s: &str, n: i64) -> &str {
+    let chars = s.chars().count() as i64;
+    let drop = if n >= 0 {
+        (chars - n).max(0)
+    } else {
+        (-n).min(chars)
+    };
+    match s.char_indices().nth(drop as usize) {
+        Some((b, _)) => &s[b..],
+        None => "",
+    }
+}
+
+/// `s` padded (or cut) to `n` characters with `fill` repeated, on the
+/// left or the right.
+fn pad(s: &str, n: i64, fill: &str, on_left: bool, out: &mut String) -> Result<()> {
+    let n = n.max(0) as usize;
+    if n > MAX_TEXT {
+        return Err(bad("54000", "requested length too large"));
+    }
+    let have = s.chars().count();
+    if have >= n || fill.is_empty() {
+        out.push_str(left(s, n as i64));
+        return Ok(());
+    }
+    let padding: String = fill.chars().cycle().take(n - have).collect();
+    if on_left {
+        out.push_str(&padding);
+        out.push_str(s);
+    } else {
+        out.push_str(s);
+        out.push_str(&padding);
+    }
+    Ok(())
+}
+
+fn text(f: Func, args: &[ArrayRef], r: usize, out: &mut String) -> Result<()> {
+    let s = |i: usize| str_at(args, i, r);
+    match f {
+        Func::Concat => {
+            out.push_str(s(0));
+            out.push_str(s(1));
+        }
+        Func::ConcatAll => {
+            for (i, a) in args.iter().enumerate() {
+                if a.is_valid(r) {
+                    out.push_str(s(i));
+                }
+            }
+        }
+        Func::Left => out.push_str(left(s(0), int_at(args, 1, r))),
+        Func::Right => out.push_str(right(s(0), int_at(args, 1, r))),
+        Func::Lpad | Func::Rpad => {
+            let fill = if args.len() > 2 { s(2) } else { " " };
+            pad(s(0), int_at(args, 1, r), fill, f == Func::Lpad, out)?;
+        }
+        Func::Replace => {
+            if s(1).is_empty() {
+                out.push_str(s(0));
+            } else {
+                out.push_str(&s(0).replace(s(1), s(2)));
+            }
+        }
+        Func::SplitPart => {
+            let (text, delim, n) = (s(0), s(1), int_at(args, 2, r));
+            if n == 0 {
+                return Err(bad("22023", "field position must not be zero"));
+            }
+            // An empty delimiter: the text is one field.
+            let fields: Vec<&str> = if delim.is_empty() {
+                if text.is_empty() { vec![] } else { vec![text] }
+            } else {
+                text.split(delim).collect()
+            };
+            let k = if n > 0 {
+                (n - 1) as usize
+            } else {
+                match fields.len().checked_sub(n.unsigned_abs() as usize) {
+                    Some(k) => k,
+                    None => return Ok(()),
+                }
+            };
+            out.push_str(fields.get(k).copied().unwrap_or(""));
+        }
+        Func::Initcap => {
+            // A letter after a non-alphanumeric character (or first) is
+            // upper case, every other letter lower case.
+            let mut start = true;
+            for c in s(0).chars() {
+                if c.is_alphanumeric() {
+                    if start {
+                        out.extend(c.to_uppercase());
+                    } else {
+                        out.extend(c.to_lowercase());
+                    }
+                    start = false;
+                } else {
+                    out.push(c);
+                    start = true;
+                }
+            }
+        }
+        Func::Repeat => {
+            let n = int_at(args, 1, r).max(0) as usize;
+            if s(0).len().saturating_mul(n) > MAX_TEXT {
+                return Err(bad("54000", "requested length too large"));
+            }
+            out.push_str(&s(0).repeat(n));
+        }
+        Func::Reverse => out.extend(s(0).chars().rev()),
+        Func::Btrim | Func::Ltrim | Func::Rtrim => {
+            let chars: Vec<char> = if args.len() > 1 {
+                s(1).chars().collect()
+            } else {
+                vec![' ']
+            };
+            let is = |c: char| chars.contains(&c);
+            let t = s(0);
+            out.push_str(match f {
+                Func::Btrim => t.trim_matches(is),
+                Func::Ltrim => t.trim_start_matches(is),
+                _ => t.trim_end_matches(is),
+            });
+        }
+        other => return Err(Error::Internal(format!("{other} is not a text function"))),
+    }
+    if out.len() > MAX_TEXT {
+        return Err(bad("54000", "requested length too large"));
+    }
+    Ok(())
+}
+
+fn int(f: Func, args: &[ArrayRef], r: usize) -> Result<i64> {
+    match f {
+        // The character position of the first match (1-based), 0 if none.
+        Func::Strpos => {
+            let (s, sub) = (str_at(args, 0, r), str_at(args, 1, r));
+            Ok(match s.find(sub) {
+                Some(b) => s[..b].chars().count() as i64 + 1,
+                None => 0,
+            })
+        }
+        other => Err(Error::Internal(format!(
+            "{other} is not an integer function"
+        ))),
+    }
+}
+
+fn double(f: Func, args: &[ArrayRef], r: usize) -> Result<f64> {
+    let x = f64_at(args, 0, r);
+    let v = match f {
+        Func::Floor => x.floor(),
+        Func::Ceil => x.ceil(),
+        Func::Round => x.round_ties_even(),
+        Func::Trunc => x.trunc(),
+        Func::Sign => {
+            if x.is_nan() {
+                x
+            } else if x == 0.0 {
+                0.0
+            } else {
+                x.signum()
+            }
+        }
+        Func::Sqrt => {
+            if x < 0.0 {
+                return Err(bad("2201F", "cannot take square root of a negative number"));
+            }
+            x.sqrt()
+        }
+        Func::Ln | Func::Log10 => {
+            if x == 0.0 {
+                return Err(bad("2201E", "cannot take logarithm of zero"));
+            }
+            if x < 0.0 {
+                return Err(bad("2201E", "cannot take logarithm of a negative number"));
+            }
+            if f == Func::Ln { x.ln() } else { x.log10() }
+        }
+        Func::Exp => {
+            let v = x.exp();
+            if v == 0.0 && x.is_finite() {
+                return Err(Error::OutOfRange("value out of range: underflow".into()));
+            }
+            v
+        }
+        Func::Power => {
+            let y = f64_at(args, 1, r);
+            if x == 0.0 && y < 0.0 {
+                return Err(bad("2201F", "zero raised to a negative power is undefined"));
+            }
+            if x < 0.0 && y.fract() != 0.0 && y.is_finite() {
+                return Err(bad(
+                    "2201F",
+                    "a negative number raised to a non-integer power yields a complex result",
+                ));
+            }
+            let v = x.powf(y);
+            if v == 0.0 && x != 0.0 && x.is_finite() && y.is_finite() && x.abs() != 1.0 {
+                return Err(Error::OutOfRange("value out of range: underflow".into()));
+            }
+            v
+        }
+        other => return Err(Error::Internal(format!("{other} is not a DOUBLE function"))),
+    };
+    // A finite argument whose answer is not: out of range.
+    if v.is_infinite()
+        && args
+            .iter()
+            .all(|a| f64_at(std::slice::from_ref(a), 0, r).is_finite())
+    {
+        return Err(overflow());
+    }
+    Ok(v)
+}
+
+/// GREATEST / LEAST: per row, the extreme of the non-NULL arguments
+/// (arguments of one type; doubles order NaN above every number).
+fn extreme(args: &[ArrayRef], greatest: bool) -> Result<ArrayRef> {
+    let mut acc = args[0].clone();
+    for next in &args[1..] {
+        let better = if greatest {
+            arrow_ord::cmp::gt(next, &acc)
+        } else {
+            arrow_ord::cmp::lt(next, &acc)
+        }
+        .map_err(ex)?;
+        // NULL (a NULL on either side): not better.
+        let better = if better.null_count() > 0 {
+            arrow_select::filter::prep_null_mask_filter(&better)
+        } else {
+            better
+        };
+        let acc_null = arrow_arith::boolean::is_null(&acc).map_err(ex)?;
+        let pick = arrow_arith::boolean::or(&better, &acc_null).map_err(ex)?;
+        acc = arrow_select::zip::zip(&pick, next, &acc).map_err(ex)?;
+    }
+    Ok(acc)
+}
+
+/// `a % b` of BIGINTs or of DECIMALs of one scale (`ty`).
+fn modulo(a: &ArrayRef, b: &ArrayRef, ty: &A) -> Result<ArrayRef> {
+    match ty {
+        A::Int64 => {
+            let (a, b) = (a.as_primitive::<Int64Type>(), b.as_primitive::<Int64Type>());
+            let out: Int64Array = a
+                .iter()
+                .zip(b.iter())
+                .map(|(x, y)| match (x, y) {
+                    (Some(_), Some(0)) => Err(Error::DivisionByZero),
+                    // i64::MIN % -1 is 0 (the quotient overflows, not the
+                    // remainder).
+                    (Some(x), Some(y)) => Ok(Some(x.checked_rem(y).unwrap_or(0))),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(out))
+        }
+        A::Decimal128(p, s) => {
+            let (a, b) = (
+                a.as_primitive::<Decimal128Type>(),
+                b.as_primitive::<Decimal128Type>(),
+            );
+            let out: Decimal128Array = a
+                .iter()
+                .zip(b.iter())
+                .map(|(x, y)| match (x, y) {
+                    (Some(_), Some(0)) => Err(Error::DivisionByZero),
+                    (Some(x), Some(y)) => Ok(Some(x.checked_rem(y).unwrap_or(0))),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?;
+            Ok(Arc::new(out.with_precision_and_scale(*p, *s).map_err(ex)?))
+        }
+        other => Err(Error::Internal(format!("MOD of {other}"))),
+    }
+}
+
+/// FLOOR, CEIL, ROUND, TRUNC of a DECIMAL (or, with `places`, of a
+/// DOUBLE, read as PostgreSQL casts a double to a numeric: its 15
+/// significant digits), to `places` places (the scale of `ty` when
+/// `None`; negative: to tens, hundreds…), as a value of `ty` (ROUND half
+/// away from zero, as PostgreSQL rounds a numeric).
+fn decimal_round(f: Func, a: &ArrayRef, ty: &A, places: Option<i64>) -> Result<ArrayRef> {
+    let A::Decimal128(p, scale) = ty else {
+        return Err(Error::Internal(format!("{f} as {ty}")));
+    };
+    let to = places.map_or(*scale as i32, |n| n.clamp(-38, 38) as i32);
+    // Places below the result's scale (negative places): the rounded
+    // value times 10^(scale - to).
+    let up = 10i128
+        .checked_pow((*scale as i32 - to).max(0) as u32)
+        .ok_or_else(overflow)?;
+    let to_scale = to.max(*scale as i32);
+    let out: Decimal128Array = match a.data_type() {
+        A::Decimal128(_, from) => a
+            .as_primitive::<Decimal128Type>()
+            .iter()
+            .map(|v| {
+                v.map(|v| round_value(f, v, *from as i32, to, to_scale, up))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?,
+        A::Float64 => a
+            .as_primitive::<Float64Type>()
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let (digits, from) = digits15(v)?;
+                    round_value(f, digits, from, to, to_scale, up)
+                })
+                .transpose()
+            })
+            .collect::<Result<_>>()?,
+        other => return Err(Error::Internal(format!("{f} of {other}"))),
+    };
+    Ok(Arc::new(
+        out.with_precision_and_scale(*p, *scale).map_err(ex)?,
+    ))
+}
+
+/// A double as PostgreSQL casts it to a numeric: its value to 15
+/// significant digits, as digits at a scale.
+fn digits15(v: f64) -> Result<(i128, i32)> {
+    if !v.is_finite() {
+        return Err(Error::OutOfRange(format!(
+            "value out of range: cannot convert {v} to DECIMAL"
+        )));
+    }
+    // d.dddddddddddddde±x: 15 digits, the point after the first.
+    let text = format!("{v:.14e}");
+    let (mantissa, exp) = text
+        .split_once('e')
+        .ok_or_else(|| Error::Internal(format!("double as text: {text}")))?;
+    let exp: i32 = exp
+        .parse()
+        .map_err(|_| Error::Internal(format!("double as text: {text}")))?;
+    let digits: i128 = mantissa
+        .replace('.', "")
+        .parse()
+        .map_err(|_| Error::Internal(format!("double as text: {text}")))?;
+    let scale = 14 - exp;
+    if scale >= 0 {
+        Ok((digits, scale))
+    } else {
+        let m = 10i128
+            .checked_pow(scale.unsigned_abs())
+            .ok_or_else(overflow)?;
+        digits.checked_mul(m).map(|d| (d, 0)).ok_or_else(overflow)
+    }
+}
+
+/// `v` (of scale `from`) rounded (or cut, floored, ceiled) to `to`
+/// places, at scale `to_scale`, times `up`.
+fn round_value(f: Func, v: i128, from: i32, to: i32, to_scale: i32, up: i128) -> Result<i128> {
+    if to >= from {
+        return 10i128
+            .checked_pow((to_scale - from) as u32)
+            .and_then(|m| v.checked_mul(m))
+            .ok_or_else(overflow);
+    }
+    // More places cut than a DECIMAL holds: nothing is left but, for
+    // FLOOR and CEIL, the sign's side.
+    let Some(m) = 10i128.checked_pow((from - to) as u32) else {
+        let q: i128 = match f {
+            Func::Floor if v < 0 => -1,
+            Func::Ceil if v > 0 => 1,
+            _ => 0,
+        };
+        return q.checked_mul(up).ok_or_else(overflow);
+    };
+    let (q, rem) = (v / m, v % m);
+    let q = match f {
+        Func::Trunc => q,
+        Func::Floor if rem < 0 => q - 1,
+        Func::Ceil if rem > 0 => q + 1,
+        Func::Round if rem.unsigned_abs() * 2 >= m.unsigned_abs() => q + v.signum(),
+        _ => q,
+    };
+    q.checked_mul(up).ok_or_else(overflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::StringArray;
+
+    fn texts(v: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringArray::from(v.to_vec()))
+    }
+    fn ints(v: &[i64]) -> ArrayRef {
+        Arc::new(Int64Array::from(v.to_vec()))
+    }
+
+    #[test]
+    fn left_right_and_pads_count_characters() {
+        assert_eq!(left("héllo", 2), "hé");
+        assert_eq!(left("héllo", -2), "hél");
+        assert_eq!(left("hé", -5), "");
+        assert_eq!(right("héllo", 2), "lo");
+        assert_eq!(right("héllo", -1), "éllo");
+        assert_eq!(right("hé", 9), "hé");
+        let mut s = String::new();
+        pad("hé", 5, "xy", true, &mut s).unwrap();
+        assert_eq!(s, "xyxhé");
+        s.clear();
+        pad("héllo", 2, "x", false, &mut s).unwrap();
+        assert_eq!(s, "hé");
+        assert!(pad("a", 1 << 40, "x", true, &mut s).is_err());
+    }
+
+    #[test]
+    fn split_part_counts_from_either_end() {
+        let a = [texts(&[Some("a,b,,c")]), texts(&[Some(",")])];
+        let part = |n: i64| {
+            eval(
+                Func::SplitPart,
+                &[a[0].clone(), a[1].clone(), ints(&[n])],
+                1,
+                &A::Utf8,
+            )
+            .map(|o| o.as_string::<i32>().value(0).to_string())
+        };
+        assert_eq!(part(1).unwrap(), "a");
+        assert_eq!(part(3).unwrap(), "");
+        assert_eq!(part(4).unwrap(), "c");
+        assert_eq!(part(9).unwrap(), "");
+        assert_eq!(part(-1).unwrap(), "c");
+        assert_eq!(part(-4).unwrap(), "a");
+        assert_eq!(part(-5).unwrap(), "");
+        assert!(part(0).is_err());
+    }
+
+    #[test]
+    fn decimals_round_half_away_and_floor_towards_minus_infinity() {
+        let a: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![125, -125, 124, -124, 100])
+                .with_precision_and_scale(38, 2)
+                .unwrap(),
+        );
+        let at = |f: Func, scale: i8| -> Vec<i128> {
+            let o = decimal_round(f, &a, &A::Decimal128(38, scale), None).unwrap();
+            o.as_primitive::<Decimal128Type>().values().to_vec()
+        };
+        assert_eq!(at(Func::Round, 1), vec![13, -13, 12, -12, 10]);
+        assert_eq!(at(Func::Round, 0), vec![1, -1, 1, -1, 1]);
+        assert_eq!(at(Func::Trunc, 1), vec![12, -12, 12, -12, 10]);
+        assert_eq!(at(Func::Floor, 0), vec![1, -2, 1, -2, 1]);
+        assert_eq!(at(Func::Ceil, 0), vec![2, -1, 2, -1, 1]);
+        assert_eq!(at(Func::Round, 3), vec![1250, -1250, 1240, -1240, 1000]);
+        // To tens: 1.25 is 0 tens; 49999 (scale 0) is 0 hundred thousands.
+        let o = decimal_round(Func::Round, &a, &A::Decimal128(38, 0), Some(-1)).unwrap();
+        assert_eq!(
+            o.as_primitive::<Decimal128Type>().values().to_vec(),
+            vec![0; 5]
+        );
+        let b: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![49999, 50000, -1250, 1234])
+                .with_precision_and_scale(38, 0)
+                .unwrap(),
+        );
+        let o = decimal_round(Func::Round, &b, &A::Decimal128(38, 0), Some(-5)).unwrap();
+        assert_eq!(
+            o.as_primitive::<Decimal128Type>().values().to_vec(),
+            vec![0, 100000, 0, 0]
+        );
+        let o = decimal_round(Func::Round, &b, &A::Decimal128(38, 0), Some(-2)).unwrap();
+        assert_eq!(
+            o.as_primitive::<Decimal128Type>().values().to_vec(),
+            vec![50000, 50000, -1300, 1200]
+        );
+    }
+
+    #[test]
+    fn doubles_round_as_their_fifteen_digits() {
+        assert_eq!(digits15(2.675).unwrap(), (267500000000000, 14));
+        assert_eq!(digits15(-1000.005).unwrap(), (-100000500000000, 11));
+        assert_eq!(digits15(1e20).unwrap(), (100000000000000000000, 0));
+        assert!(digits15(f64::NAN).is_err());
+        let a: ArrayRef = Arc::new(Float64Array::from(vec![2.675, -1000.005, 0.5, 1e-300]));
+        let o = decimal_round(Func::Round, &a, &A::Decimal128(38, 2), Some(2)).unwrap();
+        assert_eq!(
+            o.as_primitive::<Decimal128Type>().values().to_vec(),
+            vec![268, -100001, 50, 0]
+        );
+    }
+
+    #[test]
+    fn greatest_skips_nulls_and_modulo_keeps_the_dividends_sign() {
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None, None, Some(-3)]));
+        let b: ArrayRef = Arc::new(Int64Array::from(vec![Some(2), Some(5), None, Some(-7)]));
+        let g = extreme(&[a.clone(), b.clone()], true).unwrap();
+        let g = g.as_primitive::<Int64Type>();
+        assert_eq!(
+            g.iter().collect::<Vec<_>>(),
+            vec![Some(2), Some(5), None, Some(-3)]
+        );
+        let l = extreme(&[a, b], false).unwrap();
+        let l = l.as_primitive::<Int64Type>();
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            vec![Some(1), Some(5), None, Some(-7)]
+        );
+        let m = modulo(&ints(&[-7, 7, i64::MIN]), &ints(&[3, -3, -1]), &A::Int64).unwrap();
+        assert_eq!(
+            m.as_primitive::<Int64Type>().values().to_vec(),
+            vec![-1, 1, 0]
+        );
+        assert!(matches!(
+            modulo(&ints(&[1]), &ints(&[0]), &A::Int64),
+            Err(Error::DivisionByZero)
+        ));
+    }
+}
