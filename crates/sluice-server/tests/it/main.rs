@@ -996,6 +996,23 @@ async fn timestamptz_is_shown_and_read_in_the_session_zone() {
                 simple(&c, "SELECT id FROM ev WHERE t = '2024-02-01 00:30'").await,
                 vec![vec![s("1")]]
             );
+            // DATE_TRUNC, DATE_PART and EXTRACT in the session's local
+            // time, across both transitions (PostgreSQL's answers).
+            let q = "SELECT date_trunc('day', TIMESTAMPTZ '2024-03-31 12:00:00+00'), \
+                     date_trunc('month', DATE '2024-07-04'), \
+                     date_trunc('hour', TIMESTAMPTZ '2024-10-27 01:30:00+00'), \
+                     date_part('hour', TIMESTAMPTZ '2024-10-27 00:30:00+00'), \
+                     extract(dow FROM TIMESTAMPTZ '2024-03-30 23:30:00+00')";
+            assert_eq!(
+                simple(&c, q).await,
+                vec![vec![
+                    s("2024-03-31 00:00:00+01"),
+                    s("2024-07-01 00:00:00+02"),
+                    s("2024-10-27 02:00:00+01"),
+                    s("2"),
+                    s("0"),
+                ]]
+            );
         }
         Err(e) => {
             assert!(

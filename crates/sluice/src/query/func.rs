@@ -63,6 +63,76 @@ pub enum Func {
     Log10,
     Exp,
     Sign,
+    /// `date_trunc('unit', ts)`: the first argument a [`Unit`]'s name (a
+    /// constant), the second a TIMESTAMP or TIMESTAMPTZ (truncated in its
+    /// zone's local time, as PostgreSQL truncates in the session's).
+    DateTrunc,
+    /// `date_part('field', x)` of a DATE, TIMESTAMP or TIMESTAMPTZ: a
+    /// DOUBLE.
+    DatePart,
+    /// `make_date(year, month, day)`.
+    MakeDate,
+}
+
+/// The fields `date_part` and `EXTRACT` read and the units `date_trunc`
+/// cuts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Microseconds,
+    Milliseconds,
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+    Decade,
+    Century,
+    Millennium,
+    /// Fields only (`date_part`, `EXTRACT`).
+    Dow,
+    Isodow,
+    Doy,
+    Isoyear,
+    Epoch,
+}
+
+impl Unit {
+    /// The unit a name (any case, PostgreSQL's plurals and short forms)
+    /// means.
+    pub fn of(name: &str) -> Option<Unit> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "microsecond" | "microseconds" | "us" | "usec" | "usecs" => Unit::Microseconds,
+            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => Unit::Milliseconds,
+            "second" | "seconds" | "s" | "sec" | "secs" => Unit::Second,
+            "minute" | "minutes" | "m" | "min" | "mins" => Unit::Minute,
+            "hour" | "hours" | "h" | "hr" | "hrs" => Unit::Hour,
+            "day" | "days" | "d" => Unit::Day,
+            "week" | "weeks" | "w" => Unit::Week,
+            "month" | "months" | "mon" | "mons" => Unit::Month,
+            "quarter" | "qtr" => Unit::Quarter,
+            "year" | "years" | "y" | "yr" | "yrs" => Unit::Year,
+            "decade" | "decades" | "dec" => Unit::Decade,
+            "century" | "centuries" | "c" | "cent" => Unit::Century,
+            "millennium" | "millennia" | "mil" | "mils" => Unit::Millennium,
+            "dow" => Unit::Dow,
+            "isodow" => Unit::Isodow,
+            "doy" => Unit::Doy,
+            "isoyear" => Unit::Isoyear,
+            "epoch" => Unit::Epoch,
+            _ => return None,
+        })
+    }
+
+    /// Whether `date_trunc` cuts to it.
+    pub fn truncates(self) -> bool {
+        !matches!(
+            self,
+            Unit::Dow | Unit::Isodow | Unit::Doy | Unit::Isoyear | Unit::Epoch
+        )
+    }
 }
 
 impl Func {
@@ -98,6 +168,9 @@ impl Func {
             Func::Log10 => "LOG",
             Func::Exp => "EXP",
             Func::Sign => "SIGN",
+            Func::DateTrunc => "DATE_TRUNC",
+            Func::DatePart => "DATE_PART",
+            Func::MakeDate => "MAKE_DATE",
         }
     }
 
@@ -134,6 +207,8 @@ const MAX_TEXT: usize = 1 << 30;
 /// as an array of type `ty`.
 pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef> {
     match f {
+        Func::DateTrunc | Func::DatePart => return dates::of_unit(f, args, ty),
+        Func::MakeDate => return dates::make_date(args),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
         Func::Mod => return modulo(&args[0], &args[1], ty),
         Func::Floor | Func::Ceil | Func::Round | Func::Trunc if matches!(ty, A::Decimal128(..)) => {
@@ -619,6 +694,216 @@ fn round_value(f: Func, v: i128, from: i32, to: i32, to_scale: i32, up: i128) ->
         _ => q,
     };
     q.checked_mul(up).ok_or_else(overflow)
+}
+
+/// DATE_TRUNC, DATE_PART and MAKE_DATE.
+mod dates {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Date32Type, Int64Type, TimestampMicrosecondType};
+    use arrow_array::{Array, ArrayRef, Date32Array, Float64Array, TimestampMicrosecondArray};
+    use arrow_schema::{DataType as A, TimeUnit};
+    use chrono::{Datelike, NaiveDate};
+    use std::sync::Arc;
+
+    use super::{Func, Unit, bad};
+    use crate::error::{Error, Result};
+    use crate::parse::value;
+
+    const SEC: i64 = 1_000_000;
+    const DAY: i64 = 86_400 * SEC;
+
+    fn out_of_range() -> Error {
+        Error::OutOfRange("timestamp out of range".into())
+    }
+
+    /// The unit named by the first argument (a constant the binder
+    /// checked).
+    fn unit(args: &[ArrayRef]) -> Result<Option<Unit>> {
+        let u = &args[0];
+        if u.is_empty() || u.is_null(0) {
+            return Ok(None);
+        }
+        let name = u.as_string::<i32>().value(0);
+        Unit::of(name)
+            .map(Some)
+            .ok_or_else(|| bad("22023", format!("unit \"{name}\" not recognized")))
+    }
+
+    /// The local time `local` (µs since 1970-01-01 00:00) cut to `unit`.
+    fn trunc(local: i64, unit: Unit) -> Option<i64> {
+        let cut = |m: i64| Some(local - local.rem_euclid(m));
+        let day = |d: NaiveDate| Some(i64::from(d.to_epoch_days()) * DAY);
+        let date = value::date_from_days(i32::try_from(local.div_euclid(DAY)).ok()?)?;
+        let first_of = |year: i32, month: u32| NaiveDate::from_ymd_opt(year, month, 1);
+        match unit {
+            Unit::Microseconds => Some(local),
+            Unit::Milliseconds => cut(1_000),
+            Unit::Second => cut(SEC),
+            Unit::Minute => cut(60 * SEC),
+            Unit::Hour => cut(3_600 * SEC),
+            Unit::Day => cut(DAY),
+            Unit::Week => {
+                day(date - chrono::Days::new(u64::from(date.weekday().num_days_from_monday())))
+            }
+            Unit::Month => day(first_of(date.year(), date.month())?),
+            Unit::Quarter => day(first_of(date.year(), (date.month() - 1) / 3 * 3 + 1)?),
+            Unit::Year => day(first_of(date.year(), 1)?),
+            // Years 1-10 are the first decade… in PostgreSQL's counting
+            // (decades by the year's tens; centuries and millennia from
+            // year 1).
+            Unit::Decade => day(first_of(date.year().div_euclid(10) * 10, 1)?),
+            Unit::Century => day(first_of((date.year() - 1).div_euclid(100) * 100 + 1, 1)?),
+            Unit::Millennium => day(first_of((date.year() - 1).div_euclid(1000) * 1000 + 1, 1)?),
+            _ => None,
+        }
+    }
+
+    /// Field `unit` of the local time `local`; `instant`: the UTC instant
+    /// (for EPOCH).
+    fn field(local: i64, instant: i64, unit: Unit) -> Option<f64> {
+        let date = value::date_from_days(i32::try_from(local.div_euclid(DAY)).ok()?)?;
+        let us = local.rem_euclid(DAY);
+        let year = |y: i32| f64::from(y);
+        Some(match unit {
+            Unit::Microseconds => (us % (60 * SEC)) as f64,
+            Unit::Milliseconds => (us % (60 * SEC)) as f64 / 1_000.0,
+            Unit::Second => (us % (60 * SEC)) as f64 / SEC as f64,
+            Unit::Minute => (us / (60 * SEC) % 60) as f64,
+            Unit::Hour => (us / (3_600 * SEC)) as f64,
+            Unit::Day => f64::from(date.day()),
+            Unit::Week => f64::from(date.iso_week().week()),
+            Unit::Month => f64::from(date.month()),
+            Unit::Quarter => f64::from((date.month() - 1) / 3 + 1),
+            Unit::Year => year(date.year()),
+            Unit::Decade => year(date.year().div_euclid(10)),
+            Unit::Century => year((date.year() - 1).div_euclid(100) + 1),
+            Unit::Millennium => year((date.year() - 1).div_euclid(1000) + 1),
+            Unit::Dow => f64::from(date.weekday().num_days_from_sunday()),
+            Unit::Isodow => f64::from(date.weekday().number_from_monday()),
+            Unit::Doy => f64::from(date.ordinal()),
+            Unit::Isoyear => year(date.iso_week().year()),
+            Unit::Epoch => instant as f64 / SEC as f64,
+        })
+    }
+
+    /// DATE_TRUNC or DATE_PART (`f`) over `args` (unit, values), as `ty`.
+    pub(super) fn of_unit(f: Func, args: &[ArrayRef], ty: &A) -> Result<ArrayRef> {
+        let unit = unit(args)?;
+        let x = &args[1];
+        // Each value as (local time, instant) in µs, or None.
+        let values: Vec<Option<(i64, i64)>> = match x.data_type() {
+            A::Date32 => x
+                .as_primitive::<Date32Type>()
+                .iter()
+                .map(|d| d.map(|d| (i64::from(d) * DAY, i64::from(d) * DAY)))
+                .collect(),
+            A::Timestamp(TimeUnit::Microsecond, zone) => {
+                let z = crate::zone::Zone::of(zone.as_deref());
+                x.as_primitive::<TimestampMicrosecondType>()
+                    .iter()
+                    .map(|v| v.map(|v| (if zone.is_some() { z.to_local(v) } else { v }, v)))
+                    .collect()
+            }
+            A::Null => vec![None; x.len()],
+            other => return Err(Error::Internal(format!("{f} of {other}"))),
+        };
+        let Some(unit) = unit else {
+            return Ok(arrow_array::new_null_array(ty, x.len()));
+        };
+        match f {
+            Func::DatePart => {
+                let out: Float64Array = values
+                    .iter()
+                    .map(|v| v.and_then(|(local, instant)| field(local, instant, unit)))
+                    .collect();
+                Ok(Arc::new(out))
+            }
+            _ => {
+                if !unit.truncates() {
+                    return Err(bad(
+                        "22023",
+                        format!("unit \"{unit:?}\" not supported by DATE_TRUNC"),
+                    ));
+                }
+                let A::Timestamp(_, zone) = ty else {
+                    return Err(Error::Internal(format!("DATE_TRUNC as {ty}")));
+                };
+                let z = crate::zone::Zone::of(zone.as_deref());
+                let out: TimestampMicrosecondArray = values
+                    .iter()
+                    .map(|v| {
+                        v.map(|(local, _)| {
+                            let t = trunc(local, unit).ok_or_else(out_of_range)?;
+                            Ok(if zone.is_some() { z.to_utc(t) } else { t })
+                        })
+                        .transpose()
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(Arc::new(out.with_timezone_opt(zone.clone())))
+            }
+        }
+    }
+
+    /// MAKE_DATE(year, month, day) of BIGINTs.
+    pub(super) fn make_date(args: &[ArrayRef]) -> Result<ArrayRef> {
+        let [y, m, d] = [0, 1, 2].map(|i| args[i].as_primitive::<Int64Type>());
+        let out: Date32Array = (0..y.len())
+            .map(|r| {
+                if y.is_null(r) || m.is_null(r) || d.is_null(r) {
+                    return Ok(None);
+                }
+                let (yv, mv, dv) = (y.value(r), m.value(r), d.value(r));
+                let date = (|| {
+                    NaiveDate::from_ymd_opt(
+                        i32::try_from(yv).ok().filter(|&y| y > 0)?,
+                        u32::try_from(mv).ok()?,
+                        u32::try_from(dv).ok()?,
+                    )
+                })();
+                date.map(|d| Some(d.to_epoch_days())).ok_or_else(|| {
+                    bad(
+                        "22008",
+                        format!("date field value out of range: {yv}-{mv:02}-{dv:02}"),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Arc::new(out))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn us(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
+            let t = NaiveDate::from_ymd_opt(y, mo, d)
+                .unwrap()
+                .and_hms_opt(h, mi, s)
+                .unwrap();
+            t.and_utc().timestamp_micros()
+        }
+
+        #[test]
+        fn truncation_and_fields_of_a_local_time() {
+            let t = us(2024, 8, 17, 13, 45, 30) + 250_000;
+            assert_eq!(trunc(t, Unit::Hour), Some(us(2024, 8, 17, 13, 0, 0)));
+            assert_eq!(trunc(t, Unit::Week), Some(us(2024, 8, 12, 0, 0, 0)));
+            assert_eq!(trunc(t, Unit::Quarter), Some(us(2024, 7, 1, 0, 0, 0)));
+            assert_eq!(trunc(t, Unit::Decade), Some(us(2020, 1, 1, 0, 0, 0)));
+            assert_eq!(trunc(t, Unit::Century), Some(us(2001, 1, 1, 0, 0, 0)));
+            assert_eq!(trunc(t, Unit::Millennium), Some(us(2001, 1, 1, 0, 0, 0)));
+            assert_eq!(field(t, t, Unit::Second), Some(30.25));
+            assert_eq!(field(t, t, Unit::Dow), Some(6.0));
+            assert_eq!(field(t, t, Unit::Isodow), Some(6.0));
+            assert_eq!(field(t, t, Unit::Doy), Some(230.0));
+            assert_eq!(field(t, t, Unit::Week), Some(33.0));
+            assert_eq!(field(t, t, Unit::Century), Some(21.0));
+            // Before 1970: floors, not truncations towards 0.
+            let old = us(1969, 12, 31, 23, 59, 59);
+            assert_eq!(trunc(old, Unit::Day), Some(us(1969, 12, 31, 0, 0, 0)));
+            assert_eq!(field(old, old, Unit::Hour), Some(23.0));
+        }
+    }
 }
 
 #[cfg(test)]

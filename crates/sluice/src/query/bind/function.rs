@@ -37,6 +37,13 @@ impl Binder<'_> {
             ));
         }
         let args = self.plain_args(f, e)?;
+        // substr(s, from [, count]): SUBSTRING(s FROM from [FOR count]).
+        if name == "substr" {
+            if !(2..=3).contains(&args.len()) {
+                return Err(plan_err("SUBSTR takes 2 or 3 arguments".into(), e));
+            }
+            return self.substring(&args[0], Some(&args[1]), args.get(2), e, scope);
+        }
         let mut bound = Vec::new();
         for a in &args {
             bound.push(self.bind(a, scope)?);
@@ -198,6 +205,56 @@ impl Binder<'_> {
         };
         // Each argument's target type, and the result's.
         let (targets, ty): (Vec<A>, A) = match func {
+            Func::DateTrunc | Func::DatePart => {
+                count(2, 2)?;
+                // The unit: a constant, checked here.
+                let unit = match &bound[0] {
+                    Expr::Literal(a) if a.data_type() == &A::Utf8 => {
+                        use arrow_array::cast::AsArray;
+                        Some(a.as_string::<i32>().value(0).to_string())
+                    }
+                    Expr::Literal(a) if a.is_null(0) => None,
+                    _ => {
+                        return Err(plan_err(
+                            format!("{name}'s unit must be a constant, such as 'month'"),
+                            e,
+                        ));
+                    }
+                };
+                if let Some(u) = &unit {
+                    let known = crate::query::func::Unit::of(u);
+                    if known.is_none_or(|k| func == Func::DateTrunc && !k.truncates()) {
+                        return Err(crate::error::Error::Argument {
+                            state: "22023",
+                            message: format!("{name}: unit \"{u}\" not recognized"),
+                        });
+                    }
+                }
+                let x = match &types[1] {
+                    A::Date32 if func == Func::DateTrunc => self.tz.clone(),
+                    t @ (A::Date32 | A::Timestamp(..)) => t.clone(),
+                    A::Null => A::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+                    t => {
+                        return Err(plan_err(
+                            format!("{name} needs a DATE or TIMESTAMP, not {}", type_name(t)),
+                            e,
+                        ));
+                    }
+                };
+                // DATE_TRUNC of a DATE is a TIMESTAMPTZ (of the session's
+                // zone), as in PostgreSQL.
+                let ty = if func == Func::DatePart {
+                    A::Float64
+                } else {
+                    x.clone()
+                };
+                (vec![A::Utf8, x], ty)
+            }
+            Func::MakeDate => {
+                count(3, 3)?;
+                (0..3).try_for_each(|i| int_arg(i))?;
+                (vec![A::Int64; 3], A::Date32)
+            }
             Func::Concat => {
                 count(2, 2)?;
                 // text || anything: the other side as text.
@@ -419,6 +476,9 @@ fn func_of(name: &str) -> Option<Func> {
         "log" | "log10" => Func::Log10,
         "exp" => Func::Exp,
         "sign" => Func::Sign,
+        "date_trunc" => Func::DateTrunc,
+        "date_part" => Func::DatePart,
+        "make_date" => Func::MakeDate,
         _ => return None,
     })
 }

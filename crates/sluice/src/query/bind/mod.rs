@@ -737,7 +737,26 @@ impl<'c> Binder<'c> {
                     ast::DateTimeField::Day | ast::DateTimeField::Days => DatePart::Day,
                     ast::DateTimeField::Hour | ast::DateTimeField::Hours => DatePart::Hour,
                     ast::DateTimeField::Minute | ast::DateTimeField::Minutes => DatePart::Minute,
-                    other => return Err(unsupported(&format!("EXTRACT({other})"), e)),
+                    // The other fields: DATE_PART's, a BIGINT where the
+                    // field is whole (PostgreSQL: a numeric), else a DOUBLE.
+                    other => {
+                        use crate::query::func::{Func, Unit};
+                        let text = other.to_string();
+                        let Some(unit) = Unit::of(&text) else {
+                            return Err(unsupported(&format!("EXTRACT({other})"), e));
+                        };
+                        let x = self.bind(expr, scope)?;
+                        let types = vec![A::Utf8, self.ty(&x, scope)];
+                        let name = Expr::Literal(Arc::new(StringArray::from(vec![text])));
+                        let part = self.call(Func::DatePart, vec![name, x], types, e)?;
+                        let fraction =
+                            matches!(unit, Unit::Second | Unit::Milliseconds | Unit::Epoch);
+                        return Ok(if fraction {
+                            part
+                        } else {
+                            coerce(part, &A::Float64, &A::Int64)
+                        });
+                    }
                 };
                 let x = self.bind(expr, scope)?;
                 let t = self.ty(&x, scope);
@@ -765,6 +784,66 @@ impl<'c> Binder<'c> {
                 scope,
             ),
             ast::Expr::Function(f) => self.function(f, e, scope),
+            // POSITION(sub IN s): strpos(s, sub).
+            ast::Expr::Position { expr, r#in } => {
+                let s = self.bind(r#in, scope)?;
+                let sub = self.bind(expr, scope)?;
+                let types = vec![self.ty(&s, scope), self.ty(&sub, scope)];
+                let out = self.call(crate::query::func::Func::Strpos, vec![s, sub], types, e)?;
+                fold(out, e)
+            }
+            // TRIM([BOTH | LEADING | TRAILING] [chars FROM] s), TRIM(s, chars).
+            ast::Expr::Trim {
+                trim_where,
+                trim_what,
+                expr,
+                trim_characters,
+            } => {
+                use crate::query::func::Func;
+                let func = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => Func::Ltrim,
+                    Some(ast::TrimWhereField::Trailing) => Func::Rtrim,
+                    _ => Func::Btrim,
+                };
+                let chars = match (trim_what, trim_characters.as_deref()) {
+                    (Some(w), _) => Some(&**w),
+                    (None, Some([c])) => Some(c),
+                    (None, None) => None,
+                    (None, Some(_)) => {
+                        return Err(plan_err("TRIM takes one set of characters".into(), e));
+                    }
+                };
+                let mut args = vec![self.bind(expr, scope)?];
+                if let Some(c) = chars {
+                    args.push(self.bind(c, scope)?);
+                }
+                let types = args.iter().map(|a| self.ty(a, scope)).collect();
+                let out = self.call(func, args, types, e)?;
+                fold(out, e)
+            }
+            // a IS [NOT] DISTINCT FROM b: a comparison in which NULL is a
+            // value (two NULLs are not distinct, a NULL and a value are).
+            ast::Expr::IsDistinctFrom(a, b) | ast::Expr::IsNotDistinctFrom(a, b) => {
+                let (l, r) = (self.bind(a, scope)?, self.bind(b, scope)?);
+                let ne = self.binary(BinOp::NotEq, l.clone(), r.clone(), scope, e)?;
+                let null = |x: Expr, negated: bool| Expr::IsNull {
+                    expr: Box::new(x),
+                    negated,
+                };
+                let yes = Expr::Literal(Arc::new(arrow_array::BooleanArray::from(vec![true])));
+                let distinct = Expr::Case {
+                    whens: vec![
+                        (null(l, false), null(r.clone(), true)),
+                        (null(r, false), yes),
+                    ],
+                    otherwise: Box::new(ne),
+                };
+                Ok(if matches!(e, ast::Expr::IsDistinctFrom(..)) {
+                    distinct
+                } else {
+                    Expr::Not(Box::new(distinct))
+                })
+            }
             ast::Expr::Subquery(q) => self.scalar_subquery(q, e),
             ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => Err(unsupported(
                 "EXISTS / IN (SELECT …) other than as an AND-ed condition of WHERE",
@@ -1130,7 +1209,7 @@ impl<'c> Binder<'c> {
     }
 
     /// SUBSTRING(x FROM start FOR len) of TEXT, with integer positions.
-    fn substring(
+    pub(super) fn substring(
         &self,
         expr: &ast::Expr,
         from: Option<&ast::Expr>,
