@@ -252,7 +252,7 @@ impl Binder<'_> {
             }
             Func::MakeDate => {
                 count(3, 3)?;
-                (0..3).try_for_each(|i| int_arg(i))?;
+                (0..3).try_for_each(int_arg)?;
                 (vec![A::Int64; 3], A::Date32)
             }
             Func::Concat => {
