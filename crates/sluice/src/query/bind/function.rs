@@ -36,6 +36,17 @@ impl Binder<'_> {
                 e,
             ));
         }
+        // The statement's time, as a constant: now() and its synonyms an
+        // instant, CURRENT_DATE the session's local date of it.
+        if let Some(x) = self.clock(&name) {
+            if !self.plain_args(f, e)?.is_empty() {
+                return Err(plan_err(
+                    format!("{} takes no arguments", name.to_uppercase()),
+                    e,
+                ));
+            }
+            return Ok(x);
+        }
         let args = self.plain_args(f, e)?;
         // substr(s, from [, count]): SUBSTRING(s FROM from [FOR count]).
         if name == "substr" {
@@ -138,6 +149,39 @@ impl Binder<'_> {
                 )),
             },
         }
+    }
+
+    /// `now()`, `current_timestamp`, `localtimestamp`, `current_date` as
+    /// literals of the time the statement is bound (in the session's zone);
+    /// `None` for another name.
+    fn clock(&self, name: &str) -> Option<Expr> {
+        use std::sync::Arc;
+        let instant = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64)
+        };
+        let A::Timestamp(_, zone) = &self.tz else {
+            return None;
+        };
+        let local = |us: i64| crate::zone::Zone::of(zone.as_deref()).to_local(us);
+        Some(Expr::Literal(match name {
+            "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" => {
+                Arc::new(
+                    arrow_array::TimestampMicrosecondArray::from(vec![instant()])
+                        .with_timezone_opt(zone.clone()),
+                )
+            }
+            "localtimestamp" => {
+                Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![local(
+                    instant(),
+                )]))
+            }
+            "current_date" => Arc::new(arrow_array::Date32Array::from(vec![
+                local(instant()).div_euclid(86_400_000_000) as i32,
+            ])),
+            _ => return None,
+        }))
     }
 
     /// A call of `func` (see [`crate::query::func`]) with its arguments

@@ -1434,6 +1434,20 @@ impl<'c> Binder<'c> {
                         let c = cast(a, &rt).map_err(|er| plan_err(er.to_string(), node))?;
                         (lit(c), rt.clone(), r.clone(), rt.clone())
                     }
+                    // A quoted literal compared with a number or a boolean
+                    // is read as one, as PostgreSQL reads an unknown-typed
+                    // literal: `i = '7'` (an INT column), `'7.5'` against
+                    // it an error.
+                    (_, t, Expr::Literal(a), A::Utf8) if is_numeric(t) || *t == A::Boolean => {
+                        let to = unknown_as(a, t);
+                        let c = cast(a, &to).map_err(|er| plan_err(er.to_string(), node))?;
+                        (l.clone(), lt.clone(), lit(c), to)
+                    }
+                    (Expr::Literal(a), A::Utf8, _, t) if is_numeric(t) || *t == A::Boolean => {
+                        let to = unknown_as(a, t);
+                        let c = cast(a, &to).map_err(|er| plan_err(er.to_string(), node))?;
+                        (lit(c), to, r.clone(), rt.clone())
+                    }
                     _ => (l, lt, r, rt),
                 };
                 let target = common_type(&[lt.clone(), rt.clone()]).ok_or_else(|| {
@@ -1454,6 +1468,21 @@ impl<'c> Binder<'c> {
                 })
             }
         }
+    }
+}
+
+/// The type a quoted literal `a` compared with a value of type `t` is read
+/// as: `t`, but for a DECIMAL the literal's own places (`d = '12.3450'`
+/// compares 12.345 with 12.3450 and is true, as in PostgreSQL).
+fn unknown_as(a: &ArrayRef, t: &A) -> A {
+    use arrow_array::cast::AsArray;
+    match t {
+        A::Decimal128(..) if a.data_type() == &A::Utf8 && a.is_valid(0) => {
+            let text = a.as_string::<i32>().value(0).trim();
+            let places = text.split_once('.').map_or(0, |(_, f)| f.len()).min(38);
+            A::Decimal128(38, places as i8)
+        }
+        other => other.clone(),
     }
 }
 
