@@ -395,7 +395,22 @@ impl Expr {
                     return Ok(Value::Array(m));
                 }
                 let l = left.eval(batch)?;
-                let r = right.eval(batch)?;
+                let r = match right.eval(batch) {
+                    Ok(r) => r,
+                    // `x > 0 AND ln(x) > 1`: the right side failed on some
+                    // row; again, only where the left leaves the answer
+                    // open, as PostgreSQL stops at a false (AND) or true
+                    // (OR) left side.
+                    Err(_) if matches!(op, BinOp::And | BinOp::Or) && rows > 0 => {
+                        return Ok(Value::Array(Arc::new(and_or_lazily(
+                            *op == BinOp::Or,
+                            left,
+                            right,
+                            batch,
+                        )?)));
+                    }
+                    Err(e) => return Err(e),
+                };
                 let scalar = l.is_scalar() && r.is_scalar();
                 // Doubles compare as SQL says, not by their bits.
                 let (l, r) = if op.is_comparison() {
@@ -531,19 +546,38 @@ impl Expr {
                 })?
             }
             Expr::Case { whens, otherwise } => {
-                let mut result = otherwise.eval(batch)?.into_array(rows)?;
-                for (cond, then) in whens.iter().rev() {
-                    let c = bool_array(cond.eval(batch)?, rows)?;
-                    let c = if c.null_count() > 0 {
-                        arrow_select::filter::prep_null_mask_filter(&c)
-                    } else {
-                        c
-                    };
-                    let t = then.eval(batch)?.into_array(rows)?;
-                    result = arrow_select::zip::zip(&c, &t.as_ref(), &result.as_ref())
-                        .map_err(exec_err)?;
+                // Every branch on every row; if one fails (`CASE WHEN b = 0
+                // THEN 0 ELSE 100 / b END` where b is 0), again with each
+                // branch on the rows that reach it only, as in PostgreSQL.
+                let eager = || -> Result<ArrayRef> {
+                    let mut result = otherwise.eval(batch)?.into_array(rows)?;
+                    for (cond, then) in whens.iter().rev() {
+                        let c = bool_array(cond.eval(batch)?, rows)?;
+                        let c = if c.null_count() > 0 {
+                            arrow_select::filter::prep_null_mask_filter(&c)
+                        } else {
+                            c
+                        };
+                        let t = then.eval(batch)?.into_array(rows)?;
+                        result = arrow_select::zip::zip(&c, &t.as_ref(), &result.as_ref())
+                            .map_err(exec_err)?;
+                    }
+                    Ok(result)
+                };
+                match eager() {
+                    Ok(r) => Value::Array(r),
+                    Err(_) if rows > 0 && !whens.is_empty() => {
+                        let types: Vec<A> = batch
+                            .schema()
+                            .fields()
+                            .iter()
+                            .map(|f| f.data_type().clone())
+                            .collect();
+                        let ty = self.data_type(&types);
+                        Value::Array(case_lazily(whens, otherwise, batch, &ty)?)
+                    }
+                    Err(e) => return Err(e),
                 }
-                Value::Array(result)
             }
             Expr::Cast { expr, to, site } => {
                 map_value(expr.eval(batch)?, |a| cast_at(&a, to, site.as_deref()))?
@@ -629,9 +663,11 @@ impl Expr {
                 Value::Array(result.ok_or_else(|| Error::Internal("empty COALESCE".into()))?)
             }
             Expr::Call { func, args, ty } => {
+                // Doubles as they are: sqrt(-0.0) is -0.0 (GREATEST and
+                // LEAST compare them as SQL does).
                 let vals = args
                     .iter()
-                    .map(|a| a.eval(batch).map(canonical_value))
+                    .map(|a| a.eval(batch))
                     .collect::<Result<Vec<_>>>()?;
                 // Literals only: one row, a literal's answer.
                 if vals.iter().all(Value::is_scalar) {
@@ -650,6 +686,119 @@ impl Expr {
             }
         })
     }
+}
+
+/// The rows `idx` of `batch` (a batch of no columns keeps its count).
+fn rows_of(batch: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {
+    let ix = arrow_array::UInt32Array::from(idx.to_vec());
+    let cols = batch
+        .columns()
+        .iter()
+        .map(|c| arrow_select::take::take(c, &ix, None))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(exec_err)?;
+    RecordBatch::try_new_with_options(
+        batch.schema(),
+        cols,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(idx.len())),
+    )
+    .map_err(exec_err)
+}
+
+/// `e` over the rows `idx` of `batch` only, as `ty`.
+fn eval_rows(e: &Expr, batch: &RecordBatch, idx: &[u32], ty: &A) -> Result<ArrayRef> {
+    let v = e.eval(&rows_of(batch, idx)?)?.into_array(idx.len())?;
+    if v.data_type() == ty {
+        Ok(v)
+    } else {
+        arrow_cast::cast(&v, ty).map_err(exec_err)
+    }
+}
+
+/// CASE with each branch evaluated on the rows that reach it only: the
+/// conditions in turn on the rows no earlier one took, each result on the
+/// rows its condition is true for, ELSE on the rest.
+fn case_lazily(
+    whens: &[(Expr, Expr)],
+    otherwise: &Expr,
+    batch: &RecordBatch,
+    ty: &A,
+) -> Result<ArrayRef> {
+    let rows = batch.num_rows();
+    let mut parts: Vec<ArrayRef> = Vec::new();
+    // Each output row's (part, row in the part).
+    let mut place = vec![(0usize, 0usize); rows];
+    let mut open: Vec<u32> = (0..rows as u32).collect();
+    let mut take = |idx: &[u32], e: &Expr, parts: &mut Vec<ArrayRef>| -> Result<()> {
+        if idx.is_empty() {
+            return Ok(());
+        }
+        let k = parts.len();
+        parts.push(eval_rows(e, batch, idx, ty)?);
+        for (j, &r) in idx.iter().enumerate() {
+            place[r as usize] = (k, j);
+        }
+        Ok(())
+    };
+    for (cond, then) in whens {
+        if open.is_empty() {
+            break;
+        }
+        let c = eval_rows(cond, batch, &open, &A::Boolean)?;
+        let c = c.as_boolean();
+        let (mut hit, mut rest) = (Vec::new(), Vec::new());
+        for (j, &r) in open.iter().enumerate() {
+            if c.is_valid(j) && c.value(j) {
+                hit.push(r);
+            } else {
+                rest.push(r);
+            }
+        }
+        take(&hit, then, &mut parts)?;
+        open = rest;
+    }
+    take(&open, otherwise, &mut parts)?;
+    let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+    arrow_select::interleave::interleave(&refs, &place).map_err(exec_err)
+}
+
+/// `left AND right` (`or`: OR) with `right` evaluated only on the rows
+/// whose answer `left` leaves open (not false for AND, not true for OR).
+fn and_or_lazily(or: bool, left: &Expr, right: &Expr, batch: &RecordBatch) -> Result<BooleanArray> {
+    let rows = batch.num_rows();
+    let l = bool_array(left.eval(batch)?, rows)?;
+    let decided = |i: usize| l.is_valid(i) && l.value(i) == or;
+    let open: Vec<u32> = (0..rows)
+        .filter(|&i| !decided(i))
+        .map(|i| i as u32)
+        .collect();
+    let r = if open.is_empty() {
+        BooleanArray::new_null(0)
+    } else {
+        eval_rows(right, batch, &open, &A::Boolean)?
+            .as_boolean()
+            .clone()
+    };
+    // The right side's answer where it ran; elsewhere the left's, which
+    // decides the row.
+    let mut j = 0;
+    let full: BooleanArray = (0..rows)
+        .map(|i| {
+            if decided(i) {
+                Some(or)
+            } else {
+                let v = r.is_valid(j).then(|| r.value(j));
+                j += 1;
+                v
+            }
+        })
+        .collect();
+    if or {
+        arrow_arith::boolean::or_kleene(&l, &full)
+    } else {
+        arrow_arith::boolean::and_kleene(&l, &full)
+    }
+    .map_err(exec_err)
 }
 
 /// A double as SQL compares, groups and sorts it: `-0.0` is `0.0`, and

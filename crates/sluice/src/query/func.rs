@@ -61,6 +61,8 @@ pub enum Func {
     Power,
     Ln,
     Log10,
+    /// `log(b, x)`: the logarithm of x to base b (a DOUBLE).
+    LogBase,
     Exp,
     Sign,
     /// `date_trunc('unit', ts)`: the first argument a [`Unit`]'s name (a
@@ -165,7 +167,7 @@ impl Func {
             Func::Sqrt => "SQRT",
             Func::Power => "POWER",
             Func::Ln => "LN",
-            Func::Log10 => "LOG",
+            Func::Log10 | Func::LogBase => "LOG",
             Func::Exp => "EXP",
             Func::Sign => "SIGN",
             Func::DateTrunc => "DATE_TRUNC",
@@ -319,7 +321,7 @@ fn right(s: &str, n: i64) -> &str {
     let drop = if n >= 0 {
         (chars - n).max(0)
     } else {
-        (-n).min(chars)
+        n.unsigned_abs().min(chars as u64) as i64
     };
     match s.char_indices().nth(drop as usize) {
         Some((b, _)) => &s[b..],
@@ -331,13 +333,14 @@ fn right(s: &str, n: i64) -> &str {
 /// left or the right.
 fn pad(s: &str, n: i64, fill: &str, on_left: bool, out: &mut String) -> Result<()> {
     let n = n.max(0) as usize;
-    if n > MAX_TEXT {
-        return Err(bad("54000", "requested length too large"));
-    }
     let have = s.chars().count();
     if have >= n || fill.is_empty() {
         out.push_str(left(s, n as i64));
         return Ok(());
+    }
+    // PostgreSQL's limit: room for 4 bytes a character.
+    if n.saturating_mul(4) > MAX_TEXT {
+        return Err(bad("54000", "requested length too large"));
     }
     let padding: String = fill.chars().cycle().take(n - have).collect();
     if on_left {
@@ -400,15 +403,22 @@ fn text(f: Func, args: &[ArrayRef], r: usize, out: &mut String) -> Result<()> {
         }
         Func::Initcap => {
             // A letter after a non-alphanumeric character (or first) is
-            // upper case, every other letter lower case.
+            // upper case, every other letter lower case; a character at a
+            // time, as C's towupper maps it (one character to one: `ß`
+            // stays `ß`).
+            let one = |mapped: Vec<char>, c: char| match mapped.as_slice() {
+                [x] => *x,
+                _ => c,
+            };
             let mut start = true;
             for c in s(0).chars() {
-                if c.is_alphanumeric() {
-                    if start {
-                        out.extend(c.to_uppercase());
+                if c.is_alphabetic() || c.is_ascii_digit() {
+                    let mapped = if start {
+                        c.to_uppercase().collect()
                     } else {
-                        out.extend(c.to_lowercase());
-                    }
+                        c.to_lowercase().collect()
+                    };
+                    out.push(one(mapped, c));
                     start = false;
                 } else {
                     out.push(c);
@@ -469,13 +479,14 @@ fn double(f: Func, args: &[ArrayRef], r: usize) -> Result<f64> {
         Func::Ceil => x.ceil(),
         Func::Round => x.round_ties_even(),
         Func::Trunc => x.trunc(),
+        // NaN and ±0: 0, as PostgreSQL's sign of a double.
         Func::Sign => {
-            if x.is_nan() {
-                x
-            } else if x == 0.0 {
-                0.0
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
             } else {
-                x.signum()
+                0.0
             }
         }
         Func::Sqrt => {
@@ -484,14 +495,39 @@ fn double(f: Func, args: &[ArrayRef], r: usize) -> Result<f64> {
             }
             x.sqrt()
         }
-        Func::Ln | Func::Log10 => {
+        Func::Ln | Func::Log10 | Func::LogBase => {
+            let x = if f == Func::LogBase {
+                f64_at(args, 1, r)
+            } else {
+                x
+            };
             if x == 0.0 {
                 return Err(bad("2201E", "cannot take logarithm of zero"));
             }
             if x < 0.0 {
                 return Err(bad("2201E", "cannot take logarithm of a negative number"));
             }
-            if f == Func::Ln { x.ln() } else { x.log10() }
+            match f {
+                Func::Ln => x.ln(),
+                Func::Log10 => x.log10(),
+                _ => {
+                    let b = f64_at(args, 0, r);
+                    if b <= 0.0 {
+                        return Err(bad(
+                            "2201E",
+                            if b == 0.0 {
+                                "cannot take logarithm of zero"
+                            } else {
+                                "cannot take logarithm of a negative number"
+                            },
+                        ));
+                    }
+                    if b == 1.0 {
+                        return Err(Error::DivisionByZero);
+                    }
+                    x.ln() / b.ln()
+                }
+            }
         }
         Func::Exp => {
             let v = x.exp();
@@ -533,12 +569,16 @@ fn double(f: Func, args: &[ArrayRef], r: usize) -> Result<f64> {
 /// GREATEST / LEAST: per row, the extreme of the non-NULL arguments
 /// (arguments of one type; doubles order NaN above every number).
 fn extreme(args: &[ArrayRef], greatest: bool) -> Result<ArrayRef> {
+    // Compared as SQL compares doubles (-0.0 equal to 0.0, one NaN);
+    // the values kept as they are (greatest(-0.0, 0.0) is -0.0, the
+    // first of equals).
+    let canon = super::expr::canonical_doubles;
     let mut acc = args[0].clone();
     for next in &args[1..] {
         let better = if greatest {
-            arrow_ord::cmp::gt(next, &acc)
+            arrow_ord::cmp::gt(&canon(next), &canon(&acc))
         } else {
-            arrow_ord::cmp::lt(next, &acc)
+            arrow_ord::cmp::lt(&canon(next), &canon(&acc))
         }
         .map_err(ex)?;
         // NULL (a NULL on either side): not better.

@@ -302,7 +302,11 @@ impl Binder<'_> {
             Func::Concat => {
                 count(2, 2)?;
                 // text || anything: the other side as text.
-                if types[0] != A::Utf8 && types[1] != A::Utf8 {
+                // (An untyped NULL is text here: `1 || NULL` is NULL.)
+                if ![&types[0], &types[1]]
+                    .iter()
+                    .any(|t| matches!(t, A::Utf8 | A::Null))
+                {
                     text_arg(0, false)?;
                     text_arg(1, false)?;
                 }
@@ -310,7 +314,36 @@ impl Binder<'_> {
             }
             Func::ConcatAll => {
                 count(1, usize::MAX)?;
-                (vec![A::Utf8; bound.len()], A::Utf8)
+                // A boolean as PostgreSQL's output writes it: t or f.
+                let args = bound
+                    .into_iter()
+                    .zip(&types)
+                    .map(|(b, t)| match t {
+                        A::Boolean => {
+                            let text = |v: &str| {
+                                Expr::Literal(std::sync::Arc::new(arrow_array::StringArray::from(
+                                    vec![v],
+                                )))
+                            };
+                            Expr::Case {
+                                whens: vec![
+                                    (b.clone(), text("t")),
+                                    (Expr::Not(Box::new(b)), text("f")),
+                                ],
+                                otherwise: Box::new(Expr::Literal(arrow_array::new_null_array(
+                                    &A::Utf8,
+                                    1,
+                                ))),
+                            }
+                        }
+                        t => coerce(b, t, &A::Utf8),
+                    })
+                    .collect();
+                return Ok(Expr::Call {
+                    func,
+                    args,
+                    ty: A::Utf8,
+                });
             }
             Func::Left | Func::Right | Func::Repeat => {
                 count(2, 2)?;
@@ -413,7 +446,7 @@ impl Binder<'_> {
                     let n = match &bound[1] {
                         Expr::Literal(a) => literal_int(a),
                         Expr::Neg(x) => match &**x {
-                            Expr::Literal(a) => literal_int(a).map(|v| -v),
+                            Expr::Literal(a) => literal_int(a).and_then(i64::checked_neg),
                             _ => None,
                         },
                         _ => None,
@@ -448,7 +481,22 @@ impl Binder<'_> {
                     _ => (vec![A::Float64], A::Float64),
                 }
             }
-            Func::Sqrt | Func::Ln | Func::Log10 | Func::Exp => {
+            // log(b, x): to base b.
+            Func::Log10 if bound.len() == 2 => {
+                num_arg(0)?;
+                num_arg(1)?;
+                let args = bound
+                    .into_iter()
+                    .zip(&types)
+                    .map(|(b, t)| coerce(b, t, &A::Float64))
+                    .collect();
+                return Ok(Expr::Call {
+                    func: Func::LogBase,
+                    args,
+                    ty: A::Float64,
+                });
+            }
+            Func::Sqrt | Func::Ln | Func::Log10 | Func::LogBase | Func::Exp => {
                 count(1, 1)?;
                 num_arg(0)?;
                 (vec![A::Float64], A::Float64)
