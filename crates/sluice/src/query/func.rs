@@ -74,6 +74,10 @@ pub enum Func {
     DatePart,
     /// `make_date(year, month, day)`.
     MakeDate,
+    /// `date + n` (n a BIGINT of days; `date - n` adds -n).
+    DatePlusDays,
+    /// `date - date`: the days between, a BIGINT.
+    DateMinusDate,
 }
 
 /// The fields `date_part` and `EXTRACT` read and the units `date_trunc`
@@ -173,6 +177,8 @@ impl Func {
             Func::DateTrunc => "DATE_TRUNC",
             Func::DatePart => "DATE_PART",
             Func::MakeDate => "MAKE_DATE",
+            Func::DatePlusDays => "+",
+            Func::DateMinusDate => "-",
         }
     }
 
@@ -211,6 +217,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
     match f {
         Func::DateTrunc | Func::DatePart => return dates::of_unit(f, args, ty),
         Func::MakeDate => return dates::make_date(args),
+        Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
         Func::Mod => return modulo(&args[0], &args[1], ty),
         Func::Floor | Func::Ceil | Func::Round | Func::Trunc if matches!(ty, A::Decimal128(..)) => {
@@ -882,6 +889,35 @@ mod dates {
                 Ok(Arc::new(out.with_timezone_opt(zone.clone())))
             }
         }
+    }
+
+    /// DATE + BIGINT days, and DATE - DATE in days.
+    pub(super) fn day_arithmetic(f: Func, args: &[ArrayRef]) -> Result<ArrayRef> {
+        let d = args[0].as_primitive::<Date32Type>();
+        if f == Func::DateMinusDate {
+            let e = args[1].as_primitive::<Date32Type>();
+            let out: arrow_array::Int64Array = d
+                .iter()
+                .zip(e.iter())
+                .map(|(a, b)| Some(i64::from(a?) - i64::from(b?)))
+                .collect();
+            return Ok(Arc::new(out));
+        }
+        let n = args[1].as_primitive::<Int64Type>();
+        let out: Date32Array = d
+            .iter()
+            .zip(n.iter())
+            .map(|(a, k)| match (a, k) {
+                (Some(a), Some(k)) => i64::from(a)
+                    .checked_add(k)
+                    .and_then(|v| i32::try_from(v).ok())
+                    .filter(|&v| value::date_from_days(v).is_some())
+                    .map(Some)
+                    .ok_or_else(|| bad("22008", "date out of range")),
+                _ => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Arc::new(out))
     }
 
     /// MAKE_DATE(year, month, day) of BIGINTs.

@@ -294,6 +294,20 @@ impl Binder<'_> {
                 };
                 (vec![A::Utf8, x], ty)
             }
+            Func::DatePlusDays | Func::DateMinusDate => {
+                // Built by the binder's arithmetic, its arguments typed.
+                let second = if func == Func::DatePlusDays {
+                    A::Int64
+                } else {
+                    A::Date32
+                };
+                let ty = if func == Func::DatePlusDays {
+                    A::Date32
+                } else {
+                    A::Int64
+                };
+                (vec![A::Date32, second], ty)
+            }
             Func::MakeDate => {
                 count(3, 3)?;
                 (0..3).try_for_each(int_arg)?;

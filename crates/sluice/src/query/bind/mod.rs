@@ -783,7 +783,7 @@ impl<'c> Binder<'c> {
                 e,
                 scope,
             ),
-            ast::Expr::Function(f) => self.function(f, e, scope),
+            ast::Expr::Function(f) => fold(self.function(f, e, scope)?, e),
             // POSITION(sub IN s): strpos(s, sub).
             ast::Expr::Position { expr, r#in } => {
                 let s = self.bind(r#in, scope)?;
@@ -1393,6 +1393,43 @@ impl<'c> Binder<'c> {
                     right: Box::new(coerce(r, &rt, &A::Boolean)),
                 })
             }
+            // DATE ± days and DATE - DATE, as PostgreSQL has them.
+            BinOp::Add | BinOp::Sub
+                if matches!(
+                    (&lt, &rt, op),
+                    (A::Date32, A::Int32 | A::Int64, _)
+                        | (A::Int32 | A::Int64, A::Date32, BinOp::Add)
+                        | (A::Date32, A::Date32, BinOp::Sub)
+                ) =>
+            {
+                use crate::query::func::Func;
+                if lt == A::Date32 && rt == A::Date32 {
+                    return fold(
+                        self.call(Func::DateMinusDate, vec![l, r], vec![lt, rt], node)?,
+                        node,
+                    );
+                }
+                let (d, n, nt) = if lt == A::Date32 {
+                    (l, r, rt)
+                } else {
+                    (r, l, lt)
+                };
+                let n = coerce(n, &nt, &A::Int64);
+                let n = if op == BinOp::Sub {
+                    Expr::Neg(Box::new(n))
+                } else {
+                    n
+                };
+                fold(
+                    self.call(
+                        Func::DatePlusDays,
+                        vec![d, n],
+                        vec![A::Date32, A::Int64],
+                        node,
+                    )?,
+                    node,
+                )
+            }
             _ if op.is_arithmetic() => {
                 if !(is_numeric(&lt) || lt == A::Null) || !(is_numeric(&rt) || rt == A::Null) {
                     return Err(mismatch());
@@ -1488,13 +1525,21 @@ fn unknown_as(a: &ArrayRef, t: &A) -> A {
 
 /// Evaluates an operator over two literals once, at plan time.
 fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
-    let Expr::Binary { left, right, .. } = &e else {
-        return Ok(e);
+    let literals = match &e {
+        Expr::Binary { left, right, .. } => matches!(
+            (left.as_ref(), right.as_ref()),
+            (Expr::Literal(_), Expr::Literal(_))
+        ),
+        // A function of literals (a date a zone map can test:
+        // `d > current_date - 30`).
+        Expr::Call { args, .. } => args.iter().all(|a| match a {
+            Expr::Literal(_) => true,
+            Expr::Neg(x) => matches!(**x, Expr::Literal(_)),
+            _ => false,
+        }),
+        _ => false,
     };
-    if !matches!(
-        (left.as_ref(), right.as_ref()),
-        (Expr::Literal(_), Expr::Literal(_))
-    ) {
+    if !literals {
         return Ok(e);
     }
     let one = crate::query::exec::empty_input(1)?;
@@ -1504,10 +1549,6 @@ fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
     }
 }
 
-/// An error of evaluating literals while binding: a division by zero or
-/// an overflow keeps its kind (and SQLSTATE: `SELECT 1/0` is 22012, as
-/// the same division over a column is), saying where; others are
-/// planning errors there.
 /// The items of a list of plain literals (numbers, signed or not,
 /// strings, booleans, NULL) by literal type, as [`types::literal`] types
 /// each: the types in order of first appearance with the places of their
@@ -1615,12 +1656,21 @@ fn literal_columns(list: &[ast::Expr]) -> Option<(Vec<(A, Vec<usize>)>, Vec<Arra
 /// `IN` lists of at least this many items try [`Binder::literal_in_list`].
 const LITERALS_AT_ONCE: usize = 8;
 
+/// An error of evaluating literals while binding: a division by zero or
+/// an overflow keeps its kind (and SQLSTATE: `SELECT 1/0` is 22012, as
+/// the same division over a column is), and so does a function's
+/// argument error (`sqrt(-1)`: 2201F), saying where; others are
+/// planning errors there.
 fn folding_error(er: Error, node: &ast::Expr) -> Error {
     let place = at(node.span());
     match er {
         Error::DivisionByZero => Error::DivisionByZeroAt(place),
         Error::OutOfRange(m) => Error::OutOfRange(format!("{m}{place}")),
         Error::Exec(m) => Error::Exec(format!("{m}{place}")),
+        Error::Argument { state, message } => Error::Argument {
+            state,
+            message: format!("{message}{place}"),
+        },
         other => plan_err(other.to_string(), node),
     }
 }
