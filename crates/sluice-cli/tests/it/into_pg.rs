@@ -1051,3 +1051,271 @@ fn named_time_zones_agree_with_postgresql() {
     }
     assert!(checked > 8 * 2 * 100_000, "{checked}");
 }
+
+impl Pg {
+    /// The rows of `sql` as `psql -At` prints them (fields split by the
+    /// unit separator, NULL as `<null>`), or its error.
+    fn try_psql(&self, sql: &str) -> Result<String, String> {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-At", "-P", "null=<null>", "-F", "\u{1f}"])
+            .args(["-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", "postgres"])
+            .args(["-p", &self.port.to_string(), "-d", "postgres", "-c", sql])
+            .env("PGPASSWORD", PASSWORD)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).unwrap())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift).
+struct Gen(u64);
+
+impl Gen {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[self.below(v.len() as u64) as usize]
+    }
+}
+
+/// A random text expression (PostgreSQL's and sluice's types agree).
+fn text_expr(g: &mut Gen, depth: u32) -> String {
+    let small = |g: &mut Gen| format!("{}", g.below(9) as i64 - 3);
+    if depth == 0 || g.below(4) == 0 {
+        return g
+            .pick(&["s", "s", "'héllo wörld'", "''", "'a-b--c'", "upper(s)"])
+            .to_string();
+    }
+    let t = |g: &mut Gen| text_expr(g, depth - 1);
+    match g.below(17) {
+        0 => format!("left({}, {})", t(g), small(g)),
+        1 => format!("right({}, {})", t(g), small(g)),
+        2 => format!(
+            "lpad({}, {}, {})",
+            t(g),
+            g.below(12),
+            g.pick(&["'xy'", "''", "'é'"])
+        ),
+        3 => format!("rpad({}, {})", t(g), g.below(12)),
+        4 => format!(
+            "replace({}, {}, {})",
+            t(g),
+            g.pick(&["'a'", "'-'", "''", "'ö'"]),
+            g.pick(&["'Z'", "''", "'--'"])
+        ),
+        5 => format!(
+            "split_part({}, {}, {})",
+            t(g),
+            g.pick(&["'-'", "' '", "''", "'--'"]),
+            g.pick(&["1", "2", "3", "-1", "-2", "5"])
+        ),
+        6 => format!("initcap({})", t(g)),
+        7 => format!("repeat({}, {})", t(g), g.below(4)),
+        8 => format!("reverse({})", t(g)),
+        9 => format!(
+            "btrim({}, {})",
+            t(g),
+            g.pick(&["'a'", "'ah'", "' '", "'-'"])
+        ),
+        10 => format!("ltrim({})", t(g)),
+        11 => format!("rtrim({}, 'c')", t(g)),
+        12 => format!("({} || {})", t(g), t(g)),
+        13 => format!("concat({}, a, NULL, {})", t(g), t(g)),
+        14 => format!("substr({}, {}, {})", t(g), g.below(5), g.below(5)),
+        15 => format!("trim(BOTH 'a' FROM {})", t(g)),
+        _ => format!(
+            "CASE WHEN starts_with({}, 'a') THEN 'yes' ELSE {} END",
+            t(g),
+            t(g)
+        ),
+    }
+}
+
+/// A random BIGINT expression.
+fn int_expr(g: &mut Gen) -> String {
+    match g.below(6) {
+        0 => format!(
+            "strpos({}, {})",
+            text_expr(g, 1),
+            g.pick(&["'a'", "'ö'", "''", "'-'"])
+        ),
+        1 => format!("mod(a, {})", g.pick(&["3", "-7", "1"])),
+        2 => format!("(a % {})", g.pick(&["4", "-2"])),
+        3 => format!("greatest(a, {}, NULL)", g.below(5) as i64 - 2),
+        4 => "least(a, id)".to_string(),
+        _ => format!("nullif(a, {})", g.below(3)),
+    }
+}
+
+/// A random DECIMAL expression (scales that agree: a DECIMAL keeps its
+/// column's scale in sluice, its value's in PostgreSQL).
+fn dec_expr(g: &mut Gen) -> String {
+    match g.below(8) {
+        0 => format!(
+            "round(d, {})",
+            g.pick(&["0", "1", "2", "3", "4", "-1", "-2"])
+        ),
+        1 => format!("trunc(d, {})", g.pick(&["0", "1", "2", "-1"])),
+        2 => "floor(d)".into(),
+        3 => "ceil(d)".into(),
+        4 => format!("mod(d, {})", g.pick(&["0.700", "2.000", "-1.250"])),
+        5 => format!("greatest(d, {})", g.pick(&["0.000", "-1.500", "2.250"])),
+        6 => format!("nullif(d, {})", g.pick(&["0.000", "1.500"])),
+        _ => format!("round(d * 2, {})", g.pick(&["0", "2"])),
+    }
+}
+
+/// A random DOUBLE expression.
+fn dbl_expr(g: &mut Gen) -> String {
+    match g.below(10) {
+        0 => "round(f)".into(),
+        1 => "trunc(f)".into(),
+        2 => "floor(f)".into(),
+        3 => "ceil(f)".into(),
+        4 => "sign(f)".into(),
+        5 => "sqrt(abs(f))".into(),
+        6 => "power(f, 2)".into(),
+        7 => "ln(abs(f) + 1)".into(),
+        8 => "exp(f / 100)".into(),
+        _ => format!("CASE WHEN f > 0 THEN log(f) ELSE {} END", g.below(3)),
+    }
+}
+
+/// Random calls of the scalar functions over random rows, in sluice and
+/// in PostgreSQL: the same values (as text) and the same queries refused.
+#[test]
+fn functions_agree_with_postgresql() {
+    let Some(pg) = Pg::start("functions_agree_with_postgresql") else {
+        return;
+    };
+    let dir = Tmp::new();
+    // Another seed: FUNCTIONS_SEED=n (a failure prints the query).
+    let seed = std::env::var("FUNCTIONS_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15);
+    let mut g = Gen(seed | 1);
+    let texts = [
+        "hello world",
+        "a-b--c",
+        "",
+        "ÄÖü straße",
+        "x",
+        "  padded  ",
+        "aaa",
+        "ab ab",
+        "Ünïcødé-😀",
+        "a",
+        "c-",
+        "-a-",
+    ];
+    let mut csv = String::from("id,a,s,d,f\n");
+    let mut values = Vec::new();
+    for id in 1..=240 {
+        let a = g.below(41) as i64 - 20;
+        let null_s = g.below(9) == 0;
+        let s = g.pick(&texts);
+        let d = (g.below(40_001) as i64 - 20_000) as f64 / 1000.0;
+        // Halves and quarters (round's ties), small and negative values.
+        let f = (g.below(4_001) as i64 - 2_000) as f64 / 4.0;
+        csv.push_str(&format!(
+            "{id},{a},{},{d:.3},{f}\n",
+            if null_s {
+                String::new()
+            } else {
+                format!("\"{s}\"")
+            }
+        ));
+        values.push(format!(
+            "({id}, {a}, {}, {d:.3}, {f})",
+            if null_s {
+                "NULL".into()
+            } else {
+                format!("'{s}'")
+            }
+        ));
+    }
+    std::fs::write(dir.0.join("t.csv"), csv).unwrap();
+    ok(
+        &dir.0,
+        &[
+            "load",
+            "--schema",
+            "id INT, a BIGINT, s TEXT, d DECIMAL(10,3), f DOUBLE",
+            "t",
+            "t.csv",
+        ],
+    );
+    pg.try_psql(&format!(
+        "CREATE TABLE t (id INT, a BIGINT, s TEXT, d DECIMAL(10,3), f DOUBLE PRECISION); \
+         INSERT INTO t VALUES {}",
+        values.join(", ")
+    ))
+    .unwrap();
+    // sluice's CSV of (id, value): NULL is an empty field, '' is "".
+    let sluice_rows = |out: &str| -> Vec<(String, Option<String>)> {
+        out.lines()
+            .skip(1)
+            .map(|l| {
+                let (id, v) = l.split_once(',').unwrap();
+                let v = if v.is_empty() {
+                    None
+                } else if let Some(q) = v.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+                    Some(q.replace("\"\"", "\""))
+                } else {
+                    Some(v.to_string())
+                };
+                (id.to_string(), v)
+            })
+            .collect()
+    };
+    let pg_rows = |out: &str| -> Vec<(String, Option<String>)> {
+        out.lines()
+            .map(|l| {
+                let (id, v) = l.split_once('\u{1f}').unwrap();
+                (id.to_string(), (v != "<null>").then(|| v.to_string()))
+            })
+            .collect()
+    };
+    let (mut same, mut refused) = (0, 0);
+    for i in 0..160 {
+        let e = match i % 4 {
+            0 | 1 => text_expr(&mut g, 3),
+            2 => match g.below(2) {
+                0 => int_expr(&mut g),
+                _ => dec_expr(&mut g),
+            },
+            _ => dbl_expr(&mut g),
+        };
+        let sql = format!("SELECT id, CAST({e} AS TEXT) FROM t ORDER BY id");
+        let ours = run(&dir.0, &["query", "--format", "csv", &sql], &[]);
+        let theirs = pg.try_psql(&sql);
+        match (ours.status.success(), theirs) {
+            (true, Ok(p)) => {
+                let a = sluice_rows(&String::from_utf8_lossy(&ours.stdout));
+                let b = pg_rows(&p);
+                assert_eq!(a.len(), b.len(), "{sql}");
+                for (x, y) in a.iter().zip(&b) {
+                    assert_eq!(x, y, "{sql}");
+                }
+                same += 1;
+            }
+            (false, Err(_)) => refused += 1,
+            (true, Err(e)) => panic!("{sql}: PostgreSQL refuses it ({e}), sluice answers"),
+            (false, Ok(_)) => panic!(
+                "{sql}: sluice refuses it ({}), PostgreSQL answers",
+                String::from_utf8_lossy(&ours.stderr)
+            ),
+        }
+    }
+    eprintln!("functions_agree_with_postgresql: {same} queries equal, {refused} refused by both");
+    assert!(same > 120, "{same} equal, {refused} refused");
+}

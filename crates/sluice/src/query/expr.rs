@@ -620,7 +620,7 @@ impl Expr {
                 let out: arrow_array::StringArray = a
                     .as_string::<i32>()
                     .iter()
-                    .map(|v| v.map(str::to_uppercase))
+                    .map(|v| v.map(|v| v.chars().map(super::func::upper_char).collect::<String>()))
                     .collect();
                 Ok(Arc::new(out))
             })?,
@@ -628,7 +628,7 @@ impl Expr {
                 let out: arrow_array::StringArray = a
                     .as_string::<i32>()
                     .iter()
-                    .map(|v| v.map(str::to_lowercase))
+                    .map(|v| v.map(|v| v.chars().map(super::func::lower_char).collect::<String>()))
                     .collect();
                 Ok(Arc::new(out))
             })?,

@@ -308,6 +308,26 @@ fn f64_at(args: &[ArrayRef], i: usize, r: usize) -> f64 {
     args[i].as_primitive::<Float64Type>().value(r)
 }
 
+/// `c` in upper case as C's `towupper` maps it: one character to one (a
+/// character whose upper case is several, `ß`, stays as it is).
+pub fn upper_char(c: char) -> char {
+    let mut m = c.to_uppercase();
+    match (m.next(), m.next()) {
+        (Some(x), None) => x,
+        _ => c,
+    }
+}
+
+/// `c` in lower case as C's `towlower` maps it (`İ` is `i`).
+pub fn lower_char(c: char) -> char {
+    let mut m = c.to_lowercase();
+    match (m.next(), m.next()) {
+        (Some(x), None) => x,
+        _ if c == 'İ' => 'i',
+        _ => c,
+    }
+}
+
 /// The first `n` characters of `s` (all but the last `-n` when negative).
 fn left(s: &str, n: i64) -> &str {
     let chars = s.chars().count() as i64;
@@ -413,19 +433,10 @@ fn text(f: Func, args: &[ArrayRef], r: usize, out: &mut String) -> Result<()> {
             // upper case, every other letter lower case; a character at a
             // time, as C's towupper maps it (one character to one: `ß`
             // stays `ß`).
-            let one = |mapped: Vec<char>, c: char| match mapped.as_slice() {
-                [x] => *x,
-                _ => c,
-            };
             let mut start = true;
             for c in s(0).chars() {
                 if c.is_alphabetic() || c.is_ascii_digit() {
-                    let mapped = if start {
-                        c.to_uppercase().collect()
-                    } else {
-                        c.to_lowercase().collect()
-                    };
-                    out.push(one(mapped, c));
+                    out.push(if start { upper_char(c) } else { lower_char(c) });
                     start = false;
                 } else {
                     out.push(c);
