@@ -193,6 +193,7 @@ impl Binder<'_> {
         types: Vec<A>,
         e: &ast::Expr,
     ) -> Result<Expr> {
+        let (bound, types) = unknown_literals(func, bound, types, e)?;
         let name = func.name();
         let count = |lo: usize, hi: usize| -> Result<()> {
             if bound.len() < lo || bound.len() > hi {
@@ -615,4 +616,71 @@ fn decimal_places(func: Func, x: Expr, places: i64, scale: i8) -> Expr {
         ],
         ty: A::Decimal128(38, scale),
     }
+}
+
+/// Quoted literals among a call's arguments where the function takes no
+/// text, read as PostgreSQL reads an unknown-typed literal: as the type
+/// the function takes there (`sqrt('4')`, `left(s, '2')`), or for
+/// GREATEST, LEAST and MOD as the other arguments' type
+/// (`greatest(d, '2000-01-01')` of a DATE `d`).
+fn unknown_literals(
+    func: Func,
+    mut bound: Vec<Expr>,
+    mut types: Vec<A>,
+    e: &ast::Expr,
+) -> Result<(Vec<Expr>, Vec<A>)> {
+    let quoted = |x: &Expr| matches!(x, Expr::Literal(a) if a.data_type() == &A::Utf8);
+    let others: Vec<A> = types
+        .iter()
+        .zip(&bound)
+        .filter(|(t, b)| !(quoted(b) && **t == A::Utf8))
+        .map(|(t, _)| t.clone())
+        .collect();
+    let n = bound.len();
+    for i in 0..n {
+        if types[i] != A::Utf8 || !quoted(&bound[i]) {
+            continue;
+        }
+        let want = match func {
+            Func::Greatest | Func::Least | Func::Mod => match common_type(&others) {
+                Some(t) if t != A::Null && t != A::Utf8 => t,
+                // Every argument a quoted literal: MOD of numbers (as
+                // PostgreSQL resolves it), GREATEST of texts.
+                _ if func == Func::Mod => A::Int64,
+                _ => continue,
+            },
+            Func::Round | Func::Trunc if n == 2 => {
+                if i == 0 {
+                    let Expr::Literal(a) = &bound[i] else {
+                        continue;
+                    };
+                    super::unknown_as(a, &A::Decimal128(38, 0))
+                } else {
+                    A::Int64
+                }
+            }
+            Func::Floor
+            | Func::Ceil
+            | Func::Round
+            | Func::Trunc
+            | Func::Sign
+            | Func::Sqrt
+            | Func::Ln
+            | Func::Log10
+            | Func::LogBase
+            | Func::Exp
+            | Func::Power => A::Float64,
+            Func::Left | Func::Right | Func::Repeat | Func::Lpad | Func::Rpad if i == 1 => A::Int64,
+            Func::SplitPart if i == 2 => A::Int64,
+            Func::MakeDate => A::Int64,
+            _ => continue,
+        };
+        let Expr::Literal(a) = &bound[i] else {
+            continue;
+        };
+        let c = crate::query::expr::cast(a, &want).map_err(|er| plan_err(er.to_string(), e))?;
+        bound[i] = Expr::Literal(c);
+        types[i] = want;
+    }
+    Ok((bound, types))
 }

@@ -700,10 +700,30 @@ impl<'c> Binder<'c> {
                 pattern,
                 escape_char,
             } => {
-                if *any || escape_char.is_some() {
-                    return Err(unsupported("LIKE ANY / ESCAPE", e));
+                if *any {
+                    return Err(unsupported("LIKE ANY", e));
                 }
-                self.like(expr, pattern, *negated, e, scope)
+                // ESCAPE 'c': a string of one character, or '' (none).
+                let escape = match escape_char.as_deref() {
+                    None => None,
+                    Some(ast::Expr::Value(v)) => match v.value.clone().into_string() {
+                        Some(c) if c.chars().count() <= 1 => Some(c.chars().next()),
+                        _ => {
+                            return Err(Error::Argument {
+                                state: "22025",
+                                message: format!(
+                                    "invalid escape string: {} (must be empty or one character){}",
+                                    v.value,
+                                    at(e.span())
+                                ),
+                            });
+                        }
+                    },
+                    Some(other) => {
+                        return Err(unsupported("an ESCAPE that is not a string literal", other));
+                    }
+                };
+                self.like(expr, pattern, *negated, escape, e, scope)
             }
             ast::Expr::Case {
                 operand,
@@ -861,6 +881,7 @@ impl<'c> Binder<'c> {
         expr: &ast::Expr,
         pattern: &ast::Expr,
         negated: bool,
+        escape: Option<Option<char>>,
         e: &ast::Expr,
         scope: &mut Scope,
     ) -> Result<Expr> {
@@ -877,6 +898,39 @@ impl<'c> Binder<'c> {
             _ => None,
         }
         .ok_or_else(|| unsupported("a LIKE pattern that is not a string literal", pattern))?;
+        // The pattern with its escape character as the default one
+        // (backslash), a backslash then an ordinary character.
+        let pattern = match escape {
+            None | Some(Some('\\')) => pattern,
+            Some(esc) => {
+                let mut out = String::with_capacity(pattern.len());
+                let mut chars = pattern.chars();
+                while let Some(c) = chars.next() {
+                    if Some(c) == esc {
+                        match chars.next() {
+                            Some(n) => {
+                                out.push('\\');
+                                out.push(n);
+                            }
+                            None => {
+                                return Err(Error::Argument {
+                                    state: "22025",
+                                    message: format!(
+                                        "LIKE pattern must not end with escape character{}",
+                                        at(e.span())
+                                    ),
+                                });
+                            }
+                        }
+                    } else if c == '\\' {
+                        out.push_str("\\\\");
+                    } else {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+        };
         Ok(Expr::Like {
             expr: Box::new(coerce(x, &t, &A::Utf8)),
             pattern,
@@ -1511,7 +1565,7 @@ impl<'c> Binder<'c> {
 /// The type a quoted literal `a` compared with a value of type `t` is read
 /// as: `t`, but for a DECIMAL the literal's own places (`d = '12.3450'`
 /// compares 12.345 with 12.3450 and is true, as in PostgreSQL).
-fn unknown_as(a: &ArrayRef, t: &A) -> A {
+pub(super) fn unknown_as(a: &ArrayRef, t: &A) -> A {
     use arrow_array::cast::AsArray;
     match t {
         A::Decimal128(..) if a.data_type() == &A::Utf8 && a.is_valid(0) => {
