@@ -498,35 +498,13 @@ impl Expr {
                 list,
                 negated,
                 set,
-            } => {
-                let m = in_list(expr.eval(batch)?, list, set, batch)?;
-                if *negated {
-                    map_value(m, |a| {
-                        Ok(Arc::new(
-                            arrow_arith::boolean::not(a.as_boolean()).map_err(exec_err)?,
-                        ))
-                    })?
-                } else {
-                    m
-                }
-            }
+            } => not_if(in_list(expr.eval(batch)?, list, set, batch)?, *negated)?,
             Expr::InValues {
                 expr,
                 values,
                 negated,
                 set,
-            } => {
-                let m = in_values(expr.eval(batch)?, values, set, batch)?;
-                if *negated {
-                    map_value(m, |a| {
-                        Ok(Arc::new(
-                            arrow_arith::boolean::not(a.as_boolean()).map_err(exec_err)?,
-                        ))
-                    })?
-                } else {
-                    m
-                }
-            }
+            } => not_if(in_values(expr.eval(batch)?, values, set, batch)?, *negated)?,
             Expr::Like {
                 expr,
                 pattern,
@@ -1333,6 +1311,18 @@ impl ValueSet {
         };
         Some(BooleanArray::new(values, nulls))
     }
+}
+
+/// `m` (booleans), negated when `negated` (`NOT IN`).
+fn not_if(m: Value, negated: bool) -> Result<Value> {
+    if !negated {
+        return Ok(m);
+    }
+    map_value(m, |a| {
+        Ok(Arc::new(
+            arrow_arith::boolean::not(a.as_boolean()).map_err(exec_err)?,
+        ))
+    })
 }
 
 /// `x IN (values)`, as [`in_list`] answers it of the same values as
