@@ -169,6 +169,7 @@ pub fn execute(
                 let batches = match input.as_ref() {
                     super::plan::Input::Join(g) => super::join::run(db, g, opts, &mut facts)?,
                     super::plan::Input::Set(s) => super::setop::run(db, s, opts)?,
+                    super::plan::Input::Window(w) => super::window::run(db, w, opts, plan.depth)?,
                 };
                 for b in batches {
                     inputs.push_ready(b, bounds.clone());

@@ -170,6 +170,21 @@ pub enum Expr {
     /// which then reads it as a literal (see
     /// [`crate::query::subquery::resolve`]).
     Subquery(Arc<ScalarSubquery>),
+    /// A window function call while its query is planned: the planner
+    /// replaces it by the column of the window operator's output that
+    /// holds its values (see [`crate::query::plan::window`]); never
+    /// evaluated.
+    Window(Arc<WindowRef>),
+}
+
+/// A window function call of a select list, by its place among the
+/// query's window calls.
+#[derive(Debug)]
+pub struct WindowRef {
+    pub index: usize,
+    pub data_type: A,
+    /// The call as written, for errors and EXPLAIN.
+    pub text: String,
 }
 
 /// An uncorrelated scalar subquery of an expression.
@@ -281,7 +296,7 @@ impl Expr {
     /// Calls `f` on every direct child.
     pub(crate) fn children_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
         match self {
-            Expr::Column { .. } | Expr::Literal(_) | Expr::Subquery(_) => {}
+            Expr::Column { .. } | Expr::Literal(_) | Expr::Subquery(_) | Expr::Window(_) => {}
             Expr::Binary { left, right, .. } => {
                 f(left);
                 f(right);
@@ -378,6 +393,7 @@ impl Expr {
                 .find(|t| *t != A::Null)
                 .unwrap_or(A::Null),
             Expr::Subquery(s) => s.data_type.clone(),
+            Expr::Window(w) => w.data_type.clone(),
             Expr::Call { ty, .. } => ty.clone(),
         }
     }
@@ -622,6 +638,12 @@ impl Expr {
                 return Err(Error::Internal(format!(
                     "the subquery {} was not run before its query",
                     s.text
+                )));
+            }
+            Expr::Window(w) => {
+                return Err(Error::Internal(format!(
+                    "the window call {} was not planned",
+                    w.text
                 )));
             }
             Expr::Coalesce(list) => {
@@ -2043,6 +2065,7 @@ impl fmt::Display for Expr {
             Expr::Length(e) => write!(f, "LENGTH({e})"),
             Expr::Abs(e) => write!(f, "ABS({e})"),
             Expr::Subquery(s) => write!(f, "({})", s.text),
+            Expr::Window(w) => write!(f, "{}", w.text),
             Expr::Call { func, args, .. } if *func == super::func::Func::Concat => {
                 write!(f, "({} || {})", args[0], args[1])
             }

@@ -34,6 +34,7 @@ pub mod scan;
 pub mod setop;
 pub mod sql;
 pub mod subquery;
+pub mod window;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;

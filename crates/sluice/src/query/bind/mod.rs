@@ -92,12 +92,29 @@ fn first_place(e: &ast::Expr) -> sqlparser::tokenizer::Span {
 /// with a list of its own, not by recursion: a chain such as `a OR b OR
 /// …` is as deep as it is long.
 pub(crate) fn contains_aggregate(e: &ast::Expr) -> bool {
+    // A window call's aggregate (`sum(x) OVER ()`) is not one of the
+    // grouping's; its arguments may hold some (`sum(sum(x)) OVER ()`).
+    any_call(e, &|f| {
+        f.over.is_none() && is_aggregate_name(&function_name(f))
+    })
+}
+
+/// Whether an expression calls a window function (`… OVER (…)`) anywhere.
+pub(crate) fn contains_window(e: &ast::Expr) -> bool {
+    any_call(e, &|f| f.over.is_some())
+}
+
+/// Whether an expression holds a function call for which `hit` holds:
+/// in its arguments, in a window's PARTITION BY and ORDER BY, anywhere
+/// (not inside subqueries). Walks the tree with a list of its own, not
+/// by recursion: a chain such as `a OR b OR …` is as deep as it is long.
+fn any_call(e: &ast::Expr, hit: &dyn Fn(&ast::Function) -> bool) -> bool {
     use ast::Expr as E;
     let mut todo: Vec<&ast::Expr> = vec![e];
     while let Some(e) = todo.pop() {
         match e {
             E::Function(f) => {
-                if is_aggregate_name(&function_name(f)) {
+                if hit(f) {
                     return true;
                 }
                 if let ast::FunctionArguments::List(l) = &f.args {
@@ -106,6 +123,10 @@ pub(crate) fn contains_aggregate(e: &ast::Expr) -> bool {
                             todo.push(x);
                         }
                     }
+                }
+                if let Some(ast::WindowType::WindowSpec(w)) = &f.over {
+                    todo.extend(&w.partition_by);
+                    todo.extend(w.order_by.iter().map(|o| &o.expr));
                 }
             }
             E::BinaryOp { left, right, .. } => todo.extend([&**left, &**right]),
@@ -186,6 +207,19 @@ pub(crate) trait Grouping {
     fn types(&self, table: &[A]) -> Vec<A>;
 }
 
+/// The planner's side of binding a window call (`f(…) OVER (…)`): it
+/// binds the call's arguments, PARTITION BY and ORDER BY in `scope` and
+/// gives the expression that stands for the call's value.
+pub(crate) trait Windowing {
+    fn window(
+        &self,
+        binder: &Binder,
+        f: &ast::Function,
+        node: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr>;
+}
+
 /// Plans the uncorrelated scalar subqueries of an expression (the
 /// planner's side: the catalog and the CTEs in scope).
 pub(crate) trait SubPlanner {
@@ -215,6 +249,8 @@ pub(crate) struct Binder<'c> {
     sub: Option<&'c dyn SubPlanner>,
     /// Scalar subqueries bound so far.
     subqueries: std::cell::Cell<usize>,
+    /// Binds window calls; `None`: they are refused.
+    win: Option<&'c dyn Windowing>,
 }
 
 /// The FROM items of a query that reads several (a join, a subquery in
@@ -265,6 +301,7 @@ impl<'c> Binder<'c> {
             rels: None,
             sub: None,
             subqueries: std::cell::Cell::new(0),
+            win: None,
         }
     }
 
@@ -272,6 +309,17 @@ impl<'c> Binder<'c> {
     pub(crate) fn with_subqueries(mut self, sub: &'c dyn SubPlanner) -> Self {
         self.sub = Some(sub);
         self
+    }
+
+    /// The binder with window calls bound by `win`.
+    pub(crate) fn with_windows(mut self, win: &'c dyn Windowing) -> Self {
+        self.win = Some(win);
+        self
+    }
+
+    /// The type of `e`, bound in `scope`.
+    pub(crate) fn type_in(&self, e: &Expr, scope: &Scope) -> A {
+        self.ty(e, scope)
     }
 
     /// Whether a scalar subquery was bound (the plan then runs it first).
@@ -470,10 +518,10 @@ impl<'c> Binder<'c> {
         if let ast::Expr::Function(f) = e
             && f.over.is_some()
         {
-            return Err(plan_err(
-                "window functions (OVER) are not supported".into(),
-                e,
-            ));
+            return match self.win {
+                Some(w) => w.window(self, f, e, scope),
+                None => Err(plan_err("window functions are not allowed here".into(), e)),
+            };
         }
         if let Scope::Grouped(g) = scope {
             // An aggregate call becomes a column of the aggregate's output.
@@ -484,6 +532,7 @@ impl<'c> Binder<'c> {
             }
             // A whole expression that is a GROUP BY key becomes that key.
             if !contains_aggregate(e)
+                && !contains_window(e)
                 && let Ok(row) = self.bind(e, &mut Scope::Row { clause: "SELECT" })
                 && let Some(x) = g.grouped(e, &row)?
             {

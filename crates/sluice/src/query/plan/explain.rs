@@ -123,6 +123,7 @@ impl Plan {
             None if self.input.is_some() => match self.input.as_deref() {
                 Some(super::Input::Join(g)) => describe_group(g, &mut s, depth),
                 Some(super::Input::Set(set)) => describe_set(set, &mut s, depth),
+                Some(super::Input::Window(w)) => describe_window(w, &mut s, depth),
                 None => {}
             },
             // Not run (a FROM item of a join, described before it runs).
@@ -189,6 +190,35 @@ impl Plan {
             None => line(&mut s, depth, "Values: one row".into()),
         }
         s
+    }
+}
+
+/// A window operator and its input.
+fn describe_window(w: &super::window::WindowInput, s: &mut String, depth: usize) {
+    let pad = |d: usize| "  ".repeat(d);
+    let mut sorts = 0;
+    for (i, c) in w.calls.iter().enumerate() {
+        if !w.calls[..i].iter().any(|o| o.same_sort(c)) {
+            sorts += 1;
+        }
+    }
+    let _ = writeln!(
+        s,
+        "{}Window: {} call{}, {sorts} sort{} (rows hash-partitioned by the PARTITION BY key, one bucket per worker, each sorted by partition and order key)",
+        pad(depth),
+        w.calls.len(),
+        if w.calls.len() == 1 { "" } else { "s" },
+        if sorts == 1 { "" } else { "s" },
+    );
+    for c in &w.calls {
+        let _ = writeln!(s, "{}{}", pad(depth + 1), c.name);
+    }
+    for l in w
+        .input
+        .describe(&crate::query::exec::ScanFacts::default())
+        .lines()
+    {
+        let _ = writeln!(s, "{}{l}", pad(depth + 1));
     }
 }
 

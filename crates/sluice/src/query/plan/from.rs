@@ -604,10 +604,12 @@ pub(super) fn plan_joined(
         ctes,
         text,
     };
+    let windows = super::window::Collector::new(select, text);
     let binder = Binder::new(None, None, &columns, text)
         .with_zone(&catalog.time_zone())
         .with_relations(rels)
-        .with_subqueries(&sub);
+        .with_subqueries(&sub)
+        .with_windows(&windows);
 
     // Which items an outer join may fill with NULLs (their conditions in
     // WHERE are not pushed below the join).
@@ -700,7 +702,8 @@ pub(super) fn plan_joined(
         order,
         names: out_names,
         visible,
-    } = super::shape(q, select, &binder, &items_sel, &columns, text)?;
+        window,
+    } = super::shape(q, select, &binder, &items_sel, &columns, text, &windows)?;
     let (limit, offset) = limit_offset(q, text)?;
 
     // The conditions: those on one item that no outer join fills with
@@ -819,7 +822,7 @@ pub(super) fn plan_joined(
         output: output.clone(),
     };
     let depth = group_depth(&group);
-    Ok(Plan {
+    let plan = Plan {
         table: None,
         table_types,
         scan_columns: (0..output.len()).collect(),
@@ -836,7 +839,8 @@ pub(super) fn plan_joined(
         depth,
         input: Some(Arc::new(super::Input::Join(group))),
         init_plans: binder.has_subqueries(),
-    })
+    };
+    Ok(super::window::wrap(plan, window))
 }
 
 /// The deepest nesting of the group's subqueries (they run on threads

@@ -15,6 +15,7 @@ pub mod from;
 mod prune;
 pub mod setop;
 mod subquery;
+pub mod window;
 pub(crate) use prune::literal_key;
 
 use std::sync::Arc;
@@ -105,6 +106,8 @@ pub enum Input {
     Join(from::JoinGroup),
     /// A set operation or SELECT DISTINCT.
     Set(Box<setop::SetOp>),
+    /// Window functions over the rows of a plan.
+    Window(Box<window::WindowInput>),
 }
 
 /// Plans the scalar subqueries of a query's expressions, with the CTEs
@@ -260,9 +263,11 @@ fn plan_query_in(
         ctes: &ctes,
         text,
     };
+    let windows = window::Collector::new(select, text);
     let binder = Binder::new(table.clone(), alias, &columns, text)
         .with_zone(&catalog.time_zone())
-        .with_subqueries(&sub);
+        .with_subqueries(&sub)
+        .with_windows(&windows);
 
     let mut filter = match &select.selection {
         Some(w) => {
@@ -277,7 +282,8 @@ fn plan_query_in(
         order,
         names,
         visible,
-    } = shape(q, select, &binder, &items, &columns, text)?;
+        window,
+    } = shape(q, select, &binder, &items, &columns, text, &windows)?;
     let (limit, offset) = limit_offset(q, text)?;
 
     let prune = filter
@@ -293,7 +299,7 @@ fn plan_query_in(
         .iter()
         .map(|&i| table_types[i].clone())
         .collect();
-    Ok(Plan {
+    let plan = Plan {
         table,
         table_types: scan_types,
         scan_columns,
@@ -310,7 +316,8 @@ fn plan_query_in(
         depth: 0,
         input: None,
         init_plans: binder.has_subqueries(),
-    })
+    };
+    Ok(window::wrap(plan, window))
 }
 
 /// What a SELECT computes over its rows: the body (projection or
@@ -321,6 +328,9 @@ struct Shaped {
     order: Vec<SortKey>,
     names: Vec<String>,
     visible: usize,
+    /// The window calls, when the select list or ORDER BY has some: the
+    /// body then makes their base columns (see [`window::wrap`]).
+    window: Option<window::Windowed>,
 }
 
 /// The select list (`items`), GROUP BY, HAVING and ORDER BY of `select`
@@ -332,6 +342,7 @@ fn shape(
     items: &[(ast::Expr, String)],
     columns: &[(String, A)],
     text: Text,
+    windows: &window::Collector,
 ) -> Result<Shaped> {
     let group_exprs = group_by_list(select, text)?;
     let has_agg = !group_exprs.is_empty()
@@ -339,8 +350,11 @@ fn shape(
         || items.iter().any(|(e, _)| contains_aggregate(e));
     let mut names: Vec<String> = items.iter().map(|i| i.1.clone()).collect();
     let order_by = order_by_list(q, text)?;
-    let (body, order) = if !has_agg {
-        project(binder, items, &order_by, &mut names)?
+    let (mut body, order) = if !has_agg {
+        windows.allow(true);
+        let r = project(binder, items, &order_by, &mut names);
+        windows.allow(false);
+        r?
     } else {
         let clauses = AggClauses {
             items,
@@ -349,13 +363,18 @@ fn shape(
             having: select.having.as_ref(),
             order_by: &order_by,
         };
-        aggregate(binder, &clauses, &mut names)?
+        aggregate(binder, &clauses, &mut names, windows)?
+    };
+    let window = match &mut body {
+        Body::Project(list) => windows.split(list),
+        Body::Aggregate { post, .. } => windows.split(post),
     };
     Ok(Shaped {
         body,
         order,
         names,
         visible: items.len(),
+        window,
     })
 }
 
@@ -399,10 +418,10 @@ fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
             text.first(&["TOP"])
         )));
     }
-    if !select.named_window.is_empty() || select.qualify.is_some() {
+    if select.qualify.is_some() {
         return Err(Error::Unsupported(format!(
-            "window functions are not supported{}",
-            text.first(&["WINDOW", "QUALIFY"])
+            "QUALIFY is not supported; filter the windows in a subquery{}",
+            text.first(&["QUALIFY"])
         )));
     }
     Ok(select)
@@ -578,6 +597,7 @@ fn aggregate(
     binder: &Binder,
     q: &AggClauses,
     names: &mut Vec<String>,
+    windows: &window::Collector,
 ) -> Result<(Body, Vec<SortKey>)> {
     let items = q.items;
     let visible = items.len();
@@ -594,9 +614,12 @@ fn aggregate(
         calls: Vec::new(),
     };
     let mut post = Vec::new();
+    windows.allow(true);
     for (e, _) in items {
-        post.push(binder.bind(e, &mut Scope::Grouped(&mut state))?);
+        let r = binder.bind(e, &mut Scope::Grouped(&mut state));
+        post.push(r.inspect_err(|_| windows.allow(false))?);
     }
+    windows.allow(false);
     let having = match q.having {
         Some(h) => {
             let e = binder.bind(h, &mut Scope::Grouped(&mut state))?;
@@ -608,7 +631,10 @@ fn aggregate(
         let column = match order_target(&ob.expr, items, visible)? {
             Some(c) => c,
             None => {
-                let e = binder.bind(&ob.expr, &mut Scope::Grouped(&mut state))?;
+                windows.allow(true);
+                let e = binder.bind(&ob.expr, &mut Scope::Grouped(&mut state));
+                windows.allow(false);
+                let e = e?;
                 let shown = e.to_string();
                 match post[..visible].iter().position(|x| x.to_string() == shown) {
                     Some(c) => c,

@@ -1,0 +1,858 @@
+//! The window operator: computes window functions over the rows of its
+//! input plan.
+//!
+//! For: [`run`] — the input's rows are gathered (a window is a pipeline
+//! breaker), then for each distinct PARTITION BY / ORDER BY (calls that
+//! share one share a sort) the rows are hash-partitioned by their
+//! partition key into one bucket per worker, each worker sorts its bucket
+//! by (partition key, order key) in the row format and computes every
+//! call of that sort over its partitions; the values go back to the rows'
+//! places. Frames (ROWS, RANGE, GROUPS with UNBOUNDED, CURRENT ROW and
+//! offsets) are ranges of a partition's sorted rows; aggregates over them
+//! read prefix sums (counts, exact integer and decimal sums) or a segment
+//! tree (sums of doubles, min, max), so no frame is summed row by row.
+//! Not for: binding window calls ([`super::plan::window`]).
+
+use std::sync::Arc;
+
+use arrow_array::builder::{Float64Builder, Int64Builder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Decimal128Type, Float64Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, Decimal128Array, RecordBatch, UInt32Array};
+use arrow_row::{RowConverter, Rows, SortField};
+use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SortOptions};
+
+use super::QueryOptions;
+use super::agg::AggFunc;
+use super::expr::exec_err;
+use super::plan::window::{Bound, Frame, Offset, Units, WinFunc, WindowCall, WindowInput};
+use crate::error::{Error, Result};
+use crate::store::Database;
+
+/// Rows below which one worker computes a sort's windows (threads cost
+/// more than they save).
+const PARALLEL_ROWS: usize = 1 << 15;
+
+/// The input's rows, then one column per window call.
+pub fn run(
+    db: &Database,
+    w: &WindowInput,
+    opts: &QueryOptions,
+    depth: usize,
+) -> Result<Vec<RecordBatch>> {
+    let inner = super::plan::Plan {
+        depth: depth.max(w.input.depth),
+        ..w.input.clone()
+    };
+    let (batches, _) = super::exec::execute(db, &inner, opts)?;
+    let schema = match batches.first() {
+        Some(b) => b.schema(),
+        None => super::exec::result_schema(&inner),
+    };
+    let batch = arrow_select::concat::concat_batches(&schema, &batches).map_err(exec_err)?;
+    let workers = crate::exec::worker_count(opts.threads);
+    // A sort's rows are shared among the workers when each gets a few
+    // morsels' worth (with the default morsels: `PARALLEL_ROWS`).
+    let min_rows = opts
+        .morsel_rows
+        .map_or(PARALLEL_ROWS, |m| m.saturating_mul(4).min(PARALLEL_ROWS));
+    let mut out: Vec<Option<ArrayRef>> = vec![None; w.calls.len()];
+    for i in 0..w.calls.len() {
+        if out[i].is_some() {
+            continue;
+        }
+        let group: Vec<usize> = (i..w.calls.len())
+            .filter(|&j| out[j].is_none() && w.calls[j].same_sort(&w.calls[i]))
+            .collect();
+        let calls: Vec<&WindowCall> = group.iter().map(|&j| &w.calls[j]).collect();
+        let cols = compute_sorted(&batch, &calls, workers, min_rows)?;
+        for (j, c) in group.into_iter().zip(cols) {
+            out[j] = Some(c);
+        }
+        if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+            return Err(e);
+        }
+    }
+    let mut columns = batch.columns().to_vec();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for (k, (c, call)) in out.into_iter().zip(&w.calls).enumerate() {
+        let c = c.ok_or_else(|| Error::Internal("a window call was not computed".into()))?;
+        if c.data_type() != &call.data_type {
+            return Err(Error::Internal(format!(
+                "window {} made {} values, not {}",
+                call.name,
+                c.data_type(),
+                call.data_type
+            )));
+        }
+        fields.push(Field::new(format!("w{k}"), call.data_type.clone(), true));
+        columns.push(c);
+    }
+    let out = RecordBatch::try_new_with_options(
+        Arc::new(ArrowSchema::new(fields)),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?;
+    Ok(vec![out])
+}
+
+/// The values of `calls` (which share their PARTITION BY and ORDER BY)
+/// over `batch`, each in the batch's row order.
+fn compute_sorted(
+    batch: &RecordBatch,
+    calls: &[&WindowCall],
+    workers: usize,
+    min_rows: usize,
+) -> Result<Vec<ArrayRef>> {
+    let n = batch.num_rows();
+    let first = calls[0];
+    let col = |c: usize| batch.column(c).clone();
+    let part_cols: Vec<ArrayRef> = first.partition.iter().map(|&c| col(c)).collect();
+    let order_cols: Vec<ArrayRef> = first.order.iter().map(|k| col(k.column)).collect();
+    let order_fields: Vec<SortField> = first
+        .order
+        .iter()
+        .map(|k| {
+            SortField::new_with_options(
+                batch.column(k.column).data_type().clone(),
+                SortOptions {
+                    descending: k.descending,
+                    nulls_first: k.nulls_first,
+                },
+            )
+        })
+        .collect();
+    let part_fields: Vec<SortField> = part_cols
+        .iter()
+        .map(|c| SortField::new(c.data_type().clone()))
+        .collect();
+    let part_rows = Key::of(part_fields, &part_cols)?;
+    let order_rows = Key::of(order_fields, &order_cols)?;
+
+    // Buckets by the partition key's hash: a partition is in one bucket.
+    let buckets = if first.partition.is_empty() || n < min_rows || workers < 2 {
+        1
+    } else {
+        workers
+    };
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); buckets];
+    if buckets == 1 {
+        members[0] = (0..n as u32).collect();
+    } else {
+        use std::hash::BuildHasher;
+        let state = foldhash::fast::FixedState::with_seed(0x5eed);
+        for r in 0..n {
+            let h = state.hash_one(part_rows.bytes(r));
+            members[(h % buckets as u64) as usize].push(r as u32);
+        }
+    }
+    let ctx = Ctx {
+        batch,
+        part_rows: &part_rows,
+        order_rows: &order_rows,
+        calls,
+    };
+    let results: Vec<Result<(Vec<u32>, Vec<ArrayRef>)>> = if buckets == 1 {
+        members.into_iter().map(|m| ctx.bucket(m)).collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = members
+                .into_iter()
+                .map(|m| {
+                    let ctx = &ctx;
+                    s.spawn(move || ctx.bucket(m))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Internal("a window worker panicked".into())))
+                })
+                .collect()
+        })
+    };
+    // Back to the rows' places: the buckets' values concatenated, then
+    // taken by each row's place among them.
+    let mut place = vec![0u32; n];
+    let mut per_call: Vec<Vec<ArrayRef>> = vec![Vec::new(); calls.len()];
+    let mut at = 0u32;
+    for r in results {
+        let (rows, vals) = r?;
+        for &row in &rows {
+            place[row as usize] = at;
+            at += 1;
+        }
+        for (k, v) in vals.into_iter().enumerate() {
+            per_call[k].push(v);
+        }
+    }
+    let place = UInt32Array::from(place);
+    per_call
+        .into_iter()
+        .zip(calls)
+        .map(|(parts, call)| {
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            let all = if refs.is_empty() {
+                arrow_array::new_empty_array(&call.data_type)
+            } else {
+                arrow_select::concat::concat(&refs).map_err(exec_err)?
+            };
+            arrow_select::take::take(all.as_ref(), &place, None).map_err(exec_err)
+        })
+        .collect()
+}
+
+/// A sort key of every row in the row format (`None`: no key, every
+/// row's the same).
+struct Key(Option<Rows>);
+
+impl Key {
+    fn of(fields: Vec<SortField>, cols: &[ArrayRef]) -> Result<Self> {
+        if cols.is_empty() {
+            return Ok(Key(None));
+        }
+        let conv = RowConverter::new(fields).map_err(exec_err)?;
+        Ok(Key(Some(conv.convert_columns(cols).map_err(exec_err)?)))
+    }
+
+    fn bytes(&self, r: usize) -> &[u8] {
+        match &self.0 {
+            Some(rows) => rows.row(r).data(),
+            None => &[],
+        }
+    }
+
+    fn cmp(&self, a: u32, b: u32) -> std::cmp::Ordering {
+        match &self.0 {
+            Some(rows) => rows.row(a as usize).cmp(&rows.row(b as usize)),
+            None => std::cmp::Ordering::Equal,
+        }
+    }
+}
+
+/// What every bucket reads.
+struct Ctx<'a> {
+    batch: &'a RecordBatch,
+    part_rows: &'a Key,
+    order_rows: &'a Key,
+    calls: &'a [&'a WindowCall],
+}
+
+/// One bucket's rows in (partition, order) order, with where each row's
+/// partition and peer group begin and end (positions in that order).
+struct Sorted {
+    rows: Vec<u32>,
+    part_start: Vec<u32>,
+    part_end: Vec<u32>,
+    peer_start: Vec<u32>,
+    peer_end: Vec<u32>,
+    /// Each position's peer group, counted over the bucket.
+    group: Vec<u32>,
+    /// Where each peer group starts (one more entry: the end).
+    group_start: Vec<u32>,
+}
+
+impl Ctx<'_> {
+    fn bucket(&self, mut rows: Vec<u32>) -> Result<(Vec<u32>, Vec<ArrayRef>)> {
+        let (p, o) = (self.part_rows, self.order_rows);
+        rows.sort_by(|&a, &b| p.cmp(a, b).then_with(|| o.cmp(a, b)));
+        let m = rows.len();
+        let mut s = Sorted {
+            part_start: vec![0; m],
+            part_end: vec![0; m],
+            peer_start: vec![0; m],
+            peer_end: vec![0; m],
+            group: vec![0; m],
+            group_start: Vec::new(),
+            rows,
+        };
+        let mut ps = 0usize;
+        let mut gs = 0usize;
+        for i in 0..=m {
+            let new_part = i == m || (i > 0 && p.cmp(s.rows[i], s.rows[i - 1]).is_ne());
+            let new_peer = new_part || (i > 0 && o.cmp(s.rows[i], s.rows[i - 1]).is_ne());
+            if i > 0 && new_peer {
+                for j in gs..i {
+                    s.peer_start[j] = gs as u32;
+                    s.peer_end[j] = i as u32;
+                    s.group[j] = s.group_start.len() as u32;
+                }
+                s.group_start.push(gs as u32);
+                gs = i;
+            }
+            if i > 0 && new_part {
+                for j in ps..i {
+                    s.part_start[j] = ps as u32;
+                    s.part_end[j] = i as u32;
+                }
+                ps = i;
+            }
+        }
+        s.group_start.push(m as u32);
+        let vals = self
+            .calls
+            .iter()
+            .map(|c| self.call(c, &s))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((s.rows, vals))
+    }
+
+    /// One call's values in the bucket's sorted order.
+    fn call(&self, c: &WindowCall, s: &Sorted) -> Result<ArrayRef> {
+        let m = s.rows.len();
+        let ints = |f: &dyn Fn(usize) -> i64| -> ArrayRef {
+            let mut b = Int64Builder::with_capacity(m);
+            (0..m).for_each(|i| b.append_value(f(i)));
+            Arc::new(b.finish())
+        };
+        let (ps, pe) = (&s.part_start, &s.part_end);
+        Ok(match &c.func {
+            WinFunc::RowNumber => ints(&|i| (i - ps[i] as usize + 1) as i64),
+            WinFunc::Rank => ints(&|i| (s.peer_start[i] - ps[i] + 1) as i64),
+            WinFunc::DenseRank => ints(&|i| (s.group[i] - s.group[ps[i] as usize] + 1) as i64),
+            WinFunc::PercentRank => {
+                let mut b = Float64Builder::with_capacity(m);
+                for i in 0..m {
+                    let n = (pe[i] - ps[i]) as f64;
+                    let r = (s.peer_start[i] - ps[i]) as f64;
+                    b.append_value(if n > 1.0 { r / (n - 1.0) } else { 0.0 });
+                }
+                Arc::new(b.finish())
+            }
+            WinFunc::CumeDist => {
+                let mut b = Float64Builder::with_capacity(m);
+                for i in 0..m {
+                    let n = (pe[i] - ps[i]) as f64;
+                    b.append_value((s.peer_end[i] - ps[i]) as f64 / n);
+                }
+                Arc::new(b.finish())
+            }
+            WinFunc::Ntile(k) => {
+                let k = *k as u64;
+                ints(&|i| {
+                    let n = (pe[i] - ps[i]) as u64;
+                    let r = (i - ps[i] as usize) as u64;
+                    let (q, rem) = (n / k, n % k);
+                    // The first `rem` buckets hold one row more.
+                    let big = rem * (q + 1);
+                    (if r < big {
+                        r / (q + 1)
+                    } else {
+                        rem + (r - big) / q.max(1)
+                    } + 1) as i64
+                })
+            }
+            WinFunc::Lag(off) => {
+                let arg = self.batch.column(c.args[0]);
+                let mut idx = Vec::with_capacity(m);
+                let mut outside = Vec::with_capacity(m);
+                for i in 0..m {
+                    let j = i as i64 - off;
+                    if j >= ps[i] as i64 && j < pe[i] as i64 {
+                        idx.push(Some(s.rows[j as usize]));
+                        outside.push(false);
+                    } else {
+                        idx.push(None);
+                        outside.push(true);
+                    }
+                }
+                let got = take_rows(arg, idx)?;
+                match c.args.get(1) {
+                    None => got,
+                    Some(&d) => {
+                        let here: Vec<Option<u32>> = s.rows.iter().map(|&r| Some(r)).collect();
+                        let dflt = take_rows(self.batch.column(d), here)?;
+                        let mask = BooleanArray::from(outside);
+                        arrow_select::zip::zip(&mask, &dflt, &got).map_err(exec_err)?
+                    }
+                }
+            }
+            WinFunc::FirstValue | WinFunc::LastValue | WinFunc::NthValue(_) => {
+                let arg = self.batch.column(c.args[0]);
+                let frames = Frames::new(self, c, s)?;
+                let mut idx = Vec::with_capacity(m);
+                for i in 0..m {
+                    let (a, b) = frames.of(i);
+                    let pick = match &c.func {
+                        WinFunc::FirstValue => (a < b).then_some(a),
+                        WinFunc::LastValue => (a < b).then(|| b - 1),
+                        WinFunc::NthValue(n) => {
+                            let at = a.saturating_add(*n as usize - 1);
+                            (at < b).then_some(at)
+                        }
+                        _ => None,
+                    };
+                    idx.push(pick.map(|p| s.rows[p]));
+                }
+                take_rows(arg, idx)?
+            }
+            WinFunc::Agg(f) => {
+                let frames = Frames::new(self, c, s)?;
+                aggregate(*f, c, self.batch, s, &frames)?
+            }
+        })
+    }
+}
+
+/// The values of `arg` at `idx` (NULL where `None`).
+fn take_rows(arg: &ArrayRef, idx: Vec<Option<u32>>) -> Result<ArrayRef> {
+    let idx = UInt32Array::from(idx);
+    arrow_select::take::take(arg.as_ref(), &idx, None).map_err(exec_err)
+}
+
+/// The ORDER BY key of a RANGE frame with offsets, per sorted position.
+enum RangeKey {
+    Int(Vec<Option<i128>>, i128, i128),
+    Float(Vec<Option<f64>>, f64, f64),
+}
+
+/// Each position's frame, `[start, end)` in the sorted positions.
+struct Frames<'s> {
+    frame: Frame,
+    s: &'s Sorted,
+    key: Option<RangeKey>,
+    descending: bool,
+}
+
+impl<'s> Frames<'s> {
+    fn new(ctx: &Ctx, c: &WindowCall, s: &'s Sorted) -> Result<Self> {
+        let frame = c.frame.clone();
+        let offsets = |b: &Bound| match b {
+            Bound::Preceding(o) | Bound::Following(o) => Some(o.clone()),
+            _ => None,
+        };
+        let (lo, hi) = (offsets(&frame.start), offsets(&frame.end));
+        let key = if frame.units == Units::Range && (lo.is_some() || hi.is_some()) {
+            let k = c
+                .order
+                .first()
+                .ok_or_else(|| Error::Internal("RANGE offset without ORDER BY".into()))?;
+            let a = ctx.batch.column(k.column);
+            let at = |o: &Option<Offset>| match o {
+                Some(Offset::Int(v)) => *v,
+                Some(Offset::Count(v)) => *v as i128,
+                _ => 0,
+            };
+            let atf = |o: &Option<Offset>| match o {
+                Some(Offset::Float(v)) => *v,
+                Some(Offset::Int(v)) => *v as f64,
+                Some(Offset::Count(v)) => *v as f64,
+                None => 0.0,
+            };
+            Some(match a.data_type() {
+                A::Float64 => {
+                    let v = a.as_primitive::<Float64Type>();
+                    RangeKey::Float(
+                        s.rows
+                            .iter()
+                            .map(|&r| (!v.is_null(r as usize)).then(|| v.value(r as usize)))
+                            .collect(),
+                        atf(&lo),
+                        atf(&hi),
+                    )
+                }
+                _ => {
+                    let v = ints_of(a)?;
+                    RangeKey::Int(
+                        s.rows.iter().map(|&r| v[r as usize]).collect(),
+                        at(&lo),
+                        at(&hi),
+                    )
+                }
+            })
+        } else {
+            None
+        };
+        Ok(Frames {
+            frame,
+            s,
+            key,
+            descending: c.order.first().is_some_and(|k| k.descending),
+        })
+    }
+
+    /// The frame of position `i`: `[start, end)`, empty when end ≤ start.
+    fn of(&self, i: usize) -> (usize, usize) {
+        let s = self.s;
+        let (ps, pe) = (s.part_start[i] as usize, s.part_end[i] as usize);
+        let a = self.bound(&self.frame.start, i, true).clamp(ps, pe);
+        let b = self.bound(&self.frame.end, i, false).clamp(ps, pe);
+        (a, b.max(a))
+    }
+
+    fn bound(&self, b: &Bound, i: usize, start: bool) -> usize {
+        let s = self.s;
+        let (ps, pe) = (s.part_start[i] as usize, s.part_end[i] as usize);
+        match (b, self.frame.units) {
+            (Bound::UnboundedPreceding, _) => ps,
+            (Bound::UnboundedFollowing, _) => pe,
+            (Bound::CurrentRow, Units::Rows) => {
+                if start {
+                    i
+                } else {
+                    i + 1
+                }
+            }
+            (Bound::CurrentRow, _) => {
+                if start {
+                    s.peer_start[i] as usize
+                } else {
+                    s.peer_end[i] as usize
+                }
+            }
+            (Bound::Preceding(o) | Bound::Following(o), Units::Rows) => {
+                let k = count(o);
+                let base = if start { i } else { i + 1 };
+                if matches!(b, Bound::Preceding(_)) {
+                    base.saturating_sub(k).max(ps)
+                } else {
+                    base.saturating_add(k).min(pe)
+                }
+            }
+            (Bound::Preceding(o) | Bound::Following(o), Units::Groups) => {
+                let k = count(o) as i64;
+                let g = s.group[i] as i64;
+                let first = s.group[ps] as i64;
+                let last = s.group[pe - 1] as i64;
+                let target = if matches!(b, Bound::Preceding(_)) {
+                    g - k
+                } else {
+                    g.saturating_add(k)
+                };
+                if start {
+                    if target < first {
+                        ps
+                    } else if target > last {
+                        pe
+                    } else {
+                        s.group_start[target as usize] as usize
+                    }
+                } else if target < first {
+                    ps
+                } else if target > last {
+                    pe
+                } else {
+                    s.group_start[target as usize + 1] as usize
+                }
+            }
+            (Bound::Preceding(_) | Bound::Following(_), Units::Range) => {
+                self.range_bound(i, matches!(b, Bound::Preceding(_)), start)
+            }
+        }
+    }
+
+    /// A RANGE offset bound: the first position (after the current
+    /// row's key moved by the offset) whose key is past it; a row whose
+    /// key is NULL frames its NULL peers.
+    fn range_bound(&self, i: usize, preceding: bool, start: bool) -> usize {
+        let s = self.s;
+        let (ps, pe) = (s.part_start[i] as usize, s.part_end[i] as usize);
+        let desc = self.descending;
+        // In the sort's direction, the target is key − offset (PRECEDING)
+        // or key + offset (FOLLOWING); descending flips the sign.
+        let toward_smaller = preceding != desc;
+        match &self.key {
+            Some(RangeKey::Int(k, lo, hi)) => {
+                let Some(v) = k[i] else {
+                    return if start {
+                        s.peer_start[i] as usize
+                    } else {
+                        s.peer_end[i] as usize
+                    };
+                };
+                let off = if start { *lo } else { *hi };
+                let t = if toward_smaller {
+                    v.saturating_sub(off)
+                } else {
+                    v.saturating_add(off)
+                };
+                first_past(&k[ps..pe], |x| {
+                    // Before the bound: for a start, keys "before" t;
+                    // for an end, keys not after t.
+                    let ord = if desc { t.cmp(&x) } else { x.cmp(&t) };
+                    if start {
+                        ord == std::cmp::Ordering::Less
+                    } else {
+                        ord != std::cmp::Ordering::Greater
+                    }
+                }) + ps
+            }
+            Some(RangeKey::Float(k, lo, hi)) => {
+                let Some(v) = k[i] else {
+                    return if start {
+                        s.peer_start[i] as usize
+                    } else {
+                        s.peer_end[i] as usize
+                    };
+                };
+                let off = if start { *lo } else { *hi };
+                let t = if toward_smaller { v - off } else { v + off };
+                first_past(&k[ps..pe], |x| {
+                    let ord = if desc {
+                        t.total_cmp(&x)
+                    } else {
+                        x.total_cmp(&t)
+                    };
+                    if start {
+                        ord == std::cmp::Ordering::Less
+                    } else {
+                        ord != std::cmp::Ordering::Greater
+                    }
+                }) + ps
+            }
+            None => i,
+        }
+    }
+}
+
+/// Among a partition's keys (NULLs at one end), the place of the first
+/// non-NULL key for which `before` is false, counting the NULLs that
+/// sort first as before every key and those that sort last as after.
+fn first_past<T: Copy>(keys: &[Option<T>], before: impl Fn(T) -> bool) -> usize {
+    // The non-NULL keys are one run: find it.
+    let lead = keys.iter().take_while(|k| k.is_none()).count();
+    let run = keys[lead..].iter().take_while(|k| k.is_some()).count();
+    let vals = &keys[lead..lead + run];
+    lead + vals.partition_point(|k| k.is_some_and(&before))
+}
+
+fn count(o: &Offset) -> usize {
+    match o {
+        Offset::Count(v) => usize::try_from(*v).unwrap_or(usize::MAX),
+        _ => 0,
+    }
+}
+
+/// Integers and decimals as unscaled 128-bit values.
+fn ints_of(a: &ArrayRef) -> Result<Vec<Option<i128>>> {
+    Ok(match a.data_type() {
+        A::Int32 => a
+            .as_primitive::<Int32Type>()
+            .iter()
+            .map(|v| v.map(i128::from))
+            .collect(),
+        A::Int64 => a
+            .as_primitive::<Int64Type>()
+            .iter()
+            .map(|v| v.map(i128::from))
+            .collect(),
+        A::Decimal128(..) => a.as_primitive::<Decimal128Type>().iter().collect(),
+        other => {
+            return Err(Error::Internal(format!(
+                "a window over {other} as integers"
+            )));
+        }
+    })
+}
+
+/// An aggregate over each position's frame.
+fn aggregate(
+    f: AggFunc,
+    c: &WindowCall,
+    batch: &RecordBatch,
+    s: &Sorted,
+    frames: &Frames,
+) -> Result<ArrayRef> {
+    let m = s.rows.len();
+    let arg = c.args.first().map(|&a| batch.column(a).clone());
+    // Non-NULL arguments before each position.
+    let mut seen = vec![0u64; m + 1];
+    if let Some(a) = &arg {
+        for (i, &r) in s.rows.iter().enumerate() {
+            seen[i + 1] = seen[i] + u64::from(a.is_valid(r as usize));
+        }
+    }
+    let counted = |a: usize, b: usize| seen[b] - seen[a];
+    match f {
+        AggFunc::CountStar | AggFunc::Count => {
+            let mut out = Int64Builder::with_capacity(m);
+            for i in 0..m {
+                let (a, b) = frames.of(i);
+                out.append_value(if f == AggFunc::CountStar {
+                    (b - a) as i64
+                } else {
+                    counted(a, b) as i64
+                });
+            }
+            Ok(Arc::new(out.finish()))
+        }
+        AggFunc::Sum | AggFunc::Avg => {
+            let a = arg.ok_or_else(|| Error::Internal("sum without argument".into()))?;
+            if matches!(a.data_type(), A::Float64) {
+                let v = a.as_primitive::<Float64Type>();
+                let vals: Vec<f64> = s
+                    .rows
+                    .iter()
+                    .map(|&r| {
+                        if v.is_valid(r as usize) {
+                            v.value(r as usize)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                let mut odd = vec![0u64; m + 1];
+                for (i, x) in vals.iter().enumerate() {
+                    odd[i + 1] = odd[i] + u64::from(!x.is_finite());
+                }
+                let tree = Tree::new(vals, 0.0, |x: f64, y: f64| x + y);
+                let mut out = Float64Builder::with_capacity(m);
+                for i in 0..m {
+                    let (a, b) = frames.of(i);
+                    let n = counted(a, b);
+                    if n == 0 {
+                        out.append_null();
+                        continue;
+                    }
+                    let sum = tree.fold(a, b);
+                    if !sum.is_finite() && odd[b] == odd[a] {
+                        return Err(Error::OutOfRange("value out of range: overflow".into()));
+                    }
+                    out.append_value(if f == AggFunc::Sum {
+                        sum
+                    } else {
+                        sum / n as f64
+                    });
+                }
+                return Ok(Arc::new(out.finish()));
+            }
+            let scale = match a.data_type() {
+                A::Decimal128(_, s) => *s,
+                _ => 0,
+            };
+            let v = ints_of(&a)?;
+            let mut pre = vec![0i128; m + 1];
+            for (i, &r) in s.rows.iter().enumerate() {
+                pre[i + 1] = pre[i]
+                    .checked_add(v[r as usize].unwrap_or(0))
+                    .ok_or_else(|| {
+                        Error::OutOfRange("numeric field overflow in a window sum".into())
+                    })?;
+            }
+            if f == AggFunc::Sum {
+                let mut out: Vec<Option<i128>> = Vec::with_capacity(m);
+                for i in 0..m {
+                    let (a, b) = frames.of(i);
+                    out.push((counted(a, b) > 0).then(|| pre[b] - pre[a]));
+                }
+                let out = Decimal128Array::from(out)
+                    .with_precision_and_scale(38, scale)
+                    .map_err(exec_err)?;
+                Ok(Arc::new(out))
+            } else {
+                let div = 10f64.powi(scale as i32);
+                let mut out = Float64Builder::with_capacity(m);
+                for i in 0..m {
+                    let (a, b) = frames.of(i);
+                    let n = counted(a, b);
+                    out.append_option((n > 0).then(|| (pre[b] - pre[a]) as f64 / div / n as f64));
+                }
+                Ok(Arc::new(out.finish()))
+            }
+        }
+        AggFunc::Min | AggFunc::Max => {
+            let a = arg.ok_or_else(|| Error::Internal("min without argument".into()))?;
+            let conv =
+                RowConverter::new(vec![SortField::new(a.data_type().clone())]).map_err(exec_err)?;
+            let rows = conv
+                .convert_columns(std::slice::from_ref(&a))
+                .map_err(exec_err)?;
+            let max = f == AggFunc::Max;
+            let leaves: Vec<Option<u32>> = s
+                .rows
+                .iter()
+                .map(|&r| a.is_valid(r as usize).then_some(r))
+                .collect();
+            let better = |x: Option<u32>, y: Option<u32>| match (x, y) {
+                (None, y) => y,
+                (x, None) => x,
+                (Some(p), Some(q)) => {
+                    let o = rows.row(p as usize).cmp(&rows.row(q as usize));
+                    if (o == std::cmp::Ordering::Greater) == max && o != std::cmp::Ordering::Equal {
+                        Some(p)
+                    } else {
+                        Some(q)
+                    }
+                }
+            };
+            let tree = Tree::new(leaves, None, better);
+            let idx: Vec<Option<u32>> = (0..m)
+                .map(|i| {
+                    let (a, b) = frames.of(i);
+                    tree.fold(a, b)
+                })
+                .collect();
+            take_rows(&a, idx)
+        }
+    }
+}
+
+/// A segment tree over the sorted positions: the fold of any range in
+/// O(log n) steps.
+struct Tree<T, F> {
+    n: usize,
+    nodes: Vec<T>,
+    zero: T,
+    op: F,
+}
+
+impl<T: Copy, F: Fn(T, T) -> T> Tree<T, F> {
+    fn new(leaves: Vec<T>, zero: T, op: F) -> Self {
+        let n = leaves.len();
+        let mut nodes = vec![zero; 2 * n];
+        nodes[n..].copy_from_slice(&leaves);
+        for i in (1..n).rev() {
+            nodes[i] = op(nodes[2 * i], nodes[2 * i + 1]);
+        }
+        Tree { n, nodes, zero, op }
+    }
+
+    /// The fold of `[a, b)`, left to right.
+    fn fold(&self, a: usize, b: usize) -> T {
+        let (mut l, mut r) = (a + self.n, b + self.n);
+        let (mut left, mut right) = (self.zero, self.zero);
+        while l < r {
+            if l & 1 == 1 {
+                left = (self.op)(left, self.nodes[l]);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                right = (self.op)(self.nodes[r], right);
+            }
+            l >>= 1;
+            r >>= 1;
+        }
+        (self.op)(left, right)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_folds_every_range_as_a_loop_does() {
+        let v: Vec<i64> = (0..37).map(|i| (i * 7919) % 101 - 50).collect();
+        let t = Tree::new(v.clone(), i64::MIN, |a: i64, b: i64| a.max(b));
+        let s = Tree::new(v.clone(), 0, |a: i64, b: i64| a + b);
+        for a in 0..=v.len() {
+            for b in a..=v.len() {
+                let want = v[a..b].iter().copied().max().unwrap_or(i64::MIN);
+                assert_eq!(t.fold(a, b), want, "max of {a}..{b}");
+                assert_eq!(s.fold(a, b), v[a..b].iter().sum::<i64>(), "sum of {a}..{b}");
+            }
+        }
+    }
+
+    #[test]
+    fn first_past_skips_the_nulls_at_either_end() {
+        let k = [None, None, Some(1), Some(3), Some(3), Some(7)];
+        assert_eq!(first_past(&k, |x| x < 3), 3);
+        assert_eq!(first_past(&k, |x| x < 100), 6);
+        let k = [Some(1), Some(3), None];
+        assert_eq!(first_past(&k, |x| x <= 3), 2);
+        assert_eq!(first_past(&k, |x| x < 0), 0);
+    }
+}
