@@ -62,8 +62,8 @@ fn frame(rng: &mut Rng, units: &str) -> String {
     loop {
         let (s, a) = bound(rng, true);
         let (e, b) = bound(rng, false);
-        let ok = !(a == 2 && b == 1) && !(a == 3 && b < 3);
-        if ok {
+        let backwards = (a == 2 && b == 1) || (a == 3 && b < 3);
+        if !backwards {
             return format!(" {units} BETWEEN {s} AND {e}");
         }
     }

@@ -911,11 +911,8 @@ impl Grouping for AggState<'_> {
 /// Binds an aggregate call: its function, its argument bound per row.
 fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<AggCall> {
     let name = function_name(f);
-    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
-        return Err(unsupported(
-            "FILTER / OVER / WITHIN GROUP on aggregates",
-            node,
-        ));
+    if f.filter.is_some() || !f.within_group.is_empty() {
+        return Err(unsupported("FILTER and WITHIN GROUP on aggregates", node));
     }
     let ast::FunctionArguments::List(list) = &f.args else {
         return Err(plan_err(
