@@ -34,6 +34,7 @@ mod serve;
 mod shards;
 mod soak;
 mod tpch;
+mod windows;
 
 /// `sluice bench`: a scenario, and where its measurements go.
 #[derive(Args)]
@@ -199,6 +200,36 @@ the medians of every metric of the other scenarios")]
         #[arg(long, default_value_t = 5)]
         runs: usize,
         /// Which queries: "all", or numbers and ranges such as 1,3,5-9
+        #[arg(long, default_value = "all")]
+        queries: String,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+    },
+    /// Window functions (ranks, running and moving sums, lag, ntile,
+    /// RANGE frames, windows over a join's groups) over the TPC-H tables
+    /// (generated and loaded once, kept in --dir), warm, through the
+    /// library; DuckDB runs the same queries on the same CSV files in the
+    /// same run when `import duckdb` works in python3, and every answer is
+    /// compared with DuckDB's before a time is reported
+    #[command(after_help = "Examples:
+  sluice bench windows                     # scale factor 1, every query, DuckDB too
+  sluice bench windows --sf 0.1 --runs 3 --queries 1-4
+  sluice bench windows --threads 1 --no-peers")]
+    Windows {
+        /// Scale factor (1 = lineitem of 6 million rows)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Worker threads (default: every usable core)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Timed runs per query (after one warm-up run)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Which queries: "all", or numbers and ranges such as 1,3,5-8
         #[arg(long, default_value = "all")]
         queries: String,
         /// Where the data and databases go
@@ -552,6 +583,7 @@ impl Scenario {
             Scenario::Rejects { .. } => "rejects",
             Scenario::Q1 { .. } => "q1",
             Scenario::Tpch { .. } => "tpch",
+            Scenario::Windows { .. } => "windows",
             Scenario::Cold { .. } => "cold",
             Scenario::SecondaryIndex { .. } => "secondary-index",
             Scenario::Resume { .. } => "resume",
@@ -573,6 +605,7 @@ impl Scenario {
             | Scenario::Rejects { dir, .. }
             | Scenario::Q1 { dir, .. }
             | Scenario::Tpch { dir, .. }
+            | Scenario::Windows { dir, .. }
             | Scenario::Cold { dir, .. }
             | Scenario::SecondaryIndex { dir, .. }
             | Scenario::Resume { dir, .. }
@@ -733,7 +766,33 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             queries,
             dir,
             no_peers,
-        } => tpch::run(sf, threads, runs, &queries, &dir, no_peers, quiet),
+        } => tpch::run(
+            &tpch::TPCH,
+            sf,
+            threads,
+            runs,
+            &queries,
+            &dir,
+            no_peers,
+            quiet,
+        ),
+        Scenario::Windows {
+            sf,
+            threads,
+            runs,
+            queries,
+            dir,
+            no_peers,
+        } => tpch::run(
+            &tpch::WINDOWS,
+            sf,
+            threads,
+            runs,
+            &queries,
+            &dir,
+            no_peers,
+            quiet,
+        ),
         Scenario::Cold {
             dataset,
             sf,

@@ -10,6 +10,33 @@ use anyhow::{Context, Result, bail};
 
 use super::common::{duckdb_version, median, run_json};
 
+/// A set of queries over the TPC-H tables.
+pub struct Suite {
+    /// The scenario's name (`sluice bench NAME`).
+    pub name: &'static str,
+    /// What the queries are, for the table's title.
+    pub title: &'static str,
+    /// Before a query's number in the table (`Q1`, `W1`).
+    pub prefix: &'static str,
+    pub queries: &'static [&'static str],
+}
+
+/// The 22 TPC-H queries.
+pub const TPCH: Suite = Suite {
+    name: "tpch",
+    title: "TPC-H",
+    prefix: "Q",
+    queries: &QUERIES,
+};
+
+/// Window functions over the TPC-H tables (see [`super::windows`]).
+pub const WINDOWS: Suite = Suite {
+    name: "windows",
+    title: "window queries over TPC-H",
+    prefix: "W",
+    queries: &super::windows::QUERIES,
+};
+
 /// The query texts (the same the correctness test checks at SF 0.01).
 pub const QUERIES: [&str; 22] = [
     include_str!("../../tests/expected/tpch/q1.sql"),
@@ -65,10 +92,10 @@ print(json.dumps({"times": times, "rows": answers, "version": duckdb.__version__
 /// A query's rows as text, NULL as `None`.
 type Answer = Vec<Vec<Option<String>>>;
 
-/// `--queries`: "all" or a list such as "1,3,5-9".
-fn parse_queries(s: &str) -> Result<Vec<usize>> {
+/// `--queries`: "all" or a list such as "1,3,5-9", of `n` queries.
+fn parse_queries(s: &str, n: usize) -> Result<Vec<usize>> {
     if s == "all" {
-        return Ok((1..=22).collect());
+        return Ok((1..=n).collect());
     }
     let mut out = Vec::new();
     for part in s.split(',') {
@@ -81,8 +108,8 @@ fn parse_queries(s: &str) -> Result<Vec<usize>> {
                 .parse()
                 .with_context(|| format!("bad query number {b:?}"))?,
         );
-        if a == 0 || b > 22 || a > b {
-            bail!("TPC-H queries are numbered 1 to 22, not {part:?}");
+        if a == 0 || b > n || a > b {
+            bail!("the queries are numbered 1 to {n}, not {part:?}");
         }
         out.extend(a..=b);
     }
@@ -140,8 +167,10 @@ fn duck_columns(schema: &str) -> serde_json::Value {
     serde_json::Value::Array(m)
 }
 
-/// Times the queries at `threads`, DuckDB beside.
+/// Times the suite's queries at `threads`, DuckDB beside.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
+    suite: &Suite,
     sf: f64,
     threads: Option<usize>,
     runs: usize,
@@ -150,7 +179,8 @@ pub fn run(
     no_peers: bool,
     quiet: bool,
 ) -> Result<()> {
-    let queries = parse_queries(queries)?;
+    let queries = parse_queries(queries, suite.queries.len())?;
+    let (title, p) = (suite.title, suite.prefix);
     let runs = runs.max(1);
     let cores = sluice::exec::usable_cores();
     let threads = threads.unwrap_or(cores).max(1);
@@ -159,10 +189,10 @@ pub fn run(
     // Per query: its number, times and answer.
     let mut ours: Vec<(usize, Vec<f64>, Answer)> = Vec::new();
     for &q in &queries {
-        let sql = QUERIES[q - 1];
+        let sql = suite.queries[q - 1];
         // Warm: the first run opens the segments; its answer is kept.
-        let first =
-            sluice::query::query(&db, sql, Some(threads)).with_context(|| format!("TPC-H Q{q}"))?;
+        let first = sluice::query::query(&db, sql, Some(threads))
+            .with_context(|| format!("{title} {p}{q}"))?;
         let answer = super::answers::sluice_rows(&first);
         let mut times = Vec::new();
         for _ in 0..runs {
@@ -171,7 +201,7 @@ pub fn run(
             times.push(start.elapsed().as_secs_f64());
         }
         if !quiet {
-            eprintln!("sluice q{q}: {times:.3?}");
+            eprintln!("sluice {p}{q}: {times:.3?}");
         }
         ours.push((q, times, answer));
     }
@@ -191,7 +221,7 @@ pub fn run(
             .map(|&q| {
                 (
                     q.to_string(),
-                    serde_json::Value::String(QUERIES[q - 1].into()),
+                    serde_json::Value::String(suite.queries[q - 1].into()),
                 )
             })
             .collect();
@@ -212,7 +242,7 @@ pub fn run(
         // No time is reported for a wrong answer.
         for (q, _, answer) in &ours {
             let peer = super::answers::json_rows(&v["rows"][q.to_string()])?;
-            super::answers::check(&format!("TPC-H Q{q}"), "duckdb", true, answer, &peer)?;
+            super::answers::check(&format!("{title} {p}{q}"), "duckdb", true, answer, &peer)?;
         }
         if !quiet {
             eprintln!("answers: every query's rows equal DuckDB's");
@@ -220,7 +250,8 @@ pub fn run(
         theirs = Some(v);
     }
     println!(
-        "tpch: TPC-H SF {sf}, warm, {runs} runs each, {threads} threads, {cores} usable cores{}",
+        "{}: {title}, SF {sf}, warm, {runs} runs each, {threads} threads, {cores} usable cores{}",
+        suite.name,
         if theirs.is_some() {
             ", answers checked against DuckDB"
         } else {
@@ -265,7 +296,7 @@ pub fn run(
             }
             _ => ("-".into(), "-".into()),
         };
-        println!("{:<6} {m:>10.4} {dm:>10} {vs:>10}", format!("Q{q}"));
+        println!("{:<6} {m:>10.4} {dm:>10} {vs:>10}", format!("{p}{q}"));
     }
     if n_ratio > 0 {
         println!(

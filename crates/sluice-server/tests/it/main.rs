@@ -486,7 +486,7 @@ async fn errors_carry_their_sqlstate_and_the_session_goes_on() {
         ("SELEC 1", "42601"),
         ("SELECT * FROM nope", "42P01"),
         ("SELECT nope FROM people", "42703"),
-        ("SELECT sum(id) FILTER (WHERE id > 1) FROM people", "0A000"),
+        ("SELECT DISTINCT ON (id) id FROM people", "0A000"),
         (
             "SELECT id FROM people WHERE rank() OVER (ORDER BY id) = 1",
             "42P20",
@@ -836,7 +836,7 @@ async fn catalog_queries_are_exact_or_refused() {
         ("SELECT nosuch FROM information_schema.tables", "42703"),
         // What the engine does not run is refused, not answered anyway.
         (
-            "SELECT table_name, count(*) FILTER (WHERE ordinal_position > 1) FROM information_schema.columns GROUP BY table_name",
+            "SELECT DISTINCT ON (table_name) table_name FROM information_schema.columns",
             "0A000",
         ),
     ] {

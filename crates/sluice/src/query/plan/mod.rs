@@ -908,12 +908,41 @@ impl Grouping for AggState<'_> {
     }
 }
 
+/// `CASE WHEN cond THEN value END`: an aggregate's argument under
+/// `FILTER (WHERE cond)`.
+pub(super) fn only_where(value: ast::Expr, cond: &ast::Expr) -> ast::Expr {
+    ast::Expr::Case {
+        case_token: ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions: vec![ast::CaseWhen {
+            condition: cond.clone(),
+            result: value,
+        }],
+        else_result: None,
+    }
+}
+
 /// Binds an aggregate call: its function, its argument bound per row.
 fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<AggCall> {
     let name = function_name(f);
-    if f.filter.is_some() || !f.within_group.is_empty() {
-        return Err(unsupported("FILTER and WITHIN GROUP on aggregates", node));
+    if !f.within_group.is_empty() {
+        return Err(unsupported("WITHIN GROUP", node));
     }
+    let filter = f.filter.as_deref();
+    if let Some(c) = filter
+        && contains_aggregate(c)
+    {
+        return Err(plan_err(
+            "aggregate functions are not allowed in FILTER".into(),
+            c,
+        ));
+    }
+    // `FILTER (WHERE c)`: the rows where c is not true give the
+    // aggregate a NULL, which it skips.
+    let shown_filter = filter
+        .map(|c| format!(" FILTER (WHERE {c})"))
+        .unwrap_or_default();
     let ast::FunctionArguments::List(list) = &f.args else {
         return Err(plan_err(
             format!("{} needs an argument", name.to_uppercase()),
@@ -944,6 +973,17 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
                 node,
             ));
         }
+        if let Some(c) = filter {
+            let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+            let arg = binder.bind(&only_where(one, c), &mut Scope::Row { clause: "FILTER" })?;
+            return Ok(AggCall {
+                func: AggFunc::Count,
+                arg: Some(arg),
+                distinct: false,
+                arg_type: A::Int64,
+                name: format!("count(*){shown_filter}"),
+            });
+        }
         return Ok(AggCall {
             func: AggFunc::CountStar,
             arg: None,
@@ -953,6 +993,11 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         });
     }
     let arg_ast = binder.plain_args(f, node)?.remove(0);
+    let written = arg_ast.to_string();
+    let arg_ast = match filter {
+        Some(c) => only_where(arg_ast, c),
+        None => arg_ast,
+    };
     if contains_aggregate(&arg_ast) {
         return Err(plan_err("aggregate calls cannot be nested".into(), node));
     }
@@ -989,7 +1034,16 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         _ => arg,
     };
     let arg_type = arg.data_type(&binder.types());
-    let shown = format!("{}({}{arg})", name, if distinct { "DISTINCT " } else { "" });
+    let shown = format!(
+        "{}({}{}){shown_filter}",
+        name,
+        if distinct { "DISTINCT " } else { "" },
+        if filter.is_some() {
+            written
+        } else {
+            arg.to_string()
+        }
+    );
     Ok(AggCall {
         func,
         arg: Some(arg),

@@ -433,8 +433,12 @@ impl Collector<'_> {
         scope: &mut Scope,
     ) -> Result<WindowCall> {
         let name = function_name(f);
-        if f.filter.is_some() {
-            return Err(unsupported("FILTER on a window function", node));
+        let aggregate = matches!(name.as_str(), "count" | "sum" | "avg" | "min" | "max");
+        if f.filter.is_some() && !aggregate {
+            return Err(Error::Unsupported(format!(
+                "FILTER is not implemented for non-aggregate window functions{}",
+                at(node.span())
+            )));
         }
         if !f.within_group.is_empty() {
             return Err(unsupported("WITHIN GROUP on a window function", node));
@@ -455,13 +459,30 @@ impl Collector<'_> {
         }
         let spec = self.spec_of(f, node)?;
         // count(*): no argument.
-        let star = matches!(&f.args, ast::FunctionArguments::List(l)
+        let mut star = matches!(&f.args, ast::FunctionArguments::List(l)
             if matches!(l.args.as_slice(), [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]));
-        let args = if star {
+        let mut args = if star {
             Vec::new()
         } else {
             binder.plain_args(f, node)?
         };
+        // An aggregate's FILTER (WHERE c): its argument where c holds,
+        // else NULL (which it skips); count(*) counts 1s.
+        if let Some(c) = f.filter.as_deref() {
+            if crate::query::bind::contains_aggregate(c) && matches!(scope, Scope::Row { .. }) {
+                return Err(plan_err(
+                    "aggregate functions are not allowed in FILTER".into(),
+                    c,
+                ));
+            }
+            if star {
+                star = false;
+                args = vec![ast::Expr::value(ast::Value::Number("1".into(), false))];
+            }
+            if let Some(a) = args.first_mut() {
+                *a = super::only_where(a.clone(), c);
+            }
+        }
         let mut bound = Vec::new();
         for a in &args {
             bound.push(binder.bind(a, scope)?);
