@@ -27,6 +27,15 @@ pub enum AggFunc {
     Avg,
     Min,
     Max,
+    /// `var_samp` (`variance`), `var_pop`, `stddev_samp` (`stddev`),
+    /// `stddev_pop`: of the values as doubles.
+    VarSamp,
+    VarPop,
+    StddevSamp,
+    StddevPop,
+    /// `bool_and` (`every`), `bool_or`.
+    BoolAnd,
+    BoolOr,
 }
 
 /// One aggregate call of a query.
@@ -54,7 +63,12 @@ impl AggCall {
                 A::Decimal128(_, s) => A::Decimal128(38, *s),
                 _ => A::Float64,
             },
-            AggFunc::Avg => A::Float64,
+            AggFunc::Avg
+            | AggFunc::VarSamp
+            | AggFunc::VarPop
+            | AggFunc::StddevSamp
+            | AggFunc::StddevPop => A::Float64,
+            AggFunc::BoolAnd | AggFunc::BoolOr => A::Boolean,
             AggFunc::Min | AggFunc::Max => self.arg_type.clone(),
         }
     }
@@ -88,6 +102,35 @@ enum Acc {
     /// (unscaled), not their row-format bytes; a bitmap while they are
     /// dense (see [`super::intset`]).
     DistinctInt(Vec<IntSet>),
+    /// Variances: per group the count, the mean and the sum of squared
+    /// differences from it (Welford's update; Chan's merge).
+    Var(Vec<[f64; 3]>),
+    /// `bool_and` (true) or `bool_or` (false): NULL until a value is seen.
+    Bool(Vec<Option<bool>>, bool),
+}
+
+/// Adds `x` to a variance state (Welford).
+fn var_add(s: &mut [f64; 3], x: f64) {
+    s[0] += 1.0;
+    let d = x - s[1];
+    s[1] += d / s[0];
+    s[2] += d * (x - s[1]);
+}
+
+/// Two variance states as one (Chan et al.).
+fn var_merge(a: &mut [f64; 3], b: &[f64; 3]) {
+    if b[0] == 0.0 {
+        return;
+    }
+    if a[0] == 0.0 {
+        *a = *b;
+        return;
+    }
+    let n = a[0] + b[0];
+    let d = b[1] - a[1];
+    a[1] += d * b[0] / n;
+    a[2] += b[2] + d * d * a[0] * b[0] / n;
+    a[0] = n;
 }
 
 /// Byte strings (group keys) in one buffer: one allocation for all of
@@ -239,6 +282,12 @@ impl GroupTable {
                 },
                 (AggFunc::Min, _) => (Acc::MinMax(vec![], false), Some(conv_for(&c.arg_type)?)),
                 (AggFunc::Max, _) => (Acc::MinMax(vec![], true), Some(conv_for(&c.arg_type)?)),
+                (
+                    AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop,
+                    _,
+                ) => (Acc::Var(vec![]), None),
+                (AggFunc::BoolAnd, _) => (Acc::Bool(vec![], true), None),
+                (AggFunc::BoolOr, _) => (Acc::Bool(vec![], false), None),
             };
             accs.push(acc);
             value_convs.push(conv);
@@ -306,6 +355,8 @@ impl GroupTable {
                 Acc::MinMax(v, _) => v.push(None),
                 Acc::Distinct(v) => v.push(HashSet::default()),
                 Acc::DistinctInt(v) => v.push(IntSet::default()),
+                Acc::Var(v) => v.push([0.0; 3]),
+                Acc::Bool(v, _) => v.push(None),
             }
         }
         g
@@ -788,6 +839,30 @@ impl GroupTable {
                         })?,
                     }
                 }
+                Acc::Var(v) => {
+                    let a =
+                        arg.ok_or_else(|| Error::Internal("VARIANCE without argument".into()))?;
+                    let a = arrow_cast::cast(a, &A::Float64).map_err(exec_err)?;
+                    for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
+                        if let Some(x) = x {
+                            var_add(&mut v[groups[r] as usize], x);
+                        }
+                    }
+                }
+                Acc::Bool(v, and) => {
+                    let a =
+                        arg.ok_or_else(|| Error::Internal("BOOL_AND without argument".into()))?;
+                    for (r, x) in a.as_boolean().iter().enumerate() {
+                        if let Some(x) = x {
+                            let slot = &mut v[groups[r] as usize];
+                            *slot = Some(match *slot {
+                                None => x,
+                                Some(y) if *and => x && y,
+                                Some(y) => x || y,
+                            });
+                        }
+                    }
+                }
                 Acc::Distinct(v) => {
                     let a = arg.ok_or_else(|| {
                         Error::Internal("COUNT(DISTINCT) without argument".into())
@@ -984,6 +1059,22 @@ impl GroupTable {
                         a[map[j] as usize].extend(set);
                     }
                 }
+                (Acc::Var(a), Acc::Var(b)) => {
+                    for (j, st) in b.iter().enumerate() {
+                        var_merge(&mut a[map[j] as usize], st);
+                    }
+                }
+                (Acc::Bool(a, and), Acc::Bool(b, _)) => {
+                    for (j, x) in b.into_iter().enumerate() {
+                        let Some(x) = x else { continue };
+                        let slot = &mut a[map[j] as usize];
+                        *slot = Some(match *slot {
+                            None => x,
+                            Some(y) if *and => x && y,
+                            Some(y) => x || y,
+                        });
+                    }
+                }
                 _ => return Err(Error::Internal("merging different aggregates".into())),
             }
         }
@@ -1073,6 +1164,31 @@ impl GroupTable {
                     v.iter().for_each(|s| b.append_value(s.len() as i64));
                     Arc::new(b.finish())
                 }
+                Acc::Var(v) => {
+                    let (pop, root) = match call.func {
+                        AggFunc::VarPop => (true, false),
+                        AggFunc::StddevSamp => (false, true),
+                        AggFunc::StddevPop => (true, true),
+                        _ => (false, false),
+                    };
+                    let mut b = Float64Builder::with_capacity(n);
+                    for [cnt, _, m2] in v {
+                        let d = if pop { cnt } else { cnt - 1.0 };
+                        if d <= 0.0 {
+                            b.append_null();
+                            continue;
+                        }
+                        // Rounding can leave a constant's spread a hair
+                        // below zero.
+                        let var = (m2 / d).max(0.0);
+                        if !var.is_finite() {
+                            return Err(Error::OutOfRange("value out of range: overflow".into()));
+                        }
+                        b.append_value(if root { var.sqrt() } else { var });
+                    }
+                    Arc::new(b.finish())
+                }
+                Acc::Bool(v, _) => Arc::new(BooleanArray::from(v)),
             };
             // Without the trash group.
             cols.push(col.slice(1, n - 1));

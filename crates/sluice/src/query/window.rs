@@ -785,6 +785,7 @@ fn aggregate(
                 .collect();
             take_rows(&a, idx)
         }
+        other => Err(Error::Internal(format!("{other:?} over a window frame"))),
     }
 }
 

@@ -29,7 +29,23 @@ pub(crate) use types::{coerce, is_numeric};
 
 /// Whether a function name (lower case) is an aggregate's.
 pub(crate) fn is_aggregate_name(n: &str) -> bool {
-    matches!(n, "count" | "sum" | "avg" | "min" | "max")
+    matches!(
+        n,
+        "count"
+            | "sum"
+            | "avg"
+            | "min"
+            | "max"
+            | "stddev"
+            | "stddev_samp"
+            | "stddev_pop"
+            | "variance"
+            | "var_samp"
+            | "var_pop"
+            | "bool_and"
+            | "bool_or"
+            | "every"
+    )
 }
 
 /// A function call's name, lower case.

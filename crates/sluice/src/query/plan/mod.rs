@@ -958,6 +958,12 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         "sum" => AggFunc::Sum,
         "avg" => AggFunc::Avg,
         "min" => AggFunc::Min,
+        "stddev" | "stddev_samp" => AggFunc::StddevSamp,
+        "stddev_pop" => AggFunc::StddevPop,
+        "variance" | "var_samp" => AggFunc::VarSamp,
+        "var_pop" => AggFunc::VarPop,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
         _ => AggFunc::Max,
     };
     if list.args.len() != 1 {
@@ -1015,7 +1021,28 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         ));
     }
     let arg = match func {
-        AggFunc::Sum | AggFunc::Avg => {
+        AggFunc::BoolAnd | AggFunc::BoolOr => {
+            if t == A::Null {
+                coerce(arg, &t, &A::Boolean)
+            } else if t != A::Boolean {
+                return Err(plan_err(
+                    format!(
+                        "{} needs a boolean, not {}",
+                        name.to_uppercase(),
+                        type_name(&t)
+                    ),
+                    node,
+                ));
+            } else {
+                arg
+            }
+        }
+        AggFunc::Sum
+        | AggFunc::Avg
+        | AggFunc::VarSamp
+        | AggFunc::VarPop
+        | AggFunc::StddevSamp
+        | AggFunc::StddevPop => {
             if t == A::Null {
                 coerce(arg, &t, &A::Int64)
             } else if !is_numeric(&t) {
