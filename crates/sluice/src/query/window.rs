@@ -24,7 +24,7 @@ use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SortOptions};
 
 use super::QueryOptions;
 use super::agg::AggFunc;
-use super::expr::exec_err;
+use super::expr::{canonical_doubles, exec_err};
 use super::plan::window::{Bound, Frame, Offset, Units, WinFunc, WindowCall, WindowInput};
 use crate::error::{Error, Result};
 use crate::store::Database;
@@ -65,7 +65,7 @@ pub fn run(
             .filter(|&j| out[j].is_none() && w.calls[j].same_sort(&w.calls[i]))
             .collect();
         let calls: Vec<&WindowCall> = group.iter().map(|&j| &w.calls[j]).collect();
-        let cols = compute_sorted(&batch, &calls, workers, min_rows)?;
+        let cols = compute_sorted(&batch, &calls, workers, min_rows, opts.stop.as_ref())?;
         for (j, c) in group.into_iter().zip(cols) {
             out[j] = Some(c);
         }
@@ -103,10 +103,13 @@ fn compute_sorted(
     calls: &[&WindowCall],
     workers: usize,
     min_rows: usize,
+    stop: Option<&super::Stop>,
 ) -> Result<Vec<ArrayRef>> {
     let n = batch.num_rows();
     let first = calls[0];
-    let col = |c: usize| batch.column(c).clone();
+    // Doubles as the engine compares them: -0 is 0, every NaN one NaN
+    // (greater than every number).
+    let col = |c: usize| canonical_doubles(batch.column(c));
     let part_cols: Vec<ArrayRef> = first.partition.iter().map(|&c| col(c)).collect();
     let order_cols: Vec<ArrayRef> = first.order.iter().map(|k| col(k.column)).collect();
     let order_fields: Vec<SortField> = first
@@ -151,6 +154,7 @@ fn compute_sorted(
         part_rows: &part_rows,
         order_rows: &order_rows,
         calls,
+        stop,
     };
     let results: Vec<Result<(Vec<u32>, Vec<ArrayRef>)>> = if buckets == 1 {
         members.into_iter().map(|m| ctx.bucket(m)).collect()
@@ -237,6 +241,8 @@ struct Ctx<'a> {
     part_rows: &'a Key,
     order_rows: &'a Key,
     calls: &'a [&'a WindowCall],
+    /// A query canceled or past its time limit stops between calls.
+    stop: Option<&'a super::Stop>,
 }
 
 /// One bucket's rows in (partition, order) order, with where each row's
@@ -293,7 +299,12 @@ impl Ctx<'_> {
         let vals = self
             .calls
             .iter()
-            .map(|c| self.call(c, &s))
+            .map(|c| {
+                if let Some(e) = self.stop.and_then(|s| s.error()) {
+                    return Err(e);
+                }
+                self.call(c, &s)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok((s.rows, vals))
     }
@@ -348,7 +359,7 @@ impl Ctx<'_> {
                 let mut idx = Vec::with_capacity(m);
                 let mut outside = Vec::with_capacity(m);
                 for i in 0..m {
-                    let j = i as i64 - off;
+                    let j = (i as i64).checked_sub(*off).unwrap_or(-1);
                     if j >= ps[i] as i64 && j < pe[i] as i64 {
                         idx.push(Some(s.rows[j as usize]));
                         outside.push(false);
@@ -412,6 +423,8 @@ struct Frames<'s> {
     frame: Frame,
     s: &'s Sorted,
     key: Option<RangeKey>,
+    /// Per position, its partition's non-NULL keys (RANGE offsets).
+    run: Vec<(u32, u32)>,
     descending: bool,
 }
 
@@ -428,7 +441,7 @@ impl<'s> Frames<'s> {
                 .order
                 .first()
                 .ok_or_else(|| Error::Internal("RANGE offset without ORDER BY".into()))?;
-            let a = ctx.batch.column(k.column);
+            let a = &canonical_doubles(ctx.batch.column(k.column));
             let at = |o: &Option<Offset>| match o {
                 Some(Offset::Int(v)) => *v,
                 Some(Offset::Count(v)) => *v as i128,
@@ -464,10 +477,30 @@ impl<'s> Frames<'s> {
         } else {
             None
         };
+        // Per position, its partition's run of non-NULL keys (NULLs sort
+        // at one end of a partition), found once a partition.
+        let mut run = Vec::new();
+        if let Some(key) = &key {
+            let valid = |i: usize| match key {
+                RangeKey::Int(k, ..) => k[i].is_some(),
+                RangeKey::Float(k, ..) => k[i].is_some(),
+            };
+            run = vec![(0u32, 0u32); s.rows.len()];
+            let mut i = 0;
+            while i < s.rows.len() {
+                let (ps, pe) = (s.part_start[i] as usize, s.part_end[i] as usize);
+                let lead = (ps..pe).take_while(|&j| !valid(j)).count();
+                let len = (ps + lead..pe).take_while(|&j| valid(j)).count();
+                let r = ((ps + lead) as u32, (ps + lead + len) as u32);
+                run[ps..pe].iter_mut().for_each(|x| *x = r);
+                i = pe;
+            }
+        }
         Ok(Frames {
             frame,
             s,
             key,
+            run,
             descending: c.order.first().is_some_and(|k| k.descending),
         })
     }
@@ -547,7 +580,10 @@ impl<'s> Frames<'s> {
     /// key is NULL frames its NULL peers.
     fn range_bound(&self, i: usize, preceding: bool, start: bool) -> usize {
         let s = self.s;
-        let (ps, pe) = (s.part_start[i] as usize, s.part_end[i] as usize);
+        let (rs, re) = self
+            .run
+            .get(i)
+            .map_or((i, i), |&(a, b)| (a as usize, b as usize));
         let desc = self.descending;
         // In the sort's direction, the target is key − offset (PRECEDING)
         // or key + offset (FOLLOWING); descending flips the sign.
@@ -567,7 +603,7 @@ impl<'s> Frames<'s> {
                 } else {
                     v.saturating_add(off)
                 };
-                first_past(&k[ps..pe], |x| {
+                first_past(&k[rs..re], |x| {
                     // Before the bound: for a start, keys "before" t;
                     // for an end, keys not after t.
                     let ord = if desc { t.cmp(&x) } else { x.cmp(&t) };
@@ -576,7 +612,7 @@ impl<'s> Frames<'s> {
                     } else {
                         ord != std::cmp::Ordering::Greater
                     }
-                }) + ps
+                }) + rs
             }
             Some(RangeKey::Float(k, lo, hi)) => {
                 let Some(v) = k[i] else {
@@ -588,7 +624,7 @@ impl<'s> Frames<'s> {
                 };
                 let off = if start { *lo } else { *hi };
                 let t = if toward_smaller { v - off } else { v + off };
-                first_past(&k[ps..pe], |x| {
+                first_past(&k[rs..re], |x| {
                     let ord = if desc {
                         t.total_cmp(&x)
                     } else {
@@ -599,22 +635,17 @@ impl<'s> Frames<'s> {
                     } else {
                         ord != std::cmp::Ordering::Greater
                     }
-                }) + ps
+                }) + rs
             }
             None => i,
         }
     }
 }
 
-/// Among a partition's keys (NULLs at one end), the place of the first
-/// non-NULL key for which `before` is false, counting the NULLs that
-/// sort first as before every key and those that sort last as after.
+/// Among a partition's sorted non-NULL keys, the place of the first for
+/// which `before` is false (a binary search).
 fn first_past<T: Copy>(keys: &[Option<T>], before: impl Fn(T) -> bool) -> usize {
-    // The non-NULL keys are one run: find it.
-    let lead = keys.iter().take_while(|k| k.is_none()).count();
-    let run = keys[lead..].iter().take_while(|k| k.is_some()).count();
-    let vals = &keys[lead..lead + run];
-    lead + vals.partition_point(|k| k.is_some_and(&before))
+    keys.partition_point(|k| k.is_some_and(&before))
 }
 
 fn count(o: &Offset) -> usize {
@@ -696,7 +727,21 @@ fn aggregate(
                 for (i, x) in vals.iter().enumerate() {
                     odd[i + 1] = odd[i] + u64::from(!x.is_finite());
                 }
-                let tree = Tree::new(vals, 0.0, |x: f64, y: f64| x + y);
+                // Frames from the partition's start: a running sum, in
+                // row order as PostgreSQL adds; others: a segment tree.
+                let running = frames.frame.start == Bound::UnboundedPreceding;
+                let mut pre = vec![0.0f64; if running { m + 1 } else { 0 }];
+                if running {
+                    for i in 0..m {
+                        let from_start = i == s.part_start[i] as usize;
+                        pre[i + 1] = if from_start {
+                            vals[i]
+                        } else {
+                            pre[i] + vals[i]
+                        };
+                    }
+                }
+                let tree = (!running).then(|| Tree::new(vals, 0.0, |x: f64, y: f64| x + y));
                 let mut out = Float64Builder::with_capacity(m);
                 for i in 0..m {
                     let (a, b) = frames.of(i);
@@ -705,7 +750,10 @@ fn aggregate(
                         out.append_null();
                         continue;
                     }
-                    let sum = tree.fold(a, b);
+                    let sum = match &tree {
+                        Some(t) => t.fold(a, b),
+                        None => pre[b],
+                    };
                     if !sum.is_finite() && odd[b] == odd[a] {
                         return Err(Error::OutOfRange("value out of range: overflow".into()));
                     }
@@ -752,7 +800,9 @@ fn aggregate(
             }
         }
         AggFunc::Min | AggFunc::Max => {
-            let a = arg.ok_or_else(|| Error::Internal("min without argument".into()))?;
+            let a = canonical_doubles(
+                &arg.ok_or_else(|| Error::Internal("min without argument".into()))?,
+            );
             let conv =
                 RowConverter::new(vec![SortField::new(a.data_type().clone())]).map_err(exec_err)?;
             let rows = conv
@@ -848,12 +898,11 @@ mod tests {
     }
 
     #[test]
-    fn first_past_skips_the_nulls_at_either_end() {
-        let k = [None, None, Some(1), Some(3), Some(3), Some(7)];
-        assert_eq!(first_past(&k, |x| x < 3), 3);
-        assert_eq!(first_past(&k, |x| x < 100), 6);
-        let k = [Some(1), Some(3), None];
-        assert_eq!(first_past(&k, |x| x <= 3), 2);
+    fn first_past_finds_the_bound_by_binary_search() {
+        let k = [Some(1), Some(3), Some(3), Some(7)];
+        assert_eq!(first_past(&k, |x| x < 3), 1);
+        assert_eq!(first_past(&k, |x| x <= 3), 3);
+        assert_eq!(first_past(&k, |x| x < 100), 4);
         assert_eq!(first_past(&k, |x| x < 0), 0);
     }
 }

@@ -204,7 +204,7 @@ fn describe_window(w: &super::window::WindowInput, s: &mut String, depth: usize)
     }
     let _ = writeln!(
         s,
-        "{}Window: {} call{}, {sorts} sort{} (rows hash-partitioned by the PARTITION BY key, one bucket per worker, each sorted by partition and order key)",
+        "{}Window: {} call{}, {sorts} sort{} (with PARTITION BY: rows hash-partitioned by its key, a bucket per worker, each sorted by partition and order key; without: one sort)",
         pad(depth),
         w.calls.len(),
         if w.calls.len() == 1 { "" } else { "s" },

@@ -228,6 +228,9 @@ fn plan_query_in(
     text: Text,
     ctes: &from::Ctes,
 ) -> Result<Plan> {
+    // The CTEs around the query: DISTINCT ON and QUALIFY plan it again,
+    // WITH clause and all.
+    let around = ctes;
     let ctes = ctes.with(q.with.as_ref())?;
     if let ast::SetExpr::SetOperation { .. } = q.body.as_ref() {
         return setop::plan_set_operation(q, catalog, explain, text, &ctes);
@@ -237,6 +240,20 @@ fn plan_query_in(
         && q.limit_clause.is_none()
     {
         return plan_query_in(inner, catalog, explain, text, &ctes);
+    }
+    if let ast::SetExpr::Select(s) = q.body.as_ref()
+        && let Some(cond) = &s.qualify
+    {
+        return window::plan_qualify(q, cond, |q| {
+            plan_query_in(q, catalog, explain, text, around)
+        });
+    }
+    if let ast::SetExpr::Select(s) = q.body.as_ref()
+        && let Some(ast::Distinct::On(on)) = &s.distinct
+    {
+        return window::plan_distinct_on(q, on, |q| {
+            plan_query_in(q, catalog, explain, text, around)
+        });
     }
     if let ast::SetExpr::Select(s) = q.body.as_ref()
         && s.distinct.is_some()
@@ -416,12 +433,6 @@ fn select_of<'q>(q: &'q ast::Query, text: Text) -> Result<&'q ast::Select> {
         return Err(Error::Unsupported(format!(
             "TOP is not supported; use LIMIT{}",
             text.first(&["TOP"])
-        )));
-    }
-    if select.qualify.is_some() {
-        return Err(Error::Unsupported(format!(
-            "QUALIFY is not supported; filter the windows in a subquery{}",
-            text.first(&["QUALIFY"])
         )));
     }
     Ok(select)

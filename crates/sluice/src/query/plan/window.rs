@@ -347,82 +347,95 @@ impl Collector<'_> {
     /// The window a call names: its own, a named one, or a named one
     /// that it extends (`OVER (w ORDER BY …)`).
     fn spec_of(&self, f: &ast::Function, node: &ast::Expr) -> Result<ast::WindowSpec> {
-        let named = |name: &ast::Ident| -> Result<ast::WindowSpec> {
-            let mut seen = 0;
-            let mut name = name.clone();
-            loop {
-                let def = self
-                    .named
-                    .iter()
-                    .find(|d| d.0.value.eq_ignore_ascii_case(&name.value))
-                    .ok_or_else(|| {
-                        win_err(format!("window \"{}\" does not exist", name.value), node)
-                    })?;
-                match &def.1 {
-                    ast::NamedWindowExpr::WindowSpec(s) => return Ok(s.clone()),
-                    ast::NamedWindowExpr::NamedWindow(other) => {
-                        seen += 1;
-                        if seen > self.named.len() {
-                            return Err(win_err(
-                                format!("window \"{}\" refers to itself", name.value),
-                                node,
-                            ));
-                        }
-                        name = other.clone();
-                    }
-                }
+        // Two definitions of one name.
+        for (k, d) in self.named.iter().enumerate() {
+            if self.named[..k]
+                .iter()
+                .any(|e| e.0.value.eq_ignore_ascii_case(&d.0.value))
+            {
+                return Err(win_err(
+                    format!("window \"{}\" is already defined", d.0.value),
+                    node,
+                ));
             }
-        };
+        }
         match &f.over {
-            Some(ast::WindowType::NamedWindow(n)) => {
-                let s = named(n)?;
-                if s.window_name.is_some() {
-                    return Err(unsupported("a window that extends another window", node));
-                }
-                Ok(s)
-            }
-            Some(ast::WindowType::WindowSpec(s)) => match &s.window_name {
-                None => Ok(s.clone()),
-                Some(n) => {
-                    let base = named(n)?;
-                    if !s.partition_by.is_empty() {
-                        return Err(win_err(
-                            format!(
-                                "cannot override PARTITION BY clause of window \"{}\"",
-                                n.value
-                            ),
-                            node,
-                        ));
-                    }
-                    if !s.order_by.is_empty() && !base.order_by.is_empty() {
-                        return Err(win_err(
-                            format!("cannot override ORDER BY clause of window \"{}\"", n.value),
-                            node,
-                        ));
-                    }
-                    if base.window_frame.is_some() {
-                        return Err(win_err(
-                            format!(
-                                "cannot copy window \"{}\" because it has a frame clause",
-                                n.value
-                            ),
-                            node,
-                        ));
-                    }
-                    Ok(ast::WindowSpec {
-                        window_name: None,
-                        partition_by: base.partition_by,
-                        order_by: if s.order_by.is_empty() {
-                            base.order_by
-                        } else {
-                            s.order_by.clone()
-                        },
-                        window_frame: s.window_frame.clone(),
-                    })
-                }
-            },
+            Some(ast::WindowType::NamedWindow(n)) => self.named_spec(n, node, 0),
+            Some(ast::WindowType::WindowSpec(s)) => self.copied_spec(s, node, 0),
             None => Err(Error::Internal("a window call without OVER".into())),
         }
+    }
+
+    /// The window named `name`, as defined (`OVER w`: its frame too).
+    fn named_spec(
+        &self,
+        name: &ast::Ident,
+        node: &ast::Expr,
+        depth: usize,
+    ) -> Result<ast::WindowSpec> {
+        if depth > self.named.len() {
+            return Err(win_err(
+                format!("window \"{}\" refers to itself", name.value),
+                node,
+            ));
+        }
+        let def = self
+            .named
+            .iter()
+            .find(|d| d.0.value.eq_ignore_ascii_case(&name.value))
+            .ok_or_else(|| win_err(format!("window \"{}\" does not exist", name.value), node))?;
+        match &def.1 {
+            ast::NamedWindowExpr::NamedWindow(other) => self.named_spec(other, node, depth + 1),
+            ast::NamedWindowExpr::WindowSpec(s) => self.copied_spec(s, node, depth + 1),
+        }
+    }
+
+    /// A window spec, completed from the window it names, if any (`(w
+    /// ORDER BY …)`: PostgreSQL's rules for copying a window).
+    fn copied_spec(
+        &self,
+        s: &ast::WindowSpec,
+        node: &ast::Expr,
+        depth: usize,
+    ) -> Result<ast::WindowSpec> {
+        let Some(n) = &s.window_name else {
+            return Ok(s.clone());
+        };
+        let base = self.named_spec(n, node, depth)?;
+        if !s.partition_by.is_empty() {
+            return Err(win_err(
+                format!(
+                    "cannot override PARTITION BY clause of window \"{}\"",
+                    n.value
+                ),
+                node,
+            ));
+        }
+        if !s.order_by.is_empty() && !base.order_by.is_empty() {
+            return Err(win_err(
+                format!("cannot override ORDER BY clause of window \"{}\"", n.value),
+                node,
+            ));
+        }
+        if base.window_frame.is_some() {
+            return Err(win_err(
+                format!(
+                    "cannot copy window \"{}\" because it has a frame clause",
+                    n.value
+                ),
+                node,
+            ));
+        }
+        Ok(ast::WindowSpec {
+            window_name: None,
+            partition_by: base.partition_by,
+            order_by: if s.order_by.is_empty() {
+                base.order_by
+            } else {
+                s.order_by.clone()
+            },
+            window_frame: s.window_frame.clone(),
+        })
     }
 
     fn bind_call(
@@ -502,6 +515,9 @@ impl Collector<'_> {
         };
         // A constant integer argument (ntile's buckets, lag's offset).
         let constant = |i: usize, what: &str| -> Result<i64> {
+            if matches!(&bound[i], Expr::Literal(a) if a.data_type() == &A::Null || a.is_null(0)) {
+                return Err(win_err(format!("{upper}'s {what} must not be NULL"), node));
+            }
             let (lit, negated) = match &bound[i] {
                 Expr::Neg(x) => (x.as_ref(), true),
                 x => (x, false),
@@ -515,11 +531,12 @@ impl Collector<'_> {
                     .ok()
                     .filter(|c| c.null_count() == 0 && matches!(types[i], A::Int32 | A::Int64))
                 {
-                    Some(c) => Ok(c
+                    Some(c) => c
                         .as_any()
                         .downcast_ref::<arrow_array::Int64Array>()
                         .map_or(0, |x| x.value(0))
-                        * sign),
+                        .checked_mul(sign)
+                        .ok_or_else(|| win_err(format!("{upper}'s {what} is out of range"), node)),
                     None => Err(plan_err(
                         format!(
                             "{upper}'s {what} must be an integer, not {}",
@@ -529,7 +546,7 @@ impl Collector<'_> {
                     )),
                 },
                 _ => Err(unsupported(
-                    &format!("{upper} with a {what} that is not a constant"),
+                    &format!("{upper} with an {what} that is not a constant integer"),
                     node,
                 )),
             }
@@ -981,4 +998,205 @@ mod tests {
         assert_eq!(scaled("0.125", 2), None);
         assert_eq!(scaled("1.50", 1), Some(15));
     }
+}
+
+/// The ORDER BY items of `q` with positions and output names resolved
+/// to the select items' expressions (a window's ORDER BY reads only
+/// expressions): `None` where that cannot be done (a position past a
+/// `*`).
+fn order_by_exprs(q: &ast::Query, select: &ast::Select) -> Result<Vec<ast::OrderByExpr>> {
+    let list = match &q.order_by {
+        None => return Ok(Vec::new()),
+        Some(ob) => match &ob.kind {
+            ast::OrderByKind::Expressions(v) => v.clone(),
+            ast::OrderByKind::All(_) => {
+                return Err(Error::Unsupported("ORDER BY ALL is not supported".into()));
+            }
+        },
+    };
+    let mut out = Vec::new();
+    for mut o in list {
+        o.expr = output_expr(&o.expr, select, "ORDER BY")?;
+        out.push(o);
+    }
+    Ok(out)
+}
+
+/// What an ORDER BY (or DISTINCT ON) item names: a select item's
+/// expression for a position or an output name, else itself.
+fn output_expr(e: &ast::Expr, select: &ast::Select, clause: &str) -> Result<ast::Expr> {
+    let items: Vec<Option<(&ast::Expr, Option<&str>)>> = select
+        .projection
+        .iter()
+        .map(|i| match i {
+            ast::SelectItem::UnnamedExpr(e) => Some((e, None)),
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                Some((expr, Some(alias.value.as_str())))
+            }
+            _ => None,
+        })
+        .collect();
+    match e {
+        ast::Expr::Value(v) => {
+            if let ast::Value::Number(n, _) = &v.value {
+                let k: usize = n.parse().unwrap_or(0);
+                return match items.get(k.wrapping_sub(1)) {
+                    Some(Some((x, _))) => Ok((*x).clone()),
+                    _ => Err(plan_err(
+                        format!("{clause} position {n} is not in the select list"),
+                        e,
+                    )),
+                };
+            }
+            Ok(e.clone())
+        }
+        ast::Expr::Identifier(i) => Ok(
+            match items.iter().find(|it| {
+                it.is_some_and(|(_, a)| a.is_some_and(|a| a.eq_ignore_ascii_case(&i.value)))
+            }) {
+                Some(Some((x, _))) => (*x).clone(),
+                _ => e.clone(),
+            },
+        ),
+        _ => Ok(e.clone()),
+    }
+}
+
+/// An expression from SQL text the planner writes.
+fn parse_expr(sql: &str) -> Result<ast::Expr> {
+    sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| Error::Internal(format!("planner's SQL {sql:?}: {e}")))
+}
+
+/// Plans `q` with one more select item, `extra`, that the query's
+/// windows compute; that item becomes the window output's filter (it is
+/// not shown).
+fn plan_filtered_by(
+    q: &ast::Query,
+    extra: ast::Expr,
+    what: &str,
+    plan: impl FnOnce(&ast::Query) -> Result<Plan>,
+    is_row_number: bool,
+) -> Result<Plan> {
+    let mut q2 = q.clone();
+    let ast::SetExpr::Select(s) = q2.body.as_mut() else {
+        return Err(Error::Internal(format!("{what} outside a SELECT")));
+    };
+    s.projection.push(ast::SelectItem::ExprWithAlias {
+        expr: extra,
+        alias: ast::Ident::new(format!("?{}", what.to_lowercase().replace(' ', "_"))),
+    });
+    let mut p = plan(&q2)?;
+    let (Some(Input::Window(_)), Body::Project(post)) = (p.input.as_deref(), &p.body) else {
+        return Err(Error::Unsupported(format!(
+            "{what} without a window function is not supported"
+        )));
+    };
+    let last = p
+        .visible
+        .checked_sub(1)
+        .ok_or_else(|| Error::Internal("no select item".into()))?;
+    let keep = post[last].clone();
+    let t = keep.data_type(&p.table_types);
+    let cond = if is_row_number {
+        Expr::Binary {
+            op: crate::query::expr::BinOp::Eq,
+            left: Box::new(keep),
+            right: Box::new(Expr::Literal(Arc::new(arrow_array::Int64Array::from(
+                vec![1i64],
+            )))),
+        }
+    } else if t == A::Boolean || t == A::Null {
+        keep
+    } else {
+        return Err(Error::Plan(format!(
+            "argument of QUALIFY must be type boolean, not type {}",
+            type_name(&t)
+        )));
+    };
+    p.filter = Some(cond);
+    p.visible = last;
+    Ok(p)
+}
+
+/// `SELECT DISTINCT ON (e, …) … ORDER BY …`, as PostgreSQL answers it:
+/// of each set of rows equal on (e, …), the first in the ORDER BY's order
+/// (any one without ORDER BY) — a hidden `row_number() OVER (PARTITION BY
+/// e, … ORDER BY …)` kept where it is 1. The ORDER BY must begin with
+/// the DISTINCT ON expressions (SQLSTATE 42P10, as PostgreSQL).
+pub(super) fn plan_distinct_on(
+    q: &ast::Query,
+    on: &[ast::Expr],
+    plan: impl FnOnce(&ast::Query) -> Result<Plan>,
+) -> Result<Plan> {
+    let ast::SetExpr::Select(select) = q.body.as_ref() else {
+        return Err(Error::Internal("DISTINCT ON outside a SELECT".into()));
+    };
+    let order = order_by_exprs(q, select)?;
+    let on = on
+        .iter()
+        .map(|e| output_expr(e, select, "DISTINCT ON"))
+        .collect::<Result<Vec<_>>>()?;
+    let on_text: Vec<String> = on.iter().map(|e| e.to_string()).collect();
+    for o in order.iter().take(on.len()) {
+        if !on_text.contains(&o.expr.to_string()) {
+            return Err(Error::Argument {
+                state: "42P10",
+                message: format!(
+                    "SELECT DISTINCT ON expressions must match initial ORDER BY expressions{}",
+                    at(o.expr.span())
+                ),
+            });
+        }
+    }
+    let mut sql = format!("row_number() OVER (PARTITION BY {}", on_text.join(", "));
+    if !order.is_empty() {
+        let o: Vec<String> = order.iter().map(|o| o.to_string()).collect();
+        sql.push_str(&format!(" ORDER BY {}", o.join(", ")));
+    }
+    sql.push(')');
+    let mut q = q.clone();
+    if let ast::SetExpr::Select(s) = q.body.as_mut() {
+        s.distinct = None;
+    }
+    plan_filtered_by(&q, parse_expr(&sql)?, "DISTINCT ON", plan, true)
+}
+
+/// `QUALIFY cond`: the rows of a query with windows where `cond` (which
+/// may read them) holds, before ORDER BY and LIMIT.
+pub(super) fn plan_qualify(
+    q: &ast::Query,
+    cond: &ast::Expr,
+    plan: impl FnOnce(&ast::Query) -> Result<Plan>,
+) -> Result<Plan> {
+    let mut q = q.clone();
+    let mut cond = cond.clone();
+    if let ast::SetExpr::Select(s) = q.body.as_mut() {
+        s.qualify = None;
+        // An output name stands for its select item's expression (as in
+        // DuckDB, whose QUALIFY this is).
+        let aliases: Vec<(String, ast::Expr)> = s
+            .projection
+            .iter()
+            .filter_map(|i| match i {
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    Some((alias.value.to_ascii_lowercase(), expr.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let _ = ast::visit_expressions_mut(&mut cond, |e| {
+            if let ast::Expr::Identifier(i) = e
+                && let Some((_, x)) = aliases
+                    .iter()
+                    .find(|(a, _)| *a == i.value.to_ascii_lowercase())
+            {
+                *e = ast::Expr::Nested(Box::new(x.clone()));
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+    }
+    plan_filtered_by(&q, cond, "QUALIFY", plan, false)
 }
