@@ -129,6 +129,12 @@ fn compute_sorted(
         .iter()
         .map(|c| SortField::new(c.data_type().clone()))
         .collect();
+    // The sort's key: partition then order columns in one row format.
+    let mut all_fields = part_fields.clone();
+    all_fields.extend(order_fields.iter().cloned());
+    let mut all_cols = part_cols.clone();
+    all_cols.extend(order_cols.iter().cloned());
+    let sort_rows = Key::of(all_fields, &all_cols)?;
     let part_rows = Key::of(part_fields, &part_cols)?;
     let order_rows = Key::of(order_fields, &order_cols)?;
 
@@ -151,6 +157,7 @@ fn compute_sorted(
     }
     let ctx = Ctx {
         batch,
+        sort_rows: &sort_rows,
         part_rows: &part_rows,
         order_rows: &order_rows,
         calls,
@@ -235,9 +242,65 @@ impl Key {
     }
 }
 
+/// Sorts a bucket's rows by their key (`sort_rows`), DuckDB's way: each
+/// row's key becomes a 128-bit integer of its row-format bytes — of
+/// fixed-width keys only the bytes that differ between rows (an INT
+/// partition key and a DECIMAL order key: a few bytes each), so that the
+/// integers compare as the keys do and most sorts never read a key's
+/// bytes again; otherwise the first 16 bytes, ties broken by the bytes.
+fn sort_bucket(rows: &mut Vec<u32>, key: &Key) {
+    let Some(all) = &key.0 else {
+        return;
+    };
+    let Some(&first) = rows.first() else {
+        return;
+    };
+    let bytes = |r: u32| all.row(r as usize).data();
+    let width = bytes(first).len();
+    let fixed = rows.iter().all(|&r| bytes(r).len() == width);
+    // Positions where some row's byte differs from the first row's.
+    let varying: Vec<usize> = if fixed {
+        let base = bytes(first);
+        let mut differs = vec![false; width];
+        for &r in rows.iter() {
+            for (d, (a, b)) in differs.iter_mut().zip(bytes(r).iter().zip(base)) {
+                *d |= a != b;
+            }
+        }
+        (0..width).filter(|&i| differs[i]).collect()
+    } else {
+        (0..width.min(16)).collect()
+    };
+    let exact = fixed && varying.len() <= 16;
+    let take = varying.len().min(16);
+    let mut keyed: Vec<(u128, u32)> = rows
+        .iter()
+        .map(|&r| {
+            let b = bytes(r);
+            let mut k = 0u128;
+            for &p in &varying[..take] {
+                k = (k << 8) | u128::from(b.get(p).copied().unwrap_or(0));
+            }
+            // Shorter keys (fewer than 16 positions) still compare
+            // left-aligned.
+            // (no varying byte: every key is one).
+            (k.checked_shl(8 * (16 - take) as u32).unwrap_or(0), r)
+        })
+        .collect();
+    if exact {
+        keyed.sort_unstable_by_key(|x| x.0);
+    } else {
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| bytes(a.1).cmp(bytes(b.1))));
+    }
+    for (slot, (_, r)) in rows.iter_mut().zip(keyed) {
+        *slot = r;
+    }
+}
+
 /// What every bucket reads.
 struct Ctx<'a> {
     batch: &'a RecordBatch,
+    sort_rows: &'a Key,
     part_rows: &'a Key,
     order_rows: &'a Key,
     calls: &'a [&'a WindowCall],
@@ -262,7 +325,7 @@ struct Sorted {
 impl Ctx<'_> {
     fn bucket(&self, mut rows: Vec<u32>) -> Result<(Vec<u32>, Vec<ArrayRef>)> {
         let (p, o) = (self.part_rows, self.order_rows);
-        rows.sort_by(|&a, &b| p.cmp(a, b).then_with(|| o.cmp(a, b)));
+        sort_bucket(&mut rows, self.sort_rows);
         let m = rows.len();
         let mut s = Sorted {
             part_start: vec![0; m],
@@ -893,6 +956,58 @@ mod tests {
                 let want = v[a..b].iter().copied().max().unwrap_or(i64::MIN);
                 assert_eq!(t.fold(a, b), want, "max of {a}..{b}");
                 assert_eq!(s.fold(a, b), v[a..b].iter().sum::<i64>(), "sum of {a}..{b}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_bucket_sorts_as_its_key_bytes_compare() {
+        use arrow_array::{Int32Array, StringArray};
+        let mut x = 7u64;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for round in 0..40 {
+            let n = 1 + next(300) as usize;
+            let spread = [1, 3, 1000, 1 << 30][round % 4];
+            let ints: ArrayRef =
+                Arc::new(Int32Array::from_iter((0..n).map(|_| {
+                    (next(8) != 0).then(|| next(spread) as i32 - (spread / 2) as i32)
+                })));
+            let texts: ArrayRef = Arc::new(StringArray::from_iter(
+                (0..n).map(|_| (next(5) != 0).then(|| "ab".repeat(next(12) as usize))),
+            ));
+            let cols: Vec<ArrayRef> = if round % 3 == 0 {
+                vec![ints.clone()]
+            } else {
+                vec![ints.clone(), texts.clone()]
+            };
+            let fields = cols
+                .iter()
+                .map(|c| {
+                    SortField::new_with_options(
+                        c.data_type().clone(),
+                        SortOptions {
+                            descending: round % 2 == 1,
+                            nulls_first: round % 5 == 0,
+                        },
+                    )
+                })
+                .collect();
+            let key = Key::of(fields, &cols).unwrap();
+            let mut rows: Vec<u32> = (0..n as u32).collect();
+            sort_bucket(&mut rows, &key);
+            let mut sorted = rows.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>(), "a permutation");
+            for w in rows.windows(2) {
+                assert!(
+                    key.cmp(w[0], w[1]).is_le(),
+                    "round {round}: rows out of order"
+                );
             }
         }
     }
