@@ -102,35 +102,75 @@ enum Acc {
     /// (unscaled), not their row-format bytes; a bitmap while they are
     /// dense (see [`super::intset`]).
     DistinctInt(Vec<IntSet>),
-    /// Variances: per group the count, the mean and the sum of squared
-    /// differences from it (Welford's update; Chan's merge).
-    Var(Vec<[f64; 3]>),
+    /// Variances: per group a [`VarState`].
+    Var(Vec<VarState>),
     /// `bool_and` (true) or `bool_or` (false): NULL until a value is seen.
     Bool(Vec<Option<bool>>, bool),
 }
 
-/// Adds `x` to a variance state (Welford).
-fn var_add(s: &mut [f64; 3], x: f64) {
-    s[0] += 1.0;
-    let d = x - s[1];
-    s[1] += d / s[0];
-    s[2] += d * (x - s[1]);
+/// A group's variance so far: Welford's count, mean and sum of squared
+/// differences from the mean, of the values less a shift (the group's
+/// first value: integers and decimals subtracted exactly, unscaled, so
+/// that values far from zero and close together, BIGINTs near the
+/// largest, keep their digits); doubles that are not finite counted
+/// apart (the result is then NaN, as PostgreSQL's).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VarState {
+    n: f64,
+    mean: f64,
+    m2: f64,
+    /// The shift of integers and decimals (unscaled), or of doubles.
+    ishift: i128,
+    fshift: f64,
+    /// Values that are NaN or infinite.
+    odd: u64,
 }
 
-/// Two variance states as one (Chan et al.).
-fn var_merge(a: &mut [f64; 3], b: &[f64; 3]) {
-    if b[0] == 0.0 {
-        return;
+impl VarState {
+    fn add(&mut self, d: f64) {
+        self.n += 1.0;
+        let delta = d - self.mean;
+        self.mean += delta / self.n;
+        self.m2 += delta * (d - self.mean);
     }
-    if a[0] == 0.0 {
-        *a = *b;
-        return;
+
+    fn add_int(&mut self, x: i128) {
+        if self.n == 0.0 {
+            self.ishift = x;
+        }
+        self.add((x - self.ishift) as f64);
     }
-    let n = a[0] + b[0];
-    let d = b[1] - a[1];
-    a[1] += d * b[0] / n;
-    a[2] += b[2] + d * d * a[0] * b[0] / n;
-    a[0] = n;
+
+    fn add_float(&mut self, x: f64) {
+        if !x.is_finite() {
+            self.odd += 1;
+            return;
+        }
+        if self.n == 0.0 {
+            self.fshift = x;
+        }
+        self.add(x - self.fshift);
+    }
+
+    /// Two states as one (Chan et al.), `b`'s mean moved to `self`'s shift.
+    fn merge(&mut self, b: &VarState) {
+        self.odd += b.odd;
+        if b.n == 0.0 {
+            return;
+        }
+        if self.n == 0.0 {
+            let odd = self.odd;
+            *self = *b;
+            self.odd = odd;
+            return;
+        }
+        let mb = b.mean + (b.ishift - self.ishift) as f64 + (b.fshift - self.fshift);
+        let n = self.n + b.n;
+        let d = mb - self.mean;
+        self.mean += d * b.n / n;
+        self.m2 += b.m2 + d * d * self.n * b.n / n;
+        self.n = n;
+    }
 }
 
 /// Byte strings (group keys) in one buffer: one allocation for all of
@@ -355,7 +395,7 @@ impl GroupTable {
                 Acc::MinMax(v, _) => v.push(None),
                 Acc::Distinct(v) => v.push(HashSet::default()),
                 Acc::DistinctInt(v) => v.push(IntSet::default()),
-                Acc::Var(v) => v.push([0.0; 3]),
+                Acc::Var(v) => v.push(VarState::default()),
                 Acc::Bool(v, _) => v.push(None),
             }
         }
@@ -762,7 +802,11 @@ impl GroupTable {
                 Acc::SumFloat(v, seen) => {
                     let a = arg.ok_or_else(|| Error::Internal("SUM without argument".into()))?;
                     for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
-                        if let Some(x) = x {
+                        // Group 0 is the trash group: rows a selection
+                        // excluded must not overflow the query.
+                        if let Some(x) = x
+                            && groups[r] != 0
+                        {
                             let g = groups[r] as usize;
                             v[g] = add_f64(v[g], x)?;
                             seen[g] = true;
@@ -772,7 +816,9 @@ impl GroupTable {
                 Acc::AvgFloat(v, n) => {
                     let a = arg.ok_or_else(|| Error::Internal("AVG without argument".into()))?;
                     for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
-                        if let Some(x) = x {
+                        if let Some(x) = x
+                            && groups[r] != 0
+                        {
                             let g = groups[r] as usize;
                             v[g] = add_f64(v[g], x)?;
                             n[g] += 1;
@@ -842,11 +888,14 @@ impl GroupTable {
                 Acc::Var(v) => {
                     let a =
                         arg.ok_or_else(|| Error::Internal("VARIANCE without argument".into()))?;
-                    let a = arrow_cast::cast(a, &A::Float64).map_err(exec_err)?;
-                    for (r, x) in a.as_primitive::<Float64Type>().iter().enumerate() {
-                        if let Some(x) = x {
-                            var_add(&mut v[groups[r] as usize], x);
+                    if let Some(f) = a.as_primitive_opt::<Float64Type>() {
+                        for (r, x) in f.iter().enumerate() {
+                            if let Some(x) = x {
+                                v[groups[r] as usize].add_float(x);
+                            }
                         }
+                    } else {
+                        for_each_i128(a, |r, x| v[groups[r] as usize].add_int(x))?;
                     }
                 }
                 Acc::Bool(v, and) => {
@@ -1013,7 +1062,7 @@ impl GroupTable {
                     }
                 }
                 (Acc::SumFloat(a, sa), Acc::SumFloat(b, sb)) => {
-                    for (j, &g) in map.iter().enumerate() {
+                    for (j, &g) in map.iter().enumerate().filter(|(_, g)| **g != 0) {
                         a[g as usize] = add_f64(a[g as usize], b[j])?;
                         sa[g as usize] |= sb[j];
                     }
@@ -1025,7 +1074,7 @@ impl GroupTable {
                     }
                 }
                 (Acc::AvgFloat(a, na), Acc::AvgFloat(b, nb)) => {
-                    for (j, &g) in map.iter().enumerate() {
+                    for (j, &g) in map.iter().enumerate().filter(|(_, g)| **g != 0) {
                         a[g as usize] = add_f64(a[g as usize], b[j])?;
                         na[g as usize] += nb[j];
                     }
@@ -1061,7 +1110,7 @@ impl GroupTable {
                 }
                 (Acc::Var(a), Acc::Var(b)) => {
                     for (j, st) in b.iter().enumerate() {
-                        var_merge(&mut a[map[j] as usize], st);
+                        a[map[j] as usize].merge(st);
                     }
                 }
                 (Acc::Bool(a, and), Acc::Bool(b, _)) => {
@@ -1171,16 +1220,29 @@ impl GroupTable {
                         AggFunc::StddevPop => (true, true),
                         _ => (false, false),
                     };
+                    // Decimals were summed unscaled.
+                    let scale = match &call.arg_type {
+                        A::Decimal128(_, s) => 10f64.powi(2 * *s as i32),
+                        _ => 1.0,
+                    };
                     let mut b = Float64Builder::with_capacity(n);
-                    for [cnt, _, m2] in v {
-                        let d = if pop { cnt } else { cnt - 1.0 };
-                        if d <= 0.0 {
+                    for (g, st) in v.iter().enumerate() {
+                        let all = st.n + st.odd as f64;
+                        let d = if pop { all } else { all - 1.0 };
+                        // The trash group (rows a selection excluded) is
+                        // never output: nothing of it may fail the query.
+                        if d <= 0.0 || g == 0 {
                             b.append_null();
                             continue;
                         }
+                        if st.odd > 0 {
+                            b.append_value(f64::NAN);
+                            continue;
+                        }
+                        let var = st.m2 / (if pop { st.n } else { st.n - 1.0 }) / scale;
                         // Rounding can leave a constant's spread a hair
                         // below zero.
-                        let var = (m2 / d).max(0.0);
+                        let var = if var < 0.0 { 0.0 } else { var };
                         if !var.is_finite() {
                             return Err(Error::OutOfRange("value out of range: overflow".into()));
                         }

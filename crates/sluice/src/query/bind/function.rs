@@ -27,6 +27,12 @@ impl Binder<'_> {
         if f.over.is_some() {
             return Err(unsupported("window functions (OVER)", e));
         }
+        if f.filter.is_some() && !is_aggregate_name(&name) {
+            return Err(plan_err(
+                format!("FILTER specified, but {name} is not an aggregate function"),
+                e,
+            ));
+        }
         if is_aggregate_name(&name) {
             let Scope::Row { clause } = scope else {
                 unreachable!("handled by bind")

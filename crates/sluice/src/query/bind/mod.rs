@@ -402,7 +402,19 @@ impl<'c> Binder<'c> {
 
     /// `e` as the condition of `clause`: a BOOLEAN (NULL cast to it).
     pub(crate) fn boolean(&self, e: Expr, node: &ast::Expr, clause: &str) -> Result<Expr> {
-        let t = e.data_type(&self.col_types);
+        self.boolean_over(e, node, clause, &self.col_types)
+    }
+
+    /// [`Binder::boolean`] of an expression over the columns of `types`
+    /// (a grouping's output: HAVING).
+    pub(crate) fn boolean_over(
+        &self,
+        e: Expr,
+        node: &ast::Expr,
+        clause: &str,
+        types: &[A],
+    ) -> Result<Expr> {
+        let t = e.data_type(types);
         match t {
             A::Boolean => Ok(e),
             A::Null => Ok(Expr::Cast {

@@ -244,6 +244,12 @@ fn plan_query_in(
     if let ast::SetExpr::Select(s) = q.body.as_ref()
         && let Some(cond) = &s.qualify
     {
+        if s.distinct.is_some() {
+            return Err(Error::Unsupported(format!(
+                "QUALIFY with SELECT DISTINCT is not supported; filter the windows in a subquery{}",
+                text.first(&["QUALIFY"])
+            )));
+        }
         return window::plan_qualify(q, cond, |q| {
             plan_query_in(q, catalog, explain, text, around)
         });
@@ -251,6 +257,7 @@ fn plan_query_in(
     if let ast::SetExpr::Select(s) = q.body.as_ref()
         && let Some(ast::Distinct::On(on)) = &s.distinct
     {
+        // (QUALIFY comes before DISTINCT: refused above.)
         return window::plan_distinct_on(q, on, |q| {
             plan_query_in(q, catalog, explain, text, around)
         });
@@ -634,7 +641,8 @@ fn aggregate(
     let having = match q.having {
         Some(h) => {
             let e = binder.bind(h, &mut Scope::Grouped(&mut state))?;
-            Some(binder.boolean(e, h, "HAVING")?)
+            let types = state.types(&binder.types());
+            Some(binder.boolean_over(e, h, "HAVING", &types)?)
         }
         None => None,
     };

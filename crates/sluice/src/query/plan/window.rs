@@ -306,6 +306,12 @@ impl Windowing for Collector<'_> {
             ));
         }
         match scope {
+            Scope::Row { clause: "FILTER" } => {
+                return Err(win_err(
+                    "window functions are not allowed in FILTER".into(),
+                    node,
+                ));
+            }
             Scope::Row {
                 clause: "an aggregate argument",
             } => {
@@ -1134,14 +1140,32 @@ pub(super) fn plan_distinct_on(
     let ast::SetExpr::Select(select) = q.body.as_ref() else {
         return Err(Error::Internal("DISTINCT ON outside a SELECT".into()));
     };
+    if on.is_empty() {
+        return Err(Error::Syntax(
+            "DISTINCT ON needs at least one expression".into(),
+        ));
+    }
     let order = order_by_exprs(q, select)?;
+    if on
+        .iter()
+        .chain(order.iter().map(|o| &o.expr))
+        .any(crate::query::bind::contains_window)
+    {
+        return Err(Error::Unsupported(
+            "DISTINCT ON with a window function in ON or ORDER BY is not supported; use a subquery"
+                .into(),
+        ));
+    }
     let on = on
         .iter()
         .map(|e| output_expr(e, select, "DISTINCT ON"))
         .collect::<Result<Vec<_>>>()?;
     let on_text: Vec<String> = on.iter().map(|e| e.to_string()).collect();
-    for o in order.iter().take(on.len()) {
-        if !on_text.contains(&o.expr.to_string()) {
+    let mut on_norm: Vec<String> = on.iter().map(normalized).collect();
+    on_norm.sort();
+    on_norm.dedup();
+    for o in order.iter().take(on_norm.len()) {
+        if !on_norm.contains(&normalized(&o.expr)) {
             return Err(Error::Argument {
                 state: "42P10",
                 message: format!(
@@ -1162,6 +1186,25 @@ pub(super) fn plan_distinct_on(
         s.distinct = None;
     }
     plan_filtered_by(&q, parse_expr(&sql)?, "DISTINCT ON", plan, true)
+}
+
+/// An expression's text as DISTINCT ON compares it with ORDER BY's:
+/// parentheses, quotes, case and table qualifiers left out.
+fn normalized(e: &ast::Expr) -> String {
+    let mut e = e.clone();
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        loop {
+            match x {
+                ast::Expr::Nested(inner) => *x = (**inner).clone(),
+                ast::Expr::CompoundIdentifier(parts) if parts.len() > 1 => {
+                    *x = ast::Expr::Identifier(parts[parts.len() - 1].clone())
+                }
+                _ => break,
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    e.to_string().replace('"', "").to_lowercase()
 }
 
 /// `QUALIFY cond`: the rows of a query with windows where `cond` (which
