@@ -248,13 +248,19 @@ impl Key {
 /// partition key and a DECIMAL order key: a few bytes each), so that the
 /// integers compare as the keys do and most sorts never read a key's
 /// bytes again; otherwise the first 16 bytes, ties broken by the bytes.
-fn sort_bucket(rows: &mut Vec<u32>, key: &Key) {
-    let Some(all) = &key.0 else {
-        return;
-    };
-    let Some(&first) = rows.first() else {
-        return;
-    };
+///
+/// When the integers are the whole keys, also returns them in the sorted
+/// order and how many of their leading bits are the partition key's
+/// (whose bytes come first in `key` and are `part_width` bytes): the
+/// partition and peer bounds then need no key bytes read again (reading
+/// them in sorted order is a cache miss a row).
+fn sort_bucket(
+    rows: &mut Vec<u32>,
+    key: &Key,
+    part_width: Option<usize>,
+) -> Option<(Vec<u128>, u32)> {
+    let all = key.0.as_ref()?;
+    let &first = rows.first()?;
     let bytes = |r: u32| all.row(r as usize).data();
     let width = bytes(first).len();
     let fixed = rows.iter().all(|&r| bytes(r).len() == width);
@@ -292,9 +298,15 @@ fn sort_bucket(rows: &mut Vec<u32>, key: &Key) {
     } else {
         keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| bytes(a.1).cmp(bytes(b.1))));
     }
-    for (slot, (_, r)) in rows.iter_mut().zip(keyed) {
-        *slot = r;
+    for (slot, (_, r)) in rows.iter_mut().zip(&keyed) {
+        *slot = *r;
     }
+    let part_width = part_width?;
+    if !exact {
+        return None;
+    }
+    let part_bits = 8 * varying.iter().filter(|&&p| p < part_width).count() as u32;
+    Some((keyed.into_iter().map(|x| x.0).collect(), part_bits))
 }
 
 /// What every bucket reads.
@@ -325,7 +337,17 @@ struct Sorted {
 impl Ctx<'_> {
     fn bucket(&self, mut rows: Vec<u32>) -> Result<(Vec<u32>, Vec<ArrayRef>)> {
         let (p, o) = (self.part_rows, self.order_rows);
-        sort_bucket(&mut rows, self.sort_rows);
+        // The partition key's width, when every row's is the same.
+        let part_width = match rows.first() {
+            None => None,
+            Some(&f) => {
+                let w = p.bytes(f as usize).len();
+                rows.iter()
+                    .all(|&r| p.bytes(r as usize).len() == w)
+                    .then_some(w)
+            }
+        };
+        let keys = sort_bucket(&mut rows, self.sort_rows, part_width);
         let m = rows.len();
         let mut s = Sorted {
             part_start: vec![0; m],
@@ -339,8 +361,19 @@ impl Ctx<'_> {
         let mut ps = 0usize;
         let mut gs = 0usize;
         for i in 0..=m {
-            let new_part = i == m || (i > 0 && p.cmp(s.rows[i], s.rows[i - 1]).is_ne());
-            let new_peer = new_part || (i > 0 && o.cmp(s.rows[i], s.rows[i - 1]).is_ne());
+            let (new_part, new_peer) = match &keys {
+                _ if i == 0 => (false, false),
+                _ if i == m => (true, true),
+                Some((k, bits)) => {
+                    let part = |x: u128| x.checked_shr(128 - bits).unwrap_or(0);
+                    let np = *bits > 0 && part(k[i]) != part(k[i - 1]);
+                    (np, np || k[i] != k[i - 1])
+                }
+                None => {
+                    let np = p.cmp(s.rows[i], s.rows[i - 1]).is_ne();
+                    (np, np || o.cmp(s.rows[i], s.rows[i - 1]).is_ne())
+                }
+            };
             if i > 0 && new_peer {
                 for j in gs..i {
                     s.peer_start[j] = gs as u32;
@@ -999,7 +1032,7 @@ mod tests {
                 .collect();
             let key = Key::of(fields, &cols).unwrap();
             let mut rows: Vec<u32> = (0..n as u32).collect();
-            sort_bucket(&mut rows, &key);
+            sort_bucket(&mut rows, &key, None);
             let mut sorted = rows.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>(), "a permutation");
