@@ -235,6 +235,22 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     }
 }
 
+/// sluice's rows of a result, each cell as text (NULL as `NULL`).
+pub(crate) fn rows_of(r: &sluice::query::QueryResult) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for b in &r.batches {
+        for row in 0..b.num_rows() {
+            out.push(
+                b.columns()
+                    .iter()
+                    .map(|c| format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into()))
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
 /// SQLite's rows for `sql`, each cell as text (NULL as `NULL`).
 pub(crate) fn sqlite_rows(lite: &rusqlite::Connection, sql: &str) -> Vec<Vec<String>> {
     let mut stmt = lite
@@ -345,17 +361,7 @@ fn random_queries_agree_with_sqlite() {
             };
             let r = query_with(&db, &sql, &opts)
                 .unwrap_or_else(|e| panic!("sluice failed on {sql}: {e}"));
-            let mut ours: Vec<Vec<String>> = Vec::new();
-            for b in &r.batches {
-                for row in 0..b.num_rows() {
-                    ours.push(
-                        b.columns()
-                            .iter()
-                            .map(|c| format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into()))
-                            .collect(),
-                    );
-                }
-            }
+            let ours = rows_of(&r);
             let theirs = sqlite_rows(&lite, &sql);
             assert_same(&sql, ours, theirs, ordered);
             checked += 1;

@@ -13,14 +13,13 @@
 //! projected and ordered by every column (NULLS placed explicitly), or
 //! grouped and compared as sets.
 
-use sluice::batch::format_value;
 use sluice::load::{Header, LoadOptions, load};
 use sluice::query::{QueryOptions, query_with};
 use sluice::source::Input;
 use sluice::store::Database;
 
 use crate::common::TempDir;
-use crate::differential::{Rng, assert_same, sqlite_rows};
+use crate::differential::{Rng, assert_same, rows_of, sqlite_rows};
 
 type Row = (Option<i64>, Option<i64>, Option<&'static str>);
 
@@ -217,21 +216,6 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
             false,
         )
     }
-}
-
-fn rows_of(r: &sluice::query::QueryResult) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    for b in &r.batches {
-        for row in 0..b.num_rows() {
-            out.push(
-                b.columns()
-                    .iter()
-                    .map(|c| format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into()))
-                    .collect(),
-            );
-        }
-    }
-    out
 }
 
 /// Loads t1, t2 and t3 (random rows) into a database in `dir`, and the

@@ -12,14 +12,13 @@
 //! with ties. NULLS FIRST/LAST are explicit (the engines' defaults
 //! differ); AVG and the ranks' fractions compare to 1e-9.
 
-use sluice::batch::format_value;
 use sluice::load::{Header, LoadOptions, load};
 use sluice::query::{QueryOptions, query_with};
 use sluice::source::Input;
 use sluice::store::Database;
 
 use crate::common::TempDir;
-use crate::differential::{Rng, assert_same, sqlite_rows};
+use crate::differential::{Rng, assert_same, rows_of, sqlite_rows};
 
 type Row = (i64, Option<i64>, Option<i64>, Option<&'static str>);
 
@@ -224,17 +223,7 @@ fn random_windows_agree_with_sqlite() {
             };
             let r = query_with(&db, &sql, &opts)
                 .unwrap_or_else(|e| panic!("sluice failed on {sql}: {e}"));
-            let mut ours: Vec<Vec<String>> = Vec::new();
-            for b in &r.batches {
-                for row in 0..b.num_rows() {
-                    ours.push(
-                        b.columns()
-                            .iter()
-                            .map(|c| format_value(c.as_ref(), row).unwrap_or_else(|| "NULL".into()))
-                            .collect(),
-                    );
-                }
-            }
+            let ours = rows_of(&r);
             let theirs = sqlite_rows(&lite, &sql);
             assert_same(&sql, ours, theirs, true);
             checked += 1;

@@ -274,8 +274,8 @@ fn unsupported_sql_names_line_and_column() {
         "LATERAL is not supported at line 2, column 11"
     );
     assert_eq!(
-        error(&dir, "SELECT DISTINCT ON (a) a FROM t"),
-        "SELECT DISTINCT ON is not supported at line 1, column 1"
+        error(&dir, "SELECT a FROM t GROUP BY\n CUBE (a)"),
+        "the expression CUBE (a) is not supported at line 2, column 8"
     );
     assert_eq!(
         error(&dir, "VALUES (1)"),
