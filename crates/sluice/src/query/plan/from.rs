@@ -604,7 +604,7 @@ pub(super) fn plan_joined(
         ctes,
         text,
     };
-    let windows = super::window::Collector::new(select, text);
+    let windows = super::window::Collector::new(select);
     let binder = Binder::new(None, None, &columns, text)
         .with_zone(&catalog.time_zone())
         .with_relations(rels)

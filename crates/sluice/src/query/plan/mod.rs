@@ -287,7 +287,7 @@ fn plan_query_in(
         ctes: &ctes,
         text,
     };
-    let windows = window::Collector::new(select, text);
+    let windows = window::Collector::new(select);
     let binder = Binder::new(table.clone(), alias, &columns, text)
         .with_zone(&catalog.time_zone())
         .with_subqueries(&sub)

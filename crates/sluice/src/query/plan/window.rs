@@ -29,7 +29,7 @@ use crate::query::bind::{
     Binder, Scope, Windowing, coerce, common_type, function_name, is_numeric,
 };
 use crate::query::expr::{Expr, WindowRef, eval_type, type_name};
-use crate::query::sql::{Text, at, plan_err, unsupported};
+use crate::query::sql::{at, plan_err, unsupported};
 
 /// A window function.
 #[derive(Debug, Clone, PartialEq)]
@@ -183,17 +183,15 @@ pub(super) struct Collector<'q> {
     /// Whether the binder is inside a window call's parts.
     inside: Cell<bool>,
     state: RefCell<Collected>,
-    text: Text<'q>,
 }
 
 impl<'q> Collector<'q> {
-    pub(super) fn new(select: &'q ast::Select, text: Text<'q>) -> Self {
+    pub(super) fn new(select: &'q ast::Select) -> Self {
         Collector {
             named: &select.named_window,
             open: Cell::new(false),
             inside: Cell::new(false),
             state: RefCell::new(Collected::default()),
-            text,
         }
     }
 
@@ -798,7 +796,6 @@ impl Collector<'_> {
                 node,
             ));
         }
-        let _ = self.text;
         Ok(Frame { units, start, end })
     }
 
