@@ -486,7 +486,10 @@ async fn errors_carry_their_sqlstate_and_the_session_goes_on() {
         ("SELEC 1", "42601"),
         ("SELECT * FROM nope", "42P01"),
         ("SELECT nope FROM people", "42703"),
-        ("SELECT id FROM people GROUP BY ROLLUP (id)", "0A000"),
+        (
+            "SELECT id FROM people GROUP BY GROUPING SETS ((id), ROLLUP (id))",
+            "0A000",
+        ),
         (
             "SELECT id FROM people WHERE rank() OVER (ORDER BY id) = 1",
             "42P20",
@@ -836,7 +839,7 @@ async fn catalog_queries_are_exact_or_refused() {
         ("SELECT nosuch FROM information_schema.tables", "42703"),
         // What the engine does not run is refused, not answered anyway.
         (
-            "SELECT table_name FROM information_schema.columns GROUP BY ROLLUP (table_name)",
+            "SELECT table_name FROM information_schema.columns GROUP BY GROUPING SETS ((table_name), CUBE (table_name))",
             "0A000",
         ),
     ] {

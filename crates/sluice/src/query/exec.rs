@@ -297,7 +297,10 @@ pub fn execute(
     let inputs = inputs;
     let morsels = &inputs.morsels;
     facts.morsels = morsels.len();
-    if let Body::Aggregate { aggs, .. } = &plan.body {
+    if let Body::Aggregate {
+        aggs, sets: None, ..
+    } = &plan.body
+    {
         facts.fused_programs =
             Fused::new(aggs, &fast_programs(aggs, &plan.table_types)).map(|f| f.programs());
     }
@@ -513,6 +516,7 @@ pub fn execute(
             aggs,
             having,
             post,
+            sets,
         } => {
             let key_types: Vec<A> = keys.iter().map(|k| k.data_type(&types)).collect();
             let key_evals: Vec<KeyEval> = keys.iter().map(KeyEval::new).collect();
@@ -523,7 +527,11 @@ pub fn execute(
                 Some(cols) => cols,
                 None => {
                     let fast = fast_programs(aggs, &types);
-                    let fused = Fused::new(aggs, &fast);
+                    // Grouping sets fold each row once a set: the general path.
+                    let fused = match sets {
+                        None => Fused::new(aggs, &fast),
+                        Some(_) => None,
+                    };
                     let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
                     std::thread::scope(|s| {
                         for _ in 0..workers.min(morsels.len()).max(1) {
@@ -659,7 +667,17 @@ pub fn execute(
                                                 }
                                             });
                                         }
-                                        table.update(n, &k, &a, sel.as_ref())?;
+                                        match sets {
+                                            None => table.update(n, &k, &a, sel.as_ref())?,
+                                            Some(sets) => {
+                                                for (s, present) in sets.iter().enumerate() {
+                                                    let ks = super::grouping::set_keys(
+                                                        &k, present, s, &key_types, n,
+                                                    )?;
+                                                    table.update(n, &ks, &a, sel.as_ref())?;
+                                                }
+                                            }
+                                        }
                                     }
                                     Ok(table)
                                 })();
@@ -683,7 +701,15 @@ pub fn execute(
                     for t in tables {
                         fin.merge(t?)?;
                     }
-                    fin.finish()?
+                    match sets {
+                        None => fin.finish()?,
+                        Some(sets) => super::grouping::with_empty_sets(
+                            fin.finish()?,
+                            sets,
+                            &key_types,
+                            aggs,
+                        )?,
+                    }
                 }
             };
             let mut agg_types = key_types.clone();
@@ -927,7 +953,14 @@ impl<'a> KeyEval<'a> {
 /// Scanned columns that may stay dictionary-encoded: those read only as
 /// bare GROUP BY keys (the group table maps their codes to groups).
 fn dictionary_keys(plan: &Plan) -> Vec<bool> {
-    let Body::Aggregate { keys, aggs, .. } = &plan.body else {
+    // Grouping sets mix a key's codes with NULLs of its type: decoded.
+    let Body::Aggregate {
+        keys,
+        aggs,
+        sets: None,
+        ..
+    } = &plan.body
+    else {
         return Vec::new();
     };
     let n = plan.table_types.len();

@@ -22,6 +22,7 @@ pub mod expr;
 pub mod filter;
 pub mod func;
 pub mod fused;
+pub mod grouping;
 pub mod hash_join;
 pub mod intexpr;
 pub mod intset;

@@ -38,6 +38,7 @@ pub fn resolve(db: &Database, p: &Plan, opts: &QueryOptions) -> Result<Plan> {
             aggs,
             having,
             post,
+            ..
         } => {
             for e in keys
                 .iter_mut()

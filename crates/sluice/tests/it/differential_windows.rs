@@ -20,9 +20,9 @@ use sluice::store::Database;
 use crate::common::TempDir;
 use crate::differential::{Rng, assert_same, rows_of, sqlite_rows};
 
-type Row = (i64, Option<i64>, Option<i64>, Option<&'static str>);
+pub(crate) type Row = (i64, Option<i64>, Option<i64>, Option<&'static str>);
 
-fn random_rows(rng: &mut Rng, n: usize) -> Vec<Row> {
+pub(crate) fn random_rows(rng: &mut Rng, n: usize) -> Vec<Row> {
     let texts = ["a", "b", "c", "ab", "ba", ""];
     (0..n)
         .map(|id| {

@@ -8,6 +8,7 @@ mod dialect_guesses;
 mod dictionaries;
 mod differential;
 mod differential_joins;
+mod differential_grouping;
 mod differential_windows;
 mod json;
 mod keyed;

@@ -33,6 +33,9 @@ impl Binder<'_> {
                 e,
             ));
         }
+        if name == "grouping" {
+            return Err(super::grouping_misplaced(e));
+        }
         if is_aggregate_name(&name) {
             let Scope::Row { clause } = scope else {
                 unreachable!("handled by bind")

@@ -208,6 +208,43 @@ pub(crate) enum Scope<'s> {
     Grouped(&'s mut dyn Grouping),
 }
 
+/// `NUMERIC` or `DECIMAL` written without precision and scale.
+fn unconstrained_numeric(t: &ast::DataType) -> bool {
+    matches!(
+        t,
+        ast::DataType::Decimal(ast::ExactNumberInfo::None)
+            | ast::DataType::Numeric(ast::ExactNumberInfo::None)
+    )
+}
+
+/// The digits after the point of a number written as text, its exponent
+/// counted (`1.5e-3`: 4), at most 38; 0 for anything else (the cast
+/// then judges the text).
+fn text_scale(t: &str) -> i8 {
+    let t = t.trim();
+    let (mantissa, exp) = match t.find(['e', 'E']) {
+        Some(i) => match t[i + 1..].parse::<i64>() {
+            Ok(x) => (&t[..i], x),
+            Err(_) => return 0,
+        },
+        None => (t, 0),
+    };
+    let frac = match mantissa.split_once('.') {
+        Some((_, f)) if f.bytes().all(|b| b.is_ascii_digit()) => f.len() as i64,
+        Some(_) => return 0,
+        None => 0,
+    };
+    (frac - exp).clamp(0, 38) as i8
+}
+
+/// `grouping(…)` where there is no grouping.
+pub(super) fn grouping_misplaced(node: &ast::Expr) -> Error {
+    plan_err(
+        "grouping() is allowed only in the select list, HAVING and ORDER BY of a query with GROUP BY".into(),
+        node,
+    )
+}
+
 /// The planner's side of binding after GROUP BY: the binder hands it
 /// aggregate calls and whole expressions, and asks it the types of its
 /// output columns.
@@ -219,6 +256,11 @@ pub(crate) trait Grouping {
     /// `row`, is after grouping: a key column, an error (a column that is
     /// not grouped), or `None` to bind its parts one by one.
     fn grouped(&self, node: &ast::Expr, row: &Expr) -> Result<Option<Expr>>;
+    /// What `grouping(…)` (the call `f`, the node `node`) is: a function
+    /// of the grouping set each output row comes from.
+    fn grouping(&mut self, _binder: &Binder, _f: &ast::Function, node: &ast::Expr) -> Result<Expr> {
+        Err(grouping_misplaced(node))
+    }
     /// The types of the output columns, given the table's column types.
     fn types(&self, table: &[A]) -> Vec<A>;
 }
@@ -558,6 +600,11 @@ impl<'c> Binder<'c> {
             {
                 return g.aggregate(self, f, e);
             }
+            if let ast::Expr::Function(f) = e
+                && function_name(f) == "grouping"
+            {
+                return g.grouping(self, f, e);
+            }
             // A whole expression that is a GROUP BY key becomes that key.
             if !contains_aggregate(e)
                 && !contains_window(e)
@@ -628,7 +675,10 @@ impl<'c> Binder<'c> {
                     .clone()
                     .into_string()
                     .ok_or_else(|| plan_err("bad typed literal".into(), e))?;
-                let target = self.session_type(sql_type(&ts.data_type, e)?);
+                let mut target = self.session_type(sql_type(&ts.data_type, e)?);
+                if unconstrained_numeric(&ts.data_type) {
+                    target = A::Decimal128(38, text_scale(&text));
+                }
                 let s: ArrayRef = Arc::new(StringArray::from(vec![text]));
                 Ok(lit(
                     cast(&s, &target).map_err(|er| plan_err(er.to_string(), e))?
@@ -1039,6 +1089,27 @@ impl<'c> Binder<'c> {
         let from = self.ty(&x, scope);
         check_cast(&from, &to, &site.type_text)
             .map_err(|m| Error::Plan(format!("{m}{}", site.at)))?;
+        // NUMERIC without a scale keeps every digit in PostgreSQL: the
+        // scale the value has, never rounded to an integer.
+        let to = if unconstrained_numeric(data_type) {
+            match (&from, &x) {
+                (A::Decimal128(_, s), _) => A::Decimal128(38, *s),
+                (A::Float64, _) => A::Float64,
+                (A::Utf8, Expr::Literal(a)) if a.is_valid(0) => A::Decimal128(
+                    38,
+                    text_scale(arrow_array::cast::AsArray::as_string::<i32>(a).value(0)),
+                ),
+                (A::Utf8, _) => {
+                    return Err(Error::Plan(format!(
+                        "CAST of TEXT to {} needs a scale to keep the digits after the point: write NUMERIC(38, s){}",
+                        site.type_text, site.at
+                    )));
+                }
+                _ => to,
+            }
+        } else {
+            to
+        };
         if let Expr::Literal(a) = &x {
             return Ok(lit(
                 cast_at(a, &to, Some(&site)).map_err(|er| Error::Plan(er.to_string()))?

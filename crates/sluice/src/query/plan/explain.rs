@@ -54,6 +54,7 @@ impl Plan {
                 aggs,
                 having,
                 post,
+                sets,
             } => {
                 let shown: Vec<String> = post.iter().map(|e| e.to_string()).collect();
                 line(&mut s, depth, format!("Projection: {}", shown.join(", ")));
@@ -62,7 +63,9 @@ impl Plan {
                     line(&mut s, depth, format!("Filter (HAVING): {h}"));
                     depth += 1;
                 }
-                let k: Vec<String> = keys.iter().map(|e| e.to_string()).collect();
+                // With grouping sets the last key is the set's number.
+                let written = &keys[..keys.len() - usize::from(sets.is_some())];
+                let k: Vec<String> = written.iter().map(|e| e.to_string()).collect();
                 let a: Vec<String> = aggs.iter().map(|c| c.name.clone()).collect();
                 line(
                     &mut s,
@@ -87,6 +90,18 @@ impl Plan {
                     ),
                 );
                 depth += 1;
+                if let Some(sets) = sets {
+                    line(
+                        &mut s,
+                        depth,
+                        format!(
+                            "Grouping sets ({}, each row folded once a set): {}",
+                            sets.len(),
+                            super::grouping::describe(sets, written)
+                        ),
+                    );
+                    depth += 1;
+                }
                 if let Some(n) = facts.fused_programs {
                     line(
                         &mut s,

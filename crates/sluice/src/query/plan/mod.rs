@@ -12,6 +12,7 @@
 
 mod explain;
 pub mod from;
+mod grouping;
 mod prune;
 pub mod setop;
 mod subquery;
@@ -52,6 +53,9 @@ pub enum Body {
         aggs: Arc<Vec<AggCall>>,
         having: Option<Expr>,
         post: Vec<Expr>,
+        /// Grouping sets: per set, which keys it groups by (the last key
+        /// is then the set's number, not among them). `None`: one set.
+        sets: Option<Arc<Vec<Vec<bool>>>>,
     },
 }
 
@@ -368,8 +372,8 @@ fn shape(
     text: Text,
     windows: &window::Collector,
 ) -> Result<Shaped> {
-    let group_exprs = group_by_list(select, text)?;
-    let has_agg = !group_exprs.is_empty()
+    let group = grouping::group_by_list(select, text)?;
+    let has_agg = group.present
         || select.having.is_some()
         || items.iter().any(|(e, _)| contains_aggregate(e));
     let mut names: Vec<String> = items.iter().map(|i| i.1.clone()).collect();
@@ -383,7 +387,8 @@ fn shape(
         let clauses = AggClauses {
             items,
             columns,
-            group_by: &group_exprs,
+            group_by: &group.exprs,
+            sets: group.sets.as_deref(),
             having: select.having.as_ref(),
             order_by: &order_by,
         };
@@ -525,27 +530,6 @@ fn select_items(select: &ast::Select, columns: &[(String, A)]) -> Result<Vec<(as
     Ok(items)
 }
 
-/// The GROUP BY expressions as written (positions and aliases unresolved).
-fn group_by_list(select: &ast::Select, text: Text) -> Result<Vec<ast::Expr>> {
-    Ok(match &select.group_by {
-        ast::GroupByExpr::Expressions(exprs, mods) => {
-            if !mods.is_empty() {
-                return Err(Error::Unsupported(format!(
-                    "GROUP BY modifiers (ROLLUP, CUBE, ...) are not supported{}",
-                    text.first(&["ROLLUP", "CUBE", "TOTALS", "GROUPING"])
-                )));
-            }
-            exprs.clone()
-        }
-        ast::GroupByExpr::All(_) => {
-            return Err(Error::Unsupported(format!(
-                "GROUP BY ALL is not supported{}",
-                text.first(&["GROUP"])
-            )));
-        }
-    })
-}
-
 /// The ORDER BY items.
 fn order_by_list<'q>(q: &'q ast::Query, text: Text) -> Result<Vec<&'q ast::OrderByExpr>> {
     Ok(match &q.order_by {
@@ -604,6 +588,8 @@ struct AggClauses<'q> {
     /// The table's columns, for GROUP BY names that are columns, not aliases.
     columns: &'q [(String, A)],
     group_by: &'q [ast::Expr],
+    /// Grouping sets over `group_by`'s indexes (`None`: a plain GROUP BY).
+    sets: Option<&'q [Vec<usize>]>,
     having: Option<&'q ast::Expr>,
     order_by: &'q [&'q ast::OrderByExpr],
 }
@@ -625,10 +611,21 @@ fn aggregate(
     for k in &key_asts {
         keys.push(binder.bind(k, &mut Scope::Row { clause: "GROUP BY" })?);
     }
-    let key_shown: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let mut key_shown: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let mut sets = None;
+    if let Some(written) = q.sets {
+        (keys, key_shown, sets) = grouping::distinct_keys(keys, key_shown, written);
+    }
+    let user_keys = keys.len();
+    if sets.is_some() {
+        keys.push(grouping::set_key());
+        key_shown.push(grouping::SET_KEY.into());
+    }
     let mut state = AggState {
         keys: &keys,
         key_shown: &key_shown,
+        user_keys,
+        sets: sets.as_deref(),
         calls: Vec::new(),
     };
     let mut post = Vec::new();
@@ -675,6 +672,7 @@ fn aggregate(
             aggs: Arc::new(calls),
             having,
             post,
+            sets: sets.map(Arc::new),
         },
         order,
     ))
@@ -882,6 +880,10 @@ fn sort_key(column: usize, ob: &ast::OrderByExpr) -> Result<SortKey> {
 struct AggState<'a> {
     keys: &'a [Expr],
     key_shown: &'a [String],
+    /// The keys a query wrote (`keys` has the set number after them when
+    /// there are grouping sets).
+    user_keys: usize,
+    sets: Option<&'a [Vec<bool>]>,
     calls: Vec<AggCall>,
 }
 
@@ -918,6 +920,10 @@ impl Grouping for AggState<'_> {
             ));
         }
         Ok(None)
+    }
+
+    fn grouping(&mut self, binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<Expr> {
+        grouping::grouping_call(binder, f, node, &self.key_shown[..self.user_keys], self.sets)
     }
 
     fn types(&self, table: &[A]) -> Vec<A> {
