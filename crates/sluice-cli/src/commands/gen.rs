@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
-use crate::generate::{Limit, ints, objects, tpch};
+use crate::generate::{Limit, ints, objects, tpcds, tpch};
 
 #[derive(Subcommand)]
 pub enum GenCommand {
@@ -26,6 +26,26 @@ pub enum GenCommand {
         table: Option<String>,
         /// Directory for the CSV files
         #[arg(long, short, default_value = "tpch")]
+        output: PathBuf,
+        /// Also load the tables into the database (--db)
+        #[arg(long)]
+        load: bool,
+    },
+    /// TPC-DS tables as CSV with a header (the tpcdsgen crate, a port of
+    /// dsdgen); prints the `sluice load` command for each table
+    #[command(after_help = "Examples:
+  sluice gen tpcds --sf 0.01                     # 24 CSV files in tpcds/, and their load commands
+  sluice gen tpcds --sf 1 --table store_sales --output data
+  sluice --db tpcds.db gen tpcds --sf 1 --load   # generate and load every table")]
+    Tpcds {
+        /// Scale factor (1 = store_sales of 2.9 million rows, about 1 GB in all)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Only this table (default: all 24)
+        #[arg(long)]
+        table: Option<String>,
+        /// Directory for the CSV files
+        #[arg(long, short, default_value = "tpcds")]
         output: PathBuf,
         /// Also load the tables into the database (--db)
         #[arg(long)]
@@ -96,45 +116,29 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             output,
             load,
         } => {
-            std::fs::create_dir_all(&output)
-                .with_context(|| format!("creating {}", output.display()))?;
             let tables: Vec<String> = match table {
                 Some(t) => vec![t.to_ascii_lowercase()],
                 None => tpch::TABLES.iter().map(|t| t.to_string()).collect(),
             };
-            let workers = sluice::exec::worker_count(threads);
-            for t in &tables {
-                let (path, bytes) = tpch::write_table(&output, t, sf, workers)?;
-                let schema = tpch::schema(t).unwrap_or_default();
-                eprintln!(
-                    "wrote {} ({})",
-                    path.display(),
-                    crate::util::human_bytes(bytes)
-                );
-                if load {
-                    let mut database = sluice::store::Database::open_writer(db)?;
-                    let opts = sluice::load::LoadOptions {
-                        schema: Some(schema.parse()?),
-                        header: sluice::load::Header::Yes,
-                        threads,
-                        ..Default::default()
-                    };
-                    let s = sluice::load::load(
-                        &mut database,
-                        t,
-                        &[sluice::source::Input::File(path.clone())],
-                        &opts,
-                    )
-                    .with_context(|| format!("loading {t}"))?;
-                    eprintln!("loaded {} rows into {t} in {:.2} s", s.rows, s.seconds);
-                } else {
-                    println!(
-                        "sluice load --header --schema \"{schema}\" {t} {}",
-                        path.display()
-                    );
-                }
-            }
-            Ok(())
+            generate(&tables, &output, db, threads, load, |dir, t, workers| {
+                let (path, bytes) = tpch::write_table(dir, t, sf, workers)?;
+                Ok((path, bytes, tpch::schema(t).unwrap_or_default().to_string()))
+            })
+        }
+        GenCommand::Tpcds {
+            sf,
+            table,
+            output,
+            load,
+        } => {
+            let tables: Vec<String> = match table {
+                Some(t) => vec![t.to_ascii_lowercase()],
+                None => tpcds::TABLES.iter().map(|t| t.to_string()).collect(),
+            };
+            generate(&tables, &output, db, threads, load, |dir, t, workers| {
+                let (path, bytes) = tpcds::write_table(dir, t, sf, workers)?;
+                Ok((path, bytes, tpcds::schema(t).unwrap_or_default()))
+            })
         }
         GenCommand::Ints {
             size,
@@ -173,4 +177,50 @@ pub fn run(cmd: GenCommand, db: &Path, threads: Option<usize>) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Writes each table with `write` (its file, bytes and schema) into
+/// `output`, and loads it into `db` with `load`, else prints the command
+/// that would.
+fn generate(
+    tables: &[String],
+    output: &Path,
+    db: &Path,
+    threads: Option<usize>,
+    load: bool,
+    write: impl Fn(&Path, &str, usize) -> Result<(PathBuf, u64, String)>,
+) -> Result<()> {
+    std::fs::create_dir_all(output).with_context(|| format!("creating {}", output.display()))?;
+    let workers = sluice::exec::worker_count(threads);
+    for t in tables {
+        let (path, bytes, schema) = write(output, t, workers)?;
+        eprintln!(
+            "wrote {} ({})",
+            path.display(),
+            crate::util::human_bytes(bytes)
+        );
+        if load {
+            let mut database = sluice::store::Database::open_writer(db)?;
+            let opts = sluice::load::LoadOptions {
+                schema: Some(schema.parse()?),
+                header: sluice::load::Header::Yes,
+                threads,
+                ..Default::default()
+            };
+            let s = sluice::load::load(
+                &mut database,
+                t,
+                &[sluice::source::Input::File(path.clone())],
+                &opts,
+            )
+            .with_context(|| format!("loading {t}"))?;
+            eprintln!("loaded {} rows into {t} in {:.2} s", s.rows, s.seconds);
+        } else {
+            println!(
+                "sluice load --header --schema \"{schema}\" {t} {}",
+                path.display()
+            );
+        }
+    }
+    Ok(())
 }

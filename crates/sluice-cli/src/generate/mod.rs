@@ -7,6 +7,7 @@ pub mod ints;
 pub mod objects;
 pub mod sales;
 pub mod text;
+pub mod tpcds;
 pub mod tpch;
 
 /// A small, fast, seeded generator (SplitMix64).

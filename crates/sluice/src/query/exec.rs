@@ -703,12 +703,9 @@ pub fn execute(
                     }
                     match sets {
                         None => fin.finish()?,
-                        Some(sets) => super::grouping::with_empty_sets(
-                            fin.finish()?,
-                            sets,
-                            &key_types,
-                            aggs,
-                        )?,
+                        Some(sets) => {
+                            super::grouping::with_empty_sets(fin.finish()?, sets, &key_types, aggs)?
+                        }
                     }
                 }
             };

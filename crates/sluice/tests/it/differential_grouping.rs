@@ -28,9 +28,8 @@ fn grouping_clause(rng: &mut Rng) -> (String, Vec<Vec<usize>>) {
     }
     let n = 1 + rng.below(3) as usize;
     let keys = &order[..n];
-    let names = |ks: &[usize]| -> String {
-        ks.iter().map(|&k| KEYS[k]).collect::<Vec<_>>().join(", ")
-    };
+    let names =
+        |ks: &[usize]| -> String { ks.iter().map(|&k| KEYS[k]).collect::<Vec<_>>().join(", ") };
     match rng.below(4) {
         0 => {
             let sets = (0..=n).rev().map(|m| keys[..m].to_vec()).collect();

@@ -274,7 +274,10 @@ fn unsupported_sql_names_line_and_column() {
         "LATERAL is not supported at line 2, column 11"
     );
     assert_eq!(
-        error(&dir, "SELECT a FROM t GROUP BY\n GROUPING SETS ((a), CUBE (a))"),
+        error(
+            &dir,
+            "SELECT a FROM t GROUP BY\n GROUPING SETS ((a), CUBE (a))"
+        ),
         "ROLLUP, CUBE or GROUPING SETS nested in another is not supported at line 2, column 22"
     );
     assert_eq!(

@@ -79,7 +79,10 @@ pub(super) fn group_by_list(select: &ast::Select, text: Text) -> Result<GroupBy>
             ast::Expr::Rollup(lists) => {
                 expanded = true;
                 let parts = lists.iter().map(|l| push(l)).collect::<Result<Vec<_>>>()?;
-                (0..=parts.len()).rev().map(|n| parts[..n].concat()).collect()
+                (0..=parts.len())
+                    .rev()
+                    .map(|n| parts[..n].concat())
+                    .collect()
             }
             ast::Expr::Cube(lists) => {
                 expanded = true;
@@ -138,16 +141,20 @@ pub(super) fn group_by_list(select: &ast::Select, text: Text) -> Result<GroupBy>
 /// function calls: refused, never taken for a function.
 fn refuse_nested(e: &ast::Expr) -> Result<()> {
     match e {
-        ast::Expr::Rollup(_) | ast::Expr::Cube(_) | ast::Expr::GroupingSets(_) => {
-            Err(unsupported("ROLLUP, CUBE or GROUPING SETS nested in another", e))
-        }
+        ast::Expr::Rollup(_) | ast::Expr::Cube(_) | ast::Expr::GroupingSets(_) => Err(unsupported(
+            "ROLLUP, CUBE or GROUPING SETS nested in another",
+            e,
+        )),
         ast::Expr::Function(f)
             if matches!(
                 crate::query::bind::function_name(f).as_str(),
                 "rollup" | "cube" | "grouping sets"
             ) =>
         {
-            Err(unsupported("ROLLUP, CUBE or GROUPING SETS nested in another", e))
+            Err(unsupported(
+                "ROLLUP, CUBE or GROUPING SETS nested in another",
+                e,
+            ))
         }
         _ => Ok(()),
     }
@@ -211,7 +218,10 @@ pub(super) fn grouping_call(
     sets: Option<&[Vec<bool>]>,
 ) -> Result<Expr> {
     let ast::FunctionArguments::List(list) = &f.args else {
-        return Err(plan_err("grouping() takes the grouping keys it tests".into(), node));
+        return Err(plan_err(
+            "grouping() takes the grouping keys it tests".into(),
+            node,
+        ));
     };
     if list.args.is_empty() || f.filter.is_some() || f.over.is_some() {
         return Err(plan_err(

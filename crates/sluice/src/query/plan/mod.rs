@@ -923,7 +923,13 @@ impl Grouping for AggState<'_> {
     }
 
     fn grouping(&mut self, binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<Expr> {
-        grouping::grouping_call(binder, f, node, &self.key_shown[..self.user_keys], self.sets)
+        grouping::grouping_call(
+            binder,
+            f,
+            node,
+            &self.key_shown[..self.user_keys],
+            self.sets,
+        )
     }
 
     fn types(&self, table: &[A]) -> Vec<A> {
