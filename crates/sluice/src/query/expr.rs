@@ -254,6 +254,75 @@ fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
     Ok(arrow_select::take::take(one.as_ref(), &idx, None)?)
 }
 
+/// Text as a DECIMAL(`precision`, `scale`) of up to 38 digits: sign,
+/// digits, a point, an exponent (`1.5e-3`); exact at the scale (digits
+/// beyond it must be zeros: never rounded) or an error saying why.
+pub(crate) fn wide_decimal(
+    text: &str,
+    precision: u8,
+    scale: i8,
+) -> std::result::Result<i128, String> {
+    let t = text.trim();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mantissa, exp) = match body.find(['e', 'E']) {
+        Some(i) => match body[i + 1..].parse::<i32>() {
+            Ok(x) if x.abs() <= 1000 => (&body[..i], x),
+            _ => return Err("not a decimal number".into()),
+        },
+        None => (body, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if (int_part.is_empty() && frac_part.is_empty())
+        || !int_part
+            .bytes()
+            .chain(frac_part.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return Err("not a decimal number".into());
+    }
+    // The digits and where the point goes among them.
+    let digits: Vec<u8> = int_part
+        .bytes()
+        .chain(frac_part.bytes())
+        .map(|b| b - b'0')
+        .collect();
+    let point = int_part.len() as i64 + i64::from(exp);
+    let scale = i64::from(scale.max(0));
+    // Digits past the scale must be zeros.
+    let kept = (point + scale).clamp(0, digits.len() as i64) as usize;
+    if digits[kept..].iter().any(|&d| d != 0) {
+        let places = digits.len() as i64 - point;
+        return Err(format!(
+            "has {places} decimal places, more than the scale {scale} (values are never rounded)"
+        ));
+    }
+    let int_digits = digits[..point.clamp(0, digits.len() as i64) as usize]
+        .iter()
+        .skip_while(|&&d| d == 0)
+        .count() as i64
+        + (point - digits.len() as i64).max(0) * i64::from(digits.iter().any(|&d| d != 0));
+    let max_int = i64::from(precision) - scale;
+    if int_digits > max_int.max(0) {
+        return Err(format!(
+            "out of range for DECIMAL({precision},{scale}) (at most {} digits before the point)",
+            max_int.max(0)
+        ));
+    }
+    let mut v: i128 = 0;
+    for &d in &digits[..kept] {
+        v = v * 10 + i128::from(d);
+    }
+    // Zeros the exponent or the scale adds after the digits.
+    for _ in 0..(point + scale - kept as i64).max(0) {
+        v *= 10;
+    }
+    Ok(if neg { -v } else { v })
+}
+
 pub(crate) fn exec_err(e: arrow_schema::ArrowError) -> Error {
     match e {
         arrow_schema::ArrowError::DivideByZero => Error::DivisionByZero,
@@ -1859,12 +1928,8 @@ fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             let d: arrow_array::Decimal128Array = s
                 .iter()
                 .map(|v| {
-                    v.map(|v| {
-                        value::parse_decimal(v.as_bytes(), 18.min(*p), *sc as u8)
-                            .map(|x| x as i128)
-                            .map_err(|m| bad(v, m))
-                    })
-                    .transpose()
+                    v.map(|v| wide_decimal(v, *p, *sc).map_err(|m| bad(v, m)))
+                        .transpose()
                 })
                 .collect::<Result<_>>()?;
             Arc::new(d.with_precision_and_scale(*p, *sc).map_err(exec_err)?)
