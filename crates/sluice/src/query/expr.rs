@@ -1049,8 +1049,8 @@ fn division_by_zero() -> Error {
 
 /// `l / r` over `rows` rows. Division by zero is an error for every type
 /// (as in PostgreSQL), doubles included; a row with a NULL side is NULL
-/// and never an error. Decimals divide at the scale of the dividend plus
-/// 4 (at most 38), rounded half away from zero.
+/// and never an error. Decimals divide at [`arith_type`]'s scale (16
+/// places, or the dividend's + 4 when more), rounded half away from zero.
 fn divide(l: &Value, r: &Value, rows: usize) -> Result<ArrayRef> {
     let (lt, rt) = (value_type(l), value_type(r));
     match (&lt, &rt) {
@@ -1541,6 +1541,13 @@ fn map_value(v: Value, f: impl Fn(ArrayRef) -> Result<ArrayRef>) -> Result<Value
 /// The result type of `l op r` for arithmetic, by asking the kernel itself
 /// on empty arrays; `None` when the kernel refuses the types.
 pub fn arith_type(op: BinOp, l: &A, r: &A) -> Option<A> {
+    // A decimal quotient keeps 16 decimal places, or the dividend's
+    // scale + 4 or the divisor's when more (at most 38): PostgreSQL
+    // gives a quotient at least 16 significant digits.
+    if let (BinOp::Div, A::Decimal128(_, s1), A::Decimal128(_, s2)) = (op, l, r) {
+        let s = (i16::from(*s1) + 4).max(i16::from(*s2)).clamp(16, 38);
+        return Some(A::Decimal128(38, s as i8));
+    }
     let le = arrow_array::new_empty_array(l);
     let re = arrow_array::new_empty_array(r);
     let out = match op {

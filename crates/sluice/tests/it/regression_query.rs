@@ -186,22 +186,39 @@ fn decimal_division_rounds_half_away_from_zero() {
         "d DECIMAL(10,2), i BIGINT",
         "d,i\n7101.11,7\n-7101.11,7\n2.00,3\n",
     );
-    // The cases: scale of the dividend + 4, the last digit rounded.
-    assert_eq!(one(&dir, "SELECT CAST(2 AS DECIMAL(10,2)) / 3"), "0.666667");
-    assert_eq!(one(&dir, "SELECT 7101.11 / 7"), "1014.444286");
-    assert_eq!(one(&dir, "SELECT -7101.11 / 7"), "-1014.444286");
-    assert_eq!(one(&dir, "SELECT 7101.11 / -7"), "-1014.444286");
+    // 16 decimal places (as PostgreSQL's at least 16 significant
+    // digits for a quotient near 1), the last digit rounded.
+    assert_eq!(
+        one(&dir, "SELECT CAST(2 AS DECIMAL(10,2)) / 3"),
+        "0.6666666666666667"
+    );
+    assert_eq!(one(&dir, "SELECT 7101.11 / 7"), "1014.4442857142857143");
+    assert_eq!(one(&dir, "SELECT -7101.11 / 7"), "-1014.4442857142857143");
+    assert_eq!(one(&dir, "SELECT 7101.11 / -7"), "-1014.4442857142857143");
     // Exactly half at the cut: away from zero.
-    assert_eq!(one(&dir, "SELECT CAST(1 AS DECIMAL(5,0)) / 32"), "0.0313");
-    assert_eq!(one(&dir, "SELECT CAST(-1 AS DECIMAL(5,0)) / 32"), "-0.0313");
-    assert_eq!(one(&dir, "SELECT CAST(1 AS DECIMAL(5,0)) / -32"), "-0.0313");
+    for (sql, want) in [
+        (
+            "SELECT CAST(1 AS DECIMAL(5,0)) / 20000000000000000",
+            "0.0000000000000001",
+        ),
+        (
+            "SELECT CAST(-1 AS DECIMAL(5,0)) / 20000000000000000",
+            "-0.0000000000000001",
+        ),
+        (
+            "SELECT CAST(1 AS DECIMAL(5,0)) / -20000000000000000",
+            "-0.0000000000000001",
+        ),
+    ] {
+        assert_eq!(one(&dir, sql), want, "{sql}");
+    }
     // Over columns, not only folded literals.
     assert_eq!(
         rows(&dir, "SELECT d / i, d / 3 FROM t ORDER BY d"),
         grid(&[
-            &["-1014.444286", "-2367.036667"],
-            &["0.666667", "0.666667"],
-            &["1014.444286", "2367.036667"]
+            &["-1014.4442857142857143", "-2367.0366666666666667"],
+            &["0.6666666666666667", "0.6666666666666667"],
+            &["1014.4442857142857143", "2367.0366666666666667"]
         ])
     );
     // A smaller scale in CAST rounds the same way.
