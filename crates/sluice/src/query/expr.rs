@@ -191,6 +191,9 @@ pub struct WindowRef {
 #[derive(Debug)]
 pub struct ScalarSubquery {
     pub plan: crate::query::plan::Plan,
+    /// The subquery of `x [NOT] IN (SELECT …)` (the one item of an
+    /// `Expr::InList`): all its rows are the list, not one value.
+    pub list: bool,
     /// Its value's type (its one column's).
     pub data_type: A,
     /// The subquery as written, for EXPLAIN.

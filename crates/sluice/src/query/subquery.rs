@@ -79,6 +79,32 @@ pub fn resolve(db: &Database, p: &Plan, opts: &QueryOptions) -> Result<Plan> {
 }
 
 fn substitute(db: &Database, e: &mut Expr, opts: &QueryOptions, memo: &mut Memo) -> Result<()> {
+    // `x IN (SELECT …)`: the subquery's rows become the list.
+    if let Expr::InList {
+        expr,
+        list,
+        negated,
+        ..
+    } = e
+        && let [Expr::Subquery(s)] = list.as_slice()
+        && s.list
+    {
+        let values = list_values(db, s, opts)?;
+        let mut x = std::mem::replace(expr.as_mut(), Expr::Literal(values.clone()));
+        substitute(db, &mut x, opts, memo)?;
+        *e = if values.is_empty() {
+            // Nothing to be in: false (true for NOT IN), NULL `x` too.
+            Expr::Literal(Arc::new(arrow_array::BooleanArray::from(vec![*negated])))
+        } else {
+            Expr::InValues {
+                expr: Box::new(x),
+                values,
+                negated: *negated,
+                set: Default::default(),
+            }
+        };
+        return Ok(());
+    }
     if let Expr::Subquery(s) = e {
         let key = Arc::as_ptr(s);
         let v = match memo.iter().find(|m| m.0 == key) {
@@ -99,6 +125,26 @@ fn substitute(db: &Database, e: &mut Expr, opts: &QueryOptions, memo: &mut Memo)
         }
     });
     r
+}
+
+/// Every value an `IN` subquery gives, as one array of the list's type.
+fn list_values(db: &Database, s: &ScalarSubquery, opts: &QueryOptions) -> Result<ArrayRef> {
+    let r = super::run_plan(db, &s.plan, opts)?;
+    let cols: Vec<ArrayRef> = r.batches.iter().map(|b| b.column(0).clone()).collect();
+    let all = match cols.as_slice() {
+        [] => return Ok(arrow_array::new_empty_array(&s.data_type)),
+        [one] => one.clone(),
+        many => {
+            let refs: Vec<&dyn arrow_array::Array> = many.iter().map(|a| a.as_ref()).collect();
+            arrow_select::concat::concat(&refs).map_err(super::expr::exec_err)?
+        }
+    };
+    let all = crate::batch::dict::decode(&all)?;
+    if all.data_type() == &s.data_type {
+        Ok(all)
+    } else {
+        super::expr::cast(&all, &s.data_type)
+    }
 }
 
 /// The one value a scalar subquery gives: NULL for no row.

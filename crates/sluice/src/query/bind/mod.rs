@@ -992,7 +992,12 @@ impl<'c> Binder<'c> {
                 })
             }
             ast::Expr::Subquery(q) => self.scalar_subquery(q, e),
-            ast::Expr::InSubquery { .. } | ast::Expr::Exists { .. } => Err(unsupported(
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => self.in_subquery(expr, subquery, *negated, e, scope),
+            ast::Expr::Exists { .. } => Err(unsupported(
                 "EXISTS / IN (SELECT …) other than as an AND-ed condition of WHERE",
                 e,
             )),
@@ -1541,10 +1546,69 @@ impl<'c> Binder<'c> {
         Ok(Expr::Subquery(Arc::new(
             crate::query::expr::ScalarSubquery {
                 plan,
+                list: false,
                 data_type,
                 text: q.to_string(),
             },
         )))
+    }
+
+    /// `x [NOT] IN (SELECT …)` of an uncorrelated subquery where it is
+    /// not an AND-ed condition of WHERE (under OR, in the select list):
+    /// the subquery runs once before the query, and its rows become the
+    /// list of an `IN` of values, with SQL's NULL rules.
+    fn in_subquery(
+        &self,
+        expr: &ast::Expr,
+        q: &ast::Query,
+        negated: bool,
+        e: &ast::Expr,
+        scope: &mut Scope,
+    ) -> Result<Expr> {
+        let refused = || {
+            unsupported(
+                "a correlated EXISTS / IN (SELECT …) other than as an AND-ed condition of WHERE",
+                e,
+            )
+        };
+        let Some(sub) = self.sub else {
+            return Err(refused());
+        };
+        let x = self.bind(expr, scope)?;
+        let plan = sub.plan_subquery(q).map_err(|er| match er.innermost() {
+            Error::UndefinedColumn(_) | Error::UndefinedTable(_) => refused(),
+            _ => er,
+        })?;
+        if plan.visible != 1 {
+            return Err(plan_err("subquery has too many columns".into(), e));
+        }
+        let data_type = crate::query::exec::result_schema(&plan)
+            .field(0)
+            .data_type()
+            .clone();
+        // Both sides brought to one type as `x = value` would be.
+        let probe = lit(new_null_array(&data_type, 1));
+        let (x, to) = match self.binary(BinOp::Eq, x, probe, scope, e)? {
+            Expr::Binary { left, right, .. } => {
+                let to = self.ty(&right, scope);
+                (*left, to)
+            }
+            _ => return Err(Error::Internal("IN (SELECT …) coercion".into())),
+        };
+        self.subqueries.set(self.subqueries.get() + 1);
+        Ok(Expr::InList {
+            expr: Box::new(x),
+            list: vec![Expr::Subquery(Arc::new(
+                crate::query::expr::ScalarSubquery {
+                    plan,
+                    list: true,
+                    data_type: to,
+                    text: q.to_string(),
+                },
+            ))],
+            negated,
+            set: Default::default(),
+        })
     }
 
     /// `l = r` over two columns (a `USING` / `NATURAL` join's equality).
