@@ -209,14 +209,15 @@ fn deep_and_wide_sql_never_overflows_the_stack() {
         ")".repeat(45)
     ));
     // Just under the depth planned on the calling thread.
+    let inline = sluice::query::plan::INLINE_DEPTH;
     cases.push(format!(
         "SELECT {} FROM t WHERE {}",
-        vec!["i"; 60].join(" * "),
-        vec!["i > 0"; 30].join(" AND ")
+        vec!["i"; inline - 4].join(" * "),
+        vec!["i > 0"; inline / 2 - 2].join(" AND ")
     ));
     cases.push(format!(
         "SELECT CASE WHEN {} THEN 1 END FROM t",
-        vec!["s"; 62].join(" || ")
+        vec!["s"; inline - 2].join(" || ")
     ));
     let handle = std::thread::Builder::new()
         .stack_size(2 << 20)
