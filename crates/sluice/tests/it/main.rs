@@ -9,6 +9,7 @@ mod dictionaries;
 mod differential;
 mod differential_grouping;
 mod differential_joins;
+mod differential_pushdown;
 mod differential_windows;
 mod json;
 mod keyed;

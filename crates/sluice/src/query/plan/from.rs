@@ -798,13 +798,22 @@ pub(super) fn plan_joined(
                     filter: None,
                 });
             }
-            Source::Query(plan) => leaves.push(Leaf {
-                name: it.name,
-                table: None,
-                plan: *plan,
-                columns: (off..off + n).collect(),
-                filter: cond.map(local),
-            }),
+            Source::Query(plan) => {
+                // The conditions on its rows alone go into it as far as
+                // they may (through its select list, GROUP BY keys and
+                // UNION branches, into its scans).
+                let mut plan = *plan;
+                let filter = cond.map(local).and_then(|c| {
+                    crate::query::optimize::push_filter::push_conjuncts(&mut plan, c)
+                });
+                leaves.push(Leaf {
+                    name: it.name,
+                    table: None,
+                    plan,
+                    columns: (off..off + n).collect(),
+                    filter,
+                })
+            }
         }
     }
     let types: Vec<A> = columns.iter().map(|c| c.1.clone()).collect();

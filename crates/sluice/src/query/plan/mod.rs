@@ -19,6 +19,12 @@ mod subquery;
 pub mod window;
 pub(crate) use prune::literal_key;
 
+/// Zone-map tests of a filter over columns of these stored types (the
+/// column of each: its index among `types`).
+pub(crate) fn prune_for(filter: &Expr, types: &[A]) -> Vec<Prune> {
+    prune::prune_of(filter, types)
+}
+
 use std::sync::Arc;
 
 use arrow_schema::DataType as A;
