@@ -679,6 +679,10 @@ pub(super) fn plan_joined(
             let b = binder.boolean(b, c, "WHERE")?;
             split_and(b, &mut on);
         }
+        if step.kind == JoinKind::Left {
+            // A correlated count's groups: NULL where an outer row has none.
+            nullable |= 1 << leaf;
+        }
         outer.push((step.kind, leaf, on));
     }
     let mut filter: Option<Expr> = None;

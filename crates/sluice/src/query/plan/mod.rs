@@ -512,12 +512,18 @@ fn select_items(select: &ast::Select, columns: &[(String, A)]) -> Result<Vec<(as
     for item in &select.projection {
         match item {
             ast::SelectItem::UnnamedExpr(e) => {
-                let name = match e {
+                // `(x)` is named `x`, as PostgreSQL names it (SELECT
+                // DISTINCT (x) … ORDER BY x: TPC-DS q41).
+                let mut bare = e;
+                while let ast::Expr::Nested(inner) = bare {
+                    bare = inner;
+                }
+                let name = match bare {
                     ast::Expr::Identifier(i) => i.value.clone(),
                     ast::Expr::CompoundIdentifier(parts) => {
                         parts.last().map(|i| i.value.clone()).unwrap_or_default()
                     }
-                    other => other.to_string(),
+                    _ => e.to_string(),
                 };
                 items.push((e.clone(), name));
             }

@@ -14,7 +14,8 @@
 //!   subquery: the subquery grouped by the inner sides of its equalities
 //!   with the outer query, joined on them; a row without a group would
 //!   compare with NULL, which no comparison keeps, so an inner join is
-//!   exact (a `count` there would be 0, not NULL: refused).
+//!   exact; a bare `count(…)` is 0 there, not NULL: a LEFT join, the
+//!   missing count read as 0 (a count inside an expression: refused).
 //!
 //! An uncorrelated scalar subquery anywhere is bound as
 //! [`crate::query::expr::Expr::Subquery`] and run once before its query.
@@ -210,6 +211,72 @@ pub(super) fn conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     }
 }
 
+/// An OR's conjuncts that every branch holds (compared as written),
+/// taken out: `(c AND x) OR (c AND y)` → `c`, `x OR y` (`c` alone when a
+/// branch is `c` alone). Anything else: itself.
+fn factor_or_common(e: &ast::Expr) -> Vec<ast::Expr> {
+    fn branches(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
+        match e {
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Or,
+                right,
+            } => {
+                branches(left, out);
+                branches(right, out);
+            }
+            ast::Expr::Nested(inner) => branches(inner, out),
+            other => out.push(other.clone()),
+        }
+    }
+    let mut ors = Vec::new();
+    branches(e, &mut ors);
+    if ors.len() < 2 {
+        return vec![e.clone()];
+    }
+    let parts: Vec<Vec<ast::Expr>> = ors
+        .iter()
+        .map(|b| {
+            let mut v = Vec::new();
+            conjuncts(b, &mut v);
+            v
+        })
+        .collect();
+    let text = |x: &ast::Expr| x.to_string();
+    let common: Vec<ast::Expr> = parts[0]
+        .iter()
+        .filter(|c| {
+            parts[1..]
+                .iter()
+                .all(|p| p.iter().any(|x| text(x) == text(c)))
+        })
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        return vec![e.clone()];
+    }
+    let is_common = |x: &ast::Expr| common.iter().any(|c| text(c) == text(x));
+    let rests: Vec<Option<ast::Expr>> = parts
+        .into_iter()
+        .map(|p| and_all(p.into_iter().filter(|x| !is_common(x)).collect()))
+        .collect();
+    let mut out = common.clone();
+    // A branch that is the common part alone makes the OR true.
+    if rests.iter().all(Option::is_some) {
+        let or = rests
+            .into_iter()
+            .flatten()
+            .map(|r| ast::Expr::Nested(Box::new(r)))
+            .reduce(|a, b| ast::Expr::BinaryOp {
+                left: Box::new(a),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(b),
+            });
+        out.extend(or);
+    }
+    out
+}
+
 fn and_all(list: Vec<ast::Expr>) -> Option<ast::Expr> {
     list.into_iter().reduce(|a, b| ast::Expr::BinaryOp {
         left: Box::new(a),
@@ -348,6 +415,9 @@ impl Ctx<'_> {
         if let Some(w) = &s.selection {
             conjuncts(w, &mut all);
         }
+        // `(a = o.a AND x) OR (a = o.a AND y)`: `a = o.a AND (x OR y)`,
+        // so the correlation is an equality of its own (TPC-DS q41).
+        let all: Vec<ast::Expr> = all.iter().flat_map(factor_or_common).collect();
         all.into_iter().partition(|c| reads(c, scope, self.outer).1)
     }
 
@@ -629,16 +699,19 @@ impl Ctx<'_> {
             _ => ControlFlow::Continue(()),
         })
         .is_break();
-        if counts {
+        // `count(…)` alone is 0 over no rows: a LEFT join, the missing
+        // count read as 0. Other values with a count in them are refused.
+        let bare_count = counts && is_bare_count(value);
+        if counts && !bare_count {
             return Err(unsupported(
-                "a correlated scalar subquery over count() (its empty groups are 0, not NULL)",
+                "a correlated scalar subquery with count() inside an expression (its empty groups are 0, not NULL; count() alone is supported)",
                 c,
             ));
         }
         // A key without inner rows must make the value NULL (the join
         // then drops the row, as the comparison with NULL would):
         // aggregates combined by arithmetic and casts only.
-        if null_on_empty(value) != Some(true) {
+        if !bare_count && null_on_empty(value) != Some(true) {
             return Err(unsupported(
                 "a correlated scalar subquery whose value over no rows is not NULL (COALESCE, CASE, functions around its aggregates)",
                 c,
@@ -698,15 +771,46 @@ impl Ctx<'_> {
             body: Box::new(ast::SetExpr::Select(Box::new(inner))),
             ..q.clone()
         };
-        self.add(&leaf, c)?;
-        for (k, (_, o)) in keys.iter().enumerate() {
-            self.out.conds.push(ast::Expr::BinaryOp {
+        let (item, _) = self.add(&leaf, c)?;
+        let equalities: Vec<ast::Expr> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, (_, o))| ast::Expr::BinaryOp {
                 left: Box::new(o.clone()),
                 op: ast::BinaryOperator::Eq,
                 right: Box::new(qualified(&name, &format!("c{k}"))),
+            })
+            .collect();
+        let mut v = qualified(&name, &format!("c{}", keys.len()));
+        if bare_count {
+            // Every outer row stays; one without inner rows counts 0.
+            self.out.semi.push(SemiStep {
+                kind: JoinKind::Left,
+                item,
+                on: equalities,
             });
+            v = ast::Expr::Function(ast::Function {
+                name: ast::ObjectName::from(vec![ast::Ident::new("coalesce")]),
+                uses_odbc_syntax: false,
+                parameters: ast::FunctionArguments::None,
+                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v)),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::value(
+                            ast::Value::Number("0".into(), false),
+                        ))),
+                    ],
+                    clauses: Vec::new(),
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: Vec::new(),
+            });
+        } else {
+            self.out.conds.extend(equalities);
         }
-        let v = qualified(&name, &format!("c{}", keys.len()));
         let (l, r) = if on_left {
             (v, (**right).clone())
         } else {
@@ -770,4 +874,17 @@ pub(super) fn unnest(
         )));
     }
     Ok(cx.out)
+}
+
+/// `count(…)` alone (possibly in parentheses), not inside an expression.
+fn is_bare_count(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Nested(n) => is_bare_count(n),
+        ast::Expr::Function(f) => {
+            f.name.to_string().eq_ignore_ascii_case("count")
+                && f.over.is_none()
+                && f.filter.is_none()
+        }
+        _ => false,
+    }
 }
