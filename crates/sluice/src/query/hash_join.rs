@@ -376,6 +376,19 @@ impl HashTable {
         residual: Option<&Expr>,
         anti: bool,
     ) -> Result<RecordBatch> {
+        let hit = self.hits(probe_batch, keys, residual)?;
+        let mask = BooleanArray::from(hit.iter().map(|h| *h != anti).collect::<Vec<bool>>());
+        arrow_select::filter::filter_record_batch(probe_batch, &mask).map_err(exec_err)
+    }
+
+    /// Per probe row: whether some build row matches its keys (and
+    /// `residual` over the pair). A NULL key matches nothing.
+    pub fn hits(
+        &self,
+        probe_batch: &RecordBatch,
+        keys: &[ArrayRef],
+        residual: Option<&Expr>,
+    ) -> Result<Vec<bool>> {
         let n = probe_batch.num_rows();
         let mut hit = vec![false; n];
         match (residual, &self.index) {
@@ -406,8 +419,7 @@ impl HashTable {
                 }
             }
         }
-        let mask = BooleanArray::from(hit.iter().map(|h| *h != anti).collect::<Vec<bool>>());
-        arrow_select::filter::filter_record_batch(probe_batch, &mask).map_err(exec_err)
+        Ok(hit)
     }
 
     /// The build rows not in `matched`, with NULL probe columns of

@@ -535,7 +535,7 @@ pub fn run(
         // (A semi or anti join's condition waits, as WHERE's, for the
         // items it reads to be settled.)
         let step = g.outer.iter().enumerate().find(|(i, st)| {
-            let have = if is_semi(st.kind) {
+            let have = if is_semi(st.kind) || st.kind == JoinKind::Mark {
                 s.items & settled
             } else {
                 s.items
@@ -708,7 +708,22 @@ fn run_step(
     let right = leaves[st.leaf]
         .take()
         .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
-    if is_semi(st.kind) {
+    if st.kind == JoinKind::Mark {
+        let col = st
+            .mark
+            .ok_or_else(|| Error::Internal("mark join without its column".into()))?;
+        mark(
+            s,
+            &right,
+            &table,
+            &probe_keys,
+            rest.as_ref(),
+            col,
+            st.leaf,
+            workers,
+            opts,
+        )
+    } else if is_semi(st.kind) {
         semi(
             s,
             &right,
@@ -944,6 +959,48 @@ fn semi(
         arrow_select::filter::filter_record_batch(&out, &mask).map_err(exec_err)
     })?;
     Ok(Rel::of(parts, schema, s.cols, s.items))
+}
+
+/// Every row of `s` with one more column, global column `col`: whether
+/// the row has a match in `right` (the rows in `table`) — EXISTS under
+/// OR or NOT. The rows then count as joined with `leaf`.
+#[allow(clippy::too_many_arguments)]
+fn mark(
+    s: Rel,
+    right: &Rel,
+    table: &HashTable,
+    keys: &[Expr],
+    residual: Option<&Expr>,
+    col: usize,
+    leaf: usize,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
+    let per_task = if keys.is_empty() && residual.is_some() {
+        (CROSS_PAIRS / table.rows().max(1)).max(1)
+    } else {
+        PROBE_ROWS
+    };
+    let schema = s.batches.first().map(|b| {
+        let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| (**f).clone()).collect();
+        fields.push(Field::new(format!("c{}", fields.len()), A::Boolean, false));
+        Arc::new(arrow_schema::Schema::new(fields))
+    });
+    let out_schema = schema.clone();
+    let parts = parallel(slices(&s.batches, per_task), workers, opts, |b| {
+        let k = eval_keys(keys, &b, Some(table.key_types()))?;
+        let hit = table.hits(&b, &k, residual.as_ref())?;
+        let mut cols = b.columns().to_vec();
+        cols.push(Arc::new(arrow_array::BooleanArray::from(hit)));
+        let schema = out_schema
+            .clone()
+            .ok_or_else(|| Error::Internal("mark join: no schema".into()))?;
+        RecordBatch::try_new(schema, cols).map_err(exec_err)
+    })?;
+    let mut cols = s.cols;
+    cols.push(col);
+    Ok(Rel::of(parts, schema, cols, s.items | (1u64 << leaf)))
 }
 
 /// Joins `s` (probe) with `right` (the rows in `table`).

@@ -7,6 +7,7 @@ mod convert;
 mod dialect_guesses;
 mod dictionaries;
 mod differential;
+mod differential_exists;
 mod differential_grouping;
 mod differential_joins;
 mod differential_pushdown;

@@ -998,7 +998,7 @@ impl<'c> Binder<'c> {
                 negated,
             } => self.in_subquery(expr, subquery, *negated, e, scope),
             ast::Expr::Exists { .. } => Err(unsupported(
-                "EXISTS / IN (SELECT …) other than as an AND-ed condition of WHERE",
+                "EXISTS (SELECT …) other than as a condition of WHERE (under its AND, OR and NOT)",
                 e,
             )),
             ast::Expr::Interval(_) => Err(unsupported("an INTERVAL outside DATE ± INTERVAL", e)),
@@ -1567,7 +1567,7 @@ impl<'c> Binder<'c> {
     ) -> Result<Expr> {
         let refused = || {
             unsupported(
-                "a correlated EXISTS / IN (SELECT …) other than as an AND-ed condition of WHERE",
+                "a correlated IN (SELECT …) other than as an AND-ed condition of WHERE",
                 e,
             )
         };

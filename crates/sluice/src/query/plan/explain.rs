@@ -288,6 +288,7 @@ fn describe_group(g: &super::from::JoinGroup, s: &mut String, depth: usize) {
             JoinKind::Semi => "Semi join (EXISTS / IN)",
             JoinKind::Anti => "Anti join (NOT EXISTS)",
             JoinKind::AntiNull => "Anti join, NULL-aware (NOT IN)",
+            JoinKind::Mark => "Mark join (EXISTS under OR / NOT: a true/false column per row)",
         };
         let on: Vec<String> = st.on.iter().map(|c| c.expr.to_string()).collect();
         let _ = writeln!(

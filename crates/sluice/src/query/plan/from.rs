@@ -119,6 +119,9 @@ pub enum JoinKind {
     /// other side has a NULL key, and a probe row with a NULL key only
     /// when the other side is empty.
     AntiNull,
+    /// EXISTS under OR or NOT: every probe row kept, with a BOOLEAN
+    /// column ([`OuterStep::mark`]) saying whether it has a match.
+    Mark,
 }
 
 /// An outer join: `leaf` is joined with its ON conditions to the items
@@ -128,6 +131,9 @@ pub struct OuterStep {
     pub kind: JoinKind,
     pub leaf: usize,
     pub on: Vec<Conjunct>,
+    /// A mark join's column: the global column its BOOLEAN goes into
+    /// (the leaf's last, which its plan does not make).
+    pub mark: Option<usize>,
 }
 
 /// The FROM clause of a joined query, ready to run.
@@ -190,6 +196,9 @@ pub(super) struct Item {
     source: Source,
     /// A stored table's FROM item as written (`part`, `nation n1`).
     pub factor: Option<ast::TableFactor>,
+    /// The subquery of a mark join: its last column is the mark, made by
+    /// the join, not by its plan.
+    pub mark: bool,
 }
 
 enum Source {
@@ -286,6 +295,7 @@ fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text)
                     .collect(),
                 source: Source::Table(tname, schema),
                 factor: Some(f.clone()),
+                mark: false,
             };
             rename(&mut item, alias.as_ref(), f)?;
             Ok(item)
@@ -348,6 +358,7 @@ pub(super) fn query_item(
         columns,
         source: Source::Query(Box::new(plan)),
         factor: None,
+        mark: false,
     })
 }
 
@@ -679,7 +690,7 @@ pub(super) fn plan_joined(
             let b = binder.boolean(b, c, "WHERE")?;
             split_and(b, &mut on);
         }
-        if step.kind == JoinKind::Left {
+        if matches!(step.kind, JoinKind::Left | JoinKind::Mark) {
             // A correlated count's groups: NULL where an outer row has none.
             nullable |= 1 << leaf;
         }
@@ -751,8 +762,10 @@ pub(super) fn plan_joined(
             let reads = items_of(&c, &owner);
             // A LEFT (or semi, anti) join's condition on its right side
             // alone filters that side before the join.
-            if matches!(kind, JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
-                && reads == 1u64 << leaf
+            if matches!(
+                kind,
+                JoinKind::Left | JoinKind::Semi | JoinKind::Anti | JoinKind::Mark
+            ) && reads == 1u64 << leaf
             {
                 pushed[leaf].push(c);
             } else {
@@ -763,6 +776,8 @@ pub(super) fn plan_joined(
             kind,
             leaf,
             on: kept,
+            mark: (kind == JoinKind::Mark && items[leaf].mark)
+                .then(|| offsets[leaf] + items[leaf].columns.len() - 1),
         });
     }
 
@@ -810,11 +825,13 @@ pub(super) fn plan_joined(
                 let filter = cond.map(local).and_then(|c| {
                     crate::query::optimize::push_filter::push_conjuncts(&mut plan, c)
                 });
+                // A mark join's subquery: its last column is the join's.
+                let made = if it.mark { n - 1 } else { n };
                 leaves.push(Leaf {
                     name: it.name,
                     table: None,
                     plan,
-                    columns: (off..off + n).collect(),
+                    columns: (off..off + made).collect(),
                     filter,
                 })
             }

@@ -433,6 +433,56 @@ impl Ctx<'_> {
         Ok((self.out.items.len() - 1, name))
     }
 
+    /// `c` with each `EXISTS (q)` under its AND, OR and NOT replaced by
+    /// the column of a mark join with `q` (true where the row has a
+    /// match): `EXISTS (a) OR EXISTS (b)` keeps every row through two
+    /// mark joins and tests the two columns (TPC-DS q10, q35).
+    fn marks(&mut self, c: &ast::Expr) -> Result<ast::Expr> {
+        Ok(match c {
+            ast::Expr::Exists { subquery, negated } => {
+                let step = self.out.semi.len();
+                self.semi(subquery, None, false, c)?;
+                let st = self
+                    .out
+                    .semi
+                    .get_mut(step)
+                    .ok_or_else(|| Error::Internal("mark join: no step".into()))?;
+                st.kind = JoinKind::Mark;
+                let item = &mut self.out.items[st.item];
+                item.mark = true;
+                item.columns
+                    .push(("?mark".into(), arrow_schema::DataType::Boolean));
+                let col = qualified(&item.name, "?mark");
+                if *negated {
+                    ast::Expr::UnaryOp {
+                        op: ast::UnaryOperator::Not,
+                        expr: Box::new(col),
+                    }
+                } else {
+                    col
+                }
+            }
+            ast::Expr::BinaryOp { left, op, right }
+                if matches!(op, ast::BinaryOperator::And | ast::BinaryOperator::Or) =>
+            {
+                ast::Expr::BinaryOp {
+                    left: Box::new(self.marks(left)?),
+                    op: op.clone(),
+                    right: Box::new(self.marks(right)?),
+                }
+            }
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Not,
+                expr,
+            } => ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Not,
+                expr: Box::new(self.marks(expr)?),
+            },
+            ast::Expr::Nested(inner) => ast::Expr::Nested(Box::new(self.marks(inner)?)),
+            other => other.clone(),
+        })
+    }
+
     /// `[NOT] EXISTS (q)` or `x [NOT] IN (q)`.
     fn semi(
         &mut self,
@@ -861,6 +911,10 @@ pub(super) fn unnest(
                 }
                 cx.semi(subquery, Some(expr), *negated, &c)?
             }
+            _ if has_exists(&c) => {
+                let marked = cx.marks(&c)?;
+                cx.out.conds.push(marked);
+            }
             _ => match cx.scalar(&c)? {
                 Some(rewritten) => cx.out.conds.push(rewritten),
                 None => cx.out.conds.push(c),
@@ -874,6 +928,25 @@ pub(super) fn unnest(
         )));
     }
     Ok(cx.out)
+}
+
+/// Whether `e` has an `EXISTS` under its AND, OR and NOT (not inside a
+/// subquery of its own).
+fn has_exists(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Exists { .. } => true,
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And | ast::BinaryOperator::Or,
+            right,
+        } => has_exists(left) || has_exists(right),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Not,
+            expr,
+        } => has_exists(expr),
+        ast::Expr::Nested(inner) => has_exists(inner),
+        _ => false,
+    }
 }
 
 /// `count(…)` alone (possibly in parentheses), not inside an expression.
