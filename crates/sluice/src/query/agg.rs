@@ -776,8 +776,11 @@ impl GroupTable {
                 Acc::Count(v) => match arg {
                     None => groups.iter().for_each(|&g| v[g as usize] += 1),
                     Some(a) => {
+                        // Logical NULLs: `count(NULL)` is a NullArray,
+                        // whose rows are NULL without a validity buffer.
+                        let nulls = a.logical_nulls();
                         for (r, &g) in groups.iter().enumerate() {
-                            if a.is_valid(r) {
+                            if nulls.as_ref().is_none_or(|n| n.is_valid(r)) {
                                 v[g as usize] += 1;
                             }
                         }

@@ -490,8 +490,26 @@ pub(super) fn plan_joined(
     let mut steps = Vec::new();
     flatten(&select.from, catalog, ctes, text, &mut items, &mut steps)?;
     // Subqueries in WHERE: more FROM items, joined as they say.
+    // The items an outer join may fill with NULLs: a correlated
+    // subquery's keys are not narrowed to their rows (a NULL-filled row
+    // is not among them; `Ctx::magic`).
+    let mut may_be_null = vec![false; items.len()];
+    for (i, (_, op)) in steps.iter().enumerate() {
+        use ast::JoinOperator as J;
+        match op {
+            Some(J::Left(_) | J::LeftOuter(_)) => may_be_null[i] = true,
+            Some(J::Right(_) | J::RightOuter(_) | J::FullOuter(_)) => {
+                may_be_null[..=i].iter_mut().for_each(|m| *m = true)
+            }
+            _ => {}
+        }
+    }
     let outer_scope = super::subquery::Scope {
-        factors: items.iter().map(|i| i.factor.clone()).collect(),
+        factors: items
+            .iter()
+            .zip(&may_be_null)
+            .map(|(i, null)| if *null { None } else { i.factor.clone() })
+            .collect(),
         items: items
             .iter()
             .map(|i| {

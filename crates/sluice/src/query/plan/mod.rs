@@ -856,7 +856,19 @@ fn order_target(
             let found: Vec<usize> = (0..visible)
                 .filter(|&k| items[k].1.eq_ignore_ascii_case(&i.value))
                 .collect();
-            if found.len() > 1 {
+            // The same expression twice (`SELECT v, (v) … ORDER BY v`)
+            // is one column to sort by, as in PostgreSQL.
+            let bare = |e: &ast::Expr| {
+                let mut e = e;
+                while let ast::Expr::Nested(inner) = e {
+                    e = inner;
+                }
+                e.to_string()
+            };
+            let same = found
+                .iter()
+                .all(|&k| bare(&items[k].0) == bare(&items[found[0]].0));
+            if found.len() > 1 && !same {
                 return Err(Error::Ambiguous(format!(
                     "ORDER BY {:?} is ambiguous: the select list has {} columns of that name{}",
                     i.value,

@@ -702,19 +702,12 @@ impl Ctx<'_> {
         ) {
             return Ok(None);
         }
-        let strip = |e: &ast::Expr| -> Option<ast::Query> {
-            match e {
-                ast::Expr::Subquery(q) => Some((**q).clone()),
-                ast::Expr::Nested(n) => match n.as_ref() {
-                    ast::Expr::Subquery(q) => Some((**q).clone()),
-                    _ => None,
-                },
-                _ => None,
-            }
-        };
-        let (q, on_left) = match (strip(left), strip(right)) {
-            (Some(q), None) => (q, true),
-            (None, Some(q)) => (q, false),
+        // The subquery: one side, or inside one side's arithmetic (`1.2 *
+        // (SELECT avg …)`, TPC-DS q06), where a NULL value makes the
+        // whole side NULL, as a missing group must.
+        let (q, on_left) = match (strict_subquery(left), strict_subquery(right)) {
+            (Some(q), None) if !has_subquery(right) => (q, true),
+            (None, Some(q)) if !has_subquery(left) => (q, false),
             _ => return Ok(None),
         };
         let Some(s) = plain_select(&q) else {
@@ -800,11 +793,17 @@ impl Ctx<'_> {
         let mut local = local;
         local.extend(self.magic(&keys, &q, s));
         inner.selection = and_all(local);
+        // A constant inner side (`o.k = 3`) is a key too; in parentheses,
+        // so GROUP BY does not read it as a column position.
+        let keyed = |i: &ast::Expr| match i {
+            ast::Expr::Value(_) => ast::Expr::Nested(Box::new(i.clone())),
+            other => other.clone(),
+        };
         let mut projection: Vec<ast::SelectItem> = keys
             .iter()
             .enumerate()
             .map(|(k, (i, _))| ast::SelectItem::ExprWithAlias {
-                expr: i.clone(),
+                expr: keyed(i),
                 alias: ast::Ident::new(format!("c{k}")),
             })
             .collect();
@@ -813,10 +812,8 @@ impl Ctx<'_> {
             alias: ast::Ident::new(format!("c{}", keys.len())),
         });
         inner.projection = projection;
-        inner.group_by = ast::GroupByExpr::Expressions(
-            keys.iter().map(|(i, _)| i.clone()).collect(),
-            Vec::new(),
-        );
+        inner.group_by =
+            ast::GroupByExpr::Expressions(keys.iter().map(|(i, _)| keyed(i)).collect(), Vec::new());
         let leaf = ast::Query {
             body: Box::new(ast::SetExpr::Select(Box::new(inner))),
             ..q.clone()
@@ -862,9 +859,9 @@ impl Ctx<'_> {
             self.out.conds.extend(equalities);
         }
         let (l, r) = if on_left {
-            (v, (**right).clone())
+            (with_subquery_as(left, &v), (**right).clone())
         } else {
-            ((**left).clone(), v)
+            ((**left).clone(), with_subquery_as(right, &v))
         };
         Ok(Some(ast::Expr::BinaryOp {
             left: Box::new(l),
@@ -928,6 +925,58 @@ pub(super) fn unnest(
         )));
     }
     Ok(cx.out)
+}
+
+/// The one scalar subquery of `e` reached through parentheses, casts,
+/// unary minus and arithmetic (operators whose NULL operand makes them
+/// NULL); `None` when there is none or more than one.
+fn strict_subquery(e: &ast::Expr) -> Option<ast::Query> {
+    match e {
+        ast::Expr::Subquery(q) => Some((**q).clone()),
+        ast::Expr::Nested(n) => strict_subquery(n),
+        ast::Expr::Cast { expr, .. } => strict_subquery(expr),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+            expr,
+        } => strict_subquery(expr),
+        ast::Expr::BinaryOp {
+            left,
+            op:
+                ast::BinaryOperator::Plus
+                | ast::BinaryOperator::Minus
+                | ast::BinaryOperator::Multiply
+                | ast::BinaryOperator::Divide
+                | ast::BinaryOperator::Modulo,
+            right,
+        } => match (strict_subquery(left), strict_subquery(right)) {
+            (Some(q), None) if !has_subquery(right) => Some(q),
+            (None, Some(q)) if !has_subquery(left) => Some(q),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `e` with the subquery [`strict_subquery`] finds replaced by `v`.
+fn with_subquery_as(e: &ast::Expr, v: &ast::Expr) -> ast::Expr {
+    let mut out = e.clone();
+    replace_strict(&mut out, v);
+    out
+}
+
+fn replace_strict(e: &mut ast::Expr, v: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Subquery(_) => {
+            *e = v.clone();
+            true
+        }
+        ast::Expr::Nested(n) => replace_strict(n, v),
+        ast::Expr::Cast { expr, .. } | ast::Expr::UnaryOp { expr, .. } => replace_strict(expr, v),
+        ast::Expr::BinaryOp { left, right, .. } => {
+            replace_strict(left, v) || replace_strict(right, v)
+        }
+        _ => false,
+    }
 }
 
 /// Whether `e` has an `EXISTS` under its AND, OR and NOT (not inside a
