@@ -263,3 +263,29 @@ fn conditions_reach_the_scans_and_their_zone_maps() {
         r.facts.segments_total
     );
 }
+
+/// Moving a condition through nested subqueries nests their select
+/// lists into it: past what a thread evaluates safely it stays where it
+/// is (nine levels of 200 additions overflowed the evaluation stack).
+#[test]
+fn conditions_through_deep_select_lists_stay_evaluable() {
+    let dir = TempDir::new("pushdeep");
+    let file = dir.write("h.csv", b"i\n0\n2\n");
+    let mut db = Database::open_writer(dir.path().join("db")).unwrap();
+    let o = LoadOptions {
+        schema: Some("i INT".parse().unwrap()),
+        header: Header::Yes,
+        ..Default::default()
+    };
+    load(&mut db, "h", &[Input::File(file)], &o).unwrap();
+    drop(db);
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let chain = "+1".repeat(200);
+    let mut sql = "SELECT i AS x FROM h".to_string();
+    for k in 0..9 {
+        sql = format!("SELECT x{chain} AS x FROM ({sql}) q{k}");
+    }
+    let sql = format!("SELECT count(*) FROM ({sql}) z WHERE x{chain} > 0");
+    let r = query_with(&db, &sql, &QueryOptions::default()).unwrap();
+    assert_eq!(rows_of(&r), [["2"]]);
+}

@@ -13,7 +13,11 @@
 //! - not below LIMIT/OFFSET (a filter after a LIMIT keeps fewer rows);
 //! - not below GROUP BY when it reads an aggregate, or over grouping
 //!   sets, or when there are no keys (`WHERE false` over `count(*)`
-//!   still has its one row to remove);
+//!   still has its one row to remove), or when there is a HAVING (it
+//!   may guard the condition: `HAVING i <> 0` before `10 / i`);
+//! - not when the expression it becomes would nest deeper than
+//!   [`crate::query::plan::INLINE_DEPTH`] levels (each move nests a
+//!   select list into it; evaluation recurses as deep);
 //! - not into INTERSECT or EXCEPT (rows equal to the set operation need
 //!   not be equal to the filter: `-0.0` and `0.0`), nor into a branch
 //!   whose column types differ from the union's;
@@ -22,8 +26,10 @@
 //! - into a FROM item only when no outer join fills that item with NULLs.
 //!
 //! A condition that reads no column after the move (`'w' = 's'`) is
-//! folded; a false one is given to every FROM item below, so nothing is
-//! read for a branch that cannot have rows.
+//! folded; a false one is given to every FROM item below and goes
+//! before their own filters, so a branch that cannot have rows keeps
+//! none (its scan still reads the blocks; the filter is not evaluated
+//! past the constant).
 //!
 //! For: the planner, on the condition a query puts on a subquery's rows
 //! ([`crate::query::plan::from`]). Not for: conditions on stored tables
@@ -70,12 +76,31 @@ pub fn push(plan: &mut Plan, cond: Expr) -> Result<(), Expr> {
     if reads.iter().zip(&outputs).any(|(r, t)| *r && *t == A::Null) {
         return Err(cond);
     }
+    // Each move nests the select list's expressions into the condition:
+    // past what any thread plans and evaluates safely, it stays (checked
+    // before the nested copy is made).
+    let deepest = |list: &[Expr]| list.iter().map(|e| depth(Some(e))).max().unwrap_or(0);
+    let nests = depth(Some(&cond))
+        + match &plan.body {
+            Body::Project(exprs) => deepest(exprs),
+            Body::Aggregate { keys, post, .. } => deepest(post) + deepest(keys),
+        };
+    if nests > crate::query::plan::INLINE_DEPTH {
+        return Err(cond);
+    }
     let inner = match &plan.body {
         Body::Project(exprs) => substitute(&cond, &|i| exprs.get(i).cloned()),
         Body::Aggregate {
-            keys, post, sets, ..
+            keys,
+            post,
+            sets,
+            having,
+            ..
         } => {
-            if sets.is_some() || keys.is_empty() {
+            // A HAVING stays above the grouping: below it, the condition
+            // would meet rows the HAVING removes (`HAVING i <> 0` guards
+            // `10 / i`).
+            if sets.is_some() || keys.is_empty() || having.is_some() {
                 return Err(cond);
             }
             substitute(&cond, &|i| post.get(i).cloned())
@@ -169,7 +194,16 @@ fn push_input(plan: &mut Plan, cond: Expr) -> usize {
     if none && let Some(Input::Join(g)) = plan.input.as_deref() {
         d = g.leaves.iter().map(|l| l.plan.depth).max().unwrap_or(0);
     }
-    plan.filter = Some(and(plan.filter.take(), cond));
+    plan.filter = Some(if none {
+        // A constant first: a false one spares the rest (which might
+        // fail on rows it would never keep).
+        match plan.filter.take() {
+            None => cond,
+            Some(f) => and(Some(cond), f),
+        }
+    } else {
+        and(plan.filter.take(), cond)
+    });
     d.max(depth(plan.filter.as_ref()))
 }
 
