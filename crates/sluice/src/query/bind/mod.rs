@@ -750,6 +750,38 @@ impl<'c> Binder<'c> {
                 let out = self.call(func, vec![l, r], types, e)?;
                 fold(out, e)
             }
+            // `(a, b) = (c, d)`: `a = c AND b = d`; `<>`: `a <> c OR b <> d`
+            // (the same three-valued answer).
+            ast::Expr::BinaryOp { left, op, right }
+                if matches!(op, ast::BinaryOperator::Eq | ast::BinaryOperator::NotEq)
+                    && matches!((left.as_ref(), right.as_ref()),
+                        (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) if l.len() == r.len() && !l.is_empty()) =>
+            {
+                let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left.as_ref(), right.as_ref())
+                else {
+                    return Err(unsupported("this row comparison", e));
+                };
+                let join = if *op == ast::BinaryOperator::Eq {
+                    ast::BinaryOperator::And
+                } else {
+                    ast::BinaryOperator::Or
+                };
+                let rewritten = l
+                    .iter()
+                    .zip(r)
+                    .map(|(a, b)| ast::Expr::BinaryOp {
+                        left: Box::new(a.clone()),
+                        op: op.clone(),
+                        right: Box::new(b.clone()),
+                    })
+                    .reduce(|x, y| ast::Expr::BinaryOp {
+                        left: Box::new(x),
+                        op: join.clone(),
+                        right: Box::new(y),
+                    })
+                    .ok_or_else(|| unsupported("an empty row", e))?;
+                self.bind(&rewritten, scope)
+            }
             ast::Expr::BinaryOp { left, op, right } => {
                 let bop = match op {
                     ast::BinaryOperator::Plus => BinOp::Add,

@@ -207,6 +207,27 @@ pub(super) fn conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
         {
             conjuncts(inner, out)
         }
+        // `(a, b) = (c, d)`: `a = c AND b = d` (the same three values).
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } if matches!((left.as_ref(), right.as_ref()),
+            (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) if l.len() == r.len() && !l.is_empty()) =>
+        {
+            if let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left.as_ref(), right.as_ref()) {
+                for (a, b) in l.iter().zip(r) {
+                    conjuncts(
+                        &ast::Expr::BinaryOp {
+                            left: Box::new(a.clone()),
+                            op: ast::BinaryOperator::Eq,
+                            right: Box::new(b.clone()),
+                        },
+                        out,
+                    );
+                }
+            }
+        }
         other => out.push(other.clone()),
     }
 }
@@ -307,6 +328,34 @@ pub(super) struct Unnested {
     /// The WHERE clause's conditions, scalar subqueries that read the
     /// outer query replaced by their item's column.
     pub conds: Vec<ast::Expr>,
+}
+
+/// An EXISTS subquery without what cannot change whether it has rows:
+/// its ORDER BY, and a LIMIT of at least one row without OFFSET
+/// (`EXISTS (SELECT 1 … LIMIT 1)`, as ORMs write it).
+fn for_exists(q: &ast::Query) -> ast::Query {
+    let mut q = q.clone();
+    let keeps_a_row = match &q.limit_clause {
+        None => true,
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => match limit {
+            None => true,
+            Some(ast::Expr::Value(v)) => match &v.value {
+                ast::Value::Number(n, _) => n.parse::<u64>().is_ok_and(|n| n >= 1),
+                _ => false,
+            },
+            Some(_) => false,
+        },
+        Some(_) => false,
+    };
+    if keeps_a_row && q.fetch.is_none() {
+        q.limit_clause = None;
+        q.order_by = None;
+    }
+    q
 }
 
 /// The plain SELECT a subquery is, or `None` (a set operation, VALUES…).
@@ -441,7 +490,7 @@ impl Ctx<'_> {
         Ok(match c {
             ast::Expr::Exists { subquery, negated } => {
                 let step = self.out.semi.len();
-                self.semi(subquery, None, false, c)?;
+                self.semi(&for_exists(subquery), None, false, c)?;
                 let st = self
                     .out
                     .semi
@@ -897,7 +946,9 @@ pub(super) fn unnest(
     };
     for c in all {
         match &c {
-            ast::Expr::Exists { subquery, negated } => cx.semi(subquery, None, *negated, &c)?,
+            ast::Expr::Exists { subquery, negated } => {
+                cx.semi(&for_exists(subquery), None, *negated, &c)?
+            }
             ast::Expr::InSubquery {
                 expr,
                 subquery,
