@@ -369,3 +369,53 @@ fn random_queries_agree_with_sqlite() {
     }
     assert_eq!(checked, 600);
 }
+
+/// A table `t (id BIGINT, i INT, j BIGINT, s TEXT)` of `n` random rows
+/// (NULLs in every column but `id`) in sluice and in SQLite: `round`
+/// picks the layout (odd: tiny segments with dictionary-encoded TEXT;
+/// 4: three shards).
+pub(crate) fn random_tables(
+    rng: &mut Rng,
+    round: u64,
+    n: usize,
+    dir: &crate::common::TempDir,
+) -> (sluice::store::Database, rusqlite::Connection) {
+    let rows = crate::differential_windows::random_rows(rng, n);
+    let mut csv = String::from("id,i,j,s\n");
+    for (id, i, j, s) in &rows {
+        let f = |v: &Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
+        let t = s.map(|x| format!("\"{x}\"")).unwrap_or_default();
+        csv.push_str(&format!("{id},{},{},{}\n", f(i), f(j), t));
+    }
+    let file = dir.write("t.csv", csv.as_bytes());
+    let mut db = sluice::store::Database::open_writer(dir.path().join("db")).unwrap();
+    let o = sluice::load::LoadOptions {
+        schema: Some("id BIGINT, i INT, j BIGINT, s TEXT".parse().unwrap()),
+        header: sluice::load::Header::Yes,
+        shards: (round == 4).then_some(3),
+        ..Default::default()
+    };
+    let o = if round % 2 == 1 {
+        crate::common::tiny_layout(o)
+    } else {
+        o
+    };
+    sluice::load::load(&mut db, "t", &[sluice::source::Input::File(file)], &o).unwrap();
+    drop(db);
+    let db = sluice::store::Database::open(dir.path().join("db")).unwrap();
+
+    let lite = rusqlite::Connection::open_in_memory().unwrap();
+    lite.execute(
+        "CREATE TABLE t (id INTEGER, i INTEGER, j INTEGER, s TEXT)",
+        [],
+    )
+    .unwrap();
+    for (id, i, j, s) in &rows {
+        lite.execute(
+            "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![id, i, j, s],
+        )
+        .unwrap();
+    }
+    (db, lite)
+}

@@ -10,8 +10,7 @@
 use sluice::query::{QueryOptions, query_with};
 
 use crate::common::TempDir;
-use crate::differential::{Rng, assert_same, rows_of, sqlite_rows};
-use crate::differential_pushdown::random_tables;
+use crate::differential::{Rng, assert_same, random_tables, rows_of, sqlite_rows};
 
 fn plain(rng: &mut Rng, q: &str) -> String {
     match rng.below(5) {

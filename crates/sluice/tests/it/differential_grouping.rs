@@ -8,14 +8,10 @@
 //! written as NULL and `grouping()` as the constant the set gives it. The
 //! rows are compared unordered.
 
-use sluice::load::{Header, LoadOptions, load};
 use sluice::query::{QueryOptions, query_with};
-use sluice::source::Input;
-use sluice::store::Database;
 
 use crate::common::TempDir;
-use crate::differential::{Rng, assert_same, rows_of, sqlite_rows};
-use crate::differential_windows::random_rows;
+use crate::differential::{Rng, assert_same, random_tables, rows_of, sqlite_rows};
 
 const KEYS: [&str; 3] = ["i", "j", "s"];
 
@@ -154,44 +150,9 @@ fn random_grouping_sets_agree_with_sqlite() {
     let mut rng = Rng(0x6e05_feed);
     let mut checked = 0;
     for round in 0..6u64 {
-        let rows = random_rows(&mut rng, [0, 1, 25, 60, 110, 180][round as usize]);
         let dir = TempDir::new("diffgs");
-        let mut csv = String::from("id,i,j,s\n");
-        for (id, i, j, s) in &rows {
-            let f = |v: &Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
-            let t = s.map(|x| format!("\"{x}\"")).unwrap_or_default();
-            csv.push_str(&format!("{id},{},{},{}\n", f(i), f(j), t));
-        }
-        let file = dir.write("t.csv", csv.as_bytes());
-        let mut db = Database::open_writer(dir.path().join("db")).unwrap();
-        let o = LoadOptions {
-            schema: Some("id BIGINT, i INT, j BIGINT, s TEXT".parse().unwrap()),
-            header: Header::Yes,
-            shards: (round == 4).then_some(3),
-            ..Default::default()
-        };
-        let o = if round % 2 == 1 {
-            crate::common::tiny_layout(o)
-        } else {
-            o
-        };
-        load(&mut db, "t", &[Input::File(file)], &o).unwrap();
-        drop(db);
-        let db = Database::open(dir.path().join("db")).unwrap();
-
-        let lite = rusqlite::Connection::open_in_memory().unwrap();
-        lite.execute(
-            "CREATE TABLE t (id INTEGER, i INTEGER, j INTEGER, s TEXT)",
-            [],
-        )
-        .unwrap();
-        for (id, i, j, s) in &rows {
-            lite.execute(
-                "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
-                rusqlite::params![id, i, j, s],
-            )
-            .unwrap();
-        }
+        let n = [0, 1, 25, 60, 110, 180][round as usize];
+        let (db, lite) = random_tables(&mut rng, round, n, &dir);
         for _ in 0..60 {
             let (sql, oracle) = random_query(&mut rng);
             let opts = QueryOptions {

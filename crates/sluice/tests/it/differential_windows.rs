@@ -12,13 +12,10 @@
 //! with ties. NULLS FIRST/LAST are explicit (the engines' defaults
 //! differ); AVG and the ranks' fractions compare to 1e-9.
 
-use sluice::load::{Header, LoadOptions, load};
 use sluice::query::{QueryOptions, query_with};
-use sluice::source::Input;
-use sluice::store::Database;
 
 use crate::common::TempDir;
-use crate::differential::{Rng, assert_same, rows_of, sqlite_rows};
+use crate::differential::{Rng, assert_same, random_tables, rows_of, sqlite_rows};
 
 pub(crate) type Row = (i64, Option<i64>, Option<i64>, Option<&'static str>);
 
@@ -172,44 +169,9 @@ fn random_windows_agree_with_sqlite() {
     let mut rng = Rng(0x0b5e_55ed);
     let mut checked = 0;
     for round in 0..6u64 {
-        let rows = random_rows(&mut rng, [0, 1, 30, 70, 120, 200][round as usize]);
         let dir = TempDir::new("diffwin");
-        let mut csv = String::from("id,i,j,s\n");
-        for (id, i, j, s) in &rows {
-            let f = |v: &Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
-            let t = s.map(|x| format!("\"{x}\"")).unwrap_or_default();
-            csv.push_str(&format!("{id},{},{},{}\n", f(i), f(j), t));
-        }
-        let file = dir.write("t.csv", csv.as_bytes());
-        let mut db = Database::open_writer(dir.path().join("db")).unwrap();
-        let o = LoadOptions {
-            schema: Some("id BIGINT, i INT, j BIGINT, s TEXT".parse().unwrap()),
-            header: Header::Yes,
-            shards: (round == 4).then_some(3),
-            ..Default::default()
-        };
-        let o = if round % 2 == 1 {
-            crate::common::tiny_layout(o)
-        } else {
-            o
-        };
-        load(&mut db, "t", &[Input::File(file)], &o).unwrap();
-        drop(db);
-        let db = Database::open(dir.path().join("db")).unwrap();
-
-        let lite = rusqlite::Connection::open_in_memory().unwrap();
-        lite.execute(
-            "CREATE TABLE t (id INTEGER, i INTEGER, j INTEGER, s TEXT)",
-            [],
-        )
-        .unwrap();
-        for (id, i, j, s) in &rows {
-            lite.execute(
-                "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
-                rusqlite::params![id, i, j, s],
-            )
-            .unwrap();
-        }
+        let n = [0, 1, 30, 70, 120, 200][round as usize];
+        let (db, lite) = random_tables(&mut rng, round, n, &dir);
         for q in 0..70 {
             let sql = if q % 7 == 6 {
                 grouped_query(&mut rng)
