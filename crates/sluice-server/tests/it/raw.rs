@@ -338,27 +338,109 @@ fn pipelined_extended_messages_are_answered_in_order() {
     served(&srv);
 }
 
-/// A Parse message whose parameter count is -1 (65,535 types, none sent)
-/// makes the protocol library panic while decoding it: the client is told
-/// (an ErrorResponse, XX000) and its connection closed; the server and
-/// every other client go on.
+/// Messages whose counts or lengths run past their end, or whose fields
+/// do not fill them (a Parse of 65,535 parameter types and none sent made
+/// the protocol library panic): each is refused as PostgreSQL refuses it
+/// (08P01), in the extended protocol the messages up to Sync are skipped,
+/// and the same connection then answers a query; the server and every
+/// other client go on.
 #[test]
-fn a_message_the_protocol_library_panics_on_is_answered_and_the_server_goes_on() {
+fn a_message_that_overruns_its_length_is_refused_and_the_connection_goes_on() {
     let dir = sample(10);
     let srv = Server::start(&dir.0.join("db"), |_| {});
-    let bad = [
-        startup(),
-        message(b'P', b"\0SELECT 1\0\xff\xff"),
-        message(b'S', b""),
-    ]
-    .concat();
-    for _ in 0..3 {
-        let out = send(srv.addr, &bad);
+    let parse = message(b'P', b"s\0SELECT count(*) FROM people\0\0\0");
+    let exec = message(b'E', b"\0\0\0\0\0");
+    let sync = message(b'S', b"");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "Parse of -1 types",
+            message(b'P', b"\0SELECT 1\0\xff\xff"),
+            "insufficient data left in message",
+        ),
+        (
+            "Parse without its count",
+            message(b'P', b"\0SELECT 1\0"),
+            "insufficient data left in message",
+        ),
+        (
+            "Parse of two strings run together",
+            message(b'P', b"\0SELECT 1"),
+            "invalid string in message",
+        ),
+        (
+            "Bind of 65,535 formats",
+            message(b'B', b"\0s\0\xff\xff"),
+            "insufficient data left in message",
+        ),
+        (
+            "Bind of a parameter past the end",
+            message(b'B', b"\0s\0\0\0\0\x01\0\0\x10\0ab"),
+            "insufficient data left in message",
+        ),
+        (
+            "Bind with bytes after its fields",
+            message(b'B', b"\0s\0\0\0\0\0\0\0junk"),
+            "invalid message format",
+        ),
+        (
+            "Execute without its row limit",
+            message(b'E', b"\0\0"),
+            "insufficient data left in message",
+        ),
+        (
+            "Describe of nothing",
+            message(b'D', b""),
+            "no data left in message",
+        ),
+        (
+            "Close of an unterminated name",
+            message(b'C', b"Sabc"),
+            "invalid string in message",
+        ),
+    ];
+    for (what, bad, says) in &cases {
+        // Parse (answered), the bad message, Execute (skipped), Sync
+        // (ReadyForQuery), then a simple query on the same connection.
+        let bytes = [
+            parse.clone(),
+            bad.clone(),
+            exec.clone(),
+            sync.clone(),
+            message(b'Q', b"SELECT 41 + 1\0"),
+        ]
+        .concat();
+        let out = until_ready(srv.addr, &bytes, 3);
         let text = String::from_utf8_lossy(&out);
-        assert!(kinds(&out).contains(&b'E'), "{text}");
-        assert!(text.contains("XX000"), "{text}");
+        // ParseComplete, the error, ReadyForQuery at Sync (no
+        // CommandComplete of the Execute), then the query's answer.
+        assert!(kinds(&out).ends_with(b"1EZTDCZ"), "{what}: {text}");
+        assert!(text.contains("08P01"), "{what}: {text}");
+        assert!(text.contains(says), "{what}: {text}");
+        assert!(text.contains("42"), "{what}: {text}");
+        assert!(!text.contains("XX000"), "{what}: {text}");
         served(&srv);
     }
+    // A simple query that overruns: an error and ReadyForQuery at once.
+    let out = until_ready(
+        srv.addr,
+        &[
+            message(b'Q', b"SELECT 1"),
+            message(b'Q', b"SELECT 41 + 1\0"),
+        ]
+        .concat(),
+        3,
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("invalid string in message"), "{text}");
+    assert!(text.contains("42"), "{text}");
+    // A length that frames nothing: a FATAL error, and the connection
+    // closes (as PostgreSQL does).
+    let out = until_ready(srv.addr, b"Q\0\0\0\x02SELECT 1\0", 2);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("FATAL"), "{text}");
+    assert!(text.contains("invalid message length"), "{text}");
+    assert_eq!(kinds(&out).last(), Some(&b'E'), "{text}");
+    served(&srv);
 }
 
 /// Bytes that are not UTF-8 in a query are refused (22021), as
