@@ -36,6 +36,59 @@ pub enum AggFunc {
     /// `bool_and` (`every`), `bool_or`.
     BoolAnd,
     BoolOr,
+    /// `string_agg(value, delimiter [ORDER BY …])`, and the ordered-set
+    /// aggregates `percentile_cont(f)`, `percentile_disc(f)` and `mode()`
+    /// `WITHIN GROUP (ORDER BY x)` (`median(x)`: `percentile_cont(0.5)`):
+    /// each group's rows are collected and sorted (see [`Collect`]).
+    StringAgg,
+    PercentileCont,
+    PercentileDisc,
+    Mode,
+}
+
+/// What a collecting aggregate (string_agg, the percentiles, mode) keeps
+/// and how it sorts it. Its argument is `SORT_ROW(k1, …, kn, value)`: each
+/// row as row-format bytes ([`super::func::sort_row`]) that compare as
+/// the rows order, NULL where the value is NULL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collect {
+    /// The sort keys' types, each with (descending, NULLs first); the last
+    /// is the collected value (for the ordered-set aggregates, the one
+    /// key is the value).
+    pub fields: Vec<(A, bool, bool)>,
+    /// string_agg's delimiter (`None`: NULL, no delimiter).
+    pub delimiter: Option<String>,
+    /// The fraction of `percentile_cont`/`percentile_disc`.
+    pub fraction: f64,
+    /// `string_agg(DISTINCT …)`: each value once (its sort key is the
+    /// value, so equal values are neighbours once sorted).
+    pub distinct: bool,
+}
+
+impl Collect {
+    /// The row converter of the collected rows' bytes.
+    pub fn converter(&self) -> Result<RowConverter> {
+        RowConverter::new(
+            self.fields
+                .iter()
+                .map(|(t, desc, nulls_first)| {
+                    SortField::new_with_options(
+                        t.clone(),
+                        arrow_schema::SortOptions {
+                            descending: *desc,
+                            nulls_first: *nulls_first,
+                        },
+                    )
+                })
+                .collect(),
+        )
+        .map_err(exec_err)
+    }
+
+    /// The collected value's type.
+    pub fn value_type(&self) -> A {
+        self.fields.last().map(|f| f.0.clone()).unwrap_or(A::Null)
+    }
 }
 
 /// One aggregate call of a query.
@@ -49,6 +102,8 @@ pub struct AggCall {
     pub arg_type: A,
     /// Display form, e.g. `sum(l_quantity)`.
     pub name: String,
+    /// For string_agg and the ordered-set aggregates: what they collect.
+    pub collect: Option<Arc<Collect>>,
 }
 
 impl AggCall {
@@ -70,6 +125,13 @@ impl AggCall {
             | AggFunc::StddevPop => A::Float64,
             AggFunc::BoolAnd | AggFunc::BoolOr => A::Boolean,
             AggFunc::Min | AggFunc::Max => self.arg_type.clone(),
+            AggFunc::StringAgg => A::Utf8,
+            AggFunc::PercentileCont => A::Float64,
+            AggFunc::PercentileDisc | AggFunc::Mode => self
+                .collect
+                .as_ref()
+                .map(|c| c.value_type())
+                .unwrap_or(A::Null),
         }
     }
 }
@@ -106,6 +168,9 @@ enum Acc {
     Var(Vec<VarState>),
     /// `bool_and` (true) or `bool_or` (false): NULL until a value is seen.
     Bool(Vec<Option<bool>>, bool),
+    /// string_agg and the ordered-set aggregates: each group's rows as
+    /// row-format bytes (see [`Collect`]), sorted when finished.
+    Collect(Vec<Vec<Box<[u8]>>>),
 }
 
 /// A group's variance so far: Welford's count, mean and sum of squared
@@ -328,6 +393,13 @@ impl GroupTable {
                 ) => (Acc::Var(vec![]), None),
                 (AggFunc::BoolAnd, _) => (Acc::Bool(vec![], true), None),
                 (AggFunc::BoolOr, _) => (Acc::Bool(vec![], false), None),
+                (
+                    AggFunc::StringAgg
+                    | AggFunc::PercentileCont
+                    | AggFunc::PercentileDisc
+                    | AggFunc::Mode,
+                    _,
+                ) => (Acc::Collect(vec![]), None),
             };
             accs.push(acc);
             value_convs.push(conv);
@@ -395,6 +467,7 @@ impl GroupTable {
                 Acc::MinMax(v, _) => v.push(None),
                 Acc::Distinct(v) => v.push(HashSet::default()),
                 Acc::DistinctInt(v) => v.push(IntSet::default()),
+                Acc::Collect(v) => v.push(Vec::new()),
                 Acc::Var(v) => v.push(VarState::default()),
                 Acc::Bool(v, _) => v.push(None),
             }
@@ -915,6 +988,20 @@ impl GroupTable {
                         }
                     }
                 }
+                Acc::Collect(v) => {
+                    let a = arg.ok_or_else(|| {
+                        Error::Internal("a collecting aggregate without argument".into())
+                    })?;
+                    let b = a.as_binary_opt::<i32>().ok_or_else(|| {
+                        Error::Internal(format!("collected rows of {}", a.data_type()))
+                    })?;
+                    for (r, &g) in groups.iter().enumerate() {
+                        // Not the trash group (rows a selection excluded).
+                        if g != 0 && b.is_valid(r) {
+                            v[g as usize].push(b.value(r).into());
+                        }
+                    }
+                }
                 Acc::Distinct(v) => {
                     let a = arg.ok_or_else(|| {
                         Error::Internal("COUNT(DISTINCT) without argument".into())
@@ -1116,6 +1203,11 @@ impl GroupTable {
                         a[map[j] as usize].merge(st);
                     }
                 }
+                (Acc::Collect(a), Acc::Collect(b)) => {
+                    for (j, rows) in b.into_iter().enumerate() {
+                        a[map[j] as usize].extend(rows);
+                    }
+                }
                 (Acc::Bool(a, and), Acc::Bool(b, _)) => {
                     for (j, x) in b.into_iter().enumerate() {
                         let Some(x) = x else { continue };
@@ -1254,12 +1346,139 @@ impl GroupTable {
                     Arc::new(b.finish())
                 }
                 Acc::Bool(v, _) => Arc::new(BooleanArray::from(v)),
+                Acc::Collect(v) => {
+                    let spec = call.collect.as_ref().ok_or_else(|| {
+                        Error::Internal("a collecting aggregate without its rows' form".into())
+                    })?;
+                    collected(call.func, spec, v, &out_type)?
+                }
             };
             // Without the trash group.
             cols.push(col.slice(1, n - 1));
         }
         Ok(cols)
     }
+}
+
+/// The results of a collecting aggregate, one per group (the trash group
+/// 0 included, as NULL): each group's rows sorted by their bytes, then
+/// joined (string_agg), interpolated or picked (the percentiles), or
+/// counted in runs (mode).
+fn collected(
+    func: AggFunc,
+    spec: &Collect,
+    groups: Vec<Vec<Box<[u8]>>>,
+    out: &A,
+) -> Result<ArrayRef> {
+    let conv = spec.converter()?;
+    let parser = conv.parser();
+    // Every group's rows in one run, sorted within each group.
+    let mut bounds = Vec::with_capacity(groups.len() + 1);
+    let mut all: Vec<Box<[u8]>> = Vec::new();
+    bounds.push(0usize);
+    for (g, mut rows) in groups.into_iter().enumerate() {
+        if g == 0 {
+            rows.clear();
+        }
+        rows.sort_unstable();
+        if spec.distinct {
+            rows.dedup();
+        }
+        all.extend(rows);
+        bounds.push(all.len());
+    }
+    let value = if all.is_empty() {
+        new_null_array(&spec.value_type(), 0)
+    } else {
+        conv.convert_rows(all.iter().map(|r| parser.parse(r)))
+            .map_err(exec_err)?
+            .pop()
+            .ok_or_else(|| Error::Internal("collected rows without a value".into()))?
+    };
+    let ranges = bounds.windows(2).map(|w| (w[0], w[1]));
+    Ok(match func {
+        AggFunc::StringAgg => {
+            let v = arrow_cast::cast(&value, &A::Utf8).map_err(exec_err)?;
+            let v = v.as_string::<i32>();
+            let sep = spec.delimiter.as_deref().unwrap_or("");
+            let mut b = arrow_array::builder::StringBuilder::new();
+            let mut s = String::new();
+            for (lo, hi) in ranges {
+                if lo == hi {
+                    b.append_null();
+                    continue;
+                }
+                s.clear();
+                for i in lo..hi {
+                    if i > lo {
+                        s.push_str(sep);
+                    }
+                    s.push_str(v.value(i));
+                }
+                b.append_value(&s);
+            }
+            Arc::new(b.finish())
+        }
+        AggFunc::PercentileCont => {
+            let v = arrow_cast::cast(&value, &A::Float64).map_err(exec_err)?;
+            let v = v.as_primitive::<Float64Type>();
+            let f = spec.fraction;
+            let mut b = Float64Builder::new();
+            for (lo, hi) in ranges {
+                if lo == hi {
+                    b.append_null();
+                    continue;
+                }
+                // PostgreSQL's: between the rows floor and ceil of
+                // f·(n - 1), in the order of the ORDER BY.
+                let pos = f * (hi - lo - 1) as f64;
+                let (a, c) = (pos.floor(), pos.ceil());
+                let x = v.value(lo + a as usize);
+                let y = v.value(lo + c as usize);
+                b.append_value(if a == c { x } else { x + (pos - a) * (y - x) });
+            }
+            Arc::new(b.finish())
+        }
+        AggFunc::PercentileDisc | AggFunc::Mode => {
+            let mut picks: Vec<Option<u32>> = Vec::new();
+            for (lo, hi) in ranges {
+                if lo == hi {
+                    picks.push(None);
+                    continue;
+                }
+                let n = hi - lo;
+                let at = if func == AggFunc::PercentileDisc {
+                    // The first row whose position reaches f·n.
+                    let k = (spec.fraction * n as f64).ceil() as usize;
+                    lo + k.clamp(1, n) - 1
+                } else {
+                    // The most frequent value; of equals, the first in
+                    // the order (PostgreSQL's).
+                    let (mut best, mut best_n, mut i) = (lo, 0, lo);
+                    while i < hi {
+                        let mut j = i + 1;
+                        while j < hi && all[j] == all[i] {
+                            j += 1;
+                        }
+                        if j - i > best_n {
+                            (best, best_n) = (i, j - i);
+                        }
+                        i = j;
+                    }
+                    best
+                };
+                picks.push(Some(at as u32));
+            }
+            let idx = arrow_array::UInt32Array::from(picks);
+            let v = arrow_select::take::take(&value, &idx, None).map_err(exec_err)?;
+            if v.data_type() != out {
+                arrow_cast::cast(&v, out).map_err(exec_err)?
+            } else {
+                v
+            }
+        }
+        _ => return Err(Error::Internal(format!("{func:?} does not collect"))),
+    })
 }
 
 /// One or two key columns whose values are all one-byte TEXT without

@@ -27,6 +27,14 @@ use crate::error::{Error, Result};
 pub enum Func {
     /// `a || b`: NULL when either is NULL.
     Concat,
+    /// Internal (the argument of a collecting aggregate, see
+    /// `agg::Collect`): its arguments as one row-format sort key, argument
+    /// i descending when bit i of `desc` is set, its NULLs first when bit
+    /// i of `nulls_first` is; NULL where the last argument is NULL.
+    SortRow {
+        desc: u32,
+        nulls_first: u32,
+    },
     /// `concat(a, …)`: NULLs skipped.
     ConcatAll,
     Left,
@@ -146,6 +154,7 @@ impl Func {
     pub fn name(self) -> &'static str {
         match self {
             Func::Concat => "||",
+            Func::SortRow { .. } => "SORT_ROW",
             Func::ConcatAll => "CONCAT",
             Func::Left => "LEFT",
             Func::Right => "RIGHT",
@@ -185,7 +194,10 @@ impl Func {
     /// Whether a NULL argument makes the answer NULL (all but `concat`,
     /// `greatest` and `least`).
     fn strict(self) -> bool {
-        !matches!(self, Func::ConcatAll | Func::Greatest | Func::Least)
+        !matches!(
+            self,
+            Func::ConcatAll | Func::Greatest | Func::Least | Func::SortRow { .. }
+        )
     }
 }
 
@@ -219,6 +231,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         Func::MakeDate => return dates::make_date(args),
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
+        Func::SortRow { desc, nulls_first } => return sort_row(args, desc, nulls_first),
         Func::Mod => return modulo(&args[0], &args[1], ty),
         Func::Floor | Func::Ceil | Func::Round | Func::Trunc if matches!(ty, A::Decimal128(..)) => {
             // ROUND(x, n) and TRUNC(x, n) carry n as a second argument.
@@ -290,6 +303,49 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         }
         other => Err(Error::Internal(format!("{f} of type {other}"))),
     }
+}
+
+/// [`Func::SortRow`]: each row of `args` as row-format bytes, which
+/// compare as the rows order (doubles canonical: -0 is 0, one NaN, as SQL
+/// compares them; dictionaries by their values).
+pub fn sort_row(args: &[ArrayRef], desc: u32, nulls_first: u32) -> Result<ArrayRef> {
+    let cols = args
+        .iter()
+        .map(|a| {
+            let a = match a.data_type() {
+                A::Dictionary(_, v) => arrow_cast::cast(a, v).map_err(ex)?,
+                _ => a.clone(),
+            };
+            Ok(super::expr::canonical_doubles(&a))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let fields = cols
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            arrow_row::SortField::new_with_options(
+                a.data_type().clone(),
+                arrow_schema::SortOptions {
+                    descending: desc >> i & 1 == 1,
+                    nulls_first: nulls_first >> i & 1 == 1,
+                },
+            )
+        })
+        .collect();
+    let conv = arrow_row::RowConverter::new(fields).map_err(ex)?;
+    let rows = conv.convert_columns(&cols).map_err(ex)?;
+    let Some(last) = cols.last() else {
+        return Err(Error::Internal("SORT_ROW of nothing".into()));
+    };
+    let mut b = arrow_array::builder::BinaryBuilder::new();
+    for r in 0..rows.num_rows() {
+        if last.is_null(r) {
+            b.append_null();
+        } else {
+            b.append_value(rows.row(r).as_ref());
+        }
+    }
+    Ok(Arc::new(b.finish()))
 }
 
 fn ex(e: arrow_schema::ArrowError) -> Error {

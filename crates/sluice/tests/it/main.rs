@@ -10,6 +10,7 @@ mod differential;
 mod differential_exists;
 mod differential_grouping;
 mod differential_joins;
+mod differential_ordered;
 mod differential_pushdown;
 mod differential_windows;
 mod json;

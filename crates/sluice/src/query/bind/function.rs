@@ -259,6 +259,11 @@ impl Binder<'_> {
         };
         // Each argument's target type, and the result's.
         let (targets, ty): (Vec<A>, A) = match func {
+            Func::SortRow { .. } => {
+                return Err(crate::Error::Internal(
+                    "SORT_ROW is not called by name".into(),
+                ));
+            }
             Func::DateTrunc | Func::DatePart => {
                 count(2, 2)?;
                 // The unit: a constant, checked here.

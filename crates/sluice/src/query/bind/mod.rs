@@ -45,6 +45,11 @@ pub(crate) fn is_aggregate_name(n: &str) -> bool {
             | "bool_and"
             | "bool_or"
             | "every"
+            | "string_agg"
+            | "percentile_cont"
+            | "percentile_disc"
+            | "mode"
+            | "median"
     )
 }
 

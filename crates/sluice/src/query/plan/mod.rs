@@ -965,6 +965,292 @@ impl Grouping for AggState<'_> {
     }
 }
 
+/// Binds string_agg and the ordered-set aggregates (percentile_cont,
+/// percentile_disc, mode; median): a collecting aggregate whose argument
+/// is `SORT_ROW(order keys…, value)` (see [`super::agg::Collect`]).
+fn bind_collecting(
+    binder: &Binder,
+    f: &ast::Function,
+    node: &ast::Expr,
+    name: &str,
+) -> Result<AggCall> {
+    let upper = name.to_uppercase();
+    let (args, clauses, distinct) = match &f.args {
+        ast::FunctionArguments::None => (vec![], vec![], false),
+        ast::FunctionArguments::Subquery(_) => {
+            return Err(unsupported("a subquery argument", node));
+        }
+        ast::FunctionArguments::List(list) => (
+            list.args.clone(),
+            list.clauses.clone(),
+            matches!(
+                list.duplicate_treatment,
+                Some(ast::DuplicateTreatment::Distinct)
+            ),
+        ),
+    };
+    let mut order: Vec<ast::OrderByExpr> = Vec::new();
+    for c in clauses {
+        match c {
+            ast::FunctionArgumentClause::OrderBy(o) => order.extend(o),
+            _ => return Err(unsupported(&format!("this clause of {upper}"), node)),
+        }
+    }
+    let mut exprs = Vec::new();
+    for a in &args {
+        match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => exprs.push(x.clone()),
+            _ => return Err(plan_err(format!("{upper} takes no such argument"), node)),
+        }
+    }
+    for e in exprs.iter().chain(order.iter().map(|o| &o.expr)) {
+        if contains_aggregate(e) {
+            return Err(plan_err("aggregate calls cannot be nested".into(), node));
+        }
+    }
+    let filter = f.filter.as_deref();
+    if let Some(c) = filter
+        && contains_aggregate(c)
+    {
+        return Err(plan_err(
+            "aggregate functions are not allowed in FILTER".into(),
+            c,
+        ));
+    }
+    let shown_filter = filter
+        .map(|c| format!(" FILTER (WHERE {c})"))
+        .unwrap_or_default();
+    let scope = || Scope::Row {
+        clause: "an aggregate argument",
+    };
+    let ordered_set = matches!(name, "percentile_cont" | "percentile_disc" | "mode");
+    let wants = match name {
+        "string_agg" => 2,
+        "mode" => 0,
+        _ => 1,
+    };
+    if exprs.len() != wants {
+        return Err(plan_err(
+            format!(
+                "{upper} takes {}",
+                match (wants, ordered_set) {
+                    (2, _) => "two arguments, a value and a delimiter",
+                    (0, _) => "no argument (its value is WITHIN GROUP (ORDER BY …))",
+                    (_, true) => "one argument, the fraction",
+                    _ => "one argument",
+                }
+            ),
+            node,
+        ));
+    }
+    if ordered_set {
+        if f.within_group.len() != 1 {
+            return Err(plan_err(
+                format!("{upper} needs WITHIN GROUP (ORDER BY one value)"),
+                node,
+            ));
+        }
+        if !order.is_empty() || distinct {
+            return Err(plan_err(
+                format!("{upper} takes its order from WITHIN GROUP only, and no DISTINCT"),
+                node,
+            ));
+        }
+        order = f.within_group.clone();
+    } else if !f.within_group.is_empty() {
+        return Err(plan_err(
+            format!("WITHIN GROUP is specified, but {upper} is not an ordered-set aggregate"),
+            node,
+        ));
+    }
+    if name == "median" {
+        if distinct || !order.is_empty() {
+            return Err(unsupported("MEDIAN with DISTINCT or ORDER BY", node));
+        }
+        order.push(ast::OrderByExpr {
+            expr: exprs[0].clone(),
+            options: ast::OrderByOptions {
+                sort: None,
+                nulls_first: None,
+            },
+            with_fill: None,
+        });
+    }
+    // The fraction: a constant in [0, 1].
+    let mut fraction = 0.5;
+    if matches!(name, "percentile_cont" | "percentile_disc") {
+        let b = binder.bind(&exprs[0], &mut scope())?;
+        let v = match &b {
+            Expr::Literal(a) if a.len() == 1 && a.is_valid(0) => {
+                arrow_cast::cast(a, &A::Float64).ok().and_then(|d| {
+                    use arrow_array::cast::AsArray;
+                    d.as_primitive_opt::<arrow_array::types::Float64Type>()
+                        .map(|p| p.value(0))
+                })
+            }
+            _ => None,
+        };
+        let Some(v) = v else {
+            return Err(unsupported(
+                &format!("{upper} of a fraction that is not a constant number"),
+                node,
+            ));
+        };
+        if !(0.0..=1.0).contains(&v) {
+            return Err(Error::Argument {
+                state: "22003",
+                message: format!(
+                    "percentile value {v} is not between 0 and 1{}",
+                    at(node.span())
+                ),
+            });
+        }
+        fraction = v;
+    }
+    // string_agg's delimiter: a constant.
+    let mut delimiter = None;
+    if name == "string_agg" {
+        let b = binder.bind(&exprs[1], &mut scope())?;
+        delimiter = match &b {
+            Expr::Literal(a) if a.len() == 1 && a.is_null(0) => None,
+            Expr::Literal(a) if a.len() == 1 => {
+                let t = arrow_cast::cast(a, &A::Utf8).map_err(|e| Error::Exec(e.to_string()))?;
+                use arrow_array::cast::AsArray;
+                Some(t.as_string::<i32>().value(0).to_string())
+            }
+            _ => {
+                return Err(unsupported(
+                    "STRING_AGG with a delimiter that is not a constant",
+                    node,
+                ));
+            }
+        };
+    }
+    // The value collected: string_agg's first argument (as TEXT), or the
+    // one ORDER BY expression of the others.
+    let value_ast = if name == "string_agg" {
+        exprs[0].clone()
+    } else {
+        order[0].expr.clone()
+    };
+    if distinct
+        && order
+            .iter()
+            .any(|o| o.expr.to_string() != value_ast.to_string())
+    {
+        return Err(plan_err(
+            "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list"
+                .into(),
+            node,
+        ));
+    }
+    let written = value_ast.to_string();
+    let value_ast = match filter {
+        Some(c) => only_where(value_ast, c),
+        None => value_ast,
+    };
+    let types = binder.types();
+    let mut value = binder.bind(&value_ast, &mut scope())?;
+    let mut vt = value.data_type(&types);
+    match name {
+        "string_agg" if vt != A::Utf8 => {
+            value = coerce(value, &vt, &A::Utf8);
+            vt = A::Utf8;
+        }
+        "percentile_cont" | "median" => {
+            if vt == A::Null {
+                value = coerce(value, &vt, &A::Float64);
+                vt = A::Float64;
+            } else if !is_numeric(&vt) {
+                return Err(plan_err(
+                    format!("{upper} needs a number, not {}", type_name(&vt)),
+                    node,
+                ));
+            }
+        }
+        _ => {}
+    }
+    let mut fields = Vec::new();
+    let mut keys = Vec::new();
+    let (mut desc, mut nulls_first) = (0u32, 0u32);
+    // For the ordered-set aggregates the one key is the value itself.
+    let key_list: &[ast::OrderByExpr] = if name == "string_agg" { &order } else { &[] };
+    if key_list.len() > 30 {
+        return Err(unsupported(
+            "more than 30 ORDER BY keys in an aggregate",
+            node,
+        ));
+    }
+    for (i, o) in key_list.iter().enumerate() {
+        let k = sort_key(0, o)?;
+        let e = binder.bind(&o.expr, &mut scope())?;
+        let t = e.data_type(&types);
+        desc |= (k.descending as u32) << i;
+        nulls_first |= (k.nulls_first as u32) << i;
+        fields.push((t, k.descending, k.nulls_first));
+        keys.push(e);
+    }
+    let (vd, vn) = if name == "string_agg" {
+        (false, false)
+    } else {
+        let k = sort_key(0, &order[0])?;
+        (k.descending, k.nulls_first)
+    };
+    let i = keys.len();
+    desc |= (vd as u32) << i;
+    nulls_first |= (vn as u32) << i;
+    fields.push((vt, vd, vn));
+    keys.push(value);
+    let arg = Expr::Call {
+        func: super::func::Func::SortRow { desc, nulls_first },
+        args: keys,
+        ty: A::Binary,
+    };
+    let func = match name {
+        "string_agg" => AggFunc::StringAgg,
+        "percentile_disc" => AggFunc::PercentileDisc,
+        "mode" => AggFunc::Mode,
+        _ => AggFunc::PercentileCont,
+    };
+    let within = |o: &[ast::OrderByExpr]| {
+        o.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let shown = match name {
+        "string_agg" => format!(
+            "string_agg({}{written}, {}{}){shown_filter}",
+            if distinct { "DISTINCT " } else { "" },
+            exprs[1],
+            if order.is_empty() {
+                String::new()
+            } else {
+                format!(" ORDER BY {}", within(&order))
+            }
+        ),
+        "median" => format!("median({written}){shown_filter}"),
+        _ => format!(
+            "{name}({}) WITHIN GROUP (ORDER BY {}){shown_filter}",
+            exprs.first().map(|e| e.to_string()).unwrap_or_default(),
+            within(&order)
+        ),
+    };
+    Ok(AggCall {
+        func,
+        arg: Some(arg),
+        distinct: false,
+        arg_type: A::Binary,
+        name: shown,
+        collect: Some(Arc::new(super::agg::Collect {
+            fields,
+            delimiter,
+            fraction,
+            distinct,
+        })),
+    })
+}
+
 /// `CASE WHEN cond THEN value END`: an aggregate's argument under
 /// `FILTER (WHERE cond)`.
 pub(super) fn only_where(value: ast::Expr, cond: &ast::Expr) -> ast::Expr {
@@ -983,6 +1269,12 @@ pub(super) fn only_where(value: ast::Expr, cond: &ast::Expr) -> ast::Expr {
 /// Binds an aggregate call: its function, its argument bound per row.
 fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<AggCall> {
     let name = function_name(f);
+    if matches!(
+        name.as_str(),
+        "string_agg" | "percentile_cont" | "percentile_disc" | "mode" | "median"
+    ) {
+        return bind_collecting(binder, f, node, &name);
+    }
     if !f.within_group.is_empty() {
         return Err(unsupported("WITHIN GROUP", node));
     }
@@ -1045,6 +1337,7 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
                 distinct: false,
                 arg_type: A::Int64,
                 name: format!("count(*){shown_filter}"),
+                collect: None,
             });
         }
         return Ok(AggCall {
@@ -1053,6 +1346,7 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
             distinct: false,
             arg_type: A::Null,
             name: "count(*)".into(),
+            collect: None,
         });
     }
     let arg_ast = binder.plain_args(f, node)?.remove(0);
@@ -1134,5 +1428,6 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         distinct: distinct && func == AggFunc::Count,
         arg_type,
         name: shown,
+        collect: None,
     })
 }

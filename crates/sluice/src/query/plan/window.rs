@@ -694,6 +694,7 @@ impl Collector<'_> {
                     distinct: false,
                     arg_type,
                     name: String::new(),
+                    collect: None,
                 };
                 (WinFunc::Agg(func), call.output_type())
             }
