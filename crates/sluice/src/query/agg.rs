@@ -58,8 +58,9 @@ pub struct Collect {
     pub fields: Vec<(A, bool, bool)>,
     /// string_agg's delimiter (`None`: NULL, no delimiter).
     pub delimiter: Option<String>,
-    /// The fraction of `percentile_cont`/`percentile_disc`.
-    pub fraction: f64,
+    /// The fraction of `percentile_cont`/`percentile_disc` (`None`: a
+    /// NULL fraction, every answer NULL).
+    pub fraction: Option<f64>,
     /// `string_agg(DISTINCT …)`: each value once (its sort key is the
     /// value, so equal values are neighbours once sorted).
     pub distinct: bool,
@@ -1396,6 +1397,9 @@ fn collected(
             .ok_or_else(|| Error::Internal("collected rows without a value".into()))?
     };
     let ranges = bounds.windows(2).map(|w| (w[0], w[1]));
+    let Some(fraction) = spec.fraction else {
+        return Ok(new_null_array(out, bounds.len() - 1));
+    };
     Ok(match func {
         AggFunc::StringAgg => {
             let v = arrow_cast::cast(&value, &A::Utf8).map_err(exec_err)?;
@@ -1422,7 +1426,7 @@ fn collected(
         AggFunc::PercentileCont => {
             let v = arrow_cast::cast(&value, &A::Float64).map_err(exec_err)?;
             let v = v.as_primitive::<Float64Type>();
-            let f = spec.fraction;
+            let f = fraction;
             let mut b = Float64Builder::new();
             for (lo, hi) in ranges {
                 if lo == hi {
@@ -1449,7 +1453,7 @@ fn collected(
                 let n = hi - lo;
                 let at = if func == AggFunc::PercentileDisc {
                     // The first row whose position reaches f·n.
-                    let k = (spec.fraction * n as f64).ceil() as usize;
+                    let k = (fraction * n as f64).ceil() as usize;
                     lo + k.clamp(1, n) - 1
                 } else {
                     // The most frequent value; of equals, the first in

@@ -35,6 +35,12 @@ pub enum Func {
         desc: u32,
         nulls_first: u32,
     },
+    /// The regular-expression functions (see [`super::regexp`]); `~` and
+    /// its kin are `RegexpLike`.
+    RegexpLike,
+    RegexpCount,
+    RegexpSubstr,
+    RegexpReplace,
     /// `concat(a, …)`: NULLs skipped.
     ConcatAll,
     Left,
@@ -155,6 +161,10 @@ impl Func {
         match self {
             Func::Concat => "||",
             Func::SortRow { .. } => "SORT_ROW",
+            Func::RegexpLike => "REGEXP_LIKE",
+            Func::RegexpCount => "REGEXP_COUNT",
+            Func::RegexpSubstr => "REGEXP_SUBSTR",
+            Func::RegexpReplace => "REGEXP_REPLACE",
             Func::ConcatAll => "CONCAT",
             Func::Left => "LEFT",
             Func::Right => "RIGHT",
@@ -232,6 +242,9 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
         Func::SortRow { desc, nulls_first } => return sort_row(args, desc, nulls_first),
+        Func::RegexpLike | Func::RegexpCount | Func::RegexpSubstr | Func::RegexpReplace => {
+            return super::regexp::eval(f, args, rows);
+        }
         Func::Mod => return modulo(&args[0], &args[1], ty),
         Func::Floor | Func::Ceil | Func::Round | Func::Trunc if matches!(ty, A::Decimal128(..)) => {
             // ROUND(x, n) and TRUNC(x, n) carry n as a second argument.

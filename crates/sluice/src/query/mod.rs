@@ -31,6 +31,7 @@ pub mod like;
 pub mod optimize;
 pub mod plan;
 pub mod point;
+pub mod regexp;
 pub mod scan;
 pub mod setop;
 pub mod sql;

@@ -392,6 +392,44 @@ impl Binder<'_> {
                     A::Utf8,
                 )
             }
+            Func::RegexpLike => {
+                count(2, 3)?;
+                (0..bound.len()).try_for_each(|i| text_arg(i, false))?;
+                (vec![A::Utf8; bound.len()], A::Boolean)
+            }
+            Func::RegexpReplace => {
+                count(3, 4)?;
+                (0..bound.len()).try_for_each(|i| text_arg(i, false))?;
+                (vec![A::Utf8; bound.len()], A::Utf8)
+            }
+            Func::RegexpCount | Func::RegexpSubstr => {
+                let most = if func == Func::RegexpCount { 4 } else { 6 };
+                count(2, most)?;
+                // (s, pattern [, start [, n]] [, flags [, subexpr]])
+                let flags_at = if func == Func::RegexpCount { 3 } else { 4 };
+                let targets: Vec<A> = (0..bound.len())
+                    .map(|i| {
+                        if i < 2 || i == flags_at {
+                            A::Utf8
+                        } else {
+                            A::Int64
+                        }
+                    })
+                    .collect();
+                for (i, t) in targets.iter().enumerate() {
+                    if *t == A::Utf8 {
+                        text_arg(i, false)?;
+                    } else {
+                        int_arg(i)?;
+                    }
+                }
+                let ty = if func == Func::RegexpCount {
+                    A::Int64
+                } else {
+                    A::Utf8
+                };
+                (targets, ty)
+            }
             Func::Replace => {
                 count(3, 3)?;
                 (0..3).try_for_each(|i| text_arg(i, false))?;
@@ -575,6 +613,10 @@ fn func_of(name: &str) -> Option<Func> {
         "lpad" => Func::Lpad,
         "rpad" => Func::Rpad,
         "replace" => Func::Replace,
+        "regexp_like" => Func::RegexpLike,
+        "regexp_count" => Func::RegexpCount,
+        "regexp_substr" => Func::RegexpSubstr,
+        "regexp_replace" => Func::RegexpReplace,
         "split_part" => Func::SplitPart,
         "starts_with" => Func::StartsWith,
         "strpos" => Func::Strpos,

@@ -755,6 +755,35 @@ impl<'c> Binder<'c> {
                 let out = self.call(func, vec![l, r], types, e)?;
                 fold(out, e)
             }
+            // `a ~ p`, `~*` (case-insensitive), `!~`, `!~*`: regexp_like,
+            // negated for the `!` forms.
+            ast::Expr::BinaryOp {
+                left,
+                op:
+                    op @ (ast::BinaryOperator::PGRegexMatch
+                    | ast::BinaryOperator::PGRegexIMatch
+                    | ast::BinaryOperator::PGRegexNotMatch
+                    | ast::BinaryOperator::PGRegexNotIMatch),
+                right,
+            } => {
+                use ast::BinaryOperator as B;
+                let l = self.bind(left, scope)?;
+                let r = self.bind(right, scope)?;
+                let mut args = vec![l, r];
+                if matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch) {
+                    args.push(Expr::Literal(Arc::new(arrow_array::StringArray::from(
+                        vec!["i"],
+                    ))));
+                }
+                let types = args.iter().map(|a| self.ty(a, scope)).collect();
+                let out = self.call(crate::query::func::Func::RegexpLike, args, types, e)?;
+                let out = if matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch) {
+                    Expr::Not(Box::new(out))
+                } else {
+                    out
+                };
+                fold(out, e)
+            }
             // `(a, b) = (c, d)`: `a = c AND b = d`; `<>`: `a <> c OR b <> d`
             // (the same three-valued answer).
             ast::Expr::BinaryOp { left, op, right }

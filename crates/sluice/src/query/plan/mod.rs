@@ -1076,27 +1076,35 @@ fn bind_collecting(
             with_fill: None,
         });
     }
-    // The fraction: a constant in [0, 1].
-    let mut fraction = 0.5;
+    // The fraction: a constant in [0, 1] (NULL: every answer NULL).
+    let mut fraction = Some(0.5);
     if matches!(name, "percentile_cont" | "percentile_disc") {
         let b = binder.bind(&exprs[0], &mut scope())?;
-        let v = match &b {
-            Expr::Literal(a) if a.len() == 1 && a.is_valid(0) => {
-                arrow_cast::cast(a, &A::Float64).ok().and_then(|d| {
-                    use arrow_array::cast::AsArray;
-                    d.as_primitive_opt::<arrow_array::types::Float64Type>()
-                        .map(|p| p.value(0))
-                })
+        let c = constant(binder, &b);
+        let v = match &c {
+            Some(a) if a.logical_null_count() > 0 => None,
+            Some(a) => Some(
+                arrow_cast::cast(a, &A::Float64)
+                    .ok()
+                    .and_then(|d| {
+                        use arrow_array::cast::AsArray;
+                        d.as_primitive_opt::<arrow_array::types::Float64Type>()
+                            .map(|p| p.value(0))
+                    })
+                    .ok_or_else(|| {
+                        plan_err(format!("{upper} needs a number as its fraction"), node)
+                    })?,
+            ),
+            None => {
+                return Err(unsupported(
+                    &format!("{upper} of a fraction that is not a constant"),
+                    node,
+                ));
             }
-            _ => None,
         };
-        let Some(v) = v else {
-            return Err(unsupported(
-                &format!("{upper} of a fraction that is not a constant number"),
-                node,
-            ));
-        };
-        if !(0.0..=1.0).contains(&v) {
+        if let Some(v) = v
+            && !(0.0..=1.0).contains(&v)
+        {
             return Err(Error::Argument {
                 state: "22003",
                 message: format!(
@@ -1111,14 +1119,14 @@ fn bind_collecting(
     let mut delimiter = None;
     if name == "string_agg" {
         let b = binder.bind(&exprs[1], &mut scope())?;
-        delimiter = match &b {
-            Expr::Literal(a) if a.len() == 1 && a.is_null(0) => None,
-            Expr::Literal(a) if a.len() == 1 => {
-                let t = arrow_cast::cast(a, &A::Utf8).map_err(|e| Error::Exec(e.to_string()))?;
+        delimiter = match constant(binder, &b) {
+            Some(a) if a.logical_null_count() > 0 => None,
+            Some(a) => {
+                let t = arrow_cast::cast(&a, &A::Utf8).map_err(|e| Error::Exec(e.to_string()))?;
                 use arrow_array::cast::AsArray;
                 Some(t.as_string::<i32>().value(0).to_string())
             }
-            _ => {
+            None => {
                 return Err(unsupported(
                     "STRING_AGG with a delimiter that is not a constant",
                     node,
@@ -1154,6 +1162,17 @@ fn bind_collecting(
     let mut vt = value.data_type(&types);
     match name {
         "string_agg" if vt != A::Utf8 => {
+            // DISTINCT compares values: -0 and 0 are one (as text they
+            // are not).
+            if distinct && vt == A::Float64 {
+                value = Expr::Binary {
+                    op: crate::query::expr::BinOp::Add,
+                    left: Box::new(value),
+                    right: Box::new(Expr::Literal(Arc::new(arrow_array::Float64Array::from(
+                        vec![0.0],
+                    )))),
+                };
+            }
             value = coerce(value, &vt, &A::Utf8);
             vt = A::Utf8;
         }
@@ -1249,6 +1268,21 @@ fn bind_collecting(
             distinct,
         })),
     })
+}
+
+/// The value of `e` when it reads no column (a constant, folded): one row.
+fn constant(binder: &Binder, e: &Expr) -> Option<arrow_array::ArrayRef> {
+    let mut used = vec![false; binder.types().len()];
+    e.mark_columns(&mut used);
+    if used.iter().any(|&u| u) {
+        return None;
+    }
+    let one = crate::query::exec::empty_input(1).ok()?;
+    match e.eval(&one).ok()? {
+        crate::query::expr::Value::Scalar(a) => Some(a),
+        crate::query::expr::Value::Array(a) if a.len() == 1 => Some(a),
+        _ => None,
+    }
 }
 
 /// `CASE WHEN cond THEN value END`: an aggregate's argument under
