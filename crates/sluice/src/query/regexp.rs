@@ -51,84 +51,464 @@ impl Cache {
     }
 }
 
-/// A pattern's escapes that PostgreSQL reads otherwise than Rust's regex
-/// crate, written as the crate reads them: `\y`/`\Y` (word boundary or
-/// not), `\m`/`\M` (the start or end of a word), `\Z` (the very end),
-/// `\b` (a backspace, not a word boundary), `\B` (a backslash), `\e`
-/// (escape), `\xhhh` (any number of hex digits). `\c` (control
-/// characters) is refused rather than read otherwise.
-fn translate(pattern: &str) -> Result<String> {
-    let mut out = String::with_capacity(pattern.len() + 8);
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let Some(e) = chars.next() else {
-            out.push('\\');
-            break;
-        };
-        match e {
-            'y' => out.push_str("\\b"),
-            'Y' => out.push_str("\\B"),
-            'm' => out.push_str("\\b{start}"),
-            'M' => out.push_str("\\b{end}"),
-            'Z' => out.push_str("\\z"),
-            'b' => out.push_str("\\x08"),
-            'B' => out.push_str("\\\\"),
-            'e' => out.push_str("\\x1B"),
-            'x' => {
-                let mut hex = String::new();
-                while let Some(h) = chars.peek().copied().filter(char::is_ascii_hexdigit) {
-                    hex.push(h);
-                    chars.next();
-                }
-                if hex.is_empty() {
+/// Refuses a pattern outside what sluice reads as PostgreSQL does.
+fn refuse(what: impl Into<String>) -> Error {
+    bad(
+        "0A000",
+        format!(
+            "{} in a regular expression is not supported (sluice runs the part of PostgreSQL's regular expressions whose answers it gives exactly)",
+            what.into()
+        ),
+    )
+}
+
+/// PostgreSQL's `\s` (glibc's `iswspace`: Unicode white space but the
+/// no-break spaces and NEL).
+const SPACE: &str = r"\s&&[^\x{A0}\x{85}\x{2007}\x{202F}]";
+
+/// A pattern in the part of PostgreSQL's regular expressions (Tcl's
+/// "advanced" ones) that sluice runs, written for the regex crate; any
+/// other pattern is refused, never read otherwise. Both read literals,
+/// `.`, `^`, `$`, groups, greedy quantifiers and bracket expressions
+/// alike once PostgreSQL's escapes (`\y`, `\m`, `\M`, `\Z`, `\b` a
+/// backspace, `\B` a backslash, `\xhhh`), classes (`\d` ASCII, `\s`
+/// without no-break spaces, `[:alpha:]` Unicode) and literal bracket
+/// characters (`&`, `~`, `[`, a `-` at an end) are spelled out. Which
+/// match PostgreSQL picks (the longest at the leftmost start) and which
+/// Rust picks (the first alternative that matches) differ only with
+/// alternation, non-greedy and quantified groups: allowed where only
+/// whether a match exists counts (`extent` false: `~`, regexp_like).
+/// `newline`: the `n` flag (a negated bracket does not match a newline).
+/// `fold`: case-insensitive, as PostgreSQL is: each letter of the pattern
+/// matches itself, its lower and its upper case (one character each:
+/// `ß` is not `SS`, `ſ` is not `s`), not Unicode's case folding.
+fn translate(pattern: &str, extent: bool, newline: bool, fold: bool) -> Result<String> {
+    let cs: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut i = 0;
+    // Whether the last item can take a quantifier, and whether it is a
+    // group (a quantified group's submatches differ).
+    let mut atom = false;
+    let mut group_end = false;
+    let mut depth = 0usize;
+    while i < cs.len() {
+        let c = cs[i];
+        i += 1;
+        match c {
+            '\\' => {
+                let Some(&e) = cs.get(i) else {
                     return Err(bad(
                         "2201B",
                         "invalid regular expression: invalid escape \\ sequence".into(),
                     ));
+                };
+                i += 1;
+                match e {
+                    'd' => out.push_str("[0-9]"),
+                    'D' => out.push_str("[^0-9]"),
+                    's' => out.push_str(&format!("[{SPACE}]")),
+                    'S' => out.push_str(&format!("[^{SPACE}]")),
+                    'w' => out.push_str(r"[\p{Alphabetic}\p{Nd}_]"),
+                    'W' => out.push_str(r"[^\p{Alphabetic}\p{Nd}_]"),
+                    'y' => out.push_str(r"\b"),
+                    'Y' => out.push_str(r"\B"),
+                    'm' => out.push_str(r"\b{start}"),
+                    'M' => out.push_str(r"\b{end}"),
+                    'A' => out.push_str(r"\A"),
+                    'Z' => out.push_str(r"\z"),
+                    'b' => out.push_str(r"\x08"),
+                    'B' => out.push_str(r"\\"),
+                    'e' => out.push_str(r"\x1B"),
+                    'a' => out.push_str(r"\x07"),
+                    't' => out.push_str(r"\t"),
+                    'n' => out.push_str(r"\n"),
+                    'r' => out.push_str(r"\r"),
+                    'f' => out.push_str(r"\x0C"),
+                    'v' => out.push_str(r"\x0B"),
+                    'x' => {
+                        let mut hex = String::new();
+                        while let Some(&h) = cs.get(i).filter(|h| h.is_ascii_hexdigit()) {
+                            hex.push(h);
+                            i += 1;
+                        }
+                        match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                            Some(_) if hex.len() <= 8 => out.push_str(&format!(r"\x{{{hex}}}")),
+                            _ => return Err(refuse(format!("\\x{hex}"))),
+                        }
+                    }
+                    e if e.is_ascii_punctuation() && e != '<' && e != '>' => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                    e => return Err(refuse(format!("the escape \\{e}"))),
                 }
-                out.push_str(&format!("\\x{{{hex}}}"));
+                // Anchors and word boundaries take no quantifier.
+                atom = !matches!(e, 'y' | 'Y' | 'm' | 'M' | 'A' | 'Z');
+                group_end = false;
             }
-            'c' => {
-                return Err(bad(
-                    "2201B",
-                    "invalid regular expression: \\c (a control character) is not supported; write \\x and its code".into(),
-                ));
+            '[' => {
+                out.push_str(&bracket(&cs, &mut i, newline, fold)?);
+                atom = true;
+                group_end = false;
             }
-            other => {
+            '(' => {
+                if cs.get(i) == Some(&'?') {
+                    if cs.get(i + 1) == Some(&':') {
+                        i += 2;
+                        out.push_str("(?:");
+                    } else {
+                        return Err(refuse("an embedded option or (?…) group"));
+                    }
+                } else {
+                    out.push('(');
+                }
+                depth += 1;
+                atom = false;
+                group_end = false;
+            }
+            ')' => {
+                if depth == 0 {
+                    return Err(bad(
+                        "2201B",
+                        "invalid regular expression: parentheses () not balanced".into(),
+                    ));
+                }
+                depth -= 1;
+                out.push(')');
+                atom = true;
+                group_end = true;
+            }
+            '|' => {
+                if extent {
+                    return Err(refuse("alternation (|) where the match's extent counts"));
+                }
+                out.push('|');
+                atom = false;
+                group_end = false;
+            }
+            '*' | '+' | '?' | '{' => {
+                if !atom {
+                    return Err(bad(
+                        "2201B",
+                        "invalid regular expression: quantifier operand invalid".into(),
+                    ));
+                }
+                if c == '{' {
+                    let mut bound = String::new();
+                    while let Some(&d) = cs.get(i).filter(|d| d.is_ascii_digit() || **d == ',') {
+                        bound.push(d);
+                        i += 1;
+                    }
+                    if cs.get(i) != Some(&'}') {
+                        return Err(refuse("a { that is not a bound {m}, {m,} or {m,n}"));
+                    }
+                    i += 1;
+                    let parts: Vec<&str> = bound.split(',').collect();
+                    let num = |p: &str| p.parse::<u32>().ok().filter(|n| *n <= 255);
+                    let ok = match parts.as_slice() {
+                        [m] => num(m).is_some(),
+                        [m, n] => {
+                            num(m).is_some()
+                                && (n.is_empty() || num(n).is_some_and(|n| Some(n) >= num(m)))
+                        }
+                        _ => false,
+                    };
+                    if !ok {
+                        return Err(bad(
+                            "2201B",
+                            format!(
+                                "invalid regular expression: invalid repetition count(s) {{{bound}}}"
+                            ),
+                        ));
+                    }
+                    out.push_str(&format!("{{{bound}}}"));
+                } else {
+                    out.push(c);
+                }
+                if group_end && extent {
+                    return Err(refuse("a quantified group where the match's extent counts"));
+                }
+                if cs.get(i) == Some(&'?') {
+                    if extent {
+                        return Err(refuse(
+                            "a non-greedy quantifier where the match's extent counts",
+                        ));
+                    }
+                    i += 1;
+                    out.push('?');
+                }
+                if matches!(cs.get(i), Some('*' | '+' | '?' | '{')) {
+                    return Err(bad(
+                        "2201B",
+                        "invalid regular expression: quantifier operand invalid".into(),
+                    ));
+                }
+                atom = false;
+                group_end = false;
+            }
+            '.' => {
+                out.push_str(if newline { r"[^\n]" } else { r"(?s:.)" });
+                atom = true;
+                group_end = false;
+            }
+            '^' | '$' => {
+                out.push(c);
+                atom = false;
+                group_end = false;
+            }
+            '}' | ']' => {
                 out.push('\\');
-                out.push(other);
+                out.push(c);
+                atom = true;
+                group_end = false;
+            }
+            c => {
+                if fold && cases(c).len() > 1 {
+                    out.push('[');
+                    cases(c).into_iter().for_each(|x| out.push(x));
+                    out.push(']');
+                } else {
+                    if c.is_ascii_punctuation() {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                atom = true;
+                group_end = false;
             }
         }
+    }
+    if depth != 0 {
+        return Err(bad(
+            "2201B",
+            "invalid regular expression: parentheses () not balanced".into(),
+        ));
     }
     Ok(out)
 }
 
-/// `pattern` as PostgreSQL reads it under `flags`.
+/// A pattern that is alternatives of plain text (`Mr|Mrs|Ms`): the
+/// alternatives, longest first.
+fn literal_alternatives(pattern: &str) -> Option<Vec<&str>> {
+    const META: &[char] = &[
+        '\\', '.', '[', ']', '(', ')', '*', '+', '?', '{', '}', '^', '$',
+    ];
+    if !pattern.contains('|') || pattern.contains(META) {
+        return None;
+    }
+    let mut words: Vec<&str> = pattern.split('|').collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+    Some(words)
+}
+
+/// `c`, its lower case and its upper case, each where it is one
+/// character (glibc's `towlower`/`towupper`, which PostgreSQL's
+/// case-insensitive matching uses).
+fn cases(c: char) -> Vec<char> {
+    let one = |mut it: std::iter::Peekable<std::vec::IntoIter<char>>| -> Option<char> {
+        let x = it.next()?;
+        it.peek().is_none().then_some(x)
+    };
+    let mut v = vec![c];
+    let lower = if c == '\u{130}' {
+        Some('i')
+    } else {
+        one(c.to_lowercase().collect::<Vec<_>>().into_iter().peekable())
+    };
+    let upper = one(c.to_uppercase().collect::<Vec<_>>().into_iter().peekable());
+    for x in [lower, upper].into_iter().flatten() {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// A bracket expression from just past its `[`: the crate's class.
+fn bracket(cs: &[char], i: &mut usize, newline: bool, fold: bool) -> Result<String> {
+    let mut out = String::from("[");
+    if cs.get(*i) == Some(&'^') {
+        *i += 1;
+        out.push('^');
+        if newline {
+            out.push_str(r"\n");
+        }
+    }
+    let start = *i;
+    // The last item, when a plain character (a range's first end), and
+    // where its spelling begins in `out`.
+    let mut last: Option<char> = None;
+    let mut last_at = out.len();
+    loop {
+        let Some(&c) = cs.get(*i) else {
+            return Err(bad(
+                "2201B",
+                "invalid regular expression: brackets [] not balanced".into(),
+            ));
+        };
+        *i += 1;
+        // A ] first is a literal.
+        if c == ']' && *i - 1 > start {
+            break;
+        }
+        match c {
+            '[' => match cs.get(*i) {
+                Some(':') => {
+                    let end = (*i + 1..cs.len().saturating_sub(1))
+                        .find(|&k| cs[k] == ':' && cs[k + 1] == ']')
+                        .ok_or_else(|| refuse("an unterminated [: class"))?;
+                    let name: String = cs[*i + 1..end].iter().collect();
+                    *i = end + 2;
+                    if fold && matches!(name.as_str(), "upper" | "lower") {
+                        return Err(refuse(format!("[:{name}:] with case-insensitive matching")));
+                    }
+                    // glibc's classes in a UTF-8 locale: digits other
+                    // than 0-9 are letters.
+                    out.push_str(match name.as_str() {
+                        "alpha" => r"[\p{Alphabetic}\p{Nd}&&[^0-9]]",
+                        "digit" => "0-9",
+                        "alnum" => r"\p{Alphabetic}\p{Nd}",
+                        "upper" => r"\p{Uppercase}",
+                        "lower" => r"\p{Lowercase}",
+                        "space" => r"[\s&&[^\x{A0}\x{85}\x{2007}\x{202F}]]",
+                        "xdigit" => "0-9A-Fa-f",
+                        "blank" => r" \t",
+                        "cntrl" => r"\p{Cc}",
+                        other => return Err(refuse(format!("the class [:{other}:]"))),
+                    });
+                    last = None;
+                    continue;
+                }
+                Some('.' | '=') => return Err(refuse("a collating element [. .] or class [= =]")),
+                _ => {
+                    out.push_str(r"\[");
+                    last = Some('[');
+                    continue;
+                }
+            },
+            '\\' => {
+                let Some(&e) = cs.get(*i) else {
+                    return Err(bad(
+                        "2201B",
+                        "invalid regular expression: brackets [] not balanced".into(),
+                    ));
+                };
+                *i += 1;
+                match e {
+                    'd' => out.push_str("0-9"),
+                    'w' => out.push_str(r"\p{Alphabetic}\p{Nd}_"),
+                    't' => out.push_str(r"\t"),
+                    'n' => out.push_str(r"\n"),
+                    'r' => out.push_str(r"\r"),
+                    'b' => out.push_str(r"\x08"),
+                    e if e.is_ascii_punctuation() && e != '<' && e != '>' => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                    e => return Err(refuse(format!("the escape \\{e} in a bracket"))),
+                }
+                last = None;
+                continue;
+            }
+            '-' => {
+                // A range: between two letters or two digits of one kind.
+                let prev = last;
+                let next = cs.get(*i).copied();
+                let first = *i - 1 == start;
+                let end = next == Some(']');
+                if first || end {
+                    out.push_str(r"\-");
+                    last = Some('-');
+                } else {
+                    let same = match (prev, next) {
+                        (Some(a), Some(b)) => {
+                            (a.is_ascii_lowercase() && b.is_ascii_lowercase())
+                                || (a.is_ascii_uppercase() && b.is_ascii_uppercase())
+                                || (a.is_ascii_digit() && b.is_ascii_digit())
+                        }
+                        _ => false,
+                    };
+                    if !same || cs.get(*i + 1) == Some(&'-') {
+                        return Err(refuse(
+                            "a range in a bracket other than between two letters or two digits",
+                        ));
+                    }
+                    let (Some(a), Some(b)) = (prev, next) else {
+                        return Err(refuse("a range without ends"));
+                    };
+                    if a > b {
+                        return Err(bad(
+                            "2201B",
+                            "invalid regular expression: invalid character range".into(),
+                        ));
+                    }
+                    *i += 1;
+                    // The first end was written as a character (with its
+                    // cases): written again as the range's.
+                    out.truncate(last_at);
+                    out.push(a);
+                    out.push('-');
+                    out.push(b);
+                    if fold && a.is_ascii_alphabetic() {
+                        let other = |x: char| {
+                            if x.is_ascii_lowercase() {
+                                x.to_ascii_uppercase()
+                            } else {
+                                x.to_ascii_lowercase()
+                            }
+                        };
+                        out.push(other(a));
+                        out.push('-');
+                        out.push(other(b));
+                    }
+                    last = None;
+                }
+            }
+            c => {
+                last_at = out.len();
+                if fold && cases(c).len() > 1 {
+                    cases(c).into_iter().for_each(|x| out.push(x));
+                } else {
+                    if c.is_ascii_punctuation() {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                last = Some(c);
+            }
+        }
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// `pattern` as PostgreSQL reads it under `flags` (see [`translate`]).
 fn compile(f: Func, pattern: &str, flags: &str) -> Result<Regex> {
-    let pattern = translate(pattern)?;
-    let mut b = RegexBuilder::new(&pattern);
-    b.dot_matches_new_line(true);
+    // The last of n and s decides, as in PostgreSQL.
+    let newline = flags
+        .chars()
+        .rev()
+        .find(|c| matches!(c, 'n' | 'm' | 's'))
+        .is_some_and(|c| c != 's');
+    // The last of i and c decides.
+    let fold = flags
+        .chars()
+        .rev()
+        .find(|c| matches!(c, 'i' | 'c'))
+        .is_some_and(|c| c == 'i');
+    let extent = f != Func::RegexpLike;
+    let translated = match literal_alternatives(pattern) {
+        // Plain words, longest first: the first that matches is then the
+        // longest, PostgreSQL's pick.
+        Some(words) if extent => translate(&words.join("|"), false, newline, fold)?,
+        _ => translate(pattern, extent, newline, fold)?,
+    };
+    let mut b = RegexBuilder::new(&translated);
+    b.multi_line(newline);
     for c in flags.chars() {
         match c {
-            'i' => {
-                b.case_insensitive(true);
-            }
-            'c' => {
-                b.case_insensitive(false);
-            }
-            'n' | 'm' => {
-                b.dot_matches_new_line(false).multi_line(true);
-            }
-            's' => {
-                b.dot_matches_new_line(true).multi_line(false);
-            }
-            'x' => {
-                b.ignore_whitespace(true);
-            }
+            'i' | 'c' | 'n' | 'm' | 's' => {}
+            'x' => return Err(refuse("the x flag (expanded syntax)")),
             'g' if f == Func::RegexpReplace => {}
             'g' => {
                 return Err(bad(
@@ -186,18 +566,47 @@ fn replacement(r: &str) -> String {
     out
 }
 
-/// The byte offset of character `start` (1-based) of `s`, or its end.
-fn offset(s: &str, start: i64, name: &str) -> Result<usize> {
+/// PostgreSQL's successive matches of `re` in `s` from byte `at` (what
+/// comes before `at` still counts for `^` and word boundaries): after an
+/// empty match the search goes on a character later, after another at
+/// its end, where an empty match may follow.
+fn each_match<'a>(
+    re: &'a Regex,
+    s: &'a str,
+    at: usize,
+) -> impl Iterator<Item = regex::Captures<'a>> {
+    let mut pos = Some(at);
+    std::iter::from_fn(move || {
+        let p = pos?;
+        let c = re.captures_at(s, p)?;
+        let m = c.get(0)?;
+        pos = if m.end() > m.start() {
+            Some(m.end())
+        } else {
+            s[m.end()..]
+                .chars()
+                .next()
+                .map(|ch| m.end() + ch.len_utf8())
+        };
+        Some(c)
+    })
+}
+
+/// The byte offset of character `start` (1-based) of `s`; `None` past
+/// its end (one past the last character is its end).
+fn offset(s: &str, start: i64, name: &str) -> Result<Option<usize>> {
     if start < 1 {
         return Err(bad(
             "22023",
             format!("invalid value for parameter \"start\": {start} (in {name})"),
         ));
     }
-    Ok(s.char_indices()
-        .nth((start - 1) as usize)
-        .map(|(i, _)| i)
-        .unwrap_or(s.len()))
+    let k = (start - 1) as usize;
+    Ok(match s.char_indices().nth(k) {
+        Some((i, _)) => Some(i),
+        None if k == s.chars().count() => Some(s.len()),
+        None => None,
+    })
 }
 
 /// `f` (one of the regexp functions) over `args`, each `rows` long and
@@ -235,11 +644,13 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                 let at = if args.len() > 2 {
                     offset(s, int(2, r), &name)?
                 } else {
-                    0
+                    Some(0)
                 };
                 let flags = if args.len() > 3 { text(3, r) } else { "" };
                 let (re, _) = cache.get(f, text(1, r), flags)?;
-                b.append_value(re.find_iter(&s[at..]).count() as i64);
+                // A start past the end finds nothing, not an empty match.
+                let n = at.map_or(0, |at| each_match(re, s, at).count());
+                b.append_value(n as i64);
             }
             Arc::new(b.finish())
         }
@@ -255,7 +666,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                 let at = if args.len() > 2 {
                     offset(s, int(2, r), &name)?
                 } else {
-                    0
+                    Some(0)
                 };
                 let n = if args.len() > 3 { int(3, r) } else { 1 };
                 if n < 1 {
@@ -273,10 +684,18 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                     ));
                 }
                 let (re, _) = cache.get(f, text(1, r), flags)?;
-                let found = re
-                    .captures_iter(&s[at..])
-                    .nth((n - 1) as usize)
-                    .and_then(|c| c.get(group as usize).map(|m| m.as_str().to_string()));
+                // Without groups, a group asked for is the whole match
+                // (PostgreSQL's); past the groups, none.
+                let group = if re.captures_len() == 1 {
+                    0
+                } else {
+                    group as usize
+                };
+                let found = at.and_then(|at| {
+                    each_match(re, s, at)
+                        .nth((n - 1) as usize)
+                        .and_then(|c| c.get(group).map(|m| m.as_str().to_string()))
+                });
                 b.append_option(found);
             }
             Arc::new(b.finish())
@@ -302,12 +721,16 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                     }
                 };
                 let s = text(0, r);
-                let out = if global {
-                    re.replace_all(s, rep.as_str())
-                } else {
-                    re.replace(s, rep.as_str())
-                };
-                b.append_value(out);
+                let mut out = String::with_capacity(s.len());
+                let mut copied = 0;
+                for c in each_match(re, s, 0).take(if global { usize::MAX } else { 1 }) {
+                    let Some(m) = c.get(0) else { continue };
+                    out.push_str(&s[copied..m.start()]);
+                    c.expand(&rep, &mut out);
+                    copied = m.end();
+                }
+                out.push_str(&s[copied..]);
+                b.append_value(&out);
             }
             Arc::new(b.finish())
         }
@@ -341,7 +764,7 @@ mod tests {
         assert!(m("^b", "n", "a\nb"));
         assert!(m("ABC", "i", "xabcx"));
         assert!(!m("ABC", "ic", "abc"));
-        assert!(m("a b # comment", "x", "ab"));
+        assert!(compile(Func::RegexpLike, "a b", "x").is_err());
         assert!(compile(Func::RegexpLike, "a", "g").is_err());
         assert!(compile(Func::RegexpLike, "a", "z").is_err());
         assert!(compile(Func::RegexpLike, "(a", "").is_err());
@@ -357,5 +780,52 @@ mod tests {
         assert!(m(r"\x41\x000042", "", "AB"));
         assert!(m(r"end\Z", "", "the end"));
         assert!(compile(Func::RegexpLike, r"\cA", "").is_err());
+    }
+
+    #[test]
+    fn what_postgresql_reads_otherwise_is_refused_or_spelled_out() {
+        let t = |p: &str, extent: bool| translate(p, extent, false, false);
+        // Where the extent counts: alternation, non-greedy and quantified
+        // groups pick other matches than PostgreSQL's.
+        assert!(t("a|ab", true).is_err());
+        assert!(t("a|ab", false).is_ok());
+        assert!(t("a*?", true).is_err());
+        assert!(t("(ab)*", true).is_err());
+        assert!(t("(ab)c*", true).is_ok());
+        // Rust's set operations and escapes are PostgreSQL's literals.
+        let re = |p: &str| Regex::new(&t(p, true).unwrap()).unwrap();
+        assert!(re("[a&&b]").is_match("&"));
+        assert!(re("[a~~b]").is_match("~"));
+        assert!(re("[a-]").is_match("-"));
+        assert!(!re(r"\d").is_match("\u{663}"));
+        assert!(!re(r"\s").is_match("\u{A0}"));
+        assert!(re("[[:alpha:]]").is_match("\u{E9}"));
+        // Refused: what the crate reads otherwise or lacks.
+        for p in [
+            r"a\<b",
+            r"\p{L}",
+            "(?i)a",
+            "a**",
+            "a{ 2}",
+            "[[.a.]]",
+            "[]-a]",
+            r"[\d-z]",
+            r"\z",
+            "[[:punct:]]",
+        ] {
+            assert!(t(p, false).is_err(), "{p}");
+        }
+        // Case-insensitive as PostgreSQL: a letter, its lower and upper.
+        let ci = |p: &str, s: &str| {
+            Regex::new(&translate(p, true, false, true).unwrap())
+                .unwrap()
+                .is_match(s)
+        };
+        assert!(ci("abc", "ABC"));
+        assert!(ci("[a-c]", "B"));
+        assert!(!ci("s", "\u{17F}"));
+        assert!(ci("\u{130}", "i"));
+        assert!(!ci("i", "\u{130}"));
+        assert!(!ci("ss", "\u{DF}"));
     }
 }

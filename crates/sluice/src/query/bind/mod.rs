@@ -767,6 +767,26 @@ impl<'c> Binder<'c> {
                 right,
             } => {
                 use ast::BinaryOperator as B;
+                // PostgreSQL gives `~` and `||` one precedence, left to
+                // right: `s ~ 'a' || 'b'` is `(s ~ 'a') || 'b'`.
+                if let ast::Expr::BinaryOp {
+                    left: rl,
+                    op: ast::BinaryOperator::StringConcat,
+                    right: rr,
+                } = right.as_ref()
+                {
+                    let inner = ast::Expr::BinaryOp {
+                        left: left.clone(),
+                        op: op.clone(),
+                        right: rl.clone(),
+                    };
+                    let outer = ast::Expr::BinaryOp {
+                        left: Box::new(inner),
+                        op: ast::BinaryOperator::StringConcat,
+                        right: rr.clone(),
+                    };
+                    return self.bind(&outer, scope);
+                }
                 let l = self.bind(left, scope)?;
                 let r = self.bind(right, scope)?;
                 let mut args = vec![l, r];
