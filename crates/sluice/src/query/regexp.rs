@@ -33,15 +33,32 @@ fn bad(state: &'static str, message: String) -> Error {
 struct Cache {
     key: Option<(String, String)>,
     re: Option<Regex>,
+    /// The pattern reads the locale's classes (see [`translate`]).
+    locale: bool,
 }
 
 impl Cache {
-    fn get(&mut self, f: Func, pattern: &str, flags: &str) -> Result<(&Regex, bool)> {
+    /// The pattern compiled, and whether `g` was given; refused when it
+    /// reads the locale's classes and `subject` is not ASCII.
+    fn get(
+        &mut self,
+        f: Func,
+        pattern: &str,
+        flags: &str,
+        subject: &str,
+    ) -> Result<(&Regex, bool)> {
         let global = flags.contains('g');
         let hit = matches!(&self.key, Some((p, fl)) if p == pattern && fl == flags);
         if !hit {
-            self.re = Some(compile(f, pattern, flags)?);
+            let (re, locale) = compile(f, pattern, flags)?;
+            self.re = Some(re);
+            self.locale = locale;
             self.key = Some((pattern.to_string(), flags.to_string()));
+        }
+        if self.locale && !subject.is_ascii() {
+            return Err(refuse(
+                "\\w, \\W, \\y, \\Y, \\m, \\M or [:alpha:], [:alnum:], [:upper:], [:lower:] (the database locale's letters and word boundaries) over text that is not ASCII",
+            ));
         }
         let re = self
             .re
@@ -49,6 +66,32 @@ impl Cache {
             .ok_or_else(|| Error::Internal("a regular expression not compiled".into()))?;
         Ok((re, global))
     }
+}
+
+/// Whether the regex crate reads `c` as special (escaped when it is a
+/// literal; other punctuation is written as it is: `\<` is a word
+/// boundary to the crate).
+fn meta(c: char) -> bool {
+    matches!(
+        c,
+        '\\' | '.'
+            | '+'
+            | '*'
+            | '?'
+            | '('
+            | ')'
+            | '|'
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '^'
+            | '$'
+            | '#'
+            | '&'
+            | '-'
+            | '~'
+    )
 }
 
 /// Refuses a pattern outside what sluice reads as PostgreSQL does.
@@ -79,10 +122,19 @@ const SPACE: &str = r"\s&&[^\x{A0}\x{85}\x{2007}\x{202F}]";
 /// alternation, non-greedy and quantified groups: allowed where only
 /// whether a match exists counts (`extent` false: `~`, regexp_like).
 /// `newline`: the `n` flag (a negated bracket does not match a newline).
+/// `locale`: set when the pattern uses what depends on the database's
+/// locale for text that is not ASCII (`\w`, word boundaries, the letter
+/// classes): such a pattern is refused on text that is not ASCII.
 /// `fold`: case-insensitive, as PostgreSQL is: each letter of the pattern
 /// matches itself, its lower and its upper case (one character each:
 /// `ß` is not `SS`, `ſ` is not `s`), not Unicode's case folding.
-fn translate(pattern: &str, extent: bool, newline: bool, fold: bool) -> Result<String> {
+fn translate(
+    pattern: &str,
+    extent: bool,
+    newline: bool,
+    fold: bool,
+    locale: &mut bool,
+) -> Result<String> {
     let cs: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut i = 0;
@@ -108,8 +160,8 @@ fn translate(pattern: &str, extent: bool, newline: bool, fold: bool) -> Result<S
                     'D' => out.push_str("[^0-9]"),
                     's' => out.push_str(&format!("[{SPACE}]")),
                     'S' => out.push_str(&format!("[^{SPACE}]")),
-                    'w' => out.push_str(r"[\p{Alphabetic}\p{Nd}_]"),
-                    'W' => out.push_str(r"[^\p{Alphabetic}\p{Nd}_]"),
+                    'w' => out.push_str(r"[A-Za-z0-9_]"),
+                    'W' => out.push_str(r"[^A-Za-z0-9_]"),
                     'y' => out.push_str(r"\b"),
                     'Y' => out.push_str(r"\B"),
                     'm' => out.push_str(r"\b{start}"),
@@ -132,22 +184,37 @@ fn translate(pattern: &str, extent: bool, newline: bool, fold: bool) -> Result<S
                             i += 1;
                         }
                         match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                            Some(_) if hex.len() <= 8 => out.push_str(&format!(r"\x{{{hex}}}")),
+                            Some(ch) if hex.len() <= 8 => {
+                                if fold {
+                                    out.push('[');
+                                    for x in cases(ch) {
+                                        out.push_str(&format!(r"\x{{{:X}}}", x as u32));
+                                    }
+                                    out.push(']');
+                                } else {
+                                    out.push_str(&format!(r"\x{{{hex}}}"));
+                                }
+                            }
                             _ => return Err(refuse(format!("\\x{hex}"))),
                         }
                     }
                     e if e.is_ascii_punctuation() && e != '<' && e != '>' => {
-                        out.push('\\');
+                        if meta(e) {
+                            out.push('\\');
+                        }
                         out.push(e);
                     }
                     e => return Err(refuse(format!("the escape \\{e}"))),
+                }
+                if matches!(e, 'w' | 'W' | 'y' | 'Y' | 'm' | 'M') {
+                    *locale = true;
                 }
                 // Anchors and word boundaries take no quantifier.
                 atom = !matches!(e, 'y' | 'Y' | 'm' | 'M' | 'A' | 'Z');
                 group_end = false;
             }
             '[' => {
-                out.push_str(&bracket(&cs, &mut i, newline, fold)?);
+                out.push_str(&bracket(&cs, &mut i, newline, fold, locale)?);
                 atom = true;
                 group_end = false;
             }
@@ -263,12 +330,12 @@ fn translate(pattern: &str, extent: bool, newline: bool, fold: bool) -> Result<S
                 group_end = false;
             }
             c => {
-                if fold && cases(c).len() > 1 {
+                if fold && cases(c) != [c] {
                     out.push('[');
                     cases(c).into_iter().for_each(|x| out.push(x));
                     out.push(']');
                 } else {
-                    if c.is_ascii_punctuation() {
+                    if meta(c) {
                         out.push('\\');
                     }
                     out.push(c);
@@ -301,31 +368,42 @@ fn literal_alternatives(pattern: &str) -> Option<Vec<&str>> {
     Some(words)
 }
 
-/// `c`, its lower case and its upper case, each where it is one
-/// character (glibc's `towlower`/`towupper`, which PostgreSQL's
-/// case-insensitive matching uses).
+/// What a letter matches case-insensitively in PostgreSQL (`allcases`):
+/// its lower and its upper case as glibc's `towlower`/`towupper` give
+/// them, one character each (`ß` is not `SS`, `ſ` is not `s`; a
+/// titlecase letter such as `ǅ` is not even itself).
 fn cases(c: char) -> Vec<char> {
-    let one = |mut it: std::iter::Peekable<std::vec::IntoIter<char>>| -> Option<char> {
-        let x = it.next()?;
-        it.peek().is_none().then_some(x)
+    let single = |v: Vec<char>| if v.len() == 1 { Some(v[0]) } else { None };
+    let lower = match c {
+        '\u{130}' => 'i',
+        _ => single(c.to_lowercase().collect()).unwrap_or(c),
     };
-    let mut v = vec![c];
-    let lower = if c == '\u{130}' {
-        Some('i')
-    } else {
-        one(c.to_lowercase().collect::<Vec<_>>().into_iter().peekable())
-    };
-    let upper = one(c.to_uppercase().collect::<Vec<_>>().into_iter().peekable());
-    for x in [lower, upper].into_iter().flatten() {
-        if !v.contains(&x) {
-            v.push(x);
+    let upper = match c as u32 {
+        // Greek with iota subscript: Unicode's simple uppercase (the
+        // titlecase letter), where the full mapping is two letters.
+        0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7 => {
+            char::from_u32(c as u32 + 8).unwrap_or(c)
         }
+        0x1FB3 => '\u{1FBC}',
+        0x1FC3 => '\u{1FCC}',
+        0x1FF3 => '\u{1FFC}',
+        _ => single(c.to_uppercase().collect()).unwrap_or(c),
+    };
+    if lower == upper {
+        vec![lower]
+    } else {
+        vec![lower, upper]
     }
-    v
 }
 
 /// A bracket expression from just past its `[`: the crate's class.
-fn bracket(cs: &[char], i: &mut usize, newline: bool, fold: bool) -> Result<String> {
+fn bracket(
+    cs: &[char],
+    i: &mut usize,
+    newline: bool,
+    fold: bool,
+    locale: &mut bool,
+) -> Result<String> {
     let mut out = String::from("[");
     if cs.get(*i) == Some(&'^') {
         *i += 1;
@@ -362,14 +440,17 @@ fn bracket(cs: &[char], i: &mut usize, newline: bool, fold: bool) -> Result<Stri
                     if fold && matches!(name.as_str(), "upper" | "lower") {
                         return Err(refuse(format!("[:{name}:] with case-insensitive matching")));
                     }
-                    // glibc's classes in a UTF-8 locale: digits other
-                    // than 0-9 are letters.
+                    // The letter classes as on ASCII text (beyond it they
+                    // are the locale's: refused there, see `locale`).
+                    if matches!(name.as_str(), "alpha" | "alnum" | "upper" | "lower") {
+                        *locale = true;
+                    }
                     out.push_str(match name.as_str() {
-                        "alpha" => r"[\p{Alphabetic}\p{Nd}&&[^0-9]]",
+                        "alpha" => "A-Za-z",
                         "digit" => "0-9",
-                        "alnum" => r"\p{Alphabetic}\p{Nd}",
-                        "upper" => r"\p{Uppercase}",
-                        "lower" => r"\p{Lowercase}",
+                        "alnum" => "A-Za-z0-9",
+                        "upper" => "A-Z",
+                        "lower" => "a-z",
                         "space" => r"[\s&&[^\x{A0}\x{85}\x{2007}\x{202F}]]",
                         "xdigit" => "0-9A-Fa-f",
                         "blank" => r" \t",
@@ -396,13 +477,18 @@ fn bracket(cs: &[char], i: &mut usize, newline: bool, fold: bool) -> Result<Stri
                 *i += 1;
                 match e {
                     'd' => out.push_str("0-9"),
-                    'w' => out.push_str(r"\p{Alphabetic}\p{Nd}_"),
+                    'w' => {
+                        *locale = true;
+                        out.push_str("A-Za-z0-9_");
+                    }
                     't' => out.push_str(r"\t"),
                     'n' => out.push_str(r"\n"),
                     'r' => out.push_str(r"\r"),
                     'b' => out.push_str(r"\x08"),
                     e if e.is_ascii_punctuation() && e != '<' && e != '>' => {
-                        out.push('\\');
+                        if meta(e) {
+                            out.push('\\');
+                        }
                         out.push(e);
                     }
                     e => return Err(refuse(format!("the escape \\{e} in a bracket"))),
@@ -466,10 +552,10 @@ fn bracket(cs: &[char], i: &mut usize, newline: bool, fold: bool) -> Result<Stri
             }
             c => {
                 last_at = out.len();
-                if fold && cases(c).len() > 1 {
+                if fold && cases(c) != [c] {
                     cases(c).into_iter().for_each(|x| out.push(x));
                 } else {
-                    if c.is_ascii_punctuation() {
+                    if meta(c) {
                         out.push('\\');
                     }
                     out.push(c);
@@ -483,7 +569,7 @@ fn bracket(cs: &[char], i: &mut usize, newline: bool, fold: bool) -> Result<Stri
 }
 
 /// `pattern` as PostgreSQL reads it under `flags` (see [`translate`]).
-fn compile(f: Func, pattern: &str, flags: &str) -> Result<Regex> {
+fn compile(f: Func, pattern: &str, flags: &str) -> Result<(Regex, bool)> {
     // The last of n and s decides, as in PostgreSQL.
     let newline = flags
         .chars()
@@ -497,11 +583,12 @@ fn compile(f: Func, pattern: &str, flags: &str) -> Result<Regex> {
         .find(|c| matches!(c, 'i' | 'c'))
         .is_some_and(|c| c == 'i');
     let extent = f != Func::RegexpLike;
+    let mut locale = false;
     let translated = match literal_alternatives(pattern) {
         // Plain words, longest first: the first that matches is then the
         // longest, PostgreSQL's pick.
-        Some(words) if extent => translate(&words.join("|"), false, newline, fold)?,
-        _ => translate(pattern, extent, newline, fold)?,
+        Some(words) if extent => translate(&words.join("|"), false, newline, fold, &mut locale)?,
+        _ => translate(pattern, extent, newline, fold, &mut locale)?,
     };
     let mut b = RegexBuilder::new(&translated);
     b.multi_line(newline);
@@ -527,14 +614,15 @@ fn compile(f: Func, pattern: &str, flags: &str) -> Result<Regex> {
             }
         }
     }
-    b.build().map_err(|e| {
+    let re = b.build().map_err(|e| {
         let why = match e {
             regex::Error::Syntax(s) => s.lines().last().unwrap_or("").trim().to_string(),
             regex::Error::CompiledTooBig(n) => format!("the compiled pattern exceeds {n} bytes"),
             other => other.to_string(),
         };
         bad("2201B", format!("invalid regular expression: {why}"))
-    })
+    })?;
+    Ok((re, locale))
 }
 
 /// PostgreSQL's replacement text as the regex crate's: `\1`–`\9` a
@@ -627,7 +715,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                     continue;
                 }
                 let flags = if args.len() > 2 { text(2, r) } else { "" };
-                let (re, _) = cache.get(f, text(1, r), flags)?;
+                let (re, _) = cache.get(f, text(1, r), flags, text(0, r))?;
                 b.append_value(re.is_match(text(0, r)));
             }
             Arc::new(b.finish())
@@ -647,7 +735,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                     Some(0)
                 };
                 let flags = if args.len() > 3 { text(3, r) } else { "" };
-                let (re, _) = cache.get(f, text(1, r), flags)?;
+                let (re, _) = cache.get(f, text(1, r), flags, s)?;
                 // A start past the end finds nothing, not an empty match.
                 let n = at.map_or(0, |at| each_match(re, s, at).count());
                 b.append_value(n as i64);
@@ -683,10 +771,10 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                         format!("invalid value for parameter \"subexpr\": {group}"),
                     ));
                 }
-                let (re, _) = cache.get(f, text(1, r), flags)?;
-                // Without groups, a group asked for is the whole match
+                let (re, _) = cache.get(f, text(1, r), flags, s)?;
+                // Without groups, group 1 is the whole match
                 // (PostgreSQL's); past the groups, none.
-                let group = if re.captures_len() == 1 {
+                let group = if re.captures_len() == 1 && group == 1 {
                     0
                 } else {
                     group as usize
@@ -710,7 +798,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
                     continue;
                 }
                 let flags = if args.len() > 3 { text(3, r) } else { "" };
-                let (re, global) = cache.get(f, text(1, r), flags)?;
+                let (re, global) = cache.get(f, text(1, r), flags, text(0, r))?;
                 let raw = text(2, r);
                 let rep = match &last {
                     Some((from, to)) if from == raw => to.clone(),
@@ -748,7 +836,7 @@ mod tests {
         assert_eq!(replacement(r"[\&]"), "[${0}]");
         assert_eq!(replacement(r"a\\b$1"), r"a\b$$1");
         assert_eq!(replacement(r"x\"), r"x\");
-        let re = compile(Func::RegexpReplace, "(a)(b)", "g").unwrap();
+        let re = compile(Func::RegexpReplace, "(a)(b)", "g").unwrap().0;
         assert_eq!(
             re.replace_all("abab", replacement(r"\2\1$").as_str()),
             "ba$ba$"
@@ -757,7 +845,8 @@ mod tests {
 
     #[test]
     fn flags_and_newlines_as_postgresql() {
-        let m = |p: &str, fl: &str, s: &str| compile(Func::RegexpLike, p, fl).unwrap().is_match(s);
+        let m =
+            |p: &str, fl: &str, s: &str| compile(Func::RegexpLike, p, fl).unwrap().0.is_match(s);
         assert!(m("a.b", "", "a\nb"));
         assert!(!m("a.b", "n", "a\nb"));
         assert!(!m("^b", "", "a\nb"));
@@ -784,7 +873,7 @@ mod tests {
 
     #[test]
     fn what_postgresql_reads_otherwise_is_refused_or_spelled_out() {
-        let t = |p: &str, extent: bool| translate(p, extent, false, false);
+        let t = |p: &str, extent: bool| translate(p, extent, false, false, &mut false);
         // Where the extent counts: alternation, non-greedy and quantified
         // groups pick other matches than PostgreSQL's.
         assert!(t("a|ab", true).is_err());
@@ -799,7 +888,11 @@ mod tests {
         assert!(re("[a-]").is_match("-"));
         assert!(!re(r"\d").is_match("\u{663}"));
         assert!(!re(r"\s").is_match("\u{A0}"));
-        assert!(re("[[:alpha:]]").is_match("\u{E9}"));
+        // Letters beyond ASCII are the locale's: see `Cache::get`.
+        let mut locale = false;
+        assert!(translate("[[:alpha:]]", true, false, false, &mut locale).is_ok() && locale);
+        assert!(re("a<b").is_match("a<b"));
+        assert!(!re("<").is_match("ab"));
         // Refused: what the crate reads otherwise or lacks.
         for p in [
             r"a\<b",
@@ -817,7 +910,7 @@ mod tests {
         }
         // Case-insensitive as PostgreSQL: a letter, its lower and upper.
         let ci = |p: &str, s: &str| {
-            Regex::new(&translate(p, true, false, true).unwrap())
+            Regex::new(&translate(p, true, false, true, &mut false).unwrap())
                 .unwrap()
                 .is_match(s)
         };
@@ -827,5 +920,11 @@ mod tests {
         assert!(ci("\u{130}", "i"));
         assert!(!ci("i", "\u{130}"));
         assert!(!ci("ss", "\u{DF}"));
+        // A titlecase letter matches its lower and upper case only, as
+        // PostgreSQL; Greek with iota subscript its simple uppercase.
+        assert!(!ci("\u{1C5}", "\u{1C5}"));
+        assert!(ci("\u{1C5}", "\u{1C4}"));
+        assert!(ci("\u{1F80}", "\u{1F88}"));
+        assert!(ci(r"\x41", "a"));
     }
 }
