@@ -20,6 +20,49 @@ public class JdbcCheck {
         try (Connection c = DriverManager.getConnection(url)) {
             check("connects (server_version " + c.getMetaData().getDatabaseProductVersion() + ")",
                     "PostgreSQL", c.getMetaData().getDatabaseProductName());
+            // DatabaseMetaData: the driver's own catalog queries (joins of
+            // pg_class, pg_namespace, pg_attribute, pg_type, pg_index,
+            // row_number() OVER ...), run by the engine over the catalog.
+            DatabaseMetaData m = c.getMetaData();
+            try (ResultSet r = m.getTables(null, null, "%", new String[] {"TABLE"})) {
+                StringBuilder b = new StringBuilder();
+                while (r.next()) {
+                    b.append(r.getString("TABLE_SCHEM")).append('.').append(r.getString("TABLE_NAME"))
+                            .append(' ').append(r.getString("TABLE_TYPE")).append(';');
+                }
+                check("getTables", "public.ints TABLE;public.people TABLE;", b.toString());
+            }
+            try (ResultSet r = m.getColumns(null, null, "people", "%")) {
+                StringBuilder b = new StringBuilder();
+                while (r.next()) {
+                    b.append(r.getInt("ORDINAL_POSITION")).append(' ').append(r.getString("COLUMN_NAME"))
+                            .append(' ').append(r.getInt("DATA_TYPE")).append(' ').append(r.getString("TYPE_NAME"))
+                            .append(' ').append(r.getInt("COLUMN_SIZE")).append(' ').append(r.getInt("DECIMAL_DIGITS"))
+                            .append(' ').append(r.getString("IS_NULLABLE")).append(';');
+                }
+                check("getColumns", "1 id -5 int8 19 0 NO;2 name 12 text 2147483647 0 YES;"
+                        + "3 price 2 numeric 10 2 YES;4 d 91 date 13 0 YES;"
+                        + "5 ts 93 timestamp 29 6 YES;6 ok -7 bool 1 0 YES;", b.toString());
+            }
+            try (ResultSet r = m.getPrimaryKeys(null, null, "people")) {
+                check("getPrimaryKeys: a row", true, r.next());
+                check("getPrimaryKeys: the column", "id", r.getString("COLUMN_NAME"));
+                check("getPrimaryKeys: its place", 1, r.getInt("KEY_SEQ"));
+                check("getPrimaryKeys: the name", "people_pkey", r.getString("PK_NAME"));
+                check("getPrimaryKeys: one row", false, r.next());
+            }
+            try (ResultSet r = m.getPrimaryKeys(null, null, "ints")) {
+                check("getPrimaryKeys of a table without a key", false, r.next());
+            }
+            try (ResultSet r = m.getSchemas()) {
+                StringBuilder b = new StringBuilder();
+                while (r.next()) b.append(r.getString("TABLE_SCHEM")).append(';');
+                check("getSchemas", "information_schema;pg_catalog;public;", b.toString());
+            }
+            try (ResultSet r = m.getCatalogs()) {
+                check("getCatalogs: a row", true, r.next());
+                check("getCatalogs", "sluice", r.getString(1));
+            }
             try (Statement s = c.createStatement();
                  ResultSet r = s.executeQuery("SELECT * FROM people WHERE id = 1")) {
                 check("a row", true, r.next());

@@ -22,7 +22,6 @@
 //! The protocol crate is pinned and used only in this crate.
 
 pub mod auth;
-pub mod catalog;
 pub mod encode;
 pub mod frames;
 pub mod params;
@@ -935,6 +934,10 @@ impl sluice::query::plan::Catalog for Zoned<'_> {
 
     fn time_zone(&self) -> String {
         self.1.clone()
+    }
+
+    fn catalog_db(&self) -> sluice::Result<Option<Arc<sluice::query::catalog::CatalogDb>>> {
+        sluice::query::plan::Catalog::catalog_db(self.0)
     }
 }
 

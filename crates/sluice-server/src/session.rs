@@ -346,7 +346,7 @@ pub fn answer(
     if let Some(r) = function(&n, settings) {
         return Some(r);
     }
-    catalog(sql, &n, db)
+    catalog(&n, db)
 }
 
 fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
@@ -614,24 +614,15 @@ fn function(n: &str, settings: &HashMap<String, String>) -> Option<Result<Answer
     None
 }
 
-/// The table oids the catalog answers use: 16384 + position by name.
+/// The table oids the catalog answers use: 16384 + position by name,
+/// as in the catalog's tables (`sluice::query::catalog`).
 fn table_oid(i: usize) -> i64 {
-    16_384 + i as i64
+    sluice::query::catalog::FIRST_OID + i as i64
 }
 
-pub(crate) fn pg_type_name(t: &sluice::batch::DataType) -> String {
-    use sluice::batch::DataType as D;
-    match t {
-        D::Boolean => "boolean".into(),
-        D::Int => "integer".into(),
-        D::BigInt => "bigint".into(),
-        D::Double => "double precision".into(),
-        D::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
-        D::Date => "date".into(),
-        D::Timestamp => "timestamp without time zone".into(),
-        D::TimestampTz => "timestamp with time zone".into(),
-        D::Text => "text".into(),
-    }
+/// A column type as `format_type` names it (`numeric(15,2)`).
+fn pg_type_name(t: &sluice::batch::DataType) -> String {
+    sluice::query::catalog::pg_type(t).3
 }
 
 /// The first `'...'` literal after `marker` in the normalized statement.
@@ -714,12 +705,7 @@ fn relname_pattern(n: &str) -> Result<Option<NamePattern>, Failure> {
 
 /// psql's `\dt` / `\d TABLE` queries and `information_schema`: an honest
 /// subset, answered from the manifest.
-fn catalog(sql: &str, n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
-    // information_schema and pg_type: the engine's answer over tables
-    // made from the manifest, or its error (see `catalog`).
-    if crate::catalog::reads_catalog(n) {
-        return Some(crate::catalog::answer(sql, db));
-    }
+fn catalog(n: &str, db: &Database) -> Option<Result<Answer, Failure>> {
     let tables: Vec<(&String, &sluice::store::TableMeta)> = db.manifest().tables.iter().collect();
     if !n.contains("pg_catalog.") {
         return None;
@@ -916,10 +902,9 @@ fn catalog(sql: &str, n: &str, db: &Database) -> Option<Result<Answer, Failure>>
             return Some(Ok(Answer::Rows(empty)));
         }
     }
-    Some(Err(Failure::new(
-        "0A000",
-        "this catalog query is not supported: sluice answers psql's \\dt and \\d TABLE, information_schema.tables and information_schema.columns".to_string(),
-    )))
+    // Any other query of the catalog: the engine's answer over the
+    // catalog's tables (`sluice::query::catalog`), or its error.
+    None
 }
 
 #[cfg(test)]

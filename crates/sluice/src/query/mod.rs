@@ -17,6 +17,7 @@
 
 pub mod agg;
 pub mod bind;
+pub mod catalog;
 pub mod exec;
 pub mod expr;
 pub mod filter;
@@ -59,6 +60,10 @@ pub struct QueryResult {
 impl plan::Catalog for Database {
     fn table_schema(&self, name: &str) -> Option<Schema> {
         self.table(name).map(|t| t.schema.clone())
+    }
+
+    fn catalog_db(&self) -> Result<Option<std::sync::Arc<catalog::CatalogDb>>> {
+        catalog::CatalogDb::build(self).map(Some)
     }
 }
 
@@ -155,6 +160,8 @@ pub(crate) fn on_own_stack<T: Send>(
 
 /// Runs a planned query (see [`plan::plan_sql`]).
 pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
+    // A plan of the catalog's tables reads the catalog's database.
+    let db = p.catalog.as_ref().map_or(db, |c| c.db());
     // A plan whose expressions nest deep runs on a thread with room for
     // their evaluation (and its workers too, see `exec::spawn_worker`).
     let (batches, facts) = if p.depth > exec::INLINE_EVAL_DEPTH {

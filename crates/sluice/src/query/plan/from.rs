@@ -256,6 +256,41 @@ pub(super) fn needs_group(select: &ast::Select, ctes: &Ctes) -> bool {
     }
 }
 
+/// The stored table a FROM item's name means (`public.t`,
+/// `pg_catalog.pg_class`, `information_schema.tables`: see
+/// [`crate::query::catalog::resolve`]), the name errors show, its last
+/// part (lower case), and its schema, `None` when there is no such table.
+pub(super) fn stored_table(
+    name: &ast::ObjectName,
+    catalog: &dyn Catalog,
+    node: &impl Spanned,
+) -> Result<(String, String, String, Option<Schema>)> {
+    let parts = name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
+        .collect::<Option<Vec<String>>>()
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| plan_err(format!("bad table name {name}"), node))?;
+    let last = parts[parts.len() - 1].clone();
+    let stored = crate::query::catalog::resolve(&parts, |n| catalog.table_schema(n).is_some())
+        .ok_or_else(|| {
+            Error::UndefinedTable(format!(
+                "schema {:?} does not exist{}",
+                parts[..parts.len() - 1].join("."),
+                at(node.span())
+            ))
+        })?;
+    let schema = catalog.table_schema(&stored);
+    // An error names the table as the statement does.
+    let shown = if stored.contains("__") {
+        parts.join(".")
+    } else {
+        stored.clone()
+    };
+    Ok((stored, shown, last, schema))
+}
+
 /// Resolves one FROM item (a table, a CTE or a subquery).
 fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text) -> Result<Item> {
     match f {
@@ -265,26 +300,21 @@ fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text)
             if args.is_some() {
                 return Err(unsupported("table functions", f));
             }
-            let tname = name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .map(|i| i.value.to_ascii_lowercase())
-                .ok_or_else(|| plan_err(format!("bad table name {name}"), f))?;
+            let (tname, shown, last, schema) = stored_table(name, catalog, f)?;
             let known = alias
                 .as_ref()
                 .map(|a| a.name.value.to_ascii_lowercase())
-                .unwrap_or_else(|| tname.clone());
+                .unwrap_or_else(|| last.clone());
             if name.0.len() == 1
-                && let Some((q, cols, scope)) = ctes.get(&tname)
+                && let Some((q, cols, scope)) = ctes.get(&last)
             {
                 let plan = super::plan_query_in(q, catalog, false, text, &scope)?;
                 let mut item = query_item(known, plan, cols, f)?;
                 rename(&mut item, alias.as_ref(), f)?;
                 return Ok(item);
             }
-            let schema = catalog.table_schema(&tname).ok_or_else(|| {
-                Error::UndefinedTable(format!("no table named {tname:?}{}", at(f.span())))
+            let schema = schema.ok_or_else(|| {
+                Error::UndefinedTable(format!("no table named {:?}{}", shown, at(f.span())))
             })?;
             let mut item = Item {
                 name: known,
@@ -887,6 +917,7 @@ pub(super) fn plan_joined(
         depth,
         input: Some(Arc::new(super::Input::Join(group))),
         init_plans: binder.has_subqueries(),
+        catalog: None,
     };
     Ok(super::window::wrap(plan, window))
 }
@@ -1032,5 +1063,6 @@ fn scan_plan(table: &str, schema: &Schema, filter: Option<Expr>, cols: &[usize])
         depth: 0,
         input: None,
         init_plans: false,
+        catalog: None,
     })
 }

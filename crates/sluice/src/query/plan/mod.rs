@@ -107,6 +107,9 @@ pub struct Plan {
     /// Its expressions hold scalar subqueries, run before it
     /// ([`crate::query::subquery::resolve`]).
     pub init_plans: bool,
+    /// The catalog's tables, when the statement reads them: the plan runs
+    /// over their database ([`crate::query::catalog`]).
+    pub catalog: Option<Arc<crate::query::catalog::CatalogDb>>,
 }
 
 /// Where a plan's rows come from when not from scanning a table.
@@ -146,6 +149,12 @@ pub trait Catalog: Sync {
     fn time_zone(&self) -> String {
         "UTC".into()
     }
+
+    /// The catalog's tables of this database, for a statement that reads
+    /// them ([`crate::query::catalog`]); `None`: it has none.
+    fn catalog_db(&self) -> Result<Option<Arc<crate::query::catalog::CatalogDb>>> {
+        Ok(None)
+    }
 }
 
 /// Plans a statement.
@@ -168,11 +177,23 @@ pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
     let tokens = super::sql::tokenize(sql)?;
     let depth = super::sql::depth_bound(tokens.iter().map(|t| &t.token));
     let plan = || {
-        plan_in(
-            &super::sql::parse_tokens(sql, tokens, depth)?,
-            catalog,
-            Text(sql),
-        )
+        let mut stmt = super::sql::parse_tokens(sql, tokens, depth)?;
+        // A statement of the catalog's tables is planned over them.
+        if super::catalog::references_catalog(&stmt)
+            && let Some(cat) = catalog.catalog_db()?
+        {
+            super::catalog::rewrite(&mut stmt, &cat)?;
+            let over = OverCatalog {
+                db: cat.db(),
+                outer: catalog,
+            };
+            let p = plan_in(&stmt, &over, Text(sql))?;
+            return Ok(Plan {
+                catalog: Some(cat),
+                ..p
+            });
+        }
+        plan_in(&stmt, catalog, Text(sql))
     };
     let p = if depth > INLINE_DEPTH {
         super::on_own_stack("sluice-plan", DEEP_STACK, plan)?
@@ -180,6 +201,22 @@ pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
         plan()?
     };
     Ok(Plan { depth, ..p })
+}
+
+/// The catalog's database, in the session of `outer` (its time zone).
+struct OverCatalog<'a> {
+    db: &'a crate::store::Database,
+    outer: &'a dyn Catalog,
+}
+
+impl Catalog for OverCatalog<'_> {
+    fn table_schema(&self, name: &str) -> Option<Schema> {
+        self.db.table(name).map(|t| t.schema.clone())
+    }
+
+    fn time_zone(&self) -> String {
+        self.outer.time_zone()
+    }
 }
 
 /// Nesting up to which a statement is planned on the calling thread (a
@@ -352,6 +389,7 @@ fn plan_query_in(
         depth: 0,
         input: None,
         init_plans: binder.has_subqueries(),
+        catalog: None,
     };
     Ok(window::wrap(plan, window))
 }
@@ -477,15 +515,11 @@ fn from_table(
                     if args.is_some() {
                         return Err(unsupported("table functions", &twj.relation));
                     }
-                    let tname = name
-                        .0
-                        .last()
-                        .and_then(|p| p.as_ident())
-                        .map(|i| i.value.to_ascii_lowercase())
-                        .ok_or_else(|| plan_err(format!("bad table name {name}"), &twj.relation))?;
-                    let schema = catalog.table_schema(&tname).ok_or_else(|| {
+                    let (tname, shown, _, schema) =
+                        from::stored_table(name, catalog, &twj.relation)?;
+                    let schema = schema.ok_or_else(|| {
                         Error::UndefinedTable(format!(
-                            "no table named {tname:?}{}",
+                            "no table named {shown:?}{}",
                             crate::query::sql::at(twj.relation.span())
                         ))
                     })?;

@@ -256,5 +256,6 @@ fn around(
         depth,
         input: Some(Arc::new(Input::Set(Box::new(set)))),
         init_plans: false,
+        catalog: None,
     })
 }

@@ -1,0 +1,1238 @@
+//! The catalog as tables: `pg_catalog`'s tables (`pg_class`,
+//! `pg_attribute`, `pg_namespace`, `pg_type`, `pg_index`, `pg_constraint`,
+//! `pg_attrdef`, `pg_description`, `pg_database`, `pg_am`, ...) and
+//! `information_schema`'s (`tables`, `columns`, `schemata`,
+//! `table_constraints`, `key_column_usage`), made from a database's
+//! manifest and queried by the normal engine — joins, subqueries, window
+//! functions and all — as drivers and tools query PostgreSQL's before
+//! their first query (JDBC's `DatabaseMetaData`, psql, SQLAlchemy).
+//!
+//! A statement that names a table of either schema (or, unqualified, a
+//! table of `pg_catalog`, which PostgreSQL searches first) is planned and
+//! run over a small database of these tables, written to a temporary
+//! directory for the plan ([`CatalogDb`]): it reads the catalog, not the
+//! user's tables, so a join of both is refused (42P01, no such table).
+//! The few functions of the catalog that drivers call are written as
+//! plain expressions before planning ([`rewrite`]): `format_type`,
+//! `pg_table_is_visible`, `pg_get_expr`, `'name'::regclass`,
+//! `current_schemas(b)[i]`, `pg_get_userbyid`, `obj_description`,
+//! `col_description`, and `pg_catalog.` in front of any function.
+//!
+//! `pg_index.indkey` (an `int2vector` in PostgreSQL) is the key column's
+//! number: every index sluice has is a primary key of one column, so the
+//! vector has one element; `information_schema._pg_expandarray(indkey)`
+//! (JDBC's `getPrimaryKeys`) is read so, its `.x` the number, its `.n` 1.
+//!
+//! For: what PostgreSQL's catalog says of sluice's tables, exactly. Not
+//! for: the catalog's other array columns (`pg_constraint.conkey`,
+//! `pg_class.reloptions`: sluice has no arrays yet; a query that reads
+//! one gets 42703), `unnest`/`array_agg` (SQLAlchemy's reflection), and
+//! the rest of PostgreSQL's hundreds of catalog tables (42P01).
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow_array::StringArray;
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch};
+use sqlparser::ast::{self, Expr, Spanned};
+
+use super::sql::at;
+use crate::batch::{DataType, Schema};
+use crate::error::{Error, Result};
+use crate::store::Database;
+
+/// The schemas a catalog table lives in, as PostgreSQL numbers them.
+pub const PG_CATALOG: i64 = 11;
+pub const PUBLIC: i64 = 2200;
+pub const INFORMATION_SCHEMA: i64 = 13_000;
+
+/// The name of the database, as `current_database()` and the catalog say.
+pub const DATABASE: &str = "sluice";
+/// The owner of everything, as `current_user` and the catalog say.
+pub const OWNER: &str = "sluice";
+
+/// The first oid of the user's tables: table `i` (by name) is `16384 + i`,
+/// the index of its primary key `16384 + n + i` (n tables).
+pub const FIRST_OID: i64 = 16_384;
+
+/// Whether `schema` is a schema of the catalog.
+pub fn is_catalog_schema(schema: &str) -> bool {
+    schema == "pg_catalog" || schema == "information_schema"
+}
+
+/// One value of a catalog row.
+#[derive(Clone)]
+enum V {
+    I(i64),
+    T(String),
+    B(bool),
+    F(f64),
+    N,
+}
+
+fn t(s: &str) -> V {
+    V::T(s.to_string())
+}
+
+/// A catalog table: schema, name, oid, columns, rows.
+struct Table {
+    schema: &'static str,
+    name: &'static str,
+    oid: i64,
+    columns: &'static str,
+    rows: Vec<Vec<V>>,
+}
+
+/// PostgreSQL's oid, type modifier, length and `format_type` name of a
+/// column type.
+pub fn pg_type(t: &DataType) -> (i64, i64, i64, String) {
+    match t {
+        DataType::Boolean => (16, -1, 1, "boolean".into()),
+        DataType::Int => (23, -1, 4, "integer".into()),
+        DataType::BigInt => (20, -1, 8, "bigint".into()),
+        DataType::Double => (701, -1, 8, "double precision".into()),
+        DataType::Decimal { precision, scale } => (
+            1700,
+            ((i64::from(*precision) << 16) | i64::from(*scale)) + 4,
+            -1,
+            format!("numeric({precision},{scale})"),
+        ),
+        DataType::Date => (1082, -1, 4, "date".into()),
+        DataType::Timestamp => (1114, -1, 8, "timestamp without time zone".into()),
+        DataType::TimestampTz => (1184, -1, 8, "timestamp with time zone".into()),
+        DataType::Text => (25, -1, -1, "text".into()),
+    }
+}
+
+/// `pg_type`'s rows: oid, name, length, category, format_type name.
+const TYPES: [(i64, &str, i64, &str, &str); 15] = [
+    (16, "bool", 1, "B", "boolean"),
+    (18, "char", 1, "Z", "\"char\""),
+    (19, "name", 64, "S", "name"),
+    (20, "int8", 8, "N", "bigint"),
+    (21, "int2", 2, "N", "smallint"),
+    (23, "int4", 4, "N", "integer"),
+    (25, "text", -1, "S", "text"),
+    (26, "oid", 4, "N", "oid"),
+    (700, "float4", 4, "N", "real"),
+    (701, "float8", 8, "N", "double precision"),
+    (1043, "varchar", -1, "S", "character varying"),
+    (1082, "date", 4, "D", "date"),
+    (1114, "timestamp", 8, "D", "timestamp without time zone"),
+    (1184, "timestamptz", 8, "D", "timestamp with time zone"),
+    (1700, "numeric", -1, "N", "numeric"),
+];
+
+/// The catalog tables' definitions (rows are filled in by [`tables`]).
+const DEFS: [(&str, &str, i64, &str); 20] = [
+    (
+        "pg_catalog",
+        "pg_namespace",
+        2615,
+        "oid BIGINT, nspname TEXT, nspowner BIGINT",
+    ),
+    (
+        "pg_catalog",
+        "pg_class",
+        1259,
+        "oid BIGINT, relname TEXT, relnamespace BIGINT, reltype BIGINT, relowner BIGINT, \
+         relam BIGINT, reltablespace BIGINT, reltuples DOUBLE, relhasindex BOOLEAN, \
+         relisshared BOOLEAN, relpersistence TEXT, relkind TEXT, relnatts INT, \
+         relchecks INT, relhasrules BOOLEAN, relhastriggers BOOLEAN, relhassubclass BOOLEAN, \
+         relrowsecurity BOOLEAN, relforcerowsecurity BOOLEAN, relispopulated BOOLEAN, \
+         relreplident TEXT, relispartition BOOLEAN, reloftype BIGINT",
+    ),
+    (
+        "pg_catalog",
+        "pg_attribute",
+        1249,
+        "attrelid BIGINT, attname TEXT, atttypid BIGINT, attlen INT, attnum INT, \
+         atttypmod INT, attndims INT, attnotnull BOOLEAN, atthasdef BOOLEAN, \
+         atthasmissing BOOLEAN, attidentity TEXT, attgenerated TEXT, attisdropped BOOLEAN, \
+         attislocal BOOLEAN, attinhcount INT, attcollation BIGINT",
+    ),
+    (
+        "pg_catalog",
+        "pg_type",
+        1247,
+        "oid BIGINT, typname TEXT, typnamespace BIGINT, typowner BIGINT, typlen INT, \
+         typbyval BOOLEAN, typtype TEXT, typcategory TEXT, typisdefined BOOLEAN, \
+         typdelim TEXT, typrelid BIGINT, typelem BIGINT, typarray BIGINT, \
+         typnotnull BOOLEAN, typbasetype BIGINT, typtypmod INT, typndims INT, \
+         typcollation BIGINT",
+    ),
+    (
+        "pg_catalog",
+        "pg_index",
+        2610,
+        "indexrelid BIGINT, indrelid BIGINT, indnatts INT, indnkeyatts INT, \
+         indisunique BOOLEAN, indnullsnotdistinct BOOLEAN, indisprimary BOOLEAN, \
+         indisexclusion BOOLEAN, indimmediate BOOLEAN, indisclustered BOOLEAN, \
+         indisvalid BOOLEAN, indcheckxmin BOOLEAN, indisready BOOLEAN, indislive BOOLEAN, \
+         indisreplident BOOLEAN, indexprs TEXT, indpred TEXT, indkey INT",
+    ),
+    (
+        "pg_catalog",
+        "pg_constraint",
+        2606,
+        "oid BIGINT, conname TEXT, connamespace BIGINT, contype TEXT, condeferrable BOOLEAN, \
+         condeferred BOOLEAN, convalidated BOOLEAN, conrelid BIGINT, contypid BIGINT, \
+         conindid BIGINT, conparentid BIGINT, confrelid BIGINT, confupdtype TEXT, \
+         confdeltype TEXT, confmatchtype TEXT, conislocal BOOLEAN, coninhcount INT, \
+         connoinherit BOOLEAN",
+    ),
+    (
+        "pg_catalog",
+        "pg_attrdef",
+        2604,
+        "oid BIGINT, adrelid BIGINT, adnum INT, adbin TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_description",
+        2609,
+        "objoid BIGINT, classoid BIGINT, objsubid INT, description TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_database",
+        1262,
+        "oid BIGINT, datname TEXT, datdba BIGINT, encoding INT, datlocprovider TEXT, \
+         datistemplate BOOLEAN, datallowconn BOOLEAN, datconnlimit INT, \
+         dattablespace BIGINT, datcollate TEXT, datctype TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_am",
+        2601,
+        "oid BIGINT, amname TEXT, amtype TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_tablespace",
+        1213,
+        "oid BIGINT, spcname TEXT, spcowner BIGINT",
+    ),
+    (
+        "pg_catalog",
+        "pg_inherits",
+        2611,
+        "inhrelid BIGINT, inhparent BIGINT, inhseqno INT, inhdetachpending BOOLEAN",
+    ),
+    (
+        "pg_catalog",
+        "pg_collation",
+        3456,
+        "oid BIGINT, collname TEXT, collnamespace BIGINT, collowner BIGINT, \
+         collprovider TEXT, collisdeterministic BOOLEAN, collencoding INT",
+    ),
+    (
+        "pg_catalog",
+        "pg_roles",
+        1260,
+        "oid BIGINT, rolname TEXT, rolsuper BOOLEAN, rolinherit BOOLEAN, \
+         rolcreaterole BOOLEAN, rolcreatedb BOOLEAN, rolcanlogin BOOLEAN, \
+         rolreplication BOOLEAN, rolconnlimit INT, rolbypassrls BOOLEAN",
+    ),
+    (
+        "pg_catalog",
+        "pg_sequence",
+        2224,
+        "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT, \
+         seqmax BIGINT, seqmin BIGINT, seqcache BIGINT, seqcycle BOOLEAN",
+    ),
+    (
+        "information_schema",
+        "schemata",
+        13_001,
+        "catalog_name TEXT, schema_name TEXT, schema_owner TEXT",
+    ),
+    (
+        "information_schema",
+        "tables",
+        13_002,
+        "table_catalog TEXT, table_schema TEXT, table_name TEXT, table_type TEXT, \
+         is_insertable_into TEXT, is_typed TEXT",
+    ),
+    (
+        "information_schema",
+        "columns",
+        13_003,
+        "table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, \
+         ordinal_position INT, column_default TEXT, is_nullable TEXT, data_type TEXT, \
+         character_maximum_length INT, numeric_precision INT, numeric_precision_radix INT, \
+         numeric_scale INT, datetime_precision INT, udt_catalog TEXT, udt_schema TEXT, \
+         udt_name TEXT, is_identity TEXT, is_generated TEXT, is_updatable TEXT",
+    ),
+    (
+        "information_schema",
+        "table_constraints",
+        13_004,
+        "constraint_catalog TEXT, constraint_schema TEXT, constraint_name TEXT, \
+         table_catalog TEXT, table_schema TEXT, table_name TEXT, constraint_type TEXT, \
+         is_deferrable TEXT, initially_deferred TEXT, enforced TEXT, nulls_distinct TEXT",
+    ),
+    (
+        "information_schema",
+        "key_column_usage",
+        13_005,
+        "constraint_catalog TEXT, constraint_schema TEXT, constraint_name TEXT, \
+         table_catalog TEXT, table_schema TEXT, table_name TEXT, column_name TEXT, \
+         ordinal_position INT, position_in_unique_constraint INT",
+    ),
+];
+
+/// The oid of the catalog table `schema.name`, if there is one.
+fn catalog_oid(schema: &str, name: &str) -> Option<i64> {
+    DEFS.iter()
+        .find(|d| d.0 == schema && d.1 == name)
+        .map(|d| d.2)
+}
+
+/// A relation of the catalog: oid, schema oid, name, kind, columns
+/// (name, type, not null, default), the oid of its primary key's index
+/// and the key column's number.
+struct Rel {
+    oid: i64,
+    nsp: i64,
+    name: String,
+    kind: &'static str,
+    columns: Vec<(String, DataType, bool, Option<String>)>,
+    key: Option<(i64, i32)>,
+}
+
+/// The user's tables (in name order) and the catalog's own, as relations.
+fn relations(db: &Database) -> Result<Vec<Rel>> {
+    let m = db.manifest();
+    let n = m.tables.len() as i64;
+    let mut out = Vec::new();
+    for (i, (name, meta)) in m.tables.iter().enumerate() {
+        let key = meta
+            .schema
+            .columns
+            .iter()
+            .position(|c| c.primary_key)
+            .map(|k| (FIRST_OID + n + i as i64, k as i32 + 1));
+        out.push(Rel {
+            oid: FIRST_OID + i as i64,
+            nsp: PUBLIC,
+            name: name.clone(),
+            kind: "r",
+            columns: meta
+                .schema
+                .columns
+                .iter()
+                .map(|c| {
+                    (
+                        c.name.clone(),
+                        c.data_type.clone(),
+                        c.primary_key,
+                        c.default.clone(),
+                    )
+                })
+                .collect(),
+            key,
+        });
+    }
+    for (schema, name, oid, columns) in DEFS {
+        let s: Schema = columns.parse()?;
+        out.push(Rel {
+            oid,
+            nsp: if schema == "pg_catalog" {
+                PG_CATALOG
+            } else {
+                INFORMATION_SCHEMA
+            },
+            name: name.to_string(),
+            kind: if schema == "pg_catalog" { "r" } else { "v" },
+            columns: s
+                .columns
+                .into_iter()
+                .map(|c| (c.name, c.data_type, false, None))
+                .collect(),
+            key: None,
+        });
+    }
+    Ok(out)
+}
+
+/// A column default as PostgreSQL prints it (`pg_get_expr`,
+/// `information_schema.columns.column_default`): `0`, `'new'::text`.
+fn default_expr(t: &DataType, v: &str) -> String {
+    let quoted = format!("'{}'", v.replace('\'', "''"));
+    match t {
+        DataType::Int | DataType::BigInt => v.to_string(),
+        DataType::Double => format!("{quoted}::double precision"),
+        DataType::Decimal { .. } => format!("{quoted}::numeric"),
+        DataType::Boolean => v.to_string(),
+        other => format!("{quoted}::{}", pg_type(other).3),
+    }
+}
+
+fn schema_name(nsp: i64) -> &'static str {
+    match nsp {
+        PG_CATALOG => "pg_catalog",
+        INFORMATION_SCHEMA => "information_schema",
+        _ => "public",
+    }
+}
+
+/// The catalog tables, with their rows, made from `db`'s manifest.
+fn tables(db: &Database) -> Result<Vec<Table>> {
+    let rels = relations(db)?;
+    let mut rows: BTreeMap<&str, Vec<Vec<V>>> = BTreeMap::new();
+    let mut put = |table: &'static str, row: Vec<V>| rows.entry(table).or_default().push(row);
+    let owner = V::I(10);
+    for (oid, name) in [
+        (PG_CATALOG, "pg_catalog"),
+        (PUBLIC, "public"),
+        (INFORMATION_SCHEMA, "information_schema"),
+    ] {
+        put("pg_namespace", vec![V::I(oid), t(name), owner.clone()]);
+        put("schemata", vec![t(DATABASE), t(name), t(OWNER)]);
+    }
+    for (oid, name, len, cat, _) in TYPES {
+        let collation = if cat == "S" { 100 } else { 0 };
+        put(
+            "pg_type",
+            vec![
+                V::I(oid),
+                t(name),
+                V::I(PG_CATALOG),
+                owner.clone(),
+                V::I(len),
+                V::B(len > 0 && len <= 8),
+                t("b"),
+                t(cat),
+                V::B(true),
+                t(","),
+                V::I(0),
+                V::I(0),
+                V::I(0),
+                V::B(false),
+                V::I(0),
+                V::I(-1),
+                V::I(0),
+                V::I(collation),
+            ],
+        );
+    }
+    let rows_of = |name: &str| -> f64 {
+        db.table(name)
+            .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>() as f64)
+            .unwrap_or(-1.0)
+    };
+    for r in &rels {
+        let user = r.nsp == PUBLIC;
+        let class = |oid: i64, name: &str, kind: &str, natts: usize, tuples: f64, index: bool| {
+            vec![
+                V::I(oid),
+                t(name),
+                V::I(r.nsp),
+                V::I(0),
+                V::I(10),
+                V::I(if kind == "i" {
+                    403
+                } else if kind == "r" {
+                    2
+                } else {
+                    0
+                }),
+                V::I(0),
+                V::F(tuples),
+                V::B(index),
+                V::B(false),
+                t("p"),
+                t(kind),
+                V::I(natts as i64),
+                V::I(0),
+                V::B(false),
+                V::B(false),
+                V::B(false),
+                V::B(false),
+                V::B(false),
+                V::B(true),
+                t("d"),
+                V::B(false),
+                V::I(0),
+            ]
+        };
+        let tuples = if user { rows_of(&r.name) } else { -1.0 };
+        put(
+            "pg_class",
+            class(
+                r.oid,
+                &r.name,
+                r.kind,
+                r.columns.len(),
+                tuples,
+                r.key.is_some(),
+            ),
+        );
+        let schema = schema_name(r.nsp);
+        if r.kind == "r" || r.kind == "v" {
+            put(
+                "tables",
+                vec![
+                    t(DATABASE),
+                    t(schema),
+                    t(&r.name),
+                    t(if r.kind == "v" { "VIEW" } else { "BASE TABLE" }),
+                    t(if r.kind == "v" { "NO" } else { "YES" }),
+                    t("NO"),
+                ],
+            );
+        }
+        for (i, (col, ty, not_null, default)) in r.columns.iter().enumerate() {
+            let (typ, typmod, len, fmt) = pg_type(ty);
+            let num = i as i64 + 1;
+            let collation = if matches!(ty, DataType::Text) { 100 } else { 0 };
+            put(
+                "pg_attribute",
+                vec![
+                    V::I(r.oid),
+                    t(col),
+                    V::I(typ),
+                    V::I(len),
+                    V::I(num),
+                    V::I(typmod),
+                    V::I(0),
+                    V::B(*not_null),
+                    V::B(default.is_some()),
+                    V::B(false),
+                    t(""),
+                    t(""),
+                    V::B(false),
+                    V::B(true),
+                    V::I(0),
+                    V::I(collation),
+                ],
+            );
+            let def = default.as_ref().map(|d| default_expr(ty, d));
+            if let Some(d) = &def {
+                put(
+                    "pg_attrdef",
+                    vec![
+                        V::I(2_000_000 + r.oid * 1_000 + num),
+                        V::I(r.oid),
+                        V::I(num),
+                        t(d),
+                    ],
+                );
+            }
+            let (precision, radix, scale) = match ty {
+                DataType::Int => (V::I(32), V::I(2), V::I(0)),
+                DataType::BigInt => (V::I(64), V::I(2), V::I(0)),
+                DataType::Double => (V::I(53), V::I(2), V::N),
+                DataType::Decimal { precision, scale } => (
+                    V::I(i64::from(*precision)),
+                    V::I(10),
+                    V::I(i64::from(*scale)),
+                ),
+                _ => (V::N, V::N, V::N),
+            };
+            let datetime = match ty {
+                DataType::Date => V::I(0),
+                DataType::Timestamp | DataType::TimestampTz => V::I(6),
+                _ => V::N,
+            };
+            let udt = TYPES.iter().find(|x| x.0 == typ).map(|x| x.1).unwrap_or("");
+            let data_type = if let DataType::Decimal { .. } = ty {
+                "numeric".to_string()
+            } else {
+                fmt
+            };
+            put(
+                "columns",
+                vec![
+                    t(DATABASE),
+                    t(schema),
+                    t(&r.name),
+                    t(col),
+                    V::I(num),
+                    def.map(V::T).unwrap_or(V::N),
+                    t(if *not_null { "NO" } else { "YES" }),
+                    t(&data_type),
+                    V::N,
+                    precision,
+                    radix,
+                    scale,
+                    datetime,
+                    t(DATABASE),
+                    t("pg_catalog"),
+                    t(udt),
+                    t("NO"),
+                    t("NEVER"),
+                    t(if user { "YES" } else { "NO" }),
+                ],
+            );
+        }
+        if let Some((index, attnum)) = r.key {
+            let iname = format!("{}_pkey", r.name);
+            let (col, ty, _, _) = &r.columns[attnum as usize - 1];
+            put("pg_class", class(index, &iname, "i", 1, tuples, false));
+            let (typ, typmod, len, _) = pg_type(ty);
+            let collation = if matches!(ty, DataType::Text) { 100 } else { 0 };
+            put(
+                "pg_attribute",
+                vec![
+                    V::I(index),
+                    t(col),
+                    V::I(typ),
+                    V::I(len),
+                    V::I(1),
+                    V::I(typmod),
+                    V::I(0),
+                    V::B(false),
+                    V::B(false),
+                    V::B(false),
+                    t(""),
+                    t(""),
+                    V::B(false),
+                    V::B(true),
+                    V::I(0),
+                    V::I(collation),
+                ],
+            );
+            put(
+                "pg_index",
+                vec![
+                    V::I(index),
+                    V::I(r.oid),
+                    V::I(1),
+                    V::I(1),
+                    V::B(true),
+                    V::B(false),
+                    V::B(true),
+                    V::B(false),
+                    V::B(true),
+                    V::B(false),
+                    V::B(true),
+                    V::B(false),
+                    V::B(true),
+                    V::B(true),
+                    V::B(false),
+                    V::N,
+                    V::N,
+                    V::I(i64::from(attnum)),
+                ],
+            );
+            // The constraint's oid: past every index's.
+            let con = index + 1_000_000;
+            put(
+                "pg_constraint",
+                vec![
+                    V::I(con),
+                    t(&iname),
+                    V::I(PUBLIC),
+                    t("p"),
+                    V::B(false),
+                    V::B(false),
+                    V::B(true),
+                    V::I(r.oid),
+                    V::I(0),
+                    V::I(index),
+                    V::I(0),
+                    V::I(0),
+                    t(" "),
+                    t(" "),
+                    t(" "),
+                    V::B(true),
+                    V::I(0),
+                    V::B(true),
+                ],
+            );
+            let common = vec![
+                t(DATABASE),
+                t("public"),
+                t(&iname),
+                t(DATABASE),
+                t("public"),
+                t(&r.name),
+            ];
+            let mut tc = common.clone();
+            tc.extend([t("PRIMARY KEY"), t("NO"), t("NO"), t("YES"), V::N]);
+            put("table_constraints", tc);
+            let mut kcu = common;
+            kcu.extend([t(col), V::I(1), V::N]);
+            put("key_column_usage", kcu);
+        }
+    }
+    put(
+        "pg_database",
+        vec![
+            V::I(16_383),
+            t(DATABASE),
+            V::I(10),
+            V::I(6),
+            t("c"),
+            V::B(false),
+            V::B(true),
+            V::I(-1),
+            V::I(1663),
+            t("C.UTF-8"),
+            t("C.UTF-8"),
+        ],
+    );
+    put("pg_am", vec![V::I(2), t("heap"), t("t")]);
+    put("pg_am", vec![V::I(403), t("btree"), t("i")]);
+    put("pg_tablespace", vec![V::I(1663), t("pg_default"), V::I(10)]);
+    put("pg_tablespace", vec![V::I(1664), t("pg_global"), V::I(10)]);
+    put(
+        "pg_collation",
+        vec![
+            V::I(100),
+            t("default"),
+            V::I(PG_CATALOG),
+            V::I(10),
+            t("d"),
+            V::B(true),
+            V::I(-1),
+        ],
+    );
+    put(
+        "pg_roles",
+        vec![
+            V::I(10),
+            t(OWNER),
+            V::B(true),
+            V::B(true),
+            V::B(false),
+            V::B(false),
+            V::B(true),
+            V::B(false),
+            V::I(-1),
+            V::B(false),
+        ],
+    );
+    Ok(DEFS
+        .iter()
+        .map(|&(schema, name, oid, columns)| Table {
+            schema,
+            name,
+            oid,
+            columns,
+            rows: rows.remove(name).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// The record batch of a table's rows.
+fn batch(schema: &Schema, rows: &[Vec<V>]) -> Result<RecordBatch> {
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for (i, c) in schema.columns.iter().enumerate() {
+        let vals = rows.iter().map(|r| r.get(i).cloned().unwrap_or(V::N));
+        let bad = || Error::Internal(format!("catalog column {} of a wrong type", c.name));
+        let a: ArrayRef = match c.data_type {
+            DataType::BigInt => Arc::new(
+                vals.map(|v| match v {
+                    V::I(x) => Ok(Some(x)),
+                    V::N => Ok(None),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<Int64Array>>()?,
+            ),
+            DataType::Int => Arc::new(
+                vals.map(|v| match v {
+                    V::I(x) => Ok(Some(x as i32)),
+                    V::N => Ok(None),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<Int32Array>>()?,
+            ),
+            DataType::Double => Arc::new(
+                vals.map(|v| match v {
+                    V::F(x) => Ok(Some(x)),
+                    V::N => Ok(None),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<Float64Array>>()?,
+            ),
+            DataType::Boolean => Arc::new(
+                vals.map(|v| match v {
+                    V::B(x) => Ok(Some(x)),
+                    V::N => Ok(None),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<BooleanArray>>()?,
+            ),
+            DataType::Text => Arc::new(
+                vals.map(|v| match v {
+                    V::T(x) => Ok(Some(x)),
+                    V::N => Ok(None),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<StringArray>>()?,
+            ),
+            _ => return Err(bad()),
+        };
+        cols.push(a);
+    }
+    Ok(RecordBatch::try_new(schema.arrow_schema(), cols)?)
+}
+
+/// The name a catalog table has in a [`CatalogDb`]:
+/// `pg_catalog__pg_class` (a table name holds no dot).
+pub fn stored_name(schema: &str, name: &str) -> String {
+    format!("{schema}__{name}")
+}
+
+/// The catalog tables of a database, written to a temporary directory
+/// (removed when dropped) for the plans that read them.
+pub struct CatalogDb {
+    db: Database,
+    dir: PathBuf,
+    /// Oids of the relations by name (`'name'::regclass`), the user's
+    /// under their own name and `public.` name, the catalog's under
+    /// `schema.name` and, for `pg_catalog`, their own name too.
+    oids: BTreeMap<String, i64>,
+}
+
+impl std::fmt::Debug for CatalogDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CatalogDb({})", self.dir.display())
+    }
+}
+
+impl Drop for CatalogDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl CatalogDb {
+    /// The catalog of `db`, as it is now.
+    pub fn build(db: &Database) -> Result<Arc<CatalogDb>> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "sluice-catalog-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut oids = BTreeMap::new();
+        let m = db.manifest();
+        let n = m.tables.len() as i64;
+        for (i, name) in m.tables.keys().enumerate() {
+            oids.insert(name.clone(), FIRST_OID + i as i64);
+            oids.insert(format!("public.{name}"), FIRST_OID + i as i64);
+            let key = &m.tables[name].schema.columns;
+            if key.iter().any(|c| c.primary_key) {
+                oids.insert(format!("{name}_pkey"), FIRST_OID + n + i as i64);
+                oids.insert(format!("public.{name}_pkey"), FIRST_OID + n + i as i64);
+            }
+        }
+        let written = (|| -> Result<Database> {
+            let mut w = Database::open_writer(&dir)?;
+            for table in tables(db)? {
+                let schema: Schema = table.columns.parse()?;
+                let b = batch(&schema, &table.rows)?;
+                let opts = crate::load::LoadOptions {
+                    schema: Some(schema),
+                    ..Default::default()
+                };
+                crate::load::load_batches(
+                    &mut w,
+                    &stored_name(table.schema, table.name),
+                    [b],
+                    &opts,
+                )?;
+                oids.insert(format!("{}.{}", table.schema, table.name), table.oid);
+                if table.schema == "pg_catalog" {
+                    oids.insert(table.name.to_string(), table.oid);
+                }
+            }
+            drop(w);
+            Database::open(&dir)
+        })();
+        match written {
+            Ok(db) => Ok(Arc::new(CatalogDb { db, dir, oids })),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(Error::Internal(format!("writing the catalog: {e}")))
+            }
+        }
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// The oid of a relation named as `'name'::regclass` names it.
+    fn regclass(&self, name: &str) -> Option<i64> {
+        let n = name.trim().trim_matches('"').to_ascii_lowercase();
+        self.oids.get(&n).copied()
+    }
+}
+
+/// The stored table a FROM item's name means, its parts lower case:
+/// `t` and `public.t` → `t`; `pg_catalog.x` and `information_schema.x`
+/// → [`stored_name`]; an unqualified name that is a table of
+/// `pg_catalog` → that table (PostgreSQL searches `pg_catalog` first).
+/// `None`: a schema that is not there.
+pub fn resolve(parts: &[String], has: impl Fn(&str) -> bool) -> Option<String> {
+    match parts {
+        [name] => {
+            let cat = stored_name("pg_catalog", name);
+            Some(if has(&cat) { cat } else { name.clone() })
+        }
+        [schema, name] if schema == "public" => Some(name.clone()),
+        [schema, name] if is_catalog_schema(schema) => Some(stored_name(schema, name)),
+        [db, schema, name] if db == DATABASE => resolve(&[schema.clone(), name.clone()], has),
+        _ => None,
+    }
+}
+
+/// Whether the statement names a table of the catalog (`pg_catalog.x`,
+/// `information_schema.x`, or an unqualified name of a `pg_catalog` table).
+pub fn references_catalog(stmt: &ast::Statement) -> bool {
+    let hit = ast::visit_relations(stmt, |name| {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .filter_map(|p| p.as_ident())
+            .map(|i| i.value.to_ascii_lowercase())
+            .collect();
+        let catalog = match parts.as_slice() {
+            [n] => catalog_oid("pg_catalog", n).is_some(),
+            [.., s, _] => is_catalog_schema(s),
+            _ => false,
+        };
+        if catalog {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    hit.is_break()
+}
+
+fn lit_str(s: &str) -> Expr {
+    Expr::Value(ast::Value::SingleQuotedString(s.to_string()).into())
+}
+
+fn lit_int(i: i64) -> Expr {
+    Expr::Value(ast::Value::Number(i.to_string(), false).into())
+}
+
+fn null_text() -> Expr {
+    Expr::Cast {
+        kind: ast::CastKind::Cast,
+        expr: Box::new(Expr::Value(ast::Value::Null.into())),
+        data_type: ast::DataType::Text,
+        format: None,
+    }
+}
+
+/// The arguments of a function call, when plain.
+fn args(f: &ast::Function) -> Vec<Expr> {
+    match &f.args {
+        ast::FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn parse_expr(sql: &str) -> Result<Expr> {
+    sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| Error::Internal(format!("the catalog's expression {sql}: {e}")))
+}
+
+/// `format_type(type, typmod)` as an expression of its arguments.
+fn format_type(ty: &Expr, typmod: &Expr) -> Result<Expr> {
+    let mut sql = format!(
+        "CASE WHEN ({ty}) IS NULL THEN CAST(NULL AS TEXT) \
+         WHEN ({ty}) = 1700 AND ({typmod}) >= 4 THEN 'numeric(' || CAST((({typmod}) - 4) / 65536 AS TEXT) || ',' || CAST((({typmod}) - 4) % 65536 AS TEXT) || ')'"
+    );
+    for (oid, _, _, _, name) in TYPES {
+        sql.push_str(&format!(
+            " WHEN ({ty}) = {oid} THEN '{}'",
+            name.replace('\'', "''")
+        ));
+    }
+    sql.push_str(" ELSE '???' END");
+    parse_expr(&sql)
+}
+
+/// The statement with the catalog's functions written as expressions the
+/// engine runs, and schema-qualified column names (`pg_catalog.pg_class.relname`)
+/// as the table's (`pg_class.relname`).
+pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
+    let mut failure: Option<Error> = None;
+    let _ = ast::visit_expressions_mut(stmt, |e| {
+        match rewrite_one(e, cat) {
+            Ok(Some(new)) => *e = new,
+            Ok(None) => {}
+            Err(err) => {
+                failure = Some(err);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
+    match e {
+        Expr::CompoundIdentifier(parts)
+            if parts.len() == 3 && is_catalog_schema(&parts[0].value.to_ascii_lowercase())
+                || parts.len() == 3 && parts[0].value.eq_ignore_ascii_case("public") =>
+        {
+            parts.remove(0);
+            Ok(None)
+        }
+        Expr::Cast {
+            expr, data_type, ..
+        } if matches!(data_type, ast::DataType::Regclass) => {
+            let name = match expr.as_ref() {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    _ => return Err(regclass_refused(e)),
+                },
+                _ => return Err(regclass_refused(e)),
+            };
+            match cat.regclass(&name) {
+                Some(oid) => Ok(Some(lit_int(oid))),
+                None => Err(Error::UndefinedTable(format!(
+                    "relation \"{name}\" does not exist{}",
+                    at(e.span())
+                ))),
+            }
+        }
+        Expr::Cast { data_type, .. } if is_reg_type(data_type) => {
+            let what = data_type.to_string();
+            Err(Error::Unsupported(format!(
+                "{what} is not supported{}",
+                at(e.span())
+            )))
+        }
+        // A field of `information_schema._pg_expandarray(indkey)` (the
+        // record (x, n) of each element and its place): every index has
+        // one key column, so x is `indkey` and n is 1.
+        Expr::CompoundFieldAccess { root, access_chain } if matches!(access_chain.as_slice(), [ast::AccessExpr::Dot(Expr::Identifier(f))] if f.value.eq_ignore_ascii_case("x") || f.value.eq_ignore_ascii_case("n")) =>
+        {
+            let [ast::AccessExpr::Dot(Expr::Identifier(f))] = access_chain.as_slice() else {
+                return Ok(None);
+            };
+            let mut inner = root.as_ref();
+            while let Expr::Nested(x) = inner {
+                inner = x;
+            }
+            Ok(Some(if f.value.eq_ignore_ascii_case("n") {
+                lit_int(1)
+            } else {
+                inner.clone()
+            }))
+        }
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            // current_schemas(b)[i]: the search path's schemas, a constant.
+            let mut root = root.as_ref();
+            while let Expr::Nested(x) = root {
+                root = x;
+            }
+            let Expr::Function(f) = root else {
+                return Ok(None);
+            };
+            if function_name(f).as_deref() != Some("current_schemas") {
+                return Ok(None);
+            }
+            let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
+                access_chain.as_slice()
+            else {
+                return Ok(None);
+            };
+            let a = args(f);
+            let with_implicit = match a.as_slice() {
+                [Expr::Value(v)] => matches!(v.value, ast::Value::Boolean(true)),
+                _ => {
+                    return Err(Error::Unsupported(format!(
+                        "current_schemas() of anything but true or false is not supported{}",
+                        at(e.span())
+                    )));
+                }
+            };
+            let schemas: &[&str] = if with_implicit {
+                &["pg_catalog", "public"]
+            } else {
+                &["public"]
+            };
+            let i = match index {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n.parse::<i64>().ok(),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some(i) = i else {
+                return Err(Error::Unsupported(format!(
+                    "current_schemas() subscripted by anything but a number is not supported{}",
+                    at(e.span())
+                )));
+            };
+            Ok(Some(
+                match usize::try_from(i - 1).ok().and_then(|i| schemas.get(i)) {
+                    Some(s) => lit_str(s),
+                    None => null_text(),
+                },
+            ))
+        }
+        Expr::Function(f) => {
+            if f.name.0.len() == 2
+                && f.name
+                    .to_string()
+                    .eq_ignore_ascii_case("information_schema._pg_expandarray")
+            {
+                // One element, as every index's indkey has (see above).
+                return match args(f).as_slice() {
+                    [k] if k.to_string().to_ascii_lowercase().ends_with("indkey") => {
+                        Ok(Some(k.clone()))
+                    }
+                    _ => Err(Error::Unsupported(format!(
+                        "_pg_expandarray of anything but pg_index.indkey is not supported{}",
+                        at(e.span())
+                    ))),
+                };
+            }
+            // pg_catalog.f(...) is f(...).
+            if f.name.0.len() == 2
+                && f.name.0[0]
+                    .as_ident()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))
+            {
+                f.name.0.remove(0);
+            }
+            let Some(name) = function_name(f) else {
+                return Ok(None);
+            };
+            let a = args(f);
+            let n = a.len();
+            Ok(match (name.as_str(), a.as_slice()) {
+                ("format_type", [ty, typmod]) => Some(format_type(ty, typmod)?),
+                ("pg_table_is_visible", [oid]) => {
+                    let oids: Vec<String> = cat
+                        .oids
+                        .iter()
+                        .filter(|(k, _)| !k.contains('.') || k.starts_with("pg_catalog."))
+                        .map(|(_, v)| v.to_string())
+                        .collect();
+                    Some(parse_expr(&format!(
+                        "CASE WHEN ({oid}) IN ({}) THEN true END",
+                        oids.join(", ")
+                    ))?)
+                }
+                // pg_attrdef's adbin holds the expression's text.
+                ("pg_get_expr", [expr, _]) | ("pg_get_expr", [expr, _, _]) => Some(expr.clone()),
+                ("pg_get_userbyid", [oid]) => Some(parse_expr(&format!(
+                    "CASE WHEN ({oid}) IS NULL THEN CAST(NULL AS TEXT) WHEN ({oid}) = 10 THEN '{OWNER}' ELSE 'unknown (OID=' || CAST(({oid}) AS TEXT) || ')' END"
+                ))?),
+                // No object has a description.
+                ("obj_description", _) | ("col_description", _) | ("shobj_description", _)
+                    if (1..=3).contains(&n) =>
+                {
+                    Some(null_text())
+                }
+                ("pg_encoding_to_char", [_]) => Some(lit_str("UTF8")),
+                _ => None,
+            })
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A cast to one of PostgreSQL's object-name types but regclass.
+fn is_reg_type(t: &ast::DataType) -> bool {
+    match t {
+        ast::DataType::Custom(n, _) => {
+            let n = n.to_string().to_ascii_lowercase();
+            n.starts_with("reg") || n == "pg_catalog.regtype"
+        }
+        _ => false,
+    }
+}
+
+fn regclass_refused(e: &Expr) -> Error {
+    Error::Unsupported(format!(
+        "a cast to regclass of anything but a quoted name is not supported{}",
+        at(e.span())
+    ))
+}
+
+fn function_name(f: &ast::Function) -> Option<String> {
+    match f.name.0.as_slice() {
+        [p] => p.as_ident().map(|i| i.value.to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_as_postgresql_searches_them() {
+        let has = |n: &str| n == "pg_catalog__pg_class";
+        let r = |p: &[&str]| resolve(&p.iter().map(|s| s.to_string()).collect::<Vec<_>>(), has);
+        assert_eq!(r(&["t"]).as_deref(), Some("t"));
+        assert_eq!(r(&["public", "t"]).as_deref(), Some("t"));
+        assert_eq!(r(&["pg_class"]).as_deref(), Some("pg_catalog__pg_class"));
+        assert_eq!(
+            r(&["information_schema", "tables"]).as_deref(),
+            Some("information_schema__tables")
+        );
+        assert_eq!(r(&["sluice", "public", "t"]).as_deref(), Some("t"));
+        assert_eq!(r(&["other", "t"]), None);
+    }
+
+    #[test]
+    fn catalog_references_are_found_in_every_from_item() {
+        let yes = [
+            "SELECT 1 FROM pg_catalog.pg_class",
+            "SELECT 1 FROM pg_class",
+            "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM information_schema.columns)",
+            "SELECT * FROM t JOIN pg_namespace n ON true",
+        ];
+        for sql in yes {
+            assert!(
+                references_catalog(&super::super::sql::parse(sql).unwrap()),
+                "{sql}"
+            );
+        }
+        for sql in [
+            "SELECT 1 FROM t",
+            "SELECT 1 FROM public.t",
+            "SELECT pg_class FROM t",
+        ] {
+            assert!(
+                !references_catalog(&super::super::sql::parse(sql).unwrap()),
+                "{sql}"
+            );
+        }
+    }
+
+    #[test]
+    fn numeric_type_modifiers_are_precision_and_scale() {
+        let (oid, typmod, _, name) = pg_type(&DataType::Decimal {
+            precision: 15,
+            scale: 2,
+        });
+        assert_eq!(
+            (oid, typmod, name.as_str()),
+            (1700, 983_046, "numeric(15,2)")
+        );
+    }
+}
