@@ -138,12 +138,13 @@ const DEFS: [(&str, &str, i64, &str); 20] = [
         "pg_catalog",
         "pg_class",
         1259,
-        "oid BIGINT, relname TEXT, relnamespace BIGINT, reltype BIGINT, relowner BIGINT, \
-         relam BIGINT, reltablespace BIGINT, reltuples DOUBLE, relhasindex BOOLEAN, \
+        "oid BIGINT, relname TEXT, relnamespace BIGINT, reltype BIGINT, reloftype BIGINT, \
+         relowner BIGINT, relam BIGINT, relfilenode BIGINT, reltablespace BIGINT, relpages INT, \
+         reltuples DOUBLE, relallvisible INT, reltoastrelid BIGINT, relhasindex BOOLEAN, \
          relisshared BOOLEAN, relpersistence TEXT, relkind TEXT, relnatts INT, \
          relchecks INT, relhasrules BOOLEAN, relhastriggers BOOLEAN, relhassubclass BOOLEAN, \
          relrowsecurity BOOLEAN, relforcerowsecurity BOOLEAN, relispopulated BOOLEAN, \
-         relreplident TEXT, relispartition BOOLEAN, reloftype BIGINT",
+         relreplident TEXT, relispartition BOOLEAN, relrewrite BIGINT",
     ),
     (
         "pg_catalog",
@@ -363,12 +364,24 @@ fn relations(db: &Database) -> Result<Vec<Rel>> {
 /// `information_schema.columns.column_default`): `0`, `'new'::text`.
 fn default_expr(t: &DataType, v: &str) -> String {
     let quoted = format!("'{}'", v.replace('\'', "''"));
+    let (_, _, _, name) = pg_type(t);
     match t {
-        DataType::Int | DataType::BigInt => v.to_string(),
-        DataType::Double => format!("{quoted}::double precision"),
-        DataType::Decimal { .. } => format!("{quoted}::numeric"),
-        DataType::Boolean => v.to_string(),
-        other => format!("{quoted}::{}", pg_type(other).3),
+        // A number is written as it is, a negative one quoted and cast
+        // (PostgreSQL's deparsing of `DEFAULT -5`).
+        DataType::Int | DataType::BigInt | DataType::Double | DataType::Decimal { .. } => {
+            if v.starts_with('-') {
+                let name = if matches!(t, DataType::Decimal { .. }) {
+                    "numeric".into()
+                } else {
+                    name
+                };
+                format!("{quoted}::{name}")
+            } else {
+                v.to_string()
+            }
+        }
+        DataType::Boolean => v.to_ascii_lowercase(),
+        _ => format!("{quoted}::{name}"),
     }
 }
 
@@ -428,21 +441,25 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
     for r in &rels {
         let user = r.nsp == PUBLIC;
         let class = |oid: i64, name: &str, kind: &str, natts: usize, tuples: f64, index: bool| {
+            let am = match kind {
+                "i" => 403,
+                "r" => 2,
+                _ => 0,
+            };
             vec![
                 V::I(oid),
                 t(name),
                 V::I(r.nsp),
                 V::I(0),
+                V::I(0),
                 V::I(10),
-                V::I(if kind == "i" {
-                    403
-                } else if kind == "r" {
-                    2
-                } else {
-                    0
-                }),
+                V::I(am),
+                V::I(if kind == "v" { 0 } else { oid }),
+                V::I(0),
                 V::I(0),
                 V::F(tuples),
+                V::I(0),
+                V::I(0),
                 V::B(index),
                 V::B(false),
                 t("p"),
@@ -455,7 +472,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
                 V::B(false),
                 V::B(false),
                 V::B(true),
-                t("d"),
+                t(if kind == "i" { "n" } else { "d" }),
                 V::B(false),
                 V::I(0),
             ]
@@ -863,7 +880,17 @@ impl CatalogDb {
 
     /// The oid of a relation named as `'name'::regclass` names it.
     fn regclass(&self, name: &str) -> Option<i64> {
-        let n = name.trim().trim_matches('"').to_ascii_lowercase();
+        // A quoted name keeps its case; an unquoted one is folded.
+        let n: String = name
+            .split('.')
+            .map(
+                |p| match p.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                    Some(q) => q.to_string(),
+                    None => p.to_ascii_lowercase(),
+                },
+            )
+            .collect::<Vec<_>>()
+            .join(".");
         self.oids.get(&n).copied()
     }
 }
@@ -908,6 +935,38 @@ pub fn references_catalog(stmt: &ast::Statement) -> bool {
         }
     });
     hit.is_break()
+        || ast::visit_expressions(stmt, |e| match e {
+            Expr::Cast { data_type, .. } if matches!(data_type, ast::DataType::Regclass) => {
+                ControlFlow::Break(())
+            }
+            Expr::Function(f) if is_catalog_function(f) => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        })
+        .is_break()
+}
+
+/// The catalog's functions ([`rewrite`] writes them as expressions).
+const FUNCTIONS: [&str; 11] = [
+    "format_type",
+    "pg_table_is_visible",
+    "pg_get_expr",
+    "pg_get_userbyid",
+    "obj_description",
+    "col_description",
+    "shobj_description",
+    "pg_encoding_to_char",
+    "current_schemas",
+    "_pg_expandarray",
+    "current_schema",
+];
+
+fn is_catalog_function(f: &ast::Function) -> bool {
+    let name = f.name.0.last().and_then(|p| p.as_ident());
+    name.is_some_and(|n| FUNCTIONS.contains(&n.value.to_ascii_lowercase().as_str()))
+        || f.name.0.len() == 2
+            && f.name.0[0]
+                .as_ident()
+                .is_some_and(|s| is_catalog_schema(&s.value.to_ascii_lowercase()))
 }
 
 fn lit_str(s: &str) -> Expr {
@@ -953,7 +1012,11 @@ fn parse_expr(sql: &str) -> Result<Expr> {
 fn format_type(ty: &Expr, typmod: &Expr) -> Result<Expr> {
     let mut sql = format!(
         "CASE WHEN ({ty}) IS NULL THEN CAST(NULL AS TEXT) \
-         WHEN ({ty}) = 1700 AND ({typmod}) >= 4 THEN 'numeric(' || CAST((({typmod}) - 4) / 65536 AS TEXT) || ',' || CAST((({typmod}) - 4) % 65536 AS TEXT) || ')'"
+         WHEN ({ty}) = 0 THEN '-' \
+         WHEN ({ty}) = 1700 AND ({typmod}) >= 4 AND ({typmod}) < 65536 * 1001 THEN 'numeric(' || CAST((({typmod}) - 4) / 65536 AS TEXT) || ',' || CAST((({typmod}) - 4) % 65536 AS TEXT) || ')' \
+         WHEN ({ty}) = 1043 AND ({typmod}) >= 4 THEN 'character varying(' || CAST(({typmod}) - 4 AS TEXT) || ')' \
+         WHEN ({ty}) = 1114 AND ({typmod}) >= 0 THEN 'timestamp(' || CAST(({typmod}) AS TEXT) || ') without time zone' \
+         WHEN ({ty}) = 1184 AND ({typmod}) >= 0 THEN 'timestamp(' || CAST(({typmod}) AS TEXT) || ') with time zone'"
     );
     for (oid, _, _, _, name) in TYPES {
         sql.push_str(&format!(
@@ -969,6 +1032,28 @@ fn format_type(ty: &Expr, typmod: &Expr) -> Result<Expr> {
 /// engine runs, and schema-qualified column names (`pg_catalog.pg_class.relname`)
 /// as the table's (`pg_class.relname`).
 pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
+    // A select item that is a call of one of these functions keeps the
+    // function's name as its column's (PostgreSQL's `format_type`).
+    struct Names;
+    impl ast::VisitorMut for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            if let ast::SetExpr::Select(sel) = q.body.as_mut() {
+                for item in &mut sel.projection {
+                    if let ast::SelectItem::UnnamedExpr(e) = item
+                        && let Some(name) = call_name(e)
+                    {
+                        *item = ast::SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: ast::Ident::new(name),
+                        };
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = ast::VisitMut::visit(stmt, &mut Names);
     let mut failure: Option<Error> = None;
     let _ = ast::visit_expressions_mut(stmt, |e| {
         match rewrite_one(e, cat) {
@@ -1009,7 +1094,8 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             match cat.regclass(&name) {
                 Some(oid) => Ok(Some(lit_int(oid))),
                 None => Err(Error::UndefinedTable(format!(
-                    "relation \"{name}\" does not exist{}",
+                    "relation \"{}\" does not exist{}",
+                    name.replace('"', ""),
                     at(e.span())
                 ))),
             }
@@ -1058,6 +1144,9 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             };
             let a = args(f);
             let with_implicit = match a.as_slice() {
+                [Expr::Value(v)] if matches!(v.value, ast::Value::Null) => {
+                    return Ok(Some(null_text()));
+                }
                 [Expr::Value(v)] => matches!(v.value, ast::Value::Boolean(true)),
                 _ => {
                     return Err(Error::Unsupported(format!(
@@ -1146,7 +1235,11 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                 {
                     Some(null_text())
                 }
-                ("pg_encoding_to_char", [_]) => Some(lit_str("UTF8")),
+                ("pg_encoding_to_char", [x]) => Some(parse_expr(&format!(
+                    "CASE ({x}) WHEN 6 THEN 'UTF8' WHEN 0 THEN 'SQL_ASCII' ELSE CASE WHEN ({x}) IS NULL THEN CAST(NULL AS TEXT) ELSE '' END END"
+                ))?),
+                ("current_schema", []) => Some(lit_str("public")),
+                ("current_database", []) => Some(lit_str(DATABASE)),
                 _ => None,
             })
         }
@@ -1162,6 +1255,22 @@ fn is_reg_type(t: &ast::DataType) -> bool {
             n.starts_with("reg") || n == "pg_catalog.regtype"
         }
         _ => false,
+    }
+}
+
+/// The name PostgreSQL gives a select item that calls a catalog
+/// function (also through a field or subscript of its result).
+fn call_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Nested(x) => call_name(x),
+        Expr::CompoundFieldAccess { root, .. } => call_name(root),
+        Expr::Function(f) if is_catalog_function(f) => f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(|i| i.value.to_ascii_lowercase()),
+        _ => None,
     }
 }
 

@@ -515,7 +515,7 @@ fn from_table(
                     if args.is_some() {
                         return Err(unsupported("table functions", &twj.relation));
                     }
-                    let (tname, shown, _, schema) =
+                    let (tname, shown, last, schema) =
                         from::stored_table(name, catalog, &twj.relation)?;
                     let schema = schema.ok_or_else(|| {
                         Error::UndefinedTable(format!(
@@ -523,11 +523,13 @@ fn from_table(
                             crate::query::sql::at(twj.relation.span())
                         ))
                     })?;
-                    (
-                        Some(tname),
-                        alias.as_ref().map(|a| a.name.value.to_ascii_lowercase()),
-                        Some(schema),
-                    )
+                    // A catalog table is named by its own name
+                    // (`pg_class.relname`), not its stored one.
+                    let alias = alias
+                        .as_ref()
+                        .map(|a| a.name.value.to_ascii_lowercase())
+                        .or((tname != last).then_some(last));
+                    (Some(tname), alias, Some(schema))
                 }
                 ast::TableFactor::Derived { .. } => {
                     return Err(unsupported("a subquery in FROM", &twj.relation));

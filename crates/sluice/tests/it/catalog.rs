@@ -1,0 +1,224 @@
+//! The catalog as tables (`sluice::query::catalog`): what drivers ask of
+//! `pg_catalog` and `information_schema` — the PostgreSQL JDBC driver's
+//! own `DatabaseMetaData` queries, verbatim — answered by the engine as
+//! PostgreSQL 15 answers them for the same tables (checked there), and
+//! the errors of names that are not there.
+
+use sluice::query::{QueryOptions, query_with};
+use sluice::store::Database;
+
+use crate::common::{TempDir, load_bytes, opts, rows_of};
+
+fn db() -> (TempDir, Database) {
+    let dir = TempDir::new("catalog");
+    load_bytes(
+        &dir,
+        "people",
+        b"id,name,price,d,ts,ok,n\n1,ada,12.50,2024-01-02,2024-01-02 03:04:05,true,7\n",
+        &opts(
+            "id BIGINT PRIMARY KEY, name TEXT DEFAULT 'new', price DECIMAL(10,2), d DATE, \
+             ts TIMESTAMP, ok BOOLEAN, n INT DEFAULT '-5'",
+        ),
+    )
+    .unwrap();
+    load_bytes(&dir, "tables", b"x\n1\n", &opts("x DOUBLE")).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    (dir, db)
+}
+
+/// The rows of `sql`'s answer, each as its values joined by `|`.
+fn rows(db: &Database, sql: &str) -> Vec<String> {
+    let r = query_with(db, sql, &QueryOptions::default()).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows_of(&r.batches)
+        .into_iter()
+        .map(|r| {
+            r.into_iter()
+                .map(|v| v.unwrap_or_else(|| "NULL".into()))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect()
+}
+
+fn fails(db: &Database, sql: &str) -> (&'static str, String) {
+    match query_with(db, sql, &QueryOptions::default()) {
+        Ok(_) => panic!("{sql}: should fail"),
+        Err(e) => (e.sqlstate(), e.to_string()),
+    }
+}
+
+#[test]
+fn jdbc_get_tables_lists_the_tables_as_postgresql_does() {
+    let (_dir, db) = db();
+    // PgDatabaseMetaData.getTables(null, null, "%", {"TABLE"}), PostgreSQL JDBC 42.5.
+    let sql = "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS TABLE_NAME, CASE n.nspname ~ '^pg_' OR n.nspname = 'information_schema' WHEN true THEN CASE WHEN n.nspname = 'pg_catalog' OR n.nspname = 'information_schema' THEN CASE c.relkind WHEN 'r' THEN 'SYSTEM TABLE' WHEN 'v' THEN 'SYSTEM VIEW' WHEN 'i' THEN 'SYSTEM INDEX' ELSE NULL END WHEN n.nspname = 'pg_toast' THEN CASE c.relkind WHEN 'r' THEN 'SYSTEM TOAST TABLE' WHEN 'i' THEN 'SYSTEM TOAST INDEX' ELSE NULL END ELSE CASE c.relkind WHEN 'r' THEN 'TEMPORARY TABLE' WHEN 'p' THEN 'TEMPORARY TABLE' WHEN 'i' THEN 'TEMPORARY INDEX' WHEN 'S' THEN 'TEMPORARY SEQUENCE' WHEN 'v' THEN 'TEMPORARY VIEW' ELSE NULL END END WHEN false THEN CASE c.relkind WHEN 'r' THEN 'TABLE' WHEN 'p' THEN 'PARTITIONED TABLE' WHEN 'i' THEN 'INDEX' WHEN 'P' then 'PARTITIONED INDEX' WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'c' THEN 'TYPE' WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE NULL END ELSE NULL END AS TABLE_TYPE, d.description AS REMARKS, '' as TYPE_CAT, '' as TYPE_SCHEM, '' as TYPE_NAME, '' AS SELF_REFERENCING_COL_NAME, '' AS REF_GENERATION FROM pg_catalog.pg_namespace n, pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_description d ON (c.oid = d.objoid AND d.objsubid = 0 and d.classoid = 'pg_class'::regclass) WHERE c.relnamespace = n.oid AND c.relname LIKE '%' AND (false OR ( c.relkind = 'r' AND n.nspname !~ '^pg_' AND n.nspname <> 'information_schema' ) ) ORDER BY TABLE_TYPE,TABLE_SCHEM,TABLE_NAME";
+    assert_eq!(
+        rows(&db, sql),
+        [
+            "NULL|public|people|TABLE|NULL|||||",
+            "NULL|public|tables|TABLE|NULL|||||"
+        ]
+    );
+}
+
+#[test]
+fn jdbc_get_columns_and_primary_keys_answer_as_postgresql_does() {
+    let (_dir, db) = db();
+    // PgDatabaseMetaData.getColumns(null, null, "people", "%"), the columns it reads.
+    let sql = "SELECT attname, atttypid, attnotnull, atttypmod, attlen, attnum, adsrc, typtype FROM (SELECT n.nspname,c.relname,a.attname,a.atttypid,a.attnotnull OR (t.typtype = 'd' AND t.typnotnull) AS attnotnull,a.atttypmod,a.attlen,t.typtypmod,row_number() OVER (PARTITION BY a.attrelid ORDER BY a.attnum) AS attnum, nullif(a.attidentity, '') as attidentity,nullif(a.attgenerated, '') as attgenerated,pg_catalog.pg_get_expr(def.adbin, def.adrelid) AS adsrc,dsc.description,t.typbasetype,t.typtype FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON (c.relnamespace = n.oid) JOIN pg_catalog.pg_attribute a ON (a.attrelid=c.oid) JOIN pg_catalog.pg_type t ON (a.atttypid = t.oid) LEFT JOIN pg_catalog.pg_attrdef def ON (a.attrelid=def.adrelid AND a.attnum = def.adnum) LEFT JOIN pg_catalog.pg_description dsc ON (c.oid=dsc.objoid AND a.attnum = dsc.objsubid) LEFT JOIN pg_catalog.pg_class dc ON (dc.oid=dsc.classoid AND dc.relname='pg_class') LEFT JOIN pg_catalog.pg_namespace dn ON (dc.relnamespace=dn.oid AND dn.nspname='pg_catalog') WHERE c.relkind in ('r','p','v','f','m') and a.attnum > 0 AND NOT a.attisdropped AND c.relname LIKE 'people') c WHERE true AND attname LIKE '%' ORDER BY nspname,c.relname,attnum";
+    assert_eq!(
+        rows(&db, sql),
+        [
+            "id|20|true|-1|8|1|NULL|b",
+            "name|25|false|-1|-1|2|'new'::text|b",
+            "price|1700|false|655366|-1|3|NULL|b",
+            "d|1082|false|-1|4|4|NULL|b",
+            "ts|1114|false|-1|8|5|NULL|b",
+            "ok|16|false|-1|1|6|NULL|b",
+            "n|23|false|-1|4|7|'-5'::integer|b",
+        ]
+    );
+    // getPrimaryKeys(null, null, "people"): _pg_expandarray of the index's key.
+    let sql = "SELECT result.TABLE_CAT, result.TABLE_SCHEM, result.TABLE_NAME, result.COLUMN_NAME, result.KEY_SEQ, result.PK_NAME FROM (SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, ct.relname AS TABLE_NAME, a.attname AS COLUMN_NAME, (information_schema._pg_expandarray(i.indkey)).n AS KEY_SEQ, ci.relname AS PK_NAME, information_schema._pg_expandarray(i.indkey) AS KEYS, a.attnum AS A_ATTNUM FROM pg_catalog.pg_class ct JOIN pg_catalog.pg_attribute a ON (ct.oid = a.attrelid) JOIN pg_catalog.pg_namespace n ON (ct.relnamespace = n.oid) JOIN pg_catalog.pg_index i ON ( a.attrelid = i.indrelid) JOIN pg_catalog.pg_class ci ON (ci.oid = i.indexrelid) WHERE true AND ct.relname = 'people' AND i.indisprimary ) result where result.A_ATTNUM = (result.KEYS).x ORDER BY result.table_name, result.pk_name, result.key_seq";
+    assert_eq!(rows(&db, sql), ["NULL|public|people|id|1|people_pkey"]);
+    // getSchemas().
+    let sql = "SELECT nspname AS TABLE_SCHEM, NULL AS TABLE_CATALOG FROM pg_catalog.pg_namespace WHERE nspname <> 'pg_toast' AND (nspname !~ '^pg_temp_' OR nspname = (pg_catalog.current_schemas(true))[1]) AND (nspname !~ '^pg_toast_temp_' OR nspname = replace((pg_catalog.current_schemas(true))[1], 'pg_temp_', 'pg_toast_temp_')) ORDER BY TABLE_SCHEM";
+    assert_eq!(
+        rows(&db, sql),
+        ["information_schema|NULL", "pg_catalog|NULL", "public|NULL"]
+    );
+}
+
+#[test]
+fn information_schema_describes_columns_keys_and_defaults() {
+    let (_dir, db) = db();
+    let sql = "SELECT column_name, ordinal_position, column_default, is_nullable, data_type, \
+               numeric_precision, numeric_scale, datetime_precision, udt_name \
+               FROM information_schema.columns WHERE table_schema = 'public' \
+               AND table_name = 'people' ORDER BY ordinal_position";
+    assert_eq!(
+        rows(&db, sql),
+        [
+            "id|1|NULL|NO|bigint|64|0|NULL|int8",
+            "name|2|'new'::text|YES|text|NULL|NULL|NULL|text",
+            "price|3|NULL|YES|numeric|10|2|NULL|numeric",
+            "d|4|NULL|YES|date|NULL|NULL|0|date",
+            "ts|5|NULL|YES|timestamp without time zone|NULL|NULL|6|timestamp",
+            "ok|6|NULL|YES|boolean|NULL|NULL|NULL|bool",
+            "n|7|'-5'::integer|YES|integer|32|0|NULL|int4",
+        ]
+    );
+    let sql = "SELECT tc.constraint_type, tc.table_name, k.column_name, k.ordinal_position \
+               FROM information_schema.table_constraints tc \
+               JOIN information_schema.key_column_usage k \
+               ON k.constraint_name = tc.constraint_name AND k.table_name = tc.table_name \
+               WHERE tc.table_schema = 'public'";
+    assert_eq!(rows(&db, sql), ["PRIMARY KEY|people|id|1"]);
+    // A user's table named `tables` is not information_schema's.
+    assert_eq!(rows(&db, "SELECT x FROM tables"), ["1"]);
+    assert_eq!(rows(&db, "SELECT x FROM public.tables"), ["1"]);
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT table_name, table_type FROM information_schema.tables \
+             WHERE table_schema = 'public' ORDER BY 1"
+        ),
+        ["people|BASE TABLE", "tables|BASE TABLE"]
+    );
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = 'people'::regclass ORDER BY attnum"
+        ),
+        [
+            "bigint",
+            "text",
+            "numeric(10,2)",
+            "date",
+            "timestamp without time zone",
+            "boolean",
+            "integer"
+        ]
+    );
+}
+
+#[test]
+fn names_that_are_not_there_fail_as_in_postgresql() {
+    let (_dir, db) = db();
+    let (state, msg) = fails(&db, "SELECT * FROM nosuch.t");
+    assert_eq!(state, "42P01");
+    assert!(msg.contains("schema \"nosuch\" does not exist"), "{msg}");
+    let (state, msg) = fails(&db, "SELECT * FROM pg_catalog.pg_nosuch");
+    assert_eq!(state, "42P01");
+    assert!(msg.contains("pg_catalog.pg_nosuch"), "{msg}");
+    let (state, msg) = fails(&db, "SELECT 'nosuch'::regclass FROM pg_class");
+    assert_eq!(state, "42P01");
+    assert!(msg.contains("relation \"nosuch\" does not exist"), "{msg}");
+    // The catalog is its own database: a join with a user's table is
+    // refused, not answered without it.
+    let (state, _) = fails(&db, "SELECT * FROM pg_class, people");
+    assert_eq!(state, "42P01");
+    let (state, _) = fails(&db, "SELECT CAST(relname AS regclass) FROM pg_class");
+    assert_eq!(state, "0A000");
+    // A quoted name keeps its case.
+    let (state, msg) = fails(&db, "SELECT '\"People\"'::regclass FROM pg_class");
+    assert_eq!(state, "42P01");
+    assert!(msg.contains("relation \"People\" does not exist"), "{msg}");
+}
+
+#[test]
+fn catalog_tables_are_named_as_in_postgresql_and_its_functions_run_alone() {
+    let (_dir, db) = db();
+    // Qualified by the table's name, with or without its schema.
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT pg_catalog.pg_class.relname, pg_class.relkind FROM pg_catalog.pg_class \
+             WHERE pg_class.relnamespace = 2200 ORDER BY 1"
+        ),
+        ["people|r", "people_pkey|i", "tables|r"]
+    );
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT information_schema.tables.table_name FROM information_schema.tables \
+             WHERE table_schema = 'public' ORDER BY 1"
+        ),
+        ["people", "tables"]
+    );
+    // Without any table; each as PostgreSQL 15 answers it.
+    let r = query_with(
+        &db,
+        "SELECT format_type(1043, 24), format_type(1114, 3), format_type(0, -1), \
+         format_type(1700, 983046), format_type(99999, -1), format_type(NULL, -1), \
+         (current_schemas(true))[1], (current_schemas(false))[2], current_schema(), \
+         pg_encoding_to_char(0), pg_table_is_visible('people'::regclass)",
+        &QueryOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        rows_of(&r.batches)[0],
+        [
+            "character varying(20)",
+            "timestamp(3) without time zone",
+            "-",
+            "numeric(15,2)",
+            "???"
+        ]
+        .iter()
+        .map(|s| Some(s.to_string()))
+        .chain([
+            None,
+            Some("pg_catalog".into()),
+            None,
+            Some("public".into()),
+            Some("SQL_ASCII".into()),
+            Some("true".into())
+        ])
+        .collect::<Vec<_>>()
+    );
+    // Columns named after the function, as PostgreSQL names them.
+    assert_eq!(r.schema.field(0).name(), "format_type");
+    assert_eq!(r.schema.field(6).name(), "current_schemas");
+}
