@@ -286,6 +286,15 @@ const DEFS: [(&str, &str, i64, &str); 20] = [
     ),
 ];
 
+/// The catalog's tables of `schema`, as a list for an error message.
+pub fn table_list(schema: &str) -> String {
+    DEFS.iter()
+        .filter(|d| d.0 == schema)
+        .map(|d| d.1)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The oid of the catalog table `schema.name`, if there is one.
 fn catalog_oid(schema: &str, name: &str) -> Option<i64> {
     DEFS.iter()
@@ -329,7 +338,7 @@ fn relations(db: &Database) -> Result<Vec<Rel>> {
                 .map(|c| {
                     (
                         c.name.clone(),
-                        c.data_type.clone(),
+                        c.data_type,
                         c.primary_key,
                         c.default.clone(),
                     )

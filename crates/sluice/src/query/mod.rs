@@ -63,7 +63,15 @@ impl plan::Catalog for Database {
     }
 
     fn catalog_db(&self) -> Result<Option<std::sync::Arc<catalog::CatalogDb>>> {
-        catalog::CatalogDb::build(self).map(Some)
+        // A reader's manifest never changes: its catalog is made once.
+        if !self.is_reader() {
+            return catalog::CatalogDb::build(self).map(Some);
+        }
+        if let Some(c) = self.catalog.get() {
+            return Ok(Some(c.clone()));
+        }
+        let c = catalog::CatalogDb::build(self)?;
+        Ok(Some(self.catalog.get_or_init(|| c).clone()))
     }
 }
 

@@ -60,6 +60,9 @@ pub struct Database {
     keep_segments: bool,
     /// Key-index runs already opened by this handle.
     runs: Mutex<HashMap<String, Arc<crate::index::Run>>>,
+    /// The catalog's tables of this handle's manifest, made at the first
+    /// catalog query of a reader (see [`crate::query::catalog`]).
+    pub(crate) catalog: std::sync::OnceLock<Arc<crate::query::catalog::CatalogDb>>,
 }
 
 impl Database {
@@ -84,6 +87,7 @@ impl Database {
             projected: Mutex::default(),
             keep_segments: true,
             runs: Mutex::default(),
+            catalog: std::sync::OnceLock::new(),
         })
     }
 
@@ -131,9 +135,15 @@ impl Database {
             projected: Mutex::default(),
             keep_segments: true,
             runs: Mutex::default(),
+            catalog: std::sync::OnceLock::new(),
         };
         db.remove_orphans()?;
         Ok(db)
+    }
+
+    /// Whether this handle is a reader (its manifest never changes).
+    pub(crate) fn is_reader(&self) -> bool {
+        self.lock.is_none()
     }
 
     pub fn dir(&self) -> &Path {

@@ -282,6 +282,19 @@ pub(super) fn stored_table(
             ))
         })?;
     let schema = catalog.table_schema(&stored);
+    // A table of PostgreSQL's catalog that sluice's has not: refused, not
+    // said to be missing.
+    if schema.is_none()
+        && let [s, _] = parts.as_slice()
+        && crate::query::catalog::is_catalog_schema(s)
+    {
+        return Err(Error::Unsupported(format!(
+            "{} is not supported: sluice's catalog has {}{}",
+            parts.join("."),
+            crate::query::catalog::table_list(s),
+            at(node.span())
+        )));
+    }
     // An error names the table as the statement does.
     let shown = if stored.contains("__") {
         parts.join(".")
