@@ -402,6 +402,30 @@ fn schema_name(nsp: i64) -> &'static str {
     }
 }
 
+/// A row of `pg_attribute`: column `num` of relation `rel`.
+fn attribute(rel: i64, name: &str, ty: &DataType, num: i64, not_null: bool, def: bool) -> Vec<V> {
+    let (typ, typmod, len, _) = pg_type(ty);
+    let collation = if matches!(ty, DataType::Text) { 100 } else { 0 };
+    vec![
+        V::I(rel),
+        t(name),
+        V::I(typ),
+        V::I(len),
+        V::I(num),
+        V::I(typmod),
+        V::I(0),
+        V::B(not_null),
+        V::B(def),
+        V::B(false),
+        t(""),
+        t(""),
+        V::B(false),
+        V::B(true),
+        V::I(0),
+        V::I(collation),
+    ]
+}
+
 /// The catalog tables, with their rows, made from `db`'s manifest.
 fn tables(db: &Database) -> Result<Vec<Table>> {
     let rels = relations(db)?;
@@ -513,29 +537,11 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             );
         }
         for (i, (col, ty, not_null, default)) in r.columns.iter().enumerate() {
-            let (typ, typmod, len, fmt) = pg_type(ty);
+            let (typ, _, _, fmt) = pg_type(ty);
             let num = i as i64 + 1;
-            let collation = if matches!(ty, DataType::Text) { 100 } else { 0 };
             put(
                 "pg_attribute",
-                vec![
-                    V::I(r.oid),
-                    t(col),
-                    V::I(typ),
-                    V::I(len),
-                    V::I(num),
-                    V::I(typmod),
-                    V::I(0),
-                    V::B(*not_null),
-                    V::B(default.is_some()),
-                    V::B(false),
-                    t(""),
-                    t(""),
-                    V::B(false),
-                    V::B(true),
-                    V::I(0),
-                    V::I(collation),
-                ],
+                attribute(r.oid, col, ty, num, *not_null, default.is_some()),
             );
             let def = default.as_ref().map(|d| default_expr(ty, d));
             if let Some(d) = &def {
@@ -600,29 +606,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             let iname = format!("{}_pkey", r.name);
             let (col, ty, _, _) = &r.columns[attnum as usize - 1];
             put("pg_class", class(index, &iname, "i", 1, tuples, false));
-            let (typ, typmod, len, _) = pg_type(ty);
-            let collation = if matches!(ty, DataType::Text) { 100 } else { 0 };
-            put(
-                "pg_attribute",
-                vec![
-                    V::I(index),
-                    t(col),
-                    V::I(typ),
-                    V::I(len),
-                    V::I(1),
-                    V::I(typmod),
-                    V::I(0),
-                    V::B(false),
-                    V::B(false),
-                    V::B(false),
-                    t(""),
-                    t(""),
-                    V::B(false),
-                    V::B(true),
-                    V::I(0),
-                    V::I(collation),
-                ],
-            );
+            put("pg_attribute", attribute(index, col, ty, 1, false, false));
             put(
                 "pg_index",
                 vec![
@@ -746,56 +730,56 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
         .collect())
 }
 
+/// Column `i` of `rows` as an array, each value taken by `pick`
+/// (`None`: a value of another type).
+fn column<T, A: FromIterator<Option<T>>>(
+    rows: &[Vec<V>],
+    i: usize,
+    pick: impl Fn(&V) -> Option<T>,
+) -> Option<A> {
+    rows.iter()
+        .map(|r| match r.get(i).unwrap_or(&V::N) {
+            V::N => Some(None),
+            v => pick(v).map(Some),
+        })
+        .collect()
+}
+
 /// The record batch of a table's rows.
 fn batch(schema: &Schema, rows: &[Vec<V>]) -> Result<RecordBatch> {
     let mut cols: Vec<ArrayRef> = Vec::new();
     for (i, c) in schema.columns.iter().enumerate() {
-        let vals = rows.iter().map(|r| r.get(i).cloned().unwrap_or(V::N));
-        let bad = || Error::Internal(format!("catalog column {} of a wrong type", c.name));
-        let a: ArrayRef = match c.data_type {
-            DataType::BigInt => Arc::new(
-                vals.map(|v| match v {
-                    V::I(x) => Ok(Some(x)),
-                    V::N => Ok(None),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<Int64Array>>()?,
-            ),
-            DataType::Int => Arc::new(
-                vals.map(|v| match v {
-                    V::I(x) => Ok(Some(x as i32)),
-                    V::N => Ok(None),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<Int32Array>>()?,
-            ),
-            DataType::Double => Arc::new(
-                vals.map(|v| match v {
-                    V::F(x) => Ok(Some(x)),
-                    V::N => Ok(None),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<Float64Array>>()?,
-            ),
-            DataType::Boolean => Arc::new(
-                vals.map(|v| match v {
-                    V::B(x) => Ok(Some(x)),
-                    V::N => Ok(None),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<BooleanArray>>()?,
-            ),
-            DataType::Text => Arc::new(
-                vals.map(|v| match v {
-                    V::T(x) => Ok(Some(x)),
-                    V::N => Ok(None),
-                    _ => Err(bad()),
-                })
-                .collect::<Result<StringArray>>()?,
-            ),
-            _ => return Err(bad()),
+        let a: Option<ArrayRef> = match c.data_type {
+            DataType::BigInt => column::<_, Int64Array>(rows, i, |v| match v {
+                V::I(x) => Some(*x),
+                _ => None,
+            })
+            .map(|a| Arc::new(a) as ArrayRef),
+            DataType::Int => column::<_, Int32Array>(rows, i, |v| match v {
+                V::I(x) => i32::try_from(*x).ok(),
+                _ => None,
+            })
+            .map(|a| Arc::new(a) as ArrayRef),
+            DataType::Double => column::<_, Float64Array>(rows, i, |v| match v {
+                V::F(x) => Some(*x),
+                _ => None,
+            })
+            .map(|a| Arc::new(a) as ArrayRef),
+            DataType::Boolean => column::<_, BooleanArray>(rows, i, |v| match v {
+                V::B(x) => Some(*x),
+                _ => None,
+            })
+            .map(|a| Arc::new(a) as ArrayRef),
+            DataType::Text => column::<_, StringArray>(rows, i, |v| match v {
+                V::T(x) => Some(x.clone()),
+                _ => None,
+            })
+            .map(|a| Arc::new(a) as ArrayRef),
+            _ => None,
         };
-        cols.push(a);
+        cols.push(a.ok_or_else(|| {
+            Error::Internal(format!("catalog column {} of a wrong type", c.name))
+        })?);
     }
     Ok(RecordBatch::try_new(schema.arrow_schema(), cols)?)
 }
