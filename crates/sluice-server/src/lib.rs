@@ -1304,7 +1304,15 @@ impl Parser {
             params.placeholder_sql(sql)
         };
         let zone = session_zone(settings);
-        let plan = sluice::query::plan::plan_sql(&planned, &Zoned(db.as_ref(), zone.clone()))?;
+        let zoned = Zoned(db.as_ref(), zone.clone());
+        let plan = match sluice::query::plan::plan_sql(&planned, &zoned) {
+            // Text parameters as NULLs, where an empty string is no value
+            // (`$1::regclass`).
+            Err(_) if !params.is_empty() => {
+                sluice::query::plan::plan_sql(&params.null_placeholder_sql(sql), &zoned)?
+            }
+            r => r?,
+        };
         Ok(Prepared {
             sql: sql.to_string(),
             schema: Some(sluice::query::exec::result_schema(&plan)),

@@ -103,6 +103,17 @@ impl Params {
     /// `sql` with each parameter a typed NULL (LIMIT/OFFSET ones 1): the
     /// statement planned for its result columns before values exist.
     pub fn placeholder_sql(&self, sql: &str) -> String {
+        self.placeholders(sql, false)
+    }
+
+    /// [`Params::placeholder_sql`] with text parameters NULL too: for a
+    /// statement that takes no empty string where a text parameter is
+    /// (`$1::regclass`, a table name).
+    pub fn null_placeholder_sql(&self, sql: &str) -> String {
+        self.placeholders(sql, true)
+    }
+
+    fn placeholders(&self, sql: &str, text_null: bool) -> String {
         let values: Vec<String> = self
             .types
             .iter()
@@ -110,7 +121,7 @@ impl Params {
             .map(|(i, t)| {
                 if self.after_limit(sql, i) {
                     "1".to_string()
-                } else if sql_type_name(t) == "TEXT" {
+                } else if sql_type_name(t) == "TEXT" && !text_null {
                     // A string literal: LIKE takes only literals.
                     "''".to_string()
                 } else {

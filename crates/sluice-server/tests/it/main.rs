@@ -800,6 +800,30 @@ async fn catalog_queries_are_exact_or_refused() {
     let dir = sample(10);
     let srv = Server::start(&dir.0.join("db"), |_| {});
     let c = srv.client().await;
+    // A prepared statement whose text parameter is a table's name
+    // (`$1::regclass`), as drivers write it: planned at Parse with the
+    // parameter NULL, run with its value.
+    let st = c
+        .prepare(
+            "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 ORDER BY attnum",
+        )
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let names: Vec<String> = c
+            .query(&st, &[&"people"])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(
+            names,
+            ["id", "name", "age", "price", "score", "d", "ts", "ok"]
+        );
+    }
+    let e = c.query(&st, &[&"nosuch"]).await.unwrap_err();
+    assert_eq!(code(&e), "42P01", "{e}");
     assert!(
         simple(
             &c,

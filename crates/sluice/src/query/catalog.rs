@@ -933,13 +933,18 @@ pub fn references_catalog(stmt: &ast::Statement) -> bool {
                 ControlFlow::Break(())
             }
             Expr::Function(f) if is_catalog_function(f) => ControlFlow::Break(()),
+            Expr::Identifier(i)
+                if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("current_schema") =>
+            {
+                ControlFlow::Break(())
+            }
             _ => ControlFlow::Continue(()),
         })
         .is_break()
 }
 
 /// The catalog's functions ([`rewrite`] writes them as expressions).
-const FUNCTIONS: [&str; 11] = [
+const FUNCTIONS: [&str; 12] = [
     "format_type",
     "pg_table_is_visible",
     "pg_get_expr",
@@ -951,6 +956,7 @@ const FUNCTIONS: [&str; 11] = [
     "current_schemas",
     "_pg_expandarray",
     "current_schema",
+    "current_database",
 ];
 
 fn is_catalog_function(f: &ast::Function) -> bool {
@@ -1007,7 +1013,7 @@ fn format_type(ty: &Expr, typmod: &Expr) -> Result<Expr> {
         "CASE WHEN ({ty}) IS NULL THEN CAST(NULL AS TEXT) \
          WHEN ({ty}) = 0 THEN '-' \
          WHEN ({ty}) = 1700 AND ({typmod}) >= 4 AND ({typmod}) < 65536 * 1001 THEN 'numeric(' || CAST((({typmod}) - 4) / 65536 AS TEXT) || ',' || CAST((({typmod}) - 4) % 65536 AS TEXT) || ')' \
-         WHEN ({ty}) = 1043 AND ({typmod}) >= 4 THEN 'character varying(' || CAST(({typmod}) - 4 AS TEXT) || ')' \
+         WHEN ({ty}) = 1043 AND ({typmod}) > 4 THEN 'character varying(' || CAST(({typmod}) - 4 AS TEXT) || ')' \
          WHEN ({ty}) = 1114 AND ({typmod}) >= 0 THEN 'timestamp(' || CAST(({typmod}) AS TEXT) || ') without time zone' \
          WHEN ({ty}) = 1184 AND ({typmod}) >= 0 THEN 'timestamp(' || CAST(({typmod}) AS TEXT) || ') with time zone'"
     );
@@ -1077,9 +1083,16 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
         Expr::Cast {
             expr, data_type, ..
         } if matches!(data_type, ast::DataType::Regclass) => {
-            let name = match expr.as_ref() {
+            let mut inner = expr.as_ref();
+            while let Expr::Nested(x) | Expr::Cast { expr: x, .. } = inner {
+                inner = x;
+            }
+            let name = match inner {
                 Expr::Value(v) => match &v.value {
                     ast::Value::SingleQuotedString(s) => s.clone(),
+                    // NULL::regclass is NULL (the server plans a prepared
+                    // statement's text parameters so).
+                    ast::Value::Null => return Ok(Some(parse_expr("CAST(NULL AS BIGINT)")?)),
                     _ => return Err(regclass_refused(e)),
                 },
                 _ => return Err(regclass_refused(e)),
@@ -1173,6 +1186,12 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                 },
             ))
         }
+        // `current_schema` without parentheses (SQL's form).
+        Expr::Identifier(i)
+            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("current_schema") =>
+        {
+            Ok(Some(lit_str("public")))
+        }
         Expr::Function(f) => {
             if f.name.0.len() == 2
                 && f.name
@@ -1257,6 +1276,11 @@ fn call_name(e: &Expr) -> Option<String> {
     match e {
         Expr::Nested(x) => call_name(x),
         Expr::CompoundFieldAccess { root, .. } => call_name(root),
+        Expr::Identifier(i)
+            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("current_schema") =>
+        {
+            Some("current_schema".into())
+        }
         Expr::Function(f) if is_catalog_function(f) => f
             .name
             .0

@@ -225,6 +225,27 @@ fn catalog_tables_are_named_as_in_postgresql_and_its_functions_run_alone() {
         ])
         .collect::<Vec<_>>()
     );
+    // current_database(), current_schema (SQL's form, no parentheses)
+    // beside other values; varchar's type modifier of no length.
+    let r2 = query_with(
+        &db,
+        "SELECT 'x' || current_database(), current_schema, format_type(1043, 4), \
+         format_type(1043, 5), format_type(1700, 4)",
+        &QueryOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        rows_of(&r2.batches)[0],
+        [
+            "xsluice",
+            "public",
+            "character varying",
+            "character varying(1)",
+            "numeric(0,0)"
+        ]
+        .map(|s| Some(s.to_string()))
+    );
+    assert_eq!(r2.schema.field(1).name(), "current_schema");
     // Columns named after the function, as PostgreSQL names them.
     assert_eq!(r.schema.field(0).name(), "format_type");
     assert_eq!(r.schema.field(6).name(), "current_schemas");
