@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Drives `sluice serve` with the clients users have: psql and Python's
-# psycopg 3. Usage: tests/clients/run.sh path/to/sluice
+# Drives `sluice serve` with the clients users have: psql, Python's
+# psycopg 3, SQLAlchemy 2 (psycopg and psycopg2) with pandas, and JDBC. Usage: tests/clients/run.sh path/to/sluice
 # Exits non-zero on the first wrong answer; prints "clients: ok" at the end.
 set -euo pipefail
 sluice="$(realpath "$1")"
@@ -64,6 +64,7 @@ check "psql: an error with its SQLSTATE" "ERROR:  42703: no column named \"nope\
     "$(echo "$err" | head -1)"
 
 python3 "$here/psycopg_check.py" "$port"
+python3 "$here/sqlalchemy_check.py" "$port"
 java -cp "${JDBC_JAR:-/usr/share/java/postgresql.jar}" "$here/JdbcCheck.java" "$port"
 
 # Passwords (SCRAM-SHA-256) over TLS, as libpq does them.

@@ -21,11 +21,15 @@ use std::time::Instant;
 
 type Result<T> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask pgo [--scale F] [--runs N] [--no-compare] [--sf F] [--rows N] [--json-out FILE]
+const USAGE: &str = "usage: cargo xtask pgo [--scale F] [--runs N] [--no-compare] [--profile P] [--sf F] [--rows N] [--json-out FILE]
 
 Builds target/pgo/optimized/release/sluice (under $CARGO_TARGET_DIR when set) with profile-guided optimisation:
   --scale F      size of the training workload (default 1: about a minute instrumented; CI uses 0.02)
   --no-compare   build only; do not time the held-out scenarios
+  --profile P    the cargo profile of both builds (default release; the binary is then
+                 target/pgo/optimized/P/sluice). CI checks the steps with `pgo-check`
+                 (Cargo.toml: opt-level 1, no debug info), much less compile time;
+                 its binary is for tests, never for timing, so it is not compared
   --runs N       timed runs per binary and scenario (default 7; medians reported)
   --sf F         TPC-H scale factor of the held-out Q1 data (default 1)
   --rows N       rows of the held-out ingest data (default 40000000: 1.28 GB)
@@ -58,6 +62,7 @@ struct Options {
     sf: f64,
     rows: u64,
     json_out: Option<PathBuf>,
+    profile: String,
 }
 
 impl Options {
@@ -69,6 +74,7 @@ impl Options {
             sf: 1.0,
             rows: 40_000_000,
             json_out: None,
+            profile: "release".into(),
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -96,6 +102,7 @@ impl Options {
                     o.rows = v.parse().map_err(|_| bad("--rows", &v))?;
                 }
                 "--no-compare" => o.compare = false,
+                "--profile" => o.profile = value("--profile")?,
                 "--json-out" => o.json_out = Some(PathBuf::from(value("--json-out")?)),
                 "-h" | "--help" => return Err(USAGE.to_string()),
                 other => return Err(format!("unknown option {other:?}\n\n{USAGE}")),
@@ -104,6 +111,12 @@ impl Options {
         if o.json_out.is_some() && !o.compare {
             return Err(format!(
                 "--json-out writes the comparison's runs; drop --no-compare\n\n{USAGE}"
+            ));
+        }
+        if o.compare && o.profile != "release" {
+            return Err(format!(
+                "--profile {}: only the release profile is compared (add --no-compare)\n\n{USAGE}",
+                o.profile
             ));
         }
         if o.runs == 0 || o.scale <= 0.0 || o.sf <= 0.0 || o.rows == 0 {
@@ -192,13 +205,27 @@ fn profdata(major: &str) -> Result<PathBuf> {
     })
 }
 
-/// `cargo build --release -p sluice-cli` into `target_dir` with `rustflags`.
-fn build(root: &Path, target_dir: &Path, rustflags: &str, what: &str) -> Result<PathBuf> {
+/// `cargo build --profile <profile> -p sluice-cli` into `target_dir` with
+/// `rustflags`.
+fn build(
+    root: &Path,
+    target_dir: &Path,
+    profile: &str,
+    rustflags: &str,
+    what: &str,
+) -> Result<PathBuf> {
     println!("== {what}");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "-p", "sluice-cli", "--target-dir"])
+        .args([
+            "build",
+            "--profile",
+            profile,
+            "-p",
+            "sluice-cli",
+            "--target-dir",
+        ])
         .arg(target_dir);
     if rustflags.is_empty() {
         cmd.env_remove("RUSTFLAGS");
@@ -206,15 +233,16 @@ fn build(root: &Path, target_dir: &Path, rustflags: &str, what: &str) -> Result<
         cmd.env("RUSTFLAGS", rustflags);
     }
     // What the binary's benchmark results say it is (`"build"`).
+    let check = if profile == "release" { "" } else { "-check" };
     if rustflags.contains("profile-use") {
-        cmd.env("SLUICE_BUILD", "pgo");
+        cmd.env("SLUICE_BUILD", format!("pgo{check}"));
     } else if rustflags.contains("profile-generate") {
-        cmd.env("SLUICE_BUILD", "pgo-instrumented");
+        cmd.env("SLUICE_BUILD", format!("pgo-instrumented{check}"));
     } else {
         cmd.env_remove("SLUICE_BUILD");
     }
     run(&mut cmd, what)?;
-    Ok(target_dir.join("release/sluice"))
+    Ok(target_dir.join(profile).join("sluice"))
 }
 
 fn pgo(o: &Options) -> Result<()> {
@@ -240,6 +268,7 @@ fn pgo(o: &Options) -> Result<()> {
     let instrumented = build(
         &root,
         &base.join("instrumented"),
+        &o.profile,
         &format!("-Cprofile-generate={}", profiles.display()),
         "building an instrumented sluice",
     )?;
@@ -274,6 +303,7 @@ fn pgo(o: &Options) -> Result<()> {
     let optimized = build(
         &root,
         &base.join("optimized"),
+        &o.profile,
         &format!("-Cprofile-use={}", merged.display()),
         "building sluice with the profile",
     )?;
@@ -285,7 +315,13 @@ fn pgo(o: &Options) -> Result<()> {
     if !o.compare {
         return Ok(());
     }
-    let release = build(&root, &target, "", "building the ordinary release binary")?;
+    let release = build(
+        &root,
+        &target,
+        "release",
+        "",
+        "building the ordinary release binary",
+    )?;
     compare(o, &base.join("heldout"), &release, &optimized)
 }
 

@@ -39,7 +39,25 @@ pub fn pg_type(t: &A) -> Type {
         A::Timestamp(_, None) => Type::TIMESTAMP,
         A::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
         A::Dictionary(_, v) => pg_type(v),
+        A::List(f) => array_type(&pg_type(f.data_type())),
         _ => Type::TEXT,
+    }
+}
+
+/// The array type of an element type (`text[]` of `text`).
+fn array_type(element: &Type) -> Type {
+    match *element {
+        Type::BOOL => Type::BOOL_ARRAY,
+        Type::INT2 => Type::INT2_ARRAY,
+        Type::INT4 => Type::INT4_ARRAY,
+        Type::INT8 => Type::INT8_ARRAY,
+        Type::FLOAT4 => Type::FLOAT4_ARRAY,
+        Type::FLOAT8 => Type::FLOAT8_ARRAY,
+        Type::NUMERIC => Type::NUMERIC_ARRAY,
+        Type::DATE => Type::DATE_ARRAY,
+        Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
+        Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
+        _ => Type::TEXT_ARRAY,
     }
 }
 
@@ -87,6 +105,9 @@ enum Col<'a> {
         sluice::zone::Zone,
     ),
     Str(&'a arrow_array::StringArray),
+    /// An array (array_agg's): its elements are read as a column of
+    /// their own.
+    List(&'a arrow_array::ListArray),
     /// Anything else, shown as Arrow's text of it.
     Other(ArrayRef),
 }
@@ -110,6 +131,7 @@ fn col(a: &ArrayRef) -> Col<'_> {
             sluice::zone::Zone::of(Some(zone)),
         ),
         A::Utf8 => Col::Str(a.as_string::<i32>()),
+        A::List(_) => Col::List(a.as_list::<i32>()),
         _ => Col::Other(a.clone()),
     }
 }
@@ -209,8 +231,60 @@ fn put_text(buf: &mut BytesMut, col: &Col, r: usize) {
             w.write_str(&sluice::batch::format_timestamptz(us, zone.utc_offset(us)))
         }
         Col::Str(a) => w.write_str(a.value(r)),
+        Col::List(a) => {
+            array_text(w.0, a, r);
+            Ok(())
+        }
         Col::Other(a) => w.write_str(&other_text(a, r)),
     };
+}
+
+/// An array as PostgreSQL writes it (`{a,b,NULL}`, see
+/// [`sluice::batch::array_literal`]), each element in its own text form.
+fn array_text(buf: &mut BytesMut, a: &arrow_array::ListArray, r: usize) {
+    let values = plain(&a.value(r));
+    let c = col(&values);
+    let mut one = BytesMut::new();
+    let items = (0..values.len()).map(|i| {
+        values.is_valid(i).then(|| {
+            one.clear();
+            put_text(&mut one, &c, i);
+            String::from_utf8_lossy(&one).into_owned()
+        })
+    });
+    buf.put_slice(sluice::batch::array_literal(items).as_bytes());
+}
+
+/// An array in PostgreSQL's binary form: dimensions (none when empty),
+/// whether any element is NULL, the element type, the length and lower
+/// bound 1, then each element as its length and binary form (-1: NULL).
+fn array_binary(buf: &mut BytesMut, a: &arrow_array::ListArray, r: usize) {
+    let values = plain(&a.value(r));
+    let c = col(&values);
+    let element = match a.data_type() {
+        A::List(f) => pg_type(f.data_type()),
+        _ => Type::TEXT,
+    };
+    let n = values.len();
+    buf.put_i32(if n == 0 { 0 } else { 1 });
+    buf.put_i32(i32::from(values.null_count() > 0));
+    buf.put_u32(element.oid());
+    if n == 0 {
+        return;
+    }
+    buf.put_i32(n as i32);
+    buf.put_i32(1);
+    for i in 0..n {
+        if values.is_null(i) {
+            buf.put_i32(-1);
+            continue;
+        }
+        let at = buf.len();
+        buf.put_i32(0);
+        put_binary(buf, &c, i);
+        let len = (buf.len() - at - 4) as i32;
+        buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    }
 }
 
 struct Writer<'a>(&'a mut BytesMut);
@@ -235,6 +309,7 @@ fn put_binary(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Date(a) => buf.put_i32(a.value(r).saturating_sub(PG_EPOCH_DAYS)),
         Col::Ts(a) | Col::TsTz(a, _) => buf.put_i64(a.value(r).saturating_sub(PG_EPOCH_MICROS)),
         Col::Str(a) => buf.put_slice(a.value(r).as_bytes()),
+        Col::List(a) => array_binary(buf, a, r),
         Col::Other(a) => buf.put_slice(other_text(a, r).as_bytes()),
     }
 }

@@ -1113,6 +1113,11 @@ impl Engine {
                     report(client, changed).await;
                     Response::TransactionEnd(Tag::new("ROLLBACK"))
                 }
+                Answer::Savepoint(what, name) => {
+                    let changed = session::savepoint(client.metadata_mut(), what, &name)?;
+                    report(client, changed).await;
+                    Response::Execution(Tag::new(what.tag()))
+                }
                 Answer::Tag(t) => Response::Execution(Tag::new(t)),
                 Answer::Set { name, value, local } => {
                     // SET LOCAL outside a block changes nothing.

@@ -82,6 +82,9 @@ pub enum Answer {
     Begin,
     Commit,
     Rollback,
+    /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK TO
+    /// [SAVEPOINT] name` (see [`savepoint`]).
+    Savepoint(Savepoint, String),
     /// A command tag alone (DISCARD ALL, DEALLOCATE ...).
     Tag(&'static str),
     Rows(RecordBatch),
@@ -95,6 +98,108 @@ impl Answer {
             _ => None,
         }
     }
+}
+
+/// What a savepoint statement does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Savepoint {
+    Set,
+    Release,
+    RollbackTo,
+}
+
+impl Savepoint {
+    fn command(self) -> &'static str {
+        match self {
+            Savepoint::Set => "SAVEPOINT",
+            Savepoint::Release => "RELEASE SAVEPOINT",
+            Savepoint::RollbackTo => "ROLLBACK TO SAVEPOINT",
+        }
+    }
+
+    /// The command tag PostgreSQL answers with.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Savepoint::Set => "SAVEPOINT",
+            Savepoint::Release => "RELEASE",
+            Savepoint::RollbackTo => "ROLLBACK",
+        }
+    }
+}
+
+/// The words of `sql`, a double-quoted identifier one word with its
+/// quotes (`""` inside it a quote); `None` when a quote is not closed.
+fn words(sql: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut chars = sql.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() || c == ';' {
+            chars.next();
+            continue;
+        }
+        let mut w = String::new();
+        if c == '"' {
+            w.push(chars.next()?);
+            loop {
+                let c = chars.next()?;
+                w.push(c);
+                if c == '"' {
+                    if chars.peek() == Some(&'"') {
+                        w.push(chars.next()?);
+                    } else {
+                        break;
+                    }
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() || c == ';' || c == '"' {
+                    break;
+                }
+                w.push(c);
+                chars.next();
+            }
+        }
+        out.push(w);
+    }
+    Some(out)
+}
+
+/// The savepoint a SAVEPOINT, RELEASE or ROLLBACK TO statement names
+/// (`None`: not one name where one belongs): a quoted name as written,
+/// else lower-cased, as PostgreSQL folds it.
+fn savepoint_name(sql: &str, what: Savepoint) -> Option<String> {
+    let w = words(sql)?;
+    let lower: Vec<String> = w.iter().map(|x| x.to_ascii_lowercase()).collect();
+    let mut i = 1;
+    let is = |i: usize, k: &str| lower.get(i).is_some_and(|x| x == k);
+    match what {
+        Savepoint::Set => {}
+        Savepoint::Release => {
+            if is(i, "savepoint") && w.len() > 2 {
+                i += 1;
+            }
+        }
+        Savepoint::RollbackTo => {
+            if is(i, "work") || is(i, "transaction") {
+                i += 1;
+            }
+            if !is(i, "to") {
+                return None;
+            }
+            i += 1;
+            if is(i, "savepoint") && w.len() > i + 1 {
+                i += 1;
+            }
+        }
+    }
+    let [name] = &w[i.min(w.len())..] else {
+        return None;
+    };
+    if name.len() >= 2 && name.starts_with('"') && name.ends_with('"') {
+        return Some(name[1..name.len() - 1].replace("\"\"", "\""));
+    }
+    Some(name.to_ascii_lowercase())
 }
 
 /// A setting's name as stored: lower case, `time zone` as `timezone`.
@@ -320,6 +425,17 @@ pub fn answer(
     match first {
         "begin" | "start" => return Some(Ok(Answer::Begin)),
         "commit" | "end" => return Some(Ok(Answer::Commit)),
+        "savepoint" | "release" => {
+            let what = if first == "savepoint" {
+                Savepoint::Set
+            } else {
+                Savepoint::Release
+            };
+            return Some(savepoint_answer(sql, what));
+        }
+        "rollback" | "abort" if n.contains(" to ") || n.ends_with(" to") => {
+            return Some(savepoint_answer(sql, Savepoint::RollbackTo));
+        }
         "rollback" | "abort" => return Some(Ok(Answer::Rollback)),
         // A pool's reset between clients: the settings go back too.
         "discard" => {
@@ -347,6 +463,17 @@ pub fn answer(
         return Some(r);
     }
     catalog(&n, db)
+}
+
+fn savepoint_answer(sql: &str, what: Savepoint) -> Result<Answer, Failure> {
+    match savepoint_name(sql, what) {
+        Some(name) => Ok(Answer::Savepoint(what, name)),
+        None => Err(Failure::syntax(format!(
+            "{} needs one savepoint name: {}",
+            what.command(),
+            sql.trim()
+        ))),
+    }
 }
 
 fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
@@ -429,6 +556,96 @@ pub fn begin(settings: &mut HashMap<String, String>) {
         .collect();
     settings.extend(kept);
     settings.insert(IN_BLOCK.into(), String::new());
+}
+
+/// The savepoints of the open block, outermost first: savepoint `i` is
+/// kept as `sluice-savepoint.<i>` (its name) with the session's settings
+/// of that moment as `sluice-sp<i>.<setting>`, so that ROLLBACK TO puts
+/// them back, as PostgreSQL undoes a SET since the savepoint.
+fn savepoints(settings: &HashMap<String, String>) -> Vec<String> {
+    (0..)
+        .map_while(|i| settings.get(&format!("sluice-savepoint.{i}")).cloned())
+        .collect()
+}
+
+/// Forgets savepoints `from..` of the block.
+fn drop_savepoints(settings: &mut HashMap<String, String>, from: usize) {
+    let marks: Vec<String> = (from..savepoints(settings).len())
+        .map(|i| format!("sluice-sp{i}."))
+        .collect();
+    settings.retain(|k, _| {
+        let numbered = k
+            .strip_prefix("sluice-savepoint.")
+            .and_then(|i| i.parse::<usize>().ok());
+        !numbered.is_some_and(|i| i >= from) && !marks.iter().any(|m| k.starts_with(m))
+    });
+}
+
+/// SAVEPOINT, RELEASE and ROLLBACK TO in a session (sluice's transaction
+/// is a read-only snapshot, so a savepoint keeps only the settings);
+/// PostgreSQL's errors outside a block (25P01) and for a name no
+/// savepoint has (3B001, the innermost of equal names is meant). The
+/// settings a ROLLBACK TO changed, for the client to be told.
+pub fn savepoint(
+    settings: &mut HashMap<String, String>,
+    what: Savepoint,
+    name: &str,
+) -> Result<Vec<String>, Failure> {
+    if !in_block(settings) {
+        return Err(Failure::new(
+            "25P01",
+            format!("{} can only be used in transaction blocks", what.command()),
+        ));
+    }
+    let all = savepoints(settings);
+    if what == Savepoint::Set {
+        let i = all.len();
+        let now: Vec<(String, String)> = settings
+            .iter()
+            .filter_map(|(k, v)| {
+                k.strip_prefix("sluice.")
+                    .map(|n| (format!("sluice-sp{i}.{n}"), v.clone()))
+            })
+            .collect();
+        settings.extend(now);
+        settings.insert(format!("sluice-savepoint.{i}"), name.to_string());
+        return Ok(Vec::new());
+    }
+    let Some(i) = all.iter().rposition(|n| n == name) else {
+        return Err(Failure::new(
+            "3B001",
+            format!("savepoint \"{name}\" does not exist"),
+        ));
+    };
+    if what == Savepoint::Release {
+        drop_savepoints(settings, i);
+        return Ok(Vec::new());
+    }
+    // ROLLBACK TO: the settings as they were at the savepoint, which
+    // stays (later ones go).
+    let prefix = format!("sluice-sp{i}.");
+    let then: HashMap<String, String> = settings
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|n| (n.to_string(), v.clone())))
+        .collect();
+    let now: Vec<String> = settings
+        .keys()
+        .filter_map(|k| k.strip_prefix("sluice.").map(str::to_string))
+        .collect();
+    let mut changed = Vec::new();
+    for n in now.iter().chain(then.keys()) {
+        let key = format!("sluice.{n}");
+        let back = then.get(n).cloned();
+        if settings.get(&key) != back.as_ref() {
+            match back {
+                Some(v) => settings.insert(key, v),
+                None => settings.remove(&key),
+            };
+            changed.push(n.clone());
+        }
+    }
+    drop_savepoints(settings, i + 1);
+    Ok(changed)
 }
 
 /// RESET of one setting (or of all, `name` None; DISCARD ALL too): back
@@ -519,7 +736,11 @@ pub fn end_block(settings: &mut HashMap<String, String>, rollback: bool) -> Vec<
         }
     }
     settings.retain(|k, _| {
-        k != IN_BLOCK && !k.starts_with("sluice-begin.") && !k.starts_with("sluice-local.")
+        k != IN_BLOCK
+            && !k.starts_with("sluice-begin.")
+            && !k.starts_with("sluice-local.")
+            && !k.starts_with("sluice-savepoint.")
+            && !k.starts_with("sluice-sp")
     });
     changed
 }

@@ -1109,3 +1109,94 @@ async fn timestamptz_is_shown_and_read_in_the_session_zone() {
             .with_timezone(&chrono::Utc)]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn savepoints_answer_as_postgresql_does() {
+    let dir = sample(1);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let show = "SHOW TimeZone";
+    // Outside a block: 25P01 for each.
+    for sql in [
+        "SAVEPOINT a",
+        "RELEASE SAVEPOINT a",
+        "ROLLBACK TO SAVEPOINT a",
+    ] {
+        let e = c.batch_execute(sql).await.unwrap_err();
+        assert_eq!(code(&e), "25P01", "{sql}: {e}");
+    }
+    // ROLLBACK TO undoes the SETs since its savepoint and keeps it;
+    // RELEASE forgets it and the ones after it.
+    c.batch_execute("BEGIN; SET TimeZone = '1'; SAVEPOINT \"A b\"; SET TimeZone = '2'")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("2")]]);
+    c.batch_execute("ROLLBACK TO \"A b\"").await.unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("1")]]);
+    c.batch_execute("SET TimeZone = '3'; ROLLBACK TRANSACTION TO SAVEPOINT \"A b\"")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("1")]]);
+    c.batch_execute("SAVEPOINT b; RELEASE \"A b\"")
+        .await
+        .unwrap();
+    for sql in ["RELEASE b", "ROLLBACK TO \"A b\"", "RELEASE a b"] {
+        let e = c.batch_execute(sql).await.unwrap_err();
+        assert_eq!(
+            code(&e),
+            if sql == "RELEASE a b" {
+                "42601"
+            } else {
+                "3B001"
+            },
+            "{sql}: {e}"
+        );
+    }
+    // The names are case-folded unless quoted; the block ends as ever.
+    c.batch_execute("SAVEPOINT Sp; RELEASE sp; ROLLBACK")
+        .await
+        .unwrap();
+    assert_eq!(simple(&c, show).await, vec![vec![s("UTC")]]);
+    // psycopg's own use: a savepoint around a query in a block.
+    let rows = simple(
+        &c,
+        "BEGIN; SAVEPOINT \"_pg3_1\"; SELECT count(*) FROM people; RELEASE \"_pg3_1\"; COMMIT",
+    )
+    .await;
+    assert_eq!(rows, vec![vec![s("3")]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn array_agg_results_are_postgresql_arrays_in_text_and_binary() {
+    let dir = sample(1);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let q = "SELECT array_agg(name ORDER BY id), array_agg(age ORDER BY id), \
+             array_agg(ok ORDER BY id) FROM people";
+    assert_eq!(
+        simple(&c, q).await,
+        vec![vec![
+            s(r#"{ada,NULL,"o'k, \"quoted\""}"#),
+            s("{36,NULL,-7}"),
+            s("{t,f,NULL}")
+        ]]
+    );
+    // Binary (the extended protocol): typed as text[], int4[], bool[].
+    let row = c.query_one(q, &[]).await.unwrap();
+    let cols = row.columns();
+    assert_eq!(cols[0].type_(), &Type::TEXT_ARRAY);
+    assert_eq!(cols[1].type_(), &Type::INT4_ARRAY);
+    assert_eq!(cols[2].type_(), &Type::BOOL_ARRAY);
+    let names: Vec<Option<String>> = row.get(0);
+    assert_eq!(names, vec![s("ada"), None, s("o'k, \"quoted\"")]);
+    let ages: Vec<Option<i32>> = row.get(1);
+    assert_eq!(ages, vec![Some(36), None, Some(-7)]);
+    let oks: Vec<Option<bool>> = row.get(2);
+    assert_eq!(oks, vec![Some(true), Some(false), None]);
+    // No rows: NULL, not an empty array.
+    let row = c
+        .query_one("SELECT array_agg(name) FROM people WHERE id > 100", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Option<Vec<Option<String>>>>(0), None);
+}

@@ -32,8 +32,61 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
             format_timestamptz(us, crate::zone::Zone::of(Some(zone)).utc_offset(us))
         }
         A::Utf8 => a.as_string::<i32>().value(i).to_string(),
+        A::List(_) => {
+            let values = a.as_list::<i32>().value(i);
+            let items = (0..values.len()).map(|j| match values.data_type() {
+                A::Boolean if values.is_valid(j) => Some(
+                    (if values.as_boolean().value(j) {
+                        "t"
+                    } else {
+                        "f"
+                    })
+                    .to_string(),
+                ),
+                _ => format_value(&values, j),
+            });
+            array_literal(items)
+        }
+        A::Dictionary(_, v) => {
+            let plain = arrow_cast::cast(a, v).ok()?;
+            return format_value(&plain, i);
+        }
         other => format!("<{other}>"),
     })
+}
+
+/// An array as PostgreSQL writes it: `{a,b,NULL}`, an element in double
+/// quotes (`"` and `\` escaped) when it is empty, is `NULL` in any case,
+/// or holds a brace, comma, quote, backslash or white space.
+pub fn array_literal(items: impl Iterator<Item = Option<String>>) -> String {
+    let mut out = String::from("{");
+    for (j, item) in items.enumerate() {
+        if j > 0 {
+            out.push(',');
+        }
+        let Some(v) = item else {
+            out.push_str("NULL");
+            continue;
+        };
+        let quote = v.is_empty()
+            || v.eq_ignore_ascii_case("null")
+            || v.chars()
+                .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_ascii_whitespace());
+        if quote {
+            out.push('"');
+            for c in v.chars() {
+                if c == '"' || c == '\\' {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out.push('"');
+        } else {
+            out.push_str(&v);
+        }
+    }
+    out.push('}');
+    out
 }
 
 /// A double as PostgreSQL writes it: the shortest text that reads back

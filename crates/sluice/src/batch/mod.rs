@@ -7,8 +7,8 @@ pub(crate) mod format;
 
 pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};
 pub use format::{
-    float_text, format_timestamptz, format_value, write_csv_row, write_json_object, zone_label,
-    zone_text,
+    array_literal, float_text, format_timestamptz, format_value, write_csv_row, write_json_object,
+    zone_label, zone_text,
 };
 
 use std::fmt;

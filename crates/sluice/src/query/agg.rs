@@ -41,6 +41,9 @@ pub enum AggFunc {
     /// `WITHIN GROUP (ORDER BY x)` (`median(x)`: `percentile_cont(0.5)`):
     /// each group's rows are collected and sorted (see [`Collect`]).
     StringAgg,
+    /// `array_agg(value [ORDER BY …])`: the values, NULLs included, as a
+    /// list (PostgreSQL's array); NULL for a group of no rows.
+    ArrayAgg,
     PercentileCont,
     PercentileDisc,
     Mode,
@@ -127,6 +130,14 @@ impl AggCall {
             AggFunc::BoolAnd | AggFunc::BoolOr => A::Boolean,
             AggFunc::Min | AggFunc::Max => self.arg_type.clone(),
             AggFunc::StringAgg => A::Utf8,
+            AggFunc::ArrayAgg => A::List(Arc::new(arrow_schema::Field::new(
+                "item",
+                self.collect
+                    .as_ref()
+                    .map(|c| c.value_type())
+                    .unwrap_or(A::Null),
+                true,
+            ))),
             AggFunc::PercentileCont => A::Float64,
             AggFunc::PercentileDisc | AggFunc::Mode => self
                 .collect
@@ -396,6 +407,7 @@ impl GroupTable {
                 (AggFunc::BoolOr, _) => (Acc::Bool(vec![], false), None),
                 (
                     AggFunc::StringAgg
+                    | AggFunc::ArrayAgg
                     | AggFunc::PercentileCont
                     | AggFunc::PercentileDisc
                     | AggFunc::Mode,
@@ -1397,6 +1409,22 @@ fn collected(
             .ok_or_else(|| Error::Internal("collected rows without a value".into()))?
     };
     let ranges = bounds.windows(2).map(|w| (w[0], w[1]));
+    if func == AggFunc::ArrayAgg {
+        let A::List(field) = out else {
+            return Err(Error::Internal(format!("array_agg typed {out}")));
+        };
+        let value = if value.data_type() != field.data_type() {
+            arrow_cast::cast(&value, field.data_type()).map_err(exec_err)?
+        } else {
+            value
+        };
+        let offsets =
+            arrow_buffer::OffsetBuffer::<i32>::from_lengths(bounds.windows(2).map(|w| w[1] - w[0]));
+        let valid = arrow_buffer::NullBuffer::from_iter(bounds.windows(2).map(|w| w[1] > w[0]));
+        let list = arrow_array::ListArray::try_new(field.clone(), offsets, value, Some(valid))
+            .map_err(exec_err)?;
+        return Ok(Arc::new(list));
+    }
     let Some(fraction) = spec.fraction else {
         return Ok(new_null_array(out, bounds.len() - 1));
     };

@@ -14,20 +14,26 @@
 //! user's tables, so a join of both is refused (42P01, no such table).
 //! The few functions of the catalog that drivers call are written as
 //! plain expressions before planning ([`rewrite`]): `format_type`,
-//! `pg_table_is_visible`, `pg_get_expr`, `'name'::regclass`,
-//! `current_schemas(b)[i]`, `pg_get_userbyid`, `obj_description`,
-//! `col_description`, and `pg_catalog.` in front of any function.
+//! `pg_table_is_visible`, `pg_get_expr`, `pg_get_constraintdef`,
+//! `pg_get_indexdef`, `'name'::regclass`, `'name'::regtype`,
+//! `to_regtype`, an oid cast to regclass or regtype and then to text (the
+//! name), `current_schemas(b)[i]`, `pg_get_userbyid`, `obj_description`,
+//! `col_description`, `current_setting` of the fixed settings, and
+//! `pg_catalog.` in front of any function.
 //!
 //! `pg_index.indkey` (an `int2vector` in PostgreSQL) is the key column's
 //! number: every index sluice has is a primary key of one column, so the
-//! vector has one element; `information_schema._pg_expandarray(indkey)`
-//! (JDBC's `getPrimaryKeys`) is read so, its `.x` the number, its `.n` 1.
+//! vector has one element (as have `indclass`, `indoption`,
+//! `indcollation`); `information_schema._pg_expandarray(indkey)` (JDBC's
+//! `getPrimaryKeys`) is read so, its `.x` the number, its `.n` 1, and
+//! `unnest(indkey)` and `generate_subscripts(indkey, 1)` (SQLAlchemy's
+//! reflection) are the element and 0.
 //!
 //! For: what PostgreSQL's catalog says of sluice's tables, exactly. Not
-//! for: the catalog's other array columns (`pg_constraint.conkey`,
-//! `pg_class.reloptions`: sluice has no arrays yet; a query that reads
-//! one gets 42703), `unnest`/`array_agg` (SQLAlchemy's reflection), and
-//! the rest of PostgreSQL's hundreds of catalog tables (42P01).
+//! for: the catalog's other array columns (`pg_constraint.conkey`: a
+//! query that reads one gets 42703; `pg_class.reloptions` is a TEXT
+//! column, always NULL), and the rest of PostgreSQL's hundreds of catalog
+//! tables (42P01).
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -107,27 +113,66 @@ pub fn pg_type(t: &DataType) -> (i64, i64, i64, String) {
     }
 }
 
-/// `pg_type`'s rows: oid, name, length, category, format_type name.
-const TYPES: [(i64, &str, i64, &str, &str); 15] = [
-    (16, "bool", 1, "B", "boolean"),
-    (18, "char", 1, "Z", "\"char\""),
-    (19, "name", 64, "S", "name"),
-    (20, "int8", 8, "N", "bigint"),
-    (21, "int2", 2, "N", "smallint"),
-    (23, "int4", 4, "N", "integer"),
-    (25, "text", -1, "S", "text"),
-    (26, "oid", 4, "N", "oid"),
-    (700, "float4", 4, "N", "real"),
-    (701, "float8", 8, "N", "double precision"),
-    (1043, "varchar", -1, "S", "character varying"),
-    (1082, "date", 4, "D", "date"),
-    (1114, "timestamp", 8, "D", "timestamp without time zone"),
-    (1184, "timestamptz", 8, "D", "timestamp with time zone"),
-    (1700, "numeric", -1, "N", "numeric"),
+/// `pg_type`'s rows: oid, name, length, category, format_type name, the
+/// oid of its array type.
+const TYPES: [(i64, &str, i64, &str, &str, i64); 15] = [
+    (16, "bool", 1, "B", "boolean", 1000),
+    (18, "char", 1, "Z", "\"char\"", 1002),
+    (19, "name", 64, "S", "name", 1003),
+    (20, "int8", 8, "N", "bigint", 1016),
+    (21, "int2", 2, "N", "smallint", 1005),
+    (23, "int4", 4, "N", "integer", 1007),
+    (25, "text", -1, "S", "text", 1009),
+    (26, "oid", 4, "N", "oid", 1028),
+    (700, "float4", 4, "N", "real", 1021),
+    (701, "float8", 8, "N", "double precision", 1022),
+    (1043, "varchar", -1, "S", "character varying", 1015),
+    (1082, "date", 4, "D", "date", 1182),
+    (
+        1114,
+        "timestamp",
+        8,
+        "D",
+        "timestamp without time zone",
+        1115,
+    ),
+    (
+        1184,
+        "timestamptz",
+        8,
+        "D",
+        "timestamp with time zone",
+        1185,
+    ),
+    (1700, "numeric", -1, "N", "numeric", 1231),
 ];
 
+/// The default btree operator classes of the types a key can have
+/// (`pg_opclass`): oid, name, family, type.
+const OPCLASSES: [(i64, &str, i64, i64); 9] = [
+    (10003, "bool_ops", 424, 16),
+    (3122, "date_ops", 434, 1082),
+    (3123, "float8_ops", 1970, 701),
+    (1978, "int4_ops", 1976, 23),
+    (3124, "int8_ops", 1976, 20),
+    (3125, "numeric_ops", 1988, 1700),
+    (3126, "text_ops", 1994, 25),
+    (3127, "timestamptz_ops", 434, 1184),
+    (3128, "timestamp_ops", 434, 1114),
+];
+
+/// The default btree operator class of a key of type `t`.
+fn opclass(t: &DataType) -> i64 {
+    let ty = pg_type(t).0;
+    OPCLASSES
+        .iter()
+        .find(|o| o.3 == ty)
+        .map(|o| o.0)
+        .unwrap_or(0)
+}
+
 /// The catalog tables' definitions (rows are filled in by [`tables`]).
-const DEFS: [(&str, &str, i64, &str); 20] = [
+const DEFS: [(&str, &str, i64, &str); 21] = [
     (
         "pg_catalog",
         "pg_namespace",
@@ -144,7 +189,7 @@ const DEFS: [(&str, &str, i64, &str); 20] = [
          relisshared BOOLEAN, relpersistence TEXT, relkind TEXT, relnatts INT, \
          relchecks INT, relhasrules BOOLEAN, relhastriggers BOOLEAN, relhassubclass BOOLEAN, \
          relrowsecurity BOOLEAN, relforcerowsecurity BOOLEAN, relispopulated BOOLEAN, \
-         relreplident TEXT, relispartition BOOLEAN, relrewrite BIGINT",
+         relreplident TEXT, relispartition BOOLEAN, relrewrite BIGINT, reloptions TEXT",
     ),
     (
         "pg_catalog",
@@ -173,7 +218,15 @@ const DEFS: [(&str, &str, i64, &str); 20] = [
          indisunique BOOLEAN, indnullsnotdistinct BOOLEAN, indisprimary BOOLEAN, \
          indisexclusion BOOLEAN, indimmediate BOOLEAN, indisclustered BOOLEAN, \
          indisvalid BOOLEAN, indcheckxmin BOOLEAN, indisready BOOLEAN, indislive BOOLEAN, \
-         indisreplident BOOLEAN, indexprs TEXT, indpred TEXT, indkey INT",
+         indisreplident BOOLEAN, indexprs TEXT, indpred TEXT, indkey INT, \
+         indcollation BIGINT, indclass BIGINT, indoption INT",
+    ),
+    (
+        "pg_catalog",
+        "pg_opclass",
+        2616,
+        "oid BIGINT, opcmethod BIGINT, opcname TEXT, opcnamespace BIGINT, opcowner BIGINT, \
+         opcfamily BIGINT, opcintype BIGINT, opcdefault BOOLEAN, opckeytype BIGINT",
     ),
     (
         "pg_catalog",
@@ -440,7 +493,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
         put("pg_namespace", vec![V::I(oid), t(name), owner.clone()]);
         put("schemata", vec![t(DATABASE), t(name), t(OWNER)]);
     }
-    for (oid, name, len, cat, _) in TYPES {
+    for (oid, name, len, cat, _, array) in TYPES {
         let collation = if cat == "S" { 100 } else { 0 };
         put(
             "pg_type",
@@ -457,7 +510,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
                 t(","),
                 V::I(0),
                 V::I(0),
-                V::I(0),
+                V::I(array),
                 V::B(false),
                 V::I(0),
                 V::I(-1),
@@ -508,6 +561,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
                 t(if kind == "i" { "n" } else { "d" }),
                 V::B(false),
                 V::I(0),
+                V::N,
             ]
         };
         let tuples = if user { rows_of(&r.name) } else { -1.0 };
@@ -628,6 +682,9 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
                     V::N,
                     V::N,
                     V::I(i64::from(attnum)),
+                    V::I(if matches!(ty, DataType::Text) { 100 } else { 0 }),
+                    V::I(opclass(ty)),
+                    V::I(0),
                 ],
             );
             // The constraint's oid: past every index's.
@@ -687,6 +744,22 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             t("C.UTF-8"),
         ],
     );
+    for (oid, name, family, ty) in OPCLASSES {
+        put(
+            "pg_opclass",
+            vec![
+                V::I(oid),
+                V::I(403),
+                t(name),
+                V::I(PG_CATALOG),
+                V::I(10),
+                V::I(family),
+                V::I(ty),
+                V::B(true),
+                V::I(0),
+            ],
+        );
+    }
     put("pg_am", vec![V::I(2), t("heap"), t("t")]);
     put("pg_am", vec![V::I(403), t("btree"), t("i")]);
     put("pg_tablespace", vec![V::I(1663), t("pg_default"), V::I(10)]);
@@ -799,6 +872,36 @@ pub struct CatalogDb {
     /// under their own name and `public.` name, the catalog's under
     /// `schema.name` and, for `pg_catalog`, their own name too.
     oids: BTreeMap<String, i64>,
+    /// `pg_get_constraintdef` and `pg_get_indexdef` of each primary key:
+    /// (constraint oid, index oid, `PRIMARY KEY (c)`, the index's
+    /// `CREATE UNIQUE INDEX …` without and with `pretty`, its column).
+    keys: Vec<KeyDef>,
+}
+
+struct KeyDef {
+    constraint: i64,
+    index: i64,
+    constraint_def: String,
+    index_def: String,
+    index_def_pretty: String,
+    column: String,
+}
+
+/// A name as PostgreSQL's `quote_ident` writes it: bare when lower-case
+/// letters, digits and underscores (not first a digit), else in quotes.
+fn quote_ident(name: &str) -> String {
+    let bare = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
 }
 
 impl std::fmt::Debug for CatalogDb {
@@ -824,15 +927,32 @@ impl CatalogDb {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         let mut oids = BTreeMap::new();
+        let mut keys = Vec::new();
         let m = db.manifest();
         let n = m.tables.len() as i64;
         for (i, name) in m.tables.keys().enumerate() {
             oids.insert(name.clone(), FIRST_OID + i as i64);
             oids.insert(format!("public.{name}"), FIRST_OID + i as i64);
-            let key = &m.tables[name].schema.columns;
-            if key.iter().any(|c| c.primary_key) {
-                oids.insert(format!("{name}_pkey"), FIRST_OID + n + i as i64);
-                oids.insert(format!("public.{name}_pkey"), FIRST_OID + n + i as i64);
+            let columns = &m.tables[name].schema.columns;
+            if let Some(key) = columns.iter().find(|c| c.primary_key) {
+                let index = FIRST_OID + n + i as i64;
+                oids.insert(format!("{name}_pkey"), index);
+                oids.insert(format!("public.{name}_pkey"), index);
+                let (table, iname, col) = (
+                    quote_ident(name),
+                    quote_ident(&format!("{name}_pkey")),
+                    quote_ident(&key.name),
+                );
+                let def =
+                    |on: &str| format!("CREATE UNIQUE INDEX {iname} ON {on} USING btree ({col})");
+                keys.push(KeyDef {
+                    constraint: index + 1_000_000,
+                    index,
+                    constraint_def: format!("PRIMARY KEY ({col})"),
+                    index_def: def(&format!("public.{table}")),
+                    index_def_pretty: def(&table),
+                    column: col,
+                });
             }
         }
         let written = (|| -> Result<Database> {
@@ -859,7 +979,12 @@ impl CatalogDb {
             Database::open(&dir)
         })();
         match written {
-            Ok(db) => Ok(Arc::new(CatalogDb { db, dir, oids })),
+            Ok(db) => Ok(Arc::new(CatalogDb {
+                db,
+                dir,
+                oids,
+                keys,
+            })),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
                 Err(Error::Internal(format!("writing the catalog: {e}")))
@@ -929,7 +1054,9 @@ pub fn references_catalog(stmt: &ast::Statement) -> bool {
     });
     hit.is_break()
         || ast::visit_expressions(stmt, |e| match e {
-            Expr::Cast { data_type, .. } if matches!(data_type, ast::DataType::Regclass) => {
+            Expr::Cast { data_type, .. }
+                if matches!(data_type, ast::DataType::Regclass) || is_regtype(data_type) =>
+            {
                 ControlFlow::Break(())
             }
             Expr::Function(f) if is_catalog_function(f) => ControlFlow::Break(()),
@@ -944,8 +1071,13 @@ pub fn references_catalog(stmt: &ast::Statement) -> bool {
 }
 
 /// The catalog's functions ([`rewrite`] writes them as expressions).
-const FUNCTIONS: [&str; 12] = [
+const FUNCTIONS: [&str; 17] = [
     "format_type",
+    "to_regtype",
+    "pg_get_constraintdef",
+    "pg_get_indexdef",
+    "pg_get_serial_sequence",
+    "pg_collation_is_visible",
     "pg_table_is_visible",
     "pg_get_expr",
     "pg_get_userbyid",
@@ -1017,7 +1149,7 @@ fn format_type(ty: &Expr, typmod: &Expr) -> Result<Expr> {
          WHEN ({ty}) = 1114 AND ({typmod}) >= 0 THEN 'timestamp(' || CAST(({typmod}) AS TEXT) || ') without time zone' \
          WHEN ({ty}) = 1184 AND ({typmod}) >= 0 THEN 'timestamp(' || CAST(({typmod}) AS TEXT) || ') with time zone'"
     );
-    for (oid, _, _, _, name) in TYPES {
+    for (oid, _, _, _, name, _) in TYPES {
         sql.push_str(&format!(
             " WHEN ({ty}) = {oid} THEN '{}'",
             name.replace('\'', "''")
@@ -1065,6 +1197,29 @@ pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
         }
         ControlFlow::<()>::Continue(())
     });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    // A value cast to regclass or regtype and not then to text: the oid
+    // (a name is looked up; an oid is itself).
+    let mut failure = None;
+    let _ = ast::visit_expressions_mut(stmt, |e| {
+        if let Some((kind, x)) = marked(e) {
+            let mut sql = format!("CASE CAST(({x}) AS TEXT)");
+            for (oid, name) in reg_names(cat, kind) {
+                sql.push_str(&format!(" WHEN '{}' THEN {oid}", name.replace('\'', "''")));
+            }
+            sql.push_str(&format!(" ELSE CAST(CAST(({x}) AS TEXT) AS BIGINT) END"));
+            match parse_expr(&sql) {
+                Ok(v) => *e = v,
+                Err(err) => {
+                    failure = Some(err);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
@@ -1089,13 +1244,19 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             }
             let name = match inner {
                 Expr::Value(v) => match &v.value {
-                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    ast::Value::SingleQuotedString(s) => Some(s.clone()),
                     // NULL::regclass is NULL (the server plans a prepared
                     // statement's text parameters so).
                     ast::Value::Null => return Ok(Some(parse_expr("CAST(NULL AS BIGINT)")?)),
+                    ast::Value::Number(..) => None,
                     _ => return Err(regclass_refused(e)),
                 },
-                _ => return Err(regclass_refused(e)),
+                _ => None,
+            };
+            // An oid as a regclass: the oid, marked, so that a cast of it
+            // to text (the relation's name) can be told (see REGCLASS_OID).
+            let Some(name) = name else {
+                return Ok(Some(mark(REGCLASS_OID, expr.as_ref().clone())));
             };
             match cat.regclass(&name) {
                 Some(oid) => Ok(Some(lit_int(oid))),
@@ -1105,6 +1266,70 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                     at(e.span())
                 ))),
             }
+        }
+        // A type's name as a regtype: its oid (an unknown name is an
+        // error, as in PostgreSQL); an oid as a regtype: the oid, marked.
+        Expr::Cast {
+            expr, data_type, ..
+        } if is_regtype(data_type) => {
+            let site = at(expr.span());
+            let mut inner = expr.as_ref();
+            while let Expr::Nested(x) | Expr::Cast { expr: x, .. } = inner {
+                inner = x;
+            }
+            match inner {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::SingleQuotedString(s) => match type_oid(s) {
+                        Some(oid) => Ok(Some(lit_int(oid))),
+                        None => Err(Error::Argument {
+                            state: "42704",
+                            message: format!("type \"{s}\" does not exist{site}"),
+                        }),
+                    },
+                    ast::Value::Null => Ok(Some(parse_expr("CAST(NULL AS BIGINT)")?)),
+                    _ => Ok(Some(mark(REGTYPE_OID, expr.as_ref().clone()))),
+                },
+                _ => Ok(Some(mark(REGTYPE_OID, expr.as_ref().clone()))),
+            }
+        }
+        // An oid as a regclass or regtype, as text: the relation's or the
+        // type's name (the number when there is none).
+        Expr::Cast {
+            expr, data_type, ..
+        } if matches!(
+            data_type,
+            ast::DataType::Text | ast::DataType::Varchar(_) | ast::DataType::String(_)
+        ) && marked(expr).is_some() =>
+        {
+            let Some((kind, x)) = marked(expr) else {
+                return Ok(None);
+            };
+            // The value as text is a name or an oid (regclass and regtype
+            // read both).
+            let mut sql = format!("CASE CAST(({x}) AS TEXT)");
+            for (oid, name) in reg_names(cat, kind) {
+                sql.push_str(&format!(
+                    " WHEN '{oid}' THEN '{0}' WHEN '{0}' THEN '{0}'",
+                    name.replace('\'', "''")
+                ));
+            }
+            sql.push_str(&format!(" ELSE CAST(({x}) AS TEXT) END"));
+            Ok(Some(parse_expr(&sql)?))
+        }
+        // PostgreSQL's oid type: a BIGINT here; its smallint (attnum,
+        // int2 in PostgreSQL's catalog, is an INT column here): INT.
+        Expr::Cast { data_type, .. } if is_oid_type(data_type) => {
+            *data_type = ast::DataType::BigInt(None);
+            Ok(None)
+        }
+        Expr::Cast { data_type, .. }
+            if matches!(
+                data_type,
+                ast::DataType::SmallInt(_) | ast::DataType::Int2(_)
+            ) =>
+        {
+            *data_type = ast::DataType::Int(None);
+            Ok(None)
         }
         Expr::Cast { data_type, .. } if is_reg_type(data_type) => {
             let what = data_type.to_string();
@@ -1251,12 +1476,222 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                     "CASE ({x}) WHEN 6 THEN 'UTF8' WHEN 0 THEN 'SQL_ASCII' ELSE CASE WHEN ({x}) IS NULL THEN CAST(NULL AS TEXT) ELSE '' END END"
                 ))?),
                 ("current_schema", []) => Some(lit_str("public")),
+                // Of each primary key (the only constraints and indexes).
+                ("pg_get_constraintdef", [oid]) | ("pg_get_constraintdef", [oid, _]) => {
+                    let mut sql = format!("CASE WHEN ({oid}) IS NULL THEN CAST(NULL AS TEXT)");
+                    for k in &cat.keys {
+                        sql.push_str(&format!(
+                            " WHEN ({oid}) = {} THEN '{}'",
+                            k.constraint,
+                            k.constraint_def.replace('\'', "''")
+                        ));
+                    }
+                    sql.push_str(" ELSE CAST(NULL AS TEXT) END");
+                    Some(parse_expr(&sql)?)
+                }
+                ("pg_get_indexdef", [oid]) => Some(index_def(cat, oid, None, false)?),
+                ("pg_get_indexdef", [oid, col, pretty]) => {
+                    let pretty = matches!(pretty, Expr::Value(v) if matches!(v.value, ast::Value::Boolean(true)));
+                    Some(index_def(cat, oid, Some(col), pretty)?)
+                }
+                ("to_regtype", [Expr::Value(v)]) => match &v.value {
+                    ast::Value::SingleQuotedString(name) => Some(match type_oid(name) {
+                        Some(oid) => lit_int(oid),
+                        None => parse_expr("CAST(NULL AS BIGINT)")?,
+                    }),
+                    ast::Value::Null => Some(parse_expr("CAST(NULL AS BIGINT)")?),
+                    _ => None,
+                },
+                // No column of sluice's is serial or an identity.
+                ("pg_get_serial_sequence", [_, _]) => Some(null_text()),
+                // Every collation is in pg_catalog, which is searched.
+                ("pg_collation_is_visible", [x]) => Some(parse_expr(&format!(
+                    "CASE WHEN ({x}) IS NOT NULL THEN true END"
+                ))?),
+                // The vectors of pg_index hold one element each (every
+                // index has one key column): unnest is the element, and
+                // its subscript 0 (an int2vector's or oidvector's lower
+                // bound).
+                ("unnest", [v]) if is_index_vector(v) => Some(v.clone()),
+                // (A dimension but 1 has no subscripts: NULL here, where
+                // PostgreSQL gives no row; drivers ask for dimension 1.)
+                ("generate_subscripts", [v, d]) if is_index_vector(v) => Some(if is_one(d) {
+                    lit_int(0)
+                } else {
+                    parse_expr(&format!("CASE WHEN ({d}) = 1 THEN 0 END"))?
+                }),
+                // The settings that are the same in every session (the
+                // server answers SHOW of the others).
+                ("current_setting", [x]) => {
+                    let mut sql = format!("CASE ({x})");
+                    for (name, value) in FIXED_SETTINGS {
+                        sql.push_str(&format!(" WHEN '{name}' THEN '{value}'"));
+                    }
+                    sql.push_str(" END");
+                    let known = matches!(x, Expr::Value(v) if matches!(&v.value, ast::Value::SingleQuotedString(n) if FIXED_SETTINGS.iter().any(|s| s.0 == n)));
+                    if matches!(x, Expr::Value(_)) && !known {
+                        return Err(Error::Unsupported(format!(
+                            "current_setting({x}) in a query of the catalog is not supported (SHOW answers it){}",
+                            at(e.span())
+                        )));
+                    }
+                    Some(parse_expr(&sql)?)
+                }
                 ("current_database", []) => Some(lit_str(DATABASE)),
                 _ => None,
             })
         }
         _ => Ok(None),
     }
+}
+
+/// The names of the marks of an oid cast to regclass or regtype, while
+/// [`rewrite`] runs (after it, the oid).
+const REGCLASS_OID: &str = "sluice_regclass_oid";
+const REGTYPE_OID: &str = "sluice_regtype_oid";
+
+/// `e` marked as an oid of `kind` (a call of the mark).
+fn mark(kind: &str, e: Expr) -> Expr {
+    Expr::Function(ast::Function {
+        name: ast::ObjectName::from(vec![ast::Ident::new(kind)]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))],
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// The kind and the oid of `e` when it is a marked oid.
+fn marked(e: &Expr) -> Option<(&'static str, Expr)> {
+    let mut e = e;
+    while let Expr::Nested(x) = e {
+        e = x;
+    }
+    let Expr::Function(f) = e else {
+        return None;
+    };
+    let kind = match function_name(f).as_deref() {
+        Some(REGCLASS_OID) => REGCLASS_OID,
+        Some(REGTYPE_OID) => REGTYPE_OID,
+        _ => return None,
+    };
+    args(f).into_iter().next().map(|a| (kind, a))
+}
+
+/// The oids and names (as `regclass` or `regtype` output writes them)
+/// of the relations or the types.
+fn reg_names(cat: &CatalogDb, kind: &str) -> Vec<(i64, String)> {
+    if kind == REGCLASS_OID {
+        cat.oids
+            .iter()
+            .filter(|(name, _)| !name.contains('.'))
+            .map(|(name, oid)| (*oid, quote_ident(name)))
+            .collect()
+    } else {
+        TYPES.iter().map(|t| (t.0, t.4.to_string())).collect()
+    }
+}
+
+/// The oid of the type PostgreSQL's `regtype` input reads `name` as
+/// (its name in pg_type, or as `format_type` writes it, or a common
+/// alias); `None` when sluice has no such type.
+fn type_oid(name: &str) -> Option<i64> {
+    let n = name.trim().to_ascii_lowercase();
+    let n = n.strip_prefix("pg_catalog.").unwrap_or(&n);
+    let alias = match n {
+        "int" | "integer" => "int4",
+        "smallint" => "int2",
+        "bigint" => "int8",
+        "decimal" => "numeric",
+        "float" | "double precision" => "float8",
+        "real" => "float4",
+        "boolean" => "bool",
+        "character varying" => "varchar",
+        "timestamp without time zone" => "timestamp",
+        "timestamp with time zone" => "timestamptz",
+        other => other,
+    };
+    TYPES.iter().find(|t| t.1 == alias).map(|t| t.0)
+}
+
+/// PostgreSQL's `regtype`.
+fn is_regtype(t: &ast::DataType) -> bool {
+    matches!(t, ast::DataType::Custom(n, a) if a.is_empty() && {
+        let n = n.to_string().to_ascii_lowercase();
+        n == "regtype" || n == "pg_catalog.regtype"
+    })
+}
+
+/// Whether `e` is a vector column of pg_index (`indkey`, `indclass`,
+/// `indoption`, `indcollation`).
+fn is_index_vector(e: &Expr) -> bool {
+    let name = match e {
+        Expr::Identifier(i) => &i.value,
+        Expr::CompoundIdentifier(p) => match p.last() {
+            Some(i) => &i.value,
+            None => return false,
+        },
+        _ => return false,
+    };
+    ["indkey", "indclass", "indoption", "indcollation"]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// The settings `current_setting` reads in a query of the catalog.
+const FIXED_SETTINGS: [(&str, &str); 6] = [
+    ("default_table_access_method", "heap"),
+    ("server_encoding", "UTF8"),
+    ("standard_conforming_strings", "on"),
+    ("max_identifier_length", "63"),
+    ("integer_datetimes", "on"),
+    ("block_size", "8192"),
+];
+
+/// Whether `e` is the number 1 (in parentheses or casts: `1::INTEGER`).
+fn is_one(e: &Expr) -> bool {
+    match e {
+        Expr::Nested(x) | Expr::Cast { expr: x, .. } => is_one(x),
+        Expr::Value(v) => matches!(&v.value, ast::Value::Number(n, _) if n == "1"),
+        _ => false,
+    }
+}
+
+/// `pg_get_indexdef(oid)` (`col` None), or of column `col` (0: the
+/// whole definition): of each primary key's index.
+fn index_def(cat: &CatalogDb, oid: &Expr, col: Option<&Expr>, pretty: bool) -> Result<Expr> {
+    let mut sql = format!("CASE WHEN ({oid}) IS NULL THEN CAST(NULL AS TEXT)");
+    for k in &cat.keys {
+        let whole = if pretty {
+            &k.index_def_pretty
+        } else {
+            &k.index_def
+        };
+        let q = |s: &str| s.replace('\'', "''");
+        match col {
+            None => sql.push_str(&format!(" WHEN ({oid}) = {} THEN '{}'", k.index, q(whole))),
+            Some(c) => sql.push_str(&format!(
+                " WHEN ({oid}) = {} THEN CASE WHEN ({c}) = 0 THEN '{}' WHEN ({c}) = 1 THEN '{}' ELSE '' END",
+                k.index,
+                q(whole),
+                q(&k.column)
+            )),
+        }
+    }
+    sql.push_str(" ELSE CAST(NULL AS TEXT) END");
+    parse_expr(&sql)
+}
+
+/// PostgreSQL's `oid` type.
+fn is_oid_type(t: &ast::DataType) -> bool {
+    matches!(t, ast::DataType::Custom(n, a) if a.is_empty() && n.to_string().eq_ignore_ascii_case("oid"))
 }
 
 /// A cast to one of PostgreSQL's object-name types but regclass.
@@ -1293,7 +1728,7 @@ fn call_name(e: &Expr) -> Option<String> {
 
 fn regclass_refused(e: &Expr) -> Error {
     Error::Unsupported(format!(
-        "a cast to regclass of anything but a quoted name is not supported{}",
+        "a cast to regclass of anything but a name or an oid is not supported{}",
         at(e.span())
     ))
 }

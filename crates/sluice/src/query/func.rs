@@ -30,11 +30,20 @@ pub enum Func {
     /// Internal (the argument of a collecting aggregate, see
     /// `agg::Collect`): its arguments as one row-format sort key, argument
     /// i descending when bit i of `desc` is set, its NULLs first when bit
-    /// i of `nulls_first` is; NULL where the last argument is NULL.
+    /// i of `nulls_first` is; NULL where the last argument is NULL, unless
+    /// `keep_null` (array_agg collects NULLs too).
     SortRow {
         desc: u32,
         nulls_first: u32,
+        keep_null: bool,
     },
+    /// Internal (a select-list subquery's value, see
+    /// `plan::subquery::unnest_select_list`): `(n, v)` is NULL where the
+    /// count of rows `n` is NULL, an error where it is over 1, else `v`.
+    SingleRow,
+    /// `json_build_object(k1, v1, …)`: PostgreSQL's JSON text of an object
+    /// (`{"k" : v, …}`), each value by its type, NULL as `null`.
+    JsonBuildObject,
     /// The regular-expression functions (see [`super::regexp`]); `~` and
     /// its kin are `RegexpLike`.
     RegexpLike,
@@ -166,6 +175,8 @@ impl Func {
             Func::RegexpSubstr => "REGEXP_SUBSTR",
             Func::RegexpReplace => "REGEXP_REPLACE",
             Func::ConcatAll => "CONCAT",
+            Func::JsonBuildObject => "JSON_BUILD_OBJECT",
+            Func::SingleRow => "SINGLE_ROW",
             Func::Left => "LEFT",
             Func::Right => "RIGHT",
             Func::Lpad => "LPAD",
@@ -206,7 +217,12 @@ impl Func {
     fn strict(self) -> bool {
         !matches!(
             self,
-            Func::ConcatAll | Func::Greatest | Func::Least | Func::SortRow { .. }
+            Func::ConcatAll
+                | Func::Greatest
+                | Func::Least
+                | Func::SortRow { .. }
+                | Func::JsonBuildObject
+                | Func::SingleRow
         )
     }
 }
@@ -241,7 +257,13 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         Func::MakeDate => return dates::make_date(args),
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
-        Func::SortRow { desc, nulls_first } => return sort_row(args, desc, nulls_first),
+        Func::JsonBuildObject => return json_build_object(args, rows),
+        Func::SingleRow => return single_row(args),
+        Func::SortRow {
+            desc,
+            nulls_first,
+            keep_null,
+        } => return sort_row(args, desc, nulls_first, keep_null),
         Func::RegexpLike | Func::RegexpCount | Func::RegexpSubstr | Func::RegexpReplace => {
             return super::regexp::eval(f, args, rows);
         }
@@ -321,14 +343,25 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
 /// [`Func::SortRow`]: each row of `args` as row-format bytes, which
 /// compare as the rows order (doubles canonical: -0 is 0, one NaN, as SQL
 /// compares them; dictionaries by their values).
-pub fn sort_row(args: &[ArrayRef], desc: u32, nulls_first: u32) -> Result<ArrayRef> {
+pub fn sort_row(
+    args: &[ArrayRef],
+    desc: u32,
+    nulls_first: u32,
+    keep_null: bool,
+) -> Result<ArrayRef> {
     let cols = args
         .iter()
-        .map(|a| {
+        .enumerate()
+        .map(|(i, a)| {
             let a = match a.data_type() {
                 A::Dictionary(_, v) => arrow_cast::cast(a, v).map_err(ex)?,
                 _ => a.clone(),
             };
+            // array_agg's value comes back as it was (-0 stays -0); keys
+            // and compared values are canonical.
+            if keep_null && i + 1 == args.len() {
+                return Ok(a);
+            }
             Ok(super::expr::canonical_doubles(&a))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -352,13 +385,117 @@ pub fn sort_row(args: &[ArrayRef], desc: u32, nulls_first: u32) -> Result<ArrayR
     };
     let mut b = arrow_array::builder::BinaryBuilder::new();
     for r in 0..rows.num_rows() {
-        if last.is_null(r) {
+        if last.is_null(r) && !keep_null {
             b.append_null();
         } else {
             b.append_value(rows.row(r).as_ref());
         }
     }
     Ok(Arc::new(b.finish()))
+}
+
+/// [`Func::JsonBuildObject`]: per row, `{"k1" : v1, "k2" : v2}` as
+/// PostgreSQL writes it (keys as text; numbers and booleans bare; text,
+/// dates and timestamps as JSON strings; NULL as `null`).
+fn json_build_object(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
+    // Each argument as JSON text (None: NULL).
+    let mut texts: Vec<Vec<Option<String>>> = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        let a = match a.data_type() {
+            A::Dictionary(_, v) => arrow_cast::cast(a, v).map_err(ex)?,
+            _ => a.clone(),
+        };
+        let key = i % 2 == 0;
+        let plain = arrow_cast::cast(&a, &A::Utf8).map_err(ex)?;
+        let plain = plain.as_string::<i32>();
+        let mut out = Vec::with_capacity(rows);
+        let nulls = a.logical_nulls();
+        for r in 0..rows {
+            if nulls.as_ref().is_some_and(|n| n.is_null(r)) {
+                if key {
+                    return Err(bad("22004", format!("argument {} cannot be null", i + 1)));
+                }
+                out.push(None);
+                continue;
+            }
+            // A key is always a string; a value is bare when a number
+            // (not NaN or infinite) or a boolean.
+            let (text, bare) = match a.data_type() {
+                A::Float64 => {
+                    let v = a.as_primitive::<arrow_array::types::Float64Type>().value(r);
+                    (crate::batch::float_text(v), v.is_finite())
+                }
+                A::Boolean => {
+                    let v = a.as_boolean().value(r);
+                    ((if v { "true" } else { "false" }).to_string(), true)
+                }
+                A::Int8 | A::Int16 | A::Int32 | A::Int64 | A::Decimal128(..) | A::Decimal64(..) => {
+                    (plain.value(r).to_string(), true)
+                }
+                _ => (plain.value(r).to_string(), false),
+            };
+            let bare = bare && !key;
+            out.push(Some(if bare { text } else { json_string(&text) }));
+        }
+        texts.push(out);
+    }
+    let mut b = arrow_array::builder::StringBuilder::new();
+    let mut s = String::new();
+    for r in 0..rows {
+        s.clear();
+        s.push('{');
+        for (i, pair) in texts.chunks(2).enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(pair[0][r].as_deref().unwrap_or("null"));
+            s.push_str(" : ");
+            s.push_str(pair.get(1).and_then(|v| v[r].as_deref()).unwrap_or("null"));
+        }
+        s.push('}');
+        b.append_value(&s);
+    }
+    Ok(Arc::new(b.finish()))
+}
+
+/// [`Func::SingleRow`].
+fn single_row(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let [n, v] = args else {
+        return Err(Error::Internal("SINGLE_ROW takes two arguments".into()));
+    };
+    let n = n.as_primitive::<Int64Type>();
+    if n.iter().any(|c| c.is_some_and(|c| c > 1)) {
+        return Err(bad(
+            "21000",
+            "more than one row returned by a subquery used as an expression",
+        ));
+    }
+    if n.null_count() == 0 {
+        return Ok(v.clone());
+    }
+    let none: arrow_array::BooleanArray = n.iter().map(|c| Some(c.is_none())).collect();
+    arrow_select::nullif::nullif(v, &none).map_err(ex)
+}
+
+/// `s` as a JSON string, escaped as PostgreSQL escapes it.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn ex(e: arrow_schema::ArrowError) -> Error {

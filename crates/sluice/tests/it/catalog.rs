@@ -166,8 +166,21 @@ fn names_that_are_not_there_fail_as_in_postgresql() {
     // refused, not answered without it.
     let (state, _) = fails(&db, "SELECT * FROM pg_class, people");
     assert_eq!(state, "42P01");
-    let (state, _) = fails(&db, "SELECT CAST(relname AS regclass) FROM pg_class");
-    assert_eq!(state, "0A000");
+    // A column cast to regclass: a name is looked up, an oid is itself;
+    // and back to text, the name (PostgreSQL shows a regclass so).
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT CAST(relname AS regclass), CAST(CAST(oid AS regclass) AS TEXT), \
+             CAST(CAST(relname AS regclass) AS TEXT), CAST(CAST(atttypid AS regtype) AS TEXT) \
+             FROM pg_class JOIN pg_attribute ON attrelid = oid \
+             WHERE relname = 'people' AND attnum = 1"
+        ),
+        [format!(
+            "{}|people|people|bigint",
+            sluice::query::catalog::FIRST_OID
+        )]
+    );
     // A quoted name keeps its case.
     let (state, msg) = fails(&db, "SELECT '\"People\"'::regclass FROM pg_class");
     assert_eq!(state, "42P01");
@@ -249,4 +262,40 @@ fn catalog_tables_are_named_as_in_postgresql_and_its_functions_run_alone() {
     // Columns named after the function, as PostgreSQL names them.
     assert_eq!(r.schema.field(0).name(), "format_type");
     assert_eq!(r.schema.field(6).name(), "current_schemas");
+}
+
+#[test]
+fn sqlalchemy_reflection_queries_answer_as_postgresql_does() {
+    let (_dir, db) = db();
+    // SQLAlchemy 2.0's PostgreSQL dialect, get_pk_constraint (the oids
+    // of its IN lists written as 'name'::regclass).
+    let pk = "SELECT attr.conrelid = 'people'::regclass, array_agg(CAST(attr.attname AS TEXT) ORDER BY attr.ord) AS cols, attr.conname, min(attr.description) AS description, min(attr.indnkeyatts) AS indnkeyatts, bool_and(attr.indnullsnotdistinct) AS indnullsnotdistinct FROM (SELECT con.conrelid AS conrelid, con.conname AS conname, con.description AS description, con.ord AS ord, con.indnkeyatts AS indnkeyatts, con.indnullsnotdistinct AS indnullsnotdistinct, pg_catalog.pg_attribute.attname AS attname FROM pg_catalog.pg_attribute JOIN (SELECT pg_catalog.pg_constraint.conrelid AS conrelid, pg_catalog.pg_constraint.conname AS conname, unnest(pg_catalog.pg_index.indkey) AS attnum, generate_subscripts(pg_catalog.pg_index.indkey, 1) AS ord, pg_catalog.pg_index.indnkeyatts AS indnkeyatts, pg_catalog.pg_index.indnullsnotdistinct AS indnullsnotdistinct, pg_catalog.pg_description.description AS description FROM pg_catalog.pg_constraint JOIN pg_catalog.pg_index ON pg_catalog.pg_constraint.conindid = pg_catalog.pg_index.indexrelid LEFT OUTER JOIN pg_catalog.pg_description ON pg_catalog.pg_description.objoid = pg_catalog.pg_constraint.oid AND pg_catalog.pg_description.classoid = CAST('pg_catalog.pg_constraint' AS REGCLASS) WHERE pg_catalog.pg_constraint.contype = 'p' AND pg_catalog.pg_constraint.conrelid IN ('people'::regclass, 'tables'::regclass)) AS con ON pg_catalog.pg_attribute.attnum = con.attnum AND pg_catalog.pg_attribute.attrelid = con.conrelid WHERE con.conrelid IN ('people'::regclass, 'tables'::regclass)) AS attr GROUP BY attr.conrelid, attr.conname ORDER BY attr.conrelid, attr.conname";
+    assert_eq!(rows(&db, pk), ["true|{id}|people_pkey|NULL|1|false"]);
+    // get_columns: correlated subqueries in the select list (inside
+    // CASE), json_build_object, regclass casts of a column, ANY(ARRAY).
+    let columns = "SELECT pg_catalog.pg_attribute.attname AS name, pg_catalog.format_type(pg_catalog.pg_attribute.atttypid, pg_catalog.pg_attribute.atttypmod) AS format_type, CASE WHEN pg_catalog.pg_attribute.atthasdef THEN (SELECT pg_catalog.pg_get_expr(pg_catalog.pg_attrdef.adbin, pg_catalog.pg_attrdef.adrelid) AS pg_get_expr_1 FROM pg_catalog.pg_attrdef WHERE pg_catalog.pg_attribute.atthasdef AND pg_catalog.pg_attrdef.adrelid = pg_catalog.pg_attribute.attrelid AND pg_catalog.pg_attrdef.adnum = pg_catalog.pg_attribute.attnum) ELSE NULL END AS \"default\", pg_catalog.pg_attribute.attnotnull AS not_null, pg_catalog.pg_class.relname AS table_name, pg_catalog.pg_description.description AS comment, pg_catalog.pg_attribute.attgenerated AS generated, CASE WHEN (pg_catalog.pg_attribute.attidentity != '') THEN (SELECT json_build_object('always', pg_catalog.pg_attribute.attidentity = 'a', 'start', pg_catalog.pg_sequence.seqstart, 'increment', pg_catalog.pg_sequence.seqincrement, 'minvalue', pg_catalog.pg_sequence.seqmin, 'maxvalue', pg_catalog.pg_sequence.seqmax, 'cache', pg_catalog.pg_sequence.seqcache, 'cycle', pg_catalog.pg_sequence.seqcycle) AS json_build_object_1 FROM pg_catalog.pg_sequence WHERE pg_catalog.pg_attribute.attidentity != '' AND pg_catalog.pg_sequence.seqrelid = CAST(CAST(pg_catalog.pg_get_serial_sequence(CAST(CAST(pg_catalog.pg_attribute.attrelid AS REGCLASS) AS TEXT), pg_catalog.pg_attribute.attname) AS REGCLASS) AS OID)) ELSE NULL END AS identity_options, CASE WHEN (pg_catalog.pg_attribute.attcollation != 0 AND (SELECT pg_catalog.pg_type.typcollation FROM pg_catalog.pg_type WHERE pg_catalog.pg_type.oid = pg_catalog.pg_attribute.atttypid) != pg_catalog.pg_attribute.attcollation) THEN (SELECT json_build_object('name', pg_catalog.pg_collation.collname, 'schema', CASE WHEN pg_catalog.pg_collation_is_visible(pg_catalog.pg_collation.oid) THEN NULL ELSE pg_catalog.pg_namespace.nspname END) AS json_build_object_9 FROM pg_catalog.pg_collation JOIN pg_catalog.pg_namespace ON pg_catalog.pg_namespace.oid = pg_catalog.pg_collation.collnamespace WHERE pg_catalog.pg_collation.oid = pg_catalog.pg_attribute.attcollation) ELSE NULL END AS collation FROM pg_catalog.pg_class LEFT OUTER JOIN pg_catalog.pg_attribute ON pg_catalog.pg_class.oid = pg_catalog.pg_attribute.attrelid AND pg_catalog.pg_attribute.attnum > 0 AND NOT pg_catalog.pg_attribute.attisdropped LEFT OUTER JOIN pg_catalog.pg_description ON pg_catalog.pg_description.objoid = pg_catalog.pg_attribute.attrelid AND pg_catalog.pg_description.objsubid = pg_catalog.pg_attribute.attnum JOIN pg_catalog.pg_namespace ON pg_catalog.pg_namespace.oid = pg_catalog.pg_class.relnamespace WHERE pg_catalog.pg_class.relkind = ANY (ARRAY['r', 'p', 'f', 'v', 'm']) AND pg_catalog.pg_table_is_visible(pg_catalog.pg_class.oid) AND pg_catalog.pg_namespace.nspname != 'pg_catalog' AND pg_catalog.pg_class.relname IN ('people', 'tables') ORDER BY pg_catalog.pg_class.relname, pg_catalog.pg_attribute.attnum";
+    assert_eq!(
+        rows(&db, columns),
+        [
+            "id|bigint|NULL|true|people|NULL||NULL|NULL",
+            "name|text|'new'::text|false|people|NULL||NULL|NULL",
+            "price|numeric(10,2)|NULL|false|people|NULL||NULL|NULL",
+            "d|date|NULL|false|people|NULL||NULL|NULL",
+            "ts|timestamp without time zone|NULL|false|people|NULL||NULL|NULL",
+            "ok|boolean|NULL|false|people|NULL||NULL|NULL",
+            "n|integer|'-5'::integer|false|people|NULL||NULL|NULL",
+            "x|double precision|NULL|false|tables|NULL||NULL|NULL",
+        ]
+    );
+    let defs = "SELECT pg_get_constraintdef(oid, true), pg_get_indexdef(conindid), pg_get_indexdef(conindid, 0, true), pg_get_indexdef(conindid, 1, true), pg_get_indexdef(conindid, 2, true) FROM pg_constraint WHERE conrelid = 'people'::regclass";
+    assert_eq!(
+        rows(&db, defs),
+        [
+            "PRIMARY KEY (id)|CREATE UNIQUE INDEX people_pkey ON public.people USING btree (id)|\
+          CREATE UNIQUE INDEX people_pkey ON people USING btree (id)|id|"
+        ]
+    );
+    // psycopg's TypeInfo.fetch (hstore is not there: NULL).
+    let types = "SELECT t.typname, t.typarray, CAST(CAST(t.oid AS regtype) AS TEXT), CAST('int' AS regtype) = t.oid, to_regtype('bigint') = t.oid, to_regtype('hstore') FROM pg_type t WHERE t.oid = to_regtype('int8')";
+    assert_eq!(rows(&db, types), ["int8|1016|bigint|false|true|NULL"]);
 }

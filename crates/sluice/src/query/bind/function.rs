@@ -463,6 +463,22 @@ impl Binder<'_> {
                 (0..bound.len()).try_for_each(|i| text_arg(i, false))?;
                 (vec![A::Utf8; bound.len()], A::Utf8)
             }
+            Func::SingleRow => {
+                count(2, 2)?;
+                (vec![A::Int64, types[1].clone()], types[1].clone())
+            }
+            Func::JsonBuildObject => {
+                if bound.len() % 2 != 0 {
+                    return Err(crate::Error::Argument {
+                        state: "22023",
+                        message: format!(
+                            "argument list must have even number of elements{}",
+                            crate::query::sql::at(ast::Spanned::span(e))
+                        ),
+                    });
+                }
+                (types.clone(), A::Utf8)
+            }
             Func::Greatest | Func::Least => {
                 count(1, usize::MAX)?;
                 let to = common_type(&types).ok_or_else(|| {
@@ -627,6 +643,8 @@ fn func_of(name: &str) -> Option<Func> {
         "ltrim" => Func::Ltrim,
         "rtrim" => Func::Rtrim,
         "greatest" => Func::Greatest,
+        "json_build_object" => Func::JsonBuildObject,
+        crate::query::plan::SINGLE_ROW => Func::SingleRow,
         "least" => Func::Least,
         "mod" => Func::Mod,
         "floor" => Func::Floor,

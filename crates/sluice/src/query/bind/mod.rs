@@ -46,6 +46,7 @@ pub(crate) fn is_aggregate_name(n: &str) -> bool {
             | "bool_or"
             | "every"
             | "string_agg"
+            | "array_agg"
             | "percentile_cont"
             | "percentile_disc"
             | "mode"
@@ -899,6 +900,20 @@ impl<'c> Binder<'c> {
                 list,
                 negated,
             } => self.in_list(expr, list, *negated, scope),
+            // `x op ANY (ARRAY[a, b])`, `x op ALL (ARRAY[...])`: the
+            // comparisons joined by OR (ANY) or AND (ALL), with their NULL
+            // rules; `= ANY` is `IN`, `<> ALL` is `NOT IN`.
+            ast::Expr::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => self.quantified(left, compare_op, right, true, scope, e),
+            ast::Expr::AllOp {
+                left,
+                compare_op,
+                right,
+            } => self.quantified(left, compare_op, right, false, scope, e),
             ast::Expr::Like {
                 negated,
                 any,
@@ -1211,6 +1226,84 @@ impl<'c> Binder<'c> {
             to,
             site: Some(Arc::new(site)),
         })
+    }
+
+    /// `left op ANY|ALL (right)` of an `ARRAY[...]` constructor (`any`:
+    /// ANY/SOME, else ALL).
+    fn quantified(
+        &self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        any: bool,
+        scope: &mut Scope,
+        e: &ast::Expr,
+    ) -> Result<Expr> {
+        let mut inner = right;
+        while let ast::Expr::Nested(x) = inner {
+            inner = x;
+        }
+        let ast::Expr::Array(array) = inner else {
+            let which = if any { "ANY" } else { "ALL" };
+            return Err(unsupported(
+                &format!("{which} of anything but an ARRAY[...] constructor"),
+                e,
+            ));
+        };
+        if array.elem.is_empty() {
+            return Err(Error::Plan(format!(
+                "cannot determine type of empty array{}",
+                at(e.span())
+            )));
+        }
+        match (op, any) {
+            (ast::BinaryOperator::Eq, true) => {
+                return self.in_list(left, &array.elem, false, scope);
+            }
+            (ast::BinaryOperator::NotEq, false) => {
+                return self.in_list(left, &array.elem, true, scope);
+            }
+            (
+                ast::BinaryOperator::Eq
+                | ast::BinaryOperator::NotEq
+                | ast::BinaryOperator::Lt
+                | ast::BinaryOperator::LtEq
+                | ast::BinaryOperator::Gt
+                | ast::BinaryOperator::GtEq,
+                _,
+            ) => {}
+            _ => {
+                return Err(unsupported(
+                    &format!("the operator {op} with ANY or ALL"),
+                    e,
+                ));
+            }
+        }
+        let join = if any {
+            ast::BinaryOperator::Or
+        } else {
+            ast::BinaryOperator::And
+        };
+        let mut out: Option<ast::Expr> = None;
+        for item in &array.elem {
+            let one = ast::Expr::BinaryOp {
+                left: Box::new(left.clone()),
+                op: op.clone(),
+                right: Box::new(item.clone()),
+            };
+            out = Some(match out {
+                None => one,
+                Some(acc) => ast::Expr::BinaryOp {
+                    left: Box::new(acc),
+                    op: join.clone(),
+                    right: Box::new(one),
+                },
+            });
+        }
+        match out {
+            Some(x) => self.bind(&ast::Expr::Nested(Box::new(x)), scope),
+            None => Err(Error::Internal("ANY of no element".into())),
+        }
     }
 
     /// `x [NOT] IN (items)`: `x` and every item brought to one type.

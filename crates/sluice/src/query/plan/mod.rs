@@ -18,6 +18,7 @@ pub mod setop;
 mod subquery;
 pub mod window;
 pub(crate) use prune::literal_key;
+pub(crate) use subquery::SINGLE_ROW;
 
 /// Zone-map tests of a filter over columns of these stored types (the
 /// column of each: its index among `types`).
@@ -317,6 +318,10 @@ fn plan_query_in(
         return setop::plan_distinct(q, s, catalog, explain, text, &ctes);
     }
     let select = select_of(q, text)?;
+    // Correlated subqueries in the select list: LEFT JOINs.
+    if let Some(rewritten) = subquery::unnest_select_list(q, select, catalog, &ctes, text)? {
+        return plan_query_in(&rewritten, catalog, explain, text, around);
+    }
     if from::needs_group(select, &ctes) {
         return from::plan_joined(q, select, catalog, explain, text, &ctes);
     }
@@ -1172,7 +1177,8 @@ fn bind_collecting(
     }
     // The value collected: string_agg's first argument (as TEXT), or the
     // one ORDER BY expression of the others.
-    let value_ast = if name == "string_agg" {
+    let listing = matches!(name, "string_agg" | "array_agg");
+    let value_ast = if listing {
         exprs[0].clone()
     } else {
         order[0].expr.clone()
@@ -1189,9 +1195,11 @@ fn bind_collecting(
         ));
     }
     let written = value_ast.to_string();
+    // array_agg keeps NULL values: its FILTER applies to the whole row
+    // (below), not by making the value NULL.
     let value_ast = match filter {
-        Some(c) => only_where(value_ast, c),
-        None => value_ast,
+        Some(c) if name != "array_agg" => only_where(value_ast, c),
+        _ => value_ast,
     };
     let types = binder.types();
     let mut value = binder.bind(&value_ast, &mut scope())?;
@@ -1212,6 +1220,16 @@ fn bind_collecting(
             value = coerce(value, &vt, &A::Utf8);
             vt = A::Utf8;
         }
+        "array_agg" => {
+            if vt == A::Null {
+                value = coerce(value, &vt, &A::Utf8);
+                vt = A::Utf8;
+            }
+            // SORT_ROW reads a dictionary's values.
+            if let A::Dictionary(_, v) = &vt {
+                vt = v.as_ref().clone();
+            }
+        }
         "percentile_cont" | "median" => {
             if vt == A::Null {
                 value = coerce(value, &vt, &A::Float64);
@@ -1229,7 +1247,7 @@ fn bind_collecting(
     let mut keys = Vec::new();
     let (mut desc, mut nulls_first) = (0u32, 0u32);
     // For the ordered-set aggregates the one key is the value itself.
-    let key_list: &[ast::OrderByExpr] = if name == "string_agg" { &order } else { &[] };
+    let key_list: &[ast::OrderByExpr] = if listing { &order } else { &[] };
     if key_list.len() > 30 {
         return Err(unsupported(
             "more than 30 ORDER BY keys in an aggregate",
@@ -1245,7 +1263,7 @@ fn bind_collecting(
         fields.push((t, k.descending, k.nulls_first));
         keys.push(e);
     }
-    let (vd, vn) = if name == "string_agg" {
+    let (vd, vn) = if listing {
         (false, false)
     } else {
         let k = sort_key(0, &order[0])?;
@@ -1256,13 +1274,27 @@ fn bind_collecting(
     nulls_first |= (vn as u32) << i;
     fields.push((vt, vd, vn));
     keys.push(value);
-    let arg = Expr::Call {
-        func: super::func::Func::SortRow { desc, nulls_first },
+    let mut arg = Expr::Call {
+        func: super::func::Func::SortRow {
+            desc,
+            nulls_first,
+            keep_null: name == "array_agg",
+        },
         args: keys,
         ty: A::Binary,
     };
+    if name == "array_agg"
+        && let Some(c) = filter
+    {
+        let cond = binder.bind(c, &mut scope())?;
+        arg = Expr::Case {
+            whens: vec![(cond, arg)],
+            otherwise: Box::new(Expr::Literal(arrow_array::new_null_array(&A::Binary, 1))),
+        };
+    }
     let func = match name {
         "string_agg" => AggFunc::StringAgg,
+        "array_agg" => AggFunc::ArrayAgg,
         "percentile_disc" => AggFunc::PercentileDisc,
         "mode" => AggFunc::Mode,
         _ => AggFunc::PercentileCont,
@@ -1278,6 +1310,15 @@ fn bind_collecting(
             "string_agg({}{written}, {}{}){shown_filter}",
             if distinct { "DISTINCT " } else { "" },
             exprs[1],
+            if order.is_empty() {
+                String::new()
+            } else {
+                format!(" ORDER BY {}", within(&order))
+            }
+        ),
+        "array_agg" => format!(
+            "array_agg({}{written}{}){shown_filter}",
+            if distinct { "DISTINCT " } else { "" },
             if order.is_empty() {
                 String::new()
             } else {
@@ -1341,7 +1382,7 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
     let name = function_name(f);
     if matches!(
         name.as_str(),
-        "string_agg" | "percentile_cont" | "percentile_disc" | "mode" | "median"
+        "string_agg" | "array_agg" | "percentile_cont" | "percentile_disc" | "mode" | "median"
     ) {
         return bind_collecting(binder, f, node, &name);
     }

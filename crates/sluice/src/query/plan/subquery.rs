@@ -1061,3 +1061,387 @@ fn is_bare_count(e: &ast::Expr) -> bool {
         _ => false,
     }
 }
+
+/// A call of a function by name with `args`.
+fn call(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName::from(vec![ast::Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
+}
+
+/// The internal function that reads a select-list subquery's value
+/// (see [`unnest_select_list`]): `__sluice_single_row(n, v)` is NULL when
+/// `n` is (no row), an error when `n` > 1, else `v`.
+pub(crate) const SINGLE_ROW: &str = "__sluice_single_row";
+
+/// Correlated scalar subqueries in a SELECT's list, unnested into LEFT
+/// JOINs of derived tables (`__ss1`, `__ss2`, …); `None` when the list
+/// has none. For `(SELECT v FROM r WHERE r.k = o.k AND p(o) AND q(r))`:
+/// - `v` an aggregate of the inner rows: `(SELECT r.k, v … WHERE q(r)
+///   GROUP BY r.k)` joined on `r.k = o.k AND p(o)`; its value the joined
+///   column (NULL without a group, as an aggregate over no rows is but
+///   `count`, read as 0 there);
+/// - else: `(SELECT r.k, <v's inner columns>, count(*) OVER (PARTITION BY
+///   r.k) … WHERE q(r))` joined the same way, `v` computed over the
+///   joined row; more than one row is PostgreSQL's error (21000), none
+///   NULL.
+///
+/// Conditions reading the outer query must be equalities of an inner and
+/// an outer side, or read the outer query alone. An outer query with
+/// GROUP BY or aggregates keeps its subqueries (refused when correlated).
+pub(super) fn unnest_select_list(
+    q: &ast::Query,
+    select: &ast::Select,
+    catalog: &dyn Catalog,
+    ctes: &Ctes,
+    text: Text,
+) -> Result<Option<ast::Query>> {
+    let item_has_subquery = |p: &ast::SelectItem| match p {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            has_subquery(e)
+        }
+        _ => false,
+    };
+    if select.from.is_empty()
+        || is_grouped(select)
+        || !select.projection.iter().any(item_has_subquery)
+    {
+        return Ok(None);
+    }
+    let outer = Scope {
+        factors: Vec::new(),
+        items: resolve_all(&select.from, catalog, ctes, text)?
+            .into_iter()
+            .map(|(n, cols)| (n, cols.into_iter().map(|c| c.0).collect()))
+            .collect(),
+    };
+    let mut cx = ListCtx {
+        catalog,
+        ctes,
+        text,
+        outer: &outer,
+        joins: Vec::new(),
+        failure: None,
+        depth: 0,
+    };
+    let mut projection = select.projection.clone();
+    for p in projection.iter_mut() {
+        // `(SELECT x …)` alone keeps the name PostgreSQL gives it.
+        if let ast::SelectItem::UnnamedExpr(ast::Expr::Subquery(sq)) = p
+            && let Some(s) = plain_select(sq)
+            && let [ast::SelectItem::UnnamedExpr(e)]
+            | [ast::SelectItem::ExprWithAlias { expr: e, .. }] = s.projection.as_slice()
+        {
+            let name = match &s.projection[0] {
+                ast::SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+                _ => match e {
+                    ast::Expr::Identifier(i) => Some(i.value.clone()),
+                    ast::Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+                    _ => None,
+                },
+            };
+            if let Some(name) = name {
+                *p = ast::SelectItem::ExprWithAlias {
+                    expr: ast::Expr::Subquery(sq.clone()),
+                    alias: ast::Ident::new(name),
+                };
+            }
+        }
+        if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } = p
+        {
+            let _ = ast::VisitMut::visit(e, &mut cx);
+            if let Some(err) = cx.failure.take() {
+                return Err(err);
+            }
+        }
+    }
+    if cx.joins.is_empty() {
+        return Ok(None);
+    }
+    let mut s = select.clone();
+    s.projection = projection;
+    if let Some(last) = s.from.last_mut() {
+        last.joins.extend(cx.joins);
+    }
+    Ok(Some(ast::Query {
+        body: Box::new(ast::SetExpr::Select(Box::new(s))),
+        ..q.clone()
+    }))
+}
+
+struct ListCtx<'a> {
+    catalog: &'a dyn Catalog,
+    ctes: &'a Ctes,
+    text: Text<'a>,
+    outer: &'a Scope,
+    joins: Vec<ast::Join>,
+    failure: Option<Error>,
+    /// How deep in subqueries the visit is (0: the select item itself).
+    depth: usize,
+}
+
+impl ast::VisitorMut for ListCtx<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+    fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+    fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+        if self.depth != 0 {
+            return ControlFlow::Continue(());
+        }
+        let ast::Expr::Subquery(sq) = e else {
+            return ControlFlow::Continue(());
+        };
+        let sq = (**sq).clone();
+        match self.one(&sq, e) {
+            Ok(Some(v)) => {
+                *e = v;
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(err) => {
+                self.failure = Some(err);
+                ControlFlow::Break(())
+            }
+        }
+    }
+}
+
+impl ListCtx<'_> {
+    /// The value that replaces the subquery `q` (at `node`), its join
+    /// added; `None`: not correlated (an init plan), or not a plain
+    /// SELECT (left to the binder).
+    fn one(&mut self, q: &ast::Query, node: &ast::Expr) -> Result<Option<ast::Expr>> {
+        let Some(s) = plain_select(q) else {
+            return Ok(None);
+        };
+        let items = resolve_all(&s.from, self.catalog, self.ctes, self.text)?;
+        let inner = Scope {
+            factors: vec![None; items.len()],
+            items: items
+                .into_iter()
+                .map(|(n, cols)| (n, cols.into_iter().map(|c| c.0).collect()))
+                .collect(),
+        };
+        let value = only_item(s, node)?;
+        let mut conds = Vec::new();
+        if let Some(w) = &s.selection {
+            conjuncts(w, &mut conds);
+        }
+        let mut local = Vec::new();
+        let mut on_outer = Vec::new();
+        let mut keys: Vec<(ast::Expr, ast::Expr)> = Vec::new();
+        for c in conds {
+            let (ri, ro) = reads(&c, &inner, self.outer);
+            if !ro {
+                local.push(c);
+                continue;
+            }
+            if has_subquery(&c) {
+                return Err(unsupported(
+                    "a subquery in a correlated condition of a select-list subquery",
+                    &c,
+                ));
+            }
+            if !ri {
+                on_outer.push(c);
+                continue;
+            }
+            let pair = match &c {
+                ast::Expr::BinaryOp {
+                    left: a,
+                    op: ast::BinaryOperator::Eq,
+                    right: b,
+                } => match (reads(a, &inner, self.outer), reads(b, &inner, self.outer)) {
+                    ((true, false), (false, true)) => Some(((**a).clone(), (**b).clone())),
+                    ((false, true), (true, false)) => Some(((**b).clone(), (**a).clone())),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match pair {
+                Some(p) => keys.push(p),
+                None => {
+                    return Err(unsupported(
+                        "a correlated select-list subquery whose condition on the outer query is not an equality of an inner and an outer side",
+                        &c,
+                    ));
+                }
+            }
+        }
+        let (_, value_outer) = reads(value, &inner, self.outer);
+        if keys.is_empty() && on_outer.is_empty() && !value_outer {
+            return Ok(None); // uncorrelated: an init plan
+        }
+        if has_subquery(value) && value_outer {
+            return Err(unsupported(
+                "a subquery inside a correlated select-list subquery's value",
+                node,
+            ));
+        }
+        let name = format!("__ss{}", self.joins.len() + 1);
+        let col = |k: usize| format!("c{k}");
+        let keyed = |i: &ast::Expr| match i {
+            ast::Expr::Value(_) => ast::Expr::Nested(Box::new(i.clone())),
+            other => other.clone(),
+        };
+        let mut projection: Vec<ast::SelectItem> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, (i, _))| ast::SelectItem::ExprWithAlias {
+                expr: keyed(i),
+                alias: ast::Ident::new(col(k)),
+            })
+            .collect();
+        let mut derived = s.clone();
+        derived.selection = and_all(local);
+        let result;
+        if is_grouped(s) {
+            let grouped_by = match &s.group_by {
+                ast::GroupByExpr::Expressions(e, _) => !e.is_empty(),
+                ast::GroupByExpr::All(_) => true,
+            };
+            if grouped_by || s.having.is_some() || s.distinct.is_some() || value_outer {
+                return Err(unsupported(
+                    "a correlated select-list subquery with GROUP BY, HAVING, DISTINCT, or an aggregate that reads the outer query",
+                    node,
+                ));
+            }
+            let bare_count = is_bare_count(value);
+            if !bare_count && null_on_empty(value) != Some(true) {
+                return Err(unsupported(
+                    "a correlated select-list subquery whose value over no rows is not NULL (COALESCE, CASE, functions around its aggregates, count() inside an expression)",
+                    node,
+                ));
+            }
+            projection.push(ast::SelectItem::ExprWithAlias {
+                expr: value.clone(),
+                alias: ast::Ident::new(col(keys.len())),
+            });
+            derived.group_by = ast::GroupByExpr::Expressions(
+                keys.iter().map(|(i, _)| keyed(i)).collect(),
+                Vec::new(),
+            );
+            let v = qualified(&name, &col(keys.len()));
+            result = if bare_count {
+                call(
+                    "coalesce",
+                    vec![v, ast::Expr::value(ast::Value::Number("0".into(), false))],
+                )
+            } else {
+                v
+            };
+        } else {
+            // The inner columns the value reads, each a column of the
+            // derived table; the value is computed over the joined row.
+            let mut v = value.clone();
+            let mut reads_inner: Vec<String> = Vec::new();
+            if value_outer {
+                let mut failure = None;
+                let _ = ast::visit_expressions_mut(&mut v, |x| {
+                    if matches!(side(x, &inner, self.outer), Some(Side::Inner)) {
+                        let text = x.to_string();
+                        let k = match reads_inner.iter().position(|t| *t == text) {
+                            Some(k) => k,
+                            None => {
+                                reads_inner.push(text.clone());
+                                projection.push(ast::SelectItem::ExprWithAlias {
+                                    expr: x.clone(),
+                                    alias: ast::Ident::new(col(keys.len() + reads_inner.len() - 1)),
+                                });
+                                reads_inner.len() - 1
+                            }
+                        };
+                        *x = qualified(&name, &col(keys.len() + k));
+                    } else if matches!(x, ast::Expr::Subquery(_)) {
+                        failure = Some(());
+                    }
+                    ControlFlow::<()>::Continue(())
+                });
+                if failure.is_some() {
+                    return Err(unsupported(
+                        "a subquery inside a correlated select-list subquery's value",
+                        node,
+                    ));
+                }
+            } else {
+                projection.push(ast::SelectItem::ExprWithAlias {
+                    expr: value.clone(),
+                    alias: ast::Ident::new(col(keys.len())),
+                });
+                v = qualified(&name, &col(keys.len()));
+                reads_inner.push(String::new());
+            }
+            let n = col(keys.len() + reads_inner.len());
+            let mut count = call("count", Vec::new());
+            if let ast::Expr::Function(f) = &mut count {
+                f.args = ast::FunctionArguments::List(ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)],
+                    clauses: Vec::new(),
+                });
+                f.over = Some(ast::WindowType::WindowSpec(ast::WindowSpec {
+                    window_name: None,
+                    partition_by: keys.iter().map(|(i, _)| keyed(i)).collect(),
+                    order_by: Vec::new(),
+                    window_frame: None,
+                }));
+            }
+            projection.push(ast::SelectItem::ExprWithAlias {
+                expr: count,
+                alias: ast::Ident::new(n.clone()),
+            });
+            result = call(SINGLE_ROW, vec![qualified(&name, &n), v]);
+        }
+        derived.projection = projection;
+        let mut on: Vec<ast::Expr> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, (_, o))| ast::Expr::BinaryOp {
+                left: Box::new(o.clone()),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(qualified(&name, &col(k))),
+            })
+            .collect();
+        on.extend(on_outer);
+        let on = and_all(on).unwrap_or(ast::Expr::value(ast::Value::Boolean(true)));
+        self.joins.push(ast::Join {
+            relation: ast::TableFactor::Derived {
+                lateral: false,
+                subquery: Box::new(ast::Query {
+                    body: Box::new(ast::SetExpr::Select(Box::new(derived))),
+                    ..q.clone()
+                }),
+                alias: Some(ast::TableAlias {
+                    explicit: true,
+                    name: ast::Ident::new(&name),
+                    columns: Vec::new(),
+                    at: None,
+                }),
+                sample: None,
+            },
+            global: false,
+            join_operator: ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on)),
+        });
+        Ok(Some(ast::Expr::Nested(Box::new(result))))
+    }
+}

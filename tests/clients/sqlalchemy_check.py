@@ -1,0 +1,82 @@
+"""SQLAlchemy 2 (PostgreSQL dialect, with psycopg 3 and with psycopg2) and
+pandas against `sluice serve`: connect, reflect every table (the queries
+SQLAlchemy's inspector sends to pg_catalog), read a whole table with
+pandas.read_sql_table. Usage: sqlalchemy_check.py PORT
+
+The expected answers are PostgreSQL 15's for the same tables (people:
+id BIGINT PRIMARY KEY, name TEXT, price NUMERIC(10,2), d DATE,
+ts TIMESTAMP, ok BOOLEAN; ints: one BIGINT column, no key)."""
+import datetime
+import decimal
+import os
+import sys
+
+try:
+    import pandas
+    import sqlalchemy as sa
+except ImportError as e:
+    if os.environ.get("CI") == "true":
+        raise
+    print(f"skipped: SQLAlchemy and pandas checks ({e}; pip install sqlalchemy pandas psycopg2-binary)")
+    sys.exit(0)
+
+port = int(sys.argv[1])
+drivers = ["psycopg", "psycopg2"]
+
+for driver in drivers:
+    try:
+        __import__(driver)
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        print(f"skipped: SQLAlchemy with {driver} (not installed)")
+        continue
+    engine = sa.create_engine(f"postgresql+{driver}://test@127.0.0.1:{port}/sluice")
+    insp = sa.inspect(engine)
+
+    names = insp.get_table_names()
+    assert sorted(names) == ["ints", "people"], names
+    assert insp.get_view_names() == [], insp.get_view_names()
+    assert insp.has_table("people") and not insp.has_table("nosuch")
+    print(f"ok: SQLAlchemy ({driver}): get_table_names")
+
+    cols = [(c["name"], str(c["type"]), c["nullable"], c["default"])
+            for c in insp.get_columns("people")]
+    assert cols == [
+        ("id", "BIGINT", False, None),
+        ("name", "TEXT", True, None),
+        ("price", "NUMERIC(10, 2)", True, None),
+        ("d", "DATE", True, None),
+        ("ts", "TIMESTAMP", True, None),
+        ("ok", "BOOLEAN", True, None),
+    ], cols
+    print(f"ok: SQLAlchemy ({driver}): get_columns")
+
+    pk = insp.get_pk_constraint("people")
+    assert pk["constrained_columns"] == ["id"] and pk["name"] == "people_pkey", pk
+    assert insp.get_pk_constraint("ints")["constrained_columns"] == []
+    assert insp.get_foreign_keys("people") == []
+    assert insp.get_indexes("people") == []
+    assert insp.get_unique_constraints("people") == []
+    assert insp.get_check_constraints("people") == []
+    assert insp.get_table_comment("people") == {"text": None}
+    print(f"ok: SQLAlchemy ({driver}): get_pk_constraint, foreign keys, indexes")
+
+    # A whole table through pandas: reflection, then a SELECT of it.
+    df = pandas.read_sql_table("people", engine).sort_values("id")
+    assert list(df.columns) == ["id", "name", "price", "d", "ts", "ok"], df.columns
+    first = df.iloc[0]
+    assert (first["id"], first["name"], first["price"]) == (1, "ada", decimal.Decimal("12.50")), first
+    assert first["ts"] == datetime.datetime(2024, 1, 2, 3, 4, 5, 500000), first["ts"]
+    assert len(df) == 3 and df["name"].isna().sum() == 1, df
+    print(f"ok: pandas.read_sql_table ({driver})")
+
+    # SQLAlchemy Core over a reflected table.
+    people = sa.Table("people", sa.MetaData(), autoload_with=engine)
+    with engine.connect() as conn:
+        got = conn.execute(
+            sa.select(people.c.name).where(people.c.price > 0).order_by(people.c.id)
+        ).scalars().all()
+    assert got == ["ada", "o'k"], got
+    print(f"ok: SQLAlchemy Core over a reflected table ({driver})")
+    engine.dispose()
