@@ -38,6 +38,7 @@ for driver in drivers:
     assert sorted(names) == ["ints", "people"], names
     assert insp.get_view_names() == [], insp.get_view_names()
     assert insp.has_table("people") and not insp.has_table("nosuch")
+    assert insp.get_schema_names() == ["information_schema", "public"], insp.get_schema_names()
     print(f"ok: SQLAlchemy ({driver}): get_table_names")
 
     cols = [(c["name"], str(c["type"]), c["nullable"], c["default"])

@@ -99,7 +99,7 @@ pub fn float_text(v: f64) -> String {
         "NaN".into()
     } else if v.is_infinite() {
         if v > 0.0 { "Infinity" } else { "-Infinity" }.into()
-    } else if v != 0.0 && (v.abs() >= 1e16 || v.abs() < 1e-4) {
+    } else if v != 0.0 && (v.abs() >= 1e15 || v.abs() < 1e-4) {
         let s = format!("{v:e}");
         match s.split_once('e') {
             Some((m, e)) => {
@@ -203,6 +203,35 @@ mod tests {
         assert_eq!(format_timestamp(1_500_000), "1970-01-01 00:00:01.5");
         assert_eq!(format_timestamp(-1), "1969-12-31 23:59:59.999999");
         assert_eq!(format_date(-1), "1969-12-31");
+    }
+
+    #[test]
+    fn doubles_switch_to_exponents_where_postgresql_does() {
+        // PostgreSQL 15's float8out for each.
+        for (v, text) in [
+            (999_999_999_999_999.0, "999999999999999"),
+            (1e15, "1e+15"),
+            (-1.5e15, "-1.5e+15"),
+            (1e16, "1e+16"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-0.0, "-0"),
+            (2.5, "2.5"),
+        ] {
+            assert_eq!(float_text(v), text, "{v}");
+        }
+    }
+
+    #[test]
+    fn arrays_are_written_as_postgresql_writes_them() {
+        let items = ["a", "", "b c", "NULL", "x\"y", "p\\q", "{", ","]
+            .iter()
+            .map(|s| Some(s.to_string()))
+            .chain([None]);
+        assert_eq!(
+            array_literal(items),
+            r#"{a,"","b c","NULL","x\"y","p\\q","{",",",NULL}"#
+        );
     }
 }
 

@@ -1205,6 +1205,10 @@ pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
     let mut failure = None;
     let _ = ast::visit_expressions_mut(stmt, |e| {
         if let Some((kind, x)) = marked(e) {
+            if number(&x).is_some() {
+                *e = x;
+                return ControlFlow::Continue(());
+            }
             let mut sql = format!("CASE CAST(({x}) AS TEXT)");
             for (oid, name) in reg_names(cat, kind) {
                 sql.push_str(&format!(" WHEN '{}' THEN {oid}", name.replace('\'', "''")));
@@ -1259,7 +1263,7 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                 return Ok(Some(mark(REGCLASS_OID, expr.as_ref().clone())));
             };
             match cat.regclass(&name) {
-                Some(oid) => Ok(Some(lit_int(oid))),
+                Some(oid) => Ok(Some(mark(REGCLASS_OID, lit_int(oid)))),
                 None => Err(Error::UndefinedTable(format!(
                     "relation \"{}\" does not exist{}",
                     name.replace('"', ""),
@@ -1280,7 +1284,7 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             match inner {
                 Expr::Value(v) => match &v.value {
                     ast::Value::SingleQuotedString(s) => match type_oid(s) {
-                        Some(oid) => Ok(Some(lit_int(oid))),
+                        Some(oid) => Ok(Some(mark(REGTYPE_OID, lit_int(oid)))),
                         None => Err(Error::Argument {
                             state: "42704",
                             message: format!("type \"{s}\" does not exist{site}"),
@@ -1304,6 +1308,16 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             let Some((kind, x)) = marked(expr) else {
                 return Ok(None);
             };
+            // An oid known now: its name.
+            if let Some(n) = number(&x) {
+                return Ok(Some(lit_str(
+                    &reg_names(cat, kind)
+                        .into_iter()
+                        .find(|r| r.0 == n)
+                        .map(|r| r.1)
+                        .unwrap_or_else(|| n.to_string()),
+                )));
+            }
             // The value as text is a name or an oid (regclass and regtype
             // read both).
             let mut sql = format!("CASE CAST(({x}) AS TEXT)");
@@ -1496,7 +1510,7 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                 }
                 ("to_regtype", [Expr::Value(v)]) => match &v.value {
                     ast::Value::SingleQuotedString(name) => Some(match type_oid(name) {
-                        Some(oid) => lit_int(oid),
+                        Some(oid) => mark(REGTYPE_OID, lit_int(oid)),
                         None => parse_expr("CAST(NULL AS BIGINT)")?,
                     }),
                     ast::Value::Null => Some(parse_expr("CAST(NULL AS BIGINT)")?),
@@ -1588,14 +1602,30 @@ fn marked(e: &Expr) -> Option<(&'static str, Expr)> {
 /// The oids and names (as `regclass` or `regtype` output writes them)
 /// of the relations or the types.
 fn reg_names(cat: &CatalogDb, kind: &str) -> Vec<(i64, String)> {
+    // Oid 0 is written `-`.
+    let mut out = vec![(0, "-".to_string())];
     if kind == REGCLASS_OID {
-        cat.oids
-            .iter()
-            .filter(|(name, _)| !name.contains('.'))
-            .map(|(name, oid)| (*oid, quote_ident(name)))
-            .collect()
+        out.extend(
+            cat.oids
+                .iter()
+                .filter(|(name, _)| !name.contains('.'))
+                .map(|(name, oid)| (*oid, quote_ident(name))),
+        );
     } else {
-        TYPES.iter().map(|t| (t.0, t.4.to_string())).collect()
+        out.extend(TYPES.iter().map(|t| (t.0, t.4.to_string())));
+    }
+    out
+}
+
+/// The integer `e` is, when it is a number literal.
+fn number(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Nested(x) => number(x),
+        Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -42,8 +42,12 @@ pub enum Func {
     /// count of rows `n` is NULL, an error where it is over 1, else `v`.
     SingleRow,
     /// `json_build_object(k1, v1, …)`: PostgreSQL's JSON text of an object
-    /// (`{"k" : v, …}`), each value by its type, NULL as `null`.
-    JsonBuildObject,
+    /// (`{"k" : v, …}`), each value by its type, NULL as `null`; value
+    /// `i` is JSON already (a json_build_object) where bit `i` of `raw`
+    /// is set.
+    JsonBuildObject {
+        raw: u64,
+    },
     /// The regular-expression functions (see [`super::regexp`]); `~` and
     /// its kin are `RegexpLike`.
     RegexpLike,
@@ -175,7 +179,7 @@ impl Func {
             Func::RegexpSubstr => "REGEXP_SUBSTR",
             Func::RegexpReplace => "REGEXP_REPLACE",
             Func::ConcatAll => "CONCAT",
-            Func::JsonBuildObject => "JSON_BUILD_OBJECT",
+            Func::JsonBuildObject { .. } => "JSON_BUILD_OBJECT",
             Func::SingleRow => "SINGLE_ROW",
             Func::Left => "LEFT",
             Func::Right => "RIGHT",
@@ -221,7 +225,7 @@ impl Func {
                 | Func::Greatest
                 | Func::Least
                 | Func::SortRow { .. }
-                | Func::JsonBuildObject
+                | Func::JsonBuildObject { .. }
                 | Func::SingleRow
         )
     }
@@ -257,7 +261,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         Func::MakeDate => return dates::make_date(args),
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
-        Func::JsonBuildObject => return json_build_object(args, rows),
+        Func::JsonBuildObject { raw } => return json_build_object(args, rows, raw),
         Func::SingleRow => return single_row(args),
         Func::SortRow {
             desc,
@@ -395,47 +399,34 @@ pub fn sort_row(
 }
 
 /// [`Func::JsonBuildObject`]: per row, `{"k1" : v1, "k2" : v2}` as
-/// PostgreSQL writes it (keys as text; numbers and booleans bare; text,
-/// dates and timestamps as JSON strings; NULL as `null`).
-fn json_build_object(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
+/// PostgreSQL writes it (keys as text; see [`json_value`] for values;
+/// value `i` as it is where bit `i` of `raw` is set).
+fn json_build_object(args: &[ArrayRef], rows: usize, raw: u64) -> Result<ArrayRef> {
     // Each argument as JSON text (None: NULL).
     let mut texts: Vec<Vec<Option<String>>> = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
-        let a = match a.data_type() {
-            A::Dictionary(_, v) => arrow_cast::cast(a, v).map_err(ex)?,
-            _ => a.clone(),
-        };
         let key = i % 2 == 0;
-        let plain = arrow_cast::cast(&a, &A::Utf8).map_err(ex)?;
-        let plain = plain.as_string::<i32>();
-        let mut out = Vec::with_capacity(rows);
+        let as_is = !key && raw >> (i / 2) & 1 == 1;
+        let plain = if key {
+            Some(arrow_cast::cast(a, &A::Utf8).map_err(ex)?)
+        } else {
+            None
+        };
         let nulls = a.logical_nulls();
+        let mut out = Vec::with_capacity(rows);
         for r in 0..rows {
             if nulls.as_ref().is_some_and(|n| n.is_null(r)) {
                 if key {
-                    return Err(bad("22004", format!("argument {} cannot be null", i + 1)));
+                    return Err(bad("22023", format!("argument {} cannot be null", i + 1)));
                 }
                 out.push(None);
                 continue;
             }
-            // A key is always a string; a value is bare when a number
-            // (not NaN or infinite) or a boolean.
-            let (text, bare) = match a.data_type() {
-                A::Float64 => {
-                    let v = a.as_primitive::<arrow_array::types::Float64Type>().value(r);
-                    (crate::batch::float_text(v), v.is_finite())
-                }
-                A::Boolean => {
-                    let v = a.as_boolean().value(r);
-                    ((if v { "true" } else { "false" }).to_string(), true)
-                }
-                A::Int8 | A::Int16 | A::Int32 | A::Int64 | A::Decimal128(..) | A::Decimal64(..) => {
-                    (plain.value(r).to_string(), true)
-                }
-                _ => (plain.value(r).to_string(), false),
-            };
-            let bare = bare && !key;
-            out.push(Some(if bare { text } else { json_string(&text) }));
+            out.push(Some(match &plain {
+                Some(p) => json_string(p.as_string::<i32>().value(r)),
+                None if as_is => a.as_string::<i32>().value(r).to_string(),
+                None => json_value(a.as_ref(), r)?,
+            }));
         }
         texts.push(out);
     }
@@ -475,6 +466,54 @@ fn single_row(args: &[ArrayRef]) -> Result<ArrayRef> {
     }
     let none: arrow_array::BooleanArray = n.iter().map(|c| Some(c.is_none())).collect();
     arrow_select::nullif::nullif(v, &none).map_err(ex)
+}
+
+/// Row `r` of `a` (not NULL) as PostgreSQL's `to_json` writes it:
+/// numbers (not NaN or infinite) and booleans bare; text, dates and
+/// timestamps (`2024-01-02T03:04:05.5`, with `+00:00` when zoned) as
+/// strings; an array as `[…]` of its elements, NULL ones `null`.
+fn json_value(a: &dyn arrow_array::Array, r: usize) -> Result<String> {
+    Ok(match a.data_type() {
+        A::Boolean => (if a.as_boolean().value(r) { "true" } else { "false" }).to_string(),
+        A::Float64 => {
+            let v = a.as_primitive::<arrow_array::types::Float64Type>().value(r);
+            let t = crate::batch::float_text(v);
+            if v.is_finite() { t } else { json_string(&t) }
+        }
+        A::Int8 | A::Int16 | A::Int32 | A::Int64 | A::Decimal128(..) | A::Decimal64(..) => {
+            crate::batch::format_value(a, r).unwrap_or_default()
+        }
+        A::Timestamp(_, zone) => {
+            let t = crate::batch::format_value(a, r).unwrap_or_default();
+            let mut t = t.replacen(' ', "T", 1);
+            // PostgreSQL's JSON writes a zone's offset with its minutes.
+            if zone.is_some() && t.len() >= 3 && t.as_bytes()[t.len() - 3] != b':' {
+                t.push_str(":00");
+            }
+            json_string(&t)
+        }
+        A::List(_) => {
+            let list = a.as_list::<i32>().value(r);
+            let mut out = String::from("[");
+            for i in 0..list.len() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if list.is_null(i) {
+                    out.push_str("null");
+                } else {
+                    out.push_str(&json_value(list.as_ref(), i)?);
+                }
+            }
+            out.push(']');
+            out
+        }
+        A::Dictionary(_, v) => {
+            let plain = arrow_cast::cast(&a.slice(r, 1), v).map_err(ex)?;
+            json_value(plain.as_ref(), 0)?
+        }
+        _ => json_string(&crate::batch::format_value(a, r).unwrap_or_default()),
+    })
 }
 
 /// `s` as a JSON string, escaped as PostgreSQL escapes it.

@@ -467,7 +467,7 @@ impl Binder<'_> {
                 count(2, 2)?;
                 (vec![A::Int64, types[1].clone()], types[1].clone())
             }
-            Func::JsonBuildObject => {
+            Func::JsonBuildObject { .. } => {
                 if bound.len() % 2 != 0 {
                     return Err(crate::Error::Argument {
                         state: "22023",
@@ -477,7 +477,20 @@ impl Binder<'_> {
                         ),
                     });
                 }
-                (types.clone(), A::Utf8)
+                // A value that is itself a json_build_object is JSON,
+                // not text: written as it is.
+                let mut raw = 0u64;
+                for (i, b) in bound.iter().enumerate().skip(1).step_by(2).take(32) {
+                    if matches!(b, Expr::Call { func: Func::JsonBuildObject { .. }, .. }) {
+                        raw |= 1 << (i / 2);
+                    }
+                }
+                let args = bound;
+                return Ok(Expr::Call {
+                    func: Func::JsonBuildObject { raw },
+                    args,
+                    ty: A::Utf8,
+                });
             }
             Func::Greatest | Func::Least => {
                 count(1, usize::MAX)?;
@@ -643,7 +656,7 @@ fn func_of(name: &str) -> Option<Func> {
         "ltrim" => Func::Ltrim,
         "rtrim" => Func::Rtrim,
         "greatest" => Func::Greatest,
-        "json_build_object" => Func::JsonBuildObject,
+        "json_build_object" => Func::JsonBuildObject { raw: 0 },
         crate::query::plan::SINGLE_ROW => Func::SingleRow,
         "least" => Func::Least,
         "mod" => Func::Mod,

@@ -1126,11 +1126,21 @@ impl<'c> Binder<'c> {
                 e,
             ));
         }
-        let pattern = match pattern {
+        // A string literal, or an expression of literals (folded when
+        // bound: `'pg_' || '%'`, as SQLAlchemy writes a prefix).
+        let text = match pattern {
             ast::Expr::Value(v) => v.value.clone().into_string(),
-            _ => None,
-        }
-        .ok_or_else(|| unsupported("a LIKE pattern that is not a string literal", pattern))?;
+            _ => match self.bind(pattern, scope)? {
+                Expr::Literal(a) if a.data_type() == &A::Utf8 && a.is_valid(0) => {
+                    use arrow_array::cast::AsArray;
+                    Some(a.as_string::<i32>().value(0).to_string())
+                }
+                _ => None,
+            },
+        };
+        let pattern = text.ok_or_else(|| {
+            unsupported("a LIKE pattern that is not a constant string", pattern)
+        })?;
         // The pattern with its escape character as the default one
         // (backslash), a backslash then an ordinary character.
         let pattern = match escape {
@@ -1976,7 +1986,12 @@ fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
             (Expr::Literal(_), Expr::Literal(_))
         ),
         // A function of literals (a date a zone map can test:
-        // `d > current_date - 30`).
+        // `d > current_date - 30`); not json_build_object, which an outer
+        // one must see as JSON (folded, it would be text).
+        Expr::Call {
+            func: super::func::Func::JsonBuildObject { .. },
+            ..
+        } => false,
         Expr::Call { args, .. } => args.iter().all(|a| match a {
             Expr::Literal(_) => true,
             Expr::Neg(x) => matches!(**x, Expr::Literal(_)),

@@ -1225,6 +1225,17 @@ fn bind_collecting(
                 value = coerce(value, &vt, &A::Utf8);
                 vt = A::Utf8;
             }
+            // DISTINCT compares values: -0 and 0 are one (kept as 0;
+            // PostgreSQL keeps whichever it met first).
+            if distinct && vt == A::Float64 {
+                value = Expr::Binary {
+                    op: crate::query::expr::BinOp::Add,
+                    left: Box::new(value),
+                    right: Box::new(Expr::Literal(Arc::new(arrow_array::Float64Array::from(
+                        vec![0.0],
+                    )))),
+                };
+            }
             // SORT_ROW reads a dictionary's values.
             if let A::Dictionary(_, v) = &vt {
                 vt = v.as_ref().clone();

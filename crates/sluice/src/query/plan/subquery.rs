@@ -1096,8 +1096,9 @@ pub(crate) const SINGLE_ROW: &str = "__sluice_single_row";
 ///   column (NULL without a group, as an aggregate over no rows is but
 ///   `count`, read as 0 there);
 /// - else: `(SELECT r.k, <v's inner columns>, count(*) OVER (PARTITION BY
-///   r.k) … WHERE q(r))` joined the same way, `v` computed over the
-///   joined row; more than one row is PostgreSQL's error (21000), none
+///   r.k) … WHERE q(r) QUALIFY row_number() OVER (PARTITION BY r.k) = 1)`
+///   joined the same way, `v` computed over the joined row; more than one
+///   row is PostgreSQL's error (21000) where the value is read, none
 ///   NULL.
 ///
 /// Conditions reading the outer query must be equalities of an inner and
@@ -1392,23 +1393,37 @@ impl ListCtx<'_> {
                 reads_inner.push(String::new());
             }
             let n = col(keys.len() + reads_inner.len());
-            let mut count = call("count", Vec::new());
-            if let ast::Expr::Function(f) = &mut count {
-                f.args = ast::FunctionArguments::List(ast::FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)],
-                    clauses: Vec::new(),
-                });
-                f.over = Some(ast::WindowType::WindowSpec(ast::WindowSpec {
-                    window_name: None,
-                    partition_by: keys.iter().map(|(i, _)| keyed(i)).collect(),
-                    order_by: Vec::new(),
-                    window_frame: None,
-                }));
-            }
+            let per_key = |name: &str, star: bool| {
+                let mut f = call(name, Vec::new());
+                if let ast::Expr::Function(f) = &mut f {
+                    if star {
+                        f.args = ast::FunctionArguments::List(ast::FunctionArgumentList {
+                            duplicate_treatment: None,
+                            args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)],
+                            clauses: Vec::new(),
+                        });
+                    }
+                    f.over = Some(ast::WindowType::WindowSpec(ast::WindowSpec {
+                        window_name: None,
+                        partition_by: keys.iter().map(|(i, _)| keyed(i)).collect(),
+                        order_by: Vec::new(),
+                        window_frame: None,
+                    }));
+                }
+                f
+            };
             projection.push(ast::SelectItem::ExprWithAlias {
-                expr: count,
+                expr: per_key("count", true),
                 alias: ast::Ident::new(n.clone()),
+            });
+            // One row a key, so the join never repeats an outer row: the
+            // count says whether there were more, and the value, where it
+            // is read (not where a CASE or OR passes it by), is then the
+            // error.
+            derived.qualify = Some(ast::Expr::BinaryOp {
+                left: Box::new(per_key("row_number", false)),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(ast::Expr::value(ast::Value::Number("1".into(), false))),
             });
             result = call(SINGLE_ROW, vec![qualified(&name, &n), v]);
         }
