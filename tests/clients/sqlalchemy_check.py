@@ -79,5 +79,12 @@ for driver in drivers:
             sa.select(people.c.name).where(people.c.price > 0).order_by(people.c.id)
         ).scalars().all()
     assert got == ["ada", "o'k"], got
+    # LIMIT and OFFSET as bound parameters (psycopg 3 binds them on the
+    # server: LIMIT $1).
+    with engine.connect() as conn:
+        got = conn.execute(
+            sa.select(people.c.name).order_by(people.c.id).limit(1).offset(2)
+        ).scalars().all()
+    assert got == ["o'k"], got
     print(f"ok: SQLAlchemy Core over a reflected table ({driver})")
     engine.dispose()

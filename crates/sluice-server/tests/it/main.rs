@@ -1200,3 +1200,25 @@ async fn array_agg_results_are_postgresql_arrays_in_text_and_binary() {
         .unwrap();
     assert_eq!(row.get::<_, Option<Vec<Option<String>>>>(0), None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_and_offset_take_parameters() {
+    let dir = sample(1);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let st = c
+        .prepare_typed(
+            "SELECT id FROM people ORDER BY id LIMIT $1 OFFSET $2",
+            &[Type::INT8, Type::INT8],
+        )
+        .await
+        .unwrap();
+    let ids = |rows: Vec<tokio_postgres::Row>| {
+        rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(c.query(&st, &[&1i64, &1i64]).await.unwrap()), [2]);
+    assert_eq!(ids(c.query(&st, &[&5i64, &0i64]).await.unwrap()), [1, 2, 3]);
+    // LIMIT NULL: no limit, as in PostgreSQL.
+    let none: Option<i64> = None;
+    assert_eq!(ids(c.query(&st, &[&none, &2i64]).await.unwrap()), [3]);
+}

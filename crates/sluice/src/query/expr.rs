@@ -1858,7 +1858,10 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             let z = crate::zone::Zone::of(zone.as_deref());
             Arc::new(
                 a.as_primitive::<Date32Type>()
-                    .unary::<_, TimestampMicrosecondType>(|d| z.to_utc(d as i64 * 86_400_000_000))
+                    // Saturating: the slots under NULLs hold any value.
+                    .unary::<_, TimestampMicrosecondType>(|d| {
+                        z.to_utc((d as i64).saturating_mul(86_400_000_000))
+                    })
                     .with_timezone_opt(zone.clone()),
             )
         }

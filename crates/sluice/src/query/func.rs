@@ -474,7 +474,12 @@ fn single_row(args: &[ArrayRef]) -> Result<ArrayRef> {
 /// strings; an array as `[…]` of its elements, NULL ones `null`.
 fn json_value(a: &dyn arrow_array::Array, r: usize) -> Result<String> {
     Ok(match a.data_type() {
-        A::Boolean => (if a.as_boolean().value(r) { "true" } else { "false" }).to_string(),
+        A::Boolean => (if a.as_boolean().value(r) {
+            "true"
+        } else {
+            "false"
+        })
+        .to_string(),
         A::Float64 => {
             let v = a.as_primitive::<arrow_array::types::Float64Type>().value(r);
             let t = crate::batch::float_text(v);

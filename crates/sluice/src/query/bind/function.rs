@@ -481,7 +481,13 @@ impl Binder<'_> {
                 // not text: written as it is.
                 let mut raw = 0u64;
                 for (i, b) in bound.iter().enumerate().skip(1).step_by(2).take(32) {
-                    if matches!(b, Expr::Call { func: Func::JsonBuildObject { .. }, .. }) {
+                    if matches!(
+                        b,
+                        Expr::Call {
+                            func: Func::JsonBuildObject { .. },
+                            ..
+                        }
+                    ) {
                         raw |= 1 << (i / 2);
                     }
                 }

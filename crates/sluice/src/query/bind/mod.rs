@@ -1138,9 +1138,8 @@ impl<'c> Binder<'c> {
                 _ => None,
             },
         };
-        let pattern = text.ok_or_else(|| {
-            unsupported("a LIKE pattern that is not a constant string", pattern)
-        })?;
+        let pattern = text
+            .ok_or_else(|| unsupported("a LIKE pattern that is not a constant string", pattern))?;
         // The pattern with its escape character as the default one
         // (backslash), a backslash then an ordinary character.
         let pattern = match escape {

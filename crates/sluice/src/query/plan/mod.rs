@@ -796,18 +796,17 @@ fn limit_offset(q: &ast::Query, text: Text) -> Result<(Option<usize>, usize)> {
             }
             let limit = match limit {
                 None => None,
-                Some(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => None,
-                Some(e) => Some(count_literal(e, "LIMIT")?),
+                Some(e) => count_literal(e, "LIMIT")?,
             };
             let offset = match offset {
                 None => 0,
-                Some(o) => count_literal(&o.value, "OFFSET")?,
+                Some(o) => count_literal(&o.value, "OFFSET")?.unwrap_or(0),
             };
             (limit, offset)
         }
         Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
-            Some(count_literal(limit, "LIMIT")?),
-            count_literal(offset, "OFFSET")?,
+            count_literal(limit, "LIMIT")?,
+            count_literal(offset, "OFFSET")?.unwrap_or(0),
         ),
     })
 }
@@ -856,12 +855,39 @@ fn push_down(filter: &mut Option<Expr>, body: &mut Body, table_columns: usize) -
         .collect()
 }
 
-fn count_literal(e: &ast::Expr, what: &str) -> Result<usize> {
-    if let ast::Expr::Value(v) = e
-        && let ast::Value::Number(n, _) = &v.value
-        && let Ok(k) = n.parse::<usize>()
-    {
-        return Ok(k);
+/// A LIMIT's or OFFSET's count: a non-negative integer literal, possibly
+/// quoted or cast to an integer type (`CAST(3 AS BIGINT)`, as a bound
+/// parameter arrives); NULL (`None`) is no limit, as in PostgreSQL.
+fn count_literal(e: &ast::Expr, what: &str) -> Result<Option<usize>> {
+    let mut x = e;
+    loop {
+        match x {
+            ast::Expr::Nested(n) => x = n,
+            ast::Expr::Cast {
+                expr,
+                data_type:
+                    ast::DataType::Int(_)
+                    | ast::DataType::Integer(_)
+                    | ast::DataType::BigInt(_)
+                    | ast::DataType::SmallInt(_)
+                    | ast::DataType::Int2(_)
+                    | ast::DataType::Int4(_)
+                    | ast::DataType::Int8(_),
+                ..
+            } => x = expr,
+            _ => break,
+        }
+    }
+    if let ast::Expr::Value(v) = x {
+        match &v.value {
+            ast::Value::Null => return Ok(None),
+            ast::Value::Number(n, _) | ast::Value::SingleQuotedString(n) => {
+                if let Ok(k) = n.trim().parse::<usize>() {
+                    return Ok(Some(k));
+                }
+            }
+            _ => {}
+        }
     }
     Err(plan_err(
         format!("{what} must be a non-negative integer literal"),
