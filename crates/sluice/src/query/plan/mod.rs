@@ -1235,13 +1235,7 @@ fn bind_collecting(
             // DISTINCT compares values: -0 and 0 are one (as text they
             // are not).
             if distinct && vt == A::Float64 {
-                value = Expr::Binary {
-                    op: crate::query::expr::BinOp::Add,
-                    left: Box::new(value),
-                    right: Box::new(Expr::Literal(Arc::new(arrow_array::Float64Array::from(
-                        vec![0.0],
-                    )))),
-                };
+                value = plus_zero(value);
             }
             value = coerce(value, &vt, &A::Utf8);
             vt = A::Utf8;
@@ -1254,13 +1248,7 @@ fn bind_collecting(
             // DISTINCT compares values: -0 and 0 are one (kept as 0;
             // PostgreSQL keeps whichever it met first).
             if distinct && vt == A::Float64 {
-                value = Expr::Binary {
-                    op: crate::query::expr::BinOp::Add,
-                    left: Box::new(value),
-                    right: Box::new(Expr::Literal(Arc::new(arrow_array::Float64Array::from(
-                        vec![0.0],
-                    )))),
-                };
+                value = plus_zero(value);
             }
             // SORT_ROW reads a dictionary's values.
             if let A::Dictionary(_, v) = &vt {
@@ -1382,6 +1370,17 @@ fn bind_collecting(
             distinct,
         })),
     })
+}
+
+/// `e + 0.0`: a double with -0 made 0, so that DISTINCT sees one value.
+fn plus_zero(e: Expr) -> Expr {
+    Expr::Binary {
+        op: crate::query::expr::BinOp::Add,
+        left: Box::new(e),
+        right: Box::new(Expr::Literal(Arc::new(arrow_array::Float64Array::from(
+            vec![0.0],
+        )))),
+    }
 }
 
 /// The value of `e` when it reads no column (a constant, folded): one row.

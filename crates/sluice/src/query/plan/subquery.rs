@@ -842,20 +842,7 @@ impl Ctx<'_> {
         let mut local = local;
         local.extend(self.magic(&keys, &q, s));
         inner.selection = and_all(local);
-        // A constant inner side (`o.k = 3`) is a key too; in parentheses,
-        // so GROUP BY does not read it as a column position.
-        let keyed = |i: &ast::Expr| match i {
-            ast::Expr::Value(_) => ast::Expr::Nested(Box::new(i.clone())),
-            other => other.clone(),
-        };
-        let mut projection: Vec<ast::SelectItem> = keys
-            .iter()
-            .enumerate()
-            .map(|(k, (i, _))| ast::SelectItem::ExprWithAlias {
-                expr: keyed(i),
-                alias: ast::Ident::new(format!("c{k}")),
-            })
-            .collect();
+        let mut projection = key_items(&keys);
         projection.push(ast::SelectItem::ExprWithAlias {
             expr: value.clone(),
             alias: ast::Ident::new(format!("c{}", keys.len())),
@@ -868,15 +855,7 @@ impl Ctx<'_> {
             ..q.clone()
         };
         let (item, _) = self.add(&leaf, c)?;
-        let equalities: Vec<ast::Expr> = keys
-            .iter()
-            .enumerate()
-            .map(|(k, (_, o))| ast::Expr::BinaryOp {
-                left: Box::new(o.clone()),
-                op: ast::BinaryOperator::Eq,
-                right: Box::new(qualified(&name, &format!("c{k}"))),
-            })
-            .collect();
+        let equalities = key_equalities(&keys, &name);
         let mut v = qualified(&name, &format!("c{}", keys.len()));
         if bare_count {
             // Every outer row stays; one without inner rows counts 0.
@@ -885,25 +864,10 @@ impl Ctx<'_> {
                 item,
                 on: equalities,
             });
-            v = ast::Expr::Function(ast::Function {
-                name: ast::ObjectName::from(vec![ast::Ident::new("coalesce")]),
-                uses_odbc_syntax: false,
-                parameters: ast::FunctionArguments::None,
-                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v)),
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::value(
-                            ast::Value::Number("0".into(), false),
-                        ))),
-                    ],
-                    clauses: Vec::new(),
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: Vec::new(),
-            });
+            v = call(
+                "coalesce",
+                vec![v, ast::Expr::value(ast::Value::Number("0".into(), false))],
+            );
         } else {
             self.out.conds.extend(equalities);
         }
@@ -1060,6 +1024,40 @@ fn is_bare_count(e: &ast::Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// A correlated subquery's key, its inner side as a select item or a
+/// GROUP BY key: a constant (`o.k = 3`) in parentheses, so GROUP BY does
+/// not read it as a column position.
+fn keyed(i: &ast::Expr) -> ast::Expr {
+    match i {
+        ast::Expr::Value(_) => ast::Expr::Nested(Box::new(i.clone())),
+        other => other.clone(),
+    }
+}
+
+/// The keys' inner sides (of `(inner, outer)` pairs) selected as `c0`,
+/// `c1`, ….
+fn key_items(keys: &[(ast::Expr, ast::Expr)]) -> Vec<ast::SelectItem> {
+    keys.iter()
+        .enumerate()
+        .map(|(k, (i, _))| ast::SelectItem::ExprWithAlias {
+            expr: keyed(i),
+            alias: ast::Ident::new(format!("c{k}")),
+        })
+        .collect()
+}
+
+/// `outer = item.cK` for each key: the join of a subquery's item `name`.
+fn key_equalities(keys: &[(ast::Expr, ast::Expr)], name: &str) -> Vec<ast::Expr> {
+    keys.iter()
+        .enumerate()
+        .map(|(k, (_, o))| ast::Expr::BinaryOp {
+            left: Box::new(o.clone()),
+            op: ast::BinaryOperator::Eq,
+            right: Box::new(qualified(name, &format!("c{k}"))),
+        })
+        .collect()
 }
 
 /// A call of a function by name with `args`.
@@ -1301,18 +1299,7 @@ impl ListCtx<'_> {
         }
         let name = format!("__ss{}", self.joins.len() + 1);
         let col = |k: usize| format!("c{k}");
-        let keyed = |i: &ast::Expr| match i {
-            ast::Expr::Value(_) => ast::Expr::Nested(Box::new(i.clone())),
-            other => other.clone(),
-        };
-        let mut projection: Vec<ast::SelectItem> = keys
-            .iter()
-            .enumerate()
-            .map(|(k, (i, _))| ast::SelectItem::ExprWithAlias {
-                expr: keyed(i),
-                alias: ast::Ident::new(col(k)),
-            })
-            .collect();
+        let mut projection = key_items(&keys);
         let mut derived = s.clone();
         derived.selection = and_all(local);
         let result;
@@ -1428,15 +1415,7 @@ impl ListCtx<'_> {
             result = call(SINGLE_ROW, vec![qualified(&name, &n), v]);
         }
         derived.projection = projection;
-        let mut on: Vec<ast::Expr> = keys
-            .iter()
-            .enumerate()
-            .map(|(k, (_, o))| ast::Expr::BinaryOp {
-                left: Box::new(o.clone()),
-                op: ast::BinaryOperator::Eq,
-                right: Box::new(qualified(&name, &col(k))),
-            })
-            .collect();
+        let mut on = key_equalities(&keys, &name);
         on.extend(on_outer);
         let on = and_all(on).unwrap_or(ast::Expr::value(ast::Value::Boolean(true)));
         self.joins.push(ast::Join {
