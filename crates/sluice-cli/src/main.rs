@@ -86,6 +86,12 @@ enum Command {
         /// lines, by its extension: .parquet, .csv, .jsonl), atomically
         #[arg(long, short)]
         output: Option<std::path::PathBuf>,
+        /// The most memory the query's hash tables, aggregates, sorts and
+        /// result may hold (e.g. 512MiB, 4GiB; default: 80% of the
+        /// machine's memory); past it the query stops with an error
+        /// naming the operator
+        #[arg(long, value_name = "SIZE")]
+        memory_limit: Option<String>,
     },
     /// Write a table's rows: CSV on standard output, one file, or a
     /// Hive-partitioned dataset of Parquet, CSV or JSON-lines files
@@ -170,6 +176,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             format,
             timing,
             output,
+            memory_limit,
         } => commands::query::run(
             &cli.db,
             &sql,
@@ -177,6 +184,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             format,
             timing,
             output.as_deref(),
+            memory_limit.as_deref(),
         ),
         Command::Export(args) => commands::export::run(&cli.db, cli.threads, cli.quiet, args),
         Command::Get {

@@ -42,18 +42,7 @@ pub fn utc_time(secs: u64) -> String {
 }
 
 pub fn human_bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < units.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
+    sluice::query::memory::human_bytes(b)
 }
 
 pub fn human_count(n: u64) -> String {

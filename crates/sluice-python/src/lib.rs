@@ -28,6 +28,8 @@ pub use load::LoadSummary;
 pub struct Database {
     path: PathBuf,
     threads: Option<usize>,
+    /// Bytes one query may hold (see `sluice::query::memory`).
+    memory_limit: u64,
     /// The database as of its last commit, opened once and reopened
     /// when a commit changes the manifest.
     snap: Snapshots,
@@ -36,11 +38,36 @@ pub struct Database {
 #[pymethods]
 impl Database {
     #[new]
-    #[pyo3(signature = (path = None, threads = None))]
-    fn new(path: Option<PathBuf>, threads: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (path = None, threads = None, memory_limit = None))]
+    fn new(
+        path: Option<PathBuf>,
+        threads: Option<usize>,
+        memory_limit: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "threads must be at least 1 (or None: every usable core)",
+            ));
+        }
+        let memory_limit = match memory_limit {
+            None => sluice::query::memory::default_limit(),
+            Some(v) if v.is_none() => sluice::query::memory::default_limit(),
+            Some(v) => match v.extract::<u64>() {
+                Ok(n) => n,
+                Err(_) => match v.extract::<String>() {
+                    Ok(s) => sluice::load::parse_size(&s, "memory_limit")
+                        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?,
+                    Err(_) => {
+                        return Err(pyo3::exceptions::PyTypeError::new_err(
+                            "memory_limit takes a number of bytes or a size such as \"2GiB\"",
+                        ));
+                    }
+                },
+            },
+        };
+        if memory_limit == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "memory_limit must be more than 0 bytes",
             ));
         }
         let path = path.unwrap_or_else(|| PathBuf::from("sluice.db"));
@@ -48,7 +75,15 @@ impl Database {
             snap: Snapshots::new(&path),
             path,
             threads,
+            memory_limit,
         })
+    }
+
+    /// Bytes one query may hold (its hash tables, aggregates, sorts and
+    /// result); past it the query raises QueryError (sqlstate 53200).
+    #[getter]
+    fn memory_limit(&self) -> u64 {
+        self.memory_limit
     }
 
     /// The database directory.
@@ -78,6 +113,7 @@ impl Database {
         let opts = sluice::query::QueryOptions {
             threads,
             stop: Some(stop.clone()),
+            memory: Some(sluice::query::memory::Memory::new(self.memory_limit)),
             ..Default::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();

@@ -345,6 +345,29 @@ def test_query_errors_carry_sqlstate(typed):
     assert db.query("EXPLAIN SELECT count(*) FROM t").explain
 
 
+def test_memory_limit_stops_a_query_with_53200(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("k\n" + "".join(f"{i}\n" for i in range(50_000)))
+    sql = "SELECT count(*) FROM (SELECT k, count(*) FROM t GROUP BY k) x"
+    with sluice.connect(tmp_path / "db", memory_limit="256KiB") as db:
+        assert db.memory_limit == 256 << 10
+        db.load("t", csv, schema="k BIGINT", progress=False)
+        with pytest.raises(sluice.QueryError) as e:
+            db.query(sql)
+        assert e.value.sqlstate == "53200", str(e.value)
+        assert "hash aggregate" in str(e.value)
+    # In bytes, and the default: the same query answers.
+    r = sluice.connect(tmp_path / "db", memory_limit=1 << 30).query(sql)
+    assert r.num_rows == 1
+    if importlib.util.find_spec("pyarrow") is not None:
+        assert r.to_arrow().to_pylist() == [{"count(*)": 50_000}]
+    assert sluice.connect(tmp_path / "db").memory_limit > 0
+    with pytest.raises(ValueError, match="memory_limit"):
+        sluice.connect(tmp_path / "db", memory_limit="lots")
+    with pytest.raises(TypeError, match="memory_limit"):
+        sluice.connect(tmp_path / "db", memory_limit=[1])
+
+
 def test_a_duplicate_key_fails_the_load_and_keeps_the_table(typed):
     db, csv = typed
     with pytest.raises(sluice.LoadError, match="duplicate"):

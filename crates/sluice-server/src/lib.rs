@@ -213,6 +213,11 @@ pub struct Options {
     pub threads: Option<usize>,
     /// A query's time limit unless the session sets `statement_timeout`.
     pub statement_timeout: Option<Duration>,
+    /// The memory all queries running at once may hold together (hash
+    /// tables, aggregates, sorts, results; see `sluice::query::memory`);
+    /// a query that would pass it fails with SQLSTATE 53200. `None`: 80%
+    /// of the machine's memory.
+    pub memory_limit: Option<u64>,
     /// Fixed morsel size of scans (tests: many morsels, so a stop is seen
     /// soon); `None`: the engine's choice.
     pub morsel_rows: Option<usize>,
@@ -281,6 +286,7 @@ impl Options {
             queue: 1024,
             threads: None,
             statement_timeout: None,
+            memory_limit: None,
             morsel_rows: None,
             auth: auth::Auth::Trust,
             users: auth::Users::default(),
@@ -331,6 +337,8 @@ pub struct Engine {
     pub pinned: Vec<usize>,
     /// The users `--auth` checks.
     source: Arc<auth::Source>,
+    /// The memory the queries reserve from, all together.
+    pub memory: sluice::query::memory::Memory,
 }
 
 impl Engine {
@@ -365,6 +373,10 @@ impl Engine {
             )
             .unwrap_or_default(),
             source: Arc::new(auth::Source::new(opts.users.clone())?),
+            memory: sluice::query::memory::Memory::new(
+                opts.memory_limit
+                    .unwrap_or_else(sluice::query::memory::default_limit),
+            ),
             opts,
         })
     }
@@ -436,6 +448,7 @@ impl Engine {
                 &plan,
                 &QueryOptions {
                     threads: Some(1),
+                    memory: Some(self.memory.clone()),
                     ..Default::default()
                 },
             )?;
@@ -446,6 +459,7 @@ impl Engine {
         let mut guard = CancelOnDrop(Some(stop.clone()));
         let threads = self.opts.threads;
         let morsel_rows = self.opts.morsel_rows;
+        let memory = self.memory.clone();
         let work = {
             let stop = stop.clone();
             let long = self.long.clone();
@@ -482,6 +496,7 @@ impl Engine {
                             morsel_rows: Some(morsel_rows.unwrap_or(SCAN_MORSEL_ROWS)),
                             stop: Some(stop),
                             yield_between_morsels: true,
+                            memory: Some(memory),
                         },
                     );
                     // Counted as stopped before it stops counting as

@@ -109,6 +109,21 @@ pub enum Error {
     #[error("canceling statement due to {0}")]
     QueryCanceled(String),
 
+    /// A query's operator would hold more memory than the query memory
+    /// limit allows (SQLSTATE 53200, PostgreSQL's out of memory).
+    #[error(
+        "out of memory: {operator} needs {} more, and {} of the memory limit of {} is in use (raise it with --memory-limit, or memory_limit= in Python)",
+        crate::query::memory::human_bytes(*wanted),
+        crate::query::memory::human_bytes(*used),
+        crate::query::memory::human_bytes(*limit)
+    )]
+    MemoryLimit {
+        operator: &'static str,
+        wanted: u64,
+        used: u64,
+        limit: u64,
+    },
+
     /// The database is locked by another writer.
     #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Locked { path: PathBuf, pid: Option<u32> },
@@ -254,6 +269,7 @@ impl Error {
             Error::Argument { state, .. } => state,
             Error::Exec(_) => "22000",
             Error::QueryCanceled(_) | Error::Cancelled => "57014",
+            Error::MemoryLimit { .. } => "53200",
             Error::Parse { .. } | Error::Input { .. } => "22P02",
             Error::Schema(_) | Error::Config(_) => "22023",
             Error::Locked { .. } => "55006",

@@ -30,7 +30,12 @@ pub fn run(
     format: Option<Format>,
     timing: bool,
     output: Option<&Path>,
+    memory_limit: Option<&str>,
 ) -> Result<()> {
+    let memory = sluice::query::memory::Memory::new(match memory_limit {
+        Some(s) => crate::util::parse_size(s, "--memory-limit")?,
+        None => sluice::query::memory::default_limit(),
+    });
     // The file's format by its extension; .tsv is CSV split at tabs.
     let tsv = output
         .and_then(|p| p.extension())
@@ -66,7 +71,15 @@ pub fn run(
     // One query: each segment is let go (unmapped) once it is read.
     db.set_keep_segments(false);
     let start = Instant::now();
-    let result = sluice::query::query(&db, sql, threads)?;
+    let result = sluice::query::query_with(
+        &db,
+        sql,
+        &sluice::query::QueryOptions {
+            threads,
+            memory: Some(memory.clone()),
+            ..Default::default()
+        },
+    )?;
     let elapsed = start.elapsed();
     if let (Some(path), Some(format)) = (output, file_format) {
         if result.explain.is_some() {
@@ -113,7 +126,7 @@ pub fn run(
             .map(|b| format!(", peak RSS {:.1} MiB", b as f64 / (1u64 << 20) as f64))
             .unwrap_or_default();
         eprintln!(
-            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments{}{}{rss}",
+            "time: {:.3} s, {} result rows, scanned {} rows in {} morsels of {} rows on {} workers, {}/{} segments{}{}, peak query memory {}{rss}",
             elapsed.as_secs_f64(),
             rows,
             f.rows,
@@ -134,7 +147,8 @@ pub fn run(
                 format!(", {} morsels skipped by the limit", f.morsels_skipped)
             } else {
                 String::new()
-            }
+            },
+            crate::util::human_bytes(memory.peak())
         );
     }
     Ok(())

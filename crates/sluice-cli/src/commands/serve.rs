@@ -36,6 +36,12 @@ pub struct ServeArgs {
     /// SET statement_timeout overrides it
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub statement_timeout: Duration,
+    /// The most memory all running queries may hold together (hash
+    /// tables, aggregates, sorts, results; e.g. 8GiB; default: 80% of the
+    /// machine's memory); a query that would pass it fails with SQLSTATE
+    /// 53200 and the server serves the next
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
     /// Scans run at once (key lookups never wait for them; default: half
     /// the cores, at least 1)
     #[arg(long)]
@@ -140,6 +146,11 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
     opts.max_connections = args.max_connections;
     opts.statement_timeout = (!args.statement_timeout.is_zero()).then_some(args.statement_timeout);
     opts.scans_at_once = args.scans_at_once;
+    opts.memory_limit = args
+        .memory_limit
+        .as_deref()
+        .map(|s| crate::util::parse_size(s, "--memory-limit"))
+        .transpose()?;
     opts.queue = args.queue;
     opts.threads = threads;
     opts.pin_threads = !args.no_pin;

@@ -42,3 +42,48 @@ fn explain_prints_json_when_json_is_asked_for() {
     // A table stays text.
     assert_eq!(ok(&t.0, &["query", "--format", "table", sql]), text);
 }
+
+/// `--memory-limit`: a query that would pass it fails with a message
+/// naming the operator, the limit and the option (no panic); the same
+/// query answers under the default; a bad size is refused by name.
+#[test]
+fn memory_limit_refuses_with_the_operator_and_the_limit() {
+    let t = Tmp::new();
+    let mut csv = String::from("k,v\n");
+    for i in 0..100_000 {
+        csv.push_str(&format!("{i},{}\n", i % 3));
+    }
+    t.write("t.csv", csv.as_bytes());
+    ok(&t.0, &["load", "--schema", "k BIGINT, v INT", "t", "t.csv"]);
+    let sql = "SELECT count(*) FROM (SELECT k, count(*) FROM t GROUP BY k) x";
+    let err = fails(&t.0, &["query", "--memory-limit", "512KiB", sql]);
+    assert!(err.contains("out of memory: hash aggregate needs"), "{err}");
+    assert!(err.contains("memory limit of 512.0 KiB"), "{err}");
+    assert!(err.contains("--memory-limit"), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    assert_eq!(
+        ok(&t.0, &["query", "--format", "csv", sql]),
+        "count(*)\n100000\n"
+    );
+    // Enough, given: the peak is reported with --timing.
+    let out = sluice(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "1GiB",
+            "--timing",
+            "--format",
+            "csv",
+            sql,
+        ],
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("peak query memory"), "{stderr}");
+    let err = fails(&t.0, &["query", "--memory-limit", "lots", sql]);
+    assert!(err.contains("--memory-limit"), "{err}");
+}

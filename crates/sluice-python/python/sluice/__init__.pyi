@@ -107,11 +107,19 @@ def infer(data: Union[PathLike, Iterable[PathLike]], *, threads: Optional[int] =
 class Database:
     """A sluice database directory."""
 
-    def __init__(self, path: Optional[PathLike] = None, threads: Optional[int] = None) -> None: ...
+    def __init__(
+        self,
+        path: Optional[PathLike] = None,
+        threads: Optional[int] = None,
+        memory_limit: Union[int, str, None] = None,
+    ) -> None: ...
     @property
     def path(self) -> str: ...
     @property
     def threads(self) -> Optional[int]: ...
+    @property
+    def memory_limit(self) -> int:
+        """Bytes one query may hold (its hash tables, aggregates, sorts, result)."""
     def load(
         self,
         table: str,
@@ -139,5 +147,9 @@ class Database:
     def __enter__(self) -> "Database": ...
     def __exit__(self, *args: object) -> bool: ...
 
-def connect(path: PathLike = "sluice.db", threads: Optional[int] = None) -> Database:
+def connect(
+    path: PathLike = "sluice.db",
+    threads: Optional[int] = None,
+    memory_limit: Union[int, str, None] = None,
+) -> Database:
     """Opens the sluice database in directory path (created by the first load)."""

@@ -1222,3 +1222,36 @@ async fn limit_and_offset_take_parameters() {
     let none: Option<i64> = None;
     assert_eq!(ids(c.query(&st, &[&none, &2i64]).await.unwrap()), [3]);
 }
+
+/// A query past the server's memory limit fails with 53200 naming the
+/// operator; the session, the server and its pool go on as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_past_the_memory_limit_fails_and_the_server_goes_on() {
+    let dir = sample(200_000);
+    let srv = Server::start(&dir.0.join("db"), |o| {
+        o.memory_limit = Some(1 << 20);
+    });
+    let c = srv.client().await;
+    let other = srv.client().await;
+    for _ in 0..2 {
+        let e = c
+            .simple_query("SELECT k, count(*) FROM big GROUP BY k ORDER BY k")
+            .await
+            .unwrap_err();
+        assert_eq!(code(&e), "53200", "{e}");
+        let m = e.as_db_error().unwrap().message().to_string();
+        assert!(m.contains("hash aggregate") && m.contains("1.0 MiB"), "{m}");
+        // The same session, and another, are answered.
+        assert_eq!(
+            simple(&c, "SELECT count(*), sum(v) FROM big").await,
+            vec![vec![s("200000"), s("99900000")]]
+        );
+        assert_eq!(
+            simple(&other, "SELECT name FROM people WHERE id = 1").await,
+            vec![vec![s("ada")]]
+        );
+    }
+    // Every reservation was given back.
+    assert_eq!(srv.engine.memory.used(), 0);
+    assert!(srv.engine.memory.peak() <= 1 << 20);
+}

@@ -303,6 +303,10 @@ pub struct GroupTable {
     code_table: Vec<u32>,
     /// Groups by dictionary code, per pair of dictionaries.
     dict_tables: Vec<(DictIdent, Vec<u32>)>,
+    /// Bytes the accumulators hold beyond their per-group vectors: the
+    /// values of MIN/MAX, COUNT(DISTINCT) and the collecting aggregates
+    /// (an estimate kept as they are added; see [`GroupTable::bytes`]).
+    heap: usize,
 }
 
 /// Which pair of dictionaries a code table belongs to: their values
@@ -361,6 +365,15 @@ fn excluded(words: Option<&[u64]>, r: usize) -> bool {
 
 /// Up to this many groups, a linear scan over the keys beats hashing.
 const FEW_GROUPS: usize = 8;
+
+/// Bytes a boxed value takes beyond its own: the box's pointer and
+/// length, and the allocator's rounding.
+const BOX_BYTES: usize = 32;
+/// Bytes a hash set entry of a boxed value takes beyond the value.
+const SET_ENTRY_BYTES: usize = 48;
+/// Bytes a value of an integer set takes, at most (a bitmap's words
+/// per value, or a hash set's entry).
+const INT_SET_BYTES: usize = 32;
 
 impl GroupTable {
     pub fn new(key_types: &[A], calls: Arc<Vec<AggCall>>) -> Result<Self> {
@@ -431,6 +444,7 @@ impl GroupTable {
             cache: vec![(0, u32::MAX); CACHE_SLOTS],
             code_table: Vec::new(),
             dict_tables: Vec::new(),
+            heap: 0,
         };
         // Group 0 is a trash group for rows a selection vector excludes: it
         // is updated like any other and never output. Its empty key never
@@ -543,6 +557,48 @@ impl GroupTable {
     }
 
     /// Number of groups so far, the trash group included.
+    /// Bytes the table holds: its keys, its indexes and its
+    /// accumulators (capacities, not lengths). Costs a step per
+    /// aggregate, not per group.
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        let vec = |cap: usize, each: usize| cap * each;
+        // A hash map's entry and its control byte, at its capacity.
+        let map = |cap: usize, each: usize| cap * (each + 1);
+        let accs: usize = self
+            .accs
+            .iter()
+            .map(|a| match a {
+                Acc::Count(v) => vec(v.capacity(), 8),
+                Acc::SumInt(v, s) => vec(v.capacity(), 16) + s.capacity(),
+                Acc::SumFloat(v, s) => vec(v.capacity(), 8) + s.capacity(),
+                Acc::AvgInt(v, n, _) => vec(v.capacity(), 16) + vec(n.capacity(), 8),
+                Acc::AvgFloat(v, n) => vec(v.capacity(), 8) + vec(n.capacity(), 8),
+                Acc::MinMax(v, _) => vec(v.capacity(), 16),
+                Acc::Distinct(v) => vec(v.capacity(), size_of::<HashSet<Box<[u8]>>>()),
+                Acc::DistinctInt(v) => vec(v.capacity(), size_of::<IntSet>()),
+                Acc::Var(v) => vec(v.capacity(), size_of::<VarState>()),
+                Acc::Bool(v, _) => vec(v.capacity(), 2),
+                Acc::Collect(v) => vec(v.capacity(), 24),
+            })
+            .sum();
+        self.keys.bytes.capacity()
+            + vec(self.keys.ends.capacity(), 8)
+            + map(self.map.capacity(), 12)
+            + vec(self.chain.capacity(), 4)
+            + vec(self.packed.capacity(), 32)
+            + map(self.packed_map.capacity(), 20)
+            + vec(self.cache.capacity(), 32)
+            + vec(self.code_table.capacity(), 4)
+            + self
+                .dict_tables
+                .iter()
+                .map(|(_, t)| vec(t.capacity(), 4))
+                .sum::<usize>()
+            + accs
+            + self.heap
+    }
+
     pub fn groups(&self) -> usize {
         self.groups
     }
@@ -942,6 +998,9 @@ impl GroupTable {
                             }
                         };
                         if better {
+                            if slot.is_none() {
+                                self.heap += b.len() + BOX_BYTES;
+                            }
                             *slot = Some(b.into());
                         }
                     }
@@ -958,7 +1017,9 @@ impl GroupTable {
                         .map(|&g| g as usize);
                     match (single, a.data_type(), a.null_count()) {
                         (Some(g), A::Int64, 0) => {
-                            v[g].insert_i64s(a.as_primitive::<Int64Type>().values())
+                            let before = v[g].len();
+                            v[g].insert_i64s(a.as_primitive::<Int64Type>().values());
+                            self.heap += (v[g].len() - before) * INT_SET_BYTES;
                         }
                         (Some(g), A::Int32, 0) => {
                             let wide: Vec<i64> = a
@@ -967,11 +1028,20 @@ impl GroupTable {
                                 .iter()
                                 .map(|&x| x as i64)
                                 .collect();
-                            v[g].insert_i64s(&wide)
+                            let before = v[g].len();
+                            v[g].insert_i64s(&wide);
+                            self.heap += (v[g].len() - before) * INT_SET_BYTES;
                         }
-                        _ => for_each_i128(a, |r, x| {
-                            v[groups[r] as usize].insert(x);
-                        })?,
+                        _ => {
+                            let mut added = 0;
+                            for_each_i128(a, |r, x| {
+                                let set = &mut v[groups[r] as usize];
+                                let before = set.len();
+                                set.insert(x);
+                                added += set.len() - before;
+                            })?;
+                            self.heap += added * INT_SET_BYTES;
+                        }
                     }
                 }
                 Acc::Var(v) => {
@@ -1011,7 +1081,9 @@ impl GroupTable {
                     for (r, &g) in groups.iter().enumerate() {
                         // Not the trash group (rows a selection excluded).
                         if g != 0 && b.is_valid(r) {
-                            v[g as usize].push(b.value(r).into());
+                            let x = b.value(r);
+                            self.heap += x.len() + BOX_BYTES;
+                            v[g as usize].push(x.into());
                         }
                     }
                 }
@@ -1028,7 +1100,11 @@ impl GroupTable {
                         .map_err(exec_err)?;
                     for (r, &g) in groups.iter().enumerate() {
                         if a.is_valid(r) {
-                            v[g as usize].insert(rows_conv.row(r).as_ref().into());
+                            let x = rows_conv.row(r);
+                            let x = x.as_ref();
+                            if v[g as usize].insert(x.into()) {
+                                self.heap += x.len() + SET_ENTRY_BYTES;
+                            }
                         }
                     }
                 }
@@ -1145,7 +1221,11 @@ impl GroupTable {
 
     /// Merges another worker's partial table into this one.
     pub fn merge(&mut self, other: GroupTable) -> Result<()> {
-        let GroupTable { keys, accs, .. } = other;
+        let GroupTable {
+            keys, accs, heap, ..
+        } = other;
+        // Values both tables held are counted twice: an overestimate.
+        self.heap += heap;
         let map: Vec<u32> = if self.key_conv.is_none() {
             vec![0, 1]
         } else {

@@ -19,6 +19,7 @@ use super::agg::{AggFunc, AggInput, GroupTable};
 use super::expr::{Expr, canonical_doubles, eval_type, exec_err};
 use super::fused::{Fused, Scratch as FusedScratch};
 use super::intexpr::IntProgram;
+use super::memory::Reservation;
 use super::plan::{Body, Plan};
 use super::scan::{Done, Inputs};
 use crate::batch::StatRange;
@@ -339,6 +340,8 @@ pub fn execute(
             // `stored_threshold`): a row worse than it is in no worker's
             // first rows, so every worker skips batches by it.
             let threshold: Mutex<Option<i128>> = Mutex::new(None);
+            // The rows kept for the answer, counted as they are made.
+            let held = Mutex::new(opts.reserve("scan result", 0)?);
             // One worker (a key lookup, a small table): on this thread,
             // without starting one (a thread costs more than the rows).
             let work = || {
@@ -407,6 +410,9 @@ pub fn execute(
                         };
                         let out = project(&batch, exprs, &out_schema)?;
                         let Some(k) = top else {
+                            held.lock()
+                                .map_err(|_| Error::Internal("worker panicked".into()))?
+                                .grow(super::memory::batch_bytes(&out))?;
                             return Ok(Some(out));
                         };
                         let cand = with_positions(&out, i, rows.as_deref())?;
@@ -532,12 +538,14 @@ pub fn execute(
                         None => Fused::new(aggs, &fast),
                         Some(_) => None,
                     };
-                    let tables: Mutex<Vec<Result<GroupTable>>> = Mutex::new(Vec::new());
+                    let tables: Mutex<Vec<Result<(GroupTable, Reservation)>>> =
+                        Mutex::new(Vec::new());
                     std::thread::scope(|s| {
                         for _ in 0..workers.min(morsels.len()).max(1) {
                             spawn_worker(s, plan, || {
                                 let r = (|| {
                                     let mut table = GroupTable::new(&key_types, aggs.clone())?;
+                                    let mut mem = opts.reserve("hash aggregate", 0)?;
                                     // Buffers of the integer fast path, reused across morsels.
                                     let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
                                     let mut pool: Vec<Vec<i128>> = Vec::new();
@@ -551,6 +559,8 @@ pub fn execute(
                                             break;
                                         };
                                         let _done = Done::new(&inputs, m);
+                                        // The table as the last morsel left it.
+                                        mem.resize(table.bytes() as u64)?;
                                         let len = m.len;
                                         // Dictionary-encoded TEXT stays encoded only
                                         // where it is a bare group key.
@@ -679,7 +689,8 @@ pub fn execute(
                                             }
                                         }
                                     }
-                                    Ok(table)
+                                    mem.resize(table.bytes() as u64)?;
+                                    Ok((table, mem))
                                 })();
                                 if r.is_err() {
                                     next.store(usize::MAX / 2, Ordering::Relaxed);
@@ -694,12 +705,17 @@ pub fn execute(
                         .into_inner()
                         .map_err(|_| Error::Internal("worker panicked".into()))?
                         .into_iter();
-                    let mut fin = match tables.next() {
+                    let (mut fin, mut mem) = match tables.next() {
                         Some(t) => t?,
-                        None => GroupTable::new(&key_types, aggs.clone())?,
+                        None => (
+                            GroupTable::new(&key_types, aggs.clone())?,
+                            opts.reserve("hash aggregate", 0)?,
+                        ),
                     };
                     for t in tables {
-                        fin.merge(t?)?;
+                        let (t, _theirs) = t?;
+                        fin.merge(t)?;
+                        mem.resize(fin.bytes() as u64)?;
                     }
                     match sets {
                         None => fin.finish()?,
@@ -742,7 +758,7 @@ pub fn execute(
     if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
         return Err(e);
     }
-    let out = sort_and_limit(out, plan)?;
+    let out = sort_and_limit(out, plan, opts)?;
     Ok((vec![out], facts))
 }
 
@@ -1333,9 +1349,18 @@ fn sort_columns(batch: &RecordBatch, plan: &Plan) -> Vec<SortColumn> {
         .collect()
 }
 
-fn sort_and_limit(batch: RecordBatch, plan: &Plan) -> Result<RecordBatch> {
+fn sort_and_limit(
+    batch: RecordBatch,
+    plan: &Plan,
+    opts: &super::QueryOptions,
+) -> Result<RecordBatch> {
     let mut batch = batch;
+    // The rows to answer with, and while they are sorted, their sorted
+    // copy and its row numbers.
+    let rows = super::memory::batch_bytes(&batch);
+    let _mem = opts.reserve("query result", rows)?;
     if !plan.order.is_empty() && batch.num_rows() > 1 {
+        let _sort = opts.reserve("sort", rows + 4 * batch.num_rows() as u64)?;
         let cols = sort_columns(&batch, plan);
         let fetch = plan.limit.map(|l| l.saturating_add(plan.offset));
         let idx = lexsort_to_indices(&cols, fetch).map_err(exec_err)?;

@@ -21,6 +21,7 @@ use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType as A, Field, Schema};
 
 use super::expr::{Expr, exec_err};
+use super::memory::Reservation;
 use crate::error::{Error, Result};
 
 type Hasher = foldhash::fast::FixedState;
@@ -47,6 +48,9 @@ enum Index {
     All,
 }
 
+/// Pairs a probe makes between two counts of their bytes.
+const PAIRS_CHECKED: usize = 1 << 16;
+
 /// The build side of a hash join.
 pub struct HashTable {
     /// Every build row, all its columns (one batch).
@@ -61,6 +65,8 @@ pub struct HashTable {
     pub null_keys: usize,
     /// Per row, whether its key has no NULL (`None`: none has one).
     valid: Option<Vec<bool>>,
+    /// The bytes it holds, counted in the query's memory while it lives.
+    pub(crate) mem: Option<crate::query::memory::Reservation>,
 }
 
 /// Whether a key type is hashed as an `i64`.
@@ -171,6 +177,7 @@ impl HashTable {
                 distinct: 1,
                 null_keys: 0,
                 valid: None,
+                mem: None,
             });
         }
         let valid = valid_rows(keys, n);
@@ -231,7 +238,37 @@ impl HashTable {
             distinct,
             null_keys,
             valid,
+            mem: None,
         })
+    }
+
+    /// Bytes the table holds: its rows, its keys and its index.
+    pub fn bytes(&self) -> usize {
+        // A hash map's entry and its control byte, at its capacity.
+        let index = match &self.index {
+            Index::Int { heads, next } => heads.capacity() * 13 + next.capacity() * 4,
+            Index::Rows {
+                rows, heads, next, ..
+            } => rows.size() + heads.capacity() * 13 + next.capacity() * 4,
+            Index::All => 0,
+        };
+        crate::query::memory::batch_bytes(&self.batch) as usize
+            + index
+            + self.valid.as_ref().map_or(0, |v| v.capacity())
+    }
+
+    /// Bytes of a joined row of `probe_batch`'s and this table's, on
+    /// average.
+    pub fn pair_bytes(&self, probe_batch: &RecordBatch) -> u64 {
+        let per =
+            |b: &RecordBatch| crate::query::memory::batch_bytes(b) / (b.num_rows().max(1) as u64);
+        per(probe_batch) + per(&self.batch)
+    }
+
+    /// Bytes a table of `rows` rows of `row_bytes` takes, about, before
+    /// it is built: its rows, and an index of one integer key.
+    pub fn estimate(rows: usize, row_bytes: u64) -> u64 {
+        row_bytes + rows as u64 * (4 + 2 * 13)
     }
 
     /// Per build row: whether its key has no NULL.
@@ -252,16 +289,29 @@ impl HashTable {
 
     /// Every (probe row, build row) pair of `n` probe rows whose keys
     /// (cast to [`HashTable::key_types`]) are equal, appended to
-    /// `probe` and `build`, probe rows in order.
+    /// `probe` and `build`, probe rows in order. The pairs' bytes are
+    /// held in `scratch` as they grow (a key that matches many rows many
+    /// times fails at the memory limit, not in the allocator).
     pub fn matches(
         &self,
         keys: &[ArrayRef],
         n: usize,
         probe: &mut Vec<u32>,
         build: &mut Vec<u32>,
+        scratch: &mut Reservation,
     ) -> Result<()> {
         let valid = valid_rows(keys, n);
         let ok = |r: usize| valid.as_ref().is_none_or(|v| v[r]);
+        // The pairs' bytes are counted each time another PAIRS_CHECKED
+        // pairs are made, after a probe row's chain.
+        let mut next_check = PAIRS_CHECKED;
+        let mut check = |pairs: usize| -> Result<()> {
+            if pairs >= next_check {
+                scratch.resize(pairs as u64 * 8)?;
+                next_check = pairs + PAIRS_CHECKED;
+            }
+            Ok(())
+        };
         match &self.index {
             Index::All => {
                 for p in 0..n {
@@ -269,6 +319,7 @@ impl HashTable {
                         probe.push(p as u32);
                         build.push(b as u32);
                     }
+                    check(probe.len())?;
                 }
             }
             Index::Int { heads, next } => {
@@ -284,6 +335,7 @@ impl HashTable {
                         build.push(b);
                         b = next[b as usize];
                     }
+                    check(probe.len())?;
                 }
             }
             Index::Rows {
@@ -306,6 +358,7 @@ impl HashTable {
                         }
                         b = next[b as usize];
                     }
+                    check(probe.len())?;
                 }
             }
         }
@@ -324,10 +377,13 @@ impl HashTable {
         residual: Option<&Expr>,
         keep_probe: bool,
         matched: Option<&mut [bool]>,
+        scratch: &mut Reservation,
     ) -> Result<RecordBatch> {
         let n = probe_batch.num_rows();
         let (mut p, mut b) = (Vec::new(), Vec::new());
-        self.matches(keys, n, &mut p, &mut b)?;
+        self.matches(keys, n, &mut p, &mut b, scratch)?;
+        // The joined rows, counted before they are made.
+        scratch.grow(self.pair_bytes(probe_batch) * p.len() as u64)?;
         let mut joined = assemble(probe_batch, &self.batch, &p, &b)?;
         if let Some(r) = residual {
             let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
@@ -375,8 +431,9 @@ impl HashTable {
         keys: &[ArrayRef],
         residual: Option<&Expr>,
         anti: bool,
+        scratch: &mut Reservation,
     ) -> Result<RecordBatch> {
-        let hit = self.hits(probe_batch, keys, residual)?;
+        let hit = self.hits(probe_batch, keys, residual, scratch)?;
         let mask = BooleanArray::from(hit.iter().map(|h| *h != anti).collect::<Vec<bool>>());
         arrow_select::filter::filter_record_batch(probe_batch, &mask).map_err(exec_err)
     }
@@ -388,6 +445,7 @@ impl HashTable {
         probe_batch: &RecordBatch,
         keys: &[ArrayRef],
         residual: Option<&Expr>,
+        scratch: &mut Reservation,
     ) -> Result<Vec<bool>> {
         let n = probe_batch.num_rows();
         let mut hit = vec![false; n];
@@ -403,10 +461,11 @@ impl HashTable {
             }
             _ => {
                 let (mut p, mut b) = (Vec::new(), Vec::new());
-                self.matches(keys, n, &mut p, &mut b)?;
+                self.matches(keys, n, &mut p, &mut b, scratch)?;
                 let keep: Vec<bool> = match residual {
                     None => vec![true; p.len()],
                     Some(r) => {
+                        scratch.grow(self.pair_bytes(probe_batch) * p.len() as u64)?;
                         let joined = assemble(probe_batch, &self.batch, &p, &b)?;
                         let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
                         truth(&mask)?.values().iter().collect()
@@ -523,6 +582,12 @@ fn assemble_outer(probe: &RecordBatch, build: &RecordBatch, p: &[u32]) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scratch() -> Reservation {
+        crate::query::memory::Memory::new(u64::MAX)
+            .reserve("test", 0)
+            .unwrap()
+    }
     use arrow_array::{Int32Array, Int64Array, StringArray};
 
     fn batch(cols: Vec<ArrayRef>) -> RecordBatch {
@@ -536,7 +601,7 @@ mod tests {
 
     fn pairs(t: &HashTable, keys: &[ArrayRef], n: usize) -> Vec<(u32, u32)> {
         let (mut p, mut b) = (Vec::new(), Vec::new());
-        t.matches(keys, n, &mut p, &mut b).unwrap();
+        t.matches(keys, n, &mut p, &mut b, &mut scratch()).unwrap();
         let mut v: Vec<(u32, u32)> = p.into_iter().zip(b).collect();
         v.sort();
         v
@@ -599,7 +664,7 @@ mod tests {
         let pb = batch(vec![pk.clone()]);
         let mut matched = vec![false; 2];
         let out = t
-            .join_batch(&pb, &[pk], None, true, Some(&mut matched))
+            .join_batch(&pb, &[pk], None, true, Some(&mut matched), &mut scratch())
             .unwrap();
         assert_eq!(out.num_rows(), 3);
         assert_eq!(out.column(2).null_count(), 2);

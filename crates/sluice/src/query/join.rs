@@ -23,6 +23,7 @@ use super::QueryOptions;
 use super::exec::ScanFacts;
 use super::expr::{BinOp, Expr, exec_err};
 use super::hash_join::{HashTable, eval_keys, joined_schema};
+use super::memory::Reservation;
 use super::plan::common_type;
 use super::plan::from::{Conjunct, JoinGroup, JoinKind};
 use crate::error::{Error, Result};
@@ -41,6 +42,8 @@ struct Rel {
     cols: Vec<usize>,
     items: u64,
     rows: usize,
+    /// Its rows' bytes, counted in the query's memory (see [`Rel::counted`]).
+    mem: Option<Reservation>,
 }
 
 impl Rel {
@@ -73,7 +76,19 @@ impl Rel {
             cols,
             items: self.items | other.items,
             rows: 0,
+            mem: None,
         }
+    }
+
+    /// This relation with its rows' bytes counted in the query's memory
+    /// (they are given back when it is dropped).
+    fn counted(mut self, opts: &QueryOptions) -> Result<Rel> {
+        let bytes = super::memory::batches_bytes(&self.batches);
+        match &mut self.mem {
+            Some(m) => m.resize(bytes)?,
+            None => self.mem = Some(opts.reserve("join (rows joined so far)", bytes)?),
+        }
+        Ok(self)
     }
 
     /// Each of `exprs` (over global columns) over this relation's columns.
@@ -87,10 +102,18 @@ impl Rel {
         &self,
         keys: impl IntoIterator<Item = &'e Expr>,
         types: Vec<A>,
+        opts: &QueryOptions,
     ) -> Result<HashTable> {
+        // Reserved before it is built (the rows copied into one batch
+        // and the index), then set to what it holds.
+        let bytes = super::memory::batches_bytes(&self.batches);
+        let mut mem = opts.reserve("hash join build", HashTable::estimate(self.rows, bytes))?;
         let batch = self.one_batch()?;
         let arrays = eval_keys(&self.locals(keys)?, &batch, Some(&types))?;
-        HashTable::build(batch, &arrays, types)
+        let mut t = HashTable::build(batch, &arrays, types)?;
+        mem.resize(t.bytes() as u64)?;
+        t.mem = Some(mem);
+        Ok(t)
     }
 
     /// A relation of `parts` (those with rows; one empty batch of
@@ -109,6 +132,7 @@ impl Rel {
             cols,
             items,
             rows,
+            mem: None,
         }
     }
 
@@ -226,7 +250,7 @@ fn filter(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<
         let mask = super::hash_join::truth(&mask)?;
         arrow_select::filter::filter_record_batch(&b, &mask).map_err(exec_err)
     })?;
-    Ok(Rel::of(parts, schema, rel.cols, rel.items))
+    Rel::of(parts, schema, rel.cols, rel.items).counted(opts)
 }
 
 /// The keys of joining `probe` (the items `have`) with leaf `r`: per
@@ -288,7 +312,9 @@ pub fn run(
             cols: leaf.columns.clone(),
             items: 1 << i,
             rows,
-        };
+            mem: None,
+        }
+        .counted(opts)?;
         if let Some(f) = &leaf.filter {
             // Over the leaf's own columns: positions are global - offset.
             let mut global = f.clone();
@@ -392,7 +418,7 @@ pub fn run(
             let build_side = leaves[d]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            let table = build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g))?;
+            let table = build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g), opts)?;
             let probe_keys = probe_side.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
@@ -490,7 +516,7 @@ pub fn run(
             if keys.is_empty() {
                 continue;
             }
-            let table = table_for(&mut built, &leaves, r, &keys, g)?;
+            let table = table_for(&mut built, &leaves, r, &keys, g, opts)?;
             let fan = table.rows() as f64 / table.distinct.max(1) as f64;
             let items: Vec<u64> = leaves
                 .iter()
@@ -511,7 +537,7 @@ pub fn run(
             }
         }
         if let Some(Choice { leaf: r, keys, .. }) = best {
-            let table = table_for(&mut built, &leaves, r, &keys, g)?;
+            let table = table_for(&mut built, &leaves, r, &keys, g, opts)?;
             let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
@@ -560,7 +586,7 @@ pub fn run(
             .iter()
             .min_by_key(|&&r| leaves[r].as_ref().map_or(0, |x| x.rows))
         {
-            let table = table_for(&mut built, &leaves, r, &[], g)?;
+            let table = table_for(&mut built, &leaves, r, &[], g, opts)?;
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
@@ -695,7 +721,7 @@ fn run_step(
             opts,
         );
     }
-    let table = table_for(built, leaves, st.leaf, &keys, g)?;
+    let table = table_for(built, leaves, st.leaf, &keys, g, opts)?;
     let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
     let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
     let rest = and_all(
@@ -757,6 +783,7 @@ fn table_for(
     r: usize,
     keys: &[(Expr, Expr, usize)],
     g: &JoinGroup,
+    opts: &QueryOptions,
 ) -> Result<Arc<HashTable>> {
     let id: Vec<usize> = keys.iter().map(|k| k.2).collect();
     // (An outer join's keys are numbered among its ON's conjuncts; its
@@ -768,7 +795,7 @@ fn table_for(
     let rel = leaves[r]
         .as_ref()
         .ok_or_else(|| Error::Internal("join: leaf already joined".into()))?;
-    let t = Arc::new(rel.hashed(keys.iter().map(|k| &k.1), key_types(keys, g))?);
+    let t = Arc::new(rel.hashed(keys.iter().map(|k| &k.1), key_types(keys, g), opts)?);
     built.insert(memo, t.clone());
     Ok(t)
 }
@@ -787,7 +814,7 @@ fn semi_by_probing_the_other_side(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g))?;
+    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), opts)?;
     let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     // Pairs are checked over s's columns, then right's (as `semi` does).
     let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
@@ -797,7 +824,8 @@ fn semi_by_probing_the_other_side(
         let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
         let null_key = k.iter().any(|a| a.null_count() > 0);
         let (mut p, mut m) = (Vec::new(), Vec::new());
-        table.matches(&k, b.num_rows(), &mut p, &mut m)?;
+        let mut scratch = opts.reserve("hash join probe", 0)?;
+        table.matches(&k, b.num_rows(), &mut p, &mut m, &mut scratch)?;
         let mut hit = vec![false; n];
         match &residual {
             None => m.iter().for_each(|&x| hit[x as usize] = true),
@@ -835,12 +863,14 @@ fn semi_by_probing_the_other_side(
     };
     let mask = arrow_array::BooleanArray::from(keep);
     let kept = arrow_select::filter::filter_record_batch(&table.batch, &mask).map_err(exec_err)?;
-    Ok(Rel {
+    Rel {
         rows: kept.num_rows(),
         batches: vec![kept],
         cols: s.cols,
         items: s.items,
-    })
+        mem: None,
+    }
+    .counted(opts)
 }
 
 /// A LEFT join whose right side has more rows: `s`'s rows hashed and
@@ -855,7 +885,7 @@ fn left_by_probing_the_other_side(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g))?;
+    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), opts)?;
     let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     let out = right.beside(&s);
     let residual = residual.map(|r| out.local(r)).transpose()?;
@@ -863,18 +893,30 @@ fn left_by_probing_the_other_side(
     let results = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
         let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
         let mut matched = vec![false; n];
-        let j = table.join_batch(&b, &k, residual.as_ref(), false, Some(&mut matched))?;
-        Ok((j, matched))
+        let mut scratch = opts.reserve("hash join probe", 0)?;
+        let j = table.join_batch(
+            &b,
+            &k,
+            residual.as_ref(),
+            false,
+            Some(&mut matched),
+            &mut scratch,
+        )?;
+        // The joined rows stay counted until the step's rows are.
+        scratch.resize(super::memory::batch_bytes(&j))?;
+        Ok((j, matched, scratch))
     })?;
     let mut batches = Vec::with_capacity(results.len() + 1);
     let mut matched = vec![false; n];
-    for (b, m) in results {
+    let mut held = Vec::with_capacity(results.len());
+    for (b, m, h) in results {
         for (x, y) in matched.iter_mut().zip(m) {
             *x |= y;
         }
         if b.num_rows() > 0 {
             batches.push(b);
         }
+        held.push(h);
     }
     let their_schema = right
         .batches
@@ -886,11 +928,14 @@ fn left_by_probing_the_other_side(
         batches.push(rest);
     }
     let rows = batches.iter().map(|b| b.num_rows()).sum();
-    Ok(Rel {
+    let rel = Rel {
         batches,
         rows,
         ..out
-    })
+    };
+    // The tasks' counts give way to the step's.
+    drop(held);
+    rel.counted(opts)
 }
 
 /// The types two sides' keys are compared as.
@@ -940,7 +985,8 @@ fn semi(
     let empty = table.rows() == 0;
     let parts = parallel(slices(&s.batches, per_task), workers, opts, |b| {
         let k = eval_keys(keys, &b, Some(table.key_types()))?;
-        let out = table.semi_batch(&b, &k, residual.as_ref(), anti)?;
+        let mut scratch = opts.reserve("hash join probe", 0)?;
+        let out = table.semi_batch(&b, &k, residual.as_ref(), anti, &mut scratch)?;
         if kind != JoinKind::AntiNull || empty {
             return Ok(out);
         }
@@ -958,7 +1004,7 @@ fn semi(
         let mask = arrow_array::BooleanArray::from(keep);
         arrow_select::filter::filter_record_batch(&out, &mask).map_err(exec_err)
     })?;
-    Ok(Rel::of(parts, schema, s.cols, s.items))
+    Rel::of(parts, schema, s.cols, s.items).counted(opts)
 }
 
 /// Every row of `s` with one more column, global column `col`: whether
@@ -990,7 +1036,8 @@ fn mark(
     let out_schema = schema.clone();
     let parts = parallel(slices(&s.batches, per_task), workers, opts, |b| {
         let k = eval_keys(keys, &b, Some(table.key_types()))?;
-        let hit = table.hits(&b, &k, residual.as_ref())?;
+        let mut scratch = opts.reserve("hash join probe", 0)?;
+        let hit = table.hits(&b, &k, residual.as_ref(), &mut scratch)?;
         let mut cols = b.columns().to_vec();
         cols.push(Arc::new(arrow_array::BooleanArray::from(hit)));
         let schema = out_schema
@@ -1000,7 +1047,7 @@ fn mark(
     })?;
     let mut cols = s.cols;
     cols.push(col);
-    Ok(Rel::of(parts, schema, cols, s.items | (1u64 << leaf)))
+    Rel::of(parts, schema, cols, s.items | (1u64 << leaf)).counted(opts)
 }
 
 /// Joins `s` (probe) with `right` (the rows in `table`).
@@ -1033,24 +1080,30 @@ fn probe(
         } else {
             Vec::new()
         };
+        let mut scratch = opts.reserve("hash join probe", 0)?;
         let j = table.join_batch(
             &b,
             &k,
             residual.as_ref(),
             keep,
             full.then_some(matched.as_mut_slice()),
+            &mut scratch,
         )?;
-        Ok((j, matched))
+        // The joined rows stay counted until the step's rows are.
+        scratch.resize(super::memory::batch_bytes(&j))?;
+        Ok((j, matched, scratch))
     })?;
     let mut batches = Vec::with_capacity(results.len() + 1);
     let mut matched = vec![false; if full { build_rows } else { 0 }];
-    for (b, m) in results {
+    let mut held = Vec::with_capacity(results.len());
+    for (b, m, h) in results {
         for (x, y) in matched.iter_mut().zip(m) {
             *x |= y;
         }
         if b.num_rows() > 0 {
             batches.push(b);
         }
+        held.push(h);
     }
     let ps =
         probe_schema.ok_or_else(|| Error::Internal("join: probe side without schema".into()))?;
@@ -1067,9 +1120,12 @@ fn probe(
         )));
     }
     let rows = batches.iter().map(|b| b.num_rows()).sum();
-    Ok(Rel {
+    let rel = Rel {
         rows,
         batches,
         ..out
-    })
+    };
+    // The tasks' counts give way to the step's.
+    drop(held);
+    rel.counted(opts)
 }

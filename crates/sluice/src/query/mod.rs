@@ -29,6 +29,7 @@ pub mod intexpr;
 pub mod intset;
 pub mod join;
 pub mod like;
+pub mod memory;
 pub mod optimize;
 pub mod plan;
 pub mod point;
@@ -103,6 +104,27 @@ pub struct QueryOptions {
     /// then holds a CPU one morsel at a time, not a whole time slice.
     /// Where nothing else wants the CPU the yield returns at once.
     pub yield_between_morsels: bool,
+    /// The pool the query's operators reserve memory from (see
+    /// [`memory`]); `None`: a pool of its own with the default limit.
+    /// Give several queries one pool to bound them together (`sluice
+    /// serve`).
+    pub memory: Option<memory::Memory>,
+}
+
+impl QueryOptions {
+    /// Reserves `bytes` for `operator` from the query's pool.
+    pub(crate) fn reserve(
+        &self,
+        operator: &'static str,
+        bytes: u64,
+    ) -> Result<memory::Reservation> {
+        match &self.memory {
+            Some(m) => m.reserve(operator, bytes),
+            None => Err(Error::Internal(
+                "a query ran without its memory pool".into(),
+            )),
+        }
+    }
 }
 
 /// A flag that asks a running query to stop, and says why.
@@ -168,6 +190,18 @@ pub(crate) fn on_own_stack<T: Send>(
 
 /// Runs a planned query (see [`plan::plan_sql`]).
 pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
+    // Every operator counts its memory in one pool: the caller's, or one
+    // of the default limit for this query.
+    let own;
+    let opts = if opts.memory.is_none() {
+        own = QueryOptions {
+            memory: Some(memory::Memory::with_default_limit()),
+            ..opts.clone()
+        };
+        &own
+    } else {
+        opts
+    };
     // A plan of the catalog's tables reads the catalog's database.
     let db = p.catalog.as_ref().map_or(db, |c| c.db());
     // A plan whose expressions nest deep runs on a thread with room for

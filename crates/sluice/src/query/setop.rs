@@ -70,10 +70,14 @@ fn row_keys(conv: &RowConverter, b: &RecordBatch) -> Result<arrow_row::Rows> {
 /// Runs a set operation; its rows in one batch.
 pub fn run(db: &Database, s: &SetOp, opts: &QueryOptions) -> Result<Vec<RecordBatch>> {
     let left = side(db, &s.left, &s.types, opts)?;
+    let mut mem = opts.reserve("set operation", super::memory::batch_bytes(&left))?;
     let right = match &s.right {
         Some(r) => Some(side(db, r, &s.types, opts)?),
         None => None,
     };
+    if let Some(r) = &right {
+        mem.grow(super::memory::batch_bytes(r))?;
+    }
     if s.kind == SetKind::Union && s.all {
         return Ok(match right {
             Some(r) => vec![left, r],
@@ -82,11 +86,17 @@ pub fn run(db: &Database, s: &SetOp, opts: &QueryOptions) -> Result<Vec<RecordBa
     }
     let conv = RowConverter::new(s.types.iter().map(|t| SortField::new(t.clone())).collect())
         .map_err(exec_err)?;
+    // Each row's key in the row format, and an entry a row in the
+    // hash maps below (a key's slice and its count, and a control byte).
     let lk = row_keys(&conv, &left)?;
+    mem.grow((lk.size() + left.num_rows() * 25) as u64)?;
     let rk = match &right {
         Some(r) => Some(row_keys(&conv, r)?),
         None => None,
     };
+    if let (Some(rk), Some(r)) = (&rk, &right) {
+        mem.grow((rk.size() + r.num_rows() * 25) as u64)?;
+    }
     // Rows of the right side, counted.
     let mut theirs: HashMap<&[u8], usize> = HashMap::new();
     if let Some(rk) = &rk

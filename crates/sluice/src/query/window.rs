@@ -49,7 +49,13 @@ pub fn run(
         Some(b) => b.schema(),
         None => super::exec::result_schema(&inner),
     };
+    // The rows in one batch, a sorted copy of them, and each call's
+    // values.
+    let rows = super::memory::batches_bytes(&batches);
+    let mut mem = opts.reserve("window", rows)?;
     let batch = arrow_select::concat::concat_batches(&schema, &batches).map_err(exec_err)?;
+    drop(batches);
+    mem.grow(rows + 24 * batch.num_rows() as u64 * (1 + w.calls.len() as u64))?;
     let workers = crate::exec::worker_count(opts.threads);
     // A sort's rows are shared among the workers when each gets a few
     // morsels' worth (with the default morsels: `PARALLEL_ROWS`).

@@ -19,6 +19,7 @@ mod keyed;
 mod keys;
 mod load;
 mod load_fuzz;
+mod memory_limit;
 mod parallel;
 mod point;
 mod regression_corpus;

@@ -1,0 +1,186 @@
+//! A query past its memory limit fails with the error of the operator
+//! that would pass it (SQLSTATE 53200, naming the operator and the
+//! limit), gives back every byte it reserved, and leaves the database as
+//! it was; the same query under a limit it fits answers as before.
+
+use sluice::query::memory::Memory;
+use sluice::query::{QueryOptions, query_with};
+use sluice::store::Database;
+
+use crate::common::{TempDir, load_bytes, opts, rows_of};
+
+const ROWS: usize = 200_000;
+
+/// `t(k, g, v)`: `k` unique, `g` one of 50,000 texts, `v` small.
+fn table() -> TempDir {
+    let dir = TempDir::new("memlimit");
+    let mut csv = String::from("k,g,v\n");
+    for i in 0..ROWS {
+        csv.push_str(&format!("{i},group-{},{}\n", i % 50_000, i % 7));
+    }
+    load_bytes(&dir, "t", csv.as_bytes(), &opts("k BIGINT, g TEXT, v INT")).unwrap();
+    dir
+}
+
+fn run(db: &Database, sql: &str, memory: &Memory, threads: usize) -> sluice::Result<String> {
+    let r = query_with(
+        db,
+        sql,
+        &QueryOptions {
+            threads: Some(threads),
+            memory: Some(memory.clone()),
+            ..Default::default()
+        },
+    )?;
+    Ok(format!("{:?}", rows_of(&r.batches)))
+}
+
+/// `sql` fails under `limit` with the error of `operator`, and answers
+/// `expected` under the default limit; every reservation is given back.
+fn refused_then_answered(db: &Database, sql: &str, limit: u64, operator: &str, expected: &str) {
+    for threads in [1, 2] {
+        let small = Memory::new(limit);
+        let e = run(db, sql, &small, threads).expect_err(sql);
+        assert_eq!(e.sqlstate(), "53200", "{sql}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(operator), "{sql}: {text}");
+        assert!(
+            text.contains(&sluice::query::memory::human_bytes(limit)),
+            "{sql}: {text}"
+        );
+        assert!(text.contains("--memory-limit"), "{sql}: {text}");
+        assert_eq!(small.used(), 0, "{sql}: reservations left after the error");
+        assert!(small.peak() <= limit, "{sql}: the pool passed its limit");
+
+        let enough = Memory::with_default_limit();
+        let got = run(db, sql, &enough, threads).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert!(got.starts_with(expected), "{sql}: {got:.200}");
+        assert_eq!(
+            enough.used(),
+            0,
+            "{sql}: reservations left after the answer"
+        );
+        assert!(
+            enough.peak() > limit,
+            "{sql}: counted {} bytes",
+            enough.peak()
+        );
+    }
+}
+
+#[test]
+fn each_operator_fails_past_the_limit_and_answers_under_it() {
+    let dir = table();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    // 50,000 groups of text keys: the grouping's table.
+    refused_then_answered(
+        &db,
+        "SELECT count(*) FROM (SELECT g, count(*) AS n FROM t GROUP BY g) x WHERE n = 4",
+        1 << 20,
+        "hash aggregate",
+        r#"[[Some("50000")]]"#,
+    );
+    // The join's two sides fit (1.6 MB of keys each); its hash table not.
+    refused_then_answered(
+        &db,
+        "SELECT count(*) FROM t a JOIN t b ON a.k = b.k",
+        6 << 20,
+        "hash join build",
+        r#"[[Some("200000")]]"#,
+    );
+    // The rows fit; their sorted copy with them not.
+    refused_then_answered(
+        &db,
+        "SELECT k FROM t ORDER BY k DESC",
+        3 << 20,
+        "sort",
+        r#"[[Some("199999")], [Some("199998")], "#,
+    );
+    // A result of every row.
+    refused_then_answered(
+        &db,
+        "SELECT count(*) FROM (SELECT k, g FROM t) x JOIN (SELECT 1 AS one) y ON true",
+        1 << 20,
+        "scan result",
+        r#"[[Some("200000")]]"#,
+    );
+    // Windows and set operations hold their input.
+    refused_then_answered(
+        &db,
+        "SELECT max(r) FROM (SELECT row_number() OVER (ORDER BY k) AS r FROM t) x",
+        2 << 20,
+        "window",
+        r#"[[Some("200000")]]"#,
+    );
+    refused_then_answered(
+        &db,
+        "SELECT count(*) FROM (SELECT g FROM t EXCEPT SELECT g FROM t WHERE v = 0) x",
+        6 << 20,
+        "set operation",
+        r#"[[Some("21428")]]"#,
+    );
+}
+
+#[test]
+fn the_database_is_unchanged_and_the_next_query_runs() {
+    let dir = table();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let before = run(
+        &db,
+        "SELECT count(*), sum(k) FROM t",
+        &Memory::new(1 << 20),
+        2,
+    )
+    .unwrap();
+    // One pool for several queries, as a server's: a failed query leaves
+    // nothing reserved for the next.
+    let shared = Memory::new(1 << 20);
+    for _ in 0..3 {
+        let e = run(&db, "SELECT g, count(*) FROM t GROUP BY g", &shared, 2).unwrap_err();
+        assert_eq!(e.sqlstate(), "53200", "{e}");
+        assert_eq!(shared.used(), 0);
+        assert_eq!(
+            run(&db, "SELECT count(*), sum(k) FROM t", &shared, 2).unwrap(),
+            before
+        );
+    }
+    let db = Database::open(dir.path().join("db")).unwrap();
+    assert_eq!(
+        run(
+            &db,
+            "SELECT count(*), sum(k) FROM t",
+            &Memory::with_default_limit(),
+            1
+        )
+        .unwrap(),
+        before
+    );
+}
+
+/// Joins whose rows multiply (a key of many duplicates on both sides, a
+/// cross product: billions of pairs) stop at the limit as their pairs
+/// grow, before they are made, never in the allocator.
+#[test]
+fn joins_that_multiply_rows_stop_at_the_limit() {
+    let dir = table();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    for (sql, operator) in [
+        (
+            "SELECT count(*) FROM t a JOIN t b ON a.v = b.v",
+            "hash join probe",
+        ),
+        // A cross product whose pairs carry columns (a bare count(*) of
+        // one holds no columns, so no memory: it is slow, not refused).
+        ("SELECT max(a.k + b.k) FROM t a, t b", "hash join probe"),
+        (
+            "SELECT count(*) FROM t a LEFT JOIN t b ON a.v = b.v AND a.k < b.k",
+            "hash join probe",
+        ),
+    ] {
+        let m = Memory::new(64 << 20);
+        let e = run(&db, sql, &m, 2).expect_err(sql);
+        assert_eq!(e.sqlstate(), "53200", "{sql}: {e}");
+        assert!(e.to_string().contains(operator), "{sql}: {e}");
+        assert_eq!(m.used(), 0, "{sql}");
+    }
+}
