@@ -343,6 +343,9 @@ def test_query_errors_carry_sqlstate(typed):
         assert e.value.sqlstate == code, (sql, e.value.sqlstate, str(e.value))
     assert isinstance(e.value, sluice.Error)
     assert db.query("EXPLAIN SELECT count(*) FROM t").explain
+    analyzed = db.query("EXPLAIN ANALYZE SELECT id % 2, count(*) FROM t GROUP BY 1").explain
+    assert "Result: 2 rows in " in analyzed, analyzed
+    assert "Steps (as run" in analyzed, analyzed
 
 
 def test_memory_limit_stops_a_query_with_53200(tmp_path):

@@ -1255,3 +1255,46 @@ async fn a_query_past_the_memory_limit_fails_and_the_server_goes_on() {
     assert_eq!(srv.engine.memory.used(), 0);
     assert!(srv.engine.memory.peak() <= 1 << 20);
 }
+
+/// EXPLAIN ANALYZE over the protocol: rows of one `plan` column, the
+/// plan then each step's rows, in both protocols; a key lookup too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_analyze_answers_with_the_steps_in_a_plan_column() {
+    let dir = sample(1000);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let sql = "EXPLAIN ANALYZE SELECT k % 3, count(*) FROM big GROUP BY 1 ORDER BY 1";
+    let text: Vec<String> = simple(&c, sql)
+        .await
+        .into_iter()
+        .map(|r| r[0].clone().unwrap())
+        .collect();
+    let line = text
+        .iter()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("Scan big -> Hash aggregate -> Sort: ")
+        })
+        .unwrap_or_else(|| panic!("{text:#?}"));
+    assert!(line.contains(": 1000 -> 3 rows, "), "{line}");
+    assert!(
+        text.iter().any(|l| l.starts_with("Result: 3 rows in ")),
+        "{text:#?}"
+    );
+    // The extended protocol describes the one column before it runs.
+    let rows = c.query(sql, &[]).await.unwrap();
+    assert_eq!(rows[0].columns()[0].name(), "plan");
+    assert_eq!(rows.len(), text.len());
+    // A key lookup runs on the short path: still analyzed.
+    let text: Vec<String> = simple(&c, "EXPLAIN ANALYZE SELECT name FROM people WHERE id = 1")
+        .await
+        .into_iter()
+        .map(|r| r[0].clone().unwrap())
+        .collect();
+    assert!(
+        text.iter()
+            .any(|l| l.trim_start().starts_with("Index lookup people")
+                && l.contains(": 1 -> 1 rows")),
+        "{text:#?}"
+    );
+}

@@ -129,7 +129,101 @@ where
 }
 
 /// Runs `plan`; returns the result batches (visible columns only).
+/// Under EXPLAIN ANALYZE the run is one step of the query's profile.
 pub fn execute(
+    db: &Database,
+    plan: &Plan,
+    opts: &super::QueryOptions,
+) -> Result<(Vec<RecordBatch>, ScanFacts)> {
+    match &opts.profile {
+        None => execute_block(db, plan, opts),
+        Some(p) => {
+            let s = p.start();
+            match execute_block(db, plan, opts) {
+                Ok((batches, facts)) => {
+                    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+                    p.finish(s, block_name(plan, &facts), Some(facts.rows), rows);
+                    Ok((batches, facts))
+                }
+                Err(e) => {
+                    p.abandon(s, block_name(plan, &ScanFacts::default()));
+                    Err(e)
+                }
+            }
+        }
+    }
+}
+
+/// The rows of `batch` where `f` is true. A set test AND-ed first
+/// (`k IN (…)` of many values, a join's runtime filter) runs first, and
+/// the rest only over the rows it keeps, as PostgreSQL stops at a false
+/// left side of AND.
+fn filter_rows(f: &Expr, batch: RecordBatch) -> Result<RecordBatch> {
+    let keep = |f: &Expr, batch: RecordBatch| -> Result<RecordBatch> {
+        let mask = f.eval(&batch)?.into_array(batch.num_rows())?;
+        let mask = as_mask(&mask)?;
+        if mask.true_count() == batch.num_rows() {
+            return Ok(batch);
+        }
+        arrow_select::filter::filter_record_batch(&batch, &mask).map_err(exec_err)
+    };
+    match f {
+        Expr::Binary {
+            op: super::expr::BinOp::And,
+            left,
+            right,
+        } if matches!(left.as_ref(), Expr::InValues { .. }) => {
+            let batch = keep(left, batch)?;
+            if batch.num_rows() == 0 {
+                return Ok(batch);
+            }
+            filter_rows(right, batch)
+        }
+        f => keep(f, batch),
+    }
+}
+
+/// A block's pipeline as EXPLAIN ANALYZE names it: its source, then
+/// each operator the rows pass (`Scan lineitem -> Filter -> Aggregate`).
+fn block_name(plan: &Plan, facts: &ScanFacts) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    parts.push(match (&plan.table, plan.input.as_deref()) {
+        (Some(t), _) if facts.index_lookup.is_some() => format!("Index lookup {t}"),
+        (Some(t), _) if facts.from_manifest => format!("Statistics of {t}"),
+        (Some(t), _) => format!("Scan {t}"),
+        (None, Some(super::plan::Input::Join(g))) => {
+            let names: Vec<&str> = g.leaves.iter().map(|l| l.name.as_str()).collect();
+            format!("Joined rows of {}", names.join(", "))
+        }
+        (None, Some(super::plan::Input::Set(_))) => "Set operation's rows".into(),
+        (None, Some(super::plan::Input::Window(_))) => "Window functions' rows".into(),
+        (None, None) => "One row".into(),
+    });
+    if plan.filter.is_some() {
+        parts.push("Filter".into());
+    }
+    parts.push(match &plan.body {
+        Body::Project(_) => "Projection".into(),
+        Body::Aggregate { keys, .. } if keys.is_empty() => "Aggregate".into(),
+        Body::Aggregate { .. } => "Hash aggregate".into(),
+    });
+    if !plan.order.is_empty() {
+        parts.push(
+            if top_k(plan).is_some() {
+                "Top-k"
+            } else {
+                "Sort"
+            }
+            .into(),
+        );
+    }
+    if plan.limit.is_some() || plan.offset > 0 {
+        parts.push("Limit".into());
+    }
+    parts.join(" -> ")
+}
+
+fn execute_block(
     db: &Database,
     plan: &Plan,
     opts: &super::QueryOptions,
@@ -315,14 +409,7 @@ pub fn execute(
     let work_filter = |batch: RecordBatch| -> Result<RecordBatch> {
         match &plan.filter {
             None => Ok(batch),
-            Some(f) => {
-                let mask = f.eval(&batch)?.into_array(batch.num_rows())?;
-                let mask = as_mask(&mask)?;
-                if mask.true_count() == batch.num_rows() {
-                    return Ok(batch);
-                }
-                Ok(arrow_select::filter::filter_record_batch(&batch, &mask).map_err(exec_err)?)
-            }
+            Some(f) => filter_rows(f, batch),
         }
     };
 
@@ -766,7 +853,7 @@ pub fn execute(
 /// a bare NULL is NULL-typed here (a set operation takes the other
 /// side's type for it), where [`result_schema`] shows it as TEXT.
 pub fn result_types(plan: &Plan) -> Vec<A> {
-    if plan.explain {
+    if plan.explain || plan.analyze {
         return vec![A::Utf8];
     }
     let types = &plan.table_types;
@@ -792,7 +879,7 @@ pub fn result_types(plan: &Plan) -> Vec<A> {
 
 /// The columns of a plan's result (names and types), known before it runs.
 pub fn result_schema(plan: &Plan) -> SchemaRef {
-    if plan.explain {
+    if plan.explain || plan.analyze {
         return Arc::new(ArrowSchema::new(vec![Field::new("plan", A::Utf8, false)]));
     }
     // NULL-typed results (SELECT NULL) are shown as TEXT.

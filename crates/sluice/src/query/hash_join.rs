@@ -48,7 +48,7 @@ enum Index {
     All,
 }
 
-/// Pairs a probe makes between two counts of their bytes.
+/// Pairs a probe makes, at most, between two counts of their bytes.
 const PAIRS_CHECKED: usize = 1 << 16;
 
 /// The build side of a hash join.
@@ -302,22 +302,27 @@ impl HashTable {
     ) -> Result<()> {
         let valid = valid_rows(keys, n);
         let ok = |r: usize| valid.as_ref().is_none_or(|v| v[r]);
-        // The pairs' bytes are counted each time another PAIRS_CHECKED
-        // pairs are made, after a probe row's chain.
-        let mut next_check = PAIRS_CHECKED;
-        let mut check = |pairs: usize| -> Result<()> {
-            if pairs >= next_check {
-                scratch.resize(pairs as u64 * 8)?;
-                next_check = pairs + PAIRS_CHECKED;
-            }
-            Ok(())
+        // The pairs' bytes are counted after each block of probe rows, a
+        // block being as many rows as may make PAIRS_CHECKED pairs at
+        // most: no key has more build rows than the rows that are not
+        // the first of their key, plus one (a table of unique keys: one;
+        // 65,536 probe rows a block). A test per block, not per row,
+        // keeps the probe loop as tight as it was without the check.
+        let most = match &self.index {
+            Index::All => self.rows(),
+            _ => self.rows().saturating_sub(self.distinct) + 1,
         };
+        let block = (PAIRS_CHECKED / most.max(1)).max(1);
+        let mut check = |pairs: usize| scratch.resize(pairs as u64 * 8);
+        let blocks = (0..n).step_by(block).map(|s| s..(s + block).min(n));
         match &self.index {
             Index::All => {
-                for p in 0..n {
-                    for b in 0..self.rows() {
-                        probe.push(p as u32);
-                        build.push(b as u32);
+                for part in blocks {
+                    for p in part {
+                        for b in 0..self.rows() {
+                            probe.push(p as u32);
+                            build.push(b as u32);
+                        }
                     }
                     check(probe.len())?;
                 }
@@ -325,15 +330,17 @@ impl HashTable {
             Index::Int { heads, next } => {
                 let vals = as_i64(&keys[0])?;
                 let vals = vals.values();
-                for p in 0..n {
-                    if !ok(p) {
-                        continue;
-                    }
-                    let mut b = heads.get(&vals[p]).copied().unwrap_or(END);
-                    while b != END {
-                        probe.push(p as u32);
-                        build.push(b);
-                        b = next[b as usize];
+                for part in blocks {
+                    for p in part {
+                        if !ok(p) {
+                            continue;
+                        }
+                        let mut b = heads.get(&vals[p]).copied().unwrap_or(END);
+                        while b != END {
+                            probe.push(p as u32);
+                            build.push(b);
+                            b = next[b as usize];
+                        }
                     }
                     check(probe.len())?;
                 }
@@ -345,18 +352,20 @@ impl HashTable {
                 next,
             } => {
                 let probe_rows = conv.convert_columns(keys).map_err(exec_err)?;
-                for p in 0..n {
-                    if !ok(p) {
-                        continue;
-                    }
-                    let key = probe_rows.row(p);
-                    let mut b = heads.get(&hash_bytes(key.as_ref())).copied().unwrap_or(END);
-                    while b != END {
-                        if rows.row(b as usize) == key {
-                            probe.push(p as u32);
-                            build.push(b);
+                for part in blocks {
+                    for p in part {
+                        if !ok(p) {
+                            continue;
                         }
-                        b = next[b as usize];
+                        let key = probe_rows.row(p);
+                        let mut b = heads.get(&hash_bytes(key.as_ref())).copied().unwrap_or(END);
+                        while b != END {
+                            if rows.row(b as usize) == key {
+                                probe.push(p as u32);
+                                build.push(b);
+                            }
+                            b = next[b as usize];
+                        }
                     }
                     check(probe.len())?;
                 }

@@ -30,6 +30,8 @@ use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::store::Database;
 
+mod runtime_filter;
+
 /// Rows a probe task takes at most.
 const PROBE_ROWS: usize = 64 << 10;
 /// Pairs a cross product's task makes at most.
@@ -99,6 +101,22 @@ impl Rel {
     /// This relation's rows in a hash table by `keys` (over global
     /// columns), compared as `types`.
     fn hashed<'e>(
+        &self,
+        keys: impl IntoIterator<Item = &'e Expr>,
+        types: Vec<A>,
+        g: &JoinGroup,
+        opts: &QueryOptions,
+    ) -> Result<HashTable> {
+        recorded(
+            opts,
+            || format!("Hash build on {}", label(g, self.items)),
+            self.rows,
+            || self.hash_rows(keys, types, opts),
+            |t| t.rows(),
+        )
+    }
+
+    fn hash_rows<'e>(
         &self,
         keys: impl IntoIterator<Item = &'e Expr>,
         types: Vec<A>,
@@ -242,7 +260,24 @@ fn slices(batches: &[RecordBatch], rows: usize) -> Vec<RecordBatch> {
 }
 
 /// The rows of `rel` where `cond` (over global columns) holds.
-fn filter(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<Rel> {
+fn filter(
+    rel: Rel,
+    cond: &Expr,
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let (items, rows) = (rel.items, rel.rows);
+    recorded(
+        opts,
+        || format!("Filter on {}", label(g, items)),
+        rows,
+        || filter_rows(rel, cond, workers, opts),
+        |r| r.rows,
+    )
+}
+
+fn filter_rows(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<Rel> {
     let local = rel.local(cond)?;
     let schema = rel.batches.first().map(|b| b.schema());
     let parts = parallel(slices(&rel.batches, PROBE_ROWS), workers, opts, |b| {
@@ -290,11 +325,43 @@ pub fn run(
     facts: &mut ScanFacts,
 ) -> Result<Vec<RecordBatch>> {
     let workers = worker_count(opts.threads);
-    // Each leaf's rows, and the share of its table they are.
-    let mut leaves: Vec<Option<Rel>> = Vec::new();
-    let mut kept: Vec<f64> = Vec::new();
-    for (i, leaf) in g.leaves.iter().enumerate() {
-        let r = super::run_plan(db, &leaf.plan, opts)?;
+    let outer_leaf: u64 = g.outer.iter().fold(0, |m, s| m | (1 << s.leaf));
+    // Each leaf's rows, and the share of its table they are. Items cut
+    // by their own conditions first: a table that a smaller, cut item
+    // joins by `=` is read after it, and reads only the rows whose keys
+    // that item has (see `runtime_filter`).
+    let table_rows: Vec<Option<u64>> = g
+        .leaves
+        .iter()
+        .map(|l| {
+            l.table.as_ref().map(|t| {
+                db.table(t)
+                    .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>())
+                    .unwrap_or(0)
+            })
+        })
+        .collect();
+    let excluded = outer_leaf | g.nullable;
+    let mut leaves: Vec<Option<Rel>> = (0..g.leaves.len()).map(|_| None).collect();
+    let mut kept: Vec<f64> = vec![1.0; g.leaves.len()];
+    let mut unread: Vec<usize> = (0..g.leaves.len()).collect();
+    while !unread.is_empty() {
+        let i = runtime_filter::next_leaf(g, &unread, &leaves, excluded, &table_rows, &kept);
+        unread.retain(|&u| u != i);
+        let leaf = &g.leaves[i];
+        let filtered = runtime_filter::filtered_plan(
+            g,
+            i,
+            &leaves,
+            excluded,
+            table_rows[i].unwrap_or(0),
+            &kept,
+            opts,
+        )?;
+        let plan = filtered.as_ref().map_or(&leaf.plan, |f| &f.0);
+        let r = super::run_plan(db, plan, opts)?;
+        // The filter's keys are given back once its leaf is read.
+        drop(filtered);
         facts.segments_total += r.facts.segments_total;
         facts.segments_scanned += r.facts.segments_scanned;
         facts.rows += r.facts.rows;
@@ -319,24 +386,17 @@ pub fn run(
             // Over the leaf's own columns: positions are global - offset.
             let mut global = f.clone();
             global.remap_columns(&mut |c| leaf.columns[c]);
-            rel = filter(rel, &global, workers, opts)?;
+            rel = filter(rel, &global, g, workers, opts)?;
         }
-        let total = match &leaf.table {
-            Some(t) => db
-                .table(t)
-                .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>())
-                .unwrap_or(0),
-            None => rel.rows as u64,
-        };
-        kept.push(if total == 0 {
+        let total = table_rows[i].unwrap_or(rel.rows as u64);
+        kept[i] = if total == 0 {
             1.0
         } else {
             rel.rows as f64 / total as f64
-        });
-        leaves.push(Some(rel));
+        };
+        leaves[i] = Some(rel);
     }
 
-    let outer_leaf: u64 = g.outer.iter().fold(0, |m, s| m | (1 << s.leaf));
     let mut steps_done = vec![false; g.outer.len()];
     let mut built: HashMap<(usize, Vec<usize>), Arc<HashTable>> = HashMap::new();
     // A semi or anti join whose condition reads one other item, with a
@@ -418,20 +478,37 @@ pub fn run(
             let build_side = leaves[d]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            let table = build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g), opts)?;
+            let table =
+                build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g), g, opts)?;
             let probe_keys = probe_side.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
-            let mut joined = probe(
-                probe_side,
-                &build_side,
-                &table,
-                &probe_keys,
-                None,
-                JoinKind::Inner,
-                workers,
+            let name = || {
+                format!(
+                    "Hash join (Inner) of {} with {}",
+                    label(g, probe_side.items),
+                    label(g, build_side.items)
+                )
+            };
+            let (name, rows) = (name(), probe_side.rows);
+            let mut joined = recorded(
                 opts,
+                || name,
+                rows,
+                || {
+                    probe(
+                        probe_side,
+                        &build_side,
+                        &table,
+                        &probe_keys,
+                        None,
+                        JoinKind::Inner,
+                        workers,
+                        opts,
+                    )
+                },
+                |r| r.rows,
             )?;
             // Conditions now wholly inside the joined pair.
             let ready: Vec<usize> = conjuncts
@@ -444,7 +521,7 @@ pub fn run(
                 for &i in &ready {
                     conjuncts[i].1 = true;
                 }
-                joined = filter(joined, &c, workers, opts)?;
+                joined = filter(joined, &c, g, workers, opts)?;
             }
             kept[p] *= kept[d];
             leaves[p] = Some(joined);
@@ -455,9 +532,42 @@ pub fn run(
             break;
         }
     }
-    // The probe side to start from: the largest item no outer join fills.
-    let base = (0..leaves.len())
+    // The probe side to start from: the largest item no outer join fills
+    // that something can join without a cross product: an item an outer
+    // join's ON reads, or one an equality joins to an item no outer join
+    // fills. (An item whose only condition reads the NULL-filled side of
+    // a LEFT join waits for that join: started from, it could only be
+    // crossed with the LEFT join's other side.)
+    let present: Vec<usize> = (0..leaves.len())
         .filter(|&i| outer_leaf & (1 << i) == 0 && leaves[i].is_some())
+        .collect();
+    let joinable = |i: usize| {
+        let items = leaves[i].as_ref().map_or(1 << i, |r| r.items);
+        let in_on = g.outer.iter().any(|st| {
+            st.on
+                .iter()
+                .any(|c| c.items & !(1u64 << st.leaf) & items != 0)
+        });
+        let keyed = conjuncts.iter().any(|(c, done)| {
+            !done
+                && c.equi.is_some()
+                && c.items & items != 0
+                && c.items & !items != 0
+                && c.items & (g.nullable | outer_leaf) == 0
+        });
+        in_on || keyed
+    };
+    let starts: Vec<usize> = match present
+        .iter()
+        .copied()
+        .filter(|&i| joinable(i))
+        .collect::<Vec<_>>()
+    {
+        j if j.is_empty() => present,
+        j => j,
+    };
+    let base = starts
+        .into_iter()
         .max_by_key(|&i| {
             (
                 leaves[i].as_ref().map_or(0, |r| r.rows),
@@ -486,7 +596,7 @@ pub fn run(
                 conjuncts[i].1 = true;
             }
             if let Some(c) = cond {
-                s = filter(s, &c, workers, opts)?;
+                s = filter(s, &c, g, workers, opts)?;
             }
         }
         // A semi or anti join that is ready and no larger than the rows
@@ -545,15 +655,29 @@ pub fn run(
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            s = probe(
-                s,
-                &right,
-                &table,
-                &probe_keys,
-                None,
-                JoinKind::Inner,
-                workers,
+            let name = format!(
+                "Hash join (Inner) of {} with {}",
+                label(g, s.items),
+                label(g, right.items)
+            );
+            let rows = s.rows;
+            s = recorded(
                 opts,
+                || name,
+                rows,
+                || {
+                    probe(
+                        s,
+                        &right,
+                        &table,
+                        &probe_keys,
+                        None,
+                        JoinKind::Inner,
+                        workers,
+                        opts,
+                    )
+                },
+                |r| r.rows,
             )?;
             continue;
         }
@@ -590,7 +714,19 @@ pub fn run(
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            s = probe(s, &right, &table, &[], None, JoinKind::Inner, workers, opts)?;
+            let name = format!(
+                "Cross product of {} with {}",
+                label(g, s.items),
+                label(g, right.items)
+            );
+            let rows = s.rows;
+            s = recorded(
+                opts,
+                || name,
+                rows,
+                || probe(s, &right, &table, &[], None, JoinKind::Inner, workers, opts),
+                |r| r.rows,
+            )?;
             continue;
         }
         if steps_done.iter().any(|d| !d) || conjuncts.iter().any(|c| !c.1) {
@@ -678,6 +814,33 @@ fn branch_kept(
     share
 }
 
+/// The FROM items of `items` by name: `(o, l)`.
+fn label(g: &JoinGroup, items: u64) -> String {
+    let names: Vec<&str> = g
+        .leaves
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| items & (1 << i) != 0)
+        .map(|(_, l)| l.name.as_str())
+        .collect();
+    format!("({})", names.join(", "))
+}
+
+/// `f` as a step of the query's profile (EXPLAIN ANALYZE), when it has
+/// one: its name, the rows it reads and the rows it makes.
+fn recorded<T>(
+    opts: &QueryOptions,
+    name: impl FnOnce() -> String,
+    rows_in: usize,
+    f: impl FnOnce() -> Result<T>,
+    rows_out: impl FnOnce(&T) -> usize,
+) -> Result<T> {
+    match &opts.profile {
+        None => f(),
+        Some(p) => p.step(name, Some(rows_in as u64), f, |t| rows_out(t) as u64),
+    }
+}
+
 /// Whether a step only keeps or drops its probe rows.
 fn is_semi(kind: JoinKind) -> bool {
     matches!(kind, JoinKind::Semi | JoinKind::Anti | JoinKind::AntiNull)
@@ -685,6 +848,32 @@ fn is_semi(kind: JoinKind) -> bool {
 
 /// Runs the outer, semi or anti step `st` with `s` as its probe side.
 fn run_step(
+    s: Rel,
+    st: &super::plan::from::OuterStep,
+    leaves: &mut [Option<Rel>],
+    built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let (items, rows) = (s.items, s.rows);
+    recorded(
+        opts,
+        || {
+            format!(
+                "Hash join ({:?}) of {} with {}",
+                st.kind,
+                label(g, items),
+                label(g, 1 << st.leaf)
+            )
+        },
+        rows,
+        || step_inner(s, st, leaves, built, g, workers, opts),
+        |r| r.rows,
+    )
+}
+
+fn step_inner(
     s: Rel,
     st: &super::plan::from::OuterStep,
     leaves: &mut [Option<Rel>],
@@ -795,7 +984,7 @@ fn table_for(
     let rel = leaves[r]
         .as_ref()
         .ok_or_else(|| Error::Internal("join: leaf already joined".into()))?;
-    let t = Arc::new(rel.hashed(keys.iter().map(|k| &k.1), key_types(keys, g), opts)?);
+    let t = Arc::new(rel.hashed(keys.iter().map(|k| &k.1), key_types(keys, g), g, opts)?);
     built.insert(memo, t.clone());
     Ok(t)
 }
@@ -814,7 +1003,7 @@ fn semi_by_probing_the_other_side(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), opts)?;
+    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), g, opts)?;
     let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     // Pairs are checked over s's columns, then right's (as `semi` does).
     let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
@@ -885,7 +1074,7 @@ fn left_by_probing_the_other_side(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), opts)?;
+    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), g, opts)?;
     let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     let out = right.beside(&s);
     let residual = residual.map(|r| out.local(r)).transpose()?;

@@ -72,10 +72,22 @@ impl Memory {
     /// Reserves `bytes` for `operator`; they are given back when the
     /// reservation is dropped.
     pub fn reserve(&self, operator: &'static str, bytes: u64) -> Result<Reservation> {
+        self.reserve_profiled(operator, bytes, None)
+    }
+
+    /// [`Memory::reserve`], also counting the bytes per operator in
+    /// `profile` (EXPLAIN ANALYZE).
+    pub fn reserve_profiled(
+        &self,
+        operator: &'static str,
+        bytes: u64,
+        profile: Option<Arc<super::profile::Profile>>,
+    ) -> Result<Reservation> {
         let mut r = Reservation {
             memory: self.clone(),
             operator,
             bytes: 0,
+            profile,
         };
         r.resize(bytes)?;
         Ok(r)
@@ -119,6 +131,7 @@ pub struct Reservation {
     memory: Memory,
     operator: &'static str,
     bytes: u64,
+    profile: Option<Arc<super::profile::Profile>>,
 }
 
 impl Reservation {
@@ -127,8 +140,14 @@ impl Reservation {
     pub fn resize(&mut self, bytes: u64) -> Result<()> {
         if bytes > self.bytes {
             self.memory.take(self.operator, bytes - self.bytes)?;
+            if let Some(p) = &self.profile {
+                p.account(self.operator, bytes - self.bytes, 0);
+            }
         } else {
             self.memory.give(self.bytes - bytes);
+            if let Some(p) = &self.profile {
+                p.account(self.operator, 0, self.bytes - bytes);
+            }
         }
         self.bytes = bytes;
         Ok(())
@@ -147,6 +166,9 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.memory.give(self.bytes);
+        if let Some(p) = &self.profile {
+            p.account(self.operator, 0, self.bytes);
+        }
     }
 }
 

@@ -33,6 +33,7 @@ pub mod memory;
 pub mod optimize;
 pub mod plan;
 pub mod point;
+pub mod profile;
 pub mod regexp;
 pub mod scan;
 pub mod setop;
@@ -109,6 +110,9 @@ pub struct QueryOptions {
     /// Give several queries one pool to bound them together (`sluice
     /// serve`).
     pub memory: Option<memory::Memory>,
+    /// Where the operators record their steps and memory (EXPLAIN
+    /// ANALYZE); `None`: not recorded.
+    pub profile: Option<std::sync::Arc<profile::Profile>>,
 }
 
 impl QueryOptions {
@@ -119,7 +123,7 @@ impl QueryOptions {
         bytes: u64,
     ) -> Result<memory::Reservation> {
         match &self.memory {
-            Some(m) => m.reserve(operator, bytes),
+            Some(m) => m.reserve_profiled(operator, bytes, self.profile.clone()),
             None => Err(Error::Internal(
                 "a query ran without its memory pool".into(),
             )),
@@ -202,6 +206,18 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
     } else {
         opts
     };
+    // EXPLAIN ANALYZE: the run records its steps in a profile of its own.
+    let profiled;
+    let opts = if p.analyze && opts.profile.is_none() {
+        profiled = QueryOptions {
+            profile: Some(std::sync::Arc::new(profile::Profile::new())),
+            ..opts.clone()
+        };
+        &profiled
+    } else {
+        opts
+    };
+    let started = std::time::Instant::now();
     // A plan of the catalog's tables reads the catalog's database.
     let db = p.catalog.as_ref().map_or(db, |c| c.db());
     // A plan whose expressions nest deep runs on a thread with room for
@@ -213,8 +229,18 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
     } else {
         exec::execute(db, p, opts)?
     };
-    if p.explain {
-        let text = p.describe(&facts);
+    if p.explain || p.analyze {
+        let mut text = p.describe(&facts);
+        if let (true, Some(profile)) = (p.analyze, &opts.profile) {
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            let mem = profile.peak();
+            text.push_str(&format!(
+                "Result: {rows} rows in {:.3} ms; peak query memory {}\n",
+                started.elapsed().as_secs_f64() * 1e3,
+                memory::human_bytes(mem)
+            ));
+            text.push_str(&profile.report());
+        }
         let schema =
             std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
                 "plan",

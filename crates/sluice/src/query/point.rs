@@ -40,7 +40,12 @@ impl PointQuery {
     /// key column, an INT one perhaps widened to BIGINT), result columns that are stored columns,
     /// no ORDER BY, OFFSET or `LIMIT 0`, not EXPLAIN. `None` otherwise.
     pub fn of(plan: &Plan) -> Option<PointQuery> {
-        if plan.explain || !plan.order.is_empty() || plan.offset != 0 || plan.limit == Some(0) {
+        if plan.explain
+            || plan.analyze
+            || !plan.order.is_empty()
+            || plan.offset != 0
+            || plan.limit == Some(0)
+        {
             return None;
         }
         let table = plan.table.clone()?;

@@ -272,6 +272,11 @@ fn describe_group(g: &super::from::JoinGroup, s: &mut String, depth: usize) {
         "{}Hash joins on every worker: order chosen when the items' rows are known (the largest probed; next, the join that keeps the fewest rows); each condition applied once its items are joined",
         pad(depth)
     );
+    let _ = writeln!(
+        s,
+        "{}Runtime filters: items read smallest table first; a table joined by = on one of its columns to a smaller item already read reads only that item's keys (EXPLAIN ANALYZE shows them)",
+        pad(depth)
+    );
     for c in &g.conjuncts {
         let kind = if c.equi.is_some() {
             "Join key"

@@ -930,6 +930,7 @@ pub(super) fn plan_joined(
         depth,
         input: Some(Arc::new(super::Input::Join(group))),
         init_plans: binder.has_subqueries(),
+        analyze: false,
         catalog: None,
     };
     Ok(super::window::wrap(plan, window))
@@ -1076,6 +1077,7 @@ fn scan_plan(table: &str, schema: &Schema, filter: Option<Expr>, cols: &[usize])
         depth: 0,
         input: None,
         init_plans: false,
+        analyze: false,
         catalog: None,
     })
 }

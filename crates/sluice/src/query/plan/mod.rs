@@ -95,6 +95,10 @@ pub struct Plan {
     /// filter still runs over them).
     pub key_lookup: Option<Vec<Vec<u8>>>,
     pub explain: bool,
+    /// EXPLAIN ANALYZE: the query runs (as planned without EXPLAIN) and
+    /// answers with its plan and what each step did
+    /// ([`crate::query::profile`]), in one `plan` column.
+    pub analyze: bool,
     /// How deep its expressions may nest, at most ([`plan_sql`] counts
     /// it from the SQL text; 0: shallow, not counted). Evaluating a deep
     /// expression recurses as deep, so a plan deeper than
@@ -241,18 +245,15 @@ fn plan_in(stmt: &ast::Statement, catalog: &dyn Catalog, text: Text) -> Result<P
         ast::Statement::Query(q) => plan_query(q, catalog, false, text),
         ast::Statement::Explain {
             statement, analyze, ..
-        } => {
-            if *analyze {
-                return Err(Error::Unsupported(format!(
-                    "EXPLAIN ANALYZE is not supported; use --timing{}",
-                    start()
-                )));
+        } => match statement.as_ref() {
+            ast::Statement::Query(q) if *analyze => {
+                let mut p = plan_query(q, catalog, false, text)?;
+                p.analyze = true;
+                Ok(p)
             }
-            match statement.as_ref() {
-                ast::Statement::Query(q) => plan_query(q, catalog, true, text),
-                other => Err(unsupported("EXPLAIN of anything but SELECT", other)),
-            }
-        }
+            ast::Statement::Query(q) => plan_query(q, catalog, true, text),
+            other => Err(unsupported("EXPLAIN of anything but SELECT", other)),
+        },
         other => Err(Error::Unsupported(format!(
             "only SELECT and EXPLAIN SELECT are supported, not {}{}",
             other
@@ -394,6 +395,7 @@ fn plan_query_in(
         depth: 0,
         input: None,
         init_plans: binder.has_subqueries(),
+        analyze: false,
         catalog: None,
     };
     Ok(window::wrap(plan, window))

@@ -256,6 +256,7 @@ fn around(
         depth,
         input: Some(Arc::new(Input::Set(Box::new(set)))),
         init_plans: false,
+        analyze: false,
         catalog: None,
     })
 }

@@ -988,6 +988,7 @@ pub(super) fn wrap(mut inner: Plan, w: Option<Windowed>) -> Plan {
             calls: w.calls,
         })))),
         init_plans,
+        analyze: false,
         catalog: None,
     }
 }

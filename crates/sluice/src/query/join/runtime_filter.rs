@@ -1,0 +1,339 @@
+//! Runtime filters: a table read after a smaller FROM item that it is
+//! joined to by an inner equality on one of its columns reads only the
+//! rows whose key is among that item's keys.
+//!
+//! The join group reads first the items that their own conditions cut
+//! and those that a filter reaches, smallest table first ([`next_leaf`]).
+//! Before it reads a table leaf, every condition `t.c =
+//! o.e` of the group (WHERE or an inner join's ON) whose other side `o`
+//! is one item already read, with at most half as many rows as `t`'s
+//! table and at most half of its own table's (a whole table's keys, every
+//! part or every order, would drop nothing), gives `t`'s scan two more
+//! tests:
+//! - `c IN (o's values of e)`: the scan's filter drops the rows that no
+//!   row of `o` can join before they reach a hash table (an
+//!   [`Expr::InValues`]: a bitmap of dense integer keys, else a hash set);
+//! - the values' range, for integer and date keys: a zone-map test, so
+//!   that record batches and segments outside it are not read at all.
+//!
+//! The join then runs as before, on fewer rows; the equality is still
+//! checked by the join, so a filter that keeps too much costs time, never
+//! an answer. It is sound because an inner join drops a row without a
+//! match anyway: neither item may be one an outer join fills with NULLs
+//! or the right side of an outer, semi or anti join (their rows survive,
+//! or matter, without a match). NULL keys never match, so none is kept.
+//!
+//! (DuckDB's join filter pushdown and DataFusion's dynamic filters do the
+//! same with the build side's min/max; Umbra and Velox with a bloom
+//! filter. The exact set here costs a bit or a hash-set entry a key.)
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, cast::AsArray, types::*};
+use arrow_schema::DataType as A;
+
+use super::super::expr::{BinOp, Expr, InSet, exec_err};
+use super::super::plan::from::JoinGroup;
+use super::super::plan::{Body, Plan, Prune};
+use super::super::{QueryOptions, memory::Reservation};
+use super::Rel;
+use crate::error::Result;
+
+/// More keys than this and a filter is not built (its set would cost
+/// more than the join's own hash table saves).
+const MAX_KEYS: usize = 1 << 22;
+
+/// The leaf to read next, of `unread`: of those with conditions of their
+/// own (likely cut) or that a runtime filter from the leaves read so far
+/// narrows ([`sources`]), the one of the smallest table (a subquery
+/// first); when there is none, the first in the query's order. So the
+/// nations of one region are read before the suppliers they filter, and
+/// those before lineitem; a query no filter reaches reads its items as
+/// written.
+pub(super) fn next_leaf(
+    g: &JoinGroup,
+    unread: &[usize],
+    leaves: &[Option<Rel>],
+    excluded: u64,
+    table_rows: &[Option<u64>],
+    kept: &[f64],
+) -> usize {
+    let likely_cut = |i: usize| {
+        let l = &g.leaves[i];
+        l.table.is_none() || l.plan.filter.is_some() || l.filter.is_some()
+    };
+    unread
+        .iter()
+        .copied()
+        .filter(|&i| {
+            likely_cut(i)
+                || !sources(g, i, leaves, excluded, table_rows[i].unwrap_or(0), kept).is_empty()
+        })
+        .min_by_key(|&i| (table_rows[i].unwrap_or(0), i))
+        .or_else(|| unread.first().copied())
+        .unwrap_or(0)
+}
+
+/// A filter for leaf `i`: the scan column it tests, the other side's
+/// key (over global columns), that side's leaf, and the condition.
+struct Source<'g> {
+    scan: usize,
+    name: &'g str,
+    other: &'g Expr,
+    from: usize,
+    cond: &'g Expr,
+}
+
+/// The runtime filters that the leaves read so far give leaf `i`: per
+/// condition `i.col = o.e` of the group, where `o` is one leaf already
+/// read with at most half as many rows as `i`'s table and cut to at most
+/// half of its own table (a whole table's keys, every part or every
+/// order, would drop nothing), and neither side is excluded.
+fn sources<'g>(
+    g: &'g JoinGroup,
+    i: usize,
+    leaves: &[Option<Rel>],
+    excluded: u64,
+    table_rows: u64,
+    kept: &[f64],
+) -> Vec<Source<'g>> {
+    let me = 1u64 << i;
+    let leaf = &g.leaves[i];
+    let Body::Project(exprs) = &leaf.plan.body else {
+        return Vec::new();
+    };
+    if !filterable(g, i, excluded) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for c in &g.conjuncts {
+        let Some((l, lm, r, rm)) = &c.equi else {
+            continue;
+        };
+        let (mine, other, om) = if *lm == me && rm.count_ones() == 1 {
+            (l, r, *rm)
+        } else if *rm == me && lm.count_ones() == 1 {
+            (r, l, *lm)
+        } else {
+            continue;
+        };
+        if om & excluded != 0 {
+            continue;
+        }
+        let j = om.trailing_zeros() as usize;
+        let Some(src) = leaves.get(j).and_then(|s| s.as_ref()) else {
+            continue;
+        };
+        if src.rows > MAX_KEYS
+            || (src.rows as u64).saturating_mul(2) > table_rows
+            || kept.get(j).is_none_or(|&k| k > 0.5)
+        {
+            continue;
+        }
+        // The key on this side: one of the leaf's scanned columns as is.
+        let Expr::Column { index: global, .. } = mine else {
+            continue;
+        };
+        let Some(pos) = leaf.columns.iter().position(|c| c == global) else {
+            continue;
+        };
+        let Some(Expr::Column { index: scan, name }) = exprs.get(pos) else {
+            continue;
+        };
+        out.push(Source {
+            scan: *scan,
+            name,
+            other,
+            from: j,
+            cond: &c.expr,
+        });
+    }
+    out
+}
+
+/// Whether leaf `i` is a table scan that a runtime filter may narrow.
+fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
+    let leaf = &g.leaves[i];
+    let p = &leaf.plan;
+    leaf.table.is_some()
+        && p.table.is_some()
+        && p.input.is_none()
+        && p.key_lookup.is_none()
+        && p.limit.is_none()
+        && p.offset == 0
+        && p.order.is_empty()
+        && !p.init_plans
+        && leaf.filter.is_none()
+        && matches!(p.body, Body::Project(_))
+        && excluded & (1 << i) == 0
+}
+
+/// Leaf `i`'s plan with the runtime filters that the leaves read so far
+/// give it, and the memory its key values hold while it runs; `None`
+/// when none applies. `excluded`: the items no filter may come from or
+/// go to (outer, semi and anti join sides, NULL-filled items);
+/// `table_rows`: the rows of leaf `i`'s table; `kept`: the share of its
+/// table (or subquery) each leaf read so far kept.
+pub(super) fn filtered_plan(
+    g: &JoinGroup,
+    i: usize,
+    leaves: &[Option<Rel>],
+    excluded: u64,
+    table_rows: u64,
+    kept: &[f64],
+    opts: &QueryOptions,
+) -> Result<Option<(Plan, Vec<Reservation>)>> {
+    let leaf = &g.leaves[i];
+    let p = &leaf.plan;
+    let mut plan: Option<Plan> = None;
+    let mut held = Vec::new();
+    for s in sources(g, i, leaves, excluded, table_rows, kept) {
+        let Some(src) = leaves.get(s.from).and_then(|l| l.as_ref()) else {
+            continue;
+        };
+        let Some(stored) = p.table_types.get(s.scan) else {
+            continue;
+        };
+        let target = match stored {
+            A::Dictionary(_, v) => v.as_ref().clone(),
+            t => t.clone(),
+        };
+        let Some(values) = key_values(src, s.other, &target)? else {
+            continue;
+        };
+        let n = values.len();
+        let mut mem = opts.reserve("runtime filter", 0)?;
+        mem.resize(super::super::memory::array_bytes(values.as_ref()) + 16 * n as u64)?;
+        held.push(mem);
+        let range = int_range(&values);
+        let plan = plan.get_or_insert_with(|| p.clone());
+        let test = Expr::InValues {
+            expr: Box::new(Expr::Column {
+                index: s.scan,
+                name: s.name.to_string(),
+            }),
+            values,
+            negated: false,
+            set: InSet::default(),
+        };
+        plan.filter = Some(match plan.filter.take() {
+            None => test,
+            // The set test first: the scan runs the rest of its filter
+            // only over the rows it keeps (`exec::filter_rows`).
+            Some(f) => Expr::Binary {
+                op: BinOp::And,
+                left: Box::new(test),
+                right: Box::new(f),
+            },
+        });
+        if let Some((lo, hi)) = range {
+            plan.prune.push(Prune {
+                column: p.scan_columns[s.scan],
+                lo: Some(lo),
+                hi: Some(hi),
+            });
+        }
+        if let Some(profile) = &opts.profile {
+            let st = profile.start();
+            profile.finish(
+                st,
+                format!(
+                    "Runtime filter on {}: {} IN the keys of {}",
+                    leaf.name, s.cond, g.leaves[s.from].name
+                ),
+                Some(src.rows as u64),
+                n as u64,
+            );
+        }
+    }
+    Ok(plan.map(|p| (p, held)))
+}
+
+/// The distinct non-NULL values of `key` (over global columns) in
+/// `src`'s rows, as `target` values; `None` when the two types are not
+/// of one family this filter handles (integers, dates, text).
+fn key_values(src: &Rel, key: &Expr, target: &A) -> Result<Option<ArrayRef>> {
+    let local = src.local(key)?;
+    let mut parts: Vec<ArrayRef> = Vec::with_capacity(src.batches.len());
+    for b in &src.batches {
+        let a = super::eval_keys(std::slice::from_ref(&local), b, None)?;
+        parts.extend(a);
+    }
+    let Some(first) = parts.first() else {
+        return Ok(None);
+    };
+    let family = |t: &A| match t {
+        A::Int8 | A::Int16 | A::Int32 | A::Int64 => Some(0),
+        A::UInt8 | A::UInt16 | A::UInt32 | A::UInt64 => Some(0),
+        A::Date32 => Some(1),
+        A::Utf8 | A::LargeUtf8 | A::Utf8View => Some(2),
+        _ => None,
+    };
+    let have = first.data_type().clone();
+    if family(&have).is_none() || family(&have) != family(target) {
+        return Ok(None);
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    let all = arrow_select::concat::concat(&refs).map_err(exec_err)?;
+    // A value that does not fit the column's type equals none of its
+    // values: the cast makes it NULL, and NULLs are dropped.
+    let all = if all.data_type() != target {
+        arrow_cast::cast(&all, target).map_err(exec_err)?
+    } else {
+        all
+    };
+    let all = if all.null_count() > 0 {
+        let keep = arrow_arith::boolean::is_not_null(&all).map_err(exec_err)?;
+        arrow_select::filter::filter(&all, &keep).map_err(exec_err)?
+    } else {
+        all
+    };
+    Ok(Some(dedup(all)?))
+}
+
+/// The distinct values of `a` (sorted for integers and dates; in order
+/// of first sight for text).
+fn dedup(a: ArrayRef) -> Result<ArrayRef> {
+    macro_rules! ints {
+        ($t:ty) => {{
+            let mut v: Vec<_> = a.as_primitive::<$t>().values().to_vec();
+            v.sort_unstable();
+            v.dedup();
+            Arc::new(arrow_array::PrimitiveArray::<$t>::from(v)) as ArrayRef
+        }};
+    }
+    Ok(match a.data_type() {
+        A::Int8 => ints!(Int8Type),
+        A::Int16 => ints!(Int16Type),
+        A::Int32 => ints!(Int32Type),
+        A::Int64 => ints!(Int64Type),
+        A::UInt8 => ints!(UInt8Type),
+        A::UInt16 => ints!(UInt16Type),
+        A::UInt32 => ints!(UInt32Type),
+        A::UInt64 => ints!(UInt64Type),
+        A::Date32 => ints!(Date32Type),
+        _ => {
+            // Text: the set dedups as it is built; the array stays.
+            a
+        }
+    })
+}
+
+/// The smallest and largest of sorted integer or date values, as the
+/// zone maps keep them.
+fn int_range(a: &ArrayRef) -> Option<(i128, i128)> {
+    macro_rules! ends {
+        ($t:ty) => {{
+            let v = a.as_primitive::<$t>().values();
+            Some((*v.first()? as i128, *v.last()? as i128))
+        }};
+    }
+    match a.data_type() {
+        A::Int8 => ends!(Int8Type),
+        A::Int16 => ends!(Int16Type),
+        A::Int32 => ends!(Int32Type),
+        A::Int64 => ends!(Int64Type),
+        A::Date32 => ends!(Date32Type),
+        _ => None,
+    }
+}
