@@ -14,6 +14,7 @@ pub const EXAMPLES: &str = "Examples:
   sluice query \"SELECT count(*) FROM sales\"
   sluice query --format json \"SELECT d, sum(price) AS total FROM sales GROUP BY d ORDER BY total DESC LIMIT 5\"
   sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
+  sluice query \"EXPLAIN ANALYZE SELECT d, count(*) FROM sales GROUP BY d\"   (runs it: each step's rows, time, memory)
   sluice query - < report.sql          (the SQL from standard input)
 
 Supported: joins (JOIN ... ON/USING, several tables in FROM), subqueries (IN, EXISTS, scalar,

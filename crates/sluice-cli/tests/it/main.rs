@@ -678,6 +678,26 @@ fn query_formats_timing_and_errors() {
     );
     let plan = ok(&t.0, &["query", "EXPLAIN SELECT min(id) FROM p"]);
     assert!(!plan.contains("Fused"), "{plan}");
+    // EXPLAIN ANALYZE runs it: the plan, then each step with its rows.
+    let plan = ok(
+        &t.0,
+        &[
+            "query",
+            "EXPLAIN ANALYZE SELECT count(*) FROM p WHERE id < 0",
+        ],
+    );
+    assert!(plan.contains("Result: 1 rows in "), "{plan}");
+    assert!(plan.contains("Steps (as run"), "{plan}");
+    let csv = ok(
+        &t.0,
+        &[
+            "query",
+            "--format",
+            "csv",
+            "EXPLAIN ANALYZE SELECT count(*) FROM p WHERE id < 0",
+        ],
+    );
+    assert!(csv.starts_with("plan\n"), "{csv}");
     // `-`: the SQL from standard input, here longer than one argument may
     // be (128 KiB): a 30,000-value IN list.
     let ids: Vec<String> = (2..30_002).map(|i| i.to_string()).collect();
