@@ -484,31 +484,14 @@ pub fn run(
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
-            let name = || {
-                format!(
-                    "Hash join (Inner) of {} with {}",
-                    label(g, probe_side.items),
-                    label(g, build_side.items)
-                )
-            };
-            let (name, rows) = (name(), probe_side.rows);
-            let mut joined = recorded(
+            let mut joined = inner_join(
+                probe_side,
+                &build_side,
+                &table,
+                &probe_keys,
+                g,
+                workers,
                 opts,
-                || name,
-                rows,
-                || {
-                    probe(
-                        probe_side,
-                        &build_side,
-                        &table,
-                        &probe_keys,
-                        None,
-                        JoinKind::Inner,
-                        workers,
-                        opts,
-                    )
-                },
-                |r| r.rows,
             )?;
             // Conditions now wholly inside the joined pair.
             let ready: Vec<usize> = conjuncts
@@ -557,14 +540,82 @@ pub fn run(
         });
         in_on || keyed
     };
-    let starts: Vec<usize> = match present
+    // Better still, an item from which every other is reached by
+    // equalities and outer joins alone, no cross product on the way
+    // (`c LEFT JOIN o … JOIN l ON l.ok = o.ok JOIN d ON d.x = l.id`:
+    // from d, l is reached, then nothing without crossing with c).
+    let items: Vec<u64> = leaves
+        .iter()
+        .enumerate()
+        .map(|(i, l)| l.as_ref().map_or(1 << i, |r| r.items))
+        .collect();
+    let crosses_nothing = |start: usize| {
+        let mut have = items[start];
+        let mut settled = !g.nullable;
+        let mut done = steps_done.clone();
+        loop {
+            let mut grew = false;
+            for &r in &present {
+                if items[r] & have != 0 {
+                    continue;
+                }
+                let joins = conjuncts.iter().any(|(c, finished)| {
+                    !finished
+                        && c.equi.is_some()
+                        && c.items & have != 0
+                        && c.items & items[r] != 0
+                        && c.items & !((have & settled) | items[r]) == 0
+                });
+                if joins {
+                    have |= items[r];
+                    grew = true;
+                }
+            }
+            for (k, st) in g.outer.iter().enumerate() {
+                let ready_on = if is_semi(st.kind) || st.kind == JoinKind::Mark {
+                    have & settled
+                } else {
+                    have
+                };
+                if done[k]
+                    || !st
+                        .on
+                        .iter()
+                        .all(|c| c.items & !(1u64 << st.leaf) & !ready_on == 0)
+                {
+                    continue;
+                }
+                done[k] = true;
+                have |= 1 << st.leaf;
+                settled |= g.nullable & (1 << st.leaf);
+                if st.kind == JoinKind::Full {
+                    settled |= g.nullable;
+                }
+                grew = true;
+            }
+            if !grew {
+                break;
+            }
+        }
+        present.iter().all(|&r| items[r] & !have == 0) && done.iter().all(|d| *d)
+    };
+    let clean: Vec<usize> = present
         .iter()
         .copied()
-        .filter(|&i| joinable(i))
-        .collect::<Vec<_>>()
-    {
-        j if j.is_empty() => present,
-        j => j,
+        .filter(|&i| crosses_nothing(i))
+        .collect();
+    let starts: Vec<usize> = if !clean.is_empty() {
+        clean
+    } else {
+        match present
+            .iter()
+            .copied()
+            .filter(|&i| joinable(i))
+            .collect::<Vec<_>>()
+        {
+            j if j.is_empty() => present,
+            j => j,
+        }
     };
     let base = starts
         .into_iter()
@@ -655,30 +706,7 @@ pub fn run(
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            let name = format!(
-                "Hash join (Inner) of {} with {}",
-                label(g, s.items),
-                label(g, right.items)
-            );
-            let rows = s.rows;
-            s = recorded(
-                opts,
-                || name,
-                rows,
-                || {
-                    probe(
-                        s,
-                        &right,
-                        &table,
-                        &probe_keys,
-                        None,
-                        JoinKind::Inner,
-                        workers,
-                        opts,
-                    )
-                },
-                |r| r.rows,
-            )?;
+            s = inner_join(s, &right, &table, &probe_keys, g, workers, opts)?;
             continue;
         }
         // An outer join whose ON reads only joined items.
@@ -714,19 +742,7 @@ pub fn run(
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            let name = format!(
-                "Cross product of {} with {}",
-                label(g, s.items),
-                label(g, right.items)
-            );
-            let rows = s.rows;
-            s = recorded(
-                opts,
-                || name,
-                rows,
-                || probe(s, &right, &table, &[], None, JoinKind::Inner, workers, opts),
-                |r| r.rows,
-            )?;
+            s = inner_join(s, &right, &table, &[], g, workers, opts)?;
             continue;
         }
         if steps_done.iter().any(|d| !d) || conjuncts.iter().any(|c| !c.1) {
@@ -812,6 +828,48 @@ fn branch_kept(
         }
     }
     share
+}
+
+/// The inner join of `s` with `right` through `table` (its hash table by
+/// `probe_keys`; no keys: a cross product), a step of the profile.
+fn inner_join(
+    s: Rel,
+    right: &Rel,
+    table: &HashTable,
+    probe_keys: &[Expr],
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let what = if probe_keys.is_empty() {
+        "Cross product"
+    } else {
+        "Hash join (Inner)"
+    };
+    let name = format!(
+        "{what} of {} with {}",
+        label(g, s.items),
+        label(g, right.items)
+    );
+    let rows = s.rows;
+    recorded(
+        opts,
+        || name,
+        rows,
+        || {
+            probe(
+                s,
+                right,
+                table,
+                probe_keys,
+                None,
+                JoinKind::Inner,
+                workers,
+                opts,
+            )
+        },
+        |r| r.rows,
+    )
 }
 
 /// The FROM items of `items` by name: `(o, l)`.
