@@ -285,8 +285,21 @@ pub struct GroupTable {
     /// Each group's key in the row format, all in one buffer.
     keys: KeyArena,
     /// Groups by the hash of their key: the first of a chain (see
-    /// `chain`), once there are more than [`FEW_GROUPS`].
+    /// `chain`), once there are more than [`FEW_GROUPS`]. Groups are
+    /// linked in when a key is next looked up this way (see
+    /// [`GroupTable::group_of`]): paths that find groups by their own
+    /// index (dense keys, packed keys) never pay for this one.
     map: HashMap<u64, u32>,
+    /// Groups linked into `map` so far.
+    indexed: usize,
+    /// Groups of one integer key by its value (see [`Dense`]); `None`
+    /// when not used, or no longer.
+    dense: Option<Dense>,
+    /// The dense index was given up (a key outside its limits, a NULL,
+    /// a lookup by another path): not tried again.
+    dense_off: bool,
+    /// Rows the dense index has grouped (its size limit grows with them).
+    dense_rows: usize,
     /// The next group of the same key hash (`u32::MAX`: none).
     chain: Vec<u32>,
     accs: Vec<Acc>,
@@ -308,6 +321,27 @@ pub struct GroupTable {
     /// (an estimate kept as they are added; see [`GroupTable::bytes`]).
     heap: usize,
 }
+
+/// Groups of a single INT, BIGINT or DATE key by its value: `slots[k -
+/// base]` is key k's group (`u32::MAX`: none yet). A key of a few
+/// million close values (an order number, a date) finds its group by
+/// one subtraction and one load, where a hash table takes a hash and
+/// a probe, and a new group costs no hash table insert. Used while every
+/// group of the table came from it (see [`GroupTable::groups_dense`]).
+struct Dense {
+    base: i64,
+    slots: Vec<u32>,
+    /// The key is 32 bits wide (INT, DATE), else 64 (BIGINT): how it
+    /// packs (see [`pack_keys`]) when the table leaves this index.
+    narrow: bool,
+}
+
+/// Most slots a dense index may have (64 MiB of them).
+const DENSE_MAX_SLOTS: usize = 1 << 24;
+/// Slots a dense index may have per row it has grouped, and beyond that
+/// count: keys spread wider than that take the hash table.
+const DENSE_SLOTS_PER_ROW: usize = 8;
+const DENSE_MIN_SLOTS: usize = 1 << 16;
 
 /// Which pair of dictionaries a code table belongs to: their values
 /// arrays, held. Held, not only named by address: a segment's
@@ -434,6 +468,10 @@ impl GroupTable {
             key_conv,
             keys: KeyArena::default(),
             map: HashMap::default(),
+            indexed: 0,
+            dense: None,
+            dense_off: false,
+            dense_rows: 0,
             chain: Vec::new(),
             accs,
             value_convs,
@@ -462,16 +500,6 @@ impl GroupTable {
         self.groups += 1;
         self.keys.push(key);
         self.chain.push(u32::MAX);
-        if self.groups > FEW_GROUPS {
-            if self.map.is_empty() {
-                // Index every group so far (the new one included).
-                for i in 0..self.groups {
-                    self.link(i as u32);
-                }
-            } else {
-                self.link(g);
-            }
-        }
         for a in &mut self.accs {
             match a {
                 Acc::Count(v) => v.push(0),
@@ -519,11 +547,18 @@ impl GroupTable {
     }
 
     fn group_of(&mut self, key: &[u8]) -> u32 {
+        // A group made here is not in the dense index.
+        self.leave_dense();
         if self.groups <= FEW_GROUPS {
             if let Some(i) = (0..self.groups).position(|i| self.keys.get(i) == key) {
                 return i as u32;
             }
         } else {
+            // Link the groups made since the last lookup.
+            while self.indexed < self.groups {
+                self.link(self.indexed as u32);
+                self.indexed += 1;
+            }
             let mut g = self.map.get(&key_hash(key)).copied().unwrap_or(u32::MAX);
             while g != u32::MAX {
                 if self.keys.get(g as usize) == key {
@@ -591,6 +626,10 @@ impl GroupTable {
             + vec(self.cache.capacity(), 32)
             + vec(self.code_table.capacity(), 4)
             + self
+                .dense
+                .as_ref()
+                .map_or(0, |d| vec(d.slots.capacity(), 4))
+            + self
                 .dict_tables
                 .iter()
                 .map(|(_, t)| vec(t.capacity(), 4))
@@ -641,6 +680,10 @@ impl GroupTable {
                 }
             }
             Some(_) => {
+                if let Some(g) = self.groups_dense(keys, sel)? {
+                    return Ok(g);
+                }
+                self.leave_dense();
                 if let Some(codes) = byte_codes(keys, rows) {
                     self.groups_coded(keys, &codes, sel)?
                 } else {
@@ -722,6 +765,168 @@ impl GroupTable {
             out.push(g);
         }
         Ok(Some(out))
+    }
+
+    /// Group ids through the dense index (see [`Dense`]): one INT, BIGINT
+    /// or DATE key without NULLs whose values, with those grouped so far,
+    /// span at most [`DENSE_SLOTS_PER_ROW`] slots a row grouped (and at
+    /// most [`DENSE_MAX_SLOTS`]). `None`: not these keys (the caller
+    /// leaves the index then).
+    fn groups_dense(
+        &mut self,
+        keys: &[ArrayRef],
+        sel: Option<&BooleanArray>,
+    ) -> Result<Option<Vec<u32>>> {
+        if self.dense_off || keys.len() != 1 || (self.dense.is_none() && self.groups != 1) {
+            return Ok(None);
+        }
+        let key = &keys[0];
+        if key.logical_null_count() > 0
+            || self
+                .dense
+                .as_ref()
+                .is_some_and(|d| d.narrow != matches!(key.data_type(), A::Int32 | A::Date32))
+        {
+            return Ok(None);
+        }
+        let (values, narrow): (Vec<i64>, bool) = match key.data_type() {
+            A::Int64 => (key.as_primitive::<Int64Type>().values().to_vec(), false),
+            A::Int32 => (
+                key.as_primitive::<Int32Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| v as i64)
+                    .collect(),
+                true,
+            ),
+            A::Date32 => (
+                key.as_primitive::<Date32Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| v as i64)
+                    .collect(),
+                true,
+            ),
+            _ => return Ok(None),
+        };
+        let Some((lo, hi)) = values
+            .iter()
+            .fold(None, |acc: Option<(i64, i64)>, &v| match acc {
+                None => Some((v, v)),
+                Some((a, b)) => Some((a.min(v), b.max(v))),
+            })
+        else {
+            return Ok(Some(Vec::new()));
+        };
+        let (lo, hi) = match &self.dense {
+            Some(d) => (
+                lo.min(d.base),
+                hi.max(d.base.saturating_add(d.slots.len() as i64 - 1)),
+            ),
+            None => (lo, hi),
+        };
+        let span = (hi as i128 - lo as i128 + 1) as u128;
+        let limit = (self.dense_rows + values.len())
+            .saturating_mul(DENSE_SLOTS_PER_ROW)
+            .saturating_add(DENSE_MIN_SLOTS)
+            .min(DENSE_MAX_SLOTS);
+        if span > limit as u128 {
+            return Ok(None);
+        }
+        self.dense_rows += values.len();
+        let span = span as usize;
+        let d = self.dense.get_or_insert_with(|| Dense {
+            base: lo,
+            slots: Vec::new(),
+            narrow,
+        });
+        if d.slots.len() != span || d.base != lo {
+            // Widen, at least to twice the slots (a key growing a morsel
+            // at a time copies each slot a few times, not once a morsel),
+            // toward the side the keys grow; the slots so far move to
+            // their place in the new range.
+            let wide = span.max(d.slots.len() * 2).min(limit);
+            let base = if lo < d.base && !d.slots.is_empty() {
+                (hi as i128 + 1 - wide as i128).max(i64::MIN as i128) as i64
+            } else {
+                lo
+            };
+            let room = (i64::MAX as i128 - base as i128 + 1).min(DENSE_MAX_SLOTS as i128);
+            let wide = wide.min(room as usize);
+            let mut slots = vec![u32::MAX; wide];
+            let at = (d.base - base) as usize;
+            slots[at..at + d.slots.len()].copy_from_slice(&d.slots);
+            d.slots = slots;
+            d.base = base;
+        }
+        let words = sel_words(sel);
+        let mut out = Vec::with_capacity(values.len());
+        let mut fresh: Vec<u32> = Vec::new();
+        let first_new = self.groups;
+        for (r, &v) in values.iter().enumerate() {
+            if excluded(words.as_deref(), r) {
+                out.push(0);
+                continue;
+            }
+            let slot = &mut d.slots[(v - d.base) as usize];
+            if *slot == u32::MAX {
+                *slot = (first_new + fresh.len()) as u32;
+                fresh.push(r as u32);
+            }
+            out.push(*slot);
+        }
+        self.add_fresh(keys, fresh)?;
+        Ok(Some(out))
+    }
+
+    /// Makes a group for each row of `fresh` (rows of new keys, in the
+    /// order their ids were given), with one row-format conversion.
+    fn add_fresh(&mut self, keys: &[ArrayRef], fresh: Vec<u32>) -> Result<()> {
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let conv = self
+            .key_conv
+            .as_ref()
+            .ok_or_else(|| Error::Internal("no key converter".into()))?;
+        let idx = arrow_array::UInt32Array::from(fresh);
+        let cols = keys
+            .iter()
+            .map(|c| {
+                let c = crate::batch::dict::decode(c)?;
+                arrow_select::take::take(&c, &idx, None).map_err(exec_err)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let rows = conv.convert_columns(&cols).map_err(exec_err)?;
+        for i in 0..rows.num_rows() {
+            self.add_group(rows.row(i).as_ref());
+        }
+        Ok(())
+    }
+
+    /// Stops using the dense index: its groups become packed keys (see
+    /// [`Self::groups_packed`]), so that path finds them without the
+    /// row format, and it is not tried again.
+    fn leave_dense(&mut self) {
+        let Some(d) = self.dense.take() else {
+            return;
+        };
+        self.dense_off = true;
+        for (i, &g) in d.slots.iter().enumerate() {
+            if g == u32::MAX {
+                continue;
+            }
+            let k = d.base + i as i64;
+            let packed = if d.narrow {
+                k as i32 as u32 as u64
+            } else {
+                k as u64
+            };
+            self.packed.push((packed as u128, g));
+        }
+        if self.packed.len() > FEW_GROUPS {
+            self.packed_map.extend(self.packed.iter().copied());
+        }
     }
 
     /// Group ids for keys that are one byte each (see [`byte_codes`]): a
@@ -1198,36 +1403,68 @@ impl GroupTable {
             self.cache[slot] = (k, g);
             out.push(g);
         }
-        if !fresh.is_empty() {
-            let conv = self
-                .key_conv
-                .as_ref()
-                .ok_or_else(|| Error::Internal("no key converter".into()))?;
-            let idx = arrow_array::UInt32Array::from(fresh);
-            let cols = keys
-                .iter()
-                .map(|c| {
-                    let c = crate::batch::dict::decode(c)?;
-                    arrow_select::take::take(&c, &idx, None).map_err(exec_err)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let rows = conv.convert_columns(&cols).map_err(exec_err)?;
-            for i in 0..rows.num_rows() {
-                self.add_group(rows.row(i).as_ref());
-            }
-        }
+        self.add_fresh(keys, fresh)?;
         Ok(out)
+    }
+
+    /// Where each group of another table's dense index goes in this
+    /// one's, both dense over one key type and, together, within
+    /// [`DENSE_MAX_SLOTS`]: no key hashed. `None`: the general merge.
+    fn merge_dense(&mut self, theirs: &Dense, their_keys: &KeyArena) -> Option<Vec<u32>> {
+        let d = self.dense.as_mut()?;
+        if d.narrow != theirs.narrow || theirs.slots.is_empty() {
+            return (theirs.slots.is_empty() && their_keys.len() == 1).then(|| vec![0]);
+        }
+        let lo = d.base.min(theirs.base);
+        let end = |base: i64, len: usize| base as i128 + len as i128;
+        let hi = end(d.base, d.slots.len()).max(end(theirs.base, theirs.slots.len()));
+        if hi - lo as i128 > DENSE_MAX_SLOTS as i128 {
+            return None;
+        }
+        let span = (hi - lo as i128) as usize;
+        if d.base != lo || d.slots.len() != span {
+            let mut slots = vec![u32::MAX; span];
+            let at = (d.base - lo) as usize;
+            slots[at..at + d.slots.len()].copy_from_slice(&d.slots);
+            d.slots = slots;
+            d.base = lo;
+        }
+        let mut map = vec![0u32; their_keys.len()];
+        let at = (theirs.base - lo) as usize;
+        let mut fresh: Vec<u32> = Vec::new();
+        for (i, &j) in theirs.slots.iter().enumerate() {
+            if j == u32::MAX {
+                continue;
+            }
+            let slot = &mut d.slots[at + i];
+            if *slot == u32::MAX {
+                *slot = (self.groups + fresh.len()) as u32;
+                fresh.push(j);
+            }
+            map[j as usize] = *slot;
+        }
+        // Their row-format keys are this table's: the same key types.
+        for j in fresh {
+            self.add_group(their_keys.get(j as usize));
+        }
+        Some(map)
     }
 
     /// Merges another worker's partial table into this one.
     pub fn merge(&mut self, other: GroupTable) -> Result<()> {
         let GroupTable {
-            keys, accs, heap, ..
+            keys,
+            accs,
+            heap,
+            dense,
+            ..
         } = other;
         // Values both tables held are counted twice: an overestimate.
         self.heap += heap;
         let map: Vec<u32> = if self.key_conv.is_none() {
             vec![0, 1]
+        } else if let Some(m) = dense.and_then(|d| self.merge_dense(&d, &keys)) {
+            m
         } else {
             (0..keys.len())
                 .map(|i| self.group_of(keys.get(i)))
@@ -1821,6 +2058,114 @@ mod tests {
                 drop(keys);
             }
             assert_eq!(group_of.len(), 3);
+        }
+    }
+
+    fn count_star() -> Arc<Vec<AggCall>> {
+        Arc::new(vec![AggCall {
+            func: AggFunc::CountStar,
+            arg: None,
+            distinct: false,
+            arg_type: A::Int64,
+            name: "count(*)".into(),
+            collect: None,
+        }])
+    }
+
+    /// A morsel of keys: values near `base` (spread `spread`), some
+    /// NULL, some far away; and which rows a selection keeps.
+    fn morsel() -> impl proptest::strategy::Strategy<Value = (Vec<Option<i64>>, Option<Vec<bool>>)>
+    {
+        use proptest::prelude::*;
+        let base = prop_oneof![
+            Just(0i64),
+            -5000i64..5000,
+            Just(i64::MAX - 300),
+            Just(i64::MIN),
+            Just(i32::MAX as i64 - 50),
+            Just(i32::MIN as i64),
+        ];
+        let spread = prop_oneof![Just(1i64), 1i64..300, Just(1 << 20), Just(1 << 26)];
+        (base, spread, 0usize..300, any::<u8>(), any::<bool>()).prop_flat_map(
+            |(base, spread, n, nulls, with_sel)| {
+                let key = (0..spread, any::<u8>()).prop_map(move |(off, r)| {
+                    if nulls > 200 && r < 16 {
+                        None
+                    } else {
+                        Some(base.saturating_add(off))
+                    }
+                });
+                let keys = proptest::collection::vec(key, n);
+                let sel = proptest::collection::vec(any::<bool>(), n);
+                (keys, sel).prop_map(move |(k, s)| (k, with_sel.then_some(s)))
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Groups of one integer key, whichever index finds them (dense
+        /// slots, widened either way, left for packed keys on a NULL or
+        /// a far key) and however the partial tables merge: one group a
+        /// key, each counting its kept rows.
+        #[test]
+        fn integer_keys_group_the_same_through_every_index(
+            morsels in proptest::collection::vec(morsel(), 1..12),
+            tables in 1usize..4,
+            narrow in proptest::prelude::any::<bool>(),
+        ) {
+            let ty = if narrow { A::Int32 } else { A::Int64 };
+            let fit = |v: i64| if narrow { v as i32 as i64 } else { v };
+            let mut ts: Vec<GroupTable> = (0..tables)
+                .map(|_| GroupTable::new(std::slice::from_ref(&ty), count_star()).unwrap())
+                .collect();
+            let mut seen: Vec<HashMap<Option<i64>, u32>> = vec![HashMap::new(); tables];
+            let mut want: HashMap<Option<i64>, i64> = HashMap::new();
+            for (m, (keys, sel)) in morsels.iter().enumerate() {
+                let t = m % tables;
+                let keys: Vec<Option<i64>> = keys.iter().map(|k| k.map(fit)).collect();
+                let col: ArrayRef = if narrow {
+                    Arc::new(arrow_array::Int32Array::from(
+                        keys.iter().map(|k| k.map(|v| v as i32)).collect::<Vec<_>>(),
+                    ))
+                } else {
+                    Arc::new(arrow_array::Int64Array::from(keys.clone()))
+                };
+                let mask = sel.as_ref().map(|s| BooleanArray::from(s.clone()));
+                let g = ts[t].group_ids(keys.len(), &[col], mask.as_ref()).unwrap();
+                proptest::prop_assert_eq!(g.len(), keys.len());
+                for (r, k) in keys.iter().enumerate() {
+                    if sel.as_ref().is_some_and(|s| !s[r]) {
+                        proptest::prop_assert_eq!(g[r], 0);
+                        continue;
+                    }
+                    proptest::prop_assert_ne!(g[r], 0);
+                    let e = *seen[t].entry(*k).or_insert(g[r]);
+                    proptest::prop_assert_eq!(e, g[r], "key {:?} in two groups", k);
+                    *want.entry(*k).or_default() += 1;
+                }
+                ts[t].update_groups(&g, &[AggInput::Star]).unwrap();
+            }
+            let mut ts = ts.into_iter();
+            let mut fin = ts.next().unwrap();
+            for t in ts {
+                fin.merge(t).unwrap();
+            }
+            let cols = fin.finish().unwrap();
+            let mut got: HashMap<Option<i64>, i64> = HashMap::new();
+            let counts = cols[1].as_primitive::<Int64Type>();
+            for r in 0..cols[0].len() {
+                let k = if cols[0].is_null(r) {
+                    None
+                } else if narrow {
+                    Some(cols[0].as_primitive::<Int32Type>().value(r) as i64)
+                } else {
+                    Some(cols[0].as_primitive::<Int64Type>().value(r))
+                };
+                proptest::prop_assert!(got.insert(k, counts.value(r)).is_none(), "key {:?} twice", k);
+            }
+            proptest::prop_assert_eq!(got, want);
         }
     }
 }

@@ -680,6 +680,9 @@ fn execute_block(
                                                 }
                                             }
                                         };
+                                        // Group ids the fused pass found and did
+                                        // not use: the general path's, not found twice.
+                                        let mut found: Option<Vec<u32>> = None;
                                         // Few groups and integer sums: one fused pass.
                                         if let Some(fz) = &fused {
                                             let n = batch.num_rows();
@@ -716,6 +719,9 @@ fn execute_block(
                                                     )?;
                                                     continue;
                                                 }
+                                                if !keys.is_empty() {
+                                                    found = Some(groups);
+                                                }
                                             }
                                         }
                                         let mut ev = AggEval {
@@ -733,6 +739,7 @@ fn execute_block(
                                             // the query: evaluate the kept rows only.
                                             Err(_) if sel.is_some() => {
                                                 let mask = sel.take().expect("checked above");
+                                                found = None;
                                                 batch = arrow_select::filter::filter_record_batch(
                                                     &batch, &mask,
                                                 )
@@ -765,7 +772,10 @@ fn execute_block(
                                             });
                                         }
                                         match sets {
-                                            None => table.update(n, &k, &a, sel.as_ref())?,
+                                            None => match found {
+                                                Some(g) => table.update_groups(&g, &a)?,
+                                                None => table.update(n, &k, &a, sel.as_ref())?,
+                                            },
                                             Some(sets) => {
                                                 for (s, present) in sets.iter().enumerate() {
                                                     let ks = super::grouping::set_keys(
