@@ -421,7 +421,7 @@ fn execute_block(
             // `limit + offset` rows in the order that it has seen, with
             // their positions (see `top_rows`).
             let top = top_k(plan);
-            let filter_dicts = filter_dictionaries(plan, exprs);
+            let (filter_dicts, after_filter) = filter_dictionaries(plan, exprs);
             let skipped = AtomicUsize::new(0);
             // The best threshold any worker has reached (see
             // `stored_threshold`): a row worse than it is in no worker's
@@ -477,6 +477,7 @@ fn execute_block(
                             _ => inputs.rows_of(&m)?,
                         };
                         let batch = work_filter(decode_batch(&raw, &filter_dicts)?)?;
+                        let batch = decode_batch(&batch, &after_filter)?;
                         // Rows that cannot enter the worker's first
                         // rows, dropped before they are projected.
                         let (batch, rows) = match (top, &best) {
@@ -1112,13 +1113,15 @@ fn dictionary_keys(plan: &Plan) -> Vec<bool> {
         .collect()
 }
 
-/// The columns that a projection's filter may read dictionary-encoded:
-/// those it only compares with TEXT literals (see
-/// [`Expr::takes_dictionary`]) and that no projected expression reads.
-fn filter_dictionaries(plan: &Plan, exprs: &[Expr]) -> Vec<bool> {
+/// The columns that a projection's filter may read dictionary-encoded
+/// (those it only compares with TEXT literals, see
+/// [`Expr::takes_dictionary`]), and those that stay encoded after it
+/// (the columns no projected expression reads): a column both filtered
+/// and projected is decoded for the rows the filter kept only.
+fn filter_dictionaries(plan: &Plan, exprs: &[Expr]) -> (Vec<bool>, Vec<bool>) {
     let n = plan.table_types.len();
     let Some(f) = &plan.filter else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut used = vec![false; n];
     f.mark_columns(&mut used);
@@ -1126,9 +1129,10 @@ fn filter_dictionaries(plan: &Plan, exprs: &[Expr]) -> Vec<bool> {
     for e in exprs {
         e.mark_columns(&mut projected);
     }
-    (0..n)
-        .map(|c| used[c] && !projected[c] && f.takes_dictionary(c))
-        .collect()
+    (
+        (0..n).map(|c| used[c] && f.takes_dictionary(c)).collect(),
+        projected.iter().map(|p| !p).collect(),
+    )
 }
 
 /// SUM/AVG over integer and decimal arithmetic skip Arrow arrays: their

@@ -968,7 +968,15 @@ fn step_inner(
             opts,
         );
     }
-    let table = table_for(built, leaves, st.leaf, &keys, g, opts)?;
+    // A LEFT join with more rows on its NULL-filled side hashes its own
+    // rows instead (see below): the other side's table is not built.
+    let own_table = st.kind == JoinKind::Left && other_rows > s.rows && !keys.is_empty();
+    let table = if own_table {
+        None
+    } else {
+        Some(table_for(built, leaves, st.leaf, &keys, g, opts)?)
+    };
+    let table = || table.ok_or_else(|| Error::Internal("join: no hash table".into()));
     let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
     let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
     let rest = and_all(
@@ -988,7 +996,7 @@ fn step_inner(
         mark(
             s,
             &right,
-            &table,
+            &*table()?,
             &probe_keys,
             rest.as_ref(),
             col,
@@ -1000,20 +1008,20 @@ fn step_inner(
         semi(
             s,
             &right,
-            &table,
+            &*table()?,
             &probe_keys,
             rest.as_ref(),
             st.kind,
             workers,
             opts,
         )
-    } else if st.kind == JoinKind::Left && right.rows > s.rows && !keys.is_empty() {
+    } else if own_table {
         left_by_probing_the_other_side(s, &right, &keys, rest.as_ref(), g, workers, opts)
     } else {
         probe(
             s,
             &right,
-            &table,
+            &*table()?,
             &probe_keys,
             rest.as_ref(),
             st.kind,
