@@ -1290,6 +1290,7 @@ impl ValueSet {
                 for a in live {
                     set.insert(*ints_of(a.as_ref())?.first()?);
                 }
+                set.for_probes();
                 SetValues::Ints(set)
             }
         };
@@ -1340,6 +1341,7 @@ impl ValueSet {
                 for i in (0..n).filter(live) {
                     set.insert(ints[i]);
                 }
+                set.for_probes();
                 SetValues::Ints(set)
             }
         };
@@ -1354,6 +1356,19 @@ impl ValueSet {
     /// SQL's NULLs: NULL for a NULL `x`, and for a value not found when
     /// the list holds a NULL.
     fn probe(&self, x: &dyn Array) -> Option<BooleanArray> {
+        // INT and BIGINT keys against a bitmap: bits made 64 at a time.
+        let bits = match (&self.values, x.data_type()) {
+            (SetValues::Ints(set), A::Int64) if same_values(x.data_type(), &self.ty) => {
+                set.contains_each(x.as_primitive::<Int64Type>().values())
+            }
+            (SetValues::Ints(set), A::Int32) if same_values(x.data_type(), &self.ty) => {
+                set.contains_each(x.as_primitive::<Int32Type>().values())
+            }
+            _ => None,
+        };
+        if let Some(values) = bits {
+            return Some(self.with_nulls(x, values));
+        }
         let found: Vec<bool> = match &self.values {
             SetValues::Text(set) => {
                 let s = x.as_string_opt::<i32>()?;
@@ -1391,7 +1406,11 @@ impl ValueSet {
                 }
             }
         };
-        let values = arrow_buffer::BooleanBuffer::from(found);
+        Some(self.with_nulls(x, arrow_buffer::BooleanBuffer::from(found)))
+    }
+
+    /// The answers `values` of the set test over `x` with SQL's NULLs.
+    fn with_nulls(&self, x: &dyn Array, values: arrow_buffer::BooleanBuffer) -> BooleanArray {
         let nulls = match (x.logical_nulls(), self.has_null) {
             (n, false) => n,
             // Not found: NULL; found: true; NULL x: NULL.
@@ -1403,7 +1422,7 @@ impl ValueSet {
                 Some(arrow_buffer::NullBuffer::new(valid))
             }
         };
-        Some(BooleanArray::new(values, nulls))
+        BooleanArray::new(values, nulls)
     }
 }
 

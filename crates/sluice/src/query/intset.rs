@@ -19,6 +19,9 @@ const FREE_WORDS: u128 = 16;
 const WORDS_PER_VALUE: u128 = 4;
 /// Words a bitmap never exceeds (16 MiB).
 const MAX_WORDS: u128 = 1 << 21;
+/// Words a set only probed may have as a bitmap (8 MiB: a span of 64 M
+/// values).
+pub const PROBE_WORDS: usize = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub enum IntSet {
@@ -71,6 +74,63 @@ impl IntSet {
             },
             IntSet::Sparse(s, lo, hi) => x >= *lo && x <= *hi && s.contains(&x),
         }
+    }
+
+    /// A set only probed from now on (an IN list, a runtime filter)
+    /// becomes a bitmap when its values span at most [`PROBE_WORDS`]
+    /// words, however few they are: a bit test a row instead of a hash,
+    /// for a memory cost known in advance.
+    pub fn for_probes(&mut self) {
+        let IntSet::Sparse(values, lo, hi) = self else {
+            return;
+        };
+        if values.is_empty() {
+            return;
+        }
+        let base = floor64(*lo);
+        let Some(words) = hi.checked_sub(base).map(|s| s / 64 + 1) else {
+            return;
+        };
+        if words > PROBE_WORDS as i128 {
+            return;
+        }
+        let mut bits = vec![0u64; words as usize];
+        for &v in values.iter() {
+            let off = (v - base) as usize;
+            bits[off / 64] |= 1 << (off % 64);
+        }
+        *self = IntSet::Dense {
+            base,
+            count: values.len(),
+            words: bits,
+        };
+    }
+
+    /// Whether each of `values` is in the set, as bits, when the set is
+    /// a bitmap inside the 64-bit integers: a compare and a bit test a
+    /// value, 64 values a word. `None` otherwise (test each value).
+    pub fn contains_each<T: Copy + Into<i64>>(
+        &self,
+        values: &[T],
+    ) -> Option<arrow_buffer::BooleanBuffer> {
+        let IntSet::Dense { base, words, .. } = self else {
+            return None;
+        };
+        let lo = i64::try_from(*base).ok()?;
+        let bits = i64::try_from(words.len()).ok()?.checked_mul(64)?;
+        // The last value the bitmap holds, inside i64 (none if empty).
+        let hi = lo.checked_add(bits)?.checked_sub(1)?;
+        Some(arrow_buffer::BooleanBuffer::collect_bool(
+            values.len(),
+            |i| {
+                let v: i64 = values[i].into();
+                if v < lo || v > hi {
+                    return false;
+                }
+                let off = (v - lo) as u64;
+                words[(off >> 6) as usize] >> (off & 63) & 1 != 0
+            },
+        ))
     }
 
     #[inline]

@@ -132,8 +132,21 @@ fn each_step_reports_the_rows_it_read_and_made() {
             .lines()
             .find(|l| l.contains("Hash join (Semi)"))
             .unwrap_or_else(|| panic!("no semi join in\n{t}"));
-        // b's 300 rows in, the 50 whose key is 10 times one of c's out.
-        assert!(semi.contains(": 300 -> 50 rows"), "{t}");
+        // c's 100 keys filter b's scan (a semi join's subquery is a
+        // runtime filter's source): of b's 300 rows, the 50 whose key is
+        // 10 times one of c's reach the semi join, and all 50 pass it.
+        assert_eq!(
+            step(&t, "Scan b -> Filter -> Projection").trim(),
+            "Scan b -> Filter -> Projection: 300 -> 50 rows",
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "Runtime filter on b: (b.k = __sq1.c0) IN the keys of __sq1: 100 -> 50 rows"
+            ),
+            "{t}"
+        );
+        assert!(semi.contains(": 50 -> 50 rows"), "{t}");
         assert!(t.contains("Result: 1 rows in "), "{t}");
     }
 }

@@ -122,6 +122,38 @@ fn filtered_joins_answer_as_the_join() {
             // 'key-4' … 'key-9' and 'key-31' … 'key-37' (text order).
             "[[\"1028\", \"1259\"]]".to_string(),
         ),
+        // Semi joins as sources (small's keys filter big's scan): IN
+        // over keys with a NULL among them; correlated EXISTS with a
+        // condition beside the equality; INT against BIGINT keys; TEXT.
+        (
+            "SELECT count(*), sum(v) FROM big WHERE k IN (SELECT k FROM small WHERE g = 1)",
+            format!("[[\"38\", \"{sum_v}\"]]"),
+        ),
+        (
+            "SELECT count(*) FROM big WHERE EXISTS (SELECT 1 FROM small WHERE small.k = big.k AND small.g = 1 AND big.v > 4)",
+            format!("[[\"{}\"]]", keys.iter().filter(|k| *k % 10 > 4).count()),
+        ),
+        (
+            "SELECT count(*) FROM big WHERE i IN (SELECT k FROM small WHERE g = 1)",
+            "[[\"38\"]]".to_string(),
+        ),
+        (
+            "SELECT count(*) FROM big WHERE t IN (SELECT t FROM small WHERE g = 1)",
+            "[[\"2340\"]]".to_string(),
+        ),
+        // Not sources: NOT EXISTS keeps the rows without a match, and an
+        // EXISTS under OR (a mark join) keeps every row to test.
+        (
+            "SELECT count(*) FROM big WHERE NOT EXISTS (SELECT 1 FROM small WHERE small.k = big.k AND g = 1)",
+            "[[\"59962\"]]".to_string(),
+        ),
+        (
+            "SELECT count(*) FROM big WHERE v = 1 OR EXISTS (SELECT 1 FROM small WHERE small.k = big.k AND g = 1)",
+            format!(
+                "[[\"{}\"]]",
+                6000 + keys.iter().filter(|k| *k % 10 != 1).count()
+            ),
+        ),
         // No key at all on the small side.
         (
             "SELECT count(*) FROM big JOIN small ON big.k = small.k WHERE small.t = 'none'",

@@ -16,12 +16,18 @@
 //! - the values' range, for integer and date keys: a zone-map test, so
 //!   that record batches and segments outside it are not read at all.
 //!
+//! A semi join (`EXISTS`, `IN (SELECT …)`) by `t.c = sq.e` is a source
+//! too: its subquery's keys filter `t` as an inner join's item's would,
+//! when they are at most half as many as `t`'s table's rows (a
+//! subquery's rows are no share of a table, so that bound alone).
+//!
 //! The join then runs as before, on fewer rows; the equality is still
 //! checked by the join, so a filter that keeps too much costs time, never
 //! an answer. It is sound because an inner join drops a row without a
 //! match anyway: neither item may be one an outer join fills with NULLs
 //! or the right side of an outer, semi or anti join (their rows survive,
-//! or matter, without a match). NULL keys never match, so none is kept.
+//! or matter, without a match), except that a semi join's right side
+//! filters its left. NULL keys never match, so none is kept.
 //!
 //! (DuckDB's join filter pushdown and DataFusion's dynamic filters do the
 //! same with the build side's min/max; Umbra and Velox with a bloom
@@ -33,7 +39,7 @@ use arrow_array::{Array, ArrayRef, cast::AsArray, types::*};
 use arrow_schema::DataType as A;
 
 use super::super::expr::{BinOp, Expr, InSet, exec_err};
-use super::super::plan::from::JoinGroup;
+use super::super::plan::from::{JoinGroup, JoinKind};
 use super::super::plan::{Body, Plan, Prune};
 use super::super::{QueryOptions, memory::Reservation};
 use super::Rel;
@@ -106,7 +112,16 @@ fn sources<'g>(
         return Vec::new();
     }
     let mut out = Vec::new();
-    for c in &g.conjuncts {
+    // The WHERE's and inner joins' equalities, and a semi join's with
+    // its subquery: a row without a match is dropped either way (not an
+    // anti or mark join's: their rows stay without one).
+    let semi = g
+        .outer
+        .iter()
+        .filter(|st| st.kind == JoinKind::Semi)
+        .flat_map(|st| st.on.iter().map(move |c| (c, 1u64 << st.leaf)));
+    let conds = g.conjuncts.iter().map(|c| (c, 0)).chain(semi);
+    for (c, semi_side) in conds {
         let Some((l, lm, r, rm)) = &c.equi else {
             continue;
         };
@@ -117,17 +132,18 @@ fn sources<'g>(
         } else {
             continue;
         };
-        if om & excluded != 0 {
+        // A semi join's subquery is a source, never the item it filters.
+        if om & excluded != 0 && om != semi_side {
             continue;
         }
         let j = om.trailing_zeros() as usize;
         let Some(src) = leaves.get(j).and_then(|s| s.as_ref()) else {
             continue;
         };
-        if src.rows > MAX_KEYS
-            || (src.rows as u64).saturating_mul(2) > table_rows
-            || kept.get(j).is_none_or(|&k| k > 0.5)
-        {
+        // A subquery's rows are no share of a table: only their number
+        // against the target's table counts.
+        let whole = g.leaves[j].table.is_some() && kept.get(j).is_none_or(|&k| k > 0.5);
+        if src.rows > MAX_KEYS || (src.rows as u64).saturating_mul(2) > table_rows || whole {
             continue;
         }
         // The key on this side: one of the leaf's scanned columns as is.
@@ -202,10 +218,15 @@ pub(super) fn filtered_plan(
             continue;
         };
         let n = values.len();
-        let mut mem = opts.reserve("runtime filter", 0)?;
-        mem.resize(super::super::memory::array_bytes(values.as_ref()) + 16 * n as u64)?;
-        held.push(mem);
         let range = int_range(&values);
+        // The values, their set, and the bitmap the set may become
+        // (see `IntSet::for_probes`).
+        let bitmap = range.map_or(0, |(lo, hi)| {
+            ((hi - lo) / 8 + 8).min(8 * super::super::intset::PROBE_WORDS as i128) as u64
+        });
+        let mut mem = opts.reserve("runtime filter", 0)?;
+        mem.resize(super::super::memory::array_bytes(values.as_ref()) + 16 * n as u64 + bitmap)?;
+        held.push(mem);
         let plan = plan.get_or_insert_with(|| p.clone());
         let test = Expr::InValues {
             expr: Box::new(Expr::Column {
