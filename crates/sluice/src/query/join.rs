@@ -330,11 +330,9 @@ pub fn run(
     // by their own conditions first: a table that a smaller, cut item
     // joins by `=` is read after it, and reads only the rows whose keys
     // that item has (see `runtime_filter`).
-    let table_rows: Vec<Option<u64>> = g
-        .leaves
-        .iter()
-        .map(|l| {
-            l.table.as_ref().map(|t| {
+    let table_rows: Vec<Option<u64>> = (0..g.leaves.len())
+        .map(|i| {
+            runtime_filter::scanned_table(g, i).map(|t| {
                 db.table(t)
                     .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>())
                     .unwrap_or(0)

@@ -132,21 +132,52 @@ fn each_step_reports_the_rows_it_read_and_made() {
             .lines()
             .find(|l| l.contains("Hash join (Semi)"))
             .unwrap_or_else(|| panic!("no semi join in\n{t}"));
-        // c's 100 keys filter b's scan (a semi join's subquery is a
-        // runtime filter's source): of b's 300 rows, the 50 whose key is
-        // 10 times one of c's reach the semi join, and all 50 pass it.
+        // b's 300 rows in, the 50 whose key is 10 times one of c's out
+        // (c is read whole: its keys would filter nothing).
+        assert!(semi.contains(": 300 -> 50 rows"), "{t}");
+
+        // The subquery cut by its own condition to 40 of c's 100 rows:
+        // its 20 keys filter b's scan (a semi join's subquery is a
+        // runtime filter's source), and the 20 rows it keeps all pass.
+        let t = analyze(
+            &db,
+            "SELECT count(*) FROM b WHERE k IN (SELECT k * 10 FROM c WHERE k < 20)",
+            threads,
+        );
         assert_eq!(
             step(&t, "Scan b -> Filter -> Projection").trim(),
-            "Scan b -> Filter -> Projection: 300 -> 50 rows",
+            "Scan b -> Filter -> Projection: 300 -> 20 rows",
             "{t}"
         );
         assert!(
+            t.contains("Runtime filter on b: (b.k = __sq1.c0) IN the keys of __sq1: 40 -> 20 rows"),
+            "{t}"
+        );
+        assert_eq!(
+            step(&t, "Hash join (Semi) of (b) with (__sq1)").trim(),
+            "Hash join (Semi) of (b) with (__sq1): 20 -> 20 rows",
+            "{t}"
+        );
+
+        // EXISTS over a larger table: b, cut to a third by its own
+        // condition, is read first, and its 100 keys (0, 30, 60, …: a
+        // has each once) filter the subquery's scan of a.
+        let t = analyze(
+            &db,
+            "SELECT count(*) FROM b WHERE w = 'w0' AND EXISTS (SELECT 1 FROM a WHERE a.k = b.k)",
+            threads,
+        );
+        assert!(
             t.contains(
-                "Runtime filter on b: (b.k = __sq1.c0) IN the keys of __sq1: 100 -> 50 rows"
+                "Runtime filter on __sq1: (__sq1.c0 = b.k) IN the keys of b: 100 -> 100 rows"
             ),
             "{t}"
         );
-        assert!(semi.contains(": 50 -> 50 rows"), "{t}");
+        assert_eq!(
+            step(&t, "Scan a -> Filter -> Projection").trim(),
+            "Scan a -> Filter -> Projection: 3000 -> 100 rows",
+            "{t}"
+        );
         assert!(t.contains("Result: 1 rows in "), "{t}");
     }
 }

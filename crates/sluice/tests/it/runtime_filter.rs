@@ -141,6 +141,27 @@ fn filtered_joins_answer_as_the_join() {
             "SELECT count(*) FROM big WHERE t IN (SELECT t FROM small WHERE g = 1)",
             "[[\"2340\"]]".to_string(),
         ),
+        // A semi or anti join's subquery (big, a plain scan) read after
+        // the smaller side and filtered by its keys: EXISTS and NOT
+        // EXISTS; NOT IN, whose NULLs count, is never filtered.
+        (
+            "SELECT count(*) FROM small WHERE g = 1 AND EXISTS (SELECT 1 FROM big WHERE big.k = small.k)",
+            "[[\"38\"]]".to_string(),
+        ),
+        (
+            "SELECT count(*) FROM small WHERE g = 1 AND NOT EXISTS (SELECT 1 FROM big WHERE big.k = small.k AND big.v <> 3)",
+            format!(
+                "[[\"{}\"]]",
+                2 + keys.iter().filter(|k| *k % 10 == 3).count()
+            ),
+        ),
+        (
+            "SELECT count(*) FROM small WHERE g = 1 AND k NOT IN (SELECT k FROM big WHERE v = 3)",
+            format!(
+                "[[\"{}\"]]",
+                1 + keys.iter().filter(|k| *k % 10 != 3).count()
+            ),
+        ),
         // Not sources: NOT EXISTS keeps the rows without a match, and an
         // EXISTS under OR (a mark join) keeps every row to test.
         (

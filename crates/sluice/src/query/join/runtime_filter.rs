@@ -108,7 +108,15 @@ fn sources<'g>(
     let Body::Project(exprs) = &leaf.plan.body else {
         return Vec::new();
     };
-    if !filterable(g, i, excluded) {
+    // A semi or anti join's subquery (a plain scan of a table) only
+    // needs the rows whose key a row of the other side has: a row
+    // without one matches nothing (not NOT IN's or a mark join's, whose
+    // NULL keys count).
+    let joined_by = g
+        .outer
+        .iter()
+        .find(|st| st.leaf == i && matches!(st.kind, JoinKind::Semi | JoinKind::Anti));
+    if !filterable(g, i, excluded & !joined_by.map_or(0, |_| me)) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -120,7 +128,15 @@ fn sources<'g>(
         .iter()
         .filter(|st| st.kind == JoinKind::Semi)
         .flat_map(|st| st.on.iter().map(move |c| (c, 1u64 << st.leaf)));
-    let conds = g.conjuncts.iter().map(|c| (c, 0)).chain(semi);
+    let subquery = joined_by
+        .into_iter()
+        .flat_map(|st| st.on.iter().map(|c| (c, 0)));
+    let conds = g
+        .conjuncts
+        .iter()
+        .map(|c| (c, 0))
+        .chain(semi)
+        .chain(subquery);
     for (c, semi_side) in conds {
         let Some((l, lm, r, rm)) = &c.equi else {
             continue;
@@ -132,17 +148,18 @@ fn sources<'g>(
         } else {
             continue;
         };
-        // A semi join's subquery is a source, never the item it filters.
-        if om & excluded != 0 && om != semi_side {
+        // A semi join's subquery is a source here, never the item it
+        // filters (that is the last list's case).
+        if (om & excluded != 0 && om != semi_side) || (semi_side != 0 && om != semi_side) {
             continue;
         }
         let j = om.trailing_zeros() as usize;
         let Some(src) = leaves.get(j).and_then(|s| s.as_ref()) else {
             continue;
         };
-        // A subquery's rows are no share of a table: only their number
-        // against the target's table counts.
-        let whole = g.leaves[j].table.is_some() && kept.get(j).is_none_or(|&k| k > 0.5);
+        // A subquery that is not a plain scan has rows that are no share
+        // of a table: only their number against the target's table counts.
+        let whole = scanned_table(g, j).is_some() && kept.get(j).is_none_or(|&k| k > 0.5);
         if src.rows > MAX_KEYS || (src.rows as u64).saturating_mul(2) > table_rows || whole {
             continue;
         }
@@ -167,12 +184,23 @@ fn sources<'g>(
     out
 }
 
+/// The table leaf `i` reads: its own, or the one a subquery that is a
+/// plain scan reads (its rows are a share of that table's; so a semi
+/// join's subquery is read after a smaller item whose keys filter it).
+pub(super) fn scanned_table(g: &JoinGroup, i: usize) -> Option<&str> {
+    let leaf = &g.leaves[i];
+    match &leaf.table {
+        Some(t) => Some(t),
+        None if filterable(g, i, 0) => leaf.plan.table.as_deref(),
+        None => None,
+    }
+}
+
 /// Whether leaf `i` is a table scan that a runtime filter may narrow.
 fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
     let leaf = &g.leaves[i];
     let p = &leaf.plan;
-    leaf.table.is_some()
-        && p.table.is_some()
+    p.table.is_some()
         && p.input.is_none()
         && p.key_lookup.is_none()
         && p.limit.is_none()
