@@ -175,6 +175,12 @@ fn filtered_joins_answer_as_the_join() {
                 6000 + keys.iter().filter(|k| *k % 10 != 1).count()
             ),
         ),
+        // A scalar subquery in the same query, read as a literal.
+        (
+            "SELECT count(*), sum(big.v) FROM big JOIN small ON big.k = small.k \
+             WHERE g = 1 AND big.v < (SELECT max(g) * 10 FROM small)",
+            format!("[[\"38\", \"{sum_v}\"]]"),
+        ),
         // No key at all on the small side.
         (
             "SELECT count(*) FROM big JOIN small ON big.k = small.k WHERE small.t = 'none'",
@@ -239,6 +245,29 @@ fn explain_analyze_shows_the_filter_and_the_rows_it_kept() {
         .parse()
         .unwrap();
     assert!(read <= 60_000, "{text}");
+
+    // A scalar subquery elsewhere in the query (here in HAVING, as in
+    // TPC-H Q11) leaves the filter in place: big's scan keeps 38 rows.
+    let r = query_with(
+        &db,
+        "EXPLAIN ANALYZE SELECT big.v, count(*) FROM big JOIN small ON big.k = small.k \
+         WHERE small.g = 1 GROUP BY big.v HAVING count(*) >= (SELECT min(g) FROM small)",
+        &QueryOptions::default(),
+    )
+    .unwrap();
+    let text = r.explain.unwrap();
+    assert!(
+        text.contains("IN the keys of small: 40 -> 39 rows"),
+        "{text}"
+    );
+    let scan = text
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("Scan big -> Filter -> Projection: ")
+        })
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(scan.contains(" -> 38 rows, "), "{text}");
 }
 
 /// Found by review: `c LEFT JOIN o … JOIN l ON l.ok = o.ok` started the

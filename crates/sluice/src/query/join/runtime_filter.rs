@@ -206,7 +206,6 @@ fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
         && p.limit.is_none()
         && p.offset == 0
         && p.order.is_empty()
-        && !p.init_plans
         && leaf.filter.is_none()
         && matches!(p.body, Body::Project(_))
         && excluded & (1 << i) == 0
