@@ -789,24 +789,11 @@ impl GroupTable {
         {
             return Ok(None);
         }
+        let wide = |v: &[i32]| -> Vec<i64> { v.iter().map(|&v| v as i64).collect() };
         let (values, narrow): (Vec<i64>, bool) = match key.data_type() {
             A::Int64 => (key.as_primitive::<Int64Type>().values().to_vec(), false),
-            A::Int32 => (
-                key.as_primitive::<Int32Type>()
-                    .values()
-                    .iter()
-                    .map(|&v| v as i64)
-                    .collect(),
-                true,
-            ),
-            A::Date32 => (
-                key.as_primitive::<Date32Type>()
-                    .values()
-                    .iter()
-                    .map(|&v| v as i64)
-                    .collect(),
-                true,
-            ),
+            A::Int32 => (wide(key.as_primitive::<Int32Type>().values()), true),
+            A::Date32 => (wide(key.as_primitive::<Date32Type>().values()), true),
             _ => return Ok(None),
         };
         let Some((lo, hi)) = values

@@ -198,6 +198,16 @@ fn filtered_joins_answer_as_the_join() {
     }
 }
 
+/// The report's line for big's filtered scan.
+fn scan_of_big(text: &str) -> &str {
+    text.lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("Scan big -> Filter -> Projection: ")
+        })
+        .unwrap_or_else(|| panic!("{text}"))
+}
+
 #[test]
 fn explain_analyze_shows_the_filter_and_the_rows_it_kept() {
     let dir = tables();
@@ -220,13 +230,7 @@ fn explain_analyze_shows_the_filter_and_the_rows_it_kept() {
     );
     // big's scan kept the 38 rows whose key small has: the join probes
     // 38 rows, not 60,000.
-    let scan = text
-        .lines()
-        .find(|l| {
-            l.trim_start()
-                .starts_with("Scan big -> Filter -> Projection: ")
-        })
-        .unwrap_or_else(|| panic!("{text}"));
+    let scan = scan_of_big(&text);
     assert!(scan.contains(" -> 38 rows, "), "{text}");
     // The join reads small's 40 rows and big's 38 (either side probing).
     assert!(
@@ -260,13 +264,7 @@ fn explain_analyze_shows_the_filter_and_the_rows_it_kept() {
         text.contains("IN the keys of small: 40 -> 39 rows"),
         "{text}"
     );
-    let scan = text
-        .lines()
-        .find(|l| {
-            l.trim_start()
-                .starts_with("Scan big -> Filter -> Projection: ")
-        })
-        .unwrap_or_else(|| panic!("{text}"));
+    let scan = scan_of_big(&text);
     assert!(scan.contains(" -> 38 rows, "), "{text}");
 }
 
