@@ -150,7 +150,7 @@ fn sources<'g>(
         };
         // A semi join's subquery is a source here, never the item it
         // filters (that is the last list's case).
-        if (om & excluded != 0 && om != semi_side) || (semi_side != 0 && om != semi_side) {
+        if (semi_side != 0 || om & excluded != 0) && om != semi_side {
             continue;
         }
         let j = om.trailing_zeros() as usize;
