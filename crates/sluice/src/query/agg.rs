@@ -336,6 +336,18 @@ struct Dense {
     narrow: bool,
 }
 
+impl Dense {
+    /// Makes the slots cover `len` keys from `base` (a range holding the
+    /// present one), each slot so far moved to its place in it.
+    fn move_to(&mut self, base: i64, len: usize) {
+        let mut slots = vec![u32::MAX; len];
+        let at = (self.base - base) as usize;
+        slots[at..at + self.slots.len()].copy_from_slice(&self.slots);
+        self.slots = slots;
+        self.base = base;
+    }
+}
+
 /// Most slots a dense index may have (64 MiB of them).
 const DENSE_MAX_SLOTS: usize = 1 << 24;
 /// Slots a dense index may have per row it has grouped, and beyond that
@@ -840,11 +852,7 @@ impl GroupTable {
             };
             let room = (i64::MAX as i128 - base as i128 + 1).min(DENSE_MAX_SLOTS as i128);
             let wide = wide.min(room as usize);
-            let mut slots = vec![u32::MAX; wide];
-            let at = (d.base - base) as usize;
-            slots[at..at + d.slots.len()].copy_from_slice(&d.slots);
-            d.slots = slots;
-            d.base = base;
+            d.move_to(base, wide);
         }
         let words = sel_words(sel);
         let mut out = Vec::with_capacity(values.len());
@@ -1410,11 +1418,7 @@ impl GroupTable {
         }
         let span = (hi - lo as i128) as usize;
         if d.base != lo || d.slots.len() != span {
-            let mut slots = vec![u32::MAX; span];
-            let at = (d.base - lo) as usize;
-            slots[at..at + d.slots.len()].copy_from_slice(&d.slots);
-            d.slots = slots;
-            d.base = lo;
+            d.move_to(lo, span);
         }
         let mut map = vec![0u32; their_keys.len()];
         let at = (theirs.base - lo) as usize;
