@@ -61,6 +61,7 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
                 threads: None,
                 runs: runs(3, 5),
                 queries: "all".into(),
+                mode: None,
                 dir: dir.clone(),
                 no_peers,
             },

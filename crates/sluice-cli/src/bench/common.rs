@@ -79,6 +79,17 @@ pub fn sync() {
     let _ = Command::new("sync").status();
 }
 
+/// Python: `peak_rss()`, the process's peak RSS in bytes (VmHWM). Not
+/// `ru_maxrss`: Linux keeps that across exec, so a child started by a big
+/// process would report its parent's peak.
+pub const PY_PEAK_RSS: &str = r#"
+def peak_rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+"#;
+
 /// The version of DuckDB that python3 imports, if it does.
 pub fn duckdb_version() -> Option<String> {
     let out = Command::new("python3")

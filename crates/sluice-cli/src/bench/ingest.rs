@@ -36,7 +36,7 @@ n = con.execute("SELECT count(*) FROM ints").fetchone()[0]
 answer = rows(con, sys.argv[4])
 con.close()
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": seconds, "rows": n, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+print(json.dumps({"seconds": seconds, "rows": n, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": peak_rss(),
                   "version": duckdb.__version__, "answer": answer}))
 "#;
 
@@ -105,7 +105,11 @@ pub fn run(
                         Command::new("python3")
                             .args([
                                 "-c",
-                                &format!("{}{DUCKDB_SCRIPT}", super::answers::DUCKDB_ROWS),
+                                &format!(
+                                    "{}{}{DUCKDB_SCRIPT}",
+                                    super::answers::DUCKDB_ROWS,
+                                    super::common::PY_PEAK_RSS
+                                ),
                             ])
                             .arg(&db)
                             .arg(&csv)

@@ -182,13 +182,17 @@ the medians of every metric of the other scenarios")]
         no_peers: bool,
     },
     /// The 22 TPC-H queries over the eight tables (generated and loaded
-    /// once, kept in --dir), warm, through the library; DuckDB runs the
-    /// same queries on the same CSV files in the same run when `import
-    /// duckdb` works in python3, and every answer is compared with
-    /// DuckDB's before a time is reported
+    /// once, kept in --dir): warm, through the library, and cold, a fresh
+    /// `sluice query` process per run with its peak RSS; DuckDB runs the
+    /// same queries over its own database of the same CSV files in the
+    /// same run when `import duckdb` works in python3 (warm on one
+    /// connection; cold a fresh python3 process and read-only connection
+    /// per run), interleaved query by query, and every answer is compared
+    /// with DuckDB's before a time is reported
     #[command(after_help = "Examples:
-  sluice bench tpch                        # scale factor 1, every query, DuckDB too
-  sluice bench tpch --sf 0.1 --runs 3 --queries 1,3,5-9
+  sluice bench tpch                        # scale factor 1, every query, warm and cold, DuckDB too
+  sluice bench tpch --sf 0.1 --runs 3 --queries 1,3,5-9 --mode warm
+  sluice bench tpch --sf 10 --runs 3 --json-out results/tpch-sf10.json
   sluice bench tpch --sf 10 --threads 16 --no-peers")]
     Tpch {
         #[command(flatten)]
@@ -860,6 +864,11 @@ pub struct SuiteArgs {
     /// Where the data and databases go
     #[arg(long, default_value = "bench-data")]
     pub(super) dir: PathBuf,
+    /// Which runs to time: warm (one process), cold (a fresh process per
+    /// run, with peak RSS) or both (default: both for tpch, warm for the
+    /// others)
+    #[arg(long, value_enum)]
+    pub(super) mode: Option<tpch::Mode>,
     /// Do not run the peers
     #[arg(long)]
     pub(super) no_peers: bool,
@@ -873,6 +882,7 @@ impl SuiteArgs {
             self.threads,
             self.runs,
             &self.queries,
+            self.mode.unwrap_or(suite.mode),
             &self.dir,
             self.no_peers,
             quiet,

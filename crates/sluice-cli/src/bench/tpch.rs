@@ -4,12 +4,13 @@
 //! compared with DuckDB's before any time is reported. The runner of
 //! `bench windows` (over the TPC-H tables) and `bench tpcds` too.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use super::common::{duckdb_version, median, run_json};
+use super::common::{median, run_json, sluice_exe};
 
 /// Generated tables a suite's queries read.
 pub struct Dataset {
@@ -55,6 +56,8 @@ pub struct Suite {
     /// Whether a query sluice refuses or answers unlike DuckDB fails the
     /// run (else it is listed and not timed, and the others go on).
     pub strict: bool,
+    /// The runs timed when `--mode` is not given.
+    pub mode: Mode,
 }
 
 impl Suite {
@@ -76,6 +79,7 @@ pub const TPCH: Suite = Suite {
     queries: &QUERIES,
     data: &TPCH_DATA,
     strict: true,
+    mode: Mode::Both,
 };
 
 /// Window functions over the TPC-H tables (see [`super::windows`]).
@@ -87,6 +91,7 @@ pub const WINDOWS: Suite = Suite {
     queries: &super::windows::QUERIES,
     data: &TPCH_DATA,
     strict: true,
+    mode: Mode::Warm,
 };
 
 /// The 99 TPC-DS queries (see [`super::tpcds`]).
@@ -98,6 +103,7 @@ pub const TPCDS: Suite = Suite {
     queries: &super::tpcds::QUERIES,
     data: &TPCDS_DATA,
     strict: false,
+    mode: Mode::Warm,
 };
 
 /// The query texts (the same the correctness test checks at SF 0.01).
@@ -126,36 +132,206 @@ pub const QUERIES: [&str; 22] = [
     include_str!("../../tests/expected/tpch/q22.sql"),
 ];
 
-/// Python: DuckDB's tables of the eight CSV files with sluice's types,
-/// then each query's answer and timed runs, as JSON.
-const DUCKDB_SCRIPT: &str = r#"
+/// Python: DuckDB's database of the suite's CSV files with sluice's types
+/// (made once, under another name until it is complete), then, on one
+/// read-only connection kept open (warm), a query's rows or one timed run
+/// for each request read from stdin: `rows Q` prints the rows (or the
+/// error) as JSON, `warm Q` the seconds of one run.
+const DUCKDB_WARM_SCRIPT: &str = r#"
 import duckdb, json, os, sys, time
-db, data, threads, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-schemas = json.loads(sys.argv[5])
+db, data, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+schemas = json.loads(sys.argv[4])
 # The queries: a file's JSON (a hundred texts exceed an argument's limit).
-queries = json.load(open(sys.argv[6]))
-fresh = not os.path.exists(db)
-con = duckdb.connect(db)
-con.execute("SET enable_progress_bar = false")
-if fresh:
+queries = json.load(open(sys.argv[5]))
+if not os.path.exists(db):
+    part = db + ".part"
+    for f in (part, part + ".wal"):
+        if os.path.exists(f):
+            os.remove(f)
+    con = duckdb.connect(part)
+    con.execute("SET enable_progress_bar = false")
     for t, cols in schemas.items():
         con.execute(f"CREATE TABLE {t} AS SELECT * FROM read_csv(?, header=true, columns=?)", [f"{data}/{t}.csv", dict(cols)])
     con.execute("CHECKPOINT")
-con.execute(f"SET threads={threads}")
-answers, times, errors = {}, {}, {}
-for q, sql in queries.items():
-    times[q] = []
-    try:
-        answers[q] = rows(con, sql)
-    except Exception as e:
-        errors[q] = str(e)
-        continue
-    for _ in range(runs):
+    con.close()
+    os.replace(part, db)
+con = duckdb.connect(db, read_only=True, config={"threads": threads})
+con.execute("SET enable_progress_bar = false")
+print("ready", json.dumps(duckdb.__version__), flush=True)
+for line in sys.stdin:
+    what, q = line.split()
+    if what == "rows":
+        try:
+            print(json.dumps({"rows": rows(con, queries[q])}), flush=True)
+        except Exception as e:
+            print(json.dumps({"error": str(e)}), flush=True)
+    else:
         start = time.perf_counter()
-        con.execute(sql).fetchall()
-        times[q].append(time.perf_counter() - start)
-print(json.dumps({"times": times, "rows": answers, "errors": errors, "version": duckdb.__version__}))
+        con.execute(queries[q]).fetchall()
+        print(time.perf_counter() - start, flush=True)
 "#;
+
+/// Python: one cold run of a query in a fresh process: a fresh read-only
+/// connection to DuckDB's database, timed from connect to the last row
+/// fetched (the interpreter's start and `import duckdb` are not counted),
+/// and the process's peak RSS, with its RSS before the connection (the
+/// interpreter and the module) beside it.
+const DUCKDB_COLD_SCRIPT: &str = r#"
+import duckdb, json, sys, time
+db, threads, q = sys.argv[1], int(sys.argv[2]), sys.argv[4]
+sql = json.load(open(sys.argv[3]))[q]
+base = peak_rss()
+start = time.perf_counter()
+con = duckdb.connect(db, read_only=True, config={"threads": threads})
+# No progress bar (it would print on a long query); the SET is not
+# DuckDB's work for the query: its time is not counted.
+set_start = time.perf_counter()
+con.execute("SET enable_progress_bar = false")
+set_time = time.perf_counter() - set_start
+con.execute(sql).fetchall()
+con.close()
+seconds = time.perf_counter() - start - set_time
+print(json.dumps({"seconds": seconds, "peak_rss_bytes": peak_rss(), "base_rss_bytes": base}))
+"#;
+
+/// Which runs `bench tpch` (and the other suites) time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// One process: each query run once for its answer, then timed
+    Warm,
+    /// A fresh process per run (a `sluice query` process; a python3
+    /// process with a fresh read-only DuckDB connection), with peak RSS
+    Cold,
+    /// Warm, then cold
+    Both,
+}
+
+/// DuckDB answering and timing queries on request over one warm
+/// connection (see [`DUCKDB_WARM_SCRIPT`]).
+struct WarmDuck {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+    version: String,
+}
+
+impl WarmDuck {
+    fn start(db: &Path, data: &Path, threads: usize, schemas: &str, texts: &Path) -> Result<Self> {
+        let mut child = Command::new("python3")
+            .args([
+                "-c",
+                &format!("{}{DUCKDB_WARM_SCRIPT}", super::answers::DUCKDB_ROWS),
+            ])
+            .arg(db)
+            .arg(data)
+            .arg(threads.to_string())
+            .arg(schemas)
+            .arg(texts)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting python3 for DuckDB")?;
+        let out = BufReader::new(child.stdout.take().context("DuckDB's output")?);
+        let mut d = WarmDuck {
+            child,
+            out,
+            version: String::new(),
+        };
+        // Anything printed before it is ready is not an answer.
+        loop {
+            let line = d.line()?;
+            if let Some(v) = line.strip_prefix("ready ") {
+                d.version = serde_json::from_str(v).unwrap_or_default();
+                break;
+            }
+        }
+        Ok(d)
+    }
+
+    fn line(&mut self) -> Result<String> {
+        let mut s = String::new();
+        if self.out.read_line(&mut s)? == 0 {
+            bail!("DuckDB stopped (see its error above)");
+        }
+        Ok(s.trim().to_string())
+    }
+
+    fn ask(&mut self, what: &str, q: usize) -> Result<String> {
+        let stdin = self.child.stdin.as_mut().context("DuckDB's input")?;
+        writeln!(stdin, "{what} {q}")?;
+        stdin.flush()?;
+        self.line()
+    }
+
+    /// DuckDB's rows of query `q`, or its error.
+    fn rows(&mut self, q: usize) -> Result<std::result::Result<Answer, String>> {
+        let line = self.ask("rows", q)?;
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .with_context(|| format!("DuckDB's answer: got {line:?}"))?;
+        Ok(match v.get("error") {
+            Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
+            None => Ok(super::answers::json_rows(&v["rows"])?),
+        })
+    }
+
+    /// Seconds of one warm run of query `q`.
+    fn time(&mut self, q: usize) -> Result<f64> {
+        let line = self.ask("warm", q)?;
+        line.parse()
+            .with_context(|| format!("DuckDB's time: got {line:?}"))
+    }
+}
+
+impl Drop for WarmDuck {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// One cold run of query `q` by DuckDB (see [`DUCKDB_COLD_SCRIPT`]):
+/// seconds, peak RSS and the RSS before the connection, in bytes.
+fn duck_cold(db: &Path, threads: usize, texts: &Path, q: usize) -> Result<(f64, f64, f64)> {
+    let v = run_json(
+        Command::new("python3")
+            .args([
+                "-c",
+                &format!("{}{DUCKDB_COLD_SCRIPT}", super::common::PY_PEAK_RSS),
+            ])
+            .arg(db)
+            .arg(threads.to_string())
+            .arg(texts)
+            .arg(q.to_string()),
+        &format!("duckdb (cold, query {q})"),
+    )?;
+    let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    Ok((num("seconds"), num("peak_rss_bytes"), num("base_rss_bytes")))
+}
+
+/// One cold run of `sql` by a fresh `sluice query` process: its seconds
+/// (spawn to exit) and peak RSS in bytes (as its `--timing` says).
+fn sluice_cold(exe: &Path, db: &Path, threads: usize, sql: &str) -> Result<(f64, f64)> {
+    let start = std::time::Instant::now();
+    let out = Command::new(exe)
+        .arg("--db")
+        .arg(db)
+        .args(["--threads", &threads.to_string(), "query", "--timing", sql])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("running sluice query")?;
+    let secs = start.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        bail!("sluice query failed: {sql}\n{err}");
+    }
+    let mib = err
+        .split("peak RSS ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|m| m.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
+    Ok((secs, mib * (1u64 << 20) as f64))
+}
 
 /// A query's rows as text, NULL as `None`.
 type Answer = Vec<Vec<Option<String>>>;
@@ -243,7 +419,46 @@ fn duck_columns(schema: &str) -> serde_json::Value {
     serde_json::Value::Array(m)
 }
 
-/// Times the suite's queries at `threads`, DuckDB beside.
+/// One query's measures: sluice's and DuckDB's warm and cold seconds, and
+/// the cold runs' peak RSS in bytes (DuckDB's RSS before its connection
+/// beside).
+#[derive(Default)]
+struct Measures {
+    warm: Vec<f64>,
+    duck_warm: Vec<f64>,
+    cold: Vec<f64>,
+    duck_cold: Vec<f64>,
+    rss: Vec<f64>,
+    duck_rss: Vec<f64>,
+    duck_base_rss: Vec<f64>,
+}
+
+/// The median of `v` and the ratio `theirs / ours` of two medians, as the
+/// table prints them; "-" where a side has no runs.
+fn pair(ours: &[f64], theirs: &[f64], scale: f64) -> (String, String, String, Option<f64>) {
+    if ours.is_empty() {
+        return ("-".into(), "-".into(), "-".into(), None);
+    }
+    let m = median(ours);
+    if theirs.is_empty() {
+        return (format!("{:.4}", m * scale), "-".into(), "-".into(), None);
+    }
+    let d = median(theirs);
+    (
+        format!("{:.4}", m * scale),
+        format!("{:.4}", d * scale),
+        format!("{:.2}x", d / m),
+        Some(d / m),
+    )
+}
+
+/// The geometric mean of `ratios`.
+fn geo_mean(ratios: &[f64]) -> f64 {
+    (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp()
+}
+
+/// Times the suite's queries at `threads` (warm, cold or both), DuckDB
+/// beside, interleaved query by query, after every answer is checked.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     suite: &Suite,
@@ -251,6 +466,7 @@ pub fn run(
     threads: Option<usize>,
     runs: usize,
     queries: &str,
+    mode: Mode,
     dir: &Path,
     no_peers: bool,
     quiet: bool,
@@ -260,39 +476,14 @@ pub fn run(
     let runs = runs.max(1);
     let cores = sluice::exec::usable_cores();
     let threads = threads.unwrap_or(cores).max(1);
+    let (warm, cold) = (mode != Mode::Cold, mode != Mode::Warm);
     let (data, db_dir) = tables(suite.data, sf, dir, quiet)?;
     let db = sluice::store::Database::open(&db_dir)?;
-    // Per query: its number, times and answer (or why there is none).
-    let mut ours: Vec<(usize, Vec<f64>, std::result::Result<Answer, String>)> = Vec::new();
-    for &q in &queries {
-        let sql = suite.queries[q - 1];
-        let label = suite.label(q);
-        // Warm: the first run opens the segments; its answer is kept.
-        let first = match sluice::query::query(&db, sql, Some(threads)) {
-            Ok(r) => r,
-            Err(e) if !suite.strict => {
-                if !quiet {
-                    eprintln!("sluice {label}: {e}");
-                }
-                ours.push((q, Vec::new(), Err(format!("sluice: {e}"))));
-                continue;
-            }
-            Err(e) => return Err(e).with_context(|| format!("{title} {label}")),
-        };
-        let answer = super::answers::sluice_rows(&first);
-        let mut times = Vec::new();
-        for _ in 0..runs {
-            let start = std::time::Instant::now();
-            sluice::query::query(&db, sql, Some(threads))?;
-            times.push(start.elapsed().as_secs_f64());
-        }
-        if !quiet {
-            eprintln!("sluice {label}: {times:.3?}");
-        }
-        ours.push((q, times, Ok(answer)));
-    }
-    let mut theirs: Option<serde_json::Value> = None;
-    if !no_peers && duckdb_version().is_some() {
+    let duck_db = dir.join(format!("{}-sf{sf}.duckdb", suite.data.name));
+    // The texts in a file, not arguments: one argument holds at most 128 KiB.
+    let texts_file = dir.join(format!("{}-queries.json", suite.name));
+    let mut duck = None;
+    if !no_peers && super::common::duckdb_version().is_some() {
         let schemas: serde_json::Map<String, serde_json::Value> = suite
             .data
             .tables
@@ -313,32 +504,47 @@ pub fn run(
                 )
             })
             .collect();
-        // A file, not an argument: one argument holds at most 128 KiB.
-        let texts_file = dir.join(format!("{}-queries.json", suite.name));
         std::fs::write(&texts_file, serde_json::Value::Object(texts).to_string())
             .with_context(|| format!("writing {}", texts_file.display()))?;
-        let v = run_json(
-            Command::new("python3")
-                .args([
-                    "-c",
-                    &format!("{}{DUCKDB_SCRIPT}", super::answers::DUCKDB_ROWS),
-                ])
-                .arg(dir.join(format!("{}-sf{sf}.duckdb", suite.data.name)))
-                .arg(&data)
-                .arg(threads.min(cores).to_string())
-                .arg(runs.to_string())
-                .arg(serde_json::Value::Object(schemas).to_string())
-                .arg(&texts_file),
-            "duckdb",
-        )?;
-        // No time is reported for a wrong answer.
-        for (q, times, answer) in &mut ours {
-            let what = format!("{title} {}", suite.label(*q));
-            let checked = match (answer.as_ref(), v["errors"].get(q.to_string())) {
-                (Err(_), _) => continue,
-                (Ok(_), Some(e)) => Err(anyhow::anyhow!("{what}: DuckDB failed: {e}")),
-                (Ok(a), None) => super::answers::json_rows(&v["rows"][q.to_string()])
-                    .and_then(|peer| super::answers::check(&what, "duckdb", true, a, &peer)),
+        if !quiet && !duck_db.exists() {
+            eprintln!("making DuckDB's database {} ...", duck_db.display());
+        }
+        duck = Some(WarmDuck::start(
+            &duck_db,
+            &data,
+            threads.min(cores),
+            &serde_json::Value::Object(schemas).to_string(),
+            &texts_file,
+        )?);
+    }
+    let version = duck.as_ref().map(|d| d.version.clone());
+    // Per query: its number, measures and answer (or why there is none).
+    let mut ours: Vec<(usize, Measures, std::result::Result<(), String>)> = Vec::new();
+    for &q in &queries {
+        let sql = suite.queries[q - 1];
+        let label = suite.label(q);
+        let what = format!("{title} {label}");
+        let mut m = Measures::default();
+        // The first run (the warm-up: it opens the segments) gives the
+        // answer; DuckDB's first run gives its own.
+        let first = match sluice::query::query(&db, sql, Some(threads)) {
+            Ok(r) => r,
+            Err(e) if !suite.strict => {
+                if !quiet {
+                    eprintln!("sluice {label}: {e}");
+                }
+                ours.push((q, m, Err(format!("sluice: {e}"))));
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| what.clone()),
+        };
+        if let Some(d) = duck.as_mut() {
+            let answer = super::answers::sluice_rows(&first);
+            drop(first);
+            // No time is reported for a wrong answer.
+            let checked = match d.rows(q)? {
+                Err(e) => Err(anyhow::anyhow!("{what}: DuckDB failed: {e}")),
+                Ok(peer) => super::answers::check(&what, "duckdb", true, &answer, &peer),
             };
             if let Err(e) = checked {
                 if suite.strict {
@@ -347,86 +553,177 @@ pub fn run(
                 if !quiet {
                     eprintln!("{e:#}");
                 }
-                times.clear();
-                *answer = Err("differs from DuckDB".into());
+                ours.push((q, m, Err("differs from DuckDB".into())));
+                continue;
             }
         }
-        if !quiet && suite.strict {
-            eprintln!("answers: every query's rows equal DuckDB's");
+        if warm {
+            // Interleaved run by run: a drift of the machine hits both.
+            for _ in 0..runs {
+                let start = std::time::Instant::now();
+                sluice::query::query(&db, sql, Some(threads))?;
+                m.warm.push(start.elapsed().as_secs_f64());
+                if let Some(d) = duck.as_mut() {
+                    m.duck_warm.push(d.time(q)?);
+                }
+            }
+            if !quiet {
+                eprintln!(
+                    "warm {label}: sluice {:.3?} duckdb {:.3?}",
+                    m.warm, m.duck_warm
+                );
+            }
         }
-        theirs = Some(v);
+        ours.push((q, m, Ok(())));
     }
+    if !quiet && duck.is_some() && suite.strict {
+        eprintln!("answers: every query's rows equal DuckDB's");
+    }
+    // DuckDB's warm process goes before the cold runs: its buffers are
+    // not theirs to compete with.
+    drop(duck.take());
+    drop(db);
+    if cold {
+        let exe = sluice_exe()?;
+        // Round 0 warms the page cache of both; it is not counted.
+        for round in 0..=runs {
+            for (q, m, answer) in &mut ours {
+                if answer.is_err() {
+                    continue;
+                }
+                let (t, rss) = sluice_cold(&exe, &db_dir, threads, suite.queries[*q - 1])?;
+                let d = match &version {
+                    Some(_) => Some(duck_cold(&duck_db, threads.min(cores), &texts_file, *q)?),
+                    None => None,
+                };
+                if round > 0 {
+                    m.cold.push(t);
+                    m.rss.push(rss);
+                    if let Some((t, peak, base)) = d {
+                        m.duck_cold.push(t);
+                        m.duck_rss.push(peak);
+                        m.duck_base_rss.push(base);
+                    }
+                }
+            }
+            if !quiet && round > 0 {
+                eprintln!("cold: round {round} of {runs}");
+            }
+        }
+    }
+    let checked = version.is_some();
     println!(
-        "{}: {title}, SF {sf}, warm, {runs} runs each, {threads} threads, {cores} usable cores{}",
+        "{}: {title}, SF {sf}, {}, {runs} runs each, {threads} threads, {cores} usable cores{}",
         suite.name,
-        if theirs.is_some() {
-            ", answers checked against DuckDB"
-        } else {
-            ""
+        match mode {
+            Mode::Warm => "warm",
+            Mode::Cold => "cold (a fresh process per run)",
+            Mode::Both => "warm and cold (a fresh process per run)",
+        },
+        match &version {
+            Some(v) => format!(", answers checked against DuckDB {v}"),
+            None => String::new(),
         }
     );
-    println!(
-        "{:<6} {:>10} {:>10} {:>10}",
-        "query", "sluice_s", "duckdb_s", "vs_duckdb"
-    );
-    let (mut sum_ours, mut sum_theirs, mut log_ratio, mut n_ratio) = (0.0, 0.0, 0.0, 0);
+    let mut head = format!("{:<6}", "query");
+    if warm {
+        head += &format!(" {:>10} {:>10} {:>9}", "sluice_s", "duckdb_s", "vs_duckdb");
+    }
+    if cold {
+        head += &format!(
+            " {:>10} {:>10} {:>9} {:>10} {:>10}",
+            "cold_s", "duck_cold", "vs_cold", "rss_mib", "duck_rss"
+        );
+    }
+    println!("{head}");
+    let (mut warm_ratios, mut cold_ratios, mut rss_ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sum_ours, mut sum_theirs) = (0.0, 0.0);
     let mut failed = Vec::new();
-    for (q, times, answer) in &ours {
+    let mib = 1.0 / (1u64 << 20) as f64;
+    for (q, m, answer) in &ours {
         let label = suite.label(*q);
         if let Err(why) = answer {
-            println!("{label:<6} {:>10} {:>10} {:>10}  {why}", "-", "-", "-");
+            println!("{label:<6} -  {why}");
             failed.push(label);
             continue;
         }
-        let m = median(times);
-        sum_ours += m;
-        super::record::runs(
-            "sluice",
-            serde_json::json!({"query": label, "sf": sf, "threads": threads}),
-            "seconds",
-            "s",
-            times,
-        );
-        let d: Option<Vec<f64>> = theirs.as_ref().map(|v| {
-            v["times"][q.to_string()]
-                .as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-                .unwrap_or_default()
-        });
-        let (dm, vs) = match &d {
-            Some(d) if !d.is_empty() => {
-                super::record::runs(
-                    "duckdb",
-                    serde_json::json!({"query": label, "sf": sf, "threads": threads.min(cores)}),
-                    "seconds",
-                    "s",
-                    d,
-                );
-                let dm = median(d);
-                sum_theirs += dm;
-                log_ratio += (dm / m).ln();
-                n_ratio += 1;
-                (format!("{dm:.4}"), format!("{:.2}x", dm / m))
+        let case = |mode: &str| serde_json::json!({"query": label, "sf": sf, "threads": threads, "mode": mode});
+        let mut line = format!("{label:<6}");
+        if warm {
+            super::record::runs("sluice", case("warm"), "seconds", "s", &m.warm);
+            super::record::runs("duckdb", case("warm"), "seconds", "s", &m.duck_warm);
+            let (s, d, vs, r) = pair(&m.warm, &m.duck_warm, 1.0);
+            if let Some(r) = r {
+                warm_ratios.push(r);
+                sum_ours += median(&m.warm);
+                sum_theirs += median(&m.duck_warm);
             }
-            _ => ("-".into(), "-".into()),
-        };
-        println!("{label:<6} {m:>10.4} {dm:>10} {vs:>10}");
+            line += &format!(" {s:>10} {d:>10} {vs:>9}");
+        }
+        if cold {
+            super::record::runs("sluice", case("cold"), "seconds", "s", &m.cold);
+            super::record::runs("duckdb", case("cold"), "seconds", "s", &m.duck_cold);
+            super::record::runs("sluice", case("cold"), "peak_rss_bytes", "bytes", &m.rss);
+            super::record::runs(
+                "duckdb",
+                case("cold"),
+                "peak_rss_bytes",
+                "bytes",
+                &m.duck_rss,
+            );
+            let (s, d, vs, r) = pair(&m.cold, &m.duck_cold, 1.0);
+            cold_ratios.extend(r);
+            let rss = m.rss.iter().copied().fold(0.0, f64::max);
+            let duck_rss = m.duck_rss.iter().copied().fold(0.0, f64::max);
+            if duck_rss > 0.0 {
+                rss_ratios.push(duck_rss / rss);
+            }
+            line += &format!(
+                " {s:>10} {d:>10} {vs:>9} {:>10.1} {:>10}",
+                rss * mib,
+                if duck_rss > 0.0 {
+                    format!("{:.1}", duck_rss * mib)
+                } else {
+                    "-".into()
+                }
+            );
+        }
+        println!("{line}");
     }
-    if n_ratio > 0 {
+    if !warm_ratios.is_empty() {
         println!(
-            "{:<6} {sum_ours:>10.4} {sum_theirs:>10.4} {:>10}",
-            "sum",
-            format!("{:.2}x", sum_theirs / sum_ours)
+            "warm: sum {sum_ours:.4} s against {sum_theirs:.4} s ({:.2}x); geometric mean of vs_duckdb {:.2}x, lowest {:.2}x (over the {} queries answered alike)",
+            sum_theirs / sum_ours,
+            geo_mean(&warm_ratios),
+            warm_ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            warm_ratios.len()
         );
+    }
+    if !cold_ratios.is_empty() {
         println!(
-            "geometric mean of vs_duckdb: {:.2}x (over the {n_ratio} queries answered alike)",
-            (log_ratio / n_ratio as f64).exp()
+            "cold: geometric mean of vs_cold {:.2}x, lowest {:.2}x",
+            geo_mean(&cold_ratios),
+            cold_ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        );
+    }
+    if !rss_ratios.is_empty() {
+        let base = ours
+            .iter()
+            .flat_map(|(_, m, _)| m.duck_base_rss.iter().copied())
+            .fold(0.0, f64::max);
+        println!(
+            "peak RSS (cold, highest of the runs): DuckDB's / sluice's, lowest {:.2}x, geometric mean {:.2}x; {} of {} queries at or below DuckDB's (DuckDB's process held {:.1} MiB before connecting)",
+            rss_ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            geo_mean(&rss_ratios),
+            rss_ratios.iter().filter(|&&r| r >= 1.0).count(),
+            rss_ratios.len(),
+            base * mib
         );
     }
     if !suite.strict {
         println!(
             "answered{}: {} of {}{}",
-            if theirs.is_some() { " as DuckDB" } else { "" },
+            if checked { " as DuckDB" } else { "" },
             ours.len() - failed.len(),
             ours.len(),
             if failed.is_empty() {
@@ -436,6 +733,6 @@ pub fn run(
             }
         );
     }
-    println!("vs_duckdb: DuckDB median / sluice median (>1: sluice faster)");
+    println!("vs_duckdb, vs_cold: DuckDB median / sluice median (>1: sluice faster)");
     Ok(())
 }

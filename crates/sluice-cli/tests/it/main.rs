@@ -480,6 +480,77 @@ fn bench_cold_prints_a_row_a_query_and_duckdb_beside_when_installed() {
     assert!(out.lines().nth(2).is_some_and(|l| l.contains('x')), "{out}");
 }
 
+/// `bench tpch` times warm runs and cold ones (a fresh process each, with
+/// its peak RSS); with DuckDB, its answers are checked first and each mode
+/// gets its ratios and geometric mean.
+#[test]
+fn bench_tpch_runs_warm_and_cold() {
+    let t = Tmp::new();
+    let args = [
+        "bench",
+        "tpch",
+        "--sf",
+        "0.01",
+        "--runs",
+        "1",
+        "--queries",
+        "1,3,22",
+        "--dir",
+        "b",
+    ];
+    let mut alone = args.to_vec();
+    alone.push("--no-peers");
+    let out = ok(&t.0, &alone);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with(
+            "tpch: TPC-H, SF 0.01, warm and cold (a fresh process per run), 1 runs each"
+        ),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("query ") && lines[1].contains("rss_mib"),
+        "{out}"
+    );
+    for (row, q) in lines[2..5].iter().zip(["Q1 ", "Q3 ", "Q22 "]) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert!(row.starts_with(q), "{out}");
+        // query, warm s, -, -, cold s, -, -, rss, -: times and RSS measured.
+        assert_eq!(cells.len(), 9, "{out}");
+        for i in [1, 4, 7] {
+            assert!(cells[i].parse::<f64>().is_ok_and(|v| v > 0.0), "{out}");
+        }
+        assert_eq!((cells[2], cells[5], cells[8]), ("-", "-", "-"), "{out}");
+    }
+    assert!(!out.contains("geometric mean"), "{out}");
+    let mut cold = alone.clone();
+    cold.extend(["--mode", "cold"]);
+    let out = ok(&t.0, &cold);
+    assert!(out.contains("cold (a fresh process per run)"), "{out}");
+    assert!(!out.contains("sluice_s"), "{out}");
+    let o = sluice(&t.0, &[&alone[..], &["--mode", "hot"]].concat());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value 'hot'"), "{err}");
+    if !duckdb_available("bench tpch with DuckDB") {
+        return;
+    }
+    let out = ok(&t.0, &args);
+    assert!(out.contains("answers checked against DuckDB"), "{out}");
+    let rows: Vec<&str> = out.lines().skip(2).take(3).collect();
+    assert!(
+        rows.iter()
+            .all(|l| l.split_whitespace().filter(|c| c.ends_with('x')).count() == 2),
+        "{out}"
+    );
+    assert!(out.contains("warm: sum "), "{out}");
+    assert!(out.contains("cold: geometric mean of vs_cold "), "{out}");
+    assert!(
+        out.contains("peak RSS (cold, highest of the runs)"),
+        "{out}"
+    );
+}
+
 /// The flights' queries over a few rows of the same shape (the real file
 /// comes from PyPI; a file already in --dir is used as it is): `NA` loads
 /// as NULL, and every query runs.
