@@ -348,8 +348,9 @@ impl Dense {
     }
 }
 
-/// Most slots a dense index may have (64 MiB of them).
-const DENSE_MAX_SLOTS: usize = 1 << 24;
+/// Most slots a dense index may have (512 MiB of them: the orders of
+/// TPC-H at scale factor 30).
+const DENSE_MAX_SLOTS: usize = 1 << 27;
 /// Slots a dense index may have per row it has grouped, and beyond that
 /// count: keys spread wider than that take the hash table.
 const DENSE_SLOTS_PER_ROW: usize = 8;
