@@ -633,6 +633,7 @@ fn execute_block(
                             spawn_worker(s, plan, || {
                                 let r = (|| {
                                     let mut table = GroupTable::new(&key_types, aggs.clone())?;
+                                    table.expect_rows(inputs.rows as usize);
                                     let mut mem = opts.reserve("hash aggregate", 0)?;
                                     // Buffers of the integer fast path, reused across morsels.
                                     let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -96,6 +97,35 @@ impl IntHeads {
 const DENSE_ROWS_PER_KEY: usize = 4;
 const DENSE_MIN_SLOTS: usize = 1 << 12;
 const DENSE_MAX_SLOTS: usize = 1 << 28;
+
+/// Build rows that some probe task matched: a bit a row, shared by every
+/// task (where a vector of a flag a build row per task cost the build's
+/// rows in bytes each task: TPC-H Q13's LEFT join at SF 10 made 229
+/// vectors of 1.5 M flags, and OR-ed them together).
+pub struct Marks(Vec<AtomicU64>);
+
+impl Marks {
+    pub fn new(rows: usize) -> Marks {
+        Marks((0..rows.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    #[inline]
+    pub fn set(&self, row: u32) {
+        let (w, bit) = (&self.0[row as usize >> 6], 1u64 << (row & 63));
+        // Most marks are of rows already marked: a load, no write.
+        if w.load(Ordering::Relaxed) & bit == 0 {
+            w.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Per row of `rows`: whether it was marked (read after the tasks
+    /// are joined).
+    pub fn to_vec(&self, rows: usize) -> Vec<bool> {
+        (0..rows)
+            .map(|r| self.0[r >> 6].load(Ordering::Relaxed) >> (r & 63) & 1 == 1)
+            .collect()
+    }
+}
 
 /// Pairs a probe makes, at most, between two counts of their bytes.
 const PAIRS_CHECKED: usize = 1 << 16;
@@ -493,21 +523,17 @@ impl HashTable {
         keys: &[ArrayRef],
         residual: Option<&Expr>,
         keep_probe: bool,
-        matched: Option<&mut [bool]>,
+        matched: Option<&Marks>,
         scratch: &mut Reservation,
     ) -> Result<RecordBatch> {
         let n = probe_batch.num_rows();
         let (mut p, mut b) = (Vec::new(), Vec::new());
         self.matches(keys, n, &mut p, &mut b, scratch)?;
-        // The joined rows, counted before they are made.
-        scratch.grow(self.pair_bytes(probe_batch) * p.len() as u64)?;
-        let mut joined = assemble(probe_batch, &self.batch, &p, &b)?;
+        // The pairs the residual keeps, from the columns it reads; then
+        // the joined rows of those, counted before they are made.
         if let Some(r) = residual {
-            let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
-            let mask = truth(&mask)?;
-            if mask.true_count() < joined.num_rows() {
-                joined =
-                    arrow_select::filter::filter_record_batch(&joined, &mask).map_err(exec_err)?;
+            let mask = pair_mask(r, probe_batch, &self.batch, &p, &b)?;
+            if mask.true_count() < p.len() {
                 let keep = |v: &Vec<u32>| -> Vec<u32> {
                     v.iter()
                         .zip(mask.values().iter())
@@ -519,9 +545,11 @@ impl HashTable {
                 b = keep(&b);
             }
         }
+        scratch.grow(self.pair_bytes(probe_batch) * p.len() as u64)?;
+        let joined = assemble(probe_batch, &self.batch, &p, &b)?;
         if let Some(m) = matched {
             for &x in &b {
-                m[x as usize] = true;
+                m.set(x);
             }
         }
         if !keep_probe {
@@ -581,12 +609,10 @@ impl HashTable {
                 self.matches(keys, n, &mut p, &mut b, scratch)?;
                 let keep: Vec<bool> = match residual {
                     None => vec![true; p.len()],
-                    Some(r) => {
-                        scratch.grow(self.pair_bytes(probe_batch) * p.len() as u64)?;
-                        let joined = assemble(probe_batch, &self.batch, &p, &b)?;
-                        let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
-                        truth(&mask)?.values().iter().collect()
-                    }
+                    Some(r) => pair_mask(r, probe_batch, &self.batch, &p, &b)?
+                        .values()
+                        .iter()
+                        .collect(),
                 };
                 for (x, k) in p.iter().zip(keep) {
                     if k {
@@ -655,6 +681,44 @@ pub fn joined_schema(probe: &Schema, build: &Schema) -> Arc<Schema> {
 }
 
 /// The pairs `(p[i], b[i])` as rows: probe columns, then build columns.
+/// Whether `residual` (over `left`'s columns, then `right`'s) holds for
+/// each pair (`l[i]` of `left`, `r[i]` of `right`); NULL is false. Only
+/// the columns it reads are gathered for the pairs: a semi join's
+/// `l2.l_suppkey <> l1.l_suppkey` (TPC-H Q21) reads two of a dozen.
+pub(crate) fn pair_mask(
+    residual: &Expr,
+    left: &RecordBatch,
+    right: &RecordBatch,
+    l: &[u32],
+    r: &[u32],
+) -> Result<BooleanArray> {
+    let width = left.num_columns();
+    let mut used = vec![false; width + right.num_columns()];
+    residual.mark_columns(&mut used);
+    let mut at = vec![usize::MAX; used.len()];
+    let (li, ri) = (UInt32Array::from(l.to_vec()), UInt32Array::from(r.to_vec()));
+    let (mut fields, mut cols) = (Vec::new(), Vec::new());
+    for (c, _) in used.iter().enumerate().filter(|(_, u)| **u) {
+        at[c] = cols.len();
+        let (batch, idx, i) = if c < width {
+            (left, &li, c)
+        } else {
+            (right, &ri, c - width)
+        };
+        fields.push(batch.schema().field(i).clone());
+        cols.push(arrow_select::take::take(batch.column(i), idx, None).map_err(exec_err)?);
+    }
+    let mut expr = residual.clone();
+    expr.remap_columns(&mut |c| at.get(c).copied().unwrap_or(c));
+    let pairs = RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(l.len())),
+    )?;
+    let mask = expr.eval(&pairs)?.into_array(l.len())?;
+    truth(&mask)
+}
+
 pub(crate) fn assemble(
     probe: &RecordBatch,
     build: &RecordBatch,
@@ -844,10 +908,11 @@ mod tests {
         let t = HashTable::build(batch(vec![k.clone(), v]), &[k], vec![A::Int64]).unwrap();
         let pk: ArrayRef = Arc::new(Int64Array::from(vec![Some(2), Some(5), None]));
         let pb = batch(vec![pk.clone()]);
-        let mut matched = vec![false; 2];
+        let marks = Marks::new(2);
         let out = t
-            .join_batch(&pb, &[pk], None, true, Some(&mut matched), &mut scratch())
+            .join_batch(&pb, &[pk], None, true, Some(&marks), &mut scratch())
             .unwrap();
+        let matched = marks.to_vec(2);
         assert_eq!(out.num_rows(), 3);
         assert_eq!(out.column(2).null_count(), 2);
         assert_eq!(matched, vec![false, true]);

@@ -22,7 +22,7 @@ use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
 use super::QueryOptions;
 use super::exec::ScanFacts;
 use super::expr::{BinOp, Expr, exec_err};
-use super::hash_join::{HashTable, eval_keys, joined_schema};
+use super::hash_join::{HashTable, Marks, eval_keys, joined_schema};
 use super::memory::Reservation;
 use super::plan::common_type;
 use super::plan::from::{Conjunct, JoinGroup, JoinKind};
@@ -1072,37 +1072,30 @@ fn semi_by_probing_the_other_side(
     // Pairs are checked over s's columns, then right's (as `semi` does).
     let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
     let n = table.rows();
-    // Per task: s's rows matched, and whether a key of right was NULL.
+    // s's rows matched by any task; per task, whether a key of right was
+    // NULL.
+    let marks = Marks::new(n);
     let parts = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
         let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
         let null_key = k.iter().any(|a| a.null_count() > 0);
         let (mut p, mut m) = (Vec::new(), Vec::new());
         let mut scratch = opts.reserve("hash join probe", 0)?;
         table.matches(&k, b.num_rows(), &mut p, &mut m, &mut scratch)?;
-        let mut hit = vec![false; n];
         match &residual {
-            None => m.iter().for_each(|&x| hit[x as usize] = true),
+            None => m.iter().for_each(|&x| marks.set(x)),
             Some(r) => {
-                let joined = super::hash_join::assemble(&table.batch, &b, &m, &p)?;
-                let mask = r.eval(&joined)?.into_array(joined.num_rows())?;
-                let mask = super::hash_join::truth(&mask)?;
+                let mask = super::hash_join::pair_mask(r, &table.batch, &b, &m, &p)?;
                 for (x, keep) in m.iter().zip(mask.values().iter()) {
                     if keep {
-                        hit[*x as usize] = true;
+                        marks.set(*x);
                     }
                 }
             }
         }
-        Ok((hit, null_key))
+        Ok(null_key)
     })?;
-    let mut hit = vec![false; n];
-    let mut their_null = false;
-    for (h, nk) in parts {
-        their_null |= nk;
-        for (x, y) in hit.iter_mut().zip(h) {
-            *x |= y;
-        }
-    }
+    let hit = marks.to_vec(n);
+    let their_null = parts.into_iter().any(|nk| nk);
     let empty = right.rows == 0;
     let keep: Vec<bool> = match kind {
         JoinKind::Semi => hit,
@@ -1143,29 +1136,19 @@ fn left_by_probing_the_other_side(
     let out = right.beside(&s);
     let residual = residual.map(|r| out.local(r)).transpose()?;
     let n = table.rows();
+    let marks = Marks::new(n);
     let results = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
         let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
-        let mut matched = vec![false; n];
         let mut scratch = opts.reserve("hash join probe", 0)?;
-        let j = table.join_batch(
-            &b,
-            &k,
-            residual.as_ref(),
-            false,
-            Some(&mut matched),
-            &mut scratch,
-        )?;
+        let j = table.join_batch(&b, &k, residual.as_ref(), false, Some(&marks), &mut scratch)?;
         // The joined rows stay counted until the step's rows are.
         scratch.resize(super::memory::batch_bytes(&j))?;
-        Ok((j, matched, scratch))
+        Ok((j, scratch))
     })?;
+    let matched = marks.to_vec(n);
     let mut batches = Vec::with_capacity(results.len() + 1);
-    let mut matched = vec![false; n];
     let mut held = Vec::with_capacity(results.len());
-    for (b, m, h) in results {
-        for (x, y) in matched.iter_mut().zip(m) {
-            *x |= y;
-        }
+    for (b, h) in results {
         if b.num_rows() > 0 {
             batches.push(b);
         }
@@ -1326,33 +1309,26 @@ fn probe(
     let full = kind == JoinKind::Full;
     let keep = kind != JoinKind::Inner;
     let build_rows = table.rows();
+    let marks = Marks::new(if full { build_rows } else { 0 });
     let results = parallel(slices(&s.batches, per_task), workers, opts, |b| {
         let k = eval_keys(keys, &b, Some(table.key_types()))?;
-        let mut matched = if full {
-            vec![false; build_rows]
-        } else {
-            Vec::new()
-        };
         let mut scratch = opts.reserve("hash join probe", 0)?;
         let j = table.join_batch(
             &b,
             &k,
             residual.as_ref(),
             keep,
-            full.then_some(matched.as_mut_slice()),
+            full.then_some(&marks),
             &mut scratch,
         )?;
         // The joined rows stay counted until the step's rows are.
         scratch.resize(super::memory::batch_bytes(&j))?;
-        Ok((j, matched, scratch))
+        Ok((j, scratch))
     })?;
+    let matched = marks.to_vec(if full { build_rows } else { 0 });
     let mut batches = Vec::with_capacity(results.len() + 1);
-    let mut matched = vec![false; if full { build_rows } else { 0 }];
     let mut held = Vec::with_capacity(results.len());
-    for (b, m, h) in results {
-        for (x, y) in matched.iter_mut().zip(m) {
-            *x |= y;
-        }
+    for (b, h) in results {
         if b.num_rows() > 0 {
             batches.push(b);
         }
