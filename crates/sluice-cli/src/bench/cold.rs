@@ -10,11 +10,12 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::common::{DUCKDB_LINEITEM, duckdb_version, lineitem, median, sluice_exe};
+use super::common::{
+    DUCKDB_LINEITEM, duckdb_version, lineitem, median, sluice_exe, sluice_process,
+};
 
 /// The queries: counts, min/max, sums, filters, GROUP BY on TEXT, on two
 /// keys and on an expression, COUNT DISTINCT, CASE, Q1, Q6, a top-10 and a
@@ -320,32 +321,6 @@ impl Drop for Duck {
     }
 }
 
-/// One fresh `sluice query` process: its seconds (spawn to exit) and peak
-/// RSS (what `--timing` says of it).
-fn sluice_query(exe: &Path, db: &Path, sql: &str) -> Result<(f64, f64)> {
-    let start = Instant::now();
-    let out = Command::new(exe)
-        .arg("--db")
-        .arg(db)
-        .args(["query", "--timing", sql])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .context("running sluice query")?;
-    let secs = start.elapsed().as_secs_f64();
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        bail!("sluice query failed: {sql}\n{err}");
-    }
-    let rss = err
-        .split("peak RSS ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|m| m.parse::<f64>().ok())
-        .unwrap_or(f64::NAN);
-    Ok((secs, rss))
-}
-
 /// Times each query `runs` times (after one warm-up of each), sluice and
 /// DuckDB interleaved, and prints a table of medians.
 pub fn run(
@@ -424,7 +399,7 @@ pub fn run(
     let mut d_times = vec![Vec::new(); n];
     for round in 0..=runs {
         for (i, (_, sql)) in queries.iter().enumerate() {
-            let (t, rss) = sluice_query(&exe, &db_dir, sql)?;
+            let (t, rss) = sluice_process(&exe, &db_dir, None, sql)?;
             let d = match duck.as_mut() {
                 Some(d) => Some(d.time(i)?),
                 None => None,

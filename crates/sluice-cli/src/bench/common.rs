@@ -73,6 +73,41 @@ pub fn sluice_exe() -> Result<PathBuf> {
     std::env::current_exe().context("locating the sluice binary")
 }
 
+/// One fresh `sluice query` process over `db` (at `threads`, or the
+/// default): its seconds, spawn to exit, and its peak RSS in MiB (what
+/// its `--timing` says; NaN if it says none).
+pub fn sluice_process(
+    exe: &Path,
+    db: &Path,
+    threads: Option<usize>,
+    sql: &str,
+) -> Result<(f64, f64)> {
+    let start = std::time::Instant::now();
+    let mut cmd = Command::new(exe);
+    cmd.arg("--db").arg(db);
+    if let Some(t) = threads {
+        cmd.args(["--threads", &t.to_string()]);
+    }
+    let out = cmd
+        .args(["query", "--timing", sql])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .context("running sluice query")?;
+    let secs = start.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        bail!("sluice query failed: {sql}\n{err}");
+    }
+    let mib = err
+        .split("peak RSS ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|m| m.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
+    Ok((secs, mib))
+}
+
 /// Flushes the dirty pages of the previous run, so that its write-back
 /// does not land in the next run's time.
 pub fn sync() {

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use super::common::{median, run_json, sluice_exe};
+use super::common::{median, run_json, sluice_exe, sluice_process};
 
 /// Generated tables a suite's queries read.
 pub struct Dataset {
@@ -307,32 +307,6 @@ fn duck_cold(db: &Path, threads: usize, texts: &Path, q: usize) -> Result<(f64, 
     Ok((num("seconds"), num("peak_rss_bytes"), num("base_rss_bytes")))
 }
 
-/// One cold run of `sql` by a fresh `sluice query` process: its seconds
-/// (spawn to exit) and peak RSS in bytes (as its `--timing` says).
-fn sluice_cold(exe: &Path, db: &Path, threads: usize, sql: &str) -> Result<(f64, f64)> {
-    let start = std::time::Instant::now();
-    let out = Command::new(exe)
-        .arg("--db")
-        .arg(db)
-        .args(["--threads", &threads.to_string(), "query", "--timing", sql])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .context("running sluice query")?;
-    let secs = start.elapsed().as_secs_f64();
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        bail!("sluice query failed: {sql}\n{err}");
-    }
-    let mib = err
-        .split("peak RSS ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|m| m.parse::<f64>().ok())
-        .unwrap_or(f64::NAN);
-    Ok((secs, mib * (1u64 << 20) as f64))
-}
-
 /// A query's rows as text, NULL as `None`.
 type Answer = Vec<Vec<Option<String>>>;
 
@@ -591,7 +565,8 @@ pub fn run(
                 if answer.is_err() {
                     continue;
                 }
-                let (t, rss) = sluice_cold(&exe, &db_dir, threads, suite.queries[*q - 1])?;
+                let (t, mib) = sluice_process(&exe, &db_dir, Some(threads), suite.queries[*q - 1])?;
+                let rss = mib * (1u64 << 20) as f64;
                 let d = match &version {
                     Some(_) => Some(duck_cold(&duck_db, threads.min(cores), &texts_file, *q)?),
                     None => None,
