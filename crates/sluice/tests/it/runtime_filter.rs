@@ -14,6 +14,13 @@ use crate::common::{TempDir, load_bytes, opts, rows_of};
 /// 'key-<j>'; 160 rows of `g` = 0 that join nothing. A filter applies
 /// only from a side cut to at most half its table: `g = 1` does.
 fn tables() -> TempDir {
+    tables_as(None, None)
+}
+
+/// [`tables`] with big cut into segments of `segment_rows` and spread
+/// over `shards` shards (the filter's keys and key range then meet many
+/// zone maps and segments, read by several workers).
+fn tables_as(segment_rows: Option<u64>, shards: Option<u32>) -> TempDir {
     let dir = TempDir::new("runtime-filter");
     let mut big = String::from("k,i,t,v\n");
     for k in 0..60_000 {
@@ -28,13 +35,15 @@ fn tables() -> TempDir {
     for j in 0..160 {
         small.push_str(&format!("{},other-{j},0\n", 200_000 + j));
     }
-    load_bytes(
-        &dir,
-        "big",
-        big.as_bytes(),
-        &opts("k BIGINT, i INT, t TEXT, v INT"),
-    )
-    .unwrap();
+    let big_opts = sluice::load::LoadOptions {
+        segment_rows,
+        shards,
+        // Blocks of about 1,600 rows: a segment closes at the first
+        // block past `segment_rows`.
+        block_size: segment_rows.map(|_| 32 << 10),
+        ..opts("k BIGINT, i INT, t TEXT, v INT")
+    };
+    load_bytes(&dir, "big", big.as_bytes(), &big_opts).unwrap();
     load_bytes(
         &dir,
         "small",
@@ -69,8 +78,20 @@ fn answer(db: &Database, sql: &str, threads: usize) -> String {
 
 #[test]
 fn filtered_joins_answer_as_the_join() {
-    let dir = tables();
-    let db = Database::open(dir.path().join("db")).unwrap();
+    // One segment; segments of 7,000 rows; 4 shards of 5,000-row segments.
+    for (segment_rows, shards) in [(None, None), (Some(7000), None), (Some(5000), Some(4))] {
+        let dir = tables_as(segment_rows, shards);
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let big = db.table("big").unwrap();
+        if segment_rows.is_some() {
+            assert!(big.segments.len() >= 8, "{:?}", big.segments.len());
+        }
+        assert_eq!(big.shard_count(), shards.unwrap_or(1));
+        filtered_joins_answer_as_the_join_in(&db);
+    }
+}
+
+fn filtered_joins_answer_as_the_join_in(db: &Database) {
     // small's 38 non-NULL keys below 60,000: 1000, 1007, …, 1259.
     let keys: Vec<i64> = (0..38).map(|j| 1000 + 7 * j).collect();
     let sum_v: i64 = keys.iter().map(|k| k % 10).sum();
@@ -189,11 +210,7 @@ fn filtered_joins_answer_as_the_join() {
     ];
     for (sql, want) in &cases {
         for threads in [1, 2] {
-            assert_eq!(
-                &answer(&db, sql, threads),
-                want,
-                "{sql} ({threads} threads)"
-            );
+            assert_eq!(&answer(db, sql, threads), want, "{sql} ({threads} threads)");
         }
     }
 }
@@ -264,6 +281,20 @@ fn explain_analyze_shows_the_filter_and_the_rows_it_kept() {
         text.contains("IN the keys of small: 40 -> 39 rows"),
         "{text}"
     );
+    let scan = scan_of_big(&text);
+    assert!(scan.contains(" -> 38 rows, "), "{text}");
+
+    // Over 4 shards of 5,000-row segments: the same 38 rows kept, and
+    // the key range rules out the segments below key 1000's.
+    let dir = tables_as(Some(5000), Some(4));
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let r = query_with(
+        &db,
+        "EXPLAIN ANALYZE SELECT count(*) FROM big JOIN small ON big.k = small.k WHERE small.g = 1",
+        &QueryOptions::default(),
+    )
+    .unwrap();
+    let text = r.explain.unwrap();
     let scan = scan_of_big(&text);
     assert!(scan.contains(" -> 38 rows, "), "{text}");
 }
