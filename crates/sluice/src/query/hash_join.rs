@@ -38,6 +38,12 @@ enum Index {
         next: Vec<u32>,
         unique: bool,
     },
+    /// Two integer-like keys (TPC-H's `ps_partkey, ps_suppkey`), packed
+    /// into one `u128`: compared whole, no row-format bytes made.
+    Pair {
+        heads: HashMap<u128, u32, Hasher>,
+        next: Vec<u32>,
+    },
     /// Any keys: the hash of their row-format bytes; a chain may hold
     /// other keys of the same hash, compared byte by byte.
     Rows {
@@ -163,6 +169,17 @@ fn int_like(t: &A) -> bool {
             | A::Date64
             | A::Timestamp(..)
     )
+}
+
+/// Two integer-like keys per row, packed into one `u128` (NULL rows
+/// give some value: the caller skips them).
+fn packed_pairs(keys: &[ArrayRef]) -> Result<Vec<u128>> {
+    let (a, b) = (as_i64(&keys[0])?, as_i64(&keys[1])?);
+    Ok(a.values()
+        .iter()
+        .zip(b.values().iter())
+        .map(|(&x, &y)| ((x as u64 as u128) << 64) | y as u64 as u128)
+        .collect())
 }
 
 /// An integer-like array's values as `i64` (nulls left as they are).
@@ -318,6 +335,20 @@ impl HashTable {
                 },
                 d,
             )
+        } else if keys.len() == 2 && key_types.iter().all(int_like) {
+            let vals = packed_pairs(keys)?;
+            let mut heads: HashMap<u128, u32, Hasher> =
+                HashMap::with_capacity_and_hasher(n, Hasher::default());
+            for r in (0..n).rev() {
+                if !ok(r) {
+                    continue;
+                }
+                let h = heads.entry(vals[r]).or_insert(END);
+                next[r] = *h;
+                *h = r as u32;
+            }
+            let d = heads.len();
+            (Index::Pair { heads, next }, d)
         } else {
             let conv = RowConverter::new(
                 key_types
@@ -364,6 +395,7 @@ impl HashTable {
         // A hash map's entry and its control byte, at its capacity.
         let index = match &self.index {
             Index::Int { heads, next, .. } => heads.bytes() + next.capacity() * 4,
+            Index::Pair { heads, next } => heads.capacity() * 21 + next.capacity() * 4,
             Index::Rows {
                 rows, heads, next, ..
             } => rows.size() + heads.capacity() * 13 + next.capacity() * 4,
@@ -474,6 +506,23 @@ impl HashTable {
                             continue;
                         }
                         let mut b = heads.first(vals[p]);
+                        while b != END {
+                            probe.push(p as u32);
+                            build.push(b);
+                            b = next[b as usize];
+                        }
+                    }
+                    check(probe.len())?;
+                }
+            }
+            Index::Pair { heads, next } => {
+                let vals = packed_pairs(keys)?;
+                for part in blocks {
+                    for p in part {
+                        if !ok(p) {
+                            continue;
+                        }
+                        let mut b = heads.get(&vals[p]).copied().unwrap_or(END);
                         while b != END {
                             probe.push(p as u32);
                             build.push(b);
@@ -837,6 +886,48 @@ mod tests {
             proptest::prop_assert_eq!(hits, want_hits);
             let distinct: std::collections::HashSet<i64> = build.iter().flatten().copied().collect();
             proptest::prop_assert_eq!(t.distinct, distinct.len());
+        }
+    }
+
+    proptest::proptest! {
+        /// Two integer keys (packed into one u128): the pairs of a nested
+        /// loop, a NULL in either key matching nothing; an INT key beside
+        /// a BIGINT one, negative values and i64's ends included.
+        #[test]
+        fn two_integer_keys_match_a_nested_loop(
+            build in proptest::collection::vec((int_keys(), int_keys()), 1..2),
+            probe in proptest::collection::vec((int_keys(), int_keys()), 1..2),
+        ) {
+            let pairs_of = |v: &Vec<(Vec<Option<i64>>, Vec<Option<i64>>)>| -> Vec<(Option<i64>, Option<i64>)> {
+                let (a, b) = &v[0];
+                a.iter().zip(b.iter()).map(|(x, y)| (*x, y.map(|y| y % 1000))).collect()
+            };
+            let (bk, pk) = (pairs_of(&build), pairs_of(&probe));
+            let cols = |v: &[(Option<i64>, Option<i64>)]| -> Vec<ArrayRef> {
+                vec![
+                    Arc::new(Int64Array::from(v.iter().map(|p| p.0).collect::<Vec<_>>())),
+                    Arc::new(Int32Array::from(v.iter().map(|p| p.1.map(|y| y as i32)).collect::<Vec<_>>())),
+                ]
+            };
+            let types = vec![A::Int64, A::Int32];
+            let bc = cols(&bk);
+            let t = HashTable::build(batch(bc.clone()), &bc, types).unwrap();
+            let packed = matches!(&t.index, Index::Pair { .. });
+            proptest::prop_assert!(packed);
+            let pc = cols(&pk);
+            let mut want = Vec::new();
+            for (p, pv) in pk.iter().enumerate() {
+                for (b, bv) in bk.iter().enumerate() {
+                    if pv.0.is_some() && pv.1.is_some() && pv == bv {
+                        want.push((p as u32, b as u32));
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(pairs(&t, &pc, pk.len()), want.clone());
+            let hits = t.hits(&batch(pc.clone()), &pc, None, &mut scratch()).unwrap();
+            let want_hits: Vec<bool> =
+                (0..pk.len()).map(|p| want.iter().any(|w| w.0 == p as u32)).collect();
+            proptest::prop_assert_eq!(hits, want_hits);
         }
     }
 
