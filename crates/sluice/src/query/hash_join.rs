@@ -837,6 +837,35 @@ mod tests {
         v
     }
 
+    /// Marks at the edges of the bitmap's words: a table of 0, 1, 63,
+    /// 64, 65, 127, 128 and 129 rows, each row marked or not by a pattern
+    /// (first, last, every third), from 2 threads, reads back exactly
+    /// the rows marked.
+    #[test]
+    fn marks_read_back_the_rows_marked_at_every_word_boundary() {
+        for rows in [0usize, 1, 63, 64, 65, 127, 128, 129] {
+            let want: Vec<bool> = (0..rows)
+                .map(|r| r == 0 || r + 1 == rows || r % 3 == 1)
+                .collect();
+            let marks = Marks::new(rows);
+            std::thread::scope(|s| {
+                for half in 0..2 {
+                    let (marks, want) = (&marks, &want);
+                    s.spawn(move || {
+                        for r in (half..rows).step_by(2) {
+                            if want[r] {
+                                marks.set(r as u32);
+                                // Marked twice: still one mark.
+                                marks.set(r as u32);
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(marks.to_vec(rows), want, "{rows} rows");
+        }
+    }
+
     #[test]
     fn integer_keys_match_every_equal_row_and_never_null() {
         let k: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(1)]));

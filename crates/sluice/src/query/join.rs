@@ -339,12 +339,22 @@ pub fn run(
             })
         })
         .collect();
+    // Each table leaf's primary-key column (of its table's columns): a
+    // runtime filter on it with few keys reads its rows by the key index.
+    let key_cols: Vec<Option<usize>> = (0..g.leaves.len())
+        .map(|i| {
+            runtime_filter::scanned_table(g, i)
+                .and_then(|t| db.table(t))
+                .and_then(|m| m.schema.key_column())
+        })
+        .collect();
     let excluded = outer_leaf | g.nullable;
     let mut leaves: Vec<Option<Rel>> = (0..g.leaves.len()).map(|_| None).collect();
     let mut kept: Vec<f64> = vec![1.0; g.leaves.len()];
     let mut unread: Vec<usize> = (0..g.leaves.len()).collect();
     while !unread.is_empty() {
-        let i = runtime_filter::next_leaf(g, &unread, &leaves, excluded, &table_rows, &kept);
+        let i =
+            runtime_filter::next_leaf(g, &unread, &leaves, excluded, &table_rows, &key_cols, &kept);
         unread.retain(|&u| u != i);
         let leaf = &g.leaves[i];
         let filtered = runtime_filter::filtered_plan(
@@ -353,6 +363,7 @@ pub fn run(
             &leaves,
             excluded,
             table_rows[i].unwrap_or(0),
+            key_cols[i],
             &kept,
             opts,
         )?;

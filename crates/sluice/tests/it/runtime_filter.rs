@@ -21,6 +21,13 @@ fn tables() -> TempDir {
 /// over `shards` shards (the filter's keys and key range then meet many
 /// zone maps and segments, read by several workers).
 fn tables_as(segment_rows: Option<u64>, shards: Option<u32>) -> TempDir {
+    tables_keyed(segment_rows, shards, None)
+}
+
+/// [`tables_as`] with big's primary key `key` (its column `k`), and a
+/// table `named(name TEXT PRIMARY KEY, n INT)` of 60,000 rows
+/// `('key-<n>', n)`.
+fn tables_keyed(segment_rows: Option<u64>, shards: Option<u32>, key: Option<&str>) -> TempDir {
     let dir = TempDir::new("runtime-filter");
     let mut big = String::from("k,i,t,v\n");
     for k in 0..60_000 {
@@ -41,9 +48,32 @@ fn tables_as(segment_rows: Option<u64>, shards: Option<u32>) -> TempDir {
         // Blocks of about 1,600 rows: a segment closes at the first
         // block past `segment_rows`.
         block_size: segment_rows.map(|_| 32 << 10),
+        key: key.map(str::to_string),
         ..opts("k BIGINT, i INT, t TEXT, v INT")
     };
     load_bytes(&dir, "big", big.as_bytes(), &big_opts).unwrap();
+    if key.is_some() {
+        let mut named = String::from("name,n\n");
+        for n in 0..60_000 {
+            named.push_str(&format!("key-{n},{n}\n"));
+        }
+        let named_opts = sluice::load::LoadOptions {
+            key: Some("name".into()),
+            ..big_opts.clone()
+        };
+        let named_opts = sluice::load::LoadOptions {
+            schema: opts("name TEXT, n INT").schema,
+            ..named_opts
+        };
+        load_bytes(&dir, "named", named.as_bytes(), &named_opts).unwrap();
+        // 20 keys 0, 3, …, 57, one a 3,000 rows of big: a whole table,
+        // yet few enough to look up.
+        let mut tiny = String::from("k\n");
+        for j in 0..20 {
+            tiny.push_str(&format!("{}\n", 3 * j));
+        }
+        load_bytes(&dir, "tiny", tiny.as_bytes(), &opts("k BIGINT")).unwrap();
+    }
     load_bytes(
         &dir,
         "small",
@@ -211,6 +241,88 @@ fn filtered_joins_answer_as_the_join_in(db: &Database) {
     for (sql, want) in &cases {
         for threads in [1, 2] {
             assert_eq!(&answer(db, sql, threads), want, "{sql} ({threads} threads)");
+        }
+    }
+}
+
+/// A join on big's primary key from small's 39 keys (one a 1,538 rows
+/// of big) reads big's rows by the key index, not by a scan: the answers
+/// are the scan's, over one segment, many, and 4 shards; a TEXT key too.
+#[test]
+fn a_join_on_a_primary_key_with_few_keys_reads_by_the_key_index() {
+    for (segment_rows, shards) in [(None, None), (Some(7000), None), (Some(5000), Some(4))] {
+        let dir = tables_keyed(segment_rows, shards, Some("k"));
+        let db = Database::open(dir.path().join("db")).unwrap();
+        filtered_joins_answer_as_the_join_in(&db);
+        let explain = |sql: &str| {
+            query_with(
+                &db,
+                &format!("EXPLAIN ANALYZE {sql}"),
+                &QueryOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .explain
+            .unwrap()
+        };
+        // An inner join and a semi join (IN) by big's key.
+        for sql in [
+            "SELECT count(*) FROM big JOIN small ON big.k = small.k WHERE small.g = 1",
+            "SELECT count(*) FROM big WHERE k IN (SELECT k FROM small WHERE g = 1)",
+        ] {
+            let text = explain(sql);
+            assert!(
+                text.contains(", read by the key index: 40 -> 39 rows"),
+                "{text}"
+            );
+            assert!(
+                text.contains("Index lookup big -> Filter -> Projection: "),
+                "{text}"
+            );
+            assert!(!text.contains("Scan big ->"), "{text}");
+        }
+        // A TEXT key: small's 39 names of g = 1 (NULL dropped), each
+        // one row of named.
+        for threads in [1, 2] {
+            assert_eq!(
+                answer(
+                    &db,
+                    "SELECT count(*), sum(named.n) FROM named JOIN small ON named.name = small.t WHERE small.g = 1",
+                    threads,
+                ),
+                format!("[[\"39\", \"{}\"]]", (0..38).sum::<i64>() + 999)
+            );
+        }
+        let text = explain(
+            "SELECT count(*) FROM named JOIN small ON named.name = small.t WHERE small.g = 1",
+        );
+        assert!(text.contains("Index lookup named"), "{text}");
+        // A whole table of 20 keys (no filter of its own).
+        let sql = "SELECT count(*), sum(big.v) FROM big JOIN tiny ON big.k = tiny.k";
+        let text = explain(sql);
+        assert!(
+            text.contains("IN the keys of tiny, read by the key index"),
+            "{text}"
+        );
+        let sum: i64 = (0..20).map(|j| 3 * j % 10).sum();
+        for threads in [1, 2] {
+            assert_eq!(answer(&db, sql, threads), format!("[[\"20\", \"{sum}\"]]"));
+        }
+        // A non-key column (big.i) is scanned with the filter.
+        let text = explain("SELECT count(*) FROM big JOIN small ON big.i = small.k WHERE g = 1");
+        assert!(text.contains("Scan big"), "{text}");
+        assert!(!text.contains("Index lookup"), "{text}");
+        // The bound: 60,000 rows allow 58 lookups (one a 1,024 rows).
+        // b's 58 keys (v = 1 below 580) are looked up, 59 are not.
+        for (below, lookups) in [(580, true), (590, false)] {
+            let sql = format!(
+                "SELECT count(*), sum(a.i) FROM big a JOIN big b ON a.k = b.k WHERE b.v = 1 AND b.k < {below}"
+            );
+            let text = explain(&sql);
+            assert!(text.contains("Runtime filter on a: "), "{text}");
+            assert_eq!(text.contains("Index lookup big"), lookups, "{text}");
+            let n = below / 10;
+            let sum: i64 = (0..n).map(|j| 10 * j + 1).sum();
+            assert_eq!(answer(&db, &sql, 2), format!("[[\"{n}\", \"{sum}\"]]"));
         }
     }
 }

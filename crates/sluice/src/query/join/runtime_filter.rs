@@ -32,6 +32,15 @@
 //! (DuckDB's join filter pushdown and DataFusion's dynamic filters do the
 //! same with the build side's min/max; Umbra and Velox with a bloom
 //! filter. The exact set here costs a bit or a hash-set entry a key.)
+//!
+//! An index nested-loop join: when the filtered column is the primary key
+//! of `t`'s table and the other item's rows are few (at most one a
+//! [`ROWS_PER_LOOKUP`] rows of `t`'s table; a whole table too, as
+//! nothing is scanned), `t`'s rows are not scanned at all: each key is
+//! looked up in the key index, as `WHERE key IN (…)` is (`objects` by
+//! `source_id` for a few thousand `sources` reads those objects, not
+//! every one). The join then runs over them as over a filtered scan's
+//! rows.
 
 use std::sync::Arc;
 
@@ -49,10 +58,17 @@ use crate::error::Result;
 /// more than the join's own hash table saves).
 const MAX_KEYS: usize = 1 << 22;
 
+/// A runtime filter on a table's primary key reads the rows by the key
+/// index when it has at most one key a this many of the table's rows: a
+/// lookup (an index probe, and the first time a segment is touched, its
+/// mapping) costs about what scanning and testing a thousand rows does.
+pub(crate) const ROWS_PER_LOOKUP: u64 = 1024;
+
 /// The leaf to read next, of `unread`: of those with conditions of their
-/// own (likely cut) or that a runtime filter from the leaves read so far
-/// narrows ([`sources`]), the one of the smallest table (a subquery
-/// first); when there is none, the first in the query's order. So the
+/// own (likely cut), that a runtime filter from the leaves read so far
+/// narrows ([`sources`]), or small enough to have its keys looked up in
+/// an unread table's key index, the one of the smallest table (a
+/// subquery first); when there is none, the first in the query's order. So the
 /// nations of one region are read before the suppliers they filter, and
 /// those before lineitem; a query no filter reaches reads its items as
 /// written.
@@ -62,18 +78,40 @@ pub(super) fn next_leaf(
     leaves: &[Option<Rel>],
     excluded: u64,
     table_rows: &[Option<u64>],
+    keys: &[Option<usize>],
     kept: &[f64],
 ) -> usize {
     let likely_cut = |i: usize| {
         let l = &g.leaves[i];
         l.table.is_none() || l.plan.filter.is_some() || l.filter.is_some()
     };
+    // The most rows of an unread table with a primary key: a table of
+    // at most one row a [`ROWS_PER_LOOKUP`] of them may have its keys
+    // looked up there, so it is read first.
+    let keyed_rows = unread
+        .iter()
+        .filter(|&&j| keys.get(j).copied().flatten().is_some())
+        .map(|&j| table_rows[j].unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let lookup_source =
+        |i: usize| table_rows[i].is_some_and(|r| r.saturating_mul(ROWS_PER_LOOKUP) <= keyed_rows);
     unread
         .iter()
         .copied()
         .filter(|&i| {
             likely_cut(i)
-                || !sources(g, i, leaves, excluded, table_rows[i].unwrap_or(0), kept).is_empty()
+                || lookup_source(i)
+                || !sources(
+                    g,
+                    i,
+                    leaves,
+                    excluded,
+                    table_rows[i].unwrap_or(0),
+                    keys.get(i).copied().flatten(),
+                    kept,
+                )
+                .is_empty()
         })
         .min_by_key(|&i| (table_rows[i].unwrap_or(0), i))
         .or_else(|| unread.first().copied())
@@ -94,13 +132,17 @@ struct Source<'g> {
 /// condition `i.col = o.e` of the group, where `o` is one leaf already
 /// read with at most half as many rows as `i`'s table and cut to at most
 /// half of its own table (a whole table's keys, every part or every
-/// order, would drop nothing), and neither side is excluded.
+/// order, would drop nothing), and neither side is excluded. On `i`'s
+/// primary key (`key`, a column of its table), `o` may be any item (a
+/// whole table too) of at most one row a [`ROWS_PER_LOOKUP`] rows of
+/// `i`'s table: its keys are looked up, not scanned for.
 fn sources<'g>(
     g: &'g JoinGroup,
     i: usize,
     leaves: &[Option<Rel>],
     excluded: u64,
     table_rows: u64,
+    key: Option<usize>,
     kept: &[f64],
 ) -> Vec<Source<'g>> {
     let me = 1u64 << i;
@@ -160,9 +202,6 @@ fn sources<'g>(
         // A subquery that is not a plain scan has rows that are no share
         // of a table: only their number against the target's table counts.
         let whole = scanned_table(g, j).is_some() && kept.get(j).is_none_or(|&k| k > 0.5);
-        if src.rows > MAX_KEYS || (src.rows as u64).saturating_mul(2) > table_rows || whole {
-            continue;
-        }
         // The key on this side: one of the leaf's scanned columns as is.
         let Expr::Column { index: global, .. } = mine else {
             continue;
@@ -173,6 +212,14 @@ fn sources<'g>(
         let Some(Expr::Column { index: scan, name }) = exprs.get(pos) else {
             continue;
         };
+        let lookups = key.is_some()
+            && key == leaf.plan.scan_columns.get(*scan).copied()
+            && (src.rows as u64).saturating_mul(ROWS_PER_LOOKUP) <= table_rows;
+        if src.rows > MAX_KEYS
+            || (!lookups && ((src.rows as u64).saturating_mul(2) > table_rows || whole))
+        {
+            continue;
+        }
         out.push(Source {
             scan: *scan,
             name,
@@ -215,14 +262,17 @@ fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
 /// give it, and the memory its key values hold while it runs; `None`
 /// when none applies. `excluded`: the items no filter may come from or
 /// go to (outer, semi and anti join sides, NULL-filled items);
-/// `table_rows`: the rows of leaf `i`'s table; `kept`: the share of its
-/// table (or subquery) each leaf read so far kept.
+/// `table_rows`: the rows of leaf `i`'s table; `key`: its table's
+/// primary-key column, if it has one; `kept`: the share of its table (or
+/// subquery) each leaf read so far kept.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn filtered_plan(
     g: &JoinGroup,
     i: usize,
     leaves: &[Option<Rel>],
     excluded: u64,
     table_rows: u64,
+    key: Option<usize>,
     kept: &[f64],
     opts: &QueryOptions,
 ) -> Result<Option<(Plan, Vec<Reservation>)>> {
@@ -230,7 +280,7 @@ pub(super) fn filtered_plan(
     let p = &leaf.plan;
     let mut plan: Option<Plan> = None;
     let mut held = Vec::new();
-    for s in sources(g, i, leaves, excluded, table_rows, kept) {
+    for s in sources(g, i, leaves, excluded, table_rows, key, kept) {
         let Some(src) = leaves.get(s.from).and_then(|l| l.as_ref()) else {
             continue;
         };
@@ -255,6 +305,13 @@ pub(super) fn filtered_plan(
         mem.resize(super::super::memory::array_bytes(values.as_ref()) + 16 * n as u64 + bitmap)?;
         held.push(mem);
         let plan = plan.get_or_insert_with(|| p.clone());
+        // By the key index: the rows of these keys, and no scan.
+        let by_index = key == Some(p.scan_columns[s.scan])
+            && plan.key_lookup.is_none()
+            && (n as u64).saturating_mul(ROWS_PER_LOOKUP) <= table_rows;
+        if by_index {
+            plan.key_lookup = lookup_keys(&values, stored);
+        }
         let test = Expr::InValues {
             expr: Box::new(Expr::Column {
                 index: s.scan,
@@ -286,8 +343,15 @@ pub(super) fn filtered_plan(
             profile.finish(
                 st,
                 format!(
-                    "Runtime filter on {}: {} IN the keys of {}",
-                    leaf.name, s.cond, g.leaves[s.from].name
+                    "Runtime filter on {}: {} IN the keys of {}{}",
+                    leaf.name,
+                    s.cond,
+                    g.leaves[s.from].name,
+                    if by_index && plan.key_lookup.is_some() {
+                        ", read by the key index"
+                    } else {
+                        ""
+                    }
                 ),
                 Some(src.rows as u64),
                 n as u64,
@@ -295,6 +359,18 @@ pub(super) fn filtered_plan(
         }
     }
     Ok(plan.map(|p| (p, held)))
+}
+
+/// `values` (distinct, non-NULL) as keys of the key index of a column
+/// stored as `stored`, sorted; `None` when one does not convert exactly
+/// (then the table is scanned).
+fn lookup_keys(values: &ArrayRef, stored: &A) -> Option<Vec<Vec<u8>>> {
+    let mut keys = (0..values.len())
+        .map(|i| super::super::plan::literal_key(&values.slice(i, 1), stored))
+        .collect::<Option<Vec<_>>>()?;
+    keys.sort_unstable();
+    keys.dedup();
+    Some(keys)
 }
 
 /// The distinct non-NULL values of `key` (over global columns) in
