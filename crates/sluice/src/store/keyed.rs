@@ -10,10 +10,16 @@ use crate::batch::{Column, DataType, ValueOptions};
 use crate::error::{Error, Result};
 use crate::index::{KeyIndex, RowId, encode_key_text};
 
-/// A segment's batches and the first row of each.
+/// A segment opened for lookups: mapped, its footer read; a record
+/// batch's columns are checked against their checksums and decoded the
+/// first time a row of it is asked for (a lookup reads one batch, not the
+/// whole segment: `sluice get` of one key in a 140 MB segment checked
+/// and decoded all of it).
 struct SegmentRows {
-    batches: Arc<Vec<RecordBatch>>,
+    scan: Arc<super::segment::SegmentScan>,
+    /// The first row of each record batch.
     starts: Vec<u64>,
+    batches: Vec<OnceLock<RecordBatch>>,
 }
 
 /// Row ids of a sharded table carry the shard in their top byte; each
@@ -67,7 +73,7 @@ pub struct KeyedTable<'a> {
     shards: Vec<ShardIndex>,
     schema: SchemaRef,
     values: Arc<ValueOptions>,
-    segments: Vec<OnceLock<Arc<SegmentRows>>>,
+    segments: Vec<OnceLock<SegmentRows>>,
 }
 
 impl Database {
@@ -376,33 +382,45 @@ impl KeyedTable<'_> {
             });
         };
         let rows = match self.segments[s].get() {
-            Some(r) => r.clone(),
+            Some(r) => r,
             None => {
-                let batches = self.db.segment_batches(seg_meta, &self.schema)?;
-                let mut starts = Vec::with_capacity(batches.len());
+                let all: Vec<usize> = (0..self.schema.fields().len()).collect();
+                let scan = self.db.segment_scan(seg_meta, &self.schema, &all)?;
+                let mut starts = Vec::with_capacity(scan.len());
                 let mut n = 0u64;
-                for b in batches.iter() {
+                for b in 0..scan.len() {
                     starts.push(n);
-                    n += b.num_rows() as u64;
+                    n += scan.info(b).rows as u64;
                 }
-                let r = Arc::new(SegmentRows { batches, starts });
-                let _ = self.segments[s].set(r.clone());
-                r
+                let batches = (0..scan.len()).map(|_| OnceLock::new()).collect();
+                let _ = self.segments[s].set(SegmentRows {
+                    scan,
+                    starts,
+                    batches,
+                });
+                self.segments[s]
+                    .get()
+                    .ok_or_else(|| Error::Internal("segment cache emptied".into()))?
             }
         };
-        // The segment's rows stay cached in `self.segments` for as long
-        // as `self` lives: borrow them from there.
-        let cached = self.segments[s]
-            .get()
-            .ok_or_else(|| Error::Internal("segment cache emptied".into()))?;
-        let found = rows
-            .starts
-            .partition_point(|&st| st <= at)
-            .checked_sub(1)
-            .and_then(|b| {
+        // The batch's rows stay cached in `self.segments` for as long as
+        // `self` lives: borrow them from there.
+        let found = match rows.starts.partition_point(|&st| st <= at).checked_sub(1) {
+            Some(b) => {
+                let batch = match rows.batches[b].get() {
+                    Some(batch) => batch,
+                    None => {
+                        let _ = rows.batches[b].set(rows.scan.batch(b)?);
+                        rows.batches[b]
+                            .get()
+                            .ok_or_else(|| Error::Internal("batch cache emptied".into()))?
+                    }
+                };
                 let r = (at - rows.starts[b]) as usize;
-                (r < cached.batches[b].num_rows()).then_some((&cached.batches[b], r))
-            });
+                (r < batch.num_rows()).then_some((batch, r))
+            }
+            None => None,
+        };
         found.ok_or_else(|| Error::Corrupt {
             file: self.db.dir().join(&seg_meta.file),
             message: format!("holds fewer rows than the manifest says (row {at} asked)"),

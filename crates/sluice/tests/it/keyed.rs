@@ -1703,3 +1703,61 @@ fn a_load_whose_tier_merge_is_killed_stays_committed() {
     let (_, _, first, _) = dup_parts(&err);
     assert_eq!(first, "a row loaded earlier (3007, l3)");
 }
+
+/// A lookup checks and decodes the one record batch that holds its row,
+/// not the whole segment: with a byte of one batch damaged, each key's
+/// row comes back right or the lookup fails naming the segment — the
+/// keys of the damaged batch fail, those of the other batches are found.
+#[test]
+fn a_damaged_record_batch_fails_only_the_lookups_that_read_it() {
+    let dir = TempDir::new("keyed-batch-damage");
+    let db = db_dir(&dir);
+    let o = LoadOptions {
+        // Blocks of ~2,000 rows, each its own record batch (a segment
+        // size given keeps small batches apart), in one segment.
+        block_size: Some(32 << 10),
+        segment_rows: Some(1 << 20),
+        ..keyed_opts("k BIGINT PRIMARY KEY, v TEXT")
+    };
+    let text: String = (0..20_000).map(|i| format!("{i},value-{i}\n")).collect();
+    load_files(&dir, "t", &[("a.csv", &text)], &o).unwrap();
+    let meta = Database::open(&db).unwrap().table("t").unwrap().clone();
+    assert_eq!(meta.segments.len(), 1);
+    let seg = db.join(&meta.segments[0].file);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    // A byte in the middle of the file: inside some batch's values.
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&seg, &bytes).unwrap();
+    let name = seg.file_name().unwrap().to_string_lossy().to_string();
+    let handle = Database::open(&db).unwrap();
+    let t = handle.keyed("t").unwrap();
+    let (mut found, mut failed) = (0, 0);
+    for i in (0..20_000).step_by(97) {
+        match t.get(&i.to_string()) {
+            Ok(Some(b)) => {
+                assert_eq!(
+                    rows_of(&[b]),
+                    vec![vec![s(&i.to_string()), s(&format!("value-{i}"))]]
+                );
+                found += 1;
+            }
+            Ok(None) => panic!("key {i} not found"),
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&name) && msg.contains("checksum"),
+                    "key {i}: {msg}"
+                );
+                failed += 1;
+            }
+        }
+    }
+    let first = (0..20_000).find_map(|i| t.get(&i.to_string()).err().map(|e| e.to_string()));
+    assert!(
+        found > 0 && failed > 0,
+        "{found} found, {failed} failed: {first:?}"
+    );
+    // Most keys are in the intact batches.
+    assert!(found > failed, "{found} found, {failed} failed");
+}
