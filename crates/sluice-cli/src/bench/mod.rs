@@ -19,6 +19,7 @@ mod common;
 mod corpus;
 mod distributed;
 mod index;
+mod index_join;
 mod ingest;
 mod into;
 mod parquet;
@@ -247,6 +248,33 @@ the medians of every metric of the other scenarios")]
         sf: f64,
         /// Timed runs of each query (after one warm-up run)
         #[arg(long, default_value_t = 15)]
+        runs: usize,
+        /// Where the data and databases go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
+        /// Do not run the peers
+        #[arg(long)]
+        no_peers: bool,
+    },
+    /// A table keyed by a TEXT id joined to a few thousand of its ids,
+    /// each run a fresh `sluice query` process: read by the key index (an
+    /// index nested-loop join), and as a hash join over the same rows
+    /// loaded without a key; DuckDB runs the same join on the same rows
+    /// (without and with a PRIMARY KEY) when `import duckdb` works in
+    /// python3; interleaved, medians, answers compared first
+    #[command(after_help = "Examples:
+  sluice bench index-join                  # 10 M objects, 3,000 sources, DuckDB too
+  sluice bench index-join --rows 1000000 --sources 100 --runs 5
+  sluice bench index-join --no-peers --dir /tmp/ij")]
+    IndexJoin {
+        /// Rows of the keyed table
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: u64,
+        /// Ids joined to it (every rows/sources-th of them)
+        #[arg(long, default_value_t = 3000)]
+        sources: usize,
+        /// Timed runs (after one warm-up run)
+        #[arg(long, default_value_t = 9)]
         runs: usize,
         /// Where the data and databases go
         #[arg(long, default_value = "bench-data")]
@@ -573,6 +601,7 @@ impl Scenario {
             Scenario::Windows { .. } => "windows",
             Scenario::Tpcds { .. } => "tpcds",
             Scenario::Cold { .. } => "cold",
+            Scenario::IndexJoin { .. } => "index-join",
             Scenario::SecondaryIndex { .. } => "secondary-index",
             Scenario::Resume { .. } => "resume",
             Scenario::Shards { .. } => "shards",
@@ -594,6 +623,7 @@ impl Scenario {
             | Scenario::Q1 { dir, .. }
             | Scenario::Cold { dir, .. }
             | Scenario::SecondaryIndex { dir, .. }
+            | Scenario::IndexJoin { dir, .. }
             | Scenario::Resume { dir, .. }
             | Scenario::Shards { dir, .. }
             | Scenario::Corpus { dir, .. }
@@ -758,6 +788,13 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             dir,
             no_peers,
         } => cold::run(dataset, sf, runs, &dir, no_peers, quiet),
+        Scenario::IndexJoin {
+            rows,
+            sources,
+            runs,
+            dir,
+            no_peers,
+        } => index_join::run(rows, sources, runs, &dir, no_peers, quiet),
         Scenario::SecondaryIndex {
             files,
             rows,

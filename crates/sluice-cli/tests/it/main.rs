@@ -480,6 +480,48 @@ fn bench_cold_prints_a_row_a_query_and_duckdb_beside_when_installed() {
     assert!(out.lines().nth(2).is_some_and(|l| l.contains('x')), "{out}");
 }
 
+/// `bench index-join` times the join by the key index (it fails if the
+/// keyed table was not read by it) and the hash join, with the same
+/// answer; with DuckDB, its answers are checked first and ratios shown.
+#[test]
+fn bench_index_join_times_the_index_join_and_the_hash_join() {
+    let t = Tmp::new();
+    let args = vec![
+        "bench",
+        "index-join",
+        "--rows",
+        "20000",
+        "--sources",
+        "12",
+        "--runs",
+        "1",
+        "--dir",
+        "b",
+    ];
+    let out = ok(&t.0, &[&args[..], &["--no-peers"]].concat());
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("index-join: objects of 20000 rows keyed by source_id, joined to 12 of their ids (answer 12,"),
+        "{out}"
+    );
+    assert!(lines[2].starts_with("sluice: by the key index"), "{out}");
+    assert!(
+        lines[3].starts_with("sluice: hash join over a scan"),
+        "{out}"
+    );
+    assert!(lines[2].ends_with(" -"), "{out}");
+    assert!(!lines.iter().any(|l| l.starts_with("duckdb")), "{out}");
+    if !duckdb_available("bench index-join with DuckDB") {
+        return;
+    }
+    let out = ok(&t.0, &args);
+    assert!(
+        out.lines().nth(2).is_some_and(|l| l.ends_with('x')),
+        "{out}"
+    );
+    assert!(out.contains("duckdb: table with a PRIMARY KEY"), "{out}");
+}
+
 /// `bench tpch` times warm runs and cold ones (a fresh process each, with
 /// its peak RSS); with DuckDB, its answers are checked first and each mode
 /// gets its ratios and geometric mean.

@@ -223,6 +223,10 @@ fn block_name(plan: &Plan, facts: &ScanFacts) -> String {
     parts.join(" -> ")
 }
 
+/// Keys a worker looks up at least, when a plan reads rows by key: fewer
+/// are not worth a thread.
+const KEYS_PER_WORKER: usize = 64;
+
 fn execute_block(
     db: &Database,
     plan: &Plan,
@@ -277,12 +281,40 @@ fn execute_block(
                 .as_ref()
                 .ok_or_else(|| Error::Internal("no index".into()))?;
             let keys = plan.key_lookup.as_deref().unwrap_or_default();
-            let mut rows = Vec::new();
-            for k in keys {
-                if let Some(id) = keyed.locate(k)? {
-                    rows.push(keyed.row(id)?.project(&plan.scan_columns)?);
+            // Many keys (an index join's) are looked up by every worker, a
+            // run of them each (the first lookup into a record batch
+            // checks and decodes it); the rows stay in the keys' order.
+            let look = |keys: &[Vec<u8>]| -> Result<Vec<RecordBatch>> {
+                let mut rows = Vec::new();
+                for k in keys {
+                    if let Some(id) = keyed.locate(k)? {
+                        rows.push(keyed.row(id)?.project(&plan.scan_columns)?);
+                    }
                 }
-            }
+                Ok(rows)
+            };
+            let rows = if workers > 1 && keys.len() >= 2 * KEYS_PER_WORKER {
+                let per = keys.len().div_ceil(workers).max(KEYS_PER_WORKER);
+                let parts: Vec<Result<Vec<RecordBatch>>> = std::thread::scope(|s| {
+                    let tasks: Vec<_> =
+                        keys.chunks(per).map(|c| s.spawn(move || look(c))).collect();
+                    tasks
+                        .into_iter()
+                        .map(|t| {
+                            t.join().unwrap_or_else(|_| {
+                                Err(Error::Internal("key lookup panicked".into()))
+                            })
+                        })
+                        .collect()
+                });
+                let mut rows = Vec::new();
+                for p in parts {
+                    rows.extend(p?);
+                }
+                rows
+            } else {
+                look(keys)?
+            };
             facts.index_lookup = Some((keys.len(), rows.len()));
             facts.segments_total = keyed.meta().segments.len();
             facts.shards = keyed.meta().shard_count();

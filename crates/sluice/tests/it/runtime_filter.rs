@@ -307,6 +307,20 @@ fn a_join_on_a_primary_key_with_few_keys_reads_by_the_key_index() {
         for threads in [1, 2] {
             assert_eq!(answer(&db, sql, threads), format!("[[\"20\", \"{sum}\"]]"));
         }
+        // 310 keys by the index, a run of them by each of 2 workers:
+        // 300 present (k % 10 = 7 each), 10 past the table.
+        let list: Vec<String> = (0..310).map(|j| (j * 200 + 7).to_string()).collect();
+        let sql = format!(
+            "SELECT count(*), sum(v), min(k), max(k) FROM big WHERE k IN ({})",
+            list.join(", ")
+        );
+        for threads in [1, 2] {
+            assert_eq!(
+                answer(&db, &sql, threads),
+                "[[\"300\", \"2100\", \"7\", \"59807\"]]"
+            );
+        }
+        assert!(explain(&sql).contains("Index lookup big"));
         // A non-key column (big.i) is scanned with the filter.
         let text = explain("SELECT count(*) FROM big JOIN small ON big.i = small.k WHERE g = 1");
         assert!(text.contains("Scan big"), "{text}");
