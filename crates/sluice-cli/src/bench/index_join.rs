@@ -122,52 +122,25 @@ fn data(exe: &Path, rows: u64, sources: usize, dir: &Path, quiet: bool) -> Resul
         }
         let d = db.display().to_string();
         let (t, c) = (tsv.display().to_string(), csv.display().to_string());
-        let schema = "source_id TEXT, chunkId INT, subChunkId INT";
-        sluice(
-            exe,
-            &[
-                "--db",
-                &d,
-                "-q",
-                "load",
-                "--key",
-                "source_id",
-                "--tsv",
-                "--no-header",
-                "--schema",
-                schema,
+        let objects = "source_id TEXT, chunkId INT, subChunkId INT";
+        let tsv_in: [&str; 2] = ["--tsv", "--no-header"];
+        for (table, key, format, schema, file) in [
+            (
                 "objects",
+                &["--key", "source_id"][..],
+                &tsv_in[..],
+                objects,
                 &t,
-            ],
-        )?;
-        sluice(
-            exe,
-            &[
-                "--db",
-                &d,
-                "-q",
-                "load",
-                "--tsv",
-                "--no-header",
-                "--schema",
-                schema,
-                "objects_plain",
-                &t,
-            ],
-        )?;
-        sluice(
-            exe,
-            &[
-                "--db",
-                &d,
-                "-q",
-                "load",
-                "--schema",
-                "source_id TEXT, n BIGINT",
-                "sources",
-                &c,
-            ],
-        )?;
+            ),
+            ("objects_plain", &[][..], &tsv_in[..], objects, &t),
+            ("sources", &[][..], &[][..], "source_id TEXT, n BIGINT", &c),
+        ] {
+            let mut args = vec!["--db", &d, "-q", "load"];
+            args.extend_from_slice(key);
+            args.extend_from_slice(format);
+            args.extend(["--schema", schema, table, file.as_str()]);
+            sluice(exe, &args)?;
+        }
     }
     Ok([tsv, csv, db])
 }
