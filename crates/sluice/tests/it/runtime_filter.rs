@@ -73,6 +73,16 @@ fn tables_keyed(segment_rows: Option<u64>, shards: Option<u32>, key: Option<&str
             tiny.push_str(&format!("{}\n", 3 * j));
         }
         load_bytes(&dir, "tiny", tiny.as_bytes(), &opts("k BIGINT")).unwrap();
+        // An INT key: big's k and v.
+        let ints_opts = sluice::load::LoadOptions {
+            key: Some("k".into()),
+            schema: opts("k INT, v INT").schema,
+            ..big_opts.clone()
+        };
+        let ints: String = std::iter::once("k,v\n".to_string())
+            .chain((0..60_000).map(|k| format!("{k},{}\n", k % 10)))
+            .collect();
+        load_bytes(&dir, "ints", ints.as_bytes(), &ints_opts).unwrap();
     }
     load_bytes(
         &dir,
@@ -250,6 +260,7 @@ fn filtered_joins_answer_as_the_join_in(db: &Database) {
 /// are the scan's, over one segment, many, and 4 shards; a TEXT key too.
 #[test]
 fn a_join_on_a_primary_key_with_few_keys_reads_by_the_key_index() {
+    let sum_v: i64 = (0..38).map(|j| (1000 + 7 * j) % 10).sum();
     for (segment_rows, shards) in [(None, None), (Some(7000), None), (Some(5000), Some(4))] {
         let dir = tables_keyed(segment_rows, shards, Some("k"));
         let db = Database::open(dir.path().join("db")).unwrap();
@@ -321,6 +332,22 @@ fn a_join_on_a_primary_key_with_few_keys_reads_by_the_key_index() {
             );
         }
         assert!(explain(&sql).contains("Index lookup big"));
+        // An INT key, against BIGINT keys (widened: 5,000,000,000 fits
+        // no INT and matches nothing) and against INT ones.
+        for sql in [
+            "SELECT count(*), sum(ints.v) FROM ints JOIN small ON ints.k = small.k WHERE small.g = 1",
+            "SELECT count(*), sum(ints.v) FROM ints JOIN (SELECT CAST(k AS INT) AS k FROM small WHERE g = 1 AND k < 100000) s ON ints.k = s.k",
+        ] {
+            for threads in [1, 2] {
+                assert_eq!(
+                    answer(&db, sql, threads),
+                    format!("[[\"38\", \"{sum_v}\"]]"),
+                    "{sql}"
+                );
+            }
+            let text = explain(sql);
+            assert!(text.contains("Index lookup ints"), "{text}");
+        }
         // A non-key column (big.i) is scanned with the filter.
         let text = explain("SELECT count(*) FROM big JOIN small ON big.i = small.k WHERE g = 1");
         assert!(text.contains("Scan big"), "{text}");

@@ -202,7 +202,18 @@ fn sources<'g>(
         // A subquery that is not a plain scan has rows that are no share
         // of a table: only their number against the target's table counts.
         let whole = scanned_table(g, j).is_some() && kept.get(j).is_none_or(|&k| k > 0.5);
-        // The key on this side: one of the leaf's scanned columns as is.
+        // The key on this side: one of the leaf's scanned columns as is,
+        // or an integer column widened to BIGINT (`i = bigint_col`): the
+        // other side's values are cast to the column's type, and one
+        // that does not fit it matches none of its values.
+        let (mine, widened) = match mine {
+            Expr::Cast {
+                expr,
+                to: A::Int64,
+                site: None,
+            } => (expr.as_ref(), true),
+            m => (m, false),
+        };
         let Expr::Column { index: global, .. } = mine else {
             continue;
         };
@@ -212,6 +223,13 @@ fn sources<'g>(
         let Some(Expr::Column { index: scan, name }) = exprs.get(pos) else {
             continue;
         };
+        let narrow = matches!(
+            leaf.plan.table_types.get(*scan),
+            Some(A::Int8 | A::Int16 | A::Int32 | A::UInt8 | A::UInt16 | A::UInt32)
+        );
+        if widened && !narrow {
+            continue;
+        }
         let lookups = key.is_some()
             && key == leaf.plan.scan_columns.get(*scan).copied()
             && (src.rows as u64).saturating_mul(ROWS_PER_LOOKUP) <= table_rows;
@@ -365,6 +383,15 @@ pub(super) fn filtered_plan(
 /// stored as `stored`, sorted; `None` when one does not convert exactly
 /// (then the table is scanned).
 fn lookup_keys(values: &ArrayRef, stored: &A) -> Option<Vec<Vec<u8>>> {
+    // Integers as BIGINT, the literal type a key's value converts from
+    // (an INT key's values are INT here).
+    let wide;
+    let values = if values.data_type().is_integer() && values.data_type() != &A::Int64 {
+        wide = arrow_cast::cast(values, &A::Int64).ok()?;
+        &wide
+    } else {
+        values
+    };
     let mut keys = (0..values.len())
         .map(|i| super::super::plan::literal_key(&values.slice(i, 1), stored))
         .collect::<Option<Vec<_>>>()?;
