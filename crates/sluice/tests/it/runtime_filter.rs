@@ -348,6 +348,17 @@ fn a_join_on_a_primary_key_with_few_keys_reads_by_the_key_index() {
             let text = explain(sql);
             assert!(text.contains("Index lookup ints"), "{text}");
         }
+        // Negative literals are literals: looked up, not scanned for.
+        for (sql, want) in [
+            ("SELECT count(*) FROM big WHERE k = -5", "[[\"0\"]]"),
+            (
+                "SELECT count(*), sum(k) FROM big WHERE k IN (-3, 7)",
+                "[[\"1\", \"7\"]]",
+            ),
+        ] {
+            assert_eq!(answer(&db, sql, 2), want, "{sql}");
+            assert!(explain(sql).contains("Index lookup big"), "{sql}");
+        }
         // A non-key column (big.i) is scanned with the filter.
         let text = explain("SELECT count(*) FROM big JOIN small ON big.i = small.k WHERE g = 1");
         assert!(text.contains("Scan big"), "{text}");

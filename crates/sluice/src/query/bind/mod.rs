@@ -698,11 +698,15 @@ impl<'c> Binder<'c> {
                         if !is_numeric(&t) && t != A::Null {
                             return Err(plan_err(format!("cannot negate {}", type_name(&t)), e));
                         }
-                        Ok(Expr::Neg(Box::new(coerce(
-                            inner,
-                            &t,
-                            &if t == A::Null { A::Int64 } else { t.clone() },
-                        ))))
+                        // `-5` is a literal (a key lookup's, a zone map's).
+                        fold(
+                            Expr::Neg(Box::new(coerce(
+                                inner,
+                                &t,
+                                &if t == A::Null { A::Int64 } else { t.clone() },
+                            ))),
+                            e,
+                        )
                     }
                     ast::UnaryOperator::Plus => Ok(inner),
                     ast::UnaryOperator::Not => {
@@ -1980,6 +1984,7 @@ pub(super) fn unknown_as(a: &ArrayRef, t: &A) -> A {
 /// Evaluates an operator over two literals once, at plan time.
 fn fold(e: Expr, node: &ast::Expr) -> Result<Expr> {
     let literals = match &e {
+        Expr::Neg(x) => matches!(**x, Expr::Literal(_)),
         Expr::Binary { left, right, .. } => matches!(
             (left.as_ref(), right.as_ref()),
             (Expr::Literal(_), Expr::Literal(_))
