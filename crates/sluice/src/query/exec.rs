@@ -56,6 +56,10 @@ pub struct ScanFacts {
     /// Morsels that ORDER BY … LIMIT skipped by their batch's zone map
     /// (none of their rows could enter the first rows).
     pub morsels_skipped: usize,
+    /// A pipelined join's rows as they are counted (see
+    /// [`super::join::Pipeline`]): the rows the block read, where `rows`
+    /// counts its probe side's.
+    pub joined_rows: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Smallest and largest morsel. A morsel is a zero-copy slice of a batch;
@@ -142,7 +146,11 @@ pub fn execute(
             match execute_block(db, plan, opts) {
                 Ok((batches, facts)) => {
                     let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
-                    p.finish(s, block_name(plan, &facts), Some(facts.rows), rows);
+                    let read = facts
+                        .joined_rows
+                        .as_ref()
+                        .map_or(facts.rows, |r| r.load(Ordering::Relaxed));
+                    p.finish(s, block_name(plan, &facts), Some(read), rows);
                     Ok((batches, facts))
                 }
                 Err(e) => {
@@ -265,13 +273,24 @@ fn execute_block(
         None if plan.input.is_some() => {
             if let Some(input) = plan.input.as_ref().filter(|_| !plan.explain) {
                 let bounds = Arc::new(vec![None; plan.scan_columns.len()]);
-                let batches = match input.as_ref() {
-                    super::plan::Input::Join(g) => super::join::run(db, g, opts, &mut facts)?,
-                    super::plan::Input::Set(s) => super::setop::run(db, s, opts)?,
-                    super::plan::Input::Window(w) => super::window::run(db, w, opts, plan.depth)?,
+                let (batches, pipeline) = match input.as_ref() {
+                    super::plan::Input::Join(g) => {
+                        let j = super::join::run(db, g, opts, &mut facts)?;
+                        (j.batches, j.pipeline)
+                    }
+                    super::plan::Input::Set(s) => (super::setop::run(db, s, opts)?, None),
+                    super::plan::Input::Window(w) => {
+                        (super::window::run(db, w, opts, plan.depth)?, None)
+                    }
                 };
                 for b in batches {
                     inputs.push_ready(b, bounds.clone());
+                }
+                // The join's last step runs on each morsel of its probe
+                // side, in the workers below.
+                if let Some(p) = pipeline {
+                    facts.joined_rows = Some(p.rows_out());
+                    inputs.pipe(p);
                 }
             }
         }
@@ -682,10 +701,14 @@ fn execute_block(
                                         let _done = Done::new(&inputs, m);
                                         // The table as the last morsel left it.
                                         mem.resize(table.bytes() as u64)?;
-                                        let len = m.len;
                                         // Dictionary-encoded TEXT stays encoded only
                                         // where it is a bare group key.
                                         let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
+                                        // (A pipelined join's rows are not the morsel's.)
+                                        let len = raw.num_rows();
+                                        if len == 0 {
+                                            continue;
+                                        }
                                         // Mostly-kept morsels are not copied: the
                                         // filter becomes a selection vector.
                                         let (mut batch, mut sel) = match &plan.filter {

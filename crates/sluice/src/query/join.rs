@@ -30,7 +30,18 @@ use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::store::Database;
 
+mod pipeline;
 mod runtime_filter;
+
+pub use pipeline::Pipeline;
+
+/// A join group's rows: made whole (`batches`), or the last join's probe
+/// side (`batches`) with the join that `pipeline` applies to each of its
+/// morsels.
+pub struct Joined {
+    pub batches: Vec<RecordBatch>,
+    pub pipeline: Option<Pipeline>,
+}
 
 /// Rows a probe task takes at most.
 const PROBE_ROWS: usize = 64 << 10;
@@ -323,7 +334,7 @@ pub fn run(
     g: &JoinGroup,
     opts: &QueryOptions,
     facts: &mut ScanFacts,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<Joined> {
     let workers = worker_count(opts.threads);
     let outer_leaf: u64 = g.outer.iter().fold(0, |m, s| m | (1 << s.leaf));
     // Each leaf's rows, and the share of its table they are. Items cut
@@ -715,6 +726,28 @@ pub fn run(
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+            // The last join: run by the workers that read its rows.
+            if let Some(then) =
+                last_step(&leaves, &steps_done, &conjuncts, s.items | right.items, settled)
+            {
+                let out = s.beside(&right);
+                let then = then_of(&mut conjuncts, then, &out)?;
+                let name = format!(
+                    "Hash join (Inner) of {} with {}",
+                    label(g, s.items),
+                    label(g, right.items)
+                );
+                let spec = pipeline::Spec {
+                    table,
+                    keys: probe_keys,
+                    residual: None,
+                    keep_probe: false,
+                    tail: false,
+                    then,
+                    name,
+                };
+                return pipelined(s, &out, spec, g, opts);
+            }
             s = inner_join(s, &right, &table, &probe_keys, g, workers, opts)?;
             continue;
         }
@@ -735,11 +768,29 @@ pub fn run(
         });
         if let Some((i, st)) = step {
             steps_done[i] = true;
-            s = run_step(s, st, &mut leaves, &mut built, g, workers, opts)?;
-            settled |= g.nullable & (1 << st.leaf);
+            let mut after = settled | (g.nullable & (1 << st.leaf));
             if st.kind == JoinKind::Full {
-                settled |= g.nullable;
+                after |= g.nullable;
             }
+            // The last join, a LEFT or FULL one by keys: run by the
+            // workers that read its rows.
+            let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
+            let last = matches!(st.kind, JoinKind::Left | JoinKind::Full)
+                && !keys_for(&on, s.items, 1 << st.leaf).is_empty()
+                && leaves
+                    .iter()
+                    .enumerate()
+                    .all(|(j, l)| j == st.leaf || l.is_none())
+                && steps_done.iter().all(|d| *d)
+                && conjuncts.iter().all(|(c, done)| {
+                    *done || c.items & !((s.items | 1 << st.leaf) & after) == 0
+                });
+            if last {
+                let then: Vec<usize> = (0..conjuncts.len()).filter(|&j| !conjuncts[j].1).collect();
+                return outer_last(s, st, &mut leaves, &mut built, &mut conjuncts, then, g, opts);
+            }
+            s = run_step(s, st, &mut leaves, &mut built, g, workers, opts)?;
+            settled = after;
             continue;
         }
         // An item no condition connects: a cross product, smallest first.
@@ -772,29 +823,164 @@ pub fn run(
                 .ok_or_else(|| Error::Internal(format!("join: output column {c} missing")))
         })
         .collect::<Result<_>>()?;
-    s.batches
-        .into_iter()
+    let batches = s
+        .batches
+        .iter()
         .filter(|b| b.num_rows() > 0)
-        .map(|b| {
-            let cols = pos.iter().map(|&p| b.column(p).clone()).collect();
-            let fields: Vec<Field> = pos
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| {
-                    Field::new(
-                        format!("c{i}"),
-                        b.schema().field(p).data_type().clone(),
-                        true,
-                    )
-                })
-                .collect();
-            Ok(RecordBatch::try_new_with_options(
-                Arc::new(Schema::new(fields)),
-                cols,
-                &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
-            )?)
+        .map(|b| output_batch(b, &pos))
+        .collect::<Result<_>>()?;
+    Ok(Joined {
+        batches,
+        pipeline: None,
+    })
+}
+
+/// Columns `pos` of `b`, named by position, every one nullable.
+fn output_batch(b: &RecordBatch, pos: &[usize]) -> Result<RecordBatch> {
+    let cols = pos.iter().map(|&p| b.column(p).clone()).collect();
+    let fields: Vec<Field> = pos
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            Field::new(
+                format!("c{i}"),
+                b.schema().field(p).data_type().clone(),
+                true,
+            )
         })
-        .collect()
+        .collect();
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
+}
+
+/// After a step that leaves the items `items` joined (their NULL-filling
+/// over for `settled`): whether it is the group's last — every leaf
+/// joined, every outer step done, and every condition left reads only
+/// joined items; then those conditions (to apply to its rows).
+fn last_step(
+    leaves: &[Option<Rel>],
+    steps_done: &[bool],
+    conjuncts: &[(Conjunct, bool)],
+    items: u64,
+    settled: u64,
+) -> Option<Vec<usize>> {
+    if leaves.iter().any(|l| l.is_some()) || steps_done.iter().any(|d| !d) {
+        return None;
+    }
+    let mut then = Vec::new();
+    for (i, (c, done)) in conjuncts.iter().enumerate() {
+        if *done {
+            continue;
+        }
+        if c.items & !(items & settled) != 0 {
+            return None;
+        }
+        then.push(i);
+    }
+    Some(then)
+}
+
+/// Conditions `then` (numbers in `conjuncts`, marked done) as one, over
+/// the columns of `out`.
+fn then_of(conjuncts: &mut [(Conjunct, bool)], then: Vec<usize>, out: &Rel) -> Result<Option<Expr>> {
+    for &i in &then {
+        conjuncts[i].1 = true;
+    }
+    and_all(then.iter().map(|&i| conjuncts[i].0.expr.clone()).collect())
+        .map(|c| out.local(&c))
+        .transpose()
+}
+
+/// The group's rows as `probe`'s rows with the join `spec` left to apply
+/// to each of their morsels (`out`: the joined rows' layout).
+fn pipelined(
+    probe: Rel,
+    out: &Rel,
+    spec: pipeline::Spec,
+    g: &JoinGroup,
+    opts: &QueryOptions,
+) -> Result<Joined> {
+    let (p, batches) = Pipeline::new(probe, out, spec, &g.output, opts)?;
+    Ok(Joined {
+        batches,
+        pipeline: Some(p),
+    })
+}
+
+/// The LEFT or FULL join `st` of `s` as the group's last join, pipelined
+/// (see [`pipeline`]); `then`: the conditions left, applied to its rows.
+#[allow(clippy::too_many_arguments)]
+fn outer_last(
+    s: Rel,
+    st: &super::plan::from::OuterStep,
+    leaves: &mut [Option<Rel>],
+    built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
+    conjuncts: &mut [(Conjunct, bool)],
+    then: Vec<usize>,
+    g: &JoinGroup,
+    opts: &QueryOptions,
+) -> Result<Joined> {
+    let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
+    let keys = keys_for(&on, s.items, 1 << st.leaf);
+    let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
+    let rest = and_all(
+        on.iter()
+            .enumerate()
+            .filter(|(j, _)| !used.contains(j))
+            .map(|(_, c)| c.0.expr.clone())
+            .collect(),
+    );
+    let name = format!(
+        "Hash join ({:?}) of {} with {}",
+        st.kind,
+        label(g, s.items),
+        label(g, 1 << st.leaf)
+    );
+    let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
+    // A LEFT join with more rows on its NULL-filled side hashes its own
+    // rows; the other side probes them, and its rows no probe matched
+    // come last (as `left_by_probing_the_other_side`).
+    if st.kind == JoinKind::Left && other_rows > s.rows {
+        let right = leaves[st.leaf]
+            .take()
+            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+        let table = Arc::new(s.hashed(keys.iter().map(|k| &k.0), key_types(&keys, g), g, opts)?);
+        let probe_keys = right.locals(keys.iter().map(|k| &k.1))?;
+        let out = right.beside(&s);
+        let residual = rest.map(|r| out.local(&r)).transpose()?;
+        let then = then_of(conjuncts, then, &out)?;
+        let spec = pipeline::Spec {
+            table,
+            keys: probe_keys,
+            residual,
+            keep_probe: false,
+            tail: true,
+            then,
+            name,
+        };
+        return pipelined(right, &out, spec, g, opts);
+    }
+    let table = table_for(built, leaves, st.leaf, &keys, g, opts)?;
+    let right = leaves[st.leaf]
+        .take()
+        .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
+    let out = s.beside(&right);
+    let residual = rest.map(|r| out.local(&r)).transpose()?;
+    let then = then_of(conjuncts, then, &out)?;
+    let spec = pipeline::Spec {
+        table,
+        keys: probe_keys,
+        residual,
+        keep_probe: true,
+        tail: st.kind == JoinKind::Full,
+        then,
+        name,
+    };
+    pipelined(s, &out, spec, g, opts)
 }
 
 /// The share of rows that joining leaf `r` keeps, counting the leaves

@@ -94,6 +94,33 @@ impl Profile {
         }
     }
 
+    /// A step that runs inside the next one (a join probe pipelined into
+    /// the aggregate that reads its rows): listed now, as a child of the
+    /// step running, filled in by [`Profile::fill`] once its rows are
+    /// counted.
+    pub fn placeholder(&self, name: String, rows_in: Option<u64>) -> usize {
+        let depth = self.depth.load(Ordering::Relaxed);
+        let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+        steps.push(Step {
+            depth,
+            name,
+            rows_in,
+            rows_out: None,
+            time: None,
+        });
+        steps.len() - 1
+    }
+
+    /// Completes step `index` of [`Profile::placeholder`]: its rows and
+    /// its time (a pipelined step's: summed over the workers).
+    pub fn fill(&self, index: usize, rows_out: u64, time: Duration) {
+        let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(st) = steps.get_mut(index) {
+            st.rows_out = Some(rows_out);
+            st.time = Some(time);
+        }
+    }
+
     /// Ends a step that failed: it keeps its place, shown unfinished.
     pub fn abandon(&self, s: Started, name: String) {
         self.depth.fetch_sub(1, Ordering::Relaxed);

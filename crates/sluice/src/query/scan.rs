@@ -26,6 +26,10 @@ enum Source {
     Ready(RecordBatch),
     /// Record batch `index` of segment `seg`.
     Segment { seg: usize, index: usize },
+    /// The pipelined join's last rows (its build rows that no probe row
+    /// matched): one morsel, handed out last, made once every other
+    /// morsel is done.
+    Tail,
 }
 
 struct BatchSlot {
@@ -75,9 +79,32 @@ pub struct Inputs {
     /// (see [`super::QueryOptions::yield_between_morsels`]); a worker's
     /// last take, which finds none left, yields too.
     pub yield_between_morsels: bool,
+    /// The join applied to each morsel of the batches before a worker
+    /// sees its rows (a join group's last join, see
+    /// [`super::join::Pipeline`]).
+    pipeline: Option<super::join::Pipeline>,
+    /// Morsels not yet done but the tail's.
+    pending: AtomicUsize,
 }
 
 impl Inputs {
+    /// Joins each morsel's rows by `p` before a worker sees them; its
+    /// tail, if it has one, is the last morsel.
+    pub fn pipe(&mut self, p: super::join::Pipeline) {
+        if p.has_tail() {
+            self.batches_total += 1;
+            self.batches.push(BatchSlot {
+                source: Source::Tail,
+                rows: 1,
+                bounds: Arc::new(Vec::new()),
+                remaining: AtomicUsize::new(0),
+                decoded: Mutex::new(None),
+            });
+            self.stats.push(None);
+        }
+        self.pipeline = Some(p);
+    }
+
     /// A batch already in memory.
     pub fn push_ready(&mut self, batch: RecordBatch, bounds: Arc<Vec<Option<u128>>>) {
         self.rows += batch.num_rows() as u64;
@@ -135,6 +162,9 @@ impl Inputs {
     pub fn cut(&mut self, rows: usize, workers: usize) {
         self.morsels.clear();
         let mut first = Vec::with_capacity(self.batches.len() + 1);
+        // The tail is not grouped with the batches: its morsel comes last.
+        let tail = matches!(self.batches.last(), Some(s) if matches!(s.source, Source::Tail));
+        let grouped = self.batches.len() - usize::from(tail);
         for (b, slot) in self.batches.iter().enumerate() {
             first.push(self.morsels.len());
             let mut off = 0;
@@ -148,8 +178,12 @@ impl Inputs {
             slot.remaining.store(count, Ordering::Relaxed);
         }
         first.push(self.morsels.len());
+        self.pending.store(
+            first.get(grouped).copied().unwrap_or(self.morsels.len()),
+            Ordering::Relaxed,
+        );
         self.order.clear();
-        for group in (0..self.batches.len())
+        for group in (0..grouped)
             .collect::<Vec<_>>()
             .chunks(workers.max(1))
         {
@@ -165,6 +199,9 @@ impl Inputs {
                     }
                 }
             }
+        }
+        if tail {
+            self.order.extend(first[grouped]..first[grouped + 1]);
         }
     }
 
@@ -209,9 +246,11 @@ impl Inputs {
     /// be used before [`Inputs::check`] has checked them.
     pub fn rows_checked(&self, m: &Morsel, which: Option<&[usize]>) -> Result<RecordBatch> {
         let slot = &self.batches[m.batch];
-        let (seg, index) = match &slot.source {
-            Source::Ready(b) => return Ok(b.slice(m.off, m.len)),
-            Source::Segment { seg, index } => (*seg, *index),
+        let (seg, index) = match (&slot.source, &self.pipeline) {
+            (Source::Ready(b), None) => return Ok(b.slice(m.off, m.len)),
+            (Source::Ready(b), Some(p)) => return p.apply(&b.slice(m.off, m.len)),
+            (Source::Tail, p) => return self.tail(p.as_ref()),
+            (Source::Segment { seg, index }, _) => (*seg, *index),
         };
         let scan = self.scan(seg)?;
         let mut decoded = slot
@@ -229,6 +268,20 @@ impl Inputs {
             Some(b) => Ok(b.slice(m.off, m.len)),
             None => Err(Error::Internal("batch not decoded".into())),
         }
+    }
+
+    /// The pipelined join's tail, once every other morsel is done (the
+    /// worker that takes it waits for the others' last morsels; a
+    /// stopped query waits for nothing: its rows are not used).
+    fn tail(&self, p: Option<&super::join::Pipeline>) -> Result<RecordBatch> {
+        let p = p.ok_or_else(|| Error::Internal("a tail without its join".into()))?;
+        while self.pending.load(Ordering::Acquire) > 0 {
+            if let Some(e) = self.stop.as_ref().and_then(|s| s.error()) {
+                return Err(e);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        p.tail()
     }
 
     /// Checks every column of morsel `m`'s batch (see
@@ -255,6 +308,9 @@ impl Inputs {
     /// segment.
     pub fn done(&self, m: &Morsel) {
         let slot = &self.batches[m.batch];
+        if !matches!(slot.source, Source::Tail) {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+        }
         if slot.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
