@@ -504,6 +504,27 @@ pub fn run(
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
+            // The group's only join: run by the workers that read its rows.
+            let both = probe_side.items | build_side.items;
+            if let Some(then) = last_step(&leaves, &steps_done, &conjuncts, both, !g.nullable) {
+                let out = probe_side.beside(&build_side);
+                let then = then_of(&mut conjuncts, then, &out)?;
+                let name = format!(
+                    "Hash join (Inner) of {} with {}",
+                    label(g, probe_side.items),
+                    label(g, build_side.items)
+                );
+                let spec = pipeline::Spec {
+                    table: Arc::new(table),
+                    keys: probe_keys,
+                    residual: None,
+                    keep_probe: false,
+                    tail: false,
+                    then,
+                    name,
+                };
+                return pipelined(probe_side, &out, spec, g, opts);
+            }
             let mut joined = inner_join(
                 probe_side,
                 &build_side,
@@ -727,9 +748,13 @@ pub fn run(
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
             // The last join: run by the workers that read its rows.
-            if let Some(then) =
-                last_step(&leaves, &steps_done, &conjuncts, s.items | right.items, settled)
-            {
+            if let Some(then) = last_step(
+                &leaves,
+                &steps_done,
+                &conjuncts,
+                s.items | right.items,
+                settled,
+            ) {
                 let out = s.beside(&right);
                 let then = then_of(&mut conjuncts, then, &out)?;
                 let name = format!(
@@ -782,12 +807,21 @@ pub fn run(
                     .enumerate()
                     .all(|(j, l)| j == st.leaf || l.is_none())
                 && steps_done.iter().all(|d| *d)
-                && conjuncts.iter().all(|(c, done)| {
-                    *done || c.items & !((s.items | 1 << st.leaf) & after) == 0
-                });
+                && conjuncts
+                    .iter()
+                    .all(|(c, done)| *done || c.items & !((s.items | 1 << st.leaf) & after) == 0);
             if last {
                 let then: Vec<usize> = (0..conjuncts.len()).filter(|&j| !conjuncts[j].1).collect();
-                return outer_last(s, st, &mut leaves, &mut built, &mut conjuncts, then, g, opts);
+                return outer_last(
+                    s,
+                    st,
+                    &mut leaves,
+                    &mut built,
+                    &mut conjuncts,
+                    then,
+                    g,
+                    opts,
+                );
             }
             s = run_step(s, st, &mut leaves, &mut built, g, workers, opts)?;
             settled = after;
@@ -885,7 +919,11 @@ fn last_step(
 
 /// Conditions `then` (numbers in `conjuncts`, marked done) as one, over
 /// the columns of `out`.
-fn then_of(conjuncts: &mut [(Conjunct, bool)], then: Vec<usize>, out: &Rel) -> Result<Option<Expr>> {
+fn then_of(
+    conjuncts: &mut [(Conjunct, bool)],
+    then: Vec<usize>,
+    out: &Rel,
+) -> Result<Option<Expr>> {
     for &i in &then {
         conjuncts[i].1 = true;
     }

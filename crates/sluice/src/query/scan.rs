@@ -183,10 +183,7 @@ impl Inputs {
             Ordering::Relaxed,
         );
         self.order.clear();
-        for group in (0..grouped)
-            .collect::<Vec<_>>()
-            .chunks(workers.max(1))
-        {
+        for group in (0..grouped).collect::<Vec<_>>().chunks(workers.max(1)) {
             let most = group
                 .iter()
                 .map(|&b| first[b + 1] - first[b])

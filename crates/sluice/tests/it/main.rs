@@ -15,6 +15,7 @@ mod differential_ordered;
 mod differential_pushdown;
 mod differential_windows;
 mod explain_analyze;
+mod join_pipeline;
 mod json;
 mod keyed;
 mod keys;
