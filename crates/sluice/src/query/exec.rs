@@ -440,6 +440,22 @@ fn execute_block(
         .unwrap_or_else(|| morsel_rows(facts.rows, workers))
         .max(1);
     inputs.cut(facts.morsel_rows, workers);
+    // A table's pages that no result row can point into are let go as
+    // their batches are done: every column under an aggregate (it copies
+    // what it keeps), the columns a projection does not output.
+    if plan.table.is_some() {
+        let n = plan.scan_columns.len();
+        inputs.release = match &plan.body {
+            Body::Aggregate { .. } => (0..n).collect(),
+            Body::Project(exprs) => {
+                let mut used = vec![false; n];
+                for e in exprs {
+                    e.mark_columns(&mut used);
+                }
+                (0..n).filter(|&c| !used[c]).collect()
+            }
+        };
+    }
     let inputs = inputs;
     let morsels = &inputs.morsels;
     facts.morsels = morsels.len();

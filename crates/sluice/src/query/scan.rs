@@ -85,6 +85,10 @@ pub struct Inputs {
     pipeline: Option<super::join::Pipeline>,
     /// Morsels not yet done but the tail's.
     pending: AtomicUsize,
+    /// Scanned columns (positions) whose mapped pages are let go once
+    /// every morsel of their batch is done: those no result row can
+    /// still point into (see [`SegmentScan::release`]).
+    pub release: Vec<usize>,
 }
 
 impl Inputs {
@@ -314,8 +318,13 @@ impl Inputs {
         if let Ok(mut d) = slot.decoded.lock() {
             d.take();
         }
-        if let Source::Segment { seg, .. } = slot.source {
+        if let Source::Segment { seg, index } = slot.source {
             let s = &self.segments[seg];
+            if !self.release.is_empty()
+                && let Ok(scan) = self.scan(seg)
+            {
+                scan.release(index, &self.release);
+            }
             if s.remaining.fetch_sub(1, Ordering::AcqRel) == 1
                 && let Ok(mut g) = s.scan.lock()
             {
