@@ -254,6 +254,8 @@ fn execute_block(
         ..Default::default()
     };
 
+    // The range of a one-integer GROUP BY key, from the zone maps.
+    let mut key_range: Option<(i64, i64)> = None;
     // Aggregates answered by the segments' statistics (no column read).
     let mut stat_cols: Option<Vec<ArrayRef>> = None;
     // Inputs: the table's segments and batches that the zone maps cannot
@@ -361,6 +363,26 @@ fn execute_block(
                 .cloned()
                 .collect();
             facts.segments_scanned = kept.len();
+            // One integer column grouped: its range over the segments
+            // read (their zone maps) sizes the dense index at once.
+            if let Body::Aggregate {
+                keys, sets: None, ..
+            } = &plan.body
+                && let [Expr::Column { index, .. }] = keys.as_slice()
+                && let Some(&c) = plan.scan_columns.get(*index)
+            {
+                key_range = kept
+                    .iter()
+                    .try_fold(None, |acc: Option<(i64, i64)>, s| {
+                        match s.stats.get(c).and_then(|x| x.range.as_ref()) {
+                            Some(StatRange::Int(lo, hi)) => Some(Some(
+                                acc.map_or((*lo, *hi), |(a, b)| (a.min(*lo), b.max(*hi))),
+                            )),
+                            _ => None,
+                        }
+                    })
+                    .flatten();
+            }
             facts.shards = meta.shard_count();
             facts.shards_read = kept
                 .iter()
@@ -701,6 +723,9 @@ fn execute_block(
                                 let r = (|| {
                                     let mut table = GroupTable::new(&key_types, aggs.clone())?;
                                     table.expect_rows(inputs.rows as usize);
+                                    if let Some((lo, hi)) = key_range {
+                                        table.expect_range(lo, hi);
+                                    }
                                     let mut mem = opts.reserve("hash aggregate", 0)?;
                                     // Buffers of the integer fast path, reused across morsels.
                                     let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];

@@ -5,10 +5,12 @@
 //! their rows and zone maps). Batches whose zone maps rule out the filter
 //! get no morsels. A batch's columns are checked and decoded when a
 //! worker first takes one of its morsels; once every morsel of a batch is
-//! done its decoded columns are dropped, and once every batch of a segment
-//! is done the segment is, which unmaps it unless the database handle
-//! keeps it: a one-shot query's resident memory is the batches in flight,
-//! not the table.
+//! done its decoded columns are dropped and the mapped pages of the
+//! columns no result row can point into ([`Inputs::release`]) are let go,
+//! and once every batch of a segment is done the segment is, which unmaps
+//! it unless the database handle keeps it: a one-shot query's resident
+//! memory is the batches in flight (and the columns it outputs), not the
+//! table.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
