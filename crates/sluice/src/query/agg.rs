@@ -329,7 +329,8 @@ pub struct GroupTable {
     /// (the zone maps of the segments read): the dense index takes it
     /// whole at once, no slots moved as the keys grow.
     expected_range: Option<(i64, i64)>,
-    /// The next group of the same key hash (`u32::MAX`: none).
+    /// The next group of the same key hash (`u32::MAX`: none), for the
+    /// groups linked into `map`.
     chain: Vec<u32>,
     accs: Vec<Acc>,
     /// Row converters for MIN/MAX/COUNT(DISTINCT) values.
@@ -548,7 +549,6 @@ impl GroupTable {
         if !self.keys.ends.is_empty() {
             self.keys.ends.reserve_exact(n);
         }
-        self.chain.reserve_exact(n);
         for a in &mut self.accs {
             match a {
                 Acc::Count(v) => v.reserve_exact(n),
@@ -582,7 +582,6 @@ impl GroupTable {
         let g = self.groups as u32;
         self.groups += 1;
         self.keys.push(key);
-        self.chain.push(u32::MAX);
         for a in &mut self.accs {
             match a {
                 Acc::Count(v) => v.push(0),
@@ -657,6 +656,11 @@ impl GroupTable {
     fn link(&mut self, g: u32) {
         let h = key_hash(self.keys.get(g as usize));
         let head = self.map.insert(h, g).unwrap_or(u32::MAX);
+        // The chain grows as groups are linked (in order): groups found
+        // by another index (dense, packed keys) never take its 4 bytes.
+        if self.chain.len() <= g as usize {
+            self.chain.resize(g as usize + 1, u32::MAX);
+        }
         self.chain[g as usize] = head;
     }
 
