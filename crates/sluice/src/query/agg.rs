@@ -928,7 +928,7 @@ impl GroupTable {
         // the index covers all of it.
         let (lo, hi) = match self.expected_range {
             Some((elo, ehi))
-                if elo <= lo && hi <= ehi && ehi as i128 - elo as i128 + 1 <= limit as i128 =>
+                if elo <= lo && hi <= ehi && (ehi as i128 - elo as i128) < limit as i128 =>
             {
                 (elo, ehi)
             }

@@ -104,6 +104,18 @@ impl Rel {
         Ok(self)
     }
 
+    /// Where each of the global columns `cols` is among this relation's.
+    fn positions(&self, cols: &[usize]) -> Result<Vec<usize>> {
+        cols.iter()
+            .map(|c| {
+                self.cols
+                    .iter()
+                    .position(|x| x == c)
+                    .ok_or_else(|| Error::Internal(format!("join: output column {c} missing")))
+            })
+            .collect()
+    }
+
     /// Each of `exprs` (over global columns) over this relation's columns.
     fn locals<'e>(&self, exprs: impl IntoIterator<Item = &'e Expr>) -> Result<Vec<Expr>> {
         exprs.into_iter().map(|e| self.local(e)).collect()
@@ -847,16 +859,7 @@ pub fn run(
         break;
     }
     // The output columns, in the group's order.
-    let pos: Vec<usize> = g
-        .output
-        .iter()
-        .map(|c| {
-            s.cols
-                .iter()
-                .position(|x| x == c)
-                .ok_or_else(|| Error::Internal(format!("join: output column {c} missing")))
-        })
-        .collect::<Result<_>>()?;
+    let pos = s.positions(&g.output)?;
     let batches = s
         .batches
         .iter()
@@ -978,47 +981,43 @@ fn outer_last(
         label(g, 1 << st.leaf)
     );
     let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
+    let take = |leaves: &mut [Option<Rel>]| {
+        leaves[st.leaf]
+            .take()
+            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))
+    };
     // A LEFT join with more rows on its NULL-filled side hashes its own
     // rows; the other side probes them, and its rows no probe matched
-    // come last (as `left_by_probing_the_other_side`).
-    if st.kind == JoinKind::Left && other_rows > s.rows {
-        let right = leaves[st.leaf]
-            .take()
-            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+    // come last (as `left_by_probing_the_other_side`). Else the step's
+    // leaf is hashed and probed by `s`; a FULL join's build rows no
+    // probe matched come last.
+    let (probe, table, probe_keys, out, keep_probe, tail) = if st.kind == JoinKind::Left
+        && other_rows > s.rows
+    {
+        let right = take(leaves)?;
         let table = Arc::new(s.hashed(keys.iter().map(|k| &k.0), key_types(&keys, g), g, opts)?);
         let probe_keys = right.locals(keys.iter().map(|k| &k.1))?;
         let out = right.beside(&s);
-        let residual = rest.map(|r| out.local(&r)).transpose()?;
-        let then = then_of(conjuncts, then, &out)?;
-        let spec = pipeline::Spec {
-            table,
-            keys: probe_keys,
-            residual,
-            keep_probe: false,
-            tail: true,
-            then,
-            name,
-        };
-        return pipelined(right, &out, spec, g, opts);
-    }
-    let table = table_for(built, leaves, st.leaf, &keys, g, opts)?;
-    let right = leaves[st.leaf]
-        .take()
-        .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
-    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
-    let out = s.beside(&right);
+        (right, table, probe_keys, out, false, true)
+    } else {
+        let table = table_for(built, leaves, st.leaf, &keys, g, opts)?;
+        let right = take(leaves)?;
+        let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
+        let out = s.beside(&right);
+        (s, table, probe_keys, out, true, st.kind == JoinKind::Full)
+    };
     let residual = rest.map(|r| out.local(&r)).transpose()?;
     let then = then_of(conjuncts, then, &out)?;
     let spec = pipeline::Spec {
         table,
         keys: probe_keys,
         residual,
-        keep_probe: true,
-        tail: st.kind == JoinKind::Full,
+        keep_probe,
+        tail,
         then,
         name,
     };
-    pipelined(s, &out, spec, g, opts)
+    pipelined(probe, &out, spec, g, opts)
 }
 
 /// The share of rows that joining leaf `r` keeps, counting the leaves

@@ -92,7 +92,7 @@ fn unmatched_build_rows_come_once_after_every_morsel() {
     let left = "SELECT count(*), count(b.k), sum(s.k) FROM (SELECT k FROM t WHERE k < 50) s \
                 LEFT JOIN t b ON s.k = b.v * 10";
     let per_v = |v: i64| (0..ROWS).filter(|k| k % 7 == v).count() as i64;
-    let matched: i64 = (0..5).map(|v| per_v(v)).sum();
+    let matched: i64 = (0..5).map(per_v).sum();
     let matched_sum: i64 = (0..5).map(|v| per_v(v) * v * 10).sum();
     let lonely_sum: i64 = (0..50).filter(|k| k % 10 != 0).sum();
     let want_left = vec![vec![

@@ -78,15 +78,7 @@ impl Pipeline {
         output: &[usize],
         opts: &QueryOptions,
     ) -> Result<(Pipeline, Vec<RecordBatch>)> {
-        let pos = output
-            .iter()
-            .map(|c| {
-                out.cols
-                    .iter()
-                    .position(|x| x == c)
-                    .ok_or_else(|| Error::Internal(format!("join: output column {c} missing")))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let pos = out.positions(output)?;
         let probe_schema = probe
             .batches
             .first()
