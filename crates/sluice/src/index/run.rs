@@ -219,20 +219,6 @@ fn prefix8(k: &[u8]) -> u64 {
     u64::from_be_bytes(p)
 }
 
-/// Asks the CPU to bring the cache line holding `at` (a hint: it never
-/// faults).
-#[inline]
-fn prefetch(at: &u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults; `at` is a valid reference anyway.
-    unsafe {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>(at as *const u8 as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
 /// The value of a digit or lower-case hex character, as packed.
 fn nibble(c: u8) -> Option<u8> {
     match c {
@@ -450,7 +436,7 @@ impl RunWriter {
             // line of a key a few steps ahead.
             if let Some(&ahead) = hashes.get(i + 16) {
                 let (b, _) = bloom_probe(ahead, blocks);
-                prefetch(&bits[b * BLOOM_BLOCK_BYTES]);
+                crate::exec::prefetch(&bits[b * BLOOM_BLOCK_BYTES]);
             }
             let (b, probes) = bloom_probe(h, blocks);
             let line = &mut bits[b * BLOOM_BLOCK_BYTES..(b + 1) * BLOOM_BLOCK_BYTES];
@@ -644,9 +630,9 @@ impl Run {
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let at = self.bloom.start + bloom_block(hash, self.bloom_blocks) * BLOOM_BLOCK_BYTES;
-        prefetch(&self.map[at]);
+        crate::exec::prefetch(&self.map[at]);
         if !self.bloom.start.is_multiple_of(BLOOM_BLOCK_BYTES) {
-            prefetch(&self.map[at + BLOOM_BLOCK_BYTES - 1]);
+            crate::exec::prefetch(&self.map[at + BLOOM_BLOCK_BYTES - 1]);
         }
     }
 

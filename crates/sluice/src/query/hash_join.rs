@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
@@ -64,10 +64,12 @@ enum IntHeads {
     /// probe of a table several times larger (DuckDB's perfect hash join
     /// does the same). TPC-H's keys (customers, orders, parts, suppliers,
     /// nations) are all of this kind.
-    Dense {
-        base: i64,
-        slots: Vec<u32>,
-    },
+    Dense { base: i64, slots: Vec<u32> },
+    /// Keys too spread for that (a share of the orders, by their keys):
+    /// open addressing, filled by every worker at once (see [`OpenMap`]).
+    Open(OpenMap),
+    /// The same keys when an [`OpenMap`] could not hold them (a
+    /// partition filled up, or probes ran too long: keys made to collide).
     Map(HashMap<i64, u32, Hasher>),
 }
 
@@ -84,17 +86,278 @@ impl IntHeads {
                     END
                 }
             }
+            IntHeads::Open(m) => m.first(k),
             IntHeads::Map(m) => m.get(&k).copied().unwrap_or(END),
+        }
+    }
+
+    /// Asks for the memory that [`IntHeads::first`] of `k` reads first
+    /// (a probe of a table larger than the caches waits on it: asked a
+    /// few rows ahead, it is there when the probe comes).
+    #[inline]
+    fn prefetch(&self, k: i64) {
+        match self {
+            IntHeads::Dense { base, slots } => {
+                if let Some(s) = slots.get(k.wrapping_sub(*base) as u64 as usize) {
+                    crate::exec::prefetch(s);
+                }
+            }
+            IntHeads::Open(m) => crate::exec::prefetch(&m.slots[m.home(k)]),
+            IntHeads::Map(_) => {}
         }
     }
 
     fn bytes(&self) -> usize {
         match self {
             IntHeads::Dense { slots, .. } => slots.capacity() * 4,
+            IntHeads::Open(m) => m.slots.capacity() * std::mem::size_of::<Slot>(),
             // A hash map's entry and its control byte, at its capacity.
             IntHeads::Map(m) => m.capacity() * 13,
         }
     }
+}
+
+/// Probe rows ahead of the one looked up whose slot is asked for.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Build rows from which a table is built by several workers (fewer: the
+/// threads cost more than they save).
+const PARALLEL_BUILD_ROWS: usize = 1 << 16;
+
+/// A key of an [`OpenMap`] and its first build row (`END`: empty).
+#[derive(Clone, Copy)]
+struct Slot {
+    key: i64,
+    head: u32,
+}
+
+const EMPTY: Slot = Slot { key: 0, head: END };
+
+/// Integer keys by open addressing with linear probing: a power of two
+/// of [`Slot`]s (a key and its row side by side, one cache line for
+/// both), at most three quarters full, the key's slot taken from the top
+/// bits of its Fibonacci hash. The slots are cut into partitions by
+/// those bits (as many as the build's workers, rounded up to a power of
+/// two); a probe wraps within its partition, so each worker fills its
+/// own partitions, scanning every key but writing only its own slots —
+/// no locks, no atomic slots, the chains as a single worker makes them
+/// (DuckDB's and Umbra's builds partition too; they radix-sort the rows
+/// first, which a table of this size does not need).
+struct OpenMap {
+    slots: Vec<Slot>,
+    /// 64 less the bits of a slot's number.
+    shift: u32,
+    /// Slots a partition has, less one.
+    part_mask: usize,
+}
+
+/// A key's home slot among `2^(64 - shift)`.
+#[inline]
+fn home(k: i64, shift: u32) -> usize {
+    ((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
+impl OpenMap {
+    #[inline]
+    fn home(&self, k: i64) -> usize {
+        home(k, self.shift)
+    }
+
+    #[inline]
+    fn first(&self, k: i64) -> u32 {
+        let mut at = self.home(k);
+        loop {
+            let s = self.slots[at];
+            if s.head == END {
+                return END;
+            }
+            if s.key == k {
+                return s.head;
+            }
+            at = (at & !self.part_mask) | ((at + 1) & self.part_mask);
+        }
+    }
+
+    /// Slots for `rows` keys: at most three quarters full.
+    fn slots_for(rows: usize) -> usize {
+        (rows + rows / 3 + 1).max(1 << 10).next_power_of_two()
+    }
+
+    /// The table of the rows of `vals` that `ok` keeps, in `slots` slots
+    /// (a power of two), filled by `workers`; each row's next row of the
+    /// same key set in `next` (rows of a key chained in ascending
+    /// order). Returns the distinct keys too. `None` when a partition
+    /// fills up or probes run far longer than keys spread by a hash
+    /// make them: keys chosen to collide, for the caller to index
+    /// another way. An error only if a worker panicked.
+    fn build(
+        vals: &[i64],
+        ok: &(dyn Fn(usize) -> bool + Sync),
+        slots: usize,
+        workers: usize,
+        next: &[AtomicU32],
+    ) -> Result<Option<(OpenMap, usize)>> {
+        let parts = workers
+            .clamp(1, 64)
+            .next_power_of_two()
+            .min(slots / 4)
+            .max(1);
+        let part_len = slots / parts;
+        let part_mask = part_len - 1;
+        let part_shift = part_len.trailing_zeros();
+        let shift = 64 - slots.trailing_zeros();
+        let mut table = vec![EMPTY; slots];
+        let workers = workers.clamp(1, parts);
+        // Worker w fills partitions w, w + workers, w + 2 * workers, …
+        let mut mine: Vec<Vec<&mut [Slot]>> = (0..workers).map(|_| Vec::new()).collect();
+        for (p, chunk) in table.chunks_mut(part_len).enumerate() {
+            mine[p % workers].push(chunk);
+        }
+        let fill = |w: usize, chunks: &mut [&mut [Slot]]| -> Option<usize> {
+            let mut distinct = 0;
+            let mut held = vec![0usize; chunks.len()];
+            let (mut probes, mut rows) = (0usize, 0usize);
+            for r in (0..vals.len()).rev() {
+                // The slot of a row a few ahead (rows go backwards), if
+                // this worker fills it: asked for now, there when needed.
+                if let Some(&k) = r.checked_sub(PREFETCH_AHEAD).map(|a| &vals[a]) {
+                    let at = home(k, shift);
+                    let p = at >> part_shift;
+                    if p % workers == w {
+                        crate::exec::prefetch(&chunks[p / workers][at & part_mask]);
+                    }
+                }
+                if !ok(r) {
+                    continue;
+                }
+                let k = vals[r];
+                let at = home(k, shift);
+                let p = at >> part_shift;
+                if p % workers != w {
+                    continue;
+                }
+                let (chunk, count) = (&mut chunks[p / workers], &mut held[p / workers]);
+                let mut i = at & part_mask;
+                rows += 1;
+                loop {
+                    let s = &mut chunk[i];
+                    if s.head == END {
+                        // One slot a partition stays empty: a probe of
+                        // a key not there ends.
+                        *count += 1;
+                        if *count >= part_len {
+                            return None;
+                        }
+                        *s = Slot {
+                            key: k,
+                            head: r as u32,
+                        };
+                        distinct += 1;
+                        break;
+                    }
+                    if s.key == k {
+                        next[r].store(s.head, Ordering::Relaxed);
+                        s.head = r as u32;
+                        break;
+                    }
+                    i = (i + 1) & part_mask;
+                    probes += 1;
+                }
+                if probes > 64 * rows + 4096 {
+                    return None;
+                }
+            }
+            Some(distinct)
+        };
+        let counts: Vec<Option<usize>> = if workers == 1 {
+            mine.iter_mut().map(|c| fill(0, c)).collect()
+        } else {
+            std::thread::scope(|s| {
+                let fill = &fill;
+                let handles: Vec<_> = mine
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(w, c)| s.spawn(move || fill(w, c)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().map_err(|_| panicked()))
+                    .collect::<Result<_>>()
+            })?
+        };
+        let mut distinct = 0;
+        for c in counts {
+            let Some(c) = c else { return Ok(None) };
+            distinct += c;
+        }
+        drop(mine);
+        Ok(Some((
+            OpenMap {
+                slots: table,
+                shift,
+                part_mask,
+            },
+            distinct,
+        )))
+    }
+}
+
+fn panicked() -> Error {
+    Error::Internal("a hash join build worker panicked".into())
+}
+
+/// The dense index of the rows of `vals` that `ok` keeps, keys `base ..
+/// base + span`, filled by `workers` (each the keys of its share of the
+/// slots, scanning every row); chains in `next`. Returns the distinct
+/// keys too (an error only if a worker panicked).
+fn dense_index(
+    vals: &[i64],
+    ok: &(dyn Fn(usize) -> bool + Sync),
+    base: i64,
+    span: usize,
+    workers: usize,
+    next: &[AtomicU32],
+) -> Result<(Vec<u32>, usize)> {
+    let mut slots = vec![END; span];
+    let share = span.div_ceil(workers.max(1)).max(1);
+    let fill = |from: usize, part: &mut [u32]| -> usize {
+        let mut d = 0;
+        for r in (0..vals.len()).rev() {
+            if let Some(&k) = r.checked_sub(PREFETCH_AHEAD).map(|a| &vals[a])
+                && let Some(h) = part.get(((k.wrapping_sub(base)) as usize).wrapping_sub(from))
+            {
+                crate::exec::prefetch(h);
+            }
+            if !ok(r) {
+                continue;
+            }
+            // Keys outside this share wrap past its end.
+            let at = ((vals[r] - base) as usize).wrapping_sub(from);
+            if let Some(h) = part.get_mut(at) {
+                d += usize::from(*h == END);
+                next[r].store(*h, Ordering::Relaxed);
+                *h = r as u32;
+            }
+        }
+        d
+    };
+    let d = if workers <= 1 {
+        fill(0, &mut slots)
+    } else {
+        std::thread::scope(|s| {
+            let fill = &fill;
+            let handles: Vec<_> = slots
+                .chunks_mut(share)
+                .enumerate()
+                .map(|(i, part)| s.spawn(move || fill(i * share, part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().map_err(|_| panicked()))
+                .sum::<Result<usize>>()
+        })?
+    };
+    Ok((slots, d))
 }
 
 /// Slots a dense index of join keys may have per build row (beyond
@@ -254,10 +517,79 @@ pub fn eval_keys(
     Ok(out)
 }
 
+/// The index of one integer key over the rows of `vals` that `ok`
+/// keeps: dense when the keys' range is at most [`DENSE_ROWS_PER_KEY`]
+/// slots a row, else open addressing (a hash map if keys collide past
+/// what a hash makes), filled by `workers`. Returns each row's next row
+/// of its key (ascending) and the distinct keys too.
+fn int_index(
+    vals: &[i64],
+    ok: &(dyn Fn(usize) -> bool + Sync),
+    workers: usize,
+) -> Result<(IntHeads, Vec<u32>, usize)> {
+    let n = vals.len();
+    let next: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(END)).collect();
+    let range = (0..n)
+        .filter(|&r| ok(r))
+        .fold(None, |acc: Option<(i64, i64)>, r| {
+            let v = vals[r];
+            Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+        });
+    let span = range.map_or(0, |(lo, hi)| hi as i128 - lo as i128 + 1);
+    let room = n
+        .saturating_mul(DENSE_ROWS_PER_KEY)
+        .saturating_add(DENSE_MIN_SLOTS)
+        .min(DENSE_MAX_SLOTS);
+    let (heads, d) = match range {
+        Some((base, _)) if span <= room as i128 => {
+            let (slots, d) = dense_index(vals, ok, base, span as usize, workers, &next)?;
+            (IntHeads::Dense { base, slots }, d)
+        }
+        _ => match OpenMap::build(vals, ok, OpenMap::slots_for(n), workers, &next)? {
+            Some((m, d)) => (IntHeads::Open(m), d),
+            None => {
+                let next: Vec<u32> = vec![END; n];
+                let (heads, next, d) = int_map(vals, ok, next);
+                return Ok((heads, next, d));
+            }
+        },
+    };
+    // Same size and layout: collected in place.
+    let next = next.into_iter().map(AtomicU32::into_inner).collect();
+    Ok((heads, next, d))
+}
+
+/// [`int_index`]'s fallback: a hash map, one worker.
+fn int_map(
+    vals: &[i64],
+    ok: &(dyn Fn(usize) -> bool + Sync),
+    mut next: Vec<u32>,
+) -> (IntHeads, Vec<u32>, usize) {
+    let mut heads: HashMap<i64, u32, Hasher> =
+        HashMap::with_capacity_and_hasher(vals.len(), Hasher::default());
+    for r in (0..vals.len()).rev() {
+        if !ok(r) {
+            continue;
+        }
+        let h = heads.entry(vals[r]).or_insert(END);
+        next[r] = *h;
+        *h = r as u32;
+    }
+    let d = heads.len();
+    (IntHeads::Map(heads), next, d)
+}
+
 impl HashTable {
     /// Hashes `batch`'s rows by `keys` (evaluated over it, cast to
-    /// `key_types`); no keys: every row matches every probe row.
-    pub fn build(batch: RecordBatch, keys: &[ArrayRef], key_types: Vec<A>) -> Result<HashTable> {
+    /// `key_types`); no keys: every row matches every probe row. One
+    /// integer key's index is filled by `workers` threads (a table of
+    /// [`PARALLEL_BUILD_ROWS`] rows or more).
+    pub fn build(
+        batch: RecordBatch,
+        keys: &[ArrayRef],
+        key_types: Vec<A>,
+        workers: usize,
+    ) -> Result<HashTable> {
         let n = batch.num_rows();
         if n >= END as usize {
             return Err(Error::Unsupported(format!(
@@ -281,51 +613,10 @@ impl HashTable {
             .as_ref()
             .map_or(0, |v| v.iter().filter(|x| !**x).count());
         let ok = |r: usize| valid.as_ref().is_none_or(|v| v[r]);
-        let mut next = vec![END; n];
+        let workers = if n >= PARALLEL_BUILD_ROWS { workers } else { 1 };
         let (index, distinct) = if keys.len() == 1 && int_like(&key_types[0]) {
             let vals = as_i64(&keys[0])?;
-            let vals = vals.values();
-            let range = (0..n)
-                .filter(|&r| ok(r))
-                .fold(None, |acc: Option<(i64, i64)>, r| {
-                    let v = vals[r];
-                    Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
-                });
-            let span = range.map_or(0, |(lo, hi)| hi as i128 - lo as i128 + 1);
-            let room = n
-                .saturating_mul(DENSE_ROWS_PER_KEY)
-                .saturating_add(DENSE_MIN_SLOTS)
-                .min(DENSE_MAX_SLOTS);
-            let (heads, d) = match range {
-                Some((base, _)) if span <= room as i128 => {
-                    let mut slots = vec![END; span as usize];
-                    let mut d = 0;
-                    for r in (0..n).rev() {
-                        if !ok(r) {
-                            continue;
-                        }
-                        let h = &mut slots[(vals[r] - base) as usize];
-                        d += usize::from(*h == END);
-                        next[r] = *h;
-                        *h = r as u32;
-                    }
-                    (IntHeads::Dense { base, slots }, d)
-                }
-                _ => {
-                    let mut heads: HashMap<i64, u32, Hasher> =
-                        HashMap::with_capacity_and_hasher(n, Hasher::default());
-                    for r in (0..n).rev() {
-                        if !ok(r) {
-                            continue;
-                        }
-                        let h = heads.entry(vals[r]).or_insert(END);
-                        next[r] = *h;
-                        *h = r as u32;
-                    }
-                    let d = heads.len();
-                    (IntHeads::Map(heads), d)
-                }
-            };
+            let (heads, next, d) = int_index(vals.values(), &ok, workers)?;
             let unique = d + null_keys == n;
             (
                 Index::Int {
@@ -336,6 +627,7 @@ impl HashTable {
                 d,
             )
         } else if keys.len() == 2 && key_types.iter().all(int_like) {
+            let mut next = vec![END; n];
             let vals = packed_pairs(keys)?;
             let mut heads: HashMap<u128, u32, Hasher> =
                 HashMap::with_capacity_and_hasher(n, Hasher::default());
@@ -358,6 +650,7 @@ impl HashTable {
             )
             .map_err(exec_err)?;
             let rows = conv.convert_columns(keys).map_err(exec_err)?;
+            let mut next = vec![END; n];
             let mut heads: HashMap<u64, u32, Hasher> =
                 HashMap::with_capacity_and_hasher(n, Hasher::default());
             for r in (0..n).rev() {
@@ -485,6 +778,9 @@ impl HashTable {
                 let vals = vals.values();
                 for part in blocks {
                     for p in part {
+                        if let Some(&k) = vals.get(p + PREFETCH_AHEAD) {
+                            heads.prefetch(k);
+                        }
                         if !ok(p) {
                             continue;
                         }
@@ -502,6 +798,9 @@ impl HashTable {
                 let vals = vals.values();
                 for part in blocks {
                     for p in part {
+                        if let Some(&k) = vals.get(p + PREFETCH_AHEAD) {
+                            heads.prefetch(k);
+                        }
                         if !ok(p) {
                             continue;
                         }
@@ -648,9 +947,12 @@ impl HashTable {
             (None, Index::Int { heads, .. }) => {
                 let valid = valid_rows(keys, n);
                 let vals = as_i64(&keys[0])?;
+                let vals = vals.values();
                 for (p, h) in hit.iter_mut().enumerate() {
-                    *h =
-                        valid.as_ref().is_none_or(|v| v[p]) && heads.first(vals.values()[p]) != END;
+                    if let Some(&k) = vals.get(p + PREFETCH_AHEAD) {
+                        heads.prefetch(k);
+                    }
+                    *h = valid.as_ref().is_none_or(|v| v[p]) && heads.first(vals[p]) != END;
                 }
             }
             _ => {
@@ -869,7 +1171,7 @@ mod tests {
     #[test]
     fn integer_keys_match_every_equal_row_and_never_null() {
         let k: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(1)]));
-        let t = HashTable::build(batch(vec![k.clone()]), &[k], vec![A::Int64]).unwrap();
+        let t = HashTable::build(batch(vec![k.clone()]), &[k], vec![A::Int64], 1).unwrap();
         assert_eq!(t.distinct, 2);
         // Probe keys of another integer width are compared as values.
         let probe: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(3), Some(2)]));
@@ -896,7 +1198,7 @@ mod tests {
         #[test]
         fn integer_index_matches_a_nested_loop(build in int_keys(), probe in int_keys()) {
             let k: ArrayRef = Arc::new(Int64Array::from(build.clone()));
-            let t = HashTable::build(batch(vec![k.clone()]), &[k], vec![A::Int64]).unwrap();
+            let t = HashTable::build(batch(vec![k.clone()]), &[k], vec![A::Int64], 1).unwrap();
             let pk: ArrayRef = Arc::new(Int64Array::from(probe.clone()));
             let mut want = Vec::new();
             for (p, pv) in probe.iter().enumerate() {
@@ -915,6 +1217,97 @@ mod tests {
             proptest::prop_assert_eq!(hits, want_hits);
             let distinct: std::collections::HashSet<i64> = build.iter().flatten().copied().collect();
             proptest::prop_assert_eq!(t.distinct, distinct.len());
+        }
+    }
+
+    use proptest::strategy::Strategy;
+
+    /// The rows of key `k` by walking its chain.
+    fn chain(heads: &IntHeads, next: &[u32], k: i64) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut b = heads.first(k);
+        while b != END {
+            out.push(b);
+            b = next[b as usize];
+        }
+        out
+    }
+
+    /// The rows of each key, ascending, by a loop over them.
+    fn rows_by_key(keys: &[Option<i64>]) -> std::collections::BTreeMap<i64, Vec<u32>> {
+        let mut want: std::collections::BTreeMap<i64, Vec<u32>> = Default::default();
+        for (r, k) in keys.iter().enumerate() {
+            if let Some(k) = k {
+                want.entry(*k).or_default().push(r as u32);
+            }
+        }
+        want
+    }
+
+    proptest::proptest! {
+        /// However many workers fill it, and whichever index the keys
+        /// take (dense, open addressing), each key's chain is its rows in
+        /// ascending order, a key not built has none, and the distinct
+        /// keys are counted once.
+        #[test]
+        fn integer_index_by_several_workers_chains_each_keys_rows_in_order(
+            keys in proptest::collection::vec(
+                proptest::prop_oneof![
+                    3 => (0i64..300).prop_map(Some),
+                    1 => proptest::prelude::any::<i64>().prop_map(Some),
+                    1 => proptest::strategy::Just(None),
+                ],
+                0..400,
+            ),
+            workers in 1usize..5,
+        ) {
+            let vals: Vec<i64> = keys.iter().map(|k| k.unwrap_or(0)).collect();
+            let ok = |r: usize| keys[r].is_some();
+            let (heads, next, d) = int_index(&vals, &ok, workers).unwrap();
+            let want = rows_by_key(&keys);
+            proptest::prop_assert_eq!(d, want.len());
+            for (k, rows) in &want {
+                proptest::prop_assert_eq!(&chain(&heads, &next, *k), rows);
+            }
+            for absent in [-1i64, 301, i64::MIN, i64::MAX] {
+                if !want.contains_key(&absent) {
+                    proptest::prop_assert!(chain(&heads, &next, absent).is_empty());
+                }
+            }
+        }
+
+        /// An open-addressing table given too few slots for its keys
+        /// reports it (its caller then takes a hash map) and never loops
+        /// or loses a key; given enough, it finds every key's rows, with
+        /// probes that wrap around the end of a partition.
+        #[test]
+        fn open_table_too_small_says_so_and_one_large_enough_finds_every_row(
+            keys in proptest::collection::vec(proptest::prelude::any::<i16>().prop_map(|k| Some(k as i64)), 0..80),
+            slots_log in 2u32..8,
+            workers in 1usize..5,
+        ) {
+            let vals: Vec<i64> = keys.iter().map(|k| k.unwrap_or(0)).collect();
+            let next: Vec<AtomicU32> = (0..vals.len()).map(|_| AtomicU32::new(END)).collect();
+            let want = rows_by_key(&keys);
+            let slots = 1usize << slots_log;
+            match OpenMap::build(&vals, &|_| true, slots, workers, &next).unwrap() {
+                None => {
+                    // Some partition (of at most `slots` slots) had to
+                    // take as many keys as it has slots.
+                    proptest::prop_assert!(want.len() >= slots / workers.next_power_of_two().min(slots / 4).max(1));
+                }
+                Some((m, d)) => {
+                    proptest::prop_assert_eq!(d, want.len());
+                    let heads = IntHeads::Open(m);
+                    let next: Vec<u32> = next.into_iter().map(AtomicU32::into_inner).collect();
+                    for (k, rows) in &want {
+                        proptest::prop_assert_eq!(&chain(&heads, &next, *k), rows);
+                    }
+                    if !want.contains_key(&i64::MAX) {
+                        proptest::prop_assert!(chain(&heads, &next, i64::MAX).is_empty());
+                    }
+                }
+            }
         }
     }
 
@@ -940,7 +1333,7 @@ mod tests {
             };
             let types = vec![A::Int64, A::Int32];
             let bc = cols(&bk);
-            let t = HashTable::build(batch(bc.clone()), &bc, types).unwrap();
+            let t = HashTable::build(batch(bc.clone()), &bc, types, 1).unwrap();
             let packed = matches!(&t.index, Index::Pair { .. });
             proptest::prop_assert!(packed);
             let pc = cols(&pk);
@@ -963,7 +1356,7 @@ mod tests {
     #[test]
     fn close_integer_keys_take_the_dense_index_and_spread_ones_the_map() {
         let dense: ArrayRef = Arc::new(Int64Array::from(vec![10, 12, 4000, 7]));
-        let t = HashTable::build(batch(vec![dense.clone()]), &[dense], vec![A::Int64]).unwrap();
+        let t = HashTable::build(batch(vec![dense.clone()]), &[dense], vec![A::Int64], 1).unwrap();
         assert!(matches!(
             &t.index,
             Index::Int {
@@ -972,11 +1365,12 @@ mod tests {
             }
         ));
         let spread: ArrayRef = Arc::new(Int64Array::from(vec![1, 1 << 40]));
-        let t = HashTable::build(batch(vec![spread.clone()]), &[spread], vec![A::Int64]).unwrap();
+        let t =
+            HashTable::build(batch(vec![spread.clone()]), &[spread], vec![A::Int64], 1).unwrap();
         assert!(matches!(
             &t.index,
             Index::Int {
-                heads: IntHeads::Map(_),
+                heads: IntHeads::Open(_),
                 ..
             }
         ));
@@ -1007,7 +1401,7 @@ mod tests {
             None,
         )
         .unwrap();
-        let t = HashTable::build(b, &bk, vec![A::Utf8]).unwrap();
+        let t = HashTable::build(b, &bk, vec![A::Utf8], 1).unwrap();
         let pb = batch(vec![probe]);
         let pk = eval_keys(
             &[Expr::Column {
@@ -1025,7 +1419,7 @@ mod tests {
     fn left_join_keeps_lonely_probe_rows_and_full_join_marks_build_rows() {
         let k: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
         let v: ArrayRef = Arc::new(StringArray::from(vec!["one", "two"]));
-        let t = HashTable::build(batch(vec![k.clone(), v]), &[k], vec![A::Int64]).unwrap();
+        let t = HashTable::build(batch(vec![k.clone(), v]), &[k], vec![A::Int64], 1).unwrap();
         let pk: ArrayRef = Arc::new(Int64Array::from(vec![Some(2), Some(5), None]));
         let pb = batch(vec![pk.clone()]);
         let marks = Marks::new(2);

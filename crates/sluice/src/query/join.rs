@@ -151,7 +151,7 @@ impl Rel {
         let mut mem = opts.reserve("hash join build", HashTable::estimate(self.rows, bytes))?;
         let batch = self.one_batch()?;
         let arrays = eval_keys(&self.locals(keys)?, &batch, Some(&types))?;
-        let mut t = HashTable::build(batch, &arrays, types)?;
+        let mut t = HashTable::build(batch, &arrays, types, worker_count(opts.threads))?;
         mem.resize(t.bytes() as u64)?;
         t.mem = Some(mem);
         Ok(t)
