@@ -186,6 +186,10 @@ impl Rel {
     }
 }
 
+/// Rows of an item that its own conditions did not cut (a dimension such
+/// as TPC-H's nations) that is joined into its one neighbour first.
+const SMALL_ITEM_ROWS: usize = 1024;
+
 /// A batch with every field nullable and named by position (batches of
 /// one side then concatenate whatever they came from).
 fn plain(b: RecordBatch) -> Result<RecordBatch> {
@@ -466,16 +470,28 @@ pub fn run(
     // is joined into it first (a nation filtered to one of 25 into the
     // suppliers, TPC-H Q5, Q7, Q8, Q11, Q21): the other item is then a
     // smaller build side, and no larger join carries the unfiltered rows.
+    // So is a small item, filtered or not, joined to one other item that
+    // is not the largest (the 25 nations of TPC-H Q9's suppliers and Q10's
+    // customers): that item then carries the small one's columns into a
+    // later join — the last, which is pipelined (see `pipeline`) — where
+    // joined last the small item was probed by every joined row, made
+    // whole twice.
     loop {
         let present: Vec<usize> = (0..leaves.len())
             .filter(|&i| leaves[i].is_some() && (outer_leaf | g.nullable) & (1 << i) == 0)
             .collect();
+        let largest = present
+            .iter()
+            .filter_map(|&i| leaves[i].as_ref().map(|r| r.rows))
+            .max()
+            .unwrap_or(0);
         let mut merged = false;
         for &d in &present {
             let Some(dr) = leaves[d].as_ref() else {
                 continue;
             };
-            if kept[d] >= 1.0 {
+            let whole = kept[d] >= 1.0;
+            if whole && dr.rows > SMALL_ITEM_ROWS {
                 continue;
             }
             let near: Vec<usize> = present
@@ -492,7 +508,7 @@ pub fn run(
             let (Some(pr), Some(_)) = (&leaves[p], &leaves[d]) else {
                 continue;
             };
-            if pr.rows <= dr.rows {
+            if pr.rows <= dr.rows || (whole && pr.rows >= largest) {
                 continue;
             }
             // Only an item no other item reaches but through `d`'s one
