@@ -6,6 +6,7 @@
 //! query checks the bytes it reads, and only those, before decoding them;
 //! `sluice check` checks the whole file.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -891,6 +892,63 @@ pub struct SegmentScan {
     kept: Option<Vec<std::sync::Mutex<Option<RecordBatch>>>>,
     /// The file is mapped (not read into memory).
     mapped: bool,
+    /// The file, as [`CHECKED`] knows it (a mapped file's).
+    id: Option<FileId>,
+}
+
+/// A file as the process's list of checked columns knows it: its device,
+/// inode, size and modification time (seconds, nanoseconds).
+type FileId = (u64, u64, u64, i64, i64);
+
+/// Entries [`CHECKED`] holds at most; past that it starts again (a long
+/// running server over a large database checks a column again, later).
+const CHECKED_MOST: usize = 1 << 20;
+
+/// The columns of record batches (`batch << 32 | column`) that a scan of
+/// this process has checked, by file: a query that reads a column twice
+/// (a subquery over the same table: TPC-H Q21 reads lineitem three times,
+/// and checked it three times) checks it once. A file changed in place
+/// has another modification time and is checked again.
+static CHECKED: std::sync::Mutex<Option<(usize, HashMap<FileId, HashSet<u64>>)>> =
+    std::sync::Mutex::new(None);
+
+fn file_id(f: &File) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = f.metadata().ok()?;
+        Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = f;
+        None
+    }
+}
+
+/// Whether column `c` of batch `i` of file `id` was checked by this process.
+fn checked_before(id: &FileId, i: usize, c: usize) -> bool {
+    let key = (i as u64) << 32 | c as u64;
+    CHECKED.lock().ok().is_some_and(|g| {
+        g.as_ref()
+            .and_then(|(_, m)| m.get(id))
+            .is_some_and(|s| s.contains(&key))
+    })
+}
+
+/// Notes that column `c` of batch `i` of file `id` was checked.
+fn note_checked(id: &FileId, i: usize, c: usize) {
+    let key = (i as u64) << 32 | c as u64;
+    if let Ok(mut g) = CHECKED.lock() {
+        let (n, m) = g.get_or_insert_with(Default::default);
+        if *n >= CHECKED_MOST {
+            m.clear();
+            *n = 0;
+        }
+        if m.entry(*id).or_default().insert(key) {
+            *n += 1;
+        }
+    }
 }
 
 impl SegmentScan {
@@ -1004,6 +1062,7 @@ impl SegmentScan {
                 .collect(),
             kept: keep.then(|| (0..n).map(|_| std::sync::Mutex::new(None)).collect()),
             mapped: file.is_some(),
+            id: file.as_ref().and_then(file_id),
             buffer,
         })
     }
@@ -1084,7 +1143,8 @@ impl SegmentScan {
     }
 
     /// Checks the columns at positions `which` (of the scan's columns) of
-    /// record batch `i`, each once per scan.
+    /// record batch `i`, each once per scan, and once per process in a
+    /// mapped file not changed since (see [`CHECKED`]).
     pub fn check(&self, i: usize, which: impl IntoIterator<Item = usize>) -> Result<()> {
         let Some(listed) = &self.listed else {
             // Checked when opened.
@@ -1104,6 +1164,10 @@ impl SegmentScan {
             if flag.load(std::sync::atomic::Ordering::Acquire) {
                 continue;
             }
+            if self.id.as_ref().is_some_and(|id| checked_before(id, i, c)) {
+                flag.store(true, std::sync::atomic::Ordering::Release);
+                continue;
+            }
             let crc = batch_crc(self.buffer.as_slice(), l, c);
             let want = entry.crc32[c];
             if crc != want {
@@ -1113,6 +1177,9 @@ impl SegmentScan {
                         "checksum mismatch in column {name} (crc32 {crc:08x}, the footer says {want:08x} for record batch {i})"
                     ),
                 });
+            }
+            if let Some(id) = &self.id {
+                note_checked(id, i, c);
             }
             flag.store(true, std::sync::atomic::Ordering::Release);
         }
@@ -1500,6 +1567,58 @@ mod tests {
             read(0);
             assert!(resident_kb(&path) >= before - 64, "read back into memory");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A column of a batch that one scan checked is not checked again by
+    /// another scan of the same process while the file is unchanged (same
+    /// inode, size and modification time); once the file is changed in
+    /// place, it is, and the damage is found.
+    #[test]
+    fn a_column_checked_once_is_checked_again_only_when_its_file_changes() {
+        use std::io::{Seek, SeekFrom};
+        let dir = std::env::temp_dir().join(format!("sluice-seg-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big.arrow");
+        let batches: Vec<RecordBatch> = (0..5).map(|i| batch(i * 20_000, 20_000)).collect();
+        let meta = write_segment(&path, &batches, super::super::Compression::None);
+        assert!(meta.bytes > READ_WHOLE_BYTES, "the file is mapped");
+        let first = SegmentScan::open(&path, &meta, &schema(), &[0], false).unwrap();
+        first.batch(1).unwrap();
+        let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+        // Flip a byte of column a's and of column s's batch 1, in place,
+        // and put the modification time back.
+        let l = layout(&Buffer::from_vec(std::fs::read(&path).unwrap())).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        for c in [0, 1] {
+            let at = l.batches[1].columns[c].last().unwrap().0 as u64 + 3;
+            let mut byte = [0u8];
+            f.seek(SeekFrom::Start(at)).unwrap();
+            std::io::Read::read_exact(&mut f, &mut byte).unwrap();
+            byte[0] ^= 0x10;
+            f.seek(SeekFrom::Start(at)).unwrap();
+            f.write_all(&byte).unwrap();
+        }
+        f.set_modified(written).unwrap();
+        f.sync_all().unwrap();
+        // Column a of batch 1 was checked by this process: not again.
+        let second = SegmentScan::open(&path, &meta, &schema(), &[0], false).unwrap();
+        second.check(1, [0]).unwrap();
+        // Column s never was: its damage is found.
+        let other = SegmentScan::open(&path, &meta, &schema(), &[1], false).unwrap();
+        let e = other.check(1, [0]).unwrap_err().to_string();
+        assert!(e.contains("checksum mismatch in column s"), "{e}");
+        // The file's time changed: checked again, and found.
+        f.set_modified(written + std::time::Duration::from_secs(1))
+            .unwrap();
+        let third = SegmentScan::open(&path, &meta, &schema(), &[0], false).unwrap();
+        let e = third.check(1, [0]).unwrap_err().to_string();
+        assert!(e.contains("checksum mismatch in column a"), "{e}");
+        drop(f);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
