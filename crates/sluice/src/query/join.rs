@@ -535,23 +535,16 @@ pub fn run(
             // The group's only join: run by the workers that read its rows.
             let both = probe_side.items | build_side.items;
             if let Some(then) = last_step(&leaves, &steps_done, &conjuncts, both, !g.nullable) {
-                let out = probe_side.beside(&build_side);
-                let then = then_of(&mut conjuncts, then, &out)?;
-                let name = format!(
-                    "Hash join (Inner) of {} with {}",
-                    label(g, probe_side.items),
-                    label(g, build_side.items)
-                );
-                let spec = pipeline::Spec {
-                    table: Arc::new(table),
-                    keys: probe_keys,
-                    residual: None,
-                    keep_probe: false,
-                    tail: false,
+                return inner_last(
+                    probe_side,
+                    &build_side,
+                    Arc::new(table),
+                    probe_keys,
+                    &mut conjuncts,
                     then,
-                    name,
-                };
-                return pipelined(probe_side, &out, spec, g, opts);
+                    g,
+                    opts,
+                );
             }
             let mut joined = inner_join(
                 probe_side,
@@ -783,23 +776,7 @@ pub fn run(
                 s.items | right.items,
                 settled,
             ) {
-                let out = s.beside(&right);
-                let then = then_of(&mut conjuncts, then, &out)?;
-                let name = format!(
-                    "Hash join (Inner) of {} with {}",
-                    label(g, s.items),
-                    label(g, right.items)
-                );
-                let spec = pipeline::Spec {
-                    table,
-                    keys: probe_keys,
-                    residual: None,
-                    keep_probe: false,
-                    tail: false,
-                    then,
-                    name,
-                };
-                return pipelined(s, &out, spec, g, opts);
+                return inner_last(s, &right, table, probe_keys, &mut conjuncts, then, g, opts);
             }
             s = inner_join(s, &right, &table, &probe_keys, g, workers, opts)?;
             continue;
@@ -965,6 +942,39 @@ fn pipelined(
         batches,
         pipeline: Some(p),
     })
+}
+
+/// The inner join of `probe` with `build` (hashed as `table`, probed by
+/// `probe_keys`) as the group's last join, pipelined (see [`pipeline`]);
+/// `then`: the conditions left, applied to its rows.
+#[allow(clippy::too_many_arguments)]
+fn inner_last(
+    probe: Rel,
+    build: &Rel,
+    table: Arc<HashTable>,
+    probe_keys: Vec<Expr>,
+    conjuncts: &mut [(Conjunct, bool)],
+    then: Vec<usize>,
+    g: &JoinGroup,
+    opts: &QueryOptions,
+) -> Result<Joined> {
+    let out = probe.beside(build);
+    let then = then_of(conjuncts, then, &out)?;
+    let name = format!(
+        "Hash join (Inner) of {} with {}",
+        label(g, probe.items),
+        label(g, build.items)
+    );
+    let spec = pipeline::Spec {
+        table,
+        keys: probe_keys,
+        residual: None,
+        keep_probe: false,
+        tail: false,
+        then,
+        name,
+    };
+    pipelined(probe, &out, spec, g, opts)
 }
 
 /// The LEFT or FULL join `st` of `s` as the group's last join, pipelined
