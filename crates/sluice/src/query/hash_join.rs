@@ -269,22 +269,7 @@ impl OpenMap {
             }
             Some(distinct)
         };
-        let counts: Vec<Option<usize>> = if workers == 1 {
-            mine.iter_mut().map(|c| fill(0, c)).collect()
-        } else {
-            std::thread::scope(|s| {
-                let fill = &fill;
-                let handles: Vec<_> = mine
-                    .iter_mut()
-                    .enumerate()
-                    .map(|(w, c)| s.spawn(move || fill(w, c)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().map_err(|_| panicked()))
-                    .collect::<Result<_>>()
-            })?
-        };
+        let counts = each_on_a_thread(mine.iter_mut().collect(), |w, c| fill(w, c))?;
         let mut distinct = 0;
         for c in counts {
             let Some(c) = c else { return Ok(None) };
@@ -302,8 +287,31 @@ impl OpenMap {
     }
 }
 
-fn panicked() -> Error {
-    Error::Internal("a hash join build worker panicked".into())
+/// `f(i, part)` for each of `parts`, each on a thread of its own (one
+/// part: on this thread); the results in order. An error only if a
+/// thread panicked.
+fn each_on_a_thread<P: Send, R: Send>(
+    parts: Vec<P>,
+    f: impl Fn(usize, P) -> R + Sync,
+) -> Result<Vec<R>> {
+    if parts.len() <= 1 {
+        return Ok(parts.into_iter().map(|p| f(0, p)).collect());
+    }
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| s.spawn(move || f(i, p)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| Error::Internal("a hash join build worker panicked".into()))
+            })
+            .collect()
+    })
 }
 
 /// The dense index of the rows of `vals` that `ok` keeps, keys `base ..
@@ -341,22 +349,11 @@ fn dense_index(
         }
         d
     };
-    let d = if workers <= 1 {
-        fill(0, &mut slots)
-    } else {
-        std::thread::scope(|s| {
-            let fill = &fill;
-            let handles: Vec<_> = slots
-                .chunks_mut(share)
-                .enumerate()
-                .map(|(i, part)| s.spawn(move || fill(i * share, part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().map_err(|_| panicked()))
-                .sum::<Result<usize>>()
-        })?
-    };
+    let d = each_on_a_thread(slots.chunks_mut(share).collect(), |i, part| {
+        fill(i * share, part)
+    })?
+    .into_iter()
+    .sum();
     Ok((slots, d))
 }
 
