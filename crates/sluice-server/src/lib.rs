@@ -497,7 +497,7 @@ impl Engine {
                             stop: Some(stop),
                             yield_between_morsels: true,
                             memory: Some(memory),
-                            profile: None,
+                            ..Default::default()
                         },
                     );
                     // Counted as stopped before it stops counting as

@@ -395,7 +395,37 @@ pub fn run(
             opts,
         )?;
         let plan = filtered.as_ref().map_or(&leaf.plan, |f| &f.0);
-        let r = super::run_plan(db, plan, opts)?;
+        // A CTE the statement names more than once, with no runtime
+        // filter of this group: run once for every use with this plan.
+        let shared = match (leaf.cte, &filtered, &opts.cte_results) {
+            (Some(id), None, Some(kept)) => Some((kept, (id, format!("{:?}", leaf.plan)))),
+            _ => None,
+        };
+        let r = match shared.as_ref().and_then(|(kept, key)| kept.get(key)) {
+            Some((schema, batches)) => {
+                if let Some(p) = &opts.profile {
+                    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+                    let i = p.placeholder(
+                        format!("CTE {} (its rows from its first use)", leaf.name),
+                        None,
+                    );
+                    p.fill(i, rows as u64, std::time::Duration::ZERO);
+                }
+                super::QueryResult {
+                    schema,
+                    batches,
+                    explain: None,
+                    facts: ScanFacts::default(),
+                }
+            }
+            None => {
+                let r = super::run_plan(db, plan, opts)?;
+                if let Some((kept, key)) = shared {
+                    kept.keep(key, r.schema.clone(), r.batches.clone(), opts)?;
+                }
+                r
+            }
+        };
         // The filter's keys are given back once its leaf is read.
         drop(filtered);
         facts.segments_total += r.facts.segments_total;

@@ -113,6 +113,55 @@ pub struct QueryOptions {
     /// Where the operators record their steps and memory (EXPLAIN
     /// ANALYZE); `None`: not recorded.
     pub profile: Option<std::sync::Arc<profile::Profile>>,
+    /// The results of CTEs the statement names more than once, kept for
+    /// their next use; made by the query itself (leave it `None`).
+    pub cte_results: Option<std::sync::Arc<CteResults>>,
+}
+
+/// The rows of CTEs that a statement names more than once, by the CTE
+/// and the plan it was run with (two uses whose pushed-down conditions
+/// differ are two entries): a CTE is run once, as PostgreSQL does
+/// (TPC-H Q15's `revenue`, an aggregate over lineitem, was run twice).
+/// The rows are counted in the query's memory until it ends.
+#[derive(Default)]
+pub struct CteResults(std::sync::Mutex<std::collections::HashMap<CteKey, KeptRows>>);
+
+/// A CTE (its definition's identity in the statement) and its plan.
+type CteKey = (usize, String);
+
+/// A CTE's rows, and the memory they are counted in.
+type KeptRows = (SchemaRef, Vec<RecordBatch>, memory::Reservation);
+
+impl std::fmt::Debug for CteResults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CteResults")
+    }
+}
+
+impl CteResults {
+    /// The rows kept for `key`, if any.
+    pub(crate) fn get(&self, key: &CteKey) -> Option<(SchemaRef, Vec<RecordBatch>)> {
+        let m = self.0.lock().ok()?;
+        m.get(key).map(|(s, b, _)| (s.clone(), b.clone()))
+    }
+
+    /// Keeps `batches` for `key`, their bytes counted in `opts`' pool.
+    pub(crate) fn keep(
+        &self,
+        key: CteKey,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        opts: &QueryOptions,
+    ) -> Result<()> {
+        let mem = opts.reserve(
+            "CTE rows (kept for its next use)",
+            memory::batches_bytes(&batches),
+        )?;
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(key, (schema, batches, mem));
+        }
+        Ok(())
+    }
 }
 
 impl QueryOptions {
@@ -195,11 +244,17 @@ pub(crate) fn on_own_stack<T: Send>(
 /// Runs a planned query (see [`plan::plan_sql`]).
 pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
     // Every operator counts its memory in one pool: the caller's, or one
-    // of the default limit for this query.
+    // of the default limit for this query. The statement's CTE results
+    // are kept in one place for all its parts, made here at the top.
     let own;
-    let opts = if opts.memory.is_none() {
+    let opts = if opts.memory.is_none() || opts.cte_results.is_none() {
         own = QueryOptions {
-            memory: Some(memory::Memory::with_default_limit()),
+            memory: Some(
+                opts.memory
+                    .clone()
+                    .unwrap_or_else(memory::Memory::with_default_limit),
+            ),
+            cte_results: Some(opts.cte_results.clone().unwrap_or_default()),
             ..opts.clone()
         };
         &own

@@ -219,3 +219,57 @@ fn explain_without_analyze_runs_nothing_and_reports_no_steps() {
     assert!(!text.contains("Steps"), "{text}");
     assert!(!text.contains("Result:"), "{text}");
 }
+
+/// A CTE the statement names twice is run once: its second use takes the
+/// first's rows (one scan of its table in the profile), and the answer is
+/// that of the statement written with the CTE's query twice. A second use
+/// whose pushed-down condition differs is run again, as is a CTE named
+/// once (nothing kept).
+#[test]
+fn a_cte_named_twice_runs_once_with_the_same_answer() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let run = |sql: &str| {
+        crate::common::rows_of(
+            &query_with(&db, sql, &QueryOptions::default())
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                .batches,
+        )
+    };
+    let scans = |text: &str| text.lines().filter(|l| l.contains("Scan a ")).count();
+    let reused = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains("(its rows from its first use)"))
+            .count()
+    };
+    let cte = "WITH s AS (SELECT v, sum(k) AS t FROM a GROUP BY v) \
+               SELECT x.v, x.t FROM s x, s y WHERE x.v = y.v AND y.t = (SELECT max(t) FROM s) ORDER BY x.v";
+    let inlined = "SELECT x.v, x.t FROM (SELECT v, sum(k) AS t FROM a GROUP BY v) x, \
+                   (SELECT v, sum(k) AS t FROM a GROUP BY v) y WHERE x.v = y.v AND \
+                   y.t = (SELECT max(t) FROM (SELECT v, sum(k) AS t FROM a GROUP BY v) z) ORDER BY x.v";
+    let want = run(inlined);
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(run(cte), want);
+    for threads in [1, 2] {
+        let text = analyze(&db, cte, threads);
+        assert_eq!(scans(&text), 1, "{text}");
+        assert_eq!(reused(&text), 2, "{text}");
+        // The same subqueries written out: each runs.
+        let text = analyze(&db, inlined, threads);
+        assert_eq!(scans(&text), 3, "{text}");
+    }
+    // Different conditions pushed into each use: two runs, right answers.
+    let pushed = "WITH s AS (SELECT v, sum(k) AS t FROM a GROUP BY v) \
+                  SELECT x.v, y.v FROM s x, s y WHERE x.v = 1 AND y.v = 2";
+    assert_eq!(
+        run(pushed),
+        vec![vec![Some("1".to_string()), Some("2".to_string())]]
+    );
+    let text = analyze(&db, pushed, 2);
+    assert_eq!(scans(&text), 2, "{text}");
+    assert_eq!(reused(&text), 0, "{text}");
+    // Named once: nothing kept, nothing reused.
+    let once = "WITH s AS (SELECT v, sum(k) AS t FROM a GROUP BY v) SELECT count(*) FROM s";
+    assert_eq!(run(once), vec![vec![Some("7".to_string())]]);
+    assert_eq!(reused(&analyze(&db, once, 2)), 0);
+}

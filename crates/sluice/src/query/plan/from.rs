@@ -27,16 +27,18 @@ use crate::error::{Error, Result};
 /// The most FROM items one query may join (relation sets are bit masks).
 pub const MAX_FROM_ITEMS: usize = 64;
 
-/// The common table expressions (`WITH`) in scope: name and query, the
+/// The common table expressions (`WITH`) in scope: name, query, column
+/// names and how many times the statement's text names it, the
 /// innermost last.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Ctes(Vec<(String, Arc<ast::Query>, Vec<String>)>);
+pub(crate) struct Ctes(Vec<(String, Arc<ast::Query>, Vec<String>, usize)>);
 
 impl Ctes {
-    /// These CTEs with `with`'s added (a later one sees the earlier ones).
-    pub(super) fn with(&self, with: Option<&ast::With>) -> Result<Ctes> {
+    /// These CTEs with the WITH of `q` added (a later one sees the
+    /// earlier ones).
+    pub(super) fn with(&self, q: &ast::Query) -> Result<Ctes> {
         let mut out = self.clone();
-        let Some(w) = with else {
+        let Some(w) = &q.with else {
             return Ok(out);
         };
         if w.recursive {
@@ -53,16 +55,32 @@ impl Ctes {
                 .iter()
                 .map(|col| col.name.value.clone())
                 .collect();
-            out.0.push((name, Arc::new((*c.query).clone()), cols));
+            // The FROM items of the query (its WITH and body) of this
+            // name (one of an inner CTE or table so named counts too: at
+            // worst a CTE used once is kept till the statement ends).
+            let mut uses = 0;
+            let _ = ast::visit_relations(q, |r: &ast::ObjectName| {
+                if r.0.len() == 1
+                    && r.0[0]
+                        .as_ident()
+                        .is_some_and(|i| i.value.eq_ignore_ascii_case(&name))
+                {
+                    uses += 1;
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            out.0.push((name, Arc::new((*c.query).clone()), cols, uses));
         }
         Ok(out)
     }
 
-    fn get(&self, name: &str) -> Option<(&Arc<ast::Query>, &[String], Ctes)> {
+    /// The CTE `name`: its query, column names, the CTEs it sees and
+    /// whether the statement names it more than once.
+    fn get(&self, name: &str) -> Option<(&Arc<ast::Query>, &[String], Ctes, bool)> {
         let i = self.0.iter().rposition(|c| c.0 == name)?;
         // A CTE sees the ones defined before it, not itself.
         let scope = Ctes(self.0[..i].to_vec());
-        Some((&self.0[i].1, &self.0[i].2, scope))
+        Some((&self.0[i].1, &self.0[i].2, scope, self.0[i].3 > 1))
     }
 
     /// Whether `name` is a CTE in scope.
@@ -87,6 +105,10 @@ pub struct Leaf {
     /// Conditions on this item alone, over its plan's output columns,
     /// applied to a subquery's rows (a table's are in its scan).
     pub filter: Option<Expr>,
+    /// The CTE it reads, if any (its definition's identity in the
+    /// statement): two leaves of one CTE whose plans are alike are run
+    /// once (see `join::run`).
+    pub cte: Option<usize>,
 }
 
 /// A condition of the join (a conjunct of WHERE or of an ON), over the
@@ -199,6 +221,8 @@ pub(super) struct Item {
     /// The subquery of a mark join: its last column is the mark, made by
     /// the join, not by its plan.
     pub mark: bool,
+    /// The CTE it reads (see [`Leaf::cte`]).
+    cte: Option<usize>,
 }
 
 enum Source {
@@ -319,11 +343,12 @@ fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text)
                 .map(|a| a.name.value.to_ascii_lowercase())
                 .unwrap_or_else(|| last.clone());
             if name.0.len() == 1
-                && let Some((q, cols, scope)) = ctes.get(&last)
+                && let Some((q, cols, scope, shared)) = ctes.get(&last)
             {
                 let plan = super::plan_query_in(q, catalog, false, text, &scope)?;
                 let mut item = query_item(known, plan, cols, f)?;
                 rename(&mut item, alias.as_ref(), f)?;
+                item.cte = shared.then_some(Arc::as_ptr(q) as usize);
                 return Ok(item);
             }
             let schema = schema.ok_or_else(|| {
@@ -339,6 +364,7 @@ fn resolve(f: &ast::TableFactor, catalog: &dyn Catalog, ctes: &Ctes, text: Text)
                 source: Source::Table(tname, schema),
                 factor: Some(f.clone()),
                 mark: false,
+                cte: None,
             };
             rename(&mut item, alias.as_ref(), f)?;
             Ok(item)
@@ -402,6 +428,7 @@ pub(super) fn query_item(
         source: Source::Query(Box::new(plan)),
         factor: None,
         mark: false,
+        cte: None,
     })
 }
 
@@ -876,6 +903,7 @@ pub(super) fn plan_joined(
                     plan,
                     columns: cols.iter().map(|c| off + c).collect(),
                     filter: None,
+                    cte: None,
                 });
             }
             Source::Query(plan) => {
@@ -894,6 +922,7 @@ pub(super) fn plan_joined(
                     plan,
                     columns: (off..off + made).collect(),
                     filter,
+                    cte: it.cte,
                 })
             }
         }

@@ -282,7 +282,7 @@ fn plan_query_in(
     // The CTEs around the query: DISTINCT ON and QUALIFY plan it again,
     // WITH clause and all.
     let around = ctes;
-    let ctes = ctes.with(q.with.as_ref())?;
+    let ctes = ctes.with(q)?;
     if let ast::SetExpr::SetOperation { .. } = q.body.as_ref() {
         return setop::plan_set_operation(q, catalog, explain, text, &ctes);
     }
