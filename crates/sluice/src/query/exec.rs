@@ -168,8 +168,7 @@ pub fn execute(
 /// left side of AND.
 fn filter_rows(f: &Expr, batch: RecordBatch) -> Result<RecordBatch> {
     let keep = |f: &Expr, batch: RecordBatch| -> Result<RecordBatch> {
-        let mask = f.eval(&batch)?.into_array(batch.num_rows())?;
-        let mask = as_mask(&mask)?;
+        let mask = condition_mask(f, &batch)?;
         if mask.true_count() == batch.num_rows() {
             return Ok(batch);
         }
@@ -189,6 +188,15 @@ fn filter_rows(f: &Expr, batch: RecordBatch) -> Result<RecordBatch> {
         }
         f => keep(f, batch),
     }
+}
+
+/// The rows of `batch` where `f` is true (NULL as false); comparisons of
+/// integer columns with constants tested in one pass a column
+/// ([`super::range_mask`]).
+fn condition_mask(f: &Expr, batch: &RecordBatch) -> Result<BooleanArray> {
+    super::range_mask::mask(f, batch, &|f, b| {
+        as_mask(&f.eval(b)?.into_array(b.num_rows())?)
+    })
 }
 
 /// A block's pipeline as EXPLAIN ANALYZE names it: its source, then
@@ -755,8 +763,7 @@ fn execute_block(
                                         let (mut batch, mut sel) = match &plan.filter {
                                             None => (raw, None),
                                             Some(f) => {
-                                                let mask =
-                                                    as_mask(&f.eval(&raw)?.into_array(len)?)?;
+                                                let mask = condition_mask(f, &raw)?;
                                                 let kept = mask.true_count();
                                                 if kept == 0 {
                                                     continue;

@@ -34,6 +34,7 @@ pub mod optimize;
 pub mod plan;
 pub mod point;
 pub mod profile;
+pub mod range_mask;
 pub mod regexp;
 pub mod scan;
 pub mod setop;
