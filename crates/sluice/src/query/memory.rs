@@ -138,6 +138,10 @@ impl Reservation {
     /// Holds `bytes` in all (more or fewer than before); fails, holding
     /// what it held, when more would pass the limit.
     pub fn resize(&mut self, bytes: u64) -> Result<()> {
+        if bytes == self.bytes {
+            // No atomic on the shared counter for nothing.
+            return Ok(());
+        }
         if bytes > self.bytes {
             self.memory.take(self.operator, bytes - self.bytes)?;
             if let Some(p) = &self.profile {
