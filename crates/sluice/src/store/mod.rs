@@ -336,7 +336,14 @@ impl Database {
             .ok()
             .and_then(|c| c.get(&key).cloned())
         {
-            return Ok(b);
+            // A file changed in place since (damage, or another hand) is
+            // opened and checked again, never read through the old checks.
+            if b.is_current(&self.dir.join(&seg.file)) {
+                return Ok(b);
+            }
+            if let Ok(mut c) = self.projected.lock() {
+                c.retain(|(file, _), _| file != &seg.file);
+            }
         }
         let scan = Arc::new(open()?);
         if let Ok(mut c) = self.projected.lock() {

@@ -913,15 +913,18 @@ static CHECKED: std::sync::Mutex<Option<(usize, HashMap<FileId, HashSet<u64>>)>>
     std::sync::Mutex::new(None);
 
 fn file_id(f: &File) -> Option<FileId> {
+    meta_id(&f.metadata().ok()?)
+}
+
+fn meta_id(m: &std::fs::Metadata) -> Option<FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let m = f.metadata().ok()?;
         Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
     }
     #[cfg(not(unix))]
     {
-        let _ = f;
+        let _ = m;
         None
     }
 }
@@ -952,6 +955,28 @@ fn note_checked(id: &FileId, i: usize, c: usize) {
 }
 
 impl SegmentScan {
+    /// Whether the file at `path` is still the one this scan mapped (same
+    /// device, inode, size and modification time). A file changed in
+    /// place shows its new bytes through the mapping, past the checks
+    /// this scan has made: a handle that keeps scans opens it again.
+    /// A file read whole is a copy, checked: always current.
+    pub fn is_current(&self, path: &Path) -> bool {
+        if !self.mapped {
+            return true;
+        }
+        match &self.id {
+            Some(id) => {
+                std::fs::metadata(path)
+                    .ok()
+                    .and_then(|m| meta_id(&m))
+                    .as_ref()
+                    == Some(id)
+            }
+            // No identity to compare (not unix): open it again.
+            None => false,
+        }
+    }
+
     /// Opens columns `cols` of a segment (in that order); `keep`: decoded
     /// batches are kept for the next call.
     pub fn open(

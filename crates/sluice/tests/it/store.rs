@@ -823,3 +823,54 @@ fn filters_on_dictionary_encoded_text_give_the_answers_of_plain_text() {
         ]
     );
 }
+
+#[test]
+fn a_long_lived_handle_finds_a_segment_damaged_after_its_first_query() {
+    // A handle keeps the segments its queries opened (a server's does),
+    // mapped and checked. A file damaged in place afterwards shows its
+    // new bytes through that mapping: the next query must check them
+    // again, not read them unchecked.
+    let dir = TempDir::new("damaged-after-read");
+    let n = 100_000i64;
+    let db_dir = batched_table(&dir, n);
+    let seg = db_dir.join("tables/t/000001-00000.arrow");
+    assert!(
+        std::fs::metadata(&seg).unwrap().len() > 64 << 10,
+        "a mapped file"
+    );
+    let db = Database::open(&db_dir).unwrap();
+    let sum_a: i64 = (0..n).sum();
+    assert_eq!(
+        one_value(&db, "SELECT sum(a) FROM t WHERE b >= 0").unwrap(),
+        sum_a.to_string()
+    );
+    // Column a's value 77,777 (its 8 bytes are in the file once) gets
+    // another bit, in place: same inode and size, a later modification
+    // time.
+    let bytes = std::fs::read(&seg).unwrap();
+    let at = bytes
+        .windows(16)
+        .position(|w| w[..8] == 77_777i64.to_le_bytes() && w[8..] == 77_778i64.to_le_bytes())
+        .expect("the value is in the file");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+        f.seek(SeekFrom::Start(at as u64 + 2)).unwrap();
+        f.write_all(&[bytes[at + 2] ^ 0x01]).unwrap();
+        f.sync_all().unwrap();
+    }
+    let e = one_value(&db, "SELECT sum(a) FROM t WHERE b >= 0").unwrap_err();
+    assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("000001-00000.arrow: corrupt: checksum mismatch in column a"),
+        "{e}"
+    );
+    // Put back, the handle reads the right answer again.
+    std::fs::write(&seg, &bytes).unwrap();
+    assert_eq!(
+        one_value(&db, "SELECT sum(a) FROM t WHERE b >= 0").unwrap(),
+        sum_a.to_string()
+    );
+}
