@@ -125,8 +125,8 @@ fn range_of(e: &Expr, batch: &RecordBatch) -> Option<(usize, i64, i64)> {
         return None;
     };
     let (col, lit, op) = match (left.as_ref(), right.as_ref()) {
-        (Expr::Column { index, .. }, Expr::Literal(l)) => (*index, l, *op),
-        (Expr::Literal(l), Expr::Column { index, .. }) => (*index, l, flip(*op)?),
+        (c, Expr::Literal(l)) => (column_of(c, batch)?, l, *op),
+        (Expr::Literal(l), c) => (column_of(c, batch)?, l, flip(*op)?),
         _ => return None,
     };
     let a = batch.columns().get(col)?;
@@ -135,6 +135,10 @@ fn range_of(e: &Expr, batch: &RecordBatch) -> Option<(usize, i64, i64)> {
     }
     let v: i64 = match (a.data_type(), lit.data_type()) {
         (A::Int32, A::Int32) => lit.as_primitive::<Int32Type>().value(0).into(),
+        // `CAST(a AS BIGINT) op 5`, as the binder writes `a op 5` for an
+        // INT column (a plain integer constant is a BIGINT): the 32-bit
+        // values against 64-bit bounds (see `and_range_i32`).
+        (A::Int32, A::Int64) => lit.as_primitive::<Int64Type>().value(0),
         (A::Date32, A::Date32) => lit.as_primitive::<Date32Type>().value(0).into(),
         (A::Int64, A::Int64) => lit.as_primitive::<Int64Type>().value(0),
         (A::Decimal64(..), _) => {
@@ -158,6 +162,23 @@ fn range_of(e: &Expr, batch: &RecordBatch) -> Option<(usize, i64, i64)> {
         _ => return None,
     };
     Some((col, lo, hi))
+}
+
+/// The column an operand of a comparison reads: a bare column, or an
+/// INT column widened to BIGINT (a conversion that cannot fail).
+fn column_of(e: &Expr, batch: &RecordBatch) -> Option<usize> {
+    match e {
+        Expr::Column { index, .. } => Some(*index),
+        Expr::Cast {
+            expr, to: A::Int64, ..
+        } => match expr.as_ref() {
+            Expr::Column { index, .. } if batch.columns().get(*index)?.data_type() == &A::Int32 => {
+                Some(*index)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `c op x` as `x op' c`.
@@ -378,6 +399,12 @@ mod tests {
                 let e = if other == 0 {
                     // Not a range: two columns.
                     cmp(OPS[op], col(0), col(0))
+                } else if other == 1 {
+                    // The INT column widened, against a BIGINT constant
+                    // (as the binder writes `a > 5`).
+                    let c = Box::new(Expr::Cast { expr: col(0), to: A::Int64, site: None });
+                    let l = lit(Arc::new(Int64Array::from(vec![v])));
+                    if swap { cmp(OPS[op], l, c) } else { cmp(OPS[op], c, l) }
                 } else if swap {
                     cmp(OPS[op], lit(constant(c, v)), col(c))
                 } else {
