@@ -584,3 +584,49 @@ fn a_chain_behind_a_left_join_starts_from_the_left_joins_preserved_side() {
         );
     }
 }
+
+/// A subquery's keys filtered by the smallest item an equality ties to
+/// its correlated column (TPC-H Q21: l1's subqueries by the orders that
+/// l1 joins, not by l1's own keys): the answer is the join's on every
+/// layout and thread count.
+#[test]
+fn a_subquery_is_filtered_by_the_smallest_item_equal_to_its_key() {
+    // b1: k < 30,000 (30,000 rows); b3: v = 3 and k < 40,000 (4,000
+    // rows); the rows of both: k = 3, 13, …, 29,993 (3,000). EXISTS keeps
+    // all (b2 is the same row, v = 3); NOT EXISTS drops k < 10,000
+    // (1,000): 2,000 rows.
+    let sql = "SELECT count(*), sum(b1.k) FROM big b1, big b3 \
+               WHERE b1.k = b3.k AND b3.v = 3 AND b3.k < 40000 AND b1.k < 30000 \
+               AND EXISTS (SELECT * FROM big b2 WHERE b2.k = b1.k AND b2.v <> 7) \
+               AND NOT EXISTS (SELECT * FROM big b4 WHERE b4.k = b1.k AND b4.k < 10000)";
+    let want: i64 = (10_000..30_000).filter(|k| k % 10 == 3).sum();
+    let want = format!("{:?}", vec![vec!["2000".to_string(), want.to_string()]]);
+    for (segment_rows, shards) in [(None, None), (Some(7000), None), (Some(5000), Some(4))] {
+        let dir = tables_as(segment_rows, shards);
+        let db = Database::open(dir.path().join("db")).unwrap();
+        for threads in [1, 2] {
+            assert_eq!(
+                answer(&db, sql, threads),
+                want,
+                "{segment_rows:?} {shards:?} {threads}"
+            );
+        }
+        let r = query_with(
+            &db,
+            &format!("EXPLAIN ANALYZE {sql}"),
+            &QueryOptions::default(),
+        )
+        .unwrap();
+        let text = r.explain.unwrap();
+        // Each subquery reads only the keys of b3 (its 4,000 rows cut to
+        // 3,000 by b1's keys), not b1's 30,000 that its column names.
+        let filters: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("Runtime filter on __sq"))
+            .collect();
+        assert_eq!(filters.len(), 2, "{text}");
+        for f in filters {
+            assert!(f.contains("IN the keys of b3: 3000 -> 3000 rows"), "{text}");
+        }
+    }
+}
