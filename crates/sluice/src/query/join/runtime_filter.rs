@@ -229,7 +229,7 @@ fn sources<'g>(
         // not by the 0.7 M of the orders l1 joins (`o_orderkey =
         // l1.l_orderkey`), and their semi and anti joins probed twice the
         // rows they needed.
-        let (other, j, src) = match equal_and_smaller(g, other, om, i, leaves) {
+        let (other, j, src) = match equal_and_smaller(g, other, om, i, leaves, excluded) {
             Some((e, k, rel)) if rel.rows < src.rows => (e, k, rel),
             _ => (other, j, src),
         };
@@ -286,13 +286,18 @@ fn sources<'g>(
 /// The item with the fewest rows, read already (not `i`), that a WHERE or
 /// inner join equality `other = e` ties to `other` (an expression over
 /// the one item `om`), with `e` over that item alone: every row that
-/// survives the group's joins has `other`'s value among `e`'s.
+/// survives the group's joins has `other`'s value among `e`'s. Never an
+/// item in `excluded` (one an outer join fills with NULLs, or a
+/// correlated aggregate's): there a row without a match survives with `e`
+/// over NULLs, which may be a value (`COALESCE(b.w, 45)`, a count's 0)
+/// that no row of the item has (found by review).
 fn equal_and_smaller<'g, 'l>(
     g: &'g JoinGroup,
     other: &Expr,
     om: u64,
     i: usize,
     leaves: &'l [Option<Rel>],
+    excluded: u64,
 ) -> Option<(&'g Expr, usize, &'l Rel)> {
     let want = format!("{other:?}");
     let mut best: Option<(&'g Expr, usize, &'l Rel)> = None;
@@ -307,7 +312,7 @@ fn equal_and_smaller<'g, 'l>(
         } else {
             continue;
         };
-        if em.count_ones() != 1 || em & (1u64 << i) != 0 {
+        if em.count_ones() != 1 || em & (1u64 << i) != 0 || em & excluded != 0 {
             continue;
         }
         let k = em.trailing_zeros() as usize;
