@@ -89,7 +89,9 @@ pub fn sluice_process(
         cmd.args(["--threads", &t.to_string()]);
     }
     let out = cmd
-        .args(["query", "--timing", sql])
+        // `--` first: a query may begin with a comment (`-- TPC-DS …`),
+        // which is not an option.
+        .args(["query", "--timing", "--", sql])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .output()
