@@ -38,6 +38,7 @@ pub fn pg_type(t: &A) -> Type {
         A::Date32 => Type::DATE,
         A::Timestamp(_, None) => Type::TIMESTAMP,
         A::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
+        A::Interval(_) => Type::INTERVAL,
         A::Dictionary(_, v) => pg_type(v),
         A::List(f) => array_type(&pg_type(f.data_type())),
         _ => Type::TEXT,
@@ -105,6 +106,7 @@ enum Col<'a> {
         sluice::zone::Zone,
     ),
     Str(&'a arrow_array::StringArray),
+    Interval(&'a arrow_array::IntervalMonthDayNanoArray),
     /// An array (array_agg's): its elements are read as a column of
     /// their own.
     List(&'a arrow_array::ListArray),
@@ -131,6 +133,9 @@ fn col(a: &ArrayRef) -> Col<'_> {
             sluice::zone::Zone::of(Some(zone)),
         ),
         A::Utf8 => Col::Str(a.as_string::<i32>()),
+        A::Interval(arrow_schema::IntervalUnit::MonthDayNano) => {
+            Col::Interval(a.as_primitive::<arrow_array::types::IntervalMonthDayNanoType>())
+        }
         A::List(_) => Col::List(a.as_list::<i32>()),
         _ => Col::Other(a.clone()),
     }
@@ -231,6 +236,9 @@ fn put_text(buf: &mut BytesMut, col: &Col, r: usize) {
             w.write_str(&sluice::batch::format_timestamptz(us, zone.utc_offset(us)))
         }
         Col::Str(a) => w.write_str(a.value(r)),
+        Col::Interval(a) => w.write_str(&sluice::query::interval::format(
+            sluice::query::interval::Interval::from_arrow(a.value(r)),
+        )),
         Col::List(a) => {
             array_text(w.0, a, r);
             Ok(())
@@ -309,6 +317,13 @@ fn put_binary(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Date(a) => buf.put_i32(a.value(r).saturating_sub(PG_EPOCH_DAYS)),
         Col::Ts(a) | Col::TsTz(a, _) => buf.put_i64(a.value(r).saturating_sub(PG_EPOCH_MICROS)),
         Col::Str(a) => buf.put_slice(a.value(r).as_bytes()),
+        // PostgreSQL's binary interval: microseconds, days, months.
+        Col::Interval(a) => {
+            let v = sluice::query::interval::Interval::from_arrow(a.value(r));
+            buf.put_i64(v.micros);
+            buf.put_i32(v.days);
+            buf.put_i32(v.months);
+        }
         Col::List(a) => array_binary(buf, a, r),
         Col::Other(a) => buf.put_slice(other_text(a, r).as_bytes()),
     }

@@ -1202,6 +1202,40 @@ async fn array_agg_results_are_postgresql_arrays_in_text_and_binary() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intervals_are_postgresql_intervals_in_text_and_binary() {
+    let dir = sample(1);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let q = "SELECT INTERVAL '1 year 2 mons 3 days 04:05:06.5', \
+             TIMESTAMP '2024-01-02 10:00' - TIMESTAMP '2024-01-01 09:30', \
+             -INTERVAL '1 day', CAST(NULL AS INTERVAL)";
+    // Text: PostgreSQL's default IntervalStyle.
+    assert_eq!(
+        simple(&c, q).await,
+        vec![vec![
+            s("1 year 2 mons 3 days 04:05:06.5"),
+            s("1 day 00:30:00"),
+            s("-1 days"),
+            None
+        ]]
+    );
+    // Binary: microseconds, days, months (big-endian), typed interval.
+    let row = c.query_one(q, &[]).await.unwrap();
+    assert_eq!(row.columns()[0].type_(), &Type::INTERVAL);
+    let raw = |i: usize| row.get::<_, Option<Raw>>(i).map(|r| r.0);
+    let bytes = |micros: i64, days: i32, months: i32| {
+        let mut v = micros.to_be_bytes().to_vec();
+        v.extend(days.to_be_bytes());
+        v.extend(months.to_be_bytes());
+        Some(v)
+    };
+    assert_eq!(raw(0), bytes(14_706_500_000, 3, 14));
+    assert_eq!(raw(1), bytes(1_800_000_000, 1, 0));
+    assert_eq!(raw(2), bytes(0, -1, 0));
+    assert_eq!(raw(3), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_and_offset_take_parameters() {
     let dir = sample(1);
     let srv = Server::start(&dir.0.join("db"), |_| {});

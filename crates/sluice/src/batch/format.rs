@@ -32,6 +32,11 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
             format_timestamptz(us, crate::zone::Zone::of(Some(zone)).utc_offset(us))
         }
         A::Utf8 => a.as_string::<i32>().value(i).to_string(),
+        A::Interval(arrow_schema::IntervalUnit::MonthDayNano) => {
+            crate::query::interval::format(crate::query::interval::Interval::from_arrow(
+                a.as_primitive::<IntervalMonthDayNanoType>().value(i),
+            ))
+        }
         A::List(_) => {
             let values = a.as_list::<i32>().value(i);
             let items = (0..values.len()).map(|j| match values.data_type() {

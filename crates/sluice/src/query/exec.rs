@@ -16,7 +16,7 @@ use arrow_ord::sort::{SortColumn, SortOptions, lexsort_to_indices};
 use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SchemaRef};
 
 use super::agg::{AggFunc, AggInput, GroupTable};
-use super::expr::{Expr, canonical_doubles, eval_type, exec_err};
+use super::expr::{Expr, eval_type, exec_err};
 use super::fused::{Fused, Scratch as FusedScratch};
 use super::intexpr::IntProgram;
 use super::memory::Reservation;
@@ -1346,7 +1346,7 @@ fn top_rows(batch: &RecordBatch, plan: &Plan, k: usize) -> Result<RecordBatch> {
     if n <= 1 || k == 0 {
         return Ok(batch.slice(0, k.min(n)));
     }
-    let mut cols = sort_columns(batch, plan);
+    let mut cols = sort_columns(batch, plan)?;
     cols.push(SortColumn {
         values: batch.column(batch.num_columns() - 1).clone(),
         options: None,
@@ -1519,11 +1519,11 @@ fn stored_int(a: &ArrayRef) -> Option<i128> {
 /// Rows of `keys` whose value is NULL or not worse than `last` (one value
 /// of the same type) in the order; `None` when `last` is NULL.
 fn enter_mask(keys: &ArrayRef, last: &ArrayRef, descending: bool) -> Result<Option<BooleanArray>> {
-    let last = canonical_doubles(last);
+    let last = super::expr::ordering_values(last)?;
     if last.is_null(0) {
         return Ok(None);
     }
-    let keys = canonical_doubles(keys);
+    let keys = super::expr::ordering_values(keys)?;
     let threshold = arrow_array::Scalar::new(last);
     let m = if descending {
         arrow_ord::cmp::gt_eq(&keys, &threshold)
@@ -1540,16 +1540,19 @@ fn enter_mask(keys: &ArrayRef, last: &ArrayRef, descending: bool) -> Result<Opti
 }
 
 /// The plan's ORDER BY keys over `batch`.
-fn sort_columns(batch: &RecordBatch, plan: &Plan) -> Vec<SortColumn> {
+fn sort_columns(batch: &RecordBatch, plan: &Plan) -> Result<Vec<SortColumn>> {
     plan.order
         .iter()
-        .map(|k| SortColumn {
-            // NaN sorts after every number, whatever its sign bit.
-            values: canonical_doubles(batch.column(k.column)),
-            options: Some(SortOptions {
-                descending: k.descending,
-                nulls_first: k.nulls_first,
-            }),
+        .map(|k| {
+            Ok(SortColumn {
+                // NaN sorts after every number, whatever its sign bit; an
+                // INTERVAL by PostgreSQL's order.
+                values: super::expr::ordering_values(batch.column(k.column))?,
+                options: Some(SortOptions {
+                    descending: k.descending,
+                    nulls_first: k.nulls_first,
+                }),
+            })
         })
         .collect()
 }
@@ -1566,7 +1569,7 @@ fn sort_and_limit(
     let _mem = opts.reserve("query result", rows)?;
     if !plan.order.is_empty() && batch.num_rows() > 1 {
         let _sort = opts.reserve("sort", rows + 4 * batch.num_rows() as u64)?;
-        let cols = sort_columns(&batch, plan);
+        let cols = sort_columns(&batch, plan)?;
         let fetch = plan.limit.map(|l| l.saturating_add(plan.offset));
         let idx = lexsort_to_indices(&cols, fetch).map_err(exec_err)?;
         batch = arrow_select::take::take_record_batch(&batch, &idx).map_err(exec_err)?;

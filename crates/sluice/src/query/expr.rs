@@ -902,6 +902,20 @@ pub fn canonical_doubles(a: &ArrayRef) -> ArrayRef {
     Arc::new(p.unary::<_, Float64Type>(canonical_f64))
 }
 
+/// The values an ORDER BY sorts `a` by: doubles canonical (see
+/// [`canonical_doubles`]), an INTERVAL by the number PostgreSQL compares
+/// (a month as 30 days: `29 days` < `1 mon` < `31 days`).
+pub fn ordering_values(a: &ArrayRef) -> Result<ArrayRef> {
+    if a.data_type() == &super::interval::TYPE {
+        return super::interval::eval(
+            super::interval::Op::Key,
+            std::slice::from_ref(a),
+            &A::Decimal128(38, 0),
+        );
+    }
+    Ok(canonical_doubles(a))
+}
+
 /// `column op literal` (or `literal op column`) over a DECIMAL column as
 /// stored, 64-bit, without widening every value to 128 bits first: the
 /// literal, at the column's scale, is narrowed instead. `None` when the
@@ -1966,6 +1980,14 @@ fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
                 .collect::<Result<_>>()?;
             Arc::new(d.with_precision_and_scale(*p, *sc).map_err(exec_err)?)
         }
+        A::Interval(_) => super::interval::array(
+            s.iter()
+                .map(|v| {
+                    v.map(|v| super::interval::parse(v, None).map_err(|m| bad(v, m)))
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>>>()?,
+        )?,
         A::Date32 => {
             let d: arrow_array::Date32Array = s
                 .iter()
@@ -2073,6 +2095,7 @@ pub fn type_name(t: &A) -> String {
         A::Timestamp(..) => "TIMESTAMP".into(),
         A::Utf8 => "TEXT".into(),
         A::Null => "NULL".into(),
+        A::Interval(_) => "INTERVAL".into(),
         other => other.to_string(),
     }
 }
@@ -2086,6 +2109,7 @@ impl fmt::Display for Expr {
                 Some(v) => match a.data_type() {
                     A::Utf8 => write!(f, "'{}'", v.replace('\'', "''")),
                     A::Date32 => write!(f, "DATE '{v}'"),
+                    A::Interval(_) => write!(f, "INTERVAL '{v}'"),
                     A::Timestamp(_, Some(_)) => write!(f, "TIMESTAMPTZ '{v}'"),
                     A::Timestamp(..) => write!(f, "TIMESTAMP '{v}'"),
                     _ => f.write_str(&v),

@@ -105,6 +105,9 @@ pub enum Func {
     DatePlusDays,
     /// `date - date`: the days between, a BIGINT.
     DateMinusDate,
+    /// INTERVAL arithmetic, `age` and the `justify_*` functions (see
+    /// [`super::interval`]).
+    Interval(super::interval::Op),
 }
 
 /// The fields `date_part` and `EXTRACT` read and the units `date_trunc`
@@ -213,6 +216,7 @@ impl Func {
             Func::MakeDate => "MAKE_DATE",
             Func::DatePlusDays => "+",
             Func::DateMinusDate => "-",
+            Func::Interval(op) => op.name(),
         }
     }
 
@@ -260,6 +264,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         Func::DateTrunc | Func::DatePart => return dates::of_unit(f, args, ty),
         Func::MakeDate => return dates::make_date(args),
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
+        Func::Interval(op) => return super::interval::eval(op, args, ty),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
         Func::JsonBuildObject { raw } => return json_build_object(args, rows, raw),
         Func::SingleRow => return single_row(args),
@@ -1113,6 +1118,27 @@ mod dates {
                     .collect()
             }
             A::Null => vec![None; x.len()],
+            A::Interval(_) if f == Func::DatePart => {
+                let Some(unit) = unit else {
+                    return Ok(arrow_array::new_null_array(ty, x.len()));
+                };
+                let ivs = crate::query::interval::values(x);
+                // Day of week and the like are no fields of an interval.
+                if crate::query::interval::Interval::default()
+                    .field(unit)
+                    .is_none()
+                {
+                    return Err(bad(
+                        "0A000",
+                        format!(
+                            "unit \"{}\" not supported for type interval",
+                            format!("{unit:?}").to_lowercase()
+                        ),
+                    ));
+                }
+                let out: Float64Array = ivs.iter().map(|v| v.and_then(|v| v.field(unit))).collect();
+                return Ok(Arc::new(out));
+            }
             other => return Err(Error::Internal(format!("{f} of {other}"))),
         };
         let Some(unit) = unit else {

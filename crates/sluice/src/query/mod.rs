@@ -25,6 +25,7 @@ pub mod func;
 pub mod fused;
 pub mod grouping;
 pub mod hash_join;
+pub mod interval;
 pub mod intexpr;
 pub mod intset;
 pub mod join;

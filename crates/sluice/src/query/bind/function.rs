@@ -129,6 +129,76 @@ impl Binder<'_> {
                         .collect(),
                 ))
             }
+            "age" => {
+                use crate::query::interval::{Op, TYPE};
+                if !(1..=2).contains(&bound.len()) {
+                    return Err(plan_err("AGE takes 1 or 2 arguments".into(), e));
+                }
+                // age(x): from midnight of the current date.
+                let (mut bound, mut types) = (bound, types);
+                if bound.len() == 1 {
+                    let today = self
+                        .clock("current_date")
+                        .ok_or_else(|| crate::Error::Internal("no session zone".into()))?;
+                    bound.insert(0, today);
+                    types.insert(0, A::Date32);
+                }
+                let stamp = |t: &A| match t {
+                    A::Date32 | A::Null => {
+                        Some(A::Timestamp(arrow_schema::TimeUnit::Microsecond, None))
+                    }
+                    A::Timestamp(..) => Some(t.clone()),
+                    _ => None,
+                };
+                let to = match (stamp(&types[0]), stamp(&types[1])) {
+                    (Some(a), Some(b)) => common_type(&[a, b]),
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    plan_err(
+                        format!(
+                            "AGE needs timestamps, not {} and {}",
+                            type_name(&types[0]),
+                            type_name(&types[1])
+                        ),
+                        e,
+                    )
+                })?;
+                let args = bound
+                    .into_iter()
+                    .zip(&types)
+                    .map(|(b, t)| coerce(b, t, &to))
+                    .collect();
+                Ok(Expr::Call {
+                    func: Func::Interval(Op::Age),
+                    args,
+                    ty: TYPE,
+                })
+            }
+            "justify_hours" | "justify_days" | "justify_interval" => {
+                use crate::query::interval::{Op, TYPE};
+                one(&name.to_uppercase())?;
+                if types[0] != TYPE && types[0] != A::Null {
+                    return Err(plan_err(
+                        format!(
+                            "{} needs an INTERVAL, not {}",
+                            name.to_uppercase(),
+                            type_name(&types[0])
+                        ),
+                        e,
+                    ));
+                }
+                let op = match name.as_str() {
+                    "justify_hours" => Op::JustifyHours,
+                    "justify_days" => Op::JustifyDays,
+                    _ => Op::Justify,
+                };
+                Ok(Expr::Call {
+                    func: Func::Interval(op),
+                    args: vec![coerce(bound.remove(0), &types[0], &TYPE)],
+                    ty: TYPE,
+                })
+            }
             "nullif" => {
                 if bound.len() != 2 {
                     return Err(plan_err("NULLIF takes two arguments".into(), e));
@@ -259,10 +329,10 @@ impl Binder<'_> {
         };
         // Each argument's target type, and the result's.
         let (targets, ty): (Vec<A>, A) = match func {
-            Func::SortRow { .. } => {
-                return Err(crate::Error::Internal(
-                    "SORT_ROW is not called by name".into(),
-                ));
+            Func::SortRow { .. } | Func::Interval(_) => {
+                return Err(crate::Error::Internal(format!(
+                    "{name} is not called by name"
+                )));
             }
             Func::DateTrunc | Func::DatePart => {
                 count(2, 2)?;
@@ -291,6 +361,7 @@ impl Binder<'_> {
                 }
                 let x = match &types[1] {
                     A::Date32 if func == Func::DateTrunc => self.tz.clone(),
+                    t @ A::Interval(_) if func == Func::DatePart => t.clone(),
                     t @ (A::Date32 | A::Timestamp(..)) => t.clone(),
                     A::Null => A::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
                     t => {

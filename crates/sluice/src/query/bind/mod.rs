@@ -21,6 +21,7 @@ use arrow_schema::DataType as A;
 use sqlparser::ast::{self, Spanned};
 
 use super::expr::{BinOp, CastSite, DatePart, Expr, arith_type, cast, cast_at, type_name};
+use super::interval::{self, Interval};
 use super::sql::{Text, at, plan_err, unsupported};
 use crate::error::{Error, Result};
 pub use types::common_type;
@@ -694,6 +695,14 @@ impl<'c> Binder<'c> {
                 let inner = self.bind(expr, scope)?;
                 let t = self.ty(&inner, scope);
                 match op {
+                    ast::UnaryOperator::Minus if t == interval::TYPE => fold(
+                        Expr::Call {
+                            func: crate::query::func::Func::Interval(interval::Op::Neg),
+                            args: vec![inner],
+                            ty: interval::TYPE,
+                        },
+                        e,
+                    ),
                     ast::UnaryOperator::Minus => {
                         if !is_numeric(&t) && t != A::Null {
                             return Err(plan_err(format!("cannot negate {}", type_name(&t)), e));
@@ -857,13 +866,6 @@ impl<'c> Binder<'c> {
                     ast::BinaryOperator::Or => BinOp::Or,
                     other => return Err(unsupported(&format!("the operator {other}"), e)),
                 };
-                // DATE ± INTERVAL
-                if let ast::Expr::Interval(iv) = right.as_ref()
-                    && matches!(bop, BinOp::Add | BinOp::Sub)
-                {
-                    let l = self.bind(left, scope)?;
-                    return self.date_interval(l, bop, iv, scope, e);
-                }
                 let l = self.bind(left, scope)?;
                 let r = self.bind(right, scope)?;
                 let out = self.binary(bop, l, r, scope, e)?;
@@ -983,35 +985,38 @@ impl<'c> Binder<'c> {
                 self.cast(expr, data_type, e, scope)
             }
             ast::Expr::Extract { field, expr, .. } => {
-                let part = match field {
-                    ast::DateTimeField::Year | ast::DateTimeField::Years => DatePart::Year,
-                    ast::DateTimeField::Month | ast::DateTimeField::Months => DatePart::Month,
-                    ast::DateTimeField::Day | ast::DateTimeField::Days => DatePart::Day,
-                    ast::DateTimeField::Hour | ast::DateTimeField::Hours => DatePart::Hour,
-                    ast::DateTimeField::Minute | ast::DateTimeField::Minutes => DatePart::Minute,
-                    // The other fields: DATE_PART's, a BIGINT where the
-                    // field is whole (PostgreSQL: a numeric), else a DOUBLE.
-                    other => {
-                        use crate::query::func::{Func, Unit};
-                        let text = other.to_string();
-                        let Some(unit) = Unit::of(&text) else {
-                            return Err(unsupported(&format!("EXTRACT({other})"), e));
-                        };
-                        let x = self.bind(expr, scope)?;
-                        let types = vec![A::Utf8, self.ty(&x, scope)];
-                        let name = Expr::Literal(Arc::new(StringArray::from(vec![text])));
-                        let part = self.call(Func::DatePart, vec![name, x], types, e)?;
-                        let fraction =
-                            matches!(unit, Unit::Second | Unit::Milliseconds | Unit::Epoch);
-                        return Ok(if fraction {
-                            part
-                        } else {
-                            coerce(part, &A::Float64, &A::Int64)
-                        });
-                    }
-                };
                 let x = self.bind(expr, scope)?;
                 let t = self.ty(&x, scope);
+                let part = match field {
+                    // Of an interval, every field is DATE_PART's.
+                    _ if t == interval::TYPE => None,
+                    ast::DateTimeField::Year | ast::DateTimeField::Years => Some(DatePart::Year),
+                    ast::DateTimeField::Month | ast::DateTimeField::Months => Some(DatePart::Month),
+                    ast::DateTimeField::Day | ast::DateTimeField::Days => Some(DatePart::Day),
+                    ast::DateTimeField::Hour | ast::DateTimeField::Hours => Some(DatePart::Hour),
+                    ast::DateTimeField::Minute | ast::DateTimeField::Minutes => {
+                        Some(DatePart::Minute)
+                    }
+                    _ => None,
+                };
+                let Some(part) = part else {
+                    // The other fields: DATE_PART's, a BIGINT where the
+                    // field is whole (PostgreSQL: a numeric), else a DOUBLE.
+                    use crate::query::func::{Func, Unit};
+                    let text = field.to_string();
+                    let Some(unit) = Unit::of(&text) else {
+                        return Err(unsupported(&format!("EXTRACT({field})"), e));
+                    };
+                    let types = vec![A::Utf8, t];
+                    let name = Expr::Literal(Arc::new(StringArray::from(vec![text])));
+                    let part = self.call(Func::DatePart, vec![name, x], types, e)?;
+                    let fraction = matches!(unit, Unit::Second | Unit::Milliseconds | Unit::Epoch);
+                    return Ok(if fraction {
+                        part
+                    } else {
+                        coerce(part, &A::Float64, &A::Int64)
+                    });
+                };
                 if !matches!(t, A::Date32 | A::Timestamp(..) | A::Null) {
                     return Err(plan_err(
                         format!("EXTRACT needs a DATE or TIMESTAMP, not {}", type_name(&t)),
@@ -1106,7 +1111,7 @@ impl<'c> Binder<'c> {
                 "EXISTS (SELECT …) other than as a condition of WHERE (under its AND, OR and NOT)",
                 e,
             )),
-            ast::Expr::Interval(_) => Err(unsupported("an INTERVAL outside DATE ± INTERVAL", e)),
+            ast::Expr::Interval(iv) => interval_literal(iv, e),
             other => Err(unsupported(&format!("the expression {other}"), e)),
         }
     }
@@ -1328,6 +1333,29 @@ impl<'c> Binder<'c> {
         scope: &mut Scope,
     ) -> Result<Expr> {
         let x = self.bind(expr, scope)?;
+        // Intervals: `x = a OR x = b …`, each compared as PostgreSQL
+        // compares them (the same three-valued answer as IN's).
+        if self.ty(&x, scope) == interval::TYPE {
+            let mut any: Option<Expr> = None;
+            for item in list {
+                let it = self.bind(item, scope)?;
+                let eq = self.binary(BinOp::Eq, x.clone(), it, scope, item)?;
+                any = Some(match any {
+                    None => eq,
+                    Some(a) => Expr::Binary {
+                        op: BinOp::Or,
+                        left: Box::new(a),
+                        right: Box::new(eq),
+                    },
+                });
+            }
+            let any = any.ok_or_else(|| plan_err("IN needs a list".into(), expr))?;
+            return Ok(if negated {
+                Expr::Not(Box::new(any))
+            } else {
+                any
+            });
+        }
         if list.len() >= LITERALS_AT_ONCE
             && let Some(e) = self.literal_in_list(&x, list, negated, scope)?
         {
@@ -1654,64 +1682,181 @@ impl<'c> Binder<'c> {
         })
     }
 
-    fn date_interval(
-        &self,
-        l: Expr,
-        op: BinOp,
-        iv: &ast::Interval,
-        scope: &Scope,
-        node: &ast::Expr,
-    ) -> Result<Expr> {
-        let t = self.ty(&l, scope);
-        if t != A::Date32 {
-            return Err(plan_err(
-                format!("INTERVAL arithmetic needs a DATE, not {}", type_name(&t)),
-                node,
-            ));
-        }
-        let text = match iv.value.as_ref() {
-            ast::Expr::Value(v) => v.value.clone().into_string(),
-            _ => None,
-        }
-        .ok_or_else(|| unsupported("an INTERVAL that is not a quoted number", node))?;
-        let n: i32 = text
-            .trim()
-            .parse()
-            .map_err(|_| plan_err(format!("bad INTERVAL value {text:?}"), node))?;
-        let n = if op == BinOp::Sub { -n } else { n };
-        let e = match iv.leading_field {
-            Some(ast::DateTimeField::Day | ast::DateTimeField::Days) => Expr::AddDays {
-                expr: Box::new(l),
-                days: n,
-            },
-            Some(ast::DateTimeField::Month | ast::DateTimeField::Months) => Expr::AddMonths {
-                expr: Box::new(l),
-                months: n,
-            },
-            Some(ast::DateTimeField::Year | ast::DateTimeField::Years) => Expr::AddMonths {
-                expr: Box::new(l),
-                months: n * 12,
-            },
-            _ => {
-                return Err(unsupported(
-                    "an INTERVAL unit other than DAY, MONTH or YEAR",
-                    node,
-                ));
-            }
+    /// DATE ± an INTERVAL constant of whole days: the date moved by date
+    /// arithmetic (months first, the day clamped to the month's end, then
+    /// days, as PostgreSQL adds them), as a TIMESTAMP (its midnight, as
+    /// PostgreSQL answers); of a literal date, a literal, which a DATE
+    /// compares with as a date (`d < DATE '1998-12-01' - INTERVAL '90'
+    /// DAY` stays a date comparison a zone map reads: see `binary`).
+    fn date_plus(&self, l: Expr, op: BinOp, iv: Interval, node: &ast::Expr) -> Result<Expr> {
+        let iv = if op == BinOp::Sub {
+            iv.checked_neg()
+                .ok_or_else(|| plan_err(interval::out_of_range(), node))?
+        } else {
+            iv
         };
+        let mut e = l;
+        if iv.months != 0 {
+            e = Expr::AddMonths {
+                expr: Box::new(e),
+                months: iv.months,
+            };
+        }
+        if iv.days != 0 {
+            e = Expr::AddDays {
+                expr: Box::new(e),
+                days: iv.days,
+            };
+        }
         // Constant-fold literal dates.
-        if let Expr::AddDays { expr, .. } | Expr::AddMonths { expr, .. } = &e
-            && let Expr::Literal(_) = expr.as_ref()
-        {
+        let literal = match &e {
+            Expr::AddDays { expr, .. } | Expr::AddMonths { expr, .. } => match expr.as_ref() {
+                Expr::Literal(_) => true,
+                Expr::AddMonths { expr, .. } => matches!(expr.as_ref(), Expr::Literal(_)),
+                _ => false,
+            },
+            _ => false,
+        };
+        let stamp = A::Timestamp(arrow_schema::TimeUnit::Microsecond, None);
+        if literal {
             let empty = crate::query::exec::empty_input(1)?;
             if let crate::query::expr::Value::Scalar(a) = e
                 .eval(&empty)
                 .map_err(|er| plan_err(er.to_string(), node))?
             {
-                return Ok(lit(a));
+                return Ok(coerce(lit(a), &A::Date32, &stamp));
             }
         }
-        Ok(e)
+        Ok(coerce(e, &A::Date32, &stamp))
+    }
+
+    /// Arithmetic with an INTERVAL, and TIMESTAMP - TIMESTAMP (see
+    /// [`interval::Op`]).
+    fn interval_arith(
+        &self,
+        op: BinOp,
+        (l, lt): (Expr, A),
+        (r, rt): (Expr, A),
+        node: &ast::Expr,
+    ) -> Result<Expr> {
+        use crate::query::func::Func;
+        use interval::Op;
+        let iv = |t: &A| *t == interval::TYPE || *t == A::Null;
+        let time = |t: &A| matches!(t, A::Date32 | A::Timestamp(..));
+        let stamp = |t: &A| match t {
+            A::Date32 => A::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+            t => t.clone(),
+        };
+        let call = |op: Op, args: Vec<Expr>, ty: A| {
+            fold(
+                Expr::Call {
+                    func: Func::Interval(op),
+                    args,
+                    ty,
+                },
+                node,
+            )
+        };
+        let mismatch = || {
+            plan_err(
+                format!(
+                    "operator {} cannot be applied to {} and {}",
+                    op_text(op),
+                    type_name(&lt),
+                    type_name(&rt)
+                ),
+                node,
+            )
+        };
+        let sub = op == BinOp::Sub;
+        match op {
+            BinOp::Add | BinOp::Sub if time(&lt) && iv(&rt) => {
+                if lt == A::Date32
+                    && let Expr::Literal(a) = &r
+                    && let Some(v) = interval::values(a).first().copied().flatten()
+                    && v.micros == 0
+                {
+                    return self.date_plus(l, op, v, node);
+                }
+                let to = stamp(&lt);
+                let args = vec![coerce(l, &lt, &to), coerce(r, &rt, &interval::TYPE)];
+                call(Op::PlusTimestamp { sub }, args, to)
+            }
+            BinOp::Add if iv(&lt) && time(&rt) => {
+                self.interval_arith(op, (r, rt.clone()), (l, lt.clone()), node)
+            }
+            BinOp::Sub if time(&lt) && time(&rt) => {
+                let to = common_type(&[stamp(&lt), stamp(&rt)]).ok_or_else(mismatch)?;
+                let args = vec![coerce(l, &lt, &to), coerce(r, &rt, &to)];
+                call(Op::TimestampDiff, args, interval::TYPE)
+            }
+            BinOp::Add | BinOp::Sub if iv(&lt) && iv(&rt) => {
+                let args = vec![
+                    coerce(l, &lt, &interval::TYPE),
+                    coerce(r, &rt, &interval::TYPE),
+                ];
+                call(Op::Add { sub }, args, interval::TYPE)
+            }
+            BinOp::Mul | BinOp::Div if iv(&lt) && (is_numeric(&rt) || rt == A::Null) => {
+                let args = vec![coerce(l, &lt, &interval::TYPE), coerce(r, &rt, &A::Float64)];
+                call(
+                    Op::Scale {
+                        divide: op == BinOp::Div,
+                    },
+                    args,
+                    interval::TYPE,
+                )
+            }
+            BinOp::Mul if is_numeric(&lt) && iv(&rt) => {
+                self.interval_arith(op, (r, rt.clone()), (l, lt.clone()), node)
+            }
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// A comparison of INTERVALs (a quoted literal on either side read
+    /// as one), by the number PostgreSQL compares: a month as 30 days, a
+    /// day as 24 hours (`INTERVAL '1 mon' = INTERVAL '30 days'`).
+    fn interval_compare(
+        &self,
+        op: BinOp,
+        (l, lt): (Expr, A),
+        (r, rt): (Expr, A),
+        node: &ast::Expr,
+    ) -> Result<Expr> {
+        let as_interval = |x: Expr, t: A| -> Result<(Expr, A)> {
+            match &x {
+                Expr::Literal(a) if t == A::Utf8 => {
+                    let c =
+                        cast(a, &interval::TYPE).map_err(|er| plan_err(er.to_string(), node))?;
+                    Ok((lit(c), interval::TYPE))
+                }
+                _ => Ok((x, t)),
+            }
+        };
+        let (l, lt) = as_interval(l, lt)?;
+        let (r, rt) = as_interval(r, rt)?;
+        for t in [&lt, &rt] {
+            if *t != interval::TYPE && *t != A::Null {
+                return Err(plan_err(
+                    format!("cannot compare {} with {}", type_name(&lt), type_name(&rt)),
+                    node,
+                ));
+            }
+        }
+        let key = |x: Expr, t: &A| Expr::Call {
+            func: crate::query::func::Func::Interval(interval::Op::Key),
+            args: vec![coerce(x, t, &interval::TYPE)],
+            ty: A::Decimal128(38, 0),
+        };
+        fold(
+            Expr::Binary {
+                op,
+                left: Box::new(key(l, &lt)),
+                right: Box::new(key(r, &rt)),
+            },
+            node,
+        )
     }
 
     /// `(SELECT …)` as a value: planned as a query of its own, run once
@@ -1851,6 +1996,18 @@ impl<'c> Binder<'c> {
                     right: Box::new(coerce(r, &rt, &A::Boolean)),
                 })
             }
+            _ if op.is_arithmetic()
+                && (lt == interval::TYPE
+                    || rt == interval::TYPE
+                    || (op == BinOp::Sub
+                        && matches!(lt, A::Date32 | A::Timestamp(..))
+                        && matches!(rt, A::Timestamp(..))
+                        || (op == BinOp::Sub
+                            && matches!(lt, A::Timestamp(..))
+                            && rt == A::Date32))) =>
+            {
+                self.interval_arith(op, (l, lt), (r, rt), node)
+            }
             // DATE ± days and DATE - DATE, as PostgreSQL has them.
             BinOp::Add | BinOp::Sub
                 if matches!(
@@ -1945,6 +2102,9 @@ impl<'c> Binder<'c> {
                     }
                     _ => (l, lt, r, rt),
                 };
+                if lt == interval::TYPE || rt == interval::TYPE {
+                    return self.interval_compare(op, (l, lt), (r, rt), node);
+                }
                 let target = common_type(&[lt.clone(), rt.clone()]).ok_or_else(|| {
                     plan_err(
                         format!("cannot compare {} with {}", type_name(&lt), type_name(&rt)),
@@ -1955,6 +2115,24 @@ impl<'c> Binder<'c> {
                     A::Boolean
                 } else {
                     target
+                };
+                // A DATE and a TIMESTAMP constant at midnight compare as
+                // dates (`d < DATE '1995-01-01' + INTERVAL '1' MONTH`):
+                // the same answer, and a comparison of the stored dates.
+                let midnight = |x: &Expr| match x {
+                    Expr::Literal(a) if a.data_type() == &target && a.is_valid(0) => {
+                        use arrow_array::cast::AsArray;
+                        a.as_primitive::<arrow_array::types::TimestampMicrosecondType>()
+                            .value(0)
+                            .rem_euclid(86_400_000_000)
+                            == 0
+                    }
+                    _ => false,
+                };
+                let target = match (&lt, &rt, &target) {
+                    (A::Date32, _, A::Timestamp(_, None)) if midnight(&r) => A::Date32,
+                    (_, A::Date32, A::Timestamp(_, None)) if midnight(&l) => A::Date32,
+                    _ => target,
                 };
                 Ok(Expr::Binary {
                     op,
@@ -1979,6 +2157,47 @@ pub(super) fn unknown_as(a: &ArrayRef, t: &A) -> A {
         }
         other => other.clone(),
     }
+}
+
+/// `INTERVAL '…' [unit [TO unit]]` as a constant: the text read as
+/// PostgreSQL reads it (see [`interval::parse`]); a bare number is of the
+/// last unit named, and the fields below it are dropped.
+fn interval_literal(iv: &ast::Interval, e: &ast::Expr) -> Result<Expr> {
+    let number = |v: &ast::Value| match v {
+        ast::Value::SingleQuotedString(s) => Some(s.clone()),
+        ast::Value::Number(n, _) => Some(n.clone()),
+        _ => None,
+    };
+    let text = match iv.value.as_ref() {
+        ast::Expr::Value(v) => number(&v.value),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            ast::Expr::Value(v) => number(&v.value).map(|n| format!("-{n}")),
+            _ => None,
+        },
+        _ => None,
+    }
+    .ok_or_else(|| {
+        unsupported(
+            "an INTERVAL of an expression (write INTERVAL '5 days', or n * INTERVAL '1 day')",
+            e,
+        )
+    })?;
+    let unit = |f: &ast::DateTimeField| {
+        crate::query::func::Unit::of(&f.to_string())
+            .ok_or_else(|| unsupported(&format!("INTERVAL … {f}"), e))
+    };
+    let field = match (&iv.last_field, &iv.leading_field) {
+        (Some(f), _) | (None, Some(f)) => Some(unit(f)?),
+        (None, None) => None,
+    };
+    let v = interval::parse(&text, field).map_err(|m| Error::Argument {
+        state: "22007",
+        message: format!("{m}{}", at(e.span())),
+    })?;
+    Ok(lit(interval::array([Some(v)])?))
 }
 
 /// Evaluates an operator over two literals once, at plan time.

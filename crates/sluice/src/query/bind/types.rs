@@ -144,6 +144,7 @@ pub(crate) fn sql_type(t: &ast::DataType, node: &ast::Expr) -> Result<A> {
             }
         },
         D::Date => A::Date32,
+        D::Interval { .. } => crate::query::interval::TYPE,
         // An instant's type; the binder gives it the session's zone.
         D::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
             A::Timestamp(TimeUnit::Microsecond, Some(crate::batch::UTC_ZONE.into()))

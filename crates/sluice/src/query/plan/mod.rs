@@ -666,7 +666,13 @@ fn aggregate(
     let key_asts = group_keys(q)?;
     let mut keys = Vec::new();
     for k in &key_asts {
-        keys.push(binder.bind(k, &mut Scope::Row { clause: "GROUP BY" })?);
+        let key = binder.bind(k, &mut Scope::Row { clause: "GROUP BY" })?;
+        // PostgreSQL groups '1 mon' with '30 days' (equal as compared);
+        // grouping by the stored fields would split them.
+        if key.data_type(&binder.types()) == crate::query::interval::TYPE {
+            return Err(unsupported("GROUP BY or DISTINCT of an INTERVAL value", k));
+        }
+        keys.push(key);
     }
     let mut key_shown: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
     let mut sets = None;
@@ -1514,6 +1520,12 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         },
     )?;
     let t = arg.data_type(&binder.types());
+    if t == crate::query::interval::TYPE && (func != AggFunc::Count || distinct) {
+        return Err(unsupported(
+            &format!("{}(...) of an INTERVAL value", name.to_uppercase()),
+            node,
+        ));
+    }
     if distinct && func != AggFunc::Count && func != AggFunc::Min && func != AggFunc::Max {
         return Err(unsupported(
             &format!("{}(DISTINCT ...)", name.to_uppercase()),

@@ -707,13 +707,27 @@ impl Collector<'_> {
         };
         // PARTITION BY and ORDER BY, bound in the query's scope.
         let mut partition_exprs = Vec::new();
+        let no_interval = |t: &A, x: &ast::Expr| {
+            // PostgreSQL's order and equality of intervals (a month as
+            // 30 days) are not the stored fields'.
+            if *t == crate::query::interval::TYPE {
+                return Err(Error::Unsupported(format!(
+                    "an INTERVAL in a window's PARTITION BY or ORDER BY is not supported{}",
+                    at(x.span())
+                )));
+            }
+            Ok(())
+        };
         for p in &spec.partition_by {
-            partition_exprs.push(binder.bind(p, scope)?);
+            let e = binder.bind(p, scope)?;
+            no_interval(&binder.type_in(&e, scope), p)?;
+            partition_exprs.push(e);
         }
         let mut order_exprs = Vec::new();
         for o in &spec.order_by {
             let e = binder.bind(&o.expr, scope)?;
             let t = binder.type_in(&e, scope);
+            no_interval(&t, &o.expr)?;
             order_exprs.push((e, t, o));
         }
         let frame = self.frame_of(&spec, &order_exprs, node)?;
