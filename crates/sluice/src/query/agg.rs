@@ -162,6 +162,7 @@ pub enum AggInput<'a> {
 }
 
 /// Per-group state of one aggregate.
+#[derive(Clone)]
 enum Acc {
     Count(Vec<i64>),
     /// Integer or decimal sum (unscaled) and whether any value was seen.
@@ -1570,87 +1571,71 @@ impl GroupTable {
                 .map(|i| self.group_of(keys.get(i)))
                 .collect()
         };
-        for (mine, theirs) in self.accs.iter_mut().zip(accs) {
-            match (mine, theirs) {
-                (Acc::Count(a), Acc::Count(b)) => {
-                    map.iter().zip(b).for_each(|(&g, x)| a[g as usize] += x)
-                }
-                (Acc::SumInt(a, sa), Acc::SumInt(b, sb)) => {
-                    for (j, &g) in map.iter().enumerate() {
-                        a[g as usize] += b[j];
-                        sa[g as usize] |= sb[j];
-                    }
-                }
-                (Acc::SumFloat(a, sa), Acc::SumFloat(b, sb)) => {
-                    for (j, &g) in map.iter().enumerate().filter(|(_, g)| **g != 0) {
-                        a[g as usize] = add_f64(a[g as usize], b[j])?;
-                        sa[g as usize] |= sb[j];
-                    }
-                }
-                (Acc::AvgInt(a, na, _), Acc::AvgInt(b, nb, _)) => {
-                    for (j, &g) in map.iter().enumerate() {
-                        a[g as usize] += b[j];
-                        na[g as usize] += nb[j];
-                    }
-                }
-                (Acc::AvgFloat(a, na), Acc::AvgFloat(b, nb)) => {
-                    for (j, &g) in map.iter().enumerate().filter(|(_, g)| **g != 0) {
-                        a[g as usize] = add_f64(a[g as usize], b[j])?;
-                        na[g as usize] += nb[j];
-                    }
-                }
-                (Acc::MinMax(a, is_max), Acc::MinMax(b, _)) => {
-                    for (j, x) in b.into_iter().enumerate() {
-                        let Some(x) = x else { continue };
-                        let slot = &mut a[map[j] as usize];
-                        let better = match slot {
-                            None => true,
-                            Some(cur) => {
-                                if *is_max {
-                                    x > *cur
-                                } else {
-                                    x < *cur
-                                }
-                            }
-                        };
-                        if better {
-                            *slot = Some(x);
-                        }
-                    }
-                }
-                (Acc::DistinctInt(a), Acc::DistinctInt(b)) => {
-                    for (j, set) in b.into_iter().enumerate() {
-                        a[map[j] as usize].extend(set);
-                    }
-                }
-                (Acc::Distinct(a), Acc::Distinct(b)) => {
-                    for (j, set) in b.into_iter().enumerate() {
-                        a[map[j] as usize].extend(set);
-                    }
-                }
-                (Acc::Var(a), Acc::Var(b)) => {
-                    for (j, st) in b.iter().enumerate() {
-                        a[map[j] as usize].merge(st);
-                    }
-                }
-                (Acc::Collect(a), Acc::Collect(b)) => {
-                    for (j, rows) in b.into_iter().enumerate() {
-                        a[map[j] as usize].extend(rows);
-                    }
-                }
-                (Acc::Bool(a, and), Acc::Bool(b, _)) => {
-                    for (j, x) in b.into_iter().enumerate() {
-                        let Some(x) = x else { continue };
-                        let slot = &mut a[map[j] as usize];
-                        *slot = Some(match *slot {
-                            None => x,
-                            Some(y) if *and => x && y,
-                            Some(y) => x || y,
-                        });
-                    }
-                }
-                _ => return Err(Error::Internal("merging different aggregates".into())),
+        combine(&mut self.accs, accs, &map)
+    }
+
+    /// Grouping sets: the groups of each set `s` with a base `bases[s]`
+    /// (a set holding all of its keys: see [`super::grouping::bases`])
+    /// made from that base's groups, their keys outside `sets[s]` NULL,
+    /// their states merged, instead of from the rows again: ROLLUP's
+    /// coarser sets cost the finest set's groups, not its rows. The
+    /// bases' groups must all be in the table (after the workers'
+    /// tables are merged).
+    pub fn roll_up(&mut self, bases: &[Option<usize>], sets: &[Vec<bool>]) -> Result<()> {
+        if bases.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let Some(conv) = &self.key_conv else {
+            return Err(Error::Internal("grouping sets without keys".into()));
+        };
+        let parser = conv.parser();
+        // Every group's keys but the trash group's (0); the set number
+        // last.
+        let cols = conv
+            .convert_rows((1..self.keys.len()).map(|i| parser.parse(self.keys.get(i))))
+            .map_err(exec_err)?;
+        let Some(numbers) = cols
+            .last()
+            .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
+        else {
+            return Err(Error::Internal(
+                "grouping sets without their numbers".into(),
+            ));
+        };
+        for (s, base) in bases.iter().enumerate() {
+            let Some(b) = *base else { continue };
+            let at: Vec<u32> = (0..numbers.len() as u32)
+                .filter(|&j| numbers.value(j as usize) == b as i64)
+                .collect();
+            if at.is_empty() {
+                continue;
             }
+            let take = arrow_array::UInt32Array::from(at.clone());
+            let mut keys = Vec::with_capacity(cols.len());
+            for (i, c) in cols[..cols.len() - 1].iter().enumerate() {
+                keys.push(if sets[s].get(i).copied().unwrap_or(false) {
+                    arrow_select::take::take(c.as_ref(), &take, None).map_err(exec_err)?
+                } else {
+                    arrow_array::new_null_array(c.data_type(), at.len())
+                });
+            }
+            keys.push(Arc::new(arrow_array::Int64Array::from(vec![
+                s as i64;
+                at.len()
+            ])));
+            let rows = self
+                .key_conv
+                .as_ref()
+                .ok_or_else(|| Error::Internal("no key converter".into()))?
+                .convert_columns(&keys)
+                .map_err(exec_err)?;
+            let map: Vec<u32> = (0..at.len())
+                .map(|r| self.group_of(rows.row(r).as_ref()))
+                .collect();
+            // The base's groups are 1 + their position among `cols`.
+            let groups: Vec<u32> = at.iter().map(|j| j + 1).collect();
+            let theirs: Vec<Acc> = self.accs.iter().map(|a| a.gather(&groups)).collect();
+            combine(&mut self.accs, theirs, &map)?;
         }
         Ok(())
     }
@@ -1928,6 +1913,116 @@ fn collected(
         }
         _ => return Err(Error::Internal(format!("{func:?} does not collect"))),
     })
+}
+
+/// `theirs` (the states of other groups) merged into `accs`: their
+/// group `j` into group `map[j]`.
+fn combine(accs: &mut [Acc], theirs: Vec<Acc>, map: &[u32]) -> Result<()> {
+    for (mine, theirs) in accs.iter_mut().zip(theirs) {
+        match (mine, theirs) {
+            (Acc::Count(a), Acc::Count(b)) => {
+                map.iter().zip(b).for_each(|(&g, x)| a[g as usize] += x)
+            }
+            (Acc::SumInt(a, sa), Acc::SumInt(b, sb)) => {
+                for (j, &g) in map.iter().enumerate() {
+                    a[g as usize] += b[j];
+                    sa[g as usize] |= sb[j];
+                }
+            }
+            (Acc::SumFloat(a, sa), Acc::SumFloat(b, sb)) => {
+                for (j, &g) in map.iter().enumerate().filter(|(_, g)| **g != 0) {
+                    a[g as usize] = add_f64(a[g as usize], b[j])?;
+                    sa[g as usize] |= sb[j];
+                }
+            }
+            (Acc::AvgInt(a, na, _), Acc::AvgInt(b, nb, _)) => {
+                for (j, &g) in map.iter().enumerate() {
+                    a[g as usize] += b[j];
+                    na[g as usize] += nb[j];
+                }
+            }
+            (Acc::AvgFloat(a, na), Acc::AvgFloat(b, nb)) => {
+                for (j, &g) in map.iter().enumerate().filter(|(_, g)| **g != 0) {
+                    a[g as usize] = add_f64(a[g as usize], b[j])?;
+                    na[g as usize] += nb[j];
+                }
+            }
+            (Acc::MinMax(a, is_max), Acc::MinMax(b, _)) => {
+                for (j, x) in b.into_iter().enumerate() {
+                    let Some(x) = x else { continue };
+                    let slot = &mut a[map[j] as usize];
+                    let better = match slot {
+                        None => true,
+                        Some(cur) => {
+                            if *is_max {
+                                x > *cur
+                            } else {
+                                x < *cur
+                            }
+                        }
+                    };
+                    if better {
+                        *slot = Some(x);
+                    }
+                }
+            }
+            (Acc::DistinctInt(a), Acc::DistinctInt(b)) => {
+                for (j, set) in b.into_iter().enumerate() {
+                    a[map[j] as usize].extend(set);
+                }
+            }
+            (Acc::Distinct(a), Acc::Distinct(b)) => {
+                for (j, set) in b.into_iter().enumerate() {
+                    a[map[j] as usize].extend(set);
+                }
+            }
+            (Acc::Var(a), Acc::Var(b)) => {
+                for (j, st) in b.iter().enumerate() {
+                    a[map[j] as usize].merge(st);
+                }
+            }
+            (Acc::Collect(a), Acc::Collect(b)) => {
+                for (j, rows) in b.into_iter().enumerate() {
+                    a[map[j] as usize].extend(rows);
+                }
+            }
+            (Acc::Bool(a, and), Acc::Bool(b, _)) => {
+                for (j, x) in b.into_iter().enumerate() {
+                    let Some(x) = x else { continue };
+                    let slot = &mut a[map[j] as usize];
+                    *slot = Some(match *slot {
+                        None => x,
+                        Some(y) if *and => x && y,
+                        Some(y) => x || y,
+                    });
+                }
+            }
+            _ => return Err(Error::Internal("merging different aggregates".into())),
+        }
+    }
+    Ok(())
+}
+
+impl Acc {
+    /// The states of groups `idx`, in that order.
+    fn gather(&self, idx: &[u32]) -> Acc {
+        fn pick<T: Clone>(v: &[T], idx: &[u32]) -> Vec<T> {
+            idx.iter().map(|&i| v[i as usize].clone()).collect()
+        }
+        match self {
+            Acc::Count(v) => Acc::Count(pick(v, idx)),
+            Acc::SumInt(v, s) => Acc::SumInt(pick(v, idx), pick(s, idx)),
+            Acc::SumFloat(v, s) => Acc::SumFloat(pick(v, idx), pick(s, idx)),
+            Acc::AvgInt(v, n, scale) => Acc::AvgInt(pick(v, idx), pick(n, idx), *scale),
+            Acc::AvgFloat(v, n) => Acc::AvgFloat(pick(v, idx), pick(n, idx)),
+            Acc::MinMax(v, max) => Acc::MinMax(pick(v, idx), *max),
+            Acc::Distinct(v) => Acc::Distinct(pick(v, idx)),
+            Acc::DistinctInt(v) => Acc::DistinctInt(pick(v, idx)),
+            Acc::Var(v) => Acc::Var(pick(v, idx)),
+            Acc::Bool(v, and) => Acc::Bool(pick(v, idx), *and),
+            Acc::Collect(v) => Acc::Collect(pick(v, idx)),
+        }
+    }
 }
 
 /// One or two key columns whose values are all one-byte TEXT without

@@ -718,7 +718,13 @@ fn execute_block(
                 Some(cols) => cols,
                 None => {
                     let fast = fast_programs(aggs, &types);
-                    // Grouping sets fold each row once a set: the general path.
+                    // Grouping sets fold each row once a set that no
+                    // other set holds (the others are made from those
+                    // sets' groups at the end): the general path.
+                    let bases = sets
+                        .as_deref()
+                        .map(|s| super::grouping::bases(s))
+                        .unwrap_or_default();
                     let fused = match sets {
                         None => Fused::new(aggs, &fast),
                         Some(_) => None,
@@ -883,6 +889,11 @@ fn execute_block(
                                             },
                                             Some(sets) => {
                                                 for (s, present) in sets.iter().enumerate() {
+                                                    // Made from a larger set's
+                                                    // groups at the end.
+                                                    if bases[s].is_some() {
+                                                        continue;
+                                                    }
                                                     let ks = super::grouping::set_keys(
                                                         &k, present, s, &key_types, n,
                                                     )?;
@@ -922,6 +933,8 @@ fn execute_block(
                     match sets {
                         None => fin.finish()?,
                         Some(sets) => {
+                            fin.roll_up(&bases, sets)?;
+                            mem.resize(fin.bytes() as u64)?;
                             super::grouping::with_empty_sets(fin.finish()?, sets, &key_types, aggs)?
                         }
                     }

@@ -15,6 +15,29 @@ use super::agg::{AggCall, GroupTable};
 use super::expr::exec_err;
 use crate::error::Result;
 
+/// For each set, the set its groups are made from when not from the
+/// rows (see [`GroupTable::roll_up`]): a set none other holds is folded
+/// from the rows (`None`); another is made from the first such set that
+/// holds all of its keys and more. ROLLUP (a, b, c) folds the rows once,
+/// into (a, b, c), not four times.
+pub fn bases(sets: &[Vec<bool>]) -> Vec<Option<usize>> {
+    let holds = |t: &[bool], s: &[bool]| {
+        t.iter().zip(s).all(|(&a, &b)| a || !b) && t.iter().zip(s).any(|(&a, &b)| a && !b)
+    };
+    let folded: Vec<bool> = sets
+        .iter()
+        .map(|s| !sets.iter().any(|t| holds(t, s)))
+        .collect();
+    sets.iter()
+        .map(|s| {
+            if !sets.iter().any(|t| holds(t, s)) {
+                return None;
+            }
+            (0..sets.len()).find(|&t| folded[t] && holds(&sets[t], s))
+        })
+        .collect()
+}
+
 /// The group keys of set number `set` (`present`: the keys it groups
 /// by) from the evaluated keys `keys` (the set-number key last) of `rows`
 /// rows of the types `types`.
@@ -86,4 +109,26 @@ pub fn with_empty_sets(
         .zip(&extra)
         .map(|(c, e)| arrow_select::concat::concat(&[c.as_ref(), e.as_ref()]).map_err(exec_err))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_held_by_another_are_made_from_it() {
+        let v = |s: &str| s.chars().map(|c| c == '1').collect::<Vec<bool>>();
+        // ROLLUP (a, b, c): all from (a, b, c).
+        let rollup = [v("111"), v("110"), v("100"), v("000")];
+        assert_eq!(bases(&rollup), vec![None, Some(0), Some(0), Some(0)]);
+        // GROUPING SETS ((a), (b), ()): (a) and (b) from the rows, () from (a).
+        let apart = [v("10"), v("01"), v("00")];
+        assert_eq!(bases(&apart), vec![None, None, Some(0)]);
+        // The same set twice: both from the rows (neither holds more).
+        let twice = [v("10"), v("10")];
+        assert_eq!(bases(&twice), vec![None, None]);
+        // CUBE (a, b).
+        let cube = [v("11"), v("10"), v("01"), v("00")];
+        assert_eq!(bases(&cube), vec![None, Some(0), Some(0), Some(0)]);
+    }
 }
