@@ -371,6 +371,7 @@ fn type_words(toks: &[TokenWithSpan], i: usize) -> Option<Type> {
             }
         }
         "timestamptz" => Type::TIMESTAMPTZ,
+        "interval" => Type::INTERVAL,
         "bool" | "boolean" => Type::BOOL,
         "text" | "varchar" | "char" | "character" | "string" => Type::TEXT,
         _ => return None,
@@ -389,6 +390,7 @@ fn sql_type_name(t: &Type) -> &'static str {
         Type::TIMESTAMP => "TIMESTAMP",
         Type::TIMESTAMPTZ => "TIMESTAMPTZ",
         Type::BOOL => "BOOLEAN",
+        Type::INTERVAL => "INTERVAL",
         _ => "TEXT",
     }
 }
@@ -409,7 +411,12 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
             ),
         )
     };
+    // Text holds no NUL (PostgreSQL's text cannot; and an error message
+    // quoting one would be cut short on the wire).
     let text = |v: &[u8]| {
+        if v.contains(&0) {
+            return Err(bad("UTF-8 (a NUL byte)"));
+        }
         std::str::from_utf8(v)
             .map(str::to_string)
             .map_err(|_| bad("UTF-8"))
@@ -546,6 +553,27 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
                 text(v)?
             };
             Ok(format!("TIMESTAMPTZ {}", quote(&s)))
+        }
+        // Binary: microseconds, days, months.
+        Type::INTERVAL => {
+            let s = if binary {
+                let b = fixed(16)?;
+                let num = |r: std::ops::Range<usize>| b[r].to_vec();
+                let micros =
+                    i64::from_be_bytes(num(0..8).try_into().map_err(|_| bad("binary data"))?);
+                let days =
+                    i32::from_be_bytes(num(8..12).try_into().map_err(|_| bad("binary data"))?);
+                let months =
+                    i32::from_be_bytes(num(12..16).try_into().map_err(|_| bad("binary data"))?);
+                sluice::query::interval::format(sluice::query::interval::Interval {
+                    months,
+                    days,
+                    micros,
+                })
+            } else {
+                text(v)?
+            };
+            Ok(format!("INTERVAL {}", quote(&s)))
         }
         _ => Ok(quote(&text(v)?)),
     }

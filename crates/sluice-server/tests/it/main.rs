@@ -1233,6 +1233,39 @@ async fn intervals_are_postgresql_intervals_in_text_and_binary() {
     assert_eq!(raw(1), bytes(1_800_000_000, 1, 0));
     assert_eq!(raw(2), bytes(0, -1, 0));
     assert_eq!(raw(3), None);
+    // A parameter of type interval in binary (as psycopg sends a
+    // timedelta): added to a timestamp.
+    let st = c
+        .prepare_typed(
+            "SELECT CAST(TIMESTAMP '2024-01-31 10:00' + $1 AS TEXT)",
+            &[Type::INTERVAL],
+        )
+        .await
+        .unwrap();
+    let row = c
+        .query_one(&st, &[&IntervalParam(bytes(5_400_000_000, 1, 1).unwrap())])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "2024-03-01 11:30:00");
+}
+
+/// An interval parameter's binary bytes, sent as they are.
+#[derive(Debug)]
+struct IntervalParam(Vec<u8>);
+
+impl tokio_postgres::types::ToSql for IntervalParam {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+    fn accepts(t: &Type) -> bool {
+        *t == Type::INTERVAL
+    }
+    tokio_postgres::types::to_sql_checked!();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -282,9 +282,14 @@ pub fn format(iv: Interval) -> String {
 /// Reads an interval as PostgreSQL does: `1 year 2 mons 3 days`,
 /// `-1.5 hours`, `3 4:05:06` (days and a time), `1:30`, `@ 1 day ago`,
 /// `10` (seconds, or the unit of `field`: `INTERVAL '10' DAY`), units in
-/// any case, plural or short (`mon`, `min`, `h`, `ms`, …). `field` (SQL's
-/// `INTERVAL '…' DAY`) also drops the fields below it, as PostgreSQL's
-/// typed interval does.
+/// any case, plural or short (`mon`, `min`, `h`, `ms`, …). Numbers are
+/// read exactly (decimal digits, not a double); a fraction of a unit is
+/// carried down (a month's as 30 days, a day's as 24 hours; a year's to
+/// whole months, rounded) and cut to whole microseconds. A field given
+/// twice, or a number without a unit anywhere but last (or before a
+/// time, as days), is an error. `field` (SQL's `INTERVAL '…' DAY`) also
+/// drops the fields below it, as PostgreSQL's typed interval does. Not
+/// read (errors): the SQL standard's `1-2` and ISO 8601's `P1Y2M`.
 pub fn parse(text: &str, field: Option<Unit>) -> std::result::Result<Interval, String> {
     let bad = || format!("invalid input syntax for type interval: \"{text}\"");
     let mut acc = Acc::default();
@@ -305,46 +310,37 @@ pub fn parse(text: &str, field: Option<Unit>) -> std::result::Result<Interval, S
         return Err(bad());
     }
     let mut i = 0;
-    let mut any = false;
     while i < words.len() {
         let w = words[i];
         if w.contains(':') {
             acc.time(w).ok_or_else(bad)?;
             i += 1;
-            any = true;
             continue;
         }
-        // A number, its unit joined (`10min`) or the next word; a bare
-        // number before a time is days (`3 4:05:06`), the last one alone
-        // is the field's unit, or seconds.
+        // A number, its unit joined (`10min`) or the next word.
         let split = w
             .find(|c: char| c.is_ascii_alphabetic())
             .filter(|&k| k > 0)
             .unwrap_or(w.len());
         let (num, joined) = w.split_at(split);
-        let n: f64 = num.parse().map_err(|_| bad())?;
-        if !n.is_finite() || !num.bytes().any(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
+        let n = Decimal::of(num).ok_or_else(bad)?;
+        let next = words.get(i + 1);
         let (unit, used) = if !joined.is_empty() {
             (Unit::of(joined).ok_or_else(bad)?, 1)
-        } else if let Some(next) = words.get(i + 1).filter(|n| !n.contains(':'))
-            && next.starts_with(|c: char| c.is_ascii_alphabetic())
+        } else if let Some(next) = next.filter(|n| n.starts_with(|c: char| c.is_ascii_alphabetic()))
         {
             (Unit::of(next).ok_or_else(bad)?, 2)
-        } else if words.get(i + 1).is_some_and(|n| n.contains(':')) {
+        } else if next.is_some_and(|n| n.contains(':')) {
             (Unit::Day, 1)
-        } else {
+        } else if next.is_none() {
             (field.unwrap_or(Unit::Second), 1)
+        } else {
+            return Err(bad());
         };
-        acc.add(n, unit, num.starts_with('-')).ok_or_else(bad)?;
+        acc.add(n, unit).ok_or_else(bad)?;
         i += used;
-        any = true;
     }
-    if !any {
-        return Err(bad());
-    }
-    let mut iv = acc.finish().ok_or_else(|| out_of_range())?;
+    let mut iv = acc.finish().ok_or_else(out_of_range)?;
     if ago {
         iv = iv.checked_neg().ok_or_else(out_of_range)?;
     }
@@ -380,110 +376,210 @@ fn restrict(iv: Interval, unit: Unit) -> Interval {
     }
 }
 
-/// Fields read so far, fractions carried down as PostgreSQL carries them.
+/// A number as PostgreSQL's interval reader takes it: its integer part
+/// exactly, its fraction as a double (`strtod` of `.ddd`), both with the
+/// number's sign.
+#[derive(Clone, Copy)]
+struct Decimal {
+    int: i128,
+    frac: f64,
+}
+
+impl Decimal {
+    fn of(text: &str) -> Option<Decimal> {
+        let (neg, body) = match text.as_bytes().first()? {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+        let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+        // A sign before the point (`-.5`) is not a number to PostgreSQL.
+        let signed_point = int.is_empty() && body.len() < text.len();
+        if int.is_empty() && frac.is_empty()
+            || signed_point
+            || !digits(int)
+            || !digits(frac)
+            || int.len() > 18
+        {
+            return None;
+        }
+        let int: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let frac: f64 = if frac.is_empty() {
+            0.0
+        } else {
+            format!("0.{frac}").parse().ok()?
+        };
+        Some(if neg {
+            Decimal {
+                int: -int,
+                frac: -frac,
+            }
+        } else {
+            Decimal { int, frac }
+        })
+    }
+}
+
+/// `rint`: to the nearest integer, half to even.
+fn rint(x: f64) -> f64 {
+    x.round_ties_even()
+}
+
+/// Fields read so far; fractions carried down as PostgreSQL 15 carries
+/// them (`AdjustFractMicroseconds`, `AdjustFractDays`).
 #[derive(Default)]
 struct Acc {
-    months: f64,
-    days: f64,
-    micros: f64,
+    months: i128,
+    days: i128,
+    micros: i128,
+    /// The fields given (a bit a [`Unit`]; a time is hours, minutes and
+    /// seconds): each at most once.
+    seen: u32,
 }
 
 impl Acc {
-    fn add(&mut self, n: f64, unit: Unit, _negative: bool) -> Option<()> {
+    fn mark(&mut self, bits: u32) -> Option<()> {
+        if self.seen & bits != 0 {
+            return None;
+        }
+        self.seen |= bits;
+        Some(())
+    }
+
+    /// A fraction (|frac| < 1) of `scale` microseconds: whole ones, the
+    /// rest rounded (`rint`, so a half rounds to 0).
+    fn fract_micros(&mut self, frac: f64, scale: i64) -> Option<()> {
+        if frac == 0.0 {
+            return Some(());
+        }
+        let t = frac * scale as f64;
+        let whole = t.trunc();
+        if !whole.is_finite() || whole.abs() > 9.2e18 {
+            return None;
+        }
+        self.micros += whole as i128 + rint(t - whole) as i128;
+        Some(())
+    }
+
+    /// A fraction of `scale` days: whole days, the rest as time.
+    fn fract_days(&mut self, frac: f64, scale: i64) -> Option<()> {
+        if frac == 0.0 {
+            return Some(());
+        }
+        let t = frac * scale as f64;
+        let whole = t.trunc();
+        self.days += whole as i128;
+        self.fract_micros(t - whole, DAY)
+    }
+
+    fn add(&mut self, n: Decimal, unit: Unit) -> Option<()> {
+        // Seconds with a fraction give milli- and microseconds too.
+        let fraction = if unit == Unit::Second && n.frac != 0.0 {
+            1 << Unit::Milliseconds as u32 | 1 << Unit::Microseconds as u32
+        } else {
+            0
+        };
+        self.mark(1 << unit as u32 | fraction)?;
+        let micro = |acc: &mut Acc, us: i64| {
+            acc.micros += n.int.checked_mul(i128::from(us))?;
+            acc.fract_micros(n.frac, us)
+        };
+        let years = |acc: &mut Acc, k: i64| {
+            acc.months += n.int.checked_mul(i128::from(12 * k))?;
+            acc.months += rint(n.frac * (12 * k) as f64) as i128;
+            Some(())
+        };
         match unit {
-            Unit::Microseconds => self.micros += n,
-            Unit::Milliseconds => self.micros += n * 1_000.0,
-            Unit::Second => self.micros += n * SEC as f64,
-            Unit::Minute => self.micros += n * MINUTE as f64,
-            Unit::Hour => self.micros += n * HOUR as f64,
-            Unit::Day => self.spill_days(n),
-            Unit::Week => self.spill_days(n * 7.0),
-            Unit::Month => self.spill_months(n),
-            Unit::Year => self.spill_years(n),
-            Unit::Decade => self.spill_years(n * 10.0),
-            Unit::Century => self.spill_years(n * 100.0),
-            Unit::Millennium => self.spill_years(n * 1000.0),
+            Unit::Microseconds => micro(self, 1)?,
+            Unit::Milliseconds => micro(self, 1_000)?,
+            Unit::Second => micro(self, SEC)?,
+            Unit::Minute => micro(self, MINUTE)?,
+            Unit::Hour => micro(self, HOUR)?,
+            Unit::Day => {
+                self.days += n.int;
+                self.fract_micros(n.frac, DAY)?
+            }
+            Unit::Week => {
+                self.days += n.int.checked_mul(7)?;
+                self.fract_days(n.frac, 7)?
+            }
+            Unit::Month => {
+                self.months += n.int;
+                self.fract_days(n.frac, 30)?
+            }
+            Unit::Year => years(self, 1)?,
+            Unit::Decade => years(self, 10)?,
+            Unit::Century => years(self, 100)?,
+            Unit::Millennium => years(self, 1000)?,
             _ => return None,
         }
         Some(())
     }
 
-    fn spill_days(&mut self, n: f64) {
-        let whole = n.trunc();
-        self.days += whole;
-        self.micros += ((n - whole) * DAY as f64).round();
-    }
-
-    fn spill_months(&mut self, n: f64) {
-        let whole = n.trunc();
-        self.months += whole;
-        self.spill_days((n - whole) * 30.0);
-    }
-
-    fn spill_years(&mut self, n: f64) {
-        // A fraction of a year is whole months (PostgreSQL rounds it).
-        let whole = n.trunc();
-        self.months += whole * 12.0 + ((n - whole) * 12.0).round();
-    }
-
-    /// `[-]h:m[:s[.f]]`.
+    /// `[-]h:m[:s[.f]]`, the fraction of a microsecond rounded half to
+    /// even.
     fn time(&mut self, w: &str) -> Option<()> {
+        // A time gives hours, minutes, seconds and their fractions.
+        self.mark(
+            1 << Unit::Hour as u32
+                | 1 << Unit::Minute as u32
+                | 1 << Unit::Second as u32
+                | 1 << Unit::Milliseconds as u32
+                | 1 << Unit::Microseconds as u32,
+        )?;
         let (neg, body) = match w.strip_prefix('-') {
             Some(b) => (true, b),
             None => (false, w.strip_prefix('+').unwrap_or(w)),
         };
-        let parts: Vec<&str> = body.split(':').collect();
+        let mut parts: Vec<&str> = body.split(':').collect();
         if !(2..=3).contains(&parts.len()) {
             return None;
         }
-        let whole = |p: &str| -> Option<f64> {
-            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| p.parse::<f64>().ok())
+        // `m:s.f`: minutes and seconds, when the second has a fraction.
+        if parts.len() == 2 && parts[1].contains('.') {
+            parts.insert(0, "0");
+        }
+        let whole = |p: &str| -> Option<i128> {
+            (!p.is_empty() && p.len() <= 18 && p.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| p.parse().ok())
                 .flatten()
         };
         let h = whole(parts[0])?;
         let m = whole(parts[1])?;
-        if m >= 60.0 {
+        if m >= 60 {
             return None;
         }
         let s = match parts.get(2) {
             Some(p) => {
                 let (i, f) = p.split_once('.').unwrap_or((p, ""));
-                if !f.bytes().all(|b| b.is_ascii_digit()) {
+                let s = whole(i)?;
+                if s >= 60 || !f.bytes().all(|b| b.is_ascii_digit()) {
                     return None;
                 }
-                let s: f64 = format!(
-                    "{}.{}",
-                    whole(i)? as u64,
-                    if f.is_empty() { "0" } else { f }
-                )
-                .parse()
-                .ok()?;
-                if s >= 60.0 {
-                    return None;
-                }
-                s
+                let f = &f[..f.len().min(18)];
+                let (num, scale) = if f.is_empty() {
+                    (0, 1)
+                } else {
+                    (f.parse::<i128>().ok()?, 10i128.pow(f.len() as u32))
+                };
+                let us = num * i128::from(SEC);
+                let (q, r) = (us / scale, us % scale);
+                let up = 2 * r > scale || (2 * r == scale && q % 2 != 0);
+                s * i128::from(SEC) + q + i128::from(up)
             }
-            None => 0.0,
+            None => 0,
         };
-        let t = h * HOUR as f64 + m * MINUTE as f64 + (s * SEC as f64).round();
+        let t = h * i128::from(HOUR) + m * i128::from(MINUTE) + s;
         self.micros += if neg { -t } else { t };
         Some(())
     }
 
     fn finish(self) -> Option<Interval> {
-        let fits32 = |x: f64| x >= i32::MIN as f64 && x <= i32::MAX as f64;
-        let micros = self.micros.round();
-        if !fits32(self.months)
-            || !fits32(self.days)
-            || !(micros >= i64::MIN as f64 && micros < i64::MAX as f64)
-        {
-            return None;
-        }
         Some(Interval {
-            months: self.months as i32,
-            days: self.days as i32,
-            micros: micros as i64,
+            months: i32::try_from(self.months).ok()?,
+            days: i32::try_from(self.days).ok()?,
+            micros: i64::try_from(self.micros).ok()?,
         })
     }
 }
@@ -649,7 +745,7 @@ impl Op {
 
 fn interval_error() -> Error {
     Error::Argument {
-        state: "22015",
+        state: "22008",
         message: out_of_range(),
     }
 }
@@ -887,6 +983,28 @@ mod tests {
             ("5 decades", "50 years"),
             ("+1 day", "1 day"),
             ("1 week -1 day", "6 days"),
+            ("59.9999995 sec", "00:00:59.999999"),
+            ("3.5 microseconds", "00:00:00.000003"),
+            ("0.5 microseconds", "00:00:00"),
+            ("1.0000005 sec", "00:00:01"),
+            ("00:00:00.0000005", "00:00:00"),
+            ("00:00:00.0000015", "00:00:00.000002"),
+            ("0.3 sec", "00:00:00.3"),
+            ("2.5 microseconds", "00:00:00.000002"),
+            ("1.0005 ms", "00:00:00.001"),
+            ("1.0015 ms", "00:00:00.001001"),
+            ("14 decade -6:19.487707", "140 years -00:06:19.487707"),
+            ("5 ms 1 second", "00:00:01.005"),
+            ("2.5 ms 3 us", "00:00:00.002503"),
+            ("0.0000025 sec", "00:00:00.000002"),
+            ("0.0000035 sec", "00:00:00.000003"),
+            ("0.0000000416667 min", "00:00:00.000003"),
+            ("1.00000002 hours", "01:00:00.000072"),
+            ("0.000000005 days", "00:00:00.000432"),
+            ("1.5 weeks", "10 days 12:00:00"),
+            ("1.04 years", "1 year"),
+            ("-1.5 years", "-1 years -6 mons"),
+            ("1.7 mons", "1 mon 21 days"),
         ] {
             assert_eq!(show(input), out, "{input}");
         }
@@ -906,6 +1024,20 @@ mod tests {
             "1.2.3 days",
             "1e2 days",
             "1 quarter",
+            "1 2",
+            "5 6",
+            "1 2 3",
+            "1 day 1 day",
+            "1 hour 1 hour",
+            "1 day 01:00 02:00",
+            "1 hour 01:00",
+            "1-2",
+            "P1D",
+            "-.75 year",
+            "5 ms 9:05:08",
+            "18 us 7:10:49",
+            "1.5 second 5 ms",
+            "1.5 sec 3 us",
         ] {
             assert!(parse(wrong, None).is_err(), "{wrong:?} was read");
         }

@@ -574,6 +574,11 @@ impl Binder<'_> {
                 let to = common_type(&types).ok_or_else(|| {
                     plan_err(format!("{name} arguments have incompatible types"), e)
                 })?;
+                // PostgreSQL's order of intervals (a month as 30 days) is
+                // not their stored fields'.
+                if to == crate::query::interval::TYPE {
+                    return Err(unsupported(&format!("{name} of INTERVAL values"), e));
+                }
                 let to = match to {
                     A::Int32 => A::Int64,
                     A::Decimal128(_, s) => A::Decimal128(38, s),

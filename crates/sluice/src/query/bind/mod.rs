@@ -2189,9 +2189,20 @@ fn interval_literal(iv: &ast::Interval, e: &ast::Expr) -> Result<Expr> {
         crate::query::func::Unit::of(&f.to_string())
             .ok_or_else(|| unsupported(&format!("INTERVAL … {f}"), e))
     };
-    let field = match (&iv.last_field, &iv.leading_field) {
-        (Some(f), _) | (None, Some(f)) => Some(unit(f)?),
-        (None, None) => None,
+    // PostgreSQL reads `'1 2' DAY TO HOUR` by the range's own rules, and
+    // rounds to a precision: neither is here, so both are refused.
+    if iv.last_field.is_some()
+        || iv.leading_precision.is_some()
+        || iv.fractional_seconds_precision.is_some()
+    {
+        return Err(unsupported(
+            "an INTERVAL field range (… TO …) or precision (write INTERVAL '1 day 2 hours')",
+            e,
+        ));
+    }
+    let field = match &iv.leading_field {
+        Some(f) => Some(unit(f)?),
+        None => None,
     };
     let v = interval::parse(&text, field).map_err(|m| Error::Argument {
         state: "22007",

@@ -144,7 +144,16 @@ pub(crate) fn sql_type(t: &ast::DataType, node: &ast::Expr) -> Result<A> {
             }
         },
         D::Date => A::Date32,
-        D::Interval { .. } => crate::query::interval::TYPE,
+        D::Interval {
+            fields: None,
+            precision: None,
+        } => crate::query::interval::TYPE,
+        D::Interval { .. } => {
+            return Err(unsupported(
+                "an INTERVAL type with fields or a precision (INTERVAL HOUR, INTERVAL(2))",
+                node,
+            ));
+        }
         // An instant's type; the binder gives it the session's zone.
         D::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
             A::Timestamp(TimeUnit::Microsecond, Some(crate::batch::UTC_ZONE.into()))
