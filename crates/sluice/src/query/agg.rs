@@ -1578,9 +1578,10 @@ impl GroupTable {
     /// (a set holding all of its keys: see [`super::grouping::bases`])
     /// made from that base's groups, their keys outside `sets[s]` NULL,
     /// their states merged, instead of from the rows again: ROLLUP's
-    /// coarser sets cost the finest set's groups, not its rows. The
-    /// bases' groups must all be in the table (after the workers'
-    /// tables are merged).
+    /// coarser sets cost the next finer set's groups, not the rows. The
+    /// groups of the sets folded from rows must all be in the table
+    /// (after the workers' tables are merged); a base is made before the
+    /// sets made from it (it has more keys).
     pub fn roll_up(&mut self, bases: &[Option<usize>], sets: &[Vec<bool>]) -> Result<()> {
         if bases.iter().all(Option::is_none) {
             return Ok(());
@@ -1591,51 +1592,76 @@ impl GroupTable {
         let parser = conv.parser();
         // Every group's keys but the trash group's (0); the set number
         // last.
-        let cols = conv
+        let mut cols = conv
             .convert_rows((1..self.keys.len()).map(|i| parser.parse(self.keys.get(i))))
             .map_err(exec_err)?;
-        let Some(numbers) = cols
-            .last()
-            .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
-        else {
+        let numbers = cols
+            .pop()
+            .ok_or_else(|| Error::Internal("grouping sets without their numbers".into()))?;
+        let Some(numbers) = numbers.as_any().downcast_ref::<arrow_array::Int64Array>() else {
             return Err(Error::Internal(
                 "grouping sets without their numbers".into(),
             ));
         };
-        for (s, base) in bases.iter().enumerate() {
-            let Some(b) = *base else { continue };
-            let at: Vec<u32> = (0..numbers.len() as u32)
-                .filter(|&j| numbers.value(j as usize) == b as i64)
-                .collect();
-            if at.is_empty() {
+        // Each set's groups made so far: their keys and group numbers.
+        let mut made: Vec<Option<(Vec<ArrayRef>, Vec<u32>)>> = vec![None; sets.len()];
+        for (t, base) in bases.iter().enumerate() {
+            if base.is_some() {
                 continue;
             }
+            let at: Vec<u32> = (0..numbers.len() as u32)
+                .filter(|&j| numbers.value(j as usize) == t as i64)
+                .collect();
             let take = arrow_array::UInt32Array::from(at.clone());
-            let mut keys = Vec::with_capacity(cols.len());
-            for (i, c) in cols[..cols.len() - 1].iter().enumerate() {
-                keys.push(if sets[s].get(i).copied().unwrap_or(false) {
-                    arrow_select::take::take(c.as_ref(), &take, None).map_err(exec_err)?
-                } else {
-                    arrow_array::new_null_array(c.data_type(), at.len())
-                });
-            }
-            keys.push(Arc::new(arrow_array::Int64Array::from(vec![
-                s as i64;
-                at.len()
-            ])));
+            let keys = cols
+                .iter()
+                .map(|c| arrow_select::take::take(c.as_ref(), &take, None).map_err(exec_err))
+                .collect::<Result<Vec<_>>>()?;
+            made[t] = Some((keys, at.iter().map(|j| j + 1).collect()));
+        }
+        let mut order: Vec<usize> = (0..sets.len()).filter(|&s| bases[s].is_some()).collect();
+        order.sort_by_key(|&s| std::cmp::Reverse(sets[s].iter().filter(|&&b| b).count()));
+        for s in order {
+            let Some(b) = bases[s] else { continue };
+            let Some((base_keys, base_groups)) = made[b].as_ref() else {
+                return Err(Error::Internal("a grouping set before its base".into()));
+            };
+            let m = base_groups.len();
+            let mut keys: Vec<ArrayRef> = base_keys
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if sets[s].get(i).copied().unwrap_or(false) {
+                        c.clone()
+                    } else {
+                        arrow_array::new_null_array(c.data_type(), m)
+                    }
+                })
+                .collect();
+            keys.push(Arc::new(arrow_array::Int64Array::from(vec![s as i64; m])));
             let rows = self
                 .key_conv
                 .as_ref()
                 .ok_or_else(|| Error::Internal("no key converter".into()))?
                 .convert_columns(&keys)
                 .map_err(exec_err)?;
-            let map: Vec<u32> = (0..at.len())
+            let map: Vec<u32> = (0..m)
                 .map(|r| self.group_of(rows.row(r).as_ref()))
                 .collect();
-            // The base's groups are 1 + their position among `cols`.
-            let groups: Vec<u32> = at.iter().map(|j| j + 1).collect();
-            let theirs: Vec<Acc> = self.accs.iter().map(|a| a.gather(&groups)).collect();
+            let theirs: Vec<Acc> = self.accs.iter().map(|a| a.gather(base_groups)).collect();
             combine(&mut self.accs, theirs, &map)?;
+            // This set's groups, each once, for the sets made from it.
+            let mut seen = HashSet::<u32>::default();
+            let first: Vec<u32> = (0..m as u32)
+                .filter(|&r| seen.insert(map[r as usize]))
+                .collect();
+            keys.pop();
+            let take = arrow_array::UInt32Array::from(first.clone());
+            let keys = keys
+                .iter()
+                .map(|c| arrow_select::take::take(c.as_ref(), &take, None).map_err(exec_err))
+                .collect::<Result<Vec<_>>>()?;
+            made[s] = Some((keys, first.iter().map(|&r| map[r as usize]).collect()));
         }
         Ok(())
     }

@@ -17,23 +17,20 @@ use crate::error::Result;
 
 /// For each set, the set its groups are made from when not from the
 /// rows (see [`GroupTable::roll_up`]): a set none other holds is folded
-/// from the rows (`None`); another is made from the first such set that
-/// holds all of its keys and more. ROLLUP (a, b, c) folds the rows once,
-/// into (a, b, c), not four times.
+/// from the rows (`None`); another is made from the smallest set that
+/// holds all of its keys and more (fewest keys; of those, the first).
+/// ROLLUP (a, b, c) folds the rows once, into (a, b, c); (a, b) is made
+/// from its groups, (a) from (a, b)'s, () from (a)'s.
 pub fn bases(sets: &[Vec<bool>]) -> Vec<Option<usize>> {
     let holds = |t: &[bool], s: &[bool]| {
         t.iter().zip(s).all(|(&a, &b)| a || !b) && t.iter().zip(s).any(|(&a, &b)| a && !b)
     };
-    let folded: Vec<bool> = sets
-        .iter()
-        .map(|s| !sets.iter().any(|t| holds(t, s)))
-        .collect();
+    let keys = |s: &[bool]| s.iter().filter(|&&b| b).count();
     sets.iter()
         .map(|s| {
-            if !sets.iter().any(|t| holds(t, s)) {
-                return None;
-            }
-            (0..sets.len()).find(|&t| folded[t] && holds(&sets[t], s))
+            (0..sets.len())
+                .filter(|&t| holds(&sets[t], s))
+                .min_by_key(|&t| (keys(&sets[t]), t))
         })
         .collect()
 }
@@ -120,7 +117,7 @@ mod tests {
         let v = |s: &str| s.chars().map(|c| c == '1').collect::<Vec<bool>>();
         // ROLLUP (a, b, c): all from (a, b, c).
         let rollup = [v("111"), v("110"), v("100"), v("000")];
-        assert_eq!(bases(&rollup), vec![None, Some(0), Some(0), Some(0)]);
+        assert_eq!(bases(&rollup), vec![None, Some(0), Some(1), Some(2)]);
         // GROUPING SETS ((a), (b), ()): (a) and (b) from the rows, () from (a).
         let apart = [v("10"), v("01"), v("00")];
         assert_eq!(bases(&apart), vec![None, None, Some(0)]);
@@ -129,6 +126,6 @@ mod tests {
         assert_eq!(bases(&twice), vec![None, None]);
         // CUBE (a, b).
         let cube = [v("11"), v("10"), v("01"), v("00")];
-        assert_eq!(bases(&cube), vec![None, Some(0), Some(0), Some(0)]);
+        assert_eq!(bases(&cube), vec![None, Some(0), Some(0), Some(1)]);
     }
 }
