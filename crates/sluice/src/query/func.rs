@@ -108,6 +108,10 @@ pub enum Func {
     /// INTERVAL arithmetic, `age` and the `justify_*` functions (see
     /// [`super::interval`]).
     Interval(super::interval::Op),
+    /// `to_char(x, format)` of a TIMESTAMP or TIMESTAMPTZ (a DATE cast to
+    /// TIMESTAMP by the binder) with a TEXT format (see
+    /// [`super::to_char`]).
+    ToChar,
 }
 
 /// The fields `date_part` and `EXTRACT` read and the units `date_trunc`
@@ -217,6 +221,7 @@ impl Func {
             Func::DatePlusDays => "+",
             Func::DateMinusDate => "-",
             Func::Interval(op) => op.name(),
+            Func::ToChar => "TO_CHAR",
         }
     }
 
@@ -265,6 +270,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         Func::MakeDate => return dates::make_date(args),
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Interval(op) => return super::interval::eval(op, args, ty),
+        Func::ToChar => return to_char(args, rows),
         Func::Greatest | Func::Least => return extreme(args, f == Func::Greatest),
         Func::JsonBuildObject { raw } => return json_build_object(args, rows, raw),
         Func::SingleRow => return single_row(args),
@@ -347,6 +353,45 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
         }
         other => Err(Error::Internal(format!("{f} of type {other}"))),
     }
+}
+
+/// [`Func::ToChar`]: each timestamp (local time; an instant in its
+/// zone's) by its row's format, a format parsed once while it repeats.
+fn to_char(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
+    use arrow_array::types::TimestampMicrosecondType;
+    let (x, f) = (&args[0], &args[1]);
+    let zone = match x.data_type() {
+        A::Timestamp(_, Some(z)) => Some(crate::zone::Zone::of(Some(z))),
+        _ => None,
+    };
+    let stamps = x.as_primitive_opt::<TimestampMicrosecondType>();
+    let formats = f.as_string_opt::<i32>();
+    let mut b = arrow_array::builder::StringBuilder::new();
+    let mut parsed: Option<(String, super::to_char::Template)> = None;
+    for r in 0..rows {
+        let (Some(ts), Some(fs)) = (stamps, formats) else {
+            b.append_null();
+            continue;
+        };
+        if ts.is_null(r) || fs.is_null(r) {
+            b.append_null();
+            continue;
+        }
+        let text = fs.value(r);
+        if parsed.as_ref().is_none_or(|(t, _)| t != text) {
+            parsed = Some((text.to_string(), super::to_char::Template::parse(text)?));
+        }
+        let Some((_, template)) = &parsed else {
+            continue;
+        };
+        let v = ts.value(r);
+        let local = zone.as_ref().map_or(v, |z| z.to_local(v));
+        match template.format(local) {
+            Some(s) => b.append_value(s),
+            None => return Err(bad("22008", "timestamp out of range")),
+        }
+    }
+    Ok(Arc::new(b.finish()))
 }
 
 /// [`Func::SortRow`]: each row of `args` as row-format bytes, which

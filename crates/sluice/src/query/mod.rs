@@ -41,6 +41,7 @@ pub mod scan;
 pub mod setop;
 pub mod sql;
 pub mod subquery;
+pub mod to_char;
 pub mod window;
 
 use arrow_array::RecordBatch;

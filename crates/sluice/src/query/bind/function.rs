@@ -175,6 +175,51 @@ impl Binder<'_> {
                     ty: TYPE,
                 })
             }
+            "to_char" => {
+                if bound.len() != 2 {
+                    return Err(plan_err("TO_CHAR takes 2 arguments".into(), e));
+                }
+                if !matches!(types[1], A::Utf8 | A::Null) {
+                    return Err(plan_err(
+                        format!("TO_CHAR needs a TEXT format, not {}", type_name(&types[1])),
+                        e,
+                    ));
+                }
+                // A constant format is read once here: a wrong one fails
+                // the statement, not its first row.
+                if let Expr::Literal(a) = &bound[1]
+                    && a.data_type() == &A::Utf8
+                    && a.is_valid(0)
+                {
+                    use arrow_array::cast::AsArray;
+                    crate::query::to_char::Template::parse(a.as_string::<i32>().value(0)).map_err(
+                        |er| match er {
+                            crate::Error::Unsupported(m) => unsupported(&m, e),
+                            other => other,
+                        },
+                    )?;
+                }
+                let to = match &types[0] {
+                    A::Timestamp(..) => types[0].clone(),
+                    A::Date32 | A::Null => A::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
+                    t if is_numeric(t) => {
+                        return Err(unsupported("TO_CHAR of a number", e));
+                    }
+                    t => {
+                        return Err(plan_err(
+                            format!("TO_CHAR needs a DATE or TIMESTAMP, not {}", type_name(t)),
+                            e,
+                        ));
+                    }
+                };
+                let fmt = bound.pop().unwrap_or_else(|| unreachable!());
+                let x = bound.pop().unwrap_or_else(|| unreachable!());
+                Ok(Expr::Call {
+                    func: Func::ToChar,
+                    args: vec![coerce(x, &types[0], &to), coerce(fmt, &types[1], &A::Utf8)],
+                    ty: A::Utf8,
+                })
+            }
             "justify_hours" | "justify_days" | "justify_interval" => {
                 use crate::query::interval::{Op, TYPE};
                 one(&name.to_uppercase())?;
@@ -329,7 +374,7 @@ impl Binder<'_> {
         };
         // Each argument's target type, and the result's.
         let (targets, ty): (Vec<A>, A) = match func {
-            Func::SortRow { .. } | Func::Interval(_) => {
+            Func::SortRow { .. } | Func::Interval(_) | Func::ToChar => {
                 return Err(crate::Error::Internal(format!(
                     "{name} is not called by name"
                 )));

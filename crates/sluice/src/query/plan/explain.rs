@@ -91,11 +91,15 @@ impl Plan {
                 );
                 depth += 1;
                 if let Some(sets) = sets {
+                    let folded = crate::query::grouping::bases(sets)
+                        .iter()
+                        .filter(|b| b.is_none())
+                        .count();
                     line(
                         &mut s,
                         depth,
                         format!(
-                            "Grouping sets ({}, each row folded once a set): {}",
+                            "Grouping sets ({}; each row folded into {folded}, the others made from the groups of the smallest set holding them): {}",
                             sets.len(),
                             super::grouping::describe(sets, written)
                         ),
