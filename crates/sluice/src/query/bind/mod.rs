@@ -1757,17 +1757,7 @@ impl<'c> Binder<'c> {
                 node,
             )
         };
-        let mismatch = || {
-            plan_err(
-                format!(
-                    "operator {} cannot be applied to {} and {}",
-                    op_text(op),
-                    type_name(&lt),
-                    type_name(&rt)
-                ),
-                node,
-            )
-        };
+        let mismatch = || operator_mismatch(op, &lt, &rt, node);
         let sub = op == BinOp::Sub;
         match op {
             BinOp::Add | BinOp::Sub if time(&lt) && iv(&rt) => {
@@ -1972,17 +1962,7 @@ impl<'c> Binder<'c> {
     fn binary(&self, op: BinOp, l: Expr, r: Expr, scope: &Scope, node: &ast::Expr) -> Result<Expr> {
         let lt = self.ty(&l, scope);
         let rt = self.ty(&r, scope);
-        let mismatch = || {
-            plan_err(
-                format!(
-                    "operator {} cannot be applied to {} and {}",
-                    op_text(op),
-                    type_name(&lt),
-                    type_name(&rt)
-                ),
-                node,
-            )
-        };
+        let mismatch = || operator_mismatch(op, &lt, &rt, node);
         match op {
             BinOp::And | BinOp::Or => {
                 for t in [&lt, &rt] {
@@ -2157,6 +2137,19 @@ pub(super) fn unknown_as(a: &ArrayRef, t: &A) -> A {
         }
         other => other.clone(),
     }
+}
+
+/// "operator + cannot be applied to INTERVAL and BIGINT".
+fn operator_mismatch(op: BinOp, lt: &A, rt: &A, node: &ast::Expr) -> Error {
+    plan_err(
+        format!(
+            "operator {} cannot be applied to {} and {}",
+            op_text(op),
+            type_name(lt),
+            type_name(rt)
+        ),
+        node,
+    )
 }
 
 /// `INTERVAL '…' [unit [TO unit]]` as a constant: the text read as
