@@ -9,6 +9,7 @@
 
 pub mod factor_or;
 pub mod implied_or;
+pub mod outer_to_inner;
 pub mod push_filter;
 
 use crate::query::expr::{BinOp, Expr};

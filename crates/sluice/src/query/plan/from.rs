@@ -798,6 +798,33 @@ pub(super) fn plan_joined(
         });
     }
 
+    // A LEFT JOIN whose right item a WHERE conjunct rejects when NULL
+    // (`b.x = a.y`, `b.x > 5`, `b.x IS NOT NULL`) keeps no row it fills
+    // with NULLs: it is an inner join, its ON conditions inner ones, and
+    // its item is read, ordered and filtered as any inner item (see
+    // `optimize::outer_to_inner`).
+    if let Some(f) = &filter {
+        let mut parts = Vec::new();
+        split_and(f.clone(), &mut parts);
+        let mut still = Vec::new();
+        for (kind, leaf, on) in outer {
+            let rejected = kind == JoinKind::Left
+                && leaf < from_items
+                && parts.iter().any(|c| {
+                    crate::query::optimize::outer_to_inner::rejects_null(c, &|col| {
+                        owner[col] == leaf
+                    })
+                });
+            if rejected {
+                nullable &= !(1u64 << leaf);
+                inner_on.extend(on);
+            } else {
+                still.push((kind, leaf, on));
+            }
+        }
+        outer = still;
+    }
+
     // The select list, grouping, order and limit: over the global columns.
     let items_sel = select_items_joined(select, &columns, &owner, &hidden, &names, &shown_first)?;
     let super::Shaped {
