@@ -5,7 +5,7 @@ mod builder;
 pub mod dict;
 pub(crate) mod format;
 
-pub use builder::{BatchBuilder, ColumnStats, StatRange, ValueOptions, column_stats};
+pub use builder::{BatchBuilder, ColumnStats, FastPath, StatRange, ValueOptions, column_stats};
 pub use format::{
     array_literal, float_text, format_timestamptz, format_value, write_csv_row, write_json_object,
     zone_label, zone_text,

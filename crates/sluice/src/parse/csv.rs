@@ -1,9 +1,9 @@
 //! The record tokenizer and block parser.
 
-use memchr::{memchr, memchr_iter, memchr2};
+use memchr::{memchr, memchr_iter};
 
 use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect, LineCount, Split};
-use crate::batch::{BatchBuilder, DataType, Schema};
+use crate::batch::{BatchBuilder, DataType, FastPath, Schema};
 
 /// A malformed record or value inside a block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,19 +175,17 @@ fn scan_quoted(
     let n = data.len();
     let mut pos = start + 1;
     let mut copied = false;
+    let mut newlines = 0;
     let content_end;
     loop {
-        let hit = match esc {
-            Some(e) => memchr2(q, e, &data[pos..]),
-            None => memchr(q, &data[pos..]),
-        };
-        let Some(r) = hit else {
+        let (hit, lines) = super::quote_scan::find_quote(data, pos, q, esc);
+        newlines += lines;
+        let Some(p) = hit else {
             return Err((
                 start,
                 "unterminated quoted field (no closing quote before the end of the input)".into(),
             ));
         };
-        let p = pos + r;
         if Some(data[p]) == esc {
             if p + 1 >= n {
                 return Err((
@@ -201,6 +199,7 @@ fn scan_quoted(
             }
             scratch.extend_from_slice(&data[pos..p]);
             scratch.push(data[p + 1]);
+            newlines += (data[p + 1] == b'\n') as u64;
             pos = p + 2;
             continue;
         }
@@ -220,7 +219,6 @@ fn scan_quoted(
         pos = p + 1;
         break;
     }
-    let newlines = memchr_iter(b'\n', &data[start..content_end]).count() as u64;
     if d.trim_around_quotes {
         pos += data[pos..].iter().take_while(|&&c| c == b' ').count();
     }
@@ -326,6 +324,109 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
         _ => None,
     }
 }
+
+/// The decimal fast path: an optional `-`, at most `int_digits` digits,
+/// and optionally a `.` and at most `scale` digits (one digit at least),
+/// right up to a delimiter, newline or the end, scaled by 10^scale in the
+/// same pass that finds the field's end. Anything else (a `+`, spaces,
+/// an exponent, more digits, quotes) returns `None` and takes the general
+/// path, which also says why a value does not fit.
+#[inline(always)]
+fn scan_decimal(
+    data: &[u8],
+    pos: usize,
+    delimiter: u8,
+    scale: u8,
+    int_digits: u8,
+) -> Option<(i64, Term, usize)> {
+    let n = data.len();
+    let mut i = pos;
+    let neg = i < n && data[i] == b'-';
+    i += neg as usize;
+    let start = i;
+    // At most 18 digits in all (DECIMAL's precision): no overflow.
+    let mut acc: i64 = 0;
+    while i < n {
+        let d = data[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        acc = acc.wrapping_mul(10).wrapping_add(d as i64);
+        i += 1;
+    }
+    let whole = i - start;
+    if whole > int_digits as usize {
+        return None;
+    }
+    let mut frac = 0;
+    if i < n && data[i] == b'.' {
+        i += 1;
+        let from = i;
+        while i < n {
+            let d = data[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            acc = acc.wrapping_mul(10).wrapping_add(d as i64);
+            i += 1;
+        }
+        frac = i - from;
+        if frac > scale as usize {
+            return None;
+        }
+    }
+    if whole + frac == 0 {
+        return None;
+    }
+    let v = acc * POW10_18[scale as usize - frac];
+    let v = if neg { -v } else { v };
+    match data.get(i) {
+        Some(&c) if c == delimiter => Some((v, Term::Delim, i + 1)),
+        Some(b'\n') => Some((v, Term::Newline, i + 1)),
+        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((v, Term::Newline, i + 2)),
+        None => Some((v, Term::Eof, n + 1)),
+        _ => None,
+    }
+}
+
+/// The date fast path: exactly `YYYY-MM-DD` right up to a delimiter,
+/// newline or the end, a valid day, as days since 1970-01-01. Anything
+/// else takes the general path (one-digit months, spaces, errors).
+#[inline(always)]
+fn scan_date(data: &[u8], pos: usize, delimiter: u8) -> Option<(i32, Term, usize)> {
+    let f: &[u8; 10] = data.get(pos..pos + 10)?.try_into().ok()?;
+    let digit = |k: usize| {
+        let v = f[k].wrapping_sub(b'0');
+        (v <= 9).then_some(v as u32)
+    };
+    if f[4] != b'-' || f[7] != b'-' {
+        return None;
+    }
+    let y = digit(0)? * 1000 + digit(1)? * 100 + digit(2)? * 10 + digit(3)?;
+    let m = digit(5)? * 10 + digit(6)?;
+    let day = digit(8)? * 10 + digit(9)?;
+    let v = super::value::ymd_days(y, m, day)?;
+    let i = pos + 10;
+    let n = data.len();
+    match data.get(i) {
+        Some(&c) if c == delimiter => Some((v, Term::Delim, i + 1)),
+        Some(b'\n') => Some((v, Term::Newline, i + 1)),
+        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((v, Term::Newline, i + 2)),
+        None => Some((v, Term::Eof, n + 1)),
+        _ => None,
+    }
+}
+
+/// 10^0 ..= 10^18.
+const POW10_18: [i64; 19] = {
+    let mut t = [1i64; 19];
+    let mut k = 1;
+    while k < 19 {
+        t[k] = t[k - 1] * 10;
+        k += 1;
+    }
+    t
+};
 
 /// Whether the field at `pos` starts with a zero that a number read back
 /// would not have (`007`, `-0`): such a field of an exact column takes the
@@ -485,14 +586,36 @@ pub fn parse_block_with(
     rejects: &mut Vec<Reject>,
 ) -> Result<BlockInfo, BlockError> {
     if d.split == Split::Whitespace {
-        parse_block_split::<true>(data, d, schema, out, policy, map, rejects)
+        parse_block_split::<true, true>(data, d, schema, out, policy, map, rejects)
     } else {
-        parse_block_split::<false>(data, d, schema, out, policy, map, rejects)
+        parse_block_split::<false, true>(data, d, schema, out, policy, map, rejects)
     }
 }
 
-/// [`parse_block_with`] for one kind of split (`WS`: runs of whitespace).
-fn parse_block_split<const WS: bool>(
+/// [`parse_block_with`] by the reference path alone: every field
+/// scanned by the general tokenizer and converted by
+/// [`BatchBuilder::push`], none by a fused fast path. What the fast paths
+/// are tested against: for any input both give the same rows, or the
+/// same error.
+pub fn parse_block_reference(
+    data: &[u8],
+    d: &Dialect,
+    schema: &Schema,
+    out: &mut BatchBuilder,
+    policy: RowPolicy,
+    map: Option<&FieldMap>,
+    rejects: &mut Vec<Reject>,
+) -> Result<BlockInfo, BlockError> {
+    if d.split == Split::Whitespace {
+        parse_block_split::<true, false>(data, d, schema, out, policy, map, rejects)
+    } else {
+        parse_block_split::<false, false>(data, d, schema, out, policy, map, rejects)
+    }
+}
+
+/// [`parse_block_with`] for one kind of split (`WS`: runs of whitespace);
+/// `FAST`: with the fused scan-and-convert paths.
+fn parse_block_split<const WS: bool, const FAST: bool>(
     data: &[u8],
     d: &Dialect,
     schema: &Schema,
@@ -507,10 +630,17 @@ fn parse_block_split<const WS: bool>(
     let mut scratch = Vec::new();
     let mut info = BlockInfo::default();
     let mut lines = LineCount::default();
-    // The integer fast path ends a field at the delimiter byte: not for
-    // lines read whole.
-    let integer: Vec<bool> = (0..ncols)
-        .map(|c| out.is_integer(c) && d.split != Split::Line)
+    // The fast paths end a field at the delimiter byte: not for lines
+    // read whole; `FAST = false` is the reference path (every field
+    // through `scan_field` and `BatchBuilder::push`).
+    let fast: Vec<FastPath> = (0..ncols)
+        .map(|c| {
+            if FAST && d.split != Split::Line {
+                out.fast_path(c)
+            } else {
+                FastPath::None
+            }
+        })
         .collect();
     let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
     // One scan of the block for a NUL byte, instead of one per field:
@@ -563,18 +693,55 @@ fn parse_block_split<const WS: bool>(
                 None => (col < ncols).then_some(col),
                 Some(m) => m.targets.get(col).copied().flatten(),
             };
+            if let Some(t) = target {
+                let fast = match fast[t] {
+                    FastPath::None => None,
+                    FastPath::Integer => None,
+                    FastPath::Decimal { scale, int_digits } => {
+                        scan_decimal(data, pos, d.delimiter, scale, int_digits).map(
+                            |(v, term, next)| {
+                                out.push_decimal(t, v);
+                                (term, next)
+                            },
+                        )
+                    }
+                    FastPath::Date => scan_date(data, pos, d.delimiter).map(|(v, term, next)| {
+                        out.push_date(t, v);
+                        (term, next)
+                    }),
+                };
+                if let Some((term, next)) = fast {
+                    let (term, next) = match term {
+                        Term::Delim if whitespace => after_run(data, next),
+                        _ => (term, next),
+                    };
+                    pushed += 1;
+                    col += 1;
+                    pos = next;
+                    match term {
+                        Term::Delim => continue,
+                        Term::Newline => {
+                            info.newlines += 1;
+                            break;
+                        }
+                        Term::Eof => break,
+                    }
+                }
+            }
             if let Some(t) = target
-                && integer[t]
+                && fast[t] == FastPath::Integer
                 && !(exact[t] && zero_first(data, pos))
-                && let Some((v, term, next)) = scan_integer(data, pos, d.delimiter)
+                && let Some((v, term, field_next)) = scan_integer(data, pos, d.delimiter)
             {
                 let (term, next) = match term {
-                    Term::Delim if whitespace => after_run(data, next),
-                    _ => (term, next),
+                    Term::Delim if whitespace => after_run(data, field_next),
+                    _ => (term, field_next),
                 };
                 if let Err(msg) = out.push_integer(t, v) {
                     let ty = schema.columns[t].data_type;
-                    let bytes = &data[field_start..next.min(n)];
+                    // The field without what ended it (nor, split at
+                    // whitespace, the rest of the run).
+                    let bytes = &data[field_start..field_next.min(n)];
                     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
                     let bytes = bytes.strip_suffix(&[d.delimiter]).unwrap_or(bytes);
@@ -1277,5 +1444,199 @@ mod tests {
             .unwrap();
         assert_eq!(f, vec![b"a".to_vec(), b"b\nc".to_vec()]);
         assert_eq!((used, nl), (9, 2));
+    }
+}
+
+/// The fused fast paths (integers, decimals, dates) against the reference
+/// path on records made of the values that come near their edges: every
+/// block gives the same rows, rejects and counts, or the same error.
+#[cfg(test)]
+mod fast_path_tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::batch::ValueOptions;
+
+    fn field() -> impl Strategy<Value = String> {
+        let pieces = prop_oneof![
+            3 => prop::collection::vec(prop::sample::select(b"0123456789".to_vec()), 0..22)
+                .prop_map(|d| String::from_utf8(d).unwrap()),
+            1 => Just("-".to_string()),
+            1 => Just("+".to_string()),
+            2 => Just(".".to_string()),
+            1 => Just(" ".to_string()),
+            1 => Just("e".to_string()),
+            2 => Just("-".to_string()),
+            1 => Just("\"".to_string()),
+            1 => Just("x".to_string()),
+            1 => Just("\r".to_string()),
+        ];
+        let date = (0u32..10_001, 0u32..14, 0u32..33, any::<bool>()).prop_map(|(y, m, d, pad)| {
+            if pad {
+                format!("{y:04}-{m:02}-{d:02}")
+            } else {
+                format!("{y}-{m}-{d}")
+            }
+        });
+        let decimal = (any::<bool>(), 0u64..10_000_000_000, 0u32..5, 0usize..6).prop_map(
+            |(neg, v, frac, zeros)| {
+                let s = v.to_string();
+                let cut = (frac as usize).min(s.len());
+                let (a, b) = s.split_at(s.len() - cut);
+                format!(
+                    "{}{}{a}{}{b}",
+                    if neg { "-" } else { "" },
+                    "0".repeat(zeros % 3),
+                    if cut > 0 { "." } else { "" }
+                )
+            },
+        );
+        prop_oneof![
+            4 => prop::collection::vec(pieces, 0..4).prop_map(|p| p.concat()),
+            3 => date,
+            3 => decimal,
+            1 => Just(String::new()),
+            1 => Just("NA".to_string()),
+        ]
+    }
+
+    fn block() -> impl Strategy<Value = (String, u8, bool)> {
+        (
+            prop::collection::vec(prop::collection::vec(field(), 1..7), 0..8),
+            prop::sample::select(vec![b',', b'|', b'\t', b' ']),
+            any::<bool>(),
+        )
+            .prop_map(|(records, delim, crlf)| {
+                let sep = (delim as char).to_string();
+                let end = if crlf { "\r\n" } else { "\n" };
+                let text = records
+                    .iter()
+                    .map(|r| r.join(&sep))
+                    .collect::<Vec<_>>()
+                    .join(end);
+                (text, delim, crlf)
+            })
+    }
+
+    type Outcome = Result<(arrow_array::RecordBatch, BlockInfo, Vec<(u32, String)>), BlockError>;
+
+    fn run(
+        reference: bool,
+        data: &[u8],
+        d: &Dialect,
+        schema: &Schema,
+        values: &Arc<ValueOptions>,
+        policy: RowPolicy,
+    ) -> Outcome {
+        let mut b = BatchBuilder::new(schema, values.clone(), 4);
+        let mut rejects = Vec::new();
+        let f = if reference {
+            parse_block_reference
+        } else {
+            parse_block_with
+        };
+        let info = f(data, d, schema, &mut b, policy, None, &mut rejects)?;
+        let (batch, _) = b.finish().unwrap();
+        let rejects = rejects
+            .into_iter()
+            .map(|r| (r.row, r.error.message))
+            .collect();
+        Ok((batch, info, rejects))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3_000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fast_paths_answer_as_the_reference(
+            (text, delim, _crlf) in block(),
+            scale in 0u8..5,
+            int_digits in 0u8..8,
+            null_na in any::<bool>(),
+            exact in any::<bool>(),
+            skip_bad in any::<bool>(),
+            whitespace in any::<bool>(),
+            trailing in any::<bool>(),
+        ) {
+            let mut text = text;
+            if trailing {
+                text.push('\n');
+            }
+            let schema: Schema = format!(
+                "i INT, d DECIMAL({}, {scale}), t DATE, b BIGINT, d2 DECIMAL(18, 2), x TEXT",
+                (int_digits + scale).max(1)
+            )
+            .parse()
+            .unwrap();
+            let values = Arc::new(ValueOptions {
+                null: if null_na { b"NA".to_vec() } else { Vec::new() },
+                exact: if exact { vec!["d".into(), "i".into()] } else { Vec::new() },
+                ..ValueOptions::default()
+            });
+            let d = Dialect {
+                delimiter: delim,
+                split: if whitespace && delim == b' ' { Split::Whitespace } else { Split::Delimiter },
+                ..Dialect::default()
+            };
+            let policy = RowPolicy { skip_bad, fill_missing: skip_bad, ..RowPolicy::default() };
+            let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
+            let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
+            prop_assert_eq!(fast, reference, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn fast_paths_take_the_common_forms() {
+        let schema: Schema = "d DECIMAL(15, 2), t DATE".parse().unwrap();
+        let values = Arc::new(ValueOptions::default());
+        let d = Dialect::default();
+        for text in [
+            "21168.23,1996-03-13\n-0.04,2000-02-29\n.5,0000-01-01\n7.,9999-12-31",
+            "1,1996-03-13\r\n",
+            "00012.5,1996-02-30\n",
+            "1.234,1996-03-13\n",
+            "1e2,1996-03-13\n",
+        ] {
+            let fast = run(
+                false,
+                text.as_bytes(),
+                &d,
+                &schema,
+                &values,
+                RowPolicy::default(),
+            );
+            let reference = run(
+                true,
+                text.as_bytes(),
+                &d,
+                &schema,
+                &values,
+                RowPolicy::default(),
+            );
+            assert_eq!(fast, reference, "{text:?}");
+        }
+        let (batch, _, _) = run(
+            false,
+            b"21168.23,1996-03-13\n-0.04,2000-02-29\n",
+            &d,
+            &schema,
+            &values,
+            RowPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            crate::batch::format_value(batch.column(0).as_ref(), 0),
+            Some("21168.23".into())
+        );
+        assert_eq!(
+            crate::batch::format_value(batch.column(0).as_ref(), 1),
+            Some("-0.04".into())
+        );
+        assert_eq!(
+            crate::batch::format_value(batch.column(1).as_ref(), 1),
+            Some("2000-02-29".into())
+        );
     }
 }

@@ -8,12 +8,13 @@
 
 mod csv;
 pub mod json;
+mod quote_scan;
 pub mod value;
 
 pub(crate) use csv::snippet;
 pub use csv::{
     BlockError, BlockInfo, COMMENT_NOTE, FieldMap, Reject, RowPolicy, parse_block,
-    parse_block_with, read_record, read_record_quoting,
+    parse_block_reference, parse_block_with, read_record, read_record_quoting,
 };
 
 pub use json::{JsonFormat, JsonShape, parse_json_block};

@@ -371,15 +371,51 @@ fn two(b: &[u8]) -> Option<u32> {
     (a <= 9 && c <= 9).then(|| (a * 10 + c) as u32)
 }
 
-/// `YYYY-MM-DD` without chrono's format machinery: the common case.
-fn fast_ymd(t: &[u8]) -> Option<Result<NaiveDate, String>> {
+/// `YYYY-MM-DD` without chrono's format machinery: the common case, as
+/// days since 1970-01-01.
+#[inline]
+fn fast_ymd(t: &[u8]) -> Option<Result<i32, String>> {
     if t.len() != 10 || t[4] != b'-' || t[7] != b'-' {
         return None;
     }
     let y = two(&t[0..2])? * 100 + two(&t[2..4])?;
     let m = two(&t[5..7])?;
     let d = two(&t[8..10])?;
-    Some(NaiveDate::from_ymd_opt(y as i32, m, d).ok_or_else(|| "is not a valid date".to_string()))
+    Some(ymd_days(y, m, d).ok_or_else(|| "is not a valid date".to_string()))
+}
+
+/// Days since 1970-01-01 of the proleptic Gregorian date `y-m-d`, or
+/// `None` when there is no such day (month 13, February 30, February 29
+/// of a common year). The civil-calendar arithmetic of eras of 400 years
+/// (146,097 days each) with the year starting in March, so that the leap
+/// day is the year's last; equal to chrono's `from_ymd_opt` and
+/// `to_epoch_days` for every year chrono takes (a property test says so).
+/// Years from 0 to 9999 (what four digits write).
+#[inline]
+pub(crate) fn ymd_days(y: u32, m: u32, d: u32) -> Option<i32> {
+    if y > 9999 || !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+        return None;
+    }
+    // Counted from 400 years before year 0, so that every division is of
+    // a positive number (and by a constant: a multiplication).
+    let y = y + 400 - (m <= 2) as u32;
+    let era = y / 400;
+    let year_of_era = y % 400;
+    let march_month = if m > 2 { m - 3 } else { m + 9 };
+    let day_of_year = (153 * march_month + 2) / 5 + d - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    // 719,468 days from 0000-03-01 to 1970-01-01, and one era more.
+    Some((era * 146_097 + day_of_era) as i32 - 719_468 - 146_097)
+}
+
+#[inline]
+fn days_in_month(y: u32, m: u32) -> u32 {
+    match m {
+        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 /// Parses a date into days since 1970-01-01. Without a format:
@@ -390,7 +426,7 @@ pub fn parse_date(b: &[u8], format: Option<&str>) -> Result<i32, String> {
     let t = trim(b);
     let date = match format {
         None => match fast_ymd(t) {
-            Some(r) => r?,
+            Some(r) => return r,
             None => {
                 if t.len() < 5 || t[4] != b'-' || !t[..4].iter().all(u8::is_ascii_digit) {
                     return Err(
@@ -534,11 +570,10 @@ fn parse_timestamp_parts(t: &[u8]) -> Result<(i64, Option<i64>), String> {
     if t.len() < 10 {
         return Err(FORM.into());
     }
-    let date = match fast_ymd(&t[..10]) {
-        Some(r) => r?,
+    let days = match fast_ymd(&t[..10]) {
+        Some(r) => r? as i64,
         None => return Err(FORM.into()),
     };
-    let days = date.to_epoch_days() as i64;
     let rest = &t[10..];
     if rest.is_empty() {
         return Ok((days * 86_400_000_000, None));
@@ -622,6 +657,34 @@ pub fn date_from_days(days: i32) -> Option<NaiveDate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 20_000, ..ProptestConfig::default() })]
+
+        /// The calendar arithmetic against chrono, valid days and not:
+        /// every year four digits write, months and days past their ends.
+        #[test]
+        fn day_numbers_are_chronos(y in 0u32..10_000, m in 0u32..14, d in 0u32..33) {
+            let want = NaiveDate::from_ymd_opt(y as i32, m, d).map(|t| t.to_epoch_days());
+            prop_assert_eq!(ymd_days(y, m, d), want);
+        }
+    }
+
+    #[test]
+    fn day_numbers_at_the_edges() {
+        assert_eq!(ymd_days(1970, 1, 1), Some(0));
+        assert_eq!(ymd_days(1969, 12, 31), Some(-1));
+        assert_eq!(ymd_days(2000, 2, 29), Some(11_016));
+        assert_eq!(ymd_days(1900, 2, 29), None);
+        assert_eq!(ymd_days(2024, 2, 29), Some(19_782));
+        assert_eq!(ymd_days(2023, 2, 29), None);
+        assert_eq!(ymd_days(0, 1, 1), Some(-719_528));
+        assert_eq!(ymd_days(9999, 12, 31), Some(2_932_896));
+        assert_eq!(ymd_days(10_000, 1, 1), None);
+        assert_eq!(ymd_days(2024, 4, 31), None);
+        assert_eq!(ymd_days(2024, 13, 1), None);
+    }
 
     #[test]
     fn integers_are_exact_and_range_checked() {
