@@ -391,7 +391,7 @@ fn fast_ymd(t: &[u8]) -> Option<Result<i32, String>> {
 /// day is the year's last; equal to chrono's `from_ymd_opt` and
 /// `to_epoch_days` for every year chrono takes (a property test says so).
 /// Years from 0 to 9999 (what four digits write).
-#[inline]
+#[inline(always)]
 pub(crate) fn ymd_days(y: u32, m: u32, d: u32) -> Option<i32> {
     if y > 9999 || !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
         return None;
@@ -408,7 +408,7 @@ pub(crate) fn ymd_days(y: u32, m: u32, d: u32) -> Option<i32> {
     Some((era * 146_097 + day_of_era) as i32 - 719_468 - 146_097)
 }
 
-#[inline]
+#[inline(always)]
 fn days_in_month(y: u32, m: u32) -> u32 {
     match m {
         2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,

@@ -41,10 +41,15 @@ impl<W: Write> Write for CrcWriter<W> {
         crate::fault::charge(buf.len())?;
         let n = self.inner.write(buf)?;
         let done = &buf[..n];
-        self.whole.update(done);
         match &mut self.capture {
+            // Its CRCs are taken once it is split, each part's once, and
+            // combined into the whole file's (one pass over the bytes,
+            // not two).
             Some(c) => c.extend_from_slice(done),
-            None => self.meta.update(done),
+            None => {
+                self.whole.update(done);
+                self.meta.update(done)
+            }
         }
         self.bytes += n as u64;
         Ok(n)
@@ -237,13 +242,25 @@ impl SegmentWriter {
         match split {
             Ok(parts) => {
                 let mut crcs = vec![crc32fast::Hasher::new(); self.columns.len()];
+                // Parts in file order; any bytes between them (none that
+                // the split makes) still go into the whole file's CRC.
+                let mut at = 0;
                 for (s, e, part) in parts {
-                    let bytes = &captured[s..e];
+                    if s != at {
+                        sink.whole.update(&captured[at.min(s)..s]);
+                    }
+                    let mut h = crc32fast::Hasher::new();
+                    h.update(&captured[s..e]);
+                    sink.whole.combine(&h);
                     match part {
-                        Part::Meta => sink.meta.update(bytes),
-                        Part::Column(c) => crcs[c].update(bytes),
+                        Part::Meta => sink.meta.combine(&h),
+                        Part::Column(c) => crcs[c].combine(&h),
                         Part::Pad => {}
                     }
+                    at = e;
+                }
+                if at < captured.len() {
+                    sink.whole.update(&captured[at..]);
                 }
                 for (total, h) in self.columns.iter_mut().zip(&crcs) {
                     total.combine(h);
@@ -257,6 +274,7 @@ impl SegmentWriter {
                 }
             }
             Err(_) => {
+                sink.whole.update(&captured);
                 sink.meta.update(&captured);
                 self.batches = None;
             }
