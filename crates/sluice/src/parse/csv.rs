@@ -2,7 +2,7 @@
 
 use memchr::{memchr, memchr_iter};
 
-use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Dialect, LineCount, Split};
+use super::{CLASS_DELIM, CLASS_NEWLINE, CLASS_QUOTE, Classes, Dialect, LineCount, Split};
 use crate::batch::{BatchBuilder, DataType, FastPath, Schema};
 
 /// A malformed record or value inside a block.
@@ -69,7 +69,7 @@ fn scan_field_any(
     data: &[u8],
     pos: usize,
     d: &Dialect,
-    classes: &[u8; 256],
+    classes: &Classes,
     scratch: &mut Vec<u8>,
 ) -> Result<Scanned, (usize, String)> {
     if d.split == Split::Whitespace {
@@ -87,7 +87,7 @@ fn scan_field<const WS: bool>(
     data: &[u8],
     pos: usize,
     d: &Dialect,
-    classes: &[u8; 256],
+    classes: &Classes,
     scratch: &mut Vec<u8>,
 ) -> Result<Scanned, (usize, String)> {
     let n = data.len();
@@ -100,14 +100,11 @@ fn scan_field<const WS: bool>(
             return scan_quoted(data, at, d, scratch);
         }
     }
-    let mut i = pos;
-    while i < n && classes[data[i] as usize] == 0 {
-        i += 1;
-    }
+    let i = super::byte_scan::find_any(data, pos, classes.stops);
     let (end, term) = if i == n {
         (n, Term::Eof)
     } else {
-        match classes[data[i] as usize] {
+        match classes.table[data[i] as usize] {
             CLASS_DELIM => (i, Term::Delim),
             CLASS_NEWLINE => (i, Term::Newline),
             CLASS_QUOTE => {
@@ -178,7 +175,7 @@ fn scan_quoted(
     let mut newlines = 0;
     let content_end;
     loop {
-        let (hit, lines) = super::quote_scan::find_quote(data, pos, q, esc);
+        let (hit, lines) = super::byte_scan::find_quote(data, pos, q, esc);
         newlines += lines;
         let Some(p) = hit else {
             return Err((
@@ -994,7 +991,7 @@ fn count_fields(
     mut term: Term,
     mut seen: usize,
     d: &Dialect,
-    classes: &[u8; 256],
+    classes: &Classes,
     scratch: &mut Vec<u8>,
 ) -> Option<(usize, usize)> {
     loop {

@@ -6,9 +6,9 @@
 //! the same for JSON lines and JSON arrays. The same code parses a whole
 //! file or one block of it, so a parallel parse equals a sequential one.
 
+mod byte_scan;
 mod csv;
 pub mod json;
-mod quote_scan;
 pub mod value;
 
 pub(crate) use csv::snippet;
@@ -80,6 +80,15 @@ pub struct Dialect {
     /// How a record splits into fields: at each `delimiter` (the
     /// default), at runs of spaces and tabs, or not at all.
     pub split: Split,
+}
+
+/// What each byte means to the tokenizer ([`Dialect::classes`]): a table
+/// of classes (`CLASS_*`, 0 for a byte of a field), and the (at most
+/// four) bytes whose class is not 0, for the scans that look for them
+/// 16 bytes at a time.
+pub(crate) struct Classes {
+    pub(crate) table: [u8; 256],
+    pub(crate) stops: [u8; 4],
 }
 
 /// How a record splits into fields.
@@ -223,7 +232,25 @@ impl Dialect {
     }
 
     /// Byte classes for the unquoted-field scan.
-    pub(crate) fn classes(&self) -> [u8; 256] {
+    pub(crate) fn classes(&self) -> Classes {
+        let table = self.class_table();
+        // The bytes of a class, the first repeated to fill four.
+        let mut stops = [b'\n'; 4];
+        let mut k = 0;
+        for (b, c) in table.iter().enumerate() {
+            if *c != 0 && k < 4 {
+                stops[k] = b as u8;
+                k += 1;
+            }
+        }
+        let first = stops[0];
+        for s in stops.iter_mut().skip(k) {
+            *s = first;
+        }
+        Classes { table, stops }
+    }
+
+    fn class_table(&self) -> [u8; 256] {
         let mut t = [0u8; 256];
         match self.split {
             Split::Delimiter => t[self.delimiter as usize] = CLASS_DELIM,
