@@ -11,6 +11,73 @@
 //! Not useful for: what a quote, a doubled quote or an escape means
 //! (`csv::scan_quoted`), or which byte ends what (`csv::scan_field`).
 
+/// The leading ASCII digits of `data[pos..]` and their value, when there
+/// are 1 to 15 of them, 16 bytes can be read from `pos`, and the 16 bytes
+/// that end with the last digit lie in `data` (not at a block's very
+/// start); `None` otherwise (the caller's byte path takes those).
+#[inline]
+pub(super) fn leading_digits16(data: &[u8], pos: usize) -> Option<(u64, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of x86-64 itself.
+        unsafe { leading_digits16_sse2(data, pos) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (data, pos);
+        None
+    }
+}
+
+/// Digits to value, 16 at a time with SSE2: the digits are loaded again
+/// so that they end the vector (the bytes before them masked to zero),
+/// then pairs, quads and octets of digits are multiplied and added
+/// (`pmaddwd` against 10, 100 and 10,000) and the two octets joined.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn leading_digits16_sse2(data: &[u8], pos: usize) -> Option<(u64, usize)> {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cvtsi128_si32, _mm_loadu_si128,
+        _mm_madd_epi16, _mm_max_epu8, _mm_movemask_epi8, _mm_packs_epi32, _mm_set_epi8,
+        _mm_set1_epi8, _mm_set1_epi32, _mm_setzero_si128, _mm_srli_si128, _mm_sub_epi8,
+        _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    };
+    if pos.checked_add(16)? > data.len() {
+        return None;
+    }
+    let zero = _mm_set1_epi8(b'0' as i8);
+    let nine = _mm_set1_epi8(9);
+    // SAFETY: `pos + 16 <= data.len()`.
+    let x = unsafe { _mm_loadu_si128(data.as_ptr().add(pos) as *const __m128i) };
+    let d = _mm_sub_epi8(x, zero);
+    // A byte is a digit when, less '0' (wrapping), it is at most 9.
+    let is_digit = _mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine);
+    let m = _mm_movemask_epi8(is_digit) as u32;
+    let len = (!m).trailing_zeros() as usize;
+    if len == 0 || len >= 16 || pos + len < 16 {
+        return None;
+    }
+    // SAFETY: `pos + len >= 16` and `pos + len <= data.len()`: the 16
+    // bytes that end with the last digit.
+    let y = unsafe { _mm_loadu_si128(data.as_ptr().add(pos + len - 16) as *const __m128i) };
+    let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    // Keep bytes 16 - len .. 16: the digits.
+    let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
+    let digits = _mm_and_si128(_mm_sub_epi8(y, zero), keep);
+    let z = _mm_setzero_si128();
+    let (lo, hi) = (_mm_unpacklo_epi8(digits, z), _mm_unpackhi_epi8(digits, z));
+    // Lanes of 16 bits: (10, 1) pairs; the first digit is the highest.
+    let tens = _mm_set1_epi32(0x0001_000A);
+    let pairs = _mm_packs_epi32(_mm_madd_epi16(lo, tens), _mm_madd_epi16(hi, tens));
+    let quads = _mm_madd_epi16(pairs, _mm_set1_epi32(0x0001_0064));
+    let quads = _mm_packs_epi32(quads, quads);
+    let octets = _mm_madd_epi16(quads, _mm_set1_epi32(0x0001_2710));
+    let high = _mm_cvtsi128_si32(octets) as u32 as u64;
+    let low = _mm_cvtsi128_si32(_mm_srli_si128(octets, 4)) as u32 as u64;
+    Some((high * 100_000_000 + low, len))
+}
+
 /// The first position at or after `from` holding one of the four bytes
 /// `stops` (repeat one to look for fewer), or `data.len()`.
 #[inline]
@@ -169,6 +236,48 @@ mod tests {
         ) {
             prop_assert_eq!(find_any(&data, from, stops), find_any_bytes(&data, from, stops));
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 5_000, ..ProptestConfig::default() })]
+
+        /// Digits after any bytes, followed by any bytes: the value the
+        /// digits write, or `None` where the vector path does not apply.
+        #[test]
+        fn sixteen_digits_at_a_time_are_their_value(
+            before in prop::collection::vec(prop_oneof![Just(b','), b'0'..=b'9'], 0..20),
+            digits in prop::collection::vec(b'0'..=b'9', 0..20),
+            after in prop::collection::vec(prop_oneof![Just(b','), Just(b'\n'), Just(b'.'), Just(b'/'), Just(b':'), Just(0xff)], 0..20),
+        ) {
+            let mut data = before.clone();
+            data.extend_from_slice(&digits);
+            data.extend_from_slice(&after);
+            let pos = before.len();
+            // The leading digits from `pos` (some of `after` may not end them).
+            let len = data[pos..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let got = leading_digits16(&data, pos);
+            if let Some((v, l)) = got {
+                prop_assert_eq!(l, len);
+                let want: u64 = std::str::from_utf8(&data[pos..pos + len]).unwrap().parse().unwrap();
+                prop_assert_eq!(v, want);
+            } else {
+                #[cfg(target_arch = "x86_64")]
+                prop_assert!(len == 0 || len >= 16 || pos + 16 > data.len() || pos + len < 16);
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn sixteen_digits_examples() {
+        let d = b"0000000000000000,2147483647,1,\n999999999999999,x..............";
+        assert_eq!(leading_digits16(d, 17), Some((2_147_483_647, 10)));
+        assert_eq!(leading_digits16(d, 28), Some((1, 1)));
+        assert_eq!(leading_digits16(d, 31), Some((999_999_999_999_999, 15)));
+        // Sixteen digits, and a field at the start: the byte path.
+        assert_eq!(leading_digits16(d, 0), None);
+        assert_eq!(leading_digits16(b"12,..............", 0), None);
+        assert_eq!(leading_digits16(b"x,..............", 0), None);
     }
 
     #[test]

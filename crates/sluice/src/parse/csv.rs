@@ -284,8 +284,15 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
     i += neg as usize;
     let start = i;
     let mut acc: i64 = 0;
-    // Eight bytes at a time while they are all digits (SWAR).
-    while i + 8 <= n {
+    // Up to 15 digits with one vector; else eight bytes at a time while
+    // they are all digits (SWAR).
+    let mut swar = true;
+    if let Some((v, len)) = super::byte_scan::leading_digits16(data, i) {
+        acc = v as i64;
+        i += len;
+        swar = false;
+    }
+    while swar && i + 8 <= n {
         let chunk = u64::from_le_bytes(data[i..i + 8].try_into().expect("8 bytes"));
         let k = leading_digits(chunk);
         if k == 0 {
