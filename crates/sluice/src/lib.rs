@@ -35,6 +35,7 @@ pub mod pgcopy;
 pub mod query;
 pub mod source;
 pub mod split;
+pub mod stages;
 pub mod store;
 pub mod zone;
 

@@ -41,6 +41,9 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
     let sf = if q { 0.5 } else { 1.0 };
     vec![
         Scenario::Ingest {
+            data: "ints".into(),
+            sf: 1.0,
+            profile: false,
             size: pick("256MB", "1.28GB"),
             threads_list: pick(&sweep(), "1,2,64"),
             runs: 3,

@@ -1,16 +1,19 @@
-//! `sluice bench ingest`: the three-integer CSV loaded by `sluice load`
-//! processes at several thread counts, DuckDB beside when python3 imports
-//! it; a table of medians, rates, CPU time and peak memory. Every run's
-//! table answers one question (count, sums, minima, maxima), checked
-//! against the first answer before any time is reported.
+//! `sluice bench ingest`: a CSV loaded by `sluice load` processes at
+//! several thread counts, DuckDB beside when python3 imports it; a table
+//! of medians, rates, CPU time and peak memory, and with `--profile` the
+//! load's own account of its CPU time by stage. The files: the
+//! three-integer CSV (`--data ints`, the default) and TPC-H lineitem
+//! (`--data lineitem`: decimals, dates and text). Every run's table
+//! answers one question (count, sums, minima, maxima), checked against
+//! the first answer before any time is reported.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::common::{
-    Measure, duckdb_version, ints_file, load_ints, measure, median, parse_threads, run_json,
+    Measure, duckdb_version, ints_file, lineitem_csv, measure, median, parse_threads, run_json,
     sluice_exe, sync,
 };
 
@@ -19,44 +22,124 @@ struct Row {
     engine: &'static str,
     threads: usize,
     runs: Vec<Measure>,
+    /// Per run: CPU seconds by stage, from the load's summary (sluice).
+    stages: Vec<Vec<(String, f64)>>,
 }
 
-/// DuckDB loading the same file, printing a summary like `sluice load --json`.
+/// DuckDB loading the same file, printing a summary like `sluice load
+/// --json`. `load(con, csv)` is defined before it, per file.
 const DUCKDB_SCRIPT: &str = r#"
 import duckdb, json, resource, sys, time
 db, csv, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 con = duckdb.connect(db)
 con.execute(f"SET threads={threads}")
 t = time.perf_counter()
-con.execute("CREATE TABLE ints AS SELECT * FROM read_csv(?, header=false, auto_detect=false, delim=',', "
-            "columns={'a': 'INTEGER', 'b': 'INTEGER', 'c': 'INTEGER'})", [csv])
-con.execute("CHECKPOINT")
+load(con, csv)
 seconds = time.perf_counter() - t
-n = con.execute("SELECT count(*) FROM ints").fetchone()[0]
 answer = rows(con, sys.argv[4])
 con.close()
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": seconds, "rows": n, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": peak_rss(),
+print(json.dumps({"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_rss_bytes": peak_rss(),
                   "version": duckdb.__version__, "answer": answer}))
 "#;
 
-/// The question every loaded table answers, sluice's at every thread
-/// count and DuckDB's alike, before any time is reported.
-const CHECK: &str =
-    "SELECT count(*), count(c), sum(a), sum(b), sum(c), min(a), max(a), min(c), max(c) FROM ints";
+/// DuckDB's load of the three-integer CSV.
+const DUCKDB_INTS: &str = r#"
+def load(con, csv):
+    con.execute("CREATE TABLE ints AS SELECT * FROM read_csv(?, header=false, auto_detect=false, delim=',', "
+                "columns={'a': 'INTEGER', 'b': 'INTEGER', 'c': 'INTEGER'})", [csv])
+    con.execute("CHECKPOINT")
+"#;
+
+/// A file the benchmark loads: how sluice and DuckDB load it, and the
+/// question its table answers.
+struct Data {
+    /// `ints` or `lineitem`: the series of the results are named by it.
+    name: &'static str,
+    csv: PathBuf,
+    table: &'static str,
+    schema: String,
+    header: bool,
+    check: &'static str,
+    /// Python defining `load(con, csv)`.
+    duckdb: String,
+}
+
+impl Data {
+    fn of(name: &str, size: &str, sf: f64, dir: &Path, quiet: bool) -> Result<Data> {
+        Ok(match name {
+            "ints" => Data {
+                name: "ints",
+                csv: ints_file(size, dir, quiet)?,
+                table: "ints",
+                schema: "a INT, b INT, c INT".into(),
+                header: false,
+                check: "SELECT count(*), count(c), sum(a), sum(b), sum(c), min(a), max(a), min(c), max(c) FROM ints",
+                duckdb: DUCKDB_INTS.into(),
+            },
+            "lineitem" => Data {
+                name: "lineitem",
+                csv: lineitem_csv(sf, dir, quiet)?,
+                table: "lineitem",
+                schema: crate::generate::tpch::schema("lineitem")
+                    .unwrap_or_default()
+                    .to_string(),
+                header: true,
+                check: "SELECT count(*), sum(l_orderkey), sum(l_quantity), sum(l_extendedprice), \
+                        min(l_shipdate), max(l_receiptdate), count(DISTINCT l_shipmode), \
+                        sum(length(l_comment)) FROM lineitem",
+                duckdb: format!(
+                    "{}\ndef load(con, csv):\n    lineitem(con, csv)\n",
+                    super::common::DUCKDB_LINEITEM
+                ),
+            },
+            other => bail!("--data: {other:?} is not one of ints, lineitem"),
+        })
+    }
+
+    /// `sluice load --json` of the file with `threads` workers.
+    fn sluice_load(&self, exe: &Path, db: &Path, threads: usize) -> Command {
+        let mut cmd = Command::new(exe);
+        cmd.arg("load")
+            .arg("--db")
+            .arg(db)
+            .args(["--threads", &threads.to_string()])
+            .arg(if self.header {
+                "--header"
+            } else {
+                "--no-header"
+            })
+            .args(["--schema", &self.schema, "--json", self.table])
+            .arg(&self.csv);
+        cmd
+    }
+
+    /// The name of an engine's series in the results.
+    fn series(&self, engine: &str) -> String {
+        if self.name == "ints" {
+            engine.to_string()
+        } else {
+            format!("{engine} ({})", self.name)
+        }
+    }
+}
 
 #[allow(clippy::too_many_arguments)]
 pub fn run(
+    data: &str,
     size: &str,
+    sf: f64,
     threads: &str,
     runs: usize,
     dir: &Path,
     no_peers: bool,
+    profile: bool,
     json: bool,
     quiet: bool,
 ) -> Result<()> {
     let threads = parse_threads(threads)?;
-    let csv = ints_file(size, dir, quiet)?;
+    let data = Data::of(data, size, sf, dir, quiet)?;
+    let csv = data.csv.clone();
     let file_bytes = std::fs::metadata(&csv)?.len();
     let exe = sluice_exe()?;
     let duck = if no_peers { None } else { duckdb_version() };
@@ -76,16 +159,19 @@ pub fn run(
             engine: "sluice",
             threads: t,
             runs: vec![],
+            stages: vec![],
         });
         if duck.is_some() && t <= cores {
             rows.push(Row {
                 engine: "duckdb",
                 threads: t,
                 runs: vec![],
+                stages: vec![],
             });
         }
     }
-    let mut answers = super::answers::Agreement::new(format!("ingest: {CHECK}"));
+    let check = data.check;
+    let mut answers = super::answers::Agreement::new(format!("ingest: {check}"));
     // Interleave engines and thread counts so drift hits all alike.
     for run in 0..runs {
         for row in rows.iter_mut() {
@@ -96,8 +182,23 @@ pub fn run(
             let who = format!("{} threads={} run {}", row.engine, row.threads, run + 1);
             let v = match row.engine {
                 "sluice" => {
-                    let v = run_json(&mut load_ints(&exe, &db, row.threads, &csv), "sluice load")?;
-                    answers.add(&who, super::answers::sluice_answer(&db, CHECK)?)?;
+                    let v = run_json(&mut data.sluice_load(&exe, &db, row.threads), "sluice load")?;
+                    answers.add(&who, super::answers::sluice_answer(&db, check)?)?;
+                    row.stages.push(
+                        v["stages"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .map(|s| {
+                                        (
+                                            s["stage"].as_str().unwrap_or("?").to_string(),
+                                            s["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
+                                        )
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    );
                     v
                 }
                 _ => {
@@ -106,15 +207,16 @@ pub fn run(
                             .args([
                                 "-c",
                                 &format!(
-                                    "{}{}{DUCKDB_SCRIPT}",
+                                    "{}{}{}{DUCKDB_SCRIPT}",
                                     super::answers::DUCKDB_ROWS,
-                                    super::common::PY_PEAK_RSS
+                                    super::common::PY_PEAK_RSS,
+                                    data.duckdb
                                 ),
                             ])
                             .arg(&db)
                             .arg(&csv)
                             .arg(row.threads.to_string())
-                            .arg(CHECK),
+                            .arg(check),
                         "duckdb",
                     )?;
                     answers.add(&who, super::answers::json_rows(&v["answer"])?)?;
@@ -143,12 +245,13 @@ pub fn run(
     for r in &rows {
         let case = || serde_json::json!({"threads": r.threads, "bytes": file_bytes});
         let of = |f: fn(&Measure) -> f64| r.runs.iter().map(f).collect::<Vec<_>>();
-        super::record::runs(r.engine, case(), "seconds", "s", &of(|m| m.seconds));
-        super::record::runs(r.engine, case(), "cpu_seconds", "s", &of(|m| m.cpu));
+        let series = data.series(r.engine);
+        super::record::runs(&series, case(), "seconds", "s", &of(|m| m.seconds));
+        super::record::runs(&series, case(), "cpu_seconds", "s", &of(|m| m.cpu));
         // A peak of 0 is one the summary did not hold.
         let mut rss = of(|m| m.peak_rss as f64);
         rss.retain(|&b| b > 0.0);
-        super::record::runs(r.engine, case(), "peak_rss_bytes", "bytes", &rss);
+        super::record::runs(&series, case(), "peak_rss_bytes", "bytes", &rss);
     }
 
     let med = |r: &Row| median(&r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>());
@@ -158,9 +261,13 @@ pub fn run(
         .map(med)
         .fold(f64::INFINITY, f64::min);
     println!(
-        "ingest: {} ({} bytes), 3 INT columns, {runs} runs each, {cores} usable cores",
+        "ingest: {} ({} bytes), {}, {runs} runs each, {cores} usable cores",
         csv.display(),
-        file_bytes
+        file_bytes,
+        match data.name {
+            "ints" => "3 INT columns",
+            _ => "TPC-H lineitem, 16 columns",
+        }
     );
     println!(
         "{:<7} {:>7} {:>9} {:>9} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>9}",
@@ -176,7 +283,7 @@ pub fn run(
         "vs_duckdb",
         "vs_best"
     );
-    let rows_in_file = count_lines(&csv)?;
+    let rows_in_file = count_lines(&csv)? - data.header as u64;
     for r in &rows {
         let m = med(r);
         let workers = r.threads.min(cores).max(1);
@@ -214,7 +321,7 @@ pub fn run(
             println!(
                 "{}",
                 serde_json::json!({
-                    "scenario": "ingest", "engine": r.engine, "threads": r.threads, "bytes": file_bytes,
+                    "scenario": "ingest", "data": data.name, "engine": r.engine, "threads": r.threads, "bytes": file_bytes,
                     "rows": rows_in_file, "median_seconds": m, "median_cpu_seconds": cpu, "runs": r.runs.iter().map(|m| m.seconds).collect::<Vec<_>>(),
                     "peak_rss_bytes": rss, "duckdb": duck,
                 })
@@ -224,7 +331,65 @@ pub fn run(
     println!(
         "vs_duckdb: DuckDB median / sluice median at equal threads (>1 means sluice is faster); vs_best: sluice median / best sluice median"
     );
+    if profile {
+        print_profile(&rows, file_bytes);
+    }
     Ok(())
+}
+
+/// `--profile`: per thread count, the median CPU seconds of each stage
+/// of sluice's loads (as `sluice load --timing` counts them), its share
+/// of the process's CPU time, and GB of input per CPU-second of it.
+fn print_profile(rows: &[Row], file_bytes: u64) {
+    let ours: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.engine == "sluice" && !r.stages.is_empty())
+        .collect();
+    let Some(first) = ours.first() else {
+        return;
+    };
+    let names: Vec<String> = first.stages[0].iter().map(|(n, _)| n.clone()).collect();
+    println!();
+    println!(
+        "profile: median CPU seconds by stage (sluice load --timing), share of the process's CPU time"
+    );
+    print!("{:<16}", "stage");
+    for r in &ours {
+        print!(" {:>17}", format!("threads={}", r.threads));
+    }
+    println!();
+    let stage_median = |r: &Row, name: &str| {
+        median(
+            &r.stages
+                .iter()
+                .filter_map(|run| run.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let cpu = |r: &Row| median(&r.runs.iter().map(|m| m.cpu).collect::<Vec<_>>());
+    let cell = |v: f64, total: f64| format!("{v:.3} {:>5.1}%", 100.0 * v / total.max(1e-9));
+    for name in names.iter().map(String::as_str).chain(["other", "total"]) {
+        print!("{name:<16}");
+        for r in &ours {
+            let total = cpu(r);
+            let staged: f64 = names.iter().map(|n| stage_median(r, n)).sum();
+            let v = match name {
+                "other" => (total - staged).max(0.0),
+                "total" => total,
+                n => stage_median(r, n),
+            };
+            print!(" {:>17}", cell(v, total));
+        }
+        println!();
+    }
+    print!("{:<16}", "GB/cpu_s");
+    for r in &ours {
+        print!(
+            " {:>17}",
+            format!("{:.3}", file_bytes as f64 / 1e9 / cpu(r))
+        );
+    }
+    println!();
 }
 
 /// Lines of the file at `p`.

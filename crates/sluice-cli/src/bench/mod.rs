@@ -84,17 +84,30 @@ the medians of every metric of the other scenarios")]
         #[arg(long, default_value = ".")]
         dir: PathBuf,
     },
-    /// Load the three-integer CSV (1.28 GB, fixed seed) at several thread
-    /// counts; DuckDB loads the same file in the same run when `import duckdb`
-    /// works in python3
+    /// Load the three-integer CSV (1.28 GB, fixed seed), or TPC-H
+    /// lineitem, at several thread counts; DuckDB loads the same file in
+    /// the same run when `import duckdb` works in python3
     #[command(after_help = "Examples:
   sluice bench ingest                                   # 1.28 GB at 1, 2 and 64 threads, DuckDB too
   sluice bench ingest --size 128MB --runs 3 --threads-list 1,2
+  sluice bench ingest --data lineitem --profile         # lineitem SF 1, CPU time by stage
   sluice bench ingest --no-peers --json --dir /tmp/bench")]
     Ingest {
-        /// Size of the generated CSV
+        /// The file: ints (three integers a line, --size) or lineitem
+        /// (TPC-H, --sf: decimals, dates and text)
+        #[arg(long, default_value = "ints", value_name = "ints|lineitem")]
+        data: String,
+        /// Size of the generated CSV (ints)
         #[arg(long, default_value = "1.28GB")]
         size: String,
+        /// Scale factor of lineitem (1: 6 million rows, ~760 MB)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Also print where sluice's CPU time went, by stage (the
+        /// loads' own account: read, cut, parse, build, encode,
+        /// checksum, write, sync, commit)
+        #[arg(long)]
+        profile: bool,
         /// Thread counts to try, comma separated
         #[arg(long, default_value = "1,2,64")]
         threads_list: String,
@@ -712,13 +725,27 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
             quiet,
         ),
         Scenario::Ingest {
+            data,
             size,
+            sf,
+            profile,
             threads_list,
             runs,
             dir,
             no_peers,
             json,
-        } => ingest::run(&size, &threads_list, runs, &dir, no_peers, json, quiet),
+        } => ingest::run(
+            &data,
+            &size,
+            sf,
+            &threads_list,
+            runs,
+            &dir,
+            no_peers,
+            profile,
+            json,
+            quiet,
+        ),
         Scenario::Serve {
             rows,
             clients,

@@ -66,6 +66,12 @@ pub struct LoadArgs {
     /// queries, files mapped without copying) or zstd (smaller files)
     #[arg(long, value_name = "none|zstd")]
     compression: Option<String>,
+    /// Print where the load's CPU time went, by stage (read, input
+    /// checksum, cut, parse, build, encode, checksum, write, sync,
+    /// commit, and the rest), on standard error; --json holds the same
+    /// as "stages"
+    #[arg(long)]
+    timing: bool,
     /// Shards of a new table (1 to 256): each holds its own segments and
     /// key index, loaded in one atomic commit; queries fan out over all,
     /// a lookup by key reads one
@@ -398,6 +404,9 @@ pub fn run(db_dir: &Path, threads: Option<usize>, quiet: bool, a: LoadArgs) -> R
         }
     };
     print_summary(&summary, a.read.rejects.as_deref(), a.read.json, quiet)?;
+    if a.timing {
+        print_stages(&summary);
+    }
     if summary.files_left > 0 || stop.load(Ordering::Relaxed) {
         // Stopped by Ctrl-C: what was read is committed, but the load may
         // not be complete; scripts must not go on as if it were.
@@ -994,6 +1003,42 @@ fn empty_files_line(files: &[String]) -> String {
         1 => format!("1 file was empty (0 rows): {names}"),
         n => format!("{n} files were empty (0 rows each): {names}"),
     }
+}
+
+/// `--timing`: CPU seconds by stage and their shares of the process's
+/// CPU time, on standard error.
+fn print_stages(s: &LoadSummary) {
+    let total = sluice::exec::cpu_seconds().unwrap_or(0.0);
+    let staged: f64 = s.stages.iter().map(|t| t.cpu_seconds).sum();
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{:<16} {:>8} {:>7}", "stage", "cpu_s", "share");
+    let share = |v: f64| {
+        if total > 0.0 {
+            format!("{:.1}%", 100.0 * v / total)
+        } else {
+            "-".into()
+        }
+    };
+    for t in &s.stages {
+        let _ = writeln!(
+            err,
+            "{:<16} {:>8.3} {:>7}",
+            t.stage,
+            t.cpu_seconds,
+            share(t.cpu_seconds)
+        );
+    }
+    let rest = (total - staged).max(0.0);
+    let _ = writeln!(err, "{:<16} {:>8.3} {:>7}", "other", rest, share(rest));
+    let _ = writeln!(
+        err,
+        "{:<16} {:>8.3} {:>7}  ({:.3} GB per CPU-second, {:.2} s wall)",
+        "total",
+        total,
+        share(total),
+        s.bytes as f64 / 1e9 / total.max(1e-9),
+        s.seconds
+    );
 }
 
 /// Prints what the load did (as JSON with `--json`; nothing with

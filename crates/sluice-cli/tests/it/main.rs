@@ -219,6 +219,84 @@ fn json_summary_and_quiet() {
 }
 
 #[test]
+fn load_timing_accounts_for_the_cpu_time_by_stage() {
+    let t = Tmp::new();
+    let mut csv = String::new();
+    for i in 0..200_000 {
+        csv.push_str(&format!(
+            "{i},{}.25,2024-02-{:02},\"note {i}\"\n",
+            i % 977,
+            1 + i % 29
+        ));
+    }
+    t.write("a.csv", csv.as_bytes());
+    let o = sluice(
+        &t.0,
+        &[
+            "load",
+            "--schema",
+            "i BIGINT, d DECIMAL(9,2), day DATE, note TEXT",
+            "--json",
+            "--timing",
+            "t",
+            "a.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim()).unwrap();
+    let stages: Vec<&str> = v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stages,
+        [
+            "read",
+            "input_checksum",
+            "cut",
+            "parse",
+            "build",
+            "encode",
+            "checksum",
+            "write",
+            "sync",
+            "commit"
+        ]
+    );
+    let cpu = |name: &str| {
+        v["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .unwrap()["cpu_seconds"]
+            .as_f64()
+            .unwrap()
+    };
+    // Parsing 200,000 records takes some CPU time; the stages never add
+    // up to more than the process used.
+    assert!(cpu("parse") > 0.0, "{v}");
+    let staged: f64 = stages.iter().map(|s| cpu(s)).sum();
+    assert!(staged <= v["cpu_seconds"].as_f64().unwrap() + 0.05, "{v}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines[0].starts_with("stage "), "{err}");
+    assert!(lines.iter().any(|l| l.starts_with("parse ")), "{err}");
+    assert!(lines.iter().any(|l| l.starts_with("other ")), "{err}");
+    assert!(lines.last().unwrap().contains("GB per CPU-second"), "{err}");
+    // Without --timing, nothing on standard error.
+    let o = sluice(&t.0, &["load", "--reload", "-q", "t", "a.csv"]);
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn stdin_globs_and_directories() {
     let t = Tmp::new();
     t.write("dir/b.tsv", b"2\tb\n");
@@ -679,6 +757,49 @@ fn bench_ingest_prints_its_table() {
     assert!(lines[1].starts_with("engine  threads  median_s"), "{out}");
     assert!(lines[2].starts_with("sluice        1 "), "{out}");
     assert!(lines[3].starts_with("sluice       64 "), "{out}");
+    // lineitem, with the account by stage.
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "ingest",
+            "--data",
+            "lineitem",
+            "--sf",
+            "0.01",
+            "--runs",
+            "1",
+            "--threads-list",
+            "1",
+            "--no-peers",
+            "--profile",
+            "--dir",
+            "b",
+        ],
+    );
+    assert!(out.contains("TPC-H lineitem, 16 columns"), "{out}");
+    let profile: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("profile:"))
+        .collect();
+    assert!(
+        profile[1].starts_with("stage ") && profile[1].contains("threads=1"),
+        "{out}"
+    );
+    for stage in [
+        "read", "parse", "build", "encode", "write", "other", "total", "GB/cpu_s",
+    ] {
+        assert!(
+            profile.iter().any(|l| l.starts_with(&format!("{stage} "))),
+            "{stage}: {out}"
+        );
+    }
+    let fails = sluice(&t.0, &["bench", "ingest", "--data", "nope", "--dir", "b"]);
+    assert!(!fails.status.success());
+    assert!(
+        String::from_utf8_lossy(&fails.stderr)
+            .contains("--data: \"nope\" is not one of ints, lineitem")
+    );
 }
 
 #[test]

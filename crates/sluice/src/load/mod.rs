@@ -96,6 +96,7 @@ pub fn load(
     opts: &LoadOptions,
 ) -> Result<LoadSummary> {
     let start = Instant::now();
+    let stages_before = crate::stages::snapshot();
     validate_identifier(table, "table")?;
     let table = table.to_ascii_lowercase();
     if inputs.is_empty() {
@@ -129,6 +130,7 @@ pub fn load(
     };
     run_groups(&mut sink, todo, opts, before, new_table, &mut total)?;
     total.seconds = start.elapsed().as_secs_f64();
+    total.stages = crate::stages::snapshot().since(&stages_before);
     Ok(total)
 }
 

@@ -187,7 +187,7 @@ pub(super) fn run_group<'a>(
         {
             return Err(Error::Cancelled);
         }
-        writer.sink.finish()?;
+        crate::stages::time(crate::stages::Stage::Encode, || writer.sink.finish())?;
         Ok(files)
     });
     // The rejects file is kept also when the load fails: it shows why.
@@ -226,9 +226,11 @@ pub(super) fn run_group<'a>(
         f.rejected = *rejected;
     }
     let read = &read[..(files as usize).min(read.len())];
-    let committed = writer.sink.commit(&GroupFiles {
-        files: read,
-        rows: writer.rows,
+    let committed = crate::stages::time(crate::stages::Stage::Commit, || {
+        writer.sink.commit(&GroupFiles {
+            files: read,
+            rows: writer.rows,
+        })
     })?;
     Ok(LoadSummary {
         table: table.to_string(),
@@ -264,5 +266,6 @@ pub(super) fn run_group<'a>(
         files_left: 0,
         widened: Vec::new(),
         files_by_bucket: 0,
+        stages: Vec::new(),
     })
 }

@@ -29,6 +29,7 @@ use super::pipeline::Shared;
 use super::plan::mtime_ns;
 use super::sink::FileRecord;
 use super::{LoadOptions, OnError};
+use crate::stages::Stage;
 
 /// Largest block a file is cut into. 16 MiB keeps per-block overhead
 /// (channel hops, batch headers) well under 1 % at ~1 GB/s per core, while
@@ -167,6 +168,10 @@ pub(super) fn split_all(
 /// Reads into `buf` until it holds `want` bytes or the input ends.
 /// Returns true at end of input.
 fn fill(r: &mut dyn Read, buf: &mut Buf, want: usize, name: &Input) -> Result<bool> {
+    crate::stages::time(Stage::Read, || fill_untimed(r, buf, want, name))
+}
+
+fn fill_untimed(r: &mut dyn Read, buf: &mut Buf, want: usize, name: &Input) -> Result<bool> {
     if buf.len >= want {
         return Ok(false);
     }
@@ -236,7 +241,7 @@ fn split_file(
                 p.bytes_read.fetch_add(b.len() as u64, Ordering::Relaxed);
             }
             if let Ok(mut s) = seen.lock() {
-                s.0.update(b);
+                crate::stages::time(Stage::InputChecksum, || s.0.update(b));
                 s.1 += b.len() as u64;
             }
         })
@@ -518,6 +523,15 @@ fn last_cut(
 /// The first record boundary after `target` in `data`, by input format
 /// (`json`: the file's layout).
 fn find_cut(opts: &LoadOptions, json: JsonShape, data: &[u8], target: usize) -> Option<usize> {
+    crate::stages::time(Stage::Cut, || find_cut_untimed(opts, json, data, target))
+}
+
+fn find_cut_untimed(
+    opts: &LoadOptions,
+    json: JsonShape,
+    data: &[u8],
+    target: usize,
+) -> Option<usize> {
     match (opts.format, json) {
         (Format::Delimited, _) => find_boundary(data, target, &opts.dialect),
         (Format::Json(_), JsonShape::Lines) => crate::parse::json::find_line_boundary(data, target),

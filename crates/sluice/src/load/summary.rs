@@ -82,6 +82,10 @@ pub struct LoadSummary {
     /// Files of a bucketed dataset (`sluice convert --buckets N`) loaded
     /// into the shard of their bucket whole, their rows not re-hashed.
     pub files_by_bucket: u64,
+    /// CPU seconds by stage (see [`crate::stages`]), for a load into a
+    /// table; empty elsewhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<crate::stages::StageTime>,
 }
 
 impl LoadSummary {
@@ -119,6 +123,7 @@ impl LoadSummary {
             files_left: 0,
             widened: Vec::new(),
             files_by_bucket: 0,
+            stages: Vec::new(),
         }
     }
 

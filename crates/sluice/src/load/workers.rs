@@ -27,6 +27,7 @@ use super::OnError;
 use super::pipeline::Shared;
 use super::reader::{Block, Part};
 use super::sink::{Piece, Route};
+use crate::stages::Stage;
 
 /// A parsed block: its rows cut by shard, and per part what it held; or
 /// why it failed.
@@ -85,7 +86,7 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
                 let mut rejects = Vec::new();
                 let bytes = &data[part.start..part.end];
                 let map = part.map.as_deref();
-                let parsed = match &shared.opts.format {
+                let parsed = crate::stages::time(Stage::Parse, || match &shared.opts.format {
                     Format::Delimited => parse_block_with(
                         bytes,
                         &shared.opts.dialect,
@@ -107,7 +108,7 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
                         map,
                         &mut rejects,
                     ),
-                };
+                });
                 match parsed {
                     Ok(info) => {
                         // Rows of rejects count from the part's first row.
@@ -140,10 +141,11 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
                     // Repeating TEXT values are dictionary-encoded here,
                     // in parallel, so the writer only merges dictionaries.
                     // So are the keys extracted and sorted.
-                    match builder
-                        .finish_without(&drop)
-                        .and_then(|(b, stats)| route_batch(&Cut::of(shared), b, stats))
-                    {
+                    match crate::stages::time(Stage::Build, || {
+                        builder
+                            .finish_without(&drop)
+                            .and_then(|(b, stats)| route_batch(&Cut::of(shared), b, stats))
+                    }) {
                         Ok(outs) => Ok((outs, parts)),
                         Err(e) => Err(Failed::Other(e)),
                     }

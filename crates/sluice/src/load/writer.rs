@@ -157,10 +157,12 @@ impl<'s, 'a> Writer<'s, 'a> {
             row += info.rows;
             self.line += info.newlines;
         }
-        let written = self.sink.write(Rows {
-            pieces: outs,
-            first_row: self.rows,
-            provenance: &here,
+        let written = crate::stages::time(crate::stages::Stage::Encode, || {
+            self.sink.write(Rows {
+                pieces: outs,
+                first_row: self.rows,
+                provenance: &here,
+            })
         })?;
         self.rows += written;
         if let Some(p) = &self.shared.opts.progress {

@@ -169,7 +169,8 @@ impl JournalWriter {
             .out
             .into_inner()
             .map_err(|e| Error::io(&self.path, e.into_error()))?;
-        f.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        crate::stages::time(crate::stages::Stage::Sync, || f.sync_all())
+            .map_err(|e| Error::io(&self.path, e))?;
         Ok((self.bytes, self.crc.finalize()))
     }
 }
@@ -423,7 +424,7 @@ impl Manifest {
         crate::fault::charge(header.len() + body.len())
             .and_then(|_| f.write_all(header.as_bytes()))
             .and_then(|_| f.write_all(&body))
-            .and_then(|_| f.sync_all())
+            .and_then(|_| crate::stages::time(crate::stages::Stage::Sync, || f.sync_all()))
             .map_err(|e| Error::io(&tmp, e))?;
         drop(f);
         let dst = dir.join(MANIFEST_FILE);
@@ -435,6 +436,6 @@ impl Manifest {
 /// fsyncs a directory so that a rename or create in it is durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
-        .and_then(|d| d.sync_all())
+        .and_then(|d| crate::stages::time(crate::stages::Stage::Sync, || d.sync_all()))
         .map_err(|e| Error::io(dir, e))
 }

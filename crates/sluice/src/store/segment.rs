@@ -23,6 +23,7 @@ use super::manifest::{SegmentChecksums, SegmentMeta};
 use crate::batch::ColumnStats;
 use crate::batch::dict::{SegmentDict, decode, dict_type};
 use crate::error::{Error, Result};
+use crate::stages::{Stage, time};
 
 /// Counts the bytes on their way to the file and takes the CRC-32s of
 /// the whole file and of its metadata part as they pass; the bytes of
@@ -39,24 +40,24 @@ struct CrcWriter<W> {
 impl<W: Write> Write for CrcWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         crate::fault::charge(buf.len())?;
-        let n = self.inner.write(buf)?;
+        let n = time(Stage::Write, || self.inner.write(buf))?;
         let done = &buf[..n];
         match &mut self.capture {
             // Its CRCs are taken once it is split, each part's once, and
             // combined into the whole file's (one pass over the bytes,
             // not two).
             Some(c) => c.extend_from_slice(done),
-            None => {
+            None => time(Stage::Checksum, || {
                 self.whole.update(done);
                 self.meta.update(done)
-            }
+            }),
         }
         self.bytes += n as u64;
         Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        time(Stage::Write, || self.inner.flush())
     }
 }
 
@@ -239,7 +240,7 @@ impl SegmentWriter {
         written.map_err(|e| arrow_io_error(&self.path, e))?;
         let split = buffer_counts(writer.schema()).and_then(|c| split_messages(&captured, &c));
         let sink = writer.get_mut();
-        match split {
+        time(Stage::Checksum, || match split {
             Ok(parts) => {
                 let mut crcs = vec![crc32fast::Hasher::new(); self.columns.len()];
                 // Parts in file order; any bytes between them (none that
@@ -278,7 +279,7 @@ impl SegmentWriter {
                 sink.meta.update(&captured);
                 self.batches = None;
             }
-        }
+        });
         self.scratch = captured;
         self.rows += batch.num_rows() as u64;
         for (s, b) in self.stats.iter_mut().zip(stats) {
@@ -321,7 +322,7 @@ impl SegmentWriter {
             .inner
             .into_inner()
             .map_err(|e| Error::io(&self.path, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        time(Stage::Sync, || file.sync_all()).map_err(|e| Error::io(&self.path, e))?;
         // The CRCs were taken as the bytes were written; a batch that
         // could not be split leaves the whole file's alone.
         let checksums = self.batches.is_some().then(|| SegmentChecksums {
