@@ -167,11 +167,7 @@ impl BatchBuilder {
                     )
                 })?
             };
-            if b.values_slice().len() + s.len() > i32::MAX as usize {
-                return Err("text column exceeds 2 GiB in one block; lower --memory-limit".into());
-            }
-            b.append_value(s);
-            return Ok(());
+            return append_text(b, s);
         }
         if is_null || field.is_empty() {
             self.push_null(col);
@@ -206,6 +202,26 @@ impl BatchBuilder {
             Col::Text(_) => unreachable!("handled above"),
         }
         Ok(())
+    }
+
+    /// [`Self::push`] of a field its caller knows to be ASCII (no UTF-8
+    /// to check) when column `col` is TEXT.
+    #[inline]
+    pub fn push_ascii(&mut self, col: usize, field: &[u8], quoted: bool) -> Result<(), String> {
+        let is_null = !quoted && field == self.opts.null.as_slice();
+        match &mut self.cols[col] {
+            Col::Text(b) if is_null => {
+                b.append_null();
+                Ok(())
+            }
+            Col::Text(b) => {
+                debug_assert!(field.is_ascii());
+                // SAFETY: the caller checked the bytes are ASCII, which is
+                // valid UTF-8.
+                append_text(b, unsafe { std::str::from_utf8_unchecked(field) })
+            }
+            _ => self.push(col, field, quoted),
+        }
     }
 
     /// Checks that a value of an exact INT, BIGINT or DECIMAL column reads
@@ -371,6 +387,16 @@ impl BatchBuilder {
             RecordBatch::try_new(self.arrow_schema.clone(), arrays).map_err(Error::Arrow)?;
         Ok((batch, stats))
     }
+}
+
+/// Appends a TEXT value, refusing to grow a block's column past 2 GiB.
+#[inline]
+fn append_text(b: &mut StringBuilder, s: &str) -> Result<(), String> {
+    if b.values_slice().len() + s.len() > i32::MAX as usize {
+        return Err("text column exceeds 2 GiB in one block; lower --memory-limit".into());
+    }
+    b.append_value(s);
+    Ok(())
 }
 
 fn int_range<T: Copy + Into<i64>>(values: impl Iterator<Item = Option<T>>) -> Option<StatRange> {

@@ -540,21 +540,38 @@ enum Resume {
 
 /// [`BatchBuilder::push`], refusing a NUL byte: text never holds one. The
 /// reader refuses a file with one near its start as binary; one further
-/// on fails its value (or is rejected) wherever it is, never loaded.
+/// on fails its value (or is rejected) wherever it is, never loaded. A
+/// TEXT field is looked at once for both a NUL and a byte that is not
+/// ASCII (then checked as UTF-8); a field of another type that fails
+/// for a NUL says so when the table has TEXT columns (`nul_said`).
 #[inline]
 fn push_field(
     out: &mut BatchBuilder,
     col: usize,
     bytes: &[u8],
     quoted: bool,
-    block_has_nul: bool,
+    text: bool,
+    nul_said: bool,
 ) -> Result<(), String> {
-    if block_has_nul && let Some(z) = memchr(0, bytes) {
-        return Err(format!(
-            "a NUL byte at byte {z} of the value (binary data, not text)"
-        ));
+    let nul = |z: usize| format!("a NUL byte at byte {z} of the value (binary data, not text)");
+    if text {
+        // Bit 7 of `b | (b - 1) & !b` is set for 0 and for 128..=255.
+        let odd = bytes
+            .iter()
+            .fold(0u8, |a, &b| a | b | (b.wrapping_sub(1) & !b));
+        if odd & 0x80 == 0 {
+            return out.push_ascii(col, bytes, quoted);
+        }
+        if let Some(z) = memchr(0, bytes) {
+            return Err(nul(z));
+        }
+        return out.push(col, bytes, quoted);
     }
     out.push(col, bytes, quoted)
+        .map_err(|m| match memchr(0, bytes) {
+            Some(z) if nul_said => nul(z),
+            _ => m,
+        })
 }
 
 /// Parses every record of `data` (which starts at a record boundary) into
@@ -647,11 +664,14 @@ fn parse_block_split<const WS: bool, const FAST: bool>(
         })
         .collect();
     let exact: Vec<bool> = (0..ncols).map(|c| out.is_exact(c)).collect();
-    // One scan of the block for a NUL byte, instead of one per field:
-    // per field it cost 4 % of a 5-column load (short fields). Only TEXT
-    // could take one; every other type's parser refuses it.
-    let has_nul =
-        schema.columns.iter().any(|c| c.data_type == DataType::Text) && memchr(0, data).is_some();
+    // A NUL byte fails its value: checked per TEXT field in the pass that
+    // finds bytes outside ASCII (every other type's parser refuses it).
+    let text: Vec<bool> = schema
+        .columns
+        .iter()
+        .map(|c| c.data_type == DataType::Text)
+        .collect();
+    let nul_said = text.contains(&true);
     let mut builder_rows: u32 = 0;
     let blank_records = d.blank_lines.are_records(ncols == 1 && map.is_none());
     let whitespace = WS;
@@ -790,7 +810,7 @@ fn parse_block_split<const WS: bool, const FAST: bool>(
                     Field::Slice(a, b) => (&data[a..b], s.quoted),
                     Field::Scratch => (scratch.as_slice(), s.quoted),
                 };
-                if let Err(msg) = push_field(out, t, bytes, quoted, has_nul) {
+                if let Err(msg) = push_field(out, t, bytes, quoted, text[t], nul_said) {
                     let ty = schema.columns[t].data_type;
                     let mut e = block_error_at(
                         &mut lines,
@@ -1589,6 +1609,34 @@ mod fast_path_tests {
             let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
             prop_assert_eq!(fast, reference, "{:?}", text);
         }
+    }
+
+    #[test]
+    fn text_is_checked_for_nul_and_utf8_in_one_pass() {
+        let schema: Schema = "i INT, t TEXT".parse().unwrap();
+        let values = Arc::new(ValueOptions::default());
+        let d = Dialect::default();
+        let run1 = |text: &[u8]| run(false, text, &d, &schema, &values, RowPolicy::default());
+        let err = |text: &[u8]| run1(text).unwrap_err().message;
+        assert!(err(b"1,a\0b\n").contains("a NUL byte at byte 1 of the value"));
+        assert!(err(b"1,\"\0\"\n").contains("a NUL byte at byte 0 of the value"));
+        // A NUL in a number: said as a NUL, the table having TEXT.
+        assert!(err(b"1\0,a\n").contains("a NUL byte at byte 1 of the value"));
+        assert!(err(b"1,\x80\n").contains("invalid UTF-8 at byte 0"));
+        assert!(err(b"1,ab\xff\n").contains("invalid UTF-8 at byte 2"));
+        let (batch, _, _) = run1("1,\u{e9}t\u{e9}\n2,\x7f~\n3,\n".as_bytes()).unwrap();
+        let t = |r| crate::batch::format_value(batch.column(1).as_ref(), r);
+        assert_eq!(t(0), Some("\u{e9}t\u{e9}".into()));
+        assert_eq!(t(1), Some("\u{7f}~".into()));
+        assert_eq!(t(2), None);
+        // Without TEXT columns, a number's own error.
+        let ints: Schema = "i INT".parse().unwrap();
+        let e = run(false, b"1\0\n", &d, &ints, &values, RowPolicy::default()).unwrap_err();
+        assert!(
+            e.message.contains("not an integer") || e.message.contains("invalid INT"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
