@@ -654,9 +654,14 @@ fn parse_block_split<const WS: bool, const FAST: bool>(
     // The fast paths end a field at the delimiter byte: not for lines
     // read whole; `FAST = false` is the reference path (every field
     // through `scan_field` and `BatchBuilder::push`).
+    // Nor when the delimiter or the quote is a byte a number or a date
+    // is written with (`-d .`, `--quote -`): the general path ends the
+    // field there.
+    let number_byte = |b: u8| b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'+');
+    let clash = number_byte(d.delimiter) || d.quote.is_some_and(number_byte);
     let fast: Vec<FastPath> = (0..ncols)
         .map(|c| {
-            if FAST && d.split != Split::Line {
+            if FAST && d.split != Split::Line && !clash {
                 out.fast_path(c)
             } else {
                 FastPath::None
@@ -1529,7 +1534,7 @@ mod fast_path_tests {
     fn block() -> impl Strategy<Value = (String, u8, bool)> {
         (
             prop::collection::vec(prop::collection::vec(field(), 1..7), 0..8),
-            prop::sample::select(vec![b',', b'|', b'\t', b' ']),
+            prop::sample::select(vec![b',', b'|', b'\t', b' ', b',', b'-', b'.', b'5']),
             any::<bool>(),
         )
             .prop_map(|(records, delim, crlf)| {
@@ -1583,6 +1588,7 @@ mod fast_path_tests {
             skip_bad in any::<bool>(),
             whitespace in any::<bool>(),
             trailing in any::<bool>(),
+            quote in prop::sample::select(vec![Some(b'"'), Some(b'"'), Some(b'-'), Some(b'.'), None]),
         ) {
             let mut text = text;
             if trailing {
@@ -1601,6 +1607,7 @@ mod fast_path_tests {
             });
             let d = Dialect {
                 delimiter: delim,
+                quote: quote.filter(|&q| q != delim),
                 split: if whitespace && delim == b' ' { Split::Whitespace } else { Split::Delimiter },
                 ..Dialect::default()
             };
@@ -1608,6 +1615,41 @@ mod fast_path_tests {
             let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
             let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
             prop_assert_eq!(fast, reference, "{:?}", text);
+        }
+    }
+
+    /// A delimiter or quote that numbers and dates are written with
+    /// ends the field where the general path ends it (review cases).
+    #[test]
+    fn number_bytes_as_delimiter_or_quote_take_the_general_path() {
+        let values = Arc::new(ValueOptions::default());
+        let cases: [(&[u8], &str, u8, Option<u8>); 5] = [
+            (b"12.34\n", "a DECIMAL(10,2), b INT", b'.', Some(b'"')),
+            (
+                b"2024-01-05-x-y\n",
+                "a DATE, b TEXT, c TEXT, d TEXT",
+                b'-',
+                Some(b'"'),
+            ),
+            (
+                b"-5-2\n",
+                "a DECIMAL(5,1), b DECIMAL(5,1), c INT",
+                b'-',
+                Some(b'"'),
+            ),
+            (b"1.,2\n", "a DECIMAL(5,1), b INT", b',', Some(b'.')),
+            (b"-5,2\n", "a DECIMAL(5,1), b INT", b',', Some(b'-')),
+        ];
+        for (text, schema, delimiter, quote) in cases {
+            let schema: Schema = schema.parse().unwrap();
+            let d = Dialect {
+                delimiter,
+                quote,
+                ..Dialect::default()
+            };
+            let fast = run(false, text, &d, &schema, &values, RowPolicy::default());
+            let reference = run(true, text, &d, &schema, &values, RowPolicy::default());
+            assert_eq!(fast, reference, "{:?}", String::from_utf8_lossy(text));
         }
     }
 
