@@ -90,17 +90,32 @@ pub fn try_encode_with(a: &StringArray, always: bool) -> Option<DictionaryArray<
     } else {
         BATCH_DICT_MAX.min(rows / 4)
     };
-    let mut map: Map<&[u8]> = Map::default();
+    // Values of up to 15 bytes are keyed by one integer (their bytes and
+    // length), hashed and compared as such; longer ones by their bytes.
+    // Codes count distinct values in order of first appearance either way.
+    let mut short: Map<u128> = Map::default();
+    let mut long: Map<&[u8]> = Map::default();
     let mut values = Values::default();
     let mut keys = Vec::with_capacity(rows);
     let offsets = a.value_offsets();
     let data = a.value_data();
+    let mut distinct = 0usize;
     for r in 0..rows {
-        let v = &data[offsets[r] as usize..offsets[r + 1] as usize];
-        let before = map.len();
-        let k = *map.entry(v).or_insert(before as u16);
-        if map.len() > before {
-            if map.len() > limit {
+        let (from, to) = (offsets[r] as usize, offsets[r + 1] as usize);
+        let v = &data[from..to];
+        let before = distinct;
+        let k = match short_key(data, from, v) {
+            Some(key) => *short.entry(key).or_insert_with(|| {
+                distinct += 1;
+                before as u16
+            }),
+            None => *long.entry(v).or_insert_with(|| {
+                distinct += 1;
+                before as u16
+            }),
+        };
+        if distinct > before {
+            if distinct > limit {
                 return None;
             }
             values.push(v).ok()?;
@@ -109,6 +124,29 @@ pub fn try_encode_with(a: &StringArray, always: bool) -> Option<DictionaryArray<
     }
     let keys = UInt16Array::new(ScalarBuffer::from(keys), a.nulls().cloned());
     DictionaryArray::try_new(keys, Arc::new(values.array())).ok()
+}
+
+/// A value `v` (which is `data[from..]`'s first bytes) of at most 15
+/// bytes as one integer: its bytes, then zeros, its length in the top
+/// byte; `None` for a longer one.
+#[inline]
+fn short_key(data: &[u8], from: usize, v: &[u8]) -> Option<u128> {
+    if v.len() > 15 {
+        return None;
+    }
+    let bytes = match data.get(from..from + 16) {
+        // Sixteen bytes at once, the ones past the value masked off.
+        Some(b) => {
+            let all = u128::from_le_bytes(b.try_into().ok()?);
+            all & ((1u128 << (8 * v.len())) - 1)
+        }
+        None => {
+            let mut b = [0u8; 16];
+            b[..v.len()].copy_from_slice(v);
+            u128::from_le_bytes(b)
+        }
+    };
+    Some(bytes | (v.len() as u128) << 120)
 }
 
 /// Encodes every TEXT column of `batch` that gains from it.
@@ -386,6 +424,67 @@ mod tests {
                 .collect::<StringArray>(),
         );
         assert!(seg.encode(&big).is_none());
+    }
+
+    /// The encoding by the bytes of every value, as it was before short
+    /// values were keyed by integers: the reference.
+    fn encode_by_bytes(a: &StringArray, limit: usize) -> Option<(Vec<u16>, Vec<Vec<u8>>)> {
+        let mut map: HashMap<&[u8], u16> = HashMap::new();
+        let mut values = Vec::new();
+        let mut keys = Vec::new();
+        for r in 0..a.len() {
+            let v =
+                &a.value_data()[a.value_offsets()[r] as usize..a.value_offsets()[r + 1] as usize];
+            let n = map.len() as u16;
+            let k = *map.entry(v).or_insert(n);
+            if map.len() > values.len() {
+                if map.len() > limit {
+                    return None;
+                }
+                values.push(v.to_vec());
+            }
+            keys.push(k);
+        }
+        Some((keys, values))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+        /// Values of every length around the 15-byte edge, repeating,
+        /// NULLs among them, the array a slice of a longer one (values
+        /// not at the buffer's start): the same codes and dictionary as
+        /// keyed by their bytes.
+        #[test]
+        fn short_values_keyed_by_integers_encode_as_by_bytes(
+            picks in proptest::collection::vec((0usize..12, proptest::prelude::any::<bool>()), 67..400),
+            offset in 0usize..3,
+        ) {
+            // Lengths 0 to 17; two of 15 bytes that differ in the last.
+            let pool = [
+                "", "a", "ab", "abcdefg", "abcdefgh", "abcdefghijklmn", "abcdefghijklmno",
+                "abcdefghijklmnX", "abcdefghijklmnop", "abcdefghijklmnopq", "abc", "zzzzzzzzzzzzzzz",
+            ];
+            let full: StringArray = picks
+                .iter()
+                .map(|&(i, null)| (!null || i % 3 != 0).then_some(pool[i]))
+                .collect();
+            let a = full.slice(offset, full.len() - offset);
+            let want = encode_by_bytes(&a, BATCH_DICT_MAX.min(a.len() / 4));
+            let got = try_encode_with(&a, false);
+            match (got, want) {
+                (None, None) => {}
+                (Some(d), Some((keys, values))) => {
+                    let got_keys: Vec<u16> = d.keys().values().to_vec();
+                    proptest::prop_assert_eq!(got_keys, keys);
+                    let dv = d.values().as_string::<i32>();
+                    let got_values: Vec<Vec<u8>> = (0..dv.len()).map(|i| dv.value(i).as_bytes().to_vec()).collect();
+                    proptest::prop_assert_eq!(got_values, values);
+                    proptest::prop_assert_eq!(d.keys().nulls(), a.nulls());
+                }
+                (g, w) => proptest::prop_assert!(false, "encoded: {}, by bytes: {}", g.is_some(), w.is_some()),
+            }
+        }
     }
 
     #[test]
