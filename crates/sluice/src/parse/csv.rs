@@ -307,26 +307,14 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
             break;
         }
     }
-    while i < n {
-        let d = data[i].wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        acc = acc.wrapping_mul(10).wrapping_add(d as i64);
-        i += 1;
-    }
+    (acc, i) = more_digits(data, i, acc);
     let digits = i - start;
     if digits == 0 || digits > 18 {
         return None;
     }
     let v = if neg { -acc } else { acc };
-    match data.get(i) {
-        Some(&c) if c == delimiter => Some((v, Term::Delim, i + 1)),
-        Some(b'\n') => Some((v, Term::Newline, i + 1)),
-        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((v, Term::Newline, i + 2)),
-        None => Some((v, Term::Eof, n + 1)),
-        _ => None,
-    }
+    let (term, next) = value_end(data, i, delimiter)?;
+    Some((v, term, next))
 }
 
 /// The decimal fast path: an optional `-`, at most `int_digits` digits,
@@ -350,14 +338,7 @@ fn scan_decimal(
     let start = i;
     // At most 18 digits in all (DECIMAL's precision): no overflow.
     let mut acc: i64 = 0;
-    while i < n {
-        let d = data[i].wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        acc = acc.wrapping_mul(10).wrapping_add(d as i64);
-        i += 1;
-    }
+    (acc, i) = more_digits(data, i, acc);
     let whole = i - start;
     if whole > int_digits as usize {
         return None;
@@ -366,14 +347,7 @@ fn scan_decimal(
     if i < n && data[i] == b'.' {
         i += 1;
         let from = i;
-        while i < n {
-            let d = data[i].wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            acc = acc.wrapping_mul(10).wrapping_add(d as i64);
-            i += 1;
-        }
+        (acc, i) = more_digits(data, i, acc);
         frac = i - from;
         if frac > scale as usize {
             return None;
@@ -384,13 +358,8 @@ fn scan_decimal(
     }
     let v = acc * POW10_18[scale as usize - frac];
     let v = if neg { -v } else { v };
-    match data.get(i) {
-        Some(&c) if c == delimiter => Some((v, Term::Delim, i + 1)),
-        Some(b'\n') => Some((v, Term::Newline, i + 1)),
-        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((v, Term::Newline, i + 2)),
-        None => Some((v, Term::Eof, n + 1)),
-        _ => None,
-    }
+    let (term, next) = value_end(data, i, delimiter)?;
+    Some((v, term, next))
 }
 
 /// The date fast path: exactly `YYYY-MM-DD` right up to a delimiter,
@@ -410,15 +379,37 @@ fn scan_date(data: &[u8], pos: usize, delimiter: u8) -> Option<(i32, Term, usize
     let m = digit(5)? * 10 + digit(6)?;
     let day = digit(8)? * 10 + digit(9)?;
     let v = super::value::ymd_days(y, m, day)?;
-    let i = pos + 10;
-    let n = data.len();
+    let (term, next) = value_end(data, pos + 10, delimiter)?;
+    Some((v, term, next))
+}
+
+/// What ends a value of a fast path at `i`: the delimiter, a line end
+/// (LF or CR LF) or the end of the data (then `data.len() + 1`, as for
+/// every last field); `None` for anything else.
+#[inline(always)]
+fn value_end(data: &[u8], i: usize, delimiter: u8) -> Option<(Term, usize)> {
     match data.get(i) {
-        Some(&c) if c == delimiter => Some((v, Term::Delim, i + 1)),
-        Some(b'\n') => Some((v, Term::Newline, i + 1)),
-        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((v, Term::Newline, i + 2)),
-        None => Some((v, Term::Eof, n + 1)),
+        Some(&c) if c == delimiter => Some((Term::Delim, i + 1)),
+        Some(b'\n') => Some((Term::Newline, i + 1)),
+        Some(b'\r') if data.get(i + 1) == Some(&b'\n') => Some((Term::Newline, i + 2)),
+        None => Some((Term::Eof, data.len() + 1)),
         _ => None,
     }
+}
+
+/// The digits from `i` on added to `acc` (wrapping: the callers refuse
+/// more digits than fit), and where they end.
+#[inline(always)]
+fn more_digits(data: &[u8], mut i: usize, mut acc: i64) -> (i64, usize) {
+    while i < data.len() {
+        let d = data[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        acc = acc.wrapping_mul(10).wrapping_add(d as i64);
+        i += 1;
+    }
+    (acc, i)
 }
 
 /// 10^0 ..= 10^18.
