@@ -88,10 +88,16 @@ enum Command {
         output: Option<std::path::PathBuf>,
         /// The most memory the query's hash tables, aggregates, sorts and
         /// result may hold (e.g. 512MiB, 4GiB; default: 80% of the
-        /// machine's memory); past it the query stops with an error
-        /// naming the operator
+        /// machine's memory); past it a GROUP BY writes its groups to
+        /// disk (--temp-dir) and finishes, other operators stop the query
+        /// with an error naming the operator
         #[arg(long, value_name = "SIZE")]
         memory_limit: Option<String>,
+        /// Where a query past --memory-limit writes what does not fit
+        /// (default: tmp in the database directory); a directory of the
+        /// query's own, removed when it ends
+        #[arg(long, value_name = "DIR")]
+        temp_dir: Option<PathBuf>,
     },
     /// Write a table's rows: CSV on standard output, one file, or a
     /// Hive-partitioned dataset of Parquet, CSV or JSON-lines files
@@ -177,6 +183,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             timing,
             output,
             memory_limit,
+            temp_dir,
         } => commands::query::run(
             &cli.db,
             &sql,
@@ -185,6 +192,7 @@ fn run(cli: Cli, db_given: bool) -> Result<()> {
             timing,
             output.as_deref(),
             memory_limit.as_deref(),
+            temp_dir.as_deref(),
         ),
         Command::Export(args) => commands::export::run(&cli.db, cli.threads, cli.quiet, args),
         Command::Get {

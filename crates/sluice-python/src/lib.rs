@@ -30,6 +30,8 @@ pub struct Database {
     threads: Option<usize>,
     /// Bytes one query may hold (see `sluice::query::memory`).
     memory_limit: u64,
+    /// Where queries past the limit spill (`None`: `tmp` in the database).
+    temp_dir: Option<PathBuf>,
     /// The database as of its last commit, opened once and reopened
     /// when a commit changes the manifest.
     snap: Snapshots,
@@ -38,11 +40,12 @@ pub struct Database {
 #[pymethods]
 impl Database {
     #[new]
-    #[pyo3(signature = (path = None, threads = None, memory_limit = None))]
+    #[pyo3(signature = (path = None, threads = None, memory_limit = None, temp_dir = None))]
     fn new(
         path: Option<PathBuf>,
         threads: Option<usize>,
         memory_limit: Option<&Bound<'_, PyAny>>,
+        temp_dir: Option<PathBuf>,
     ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(pyo3::exceptions::PyValueError::new_err(
@@ -71,16 +74,21 @@ impl Database {
             ));
         }
         let path = path.unwrap_or_else(|| PathBuf::from("sluice.db"));
+        // What queries killed mid-spill left.
+        sluice::query::spill::sweep(&temp_dir.clone().unwrap_or_else(|| path.join("tmp")));
         Ok(Database {
             snap: Snapshots::new(&path),
             path,
             threads,
             memory_limit,
+            temp_dir,
         })
     }
 
     /// Bytes one query may hold (its hash tables, aggregates, sorts and
-    /// result); past it the query raises QueryError (sqlstate 53200).
+    /// result); past it a GROUP BY spills to `temp_dir` (default: `tmp`
+    /// in the database) and other operators raise QueryError (sqlstate
+    /// 53200).
     #[getter]
     fn memory_limit(&self) -> u64 {
         self.memory_limit
@@ -114,6 +122,11 @@ impl Database {
             threads,
             stop: Some(stop.clone()),
             memory: Some(sluice::query::memory::Memory::new(self.memory_limit)),
+            spill: Some(sluice::query::spill::Spill::new(
+                self.temp_dir
+                    .clone()
+                    .unwrap_or_else(|| sluice::query::default_spill_root(&db)),
+            )),
             ..Default::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();

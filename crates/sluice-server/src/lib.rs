@@ -218,6 +218,9 @@ pub struct Options {
     /// a query that would pass it fails with SQLSTATE 53200. `None`: 80%
     /// of the machine's memory.
     pub memory_limit: Option<u64>,
+    /// Where queries past the memory limit spill (see
+    /// `sluice::query::spill`); `None`: `tmp` in the database directory.
+    pub temp_dir: Option<PathBuf>,
     /// Fixed morsel size of scans (tests: many morsels, so a stop is seen
     /// soon); `None`: the engine's choice.
     pub morsel_rows: Option<usize>,
@@ -287,6 +290,7 @@ impl Options {
             threads: None,
             statement_timeout: None,
             memory_limit: None,
+            temp_dir: None,
             morsel_rows: None,
             auth: auth::Auth::Trust,
             users: auth::Users::default(),
@@ -347,6 +351,8 @@ impl Engine {
         // Opened now: a bad directory is an error at start, not at the
         // first query.
         snap.get()?;
+        // What queries killed mid-spill left.
+        sluice::query::spill::sweep(&opts.temp_dir.clone().unwrap_or_else(|| opts.db.join("tmp")));
         let lanes = opts
             .scans_at_once
             .unwrap_or_else(|| (sluice::exec::usable_cores() / 2).max(1));
@@ -460,6 +466,11 @@ impl Engine {
         let threads = self.opts.threads;
         let morsel_rows = self.opts.morsel_rows;
         let memory = self.memory.clone();
+        let spill_root = self
+            .opts
+            .temp_dir
+            .clone()
+            .unwrap_or_else(|| sluice::query::default_spill_root(&db));
         let work = {
             let stop = stop.clone();
             let long = self.long.clone();
@@ -497,6 +508,7 @@ impl Engine {
                             stop: Some(stop),
                             yield_between_morsels: true,
                             memory: Some(memory),
+                            spill: Some(sluice::query::spill::Spill::new(spill_root)),
                             ..Default::default()
                         },
                     );

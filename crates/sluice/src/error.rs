@@ -274,6 +274,8 @@ impl Error {
             Error::Schema(_) | Error::Config(_) => "22023",
             Error::Locked { .. } => "55006",
             Error::Corrupt { .. } => "XX001",
+            // PostgreSQL's disk_full: a spill or a load that found no room.
+            Error::Io { error, .. } if error.raw_os_error() == Some(28) => "53100",
             Error::Io { .. } | Error::ShardMissing { .. } | Error::NotDurable(_) => "58030",
             Error::DuplicateKey { .. } | Error::DuplicateKeyIn { .. } => "23505",
             _ => "XX000",

@@ -9,6 +9,9 @@
 //!   before its commit (see `store::keyed`).
 //! - `export-abort-after-files=N`: an export or a conversion aborts the
 //!   process once it has closed N files (see `dataset`).
+//! - `spill-abort-after-bytes=N`: a query aborts the process once it has
+//!   written N bytes to spill files (see `query::spill`); the writes of
+//!   spill files count towards `disk-full-after` too.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +55,25 @@ pub(crate) fn export_file_closed() {
     });
     if let Some(n) = limit
         && CLOSED.fetch_add(1, Ordering::Relaxed) + 1 >= n
+    {
+        std::process::abort();
+    }
+}
+
+/// Counts `n` bytes written to spill files; aborts the process at the
+/// `spill-abort-after-bytes` count (a query killed mid-spill).
+pub(crate) fn spilled(n: u64) {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    static WRITTEN: AtomicU64 = AtomicU64::new(0);
+    let limit = *LIMIT.get_or_init(|| {
+        std::env::var("SLUICE_FAULT")
+            .ok()?
+            .strip_prefix("spill-abort-after-bytes=")?
+            .parse()
+            .ok()
+    });
+    if let Some(limit) = limit
+        && WRITTEN.fetch_add(n, Ordering::Relaxed) + n >= limit
     {
         std::process::abort();
     }

@@ -597,7 +597,7 @@ pub(crate) fn read_request(a: &ReadArgs, threads: Option<usize>) -> LoadRequest 
 /// A library error as the chain it is printed as: each context of
 /// `Error::Context` a link of its own, so that `{:#}` prints the inner
 /// error once.
-fn chained(e: sluice::Error) -> anyhow::Error {
+pub(crate) fn chained(e: sluice::Error) -> anyhow::Error {
     match e {
         sluice::Error::Context { context, source } => chained(*source).context(context),
         e => anyhow::Error::new(e),

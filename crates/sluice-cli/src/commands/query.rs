@@ -16,6 +16,9 @@ pub const EXAMPLES: &str = "Examples:
   sluice query \"EXPLAIN SELECT sum(price) FROM sales WHERE d >= DATE '2024-01-01'\"
   sluice query \"EXPLAIN ANALYZE SELECT d, count(*) FROM sales GROUP BY d\"   (runs it: each step's rows, time, memory)
   sluice query - < report.sql          (the SQL from standard input)
+  sluice query --memory-limit 1GiB --temp-dir /scratch \\
+    \"SELECT l_orderkey, sum(l_quantity) FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 300\"
+                                       (groups past 1 GiB are written to /scratch, then merged)
 
 Supported: joins (JOIN ... ON/USING, several tables in FROM), subqueries (IN, EXISTS, scalar,
 in FROM), WITH, UNION/INTERSECT/EXCEPT; WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET;
@@ -24,6 +27,7 @@ DATE '...' +/- INTERVAL 'n' DAY|MONTH|YEAR; COUNT(*), COUNT([DISTINCT] x), SUM, 
 
 /// Runs `sql` and prints its rows (or its plan); with `timing`, the run
 /// time and scan statistics to stderr.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     db_dir: &Path,
     sql: &str,
@@ -32,6 +36,7 @@ pub fn run(
     timing: bool,
     output: Option<&Path>,
     memory_limit: Option<&str>,
+    temp_dir: Option<&Path>,
 ) -> Result<()> {
     let memory = sluice::query::memory::Memory::new(match memory_limit {
         Some(s) => crate::util::parse_size(s, "--memory-limit")?,
@@ -71,6 +76,33 @@ pub fn run(
     let mut db = Database::open(db_dir)?;
     // One query: each segment is let go (unmapped) once it is read.
     db.set_keep_segments(false);
+    let spill_root = match temp_dir {
+        Some(d) => d.to_path_buf(),
+        None => sluice::query::default_spill_root(&db),
+    };
+    // What a query killed mid-spill left.
+    sluice::query::spill::sweep(&spill_root);
+    let spill = sluice::query::spill::Spill::new(spill_root);
+    // Ctrl-C stops the query at its next morsel: it unwinds and its spill
+    // files go with it (a second Ctrl-C exits at once; the next query
+    // removes what that left).
+    let stop = sluice::query::Stop::default();
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::util::stop_on_ctrl_c(interrupted.clone());
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let (stop, interrupted, finished) = (stop.clone(), interrupted.clone(), finished.clone());
+        std::thread::spawn(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            while !finished.load(Relaxed) {
+                if interrupted.load(Relaxed) {
+                    stop.cancel();
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+    }
     let start = Instant::now();
     let result = sluice::query::query_with(
         &db,
@@ -78,9 +110,13 @@ pub fn run(
         &sluice::query::QueryOptions {
             threads,
             memory: Some(memory.clone()),
+            stop: Some(stop),
+            spill: Some(spill.clone()),
             ..Default::default()
         },
-    )?;
+    );
+    finished.store(true, std::sync::atomic::Ordering::Relaxed);
+    let result = result.map_err(super::load::chained)?;
     let elapsed = start.elapsed();
     if let (Some(path), Some(format)) = (output, file_format) {
         if result.explain.is_some() {
@@ -151,6 +187,15 @@ pub fn run(
             },
             crate::util::human_bytes(memory.peak())
         );
+        if spill.bytes_written() > 0 {
+            eprintln!(
+                "spilled: {} in {} run{} under {} (removed)",
+                crate::util::human_bytes(spill.bytes_written()),
+                spill.files_written(),
+                if spill.files_written() == 1 { "" } else { "s" },
+                spill.root().display()
+            );
+        }
     }
     Ok(())
 }

@@ -42,6 +42,11 @@ pub struct ServeArgs {
     /// 53200 and the server serves the next
     #[arg(long, value_name = "SIZE")]
     pub memory_limit: Option<String>,
+    /// Where queries past --memory-limit write what does not fit
+    /// (default: tmp in the database directory); each query's own
+    /// directory, removed when it ends
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
     /// Scans run at once (key lookups never wait for them; default: half
     /// the cores, at least 1)
     #[arg(long)]
@@ -152,6 +157,7 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
         .map(|s| crate::util::parse_size(s, "--memory-limit"))
         .transpose()?;
     opts.queue = args.queue;
+    opts.temp_dir = args.temp_dir.clone();
     opts.threads = threads;
     opts.pin_threads = !args.no_pin;
     opts.spin = std::time::Duration::from_micros(args.spin_us);

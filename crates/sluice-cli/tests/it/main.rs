@@ -25,6 +25,7 @@ mod regression_values;
 mod regression_widen;
 mod resume;
 mod shards;
+mod spill;
 mod tpcds;
 mod tpch;
 

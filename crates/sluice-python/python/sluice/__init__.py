@@ -362,13 +362,20 @@ def connect(
     path: Union[str, os.PathLike] = "sluice.db",
     threads: Optional[int] = None,
     memory_limit: Union[int, str, None] = None,
+    temp_dir: Union[str, os.PathLike, None] = None,
 ) -> Database:
     """Opens the sluice database in directory ``path`` (created by the
     first load). ``threads`` caps the worker threads of loads and queries
     (default: every usable core). ``memory_limit`` bounds what one query's
     hash tables, aggregates, sorts and result hold, in bytes or as
-    ``"2GiB"`` (default: 80% of the machine's memory); a query that would
-    pass it raises QueryError with sqlstate 53200. Use it as a context
-    manager, or keep it: a handle is cheap, thread-safe, and sees each new
-    commit."""
-    return Database(os.fspath(path), threads, memory_limit)
+    ``"2GiB"`` (default: 80% of the machine's memory); past it a GROUP BY
+    writes its groups to ``temp_dir`` (default: ``tmp`` in the database
+    directory) and finishes, and other operators raise QueryError with
+    sqlstate 53200. Use it as a context manager, or keep it: a handle is
+    cheap, thread-safe, and sees each new commit."""
+    return Database(
+        os.fspath(path),
+        threads,
+        memory_limit,
+        None if temp_dir is None else os.fspath(temp_dir),
+    )

@@ -112,6 +112,7 @@ class Database:
         path: Optional[PathLike] = None,
         threads: Optional[int] = None,
         memory_limit: Union[int, str, None] = None,
+        temp_dir: Optional[PathLike] = None,
     ) -> None: ...
     @property
     def path(self) -> str: ...
@@ -151,5 +152,6 @@ def connect(
     path: PathLike = "sluice.db",
     threads: Optional[int] = None,
     memory_limit: Union[int, str, None] = None,
+    temp_dir: Optional[PathLike] = None,
 ) -> Database:
     """Opens the sluice database in directory path (created by the first load)."""

@@ -1295,19 +1295,40 @@ async fn limit_and_offset_take_parameters() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_past_the_memory_limit_fails_and_the_server_goes_on() {
     let dir = sample(200_000);
+    let scratch = dir.0.join("scratch");
     let srv = Server::start(&dir.0.join("db"), |o| {
         o.memory_limit = Some(1 << 20);
+        o.temp_dir = Some(scratch.clone());
     });
     let c = srv.client().await;
     let other = srv.client().await;
     for _ in 0..2 {
+        // The grouping spills (into the server's --temp-dir); its 200,000
+        // rows, the answer, do not fit.
         let e = c
             .simple_query("SELECT k, count(*) FROM big GROUP BY k ORDER BY k")
             .await
             .unwrap_err();
         assert_eq!(code(&e), "53200", "{e}");
         let m = e.as_db_error().unwrap().message().to_string();
-        assert!(m.contains("hash aggregate") && m.contains("1.0 MiB"), "{m}");
+        assert!(m.contains("out of memory") && m.contains("1.0 MiB"), "{m}");
+        // A grouping of as many groups and a small answer: spilled,
+        // answered, its files gone.
+        assert_eq!(
+            simple(
+                &c,
+                "SELECT count(*) FROM (SELECT k, count(*) FROM big GROUP BY k HAVING max(v) = 7) x"
+            )
+            .await,
+            simple(&c, "SELECT count(DISTINCT k) FROM big WHERE v = 7").await
+        );
+        assert!(scratch.is_dir());
+        let left: Vec<_> = std::fs::read_dir(&scratch)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         // The same session, and another, are answered.
         assert_eq!(
             simple(&c, "SELECT count(*), sum(v) FROM big").await,

@@ -18,6 +18,8 @@ use super::expr::{Expr, canonical_doubles, exec_err};
 use super::intset::IntSet;
 use crate::error::{Error, Result};
 
+pub mod spill;
+
 /// Aggregate functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggFunc {

@@ -15,6 +15,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions
 use arrow_ord::sort::{SortColumn, SortOptions, lexsort_to_indices};
 use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SchemaRef};
 
+use super::agg::spill::AggSpill;
 use super::agg::{AggFunc, AggInput, GroupTable};
 use super::expr::{Expr, eval_type, exec_err};
 use super::fused::{Fused, Scratch as FusedScratch};
@@ -714,10 +715,41 @@ fn execute_block(
             let keys = &key_evals;
             // count(*) alone, no GROUP BY: a morsel counts its kept rows.
             let count_only = keys.is_empty() && aggs.iter().all(|a| a.arg.is_none());
-            let cols = match stat_cols {
-                Some(cols) => cols,
+            let mut agg_types = key_types.clone();
+            agg_types.extend(aggs.iter().map(|c| c.output_type()));
+            let agg_schema = Arc::new(ArrowSchema::new(
+                agg_types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
+                    .collect::<Vec<Field>>(),
+            ));
+            // The groups' columns as a batch, HAVING applied.
+            let finish_cols = |cols: Vec<ArrayRef>| -> Result<RecordBatch> {
+                // A grouping without keys is one row, also when it computes no
+                // column (`SELECT 1 FROM t GROUP BY ()`, `… HAVING true`).
+                let n = cols
+                    .first()
+                    .map_or(usize::from(key_types.is_empty()), |c| c.len());
+                let agg_batch = RecordBatch::try_new_with_options(
+                    agg_schema.clone(),
+                    cols,
+                    &RecordBatchOptions::new().with_row_count(Some(n)),
+                )?;
+                Ok(match having {
+                    None => agg_batch,
+                    Some(h) => {
+                        let mask = h.eval(&agg_batch)?.into_array(agg_batch.num_rows())?;
+                        arrow_select::filter::filter_record_batch(&agg_batch, &as_mask(&mask)?)
+                            .map_err(exec_err)?
+                    }
+                })
+            };
+            let grouped = match stat_cols {
+                Some(cols) => Grouped::Columns(cols),
                 None => {
                     let fast = fast_programs(aggs, &types);
+
                     // Grouping sets fold each row once a set that no
                     // other set holds (the others are made from those
                     // sets' groups at the end): the general path.
@@ -731,6 +763,55 @@ fn execute_block(
                     };
                     let tables: Mutex<Vec<Result<(GroupTable, Reservation)>>> =
                         Mutex::new(Vec::new());
+                    // Past the memory limit a grouping writes its tables
+                    // out and merges them by partition (see
+                    // `agg::spill`); one without keys has one group, and
+                    // grouping sets merge their sets after.
+                    let spiller = match (&opts.spill, sets) {
+                        (Some(sp), None) if !key_types.is_empty() => Some(AggSpill::new(
+                            sp.clone(),
+                            key_types.clone(),
+                            aggs.clone(),
+                            opts.profile.clone(),
+                        )),
+                        _ => None,
+                    };
+                    let spiller = spiller.as_ref();
+                    // The table's bytes counted; past the limit, written
+                    // out (when it may be) and emptied.
+                    let fit = |table: &mut GroupTable, mem: &mut Reservation| -> Result<()> {
+                        let r = mem.resize(table.bytes() as u64);
+                        let (Err(Error::MemoryLimit { .. }), Some(sp)) = (&r, spiller) else {
+                            return r;
+                        };
+                        if table.groups() > 1 {
+                            sp.spill(table)?;
+                        }
+                        // The room may be the other workers': finished
+                        // ones' tables are written out here, running ones
+                        // are asked to write theirs at their next morsel.
+                        for tries in 0.. {
+                            match mem.resize(table.bytes() as u64) {
+                                Err(Error::MemoryLimit { .. }) if tries == 0 => {
+                                    let mut done = tables
+                                        .lock()
+                                        .map_err(|_| Error::Internal("worker panicked".into()))?;
+                                    for (t, m) in done.iter_mut().flatten() {
+                                        if t.groups() > 1 {
+                                            sp.spill(t)?;
+                                            m.resize(t.bytes() as u64)?;
+                                        }
+                                    }
+                                    sp.ask_others();
+                                }
+                                Err(Error::MemoryLimit { .. }) if tries < SPILL_WAIT_TRIES => {
+                                    std::thread::sleep(std::time::Duration::from_millis(1));
+                                }
+                                r => return r,
+                            }
+                        }
+                        Ok(())
+                    };
                     std::thread::scope(|s| {
                         for _ in 0..workers.min(morsels.len()).max(1) {
                             spawn_worker(s, plan, || {
@@ -741,6 +822,7 @@ fn execute_block(
                                         table.expect_range(lo, hi);
                                     }
                                     let mut mem = opts.reserve("hash aggregate", 0)?;
+                                    let mut seen_asked = 0;
                                     // Buffers of the integer fast path, reused across morsels.
                                     let mut bufs: Vec<Vec<i128>> = vec![Vec::new(); aggs.len()];
                                     let mut pool: Vec<Vec<i128>> = Vec::new();
@@ -754,8 +836,18 @@ fn execute_block(
                                             break;
                                         };
                                         let _done = Done::new(&inputs, m);
+                                        // Another worker needs the room this
+                                        // table holds.
+                                        if let Some(sp) = spiller
+                                            && sp.asked() != seen_asked
+                                        {
+                                            seen_asked = sp.asked();
+                                            if table.groups() > 1 {
+                                                sp.spill(&mut table)?;
+                                            }
+                                        }
                                         // The table as the last morsel left it.
-                                        mem.resize(table.bytes() as u64)?;
+                                        fit(&mut table, &mut mem)?;
                                         // Dictionary-encoded TEXT stays encoded only
                                         // where it is a bare group key.
                                         let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
@@ -902,7 +994,7 @@ fn execute_block(
                                             }
                                         }
                                     }
-                                    mem.resize(table.bytes() as u64)?;
+                                    fit(&mut table, &mut mem)?;
                                     Ok((table, mem))
                                 })();
                                 if r.is_err() {
@@ -917,52 +1009,119 @@ fn execute_block(
                     let mut tables = tables
                         .into_inner()
                         .map_err(|_| Error::Internal("worker panicked".into()))?
+                        .into_iter()
+                        .collect::<Result<Vec<_>>>()?
                         .into_iter();
                     let (mut fin, mut mem) = match tables.next() {
-                        Some(t) => t?,
+                        Some(t) => t,
                         None => (
                             GroupTable::new(&key_types, aggs.clone())?,
                             opts.reserve("hash aggregate", 0)?,
                         ),
                     };
-                    for t in tables {
-                        let (t, _theirs) = t?;
-                        fin.merge(t)?;
-                        mem.resize(fin.bytes() as u64)?;
-                    }
-                    match sets {
-                        None => fin.finish()?,
-                        Some(sets) => {
-                            fin.roll_up(&bases, sets)?;
-                            mem.resize(fin.bytes() as u64)?;
-                            super::grouping::with_empty_sets(fin.finish()?, sets, &key_types, aggs)?
+                    // Merged in memory, unless a table was written out or
+                    // the merged table does not fit.
+                    let mut over = spiller.is_some_and(|sp| sp.spilled());
+                    if !over {
+                        for (t, theirs) in tables.by_ref() {
+                            fin.merge(t)?;
+                            drop(theirs);
+                            match (mem.resize(fin.bytes() as u64), spiller) {
+                                (Err(Error::MemoryLimit { .. }), Some(_)) => {
+                                    over = true;
+                                    break;
+                                }
+                                (r, _) => r?,
+                            }
                         }
+                    }
+                    match (spiller, over) {
+                        (Some(sp), true) => {
+                            // Every table out, then the partitions merged
+                            // one a worker, all workers at once.
+                            sp.spill(&mut fin)?;
+                            drop((fin, mem));
+                            for (mut t, m) in tables {
+                                sp.spill(&mut t)?;
+                                drop((t, m));
+                            }
+                            let runs = sp.take_runs()?;
+                            let next = AtomicUsize::new(0);
+                            // Per partition its batches, or None: it did
+                            // not fit beside the others.
+                            type Merged = Result<Option<Vec<RecordBatch>>>;
+                            let parts: Mutex<Vec<(u32, Merged)>> = Mutex::new(Vec::new());
+                            let parts_n = super::agg::spill::PARTS as usize;
+                            std::thread::scope(|s| {
+                                for _ in 0..workers.clamp(1, parts_n) {
+                                    spawn_worker(s, plan, || {
+                                        loop {
+                                            let p = next.fetch_add(1, Ordering::Relaxed);
+                                            if p >= parts_n {
+                                                break;
+                                            }
+                                            let r = match opts.stop.as_ref().and_then(|s| s.error())
+                                            {
+                                                Some(e) => Err(e),
+                                                None => sp.merge_partition(
+                                                    &runs,
+                                                    p as u32,
+                                                    workers == 1,
+                                                    opts,
+                                                    &finish_cols,
+                                                ),
+                                            };
+                                            let failed = r.is_err();
+                                            if let Ok(mut d) = parts.lock() {
+                                                d.push((p as u32, r));
+                                            }
+                                            if failed {
+                                                // The others stop at their next partition.
+                                                next.store(usize::MAX / 2, Ordering::Relaxed);
+                                                break;
+                                            }
+                                        }
+                                    });
+                                }
+                            });
+                            let mut parts = parts
+                                .into_inner()
+                                .map_err(|_| Error::Internal("worker panicked".into()))?;
+                            parts.sort_by_key(|p| p.0);
+                            let mut batches = Vec::new();
+                            for (p, r) in parts {
+                                match r? {
+                                    Some(b) => batches.extend(b),
+                                    // Alone now, split if it must be.
+                                    None => batches.extend(
+                                        sp.merge_partition(&runs, p, true, opts, &finish_cols)?
+                                            .unwrap_or_default(),
+                                    ),
+                                }
+                            }
+                            drop(runs);
+                            Grouped::Batches(batches)
+                        }
+                        _ => Grouped::Columns(match sets {
+                            None => fin.finish()?,
+                            Some(sets) => {
+                                fin.roll_up(&bases, sets)?;
+                                mem.resize(fin.bytes() as u64)?;
+                                super::grouping::with_empty_sets(
+                                    fin.finish()?,
+                                    sets,
+                                    &key_types,
+                                    aggs,
+                                )?
+                            }
+                        }),
                     }
                 }
             };
-            let mut agg_types = key_types.clone();
-            agg_types.extend(aggs.iter().map(|c| c.output_type()));
-            let fields: Vec<Field> = agg_types
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
-                .collect();
-            // A grouping without keys is one row, also when it computes no
-            // column (`SELECT 1 FROM t GROUP BY ()`, `… HAVING true`).
-            let n = cols
-                .first()
-                .map_or(usize::from(keys.is_empty()), |c| c.len());
-            let agg_batch = RecordBatch::try_new_with_options(
-                Arc::new(ArrowSchema::new(fields)),
-                cols,
-                &RecordBatchOptions::new().with_row_count(Some(n)),
-            )?;
-            let agg_batch = match having {
-                None => agg_batch,
-                Some(h) => {
-                    let mask = h.eval(&agg_batch)?.into_array(agg_batch.num_rows())?;
-                    arrow_select::filter::filter_record_batch(&agg_batch, &as_mask(&mask)?)
-                        .map_err(exec_err)?
+            let agg_batch = match grouped {
+                Grouped::Columns(cols) => finish_cols(cols)?,
+                Grouped::Batches(b) => {
+                    arrow_select::concat::concat_batches(&agg_schema, &b).map_err(exec_err)?
                 }
             };
             let out_schema = output_schema(post, &agg_types, &plan.names);
@@ -975,6 +1134,17 @@ fn execute_block(
     }
     let out = sort_and_limit(out, plan, opts)?;
     Ok((vec![out], facts))
+}
+
+/// How many times (a millisecond apart) a worker whose emptied table
+/// still does not fit waits for the others to write theirs out.
+const SPILL_WAIT_TRIES: u32 = 1000;
+
+/// A grouping's groups: its columns, or, when it spilled, its
+/// partitions' batches (HAVING applied to each).
+enum Grouped {
+    Columns(Vec<ArrayRef>),
+    Batches(Vec<RecordBatch>),
 }
 
 /// The types of a plan's visible columns as its expressions have them:

@@ -39,6 +39,7 @@ pub mod range_mask;
 pub mod regexp;
 pub mod scan;
 pub mod setop;
+pub mod spill;
 pub mod sql;
 pub mod subquery;
 pub mod to_char;
@@ -119,6 +120,9 @@ pub struct QueryOptions {
     /// The results of CTEs the statement names more than once, kept for
     /// their next use; made by the query itself (leave it `None`).
     pub cte_results: Option<std::sync::Arc<CteResults>>,
+    /// Where operators spill what outgrows the memory limit (see
+    /// [`spill`]); `None`: under the database's `tmp` directory.
+    pub spill: Option<spill::Spill>,
 }
 
 /// The rows of CTEs that a statement names more than once, by the CTE
@@ -244,13 +248,19 @@ pub(crate) fn on_own_stack<T: Send>(
     })
 }
 
+/// Where a query over `db` spills unless told otherwise: `tmp` in the
+/// database's directory.
+pub fn default_spill_root(db: &Database) -> std::path::PathBuf {
+    db.dir().join("tmp")
+}
+
 /// Runs a planned query (see [`plan::plan_sql`]).
 pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<QueryResult> {
     // Every operator counts its memory in one pool: the caller's, or one
     // of the default limit for this query. The statement's CTE results
     // are kept in one place for all its parts, made here at the top.
     let own;
-    let opts = if opts.memory.is_none() || opts.cte_results.is_none() {
+    let opts = if opts.memory.is_none() || opts.cte_results.is_none() || opts.spill.is_none() {
         own = QueryOptions {
             memory: Some(
                 opts.memory
@@ -258,6 +268,11 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
                     .unwrap_or_else(memory::Memory::with_default_limit),
             ),
             cte_results: Some(opts.cte_results.clone().unwrap_or_default()),
+            spill: Some(
+                opts.spill
+                    .clone()
+                    .unwrap_or_else(|| spill::Spill::new(default_spill_root(db))),
+            ),
             ..opts.clone()
         };
         &own

@@ -33,6 +33,8 @@ struct MemoryState {
     operators: Vec<OperatorMemory>,
     now: u64,
     peak: u64,
+    /// Bytes and spill files (runs) written, per operator.
+    spilled: Vec<(&'static str, u64, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -175,6 +177,27 @@ impl Profile {
         o.peak = o.peak.max(o.now);
     }
 
+    /// `operator` wrote `bytes` more to spill files, in `files` more runs.
+    pub(crate) fn spilled(&self, operator: &'static str, bytes: u64, files: u64) {
+        let mut st = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        match st.spilled.iter_mut().find(|s| s.0 == operator) {
+            Some(s) => {
+                s.1 += bytes;
+                s.2 += files;
+            }
+            None => st.spilled.push((operator, bytes, files)),
+        }
+    }
+
+    /// Bytes `operator` wrote to spill files (0 if it never spilled).
+    pub fn spilled_by(&self, operator: &str) -> u64 {
+        let m = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        m.spilled
+            .iter()
+            .find(|s| s.0 == operator)
+            .map_or(0, |s| s.1)
+    }
+
     /// The most bytes `operator` held at once (0 if it never reserved).
     pub fn peak_of(&self, operator: &str) -> u64 {
         let m = self.memory.lock().unwrap_or_else(|e| e.into_inner());
@@ -218,6 +241,17 @@ impl Profile {
                 );
             }
         }
+        if !m.spilled.is_empty() {
+            let _ = writeln!(s, "Spilled to disk by operator:");
+            for (op, bytes, files) in &m.spilled {
+                let _ = writeln!(
+                    s,
+                    "  {op}: {} in {files} run{}",
+                    super::memory::human_bytes(*bytes),
+                    if *files == 1 { "" } else { "s" }
+                );
+            }
+        }
         s
     }
 }
@@ -252,5 +286,15 @@ mod tests {
         assert_eq!(lines[3], "  Sort: did not finish", "{r}");
         assert_eq!(lines[5], "  sort: 150 B", "{r}");
         assert_eq!(lines[6], "  window: 200 B", "{r}");
+        assert_eq!(lines.len(), 7, "nothing spilled, no spill lines: {r}");
+        p.spilled("hash aggregate", 0, 1);
+        p.spilled("hash aggregate", 2048, 0);
+        p.spilled("hash aggregate", 1024, 1);
+        assert_eq!(p.spilled_by("hash aggregate"), 3072);
+        assert_eq!(p.spilled_by("sort"), 0);
+        let r = p.report();
+        let lines: Vec<&str> = r.lines().collect();
+        assert_eq!(lines[7], "Spilled to disk by operator:", "{r}");
+        assert_eq!(lines[8], "  hash aggregate: 3.0 KiB in 2 runs", "{r}");
     }
 }

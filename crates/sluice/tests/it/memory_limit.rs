@@ -1,5 +1,5 @@
-//! A query past its memory limit fails with the error of the operator
-//! that would pass it (SQLSTATE 53200, naming the operator and the
+//! A query past its memory limit (in an operator that does not spill)
+//! fails with the error of the operator that would pass it (SQLSTATE 53200, naming the operator and the
 //! limit), gives back every byte it reserved, and leaves the database as
 //! it was; the same query under a limit it fits answers as before.
 
@@ -72,14 +72,7 @@ fn refused_then_answered(db: &Database, sql: &str, limit: u64, operator: &str, e
 fn each_operator_fails_past_the_limit_and_answers_under_it() {
     let dir = table();
     let db = Database::open(dir.path().join("db")).unwrap();
-    // 50,000 groups of text keys: the grouping's table.
-    refused_then_answered(
-        &db,
-        "SELECT count(*) FROM (SELECT g, count(*) AS n FROM t GROUP BY g) x WHERE n = 4",
-        1 << 20,
-        "hash aggregate",
-        r#"[[Some("50000")]]"#,
-    );
+    // (A grouping past the limit spills instead: see `agg_spill`.)
     // The join's two sides fit (1.6 MB of keys each); its hash table not.
     refused_then_answered(
         &db,
@@ -136,7 +129,7 @@ fn the_database_is_unchanged_and_the_next_query_runs() {
     // nothing reserved for the next.
     let shared = Memory::new(1 << 20);
     for _ in 0..3 {
-        let e = run(&db, "SELECT g, count(*) FROM t GROUP BY g", &shared, 2).unwrap_err();
+        let e = run(&db, "SELECT k FROM t ORDER BY k DESC", &shared, 2).unwrap_err();
         assert_eq!(e.sqlstate(), "53200", "{e}");
         assert_eq!(shared.used(), 0);
         assert_eq!(

@@ -1,0 +1,203 @@
+//! Queries past `--memory-limit` that spill: the answer of the query
+//! run in memory, the spill files gone after an answer, an error (a full
+//! disk) or a kill (removed by the next start), and what was spilled
+//! shown by `--timing` and EXPLAIN ANALYZE.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::{Tmp, fails, ok, sluice};
+
+/// `t(k, v)`: 100,000 rows, `k` unique.
+fn table(t: &Tmp) {
+    let mut csv = String::from("k,v\n");
+    for i in 0..100_000 {
+        csv.push_str(&format!("{i},{}\n", i % 3));
+    }
+    t.write("t.csv", csv.as_bytes());
+    ok(&t.0, &["load", "--schema", "k BIGINT, v INT", "t", "t.csv"]);
+}
+
+/// Entries of a spill root that are query directories or their locks.
+fn spill_entries(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("sluice-spill-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const GROUPS: &str = "SELECT count(*), sum(n), max(k) FROM (SELECT k, count(*) AS n FROM t GROUP BY k HAVING k % 7 = 0) x";
+
+#[test]
+fn a_grouping_past_the_limit_spills_answers_and_leaves_nothing() {
+    let t = Tmp::new();
+    table(&t);
+    let want = ok(&t.0, &["query", "--format", "csv", GROUPS]);
+    assert_eq!(want, "count(*),sum(n),max(k)\n14286,14286,99995\n");
+    let root = t.0.join("scratch");
+    let out = sluice(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            root.to_str().unwrap(),
+            "--timing",
+            "--format",
+            "csv",
+            GROUPS,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    assert!(stderr.contains("spilled: "), "{stderr}");
+    assert!(stderr.contains("(removed)"), "{stderr}");
+    assert!(root.is_dir(), "the root is made");
+    assert_eq!(spill_entries(&root), Vec::<String>::new());
+    // The default root: tmp in the database directory.
+    let out = ok(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--format",
+            "csv",
+            GROUPS,
+        ],
+    );
+    assert_eq!(out, want);
+    assert!(t.0.join("sluice.db/tmp").is_dir());
+    assert_eq!(
+        spill_entries(&t.0.join("sluice.db/tmp")),
+        Vec::<String>::new()
+    );
+    // EXPLAIN ANALYZE says what each operator spilled.
+    let plan = ok(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "512KiB",
+            &format!("EXPLAIN ANALYZE {GROUPS}"),
+        ],
+    );
+    assert!(plan.contains("Spilled to disk by operator:"), "{plan}");
+    assert!(
+        plan.lines()
+            .any(|l| l.trim_start().starts_with("hash aggregate: ") && l.contains(" runs")),
+        "{plan}"
+    );
+    // In memory: nothing spilled, no such lines.
+    let plan = ok(&t.0, &["query", &format!("EXPLAIN ANALYZE {GROUPS}")]);
+    assert!(!plan.contains("Spilled"), "{plan}");
+}
+
+#[test]
+fn a_full_disk_fails_the_query_cleanly_and_leaves_no_spill_file() {
+    let t = Tmp::new();
+    table(&t);
+    let root = t.0.join("scratch");
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .env("SLUICE_FAULT", "disk-full-after=20000")
+        .args([
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            root.to_str().unwrap(),
+            GROUPS,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(
+        err.contains(root.to_str().unwrap()),
+        "names the file: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(spill_entries(&root), Vec::<String>::new());
+}
+
+#[test]
+fn a_query_killed_mid_spill_leaves_files_the_next_start_removes() {
+    let t = Tmp::new();
+    table(&t);
+    let root = t.0.join("scratch");
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .env("SLUICE_FAULT", "spill-abort-after-bytes=30000")
+        .args([
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            root.to_str().unwrap(),
+            GROUPS,
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the fault aborts it");
+    assert_eq!(o.status.code(), None, "killed by a signal");
+    let left = spill_entries(&root);
+    assert_eq!(left.len(), 2, "its directory and lock: {left:?}");
+    let dir = left.iter().find(|n| !n.ends_with(".lock")).unwrap();
+    assert!(
+        std::fs::read_dir(root.join(dir)).unwrap().count() > 0,
+        "a run was being written"
+    );
+    // The next start on the same root, whatever it runs, removes them.
+    ok(
+        &t.0,
+        &["query", "--temp-dir", root.to_str().unwrap(), "SELECT 1"],
+    );
+    assert_eq!(spill_entries(&root), Vec::<String>::new());
+    // And the query answers.
+    assert_eq!(
+        ok(
+            &t.0,
+            &[
+                "query",
+                "--memory-limit",
+                "512KiB",
+                "--temp-dir",
+                root.to_str().unwrap(),
+                "--format",
+                "csv",
+                GROUPS
+            ]
+        ),
+        "count(*),sum(n),max(k)\n14286,14286,99995\n"
+    );
+}
+
+#[test]
+fn a_temp_dir_that_cannot_be_made_is_named_with_the_option() {
+    let t = Tmp::new();
+    table(&t);
+    t.write("file", b"not a directory");
+    let err = fails(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            "file/tmp",
+            GROUPS,
+        ],
+    );
+    assert!(err.contains("file/tmp"), "{err}");
+    assert!(err.contains("--temp-dir"), "{err}");
+}

@@ -1,0 +1,523 @@
+//! Spilling: where an operator puts what does not fit the query's memory.
+//!
+//! A query spills into a directory of its own, made when it first spills
+//! under the spill root (`<database>/tmp` unless `--temp-dir` says
+//! otherwise) and removed with everything in it when the query ends —
+//! with its answer, with an error, or canceled (Ctrl-C). A process that
+//! dies mid-spill leaves its directory behind; the next `sluice query`,
+//! `sluice serve` or Python `Database` on the database removes it at its
+//! start, and so does the next query that spills under the same root
+//! ([`sweep`]). Which directories
+//! are left behind is told by a lock: beside each query's directory
+//! `sluice-spill-…` is a file `sluice-spill-….lock` that the query holds
+//! locked while it lives (the operating system lets the lock go when the
+//! process dies, however it dies); a directory whose lock can be taken
+//! belongs to no one.
+//!
+//! A spill file is a *run*: frames one after another, each one record
+//! batch of one partition of the operator (its rows, or its states), in
+//! the Arrow IPC stream format, behind a header of a magic, the CRC-32 of
+//! the frame's bytes and their length. The operator keeps where each
+//! frame is ([`Frame`]); a frame read back whose magic, length or
+//! checksum is not what was written is an error naming the file and the
+//! offset ([`Error::Corrupt`]), never rows. Runs are not synced to disk:
+//! they live no longer than the query.
+//!
+//! For: operators whose state outgrows the query's memory limit (today
+//! the hash aggregate, [`super::agg`]). Not for: data that outlives a
+//! query (segments, the key index).
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+
+use crate::error::{Error, Result};
+
+/// What a frame starts with.
+const MAGIC: &[u8; 4] = b"SLSP";
+/// Magic, CRC-32, length.
+const HEADER: u64 = 16;
+/// The name every query directory (and its lock file) starts with.
+const PREFIX: &str = "sluice-spill-";
+
+/// Where a query's operators spill, and what they spilled. Cloned into
+/// every part of the query; the directory goes when the last clone does.
+#[derive(Clone, Debug)]
+pub struct Spill(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    /// The query's own directory, made at the first spill.
+    dir: Mutex<Option<Arc<QueryDir>>>,
+    files: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// A query's spill directory and the lock that says it is in use.
+#[derive(Debug)]
+struct QueryDir {
+    path: PathBuf,
+    lock_path: PathBuf,
+    _lock: File,
+}
+
+impl Drop for QueryDir {
+    fn drop(&mut self) {
+        // The directory first: a lock file without its directory is
+        // harmless, a directory without its lock is taken for a dead
+        // query's.
+        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_file(&self.lock_path);
+    }
+}
+
+impl Spill {
+    /// Spills under `root` (made when first needed). Touches nothing
+    /// until the query spills: then the directories that dead processes
+    /// left under the root are removed first ([`sweep`]; a program that
+    /// runs queries sweeps at its start too).
+    pub fn new(root: impl Into<PathBuf>) -> Spill {
+        let root = root.into();
+        Spill(Arc::new(Inner {
+            root,
+            dir: Mutex::new(None),
+            files: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }))
+    }
+
+    /// The root the query's directory is made under.
+    pub fn root(&self) -> &Path {
+        &self.0.root
+    }
+
+    /// Bytes written to spill files so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.0.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Spill files (runs) written so far.
+    pub fn files_written(&self) -> u64 {
+        self.0.files.load(Ordering::Relaxed)
+    }
+
+    /// The query's directory, made now if it is not yet.
+    fn dir(&self) -> Result<Arc<QueryDir>> {
+        let mut d = self
+            .0
+            .dir
+            .lock()
+            .map_err(|_| Error::Internal("spill directory lock poisoned".into()))?;
+        if let Some(d) = &*d {
+            return Ok(d.clone());
+        }
+        let root = &self.0.root;
+        let hint = |e: std::io::Error, p: &Path| {
+            Error::io(p, e).context(format!(
+                "making the spill directory under {} (a query that outgrows its memory limit writes there; choose another with --temp-dir)",
+                root.display()
+            ))
+        };
+        std::fs::create_dir_all(root).map_err(|e| hint(e, root))?;
+        sweep(root);
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!(
+            "{PREFIX}{}-{}-{nanos:x}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = root.join(&name);
+        let lock_path = root.join(format!("{name}.lock"));
+        // The lock before the directory: a sweep never sees this
+        // directory without its lock held.
+        let lock = File::create(&lock_path).map_err(|e| hint(e, &lock_path))?;
+        lock.try_lock()
+            .map_err(|e| Error::Internal(format!("locking {}: {e}", lock_path.display())))?;
+        if let Err(e) = std::fs::create_dir(&path) {
+            let _ = std::fs::remove_file(&lock_path);
+            return Err(hint(e, &path));
+        }
+        let qd = Arc::new(QueryDir {
+            path,
+            lock_path,
+            _lock: lock,
+        });
+        *d = Some(qd.clone());
+        Ok(qd)
+    }
+
+    /// A new run for `operator` to write.
+    pub fn writer(
+        &self,
+        operator: &'static str,
+        profile: Option<Arc<super::profile::Profile>>,
+    ) -> Result<RunWriter> {
+        let dir = self.dir()?;
+        let n = self.0.files.fetch_add(1, Ordering::Relaxed);
+        let path = dir.path.join(format!("run-{n}.arrows"));
+        let file = File::create(&path).map_err(|e| {
+            Error::io(&path, e).context(format!(
+                "spilling the {operator} to disk (choose another directory with --temp-dir)"
+            ))
+        })?;
+        if let Some(p) = &profile {
+            p.spilled(operator, 0, 1);
+        }
+        Ok(RunWriter {
+            file: BufWriter::with_capacity(1 << 20, file),
+            run: RunFile {
+                path,
+                file: Mutex::new(None),
+                _dir: dir,
+            },
+            at: 0,
+            frames: Vec::new(),
+            spill: self.clone(),
+            operator,
+            profile,
+        })
+    }
+}
+
+/// Removes the spill directories under `root` that no living process
+/// holds (their lock can be taken), and lock files left without their
+/// directory; says how many directories it removed. Errors are ignored:
+/// what cannot be removed now is tried again by the next query.
+pub fn sweep(root: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    let mut dirs = Vec::new();
+    let mut locks = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(PREFIX) {
+            continue;
+        }
+        match name.strip_suffix(".lock") {
+            Some(dir) => locks.push(dir.to_string()),
+            None => dirs.push(name),
+        }
+    }
+    for name in &locks {
+        let lock_path = root.join(format!("{name}.lock"));
+        let Ok(f) = File::open(&lock_path) else {
+            continue;
+        };
+        if f.try_lock().is_ok() {
+            // No one holds it: its query is dead.
+            if std::fs::remove_dir_all(root.join(name)).is_ok() {
+                removed += 1;
+            }
+            let _ = std::fs::remove_file(&lock_path);
+        }
+    }
+    // A directory without a lock file: a sweep that died between the
+    // two removals.
+    for name in dirs {
+        if !locks.contains(&name)
+            && !root.join(format!("{name}.lock")).exists()
+            && std::fs::remove_dir_all(root.join(&name)).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Where one frame of a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The operator's partition it holds.
+    pub part: u32,
+    /// Where its header starts.
+    pub offset: u64,
+    /// Bytes after the header.
+    pub len: u64,
+    pub rows: u32,
+}
+
+/// A run being written.
+pub struct RunWriter {
+    file: BufWriter<File>,
+    run: RunFile,
+    at: u64,
+    frames: Vec<Frame>,
+    spill: Spill,
+    operator: &'static str,
+    profile: Option<Arc<super::profile::Profile>>,
+}
+
+impl RunWriter {
+    /// Appends `batch` as a frame of partition `part`.
+    pub fn write(&mut self, part: u32, batch: &RecordBatch) -> Result<()> {
+        let mut payload = Vec::new();
+        {
+            let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut payload, &batch.schema())?;
+            w.write(batch)?;
+            w.finish()?;
+        }
+        let mut header = [0u8; HEADER as usize];
+        header[..4].copy_from_slice(MAGIC);
+        header[4..8].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        header[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        let n = HEADER + payload.len() as u64;
+        crate::fault::charge(n as usize)
+            .and_then(|()| self.file.write_all(&header))
+            .and_then(|()| self.file.write_all(&payload))
+            .map_err(|e| self.io_error(e))?;
+        self.frames.push(Frame {
+            part,
+            offset: self.at,
+            len: payload.len() as u64,
+            rows: batch.num_rows() as u32,
+        });
+        self.at += n;
+        self.spill.0.bytes.fetch_add(n, Ordering::Relaxed);
+        if let Some(p) = &self.profile {
+            p.spilled(self.operator, n, 0);
+        }
+        crate::fault::spilled(n);
+        Ok(())
+    }
+
+    /// An error writing the run, with what was being done and the way
+    /// out.
+    fn io_error(&self, e: std::io::Error) -> Error {
+        Error::io(&self.run.path, e).context(format!(
+            "spilling the {} to disk (free space under {}, or choose another directory with --temp-dir)",
+            self.operator,
+            self.spill.root().display()
+        ))
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.at
+    }
+
+    /// The run, written out, to be read.
+    pub fn finish(mut self) -> Result<Run> {
+        if let Err(e) = self.file.flush() {
+            return Err(self.io_error(e));
+        }
+        Ok(Run {
+            file: Arc::new(self.run),
+            frames: self.frames,
+        })
+    }
+}
+
+/// A run's file, removed when dropped.
+#[derive(Debug)]
+struct RunFile {
+    path: PathBuf,
+    /// Opened for reading at the first read.
+    file: Mutex<Option<File>>,
+    /// The directory lives while its files do.
+    _dir: Arc<QueryDir>,
+}
+
+impl Drop for RunFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A run written: its frames, to read back by partition.
+#[derive(Debug, Clone)]
+pub struct Run {
+    file: Arc<RunFile>,
+    frames: Vec<Frame>,
+}
+
+impl Run {
+    /// The frames of partition `part`, in the order written.
+    pub fn frames_of(&self, part: u32) -> impl Iterator<Item = &Frame> {
+        self.frames.iter().filter(move |f| f.part == part)
+    }
+
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Reads one frame back, checking its header and checksum.
+    pub fn read(&self, f: &Frame) -> Result<RecordBatch> {
+        let path = &self.file.path;
+        let corrupt = |what: String| Error::Corrupt {
+            file: path.clone(),
+            message: format!("spill frame at byte {}: {what}", f.offset),
+        };
+        let mut buf = vec![0u8; (HEADER + f.len) as usize];
+        {
+            let mut g = self
+                .file
+                .file
+                .lock()
+                .map_err(|_| Error::Internal("spill file lock poisoned".into()))?;
+            if g.is_none() {
+                *g = Some(File::open(path).map_err(|e| Error::io(path, e))?);
+            }
+            let file = g.as_mut().expect("opened above");
+            file.seek(SeekFrom::Start(f.offset))
+                .and_then(|_| file.read_exact(&mut buf))
+                .map_err(|e| Error::io(path, e))?;
+        }
+        if &buf[..4] != MAGIC {
+            return Err(corrupt("no frame header".into()));
+        }
+        let len = u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes"));
+        if len != f.len {
+            return Err(corrupt(format!("length {len}, written {}", f.len)));
+        }
+        let crc = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+        let payload = &buf[HEADER as usize..];
+        if crc32fast::hash(payload) != crc {
+            return Err(corrupt("checksum mismatch".into()));
+        }
+        let mut r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(payload), None)
+            .map_err(|e| corrupt(e.to_string()))?;
+        match r.next() {
+            Some(Ok(b)) => Ok(b),
+            Some(Err(e)) => Err(corrupt(e.to_string())),
+            None => Err(corrupt("no record batch".into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+
+    fn root(name: &str) -> PathBuf {
+        let r =
+            std::env::temp_dir().join(format!("sluice-spill-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&r);
+        r
+    }
+
+    fn batch(lo: i64, n: i64) -> RecordBatch {
+        let a: ArrayRef = Arc::new(Int64Array::from_iter_values(lo..lo + n));
+        let b: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (lo..lo + n).map(|i| format!("v{i}")),
+        ));
+        RecordBatch::try_from_iter([("a", a), ("b", b)]).unwrap()
+    }
+
+    #[test]
+    fn frames_come_back_by_partition_and_the_directory_goes_with_the_query() {
+        let r = root("roundtrip");
+        let spill = Spill::new(&r);
+        let mut w = spill.writer("test", None).unwrap();
+        w.write(3, &batch(0, 10)).unwrap();
+        w.write(1, &batch(10, 5)).unwrap();
+        w.write(3, &batch(20, 7)).unwrap();
+        let run = w.finish().unwrap();
+        assert_eq!(spill.files_written(), 1);
+        assert!(spill.bytes_written() > 0);
+        let three: Vec<RecordBatch> = run.frames_of(3).map(|f| run.read(f).unwrap()).collect();
+        assert_eq!(three, vec![batch(0, 10), batch(20, 7)]);
+        assert_eq!(
+            run.read(run.frames_of(1).next().unwrap()).unwrap(),
+            batch(10, 5)
+        );
+        assert_eq!(run.frames_of(0).count(), 0);
+        let file = run.path().to_path_buf();
+        assert!(file.exists());
+        // The run's file goes with the run; the directory with the query.
+        drop(run);
+        assert!(!file.exists());
+        let dir = file.parent().unwrap().to_path_buf();
+        assert!(dir.exists());
+        drop(spill);
+        assert!(!dir.exists());
+        assert_eq!(std::fs::read_dir(&r).unwrap().count(), 0);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn a_changed_byte_is_found_in_every_part_of_a_frame() {
+        let r = root("corrupt");
+        let spill = Spill::new(&r);
+        let mut w = spill.writer("test", None).unwrap();
+        w.write(0, &batch(0, 100)).unwrap();
+        let run = w.finish().unwrap();
+        let f = run.frames()[0];
+        let bytes = std::fs::read(run.path()).unwrap();
+        // Every byte of the header and a spread of the payload's.
+        let at: Vec<usize> = (0..16).chain((16..bytes.len()).step_by(37)).collect();
+        for i in at {
+            let mut b = bytes.clone();
+            b[i] ^= 0x5a;
+            std::fs::write(run.path(), &b).unwrap();
+            // A fresh handle: the file is read again.
+            let again = Run {
+                file: Arc::new(RunFile {
+                    path: run.path().to_path_buf(),
+                    file: Mutex::new(None),
+                    _dir: run.file._dir.clone(),
+                }),
+                frames: run.frames.clone(),
+            };
+            let e = again.read(&f).unwrap_err();
+            assert!(matches!(e, Error::Corrupt { .. }), "byte {i}: {e}");
+            assert!(e.to_string().contains("spill frame at byte 0"), "{e}");
+            std::mem::forget(again); // the file is `run`'s to remove
+        }
+        drop(run);
+        drop(spill);
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn a_sweep_removes_what_dead_queries_left_and_spares_the_living() {
+        let r = root("sweep");
+        let live = Spill::new(&r);
+        let w = live.writer("test", None).unwrap();
+        let live_dir = w.run.path.parent().unwrap().to_path_buf();
+        // A dead query's: its lock file unheld, a run inside.
+        let dead = r.join(format!("{PREFIX}1-2-3"));
+        std::fs::create_dir_all(&dead).unwrap();
+        std::fs::write(dead.join("run-0.arrows"), b"x").unwrap();
+        std::fs::write(r.join(format!("{PREFIX}1-2-3.lock")), b"").unwrap();
+        // A sweep's leftover: a directory without its lock file.
+        let orphan = r.join(format!("{PREFIX}4-5-6"));
+        std::fs::create_dir_all(&orphan).unwrap();
+        // Not ours: kept.
+        std::fs::write(r.join("notes.txt"), b"keep").unwrap();
+        assert_eq!(sweep(&r), 2);
+        assert!(!dead.exists() && !orphan.exists());
+        assert!(!r.join(format!("{PREFIX}1-2-3.lock")).exists());
+        assert!(live_dir.exists(), "a living query's directory is kept");
+        assert!(r.join("notes.txt").exists());
+        drop(w);
+        drop(live);
+        assert!(!live_dir.exists());
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    #[test]
+    fn a_root_that_cannot_be_made_is_an_error_naming_it_and_the_option() {
+        let r = root("blocked");
+        std::fs::write(&r, b"a file, not a directory").unwrap();
+        let spill = Spill::new(r.join("tmp"));
+        let e = spill.writer("test", None).err().expect("cannot make it");
+        let msg = e.to_string();
+        assert!(msg.contains("--temp-dir"), "{msg}");
+        std::fs::remove_file(&r).unwrap();
+    }
+}
