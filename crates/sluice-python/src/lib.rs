@@ -137,6 +137,8 @@ impl Database {
                     let (schema, batches) = export::narrow_decimals(&plan, r.schema, r.batches)?;
                     Ok(QueryResult::new(schema, batches, r.explain))
                 });
+                // Its spill directory goes before the answer is seen.
+                drop(opts);
                 let _ = tx.send(r);
             })
             .map_err(|e| {

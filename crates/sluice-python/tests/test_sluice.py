@@ -351,14 +351,15 @@ def test_query_errors_carry_sqlstate(typed):
 def test_memory_limit_stops_a_query_with_53200(tmp_path):
     csv = tmp_path / "t.csv"
     csv.write_text("k\n" + "".join(f"{i}\n" for i in range(50_000)))
-    sql = "SELECT count(*) FROM (SELECT k, count(*) FROM t GROUP BY k) x"
+    # A join's build side does not spill: past the limit it stops.
+    sql = "SELECT count(*) FROM t a JOIN t b ON a.k = b.k"
     with sluice.connect(tmp_path / "db", memory_limit="256KiB") as db:
         assert db.memory_limit == 256 << 10
         db.load("t", csv, schema="k BIGINT", progress=False)
         with pytest.raises(sluice.QueryError) as e:
             db.query(sql)
         assert e.value.sqlstate == "53200", str(e.value)
-        assert "hash aggregate" in str(e.value)
+        assert "out of memory" in str(e.value)
     # In bytes, and the default: the same query answers.
     r = sluice.connect(tmp_path / "db", memory_limit=1 << 30).query(sql)
     assert r.num_rows == 1
@@ -369,6 +370,24 @@ def test_memory_limit_stops_a_query_with_53200(tmp_path):
         sluice.connect(tmp_path / "db", memory_limit="lots")
     with pytest.raises(TypeError, match="memory_limit"):
         sluice.connect(tmp_path / "db", memory_limit=[1])
+
+
+def test_a_grouping_past_the_memory_limit_spills_to_temp_dir(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("k\n" + "".join(f"{i}\n" for i in range(50_000)))
+    scratch = tmp_path / "scratch"
+    sql = "SELECT count(*) AS c FROM (SELECT k, count(*) FROM t GROUP BY k HAVING max(k) % 100 = 0) x"
+    with sluice.connect(tmp_path / "db", memory_limit="256KiB", temp_dir=scratch) as db:
+        db.load("t", csv, schema="k BIGINT", progress=False)
+        r = db.query(sql)
+        assert r.num_rows == 1
+        if importlib.util.find_spec("pyarrow") is not None:
+            assert r.to_arrow().to_pylist() == [{"c": 500}]
+        plan = db.query("EXPLAIN ANALYZE " + sql).explain
+        assert "Spilled to disk by operator:" in plan, plan
+    # The spill root was made; the query's directory is gone.
+    assert scratch.is_dir()
+    assert [p.name for p in scratch.iterdir()] == []
 
 
 def test_a_duplicate_key_fails_the_load_and_keeps_the_table(typed):
