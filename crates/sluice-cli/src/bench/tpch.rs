@@ -94,6 +94,40 @@ pub const WINDOWS: Suite = Suite {
     mode: Mode::Warm,
 };
 
+/// One query of each operator that holds rows, over the TPC-H tables,
+/// each with a small answer (see [`SPILL_QUERIES`]): run with
+/// `--memory-limit` below their needs, they show which operators spill.
+pub const SPILL: Suite = Suite {
+    name: "spill",
+    title: "operators past the memory limit over TPC-H",
+    prefix: "S",
+    labels: None,
+    queries: &SPILL_QUERIES,
+    data: &TPCH_DATA,
+    strict: true,
+    mode: Mode::Both,
+};
+
+/// The queries of `bench spill`: groupings of many groups (S1-S4), a
+/// self-join (S5), a sort of every row (S6), a window over every row
+/// (S7).
+pub const SPILL_QUERIES: [&str; 7] = [
+    // S1: GROUP BY l_orderkey (1.5 M groups at SF 1), TPC-H Q18's inner query.
+    "SELECT count(*), sum(q) FROM (SELECT l_orderkey, sum(l_quantity) AS q FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 300) x",
+    // S2: two keys, 800 K groups, several aggregates.
+    "SELECT count(*), sum(n), sum(p) FROM (SELECT l_partkey, l_suppkey, count(*) AS n, sum(l_extendedprice) AS p, max(l_shipdate) AS d FROM lineitem GROUP BY l_partkey, l_suppkey HAVING count(*) > 7) x",
+    // S3: DISTINCT and text states per order.
+    "SELECT count(*), max(m) FROM (SELECT l_orderkey, count(DISTINCT l_suppkey) AS s, max(l_comment) AS m FROM lineitem GROUP BY l_orderkey HAVING count(DISTINCT l_suppkey) = 7) x",
+    // S4: TPC-H Q18 whole.
+    include_str!("../../tests/expected/tpch/q18.sql"),
+    // S5: lineitem joined with itself on l_orderkey.
+    "SELECT count(*), sum(a.l_quantity * b.l_quantity) FROM lineitem a JOIN lineitem b ON a.l_orderkey = b.l_orderkey",
+    // S6: every line sorted (a top-k of half the rows).
+    "SELECT count(*), sum(l_quantity) FROM (SELECT l_quantity FROM lineitem ORDER BY l_extendedprice DESC, l_orderkey, l_linenumber LIMIT 3000000) x",
+    // S7: a window over every line.
+    "SELECT max(r), count(*) FROM (SELECT rank() OVER (PARTITION BY l_suppkey ORDER BY l_extendedprice) AS r FROM lineitem) x",
+];
+
 /// The 99 TPC-DS queries (see [`super::tpcds`]).
 pub const TPCDS: Suite = Suite {
     name: "tpcds",
@@ -132,6 +166,22 @@ pub const QUERIES: [&str; 22] = [
     include_str!("../../tests/expected/tpch/q22.sql"),
 ];
 
+/// Python: `config(threads)`, a DuckDB connection's configuration: its
+/// threads, and the memory limit and spill directory of `--memory-limit`
+/// (from the environment: `SLUICE_BENCH_MEMORY_LIMIT` in bytes,
+/// `SLUICE_BENCH_TEMP_DIR`), so that DuckDB runs under the limit sluice
+/// runs under.
+const DUCKDB_CONFIG: &str = r#"
+import os
+def config(threads):
+    c = {"threads": threads}
+    limit = os.environ.get("SLUICE_BENCH_MEMORY_LIMIT")
+    if limit:
+        c["memory_limit"] = f"{int(limit) // 1024}KiB"
+        c["temp_directory"] = os.environ["SLUICE_BENCH_TEMP_DIR"]
+    return c
+"#;
+
 /// Python: DuckDB's database of the suite's CSV files with sluice's types
 /// (made once, under another name until it is complete), then, on one
 /// read-only connection kept open (warm), a query's rows or one timed run
@@ -155,7 +205,7 @@ if not os.path.exists(db):
     con.execute("CHECKPOINT")
     con.close()
     os.replace(part, db)
-con = duckdb.connect(db, read_only=True, config={"threads": threads})
+con = duckdb.connect(db, read_only=True, config=config(threads))
 con.execute("SET enable_progress_bar = false")
 print("ready", json.dumps(duckdb.__version__), flush=True)
 for line in sys.stdin:
@@ -182,7 +232,7 @@ db, threads, q = sys.argv[1], int(sys.argv[2]), sys.argv[4]
 sql = json.load(open(sys.argv[3]))[q]
 base = peak_rss()
 start = time.perf_counter()
-con = duckdb.connect(db, read_only=True, config={"threads": threads})
+con = duckdb.connect(db, read_only=True, config=config(threads))
 # No progress bar (it would print on a long query); the SET is not
 # DuckDB's work for the query: its time is not counted.
 set_start = time.perf_counter()
@@ -219,7 +269,10 @@ impl WarmDuck {
         let mut child = Command::new("python3")
             .args([
                 "-c",
-                &format!("{}{DUCKDB_WARM_SCRIPT}", super::answers::DUCKDB_ROWS),
+                &format!(
+                    "{}{DUCKDB_CONFIG}{DUCKDB_WARM_SCRIPT}",
+                    super::answers::DUCKDB_ROWS
+                ),
             ])
             .arg(db)
             .arg(data)
@@ -295,7 +348,10 @@ fn duck_cold(db: &Path, threads: usize, texts: &Path, q: usize) -> Result<(f64, 
         Command::new("python3")
             .args([
                 "-c",
-                &format!("{}{DUCKDB_COLD_SCRIPT}", super::common::PY_PEAK_RSS),
+                &format!(
+                    "{}{DUCKDB_CONFIG}{DUCKDB_COLD_SCRIPT}",
+                    super::common::PY_PEAK_RSS
+                ),
             ])
             .arg(db)
             .arg(threads.to_string())
@@ -443,6 +499,7 @@ pub fn run(
     mode: Mode,
     dir: &Path,
     no_peers: bool,
+    memory_limit: Option<u64>,
     quiet: bool,
 ) -> Result<()> {
     let queries = parse_queries(queries, suite.queries.len(), suite.labels)?;
@@ -450,6 +507,31 @@ pub fn run(
     let runs = runs.max(1);
     let cores = sluice::exec::usable_cores();
     let threads = threads.unwrap_or(cores).max(1);
+    // Under a memory limit, both engines spill where they can; DuckDB's
+    // connections learn it from the environment (see DUCKDB_CONFIG).
+    if let Some(limit) = memory_limit {
+        let tmp = dir.join("duckdb-tmp");
+        // SAFETY: set at the start of the run, before it starts a thread
+        // or a child process.
+        unsafe {
+            std::env::set_var("SLUICE_BENCH_MEMORY_LIMIT", limit.to_string());
+            std::env::set_var("SLUICE_BENCH_TEMP_DIR", &tmp);
+        }
+    }
+    // A query refused (out of memory, past the limit) is listed and not
+    // timed; one that answers unlike DuckDB fails a strict suite's run.
+    let refusals_ok = !suite.strict || memory_limit.is_some();
+    let run_query = |db: &sluice::store::Database, sql: &str| {
+        sluice::query::query_with(
+            db,
+            sql,
+            &sluice::query::QueryOptions {
+                threads: Some(threads),
+                memory: memory_limit.map(sluice::query::memory::Memory::new),
+                ..Default::default()
+            },
+        )
+    };
     let (warm, cold) = (mode != Mode::Cold, mode != Mode::Warm);
     let (data, db_dir) = tables(suite.data, sf, dir, quiet)?;
     let db = sluice::store::Database::open(&db_dir)?;
@@ -501,9 +583,9 @@ pub fn run(
         let mut m = Measures::default();
         // The first run (the warm-up: it opens the segments) gives the
         // answer; DuckDB's first run gives its own.
-        let first = match sluice::query::query(&db, sql, Some(threads)) {
+        let first = match run_query(&db, sql) {
             Ok(r) => r,
-            Err(e) if !suite.strict => {
+            Err(e) if refusals_ok => {
                 if !quiet {
                     eprintln!("sluice {label}: {e}");
                 }
@@ -535,7 +617,7 @@ pub fn run(
             // Interleaved run by run: a drift of the machine hits both.
             for _ in 0..runs {
                 let start = std::time::Instant::now();
-                sluice::query::query(&db, sql, Some(threads))?;
+                run_query(&db, sql)?;
                 m.warm.push(start.elapsed().as_secs_f64());
                 if let Some(d) = duck.as_mut() {
                     m.duck_warm.push(d.time(q)?);
@@ -565,7 +647,13 @@ pub fn run(
                 if answer.is_err() {
                     continue;
                 }
-                let (t, mib) = sluice_process(&exe, &db_dir, Some(threads), suite.queries[*q - 1])?;
+                let (t, mib) = sluice_process(
+                    &exe,
+                    &db_dir,
+                    Some(threads),
+                    memory_limit,
+                    suite.queries[*q - 1],
+                )?;
                 let rss = mib * (1u64 << 20) as f64;
                 let d = match &version {
                     Some(_) => Some(duck_cold(&duck_db, threads.min(cores), &texts_file, *q)?),
@@ -588,12 +676,19 @@ pub fn run(
     }
     let checked = version.is_some();
     println!(
-        "{}: {title}, SF {sf}, {}, {runs} runs each, {threads} threads, {cores} usable cores{}",
+        "{}: {title}, SF {sf}, {}, {runs} runs each, {threads} threads, {cores} usable cores{}{}",
         suite.name,
         match mode {
             Mode::Warm => "warm",
             Mode::Cold => "cold (a fresh process per run)",
             Mode::Both => "warm and cold (a fresh process per run)",
+        },
+        match memory_limit {
+            Some(l) => format!(
+                ", memory limit {} (both engines)",
+                sluice::query::memory::human_bytes(l)
+            ),
+            None => String::new(),
         },
         match &version {
             Some(v) => format!(", answers checked against DuckDB {v}"),
@@ -622,7 +717,12 @@ pub fn run(
             failed.push(label);
             continue;
         }
-        let case = |mode: &str| serde_json::json!({"query": label, "sf": sf, "threads": threads, "mode": mode});
+        let case = |mode: &str| match memory_limit {
+            None => serde_json::json!({"query": label, "sf": sf, "threads": threads, "mode": mode}),
+            Some(l) => {
+                serde_json::json!({"query": label, "sf": sf, "threads": threads, "mode": mode, "memory_limit_bytes": l})
+            }
+        };
         let mut line = format!("{label:<6}");
         if warm {
             super::record::runs("sluice", case("warm"), "seconds", "s", &m.warm);
@@ -695,7 +795,7 @@ pub fn run(
             base * mib
         );
     }
-    if !suite.strict {
+    if refusals_ok {
         println!(
             "answered{}: {} of {}{}",
             if checked { " as DuckDB" } else { "" },

@@ -772,6 +772,7 @@ fn execute_block(
                             sp.clone(),
                             key_types.clone(),
                             aggs.clone(),
+                            opts.memory.as_ref().map_or(u64::MAX, |m| m.limit()),
                             opts.profile.clone(),
                         )),
                         _ => None,

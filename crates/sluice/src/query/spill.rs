@@ -7,12 +7,13 @@
 //! dies mid-spill leaves its directory behind; the next `sluice query`,
 //! `sluice serve` or Python `Database` on the database removes it at its
 //! start, and so does the next query that spills under the same root
-//! ([`sweep`]). Which directories
-//! are left behind is told by a lock: beside each query's directory
-//! `sluice-spill-…` is a file `sluice-spill-….lock` that the query holds
-//! locked while it lives (the operating system lets the lock go when the
-//! process dies, however it dies); a directory whose lock can be taken
-//! belongs to no one.
+//! ([`sweep`]). Which directories are left behind is told by a lock: each
+//! query's directory `sluice-spill-…` holds a file `lock` that the query
+//! holds locked while it lives (the operating system lets the lock go
+//! when the process dies, however it dies). The directory is made under
+//! another name (`….new`), its lock taken, and only then renamed to its
+//! name: a directory of that name whose lock can be taken belongs to no
+//! one, whenever a sweep looks.
 //!
 //! A spill file is a *run*: frames one after another, each one record
 //! batch of one partition of the operator (its rows, or its states), in
@@ -62,19 +63,24 @@ struct Inner {
 #[derive(Debug)]
 struct QueryDir {
     path: PathBuf,
-    lock_path: PathBuf,
     _lock: File,
 }
 
 impl Drop for QueryDir {
     fn drop(&mut self) {
-        // The directory first: a lock file without its directory is
-        // harmless, a directory without its lock is taken for a dead
-        // query's.
+        // The lock file with the rest; the lock goes when `_lock` closes,
+        // after.
         let _ = std::fs::remove_dir_all(&self.path);
-        let _ = std::fs::remove_file(&self.lock_path);
     }
 }
+
+/// The file in a query's directory that its query holds locked.
+const LOCK: &str = "lock";
+/// The suffix of a query's directory while it is being made.
+const NEW: &str = ".new";
+/// How old a directory left half made (its process died between making
+/// and naming it) must be before a sweep removes it.
+const NEW_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Spill {
     /// Spills under `root` (made when first needed). Touches nothing
@@ -123,7 +129,13 @@ impl Spill {
                 root.display()
             ))
         };
-        std::fs::create_dir_all(root).map_err(|e| hint(e, root))?;
+        // The root itself, not its parents: a mistyped --temp-dir is an
+        // error, not a new tree.
+        match std::fs::create_dir(root) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && root.is_dir() => {}
+            Err(e) => return Err(hint(e, root)),
+        }
         sweep(root);
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
@@ -135,21 +147,26 @@ impl Spill {
             SEQ.fetch_add(1, Ordering::Relaxed)
         );
         let path = root.join(&name);
-        let lock_path = root.join(format!("{name}.lock"));
-        // The lock before the directory: a sweep never sees this
-        // directory without its lock held.
-        let lock = File::create(&lock_path).map_err(|e| hint(e, &lock_path))?;
-        lock.try_lock()
-            .map_err(|e| Error::Internal(format!("locking {}: {e}", lock_path.display())))?;
-        if let Err(e) = std::fs::create_dir(&path) {
-            let _ = std::fs::remove_file(&lock_path);
-            return Err(hint(e, &path));
-        }
-        let qd = Arc::new(QueryDir {
-            path,
-            lock_path,
-            _lock: lock,
-        });
+        // Made under another name, locked, then named: no sweep ever
+        // sees this directory by its name without its lock held.
+        let making = root.join(format!("{name}{NEW}"));
+        std::fs::create_dir(&making).map_err(|e| hint(e, &making))?;
+        let made = (|| {
+            let lock_path = making.join(LOCK);
+            let lock = File::create(&lock_path).map_err(|e| hint(e, &lock_path))?;
+            lock.try_lock()
+                .map_err(|e| Error::Internal(format!("locking {}: {e}", lock_path.display())))?;
+            std::fs::rename(&making, &path).map_err(|e| hint(e, &path))?;
+            Ok(lock)
+        })();
+        let lock = match made {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&making);
+                return Err(e);
+            }
+        };
+        let qd = Arc::new(QueryDir { path, _lock: lock });
         *d = Some(qd.clone());
         Ok(qd)
     }
@@ -188,46 +205,36 @@ impl Spill {
 }
 
 /// Removes the spill directories under `root` that no living process
-/// holds (their lock can be taken), and lock files left without their
-/// directory; says how many directories it removed. Errors are ignored:
-/// what cannot be removed now is tried again by the next query.
+/// holds (their lock can be taken, or they have none: a removal cut
+/// short), and directories left half made a minute ago or more; says how
+/// many it removed. Errors are ignored: what cannot be removed now is
+/// tried again by the next sweep.
 pub fn sweep(root: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
     };
     let mut removed = 0;
-    let mut dirs = Vec::new();
-    let mut locks = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if !name.starts_with(PREFIX) {
             continue;
         }
-        match name.strip_suffix(".lock") {
-            Some(dir) => locks.push(dir.to_string()),
-            None => dirs.push(name),
-        }
-    }
-    for name in &locks {
-        let lock_path = root.join(format!("{name}.lock"));
-        let Ok(f) = File::open(&lock_path) else {
-            continue;
-        };
-        if f.try_lock().is_ok() {
-            // No one holds it: its query is dead.
-            if std::fs::remove_dir_all(root.join(name)).is_ok() {
-                removed += 1;
+        let path = root.join(&name);
+        let dead = if name.ends_with(NEW) {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= NEW_GRACE)
+        } else {
+            match File::open(path.join(LOCK)) {
+                // Unheld: its query is dead (the lock is let go with the
+                // file when this handle closes).
+                Ok(f) => f.try_lock().is_ok(),
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
             }
-            let _ = std::fs::remove_file(&lock_path);
-        }
-    }
-    // A directory without a lock file: a sweep that died between the
-    // two removals.
-    for name in dirs {
-        if !locks.contains(&name)
-            && !root.join(format!("{name}.lock")).exists()
-            && std::fs::remove_dir_all(root.join(&name)).is_ok()
-        {
+        };
+        if dead && std::fs::remove_dir_all(&path).is_ok() {
             removed += 1;
         }
     }
@@ -489,24 +496,64 @@ mod tests {
         let live = Spill::new(&r);
         let w = live.writer("test", None).unwrap();
         let live_dir = w.run.path.parent().unwrap().to_path_buf();
+        assert!(live_dir.join(LOCK).exists());
         // A dead query's: its lock file unheld, a run inside.
         let dead = r.join(format!("{PREFIX}1-2-3"));
         std::fs::create_dir_all(&dead).unwrap();
         std::fs::write(dead.join("run-0.arrows"), b"x").unwrap();
-        std::fs::write(r.join(format!("{PREFIX}1-2-3.lock")), b"").unwrap();
-        // A sweep's leftover: a directory without its lock file.
-        let orphan = r.join(format!("{PREFIX}4-5-6"));
-        std::fs::create_dir_all(&orphan).unwrap();
+        std::fs::write(dead.join(LOCK), b"").unwrap();
+        // A removal cut short: no lock file left.
+        let cut = r.join(format!("{PREFIX}4-5-6"));
+        std::fs::create_dir_all(&cut).unwrap();
+        // Half made: young, kept (its process may be naming it now);
+        // old, removed.
+        let young = r.join(format!("{PREFIX}7-8-9{NEW}"));
+        std::fs::create_dir_all(&young).unwrap();
+        let old = r.join(format!("{PREFIX}7-8-10{NEW}"));
+        std::fs::create_dir_all(&old).unwrap();
+        File::open(&old)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - 2 * NEW_GRACE)
+            .unwrap();
         // Not ours: kept.
         std::fs::write(r.join("notes.txt"), b"keep").unwrap();
-        assert_eq!(sweep(&r), 2);
-        assert!(!dead.exists() && !orphan.exists());
-        assert!(!r.join(format!("{PREFIX}1-2-3.lock")).exists());
+        assert_eq!(sweep(&r), 3);
+        assert!(!dead.exists() && !cut.exists() && !old.exists());
+        assert!(young.exists());
         assert!(live_dir.exists(), "a living query's directory is kept");
         assert!(r.join("notes.txt").exists());
         drop(w);
         drop(live);
         assert!(!live_dir.exists());
+        std::fs::remove_dir_all(&r).unwrap();
+    }
+
+    /// Queries starting and ending while others sweep the same root: no
+    /// living query's directory is ever taken (the review's race: a sweep
+    /// between a lock file's making and its locking).
+    #[test]
+    fn sweeps_beside_starting_queries_never_take_a_living_directory() {
+        let r = root("race");
+        std::fs::create_dir_all(&r).unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for i in 0..200 {
+                        let spill = Spill::new(&r);
+                        let mut w = spill.writer("test", None).unwrap();
+                        w.write(0, &batch(i, 3)).unwrap();
+                        let run = w.finish().unwrap();
+                        assert_eq!(run.read(&run.frames()[0]).unwrap(), batch(i, 3));
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..2000 {
+                    sweep(&r);
+                }
+            });
+        });
+        assert_eq!(std::fs::read_dir(&r).unwrap().count(), 0);
         std::fs::remove_dir_all(&r).unwrap();
     }
 
@@ -519,5 +566,10 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.contains("--temp-dir"), "{msg}");
         std::fs::remove_file(&r).unwrap();
+        // Only the root is made, not its parents.
+        let spill = Spill::new(r.join("a/b"));
+        let e = spill.writer("test", None).err().expect("no parent");
+        assert!(e.to_string().contains("a/b"), "{e}");
+        assert!(!r.exists());
     }
 }

@@ -47,8 +47,10 @@ pub const PARTS: u32 = 1 << PART_BITS;
 pub const MAX_LEVEL: u32 = 64 / PART_BITS - 1;
 /// Groups in one frame of a run, at most.
 const FRAME_GROUPS: usize = 16 << 10;
-/// Bytes of states in one frame, about (a frame may pass it by one group).
-const FRAME_BYTES: usize = 4 << 20;
+/// Bytes of keys and states in one frame, about (a frame may pass it by
+/// one group): a 64th of the memory limit, within these bounds (a frame
+/// read back is held, and counted, while it is merged).
+const FRAME_BYTES: (usize, usize) = (16 << 10, 4 << 20);
 
 const OPERATOR: &str = "hash aggregate";
 
@@ -71,15 +73,19 @@ pub struct AggSpill {
     calls: Arc<Vec<AggCall>>,
     runs: Mutex<Vec<Run>>,
     asked: AtomicU64,
+    /// Bytes of one frame, about (see [`FRAME_BYTES`]).
+    frame_bytes: usize,
     profile: Option<Arc<crate::query::profile::Profile>>,
 }
 
 impl AggSpill {
-    /// For a grouping by `key_types` (at least one) computing `calls`.
+    /// For a grouping by `key_types` (at least one) computing `calls`,
+    /// under a memory limit of `limit` bytes.
     pub fn new(
         spill: Spill,
         key_types: Vec<A>,
         calls: Arc<Vec<AggCall>>,
+        limit: u64,
         profile: Option<Arc<crate::query::profile::Profile>>,
     ) -> AggSpill {
         AggSpill {
@@ -88,6 +94,9 @@ impl AggSpill {
             calls,
             runs: Mutex::new(Vec::new()),
             asked: AtomicU64::new(0),
+            frame_bytes: usize::try_from(limit / 64)
+                .unwrap_or(usize::MAX)
+                .clamp(FRAME_BYTES.0, FRAME_BYTES.1),
             profile,
         }
     }
@@ -135,7 +144,7 @@ impl AggSpill {
                 let mut keys = LargeBinaryBuilder::new();
                 let mut states = LargeBinaryBuilder::new();
                 let mut bytes = 0;
-                while at < groups.len() && keys.len() < FRAME_GROUPS && bytes < FRAME_BYTES {
+                while at < groups.len() && keys.len() < FRAME_GROUPS && bytes < self.frame_bytes {
                     let g = groups[at] as usize;
                     state.clear();
                     table.encode_state(g, &mut state);
@@ -213,8 +222,17 @@ impl AggSpill {
         for (run, part) in sources {
             for f in run.frames_of(*part) {
                 let b = run.read(f)?;
-                table.merge_spilled(&b)?;
-                if let Err(e) = mem.resize(table.bytes() as u64) {
+                // The frame read counts while it is merged, then the
+                // table it grew.
+                let frame = b.get_array_memory_size() as u64;
+                let fits = mem
+                    .resize(table.bytes() as u64 + frame)
+                    .and_then(|()| table.merge_spilled(&b))
+                    .and_then(|()| {
+                        drop(b);
+                        mem.resize(table.bytes() as u64)
+                    });
+                if let Err(e) = fits {
                     if !matches!(e, Error::MemoryLimit { .. }) {
                         return Err(e);
                     }
@@ -546,7 +564,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("sluice-aggspill-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let spill = Spill::new(&root);
-        let sp = AggSpill::new(spill.clone(), vec![A::Int64], count_star(), None);
+        let sp = AggSpill::new(spill.clone(), vec![A::Int64], count_star(), 1 << 30, None);
         let fill = |range: std::ops::Range<i64>| {
             let mut t = sp.table().unwrap();
             let keys: ArrayRef = Arc::new(Int64Array::from_iter_values(range));
@@ -679,7 +697,7 @@ mod tests {
             AggInput::Array(bools.clone()),
         ];
         let spill = Spill::new(&root);
-        let sp = AggSpill::new(spill.clone(), vec![A::Int64], calls.clone(), None);
+        let sp = AggSpill::new(spill.clone(), vec![A::Int64], calls.clone(), 1 << 30, None);
         // In memory: one table of every row.
         let mut whole = sp.table().unwrap();
         whole.update(n, &[keys.clone()], &args, None).unwrap();
