@@ -446,6 +446,44 @@ fn excluded(words: Option<&[u64]>, r: usize) -> bool {
 /// Up to this many groups, a linear scan over the keys beats hashing.
 const FEW_GROUPS: usize = 8;
 
+/// Bytes of an entry of `map` (a key hash and a group) and of
+/// `packed_map` (a packed key, aligned to 16, and a group).
+const MAP_ENTRY: usize = std::mem::size_of::<(u64, u32)>();
+const PACKED_ENTRY: usize = std::mem::size_of::<(u128, u32)>();
+
+/// Bytes of a hash map (hashbrown: buckets a power of two, at most 7/8
+/// of them full, an entry and a control byte each) of `cap` capacity.
+fn map_bytes(cap: usize, each: usize) -> usize {
+    if cap == 0 {
+        return 0;
+    }
+    let buckets = if cap < 8 {
+        (cap + 1).next_power_of_two()
+    } else {
+        (cap * 8 / 7).next_power_of_two()
+    };
+    buckets * (each + 1)
+}
+
+/// An accumulator's per-group vectors: (length, capacity, bytes an item).
+fn acc_vectors(a: &Acc) -> Vec<(usize, usize, usize)> {
+    use std::mem::size_of;
+    let v = |len: usize, cap: usize, each: usize| (len, cap, each);
+    match a {
+        Acc::Count(x) => vec![v(x.len(), x.capacity(), 8)],
+        Acc::SumInt(x, s) => vec![v(x.len(), x.capacity(), 16), v(s.len(), s.capacity(), 1)],
+        Acc::SumFloat(x, s) => vec![v(x.len(), x.capacity(), 8), v(s.len(), s.capacity(), 1)],
+        Acc::AvgInt(x, n, _) => vec![v(x.len(), x.capacity(), 16), v(n.len(), n.capacity(), 8)],
+        Acc::AvgFloat(x, n) => vec![v(x.len(), x.capacity(), 8), v(n.len(), n.capacity(), 8)],
+        Acc::MinMax(x, _) => vec![v(x.len(), x.capacity(), 16)],
+        Acc::Distinct(x) => vec![v(x.len(), x.capacity(), size_of::<HashSet<Box<[u8]>>>())],
+        Acc::DistinctInt(x) => vec![v(x.len(), x.capacity(), size_of::<IntSet>())],
+        Acc::Var(x) => vec![v(x.len(), x.capacity(), size_of::<VarState>())],
+        Acc::Bool(x, _) => vec![v(x.len(), x.capacity(), 2)],
+        Acc::Collect(x) => vec![v(x.len(), x.capacity(), 24)],
+    }
+}
+
 /// Bytes a boxed value takes beyond its own: the box's pointer and
 /// length, and the allocator's rounding.
 const BOX_BYTES: usize = 32;
@@ -686,33 +724,19 @@ impl GroupTable {
     /// accumulators (capacities, not lengths). Costs a step per
     /// aggregate, not per group.
     pub fn bytes(&self) -> usize {
-        use std::mem::size_of;
         let vec = |cap: usize, each: usize| cap * each;
-        // A hash map's entry and its control byte, at its capacity.
-        let map = |cap: usize, each: usize| cap * (each + 1);
         let accs: usize = self
             .accs
             .iter()
-            .map(|a| match a {
-                Acc::Count(v) => vec(v.capacity(), 8),
-                Acc::SumInt(v, s) => vec(v.capacity(), 16) + s.capacity(),
-                Acc::SumFloat(v, s) => vec(v.capacity(), 8) + s.capacity(),
-                Acc::AvgInt(v, n, _) => vec(v.capacity(), 16) + vec(n.capacity(), 8),
-                Acc::AvgFloat(v, n) => vec(v.capacity(), 8) + vec(n.capacity(), 8),
-                Acc::MinMax(v, _) => vec(v.capacity(), 16),
-                Acc::Distinct(v) => vec(v.capacity(), size_of::<HashSet<Box<[u8]>>>()),
-                Acc::DistinctInt(v) => vec(v.capacity(), size_of::<IntSet>()),
-                Acc::Var(v) => vec(v.capacity(), size_of::<VarState>()),
-                Acc::Bool(v, _) => vec(v.capacity(), 2),
-                Acc::Collect(v) => vec(v.capacity(), 24),
-            })
+            .flat_map(acc_vectors)
+            .map(|(_, cap, each)| vec(cap, each))
             .sum();
         self.keys.bytes.capacity()
             + vec(self.keys.ends.capacity(), 8)
-            + map(self.map.capacity(), 12)
+            + map_bytes(self.map.capacity(), MAP_ENTRY)
             + vec(self.chain.capacity(), 4)
             + vec(self.packed.capacity(), 32)
-            + map(self.packed_map.capacity(), 20)
+            + map_bytes(self.packed_map.capacity(), PACKED_ENTRY)
             + vec(self.cache.capacity(), 32)
             + vec(self.code_table.capacity(), 4)
             + self
@@ -726,6 +750,62 @@ impl GroupTable {
                 .sum::<usize>()
             + accs
             + self.heap
+    }
+
+    /// Bytes the table may take more when `n` more groups come: for each
+    /// of its growing vectors and maps already in use, the new buffer
+    /// when they would not fit (a vector doubles, a map doubles its
+    /// buckets; the old buffer, still counted in [`GroupTable::bytes`],
+    /// lives until the copy is made). A structure not used yet grows by
+    /// at most `n` entries (bounded by the morsel). The values of
+    /// DISTINCT and collecting aggregates are not foreseen.
+    pub fn growth_for(&self, n: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        let vec = |len: usize, cap: usize, each: usize| {
+            if cap == 0 || len + n <= cap {
+                0
+            } else {
+                (len + n).max(2 * cap) * each
+            }
+        };
+        let map = |len: usize, cap: usize, each: usize| {
+            if cap == 0 || len + n <= cap {
+                0
+            } else {
+                map_bytes((len + n).max(2 * cap), each)
+            }
+        };
+        let key_len = if self.keys.count > 0 {
+            self.keys.bytes.len().div_ceil(self.keys.count)
+        } else {
+            self.keys.width
+        };
+        let keys = {
+            let (len, cap) = (self.keys.bytes.len(), self.keys.bytes.capacity());
+            if cap == 0 || len + n * key_len <= cap {
+                0
+            } else {
+                (len + n * key_len).max(2 * cap)
+            }
+        };
+        let accs: usize = self
+            .accs
+            .iter()
+            .flat_map(acc_vectors)
+            .map(|(len, cap, each)| vec(len, cap, each))
+            .sum();
+        keys + vec(self.keys.ends.len(), self.keys.ends.capacity(), 8)
+            + map(self.map.len(), self.map.capacity(), MAP_ENTRY)
+            + vec(self.chain.len(), self.chain.capacity(), 4)
+            + vec(self.packed.len(), self.packed.capacity(), 32)
+            + map(
+                self.packed_map.len(),
+                self.packed_map.capacity(),
+                PACKED_ENTRY,
+            )
+            + accs
     }
 
     pub fn groups(&self) -> usize {

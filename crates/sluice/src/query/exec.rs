@@ -468,7 +468,9 @@ fn execute_block(
     facts.batches_pruned = inputs.batches_pruned;
     facts.morsel_rows = opts
         .morsel_rows
-        .unwrap_or_else(|| morsel_rows(facts.rows, workers))
+        .unwrap_or_else(|| {
+            morsel_rows(facts.rows, workers).min(spill_morsel_rows(plan, opts, workers))
+        })
         .max(1);
     inputs.cut(facts.morsel_rows, workers);
     // A table's pages that no result row can point into are let go as
@@ -778,17 +780,51 @@ fn execute_block(
                         _ => None,
                     };
                     let spiller = spiller.as_ref();
+                    // The dense index of one integer key takes its slots
+                    // at once, in one morsel (4 bytes a key of the range,
+                    // or up to 32 a row of the input), before the table's
+                    // bytes are next counted: a grouping that may spill
+                    // does without it when that alone could pass a
+                    // worker's share of the limit.
+                    let dense_too_big = spiller.is_some() && {
+                        let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+                        let share = limit / (2 * workers.max(1) as u64);
+                        let most = match key_range {
+                            Some((lo, hi)) => (hi as i128 - lo as i128 + 1).max(0) as u64 * 4,
+                            None => inputs.rows.saturating_mul(32),
+                        };
+                        most > share
+                    };
                     // The table's bytes counted; past the limit, written
                     // out (when it may be) and emptied.
-                    let fit = |table: &mut GroupTable, mem: &mut Reservation| -> Result<()> {
-                        let r = mem.resize(table.bytes() as u64);
+                    // Where it may spill, a table counts the room its
+                    // vectors and maps would take for `rows` more groups
+                    // too (a vector doubles at once): it spills before a
+                    // morsel takes it past the limit, not after.
+                    let need = |table: &GroupTable, rows: usize| -> u64 {
+                        match spiller {
+                            Some(_) => (table.bytes() + table.growth_for(rows)) as u64,
+                            None => table.bytes() as u64,
+                        }
+                    };
+                    let fit = |table: &mut GroupTable,
+                               mem: &mut Reservation,
+                               rows: usize|
+                     -> Result<()> {
+                        let r = mem.resize(need(table, rows));
                         let (Err(Error::MemoryLimit { .. }), Some(sp)) = (&r, spiller) else {
                             return r;
                         };
                         if table.groups() > 1 {
                             sp.spill(table)?;
+                            if mem.resize(need(table, rows)).is_ok() {
+                                return Ok(());
+                            }
                         }
-                        // The room may be the other workers': finished
+                        // An emptied table's room for a whole morsel of
+                        // new groups may be more than a small limit holds:
+                        // it takes the morsel with its own bytes counted.
+                        // And the room may be the other workers': finished
                         // ones' tables are written out here, running ones
                         // are asked to write theirs at their next morsel.
                         for tries in 0.. {
@@ -819,7 +855,9 @@ fn execute_block(
                                 let r = (|| {
                                     let mut table = GroupTable::new(&key_types, aggs.clone())?;
                                     table.expect_rows(inputs.rows as usize);
-                                    if let Some((lo, hi)) = key_range {
+                                    if dense_too_big {
+                                        table.without_dense();
+                                    } else if let Some((lo, hi)) = key_range {
                                         table.expect_range(lo, hi);
                                     }
                                     let mut mem = opts.reserve("hash aggregate", 0)?;
@@ -847,11 +885,12 @@ fn execute_block(
                                                 sp.spill(&mut table)?;
                                             }
                                         }
-                                        // The table as the last morsel left it.
-                                        fit(&mut table, &mut mem)?;
                                         // Dictionary-encoded TEXT stays encoded only
                                         // where it is a bare group key.
                                         let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
+                                        // The table as the last morsel left it,
+                                        // with room for this one's rows.
+                                        fit(&mut table, &mut mem, raw.num_rows())?;
                                         // (A pipelined join's rows are not the morsel's.)
                                         let len = raw.num_rows();
                                         if len == 0 {
@@ -995,7 +1034,7 @@ fn execute_block(
                                             }
                                         }
                                     }
-                                    fit(&mut table, &mut mem)?;
+                                    fit(&mut table, &mut mem, 0)?;
                                     Ok((table, mem))
                                 })();
                                 if r.is_err() {
@@ -1146,6 +1185,23 @@ const SPILL_WAIT_TRIES: u32 = 1000;
 enum Grouped {
     Columns(Vec<ArrayRef>),
     Batches(Vec<RecordBatch>),
+}
+
+/// Most rows of a morsel of a grouping that may spill: a morsel's new
+/// groups grow structures the table's count cannot foresee (see
+/// `GroupTable::growth_for`), by some hundred bytes a row; under a small
+/// memory limit, morsels of at most a thousandth of a worker's share of
+/// it keep that within a tenth of the limit (never under 1,024 rows;
+/// under a limit of gigabytes, no change).
+fn spill_morsel_rows(plan: &Plan, opts: &super::QueryOptions, workers: usize) -> usize {
+    let grouped = matches!(&plan.body, Body::Aggregate { keys, .. } if !keys.is_empty());
+    match (&opts.memory, &opts.spill) {
+        (Some(m), Some(_)) if grouped => {
+            let rows = m.limit() / (workers.max(1) as u64 * 1024);
+            usize::try_from(rows).unwrap_or(usize::MAX).max(1024)
+        }
+        _ => usize::MAX,
+    }
 }
 
 /// The types of a plan's visible columns as its expressions have them:

@@ -189,7 +189,7 @@ impl Spill {
             p.spilled(operator, 0, 1);
         }
         Ok(RunWriter {
-            file: BufWriter::with_capacity(1 << 20, file),
+            file: BufWriter::with_capacity(256 << 10, file),
             run: RunFile {
                 path,
                 file: Mutex::new(None),

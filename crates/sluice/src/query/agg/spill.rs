@@ -299,6 +299,12 @@ impl AggSpill {
 }
 
 impl GroupTable {
+    /// No dense index for this table (see `Dense`): its keys are
+    /// hashed from the first morsel on.
+    pub fn without_dense(&mut self) {
+        self.dense_off = true;
+    }
+
     /// Group `g`'s states, every aggregate's one after another, appended
     /// to `out` (read back by [`GroupTable::merge_spilled`]).
     pub(crate) fn encode_state(&self, g: usize, out: &mut Vec<u8>) {
