@@ -461,6 +461,9 @@ struct Measures {
     rss: Vec<f64>,
     duck_rss: Vec<f64>,
     duck_base_rss: Vec<f64>,
+    /// DuckDB refused the query under `--memory-limit`: sluice's runs
+    /// are timed alone.
+    duck_refused: bool,
 }
 
 /// The median of `v` and the ratio `theirs / ours` of two medians, as the
@@ -599,6 +602,17 @@ pub fn run(
             drop(first);
             // No time is reported for a wrong answer.
             let checked = match d.rows(q)? {
+                // Under a memory limit DuckDB may run out of it too.
+                Err(e) if memory_limit.is_some() && e.contains("Out of Memory") => {
+                    if !quiet {
+                        eprintln!(
+                            "{what}: DuckDB refused it: {}",
+                            e.lines().next().unwrap_or("")
+                        );
+                    }
+                    m.duck_refused = true;
+                    Ok(())
+                }
                 Err(e) => Err(anyhow::anyhow!("{what}: DuckDB failed: {e}")),
                 Ok(peer) => super::answers::check(&what, "duckdb", true, &answer, &peer),
             };
@@ -619,7 +633,7 @@ pub fn run(
                 let start = std::time::Instant::now();
                 run_query(&db, sql)?;
                 m.warm.push(start.elapsed().as_secs_f64());
-                if let Some(d) = duck.as_mut() {
+                if let Some(d) = duck.as_mut().filter(|_| !m.duck_refused) {
                     m.duck_warm.push(d.time(q)?);
                 }
             }
@@ -656,8 +670,10 @@ pub fn run(
                 )?;
                 let rss = mib * (1u64 << 20) as f64;
                 let d = match &version {
-                    Some(_) => Some(duck_cold(&duck_db, threads.min(cores), &texts_file, *q)?),
-                    None => None,
+                    Some(_) if !m.duck_refused => {
+                        Some(duck_cold(&duck_db, threads.min(cores), &texts_file, *q)?)
+                    }
+                    _ => None,
                 };
                 if round > 0 {
                     m.cold.push(t);
@@ -728,6 +744,7 @@ pub fn run(
             super::record::runs("sluice", case("warm"), "seconds", "s", &m.warm);
             super::record::runs("duckdb", case("warm"), "seconds", "s", &m.duck_warm);
             let (s, d, vs, r) = pair(&m.warm, &m.duck_warm, 1.0);
+            let d = if m.duck_refused { "OOM".to_string() } else { d };
             if let Some(r) = r {
                 warm_ratios.push(r);
                 sum_ours += median(&m.warm);
@@ -753,6 +770,7 @@ pub fn run(
             if duck_rss > 0.0 {
                 rss_ratios.push(duck_rss / rss);
             }
+            let d = if m.duck_refused { "OOM".to_string() } else { d };
             line += &format!(
                 " {s:>10} {d:>10} {vs:>9} {:>10.1} {:>10}",
                 rss * mib,
@@ -809,5 +827,8 @@ pub fn run(
         );
     }
     println!("vs_duckdb, vs_cold: DuckDB median / sluice median (>1: sluice faster)");
+    if ours.iter().any(|(_, m, _)| m.duck_refused) {
+        println!("OOM: DuckDB ran out of the memory limit");
+    }
     Ok(())
 }

@@ -531,8 +531,26 @@ fn execute_block(
             let held = Mutex::new(opts.reserve("scan result", 0)?);
             // One worker (a key lookup, a small table): on this thread,
             // without starting one (a thread costs more than the rows).
+            // A worker's first rows so far and the candidates since, as
+            // the first k of them all.
+            let compact = |best: &mut Option<RecordBatch>,
+                           pending: &mut Vec<RecordBatch>,
+                           k: usize|
+             -> Result<()> {
+                if pending.is_empty() {
+                    return Ok(());
+                }
+                let mut all: Vec<RecordBatch> = best.take().into_iter().collect();
+                all.append(pending);
+                let cat = arrow_select::concat::concat_batches(&all[0].schema(), &all)
+                    .map_err(exec_err)?;
+                *best = Some(top_rows(&cat, plan, k)?);
+                Ok(())
+            };
             let work = || {
                 let mut best: Option<RecordBatch> = None;
+                let mut pending: Vec<RecordBatch> = Vec::new();
+                let mut pending_rows = 0usize;
                 while let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) {
                     let Some(&m) = morsels.get(i) else {
                         break;
@@ -605,24 +623,27 @@ fn execute_block(
                         };
                         let cand = with_positions(&out, i, rows.as_deref())?;
                         let cand = match &best {
-                            Some(best) => {
-                                let cand = if rows.is_some() {
-                                    cand
-                                } else {
-                                    could_enter(&cand, best, plan, k)?
-                                };
-                                arrow_select::concat::concat_batches(&cand.schema(), [best, &cand])
-                                    .map_err(exec_err)?
-                            }
-                            None => cand,
+                            Some(best) if rows.is_none() => could_enter(&cand, best, plan, k)?,
+                            _ => cand,
                         };
-                        let b = top_rows(&cand, plan, k)?;
-                        if let Some(t) = stored_threshold(exprs, &b, plan, k)
-                            && let Ok(mut shared) = threshold.lock()
-                        {
-                            *shared = better_threshold(Some(t), *shared, plan);
+                        pending_rows += cand.num_rows();
+                        pending.push(cand);
+                        // Sorted down to the first k once the rows held
+                        // pass 2k: each row is sorted a bounded number of
+                        // times whatever k (a top-k of half a table
+                        // sorted its k rows again at every morsel: 16 s
+                        // where a full sort takes one).
+                        let held = best.as_ref().map_or(0, |b| b.num_rows()) + pending_rows;
+                        if held >= k.saturating_mul(2) {
+                            compact(&mut best, &mut pending, k)?;
+                            pending_rows = 0;
+                            if let Some(b) = &best
+                                && let Some(t) = stored_threshold(exprs, b, plan, k)
+                                && let Ok(mut shared) = threshold.lock()
+                            {
+                                *shared = better_threshold(Some(t), *shared, plan);
+                            }
                         }
-                        best = Some(b);
                         Ok(None)
                     })();
                     let failed = r.is_err();
@@ -634,6 +655,14 @@ fn execute_block(
                         // Stop handing out morsels; the error is reported.
                         next.store(usize::MAX / 2, Ordering::Relaxed);
                     }
+                }
+                if let Some(k) = top
+                    && let Err(e) = compact(&mut best, &mut pending, k)
+                {
+                    if let Ok(mut o) = results.lock() {
+                        o.push((usize::MAX, Err(e)));
+                    }
+                    return;
                 }
                 if let (Some(best), Ok(mut o)) = (best, results.lock()) {
                     o.push((usize::MAX, Ok(best)));
