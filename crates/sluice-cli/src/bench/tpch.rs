@@ -827,8 +827,16 @@ pub fn run(
         );
     }
     println!("vs_duckdb, vs_cold: DuckDB median / sluice median (>1: sluice faster)");
-    if ours.iter().any(|(_, m, _)| m.duck_refused) {
-        println!("OOM: DuckDB ran out of the memory limit");
+    let refused: Vec<String> = ours
+        .iter()
+        .filter(|(_, m, _)| m.duck_refused)
+        .map(|(q, _, _)| suite.label(*q))
+        .collect();
+    if !refused.is_empty() {
+        println!(
+            "OOM: DuckDB ran out of the memory limit (so those answers were not checked: {})",
+            refused.join(", ")
+        );
     }
     Ok(())
 }

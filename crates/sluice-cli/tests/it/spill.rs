@@ -203,3 +203,66 @@ fn a_temp_dir_that_cannot_be_made_is_named_with_the_option() {
     assert!(err.contains("file/tmp"), "{err}");
     assert!(err.contains("--temp-dir"), "{err}");
 }
+
+/// `bench spill` under a memory limit: the groupings answer (they
+/// spill), the self-join is listed as refused, not timed.
+#[test]
+fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
+    let t = Tmp::new();
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "spill",
+            "--sf",
+            "0.01",
+            "--runs",
+            "1",
+            "--mode",
+            "warm",
+            "--queries",
+            "1,5",
+            "--memory-limit",
+            "256KiB",
+            "--no-peers",
+            "--dir",
+            "b",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("spill: operators past the memory limit over TPC-H, SF 0.01, warm")
+            && lines[0].contains("memory limit 256.0 KiB (both engines)"),
+        "{out}"
+    );
+    let s1: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(s1[0], "S1", "{out}");
+    assert!(s1[1].parse::<f64>().is_ok_and(|v| v > 0.0), "{out}");
+    assert!(
+        lines[3].starts_with("S5") && lines[3].contains("sluice: out of memory"),
+        "{out}"
+    );
+    assert!(out.contains("answered: 1 of 2 (not: S5)"), "{out}");
+    // Its answer is the in-memory one: the same suite without the limit
+    // answers both.
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "spill",
+            "--sf",
+            "0.01",
+            "--runs",
+            "1",
+            "--mode",
+            "warm",
+            "--queries",
+            "1,5",
+            "--no-peers",
+            "--dir",
+            "b",
+        ],
+    );
+    assert!(!out.contains("out of memory"), "{out}");
+    assert!(!out.contains("answered:"), "{out}");
+}
