@@ -752,29 +752,23 @@ impl GroupTable {
             + self.heap
     }
 
-    /// Bytes the table may take more when `n` more groups come: for each
-    /// of its growing vectors and maps already in use, the new buffer
-    /// when they would not fit (a vector doubles, a map doubles its
-    /// buckets; the old buffer, still counted in [`GroupTable::bytes`],
-    /// lives until the copy is made). A structure not used yet grows by
-    /// at most `n` entries (bounded by the morsel). The values of
-    /// DISTINCT and collecting aggregates are not foreseen.
+    /// Bytes the table may take more, at its peak, when `n` more groups
+    /// come: each of its growing vectors and maps already in use that
+    /// would not hold them takes a new buffer (a vector doubles, a map
+    /// doubles its buckets) and lets the old one go once copied, one at a
+    /// time — so the peak is the larger of all of them grown and the
+    /// largest one's old and new buffers held at once. A structure not
+    /// used yet grows by at most `n` entries (bounded by the morsel). The
+    /// values of DISTINCT and collecting aggregates are not foreseen.
     pub fn growth_for(&self, n: usize) -> usize {
         if n == 0 {
             return 0;
         }
-        let vec = |len: usize, cap: usize, each: usize| {
-            if cap == 0 || len + n <= cap {
-                0
-            } else {
-                (len + n).max(2 * cap) * each
-            }
-        };
-        let map = |len: usize, cap: usize, each: usize| {
-            if cap == 0 || len + n <= cap {
-                0
-            } else {
-                map_bytes((len + n).max(2 * cap), each)
+        // (new buffer, old buffer) of each structure that would grow.
+        let mut grown: Vec<(usize, usize)> = Vec::new();
+        let vec = |grown: &mut Vec<(usize, usize)>, len: usize, cap: usize, each: usize| {
+            if cap > 0 && len + n > cap {
+                grown.push(((len + n).max(2 * cap) * each, cap * each));
             }
         };
         let key_len = if self.keys.count > 0 {
@@ -782,30 +776,41 @@ impl GroupTable {
         } else {
             self.keys.width
         };
-        let keys = {
+        {
             let (len, cap) = (self.keys.bytes.len(), self.keys.bytes.capacity());
-            if cap == 0 || len + n * key_len <= cap {
-                0
-            } else {
-                (len + n * key_len).max(2 * cap)
+            if cap > 0 && len + n * key_len > cap {
+                grown.push(((len + n * key_len).max(2 * cap), cap));
             }
-        };
-        let accs: usize = self
-            .accs
-            .iter()
-            .flat_map(acc_vectors)
-            .map(|(len, cap, each)| vec(len, cap, each))
-            .sum();
-        keys + vec(self.keys.ends.len(), self.keys.ends.capacity(), 8)
-            + map(self.map.len(), self.map.capacity(), MAP_ENTRY)
-            + vec(self.chain.len(), self.chain.capacity(), 4)
-            + vec(self.packed.len(), self.packed.capacity(), 32)
-            + map(
+        }
+        vec(
+            &mut grown,
+            self.keys.ends.len(),
+            self.keys.ends.capacity(),
+            8,
+        );
+        vec(&mut grown, self.chain.len(), self.chain.capacity(), 4);
+        vec(&mut grown, self.packed.len(), self.packed.capacity(), 32);
+        for (len, cap, each) in self.accs.iter().flat_map(acc_vectors) {
+            vec(&mut grown, len, cap, each);
+        }
+        for (len, cap, each) in [
+            (self.map.len(), self.map.capacity(), MAP_ENTRY),
+            (
                 self.packed_map.len(),
                 self.packed_map.capacity(),
                 PACKED_ENTRY,
-            )
-            + accs
+            ),
+        ] {
+            if cap > 0 && len + n > cap {
+                grown.push((
+                    map_bytes((len + n).max(2 * cap), each),
+                    map_bytes(cap, each),
+                ));
+            }
+        }
+        let after: usize = grown.iter().map(|(new, old)| new - old.min(new)).sum();
+        let one_at_a_time = grown.iter().map(|(new, _)| *new).max().unwrap_or(0);
+        after.max(one_at_a_time)
     }
 
     pub fn groups(&self) -> usize {

@@ -815,15 +815,17 @@ fn execute_block(
                     // bytes are next counted: a grouping that may spill
                     // does without it when that alone could pass a
                     // worker's share of the limit.
-                    let dense_too_big = spiller.is_some() && {
-                        let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
-                        let share = limit / (2 * workers.max(1) as u64);
-                        let most = match key_range {
-                            Some((lo, hi)) => (hi as i128 - lo as i128 + 1).max(0) as u64 * 4,
-                            None => inputs.rows.saturating_mul(32),
-                        };
-                        most > share
+                    let share = match (spiller, &opts.memory) {
+                        (Some(_), Some(m)) => m.limit() / (2 * workers.max(1) as u64),
+                        _ => u64::MAX,
                     };
+                    let dense_too_big = key_range.is_some_and(|(lo, hi)| {
+                        (hi as i128 - lo as i128 + 1).max(0) as u64 * 4 > share
+                    });
+                    // Keys of no known range: the index may take up to 8
+                    // slots (32 bytes) a row it is told of, so it is told
+                    // of no more rows than a share holds at that.
+                    let dense_rows = inputs.rows.min(share / 32);
                     // The table's bytes counted; past the limit, written
                     // out (when it may be) and emptied.
                     // Where it may spill, a table counts the room its
@@ -844,6 +846,15 @@ fn execute_block(
                         let (Err(Error::MemoryLimit { .. }), Some(sp)) = (&r, spiller) else {
                             return r;
                         };
+                        // A table small beside its share goes on as it is
+                        // (the room for a morsel of all-new groups is a
+                        // worst case): written out at every morsel, tables
+                        // of a few groups made runs of tiny frames.
+                        if (table.bytes() as u64).saturating_mul(4) < share
+                            && mem.resize(table.bytes() as u64).is_ok()
+                        {
+                            return Ok(());
+                        }
                         if table.groups() > 1 {
                             sp.spill(table)?;
                             if mem.resize(need(table, rows)).is_ok() {
@@ -883,7 +894,7 @@ fn execute_block(
                             spawn_worker(s, plan, || {
                                 let r = (|| {
                                     let mut table = GroupTable::new(&key_types, aggs.clone())?;
-                                    table.expect_rows(inputs.rows as usize);
+                                    table.expect_rows(dense_rows as usize);
                                     if dense_too_big {
                                         table.without_dense();
                                     } else if let Some((lo, hi)) = key_range {

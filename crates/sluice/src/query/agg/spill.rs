@@ -268,6 +268,24 @@ impl AggSpill {
         batches: &mut Vec<RecordBatch>,
     ) -> Result<()> {
         let mut w = self.spill.writer(OPERATOR, self.profile.clone())?;
+        // Each part's rows gathered up to a 64th of a frame before they
+        // are written: a frame cut 64 ways makes frames of a few groups
+        // each, mostly headers (a partition split at 1 MiB wrote 6 times
+        // its bytes).
+        let flush = (self.frame_bytes / PARTS as usize).max(4 << 10);
+        let schema = frame_schema();
+        let mut held: Vec<(Vec<RecordBatch>, usize)> = vec![(Vec::new(), 0); PARTS as usize];
+        let write = |w: &mut crate::query::spill::RunWriter,
+                     p: usize,
+                     batches: &mut Vec<RecordBatch>|
+         -> Result<()> {
+            if batches.is_empty() {
+                return Ok(());
+            }
+            let b = arrow_select::concat::concat_batches(&schema, batches.iter())?;
+            batches.clear();
+            w.write(p as u32, &b)
+        };
         for (run, part) in sources {
             for f in run.frames_of(*part) {
                 let b = run.read(f)?;
@@ -286,9 +304,19 @@ impl AggSpill {
                         .iter()
                         .map(|c| arrow_select::take::take(c, &idx, None))
                         .collect::<std::result::Result<Vec<_>, _>>()?;
-                    w.write(p as u32, &RecordBatch::try_new(b.schema(), cols)?)?;
+                    let sub = RecordBatch::try_new(schema.clone(), cols)?;
+                    let (batches, bytes) = &mut held[p];
+                    *bytes += sub.get_array_memory_size();
+                    batches.push(sub);
+                    if *bytes >= flush {
+                        write(&mut w, p, batches)?;
+                        *bytes = 0;
+                    }
                 }
             }
+        }
+        for (p, (batches, _)) in held.iter_mut().enumerate() {
+            write(&mut w, p, batches)?;
         }
         let run = w.finish()?;
         for p in 0..PARTS {
