@@ -30,6 +30,25 @@ fn spill_entries(root: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `GROUPS` under 512 KiB spilling into `root`, with the fault hook
+/// `fault` set.
+fn grouping_with_fault(t: &Tmp, root: &Path, fault: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&t.0)
+        .env_remove("SLUICE_DB")
+        .env("SLUICE_FAULT", fault)
+        .args([
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            root.to_str().unwrap(),
+            GROUPS,
+        ])
+        .output()
+        .unwrap()
+}
+
 const GROUPS: &str = "SELECT count(*), sum(n), max(k) FROM (SELECT k, count(*) AS n FROM t GROUP BY k HAVING k % 7 = 0) x";
 
 #[test]
@@ -104,20 +123,7 @@ fn a_full_disk_fails_the_query_cleanly_and_leaves_no_spill_file() {
     let t = Tmp::new();
     table(&t);
     let root = t.0.join("scratch");
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .env_remove("SLUICE_DB")
-        .env("SLUICE_FAULT", "disk-full-after=20000")
-        .args([
-            "query",
-            "--memory-limit",
-            "512KiB",
-            "--temp-dir",
-            root.to_str().unwrap(),
-            GROUPS,
-        ])
-        .output()
-        .unwrap();
+    let o = grouping_with_fault(&t, &root, "disk-full-after=20000");
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("No space left on device"), "{err}");
@@ -134,20 +140,7 @@ fn a_query_killed_mid_spill_leaves_files_the_next_start_removes() {
     let t = Tmp::new();
     table(&t);
     let root = t.0.join("scratch");
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .current_dir(&t.0)
-        .env_remove("SLUICE_DB")
-        .env("SLUICE_FAULT", "spill-abort-after-bytes=30000")
-        .args([
-            "query",
-            "--memory-limit",
-            "512KiB",
-            "--temp-dir",
-            root.to_str().unwrap(),
-            GROUPS,
-        ])
-        .output()
-        .unwrap();
+    let o = grouping_with_fault(&t, &root, "spill-abort-after-bytes=30000");
     assert!(!o.status.success(), "the fault aborts it");
     assert_eq!(o.status.code(), None, "killed by a signal");
     let left = spill_entries(&root);

@@ -2419,7 +2419,7 @@ mod tests {
         }
     }
 
-    fn count_star() -> Arc<Vec<AggCall>> {
+    pub(super) fn count_star() -> Arc<Vec<AggCall>> {
         Arc::new(vec![AggCall {
             func: AggFunc::CountStar,
             arg: None,

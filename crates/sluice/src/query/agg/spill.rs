@@ -567,19 +567,9 @@ mod tests {
     use arrow_array::Int64Array;
 
     use super::*;
+    use crate::query::agg::tests::count_star;
     use crate::query::agg::{AggFunc, AggInput};
     use crate::query::memory::Memory;
-
-    fn count_star() -> Arc<Vec<AggCall>> {
-        Arc::new(vec![AggCall {
-            func: AggFunc::CountStar,
-            arg: None,
-            distinct: false,
-            arg_type: A::Int64,
-            name: "count(*)".into(),
-            collect: None,
-        }])
-    }
 
     fn opts(limit: u64) -> QueryOptions {
         QueryOptions {
