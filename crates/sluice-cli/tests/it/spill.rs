@@ -202,26 +202,22 @@ fn a_temp_dir_that_cannot_be_made_is_named_with_the_option() {
 #[test]
 fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
     let t = Tmp::new();
-    let out = ok(
-        &t.0,
-        &[
-            "bench",
-            "spill",
-            "--sf",
-            "0.01",
-            "--runs",
-            "1",
-            "--mode",
-            "warm",
-            "--queries",
-            "1,5",
-            "--memory-limit",
-            "256KiB",
-            "--no-peers",
-            "--dir",
-            "b",
-        ],
-    );
+    let base = [
+        "bench",
+        "spill",
+        "--sf",
+        "0.01",
+        "--runs",
+        "1",
+        "--mode",
+        "warm",
+        "--queries",
+        "1,5",
+        "--no-peers",
+        "--dir",
+        "b",
+    ];
+    let out = ok(&t.0, &[&base[..], &["--memory-limit", "256KiB"]].concat());
     let lines: Vec<&str> = out.lines().collect();
     assert!(
         lines[0].starts_with("spill: operators past the memory limit over TPC-H, SF 0.01, warm")
@@ -238,24 +234,7 @@ fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
     assert!(out.contains("answered: 1 of 2 (not: S5)"), "{out}");
     // Its answer is the in-memory one: the same suite without the limit
     // answers both.
-    let out = ok(
-        &t.0,
-        &[
-            "bench",
-            "spill",
-            "--sf",
-            "0.01",
-            "--runs",
-            "1",
-            "--mode",
-            "warm",
-            "--queries",
-            "1,5",
-            "--no-peers",
-            "--dir",
-            "b",
-        ],
-    );
+    let out = ok(&t.0, &base);
     assert!(!out.contains("out of memory"), "{out}");
     assert!(!out.contains("answered:"), "{out}");
 }
