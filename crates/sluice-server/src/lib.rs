@@ -399,6 +399,31 @@ impl Engine {
         })
     }
 
+    /// The database a statement of a session with `settings` reads: the
+    /// last commit, or, in a block at REPEATABLE READ or SERIALIZABLE, the
+    /// one its first query read (kept in `held` when `pin`: the statement
+    /// is a query), as PostgreSQL's transactions at those levels see one
+    /// snapshot.
+    fn snapshot_for(
+        &self,
+        settings: &std::collections::HashMap<String, String>,
+        held: &Held,
+        pin: bool,
+    ) -> Result<Arc<Database>, Failure> {
+        if !session::holds_snapshot(settings) {
+            return self.snapshot();
+        }
+        let mut h = held.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(db) = h.as_ref() {
+            return Ok(db.clone());
+        }
+        let db = self.snapshot()?;
+        if pin {
+            *h = Some(db.clone());
+        }
+        Ok(db)
+    }
+
     /// `table` of `db` opened for key lookups: kept by this connection
     /// thread's view, else by the shared snapshots.
     fn keyed(
@@ -423,14 +448,14 @@ impl Engine {
         self.connections.load(Ordering::Relaxed)
     }
 
-    /// Plans and runs one query of the store.
+    /// Plans and runs one query of the store on `db`.
     async fn run(
         &self,
+        db: Arc<Database>,
         sql: &str,
         timeout: Option<Duration>,
         zone: String,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
-        let db = self.snapshot()?;
         let plan = sluice::query::plan::plan_sql(sql, &Zoned(db.as_ref(), zone))?;
         self.run_plan(db, plan, timeout).await
     }
@@ -1061,11 +1086,12 @@ impl Engine {
         Ok(Some((p.schema().clone(), vec![batch])))
     }
 
-    /// Runs a portal of a prepared query of the store: its key bound into
-    /// the statement's plan when it has one, else its values written into
-    /// its SQL; stops if `gone` resolves first.
+    /// Runs a portal of a prepared query of the store on `db`: its key
+    /// bound into the statement's plan when it has one, else its values
+    /// written into its SQL; stops if `gone` resolves first.
     async fn portal_query(
         &self,
+        db: Arc<Database>,
         portal: &Portal<Prepared>,
         timeout: Option<Duration>,
         zone: String,
@@ -1075,7 +1101,6 @@ impl Engine {
             if let Some(t) = &portal.statement.statement.template
                 && utc(&zone)
             {
-                let db = self.snapshot()?;
                 if let Some(r) = self.point(t, portal, &db)? {
                     return Ok(r);
                 }
@@ -1085,7 +1110,6 @@ impl Engine {
                 }
             }
             let sql = bound_sql(portal)?;
-            let db = self.snapshot()?;
             let plan = sluice::query::plan::plan_sql(&sql, &Zoned(db.as_ref(), zone))?;
             // The client decodes the rows by the types Describe gave. (A
             // table's columns are fixed at its first commit today; this
@@ -1124,19 +1148,34 @@ impl Engine {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let db = self.snapshot()?;
+        let held = client
+            .session_extensions()
+            .get_or_insert_with(Held::default);
+        let query = session::is_query(sql);
+        let db = self.snapshot_for(client.metadata(), &held, query)?;
         if let Some(a) = session::answer(sql, client.metadata(), &db) {
             return Ok(match a? {
-                Answer::Begin => {
-                    session::begin(client.metadata_mut());
+                Answer::Begin(level) => {
+                    if !session::in_block(client.metadata()) {
+                        held.clear();
+                    }
+                    session::begin(client.metadata_mut(), level);
                     Response::TransactionStart(Tag::new("BEGIN"))
                 }
+                Answer::Set { name, .. } if name == "transaction_isolation" && held.is_held() => {
+                    return Err(Failure::new(
+                        "25001",
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
                 Answer::Commit => {
+                    held.clear();
                     let changed = session::end_block(client.metadata_mut(), false);
                     report(client, changed).await;
                     Response::TransactionEnd(Tag::new("COMMIT"))
                 }
                 Answer::Rollback => {
+                    held.clear();
                     let changed = session::end_block(client.metadata_mut(), true);
                     report(client, changed).await;
                     Response::TransactionEnd(Tag::new("ROLLBACK"))
@@ -1169,12 +1208,11 @@ impl Engine {
                 }
             });
         }
-        drop(db);
         let timeout = session_timeout(self, client.metadata());
         let zone = session_zone(client.metadata());
         let (schema, batches) = tokio::select! {
             biased;
-            r = self.run(sql, timeout, zone) => r?,
+            r = self.run(db, sql, timeout, zone) => r?,
             // Dropping the query's future stops it.
             _ = gone => return Err(Failure::new("08006", "the client closed its connection")),
         };
@@ -1631,9 +1669,16 @@ impl ExtendedQueryHandler for Backend {
                 None => None,
             };
             let zone = session_zone(client.metadata());
+            let db = self.engine.snapshot_for(
+                client.metadata(),
+                &client
+                    .session_extensions()
+                    .get_or_insert_with(Held::default),
+                true,
+            )?;
             let query = self
                 .engine
-                .portal_query(&portal, timeout, zone, self.gone());
+                .portal_query(db, &portal, timeout, zone, self.gone());
             let (schema, batches) = match cancel {
                 Some(rx) => tokio::select! {
                     biased;
@@ -1677,9 +1722,16 @@ impl ExtendedQueryHandler for Backend {
         if portal.statement.statement.store {
             let timeout = session_timeout(&self.engine, client.metadata());
             let zone = session_zone(client.metadata());
+            let db = self.engine.snapshot_for(
+                client.metadata(),
+                &client
+                    .session_extensions()
+                    .get_or_insert_with(Held::default),
+                true,
+            )?;
             let (schema, batches) = self
                 .engine
-                .portal_query(portal, timeout, zone, self.gone())
+                .portal_query(db, portal, timeout, zone, self.gone())
                 .await?;
             let bin = binary_columns(&portal.result_column_format, schema.fields().len())?;
             return Ok(rows_response(&schema, batches, bin));
@@ -1763,6 +1815,21 @@ where
     };
     client.feed(last).await?;
     Ok(())
+}
+
+/// The snapshot a connection's transaction holds (see
+/// [`Engine::snapshot_for`]); dropped with the connection.
+#[derive(Default)]
+struct Held(std::sync::Mutex<Option<Arc<Database>>>);
+
+impl Held {
+    fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    fn is_held(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
 }
 
 /// A connection counted while it lives.

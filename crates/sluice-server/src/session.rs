@@ -79,7 +79,8 @@ pub enum Answer {
         name: Option<String>,
         tag: &'static str,
     },
-    Begin,
+    /// BEGIN or START TRANSACTION, with the isolation level it names.
+    Begin(Option<&'static str>),
     Commit,
     Rollback,
     /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK TO
@@ -218,6 +219,10 @@ pub fn setting(settings: &HashMap<String, String>, name: &str) -> Option<String>
     if let Some(v) = settings.get(&format!("sluice.{n}")) {
         return Some(v.clone());
     }
+    // Outside a block, the level the next one will have.
+    if n == "transaction_isolation" {
+        return setting(settings, "default_transaction_isolation");
+    }
     SETTINGS
         .iter()
         .find(|(k, _, _)| *k == n)
@@ -273,6 +278,17 @@ fn check_set(name: &str, value: &str) -> Result<(), Failure> {
             ))
         }
         "statement_timeout" => timeout_ms(value).map(|_| ()),
+        "transaction_isolation" | "default_transaction_isolation"
+            if !matches!(
+                v.as_str(),
+                "serializable" | "repeatable read" | "read committed" | "read uncommitted"
+            ) =>
+        {
+            Err(Failure::new(
+                "22023",
+                format!("invalid value for parameter \"{name}\": \"{value}\""),
+            ))
+        }
         "timezone" => zone_label(value).map(|_| ()).map_err(|e| {
             Failure::new(
                 "22023",
@@ -423,7 +439,7 @@ pub fn answer(
     let n = normalize(sql);
     let first = n.split(' ').next().unwrap_or("");
     match first {
-        "begin" | "start" => return Some(Ok(Answer::Begin)),
+        "begin" | "start" => return Some(isolation_level(&n).map(Answer::Begin)),
         "commit" | "end" => return Some(Ok(Answer::Commit)),
         "savepoint" | "release" => {
             let what = if first == "savepoint" {
@@ -476,11 +492,88 @@ fn savepoint_answer(sql: &str, what: Savepoint) -> Result<Answer, Failure> {
     }
 }
 
+/// The isolation level that `ISOLATION LEVEL …` in the normalized
+/// statement `n` names, as PostgreSQL spells it; `None` when it names
+/// none.
+fn isolation_level(n: &str) -> Result<Option<&'static str>, Failure> {
+    let Some((_, rest)) = n.split_once("isolation level ") else {
+        return Ok(None);
+    };
+    let rest = rest.trim_end_matches(';');
+    for level in [
+        "serializable",
+        "repeatable read",
+        "read committed",
+        "read uncommitted",
+    ] {
+        if rest == level
+            || rest.starts_with(&format!("{level},"))
+            || rest.starts_with(&format!("{level} "))
+        {
+            return Ok(Some(level));
+        }
+    }
+    Err(Failure::syntax(format!(
+        "unknown isolation level in: {n} (give SERIALIZABLE, REPEATABLE READ, READ COMMITTED or READ UNCOMMITTED)"
+    )))
+}
+
+/// Whether `sql` is a query (it reads the database), not a statement
+/// about the session or its transaction.
+pub fn is_query(sql: &str) -> bool {
+    let first = sql
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    !matches!(
+        first.as_str(),
+        "begin"
+            | "start"
+            | "commit"
+            | "end"
+            | "rollback"
+            | "abort"
+            | "savepoint"
+            | "release"
+            | "set"
+            | "reset"
+            | "show"
+            | "discard"
+            | "deallocate"
+    )
+}
+
+/// Whether the session's queries read the snapshot its transaction's
+/// first query read: in a block at REPEATABLE READ or SERIALIZABLE, as
+/// PostgreSQL's; at READ COMMITTED each query reads the last commit.
+pub fn holds_snapshot(settings: &HashMap<String, String>) -> bool {
+    in_block(settings)
+        && setting(settings, "transaction_isolation")
+            .is_some_and(|l| l == "repeatable read" || l == "serializable")
+}
+
 fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
-    // SET TRANSACTION ..., SET SESSION CHARACTERISTICS ...: the only
-    // transaction sluice has is a read-only snapshot.
-    if n.starts_with("set transaction") || n.starts_with("set session characteristics") {
-        return Ok(Answer::Tag("SET"));
+    // SET TRANSACTION ...: its isolation level for the open block (its
+    // other modes change nothing: every transaction of sluice's is read
+    // only); SET SESSION CHARACTERISTICS AS TRANSACTION ...: the level of
+    // the next blocks.
+    let transaction = n == "set transaction" || n.starts_with("set transaction ");
+    if transaction || n.starts_with("set session characteristics") {
+        return Ok(match isolation_level(n)? {
+            Some(level) if transaction => Answer::Set {
+                name: "transaction_isolation".into(),
+                value: level.into(),
+                local: true,
+            },
+            Some(level) => Answer::Set {
+                name: "default_transaction_isolation".into(),
+                value: level.into(),
+                local: false,
+            },
+            None => Answer::Tag("SET"),
+        });
     }
     let rest = sql.trim()[3..].trim_start();
     let mut rest = rest;
@@ -526,9 +619,13 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
     check_set(&name, &value)?;
     let value = if name == "timezone" {
         zone_setting(&value)
+    } else if name.ends_with("transaction_isolation") {
+        value.to_ascii_lowercase()
     } else {
         value
     };
+    // A transaction's own level lasts until its end (SET TRANSACTION).
+    let local = local || name == "transaction_isolation";
     Ok(Answer::Set { name, value, local })
 }
 
@@ -541,12 +638,18 @@ pub fn in_block(settings: &HashMap<String, String>) -> bool {
     settings.contains_key(IN_BLOCK)
 }
 
-/// BEGIN: the settings as they are, kept for a ROLLBACK. A BEGIN inside
-/// a block changes nothing (PostgreSQL warns).
-pub fn begin(settings: &mut HashMap<String, String>) {
+/// BEGIN: the settings as they are, kept for a ROLLBACK; the block's
+/// isolation level `level`, else `default_transaction_isolation`. A BEGIN
+/// inside a block changes nothing (PostgreSQL warns).
+pub fn begin(settings: &mut HashMap<String, String>, level: Option<&str>) {
     if in_block(settings) {
         return;
     }
+    // A level other than the session's default is the block's own
+    // (`transaction_isolation` reads the default otherwise).
+    let level = level
+        .map(str::to_string)
+        .filter(|l| setting(settings, "default_transaction_isolation").as_ref() != Some(l));
     let kept: Vec<(String, String)> = settings
         .iter()
         .filter_map(|(k, v)| {
@@ -556,6 +659,9 @@ pub fn begin(settings: &mut HashMap<String, String>) {
         .collect();
     settings.extend(kept);
     settings.insert(IN_BLOCK.into(), String::new());
+    if let Some(level) = level {
+        apply_set(settings, "transaction_isolation", level, true);
+    }
 }
 
 /// The savepoints of the open block, outermost first: savepoint `i` is
@@ -1142,17 +1248,17 @@ mod tests {
         apply_set(&mut m, "timezone", "-3".into(), true);
         assert_eq!(get(&m), None);
         // SET LOCAL in a block: until its end, committed or not.
-        begin(&mut m);
+        begin(&mut m, None);
         apply_set(&mut m, "timezone", "-3".into(), true);
         assert_eq!(get(&m).as_deref(), Some("-3"));
         assert_eq!(end_block(&mut m, false), vec!["timezone".to_string()]);
         assert_eq!(get(&m), None);
         // A SET in a block: kept by COMMIT, undone by ROLLBACK.
-        begin(&mut m);
+        begin(&mut m, None);
         apply_set(&mut m, "timezone", "2".into(), false);
         assert!(end_block(&mut m, false).is_empty());
         assert_eq!(get(&m).as_deref(), Some("2"));
-        begin(&mut m);
+        begin(&mut m, None);
         apply_set(&mut m, "timezone", "5".into(), false);
         apply_set(&mut m, "application_name", "x".into(), false);
         let mut changed = end_block(&mut m, true);
@@ -1164,13 +1270,13 @@ mod tests {
         assert_eq!(get(&m).as_deref(), Some("2"));
         assert_eq!(m.get("sluice.application_name"), None);
         // SET, then SET LOCAL, in one block: COMMIT goes back to the SET.
-        begin(&mut m);
+        begin(&mut m, None);
         apply_set(&mut m, "timezone", "7".into(), false);
         apply_set(&mut m, "timezone", "8".into(), true);
         end_block(&mut m, false);
         assert_eq!(get(&m).as_deref(), Some("7"));
         // SET LOCAL, then SET: the SET outlasts the COMMIT.
-        begin(&mut m);
+        begin(&mut m, None);
         apply_set(&mut m, "timezone", "8".into(), true);
         apply_set(&mut m, "timezone", "9".into(), false);
         end_block(&mut m, false);

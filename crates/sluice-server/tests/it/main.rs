@@ -1386,3 +1386,145 @@ async fn explain_analyze_answers_with_the_steps_in_a_plan_column() {
         "{text:#?}"
     );
 }
+
+/// Appends 5,000 rows to `big` in a commit of its own.
+fn append_big(db: &Path, round: usize) {
+    let mut csv = String::from("k,g,v\n");
+    for i in 0..5000 {
+        csv.push_str(&format!("{},x,{round}\n", 2_000_000 + round * 5000 + i));
+    }
+    let f = db.with_extension(format!("append{round}.csv"));
+    std::fs::write(&f, csv).unwrap();
+    let mut d = Database::open_writer(db).unwrap();
+    let o = LoadOptions {
+        schema: Some("k BIGINT, g TEXT, v BIGINT".parse().unwrap()),
+        ..LoadOptions::default()
+    };
+    load(&mut d, "big", &[Input::File(f.clone())], &o).unwrap();
+    let _ = std::fs::remove_file(f);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeatable_read_sees_one_commit_and_read_committed_each_last() {
+    let dir = sample(10);
+    let db = dir.0.join("db");
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+    let simple_count = async |c: &Client| simple(c, "SELECT count(*) FROM big").await[0][0].clone();
+    let extended_count = async |c: &Client| {
+        c.query_one("SELECT count(*) FROM big WHERE v >= $1", &[&0i64])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    let show =
+        async |c: &Client, what: &str| simple(c, &format!("SHOW {what}")).await[0][0].clone();
+    assert_eq!(show(&c, "transaction_isolation").await, s("read committed"));
+
+    // REPEATABLE READ: every query of the block reads the commit its first
+    // query read, by either protocol; the level cannot change after it.
+    c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .unwrap();
+    assert_eq!(
+        show(&c, "transaction_isolation").await,
+        s("repeatable read")
+    );
+    assert_eq!(simple_count(&c).await, s("10"));
+    append_big(&db, 0);
+    assert_eq!(simple_count(&c).await, s("10"));
+    assert_eq!(extended_count(&c).await, 10);
+    let e = c
+        .batch_execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "25001");
+    assert_eq!(simple_count(&c).await, s("10"));
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(simple_count(&c).await, s("5010"));
+    assert_eq!(show(&c, "transaction_isolation").await, s("read committed"));
+
+    // READ COMMITTED (the default): each query reads the last commit.
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(extended_count(&c).await, 5010);
+    append_big(&db, 1);
+    assert_eq!(extended_count(&c).await, 10_010);
+    c.batch_execute("COMMIT").await.unwrap();
+
+    // The session's default level, SET TRANSACTION before the first
+    // query, and ROLLBACK letting the snapshot go.
+    c.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        .await
+        .unwrap();
+    assert_eq!(show(&c, "transaction_isolation").await, s("serializable"));
+    c.batch_execute("START TRANSACTION READ ONLY; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .unwrap();
+    assert_eq!(
+        show(&c, "transaction_isolation").await,
+        s("repeatable read")
+    );
+    assert_eq!(extended_count(&c).await, 10_010);
+    append_big(&db, 2);
+    assert_eq!(simple_count(&c).await, s("10010"));
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(simple_count(&c).await, s("15010"));
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(show(&c, "transaction_isolation").await, s("serializable"));
+    assert_eq!(extended_count(&c).await, 15_010);
+    append_big(&db, 3);
+    assert_eq!(extended_count(&c).await, 15_010);
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(extended_count(&c).await, 20_010);
+
+    // Another connection's block holds nothing of this one's.
+    let other = srv.client().await;
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(simple_count(&c).await, s("20010"));
+    append_big(&db, 4);
+    assert_eq!(simple_count(&other).await, s("25010"));
+    assert_eq!(simple_count(&c).await, s("20010"));
+    c.batch_execute("COMMIT").await.unwrap();
+
+    // A commit that removes files the held snapshot names (a keyed
+    // table's index runs merged into one, the old ones removed): the
+    // block's next key lookup answers as of its snapshot.
+    load_csv(
+        &db,
+        "people",
+        "id,name,age,price,score,d,ts,ok\n4,bo,50,1.00,0,,,true\n",
+        "id BIGINT, name TEXT, age INT, price DECIMAL(10,2), score DOUBLE, d DATE, ts TIMESTAMP, ok BOOLEAN",
+        Some("id"),
+    );
+    // (The snapshot is first read after that load, and not in `people`.)
+    let people = "SELECT age, id FROM people WHERE id = 4";
+    c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .unwrap();
+    assert_eq!(simple_count(&c).await, s("25010"));
+    let merged = Database::open_writer(&db)
+        .unwrap()
+        .compact("people")
+        .unwrap();
+    assert!(merged > 0, "nothing merged");
+    drop(Database::open_writer(&db).unwrap());
+    let held = simple(&c, people).await;
+    c.batch_execute("ROLLBACK").await.unwrap();
+    let after = simple(&c, people).await;
+    assert_eq!(after, vec![vec![s("50"), s("4")]]);
+    assert_eq!(held, after);
+
+    for bad in [
+        "SET transaction_isolation = 'sometimes'",
+        "SET default_transaction_isolation TO 'never'",
+    ] {
+        let e = c.batch_execute(bad).await.unwrap_err();
+        assert_eq!(code(&e), "22023", "{bad}");
+    }
+    let e = c
+        .batch_execute("BEGIN ISOLATION LEVEL SOMETIMES")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42601");
+    assert_eq!(simple_count(&c).await, s("25010"));
+}

@@ -18,6 +18,7 @@ use super::expr::{Expr, canonical_doubles, exec_err};
 use super::intset::IntSet;
 use crate::error::{Error, Result};
 
+pub mod hll;
 pub mod spill;
 
 /// Aggregate functions.
@@ -49,6 +50,8 @@ pub enum AggFunc {
     PercentileCont,
     PercentileDisc,
     Mode,
+    /// `approx_count_distinct(x)`: a HyperLogLog sketch ([`hll`]).
+    ApproxCountDistinct,
 }
 
 /// What a collecting aggregate (string_agg, the percentiles, mode) keeps
@@ -118,7 +121,7 @@ impl AggCall {
     /// every AVG → DOUBLE; MIN/MAX → the argument's type.
     pub fn output_type(&self) -> A {
         match self.func {
-            AggFunc::CountStar | AggFunc::Count => A::Int64,
+            AggFunc::CountStar | AggFunc::Count | AggFunc::ApproxCountDistinct => A::Int64,
             AggFunc::Sum => match &self.arg_type {
                 A::Int32 | A::Int64 => A::Decimal128(38, 0),
                 A::Decimal128(_, s) => A::Decimal128(38, *s),
@@ -186,6 +189,8 @@ enum Acc {
     /// string_agg and the ordered-set aggregates: each group's rows as
     /// row-format bytes (see [`Collect`]), sorted when finished.
     Collect(Vec<Vec<Box<[u8]>>>),
+    /// approx_count_distinct: per group a sketch of its values' hashes.
+    Approx(Vec<hll::Hll>),
 }
 
 /// A group's variance so far: Welford's count, mean and sum of squared
@@ -481,6 +486,7 @@ fn acc_vectors(a: &Acc) -> Vec<(usize, usize, usize)> {
         Acc::Var(x) => vec![v(x.len(), x.capacity(), size_of::<VarState>())],
         Acc::Bool(x, _) => vec![v(x.len(), x.capacity(), 2)],
         Acc::Collect(x) => vec![v(x.len(), x.capacity(), 24)],
+        Acc::Approx(x) => vec![v(x.len(), x.capacity(), size_of::<hll::Hll>())],
     }
 }
 
@@ -519,6 +525,9 @@ impl GroupTable {
                 }
                 (AggFunc::Count, true) => (Acc::Distinct(vec![]), Some(conv_for(&c.arg_type)?)),
                 (AggFunc::CountStar | AggFunc::Count, _) => (Acc::Count(vec![]), None),
+                (AggFunc::ApproxCountDistinct, _) => {
+                    (Acc::Approx(vec![]), Some(conv_for(&c.arg_type)?))
+                }
                 (AggFunc::Sum, _) => match c.arg_type {
                     A::Float64 => (Acc::SumFloat(vec![], vec![]), None),
                     _ => (Acc::SumInt(vec![], vec![]), None),
@@ -615,6 +624,7 @@ impl GroupTable {
                 Acc::Collect(v) => v.reserve_exact(n),
                 Acc::Var(v) => v.reserve_exact(n),
                 Acc::Bool(v, _) => v.reserve_exact(n),
+                Acc::Approx(v) => v.reserve_exact(n),
             }
         }
     }
@@ -648,6 +658,7 @@ impl GroupTable {
                 Acc::Collect(v) => v.push(Vec::new()),
                 Acc::Var(v) => v.push(VarState::default()),
                 Acc::Bool(v, _) => v.push(None),
+                Acc::Approx(v) => v.push(hll::Hll::default()),
             }
         }
         g
@@ -1502,6 +1513,26 @@ impl GroupTable {
                         }
                     }
                 }
+                Acc::Approx(v) => {
+                    let a = arg.ok_or_else(|| {
+                        Error::Internal("approx_count_distinct without argument".into())
+                    })?;
+                    let a = &canonical_doubles(a);
+                    let conv = self.value_convs[i].as_ref().ok_or_else(|| {
+                        Error::Internal("approx_count_distinct: no converter".into())
+                    })?;
+                    let rows_conv = conv
+                        .convert_columns(std::slice::from_ref(a))
+                        .map_err(exec_err)?;
+                    let mut grew: isize = 0;
+                    for (r, &g) in groups.iter().enumerate() {
+                        // Not the trash group (rows a selection excluded).
+                        if g != 0 && a.is_valid(r) {
+                            grew += v[g as usize].insert(hll::hash(rows_conv.row(r).as_ref()));
+                        }
+                    }
+                    self.heap = self.heap.saturating_add_signed(grew);
+                }
             }
         }
         Ok(())
@@ -1836,6 +1867,11 @@ impl GroupTable {
                     v.iter().for_each(|s| b.append_value(s.len() as i64));
                     Arc::new(b.finish())
                 }
+                Acc::Approx(v) => {
+                    let mut b = Int64Builder::with_capacity(n);
+                    v.iter().for_each(|s| b.append_value(s.estimate() as i64));
+                    Arc::new(b.finish())
+                }
                 Acc::Var(v) => {
                     let (pop, root) = match call.func {
                         AggFunc::VarPop => (true, false),
@@ -2089,6 +2125,11 @@ fn combine(accs: &mut [Acc], theirs: Vec<Acc>, map: &[u32]) -> Result<()> {
                     a[map[j] as usize].extend(set);
                 }
             }
+            (Acc::Approx(a), Acc::Approx(b)) => {
+                for (j, sketch) in b.iter().enumerate() {
+                    a[map[j] as usize].merge(sketch);
+                }
+            }
             (Acc::Var(a), Acc::Var(b)) => {
                 for (j, st) in b.iter().enumerate() {
                     a[map[j] as usize].merge(st);
@@ -2134,6 +2175,7 @@ impl Acc {
             Acc::Var(v) => Acc::Var(pick(v, idx)),
             Acc::Bool(v, and) => Acc::Bool(pick(v, idx), *and),
             Acc::Collect(v) => Acc::Collect(pick(v, idx)),
+            Acc::Approx(v) => Acc::Approx(pick(v, idx)),
         }
     }
 }

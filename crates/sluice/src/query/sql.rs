@@ -75,6 +75,20 @@ pub(crate) fn parse_tokens(
              write long lists of values as IN (…))"
         )));
     }
+    let (tokens, symmetric) = take_symmetric(tokens);
+    let mut stmt = parse_lists(sql, tokens)?;
+    if !symmetric.is_empty() {
+        put_symmetric(&mut stmt, symmetric)?;
+    }
+    Ok(stmt)
+}
+
+/// Parses one statement from its tokens, long literal lists built apart
+/// (see [`take_literal_lists`]).
+fn parse_lists(
+    sql: &str,
+    tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+) -> Result<ast::Statement> {
     let (tokens, lists) = take_literal_lists(tokens);
     if lists.is_empty() {
         return one(parse_all(tokens)?);
@@ -91,6 +105,99 @@ pub(crate) fn parse_tokens(
             }
         }
         Err(_) => one(parse_all(tokenize(sql)?)?),
+    }
+}
+
+/// Takes `SYMMETRIC` and `ASYMMETRIC` out of `BETWEEN SYMMETRIC` and
+/// `BETWEEN ASYMMETRIC` (the parser knows neither), and returns where
+/// each `SYMMETRIC` stood. (`ASYMMETRIC` is what `BETWEEN` means alone.)
+fn take_symmetric(
+    tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+) -> (
+    Vec<sqlparser::tokenizer::TokenWithSpan>,
+    Vec<sqlparser::tokenizer::Location>,
+) {
+    use sqlparser::keywords::Keyword as K;
+    use sqlparser::tokenizer::Token as T;
+    let word = |t: &T, k: K| matches!(t, T::Word(w) if w.keyword == k && w.quote_style.is_none());
+    if !tokens
+        .iter()
+        .any(|t| word(&t.token, K::SYMMETRIC) || word(&t.token, K::ASYMMETRIC))
+    {
+        return (tokens, Vec::new());
+    }
+    let mut out: Vec<sqlparser::tokenizer::TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut places = Vec::new();
+    for t in tokens {
+        let after_between = out
+            .iter()
+            .rev()
+            .find(|p| !matches!(p.token, T::Whitespace(_)))
+            .is_some_and(|p| word(&p.token, K::BETWEEN));
+        if after_between && word(&t.token, K::SYMMETRIC) {
+            places.push(t.span.start);
+            continue;
+        }
+        if after_between && word(&t.token, K::ASYMMETRIC) {
+            continue;
+        }
+        out.push(t);
+    }
+    (out, places)
+}
+
+/// Makes each `x BETWEEN a AND b` whose `SYMMETRIC` stood at one of
+/// `places` (between `x` and `a`) what PostgreSQL makes of `x BETWEEN
+/// SYMMETRIC a AND b`: `x BETWEEN a AND b OR x BETWEEN b AND a` (and `x
+/// NOT BETWEEN a AND b AND x NOT BETWEEN b AND a` for `NOT BETWEEN
+/// SYMMETRIC`), so that NULLs give what they give there. A `SYMMETRIC`
+/// that no such expression claims is refused, never dropped.
+fn put_symmetric(
+    stmt: &mut ast::Statement,
+    mut places: Vec<sqlparser::tokenizer::Location>,
+) -> Result<()> {
+    use std::ops::ControlFlow;
+    let _ = ast::visit_expressions_mut(stmt, |e| {
+        if let ast::Expr::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } = e
+        {
+            let (after, before) = (expr.span().end, low.span().start);
+            let claimed = places
+                .iter()
+                .position(|&p| after.line > 0 && before.line > 0 && after <= p && p <= before);
+            if let Some(i) = claimed {
+                places.swap_remove(i);
+                let swapped = ast::Expr::Between {
+                    expr: expr.clone(),
+                    negated: *negated,
+                    low: high.clone(),
+                    high: low.clone(),
+                };
+                let op = if *negated {
+                    ast::BinaryOperator::And
+                } else {
+                    ast::BinaryOperator::Or
+                };
+                let one = std::mem::replace(e, ast::Expr::Value(ast::Value::Null.into()));
+                *e = ast::Expr::Nested(Box::new(ast::Expr::BinaryOp {
+                    left: Box::new(one),
+                    op,
+                    right: Box::new(swapped),
+                }));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    match places.first() {
+        None => Ok(()),
+        Some(p) => Err(Error::Unsupported(format!(
+            "BETWEEN SYMMETRIC is not supported here at line {}, column {}",
+            p.line, p.column
+        ))),
     }
 }
 

@@ -378,6 +378,7 @@ impl GroupTable {
                         out.extend_from_slice(&x.to_le_bytes());
                     }
                 }
+                Acc::Approx(v) => v[g].encode(out),
                 Acc::Var(v) => {
                     let s = &v[g];
                     for f in [s.n, s.mean, s.m2, s.fshift] {
@@ -555,6 +556,11 @@ fn merge_encoded(acc: &mut Acc, g: usize, r: &mut Cursor<'_>) -> Result<usize> {
                 heap += x.len() + BOX_BYTES;
                 v[g].push(x.into());
             }
+        }
+        Acc::Approx(v) => {
+            let (sketch, used) = super::hll::Hll::decode(r.0).ok_or_else(spilled_state_error)?;
+            r.take(used)?;
+            heap = heap.saturating_add_signed(v[g].merge(&sketch));
         }
     }
     Ok(heap)

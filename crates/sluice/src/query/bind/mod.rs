@@ -52,6 +52,7 @@ pub(crate) fn is_aggregate_name(n: &str) -> bool {
             | "percentile_disc"
             | "mode"
             | "median"
+            | "approx_count_distinct"
     )
 }
 

@@ -1468,6 +1468,7 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         "var_pop" => AggFunc::VarPop,
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
+        "approx_count_distinct" => AggFunc::ApproxCountDistinct,
         _ => AggFunc::Max,
     };
     if list.args.len() != 1 {
@@ -1526,7 +1527,12 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
             node,
         ));
     }
-    if distinct && func != AggFunc::Count && func != AggFunc::Min && func != AggFunc::Max {
+    if distinct
+        && !matches!(
+            func,
+            AggFunc::Count | AggFunc::Min | AggFunc::Max | AggFunc::ApproxCountDistinct
+        )
+    {
         return Err(unsupported(
             &format!("{}(DISTINCT ...)", name.to_uppercase()),
             node,
@@ -1570,6 +1576,7 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
                 arg
             }
         }
+        AggFunc::ApproxCountDistinct if t == A::Null => coerce(arg, &t, &A::Int64),
         _ => arg,
     };
     let arg_type = arg.data_type(&binder.types());
