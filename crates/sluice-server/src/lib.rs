@@ -410,6 +410,9 @@ impl Engine {
         held: &Held,
         pin: bool,
     ) -> Result<Arc<Database>, Failure> {
+        if pin && session::in_block(settings) {
+            held.1.store(true, Ordering::Relaxed);
+        }
         if !session::holds_snapshot(settings) {
             return self.snapshot();
         }
@@ -1162,23 +1165,28 @@ impl Engine {
                     session::begin(client.metadata_mut(), level);
                     Response::TransactionStart(Tag::new("BEGIN"))
                 }
-                Answer::Set { name, .. } if name == "transaction_isolation" && held.is_held() => {
+                Answer::Set { name, .. }
+                | Answer::Reset {
+                    name: Some(name), ..
+                } if name == "transaction_isolation" && held.queried() => {
                     return Err(Failure::new(
                         "25001",
                         "SET TRANSACTION ISOLATION LEVEL must be called before any query",
                     ));
                 }
-                Answer::Commit => {
+                Answer::End { rollback, chain } => {
+                    let tag = if rollback { "ROLLBACK" } else { "COMMIT" };
+                    // AND CHAIN: a new block at the level of the one ended.
+                    let level = session::setting(client.metadata(), "transaction_isolation");
                     held.clear();
-                    let changed = session::end_block(client.metadata_mut(), false);
+                    let changed = session::end_block(client.metadata_mut(), rollback);
                     report(client, changed).await;
-                    Response::TransactionEnd(Tag::new("COMMIT"))
-                }
-                Answer::Rollback => {
-                    held.clear();
-                    let changed = session::end_block(client.metadata_mut(), true);
-                    report(client, changed).await;
-                    Response::TransactionEnd(Tag::new("ROLLBACK"))
+                    if chain {
+                        session::begin(client.metadata_mut(), level.as_deref());
+                        Response::TransactionStart(Tag::new(tag))
+                    } else {
+                        Response::TransactionEnd(Tag::new(tag))
+                    }
                 }
                 Answer::Savepoint(what, name) => {
                     let changed = session::savepoint(client.metadata_mut(), what, &name)?;
@@ -1818,17 +1826,23 @@ where
 }
 
 /// The snapshot a connection's transaction holds (see
-/// [`Engine::snapshot_for`]); dropped with the connection.
+/// [`Engine::snapshot_for`]), and whether a query ran in the block (its
+/// isolation level is fixed then); dropped with the connection.
 #[derive(Default)]
-struct Held(std::sync::Mutex<Option<Arc<Database>>>);
+struct Held(
+    std::sync::Mutex<Option<Arc<Database>>>,
+    std::sync::atomic::AtomicBool,
+);
 
 impl Held {
+    /// A block ended or began.
     fn clear(&self) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.1.store(false, Ordering::Relaxed);
     }
 
-    fn is_held(&self) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    fn queried(&self) -> bool {
+        self.1.load(Ordering::Relaxed)
     }
 }
 

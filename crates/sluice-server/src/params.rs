@@ -38,10 +38,20 @@ impl Params {
         let toks = Tokenizer::new(&GenericDialect {}, sql)
             .tokenize_with_location()
             .map_err(|e| Failure::syntax(e.to_string()))?;
-        let toks: Vec<TokenWithSpan> = toks
-            .into_iter()
-            .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-            .collect();
+        // Without whitespace, and without the SYMMETRIC or ASYMMETRIC of
+        // `BETWEEN SYMMETRIC $1 AND $2` (its bounds are typed as BETWEEN's).
+        let mut kept: Vec<TokenWithSpan> = Vec::with_capacity(toks.len());
+        for t in toks {
+            let after_between = kept.last().is_some_and(|p| is_keyword(&p.token, "BETWEEN"));
+            if matches!(t.token, Token::Whitespace(_))
+                || (after_between
+                    && (is_keyword(&t.token, "SYMMETRIC") || is_keyword(&t.token, "ASYMMETRIC")))
+            {
+                continue;
+            }
+            kept.push(t);
+        }
+        let toks = kept;
         let offsets = LineStarts::new(sql);
         let table = table_of(&toks);
         let mut places = Vec::new();
@@ -305,13 +315,21 @@ fn context_type(
         {
             return Some(t);
         }
-        // col BETWEEN $1 [AND $2]
+        // col [NOT] BETWEEN $1 [AND $2]
+        let before_between = |b: usize| {
+            let j = b.checked_sub(1)?;
+            if tok(j).is_some_and(|t| is_keyword(t, "NOT")) {
+                column_before(toks, j.checked_sub(1)?)
+            } else {
+                column_before(toks, j)
+            }
+        };
         if is_keyword(prev, "BETWEEN") {
-            return col(i.checked_sub(2).and_then(|j| column_before(toks, j)));
+            return col(before_between(i - 1));
         }
         if is_keyword(prev, "AND") && i >= 4 && tok(i - 3).is_some_and(|t| is_keyword(t, "BETWEEN"))
         {
-            return col(column_before(toks, i - 4));
+            return col(before_between(i - 3));
         }
         // col IN (..., $1, ...)
         let mut j = i - 1;
@@ -720,6 +738,12 @@ mod tests {
         assert_eq!(
             types("SELECT * FROM t WHERE d BETWEEN $1 AND $2"),
             [Type::DATE, Type::DATE]
+        );
+        assert_eq!(
+            types(
+                "SELECT * FROM t WHERE d NOT BETWEEN SYMMETRIC $1 AND $2 OR k BETWEEN asymmetric $3 AND 9"
+            ),
+            [Type::DATE, Type::DATE, Type::INT8]
         );
         assert_eq!(
             types("SELECT * FROM t WHERE s LIKE $1 LIMIT $2"),

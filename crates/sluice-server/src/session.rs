@@ -81,8 +81,12 @@ pub enum Answer {
     },
     /// BEGIN or START TRANSACTION, with the isolation level it names.
     Begin(Option<&'static str>),
-    Commit,
-    Rollback,
+    /// COMMIT (or, `rollback`, ROLLBACK); `chain`: `AND CHAIN`, a new
+    /// block at the same isolation level begins at once.
+    End {
+        rollback: bool,
+        chain: bool,
+    },
     /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK TO
     /// [SAVEPOINT] name` (see [`savepoint`]).
     Savepoint(Savepoint, String),
@@ -244,6 +248,12 @@ pub fn reported(name: &str) -> Option<&'static str> {
 
 /// Checks a SET before it is applied.
 fn check_set(name: &str, value: &str) -> Result<(), Failure> {
+    check_name(name)?;
+    check_value(name, value)
+}
+
+/// Refuses a setting sluice does not have, or one no SET may change.
+fn check_name(name: &str) -> Result<(), Failure> {
     if READ_ONLY.contains(&name) {
         return Err(Failure::new(
             "55P02",
@@ -259,6 +269,11 @@ fn check_set(name: &str, value: &str) -> Result<(), Failure> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// Refuses a value of `name` that sluice cannot take.
+fn check_value(name: &str, value: &str) -> Result<(), Failure> {
     let v = value.to_ascii_lowercase();
     match name {
         "client_encoding" if !matches!(v.as_str(), "utf8" | "utf-8" | "unicode" | "default") => {
@@ -440,7 +455,7 @@ pub fn answer(
     let first = n.split(' ').next().unwrap_or("");
     match first {
         "begin" | "start" => return Some(isolation_level(&n).map(Answer::Begin)),
-        "commit" | "end" => return Some(Ok(Answer::Commit)),
+        "commit" | "end" => return Some(end(&n, false, settings)),
         "savepoint" | "release" => {
             let what = if first == "savepoint" {
                 Savepoint::Set
@@ -452,7 +467,7 @@ pub fn answer(
         "rollback" | "abort" if n.contains(" to ") || n.ends_with(" to") => {
             return Some(savepoint_answer(sql, Savepoint::RollbackTo));
         }
-        "rollback" | "abort" => return Some(Ok(Answer::Rollback)),
+        "rollback" | "abort" => return Some(end(&n, true, settings)),
         // A pool's reset between clients: the settings go back too.
         "discard" => {
             return Some(Ok(Answer::Reset {
@@ -479,6 +494,20 @@ pub fn answer(
         return Some(r);
     }
     catalog(&n, db)
+}
+
+/// COMMIT or ROLLBACK (`rollback`), with or without `AND CHAIN`: in a
+/// block only (25P01 outside, as PostgreSQL says).
+fn end(n: &str, rollback: bool, settings: &HashMap<String, String>) -> Result<Answer, Failure> {
+    let chain = n.trim_end_matches(';').trim_end().ends_with(" and chain");
+    if chain && !in_block(settings) {
+        let what = if rollback { "ROLLBACK" } else { "COMMIT" };
+        return Err(Failure::new(
+            "25P01",
+            format!("{what} AND CHAIN can only be used in transaction blocks"),
+        ));
+    }
+    Ok(Answer::End { rollback, chain })
 }
 
 fn savepoint_answer(sql: &str, what: Savepoint) -> Result<Answer, Failure> {
@@ -559,6 +588,12 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
     // other modes change nothing: every transaction of sluice's is read
     // only); SET SESSION CHARACTERISTICS AS TRANSACTION ...: the level of
     // the next blocks.
+    if n.starts_with("set transaction snapshot") {
+        return Err(Failure::new(
+            "0A000",
+            "SET TRANSACTION SNAPSHOT is not supported: a sluice snapshot cannot be shared between sessions",
+        ));
+    }
     let transaction = n == "set transaction" || n.starts_with("set transaction ");
     if transaction || n.starts_with("set session characteristics") {
         return Ok(match isolation_level(n)? {
@@ -609,8 +644,12 @@ fn set(sql: &str, n: &str) -> Result<Answer, Failure> {
         return Err(Failure::syntax(format!("cannot read this SET: {sql}")));
     }
     let value = value.split(',').map(unquote).collect::<Vec<_>>().join(", ");
-    // `SET TIME ZONE DEFAULT` / `LOCAL`: back to the server's zone.
-    if name == "timezone" && matches!(value.to_ascii_lowercase().as_str(), "default" | "local") {
+    // `SET x TO DEFAULT` is `RESET x`; `SET TIME ZONE DEFAULT` / `LOCAL`:
+    // back to the server's zone.
+    if value.eq_ignore_ascii_case("default")
+        || (name == "timezone" && value.eq_ignore_ascii_case("local"))
+    {
+        check_name(&name)?;
         return Ok(Answer::Reset {
             name: Some(name),
             tag: "SET",

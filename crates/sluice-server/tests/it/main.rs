@@ -1514,6 +1514,53 @@ async fn repeatable_read_sees_one_commit_and_read_committed_each_last() {
     assert_eq!(after, vec![vec![s("50"), s("4")]]);
     assert_eq!(held, after);
 
+    // The level is fixed by the block's first query at any level; AND
+    // CHAIN begins the next block at the same level; TO DEFAULT resets.
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(simple(&c, "SELECT 1").await, vec![vec![s("1")]]);
+    let e = c
+        .batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "25001");
+    c.batch_execute("ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1")
+        .await
+        .unwrap();
+    append_big(&db, 5);
+    assert_eq!(
+        simple_count(&c).await,
+        s("25010"),
+        "SELECT 1 took the snapshot"
+    );
+    c.batch_execute("COMMIT AND CHAIN").await.unwrap();
+    assert_eq!(
+        show(&c, "transaction_isolation").await,
+        s("repeatable read")
+    );
+    assert_eq!(simple_count(&c).await, s("30010"));
+    append_big(&db, 6);
+    assert_eq!(simple_count(&c).await, s("30010"));
+    c.batch_execute("ROLLBACK AND NO CHAIN").await.unwrap();
+    assert_eq!(simple_count(&c).await, s("35010"));
+    assert_eq!(show(&c, "transaction_isolation").await, s("serializable"));
+    let e = c.batch_execute("COMMIT AND CHAIN").await.unwrap_err();
+    assert_eq!(code(&e), "25P01");
+    c.batch_execute("SET default_transaction_isolation TO DEFAULT")
+        .await
+        .unwrap();
+    assert_eq!(show(&c, "transaction_isolation").await, s("read committed"));
+    let e = c
+        .batch_execute("SET no_such_setting TO DEFAULT")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42704");
+    let e = c
+        .batch_execute("BEGIN; SET TRANSACTION SNAPSHOT '00000003-0000001B-1'")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "0A000");
+    c.batch_execute("ROLLBACK").await.unwrap();
+
     for bad in [
         "SET transaction_isolation = 'sometimes'",
         "SET default_transaction_isolation TO 'never'",
@@ -1526,5 +1573,5 @@ async fn repeatable_read_sees_one_commit_and_read_committed_each_last() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "42601");
-    assert_eq!(simple_count(&c).await, s("25010"));
+    assert_eq!(simple_count(&c).await, s("35010"));
 }

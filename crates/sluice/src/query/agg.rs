@@ -490,6 +490,33 @@ fn acc_vectors(a: &Acc) -> Vec<(usize, usize, usize)> {
     }
 }
 
+/// Each row's hash for approx_count_distinct: integers (dates and
+/// decimals too) by their value, other values by their row-format bytes
+/// (doubles made canonical first: `-0.0` is `0.0`, every NaN one). A
+/// call's values are of one type, so equal values hash equally.
+fn approx_hashes(a: &ArrayRef, conv: &RowConverter) -> Result<Vec<u64>> {
+    fn by_value<T: ArrowPrimitiveType>(a: &ArrayRef, f: impl Fn(T::Native) -> i128) -> Vec<u64> {
+        a.as_primitive::<T>()
+            .values()
+            .iter()
+            .map(|&v| hll::hash_int(f(v)))
+            .collect()
+    }
+    Ok(match a.data_type() {
+        A::Int64 => by_value::<Int64Type>(a, i128::from),
+        A::Int32 => by_value::<Int32Type>(a, i128::from),
+        A::Date32 => by_value::<Date32Type>(a, i128::from),
+        A::Decimal128(..) => by_value::<Decimal128Type>(a, |v| v),
+        _ => {
+            let a = canonical_doubles(a);
+            let rows = conv
+                .convert_columns(std::slice::from_ref(&a))
+                .map_err(exec_err)?;
+            rows.iter().map(|r| hll::hash(r.as_ref())).collect()
+        }
+    })
+}
+
 /// Bytes a boxed value takes beyond its own: the box's pointer and
 /// length, and the allocator's rounding.
 const BOX_BYTES: usize = 32;
@@ -1517,18 +1544,15 @@ impl GroupTable {
                     let a = arg.ok_or_else(|| {
                         Error::Internal("approx_count_distinct without argument".into())
                     })?;
-                    let a = &canonical_doubles(a);
                     let conv = self.value_convs[i].as_ref().ok_or_else(|| {
                         Error::Internal("approx_count_distinct: no converter".into())
                     })?;
-                    let rows_conv = conv
-                        .convert_columns(std::slice::from_ref(a))
-                        .map_err(exec_err)?;
+                    let hashes = approx_hashes(a, conv)?;
                     let mut grew: isize = 0;
                     for (r, &g) in groups.iter().enumerate() {
                         // Not the trash group (rows a selection excluded).
                         if g != 0 && a.is_valid(r) {
-                            grew += v[g as usize].insert(hll::hash(rows_conv.row(r).as_ref()));
+                            grew += v[g as usize].insert(hashes[r]);
                         }
                     }
                     self.heap = self.heap.saturating_add_signed(grew);
