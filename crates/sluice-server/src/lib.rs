@@ -1151,9 +1151,7 @@ impl Engine {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let held = client
-            .session_extensions()
-            .get_or_insert_with(Held::default);
+        let held = held(client);
         let query = session::is_query(sql);
         let db = self.snapshot_for(client.metadata(), &held, query)?;
         if let Some(a) = session::answer(sql, client.metadata(), &db) {
@@ -1677,13 +1675,9 @@ impl ExtendedQueryHandler for Backend {
                 None => None,
             };
             let zone = session_zone(client.metadata());
-            let db = self.engine.snapshot_for(
-                client.metadata(),
-                &client
-                    .session_extensions()
-                    .get_or_insert_with(Held::default),
-                true,
-            )?;
+            let db = self
+                .engine
+                .snapshot_for(client.metadata(), &held(client), true)?;
             let query = self
                 .engine
                 .portal_query(db, &portal, timeout, zone, self.gone());
@@ -1730,13 +1724,9 @@ impl ExtendedQueryHandler for Backend {
         if portal.statement.statement.store {
             let timeout = session_timeout(&self.engine, client.metadata());
             let zone = session_zone(client.metadata());
-            let db = self.engine.snapshot_for(
-                client.metadata(),
-                &client
-                    .session_extensions()
-                    .get_or_insert_with(Held::default),
-                true,
-            )?;
+            let db = self
+                .engine
+                .snapshot_for(client.metadata(), &held(client), true)?;
             let (schema, batches) = self
                 .engine
                 .portal_query(db, portal, timeout, zone, self.gone())
@@ -1833,6 +1823,13 @@ struct Held(
     std::sync::Mutex<Option<Arc<Database>>>,
     std::sync::atomic::AtomicBool,
 );
+
+/// The connection's [`Held`].
+fn held<C: ClientInfo>(client: &C) -> Arc<Held> {
+    client
+        .session_extensions()
+        .get_or_insert_with(Held::default)
+}
 
 impl Held {
     /// A block ended or began.
