@@ -109,8 +109,8 @@ pub enum Func {
     /// [`super::interval`]).
     Interval(super::interval::Op),
     /// `to_char(x, format)` of a TIMESTAMP or TIMESTAMPTZ (a DATE cast to
-    /// TIMESTAMP by the binder) with a TEXT format (see
-    /// [`super::to_char`]).
+    /// TIMESTAMP by the binder) or of a number, with a TEXT format (see
+    /// [`super::to_char`] and [`super::to_char_num`]).
     ToChar,
 }
 
@@ -360,6 +360,9 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
 fn to_char(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
     use arrow_array::types::TimestampMicrosecondType;
     let (x, f) = (&args[0], &args[1]);
+    if !matches!(x.data_type(), A::Timestamp(..) | A::Null) {
+        return to_char_number(x, f, rows);
+    }
     let zone = match x.data_type() {
         A::Timestamp(_, Some(z)) => Some(crate::zone::Zone::of(Some(z))),
         _ => None,
@@ -389,6 +392,46 @@ fn to_char(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
         match template.format(local) {
             Some(s) => b.append_value(s),
             None => return Err(bad("22008", "timestamp out of range")),
+        }
+    }
+    Ok(Arc::new(b.finish()))
+}
+
+/// [`Func::ToChar`] of a number: each by its row's template, parsed once
+/// while it repeats.
+fn to_char_number(x: &ArrayRef, f: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    use super::to_char_num::{Num, NumFormat};
+    use arrow_array::types::{Decimal128Type, Float64Type, Int32Type, Int64Type};
+    let value = |r: usize| -> Result<Option<Num>> {
+        if x.is_null(r) {
+            return Ok(None);
+        }
+        Ok(Some(match x.data_type() {
+            A::Int32 => Num::Int32(x.as_primitive::<Int32Type>().value(r)),
+            A::Int64 => Num::Int64(x.as_primitive::<Int64Type>().value(r)),
+            A::Float64 => Num::Double(x.as_primitive::<Float64Type>().value(r)),
+            A::Decimal128(_, s) => Num::Decimal(x.as_primitive::<Decimal128Type>().value(r), *s),
+            other => return Err(Error::Internal(format!("TO_CHAR of type {other}"))),
+        }))
+    };
+    let formats = f.as_string_opt::<i32>();
+    let mut b = arrow_array::builder::StringBuilder::new();
+    let mut parsed: Option<(String, NumFormat)> = None;
+    for r in 0..rows {
+        let (Some(v), Some(fs)) = (value(r)?, formats) else {
+            b.append_null();
+            continue;
+        };
+        if fs.is_null(r) {
+            b.append_null();
+            continue;
+        }
+        let text = fs.value(r);
+        if parsed.as_ref().is_none_or(|(t, _)| t != text) {
+            parsed = Some((text.to_string(), NumFormat::parse(text)?));
+        }
+        if let Some((_, template)) = &parsed {
+            b.append_value(template.format(v)?);
         }
     }
     Ok(Arc::new(b.finish()))

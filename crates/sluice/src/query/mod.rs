@@ -43,6 +43,7 @@ pub mod spill;
 pub mod sql;
 pub mod subquery;
 pub mod to_char;
+pub mod to_char_num;
 pub mod window;
 
 use arrow_array::RecordBatch;

@@ -192,22 +192,26 @@ impl Binder<'_> {
                     && a.is_valid(0)
                 {
                     use arrow_array::cast::AsArray;
-                    crate::query::to_char::Template::parse(a.as_string::<i32>().value(0)).map_err(
-                        |er| match er {
+                    let text = a.as_string::<i32>().value(0);
+                    if is_numeric(&types[0]) {
+                        crate::query::to_char_num::NumFormat::parse(text)?;
+                    } else {
+                        crate::query::to_char::Template::parse(text).map_err(|er| match er {
                             crate::Error::Unsupported(m) => unsupported(&m, e),
                             other => other,
-                        },
-                    )?;
+                        })?;
+                    }
                 }
                 let to = match &types[0] {
                     A::Timestamp(..) => types[0].clone(),
                     A::Date32 | A::Null => A::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
-                    t if is_numeric(t) => {
-                        return Err(unsupported("TO_CHAR of a number", e));
-                    }
+                    t if is_numeric(t) => t.clone(),
                     t => {
                         return Err(plan_err(
-                            format!("TO_CHAR needs a DATE or TIMESTAMP, not {}", type_name(t)),
+                            format!(
+                                "TO_CHAR needs a DATE, TIMESTAMP or number, not {}",
+                                type_name(t)
+                            ),
                             e,
                         ));
                     }
