@@ -43,6 +43,35 @@ with psycopg.connect(host="127.0.0.1", port=port, user="test", dbname="sluice", 
     print("ok: psycopg: an error by its SQLSTATE, and the session goes on")
 
 conn = psycopg.connect(host="127.0.0.1", port=port, user="test", dbname="sluice")
+# Named (server-side) cursors: DECLARE with a bound parameter, a Describe
+# of the cursor by name, FETCH FORWARD in pieces, text and binary, and
+# one WITH HOLD that outlives its transaction.
+for binary in (False, True):
+    with conn.cursor(name="walk") as nc:
+        nc.execute("SELECT id, name, price FROM people WHERE id >= %s ORDER BY id", (1,),
+                   binary=binary)
+        assert [d.name for d in nc.description] == ["id", "name", "price"], nc.description
+        assert nc.fetchone() == (1, "ada", decimal.Decimal("12.50"))
+        assert nc.fetchmany(1) == [(2, None, decimal.Decimal("-0.05"))]
+        assert nc.fetchall() == [(3, "o'k", decimal.Decimal("100.00"))]
+        assert nc.fetchone() is None
+    conn.rollback()
+want = conn.execute("SELECT c1, c2 FROM ints ORDER BY c1, c2").fetchall()
+with conn.cursor(name="many") as nc:
+    nc.itersize = 7000
+    nc.execute("SELECT c1, c2 FROM ints ORDER BY c1, c2")
+    got = list(nc)
+    assert got == want and len(got) == 100000, (len(got), got[:3], want[:3])
+    nc.scroll(0, mode="absolute")
+    assert nc.fetchone() == want[0]
+conn.commit()
+with conn.cursor(name="held", withhold=True) as nc:
+    nc.execute("SELECT count(*) FROM ints")
+    conn.commit()
+    assert nc.fetchone() == (100000,)
+conn.commit()
+print("ok: psycopg: named cursors (DECLARE, FETCH, MOVE, WITH HOLD), text and binary")
+
 with conn.transaction():
     n = conn.execute("SELECT count(*) FROM ints").fetchone()[0]
     assert n == 100000, n

@@ -87,4 +87,20 @@ for driver in drivers:
         ).scalars().all()
     assert got == ["o'k"], got
     print(f"ok: SQLAlchemy Core over a reflected table ({driver})")
+
+    # stream_results: a named (server-side) cursor, fetched in pieces,
+    # and pandas reading a table in chunks over it.
+    with engine.connect() as conn:
+        res = conn.execution_options(stream_results=True, yield_per=1000).execute(
+            sa.text("SELECT c1 FROM ints WHERE c1 > :lo"), {"lo": -1})
+        seen = sum(len(part) for part in res.partitions())
+    assert seen == 100000, seen
+    with engine.connect() as conn:
+        chunks = list(pandas.read_sql_query(
+            sa.text("SELECT c1 FROM ints ORDER BY c1"),
+            conn.execution_options(stream_results=True), chunksize=30000))
+    assert [len(c) for c in chunks] == [30000, 30000, 30000, 10000], [len(c) for c in chunks]
+    ordered = pandas.concat(chunks)["c1"].tolist()
+    assert ordered == sorted(ordered), "chunks out of order"
+    print(f"ok: SQLAlchemy stream_results and pandas chunksize ({driver})")
     engine.dispose()

@@ -22,6 +22,7 @@
 //! The protocol crate is pinned and used only in this crate.
 
 pub mod auth;
+pub mod cursor;
 pub mod encode;
 pub mod frames;
 pub mod params;
@@ -1152,6 +1153,11 @@ impl Engine {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let held = held(client);
+        if let Some(cmd) = cursor::command(sql) {
+            return self
+                .cursor_statement(client, cmd?, &held, binary, gone)
+                .await;
+        }
         let query = session::is_query(sql);
         let db = self.snapshot_for(client.metadata(), &held, query)?;
         if let Some(a) = session::answer(sql, client.metadata(), &db) {
@@ -1177,6 +1183,7 @@ impl Engine {
                     // AND CHAIN: a new block at the level of the one ended.
                     let level = session::setting(client.metadata(), "transaction_isolation");
                     held.clear();
+                    cursors(client).end_block(rollback);
                     let changed = session::end_block(client.metadata_mut(), rollback);
                     report(client, changed).await;
                     if chain {
@@ -1201,6 +1208,9 @@ impl Engine {
                     Response::Execution(Tag::new("SET"))
                 }
                 Answer::Reset { name, tag } => {
+                    if tag == "DISCARD ALL" {
+                        cursors(client).close(None)?;
+                    }
                     let changed = session::reset(client.metadata_mut(), name.as_deref());
                     // The client keeps what it tracks (TimeZone, ...) as
                     // the server last said: say the defaults.
@@ -1224,6 +1234,90 @@ impl Engine {
         };
         let bin = binary_columns(binary, schema.fields().len())?;
         Ok(rows_response(&schema, batches, bin))
+    }
+
+    /// DECLARE, FETCH, MOVE or CLOSE of a cursor (see [`cursor`]).
+    async fn cursor_statement<C>(
+        &self,
+        client: &mut C,
+        cmd: cursor::Command,
+        held: &Held,
+        binary: &Format,
+        gone: impl std::future::Future<Output = ()>,
+    ) -> Result<Response, Failure>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let cursors = cursors(client);
+        match cmd {
+            cursor::Command::Declare {
+                name,
+                hold,
+                no_scroll,
+                binary: bin,
+                query,
+            } => {
+                let in_block = session::in_block(client.metadata());
+                if !hold && !in_block {
+                    return Err(Failure::new(
+                        "25P01",
+                        "DECLARE CURSOR can only be used in transaction blocks",
+                    ));
+                }
+                cursors.check_new(&name)?;
+                let db = self.snapshot_for(client.metadata(), held, true)?;
+                let (schema, batches) = match session::answer(&query, client.metadata(), &db) {
+                    Some(a) => match a? {
+                        Answer::Rows(b) => (b.schema(), vec![b]),
+                        _ => {
+                            return Err(Failure::syntax(
+                                "a cursor is declared FOR a SELECT or VALUES query",
+                            ));
+                        }
+                    },
+                    None => {
+                        let timeout = session_timeout(self, client.metadata());
+                        let zone = session_zone(client.metadata());
+                        tokio::select! {
+                            biased;
+                            r = self.run(db, &query, timeout, zone) => r?,
+                            _ = gone => {
+                                return Err(Failure::new("08006", "the client closed its connection"));
+                            }
+                        }
+                    }
+                };
+                let rows = arrow_select::concat::concat_batches(&schema, &batches)
+                    .map_err(|e| Failure::internal(e.to_string()))?;
+                cursors.declare(name, rows, hold, no_scroll, bin, in_block);
+                Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
+            }
+            cursor::Command::Fetch { name, dir, moving } => {
+                let (rows, bin) = cursors.fetch(&name, dir)?;
+                if moving {
+                    return Ok(Response::Execution(
+                        Tag::new("MOVE").with_rows(rows.num_rows()),
+                    ));
+                }
+                let schema = rows.schema();
+                let cols = if bin {
+                    vec![true; schema.fields().len()]
+                } else {
+                    binary_columns(binary, schema.fields().len())?
+                };
+                let mut r = rows_response(&schema, vec![rows], cols);
+                if let Response::Query(q) = &mut r {
+                    q.set_command_tag("FETCH");
+                }
+                Ok(r)
+            }
+            cursor::Command::Close(name) => {
+                cursors.close(name.as_deref())?;
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+            }
+        }
     }
 }
 
@@ -1358,6 +1452,39 @@ impl params::Columns for Cols<'_> {
 }
 
 impl Parser {
+    /// A cursor statement: a DECLARE's query keeps its parameters; a
+    /// FETCH has the columns of its cursor, if it is declared yet.
+    fn prepare_cursor<C: ClientInfo>(
+        &self,
+        client: &C,
+        cmd: cursor::Command,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> Result<Prepared, Failure> {
+        let (params, schema) = match cmd {
+            cursor::Command::Declare { .. } => {
+                let db = self.engine.snapshot()?;
+                (Params::of(sql, types, &Cols(&db))?, None)
+            }
+            cursor::Command::Fetch {
+                name,
+                moving: false,
+                ..
+            } => (
+                Params::default(),
+                cursors(client).describe(&name).map(|(s, _)| s),
+            ),
+            _ => (Params::default(), None),
+        };
+        Ok(Prepared {
+            sql: sql.to_string(),
+            params,
+            schema,
+            store: false,
+            template: None,
+        })
+    }
+
     fn prepare(
         &self,
         settings: &HashMap<String, String>,
@@ -1420,6 +1547,9 @@ impl QueryParser for Parser {
                 "cannot insert multiple commands into a prepared statement",
             )
             .into());
+        }
+        if let Some(cmd) = cursor::command(sql) {
+            return Ok(Some(self.prepare_cursor(client, cmd?, sql, types)?));
         }
         Ok(Some(self.prepare(client.metadata(), sql, types)?))
     }
@@ -1625,7 +1755,15 @@ impl ExtendedQueryHandler for Backend {
                     Some(Entry::Empty) => {
                         queue_describe(client, &DescribePortalResponse::no_data()).await
                     }
-                    None => Err(PgWireError::PortalNotFound(name.to_owned())),
+                    // A cursor DECLAREd in SQL is a portal of its name too
+                    // (psycopg describes a named cursor so).
+                    None => match cursors(client).describe(name) {
+                        Some((schema, bin)) => {
+                            let r = DescribePortalResponse::new(encode::fields(&schema, |_| bin));
+                            queue_describe(client, &r).await
+                        }
+                        None => Err(PgWireError::PortalNotFound(name.to_owned())),
+                    },
                 },
                 other => Err(PgWireError::InvalidTargetType(other)),
             }
@@ -1823,6 +1961,13 @@ struct Held(
     std::sync::Mutex<Option<Arc<Database>>>,
     std::sync::atomic::AtomicBool,
 );
+
+/// The connection's cursors.
+fn cursors<C: ClientInfo>(client: &C) -> Arc<cursor::Cursors> {
+    client
+        .session_extensions()
+        .get_or_insert_with(cursor::Cursors::default)
+}
 
 /// The connection's [`Held`].
 fn held<C: ClientInfo>(client: &C) -> Arc<Held> {

@@ -1575,3 +1575,103 @@ async fn repeatable_read_sees_one_commit_and_read_committed_each_last() {
     assert_eq!(code(&e), "42601");
     assert_eq!(simple_count(&c).await, s("35010"));
 }
+
+/// The first column of the rows of a simple-protocol FETCH.
+async fn keys(c: &Client, sql: &str) -> Vec<String> {
+    simple(c, sql)
+        .await
+        .into_iter()
+        .map(|r| r[0].clone().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_cursors_fetch_move_and_close_as_in_postgresql() {
+    let dir = sample(10);
+    let db = dir.0.join("db");
+    // A second segment, so the cursor's answer comes from two.
+    append_big(&db, 0);
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+
+    // WITHOUT HOLD needs a block (25P01), as in PostgreSQL.
+    let e = c
+        .batch_execute("DECLARE c CURSOR FOR SELECT k FROM big")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "25P01");
+
+    c.batch_execute("BEGIN").await.unwrap();
+    c.batch_execute(
+        "DECLARE c SCROLL CURSOR FOR SELECT k, g FROM big WHERE k < 5 OR k >= 2004998 ORDER BY k",
+    )
+    .await
+    .unwrap();
+    let e = c
+        .batch_execute("DECLARE c CURSOR FOR SELECT 1")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42P03");
+    assert_eq!(keys(&c, "FETCH 2 FROM c").await, ["0", "1"]);
+    assert_eq!(keys(&c, "FETCH PRIOR FROM c").await, ["0"]);
+    assert_eq!(
+        keys(&c, "FETCH FORWARD ALL FROM c").await,
+        ["1", "2", "3", "4", "2004998", "2004999"]
+    );
+    assert_eq!(keys(&c, "FETCH NEXT FROM c").await, Vec::<String>::new());
+    assert_eq!(
+        keys(&c, "FETCH BACKWARD 2 FROM c").await,
+        ["2004999", "2004998"]
+    );
+    assert_eq!(keys(&c, "FETCH ABSOLUTE 3 FROM c").await, ["2"]);
+    // MOVE says how many rows it passed.
+    let moved = c.simple_query("MOVE BACKWARD ALL IN c").await.unwrap();
+    assert!(
+        moved
+            .iter()
+            .any(|m| matches!(m, SimpleQueryMessage::CommandComplete(2))),
+        "{moved:?}"
+    );
+    assert_eq!(keys(&c, "FETCH RELATIVE 1 FROM c").await, ["0"]);
+    // The extended protocol: FETCH is described with the cursor's columns.
+    let rows = c.query("FETCH 2 FROM c", &[]).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0].get::<_, i64>(0), rows[1].get::<_, &str>(1)),
+        (1, "g2")
+    );
+    // A parameter of the DECLARE's query, bound over the protocol.
+    c.execute(
+        "DECLARE p CURSOR FOR SELECT k FROM big WHERE k > $1 ORDER BY k",
+        &[&2004997i64],
+    )
+    .await
+    .unwrap();
+    assert_eq!(keys(&c, "FETCH ALL FROM p").await, ["2004998", "2004999"]);
+    c.batch_execute("CLOSE p").await.unwrap();
+    let e = c.batch_execute("FETCH 1 FROM p").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
+    c.batch_execute("DECLARE h CURSOR WITH HOLD FOR SELECT count(*) FROM big")
+        .await
+        .unwrap();
+    c.batch_execute("COMMIT").await.unwrap();
+
+    // COMMIT closed the cursor WITHOUT HOLD; the one WITH HOLD lives on.
+    let e = c.batch_execute("FETCH 1 FROM c").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
+    assert_eq!(keys(&c, "FETCH ALL FROM h").await, ["5010"]);
+    c.batch_execute("CLOSE ALL").await.unwrap();
+    let e = c.batch_execute("CLOSE h").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
+
+    // NO SCROLL refuses to go back; ROLLBACK drops what its block declared.
+    c.batch_execute("BEGIN; DECLARE f NO SCROLL CURSOR FOR SELECT k FROM big ORDER BY k; DECLARE w CURSOR WITH HOLD FOR SELECT 1")
+        .await
+        .unwrap();
+    assert_eq!(keys(&c, "FETCH 1 FROM f").await, ["0"]);
+    let e = c.batch_execute("FETCH PRIOR FROM f").await.unwrap_err();
+    assert_eq!(code(&e), "55000");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    let e = c.batch_execute("FETCH 1 FROM w").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
+}
