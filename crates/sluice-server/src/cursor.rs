@@ -358,7 +358,7 @@ impl Cursors {
                         picked.push(r - 1);
                         r -= 1;
                     }
-                    c.pos = if from <= k { 0 } else { from - k };
+                    c.pos = from.saturating_sub(k);
                 }
             }
             Direction::Absolute(k) | Direction::Relative(k) => {
