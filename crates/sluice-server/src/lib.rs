@@ -1153,6 +1153,17 @@ impl Engine {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let held = held(client);
+        if held.failed() && !session::ends_block(sql) {
+            // A statement written wrong says so first, as PostgreSQL's
+            // parser does before it looks at the block.
+            let db = self.snapshot()?;
+            if let Some(Err(f)) = session::answer(sql, client.metadata(), &db)
+                && f.code == "42601"
+            {
+                return Err(f);
+            }
+            return Err(aborted());
+        }
         if let Some(cmd) = cursor::command(sql) {
             return self
                 .cursor_statement(client, cmd?, &held, binary, gone)
@@ -1179,6 +1190,8 @@ impl Engine {
                     ));
                 }
                 Answer::End { rollback, chain } => {
+                    // COMMIT of a failed block rolls it back.
+                    let rollback = rollback || held.failed();
                     let tag = if rollback { "ROLLBACK" } else { "COMMIT" };
                     // AND CHAIN: a new block at the level of the one ended.
                     let level = session::setting(client.metadata(), "transaction_isolation");
@@ -1195,6 +1208,9 @@ impl Engine {
                 }
                 Answer::Savepoint(what, name) => {
                     let changed = session::savepoint(client.metadata_mut(), what, &name)?;
+                    if what == session::Savepoint::RollbackTo {
+                        held.2.store(false, Ordering::Relaxed);
+                    }
                     report(client, changed).await;
                     Response::Execution(Tag::new(what.tag()))
                 }
@@ -1415,6 +1431,7 @@ impl SimpleQueryHandler for Backend {
             {
                 Ok(r) => out.push(r),
                 Err(f) => {
+                    note_failure(client);
                     // The first error ends the string, as in PostgreSQL.
                     out.push(Response::Error(Box::new(ErrorInfo::new(
                         "ERROR".into(),
@@ -1806,6 +1823,10 @@ impl ExtendedQueryHandler for Backend {
                 drop(st);
                 return self._on_execute(client, message).await;
             }
+            if let Err(f) = check_not_failed(client) {
+                drop(st);
+                return Err(f.into());
+            }
             client.set_state(PgWireConnectionState::QueryInProgress);
             let timeout = session_timeout(&self.engine, client.metadata());
             let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
@@ -1819,13 +1840,23 @@ impl ExtendedQueryHandler for Backend {
             let query = self
                 .engine
                 .portal_query(db, &portal, timeout, zone, self.gone());
-            let (schema, batches) = match cancel {
+            let answer = match cancel {
                 Some(rx) => tokio::select! {
                     biased;
-                    r = query => r?,
-                    _ = rx => return Err(PgWireError::QueryCanceled),
+                    r = query => r,
+                    _ = rx => {
+                        note_failure(client);
+                        return Err(PgWireError::QueryCanceled);
+                    }
                 },
-                None => query.await?,
+                None => query.await,
+            };
+            let (schema, batches) = match answer {
+                Ok(a) => a,
+                Err(f) => {
+                    note_failure(client);
+                    return Err(f.into());
+                }
             };
             let binary = binary_columns(&portal.result_column_format, schema.fields().len())?;
             let mut n = 0;
@@ -1859,24 +1890,31 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if portal.statement.statement.store {
-            let timeout = session_timeout(&self.engine, client.metadata());
-            let zone = session_zone(client.metadata());
-            let db = self
-                .engine
-                .snapshot_for(client.metadata(), &held(client), true)?;
-            let (schema, batches) = self
-                .engine
-                .portal_query(db, portal, timeout, zone, self.gone())
-                .await?;
-            let bin = binary_columns(&portal.result_column_format, schema.fields().len())?;
-            return Ok(rows_response(&schema, batches, bin));
+        let r = async {
+            if portal.statement.statement.store {
+                check_not_failed(client)?;
+                let timeout = session_timeout(&self.engine, client.metadata());
+                let zone = session_zone(client.metadata());
+                let db = self
+                    .engine
+                    .snapshot_for(client.metadata(), &held(client), true)?;
+                let (schema, batches) = self
+                    .engine
+                    .portal_query(db, portal, timeout, zone, self.gone())
+                    .await?;
+                let bin = binary_columns(&portal.result_column_format, schema.fields().len())?;
+                return Ok(rows_response(&schema, batches, bin));
+            }
+            let sql = bound_sql(portal)?;
+            self.engine
+                .statement(client, &sql, &portal.result_column_format, self.gone())
+                .await
         }
-        let sql = bound_sql(portal)?;
-        Ok(self
-            .engine
-            .statement(client, &sql, &portal.result_column_format, self.gone())
-            .await?)
+        .await;
+        if r.is_err() {
+            note_failure(client);
+        }
+        Ok(r?)
     }
 
     async fn do_describe_statement<C>(
@@ -1960,6 +1998,9 @@ where
 struct Held(
     std::sync::Mutex<Option<Arc<Database>>>,
     std::sync::atomic::AtomicBool,
+    /// A statement of the block failed: until ROLLBACK (or ROLLBACK TO a
+    /// savepoint) every other statement is 25P02, as in PostgreSQL.
+    std::sync::atomic::AtomicBool,
 );
 
 /// The connection's cursors.
@@ -1967,6 +2008,29 @@ fn cursors<C: ClientInfo>(client: &C) -> Arc<cursor::Cursors> {
     client
         .session_extensions()
         .get_or_insert_with(cursor::Cursors::default)
+}
+
+/// A statement failed: in a transaction block, the block is failed.
+fn note_failure<C: ClientInfo>(client: &C) {
+    if session::in_block(client.metadata()) {
+        held(client).2.store(true, Ordering::Relaxed);
+    }
+}
+
+/// 25P02 in a failed block (for a query of the store; other statements
+/// are checked in [`Engine::statement`]).
+fn check_not_failed<C: ClientInfo>(client: &C) -> Result<(), Failure> {
+    if held(client).failed() {
+        return Err(aborted());
+    }
+    Ok(())
+}
+
+fn aborted() -> Failure {
+    Failure::new(
+        "25P02",
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
 }
 
 /// The connection's [`Held`].
@@ -1981,6 +2045,11 @@ impl Held {
     fn clear(&self) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.1.store(false, Ordering::Relaxed);
+        self.2.store(false, Ordering::Relaxed);
+    }
+
+    fn failed(&self) -> bool {
+        self.2.load(Ordering::Relaxed)
     }
 
     fn queried(&self) -> bool {

@@ -496,6 +496,15 @@ pub fn answer(
     catalog(&n, db)
 }
 
+/// Whether `sql` may run in a failed transaction block: COMMIT (which
+/// rolls it back), ROLLBACK and ROLLBACK TO, as in PostgreSQL.
+pub fn ends_block(sql: &str) -> bool {
+    matches!(
+        normalize(sql).split(' ').next().unwrap_or(""),
+        "commit" | "end" | "rollback" | "abort"
+    )
+}
+
 /// COMMIT or ROLLBACK (`rollback`), with or without `AND CHAIN`: in a
 /// block only (25P01 outside, as PostgreSQL says).
 fn end(n: &str, rollback: bool, settings: &HashMap<String, String>) -> Result<Answer, Failure> {

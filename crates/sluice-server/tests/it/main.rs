@@ -1152,8 +1152,14 @@ async fn savepoints_answer_as_postgresql_does() {
             "{sql}: {e}"
         );
     }
+    // The errors failed the block: anything but its end is 25P02, and
+    // COMMIT rolls it back.
+    let e = c.batch_execute("SAVEPOINT Sp").await.unwrap_err();
+    assert_eq!(code(&e), "25P02");
+    let done = c.simple_query("COMMIT").await.unwrap();
+    assert!(matches!(done[..], [SimpleQueryMessage::CommandComplete(0)]));
     // The names are case-folded unless quoted; the block ends as ever.
-    c.batch_execute("SAVEPOINT Sp; RELEASE sp; ROLLBACK")
+    c.batch_execute("BEGIN; SAVEPOINT Sp; RELEASE sp; ROLLBACK")
         .await
         .unwrap();
     assert_eq!(simple(&c, show).await, vec![vec![s("UTC")]]);
@@ -1439,7 +1445,12 @@ async fn repeatable_read_sees_one_commit_and_read_committed_each_last() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "25001");
-    assert_eq!(simple_count(&c).await, s("10"));
+    // The error failed the block (25P02 until it ends), as in PostgreSQL.
+    let e = c
+        .batch_execute("SELECT count(*) FROM big")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "25P02");
     c.batch_execute("COMMIT").await.unwrap();
     assert_eq!(simple_count(&c).await, s("5010"));
     assert_eq!(show(&c, "transaction_isolation").await, s("read committed"));
@@ -1607,11 +1618,6 @@ async fn named_cursors_fetch_move_and_close_as_in_postgresql() {
     )
     .await
     .unwrap();
-    let e = c
-        .batch_execute("DECLARE c CURSOR FOR SELECT 1")
-        .await
-        .unwrap_err();
-    assert_eq!(code(&e), "42P03");
     assert_eq!(keys(&c, "FETCH 2 FROM c").await, ["0", "1"]);
     assert_eq!(keys(&c, "FETCH PRIOR FROM c").await, ["0"]);
     assert_eq!(
@@ -1649,8 +1655,6 @@ async fn named_cursors_fetch_move_and_close_as_in_postgresql() {
     .unwrap();
     assert_eq!(keys(&c, "FETCH ALL FROM p").await, ["2004998", "2004999"]);
     c.batch_execute("CLOSE p").await.unwrap();
-    let e = c.batch_execute("FETCH 1 FROM p").await.unwrap_err();
-    assert_eq!(code(&e), "34000");
     c.batch_execute("DECLARE h CURSOR WITH HOLD FOR SELECT count(*) FROM big")
         .await
         .unwrap();
@@ -1660,6 +1664,8 @@ async fn named_cursors_fetch_move_and_close_as_in_postgresql() {
     let e = c.batch_execute("FETCH 1 FROM c").await.unwrap_err();
     assert_eq!(code(&e), "34000");
     assert_eq!(keys(&c, "FETCH ALL FROM h").await, ["5010"]);
+    let e = c.batch_execute("FETCH 1 FROM p").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
     c.batch_execute("CLOSE ALL").await.unwrap();
     let e = c.batch_execute("CLOSE h").await.unwrap_err();
     assert_eq!(code(&e), "34000");
@@ -1674,4 +1680,80 @@ async fn named_cursors_fetch_move_and_close_as_in_postgresql() {
     c.batch_execute("ROLLBACK").await.unwrap();
     let e = c.batch_execute("FETCH 1 FROM w").await.unwrap_err();
     assert_eq!(code(&e), "34000");
+
+    // A second cursor of one name is 42P03, and fails the block.
+    c.batch_execute("BEGIN; DECLARE d CURSOR FOR SELECT 1")
+        .await
+        .unwrap();
+    let e = c
+        .batch_execute("DECLARE d CURSOR FOR SELECT 2")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "42P03");
+    let e = c.batch_execute("FETCH 1 FROM d").await.unwrap_err();
+    assert_eq!(code(&e), "25P02");
+    c.batch_execute("ROLLBACK").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_fails_the_block_until_rollback_as_in_postgresql() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let count = "SELECT count(*) FROM big";
+    // Outside a block an error fails nothing.
+    assert!(c.batch_execute("SELECT 1/0").await.is_err());
+    assert_eq!(simple(&c, count).await, vec![vec![s("10")]]);
+
+    // By the simple protocol: after the error every statement is 25P02
+    // (queries, SETs, cursors, savepoints) until ROLLBACK.
+    c.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(
+        code(&c.batch_execute("SELECT 1/0").await.unwrap_err()),
+        "22012"
+    );
+    for sql in [
+        count,
+        "SET TimeZone = '1'",
+        "SAVEPOINT a",
+        "DECLARE x CURSOR FOR SELECT 1",
+        "SHOW TimeZone",
+    ] {
+        let e = c.batch_execute(sql).await.unwrap_err();
+        assert_eq!(code(&e), "25P02", "{sql}");
+    }
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(simple(&c, count).await, vec![vec![s("10")]]);
+
+    // By the extended protocol, a query of the store failing fails the
+    // block; ROLLBACK TO a savepoint recovers it.
+    c.batch_execute("BEGIN; SAVEPOINT s").await.unwrap();
+    let e = c
+        .query("SELECT k / (v - v) FROM big WHERE k >= $1", &[&0i64])
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "22012");
+    let e = c
+        .query_one("SELECT count(*) FROM big WHERE k >= $1", &[&0i64])
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "25P02");
+    c.batch_execute("ROLLBACK TO SAVEPOINT s").await.unwrap();
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM big WHERE k >= $1", &[&0i64])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 10);
+    // COMMIT of a failed block answers ROLLBACK.
+    assert!(c.batch_execute("SELECT 1/0").await.is_err());
+    let tags: Vec<_> = c
+        .simple_query("COMMIT")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| matches!(m, SimpleQueryMessage::CommandComplete(_)))
+        .collect();
+    assert_eq!(tags.len(), 1);
+    assert_eq!(simple(&c, count).await, vec![vec![s("10")]]);
 }
