@@ -51,11 +51,63 @@ pub enum Command {
     Close(Option<String>),
 }
 
-/// The words of `sql` with where each ends: a double-quoted identifier is
-/// one word (its name, `""` a quote; `quoted` true), others lower-cased.
+/// `sql` with its comments blanked out byte for byte (`--` to the end
+/// of the line, `/* */` nested as in PostgreSQL), quotes kept: offsets
+/// into it are offsets into `sql`.
+fn blank_comments(sql: &str) -> String {
+    let b = sql.as_bytes();
+    let mut out = b.to_vec();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    out[i] = b' ';
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0;
+                while i < b.len() {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        out[i] = b' ';
+                        out[i + 1] = b' ';
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        out[i] = b' ';
+                        out[i + 1] = b' ';
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        out[i] = b' ';
+                        i += 1;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    // Only ASCII bytes were replaced, each by a space.
+    String::from_utf8(out).unwrap_or_else(|_| sql.to_string())
+}
+
+/// The words of `sql` (comments blanked) with where each ends: a
+/// double-quoted identifier is one word (its name, `""` a quote; `quoted`
+/// true), others lower-cased; a sign alone before a number joins it.
 fn words(sql: &str) -> Option<Vec<(String, bool, usize)>> {
     let b = sql.as_bytes();
-    let mut out = Vec::new();
+    let mut out: Vec<(String, bool, usize)> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
@@ -86,7 +138,16 @@ fn words(sql: &str) -> Option<Vec<(String, bool, usize)>> {
         while i < b.len() && !b[i].is_ascii_whitespace() && b[i] != b';' && b[i] != b'"' {
             i += 1;
         }
-        out.push((sql[start..i].to_ascii_lowercase(), false, i));
+        let word = sql[start..i].to_ascii_lowercase();
+        match out.last_mut() {
+            Some((sign, false, end))
+                if (sign == "-" || sign == "+") && word.bytes().all(|c| c.is_ascii_digit()) =>
+            {
+                sign.push_str(&word);
+                *end = i;
+            }
+            _ => out.push((word, false, i)),
+        }
     }
     Some(out)
 }
@@ -101,7 +162,8 @@ fn syntax(sql: &str) -> Failure {
 /// The cursor statement `sql` is, if it is one (`Some(Err)`: one written
 /// wrong).
 pub fn command(sql: &str) -> Option<Result<Command, Failure>> {
-    let first = sql
+    let bare = blank_comments(sql);
+    let first = bare
         .trim_start()
         .split(|c: char| c.is_whitespace() || c == ';')
         .next()?
@@ -109,23 +171,39 @@ pub fn command(sql: &str) -> Option<Result<Command, Failure>> {
     if !matches!(first.as_str(), "declare" | "fetch" | "move" | "close") {
         return None;
     }
-    let Some(w) = words(sql) else {
+    let Some(w) = words(&bare) else {
         return Some(Err(Failure::syntax("unterminated quoted identifier")));
     };
-    Some(parse(sql, &first, &w).ok_or_else(|| syntax(sql)))
+    if w.iter().any(|(x, q, _)| *q && x.is_empty()) {
+        return Some(Err(Failure::syntax("zero-length delimited identifier")));
+    }
+    Some(parse(sql, &first, &w))
 }
 
-fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command> {
+/// A count of FETCH or MOVE: a 32-bit integer, as PostgreSQL's grammar
+/// reads it.
+fn count(w: &[(String, bool, usize)], i: usize) -> Option<i64> {
+    let (x, q, _) = w.get(i)?;
+    if *q {
+        return None;
+    }
+    x.parse::<i32>().ok().map(i64::from)
+}
+
+fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Result<Command, Failure> {
     let kw = |i: usize, k: &str| w.get(i).is_some_and(|(x, q, _)| !q && x == k);
+    let bad = || syntax(sql);
     match first {
         "declare" => {
-            let name = w.get(1)?.0.clone();
+            let name = w.get(1).ok_or_else(bad)?.0.clone();
             let mut i = 2;
-            let (mut binary, mut no_scroll, mut hold) = (false, false, false);
+            let (mut binary, mut scroll, mut no_scroll, mut hold) = (false, false, false, false);
             loop {
                 if kw(i, "binary") {
                     binary = true;
-                } else if kw(i, "insensitive") || kw(i, "asensitive") || kw(i, "scroll") {
+                } else if kw(i, "insensitive") || kw(i, "asensitive") {
+                } else if kw(i, "scroll") {
+                    scroll = true;
                 } else if kw(i, "no") && kw(i + 1, "scroll") {
                     no_scroll = true;
                     i += 1;
@@ -134,8 +212,14 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
                 }
                 i += 1;
             }
+            if scroll && no_scroll {
+                return Err(Failure::new(
+                    "42P11",
+                    "cannot specify both SCROLL and NO SCROLL",
+                ));
+            }
             if !kw(i, "cursor") {
-                return None;
+                return Err(bad());
             }
             i += 1;
             if (kw(i, "with") || kw(i, "without")) && kw(i + 1, "hold") {
@@ -143,13 +227,17 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
                 i += 2;
             }
             if !kw(i, "for") {
-                return None;
+                return Err(bad());
             }
             let query = sql[w[i].2..].trim().to_string();
-            if query.is_empty() {
-                return None;
+            // A cursor is FOR a query: SELECT, WITH, VALUES, TABLE.
+            let head = w.get(i + 1).map(|(x, q, _)| (x.as_str(), *q));
+            let is_query = matches!(head, Some(("select" | "with" | "values" | "table", false)))
+                || head.is_some_and(|(x, q)| !q && x.starts_with('('));
+            if !is_query {
+                return Err(bad());
             }
-            Some(Command::Declare {
+            Ok(Command::Declare {
                 name,
                 hold,
                 no_scroll,
@@ -158,21 +246,18 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
             })
         }
         "close" => match &w[1..] {
-            [(a, false, _)] if a == "all" => Some(Command::Close(None)),
-            [(name, _, _)] => Some(Command::Close(Some(name.clone()))),
-            _ => None,
+            [(a, false, _)] if a == "all" => Ok(Command::Close(None)),
+            [(name, _, _)] => Ok(Command::Close(Some(name.clone()))),
+            _ => Err(bad()),
         },
         _ => {
             let moving = first == "move";
-            let count = |i: usize| -> Option<i64> {
-                let (x, q, _) = w.get(i)?;
-                if *q {
-                    return None;
-                }
-                x.parse::<i64>().ok()
-            };
             let mut i = 1;
-            let dir = if kw(i, "next") {
+            // One word left is the cursor's name, whatever it spells
+            // (`FETCH next` reads cursor "next", as in PostgreSQL).
+            let dir = if w.len() <= 2 {
+                Direction::Forward(Some(1))
+            } else if kw(i, "next") {
                 i += 1;
                 Direction::Forward(Some(1))
             } else if kw(i, "prior") {
@@ -185,7 +270,7 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
                 i += 1;
                 Direction::Absolute(-1)
             } else if kw(i, "absolute") || kw(i, "relative") {
-                let n = count(i + 1)?;
+                let n = count(w, i + 1).ok_or_else(bad)?;
                 let d = if kw(i, "absolute") {
                     Direction::Absolute(n)
                 } else {
@@ -202,7 +287,7 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
                 let n = if kw(i, "all") {
                     i += 1;
                     None
-                } else if let Some(n) = count(i) {
+                } else if let Some(n) = count(w, i) {
                     i += 1;
                     Some(n)
                 } else {
@@ -216,7 +301,10 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
                     (true, Some(n)) if n >= 0 => Direction::Backward(Some(n as u64)),
                     (true, Some(n)) => Direction::Forward(Some(n.unsigned_abs())),
                 }
-            } else if let Some(n) = count(i) {
+            } else if w[i].0.starts_with(['-', '+'])
+                || w[i].0.starts_with(|c: char| c.is_ascii_digit())
+            {
+                let n = count(w, i).ok_or_else(bad)?;
                 i += 1;
                 if n >= 0 {
                     Direction::Forward(Some(n as u64))
@@ -226,13 +314,17 @@ fn parse(sql: &str, first: &str, w: &[(String, bool, usize)]) -> Option<Command>
             } else {
                 Direction::Forward(Some(1))
             };
-            if kw(i, "from") || kw(i, "in") {
+            if w.len() > i + 1 && (kw(i, "from") || kw(i, "in")) {
                 i += 1;
             }
-            let [(name, _, _)] = &w[i.min(w.len())..] else {
-                return None;
+            let [(name, quoted, _)] = &w[i.min(w.len())..] else {
+                return Err(bad());
             };
-            Some(Command::Fetch {
+            // FROM and IN are reserved: a name only when quoted.
+            if !quoted && (name == "from" || name == "in") {
+                return Err(bad());
+            }
+            Ok(Command::Fetch {
                 name: name.clone(),
                 dir,
                 moving,
@@ -319,10 +411,7 @@ impl Cursors {
             Direction::Relative(k) => k < 0,
         };
         if backward && c.no_scroll {
-            return Err(Failure::new(
-                "55000",
-                "cursor can only scan forward: it was declared NO SCROLL",
-            ));
+            return Err(Failure::new("55000", "cursor can only scan forward"));
         }
         // Row indexes (0-based) passed over, in order.
         let mut picked: Vec<u64> = Vec::new();
@@ -388,6 +477,13 @@ impl Cursors {
         )
         .map_err(|e| Failure::internal(e.to_string()))?;
         Ok((out, c.binary))
+    }
+
+    /// Whether cursor `name` has no row after its position.
+    pub fn at_end(&self, name: &str) -> bool {
+        self.lock()
+            .get(name)
+            .is_none_or(|c| c.pos >= c.rows.num_rows() as u64)
     }
 
     /// CLOSE name (34000 when there is none) or CLOSE ALL.
@@ -498,6 +594,59 @@ mod tests {
             Some(Command::Close(Some("C".into())))
         );
         assert!(command("SELECT 1").is_none());
+    }
+
+    #[test]
+    fn statements_read_as_postgresql_reads_them() {
+        let fetch = |sql: &str| match command(sql) {
+            Some(Ok(Command::Fetch { name, dir, .. })) => Ok((name, dir)),
+            Some(Ok(other)) => panic!("{sql}: {other:?}"),
+            Some(Err(f)) => Err(f.code),
+            None => panic!("{sql}: not a cursor statement"),
+        };
+        // Comments anywhere, a sign apart from its number.
+        assert_eq!(
+            fetch("FETCH /* x */ c -- hi"),
+            Ok(("c".into(), Direction::Forward(Some(1))))
+        );
+        assert_eq!(
+            fetch("FETCH - 2 c"),
+            Ok(("c".into(), Direction::Backward(Some(2))))
+        );
+        assert_eq!(
+            fetch("FETCH RELATIVE - 1 IN c"),
+            Ok(("c".into(), Direction::Relative(-1)))
+        );
+        // One word is the cursor's name, keyword or not.
+        assert_eq!(
+            fetch("FETCH next"),
+            Ok(("next".into(), Direction::Forward(Some(1))))
+        );
+        assert_eq!(
+            fetch("MOVE absolute"),
+            Ok(("absolute".into(), Direction::Forward(Some(1))))
+        );
+        // Counts are 32-bit, as in PostgreSQL's grammar.
+        assert_eq!(
+            fetch("FETCH 2147483647 c").map(|(_, d)| d),
+            Ok(Direction::Forward(Some(2147483647)))
+        );
+        assert_eq!(fetch("FETCH 2147483648 c"), Err("42601"));
+        assert_eq!(fetch("FETCH ABSOLUTE -9223372036854775808 c"), Err("42601"));
+        let code = |sql: &str| command(sql).and_then(|r| r.err()).map(|f| f.code);
+        assert_eq!(code("DECLARE \"\" CURSOR FOR SELECT 1"), Some("42601"));
+        assert_eq!(
+            code("DECLARE d NO SCROLL SCROLL CURSOR FOR SELECT 1"),
+            Some("42P11")
+        );
+        assert_eq!(code("DECLARE d CURSOR FOR SHOW ALL"), Some("42601"));
+        assert_eq!(code("DECLARE /* c */ d CURSOR FOR (SELECT 1)"), None);
+        let Some(Ok(Command::Declare { query, .. })) =
+            command("DECLARE d CURSOR FOR SELECT '--' /* k */ FROM t -- end")
+        else {
+            panic!("not a DECLARE");
+        };
+        assert_eq!(query, "SELECT '--' /* k */ FROM t -- end");
     }
 
     #[test]

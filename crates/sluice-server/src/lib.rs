@@ -65,8 +65,8 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, Parse, ParseComplete, TARGET_TYPE_BYTE_PORTAL,
-    TARGET_TYPE_BYTE_STATEMENT,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
+    PortalSuspended, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -1225,6 +1225,12 @@ impl Engine {
                 }
                 Answer::Reset { name, tag } => {
                     if tag == "DISCARD ALL" {
+                        if session::in_block(client.metadata()) {
+                            return Err(Failure::new(
+                                "25001",
+                                "DISCARD ALL cannot run inside a transaction block",
+                            ));
+                        }
                         cursors(client).close(None)?;
                     }
                     let changed = session::reset(client.metadata_mut(), name.as_deref());
@@ -1275,7 +1281,8 @@ impl Engine {
                 binary: bin,
                 query,
             } => {
-                let in_block = session::in_block(client.metadata());
+                let in_block =
+                    session::in_block(client.metadata()) || held.3.load(Ordering::Relaxed);
                 if !hold && !in_block {
                     return Err(Failure::new(
                         "25P01",
@@ -1331,7 +1338,12 @@ impl Engine {
             }
             cursor::Command::Close(name) => {
                 cursors.close(name.as_deref())?;
-                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+                let tag = if name.is_some() {
+                    "CLOSE CURSOR"
+                } else {
+                    "CLOSE CURSOR ALL"
+                };
+                Ok(Response::Execution(Tag::new(tag)))
             }
         }
     }
@@ -1422,7 +1434,12 @@ impl SimpleQueryHandler for Backend {
     {
         check_length(query)?;
         let mut out = Vec::new();
-        for sql in split_statements(query) {
+        let stmts = split_statements(query);
+        // Several statements outside a block are one implicit block, as in
+        // PostgreSQL: its cursors close at its end.
+        let implicit = stmts.len() > 1 && !session::in_block(client.metadata());
+        held(client).3.store(implicit, Ordering::Relaxed);
+        for sql in stmts {
             match guarded(
                 self.engine
                     .statement(client, sql, &Format::UnifiedText, self.gone()),
@@ -1440,6 +1457,13 @@ impl SimpleQueryHandler for Backend {
                     ))));
                     break;
                 }
+            }
+        }
+        if implicit {
+            held(client).3.store(false, Ordering::Relaxed);
+            if !session::in_block(client.metadata()) {
+                let failed = matches!(out.last(), Some(Response::Error(_)));
+                cursors(client).end_block(failed);
             }
         }
         if out.is_empty() {
@@ -1648,6 +1672,39 @@ pub struct Backend {
 }
 
 impl Backend {
+    /// Execute of the portal a DECLAREd cursor is: its next `max_rows`
+    /// rows (0: all), PortalSuspended while rows remain, as in PostgreSQL.
+    async fn execute_cursor<C>(&self, client: &mut C, name: &str, max_rows: i32) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Err(f) = check_not_failed(client) {
+            return Err(f.into());
+        }
+        let cursors = cursors(client);
+        let want = u64::try_from(max_rows).ok().filter(|n| *n > 0);
+        let (rows, bin) = cursors.fetch(name, cursor::Direction::Forward(want))?;
+        let binary = vec![bin; rows.num_columns()];
+        let n = rows.num_rows();
+        for row in encode::rows(&rows, &binary) {
+            client.feed(PgWireBackendMessage::DataRow(row)).await?;
+        }
+        if want.is_some_and(|w| n as u64 == w) && !cursors.at_end(name) {
+            client
+                .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                .await?;
+        } else {
+            client
+                .feed(PgWireBackendMessage::CommandComplete(
+                    Tag::new("SELECT").with_rows(n).into(),
+                ))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Resolves when the client has closed its connection; never when it
     /// has sent more (a pipelined message is not a goodbye). Looks every
     /// 50 ms while a scan runs: the connection's own loop reads nothing
@@ -1807,6 +1864,11 @@ impl ExtendedQueryHandler for Backend {
             let mut message = message;
             message.max_rows = message.max_rows.clamp(0, MAX_FETCH_ROWS);
             let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            if client.portal_store().get_portal(name).is_none()
+                && cursors(client).describe(name).is_some()
+            {
+                return self.execute_cursor(client, name, message.max_rows).await;
+            }
             let portal = match client.portal_store().get_portal(name) {
                 Some(Entry::Value(p))
                     if message.max_rows == 0
@@ -1873,6 +1935,33 @@ impl ExtendedQueryHandler for Backend {
                 .await?;
             *st = PortalExecutionState::Finished;
             client.set_state(PgWireConnectionState::ReadyForQuery);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Close of a portal closes the cursor of its name too.
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        guarded(async move {
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            match message.target_type {
+                TARGET_TYPE_BYTE_STATEMENT => client.portal_store().rm_statement(name),
+                TARGET_TYPE_BYTE_PORTAL => {
+                    client.portal_store().rm_portal(name);
+                    // Closing a cursor that is not there is no error.
+                    let _ = cursors(client).close(Some(name));
+                }
+                _ => {}
+            }
+            client
+                .feed(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+                .await?;
             Ok(())
         })
         .await
@@ -2000,6 +2089,9 @@ struct Held(
     std::sync::atomic::AtomicBool,
     /// A statement of the block failed: until ROLLBACK (or ROLLBACK TO a
     /// savepoint) every other statement is 25P02, as in PostgreSQL.
+    std::sync::atomic::AtomicBool,
+    /// A simple query of several statements outside a block runs them as
+    /// one implicit block (a cursor may be declared in it).
     std::sync::atomic::AtomicBool,
 );
 

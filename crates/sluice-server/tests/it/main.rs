@@ -1681,6 +1681,27 @@ async fn named_cursors_fetch_move_and_close_as_in_postgresql() {
     let e = c.batch_execute("FETCH 1 FROM w").await.unwrap_err();
     assert_eq!(code(&e), "34000");
 
+    // Several statements in one simple query are one implicit block: a
+    // cursor may be declared in it and closes at its end; one WITH HOLD
+    // goes too if a statement fails.
+    assert_eq!(
+        keys(
+            &c,
+            "DECLARE i CURSOR FOR SELECT k FROM big ORDER BY k; FETCH 2 FROM i"
+        )
+        .await,
+        ["0", "1"]
+    );
+    let e = c.batch_execute("FETCH 1 FROM i").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
+    let e = c
+        .batch_execute("DECLARE j CURSOR WITH HOLD FOR SELECT 1; SELECT 1/0")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "22012");
+    let e = c.batch_execute("FETCH 1 FROM j").await.unwrap_err();
+    assert_eq!(code(&e), "34000");
+
     // A second cursor of one name is 42P03, and fails the block.
     c.batch_execute("BEGIN; DECLARE d CURSOR FOR SELECT 1")
         .await

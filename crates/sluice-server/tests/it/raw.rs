@@ -838,3 +838,44 @@ fn binds_hidden_in_or_across_other_messages_are_refused() {
     assert!(String::from_utf8_lossy(&out).contains("42601"));
     served(&srv);
 }
+
+/// A cursor DECLAREd in SQL is a portal of its name, as in PostgreSQL:
+/// Execute with a row limit fetches from it (PortalSuspended while rows
+/// remain), Close of the portal closes it.
+#[test]
+fn a_declared_cursor_is_executed_and_closed_as_a_portal() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let mut three = b"c\0".to_vec();
+    three.extend_from_slice(&3i32.to_be_bytes());
+    let bytes = [
+        message(
+            b'Q',
+            b"BEGIN; DECLARE c CURSOR FOR SELECT k FROM big ORDER BY k\0",
+        ),
+        message(b'E', &three),
+        message(b'S', b""),
+        message(b'E', b"c\0\0\0\0\0"),
+        message(b'S', b""),
+        message(b'C', b"Pc\0"),
+        message(b'S', b""),
+        message(b'Q', b"CLOSE c\0"),
+        message(b'Q', b"ROLLBACK\0"),
+    ]
+    .concat();
+    let out = until_ready(srv.addr, &bytes, 7);
+    let k = kinds(&out);
+    let after_startup = k.iter().position(|&c| c == b'Z').unwrap() + 1;
+    // BEGIN, DECLARE; three rows, suspended; the other seven, complete;
+    // the close; CLOSE of a cursor no more there (34000); ROLLBACK.
+    assert_eq!(
+        String::from_utf8_lossy(&k[after_startup..]),
+        "CCZDDDsZDDDDDDDCZ3ZEZCZ"
+    );
+    assert!(
+        String::from_utf8_lossy(&out).contains("34000"),
+        "{:?}",
+        String::from_utf8_lossy(&out)
+    );
+    served(&srv);
+}
