@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Decimal128Type, Float64Type, Int64Type};
+use arrow_array::types::{Decimal128Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array};
 use arrow_schema::DataType as A;
 
@@ -76,6 +76,9 @@ pub enum Func {
     /// The remainder of a truncating division (BIGINT or DECIMAL of one
     /// scale), with the dividend's sign.
     Mod,
+    /// PostgreSQL's bitwise operators of integers (as BIGINTs): `&`, `|`,
+    /// `#`, `<<`, `>>`, and `~` of one.
+    Bit(BitOp),
     /// Of a DOUBLE, or of a DECIMAL (its scale 0).
     Floor,
     Ceil,
@@ -205,6 +208,7 @@ impl Func {
             Func::Greatest => "GREATEST",
             Func::Least => "LEAST",
             Func::Mod => "MOD",
+            Func::Bit(op) => op.symbol(),
             Func::Floor => "FLOOR",
             Func::Ceil => "CEIL",
             Func::Round => "ROUND",
@@ -283,6 +287,7 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
             return super::regexp::eval(f, args, rows);
         }
         Func::Mod => return modulo(&args[0], &args[1], ty),
+        Func::Bit(op) => return bitwise(op, args),
         Func::Floor | Func::Ceil | Func::Round | Func::Trunc if matches!(ty, A::Decimal128(..)) => {
             // ROUND(x, n) and TRUNC(x, n) carry n as a second argument.
             let places = args
@@ -401,7 +406,6 @@ fn to_char(args: &[ArrayRef], rows: usize) -> Result<ArrayRef> {
 /// while it repeats.
 fn to_char_number(x: &ArrayRef, f: &ArrayRef, rows: usize) -> Result<ArrayRef> {
     use super::to_char_num::{Num, NumFormat};
-    use arrow_array::types::{Decimal128Type, Float64Type, Int32Type, Int64Type};
     let value = |r: usize| -> Result<Option<Num>> {
         if x.is_null(r) {
             return Ok(None);
@@ -956,6 +960,69 @@ fn extreme(args: &[ArrayRef], greatest: bool) -> Result<ArrayRef> {
 }
 
 /// `a % b` of BIGINTs or of DECIMALs of one scale (`ty`).
+/// A bitwise operator of [`Func::Bit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitOp {
+    And,
+    Or,
+    Xor,
+    /// Shifts, the count taken modulo 64 as the machine does (PostgreSQL
+    /// leaves a count past the width to C); `>>` keeps the sign.
+    Shl,
+    Shr,
+    Not,
+}
+
+impl BitOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BitOp::And => "&",
+            BitOp::Or => "|",
+            BitOp::Xor => "#",
+            BitOp::Shl => "<<",
+            BitOp::Shr => ">>",
+            BitOp::Not => "~",
+        }
+    }
+}
+
+/// [`Func::Bit`] of INTEGERs or BIGINTs (both arguments one type).
+fn bitwise(op: BitOp, args: &[ArrayRef]) -> Result<ArrayRef> {
+    fn apply<T: arrow_array::ArrowPrimitiveType>(
+        op: BitOp,
+        args: &[ArrayRef],
+        f: impl Fn(BitOp, T::Native, T::Native) -> T::Native,
+    ) -> ArrayRef {
+        let a = args[0].as_primitive::<T>();
+        let out: arrow_array::PrimitiveArray<T> = if op == BitOp::Not {
+            a.iter().map(|x| x.map(|x| f(op, x, x))).collect()
+        } else {
+            let b = args[1].as_primitive::<T>();
+            a.iter()
+                .zip(b.iter())
+                .map(|(x, y)| Some(f(op, x?, y?)))
+                .collect()
+        };
+        Arc::new(out)
+    }
+    macro_rules! ops {
+        ($t:ty) => {
+            |op: BitOp, x: $t, y: $t| match op {
+                BitOp::And => x & y,
+                BitOp::Or => x | y,
+                BitOp::Xor => x ^ y,
+                BitOp::Shl => x.wrapping_shl(y as u32),
+                BitOp::Shr => x.wrapping_shr(y as u32),
+                BitOp::Not => !x,
+            }
+        };
+    }
+    Ok(match args[0].data_type() {
+        A::Int32 => apply::<Int32Type>(op, args, ops!(i32)),
+        _ => apply::<Int64Type>(op, args, ops!(i64)),
+    })
+}
+
 fn modulo(a: &ArrayRef, b: &ArrayRef, ty: &A) -> Result<ArrayRef> {
     match ty {
         A::Int64 => {

@@ -75,12 +75,35 @@ pub(crate) fn parse_tokens(
              write long lists of values as IN (…))"
         )));
     }
+    let tokens = xor_as_postgresql(tokens)?;
     let (tokens, symmetric) = take_symmetric(tokens);
     let mut stmt = parse_lists(sql, tokens)?;
     if !symmetric.is_empty() {
         put_symmetric(&mut stmt, symmetric)?;
     }
     Ok(stmt)
+}
+
+/// PostgreSQL's `#` (bitwise XOR) as the token the parser reads as XOR
+/// (`^`); PostgreSQL's `^` is exponentiation, which is refused rather
+/// than read as XOR.
+fn xor_as_postgresql(
+    mut tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+) -> Result<Vec<sqlparser::tokenizer::TokenWithSpan>> {
+    use sqlparser::tokenizer::Token;
+    for t in &mut tokens {
+        match t.token {
+            Token::Caret => {
+                return Err(Error::Unsupported(format!(
+                    "the operator ^ (exponentiation; write power(a, b)) is not supported at line {}, column {}",
+                    t.span.start.line, t.span.start.column
+                )));
+            }
+            Token::Sharp => t.token = Token::Caret,
+            _ => {}
+        }
+    }
+    Ok(tokens)
 }
 
 /// Parses one statement from its tokens, long literal lists built apart

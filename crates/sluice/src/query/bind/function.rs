@@ -635,6 +635,38 @@ impl Binder<'_> {
                 };
                 (vec![to.clone(); bound.len()], to)
             }
+            Func::Bit(op) => {
+                let n = if op == crate::query::func::BitOp::Not {
+                    1
+                } else {
+                    2
+                };
+                count(n, n)?;
+                if !types
+                    .iter()
+                    .all(|t| matches!(t, A::Int32 | A::Int64 | A::Null))
+                {
+                    let shown: Vec<String> = types.iter().map(type_name).collect();
+                    return Err(crate::Error::Argument {
+                        state: "42883",
+                        message: format!(
+                            "operator does not exist: {} {name} {} (bitwise operators take integers)",
+                            if n == 2 { shown[0].as_str() } else { "" },
+                            shown[n - 1]
+                        ),
+                    });
+                }
+                // INTEGER with INTEGER stays INTEGER (a shift's count
+                // then modulo 32, as PostgreSQL's int4 operators do).
+                let to = if types.iter().all(|t| matches!(t, A::Int32 | A::Null))
+                    && types.contains(&A::Int32)
+                {
+                    A::Int32
+                } else {
+                    A::Int64
+                };
+                (vec![to.clone(); n], to)
+            }
             Func::Mod => {
                 count(2, 2)?;
                 num_arg(0)?;

@@ -719,6 +719,11 @@ impl<'c> Binder<'c> {
                         )
                     }
                     ast::UnaryOperator::Plus => Ok(inner),
+                    ast::UnaryOperator::BitwiseNot => {
+                        let f = crate::query::func::Func::Bit(crate::query::func::BitOp::Not);
+                        let out = self.call(f, vec![inner], vec![t], e)?;
+                        fold(out, e)
+                    }
                     ast::UnaryOperator::Not => {
                         if t != A::Boolean && t != A::Null {
                             return Err(plan_err(
@@ -756,13 +761,26 @@ impl<'c> Binder<'c> {
             }
             ast::Expr::BinaryOp {
                 left,
-                op: op @ (ast::BinaryOperator::StringConcat | ast::BinaryOperator::Modulo),
+                op:
+                    op @ (ast::BinaryOperator::StringConcat
+                    | ast::BinaryOperator::Modulo
+                    | ast::BinaryOperator::BitwiseAnd
+                    | ast::BinaryOperator::BitwiseOr
+                    | ast::BinaryOperator::BitwiseXor
+                    | ast::BinaryOperator::PGBitwiseShiftLeft
+                    | ast::BinaryOperator::PGBitwiseShiftRight),
                 right,
             } => {
-                let func = if *op == ast::BinaryOperator::Modulo {
-                    crate::query::func::Func::Mod
-                } else {
-                    crate::query::func::Func::Concat
+                use crate::query::func::{BitOp, Func};
+                let func = match op {
+                    ast::BinaryOperator::Modulo => Func::Mod,
+                    ast::BinaryOperator::BitwiseAnd => Func::Bit(BitOp::And),
+                    ast::BinaryOperator::BitwiseOr => Func::Bit(BitOp::Or),
+                    // `#` in the SQL (see `sql::xor_as_postgresql`).
+                    ast::BinaryOperator::BitwiseXor => Func::Bit(BitOp::Xor),
+                    ast::BinaryOperator::PGBitwiseShiftLeft => Func::Bit(BitOp::Shl),
+                    ast::BinaryOperator::PGBitwiseShiftRight => Func::Bit(BitOp::Shr),
+                    _ => Func::Concat,
                 };
                 let l = self.bind(left, scope)?;
                 let r = self.bind(right, scope)?;
