@@ -556,30 +556,8 @@ impl NumFormat {
     fn text(&self, n: Num) -> Result<Text> {
         let (multi, pre, mut post) = (self.multi as usize, self.pre_total(), self.post);
         let (neg, int, frac, with_point) = match n {
-            Num::Int32(i) => {
-                let v = (i as i64)
-                    .checked_mul(10i64.pow(self.multi.min(18)))
-                    .filter(|v| i32::try_from(*v).is_ok() && self.multi <= 9)
-                    .ok_or_else(|| out_of_range("integer"))?;
-                (
-                    v < 0,
-                    v.unsigned_abs().to_string(),
-                    "0".repeat(post),
-                    post > 0,
-                )
-            }
-            Num::Int64(i) => {
-                let v = (i as i128)
-                    .checked_mul(10i128.pow(self.multi.min(38)))
-                    .filter(|v| i64::try_from(*v).is_ok() && self.multi <= 19)
-                    .ok_or_else(|| out_of_range("bigint"))?;
-                (
-                    v < 0,
-                    v.unsigned_abs().to_string(),
-                    "0".repeat(post),
-                    post > 0,
-                )
-            }
+            Num::Int32(i) => self.shifted(i.into(), i32::MIN.into(), i32::MAX.into(), "integer")?,
+            Num::Int64(i) => self.shifted(i.into(), i64::MIN.into(), i64::MAX.into(), "bigint")?,
             Num::Decimal(v, s) => {
                 let (int, frac) = exact(v.unsigned_abs(), s.max(0) as usize, multi, post);
                 let zero = int == "0" && frac.bytes().all(|c| c == b'0');
@@ -635,6 +613,29 @@ impl NumFormat {
             digits.extend_from_slice(frac.as_bytes());
         }
         Ok(Text { neg, digits, post })
+    }
+
+    /// An integer shifted by `V` (an error past its type's range), as
+    /// (sign, digits, zero fraction, whether it has a point).
+    fn shifted(
+        &self,
+        v: i128,
+        min: i128,
+        max: i128,
+        ty: &str,
+    ) -> Result<(bool, String, String, bool)> {
+        let v = 10i128
+            .checked_pow(self.multi)
+            .and_then(|m| v.checked_mul(m))
+            .filter(|v| (min..=max).contains(v))
+            .ok_or_else(|| out_of_range(ty))?;
+        let post = self.post;
+        Ok((
+            v < 0,
+            v.unsigned_abs().to_string(),
+            "0".repeat(post),
+            post > 0,
+        ))
     }
 
     /// The digits before the point: those of the pattern and those of
