@@ -1246,16 +1246,28 @@ impl Engine {
                 }
             });
         }
-        let timeout = session_timeout(self, client.metadata());
-        let zone = session_zone(client.metadata());
-        let (schema, batches) = tokio::select! {
-            biased;
-            r = self.run(db, sql, timeout, zone) => r?,
-            // Dropping the query's future stops it.
-            _ = gone => return Err(Failure::new("08006", "the client closed its connection")),
-        };
+        let (schema, batches) = self.run_unless_gone(client, db, sql, gone).await?;
         let bin = binary_columns(binary, schema.fields().len())?;
         Ok(rows_response(&schema, batches, bin))
+    }
+
+    /// Runs `sql` on `db` with the session's timeout and zone, stopped if
+    /// the client goes first.
+    async fn run_unless_gone<C: ClientInfo>(
+        &self,
+        client: &C,
+        db: Arc<Database>,
+        sql: &str,
+        gone: impl std::future::Future<Output = ()>,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+        let timeout = session_timeout(self, client.metadata());
+        let zone = session_zone(client.metadata());
+        tokio::select! {
+            biased;
+            r = self.run(db, sql, timeout, zone) => r,
+            // Dropping the query's future stops it.
+            _ = gone => Err(Failure::new("08006", "the client closed its connection")),
+        }
     }
 
     /// DECLARE, FETCH, MOVE or CLOSE of a cursor (see [`cursor`]).
@@ -1300,17 +1312,7 @@ impl Engine {
                             ));
                         }
                     },
-                    None => {
-                        let timeout = session_timeout(self, client.metadata());
-                        let zone = session_zone(client.metadata());
-                        tokio::select! {
-                            biased;
-                            r = self.run(db, &query, timeout, zone) => r?,
-                            _ = gone => {
-                                return Err(Failure::new("08006", "the client closed its connection"));
-                            }
-                        }
-                    }
+                    None => self.run_unless_gone(client, db, &query, gone).await?,
                 };
                 let rows = arrow_select::concat::concat_batches(&schema, &batches)
                     .map_err(|e| Failure::internal(e.to_string()))?;

@@ -175,13 +175,7 @@ impl NumFormat {
                         Tok::Digit { zero }
                     }
                     "D" => {
-                        if f.has_point {
-                            return Err(syntax("multiple decimal points"));
-                        }
-                        if f.v_seen {
-                            return Err(syntax("cannot use \"V\" and decimal point together"));
-                        }
-                        f.has_point = true;
+                        f.point()?;
                         Tok::Point
                     }
                     "G" => Tok::Group,
@@ -262,13 +256,7 @@ impl NumFormat {
             }
             match c {
                 '.' => {
-                    if f.has_point {
-                        return Err(syntax("multiple decimal points"));
-                    }
-                    if f.v_seen {
-                        return Err(syntax("cannot use \"V\" and decimal point together"));
-                    }
-                    f.has_point = true;
+                    f.point()?;
                     f.toks.push(Tok::Point);
                     i += 1;
                 }
@@ -636,6 +624,18 @@ impl NumFormat {
             "0".repeat(post),
             post > 0,
         ))
+    }
+
+    /// A decimal point (`.` or `D`) read: one, and not beside `V`.
+    fn point(&mut self) -> Result<()> {
+        if self.has_point {
+            return Err(syntax("multiple decimal points"));
+        }
+        if self.v_seen {
+            return Err(syntax("cannot use \"V\" and decimal point together"));
+        }
+        self.has_point = true;
+        Ok(())
     }
 
     /// The digits before the point: those of the pattern and those of
