@@ -41,8 +41,8 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType,
-    UInt16Type,
+    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, Time64MicrosecondType,
+    TimestampMicrosecondType, UInt16Type,
 };
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType as A, TimeUnit};
@@ -205,6 +205,7 @@ pub fn my_type(t: DataType, key: bool) -> String {
         DataType::Double => "DOUBLE".into(),
         DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
         DataType::Date => "DATE".into(),
+        DataType::Time => "TIME(6)".into(),
         DataType::Timestamp => "DATETIME(6)".into(),
         // MariaDB has no type that keeps an instant: its UTC time, in a
         // DATETIME (its TIMESTAMP converts by the session's zone).
@@ -226,6 +227,7 @@ pub fn from_my_type(data_type: &str, column_type: &str, p: u64, s: u64) -> Optio
         "double" => DataType::Double,
         "tinyint" if column_type == "tinyint(1)" => DataType::Boolean,
         "date" => DataType::Date,
+        "time" if column_type == "time(6)" => DataType::Time,
         "datetime" if column_type == "datetime(6)" => DataType::Timestamp,
         "decimal" if p <= 18 => DataType::Decimal {
             precision: p as u8,
@@ -258,6 +260,10 @@ fn field(a: &ArrayRef, row: usize, out: &mut Vec<u8>) -> Result<bool> {
             let d = chrono::DateTime::from_timestamp(i64::from(days) * 86_400, 0)
                 .ok_or_else(|| Error::Internal(format!("date {days} out of range")))?;
             write!(out, "{}", d.format("%Y-%m-%d"))
+        }
+        A::Time64(TimeUnit::Microsecond) => {
+            let us = a.as_primitive::<Time64MicrosecondType>().value(row);
+            out.write_all(sluice::batch::format_time(us).as_bytes())
         }
         A::Timestamp(TimeUnit::Microsecond, _) => {
             let us = a.as_primitive::<TimestampMicrosecondType>().value(row);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Decimal64Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
-    Int64Type, TimestampMicrosecondType,
+    Int64Type, Time64MicrosecondType, TimestampMicrosecondType,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType as A, Schema, TimeUnit};
@@ -36,6 +36,7 @@ pub fn pg_type(t: &A) -> Type {
         A::Float64 => Type::FLOAT8,
         A::Decimal128(_, _) | A::Decimal64(_, _) | A::UInt64 => Type::NUMERIC,
         A::Date32 => Type::DATE,
+        A::Time64(_) => Type::TIME,
         A::Timestamp(_, None) => Type::TIMESTAMP,
         A::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
         A::Interval(_) => Type::INTERVAL,
@@ -56,6 +57,7 @@ fn array_type(element: &Type) -> Type {
         Type::FLOAT8 => Type::FLOAT8_ARRAY,
         Type::NUMERIC => Type::NUMERIC_ARRAY,
         Type::DATE => Type::DATE_ARRAY,
+        Type::TIME => Type::TIME_ARRAY,
         Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
         Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
         _ => Type::TEXT_ARRAY,
@@ -100,6 +102,8 @@ enum Col<'a> {
     Dec64(&'a arrow_array::Decimal64Array, i8),
     Date(&'a arrow_array::Date32Array),
     Ts(&'a arrow_array::TimestampMicrosecondArray),
+    /// A time of day: microseconds since midnight.
+    Time(&'a arrow_array::Time64MicrosecondArray),
     /// An instant and its zone's offset in seconds (the session's).
     TsTz(
         &'a arrow_array::TimestampMicrosecondArray,
@@ -125,6 +129,7 @@ fn col(a: &ArrayRef) -> Col<'_> {
         A::Decimal128(_, s) => Col::Dec(a.as_primitive::<Decimal128Type>(), *s),
         A::Decimal64(_, s) => Col::Dec64(a.as_primitive::<Decimal64Type>(), *s),
         A::Date32 => Col::Date(a.as_primitive::<Date32Type>()),
+        A::Time64(TimeUnit::Microsecond) => Col::Time(a.as_primitive::<Time64MicrosecondType>()),
         A::Timestamp(TimeUnit::Microsecond, None) => {
             Col::Ts(a.as_primitive::<TimestampMicrosecondType>())
         }
@@ -231,6 +236,7 @@ fn put_text(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Dec64(a, s) => w.write_str(&decimal_text(a.value(r) as i128, *s)),
         Col::Date(a) => w.write_str(&date_text(a.value(r))),
         Col::Ts(a) => w.write_str(&timestamp_text(a.value(r))),
+        Col::Time(a) => w.write_str(&sluice::batch::format_time(a.value(r))),
         Col::TsTz(a, zone) => {
             let us = a.value(r);
             w.write_str(&sluice::batch::format_timestamptz(us, zone.utc_offset(us)))
@@ -316,6 +322,8 @@ fn put_binary(buf: &mut BytesMut, col: &Col, r: usize) {
         Col::Dec64(a, s) => numeric_binary(buf, a.value(r) as i128, *s),
         Col::Date(a) => buf.put_i32(a.value(r).saturating_sub(PG_EPOCH_DAYS)),
         Col::Ts(a) | Col::TsTz(a, _) => buf.put_i64(a.value(r).saturating_sub(PG_EPOCH_MICROS)),
+        // time's binary form: microseconds since midnight.
+        Col::Time(a) => buf.put_i64(a.value(r)),
         Col::Str(a) => buf.put_slice(a.value(r).as_bytes()),
         // PostgreSQL's binary interval: microseconds, days, months.
         Col::Interval(a) => {

@@ -389,6 +389,14 @@ fn type_words(toks: &[TokenWithSpan], i: usize) -> Option<Type> {
             }
         }
         "timestamptz" => Type::TIMESTAMPTZ,
+        // `time with time zone` is no type of sluice's.
+        "time"
+            if !toks
+                .get(i + 1)
+                .is_some_and(|t| is_keyword(&t.token, "WITH")) =>
+        {
+            Type::TIME
+        }
         "interval" => Type::INTERVAL,
         "bool" | "boolean" => Type::BOOL,
         "text" | "varchar" | "char" | "character" | "string" => Type::TEXT,
@@ -407,6 +415,7 @@ fn sql_type_name(t: &Type) -> &'static str {
         Type::DATE => "DATE",
         Type::TIMESTAMP => "TIMESTAMP",
         Type::TIMESTAMPTZ => "TIMESTAMPTZ",
+        Type::TIME => "TIME",
         Type::BOOL => "BOOLEAN",
         Type::INTERVAL => "INTERVAL",
         _ => "TEXT",
@@ -560,6 +569,19 @@ pub fn literal(ty: &Type, value: Option<&[u8]>, binary: bool, n: usize) -> Resul
                 text(v)?
             };
             Ok(format!("TIMESTAMP {}", quote(&s)))
+        }
+        // Binary: microseconds since midnight.
+        Type::TIME => {
+            let s = if binary {
+                let t = i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| bad("binary data"))?);
+                if !(0..=86_400_000_000).contains(&t) {
+                    return Err(bad("binary time out of range"));
+                }
+                sluice::batch::format_time(t)
+            } else {
+                text(v)?
+            };
+            Ok(format!("TIME {}", quote(&s)))
         }
         // An instant: binary is UTC (written with its offset); text keeps
         // the offset it has, or is read in the session's zone.

@@ -1301,6 +1301,8 @@ struct Candidates {
     timestamp: bool,
     /// Every value a timestamp with a UTC offset or `Z` (TIMESTAMPTZ).
     timestamptz: bool,
+    /// Every value a time of day `HH:MM:SS[.fraction]` (TIME).
+    time: bool,
     boolean: bool,
     /// Largest scale and integer digits of the decimals seen.
     scale: u8,
@@ -1317,6 +1319,7 @@ impl Candidates {
             date: true,
             timestamp: true,
             timestamptz: true,
+            time: true,
             boolean: true,
             scale: 0,
             int_digits: 0,
@@ -1368,6 +1371,9 @@ impl Candidates {
         {
             self.timestamptz = false;
         }
+        if self.time && !value::is_strict_time(t) {
+            self.time = false;
+        }
         // 0 and 1 are numbers first; a BOOLEAN column says true/false.
         if self.boolean && (value::parse_bool(t).is_err() || t.iter().all(u8::is_ascii_digit)) {
             self.boolean = false;
@@ -1382,6 +1388,7 @@ impl Candidates {
         self.date &= other.date;
         self.timestamp &= other.timestamp;
         self.timestamptz &= other.timestamptz;
+        self.time &= other.time;
         self.boolean &= other.boolean;
         self.scale = self.scale.max(other.scale);
         self.int_digits = self.int_digits.max(other.int_digits);
@@ -1409,6 +1416,8 @@ impl Candidates {
             DataType::Timestamp
         } else if self.timestamptz {
             DataType::TimestampTz
+        } else if self.time {
+            DataType::Time
         } else if self.boolean {
             DataType::Boolean
         } else {
@@ -1782,6 +1791,7 @@ fn type_votes(first: &[Vec<u8>], cands: &[Candidates], o: &InferOptions) -> Type
             DataType::Decimal { .. } => one.decimal,
             DataType::Double => one.double,
             DataType::Date => one.date,
+            DataType::Time => one.time,
             // A time with or without an offset is a time: whether the
             // column keeps offsets is the type's choice, not a header's.
             DataType::Timestamp | DataType::TimestampTz => one.timestamp || one.timestamptz,
@@ -2353,6 +2363,7 @@ fn hash_lines_misfit(s: &Sample, d: &Dialect, o: &InferOptions, preamble: Option
                     | DataType::Decimal { .. }
                     | DataType::Double
                     | DataType::Date
+                    | DataType::Time
                     | DataType::Timestamp
                     | DataType::TimestampTz
             ) && t.iter().any(u8::is_ascii_alphabetic)
@@ -3107,6 +3118,23 @@ mod tests {
             DataType::Timestamp
         );
         assert_eq!(pick(&["true", "false", "yes"]), DataType::Boolean);
+        // Times of day, two digits each and the seconds written; up to
+        // 24:00:00 (PostgreSQL's end of the day).
+        assert_eq!(
+            pick(&["09:30:00", "23:59:59.999999", "24:00:00"]),
+            DataType::Time
+        );
+        // Not times: minutes and seconds or a score (`12:30`, `3:1`),
+        // a one-digit hour (read back as `09:30:00`), a duration past a
+        // day, an offset (a TIME keeps none), a time of another form.
+        assert_eq!(pick(&["12:30", "09:30:00"]), DataType::Text);
+        assert_eq!(pick(&["9:30:00", "10:30:00"]), DataType::Text);
+        assert_eq!(pick(&["25:00:00", "10:30:00"]), DataType::Text);
+        assert_eq!(pick(&["24:00:01"]), DataType::Text);
+        assert_eq!(pick(&["10:30:00+02", "10:30:00"]), DataType::Text);
+        assert_eq!(pick(&["10:30:00 PM"]), DataType::Text);
+        assert_eq!(pick(&["10:60:00"]), DataType::Text);
+        assert_eq!(pick(&["10:30:00.1234567"]), DataType::Text);
         assert_eq!(pick(&["0", "1"]), DataType::BigInt);
         assert_eq!(pick(&["1", "x"]), DataType::Text);
         assert_eq!(pick(&[]), DataType::Text);

@@ -19,8 +19,8 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType,
-    UInt16Type,
+    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, Time64MicrosecondType,
+    TimestampMicrosecondType, UInt16Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType as A, TimeUnit};
@@ -52,6 +52,7 @@ enum Col<'a> {
     ),
     Date(&'a arrow_array::Date32Array),
     Timestamp(&'a arrow_array::TimestampMicrosecondArray),
+    Time(&'a arrow_array::Time64MicrosecondArray),
     Decimal(&'a arrow_array::Decimal64Array, u16),
 }
 
@@ -72,6 +73,8 @@ fn column(a: &ArrayRef) -> Result<Col<'_>> {
         A::Timestamp(TimeUnit::Microsecond, _) => {
             Col::Timestamp(a.as_primitive::<TimestampMicrosecondType>())
         }
+        // time's binary form: microseconds since midnight.
+        A::Time64(TimeUnit::Microsecond) => Col::Time(a.as_primitive::<Time64MicrosecondType>()),
         A::Decimal64(_, s) if *s >= 0 => Col::Decimal(a.as_primitive::<Decimal64Type>(), *s as u16),
         other => {
             return Err(Error::Internal(format!(
@@ -108,6 +111,7 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
                 Col::Dict(d, v) => put(out, v.value(d.keys().value(r) as usize).as_bytes()),
                 Col::Date(x) => put(out, &(x.value(r) - PG_EPOCH_DAYS).to_be_bytes()),
                 Col::Timestamp(x) => put(out, &(x.value(r) - PG_EPOCH_MICROS).to_be_bytes()),
+                Col::Time(x) => put(out, &x.value(r).to_be_bytes()),
                 Col::Decimal(x, scale) => put_numeric(x.value(r), *scale, out),
             }
         }

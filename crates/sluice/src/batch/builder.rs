@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     BooleanBuilder, Date32Builder, Decimal64Builder, Float64Builder, Int32Builder, Int64Builder,
-    StringBuilder, TimestampMicrosecondBuilder,
+    StringBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -38,6 +38,7 @@ enum Col {
     Double(Float64Builder),
     Decimal(Decimal64Builder, u8, u8),
     Date(Date32Builder),
+    Time(Time64MicrosecondBuilder),
     Timestamp(TimestampMicrosecondBuilder),
     /// TIMESTAMPTZ: UTC instants, the array's zone [`super::UTC_ZONE`].
     TimestampTz(TimestampMicrosecondBuilder),
@@ -71,7 +72,8 @@ pub struct BatchBuilder {
 /// Min/max of one column in a segment, for pruning (a zone map).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum StatRange {
-    /// Integers, decimals (scaled), dates (days), timestamps (µs), booleans (0/1).
+    /// Integers, decimals (scaled), dates (days), times and timestamps (µs),
+    /// booleans (0/1).
     Int(i64, i64),
     /// Doubles, when every value is finite.
     Float(f64, f64),
@@ -120,6 +122,7 @@ impl BatchBuilder {
                     scale,
                 ),
                 DataType::Date => Col::Date(Date32Builder::with_capacity(capacity)),
+                DataType::Time => Col::Time(Time64MicrosecondBuilder::with_capacity(capacity)),
                 DataType::Timestamp => {
                     Col::Timestamp(TimestampMicrosecondBuilder::with_capacity(capacity))
                 }
@@ -191,6 +194,7 @@ impl BatchBuilder {
             Col::Date(b) => {
                 b.append_value(value::parse_date(field, self.opts.date_format.as_deref())?)
             }
+            Col::Time(b) => b.append_value(value::parse_time(field)?),
             Col::Timestamp(b) => b.append_value(value::parse_timestamp(
                 field,
                 self.opts.timestamp_format.as_deref(),
@@ -336,6 +340,7 @@ impl BatchBuilder {
             Col::Double(b) => b.append_null(),
             Col::Decimal(b, ..) => b.append_null(),
             Col::Date(b) => b.append_null(),
+            Col::Time(b) => b.append_null(),
             Col::Timestamp(b) | Col::TimestampTz(b) => b.append_null(),
             Col::Text(b) => b.append_null(),
         }
@@ -377,6 +382,7 @@ impl BatchBuilder {
                     Col::Double(b) => Arc::new(b.finish()),
                     Col::Decimal(b, ..) => Arc::new(b.finish()),
                     Col::Date(b) => Arc::new(b.finish()),
+                    Col::Time(b) => Arc::new(b.finish()),
                     Col::Timestamp(b) | Col::TimestampTz(b) => Arc::new(b.finish()),
                     Col::Text(b) => Arc::new(b.finish()),
                 }
@@ -441,6 +447,7 @@ pub fn column_stats(a: &dyn Array) -> ColumnStats {
         A::Decimal64(..) => primitive_range(a.as_primitive::<Decimal64Type>()),
         A::Date32 => primitive_range(a.as_primitive::<Date32Type>()),
         A::Timestamp(..) => primitive_range(a.as_primitive::<TimestampMicrosecondType>()),
+        A::Time64(_) => primitive_range(a.as_primitive::<Time64MicrosecondType>()),
         A::Boolean => int_range(a.as_boolean().iter().map(|v| v.map(i64::from))),
         A::Float64 => {
             let mut r: Option<(f64, f64)> = None;

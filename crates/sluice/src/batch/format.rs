@@ -24,6 +24,7 @@ pub fn format_value(a: &dyn Array, i: usize) -> Option<String> {
             format_decimal128(a.as_primitive::<Decimal128Type>().value(i), *scale as u32)
         }
         A::Date32 => format_date(a.as_primitive::<Date32Type>().value(i)),
+        A::Time64(_) => format_time(a.as_primitive::<Time64MicrosecondType>().value(i)),
         A::Timestamp(_, None) => {
             format_timestamp(a.as_primitive::<TimestampMicrosecondType>().value(i))
         }
@@ -179,14 +180,15 @@ fn format_timestamp(micros: i64) -> String {
     let Some(date) = i32::try_from(days).ok().and_then(date_from_days) else {
         return format!("<timestamp {micros}>");
     };
-    let secs = rem / 1_000_000;
-    let frac = rem % 1_000_000;
-    let base = format!(
-        "{date} {:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
+    format!("{date} {}", format_time(rem))
+}
+
+/// A time of day (microseconds since midnight, up to `24:00:00`) as
+/// PostgreSQL writes it: `HH:MM:SS`, a fraction without trailing zeros.
+pub fn format_time(micros: i64) -> String {
+    let secs = micros.div_euclid(1_000_000);
+    let frac = micros.rem_euclid(1_000_000);
+    let base = format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
     if frac == 0 {
         base
     } else {

@@ -7,8 +7,8 @@ pub(crate) mod format;
 
 pub use builder::{BatchBuilder, ColumnStats, FastPath, StatRange, ValueOptions, column_stats};
 pub use format::{
-    array_literal, float_text, format_timestamptz, format_value, write_csv_row, write_json_object,
-    zone_label, zone_text,
+    array_literal, float_text, format_time, format_timestamptz, format_value, write_csv_row,
+    write_json_object, zone_label, zone_text,
 };
 
 use std::fmt;
@@ -38,6 +38,9 @@ pub enum DataType {
     },
     /// Days since 1970-01-01.
     Date,
+    /// A time of day: microseconds since midnight, 0 to 24:00:00
+    /// inclusive (PostgreSQL's `time without time zone`).
+    Time,
     /// Microseconds since 1970-01-01 00:00:00, no time zone.
     Timestamp,
     /// An instant: microseconds since 1970-01-01 00:00:00 UTC (SQL's
@@ -63,6 +66,7 @@ impl DataType {
             DataType::Double => ArrowType::Float64,
             DataType::Decimal { precision, scale } => ArrowType::Decimal64(precision, scale as i8),
             DataType::Date => ArrowType::Date32,
+            DataType::Time => ArrowType::Time64(TimeUnit::Microsecond),
             DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
             DataType::TimestampTz => {
                 ArrowType::Timestamp(TimeUnit::Microsecond, Some(UTC_ZONE.into()))
@@ -81,6 +85,7 @@ impl fmt::Display for DataType {
             DataType::Double => f.write_str("DOUBLE"),
             DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
             DataType::Date => f.write_str("DATE"),
+            DataType::Time => f.write_str("TIME"),
             DataType::Timestamp => f.write_str("TIMESTAMP"),
             DataType::TimestampTz => f.write_str("TIMESTAMPTZ"),
             DataType::Text => f.write_str("TEXT"),
@@ -143,6 +148,7 @@ impl FromStr for DataType {
             "BIGINT" | "INT8" | "LONG" => no_args(DataType::BigInt),
             "DOUBLE" | "DOUBLE PRECISION" | "FLOAT8" | "FLOAT" => no_args(DataType::Double),
             "DATE" => no_args(DataType::Date),
+            "TIME" | "TIME WITHOUT TIME ZONE" => no_args(DataType::Time),
             "TIMESTAMP" | "DATETIME" | "TIMESTAMP WITHOUT TIME ZONE" => {
                 no_args(DataType::Timestamp)
             }
@@ -180,7 +186,7 @@ impl FromStr for DataType {
                 Ok(DataType::Decimal { precision, scale })
             }
             _ => Err(Error::Schema(format!(
-                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMPTZ, TEXT"
+                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIME, TIMESTAMP, TIMESTAMPTZ, TEXT"
             ))),
         }
     }

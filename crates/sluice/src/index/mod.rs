@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal64Type, Int32Type, Int64Type, TimestampMicrosecondType,
+    Date32Type, Decimal64Type, Int32Type, Int64Type, Time64MicrosecondType,
+    TimestampMicrosecondType,
 };
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType as ArrowType;
@@ -141,6 +142,9 @@ impl KeyBatch {
                     .values()
                     .to_vec(),
             ),
+            ArrowType::Time64(_) => {
+                Some(a.as_primitive::<Time64MicrosecondType>().values().to_vec())
+            }
             ArrowType::Decimal64(_, _) => Some(a.as_primitive::<Decimal64Type>().values().to_vec()),
             _ => None,
         };
@@ -933,6 +937,9 @@ pub fn display_key(data_type: DataType, key: &[u8]) -> String {
             (u64::from_be_bytes(b) ^ (1 << 63)) as i64,
             scale as u32,
         ),
+        (DataType::Time, Ok(b)) => {
+            crate::batch::format_time((u64::from_be_bytes(b) ^ (1 << 63)) as i64)
+        }
         (_, Ok(b)) => format!("{} (as stored)", (u64::from_be_bytes(b) ^ (1 << 63)) as i64),
         _ => format!("{key:?}"),
     }

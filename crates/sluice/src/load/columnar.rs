@@ -284,6 +284,9 @@ pub fn column_type(t: &Arrow) -> Option<DataType> {
         // An instant (a zone given, Parquet's isAdjustedToUTC) is one still.
         Arrow::Timestamp(_, Some(_)) => DataType::TimestampTz,
         Arrow::Timestamp(_, None) => DataType::Timestamp,
+        // Seconds, milliseconds, microseconds (nanoseconds when they are
+        // whole microseconds: the cast is checked).
+        Arrow::Time32(_) | Arrow::Time64(_) => DataType::Time,
         // Wider decimals (a sum written by an engine is DECIMAL(38,s))
         // become DECIMAL(18,s): a value that does not fit is refused.
         Arrow::Decimal32(p, s)
@@ -308,7 +311,7 @@ fn unsupported(file: &Path, name: &str, t: &Arrow) -> Error {
             "DECIMAL({p},{s}) has a scale sluice's exact decimals (DECIMAL(18,s) at most) cannot hold; give --schema with {name} as DOUBLE or a DECIMAL of smaller scale"
         ),
         _ => format!(
-            "{t} is not a type sluice stores (integers, floats, decimals, text, dates, timestamps, booleans); leave the column out with --columns"
+            "{t} is not a type sluice stores (integers, floats, decimals, text, dates, times, timestamps, booleans); leave the column out with --columns"
         ),
     };
     Error::Input {

@@ -93,6 +93,7 @@ pub fn wider_type(
         }
         DataType::Double
         | DataType::Date
+        | DataType::Time
         | DataType::Timestamp
         | DataType::TimestampTz
         | DataType::Boolean => {

@@ -581,17 +581,61 @@ fn parse_timestamp_parts(t: &[u8]) -> Result<(i64, Option<i64>), String> {
     if rest.len() < 6 || !(rest[0] == b' ' || rest[0] == b'T') || rest[3] != b':' {
         return Err(FORM.into());
     }
-    let (h, m) = match (two(&rest[1..3]), two(&rest[4..6])) {
-        (Some(h), Some(m)) if h < 24 && m < 60 => (h, m),
-        _ => return Err("has an invalid time of day".into()),
+    let (time, rest) = match time_of_day(&rest[1..], false, false) {
+        Ok(r) => r,
+        Err(e) if e.starts_with("not a time") => return Err(FORM.into()),
+        Err(e) => return Err(e),
     };
-    let mut rest = &rest[6..];
+    let zone = if rest.is_empty() {
+        None
+    } else {
+        Some(zone_offset(rest).ok_or_else(|| FORM.to_string())?)
+    };
+    Ok((days * DAY_MICROS + time, zone))
+}
+
+/// Microseconds in a day: the largest TIME (`24:00:00`).
+pub const DAY_MICROS: i64 = 86_400_000_000;
+
+/// `HH:MM[:SS[.fraction]]` at the start of `t` (a one-digit hour taken
+/// when `short_hour`): microseconds since midnight and the text after
+/// it. `24:00[:00]` is the end of the day when `end_of_day` (TIME takes
+/// it, as PostgreSQL's does; a timestamp's day does not). Fractions
+/// finer than a microsecond must be zeros (never rounded).
+fn time_of_day(t: &[u8], short_hour: bool, end_of_day: bool) -> Result<(i64, &[u8]), String> {
+    const FORM: &str = "not a time in the form HH:MM[:SS[.ffffff]]";
+    let t = match t {
+        [d, b':', ..] if short_hour && d.is_ascii_digit() => {
+            // `9:30` as `09:30`.
+            return time_of_day_digits(b'0', *d, &t[1..], end_of_day);
+        }
+        _ => t,
+    };
+    match t {
+        [a, b, rest @ ..] => time_of_day_digits(*a, *b, rest, end_of_day),
+        _ => Err(FORM.into()),
+    }
+}
+
+fn time_of_day_digits(a: u8, b: u8, rest: &[u8], end_of_day: bool) -> Result<(i64, &[u8]), String> {
+    const FORM: &str = "not a time in the form HH:MM[:SS[.ffffff]]";
+    let invalid = || "has an invalid time of day".to_string();
+    let h = two(&[a, b]).ok_or_else(|| FORM.to_string())?;
+    let [b':', m1, m2, rest @ ..] = rest else {
+        return Err(FORM.into());
+    };
+    let m = two(&[*m1, *m2]).ok_or_else(|| FORM.to_string())?;
+    if h > 24 || m > 59 {
+        return Err(invalid());
+    }
+    let mut rest = rest;
     let mut s = 0;
     let mut micros: i64 = 0;
     if let [b':', a, b, tail @ ..] = rest {
         s = match two(&[*a, *b]) {
             Some(s) if s < 60 => s,
-            _ => return Err("has an invalid time of day".into()),
+            Some(_) => return Err(invalid()),
+            None => return Err(FORM.into()),
         };
         rest = tail;
         if let Some(frac) = rest.strip_prefix(b".") {
@@ -611,13 +655,78 @@ fn parse_timestamp_parts(t: &[u8]) -> Result<(i64, Option<i64>), String> {
             rest = &frac[n..];
         }
     }
-    let zone = if rest.is_empty() {
-        None
+    let v = (h * 3600 + m * 60 + s) as i64 * 1_000_000 + micros;
+    if h == 24 && (v != DAY_MICROS || !end_of_day) {
+        return Err(invalid());
+    }
+    Ok((v, rest))
+}
+
+/// Parses a time of day (`TIME`) as the loader reads it:
+/// `HH:MM[:SS[.fraction]]`, the hour of one or two digits, up to
+/// `24:00:00`; microseconds since midnight. An offset after the time is
+/// an error (a TIME keeps none, and dropping it would load another
+/// time than the file's).
+pub fn parse_time(b: &[u8]) -> Result<i64, String> {
+    let t = trim(b);
+    let (v, rest) = time_of_day(t, true, true)?;
+    if rest.is_empty() {
+        Ok(v)
+    } else if zone_offset(rest).is_some() {
+        Err(format!(
+            "has a UTC offset ({:?}), and a TIME keeps none: write the times without one, or load the column as TEXT",
+            String::from_utf8_lossy(rest)
+        ))
     } else {
-        Some(zone_offset(rest).ok_or_else(|| FORM.to_string())?)
-    };
-    let secs = days * 86_400 + (h * 3600 + m * 60 + s) as i64;
-    Ok((secs * 1_000_000 + micros, zone))
+        Err("not a time in the form HH:MM[:SS[.ffffff]]".into())
+    }
+}
+
+/// Whether `t` is a time in the one form the loader infers TIME from:
+/// `HH:MM:SS[.fraction]`, two digits each (`12:30` may be minutes and
+/// seconds, and `9:30:00` reads back as `09:30:00`).
+pub fn is_strict_time(t: &[u8]) -> bool {
+    t.len() >= 8
+        && t[2] == b':'
+        && t[5] == b':'
+        && matches!(time_of_day(t, false, true), Ok((_, rest)) if rest.is_empty())
+}
+
+/// Parses a time as SQL's `TIME` reads text, as PostgreSQL does: the
+/// form of [`parse_time`], an offset after it ignored (`'12:00+05'` is
+/// 12:00), or a timestamp's text, whose time of day is taken.
+pub fn parse_time_sql(b: &[u8]) -> Result<i64, String> {
+    let t = trim(b);
+    if t.len() >= 10 && fast_ymd(&t[..10]).is_some() {
+        let (local, _) = parse_timestamp_parts(t)?;
+        return Ok(local.rem_euclid(DAY_MICROS));
+    }
+    // PostgreSQL's fields of one digit (`1:2:3`), written as two.
+    let mut padded = Vec::with_capacity(t.len() + 3);
+    let mut field = 0;
+    let mut i = 0;
+    while field < 3 {
+        let n = t[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 1 {
+            padded.push(b'0');
+        }
+        padded.extend_from_slice(&t[i..i + n]);
+        i += n;
+        field += 1;
+        if field < 3 && t.get(i) == Some(&b':') {
+            padded.push(b':');
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    padded.extend_from_slice(&t[i..]);
+    let (v, rest) = time_of_day(&padded, false, true)?;
+    if rest.is_empty() || zone_offset(rest).is_some() {
+        Ok(v)
+    } else {
+        Err("not a time in the form HH:MM[:SS[.ffffff]]".into())
+    }
 }
 
 /// Seconds east of UTC of a fixed zone by name or offset: `UTC`, `GMT`,
@@ -1047,5 +1156,93 @@ mod tests {
             parse_timestamp(b"2024-01-31 13:60", None).unwrap_err(),
             "has an invalid time of day"
         );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 5_000, ..ProptestConfig::default() })]
+
+        /// Every time of day, 24:00:00 included, reads back as written
+        /// (the loader's form and SQL's), and the text is PostgreSQL's
+        /// (two digits each, a fraction without trailing zeros).
+        #[test]
+        fn times_read_back_as_written(us in 0i64..=DAY_MICROS) {
+            let text = crate::batch::format_time(us);
+            prop_assert_eq!(parse_time(text.as_bytes()), Ok(us));
+            prop_assert_eq!(parse_time_sql(text.as_bytes()), Ok(us));
+            prop_assert!(is_strict_time(text.as_bytes()));
+            prop_assert!(!text.ends_with('0') || !text.contains('.'));
+        }
+
+        /// No text the loader takes is a time out of the day.
+        #[test]
+        fn no_text_is_a_time_out_of_the_day(t in "[0-9:. +Z-]{0,16}") {
+            if let Ok(v) = parse_time(t.as_bytes()) {
+                prop_assert!((0..=DAY_MICROS).contains(&v), "{t:?} read as {v}");
+            }
+            if let Ok(v) = parse_time_sql(t.as_bytes()) {
+                prop_assert!((0..=DAY_MICROS).contains(&v), "{t:?} read as {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn times_of_day_as_postgresql_reads_them() {
+        let us = |h: i64, m: i64, s: i64, f: i64| ((h * 60 + m) * 60 + s) * 1_000_000 + f;
+        assert_eq!(parse_time(b"09:30"), Ok(us(9, 30, 0, 0)));
+        assert_eq!(parse_time(b"9:30:05"), Ok(us(9, 30, 5, 0)));
+        assert_eq!(
+            parse_time(b" 23:59:59.999999 "),
+            Ok(us(23, 59, 59, 999_999))
+        );
+        assert_eq!(parse_time(b"12:00:00.5000000"), Ok(us(12, 0, 0, 500_000)));
+        assert_eq!(parse_time(b"24:00:00"), Ok(DAY_MICROS));
+        assert_eq!(parse_time(b"24:00"), Ok(DAY_MICROS));
+        for bad in [
+            &b"24:00:01"[..],
+            b"24:00:00.000001",
+            b"25:00",
+            b"12:60",
+            b"12:30:60",
+            b"12",
+            b"12:3",
+            b"12:30:",
+            b"12:30:00.",
+            b"12:30:00.0000001",
+            b"noon",
+            b"12:30 PM",
+            b"",
+        ] {
+            assert!(
+                parse_time(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // The loader keeps no offset and drops none.
+        assert!(
+            parse_time(b"12:00:00+05")
+                .unwrap_err()
+                .contains("UTC offset")
+        );
+        assert!(parse_time(b"12:00Z").unwrap_err().contains("UTC offset"));
+        // SQL reads as PostgreSQL: an offset ignored, fields of one
+        // digit, a timestamp's time of day.
+        assert_eq!(parse_time_sql(b"12:00+05"), Ok(us(12, 0, 0, 0)));
+        assert_eq!(parse_time_sql(b"1:2:3"), Ok(us(1, 2, 3, 0)));
+        assert_eq!(parse_time_sql(b"1:2:3.25"), Ok(us(1, 2, 3, 250_000)));
+        assert_eq!(
+            parse_time_sql(b"2024-01-31 10:20:30.5"),
+            Ok(us(10, 20, 30, 500_000))
+        );
+        assert!(parse_time_sql(b"1:2:3:4").is_err());
+        assert!(parse_time_sql(b"123:00").is_err());
+        // What inference takes: two digits each, seconds written.
+        assert!(is_strict_time(b"09:30:00"));
+        assert!(is_strict_time(b"09:30:00.25"));
+        assert!(!is_strict_time(b"9:30:00"));
+        assert!(!is_strict_time(b"09:30"));
+        assert!(!is_strict_time(b"09:30:00Z"));
+        // Timestamps take no 24:00.
+        assert!(parse_timestamp(b"2024-01-31 24:00:00", None).is_err());
     }
 }

@@ -11,7 +11,8 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType,
+    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, Time64MicrosecondType,
+    TimestampMicrosecondType,
 };
 use arrow_array::{Array, RecordBatch, UInt32Array};
 use arrow_schema::DataType as ArrowType;
@@ -63,6 +64,12 @@ pub fn shards_of(a: &dyn Array, count: u32) -> Result<Vec<u32>> {
             .collect(),
         ArrowType::Timestamp(_, _) => a
             .as_primitive::<TimestampMicrosecondType>()
+            .values()
+            .iter()
+            .map(|&v| of_i64(v))
+            .collect(),
+        ArrowType::Time64(_) => a
+            .as_primitive::<Time64MicrosecondType>()
             .values()
             .iter()
             .map(|&v| of_i64(v))

@@ -107,6 +107,7 @@ pub fn pg_type(t: &DataType) -> (i64, i64, i64, String) {
             format!("numeric({precision},{scale})"),
         ),
         DataType::Date => (1082, -1, 4, "date".into()),
+        DataType::Time => (1083, -1, 8, "time without time zone".into()),
         DataType::Timestamp => (1114, -1, 8, "timestamp without time zone".into()),
         DataType::TimestampTz => (1184, -1, 8, "timestamp with time zone".into()),
         DataType::Text => (25, -1, -1, "text".into()),
@@ -115,7 +116,7 @@ pub fn pg_type(t: &DataType) -> (i64, i64, i64, String) {
 
 /// `pg_type`'s rows: oid, name, length, category, format_type name, the
 /// oid of its array type.
-const TYPES: [(i64, &str, i64, &str, &str, i64); 15] = [
+const TYPES: [(i64, &str, i64, &str, &str, i64); 16] = [
     (16, "bool", 1, "B", "boolean", 1000),
     (18, "char", 1, "Z", "\"char\"", 1002),
     (19, "name", 64, "S", "name", 1003),
@@ -128,6 +129,7 @@ const TYPES: [(i64, &str, i64, &str, &str, i64); 15] = [
     (701, "float8", 8, "N", "double precision", 1022),
     (1043, "varchar", -1, "S", "character varying", 1015),
     (1082, "date", 4, "D", "date", 1182),
+    (1083, "time", 8, "D", "time without time zone", 1183),
     (
         1114,
         "timestamp",

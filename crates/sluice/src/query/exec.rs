@@ -1361,6 +1361,9 @@ fn from_statistics(plan: &Plan, segs: &[crate::store::SegmentMeta]) -> Option<Ve
                     A::Timestamp(arrow_schema::TimeUnit::Microsecond, tz) => {
                         Arc::new(TimestampMicrosecondArray::from(vec![best]).with_timezone_opt(tz))
                     }
+                    A::Time64(arrow_schema::TimeUnit::Microsecond) => {
+                        Arc::new(arrow_array::Time64MicrosecondArray::from(vec![best]))
+                    }
                     _ => return None,
                 };
                 cols.push(col);
@@ -1791,6 +1794,9 @@ fn stored_int(a: &ArrayRef) -> Option<i128> {
         A::Decimal64(..) => a.as_primitive::<Decimal64Type>().value(0) as i128,
         A::Timestamp(arrow_schema::TimeUnit::Microsecond, _) => {
             a.as_primitive::<TimestampMicrosecondType>().value(0) as i128
+        }
+        A::Time64(arrow_schema::TimeUnit::Microsecond) => {
+            a.as_primitive::<Time64MicrosecondType>().value(0) as i128
         }
         _ => return None,
     })

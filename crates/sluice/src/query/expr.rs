@@ -1923,6 +1923,43 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             };
             Arc::new(out.with_timezone_opt(zone.clone()))
         }
+        // A timestamp's time of day (an instant's in its zone).
+        (A::Timestamp(TimeUnit::Microsecond, zone), A::Time64(TimeUnit::Microsecond)) => {
+            let z = crate::zone::Zone::of(zone.as_deref());
+            Arc::new(
+                a.as_primitive::<TimestampMicrosecondType>()
+                    .unary::<_, Time64MicrosecondType>(|us| {
+                        z.to_local(us).rem_euclid(value::DAY_MICROS)
+                    }),
+            )
+        }
+        // A time as the interval since midnight, and back (PostgreSQL's
+        // interval to time takes the interval's time part modulo a day).
+        (A::Time64(TimeUnit::Microsecond), A::Interval(_)) => super::interval::array(
+            a.as_primitive::<Time64MicrosecondType>()
+                .iter()
+                .map(|v| {
+                    v.map(|us| super::interval::Interval {
+                        months: 0,
+                        days: 0,
+                        micros: us,
+                    })
+                })
+                .collect::<Vec<_>>(),
+        )?,
+        (A::Interval(_), A::Time64(TimeUnit::Microsecond)) => {
+            let out: arrow_array::Time64MicrosecondArray = a
+                .as_primitive::<IntervalMonthDayNanoType>()
+                .iter()
+                .map(|v| {
+                    v.map(|v| {
+                        (super::interval::Interval::from_arrow(v).micros)
+                            .rem_euclid(value::DAY_MICROS)
+                    })
+                })
+                .collect();
+            Arc::new(out)
+        }
         (_, A::Utf8) => {
             let mut out = StringBuilder::with_capacity(n, n * 8);
             for i in 0..n {
@@ -2003,6 +2040,16 @@ fn cast_from_text(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
                 .iter()
                 .map(|v| {
                     v.map(|v| value::parse_timestamp_sql(v.as_bytes()).map_err(|m| bad(v, m)))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(d)
+        }
+        A::Time64(TimeUnit::Microsecond) => {
+            let d: arrow_array::Time64MicrosecondArray = s
+                .iter()
+                .map(|v| {
+                    v.map(|v| value::parse_time_sql(v.as_bytes()).map_err(|m| bad(v, m)))
                         .transpose()
                 })
                 .collect::<Result<_>>()?;
@@ -2091,6 +2138,7 @@ pub fn type_name(t: &A) -> String {
         A::Decimal64(p, s) => format!("DECIMAL({p},{s})"),
         A::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
         A::Date32 => "DATE".into(),
+        A::Time64(_) => "TIME".into(),
         A::Timestamp(_, Some(_)) => "TIMESTAMPTZ".into(),
         A::Timestamp(..) => "TIMESTAMP".into(),
         A::Utf8 => "TEXT".into(),
@@ -2109,6 +2157,7 @@ impl fmt::Display for Expr {
                 Some(v) => match a.data_type() {
                     A::Utf8 => write!(f, "'{}'", v.replace('\'', "''")),
                     A::Date32 => write!(f, "DATE '{v}'"),
+                    A::Time64(_) => write!(f, "TIME '{v}'"),
                     A::Interval(_) => write!(f, "INTERVAL '{v}'"),
                     A::Timestamp(_, Some(_)) => write!(f, "TIMESTAMPTZ '{v}'"),
                     A::Timestamp(..) => write!(f, "TIMESTAMP '{v}'"),

@@ -1273,6 +1273,45 @@ mod dates {
                     .collect()
             }
             A::Null => vec![None; x.len()],
+            // A time's fields are those of the interval since midnight,
+            // the clock's only (PostgreSQL's).
+            A::Time64(_) if f == Func::DatePart => {
+                let Some(unit) = unit else {
+                    return Ok(arrow_array::new_null_array(ty, x.len()));
+                };
+                if !matches!(
+                    unit,
+                    Unit::Microseconds
+                        | Unit::Milliseconds
+                        | Unit::Second
+                        | Unit::Minute
+                        | Unit::Hour
+                        | Unit::Epoch
+                ) {
+                    return Err(bad(
+                        "0A000",
+                        format!(
+                            "unit \"{}\" not supported for type time without time zone",
+                            format!("{unit:?}").to_lowercase()
+                        ),
+                    ));
+                }
+                let out: Float64Array = x
+                    .as_primitive::<arrow_array::types::Time64MicrosecondType>()
+                    .iter()
+                    .map(|v| {
+                        v.and_then(|us| {
+                            crate::query::interval::Interval {
+                                months: 0,
+                                days: 0,
+                                micros: us,
+                            }
+                            .field(unit)
+                        })
+                    })
+                    .collect();
+                return Ok(Arc::new(out));
+            }
             A::Interval(_) if f == Func::DatePart => {
                 let Some(unit) = unit else {
                     return Ok(arrow_array::new_null_array(ty, x.len()));

@@ -427,6 +427,7 @@ fn int_like(t: &A) -> bool {
             | A::UInt32
             | A::Date32
             | A::Date64
+            | A::Time64(_)
             | A::Timestamp(..)
     )
 }
@@ -459,6 +460,7 @@ fn as_i64(a: &ArrayRef) -> Result<arrow_array::Int64Array> {
         A::UInt32 => widen!(UInt32Type),
         A::Date32 => widen!(Date32Type),
         A::Date64 => widen!(Date64Type),
+        A::Time64(_) => a.as_primitive::<Time64MicrosecondType>().reinterpret_cast(),
         A::Timestamp(_, _) => {
             let c = arrow_cast::cast(a, &A::Int64).map_err(exec_err)?;
             c.as_primitive::<Int64Type>().clone()

@@ -14,10 +14,12 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float64Type, IntervalMonthDayNano, IntervalMonthDayNanoType, TimestampMicrosecondType,
+    Date32Type, Float64Type, IntervalMonthDayNano, IntervalMonthDayNanoType, Time64MicrosecondType,
+    TimestampMicrosecondType,
 };
 use arrow_array::{
-    Array, ArrayRef, Decimal128Array, IntervalMonthDayNanoArray, TimestampMicrosecondArray,
+    Array, ArrayRef, Decimal128Array, IntervalMonthDayNanoArray, Time64MicrosecondArray,
+    TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType as A, IntervalUnit, TimeUnit};
 use chrono::{Datelike, NaiveDate};
@@ -707,6 +709,16 @@ pub enum Op {
     },
     /// `(timestamp, timestamp)` of one type: `a - b`.
     TimestampDiff,
+    /// `(time, interval)`: `t + iv` (`t - iv` where `sub`): the
+    /// interval's time part, around the clock (PostgreSQL's: months and
+    /// days are ignored, `23:00 + 2 hours` is `01:00`).
+    PlusTime {
+        sub: bool,
+    },
+    /// `(time, time)`: `a - b`, an interval of microseconds.
+    TimeDiff,
+    /// `(date, time)`: the timestamp of that time on that day.
+    DatePlusTime,
     /// `(interval, interval)`.
     Add {
         sub: bool,
@@ -729,8 +741,15 @@ pub enum Op {
 impl Op {
     pub fn name(self) -> &'static str {
         match self {
-            Op::PlusTimestamp { sub: false } | Op::Add { sub: false } => "+",
-            Op::PlusTimestamp { sub: true } | Op::TimestampDiff | Op::Add { sub: true } => "-",
+            Op::PlusTimestamp { sub: false }
+            | Op::Add { sub: false }
+            | Op::PlusTime { sub: false }
+            | Op::DatePlusTime => "+",
+            Op::PlusTimestamp { sub: true }
+            | Op::TimestampDiff
+            | Op::Add { sub: true }
+            | Op::PlusTime { sub: true }
+            | Op::TimeDiff => "-",
             Op::Scale { divide: false } => "*",
             Op::Scale { divide: true } => "/",
             Op::Neg => "-",
@@ -781,6 +800,16 @@ pub fn array(values: impl IntoIterator<Item = Option<Interval>>) -> Result<Array
     Ok(Arc::new(out))
 }
 
+/// A TIME array's values (NULL arrays: all None).
+fn times(a: &ArrayRef) -> Vec<Option<i64>> {
+    match a.data_type() {
+        A::Time64(TimeUnit::Microsecond) => {
+            a.as_primitive::<Time64MicrosecondType>().iter().collect()
+        }
+        _ => vec![None; a.len()],
+    }
+}
+
 /// A timestamp array's values (NULL arrays: all None) and its zone.
 fn stamps(a: &ArrayRef) -> (Vec<Option<i64>>, Option<crate::zone::Zone>) {
     match a.data_type() {
@@ -822,6 +851,45 @@ pub fn eval(op: Op, args: &[ArrayRef], ty: &A) -> Result<ArrayRef> {
                 _ => None,
             };
             Ok(Arc::new(out.with_timezone_opt(zone)))
+        }
+        Op::PlusTime { sub } => {
+            let ivs = values(&args[1]);
+            let out: Time64MicrosecondArray = times(&args[0])
+                .into_iter()
+                .zip(ivs)
+                .map(|(t, iv)| {
+                    let (t, iv) = (t?, iv?);
+                    let d = if sub {
+                        iv.micros.wrapping_neg()
+                    } else {
+                        iv.micros
+                    };
+                    Some((t + d.rem_euclid(DAY)).rem_euclid(DAY))
+                })
+                .collect();
+            Ok(Arc::new(out))
+        }
+        Op::TimeDiff => {
+            let (a, b) = (times(&args[0]), times(&args[1]));
+            array(a.into_iter().zip(b).map(|(x, y)| {
+                Some(Interval {
+                    months: 0,
+                    days: 0,
+                    micros: x? - y?,
+                })
+            }))
+        }
+        Op::DatePlusTime => {
+            let days: Vec<Option<i32>> = match args[0].data_type() {
+                A::Date32 => args[0].as_primitive::<Date32Type>().iter().collect(),
+                _ => vec![None; args[0].len()],
+            };
+            let out: TimestampMicrosecondArray = days
+                .into_iter()
+                .zip(times(&args[1]))
+                .map(|(d, t)| Some(i64::from(d?) * DAY + t?))
+                .collect();
+            Ok(Arc::new(out))
         }
         Op::TimestampDiff | Op::Age => {
             let (a, za) = stamps(&args[0]);

@@ -326,6 +326,7 @@ impl KeyedTable<'_> {
         encode_key_text(c, text, &self.values).map_err(|e| {
             let form = match c.data_type {
                 DataType::Date => "YYYY-MM-DD",
+                DataType::Time => "HH:MM[:SS[.ffffff]]",
                 DataType::Timestamp => "YYYY-MM-DD HH:MM:SS[.ffffff]",
                 DataType::TimestampTz => "YYYY-MM-DD HH:MM:SS[.ffffff][+HH:MM] (UTC without one)",
                 _ => return e,

@@ -399,6 +399,8 @@ fn buffers_of(t: &arrow_schema::DataType) -> Option<usize> {
         | D::Float64
         | D::Date32
         | D::Date64
+        | D::Time32(_)
+        | D::Time64(_)
         | D::Timestamp(..)
         | D::Decimal32(..)
         | D::Decimal64(..)

@@ -410,7 +410,7 @@ impl Binder<'_> {
                 }
                 let x = match &types[1] {
                     A::Date32 if func == Func::DateTrunc => self.tz.clone(),
-                    t @ A::Interval(_) if func == Func::DatePart => t.clone(),
+                    t @ (A::Interval(_) | A::Time64(_)) if func == Func::DatePart => t.clone(),
                     t @ (A::Date32 | A::Timestamp(..)) => t.clone(),
                     A::Null => A::Timestamp(arrow_schema::TimeUnit::Microsecond, None),
                     t => {

@@ -1008,7 +1008,7 @@ impl<'c> Binder<'c> {
                 let t = self.ty(&x, scope);
                 let part = match field {
                     // Of an interval, every field is DATE_PART's.
-                    _ if t == interval::TYPE => None,
+                    _ if t == interval::TYPE || matches!(t, A::Time64(_)) => None,
                     ast::DateTimeField::Year | ast::DateTimeField::Years => Some(DatePart::Year),
                     ast::DateTimeField::Month | ast::DateTimeField::Months => Some(DatePart::Month),
                     ast::DateTimeField::Day | ast::DateTimeField::Days => Some(DatePart::Day),
@@ -1778,7 +1778,26 @@ impl<'c> Binder<'c> {
         };
         let mismatch = || operator_mismatch(op, &lt, &rt, node);
         let sub = op == BinOp::Sub;
+        let clock = |t: &A| matches!(t, A::Time64(_));
+        let stamp_type = A::Timestamp(arrow_schema::TimeUnit::Microsecond, None);
         match op {
+            // TIME ± INTERVAL, TIME - TIME, DATE + TIME: PostgreSQL's.
+            BinOp::Add | BinOp::Sub if clock(&lt) && iv(&rt) => {
+                let args = vec![l, coerce(r, &rt, &interval::TYPE)];
+                call(Op::PlusTime { sub }, args, lt.clone())
+            }
+            BinOp::Add if iv(&lt) && clock(&rt) => {
+                self.interval_arith(op, (r, rt.clone()), (l, lt.clone()), node)
+            }
+            BinOp::Sub if clock(&lt) && clock(&rt) => {
+                call(Op::TimeDiff, vec![l, r], interval::TYPE)
+            }
+            BinOp::Add if lt == A::Date32 && clock(&rt) => {
+                call(Op::DatePlusTime, vec![l, r], stamp_type)
+            }
+            BinOp::Add if clock(&lt) && rt == A::Date32 => {
+                call(Op::DatePlusTime, vec![r, l], stamp_type)
+            }
             BinOp::Add | BinOp::Sub if time(&lt) && iv(&rt) => {
                 if lt == A::Date32
                     && let Expr::Literal(a) = &r
@@ -1998,6 +2017,12 @@ impl<'c> Binder<'c> {
             _ if op.is_arithmetic()
                 && (lt == interval::TYPE
                     || rt == interval::TYPE
+                    || matches!(
+                        (&lt, &rt, op),
+                        (A::Time64(_), A::Time64(_), BinOp::Sub)
+                            | (A::Date32, A::Time64(_), BinOp::Add)
+                            | (A::Time64(_), A::Date32, BinOp::Add)
+                    )
                     || (op == BinOp::Sub
                         && matches!(lt, A::Date32 | A::Timestamp(..))
                         && matches!(rt, A::Timestamp(..))
@@ -2077,11 +2102,11 @@ impl<'c> Binder<'c> {
             _ => {
                 // Comparison: text literals compared with dates become dates.
                 let (l, lt, r, rt) = match (&l, &lt, &r, &rt) {
-                    (_, A::Date32 | A::Timestamp(..), Expr::Literal(a), A::Utf8) => {
+                    (_, A::Date32 | A::Time64(_) | A::Timestamp(..), Expr::Literal(a), A::Utf8) => {
                         let c = cast(a, &lt).map_err(|er| plan_err(er.to_string(), node))?;
                         (l.clone(), lt.clone(), lit(c), lt.clone())
                     }
-                    (Expr::Literal(a), A::Utf8, _, A::Date32 | A::Timestamp(..)) => {
+                    (Expr::Literal(a), A::Utf8, _, A::Date32 | A::Time64(_) | A::Timestamp(..)) => {
                         let c = cast(a, &rt).map_err(|er| plan_err(er.to_string(), node))?;
                         (lit(c), rt.clone(), r.clone(), rt.clone())
                     }

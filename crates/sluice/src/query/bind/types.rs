@@ -108,6 +108,9 @@ pub(crate) fn check_cast(from: &A, to: &A, to_text: &str) -> std::result::Result
             (A::Date32, A::Timestamp(..))
                 | (A::Timestamp(..), A::Date32)
                 | (A::Timestamp(..), A::Timestamp(..))
+                | (A::Timestamp(..), A::Time64(_))
+                | (A::Time64(_), A::Interval(_))
+                | (A::Interval(_), A::Time64(_))
                 | (A::Boolean, A::Int32 | A::Int64)
         );
     if ok {
@@ -159,6 +162,9 @@ pub(crate) fn sql_type(t: &ast::DataType, node: &ast::Expr) -> Result<A> {
             A::Timestamp(TimeUnit::Microsecond, Some(crate::batch::UTC_ZONE.into()))
         }
         D::Timestamp(_, _) | D::Datetime(_) => A::Timestamp(TimeUnit::Microsecond, None),
+        D::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            A::Time64(TimeUnit::Microsecond)
+        }
         D::Text
         | D::Varchar(_)
         | D::Char(_)

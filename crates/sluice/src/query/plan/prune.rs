@@ -273,6 +273,9 @@ fn stat_value(l: &ArrayRef, stored: &A) -> Option<i128> {
             Some(l.as_primitive::<Int64Type>().value(0) as i128 * 10i128.pow(*cs as u32))
         }
         (A::Date32, A::Date32) => Some(l.as_primitive::<Date32Type>().value(0) as i128),
+        (A::Time64(_), A::Time64(_)) => {
+            Some(l.as_primitive::<Time64MicrosecondType>().value(0) as i128)
+        }
         (A::Timestamp(..), A::Timestamp(..)) => {
             Some(l.as_primitive::<TimestampMicrosecondType>().value(0) as i128)
         }
