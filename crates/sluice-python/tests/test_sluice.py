@@ -168,6 +168,37 @@ def test_timestamptz_reaches_arrow_and_pandas_as_utc_instants(tmp_path):
     assert pd.isna(pdf["t"][2])
 
 
+def test_times_of_day_from_text_and_arrow_reach_python_as_times(tmp_path):
+    pa = need("pyarrow")
+    csv = tmp_path / "open.csv"
+    csv.write_text("id,opens\n1,09:30:00\n2,23:59:59.5\n3,\n")
+    db = sluice.connect(tmp_path / "db")
+    db.load("shops", csv, progress=False)
+    assert ("opens", "TIME") in db.schema("shops")
+    tbl = db.query("SELECT opens, opens + INTERVAL '1 hour' AS later FROM shops ORDER BY id").to_arrow()
+    assert tbl.schema.field("opens").type == pa.time64("us")
+    assert tbl.column("opens").to_pylist() == [datetime.time(9, 30), datetime.time(23, 59, 59, 500000), None]
+    assert tbl.column("later").to_pylist() == [datetime.time(10, 30), datetime.time(0, 59, 59, 500000), None]
+    # Arrow's times of every unit load as TIME; nanoseconds only when whole microseconds.
+    arrow = pa.table(
+        {
+            "id": [1, 2],
+            "s": pa.array([3600, None], pa.time32("s")),
+            "ms": pa.array([1, 86_399_999], pa.time32("ms")),
+            "ns": pa.array([1_000, None], pa.time64("ns")),
+        }
+    )
+    db.load("clock", arrow)
+    assert [c for c in db.schema("clock") if c[0] != "id"] == [("s", "TIME"), ("ms", "TIME"), ("ns", "TIME")]
+    back = db.query("SELECT s, ms, ns FROM clock ORDER BY id").to_arrow().to_pylist()
+    assert back == [
+        {"s": datetime.time(1), "ms": datetime.time(0, 0, 0, 1000), "ns": datetime.time(0, 0, 0, 1)},
+        {"s": None, "ms": datetime.time(23, 59, 59, 999000), "ns": None},
+    ]
+    with pytest.raises(sluice.LoadError, match="would change"):
+        db.load("frac", pa.table({"ns": pa.array([1_001], pa.time64("ns"))}))
+
+
 def test_deep_or_long_sql_is_an_exception_not_a_crash(tmp_path):
     need("pyarrow")
     csv = tmp_path / "t.csv"

@@ -1255,7 +1255,7 @@ async fn intervals_are_postgresql_intervals_in_text_and_binary() {
     assert_eq!(row.get::<_, String>(0), "2024-03-01 11:30:00");
 }
 
-/// An interval parameter's binary bytes, sent as they are.
+/// An interval or time parameter's binary bytes, sent as they are.
 #[derive(Debug)]
 struct IntervalParam(Vec<u8>);
 
@@ -1269,9 +1269,93 @@ impl tokio_postgres::types::ToSql for IntervalParam {
         Ok(tokio_postgres::types::IsNull::No)
     }
     fn accepts(t: &Type) -> bool {
-        *t == Type::INTERVAL
+        *t == Type::INTERVAL || *t == Type::TIME
     }
     tokio_postgres::types::to_sql_checked!();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_of_day_are_postgresql_times_in_text_binary_and_the_catalog() {
+    let dir = sample(1);
+    let db = dir.0.join("db");
+    load_csv(
+        &db,
+        "shops",
+        "id,opens\n1,09:30:00\n2,23:59:59.5\n3,24:00:00\n4,\n",
+        "id INT, opens TIME",
+        None,
+    );
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+    let q = "SELECT opens, opens + INTERVAL '1 hour' FROM shops ORDER BY id";
+    assert_eq!(
+        simple(&c, q).await,
+        vec![
+            vec![s("09:30:00"), s("10:30:00")],
+            vec![s("23:59:59.5"), s("00:59:59.5")],
+            vec![s("24:00:00"), s("01:00:00")],
+            vec![None, None],
+        ]
+    );
+    // Binary: microseconds since midnight (big-endian), typed time.
+    let rows = c.query(q, &[]).await.unwrap();
+    assert_eq!(rows[0].columns()[0].type_(), &Type::TIME);
+    let raw: Vec<Option<Vec<u8>>> = rows
+        .iter()
+        .map(|r| r.get::<_, Option<Raw>>(0).map(|r| r.0))
+        .collect();
+    let us = |v: i64| Some(v.to_be_bytes().to_vec());
+    assert_eq!(
+        raw,
+        [
+            us(34_200_000_000),
+            us(86_399_500_000),
+            us(86_400_000_000),
+            None
+        ]
+    );
+    // A time parameter in binary compared with the column (one past the
+    // day refused), and a quoted literal.
+    let st = c
+        .prepare_typed("SELECT id FROM shops WHERE opens = $1", &[Type::TIME])
+        .await
+        .unwrap();
+    let row = c
+        .query_one(&st, &[&IntervalParam(us(86_399_500_000).unwrap())])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i32>(0), 2);
+    let err = c
+        .query(&st, &[&IntervalParam(us(86_400_000_001).unwrap())])
+        .await
+        .unwrap_err();
+    let msg = err.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        msg.as_deref()
+            .is_some_and(|m| m.contains("time out of range")),
+        "{err:?}"
+    );
+    assert_eq!(
+        simple(&c, "SELECT id FROM shops WHERE opens = '9:30'").await,
+        vec![vec![s("1")]]
+    );
+    // The catalog names the type as PostgreSQL does.
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT data_type FROM information_schema.columns WHERE table_name = 'shops' AND column_name = 'opens'"
+        )
+        .await,
+        vec![vec![s("time without time zone")]]
+    );
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT format_type(a.atttypid, a.atttypmod), t.typname FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid JOIN pg_type t ON t.oid = a.atttypid WHERE c.relname = 'shops' AND a.attname = 'opens'"
+        )
+        .await,
+        vec![vec![s("time without time zone"), s("time")]]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

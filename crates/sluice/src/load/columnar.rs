@@ -891,8 +891,17 @@ fn read_unit(
 fn partition_column(f: &ColFile, p: usize, t: &Arrow, n: usize) -> Result<ArrayRef> {
     let (name, value) = &f.parts[p];
     let one: ArrayRef = Arc::new(StringArray::from(vec![value.clone()]));
-    // Directory names are text as engines write it ("1.5" for 1.50).
-    let typed = cast_checked(&one, t, false).map_err(|why| Error::Input {
+    // Directory names are text as engines write it ("1.5" for 1.50); a
+    // TIME as sluice reads one (Arrow's cast takes no 24:00:00).
+    let typed = match t {
+        Arrow::Time64(arrow_schema::TimeUnit::Microsecond) => value
+            .as_deref()
+            .map(|v| crate::parse::value::parse_time(v.as_bytes()))
+            .transpose()
+            .map(|v| Arc::new(arrow_array::Time64MicrosecondArray::from(vec![v])) as ArrayRef),
+        _ => cast_checked(&one, t, false),
+    };
+    let typed = typed.map_err(|why| Error::Input {
         path: f.path.display().to_string(),
         message: format!(
             "partition directory {name}={}: not a {}: {why}",

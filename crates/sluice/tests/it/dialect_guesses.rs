@@ -42,6 +42,13 @@ enum Kind {
     Quoty,
     /// A date written with a comma (`Dec 8, 2022`).
     CommaDate,
+    /// A time of day, `HH:MM:SS` (a TIME).
+    Clock,
+    /// Not times of day, which a TIME must not claim: a lap or a
+    /// track's length, `m:ss.f`.
+    Lap,
+    /// A duration in hours, `h:mm:ss`, past a day at times.
+    Duration,
 }
 
 const WORDS: [&str; 12] = [
@@ -98,6 +105,9 @@ fn value(kind: Kind, row: usize, r: u64) -> String {
             _ => format!("{} | {}", WORDS[pick(12)], r % 100),
         },
         Kind::CommaDate => format!("{} {}, {}", MONTHS[pick(6)], 1 + r % 28, 1990 + r % 35),
+        Kind::Clock => format!("{:02}:{:02}:{:02}", r % 24, r / 24 % 60, r / 1440 % 60),
+        Kind::Lap => format!("{}:{:02}.{}", r % 12, r / 12 % 60, r / 720 % 10),
+        Kind::Duration => format!("{}:{:02}:{:02}", r % 40, r / 40 % 60, r / 2400 % 60),
     }
 }
 
@@ -305,6 +315,9 @@ fn kind() -> impl Strategy<Value = Kind> {
         Just(Kind::Name),
         Just(Kind::Quoty),
         Just(Kind::CommaDate),
+        Just(Kind::Clock),
+        Just(Kind::Lap),
+        Just(Kind::Duration),
     ]
 }
 

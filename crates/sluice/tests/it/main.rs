@@ -44,4 +44,5 @@ mod slt;
 mod sql_fuzz;
 mod sqlstate;
 mod store;
+mod times;
 mod timestamptz;
