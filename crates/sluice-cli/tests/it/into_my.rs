@@ -239,16 +239,15 @@ fn mariadb_every_type_and_null_round_trips() {
     let t = Tmp::new();
     std::fs::write(
         t.0.join("all.csv"),
-        "id,i,d,f,b,day,ts,s\n\
-         1,-2147483648,-123456789.125,1.5,true,1970-01-01,2000-01-01 00:00:00,plain\n\
-         2,2147483647,0.001,-0.25,false,1999-12-31,1999-12-31 23:59:59.999999,\"tab\there, back\\\\slash\"\n\
-         9223372036854775807,,,,,,,\n\
-         -9223372036854775808,7,999999999.999,1e300,true,2262-04-11,1900-01-01 12:00:00.5,ünïcödé ☃\n",
+        "id,i,d,f,b,day,ts,s,tm\n\
+         1,-2147483648,-123456789.125,1.5,true,1970-01-01,2000-01-01 00:00:00,plain,00:00:00\n\
+         2,2147483647,0.001,-0.25,false,1999-12-31,1999-12-31 23:59:59.999999,\"tab\there, back\\\\slash\",24:00:00\n\
+         9223372036854775807,,,,,,,,\n\
+         -9223372036854775808,7,999999999.999,1e300,true,2262-04-11,1900-01-01 12:00:00.5,ünïcödé ☃,23:59:59.000001\n",
     )
     .unwrap();
     let url = my.url();
-    let types =
-        "id BIGINT, i INT, d DECIMAL(12,3), f DOUBLE, b BOOLEAN, day DATE, ts TIMESTAMP, s TEXT";
+    let types = "id BIGINT, i INT, d DECIMAL(12,3), f DOUBLE, b BOOLEAN, day DATE, ts TIMESTAMP, s TEXT, tm TIME";
     let out = ok(
         &t.0,
         &[
@@ -265,13 +264,13 @@ fn mariadb_every_type_and_null_round_trips() {
         ],
     );
     assert!(out.contains("loaded 4 rows"), "{out}");
-    let got = my.query("SELECT id, i, d, f, b, day, ts FROM typed ORDER BY id");
+    let got = my.query("SELECT id, i, d, f, b, day, ts, tm FROM typed ORDER BY id");
     assert_eq!(
         got,
-        "-9223372036854775808|7|999999999.999|1e300|1|2262-04-11|1900-01-01 12:00:00.500000\n\
-         1|-2147483648|-123456789.125|1.5|1|1970-01-01|2000-01-01 00:00:00.000000\n\
-         2|2147483647|0.001|-0.25|0|1999-12-31|1999-12-31 23:59:59.999999\n\
-         9223372036854775807|NULL|NULL|NULL|NULL|NULL|NULL\n"
+        "-9223372036854775808|7|999999999.999|1e300|1|2262-04-11|1900-01-01 12:00:00.500000|23:59:59.000001\n\
+         1|-2147483648|-123456789.125|1.5|1|1970-01-01|2000-01-01 00:00:00.000000|00:00:00.000000\n\
+         2|2147483647|0.001|-0.25|0|1999-12-31|1999-12-31 23:59:59.999999|24:00:00.000000\n\
+         9223372036854775807|NULL|NULL|NULL|NULL|NULL|NULL|NULL\n"
     );
     // Text byte for byte: tabs, backslashes, UTF-8, NULL.
     let hex = my.query("SELECT id, HEX(s) FROM typed ORDER BY id");

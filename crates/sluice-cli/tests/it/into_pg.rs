@@ -996,6 +996,30 @@ fn a_table_may_name_its_schema_and_instants_load_as_timestamptz() {
     assert!(e.contains("more than a schema and a table"), "{e}");
 }
 
+#[test]
+fn times_of_day_load_as_postgresql_time() {
+    let Some(pg) = Pg::start("times_of_day_load_as_postgresql_time") else {
+        return;
+    };
+    let t = Tmp::new();
+    t.write(
+        "t.csv",
+        b"id,opens\n1,09:30:00\n2,23:59:59.999999\n3,24:00:00\n4,\n5,00:00:00\n",
+    );
+    ok(&t.0, &["load", "-q", "--into", &pg.url(), "shops", "t.csv"]);
+    assert_eq!(
+        pg.psql(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'shops'::regclass AND attname = 'opens'"
+        )
+        .trim(),
+        "time without time zone"
+    );
+    assert_eq!(
+        pg.psql("SELECT id, opens FROM shops ORDER BY id").trim(),
+        "1|09:30:00\n2|23:59:59.999999\n3|24:00:00\n4|<null>\n5|00:00:00"
+    );
+}
+
 /// Named time zones (`SET TimeZone = 'Europe/Berlin'`): sluice's offset
 /// of each instant, and its reading of each local time (those daylight
 /// saving time skips or repeats included), are PostgreSQL's, over 45
