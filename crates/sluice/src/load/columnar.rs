@@ -336,6 +336,9 @@ fn cast_checked(
     to: &Arrow,
     check_text: bool,
 ) -> std::result::Result<ArrayRef, String> {
+    if matches!(to, Arrow::Time64(_)) {
+        times_of_day(c)?;
+    }
     if c.data_type() == to {
         return Ok(c.clone());
     }
@@ -377,6 +380,45 @@ fn cast_checked(
         return Err(format!("the value {shown} (row {}) would change", row + 1));
     }
     Ok(out)
+}
+
+/// Checks that an Arrow time column holds times of day: 0 to 24:00:00
+/// (Arrow's types allow any number, Parquet's any 32 or 64 bits).
+fn times_of_day(c: &ArrayRef) -> std::result::Result<(), String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{
+        Time32MillisecondType, Time32SecondType, Time64MicrosecondType, Time64NanosecondType,
+    };
+    use arrow_schema::TimeUnit;
+    fn check<T>(a: &ArrayRef, day: i64, unit: &str) -> std::result::Result<(), String>
+    where
+        T: arrow_array::ArrowPrimitiveType,
+        T::Native: Into<i64>,
+    {
+        let values = a.as_primitive::<T>();
+        match values
+            .iter()
+            .position(|v| v.is_some_and(|v| !(0..=day).contains(&v.into())))
+        {
+            Some(row) => Err(format!(
+                "the value {} {unit} (row {}) is not a time of day (00:00:00 to 24:00:00)",
+                values.value(row).into(),
+                row + 1
+            )),
+            None => Ok(()),
+        }
+    }
+    match c.data_type() {
+        Arrow::Time32(TimeUnit::Second) => check::<Time32SecondType>(c, 86_400, "s"),
+        Arrow::Time32(TimeUnit::Millisecond) => check::<Time32MillisecondType>(c, 86_400_000, "ms"),
+        Arrow::Time64(TimeUnit::Microsecond) => {
+            check::<Time64MicrosecondType>(c, 86_400_000_000, "µs")
+        }
+        Arrow::Time64(TimeUnit::Nanosecond) => {
+            check::<Time64NanosecondType>(c, 86_400_000_000_000, "ns")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The type of a Hive partition column seen only in paths: INT or BIGINT
@@ -1453,6 +1495,41 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("row 2"), "{e}");
+        // Times of day of every unit: 0 to 24:00:00, nanoseconds whole
+        // microseconds; Arrow's types hold any number.
+        let us = Arrow::Time64(arrow_schema::TimeUnit::Microsecond);
+        let day: ArrayRef = Arc::new(arrow_array::Time32SecondArray::from(vec![
+            Some(0),
+            None,
+            Some(86_400),
+        ]));
+        assert!(exact_cast(&day, &us).is_ok());
+        for (bad, row) in [
+            (
+                Arc::new(arrow_array::Time32SecondArray::from(vec![0, 86_401])) as ArrayRef,
+                "86401 s (row 2)",
+            ),
+            (
+                Arc::new(arrow_array::Time32MillisecondArray::from(vec![-1])),
+                "-1 ms (row 1)",
+            ),
+            (
+                Arc::new(arrow_array::Time64MicrosecondArray::from(vec![
+                    86_400_000_001,
+                ])),
+                "86400000001 µs (row 1)",
+            ),
+            (
+                Arc::new(arrow_array::Time64NanosecondArray::from(vec![
+                    1_000,
+                    86_400_000_000_001,
+                ])),
+                "86400000000001 ns (row 2)",
+            ),
+        ] {
+            let e = exact_cast(&bad, &us).unwrap_err();
+            assert!(e.contains(row) && e.contains("not a time of day"), "{e}");
+        }
         // A dictionary is checked as its values.
         let dict: ArrayRef = Arc::new(
             arrow_array::DictionaryArray::<arrow_array::types::Int32Type>::try_new(

@@ -624,7 +624,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             };
             let datetime = match ty {
                 DataType::Date => V::I(0),
-                DataType::Timestamp | DataType::TimestampTz => V::I(6),
+                DataType::Timestamp | DataType::TimestampTz | DataType::Time => V::I(6),
                 _ => V::N,
             };
             let udt = TYPES.iter().find(|x| x.0 == typ).map(|x| x.1).unwrap_or("");

@@ -1781,6 +1781,21 @@ impl<'c> Binder<'c> {
         let clock = |t: &A| matches!(t, A::Time64(_));
         let stamp_type = A::Timestamp(arrow_schema::TimeUnit::Microsecond, None);
         match op {
+            // A TIME added to a timestamp, or taken from a timestamp, a
+            // date or an interval, is the interval since midnight
+            // (PostgreSQL's implicit cast).
+            BinOp::Add | BinOp::Sub
+                if clock(&rt)
+                    && (matches!(lt, A::Timestamp(..))
+                        || (sub && (lt == A::Date32 || iv(&lt)))) =>
+            {
+                let r = coerce(r, &rt, &interval::TYPE);
+                self.interval_arith(op, (l, lt.clone()), (r, interval::TYPE), node)
+            }
+            BinOp::Add if clock(&lt) && matches!(rt, A::Timestamp(..)) => {
+                let l = coerce(l, &lt, &interval::TYPE);
+                self.interval_arith(op, (r, rt.clone()), (l, interval::TYPE), node)
+            }
             // TIME ± INTERVAL, TIME - TIME, DATE + TIME: PostgreSQL's.
             BinOp::Add | BinOp::Sub if clock(&lt) && iv(&rt) => {
                 let args = vec![l, coerce(r, &rt, &interval::TYPE)];
@@ -2020,8 +2035,9 @@ impl<'c> Binder<'c> {
                     || matches!(
                         (&lt, &rt, op),
                         (A::Time64(_), A::Time64(_), BinOp::Sub)
-                            | (A::Date32, A::Time64(_), BinOp::Add)
-                            | (A::Time64(_), A::Date32, BinOp::Add)
+                            | (A::Date32, A::Time64(_), _)
+                            | (A::Timestamp(..), A::Time64(_), _)
+                            | (A::Time64(_), A::Date32 | A::Timestamp(..), BinOp::Add)
                     )
                     || (op == BinOp::Sub
                         && matches!(lt, A::Date32 | A::Timestamp(..))
