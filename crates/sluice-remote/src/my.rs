@@ -206,6 +206,8 @@ pub fn my_type(t: DataType, key: bool) -> String {
         DataType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
         DataType::Date => "DATE".into(),
         DataType::Time => "TIME(6)".into(),
+        // No such type: `create_table` refuses it first.
+        DataType::Interval => "INTERVAL".into(),
         DataType::Timestamp => "DATETIME(6)".into(),
         // MariaDB has no type that keeps an instant: its UTC time, in a
         // DATETIME (its TIMESTAMP converts by the session's zone).
@@ -625,6 +627,16 @@ impl ServerLoad for MyLoad {
     fn create_table(&mut self, schema: &Schema, index_first: bool) -> Result<bool> {
         if self.existing.is_some() {
             return Ok(false);
+        }
+        if let Some(c) = schema
+            .columns
+            .iter()
+            .find(|c| c.data_type == DataType::Interval)
+        {
+            return Err(Error::Unsupported(format!(
+                "column {}: MariaDB has no INTERVAL type (its TIME holds no months or days); load it as TEXT (--types {}=TEXT)",
+                c.name, c.name
+            )));
         }
         let key = schema.key_column();
         let mut cols: Vec<String> = schema

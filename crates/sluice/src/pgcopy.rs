@@ -19,8 +19,8 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, Time64MicrosecondType,
-    TimestampMicrosecondType, UInt16Type,
+    Date32Type, Decimal64Type, Float64Type, Int32Type, Int64Type, IntervalMonthDayNanoType,
+    Time64MicrosecondType, TimestampMicrosecondType, UInt16Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType as A, TimeUnit};
@@ -53,6 +53,7 @@ enum Col<'a> {
     Date(&'a arrow_array::Date32Array),
     Timestamp(&'a arrow_array::TimestampMicrosecondArray),
     Time(&'a arrow_array::Time64MicrosecondArray),
+    Interval(&'a arrow_array::IntervalMonthDayNanoArray),
     Decimal(&'a arrow_array::Decimal64Array, u16),
 }
 
@@ -75,6 +76,9 @@ fn column(a: &ArrayRef) -> Result<Col<'_>> {
         }
         // time's binary form: microseconds since midnight.
         A::Time64(TimeUnit::Microsecond) => Col::Time(a.as_primitive::<Time64MicrosecondType>()),
+        A::Interval(arrow_schema::IntervalUnit::MonthDayNano) => {
+            Col::Interval(a.as_primitive::<IntervalMonthDayNanoType>())
+        }
         A::Decimal64(_, s) if *s >= 0 => Col::Decimal(a.as_primitive::<Decimal64Type>(), *s as u16),
         other => {
             return Err(Error::Internal(format!(
@@ -112,6 +116,15 @@ pub fn encode_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
                 Col::Date(x) => put(out, &(x.value(r) - PG_EPOCH_DAYS).to_be_bytes()),
                 Col::Timestamp(x) => put(out, &(x.value(r) - PG_EPOCH_MICROS).to_be_bytes()),
                 Col::Time(x) => put(out, &x.value(r).to_be_bytes()),
+                // interval's binary form: microseconds, days, months.
+                Col::Interval(x) => {
+                    let v = x.value(r);
+                    let mut b = [0u8; 16];
+                    b[..8].copy_from_slice(&(v.nanoseconds / 1_000).to_be_bytes());
+                    b[8..12].copy_from_slice(&v.days.to_be_bytes());
+                    b[12..].copy_from_slice(&v.months.to_be_bytes());
+                    put(out, &b)
+                }
                 Col::Decimal(x, scale) => put_numeric(x.value(r), *scale, out),
             }
         }

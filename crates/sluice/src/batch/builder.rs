@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     BooleanBuilder, Date32Builder, Decimal64Builder, Float64Builder, Int32Builder, Int64Builder,
-    StringBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
+    IntervalMonthDayNanoBuilder, StringBuilder, Time64MicrosecondBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -39,6 +40,8 @@ enum Col {
     Decimal(Decimal64Builder, u8, u8),
     Date(Date32Builder),
     Time(Time64MicrosecondBuilder),
+    /// INTERVAL: months, days and nanoseconds (whole microseconds).
+    Interval(IntervalMonthDayNanoBuilder),
     Timestamp(TimestampMicrosecondBuilder),
     /// TIMESTAMPTZ: UTC instants, the array's zone [`super::UTC_ZONE`].
     TimestampTz(TimestampMicrosecondBuilder),
@@ -123,6 +126,9 @@ impl BatchBuilder {
                 ),
                 DataType::Date => Col::Date(Date32Builder::with_capacity(capacity)),
                 DataType::Time => Col::Time(Time64MicrosecondBuilder::with_capacity(capacity)),
+                DataType::Interval => {
+                    Col::Interval(IntervalMonthDayNanoBuilder::with_capacity(capacity))
+                }
                 DataType::Timestamp => {
                     Col::Timestamp(TimestampMicrosecondBuilder::with_capacity(capacity))
                 }
@@ -195,6 +201,7 @@ impl BatchBuilder {
                 b.append_value(value::parse_date(field, self.opts.date_format.as_deref())?)
             }
             Col::Time(b) => b.append_value(value::parse_time(field)?),
+            Col::Interval(b) => b.append_value(value::parse_interval(field)?),
             Col::Timestamp(b) => b.append_value(value::parse_timestamp(
                 field,
                 self.opts.timestamp_format.as_deref(),
@@ -341,6 +348,7 @@ impl BatchBuilder {
             Col::Decimal(b, ..) => b.append_null(),
             Col::Date(b) => b.append_null(),
             Col::Time(b) => b.append_null(),
+            Col::Interval(b) => b.append_null(),
             Col::Timestamp(b) | Col::TimestampTz(b) => b.append_null(),
             Col::Text(b) => b.append_null(),
         }
@@ -383,6 +391,7 @@ impl BatchBuilder {
                     Col::Decimal(b, ..) => Arc::new(b.finish()),
                     Col::Date(b) => Arc::new(b.finish()),
                     Col::Time(b) => Arc::new(b.finish()),
+                    Col::Interval(b) => Arc::new(b.finish()),
                     Col::Timestamp(b) | Col::TimestampTz(b) => Arc::new(b.finish()),
                     Col::Text(b) => Arc::new(b.finish()),
                 }

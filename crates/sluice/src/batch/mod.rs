@@ -46,6 +46,9 @@ pub enum DataType {
     /// An instant: microseconds since 1970-01-01 00:00:00 UTC (SQL's
     /// `TIMESTAMP WITH TIME ZONE`), shown in the session's zone.
     TimestampTz,
+    /// A span of time as PostgreSQL's `interval`: months, days and
+    /// microseconds kept apart (a month is not a fixed number of days).
+    Interval,
     /// Valid UTF-8 text.
     Text,
 }
@@ -54,7 +57,10 @@ impl DataType {
     /// Whether a column of this type can be a PRIMARY KEY: exact values
     /// with a total order (not DOUBLE: NaN and -0.0; not BOOLEAN).
     pub fn can_be_key(self) -> bool {
-        !matches!(self, DataType::Double | DataType::Boolean)
+        !matches!(
+            self,
+            DataType::Double | DataType::Boolean | DataType::Interval
+        )
     }
 
     /// The Arrow type a column of this type is stored as.
@@ -71,6 +77,7 @@ impl DataType {
             DataType::TimestampTz => {
                 ArrowType::Timestamp(TimeUnit::Microsecond, Some(UTC_ZONE.into()))
             }
+            DataType::Interval => ArrowType::Interval(arrow_schema::IntervalUnit::MonthDayNano),
             DataType::Text => ArrowType::Utf8,
         }
     }
@@ -88,6 +95,7 @@ impl fmt::Display for DataType {
             DataType::Time => f.write_str("TIME"),
             DataType::Timestamp => f.write_str("TIMESTAMP"),
             DataType::TimestampTz => f.write_str("TIMESTAMPTZ"),
+            DataType::Interval => f.write_str("INTERVAL"),
             DataType::Text => f.write_str("TEXT"),
         }
     }
@@ -149,6 +157,7 @@ impl FromStr for DataType {
             "DOUBLE" | "DOUBLE PRECISION" | "FLOAT8" | "FLOAT" => no_args(DataType::Double),
             "DATE" => no_args(DataType::Date),
             "TIME" | "TIME WITHOUT TIME ZONE" => no_args(DataType::Time),
+            "INTERVAL" => no_args(DataType::Interval),
             "TIMESTAMP" | "DATETIME" | "TIMESTAMP WITHOUT TIME ZONE" => {
                 no_args(DataType::Timestamp)
             }
@@ -186,7 +195,7 @@ impl FromStr for DataType {
                 Ok(DataType::Decimal { precision, scale })
             }
             _ => Err(Error::Schema(format!(
-                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIME, TIMESTAMP, TIMESTAMPTZ, TEXT"
+                "unknown type {s:?}; known types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p,s), DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL, TEXT"
             ))),
         }
     }
@@ -244,7 +253,7 @@ impl Schema {
                 }
                 if !c.data_type.can_be_key() {
                     return Err(Error::Schema(format!(
-                        "column {}: a {} column cannot be a key (use BIGINT, INT, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ or DECIMAL)",
+                        "column {}: a {} column cannot be a key (use BIGINT, INT, TEXT, DATE, TIME, TIMESTAMP, TIMESTAMPTZ or DECIMAL)",
                         c.name, c.data_type
                     )));
                 }

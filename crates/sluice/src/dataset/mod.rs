@@ -627,6 +627,20 @@ impl PartFile {
     ) -> Result<PartFile> {
         let file = File::create(path).map_err(|e| Error::io(path, e))?;
         let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        if opts.format == FileFormat::Parquet
+            && let Some(f) = schema
+                .fields()
+                .iter()
+                .find(|f| matches!(f.data_type(), arrow_schema::DataType::Interval(_)))
+        {
+            // Parquet's INTERVAL holds unsigned months, days and
+            // milliseconds: a negative or finer interval would change.
+            let _ = std::fs::remove_file(path);
+            return Err(Error::Unsupported(format!(
+                "column {}: an INTERVAL has no exact Parquet type (Parquet's holds no negative parts nor microseconds); export as CSV or JSON lines (--format csv|jsonl), which write PostgreSQL's text of it",
+                f.name()
+            )));
+        }
         let inner = match opts.format {
             FileFormat::Parquet => Inner::Parquet(Box::new(
                 ArrowWriter::try_new(file, schema.clone(), Some(props))

@@ -287,6 +287,9 @@ pub fn column_type(t: &Arrow) -> Option<DataType> {
         // Seconds, milliseconds, microseconds (nanoseconds when they are
         // whole microseconds: the cast is checked).
         Arrow::Time32(_) | Arrow::Time64(_) => DataType::Time,
+        // Months, days and nanoseconds (whole microseconds: checked), or
+        // Arrow's year-month and day-time intervals.
+        Arrow::Interval(_) => DataType::Interval,
         // Wider decimals (a sum written by an engine is DECIMAL(38,s))
         // become DECIMAL(18,s): a value that does not fit is refused.
         Arrow::Decimal32(p, s)
@@ -311,7 +314,7 @@ fn unsupported(file: &Path, name: &str, t: &Arrow) -> Error {
             "DECIMAL({p},{s}) has a scale sluice's exact decimals (DECIMAL(18,s) at most) cannot hold; give --schema with {name} as DOUBLE or a DECIMAL of smaller scale"
         ),
         _ => format!(
-            "{t} is not a type sluice stores (integers, floats, decimals, text, dates, times, timestamps, booleans); leave the column out with --columns"
+            "{t} is not a type sluice stores (integers, floats, decimals, text, dates, times, timestamps, intervals, booleans); leave the column out with --columns"
         ),
     };
     Error::Input {
@@ -338,6 +341,20 @@ fn cast_checked(
 ) -> std::result::Result<ArrayRef, String> {
     if matches!(to, Arrow::Time64(_)) {
         times_of_day(c)?;
+    }
+    if let Arrow::Interval(arrow_schema::IntervalUnit::MonthDayNano) = c.data_type() {
+        use arrow_array::cast::AsArray;
+        let v = c.as_primitive::<arrow_array::types::IntervalMonthDayNanoType>();
+        if let Some(row) = v
+            .iter()
+            .position(|x| x.is_some_and(|x| x.nanoseconds % 1_000 != 0))
+        {
+            return Err(format!(
+                "the interval of {} ns (row {}) is not whole microseconds",
+                v.value(row).nanoseconds,
+                row + 1
+            ));
+        }
     }
     if c.data_type() == to {
         return Ok(c.clone());

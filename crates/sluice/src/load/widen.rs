@@ -94,6 +94,7 @@ pub fn wider_type(
         DataType::Double
         | DataType::Date
         | DataType::Time
+        | DataType::Interval
         | DataType::Timestamp
         | DataType::TimestampTz
         | DataType::Boolean => {

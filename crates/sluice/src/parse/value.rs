@@ -729,6 +729,16 @@ pub fn parse_time_sql(b: &[u8]) -> Result<i64, String> {
     }
 }
 
+/// Parses an interval (`INTERVAL`) as PostgreSQL reads one (`1 year 2
+/// mons 3 days 04:05:06.5`, `-1.5 hours`, `@ 1 day ago`):
+/// months, days and microseconds kept apart.
+pub fn parse_interval(b: &[u8]) -> Result<arrow_buffer::IntervalMonthDayNano, String> {
+    let s = std::str::from_utf8(trim(b)).map_err(|_| "not an interval".to_string())?;
+    crate::query::interval::parse(s, None)?
+        .to_arrow()
+        .ok_or_else(crate::query::interval::out_of_range)
+}
+
 /// Seconds east of UTC of a fixed zone by name or offset: `UTC`, `GMT`,
 /// `Etc/UTC`, `Z`, `+HH:MM`, `-HH`, ... (an Arrow time zone or a session's
 /// `TimeZone`); `None` for a zone with rules (`Europe/Berlin`).

@@ -108,6 +108,7 @@ pub fn pg_type(t: &DataType) -> (i64, i64, i64, String) {
         ),
         DataType::Date => (1082, -1, 4, "date".into()),
         DataType::Time => (1083, -1, 8, "time without time zone".into()),
+        DataType::Interval => (1186, -1, 16, "interval".into()),
         DataType::Timestamp => (1114, -1, 8, "timestamp without time zone".into()),
         DataType::TimestampTz => (1184, -1, 8, "timestamp with time zone".into()),
         DataType::Text => (25, -1, -1, "text".into()),
@@ -116,7 +117,7 @@ pub fn pg_type(t: &DataType) -> (i64, i64, i64, String) {
 
 /// `pg_type`'s rows: oid, name, length, category, format_type name, the
 /// oid of its array type.
-const TYPES: [(i64, &str, i64, &str, &str, i64); 16] = [
+const TYPES: [(i64, &str, i64, &str, &str, i64); 17] = [
     (16, "bool", 1, "B", "boolean", 1000),
     (18, "char", 1, "Z", "\"char\"", 1002),
     (19, "name", 64, "S", "name", 1003),
@@ -130,6 +131,7 @@ const TYPES: [(i64, &str, i64, &str, &str, i64); 16] = [
     (1043, "varchar", -1, "S", "character varying", 1015),
     (1082, "date", 4, "D", "date", 1182),
     (1083, "time", 8, "D", "time without time zone", 1183),
+    (1186, "interval", 16, "T", "interval", 1187),
     (
         1114,
         "timestamp",
@@ -624,7 +626,10 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             };
             let datetime = match ty {
                 DataType::Date => V::I(0),
-                DataType::Timestamp | DataType::TimestampTz | DataType::Time => V::I(6),
+                DataType::Timestamp
+                | DataType::TimestampTz
+                | DataType::Time
+                | DataType::Interval => V::I(6),
                 _ => V::N,
             };
             let udt = TYPES.iter().find(|x| x.0 == typ).map(|x| x.1).unwrap_or("");

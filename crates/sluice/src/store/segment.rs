@@ -401,6 +401,7 @@ fn buffers_of(t: &arrow_schema::DataType) -> Option<usize> {
         | D::Date64
         | D::Time32(_)
         | D::Time64(_)
+        | D::Interval(_)
         | D::Timestamp(..)
         | D::Decimal32(..)
         | D::Decimal64(..)
