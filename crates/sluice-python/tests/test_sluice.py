@@ -197,6 +197,29 @@ def test_times_of_day_from_text_and_arrow_reach_python_as_times(tmp_path):
     ]
     with pytest.raises(sluice.LoadError, match="would change"):
         db.load("frac", pa.table({"ns": pa.array([1_001], pa.time64("ns"))}))
+    with pytest.raises(sluice.LoadError, match="not a time of day"):
+        db.load("late", pa.table({"t": pa.array([86_401], pa.time32("s"))}))
+
+
+def test_intervals_load_from_text_and_arrow_and_reach_arrow(tmp_path):
+    pa = need("pyarrow")
+    csv = tmp_path / "spans.csv"
+    csv.write_text("id,iv\n1,1 year 2 mons 3 days 04:05:06.5\n2,-1 days +02:00:00\n3,\n")
+    db = sluice.connect(tmp_path / "db")
+    db.load("spans", csv, schema="id BIGINT, iv INTERVAL", progress=False)
+    assert ("iv", "INTERVAL") in db.schema("spans")
+    tbl = db.query("SELECT iv FROM spans ORDER BY id").to_arrow()
+    assert tbl.schema.field("iv").type == pa.month_day_nano_interval()
+    got = [None if v is None else (v.months, v.days, v.nanoseconds) for v in tbl.column("iv").to_pylist()]
+    assert got == [(14, 3, 14_706_500_000_000), (0, -1, 7_200_000_000_000), None]
+    arrow = pa.table({"iv": pa.array([pa.MonthDayNano([1, -2, 3_000]), None], pa.month_day_nano_interval())})
+    db.load("more", arrow)
+    assert db.query("SELECT CAST(iv AS TEXT) AS t FROM more").to_arrow().column("t").to_pylist() == [
+        "1 mon -2 days +00:00:00.000003",
+        None,
+    ]
+    with pytest.raises(sluice.LoadError, match="whole microseconds"):
+        db.load("finer", pa.table({"iv": pa.array([pa.MonthDayNano([0, 0, 1])], pa.month_day_nano_interval())}))
 
 
 def test_deep_or_long_sql_is_an_exception_not_a_crash(tmp_path):

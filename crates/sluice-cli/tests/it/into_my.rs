@@ -306,6 +306,35 @@ fn mariadb_every_type_and_null_round_trips() {
 }
 
 #[test]
+fn mariadb_refuses_an_interval_before_creating_anything() {
+    let Some(my) = My::start("mariadb_refuses_an_interval_before_creating_anything", true) else {
+        return;
+    };
+    let t = Tmp::new();
+    std::fs::write(t.0.join("s.csv"), "id,iv\n1,1 day\n").unwrap();
+    let err = fails(
+        &t.0,
+        &[
+            "load",
+            "--into",
+            &my.url(),
+            "--types",
+            "iv=INTERVAL",
+            "spans",
+            "s.csv",
+        ],
+    );
+    assert!(
+        err.contains("column iv: MariaDB has no INTERVAL type") && err.contains("--types iv=TEXT"),
+        "{err}"
+    );
+    assert_eq!(
+        my.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'spans'"),
+        "0\n"
+    );
+}
+
+#[test]
 fn mariadb_a_crash_between_xa_commits_is_settled_by_the_next_run() {
     let Some(my) = My::start(
         "mariadb_a_crash_between_xa_commits_is_settled_by_the_next_run",

@@ -997,22 +997,38 @@ fn a_table_may_name_its_schema_and_instants_load_as_timestamptz() {
 }
 
 #[test]
-fn times_of_day_load_as_postgresql_time() {
-    let Some(pg) = Pg::start("times_of_day_load_as_postgresql_time") else {
+fn times_and_intervals_load_as_postgresql_time_and_interval() {
+    let Some(pg) = Pg::start("times_and_intervals_load_as_postgresql_time_and_interval") else {
         return;
     };
     let t = Tmp::new();
     t.write(
         "t.csv",
-        b"id,opens\n1,09:30:00\n2,23:59:59.999999\n3,24:00:00\n4,\n5,00:00:00\n",
+        b"id,opens,open_for\n1,09:30:00,1 year 2 mons 3 days 04:05:06.5\n2,23:59:59.999999,-1 days +02:00:00\n3,24:00:00,-00:00:00.000001\n4,,\n5,00:00:00,30 days\n",
     );
-    ok(&t.0, &["load", "-q", "--into", &pg.url(), "shops", "t.csv"]);
+    ok(
+        &t.0,
+        &[
+            "load",
+            "-q",
+            "--into",
+            &pg.url(),
+            "--types",
+            "open_for=INTERVAL",
+            "shops",
+            "t.csv",
+        ],
+    );
     assert_eq!(
         pg.psql(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'shops'::regclass AND attname = 'opens'"
+            "SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'shops'::regclass AND attnum > 1"
         )
         .trim(),
-        "time without time zone"
+        "time without time zone,interval"
+    );
+    assert_eq!(
+        pg.psql("SELECT id, open_for FROM shops ORDER BY id").trim(),
+        "1|1 year 2 mons 3 days 04:05:06.5\n2|-1 days +02:00:00\n3|-00:00:00.000001\n4|<null>\n5|30 days"
     );
     assert_eq!(
         pg.psql("SELECT id, opens FROM shops ORDER BY id").trim(),

@@ -1359,6 +1359,44 @@ async fn times_of_day_are_postgresql_times_in_text_binary_and_the_catalog() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_interval_column_is_a_postgresql_interval() {
+    let dir = sample(1);
+    let db = dir.0.join("db");
+    load_csv(
+        &db,
+        "spans",
+        "id,iv\n1,1 year 2 mons 3 days 04:05:06.5\n2,-1 days +02:00:00\n3,\n",
+        "id INT, iv INTERVAL",
+        None,
+    );
+    let srv = Server::start(&db, |_| {});
+    let c = srv.client().await;
+    let q = "SELECT iv FROM spans ORDER BY id";
+    assert_eq!(
+        simple(&c, q).await,
+        vec![
+            vec![s("1 year 2 mons 3 days 04:05:06.5")],
+            vec![s("-1 days +02:00:00")],
+            vec![None],
+        ]
+    );
+    let rows = c.query(q, &[]).await.unwrap();
+    assert_eq!(rows[0].columns()[0].type_(), &Type::INTERVAL);
+    let mut want = 14_706_500_000i64.to_be_bytes().to_vec();
+    want.extend(3i32.to_be_bytes());
+    want.extend(14i32.to_be_bytes());
+    assert_eq!(rows[0].get::<_, Option<Raw>>(0).map(|r| r.0), Some(want));
+    assert_eq!(
+        simple(
+            &c,
+            "SELECT data_type, datetime_precision FROM information_schema.columns WHERE table_name = 'spans' AND column_name = 'iv'"
+        )
+        .await,
+        vec![vec![s("interval"), s("6")]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_and_offset_take_parameters() {
     let dir = sample(1);
     let srv = Server::start(&dir.0.join("db"), |_| {});

@@ -16,6 +16,7 @@ mod differential_ordered;
 mod differential_pushdown;
 mod differential_windows;
 mod explain_analyze;
+mod intervals;
 mod join_pipeline;
 mod json;
 mod keyed;
