@@ -951,13 +951,19 @@ fn partition_column(f: &ColFile, p: usize, t: &Arrow, n: usize) -> Result<ArrayR
     let (name, value) = &f.parts[p];
     let one: ArrayRef = Arc::new(StringArray::from(vec![value.clone()]));
     // Directory names are text as engines write it ("1.5" for 1.50); a
-    // TIME as sluice reads one (Arrow's cast takes no 24:00:00).
+    // TIME and an INTERVAL as sluice reads one (Arrow's casts take no
+    // 24:00:00, nor PostgreSQL's text of an interval).
     let typed = match t {
         Arrow::Time64(arrow_schema::TimeUnit::Microsecond) => value
             .as_deref()
             .map(|v| crate::parse::value::parse_time(v.as_bytes()))
             .transpose()
             .map(|v| Arc::new(arrow_array::Time64MicrosecondArray::from(vec![v])) as ArrayRef),
+        Arrow::Interval(arrow_schema::IntervalUnit::MonthDayNano) => value
+            .as_deref()
+            .map(|v| crate::parse::value::parse_interval(v.as_bytes()))
+            .transpose()
+            .map(|v| Arc::new(arrow_array::IntervalMonthDayNanoArray::from(vec![v])) as ArrayRef),
         _ => cast_checked(&one, t, false),
     };
     let typed = typed.map_err(|why| Error::Input {

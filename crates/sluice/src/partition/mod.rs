@@ -108,6 +108,20 @@ pub fn shards_of(a: &dyn Array, count: u32) -> Result<Vec<u32>> {
                 .map(|i| shard_of_key(s.value(i).as_bytes(), count))
                 .collect()
         }
+        // An interval by its stored fields (not a key: `1 mon` and
+        // `30 days` may land in two shards, as they are two values).
+        ArrowType::Interval(arrow_schema::IntervalUnit::MonthDayNano) => a
+            .as_primitive::<arrow_array::types::IntervalMonthDayNanoType>()
+            .values()
+            .iter()
+            .map(|v| {
+                let mut b = [0u8; 16];
+                b[..4].copy_from_slice(&v.months.to_be_bytes());
+                b[4..8].copy_from_slice(&v.days.to_be_bytes());
+                b[8..].copy_from_slice(&v.nanoseconds.to_be_bytes());
+                shard_of_key(&b, count)
+            })
+            .collect(),
         ArrowType::Dictionary(_, _) => {
             // Each distinct value once, then by code.
             let d = a.as_dictionary::<Int32Type>();
