@@ -379,6 +379,9 @@ fn cast_checked(
         }
         _ => c.clone(),
     };
+    if let Some(out) = text_as_time_or_interval(&plain, to)? {
+        return Ok(out);
+    }
     let out = cast(&plain, to)?;
     let text = matches!(
         plain.data_type(),
@@ -397,6 +400,52 @@ fn cast_checked(
         return Err(format!("the value {shown} (row {}) would change", row + 1));
     }
     Ok(out)
+}
+
+/// Text as a TIME or an INTERVAL, read as the loader reads a CSV field
+/// of one (PostgreSQL's forms; Arrow's casts take no `24:00:00` nor
+/// PostgreSQL's text of an interval); `None` for other types.
+fn text_as_time_or_interval(
+    plain: &ArrayRef,
+    to: &Arrow,
+) -> std::result::Result<Option<ArrayRef>, String> {
+    use crate::parse::value;
+    use arrow_array::cast::AsArray;
+    if !matches!(
+        to,
+        Arrow::Time64(arrow_schema::TimeUnit::Microsecond)
+            | Arrow::Interval(arrow_schema::IntervalUnit::MonthDayNano)
+    ) || !matches!(
+        plain.data_type(),
+        Arrow::Utf8 | Arrow::LargeUtf8 | Arrow::Utf8View
+    ) {
+        return Ok(None);
+    }
+    let text = arrow_cast::cast(plain, &Arrow::Utf8).map_err(|e| e.to_string())?;
+    let text = text.as_string::<i32>();
+    let bad = |row: usize, why: String| {
+        format!("the value {:?} (row {}) {why}", text.value(row), row + 1)
+    };
+    let out: ArrayRef = if matches!(to, Arrow::Time64(_)) {
+        let v = (0..text.len())
+            .map(|r| {
+                text.is_valid(r)
+                    .then(|| value::parse_time(text.value(r).as_bytes()).map_err(|e| bad(r, e)))
+                    .transpose()
+            })
+            .collect::<std::result::Result<arrow_array::Time64MicrosecondArray, String>>()?;
+        Arc::new(v)
+    } else {
+        let v = (0..text.len())
+            .map(|r| {
+                text.is_valid(r)
+                    .then(|| value::parse_interval(text.value(r).as_bytes()).map_err(|e| bad(r, e)))
+                    .transpose()
+            })
+            .collect::<std::result::Result<arrow_array::IntervalMonthDayNanoArray, String>>()?;
+        Arc::new(v)
+    };
+    Ok(Some(out))
 }
 
 /// Checks that an Arrow time column holds times of day: 0 to 24:00:00
@@ -1553,6 +1602,32 @@ mod tests {
             let e = exact_cast(&bad, &us).unwrap_err();
             assert!(e.contains(row) && e.contains("not a time of day"), "{e}");
         }
+        // Text into a TIME or an INTERVAL is read as the loader reads it.
+        let text: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("24:00:00"),
+            None,
+            Some("9:30"),
+        ]));
+        let t = exact_cast(&text, &us).unwrap();
+        assert_eq!(
+            (0..3)
+                .map(|i| crate::batch::format_value(t.as_ref(), i))
+                .collect::<Vec<_>>(),
+            [Some("24:00:00".into()), None, Some("09:30:00".into())]
+        );
+        let iv = Arrow::Interval(arrow_schema::IntervalUnit::MonthDayNano);
+        let text: ArrayRef = Arc::new(StringArray::from(vec![
+            "1 year 2 mons 3 days 04:05:06.5",
+            "@ 1 day ago",
+        ]));
+        let t = exact_cast(&text, &iv).unwrap();
+        assert_eq!(
+            crate::batch::format_value(t.as_ref(), 1).as_deref(),
+            Some("-1 days")
+        );
+        let text: ArrayRef = Arc::new(StringArray::from(vec!["1 day", "a fortnight"]));
+        let e = exact_cast(&text, &iv).unwrap_err();
+        assert!(e.contains("\"a fortnight\" (row 2)"), "{e}");
         // A dictionary is checked as its values.
         let dict: ArrayRef = Arc::new(
             arrow_array::DictionaryArray::<arrow_array::types::Int32Type>::try_new(

@@ -296,6 +296,13 @@ pub fn parse(text: &str, field: Option<Unit>) -> std::result::Result<Interval, S
     let bad = || format!("invalid input syntax for type interval: \"{text}\"");
     let mut acc = Acc::default();
     let lower = text.trim().to_ascii_lowercase();
+    if let Some(iso) = text.trim().strip_prefix('P') {
+        let mut iv = iso_8601(iso).ok_or_else(bad)?;
+        if let Some(f) = field {
+            iv = restrict(iv, f);
+        }
+        return Ok(iv);
+    }
     let mut words: Vec<&str> = lower.split_ascii_whitespace().collect();
     if words.first() == Some(&"@") {
         words.remove(0);
@@ -350,6 +357,46 @@ pub fn parse(text: &str, field: Option<Unit>) -> std::result::Result<Interval, S
         iv = restrict(iv, f);
     }
     Ok(iv)
+}
+
+/// ISO 8601's interval with designators, after its `P`: `1Y2M3DT4H5M6.5S`,
+/// `2W`, `T1.5S`, `-1D`, upper case as PostgreSQL reads them: each number
+/// signed and fractional (a fraction carried down), a unit given twice
+/// added (`PT1M1M` is two minutes), `T` with nothing after it allowed.
+fn iso_8601(body: &str) -> Option<Interval> {
+    let mut total = Interval::default();
+    let mut time = false;
+    let mut rest = body;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('T') {
+            if time {
+                return None;
+            }
+            time = true;
+            rest = r;
+            continue;
+        }
+        let end = rest.find(|c: char| c.is_ascii_alphabetic())?;
+        let n = Decimal::of(&rest[..end])?;
+        let unit = match (time, rest.as_bytes()[end]) {
+            (false, b'Y') => Unit::Year,
+            (false, b'M') => Unit::Month,
+            (false, b'W') => Unit::Week,
+            (false, b'D') => Unit::Day,
+            (true, b'H') => Unit::Hour,
+            (true, b'M') => Unit::Minute,
+            (true, b'S') => Unit::Second,
+            _ => return None,
+        };
+        let mut one = Acc::default();
+        one.add(n, unit)?;
+        total = total.checked_add(one.finish()?)?;
+        rest = &rest[end + 1..];
+    }
+    Some(total)
 }
 
 /// The fields below `unit` dropped (towards zero), as PostgreSQL's
@@ -1017,6 +1064,33 @@ mod tests {
     }
 
     #[test]
+    fn iso_8601_designators_read_as_postgresql() {
+        // Each answer PostgreSQL 15's.
+        for (input, out) in [
+            ("P1Y2M3DT4H5M6S", "1 year 2 mons 3 days 04:05:06"),
+            ("P1D", "1 day"),
+            ("P0.5M", "15 days"),
+            ("PT1.5S", "00:00:01.5"),
+            ("P2W", "14 days"),
+            ("P-1DT-2H", "-1 days -02:00:00"),
+            ("P1Y-2M", "10 mons"),
+            ("PT36H", "36:00:00"),
+            ("P1.5Y", "1 year 6 mons"),
+            ("PT", "00:00:00"),
+            ("P1DT", "1 day"),
+            ("P1YT", "1 year"),
+            ("PT1M1M", "00:02:00"),
+        ] {
+            assert_eq!(show(input), out, "{input}");
+        }
+        for bad in [
+            "P", "pt1m", "p1d2d", "P1H", "PT1D", "P1d", "P1DT1h", "P1DT2H3", "P1DTT1H",
+        ] {
+            assert!(parse(bad, None).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn reads_and_writes_as_postgresql() {
         // Each pair checked with PostgreSQL 15.
         for (input, out) in [
@@ -1100,7 +1174,8 @@ mod tests {
             "1 day 01:00 02:00",
             "1 hour 01:00",
             "1-2",
-            "P1D",
+            // PostgreSQL reads ISO 8601's alternative form; sluice not yet.
+            "P0001-02-03T04:05:06",
             "-.75 year",
             "5 ms 9:05:08",
             "18 us 7:10:49",
