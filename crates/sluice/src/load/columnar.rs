@@ -423,27 +423,33 @@ fn text_as_time_or_interval(
     }
     let text = arrow_cast::cast(plain, &Arrow::Utf8).map_err(|e| e.to_string())?;
     let text = text.as_string::<i32>();
-    let bad = |row: usize, why: String| {
-        format!("the value {:?} (row {}) {why}", text.value(row), row + 1)
-    };
+    // Each value read by `parse`, NULL kept; an error names the row.
+    fn each<T, C: FromIterator<Option<T>>>(
+        text: &StringArray,
+        parse: impl Fn(&[u8]) -> std::result::Result<T, String>,
+    ) -> std::result::Result<C, String> {
+        (0..text.len())
+            .map(|r| {
+                text.is_valid(r)
+                    .then(|| {
+                        parse(text.value(r).as_bytes()).map_err(|why| {
+                            format!("the value {:?} (row {}) {why}", text.value(r), r + 1)
+                        })
+                    })
+                    .transpose()
+            })
+            .collect()
+    }
     let out: ArrayRef = if matches!(to, Arrow::Time64(_)) {
-        let v = (0..text.len())
-            .map(|r| {
-                text.is_valid(r)
-                    .then(|| value::parse_time(text.value(r).as_bytes()).map_err(|e| bad(r, e)))
-                    .transpose()
-            })
-            .collect::<std::result::Result<arrow_array::Time64MicrosecondArray, String>>()?;
-        Arc::new(v)
+        Arc::new(each::<_, arrow_array::Time64MicrosecondArray>(
+            text,
+            value::parse_time,
+        )?)
     } else {
-        let v = (0..text.len())
-            .map(|r| {
-                text.is_valid(r)
-                    .then(|| value::parse_interval(text.value(r).as_bytes()).map_err(|e| bad(r, e)))
-                    .transpose()
-            })
-            .collect::<std::result::Result<arrow_array::IntervalMonthDayNanoArray, String>>()?;
-        Arc::new(v)
+        Arc::new(each::<_, arrow_array::IntervalMonthDayNanoArray>(
+            text,
+            value::parse_interval,
+        )?)
     };
     Ok(Some(out))
 }

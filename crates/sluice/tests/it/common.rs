@@ -102,6 +102,22 @@ pub fn same_on_every_run(
     first.expect("at least one run")
 }
 
+/// A query's runs on one worker, and on three with morsels of one row
+/// (every row handed out alone): answers must not differ.
+pub fn one_and_many_workers() -> [sluice::query::QueryOptions; 2] {
+    [
+        sluice::query::QueryOptions {
+            threads: Some(1),
+            ..Default::default()
+        },
+        sluice::query::QueryOptions {
+            threads: Some(3),
+            morsel_rows: Some(1),
+            ..Default::default()
+        },
+    ]
+}
+
 /// Every row of a table, formatted.
 pub fn table_rows(db_dir: &Path, table: &str) -> Vec<Vec<Option<String>>> {
     let db = Database::open(db_dir).unwrap();

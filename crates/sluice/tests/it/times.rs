@@ -4,10 +4,12 @@
 
 use sluice::load::{Header, LoadOptions};
 use sluice::query::plan::plan_sql;
-use sluice::query::{QueryOptions, run_plan};
+use sluice::query::run_plan;
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, same_on_every_run, tiny_layout};
+use crate::common::{
+    TempDir, load_bytes, one_and_many_workers, opts, same_on_every_run, tiny_layout,
+};
 
 const CSV: &str = "t,name\n\
 09:30:00,early\n\
@@ -31,18 +33,7 @@ fn keyed(shards: Option<u32>, fine: bool) -> TempDir {
 fn query(dir: &TempDir, sql: &str) -> Vec<String> {
     let db = Database::open(dir.path().join("db")).unwrap();
     let plan = plan_sql(sql, &db).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let runs = [
-        QueryOptions {
-            threads: Some(1),
-            ..Default::default()
-        },
-        QueryOptions {
-            threads: Some(3),
-            morsel_rows: Some(1),
-            ..Default::default()
-        },
-    ];
-    same_on_every_run(sql, &runs, |o| run_plan(&db, &plan, o))
+    same_on_every_run(sql, &one_and_many_workers(), |o| run_plan(&db, &plan, o))
         .into_iter()
         .map(|r| r.join("|"))
         .collect()

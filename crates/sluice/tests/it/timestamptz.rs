@@ -5,10 +5,12 @@
 
 use sluice::batch::Schema;
 use sluice::query::plan::{Catalog, plan_sql};
-use sluice::query::{QueryOptions, run_plan};
+use sluice::query::run_plan;
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, same_on_every_run, tiny_layout};
+use crate::common::{
+    TempDir, load_bytes, one_and_many_workers, opts, same_on_every_run, tiny_layout,
+};
 
 const CSV: &str = "id,t,ts\n\
 1,2024-01-31 23:30:00+00,2024-01-31 23:30:00\n\
@@ -43,17 +45,7 @@ impl Catalog for Session<'_> {
 /// "NULL"; the same for both layouts, at 1 and 3 workers with 1-row
 /// morsels.
 fn rows(dirs: &[TempDir; 2], zone: i64, sql: &str) -> Vec<Vec<String>> {
-    let runs = [
-        QueryOptions {
-            threads: Some(1),
-            ..Default::default()
-        },
-        QueryOptions {
-            threads: Some(3),
-            morsel_rows: Some(1),
-            ..Default::default()
-        },
-    ];
+    let runs = one_and_many_workers();
     let [one_segment, fine] = dirs.each_ref().map(|dir| {
         let db = Database::open(dir.path().join("db")).unwrap();
         let plan = plan_sql(sql, &Session(&db, zone)).unwrap_or_else(|e| panic!("{sql}: {e}"));
