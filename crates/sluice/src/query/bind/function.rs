@@ -8,6 +8,7 @@
 use arrow_schema::DataType as A;
 use sqlparser::ast;
 
+use super::types::literals_as_the_others;
 use super::{Binder, Scope, coerce, common_type, function_name, is_aggregate_name, is_numeric};
 use crate::error::Result;
 use crate::query::expr::{Expr, type_name};
@@ -118,6 +119,8 @@ impl Binder<'_> {
                 if bound.is_empty() {
                     return Err(plan_err("COALESCE needs arguments".into(), e));
                 }
+                let mut types = types.clone();
+                literals_as_the_others(&mut bound, &mut types, e)?;
                 let target = common_type(&types).ok_or_else(|| {
                     plan_err("COALESCE arguments have incompatible types".into(), e)
                 })?;
@@ -879,6 +882,10 @@ fn unknown_literals(
     mut types: Vec<A>,
     e: &ast::Expr,
 ) -> Result<(Vec<Expr>, Vec<A>)> {
+    if matches!(func, Func::Greatest | Func::Least) {
+        literals_as_the_others(&mut bound, &mut types, e)?;
+        return Ok((bound, types));
+    }
     let quoted = |x: &Expr| matches!(x, Expr::Literal(a) if a.data_type() == &A::Utf8);
     let others: Vec<A> = types
         .iter()
@@ -892,12 +899,11 @@ fn unknown_literals(
             continue;
         }
         let want = match func {
-            Func::Greatest | Func::Least | Func::Mod => match common_type(&others) {
+            Func::Mod => match common_type(&others) {
                 Some(t) if t != A::Null && t != A::Utf8 => t,
-                // Every argument a quoted literal: MOD of numbers (as
-                // PostgreSQL resolves it), GREATEST of texts.
-                _ if func == Func::Mod => A::Int64,
-                _ => continue,
+                // Every argument a quoted literal: MOD of numbers, as
+                // PostgreSQL resolves it.
+                _ => A::Int64,
             },
             Func::Round | Func::Trunc if n == 2 => {
                 if i == 0 {

@@ -25,7 +25,9 @@ use super::interval::{self, Interval};
 use super::sql::{Text, at, plan_err, unsupported};
 use crate::error::{Error, Result};
 pub use types::common_type;
-use types::{check_cast, decimal_of, decimal_precision, lit, literal, sql_type};
+use types::{
+    check_cast, decimal_of, decimal_precision, lit, literal, literals_as_the_others, sql_type,
+};
 pub(crate) use types::{coerce, is_numeric};
 
 /// Whether a function name (lower case) is an aggregate's.
@@ -1632,7 +1634,8 @@ impl<'c> Binder<'c> {
             None => lit(new_null_array(&A::Null, 1)),
         };
         results.push(otherwise);
-        let types: Vec<A> = results.iter().map(|r| self.ty(r, scope)).collect();
+        let mut types: Vec<A> = results.iter().map(|r| self.ty(r, scope)).collect();
+        literals_as_the_others(&mut results, &mut types, e)?;
         let target = common_type(&types).ok_or_else(|| {
             plan_err(
                 format!(

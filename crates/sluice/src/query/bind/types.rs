@@ -64,6 +64,39 @@ pub fn common_type(types: &[A]) -> Option<A> {
     Some(acc)
 }
 
+/// Values that meet in one type (CASE's results, COALESCE's, GREATEST's
+/// and LEAST's arguments): a quoted literal among values of one other
+/// type is read as that type, as PostgreSQL reads an unknown-typed
+/// literal (`CASE … THEN TIME '12:00' ELSE '13:00' END`, `COALESCE(d,
+/// '2024-01-01')`). `types` are updated; a literal that is not a value
+/// of the type is an error.
+pub(crate) fn literals_as_the_others(
+    exprs: &mut [Expr],
+    types: &mut [A],
+    node: &ast::Expr,
+) -> Result<()> {
+    let quoted = |e: &Expr| matches!(e, Expr::Literal(a) if a.data_type() == &A::Utf8);
+    let others: Vec<A> = exprs
+        .iter()
+        .zip(types.iter())
+        .filter(|(e, _)| !quoted(e))
+        .map(|(_, t)| t.clone())
+        .collect();
+    let Some(to) = common_type(&others).filter(|t| !matches!(t, A::Null | A::Utf8)) else {
+        return Ok(());
+    };
+    for (e, t) in exprs.iter_mut().zip(types.iter_mut()) {
+        if let Expr::Literal(a) = e
+            && a.data_type() == &A::Utf8
+        {
+            let read = cast(a, &to).map_err(|er| plan_err(er.to_string(), node))?;
+            *e = lit(read);
+            *t = to.clone();
+        }
+    }
+    Ok(())
+}
+
 /// Wraps `e` (of type `from`) in a cast to `to` when they differ; literals
 /// are cast at once.
 pub(crate) fn coerce(e: Expr, from: &A, to: &A) -> Expr {
