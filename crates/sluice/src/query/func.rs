@@ -104,6 +104,11 @@ pub enum Func {
     DatePart,
     /// `make_date(year, month, day)`.
     MakeDate,
+    /// `make_time(hour, min, sec)`: BIGINT, BIGINT, DOUBLE.
+    MakeTime,
+    /// `make_interval(years, months, weeks, days, hours, mins, secs)`:
+    /// six BIGINTs and a DOUBLE (named arguments ordered by the binder).
+    MakeInterval,
     /// `date + n` (n a BIGINT of days; `date - n` adds -n).
     DatePlusDays,
     /// `date - date`: the days between, a BIGINT.
@@ -222,6 +227,8 @@ impl Func {
             Func::DateTrunc => "DATE_TRUNC",
             Func::DatePart => "DATE_PART",
             Func::MakeDate => "MAKE_DATE",
+            Func::MakeTime => "MAKE_TIME",
+            Func::MakeInterval => "MAKE_INTERVAL",
             Func::DatePlusDays => "+",
             Func::DateMinusDate => "-",
             Func::Interval(op) => op.name(),
@@ -272,6 +279,8 @@ pub fn eval(f: Func, args: &[ArrayRef], rows: usize, ty: &A) -> Result<ArrayRef>
     match f {
         Func::DateTrunc | Func::DatePart => return dates::of_unit(f, args, ty),
         Func::MakeDate => return dates::make_date(args),
+        Func::MakeTime => return dates::make_time(args),
+        Func::MakeInterval => return dates::make_interval(args),
         Func::DatePlusDays | Func::DateMinusDate => return dates::day_arithmetic(f, args),
         Func::Interval(op) => return super::interval::eval(op, args, ty),
         Func::ToChar => return to_char(args, rows),
@@ -1399,6 +1408,83 @@ mod dates {
             })
             .collect::<Result<_>>()?;
         Ok(Arc::new(out))
+    }
+
+    /// Seconds as whole microseconds, rounded as PostgreSQL's `rint`
+    /// (half to even); `None` when not finite or too large.
+    fn micros_of_seconds(secs: f64) -> Option<i64> {
+        let us = (secs * 1e6).round_ties_even();
+        (us.is_finite() && us.abs() < 9.2e18).then_some(us as i64)
+    }
+
+    /// MAKE_TIME(hour, min, sec), PostgreSQL's: up to 24:00:00, else
+    /// 22008 naming the fields.
+    pub(super) fn make_time(args: &[ArrayRef]) -> Result<ArrayRef> {
+        let (h, m) = (
+            args[0].as_primitive::<Int64Type>(),
+            args[1].as_primitive::<Int64Type>(),
+        );
+        let s = args[2].as_primitive::<arrow_array::types::Float64Type>();
+        let out: arrow_array::Time64MicrosecondArray = (0..h.len())
+            .map(|r| {
+                if h.is_null(r) || m.is_null(r) || s.is_null(r) {
+                    return Ok(None);
+                }
+                let (hv, mv, sv) = (h.value(r), m.value(r), s.value(r));
+                let us = micros_of_seconds(sv).filter(|_| {
+                    (0..=24).contains(&hv) && (0..60).contains(&mv) && (0.0..=60.0).contains(&sv)
+                });
+                us.map(|us| (hv * 60 + mv) * 60_000_000 + us)
+                    .filter(|&t| (0..=DAY).contains(&t))
+                    .map(Some)
+                    .ok_or_else(|| {
+                        bad(
+                            "22008",
+                            format!("time field value out of range: {hv}:{mv:02}:{sv:02}"),
+                        )
+                    })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Arc::new(out))
+    }
+
+    /// MAKE_INTERVAL(years, months, weeks, days, hours, mins, secs),
+    /// PostgreSQL's: months and days summed apart from the time.
+    pub(super) fn make_interval(args: &[ArrayRef]) -> Result<ArrayRef> {
+        let ints: Vec<&arrow_array::Int64Array> = (0..6)
+            .map(|i| args[i].as_primitive::<Int64Type>())
+            .collect();
+        let secs = args[6].as_primitive::<arrow_array::types::Float64Type>();
+        let range = || bad("22008", "interval out of range");
+        let values = (0..secs.len())
+            .map(|r| {
+                if secs.is_null(r) || ints.iter().any(|a| a.is_null(r)) {
+                    return Ok(None);
+                }
+                let v: Vec<i64> = ints.iter().map(|a| a.value(r)).collect();
+                let months = v[0].checked_mul(12).and_then(|y| y.checked_add(v[1]));
+                let days = v[2].checked_mul(7).and_then(|w| w.checked_add(v[3]));
+                let micros = v[4]
+                    .checked_mul(3_600_000_000)
+                    .and_then(|h| h.checked_add(v[5].checked_mul(60_000_000)?))
+                    .and_then(|t| t.checked_add(micros_of_seconds(secs.value(r))?));
+                match (
+                    months.and_then(|m| i32::try_from(m).ok()),
+                    days.and_then(|d| i32::try_from(d).ok()),
+                    micros,
+                ) {
+                    (Some(months), Some(days), Some(micros)) => {
+                        Ok(Some(crate::query::interval::Interval {
+                            months,
+                            days,
+                            micros,
+                        }))
+                    }
+                    _ => Err(range()),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        crate::query::interval::array(values)
     }
 
     /// MAKE_DATE(year, month, day) of BIGINTs.

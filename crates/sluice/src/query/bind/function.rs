@@ -282,7 +282,8 @@ impl Binder<'_> {
         }
     }
 
-    /// `now()`, `current_timestamp`, `localtimestamp`, `current_date` as
+    /// `now()`, `current_timestamp`, `localtimestamp`, `current_date`,
+    /// `localtime` as
     /// literals of the time the statement is bound (in the session's zone);
     /// `None` for another name.
     fn clock(&self, name: &str) -> Option<Expr> {
@@ -310,6 +311,11 @@ impl Binder<'_> {
             }
             "current_date" => Arc::new(arrow_array::Date32Array::from(vec![
                 local(instant()).div_euclid(86_400_000_000) as i32,
+            ])),
+            // The session's time of day (`current_time` is PostgreSQL's
+            // time with time zone, a type sluice has not).
+            "localtime" => Arc::new(arrow_array::Time64MicrosecondArray::from(vec![
+                local(instant()).rem_euclid(86_400_000_000),
             ])),
             _ => return None,
         }))
@@ -450,6 +456,23 @@ impl Binder<'_> {
                 count(3, 3)?;
                 (0..3).try_for_each(int_arg)?;
                 (vec![A::Int64; 3], A::Date32)
+            }
+            Func::MakeTime => {
+                count(3, 3)?;
+                (0..2).try_for_each(int_arg)?;
+                num_arg(2)?;
+                (
+                    vec![A::Int64, A::Int64, A::Float64],
+                    A::Time64(arrow_schema::TimeUnit::Microsecond),
+                )
+            }
+            Func::MakeInterval => {
+                count(7, 7)?;
+                (0..6).try_for_each(int_arg)?;
+                num_arg(6)?;
+                let mut t = vec![A::Int64; 6];
+                t.push(A::Float64);
+                (t, crate::query::interval::TYPE)
             }
             Func::Concat => {
                 count(2, 2)?;
@@ -787,6 +810,9 @@ impl Binder<'_> {
                 if !list.clauses.is_empty() {
                     return Err(unsupported("function argument clauses", node));
                 }
+                if function_name(f).eq_ignore_ascii_case("make_interval") {
+                    return make_interval_args(&list.args, node);
+                }
                 list.args
                     .iter()
                     .map(|a| match a {
@@ -797,6 +823,68 @@ impl Binder<'_> {
             }
         }
     }
+}
+
+/// `make_interval`'s arguments in its order (years, months, weeks, days,
+/// hours, mins, secs): given by position, then by name
+/// (`make_interval(days => 10)`), the rest 0, as PostgreSQL's defaults.
+fn make_interval_args(args: &[ast::FunctionArg], node: &ast::Expr) -> Result<Vec<ast::Expr>> {
+    const NAMES: [&str; 7] = ["years", "months", "weeks", "days", "hours", "mins", "secs"];
+    let mut slots: [Option<ast::Expr>; 7] = Default::default();
+    let mut named = false;
+    for (i, a) in args.iter().enumerate() {
+        let (slot, x) = match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if !named => (i, x),
+            ast::FunctionArg::Named {
+                name,
+                arg: ast::FunctionArgExpr::Expr(x),
+                ..
+            } => {
+                named = true;
+                let at = NAMES
+                    .iter()
+                    .position(|n| n.eq_ignore_ascii_case(&name.value))
+                    .ok_or_else(|| {
+                        plan_err(
+                            format!(
+                                "make_interval has no argument {} (its arguments: {})",
+                                name.value,
+                                NAMES.join(", ")
+                            ),
+                            node,
+                        )
+                    })?;
+                (at, x)
+            }
+            ast::FunctionArg::Unnamed(_) => {
+                return Err(plan_err(
+                    "a positional argument cannot follow a named one".into(),
+                    node,
+                ));
+            }
+            _ => return Err(unsupported("this function argument", node)),
+        };
+        let Some(s) = slots.get_mut(slot) else {
+            return Err(plan_err(
+                "make_interval takes at most 7 arguments".into(),
+                node,
+            ));
+        };
+        if s.replace(x.clone()).is_some() {
+            return Err(plan_err(
+                format!("make_interval's argument {} is given twice", NAMES[slot]),
+                node,
+            ));
+        }
+    }
+    Ok(slots
+        .into_iter()
+        .map(|s| {
+            s.unwrap_or_else(|| {
+                ast::Expr::Value(ast::Value::Number("0".into(), false).with_empty_span())
+            })
+        })
+        .collect())
 }
 
 /// The function of [`crate::query::func`] a name calls.
@@ -839,6 +927,8 @@ fn func_of(name: &str) -> Option<Func> {
         "date_trunc" => Func::DateTrunc,
         "date_part" => Func::DatePart,
         "make_date" => Func::MakeDate,
+        "make_time" => Func::MakeTime,
+        "make_interval" => Func::MakeInterval,
         _ => return None,
     })
 }
@@ -929,6 +1019,9 @@ fn unknown_literals(
             Func::Left | Func::Right | Func::Repeat | Func::Lpad | Func::Rpad if i == 1 => A::Int64,
             Func::SplitPart if i == 2 => A::Int64,
             Func::MakeDate => A::Int64,
+            Func::MakeTime if i == 2 => A::Float64,
+            Func::MakeInterval if i == 6 => A::Float64,
+            Func::MakeTime | Func::MakeInterval => A::Int64,
             _ => continue,
         };
         let Expr::Literal(a) = &bound[i] else {
