@@ -536,11 +536,22 @@ fn parser_message(m: &str) -> String {
 }
 
 /// The SQL text a statement was parsed from, to find where the keywords
-/// that the syntax tree keeps no place for are (`INSERT`, `UNION`, `TOP`).
+/// that the syntax tree keeps no place for are (`INSERT`, `UNION`, `TOP`),
+/// and the statement's time: microseconds since 1970-01-01 UTC when it
+/// was planned, what `now()`, `localtime`, `current_date`, … all give
+/// (PostgreSQL's statement time: `now() = current_timestamp` is true).
 #[derive(Clone, Copy)]
-pub(crate) struct Text<'a>(pub(crate) &'a str);
+pub(crate) struct Text<'a>(pub(crate) &'a str, pub(crate) i64);
 
-impl Text<'_> {
+impl<'a> Text<'a> {
+    /// `sql`, its statement's time the clock's now.
+    pub(crate) fn new(sql: &'a str) -> Text<'a> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        Text(sql, now)
+    }
+
     /// ` at line L, column C` of the first word among `words` (any word when
     /// empty) at or after `from`; empty when there is none.
     pub(crate) fn word_at(self, from: sqlparser::tokenizer::Location, words: &[&str]) -> String {

@@ -120,7 +120,8 @@ impl Binder<'_> {
                     return Err(plan_err("COALESCE needs arguments".into(), e));
                 }
                 let mut types = types.clone();
-                literals_as_the_others(&mut bound, &mut types, e)?;
+                let written: Vec<Option<&ast::Expr>> = args.iter().map(Some).collect();
+                literals_as_the_others(&mut bound, &mut types, &written, e)?;
                 let target = common_type(&types).ok_or_else(|| {
                     plan_err("COALESCE arguments have incompatible types".into(), e)
                 })?;
@@ -288,11 +289,9 @@ impl Binder<'_> {
     /// `None` for another name.
     fn clock(&self, name: &str) -> Option<Expr> {
         use std::sync::Arc;
-        let instant = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as i64)
-        };
+        // One time for the whole statement (see `Text`).
+        let now = self.text.1;
+        let instant = || now;
         let A::Timestamp(_, zone) = &self.tz else {
             return None;
         };
@@ -973,7 +972,21 @@ fn unknown_literals(
     e: &ast::Expr,
 ) -> Result<(Vec<Expr>, Vec<A>)> {
     if matches!(func, Func::Greatest | Func::Least) {
-        literals_as_the_others(&mut bound, &mut types, e)?;
+        let written: Vec<Option<&ast::Expr>> = match e {
+            ast::Expr::Function(f) => match &f.args {
+                ast::FunctionArguments::List(l) => l
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Some(x),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        literals_as_the_others(&mut bound, &mut types, &written, e)?;
         return Ok((bound, types));
     }
     let quoted = |x: &Expr| matches!(x, Expr::Literal(a) if a.data_type() == &A::Utf8);

@@ -1635,7 +1635,12 @@ impl<'c> Binder<'c> {
         };
         results.push(otherwise);
         let mut types: Vec<A> = results.iter().map(|r| self.ty(r, scope)).collect();
-        literals_as_the_others(&mut results, &mut types, e)?;
+        let written: Vec<Option<&ast::Expr>> = conditions
+            .iter()
+            .map(|cw| Some(&cw.result))
+            .chain([else_result])
+            .collect();
+        literals_as_the_others(&mut results, &mut types, &written, e)?;
         let target = common_type(&types).ok_or_else(|| {
             plan_err(
                 format!(
@@ -2458,7 +2463,7 @@ mod tests {
 
     fn bind_row(e: &str) -> Result<Expr> {
         let cols = columns();
-        let b = Binder::new(Some("t".into()), None, &cols, Text(""));
+        let b = Binder::new(Some("t".into()), None, &cols, Text::new(""));
         b.bind(&sql(e), &mut Scope::Row { clause: "WHERE" })
     }
 
@@ -2513,7 +2518,7 @@ mod tests {
     #[test]
     fn after_group_by_aggregates_and_keys_go_to_the_grouping() {
         let cols = columns();
-        let b = Binder::new(Some("t".into()), None, &cols, Text(""));
+        let b = Binder::new(Some("t".into()), None, &cols, Text::new(""));
         let mut g = ByA(Vec::new());
         let e = b
             .bind(&sql("a + count(*)"), &mut Scope::Grouped(&mut g))

@@ -69,32 +69,57 @@ pub fn common_type(types: &[A]) -> Option<A> {
 /// type is read as that type, as PostgreSQL reads an unknown-typed
 /// literal (`CASE … THEN TIME '12:00' ELSE '13:00' END`, `COALESCE(d,
 /// '2024-01-01')`). `types` are updated; a literal that is not a value
-/// of the type is an error.
+/// of the type is an error. `written` are the expressions as written:
+/// only a quoted string is unknown-typed (`CAST('7' AS TEXT)` is text).
 pub(crate) fn literals_as_the_others(
     exprs: &mut [Expr],
     types: &mut [A],
+    written: &[Option<&ast::Expr>],
     node: &ast::Expr,
 ) -> Result<()> {
-    let quoted = |e: &Expr| matches!(e, Expr::Literal(a) if a.data_type() == &A::Utf8);
-    let others: Vec<A> = exprs
+    let unknown: Vec<bool> = exprs
         .iter()
-        .zip(types.iter())
-        .filter(|(e, _)| !quoted(e))
-        .map(|(_, t)| t.clone())
+        .enumerate()
+        .map(|(i, e)| {
+            matches!(e, Expr::Literal(a) if a.data_type() == &A::Utf8)
+                && written.get(i).copied().flatten().is_some_and(quoted_string)
+        })
+        .collect();
+    let others: Vec<A> = types
+        .iter()
+        .zip(&unknown)
+        .filter(|(_, u)| !**u)
+        .map(|(t, _)| t.clone())
         .collect();
     let Some(to) = common_type(&others).filter(|t| !matches!(t, A::Null | A::Utf8)) else {
         return Ok(());
     };
-    for (e, t) in exprs.iter_mut().zip(types.iter_mut()) {
-        if let Expr::Literal(a) = e
-            && a.data_type() == &A::Utf8
-        {
-            let read = cast(a, &to).map_err(|er| plan_err(er.to_string(), node))?;
+    for ((e, t), u) in exprs.iter_mut().zip(types.iter_mut()).zip(unknown) {
+        if let (Expr::Literal(a), true) = (&*e, u) {
+            // A decimal keeps the literal's places (`'7.555'` among
+            // DECIMAL(10,2)s is 7.555, the result's scale 3).
+            let want = super::unknown_as(a, &to);
+            let read = cast(a, &want).map_err(|er| plan_err(er.to_string(), node))?;
             *e = lit(read);
-            *t = to.clone();
+            *t = want;
         }
     }
     Ok(())
+}
+
+/// Whether `x` is a quoted string as written (in parentheses too): a
+/// literal of PostgreSQL's unknown type.
+pub(crate) fn quoted_string(x: &ast::Expr) -> bool {
+    match x {
+        ast::Expr::Nested(inner) => quoted_string(inner),
+        ast::Expr::Value(v) => matches!(
+            v.value,
+            ast::Value::SingleQuotedString(_)
+                | ast::Value::EscapedStringLiteral(_)
+                | ast::Value::DollarQuotedString(_)
+        ),
+        _ => false,
+    }
 }
 
 /// Wraps `e` (of type `from`) in a cast to `to` when they differ; literals

@@ -164,7 +164,7 @@ pub trait Catalog: Sync {
 
 /// Plans a statement.
 pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
-    plan_in(stmt, catalog, Text(""))
+    plan_in(stmt, catalog, Text::new(""))
 }
 
 /// Parses and plans one statement; errors about keywords say where they
@@ -192,13 +192,13 @@ pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
                 db: cat.db(),
                 outer: catalog,
             };
-            let p = plan_in(&stmt, &over, Text(sql))?;
+            let p = plan_in(&stmt, &over, Text::new(sql))?;
             return Ok(Plan {
                 catalog: Some(cat),
                 ..p
             });
         }
-        plan_in(&stmt, catalog, Text(sql))
+        plan_in(&stmt, catalog, Text::new(sql))
     };
     let p = if depth > INLINE_DEPTH {
         super::on_own_stack("sluice-plan", DEEP_STACK, plan)?
