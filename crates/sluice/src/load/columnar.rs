@@ -1006,21 +1006,9 @@ fn partition_column(f: &ColFile, p: usize, t: &Arrow, n: usize) -> Result<ArrayR
     let (name, value) = &f.parts[p];
     let one: ArrayRef = Arc::new(StringArray::from(vec![value.clone()]));
     // Directory names are text as engines write it ("1.5" for 1.50); a
-    // TIME and an INTERVAL as sluice reads one (Arrow's casts take no
-    // 24:00:00, nor PostgreSQL's text of an interval).
-    let typed = match t {
-        Arrow::Time64(arrow_schema::TimeUnit::Microsecond) => value
-            .as_deref()
-            .map(|v| crate::parse::value::parse_time(v.as_bytes()))
-            .transpose()
-            .map(|v| Arc::new(arrow_array::Time64MicrosecondArray::from(vec![v])) as ArrayRef),
-        Arrow::Interval(arrow_schema::IntervalUnit::MonthDayNano) => value
-            .as_deref()
-            .map(|v| crate::parse::value::parse_interval(v.as_bytes()))
-            .transpose()
-            .map(|v| Arc::new(arrow_array::IntervalMonthDayNanoArray::from(vec![v])) as ArrayRef),
-        _ => cast_checked(&one, t, false),
-    };
+    // TIME or an INTERVAL is read as the loader reads one (see
+    // `cast_checked`).
+    let typed = cast_checked(&one, t, false);
     let typed = typed.map_err(|why| Error::Input {
         path: f.path.display().to_string(),
         message: format!(
