@@ -1156,8 +1156,7 @@ impl Engine {
         if held.failed() && !session::ends_block(sql) {
             // A statement written wrong says so first, as PostgreSQL's
             // parser does before it looks at the block.
-            let db = self.snapshot()?;
-            if let Some(Err(f)) = session::answer(sql, client.metadata(), &db)
+            if let Some(Err(f)) = session::answer(sql, client.metadata())
                 && f.code == "42601"
             {
                 return Err(f);
@@ -1171,7 +1170,7 @@ impl Engine {
         }
         let query = session::is_query(sql);
         let db = self.snapshot_for(client.metadata(), &held, query)?;
-        if let Some(a) = session::answer(sql, client.metadata(), &db) {
+        if let Some(a) = session::answer(sql, client.metadata()) {
             return Ok(match a? {
                 Answer::Begin(level) => {
                     if !session::in_block(client.metadata()) {
@@ -1303,7 +1302,7 @@ impl Engine {
                 }
                 cursors.check_new(&name)?;
                 let db = self.snapshot_for(client.metadata(), held, true)?;
-                let (schema, batches) = match session::answer(&query, client.metadata(), &db) {
+                let (schema, batches) = match session::answer(&query, client.metadata()) {
                     Some(a) => match a? {
                         Answer::Rows(b) => (b.schema(), vec![b]),
                         _ => {
@@ -1535,7 +1534,7 @@ impl Parser {
         types: &[Option<Type>],
     ) -> Result<Prepared, Failure> {
         let db = self.engine.snapshot()?;
-        if let Some(a) = session::answer(sql, settings, &db) {
+        if let Some(a) = session::answer(sql, settings) {
             return Ok(Prepared {
                 sql: sql.to_string(),
                 params: Params::default(),

@@ -18,8 +18,13 @@
 //! `pg_get_indexdef`, `'name'::regclass`, `'name'::regtype`,
 //! `to_regtype`, an oid cast to regclass or regtype and then to text (the
 //! name), `current_schemas(b)[i]`, `pg_get_userbyid`, `obj_description`,
-//! `col_description`, `current_setting` of the fixed settings, and
-//! `pg_catalog.` in front of any function.
+//! `col_description`, `current_setting` of the fixed settings, the sizes
+//! (`pg_table_size`, ...), `array_to_string` of the always NULL array
+//! columns ([`known_array`]), `pg_catalog.` in front of any function and
+//! type. A regclass or regtype select item is the name, as PostgreSQL
+//! writes those types. A SELECT that reads one of the [`EMPTY`] tables so
+//! that it has no rows is written as a SELECT of no rows ([`Empties`]):
+//! psql's describe queries read them in expressions of arrays.
 //!
 //! `pg_index.indkey` (an `int2vector` in PostgreSQL) is the key column's
 //! number: every index sluice has is a primary key of one column, so the
@@ -176,7 +181,7 @@ fn opclass(t: &DataType) -> i64 {
 }
 
 /// The catalog tables' definitions (rows are filled in by [`tables`]).
-const DEFS: [(&str, &str, i64, &str); 21] = [
+const DEFS: [(&str, &str, i64, &str); 28] = [
     (
         "pg_catalog",
         "pg_namespace",
@@ -193,7 +198,8 @@ const DEFS: [(&str, &str, i64, &str); 21] = [
          relisshared BOOLEAN, relpersistence TEXT, relkind TEXT, relnatts INT, \
          relchecks INT, relhasrules BOOLEAN, relhastriggers BOOLEAN, relhassubclass BOOLEAN, \
          relrowsecurity BOOLEAN, relforcerowsecurity BOOLEAN, relispopulated BOOLEAN, \
-         relreplident TEXT, relispartition BOOLEAN, relrewrite BIGINT, reloptions TEXT",
+         relreplident TEXT, relispartition BOOLEAN, relrewrite BIGINT, reloptions TEXT, \
+         relpartbound TEXT, relacl TEXT",
     ),
     (
         "pg_catalog",
@@ -202,7 +208,8 @@ const DEFS: [(&str, &str, i64, &str); 21] = [
         "attrelid BIGINT, attname TEXT, atttypid BIGINT, attlen INT, attnum INT, \
          atttypmod INT, attndims INT, attnotnull BOOLEAN, atthasdef BOOLEAN, \
          atthasmissing BOOLEAN, attidentity TEXT, attgenerated TEXT, attisdropped BOOLEAN, \
-         attislocal BOOLEAN, attinhcount INT, attcollation BIGINT",
+         attislocal BOOLEAN, attinhcount INT, attcollation BIGINT, attstorage TEXT, \
+         attcompression TEXT, attstattarget INT, attoptions TEXT, attacl TEXT",
     ),
     (
         "pg_catalog",
@@ -260,7 +267,7 @@ const DEFS: [(&str, &str, i64, &str); 21] = [
         1262,
         "oid BIGINT, datname TEXT, datdba BIGINT, encoding INT, datlocprovider TEXT, \
          datistemplate BOOLEAN, datallowconn BOOLEAN, datconnlimit INT, \
-         dattablespace BIGINT, datcollate TEXT, datctype TEXT",
+         dattablespace BIGINT, datcollate TEXT, datctype TEXT, daticulocale TEXT, datacl TEXT",
     ),
     (
         "pg_catalog",
@@ -301,6 +308,58 @@ const DEFS: [(&str, &str, i64, &str); 21] = [
         2224,
         "seqrelid BIGINT, seqtypid BIGINT, seqstart BIGINT, seqincrement BIGINT, \
          seqmax BIGINT, seqmin BIGINT, seqcache BIGINT, seqcycle BOOLEAN",
+    ),
+    // Catalogs of objects sluice has none of (row security policies,
+    // extended statistics, publications, triggers, rules): always empty.
+    (
+        "pg_catalog",
+        "pg_policy",
+        3256,
+        "oid BIGINT, polname TEXT, polrelid BIGINT, polcmd TEXT, polpermissive BOOLEAN, \
+         polroles TEXT, polqual TEXT, polwithcheck TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_statistic_ext",
+        3381,
+        "oid BIGINT, stxrelid BIGINT, stxname TEXT, stxnamespace BIGINT, stxowner BIGINT, \
+         stxstattarget INT, stxkeys TEXT, stxkind TEXT, stxexprs TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_publication",
+        6104,
+        "oid BIGINT, pubname TEXT, pubowner BIGINT, puballtables BOOLEAN, \
+         pubinsert BOOLEAN, pubupdate BOOLEAN, pubdelete BOOLEAN, pubtruncate BOOLEAN, \
+         pubviaroot BOOLEAN",
+    ),
+    (
+        "pg_catalog",
+        "pg_publication_namespace",
+        6237,
+        "oid BIGINT, pnpubid BIGINT, pnnspid BIGINT",
+    ),
+    (
+        "pg_catalog",
+        "pg_publication_rel",
+        6106,
+        "oid BIGINT, prpubid BIGINT, prrelid BIGINT, prqual TEXT, prattrs TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_trigger",
+        2620,
+        "oid BIGINT, tgrelid BIGINT, tgparentid BIGINT, tgname TEXT, tgfoid BIGINT, \
+         tgtype INT, tgenabled TEXT, tgisinternal BOOLEAN, tgconstrrelid BIGINT, \
+         tgconstrindid BIGINT, tgconstraint BIGINT, tgdeferrable BOOLEAN, \
+         tginitdeferred BOOLEAN, tgnargs INT",
+    ),
+    (
+        "pg_catalog",
+        "pg_rewrite",
+        2618,
+        "oid BIGINT, rulename TEXT, ev_class BIGINT, ev_type TEXT, ev_enabled TEXT, \
+         is_instead BOOLEAN, ev_qual TEXT, ev_action TEXT",
     ),
     (
         "information_schema",
@@ -480,6 +539,17 @@ fn attribute(rel: i64, name: &str, ty: &DataType, num: i64, not_null: bool, def:
         V::B(true),
         V::I(0),
         V::I(collation),
+        // How PostgreSQL would store a value of the type: plain when of a
+        // fixed length, `main` a numeric, `extended` text.
+        t(match ty {
+            DataType::Text => "x",
+            DataType::Decimal { .. } => "m",
+            _ => "p",
+        }),
+        t(""),
+        V::I(-1),
+        V::N,
+        V::N,
     ]
 }
 
@@ -565,6 +635,8 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
                 t(if kind == "i" { "n" } else { "d" }),
                 V::B(false),
                 V::I(0),
+                V::N,
+                V::N,
                 V::N,
             ]
         };
@@ -749,6 +821,8 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             V::I(1663),
             t("C.UTF-8"),
             t("C.UTF-8"),
+            V::N,
+            V::N,
         ],
     );
     for (oid, name, family, ty) in OPCLASSES {
@@ -883,6 +957,9 @@ pub struct CatalogDb {
     /// (constraint oid, index oid, `PRIMARY KEY (c)`, the index's
     /// `CREATE UNIQUE INDEX …` without and with `pretty`, its column).
     keys: Vec<KeyDef>,
+    /// Bytes on disk of each user table: its oid, its segments', its key
+    /// index's oid (when keyed) and the index's runs'.
+    sizes: Vec<(i64, u64, Option<i64>, u64)>,
 }
 
 struct KeyDef {
@@ -935,9 +1012,17 @@ impl CatalogDb {
         let _ = std::fs::remove_dir_all(&dir);
         let mut oids = BTreeMap::new();
         let mut keys = Vec::new();
+        let mut sizes = Vec::new();
         let m = db.manifest();
         let n = m.tables.len() as i64;
-        for (i, name) in m.tables.keys().enumerate() {
+        for (i, (name, meta)) in m.tables.iter().enumerate() {
+            let keyed = meta.schema.columns.iter().any(|c| c.primary_key);
+            sizes.push((
+                FIRST_OID + i as i64,
+                meta.segments.iter().map(|s| s.bytes).sum(),
+                keyed.then_some(FIRST_OID + n + i as i64),
+                meta.runs.iter().map(|r| r.bytes).sum(),
+            ));
             oids.insert(name.clone(), FIRST_OID + i as i64);
             oids.insert(format!("public.{name}"), FIRST_OID + i as i64);
             let columns = &m.tables[name].schema.columns;
@@ -991,6 +1076,7 @@ impl CatalogDb {
                 dir,
                 oids,
                 keys,
+                sizes,
             })),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -1078,7 +1164,13 @@ pub fn references_catalog(stmt: &ast::Statement) -> bool {
 }
 
 /// The catalog's functions ([`rewrite`] writes them as expressions).
-const FUNCTIONS: [&str; 17] = [
+const FUNCTIONS: [&str; 23] = [
+    "pg_table_size",
+    "pg_relation_size",
+    "pg_indexes_size",
+    "pg_total_relation_size",
+    "pg_database_size",
+    "array_to_string",
     "format_type",
     "to_regtype",
     "pg_get_constraintdef",
@@ -1170,6 +1262,7 @@ fn format_type(ty: &Expr, typmod: &Expr) -> Result<Expr> {
 /// engine runs, and schema-qualified column names (`pg_catalog.pg_class.relname`)
 /// as the table's (`pg_class.relname`).
 pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
+    let _ = ast::VisitMut::visit(stmt, &mut Empties);
     // A select item that is a call of one of these functions keeps the
     // function's name as its column's (PostgreSQL's `format_type`).
     struct Names;
@@ -1207,6 +1300,54 @@ pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
     if let Some(e) = failure {
         return Err(e);
     }
+    // A select item that is a value cast to regclass or regtype: its
+    // name, as PostgreSQL's output of those types writes it; the item is
+    // named as the value is (`c.oid::regclass` is "oid").
+    struct Outputs<'a> {
+        cat: &'a CatalogDb,
+        failure: Option<Error>,
+    }
+    impl ast::VisitorMut for Outputs<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            if let ast::SetExpr::Select(sel) = q.body.as_mut() {
+                for item in &mut sel.projection {
+                    let (ast::SelectItem::UnnamedExpr(e)
+                    | ast::SelectItem::ExprWithAlias { expr: e, .. }) = item
+                    else {
+                        continue;
+                    };
+                    let Some((kind, x)) = marked(e) else {
+                        continue;
+                    };
+                    let name = match &x {
+                        Expr::Identifier(i) => Some(i.value.clone()),
+                        Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
+                        _ => None,
+                    };
+                    match reg_name(self.cat, kind, &x) {
+                        Ok(v) => *e = v,
+                        Err(err) => {
+                            self.failure = Some(err);
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    if let (ast::SelectItem::UnnamedExpr(e), Some(name)) = (&*item, name) {
+                        *item = ast::SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: ast::Ident::new(name),
+                        };
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut outputs = Outputs { cat, failure: None };
+    let _ = ast::VisitMut::visit(stmt, &mut outputs);
+    if let Some(e) = outputs.failure {
+        return Err(e);
+    }
     // A value cast to regclass or regtype and not then to text: the oid
     // (a name is looked up; an oid is itself).
     let mut failure = None;
@@ -1238,6 +1379,19 @@ pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
 }
 
 fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
+    // `x::pg_catalog.text` is `x::text` (psql qualifies every type).
+    if let Expr::Cast { data_type, .. } = e
+        && let ast::DataType::Custom(n, a) = data_type
+        && a.is_empty()
+        && let [schema, name] = n.0.as_slice()
+        && schema
+            .as_ident()
+            .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))
+        && let Some(name) = name.as_ident()
+        && let Expr::Cast { data_type: t, .. } = parse_expr(&format!("CAST(NULL AS {name})"))?
+    {
+        *data_type = t;
+    }
     match e {
         Expr::CompoundIdentifier(parts)
             if parts.len() == 3 && is_catalog_schema(&parts[0].value.to_ascii_lowercase())
@@ -1315,27 +1469,7 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             let Some((kind, x)) = marked(expr) else {
                 return Ok(None);
             };
-            // An oid known now: its name.
-            if let Some(n) = number(&x) {
-                return Ok(Some(lit_str(
-                    &reg_names(cat, kind)
-                        .into_iter()
-                        .find(|r| r.0 == n)
-                        .map(|r| r.1)
-                        .unwrap_or_else(|| n.to_string()),
-                )));
-            }
-            // The value as text is a name or an oid (regclass and regtype
-            // read both).
-            let mut sql = format!("CASE CAST(({x}) AS TEXT)");
-            for (oid, name) in reg_names(cat, kind) {
-                sql.push_str(&format!(
-                    " WHEN '{oid}' THEN '{0}' WHEN '{0}' THEN '{0}'",
-                    name.replace('\'', "''")
-                ));
-            }
-            sql.push_str(&format!(" ELSE CAST(({x}) AS TEXT) END"));
-            Ok(Some(parse_expr(&sql)?))
+            Ok(Some(reg_name(cat, kind, &x)?))
         }
         // PostgreSQL's oid type: a BIGINT here; its smallint (attnum,
         // int2 in PostgreSQL's catalog, is an INT column here): INT.
@@ -1559,11 +1693,344 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                     Some(parse_expr(&sql)?)
                 }
                 ("current_database", []) => Some(lit_str(DATABASE)),
+                // Bytes on disk: a table's segments, an index's runs (the
+                // catalog's own tables are made for the query: 0).
+                ("pg_table_size" | "pg_relation_size", [oid])
+                | ("pg_relation_size", [oid, _])
+                | ("pg_indexes_size" | "pg_total_relation_size", [oid]) => {
+                    let mut sql = format!("CASE CAST(({oid}) AS BIGINT)");
+                    for (table, segments, index, runs) in &cat.sizes {
+                        let of_table = match name.as_str() {
+                            "pg_indexes_size" => *runs,
+                            "pg_total_relation_size" => segments + runs,
+                            _ => *segments,
+                        };
+                        sql.push_str(&format!(" WHEN {table} THEN {of_table}"));
+                        if let Some(index) = index
+                            && name != "pg_indexes_size"
+                        {
+                            sql.push_str(&format!(" WHEN {index} THEN {runs}"));
+                        }
+                    }
+                    let catalog: Vec<String> = cat
+                        .oids
+                        .iter()
+                        .filter(|(k, _)| k.contains('.') && !k.starts_with("public."))
+                        .map(|(_, v)| v.to_string())
+                        .collect();
+                    sql.push_str(&format!(
+                        " WHEN {} THEN 0 ELSE CAST(NULL AS BIGINT) END",
+                        catalog.join(" THEN 0 WHEN ")
+                    ));
+                    Some(parse_expr(&sql)?)
+                }
+                ("pg_database_size", [_]) => {
+                    let all: u64 = cat.sizes.iter().map(|s| s.1 + s.3).sum();
+                    Some(lit_int(all as i64))
+                }
+                // The catalog's array columns are always NULL (see
+                // [`known_array`]).
+                ("array_to_string", [a, _]) | ("array_to_string", [a, _, _]) => {
+                    match known_array(a) {
+                        Some(Known::Null) => Some(null_text()),
+                        Some(Known::Empty) => Some(lit_str("")),
+                        None => {
+                            return Err(Error::Unsupported(format!(
+                                "array_to_string of anything but the catalog's array columns is not supported{}",
+                                at(e.span())
+                            )));
+                        }
+                    }
+                }
                 _ => None,
             })
         }
         _ => Ok(None),
     }
+}
+
+/// The name of the relation or type (`kind`) whose oid is `x`, as
+/// regclass and regtype output write it (the number when there is none).
+fn reg_name(cat: &CatalogDb, kind: &str, x: &Expr) -> Result<Expr> {
+    // An oid known now: its name.
+    if let Some(n) = number(x) {
+        return Ok(lit_str(
+            &reg_names(cat, kind)
+                .into_iter()
+                .find(|r| r.0 == n)
+                .map(|r| r.1)
+                .unwrap_or_else(|| n.to_string()),
+        ));
+    }
+    // The value as text is a name or an oid (regclass and regtype read
+    // both).
+    let mut sql = format!("CASE CAST(({x}) AS TEXT)");
+    for (oid, name) in reg_names(cat, kind) {
+        sql.push_str(&format!(
+            " WHEN '{oid}' THEN '{0}' WHEN '{0}' THEN '{0}'",
+            name.replace('\'', "''")
+        ));
+    }
+    sql.push_str(&format!(" ELSE CAST(({x}) AS TEXT) END"));
+    parse_expr(&sql)
+}
+
+/// The catalog's tables that never have a row: sluice has no row security
+/// policies, extended statistics, publications, triggers or rules.
+const EMPTY: [&str; 7] = [
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_namespace",
+    "pg_publication_rel",
+    "pg_trigger",
+    "pg_rewrite",
+];
+
+/// A query whose every SELECT reads one of the [`EMPTY`] tables where an
+/// empty table empties the SELECT (first in FROM or inner-joined, with no
+/// right or full join, no aggregate, no GROUP BY): a query of no rows,
+/// its columns named as PostgreSQL names them (typed TEXT). psql asks
+/// such tables about each table it describes, in expressions of arrays
+/// that sluice has no type for; over no rows, none is computed, so none
+/// is bound either (an expression over these tables that PostgreSQL
+/// would refuse is not refused here).
+struct Empties;
+
+impl ast::VisitorMut for Empties {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+        let mut arms = Vec::new();
+        if !empty_arms(q.body.as_mut(), &mut arms) {
+            return ControlFlow::Continue(());
+        }
+        for arm in arms {
+            let ast::SetExpr::Select(s) = arm else {
+                continue;
+            };
+            let names: Vec<String> = s.projection.iter().filter_map(item_name).collect();
+            let items: Vec<String> = names
+                .iter()
+                .map(|n| format!("CAST(NULL AS TEXT) AS \"{}\"", n.replace('"', "\"\"")))
+                .collect();
+            let sql = format!("SELECT {} WHERE false", items.join(", "));
+            if let Ok(ast::Statement::Query(empty)) = super::sql::parse(&sql)
+                && let ast::SetExpr::Select(e) = *empty.body
+            {
+                *s = e;
+            }
+        }
+        // Zero rows need no order (and ORDER BY may name a column of the
+        // table no longer read).
+        q.order_by = None;
+        ControlFlow::Continue(())
+    }
+}
+
+/// Whether every SELECT of `body` (through set operations) reads an
+/// [`EMPTY`] table so that it has no rows; they are pushed to `arms`.
+fn empty_arms<'a>(body: &'a mut ast::SetExpr, arms: &mut Vec<&'a mut ast::SetExpr>) -> bool {
+    match body {
+        ast::SetExpr::SetOperation { left, right, .. } => {
+            empty_arms(left, arms) && empty_arms(right, arms)
+        }
+        ast::SetExpr::Select(s) if select_is_empty(s) => {
+            arms.push(body);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn select_is_empty(s: &ast::Select) -> bool {
+    let is_empty_table = |f: &ast::TableFactor| match f {
+        ast::TableFactor::Table {
+            name, args: None, ..
+        } => {
+            let parts: Vec<String> = name
+                .0
+                .iter()
+                .filter_map(|p| p.as_ident())
+                .map(|i| i.value.to_ascii_lowercase())
+                .collect();
+            match parts.as_slice() {
+                [n] => EMPTY.contains(&n.as_str()),
+                [schema, n] => schema == "pg_catalog" && EMPTY.contains(&n.as_str()),
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+        || s.having.is_some()
+        || s.projection.iter().any(|p| {
+            // An aggregate of this SELECT (not of a subquery in it).
+            struct Agg(usize);
+            impl ast::Visitor for Agg {
+                type Break = ();
+                fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+                    self.0 += 1;
+                    ControlFlow::Continue(())
+                }
+                fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+                    self.0 -= 1;
+                    ControlFlow::Continue(())
+                }
+                fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+                    match e {
+                        Expr::Function(f)
+                            if self.0 == 0
+                                && f.over.is_none()
+                                && super::bind::is_aggregate_name(
+                                    &f.name.to_string().to_ascii_lowercase(),
+                                ) =>
+                        {
+                            ControlFlow::Break(())
+                        }
+                        _ => ControlFlow::Continue(()),
+                    }
+                }
+            }
+            ast::Visit::visit(p, &mut Agg(0)).is_break()
+        });
+    let named = s.projection.iter().all(|p| item_name(p).is_some());
+    !grouped
+        && named
+        && s.from.iter().any(|t| {
+            let outer = t.joins.iter().any(|j| {
+                matches!(
+                    j.join_operator,
+                    ast::JoinOperator::RightOuter(_)
+                        | ast::JoinOperator::FullOuter(_)
+                        | ast::JoinOperator::Right(_)
+                )
+            });
+            !outer && is_empty_table(&t.relation)
+                || t.joins.iter().any(|j| {
+                    matches!(
+                        j.join_operator,
+                        ast::JoinOperator::Inner(_)
+                            | ast::JoinOperator::Join(_)
+                            | ast::JoinOperator::CrossJoin(_)
+                    ) && is_empty_table(&j.relation)
+                })
+        })
+}
+
+/// The name PostgreSQL gives a select item (its alias; a column's name; a
+/// function's; `case`; else `?column?`); `None` for `*`.
+fn item_name(p: &ast::SelectItem) -> Option<String> {
+    fn of(e: &Expr) -> String {
+        match e {
+            Expr::Nested(x) | Expr::Cast { expr: x, .. } => of(x),
+            Expr::Identifier(i) => i.value.clone(),
+            Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
+            Expr::Function(f) => f
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(|i| i.value.to_ascii_lowercase())
+                .unwrap_or_default(),
+            Expr::Case { .. } => "case".into(),
+            _ => "?column?".into(),
+        }
+    }
+    match p {
+        ast::SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+        ast::SelectItem::UnnamedExpr(e) => Some(of(e)),
+        _ => None,
+    }
+}
+
+/// The catalog's array columns (PostgreSQL's `text[]`, `aclitem[]`, ...):
+/// TEXT columns here, always NULL: sluice's tables have no options or
+/// access lists, and the tables that have other arrays have no rows.
+const NULL_ARRAYS: [&str; 11] = [
+    "reloptions",
+    "relacl",
+    "datacl",
+    "attoptions",
+    "attacl",
+    "polroles",
+    "stxkeys",
+    "stxkind",
+    "prattrs",
+    "proconfig",
+    "setconfig",
+];
+
+/// What an array of the catalog is known to be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Known {
+    Null,
+    Empty,
+}
+
+/// What the array `e` is when it is made of the catalog's array columns
+/// ([`NULL_ARRAYS`]): one of them is NULL; `ARRAY(SELECT … FROM
+/// unnest(one of them))` and `ARRAY[]` are empty; `a || b` is NULL when
+/// both are, else empty (PostgreSQL's `array_cat`). `None`: not known.
+fn known_array(e: &Expr) -> Option<Known> {
+    match e {
+        Expr::Nested(x) => known_array(x),
+        Expr::Identifier(i) => NULL_ARRAYS
+            .contains(&i.value.to_ascii_lowercase().as_str())
+            .then_some(Known::Null),
+        Expr::CompoundIdentifier(p) => p
+            .last()
+            .filter(|i| NULL_ARRAYS.contains(&i.value.to_ascii_lowercase().as_str()))
+            .map(|_| Known::Null),
+        Expr::Array(a) if a.elem.is_empty() => Some(Known::Empty),
+        Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::StringConcat,
+            right,
+        } => match (known_array(left)?, known_array(right)?) {
+            (Known::Null, Known::Null) => Some(Known::Null),
+            _ => Some(Known::Empty),
+        },
+        Expr::Function(f)
+            if f.name.0.len() == 1
+                && f.name.to_string().eq_ignore_ascii_case("array")
+                && matches!(&f.args, ast::FunctionArguments::Subquery(q) if rows_none(q)) =>
+        {
+            Some(Known::Empty)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the query is a SELECT from `unnest` of an array known NULL or
+/// empty (so it has no rows).
+fn rows_none(q: &ast::Query) -> bool {
+    let ast::SetExpr::Select(s) = q.body.as_ref() else {
+        return false;
+    };
+    let [from] = s.from.as_slice() else {
+        return false;
+    };
+    let (name, args) = match &from.relation {
+        ast::TableFactor::Function { name, args, .. } => (name, args),
+        ast::TableFactor::Table {
+            name,
+            args: Some(a),
+            ..
+        } => (name, &a.args),
+        ast::TableFactor::UNNEST { array_exprs, .. } => {
+            return from.joins.is_empty()
+                && matches!(array_exprs.as_slice(), [a] if known_array(a).is_some());
+        }
+        _ => return false,
+    };
+    let unnest = name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.value.eq_ignore_ascii_case("unnest"));
+    unnest
+        && from.joins.is_empty()
+        && matches!(args.as_slice(), [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a))] if known_array(a).is_some())
 }
 
 /// The names of the marks of an oid cast to regclass or regtype, while

@@ -67,6 +67,8 @@ pub enum Func {
     Initcap,
     Repeat,
     Reverse,
+    /// `pg_size_pretty(bytes)`: `10239 bytes`, `10 kB`, `1234 MB`, ...
+    SizePretty,
     Btrim,
     Ltrim,
     Rtrim,
@@ -207,6 +209,7 @@ impl Func {
             Func::Initcap => "INITCAP",
             Func::Repeat => "REPEAT",
             Func::Reverse => "REVERSE",
+            Func::SizePretty => "PG_SIZE_PRETTY",
             Func::Btrim => "BTRIM",
             Func::Ltrim => "LTRIM",
             Func::Rtrim => "RTRIM",
@@ -555,13 +558,48 @@ fn json_build_object(args: &[ArrayRef], rows: usize, raw: u64) -> Result<ArrayRe
     Ok(Arc::new(b.finish()))
 }
 
+/// A number of bytes as PostgreSQL's `pg_size_pretty` writes it: bytes
+/// below 10 kB, then the largest unit (kB, MB, GB, TB, PB, each 1024 of
+/// the one before) that keeps the number below 20,480, rounded half away
+/// from zero.
+fn size_pretty(bytes: i64, out: &mut String) {
+    use std::fmt::Write;
+    if bytes.unsigned_abs() < 10 * 1024 {
+        let _ = write!(out, "{bytes} bytes");
+        return;
+    }
+    // Halves of the unit, for the rounding.
+    let mut halves = bytes / 512;
+    let mut units = ["kB", "MB", "GB", "TB", "PB"].iter().peekable();
+    while let Some(unit) = units.next() {
+        if halves.unsigned_abs() < 20 * 1024 - 1 || units.peek().is_none() {
+            let rounded = (halves + if halves < 0 { -1 } else { 1 }) / 2;
+            let _ = write!(out, "{rounded} {unit}");
+            return;
+        }
+        halves /= 1024;
+    }
+}
+
 /// [`Func::SingleRow`].
 fn single_row(args: &[ArrayRef]) -> Result<ArrayRef> {
-    let [n, v] = args else {
-        return Err(Error::Internal("SINGLE_ROW takes two arguments".into()));
+    let (n, v, filtered) = match args {
+        [n, v] => (n, v, false),
+        [n, v, _] => (n, v, true),
+        _ => return Err(Error::Internal("SINGLE_ROW takes two arguments".into())),
     };
     let n = n.as_primitive::<Int64Type>();
     if n.iter().any(|c| c.is_some_and(|c| c > 1)) {
+        // Rows of one key before a condition on the outer row that is
+        // not an equality: how many pass it is not known here.
+        if filtered {
+            return Err(bad(
+                "0A000",
+                "a correlated select-list subquery whose condition on the outer query is not \
+                 an equality found several rows of one key before that condition; this is not \
+                 supported (make the subquery's equalities with the outer query pick one row)",
+            ));
+        }
         return Err(bad(
             "21000",
             "more than one row returned by a subquery used as an expression",
@@ -808,6 +846,7 @@ fn text(f: Func, args: &[ArrayRef], r: usize, out: &mut String) -> Result<()> {
             out.push_str(&s(0).repeat(n));
         }
         Func::Reverse => out.extend(s(0).chars().rev()),
+        Func::SizePretty => size_pretty(int_at(args, 0, r), out),
         Func::Btrim | Func::Ltrim | Func::Rtrim => {
             let chars: Vec<char> = if args.len() > 1 {
                 s(1).chars().collect()

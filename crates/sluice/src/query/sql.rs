@@ -81,7 +81,104 @@ pub(crate) fn parse_tokens(
     if !symmetric.is_empty() {
         put_symmetric(&mut stmt, symmetric)?;
     }
+    postgresql_spellings(&mut stmt)?;
     Ok(stmt)
+}
+
+/// PostgreSQL's other spellings of what the engine reads, as the engine
+/// reads them: `OPERATOR(pg_catalog.~)` (psql writes every operator so)
+/// is `~`; `E'a\nb'` is a string (the parser has read its escapes);
+/// `x COLLATE "C"` (or `"POSIX"`, `ucs_basic`, `"default"`,
+/// `pg_catalog.default`: sluice compares text byte by byte, and its
+/// database's collation is C) is `x`. Another collation is refused.
+fn postgresql_spellings(stmt: &mut ast::Statement) -> Result<()> {
+    use ast::BinaryOperator as B;
+    use std::ops::ControlFlow;
+    let mut failure = None;
+    let _ = ast::visit_expressions_mut(stmt, |e| {
+        match e {
+            ast::Expr::BinaryOp { op, .. } => {
+                if let B::PGCustomBinaryOperator(parts) = op {
+                    let sym = match parts.as_slice() {
+                        [s] => Some(s.as_str()),
+                        [schema, s] if schema.eq_ignore_ascii_case("pg_catalog") => {
+                            Some(s.as_str())
+                        }
+                        _ => None,
+                    };
+                    let known = match sym {
+                        Some("~") => Some(B::PGRegexMatch),
+                        Some("~*") => Some(B::PGRegexIMatch),
+                        Some("!~") => Some(B::PGRegexNotMatch),
+                        Some("!~*") => Some(B::PGRegexNotIMatch),
+                        Some("=") => Some(B::Eq),
+                        Some("<>") | Some("!=") => Some(B::NotEq),
+                        Some("<") => Some(B::Lt),
+                        Some("<=") => Some(B::LtEq),
+                        Some(">") => Some(B::Gt),
+                        Some(">=") => Some(B::GtEq),
+                        Some("+") => Some(B::Plus),
+                        Some("-") => Some(B::Minus),
+                        Some("*") => Some(B::Multiply),
+                        Some("/") => Some(B::Divide),
+                        Some("%") => Some(B::Modulo),
+                        Some("||") => Some(B::StringConcat),
+                        _ => None,
+                    };
+                    if let Some(k) = known {
+                        *op = k;
+                    }
+                }
+            }
+            // E'…' (the parser has read its backslash escapes) is a
+            // string as any other.
+            ast::Expr::Value(v) => {
+                if let ast::Value::EscapedStringLiteral(t) = &mut v.value {
+                    v.value = ast::Value::SingleQuotedString(std::mem::take(t));
+                }
+            }
+            ast::Expr::Collate { expr, collation } => {
+                let name: Vec<String> = collation
+                    .0
+                    .iter()
+                    .filter_map(|p| p.as_ident())
+                    .map(|i| {
+                        if i.quote_style.is_some() {
+                            i.value.clone()
+                        } else {
+                            i.value.to_ascii_lowercase()
+                        }
+                    })
+                    .collect();
+                let last = match name.as_slice() {
+                    [n] => Some(n.as_str()),
+                    [schema, n] if schema == "pg_catalog" => Some(n.as_str()),
+                    _ => None,
+                };
+                if matches!(last, Some("C" | "POSIX" | "ucs_basic" | "default")) {
+                    let inner =
+                        std::mem::replace(expr.as_mut(), ast::Expr::value(ast::Value::Null));
+                    *e = ast::Expr::Nested(Box::new(inner));
+                } else {
+                    failure = Some(Error::Argument {
+                        state: "0A000",
+                        message: format!(
+                            "the collation {collation} is not supported: sluice compares text \
+                             byte by byte, as the collation \"C\" does{}",
+                            at(collation.span())
+                        ),
+                    });
+                    return ControlFlow::Break(());
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// PostgreSQL's `#` (bitwise XOR) as the token the parser reads as XOR

@@ -166,20 +166,19 @@ fn names_that_are_not_there_fail_as_in_postgresql() {
     // refused, not answered without it.
     let (state, _) = fails(&db, "SELECT * FROM pg_class, people");
     assert_eq!(state, "42P01");
-    // A column cast to regclass: a name is looked up, an oid is itself;
-    // and back to text, the name (PostgreSQL shows a regclass so).
+    // A column cast to regclass: a name is looked up, an oid is itself
+    // (compared, the oid); as a select item or cast back to text, the
+    // name (PostgreSQL shows a regclass so).
     assert_eq!(
         rows(
             &db,
             "SELECT CAST(relname AS regclass), CAST(CAST(oid AS regclass) AS TEXT), \
-             CAST(CAST(relname AS regclass) AS TEXT), CAST(CAST(atttypid AS regtype) AS TEXT) \
+             CAST(CAST(relname AS regclass) AS TEXT), CAST(CAST(atttypid AS regtype) AS TEXT), \
+             CAST(relname AS regclass) = 16384, CAST(oid AS regclass) = 16384 \
              FROM pg_class JOIN pg_attribute ON attrelid = oid \
              WHERE relname = 'people' AND attnum = 1"
         ),
-        [format!(
-            "{}|people|people|bigint",
-            sluice::query::catalog::FIRST_OID
-        )]
+        ["people|people|people|bigint|true|true"]
     );
     // A quoted name keeps its case.
     let (state, msg) = fails(&db, "SELECT '\"People\"'::regclass FROM pg_class");
@@ -298,4 +297,125 @@ fn sqlalchemy_reflection_queries_answer_as_postgresql_does() {
     // psycopg's TypeInfo.fetch (hstore is not there: NULL).
     let types = "SELECT t.typname, t.typarray, CAST(CAST(t.oid AS regtype) AS TEXT), CAST('int' AS regtype) = t.oid, to_regtype('bigint') = t.oid, to_regtype('hstore') FROM pg_type t WHERE t.oid = to_regtype('int8')";
     assert_eq!(rows(&db, types), ["int8|1016|bigint|false|true|NULL"]);
+}
+
+/// psql 15's own queries for `\dt`, `\d`, `\d TABLE`, `\d+ TABLE`, `\dn`,
+/// `\l` and `\dt+` (`psql -E`, verbatim in `psql15_describe.sql`),
+/// answered by the engine as PostgreSQL 15 answers them for the same
+/// tables (checked there), but for the owner's name, the oids and the
+/// sizes.
+#[test]
+fn psql_describe_queries_answer_as_postgresql_does() {
+    let (_dir, db) = db();
+    let text = include_str!("psql15_describe.sql");
+    let queries: Vec<String> = text
+        .split(";\n")
+        .map(|q| {
+            q.lines()
+                .filter(|l| !l.starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .replace("{oid}", "16384")
+        })
+        .filter(|q| !q.trim().is_empty())
+        .collect();
+    assert_eq!(queries.len(), 16);
+    let tables = ["public|people|table|sluice", "public|tables|table|sluice"];
+    let flags = ["0|r|true|false|false|false|false|false|false||0||p|d|heap"];
+    let columns = [
+        "id|bigint|NULL|true|NULL||",
+        "name|text|'new'::text|false|NULL||",
+        "price|numeric(10,2)|NULL|false|NULL||",
+        "d|date|NULL|false|NULL||",
+        "ts|timestamp without time zone|NULL|false|NULL||",
+        "ok|boolean|NULL|false|NULL||",
+        "n|integer|'-5'::integer|false|NULL||",
+    ];
+    let storage = ["p", "x", "m", "p", "p", "p", "p"];
+    let columns_plus: Vec<String> = columns
+        .iter()
+        .zip(storage)
+        .map(|(c, s)| format!("{c}|{s}||NULL|NULL"))
+        .collect();
+    let none: [&str; 0] = [];
+    let expected: Vec<Vec<String>> = vec![
+        tables.map(String::from).to_vec(),
+        vec!["16384|public|people".into()],
+        flags.map(String::from).to_vec(),
+        columns.map(String::from).to_vec(),
+        vec![
+            "people_pkey|true|true|false|true|CREATE UNIQUE INDEX people_pkey ON people USING btree (id)|PRIMARY KEY (id)|p|false|false|false|0".into(),
+        ],
+        // Policies, extended statistics, publications, parents, partitions.
+        none.map(String::from).to_vec(),
+        none.map(String::from).to_vec(),
+        none.map(String::from).to_vec(),
+        none.map(String::from).to_vec(),
+        none.map(String::from).to_vec(),
+        // \d+: its table flags and columns.
+        flags.map(String::from).to_vec(),
+        columns_plus,
+        vec!["public|sluice".into()],
+        vec!["sluice|sluice|UTF8|C.UTF-8|C.UTF-8|NULL|libc|NULL".into()],
+        // \dt+: the sizes are the table's files'.
+        Vec::new(),
+        tables.map(String::from).to_vec(),
+    ];
+    for (i, (q, want)) in queries.iter().zip(&expected).enumerate() {
+        let got = rows(&db, q);
+        if i == 14 {
+            assert_eq!(got.len(), 2, "{q}");
+            for (g, t) in got.iter().zip(tables) {
+                let f: Vec<&str> = g.split('|').collect();
+                assert_eq!(f[..4].join("|"), t);
+                assert_eq!(f[4..6], ["permanent", "heap"]);
+                assert!(f[6].ends_with(" bytes") && f[6] != "0 bytes", "{g}");
+                assert_eq!(f[7], "NULL");
+            }
+            continue;
+        }
+        assert_eq!(&got, want, "query {i}: {q}");
+    }
+}
+
+/// The select items' names of psql's describe queries are PostgreSQL's,
+/// where psql reads them by name (`\l`'s headings) or a client would.
+#[test]
+fn catalog_select_items_are_named_as_in_postgresql() {
+    let (_dir, db) = db();
+    let names = |sql: &str| -> Vec<String> {
+        let r = query_with(&db, sql, &QueryOptions::default()).unwrap();
+        r.schema.fields().iter().map(|f| f.name().clone()).collect()
+    };
+    assert_eq!(
+        names("SELECT c.oid::pg_catalog.regclass FROM pg_catalog.pg_class c WHERE c.oid = 16384"),
+        ["oid"]
+    );
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT c.oid::pg_catalog.regclass, c.oid::regclass::text FROM pg_catalog.pg_class c WHERE c.oid = 16384"
+        ),
+        ["people|people"]
+    );
+    // Over an empty catalog table: no rows, named as PostgreSQL names them.
+    assert_eq!(
+        names(
+            "SELECT polname, NULL, pol.polroles = '{0}' AS r, CASE WHEN true THEN 1 END, pg_catalog.pg_get_expr(pol.polqual, pol.polrelid) FROM pg_catalog.pg_policy pol ORDER BY nosuch"
+        ),
+        ["polname", "?column?", "r", "case", "pg_get_expr"]
+    );
+    // An aggregate over an empty table has a row: bound as any query.
+    assert_eq!(
+        rows(&db, "SELECT count(*) FROM pg_catalog.pg_trigger"),
+        ["0"]
+    );
+    // A right join keeps the other side's rows.
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT n.nspname FROM pg_catalog.pg_policy p RIGHT JOIN pg_catalog.pg_namespace n ON p.oid = n.oid WHERE n.nspname = 'public'"
+        ),
+        ["public"]
+    );
 }

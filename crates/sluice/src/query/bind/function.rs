@@ -598,6 +598,11 @@ impl Binder<'_> {
                 };
                 (vec![A::Utf8; 2], ty)
             }
+            Func::SizePretty => {
+                count(1, 1)?;
+                int_arg(0)?;
+                (vec![A::Int64], A::Utf8)
+            }
             Func::Initcap | Func::Reverse => {
                 count(1, 1)?;
                 text_arg(0, false)?;
@@ -609,8 +614,10 @@ impl Binder<'_> {
                 (vec![A::Utf8; bound.len()], A::Utf8)
             }
             Func::SingleRow => {
-                count(2, 2)?;
-                (vec![A::Int64, types[1].clone()], types[1].clone())
+                count(2, 3)?;
+                let mut t = vec![A::Int64, types[1].clone()];
+                t.extend(types.get(2).cloned());
+                (t, types[1].clone())
             }
             Func::JsonBuildObject { .. } => {
                 if bound.len() % 2 != 0 {
@@ -905,6 +912,7 @@ fn func_of(name: &str) -> Option<Func> {
         "initcap" => Func::Initcap,
         "repeat" => Func::Repeat,
         "reverse" => Func::Reverse,
+        "pg_size_pretty" => Func::SizePretty,
         "btrim" => Func::Btrim,
         "ltrim" => Func::Ltrim,
         "rtrim" => Func::Rtrim,

@@ -1248,6 +1248,10 @@ impl ListCtx<'_> {
         }
         let mut local = Vec::new();
         let mut on_outer = Vec::new();
+        // Conditions that read both sides but are not equalities of an
+        // inner and an outer side (`a.x <> t.y`): read over the joined
+        // row, when each key has at most one inner row.
+        let mut mixed = Vec::new();
         let mut keys: Vec<(ast::Expr, ast::Expr)> = Vec::new();
         for c in conds {
             let (ri, ro) = reads(&c, &inner, self.outer);
@@ -1279,15 +1283,34 @@ impl ListCtx<'_> {
             };
             match pair {
                 Some(p) => keys.push(p),
-                None => {
-                    return Err(unsupported(
-                        "a correlated select-list subquery whose condition on the outer query is not an equality of an inner and an outer side",
-                        &c,
-                    ));
-                }
+                None => mixed.push(c),
             }
         }
+        if let Some(c) = mixed.first()
+            && is_grouped(s)
+        {
+            return Err(unsupported(
+                "a correlated select-list subquery with an aggregate whose condition on the outer query is not an equality of an inner and an outer side",
+                c,
+            ));
+        }
         let (_, value_outer) = reads(value, &inner, self.outer);
+        // The value, then, is `CASE WHEN <mixed> THEN value END`: NULL
+        // where the one row fails them, as where there is none.
+        let value_outer = value_outer || !mixed.is_empty();
+        let value = &match and_all(mixed.clone()) {
+            Some(m) => ast::Expr::Case {
+                case_token: ast::helpers::attached_token::AttachedToken::empty(),
+                end_token: ast::helpers::attached_token::AttachedToken::empty(),
+                operand: None,
+                conditions: vec![ast::CaseWhen {
+                    condition: m,
+                    result: value.clone(),
+                }],
+                else_result: None,
+            },
+            None => value.clone(),
+        };
         if keys.is_empty() && on_outer.is_empty() && !value_outer {
             return Ok(None); // uncorrelated: an init plan
         }
@@ -1412,7 +1435,11 @@ impl ListCtx<'_> {
                 op: ast::BinaryOperator::Eq,
                 right: Box::new(ast::Expr::value(ast::Value::Number("1".into(), false))),
             });
-            result = call(SINGLE_ROW, vec![qualified(&name, &n), v]);
+            let mut a = vec![qualified(&name, &n), v];
+            if !mixed.is_empty() {
+                a.push(ast::Expr::value(ast::Value::Boolean(true)));
+            }
+            result = call(SINGLE_ROW, a);
         }
         derived.projection = projection;
         let mut on = key_equalities(&keys, &name);
