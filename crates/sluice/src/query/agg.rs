@@ -1409,9 +1409,7 @@ impl GroupTable {
                     let conv = self.value_convs[i]
                         .as_ref()
                         .expect("min/max has a converter");
-                    let rows_conv = conv
-                        .convert_columns(std::slice::from_ref(a))
-                        .map_err(exec_err)?;
+                    let rows_conv = conv.convert_columns(&ordered(a)?).map_err(exec_err)?;
                     for (r, &g) in groups.iter().enumerate() {
                         if a.is_null(r) {
                             continue;
@@ -1868,7 +1866,7 @@ impl GroupTable {
                         // Nulls are rows of a null value: convert a null
                         // stand-in through the same converter.
                         let null_row = conv
-                            .convert_columns(&[new_null_array(&call.arg_type, 1)])
+                            .convert_columns(&ordered(&new_null_array(&call.arg_type, 1))?)
                             .map_err(exec_err)?;
                         let null_bytes: Box<[u8]> = null_row.row(0).as_ref().into();
                         let parser = conv.parser();
@@ -1878,7 +1876,8 @@ impl GroupTable {
                             .collect();
                         conv.convert_rows(rows.iter().map(|r| parser.parse(r)))
                             .map_err(exec_err)?
-                            .remove(0)
+                            .pop()
+                            .ok_or_else(|| Error::Internal("min/max of no column".into()))?
                     }
                 }
                 Acc::DistinctInt(v) => {
@@ -2331,7 +2330,27 @@ pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
 }
 
 fn conv_for(t: &A) -> Result<RowConverter> {
-    RowConverter::new(vec![SortField::new(t.clone())]).map_err(exec_err)
+    let mut fields = vec![SortField::new(t.clone())];
+    if *t == crate::query::interval::TYPE {
+        fields.insert(0, SortField::new(A::Decimal128(38, 0)));
+    }
+    RowConverter::new(fields).map_err(exec_err)
+}
+
+/// The columns a value is ordered by in the rows of [`conv_for`]'s
+/// converter: itself; an INTERVAL first by PostgreSQL's order of
+/// intervals (a month as 30 days: `1 mon` below `40 days`), then by its
+/// fields (of equal ones, `30 days` below `1 mon`).
+fn ordered(a: &ArrayRef) -> Result<Vec<ArrayRef>> {
+    if *a.data_type() != crate::query::interval::TYPE {
+        return Ok(vec![a.clone()]);
+    }
+    let key = crate::query::interval::eval(
+        crate::query::interval::Op::Key,
+        std::slice::from_ref(a),
+        &A::Decimal128(38, 0),
+    )?;
+    Ok(vec![key, a.clone()])
 }
 
 /// Calls `f(row, value)` for every non-null integer or decimal (unscaled).

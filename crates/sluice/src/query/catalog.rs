@@ -186,7 +186,7 @@ const DEFS: [(&str, &str, i64, &str); 28] = [
         "pg_catalog",
         "pg_namespace",
         2615,
-        "oid BIGINT, nspname TEXT, nspowner BIGINT",
+        "oid BIGINT, nspname TEXT, nspowner BIGINT, nspacl TEXT",
     ),
     (
         "pg_catalog",
@@ -564,7 +564,10 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
         (PUBLIC, "public"),
         (INFORMATION_SCHEMA, "information_schema"),
     ] {
-        put("pg_namespace", vec![V::I(oid), t(name), owner.clone()]);
+        put(
+            "pg_namespace",
+            vec![V::I(oid), t(name), owner.clone(), V::N],
+        );
         put("schemata", vec![t(DATABASE), t(name), t(OWNER)]);
     }
     for (oid, name, len, cat, _, array) in TYPES {
@@ -1271,8 +1274,26 @@ pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
         fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
             if let ast::SetExpr::Select(sel) = q.body.as_mut() {
                 for item in &mut sel.projection {
+                    // Or one that casts to regclass or regtype, which is
+                    // rewritten: PostgreSQL's name for it.
+                    let reg = |e: &Expr| {
+                        ast::visit_expressions(e, |x| match x {
+                            Expr::Cast { data_type, .. }
+                                if matches!(data_type, ast::DataType::Regclass)
+                                    || is_regtype(data_type) =>
+                            {
+                                ControlFlow::Break(())
+                            }
+                            _ => ControlFlow::Continue(()),
+                        })
+                        .is_break()
+                    };
                     if let ast::SelectItem::UnnamedExpr(e) = item
-                        && let Some(name) = call_name(e)
+                        && let Some(name) = call_name(e).or_else(|| {
+                            reg(e)
+                                .then(|| item_name(&ast::SelectItem::UnnamedExpr(e.clone())))
+                                .flatten()
+                        })
                     {
                         *item = ast::SelectItem::ExprWithAlias {
                             expr: e.clone(),
@@ -1379,19 +1400,6 @@ pub fn rewrite(stmt: &mut ast::Statement, cat: &CatalogDb) -> Result<()> {
 }
 
 fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
-    // `x::pg_catalog.text` is `x::text` (psql qualifies every type).
-    if let Expr::Cast { data_type, .. } = e
-        && let ast::DataType::Custom(n, a) = data_type
-        && a.is_empty()
-        && let [schema, name] = n.0.as_slice()
-        && schema
-            .as_ident()
-            .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))
-        && let Some(name) = name.as_ident()
-        && let Expr::Cast { data_type: t, .. } = parse_expr(&format!("CAST(NULL AS {name})"))?
-    {
-        *data_type = t;
-    }
     match e {
         Expr::CompoundIdentifier(parts)
             if parts.len() == 3 && is_catalog_schema(&parts[0].value.to_ascii_lowercase())
@@ -1800,6 +1808,24 @@ struct Empties;
 impl ast::VisitorMut for Empties {
     type Break = ();
     fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+        // A select item that is a subquery keeps the name of the
+        // subquery's item, which may be rewritten below.
+        if let ast::SetExpr::Select(s) = q.body.as_mut() {
+            for item in &mut s.projection {
+                if let ast::SelectItem::UnnamedExpr(e @ Expr::Subquery(_)) = item {
+                    let Expr::Subquery(sq) = &*e else { continue };
+                    if let ast::SetExpr::Select(inner) = sq.body.as_ref()
+                        && let [one] = inner.projection.as_slice()
+                        && let Some(name) = item_name(one)
+                    {
+                        *item = ast::SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: ast::Ident::new(name),
+                        };
+                    }
+                }
+            }
+        }
         let mut arms = Vec::new();
         if !empty_arms(q.body.as_mut(), &mut arms) {
             return ControlFlow::Continue(());
@@ -1808,10 +1834,32 @@ impl ast::VisitorMut for Empties {
             let ast::SetExpr::Select(s) = arm else {
                 continue;
             };
-            let names: Vec<String> = s.projection.iter().filter_map(item_name).collect();
-            let items: Vec<String> = names
+            // Each item of the type of the column it is, else TEXT.
+            let items: Vec<String> = s
+                .projection
                 .iter()
-                .map(|n| format!("CAST(NULL AS TEXT) AS \"{}\"", n.replace('"', "\"\"")))
+                .filter_map(|p| {
+                    let name = item_name(p)?;
+                    let (ast::SelectItem::UnnamedExpr(e)
+                    | ast::SelectItem::ExprWithAlias { expr: e, .. }) = p
+                    else {
+                        return None;
+                    };
+                    let mut e = e;
+                    while let Expr::Nested(x) = e {
+                        e = x;
+                    }
+                    let column = match e {
+                        Expr::Identifier(i) => Some(&i.value),
+                        Expr::CompoundIdentifier(p) => p.last().map(|i| &i.value),
+                        _ => None,
+                    };
+                    let ty = column.and_then(|c| empty_column_type(c)).unwrap_or("TEXT");
+                    Some(format!(
+                        "CAST(NULL AS {ty}) AS \"{}\"",
+                        name.replace('"', "\"\"")
+                    ))
+                })
                 .collect();
             let sql = format!("SELECT {} WHERE false", items.join(", "));
             if let Ok(ast::Statement::Query(empty)) = super::sql::parse(&sql)
@@ -1825,6 +1873,18 @@ impl ast::VisitorMut for Empties {
         q.order_by = None;
         ControlFlow::Continue(())
     }
+}
+
+/// The type of a column of one of the [`EMPTY`] tables, by its name.
+fn empty_column_type(name: &str) -> Option<&'static str> {
+    DEFS.iter()
+        .filter(|d| d.0 == "pg_catalog" && EMPTY.contains(&d.1))
+        .flat_map(|d| d.3.split(','))
+        .find_map(|c| {
+            let mut w = c.split_whitespace();
+            let (n, t) = (w.next()?, w.next()?);
+            n.eq_ignore_ascii_case(name).then_some(t)
+        })
 }
 
 /// Whether every SELECT of `body` (through set operations) reads an
@@ -1946,7 +2006,8 @@ fn item_name(p: &ast::SelectItem) -> Option<String> {
 /// The catalog's array columns (PostgreSQL's `text[]`, `aclitem[]`, ...):
 /// TEXT columns here, always NULL: sluice's tables have no options or
 /// access lists, and the tables that have other arrays have no rows.
-const NULL_ARRAYS: [&str; 11] = [
+const NULL_ARRAYS: [&str; 12] = [
+    "nspacl",
     "reloptions",
     "relacl",
     "datacl",

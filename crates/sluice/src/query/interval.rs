@@ -874,6 +874,13 @@ pub enum Op {
     /// `(interval)`: the DECIMAL(38,0) PostgreSQL compares it by
     /// ([`Interval::key`]).
     Key,
+    /// `(interval)`: one of its fields as a BIGINT (0: months, 1: days,
+    /// 2: microseconds), which `sum` adds up.
+    Field(u8),
+    /// `(months, days, microseconds)`, each a sum of the field over a
+    /// group: the interval of those fields, as PostgreSQL's `sum` adds
+    /// intervals field by field (out of range where a field does not fit).
+    OfSums,
     /// `age(a, b)` of two timestamps of one type.
     Age,
     JustifyHours,
@@ -897,6 +904,10 @@ impl Op {
             Op::Scale { divide: true } => "/",
             Op::Neg => "-",
             Op::Key => "INTERVAL_KEY",
+            Op::Field(0) => "INTERVAL_MONTHS",
+            Op::Field(1) => "INTERVAL_DAYS",
+            Op::Field(_) => "INTERVAL_MICROS",
+            Op::OfSums => "INTERVAL_OF_SUMS",
             Op::Age => "AGE",
             Op::JustifyHours => "JUSTIFY_HOURS",
             Op::JustifyDays => "JUSTIFY_DAYS",
@@ -1114,6 +1125,52 @@ pub fn eval(op: Op, args: &[ArrayRef], ty: &A) -> Result<ArrayRef> {
                 values(&args[0])
                     .into_iter()
                     .map(|x| x.map(|x| one(x).ok_or_else(interval_error)).transpose())
+                    .collect::<Result<Vec<_>>>()?,
+            )
+        }
+        Op::Field(k) => {
+            let out: arrow_array::Int64Array = values(&args[0])
+                .into_iter()
+                .map(|x| {
+                    x.map(|x| match k {
+                        0 => i64::from(x.months),
+                        1 => i64::from(x.days),
+                        _ => x.micros,
+                    })
+                })
+                .collect();
+            Ok(Arc::new(out))
+        }
+        Op::OfSums => {
+            let field = |a: &ArrayRef| -> Vec<Option<i128>> {
+                match a.data_type() {
+                    A::Decimal128(..) => a
+                        .as_primitive::<arrow_array::types::Decimal128Type>()
+                        .iter()
+                        .collect(),
+                    A::Int64 => a
+                        .as_primitive::<arrow_array::types::Int64Type>()
+                        .iter()
+                        .map(|v| v.map(i128::from))
+                        .collect(),
+                    _ => vec![None; a.len()],
+                }
+            };
+            let (m, d, us) = (field(&args[0]), field(&args[1]), field(&args[2]));
+            array(
+                m.into_iter()
+                    .zip(d)
+                    .zip(us)
+                    .map(|((m, d), us)| {
+                        let (Some(m), Some(d), Some(us)) = (m, d, us) else {
+                            return Ok(None);
+                        };
+                        Ok(Some(Interval {
+                            months: i32::try_from(m).map_err(|_| interval_error())?,
+                            days: i32::try_from(d).map_err(|_| interval_error())?,
+                            micros: i64::try_from(us).map_err(|_| interval_error())?,
+                        }))
+                    })
                     .collect::<Result<Vec<_>>>()?,
             )
         }

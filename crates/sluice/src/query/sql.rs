@@ -85,6 +85,69 @@ pub(crate) fn parse_tokens(
     Ok(stmt)
 }
 
+/// `OPERATOR(…)` whose left operand the parser made a comparison or a
+/// BETWEEN (not in parentheses): the operator applies to that
+/// comparison's right operand, as in PostgreSQL.
+fn operator_precedence(e: &mut ast::Expr) {
+    use ast::BinaryOperator as B;
+    let ast::Expr::BinaryOp {
+        left,
+        op: B::PGCustomBinaryOperator(_),
+        ..
+    } = e
+    else {
+        return;
+    };
+    let comparison = matches!(
+        left.as_ref(),
+        ast::Expr::BinaryOp {
+            op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
+            ..
+        } | ast::Expr::Between { .. }
+    );
+    if !comparison {
+        return;
+    }
+    let ast::Expr::BinaryOp { left, op, right } =
+        std::mem::replace(e, ast::Expr::value(ast::Value::Null))
+    else {
+        return;
+    };
+    let attach = |operand: Box<ast::Expr>| {
+        let mut inner = ast::Expr::BinaryOp {
+            left: operand,
+            op,
+            right,
+        };
+        operator_precedence(&mut inner);
+        Box::new(inner)
+    };
+    *e = match *left {
+        ast::Expr::BinaryOp {
+            left: a,
+            op: cmp,
+            right: b,
+        } => ast::Expr::BinaryOp {
+            left: a,
+            op: cmp,
+            right: attach(b),
+        },
+        ast::Expr::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => ast::Expr::Between {
+            expr,
+            negated,
+            low,
+            high: attach(high),
+        },
+        // (Not reached: `comparison` is one of the two.)
+        other => other,
+    };
+}
+
 /// PostgreSQL's other spellings of what the engine reads, as the engine
 /// reads them: `OPERATOR(pg_catalog.~)` (psql writes every operator so)
 /// is `~`; `E'a\nb'` is a string (the parser has read its escapes);
@@ -95,10 +158,42 @@ fn postgresql_spellings(stmt: &mut ast::Statement) -> Result<()> {
     use ast::BinaryOperator as B;
     use std::ops::ControlFlow;
     let mut failure = None;
+    // First, PostgreSQL's precedence of OPERATOR(…): below + and -, above
+    // comparisons and BETWEEN, where the parser puts it level with them
+    // (`a = b OPERATOR(+) c` is `a = (b + c)`, not `(a = b) + c`).
+    let _ = ast::visit_expressions_mut(stmt, |e| {
+        operator_precedence(e);
+        ControlFlow::<()>::Continue(())
+    });
     let _ = ast::visit_expressions_mut(stmt, |e| {
         match e {
-            ast::Expr::BinaryOp { op, .. } => {
+            // `x::pg_catalog.text` is `x::text` (psql qualifies types).
+            ast::Expr::Cast { data_type, .. } => {
+                if let ast::DataType::Custom(n, a) = data_type
+                    && a.is_empty()
+                    && let [schema, name] = n.0.as_slice()
+                    && schema
+                        .as_ident()
+                        .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))
+                    && let Some(name) = name.as_ident()
+                    && let Ok(ast::Expr::Cast { data_type: t, .. }) =
+                        Parser::new(&GenericDialect {})
+                            .try_with_sql(&format!("CAST(NULL AS {name})"))
+                            .and_then(|mut p| p.parse_expr())
+                {
+                    *data_type = t;
+                }
+            }
+            ast::Expr::BinaryOp { left, op, right } => {
                 if let B::PGCustomBinaryOperator(parts) = op {
+                    // Its operands as it binds them, in their text too.
+                    for x in [left, right] {
+                        if matches!(x.as_ref(), ast::Expr::BinaryOp { .. }) {
+                            let inner =
+                                std::mem::replace(x.as_mut(), ast::Expr::value(ast::Value::Null));
+                            **x = ast::Expr::Nested(Box::new(inner));
+                        }
+                    }
                     let sym = match parts.as_slice() {
                         [s] => Some(s.as_str()),
                         [schema, s] if schema.eq_ignore_ascii_case("pg_catalog") => {
@@ -127,6 +222,9 @@ fn postgresql_spellings(stmt: &mut ast::Statement) -> Result<()> {
                     };
                     if let Some(k) = known {
                         *op = k;
+                        // Kept apart, so that its text reads as it is bound.
+                        let inner = std::mem::replace(e, ast::Expr::value(ast::Value::Null));
+                        *e = ast::Expr::Nested(Box::new(inner));
                     }
                 }
             }

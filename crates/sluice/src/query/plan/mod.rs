@@ -988,9 +988,9 @@ struct AggState<'a> {
     calls: Vec<AggCall>,
 }
 
-impl Grouping for AggState<'_> {
-    fn aggregate(&mut self, binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<Expr> {
-        let call = bind_aggregate(binder, f, node)?;
+impl AggState<'_> {
+    /// The column of `call` among the aggregates (each once).
+    fn column_of(&mut self, call: AggCall) -> Expr {
         let idx = match self.calls.iter().position(|c| c.name == call.name) {
             Some(i) => i,
             None => {
@@ -998,10 +998,98 @@ impl Grouping for AggState<'_> {
                 self.calls.len() - 1
             }
         };
-        Ok(Expr::Column {
+        Expr::Column {
             index: self.keys.len() + idx,
             name: self.calls[idx].name.clone(),
-        })
+        }
+    }
+
+    /// `sum(x)` and `avg(x)` of an INTERVAL `x`, as PostgreSQL's: the sum
+    /// field by field (months, days, microseconds: three sums of
+    /// BIGINTs, exact), the average that sum divided by the count
+    /// (`interval / double`, a month's fraction carried into days).
+    /// `None`: not such a call.
+    fn interval_sum(
+        &mut self,
+        binder: &Binder,
+        f: &ast::Function,
+        node: &ast::Expr,
+    ) -> Result<Option<Expr>> {
+        use crate::query::func::Func;
+        use crate::query::interval::{Op, TYPE};
+        let name = function_name(f);
+        if !matches!(name.as_str(), "sum" | "avg") || f.over.is_some() {
+            return Ok(None);
+        }
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Ok(None);
+        };
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] = list.args.as_slice()
+        else {
+            return Ok(None);
+        };
+        if contains_aggregate(x) {
+            return Ok(None);
+        }
+        let t = binder
+            .bind(
+                x,
+                &mut Scope::Row {
+                    clause: "an aggregate argument",
+                },
+            )?
+            .data_type(&binder.types());
+        if t != TYPE || list.duplicate_treatment.is_some() {
+            return Ok(None);
+        }
+        // count(x), FILTER and all: its argument is the rows' values.
+        let mut as_count = f.clone();
+        as_count.name = ast::ObjectName::from(vec![ast::Ident::new("count")]);
+        let count = bind_aggregate(binder, &as_count, node)?;
+        let Some(arg) = count.arg.clone() else {
+            return Ok(None);
+        };
+        let sums: Vec<Expr> = (0..3)
+            .map(|k| {
+                let field = Expr::Call {
+                    func: Func::Interval(Op::Field(k)),
+                    args: vec![arg.clone()],
+                    ty: A::Int64,
+                };
+                self.column_of(AggCall {
+                    func: AggFunc::Sum,
+                    name: format!("sum({field}) [{}]", count.name),
+                    arg: Some(field),
+                    distinct: false,
+                    arg_type: A::Int64,
+                    collect: None,
+                })
+            })
+            .collect();
+        let sum = Expr::Call {
+            func: Func::Interval(Op::OfSums),
+            args: sums,
+            ty: TYPE,
+        };
+        if name == "sum" {
+            return Ok(Some(sum));
+        }
+        let n = self.column_of(count);
+        Ok(Some(Expr::Call {
+            func: Func::Interval(Op::Scale { divide: true }),
+            args: vec![sum, coerce(n, &A::Int64, &A::Float64)],
+            ty: TYPE,
+        }))
+    }
+}
+
+impl Grouping for AggState<'_> {
+    fn aggregate(&mut self, binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Result<Expr> {
+        if let Some(e) = self.interval_sum(binder, f, node)? {
+            return Ok(e);
+        }
+        let call = bind_aggregate(binder, f, node)?;
+        Ok(self.column_of(call))
     }
 
     fn grouped(&self, node: &ast::Expr, row: &Expr) -> Result<Option<Expr>> {
@@ -1521,7 +1609,10 @@ fn bind_aggregate(binder: &Binder, f: &ast::Function, node: &ast::Expr) -> Resul
         },
     )?;
     let t = arg.data_type(&binder.types());
-    if t == crate::query::interval::TYPE && (func != AggFunc::Count || distinct) {
+    // (sum and avg of intervals: see `AggState::interval_sum`.)
+    if t == crate::query::interval::TYPE
+        && !(matches!(func, AggFunc::Min | AggFunc::Max) || func == AggFunc::Count && !distinct)
+    {
         return Err(unsupported(
             &format!("{}(...) of an INTERVAL value", name.to_uppercase()),
             node,

@@ -1139,6 +1139,13 @@ pub(super) fn unnest_select_list(
     };
     let mut projection = select.projection.clone();
     for p in projection.iter_mut() {
+        // `EXISTS (…)` alone is named `exists`, as PostgreSQL names it.
+        if let ast::SelectItem::UnnamedExpr(e @ ast::Expr::Exists { .. }) = p {
+            *p = ast::SelectItem::ExprWithAlias {
+                expr: e.clone(),
+                alias: ast::Ident::new("exists"),
+            };
+        }
         // `(SELECT x …)` alone keeps the name PostgreSQL gives it.
         if let ast::SelectItem::UnnamedExpr(ast::Expr::Subquery(sq)) = p
             && let Some(s) = plain_select(sq)
@@ -1205,6 +1212,46 @@ impl ast::VisitorMut for ListCtx<'_> {
     }
     fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
         if self.depth != 0 {
+            return ControlFlow::Continue(());
+        }
+        // `EXISTS (SELECT … WHERE …)` as a value: whether the count of
+        // its rows, a select-list subquery as the others, is above 0.
+        if let ast::Expr::Exists { subquery, negated } = e
+            && let Some(s) = plain_select(subquery)
+            && !is_grouped(s)
+        {
+            let mut s = s.clone();
+            let mut count = call("count", Vec::new());
+            if let ast::Expr::Function(f) = &mut count {
+                f.args = ast::FunctionArguments::List(ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)],
+                    clauses: Vec::new(),
+                });
+            }
+            s.projection = vec![ast::SelectItem::UnnamedExpr(count)];
+            let q = ast::Query {
+                body: Box::new(ast::SetExpr::Select(Box::new(s))),
+                ..(**subquery).clone()
+            };
+            let node = ast::Expr::Subquery(Box::new(q.clone()));
+            let value = match self.one(&q, &node) {
+                Ok(Some(v)) => v,
+                Ok(None) => node,
+                Err(err) => {
+                    self.failure = Some(err);
+                    return ControlFlow::Break(());
+                }
+            };
+            *e = ast::Expr::Nested(Box::new(ast::Expr::BinaryOp {
+                left: Box::new(value),
+                op: if *negated {
+                    ast::BinaryOperator::Eq
+                } else {
+                    ast::BinaryOperator::Gt
+                },
+                right: Box::new(ast::Expr::value(ast::Value::Number("0".into(), false))),
+            }));
             return ControlFlow::Continue(());
         }
         let ast::Expr::Subquery(sq) = e else {
