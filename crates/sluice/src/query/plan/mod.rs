@@ -1039,7 +1039,12 @@ impl AggState<'_> {
                 },
             )?
             .data_type(&binder.types());
-        if t != TYPE || list.duplicate_treatment.is_some() {
+        if t != TYPE
+            || matches!(
+                list.duplicate_treatment,
+                Some(ast::DuplicateTreatment::Distinct)
+            )
+        {
             return Ok(None);
         }
         // count(x), FILTER and all: its argument is the rows' values.

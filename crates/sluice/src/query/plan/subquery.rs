@@ -1138,13 +1138,34 @@ pub(super) fn unnest_select_list(
         depth: 0,
     };
     let mut projection = select.projection.clone();
+    let mut exists = false;
     for p in projection.iter_mut() {
-        // `EXISTS (…)` alone is named `exists`, as PostgreSQL names it.
-        if let ast::SelectItem::UnnamedExpr(e @ ast::Expr::Exists { .. }) = p {
-            *p = ast::SelectItem::ExprWithAlias {
-                expr: e.clone(),
-                alias: ast::Ident::new("exists"),
-            };
+        // `EXISTS (…)` alone is named `exists`, as PostgreSQL names it;
+        // an expression around one `?column?` (not its rewritten text).
+        let has_exists = |e: &ast::Expr| {
+            ast::visit_expressions(e, |x| {
+                if matches!(x, ast::Expr::Exists { .. }) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .is_break()
+        };
+        match p {
+            ast::SelectItem::UnnamedExpr(e) if has_exists(e) => {
+                exists = true;
+                let name = match e {
+                    ast::Expr::Exists { negated: false, .. } => "exists",
+                    _ => "?column?",
+                };
+                *p = ast::SelectItem::ExprWithAlias {
+                    expr: e.clone(),
+                    alias: ast::Ident::new(name),
+                };
+            }
+            ast::SelectItem::ExprWithAlias { expr: e, .. } if has_exists(e) => exists = true,
+            _ => {}
         }
         // `(SELECT x …)` alone keeps the name PostgreSQL gives it.
         if let ast::SelectItem::UnnamedExpr(ast::Expr::Subquery(sq)) = p
@@ -1175,7 +1196,9 @@ pub(super) fn unnest_select_list(
             }
         }
     }
-    if cx.joins.is_empty() {
+    // (An EXISTS made a count subquery: the query is rewritten even
+    // when that subquery reads nothing of the outer row.)
+    if cx.joins.is_empty() && !exists {
         return Ok(None);
     }
     let mut s = select.clone();
