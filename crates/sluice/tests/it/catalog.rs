@@ -299,6 +299,21 @@ fn sqlalchemy_reflection_queries_answer_as_postgresql_does() {
     assert_eq!(rows(&db, types), ["int8|1016|bigint|false|true|NULL"]);
 }
 
+/// The queries of a fixture of psql's (one a paragraph, each ended by
+/// `;`, `--` lines left out), `{oid}` replaced by `oid`.
+fn fixture(text: &str, oid: i64) -> Vec<String> {
+    text.split(";\n")
+        .map(|q| {
+            q.lines()
+                .filter(|l| !l.starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .replace("{oid}", &oid.to_string())
+        })
+        .filter(|q| !q.trim().is_empty())
+        .collect()
+}
+
 /// psql 15's own queries for `\dt`, `\d`, `\d TABLE`, `\d+ TABLE`, `\dn`,
 /// `\l` and `\dt+` (`psql -E`, verbatim in `psql15_describe.sql`),
 /// answered by the engine as PostgreSQL 15 answers them for the same
@@ -307,18 +322,7 @@ fn sqlalchemy_reflection_queries_answer_as_postgresql_does() {
 #[test]
 fn psql_describe_queries_answer_as_postgresql_does() {
     let (_dir, db) = db();
-    let text = include_str!("psql15_describe.sql");
-    let queries: Vec<String> = text
-        .split(";\n")
-        .map(|q| {
-            q.lines()
-                .filter(|l| !l.starts_with("--"))
-                .collect::<Vec<_>>()
-                .join("\n")
-                .replace("{oid}", "16384")
-        })
-        .filter(|q| !q.trim().is_empty())
-        .collect();
+    let queries = fixture(include_str!("psql15_describe.sql"), 16384);
     assert_eq!(queries.len(), 16);
     let tables = ["public|people|table|sluice", "public|tables|table|sluice"];
     let flags = ["0|r|true|false|false|false|false|false|false||0||p|d|heap"];
@@ -426,18 +430,7 @@ fn catalog_select_items_are_named_as_in_postgresql() {
 #[test]
 fn psql_describe_index_queries_answer_as_postgresql_does() {
     let (_dir, db) = db();
-    let text = include_str!("psql15_describe_index.sql");
-    let queries: Vec<String> = text
-        .split(";\n")
-        .map(|q| {
-            q.lines()
-                .filter(|l| !l.starts_with("--"))
-                .collect::<Vec<_>>()
-                .join("\n")
-                .replace("{oid}", "16386")
-        })
-        .filter(|q| !q.trim().is_empty())
-        .collect();
+    let queries = fixture(include_str!("psql15_describe_index.sql"), 16386);
     let expected = [
         vec!["16386|public|people_pkey"],
         vec!["0|i|false|false|false|false|false|false|false||0||p|n|btree"],
