@@ -1923,35 +1923,12 @@ fn select_is_empty(s: &ast::Select) -> bool {
     };
     let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
         || s.having.is_some()
-        || s.projection.iter().any(|p| {
+        || s.projection.iter().any(|p| match p {
             // An aggregate of this SELECT (not of a subquery in it).
-            struct Agg(usize);
-            impl ast::Visitor for Agg {
-                type Break = ();
-                fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
-                    self.0 += 1;
-                    ControlFlow::Continue(())
-                }
-                fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
-                    self.0 -= 1;
-                    ControlFlow::Continue(())
-                }
-                fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-                    match e {
-                        Expr::Function(f)
-                            if self.0 == 0
-                                && f.over.is_none()
-                                && super::bind::is_aggregate_name(
-                                    &f.name.to_string().to_ascii_lowercase(),
-                                ) =>
-                        {
-                            ControlFlow::Break(())
-                        }
-                        _ => ControlFlow::Continue(()),
-                    }
-                }
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                super::bind::contains_aggregate(e)
             }
-            ast::Visit::visit(p, &mut Agg(0)).is_break()
+            _ => false,
         });
     let named = s.projection.iter().all(|p| item_name(p).is_some());
     !grouped
