@@ -496,8 +496,9 @@ pub fn run(
     }
     let mut conjuncts: Vec<(Conjunct, bool)> =
         g.conjuncts.iter().map(|c| (c.clone(), false)).collect();
-    // A filtered item joined to one other item alone, with fewer rows,
-    // is joined into it first (a nation filtered to one of 25 into the
+    // A filtered item joined to one other item alone, with fewer rows
+    // and not the largest, is joined into it first (a nation filtered to
+    // one of 25 into the
     // suppliers, TPC-H Q5, Q7, Q8, Q11, Q21): the other item is then a
     // smaller build side, and no larger join carries the unfiltered rows.
     // So is a small item, filtered or not, joined to one other item that
@@ -538,7 +539,9 @@ pub fn run(
             let (Some(pr), Some(_)) = (&leaves[p], &leaves[d]) else {
                 continue;
             };
-            if pr.rows <= dr.rows || (whole && pr.rows >= largest) {
+            // (Into the largest item, the probe side to start from, it
+            // is joined by the main loop: one stage of a star's chain.)
+            if pr.rows <= dr.rows || pr.rows >= largest {
                 continue;
             }
             // Only an item no other item reaches but through `d`'s one
@@ -789,6 +792,22 @@ pub fn run(
                 });
             }
         }
+        if best.is_some() && steps_done.iter().all(|d| *d) {
+            let star = star_last(
+                s,
+                &mut leaves,
+                &mut built,
+                &mut conjuncts,
+                settled,
+                &kept,
+                g,
+                opts,
+            )?;
+            match star {
+                Ok(joined) => return Ok(joined),
+                Err(back) => s = back,
+            }
+        }
         if let Some(Choice { leaf: r, keys, .. }) = best {
             let table = table_for(&mut built, &leaves, r, &keys, g, opts)?;
             let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
@@ -998,6 +1017,7 @@ fn inner_last(
     let spec = pipeline::Spec {
         table,
         keys: probe_keys,
+        chain: Vec::new(),
         residual: None,
         keep_probe: false,
         tail: false,
@@ -1005,6 +1025,88 @@ fn inner_last(
         name,
     };
     pipelined(probe, &out, spec, g, opts)
+}
+
+/// The inner joins of `s` with every leaf left, as the group's last
+/// join, pipelined as one chain (see [`pipeline`]), when each of those
+/// leaves is joined by keys over `s`'s own columns (a star: `s` a fact
+/// table's rows, the leaves its dimensions) and no outer step is left;
+/// else `s` back. The leaves are joined in the order of the rows they
+/// are estimated to leave, fewest first, as the greedy order would take
+/// them.
+#[allow(clippy::too_many_arguments)]
+fn star_last(
+    s: Rel,
+    leaves: &mut [Option<Rel>],
+    built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
+    conjuncts: &mut [(Conjunct, bool)],
+    settled: u64,
+    kept: &[f64],
+    g: &JoinGroup,
+    opts: &QueryOptions,
+) -> Result<std::result::Result<Joined, Rel>> {
+    let remaining: Vec<usize> = (0..leaves.len()).filter(|&i| leaves[i].is_some()).collect();
+    let items: Vec<u64> = leaves
+        .iter()
+        .enumerate()
+        .map(|(i, l)| l.as_ref().map_or(1 << i, |x| x.items))
+        .collect();
+    let all = remaining.iter().fold(s.items, |m, &r| m | items[r]);
+    if remaining.len() < 2 || all & !settled != 0 {
+        return Ok(Err(s));
+    }
+    let mut order = Vec::with_capacity(remaining.len());
+    for &r in &remaining {
+        let keys = keys_for(conjuncts, s.items, items[r]);
+        if keys.is_empty() {
+            return Ok(Err(s));
+        }
+        let table = table_for(built, leaves, r, &keys, g, opts)?;
+        let fan = table.rows() as f64 / table.distinct.max(1) as f64;
+        let est =
+            s.rows as f64 * branch_kept(r, s.items, &remaining, conjuncts, kept, &items) * fan;
+        order.push((est, table.rows(), r, keys, table));
+    }
+    order.sort_by(|a, b| {
+        (a.0, a.1)
+            .partial_cmp(&(b.0, b.1))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut out = s.beside(&Rel::of(Vec::new(), None, Vec::new(), 0));
+    let mut chain = Vec::with_capacity(order.len());
+    for (_, _, r, keys, table) in order {
+        let right = leaves[r]
+            .take()
+            .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+        for k in &keys {
+            conjuncts[k.2].1 = true;
+        }
+        let name = format!(
+            "Hash join (Inner) of {} with {}",
+            label(g, out.items),
+            label(g, right.items)
+        );
+        let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
+        out = out.beside(&right);
+        chain.push(pipeline::Stage::new(table, probe_keys, name));
+    }
+    // Every condition left reads joined, settled items now.
+    let then: Vec<usize> = (0..conjuncts.len()).filter(|&i| !conjuncts[i].1).collect();
+    let then = then_of(conjuncts, then, &out)?;
+    let own = chain
+        .pop()
+        .ok_or_else(|| Error::Internal("join: an empty chain".into()))?;
+    let spec = pipeline::Spec {
+        table: own.table,
+        keys: own.keys,
+        chain,
+        residual: None,
+        keep_probe: false,
+        tail: false,
+        then,
+        name: own.name,
+    };
+    pipelined(s, &out, spec, g, opts).map(Ok)
 }
 
 /// The LEFT or FULL join `st` of `s` as the group's last join, pipelined
@@ -1067,6 +1169,7 @@ fn outer_last(
     let spec = pipeline::Spec {
         table,
         keys: probe_keys,
+        chain: Vec::new(),
         residual,
         keep_probe,
         tail,

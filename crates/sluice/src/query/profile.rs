@@ -115,6 +115,16 @@ impl Profile {
 
     /// Completes step `index` of [`Profile::placeholder`]: its rows and
     /// its time (a pipelined step's: summed over the workers).
+    /// A placeholder's rows read and made, and its time.
+    pub fn fill_in(&self, index: usize, rows_in: u64, rows_out: u64, time: Duration) {
+        let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(st) = steps.get_mut(index) {
+            st.rows_in = Some(rows_in);
+            st.rows_out = Some(rows_out);
+            st.time = Some(time);
+        }
+    }
+
     pub fn fill(&self, index: usize, rows_out: u64, time: Duration) {
         let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(st) = steps.get_mut(index) {

@@ -60,7 +60,7 @@ fn key(rng: &mut Rng, l: &str, r: &str) -> String {
 /// A random FROM clause, the WHERE conditions it comes with, and the
 /// names of its items.
 fn random_from(rng: &mut Rng) -> (String, Vec<String>, Vec<&'static str>) {
-    match rng.below(12) {
+    match rng.below(15) {
         0 | 1 => (
             format!("t1 JOIN t2 ON {}", key(rng, "t1", "t2")),
             vec![],
@@ -114,6 +114,22 @@ fn random_from(rng: &mut Rng) -> (String, Vec<String>, Vec<&'static str>) {
             "(SELECT a, s, count(*) AS b FROM t2 GROUP BY a, s) AS d JOIN t1 ON d.a = t1.a".into(),
             vec![],
             vec!["d", "t1"],
+        ),
+        // Stars: every other item keyed by t1's own columns (joined as
+        // one chain of row numbers), with a condition over two of them.
+        12 => (
+            "t1, t2, t3".into(),
+            vec![key(rng, "t1", "t2"), key(rng, "t1", "t3")],
+            vec!["t1", "t2", "t3"],
+        ),
+        13 => (
+            format!(
+                "t1 JOIN t2 ON {} JOIN t3 ON {} AND t2.b <> t3.b JOIN t2 AS u ON t1.b = u.a",
+                key(rng, "t1", "t2"),
+                key(rng, "t1", "t3")
+            ),
+            vec![],
+            vec!["t1", "t2", "t3", "u"],
         ),
         _ => ("t1".into(), vec![], vec!["t1"]),
     }

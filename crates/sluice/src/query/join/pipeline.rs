@@ -11,16 +11,26 @@
 //! build rows that no probe row matched (FULL, and the last) are the
 //! pipeline's tail, made once every morsel is probed.
 //!
+//! Inner joins of a star (every build side keyed by the probe side's
+//! own columns: a fact table's rows against its dimensions) are all
+//! pipelined: each morsel goes through the chain of hash tables as row
+//! numbers alone — a stage probes with the keys of the rows the stages
+//! before it kept — and its joined rows are made once, at the end, of
+//! only the columns the conditions left and the group's output read. No
+//! joined row of the stages between is made, and a dimension's TEXT is
+//! copied once, not once a later join.
+//!
 //! For: [`super::run`]'s last step and [`crate::query::scan::Inputs`]
-//! that applies it. Not for: the joins before the last (they are made
-//! whole: the next join's order depends on their rows).
+//! that applies it. Not for: the joins before the last that are not of
+//! such a star (they are made whole: the next join's order depends on
+//! their rows).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_schema::{Field, Schema, SchemaRef};
 
 use super::{Rel, output_batch};
 use crate::error::{Error, Result};
@@ -34,6 +44,12 @@ pub struct Pipeline {
     table: Arc<HashTable>,
     /// The probe side's keys, over its columns.
     keys: Vec<Expr>,
+    /// Inner joins made before this one, in order, by keys over the
+    /// probe side's columns (see the module's note).
+    chain: Vec<Stage>,
+    /// For an inner join: the joined rows made from pairs of row
+    /// numbers, of only the columns read after it.
+    narrow: Option<Narrow>,
     /// Non-equality conditions of the join's ON, over the joined columns.
     residual: Option<Expr>,
     /// Probe rows without a match are kept, NULL-filled (LEFT, FULL).
@@ -49,16 +65,58 @@ pub struct Pipeline {
     opts: QueryOptions,
     rows_out: Arc<AtomicU64>,
     nanos: AtomicU64,
+    /// Rows its own join read (counted when it has a chain).
+    rows_in: AtomicU64,
     /// The step in EXPLAIN ANALYZE's profile, filled in when dropped.
     step: Option<usize>,
     /// The probe side's rows, counted until the pipeline is done.
     _probe_rows: Option<Reservation>,
 }
 
+/// An inner join of a pipeline's chain: its hash table, the probe
+/// side's keys (over the probe side's columns), and its line in EXPLAIN
+/// ANALYZE's profile with the rows it read and made.
+pub(super) struct Stage {
+    pub table: Arc<HashTable>,
+    pub keys: Vec<Expr>,
+    pub name: String,
+    step: Option<usize>,
+    rows_in: AtomicU64,
+    rows_out: AtomicU64,
+    nanos: AtomicU64,
+}
+
+impl Stage {
+    pub fn new(table: Arc<HashTable>, keys: Vec<Expr>, name: String) -> Stage {
+        Stage {
+            table,
+            keys,
+            name,
+            step: None,
+            rows_in: AtomicU64::new(0),
+            rows_out: AtomicU64::new(0),
+            nanos: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The joined columns an inner pipeline makes: `cols[i]` is the `i`-th
+/// column made, as (source, column): source 0 the probe side, `j + 1`
+/// the `j`-th build side (the chain's, then the pipeline's own); `then`
+/// and `pos` over the columns made.
+struct Narrow {
+    cols: Vec<(usize, usize)>,
+    then: Option<Expr>,
+    pos: Vec<usize>,
+}
+
 /// What the description of a pipelined join needs.
 pub(super) struct Spec {
     pub table: Arc<HashTable>,
     pub keys: Vec<Expr>,
+    /// Inner joins before this one (`keep_probe` false and no residual
+    /// then).
+    pub chain: Vec<Stage>,
     pub residual: Option<Expr>,
     pub keep_probe: bool,
     pub tail: bool,
@@ -85,16 +143,70 @@ impl Pipeline {
             .map(|b| b.schema())
             .ok_or_else(|| Error::Internal("join: probe side without schema".into()))?;
         let rows_in = probe.rows as u64;
-        let step = opts
-            .profile
-            .as_ref()
-            .map(|p| p.placeholder(spec.name, Some(rows_in)));
+        let mut chain = spec.chain;
+        for st in &mut chain {
+            st.step = opts
+                .profile
+                .as_ref()
+                .map(|p| p.placeholder(format!("{}, pipelined", st.name), None));
+        }
+        let step = opts.profile.as_ref().map(|p| {
+            if chain.is_empty() {
+                p.placeholder(spec.name, Some(rows_in))
+            } else {
+                p.placeholder(format!("{}, pipelined", spec.name), None)
+            }
+        });
         let marks = spec.tail.then(|| Marks::new(spec.table.rows()));
+        let narrow = if spec.residual.is_none() && !spec.keep_probe && marks.is_none() {
+            // Each joined column's source, in the joined rows' order.
+            let mut sources = Vec::new();
+            for c in 0..probe_schema.fields().len() {
+                sources.push((0, c));
+            }
+            let builds = chain.iter().map(|s| &s.table).chain([&spec.table]);
+            for (j, t) in builds.enumerate() {
+                for c in 0..t.batch.num_columns() {
+                    sources.push((j + 1, c));
+                }
+            }
+            if sources.len() != out.cols.len() {
+                return Err(Error::Internal(
+                    "join: a pipeline's columns are not its sides'".into(),
+                ));
+            }
+            let mut used = vec![false; sources.len()];
+            for &p in &pos {
+                used[p] = true;
+            }
+            if let Some(t) = &spec.then {
+                t.mark_columns(&mut used);
+            }
+            let made: Vec<usize> = (0..used.len()).filter(|&c| used[c]).collect();
+            let at = |c: usize| made.iter().position(|&m| m == c).unwrap_or(0);
+            let then = spec.then.clone().map(|mut t| {
+                t.remap_columns(&mut |c| at(c));
+                t
+            });
+            Some(Narrow {
+                cols: made.iter().map(|&c| sources[c]).collect(),
+                then,
+                pos: pos.iter().map(|&p| at(p)).collect(),
+            })
+        } else if !chain.is_empty() {
+            return Err(Error::Internal(
+                "join: a chain of joins before an outer join".into(),
+            ));
+        } else {
+            None
+        };
         let batches = std::mem::take(&mut probe.batches);
         Ok((
             Pipeline {
                 table: spec.table,
                 keys: spec.keys,
+                chain,
+                narrow,
                 residual: spec.residual,
                 keep_probe: spec.keep_probe,
                 marks,
@@ -104,6 +216,7 @@ impl Pipeline {
                 opts: opts.clone(),
                 rows_out: Arc::new(AtomicU64::new(0)),
                 nanos: AtomicU64::new(0),
+                rows_in: AtomicU64::new(0),
                 step,
                 _probe_rows: probe.mem.take(),
             },
@@ -114,8 +227,13 @@ impl Pipeline {
     /// The group's rows of one morsel of the probe side.
     pub fn apply(&self, b: &RecordBatch) -> Result<RecordBatch> {
         let at = Instant::now();
-        let k = eval_keys(&self.keys, b, Some(self.table.key_types()))?;
         let mut scratch = self.opts.reserve("hash join probe", 0)?;
+        if let Some(n) = &self.narrow {
+            let out = self.by_row_numbers(b, n, &mut scratch)?;
+            self.counted(&out, at);
+            return Ok(out);
+        }
+        let k = eval_keys(&self.keys, b, Some(self.table.key_types()))?;
         let j = self.table.join_batch(
             b,
             &k,
@@ -127,6 +245,106 @@ impl Pipeline {
         let out = self.finish_rows(j)?;
         self.counted(&out, at);
         Ok(out)
+    }
+
+    /// The inner joins of the chain and this one over morsel `b`, as
+    /// row numbers: per stage, the probe rows kept so far probe its
+    /// table, and every side's row numbers follow the pairs it made;
+    /// then the joined rows of the columns `n` makes, through the
+    /// conditions left, cut to the output.
+    fn by_row_numbers(
+        &self,
+        b: &RecordBatch,
+        n: &Narrow,
+        scratch: &mut Reservation,
+    ) -> Result<RecordBatch> {
+        // The probe rows kept (`None`: all, in order), and per build side
+        // so far the row paired with each.
+        let mut sel: Option<Vec<u32>> = None;
+        let mut picks: Vec<Vec<u32>> = Vec::with_capacity(self.chain.len() + 1);
+        let own = (&self.table, &self.keys, None);
+        let stages = self
+            .chain
+            .iter()
+            .map(|s| (&s.table, &s.keys, Some(s)))
+            .chain([own]);
+        for (table, keys, stage) in stages {
+            let at = Instant::now();
+            // A later stage's keys are evaluated over the rows kept so
+            // far alone (the columns they read, taken): a key that fails
+            // on a row an earlier join dropped (`100 / v`, a cast) must
+            // not fail the query, as it does not when joined one by one.
+            let (k, rows) = match &sel {
+                None => (eval_keys(keys, b, Some(table.key_types()))?, b.num_rows()),
+                Some(s) => {
+                    let kept = kept_columns(b, keys, s)?;
+                    (
+                        eval_keys(&kept.1, &kept.0, Some(table.key_types()))?,
+                        s.len(),
+                    )
+                }
+            };
+            let (mut p, mut hit) = (Vec::new(), Vec::new());
+            table.matches(&k, rows, &mut p, &mut hit, scratch)?;
+            sel = Some(match sel {
+                None => p.clone(),
+                Some(s) => p.iter().map(|&i| s[i as usize]).collect(),
+            });
+            for pick in &mut picks {
+                *pick = p.iter().map(|&i| pick[i as usize]).collect();
+            }
+            picks.push(hit);
+            if let Some(st) = stage {
+                st.rows_in.fetch_add(rows as u64, Ordering::Relaxed);
+                st.rows_out.fetch_add(p.len() as u64, Ordering::Relaxed);
+                st.nanos
+                    .fetch_add(at.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            } else {
+                self.rows_in.fetch_add(rows as u64, Ordering::Relaxed);
+            }
+        }
+        let sel = sel.unwrap_or_default();
+        // The pairs' bytes, counted before they are made.
+        let per_row = |src: &RecordBatch, c: usize| {
+            crate::query::memory::array_bytes(src.column(c).as_ref()) / src.num_rows().max(1) as u64
+        };
+        let source = |s: usize| -> &RecordBatch {
+            if s == 0 {
+                b
+            } else if s <= self.chain.len() {
+                &self.chain[s - 1].table.batch
+            } else {
+                &self.table.batch
+            }
+        };
+        let bytes: u64 = n.cols.iter().map(|&(s, c)| per_row(source(s), c)).sum();
+        scratch.grow(bytes * sel.len() as u64)?;
+        let mut idx = Vec::with_capacity(picks.len() + 1);
+        idx.push(UInt32Array::from(sel));
+        idx.extend(picks.into_iter().map(UInt32Array::from));
+        let rows = idx[0].len();
+        let mut fields = Vec::with_capacity(n.cols.len());
+        let mut cols = Vec::with_capacity(n.cols.len());
+        for (i, &(s, c)) in n.cols.iter().enumerate() {
+            let col =
+                arrow_select::take::take(source(s).column(c), &idx[s], None).map_err(exec_err)?;
+            fields.push(Field::new(format!("c{i}"), col.data_type().clone(), true));
+            cols.push(col);
+        }
+        let j = RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            cols,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?;
+        let j = match &n.then {
+            None => j,
+            Some(c) => {
+                let mask = c.eval(&j)?.into_array(j.num_rows())?;
+                let mask = crate::query::hash_join::truth(&mask)?;
+                arrow_select::filter::filter_record_batch(&j, &mask).map_err(exec_err)?
+            }
+        };
+        output_batch(&j, &n.pos)
     }
 
     /// Whether the pipeline ends with the build rows no probe row matched
@@ -176,14 +394,62 @@ impl Pipeline {
     }
 }
 
+/// The columns of `b` that `keys` read, at rows `sel`, and `keys` over
+/// them.
+fn kept_columns(b: &RecordBatch, keys: &[Expr], sel: &[u32]) -> Result<(RecordBatch, Vec<Expr>)> {
+    let mut used = vec![false; b.num_columns()];
+    for k in keys {
+        k.mark_columns(&mut used);
+    }
+    let reads: Vec<usize> = (0..used.len()).filter(|&c| used[c]).collect();
+    let idx = UInt32Array::from(sel.to_vec());
+    let mut fields = Vec::with_capacity(reads.len());
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(reads.len());
+    for &c in &reads {
+        fields.push(b.schema().field(c).clone());
+        cols.push(arrow_select::take::take(b.column(c), &idx, None).map_err(exec_err)?);
+    }
+    let batch = RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(sel.len())),
+    )?;
+    let keys = keys
+        .iter()
+        .map(|k| {
+            let mut k = k.clone();
+            k.remap_columns(&mut |c| reads.iter().position(|&r| r == c).unwrap_or(c));
+            k
+        })
+        .collect();
+    Ok((batch, keys))
+}
+
 impl Drop for Pipeline {
     fn drop(&mut self) {
-        if let (Some(p), Some(i)) = (&self.opts.profile, self.step) {
-            p.fill(
-                i,
-                self.rows_out.load(Ordering::Relaxed),
-                Duration::from_nanos(self.nanos.load(Ordering::Relaxed)),
-            );
+        let Some(p) = &self.opts.profile else {
+            return;
+        };
+        // The chain's stages: their own rows and time; the pipeline's
+        // own line has the whole pipeline's time.
+        for st in &self.chain {
+            if let Some(i) = st.step {
+                p.fill_in(
+                    i,
+                    st.rows_in.load(Ordering::Relaxed),
+                    st.rows_out.load(Ordering::Relaxed),
+                    Duration::from_nanos(st.nanos.load(Ordering::Relaxed)),
+                );
+            }
+        }
+        if let Some(i) = self.step {
+            let time = Duration::from_nanos(self.nanos.load(Ordering::Relaxed));
+            let out = self.rows_out.load(Ordering::Relaxed);
+            if self.chain.is_empty() {
+                p.fill(i, out, time);
+            } else {
+                p.fill_in(i, self.rows_in.load(Ordering::Relaxed), out, time);
+            }
         }
     }
 }
