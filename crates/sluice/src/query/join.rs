@@ -359,11 +359,16 @@ pub fn run(
     // that item has (see `runtime_filter`).
     let table_rows: Vec<Option<u64>> = (0..g.leaves.len())
         .map(|i| {
-            runtime_filter::scanned_table(g, i).map(|t| {
+            let rows = |t: &str| {
                 db.table(t)
                     .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>())
                     .unwrap_or(0)
-            })
+            };
+            // A UNION ALL of scans: its branches' tables' rows.
+            let union = runtime_filter::union_tables(g, i);
+            runtime_filter::scanned_table(g, i)
+                .map(rows)
+                .or_else(|| (!union.is_empty()).then(|| union.iter().map(|t| rows(t)).sum()))
         })
         .collect();
     // Each table leaf's primary-key column (of its table's columns): a

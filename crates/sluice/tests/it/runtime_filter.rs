@@ -704,3 +704,67 @@ fn a_null_filled_item_never_gives_the_keys_of_a_filter() {
         }
     }
 }
+
+/// A UNION ALL of plain scans joined to a cut item is filtered branch by
+/// branch, each by its own column: big's BIGINT k, big's INT i (small's
+/// key 5,000,000,000 does not fit it and is dropped from that branch's
+/// values) and small's k; the answer is the join's on every layout and
+/// thread count. A branch that is not a plain scan (an aggregate) leaves
+/// the union unfiltered, with the same answer.
+#[test]
+fn a_union_all_of_scans_is_filtered_branch_by_branch() {
+    let sql = "SELECT count(*), sum(u.x) FROM \
+               (SELECT k AS key, i AS x FROM big \
+                UNION ALL SELECT i, v FROM big WHERE v = 3 \
+                UNION ALL SELECT k, g FROM small) u, small s \
+               WHERE u.key = s.k AND s.g = 1";
+    let keys: Vec<i64> = (0..38).map(|j| 1000 + 7 * j).collect();
+    let threes: Vec<i64> = keys.iter().copied().filter(|k| k % 10 == 3).collect();
+    // big by k (x = i = k), big by i where v = 3 (x = 3), small by k
+    // (x = g = 1; 5,000,000,000 joins itself).
+    let count = keys.len() + threes.len() + keys.len() + 1;
+    let sum: i64 = keys.iter().sum::<i64>() + 3 * threes.len() as i64 + keys.len() as i64 + 1;
+    let want = format!("{:?}", vec![vec![count.to_string(), sum.to_string()]]);
+    let grouped = sql.replace(
+        "UNION ALL SELECT k, g FROM small) u",
+        "UNION ALL SELECT k, max(g) FROM small GROUP BY k) u",
+    );
+    for (segment_rows, shards) in [(None, None), (Some(7000), None), (Some(5000), Some(4))] {
+        let dir = tables_as(segment_rows, shards);
+        let db = Database::open(dir.path().join("db")).unwrap();
+        for threads in [1, 2] {
+            let at = format!("{segment_rows:?} {shards:?} {threads}");
+            assert_eq!(answer(&db, sql, threads), want, "{at}");
+            assert_eq!(answer(&db, &grouped, threads), want, "{at}");
+        }
+        let explain = |sql: &str| {
+            query_with(
+                &db,
+                &format!("EXPLAIN ANALYZE {sql}"),
+                &QueryOptions::default(),
+            )
+            .unwrap()
+            .explain
+            .unwrap()
+        };
+        let text = explain(sql);
+        let filters: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("Runtime filter on u ("))
+            .collect();
+        assert_eq!(filters.len(), 3, "{text}");
+        // 40 rows of s: 38 keys, a NULL and 5,000,000,000 (not an INT).
+        assert!(filters[0].contains("(big): "), "{text}");
+        assert!(filters[0].contains(": 40 -> 39 rows"), "{text}");
+        assert!(
+            filters[1].contains("(big): ") && filters[1].contains(": 40 -> 38 rows"),
+            "{text}"
+        );
+        assert!(
+            filters[2].contains("(small): ") && filters[2].contains(": 40 -> 39 rows"),
+            "{text}"
+        );
+        let text = explain(&grouped);
+        assert!(!text.contains("Runtime filter on u"), "{text}");
+    }
+}

@@ -21,6 +21,12 @@
 //! when they are at most half as many as `t`'s table's rows (a
 //! subquery's rows are no share of a table, so that bound alone).
 //!
+//! A subquery that is a UNION ALL of plain scans (TPC-DS's sales and
+//! returns of one channel, as one item joined to the dates) is
+//! filtered branch by branch: the key, a bare column of each branch,
+//! tests each branch's scan with the values cast to that branch's
+//! column; its rows are the branches' tables' rows.
+//!
 //! The join then runs as before, on fewer rows; the equality is still
 //! checked by the join, so a filter that keeps too much costs time, never
 //! an answer. It is sound because an inner join drops a row without a
@@ -49,7 +55,8 @@ use arrow_schema::DataType as A;
 
 use super::super::expr::{BinOp, Expr, InSet, exec_err};
 use super::super::plan::from::{JoinGroup, JoinKind};
-use super::super::plan::{Body, Plan, Prune};
+use super::super::plan::setop::SetKind;
+use super::super::plan::{Body, Input, Plan, Prune};
 use super::super::{QueryOptions, memory::Reservation};
 use super::Rel;
 use crate::error::Result;
@@ -144,6 +151,7 @@ pub(super) fn next_leaf(
 /// A filter for leaf `i`: the scan column it tests, the other side's
 /// key (over global columns), that side's leaf, and the condition.
 struct Source<'g> {
+    /// The scanned column (of a UNION ALL leaf: its output column).
     scan: usize,
     name: &'g str,
     other: &'g Expr,
@@ -257,6 +265,12 @@ fn sources<'g>(
         let Some(Expr::Column { index: scan, name }) = exprs.get(pos) else {
             continue;
         };
+        // A UNION ALL leaf: the key is a bare column of every branch.
+        let union = leaf.plan.table.is_none();
+        if union && (widened || union_scans(&leaf.plan, pos).is_none()) {
+            continue;
+        }
+        let scan = if union { &pos } else { scan };
         let narrow = matches!(
             leaf.plan.table_types.get(*scan),
             Some(A::Int8 | A::Int16 | A::Int32 | A::UInt8 | A::UInt16 | A::UInt32)
@@ -338,19 +352,113 @@ pub(super) fn scanned_table(g: &JoinGroup, i: usize) -> Option<&str> {
     }
 }
 
-/// Whether leaf `i` is a table scan that a runtime filter may narrow.
+/// Whether leaf `i` is a table scan, or a UNION ALL of table scans
+/// ([`union_scans`]), that a runtime filter may narrow.
 fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
     let leaf = &g.leaves[i];
     let p = &leaf.plan;
+    (plain_scan(p) || is_union_all(p)) && leaf.filter.is_none() && excluded & (1 << i) == 0
+}
+
+/// Whether `p` is a scan of a table, its rows as they are (no limit,
+/// order or lookup by key), each computed per row.
+fn plain_scan(p: &Plan) -> bool {
     p.table.is_some()
         && p.input.is_none()
         && p.key_lookup.is_none()
         && p.limit.is_none()
         && p.offset == 0
         && p.order.is_empty()
-        && leaf.filter.is_none()
         && matches!(p.body, Body::Project(_))
-        && excluded & (1 << i) == 0
+}
+
+/// Whether `p` is the rows of a UNION ALL as they are.
+fn is_union_all(p: &Plan) -> bool {
+    p.table.is_none()
+        && p.filter.is_none()
+        && p.key_lookup.is_none()
+        && p.limit.is_none()
+        && p.offset == 0
+        && p.order.is_empty()
+        && matches!(p.body, Body::Project(_))
+        && matches!(
+            p.input.as_deref(),
+            Some(Input::Set(op)) if op.kind == SetKind::Union && op.all && op.right.is_some()
+        )
+}
+
+/// The table scans under the UNION ALL plan `p` (through nested ones)
+/// and, per scan, the scanned column that `p`'s output column `col` is;
+/// `None` when a branch is not a plain scan or the column is not a bare
+/// column of each.
+fn union_scans(p: &Plan, col: usize) -> Option<Vec<(&Plan, usize)>> {
+    let Body::Project(exprs) = &p.body else {
+        return None;
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(col) else {
+        return None;
+    };
+    if plain_scan(p) {
+        return Some(vec![(p, *index)]);
+    }
+    if !is_union_all(p) {
+        return None;
+    }
+    let Some(Input::Set(op)) = p.input.as_deref() else {
+        return None;
+    };
+    let mut out = union_scans(&op.left, *index)?;
+    out.extend(union_scans(op.right.as_ref()?, *index)?);
+    Some(out)
+}
+
+/// [`union_scans`]'s scans, to change: `f` is called with each and its
+/// column.
+fn each_union_scan(
+    p: &mut Plan,
+    col: usize,
+    f: &mut dyn FnMut(&mut Plan, usize) -> Result<()>,
+) -> Result<()> {
+    let Body::Project(exprs) = &p.body else {
+        return Ok(());
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(col) else {
+        return Ok(());
+    };
+    let index = *index;
+    if plain_scan(p) {
+        return f(p, index);
+    }
+    if let Some(Input::Set(op)) = p.input.as_mut().map(Arc::make_mut) {
+        each_union_scan(&mut op.left, index, f)?;
+        if let Some(r) = op.right.as_mut() {
+            each_union_scan(r, index, f)?;
+        }
+    }
+    Ok(())
+}
+
+/// The tables a UNION ALL leaf's branches scan (one a branch), when
+/// every branch is a plain scan; empty otherwise.
+pub(super) fn union_tables(g: &JoinGroup, i: usize) -> Vec<&str> {
+    let p = &g.leaves[i].plan;
+    if !is_union_all(p) {
+        return Vec::new();
+    }
+    // Every column of a branch is one of its scanned columns or an
+    // expression; the tables are the same for any column that maps.
+    let Body::Project(exprs) = &p.body else {
+        return Vec::new();
+    };
+    (0..exprs.len())
+        .find_map(|c| union_scans(p, c))
+        .map(|scans| {
+            scans
+                .iter()
+                .filter_map(|(b, _)| b.table.as_deref())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Leaf `i`'s plan with the runtime filters that the leaves read so far
@@ -379,6 +487,41 @@ pub(super) fn filtered_plan(
         let Some(src) = leaves.get(s.from).and_then(|l| l.as_ref()) else {
             continue;
         };
+        if p.table.is_none() {
+            // A UNION ALL: each branch's scan tests its own column.
+            let plan = plan.get_or_insert_with(|| p.clone());
+            each_union_scan(plan, s.scan, &mut |b, scan| {
+                let Some(stored) = b.table_types.get(scan) else {
+                    return Ok(());
+                };
+                let target = match stored {
+                    A::Dictionary(_, v) => v.as_ref().clone(),
+                    t => t.clone(),
+                };
+                let Some(values) = key_values(src, s.other, &target)? else {
+                    return Ok(());
+                };
+                let n = values.len();
+                held.push(filter_scan(b, scan, s.name, values, opts)?);
+                if let Some(profile) = &opts.profile {
+                    let st = profile.start();
+                    profile.finish(
+                        st,
+                        format!(
+                            "Runtime filter on {} ({}): {} IN the keys of {}",
+                            leaf.name,
+                            b.table.as_deref().unwrap_or(""),
+                            s.cond,
+                            g.leaves[s.from].name,
+                        ),
+                        Some(src.rows as u64),
+                        n as u64,
+                    );
+                }
+                Ok(())
+            })?;
+            continue;
+        }
         let Some(stored) = p.table_types.get(s.scan) else {
             continue;
         };
@@ -390,15 +533,6 @@ pub(super) fn filtered_plan(
             continue;
         };
         let n = values.len();
-        let range = int_range(&values);
-        // The values, their set, and the bitmap the set may become
-        // (see `IntSet::for_probes`).
-        let bitmap = range.map_or(0, |(lo, hi)| {
-            ((hi - lo) / 8 + 8).min(8 * super::super::intset::PROBE_WORDS as i128) as u64
-        });
-        let mut mem = opts.reserve("runtime filter", 0)?;
-        mem.resize(super::super::memory::array_bytes(values.as_ref()) + 16 * n as u64 + bitmap)?;
-        held.push(mem);
         let plan = plan.get_or_insert_with(|| p.clone());
         // By the key index: the rows of these keys, and no scan.
         let by_index = key == Some(p.scan_columns[s.scan])
@@ -407,32 +541,9 @@ pub(super) fn filtered_plan(
         if by_index {
             plan.key_lookup = lookup_keys(&values, stored);
         }
-        let test = Expr::InValues {
-            expr: Box::new(Expr::Column {
-                index: s.scan,
-                name: s.name.to_string(),
-            }),
-            values,
-            negated: false,
-            set: InSet::default(),
-        };
-        plan.filter = Some(match plan.filter.take() {
-            None => test,
-            // The set test first: the scan runs the rest of its filter
-            // only over the rows it keeps (`exec::filter_rows`).
-            Some(f) => Expr::Binary {
-                op: BinOp::And,
-                left: Box::new(test),
-                right: Box::new(f),
-            },
-        });
-        if let Some((lo, hi)) = range {
-            plan.prune.push(Prune {
-                column: p.scan_columns[s.scan],
-                lo: Some(lo),
-                hi: Some(hi),
-            });
-        }
+        // The set test first: the scan runs the rest of its filter only
+        // over the rows it keeps (`exec::filter_rows`).
+        held.push(filter_scan(plan, s.scan, s.name, values, opts)?);
         if let Some(profile) = &opts.profile {
             let st = profile.start();
             profile.finish(
@@ -454,6 +565,52 @@ pub(super) fn filtered_plan(
         }
     }
     Ok(plan.map(|p| (p, held)))
+}
+
+/// Scan `b` keeps only the rows whose column `scan` (named `name`) is
+/// among `values` (a test first in its filter, and a zone-map range for
+/// integers and dates); the values' memory, held while it runs.
+fn filter_scan(
+    b: &mut Plan,
+    scan: usize,
+    name: &str,
+    values: ArrayRef,
+    opts: &QueryOptions,
+) -> Result<Reservation> {
+    let n = values.len();
+    let range = int_range(&values);
+    // The values, their set, and the bitmap the set may become (see
+    // `IntSet::for_probes`).
+    let bitmap = range.map_or(0, |(lo, hi)| {
+        ((hi - lo) / 8 + 8).min(8 * super::super::intset::PROBE_WORDS as i128) as u64
+    });
+    let mut mem = opts.reserve("runtime filter", 0)?;
+    mem.resize(super::super::memory::array_bytes(values.as_ref()) + 16 * n as u64 + bitmap)?;
+    let test = Expr::InValues {
+        expr: Box::new(Expr::Column {
+            index: scan,
+            name: name.to_string(),
+        }),
+        values,
+        negated: false,
+        set: InSet::default(),
+    };
+    b.filter = Some(match b.filter.take() {
+        None => test,
+        Some(f) => Expr::Binary {
+            op: BinOp::And,
+            left: Box::new(test),
+            right: Box::new(f),
+        },
+    });
+    if let (Some((lo, hi)), Some(&column)) = (range, b.scan_columns.get(scan)) {
+        b.prune.push(Prune {
+            column,
+            lo: Some(lo),
+            hi: Some(hi),
+        });
+    }
+    Ok(mem)
 }
 
 /// `values` (distinct, non-NULL) as keys of the key index of a column
