@@ -336,15 +336,7 @@ impl Pipeline {
             cols,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?;
-        let j = match &n.then {
-            None => j,
-            Some(c) => {
-                let mask = c.eval(&j)?.into_array(j.num_rows())?;
-                let mask = crate::query::hash_join::truth(&mask)?;
-                arrow_select::filter::filter_record_batch(&j, &mask).map_err(exec_err)?
-            }
-        };
-        output_batch(&j, &n.pos)
+        through_then(j, n.then.as_ref(), &n.pos)
     }
 
     /// Whether the pipeline ends with the build rows no probe row matched
@@ -370,15 +362,7 @@ impl Pipeline {
 
     /// Joined rows through the conditions left, cut to the output columns.
     fn finish_rows(&self, j: RecordBatch) -> Result<RecordBatch> {
-        let j = match &self.then {
-            None => j,
-            Some(c) => {
-                let mask = c.eval(&j)?.into_array(j.num_rows())?;
-                let mask = crate::query::hash_join::truth(&mask)?;
-                arrow_select::filter::filter_record_batch(&j, &mask).map_err(exec_err)?
-            }
-        };
-        output_batch(&j, &self.pos)
+        through_then(j, self.then.as_ref(), &self.pos)
     }
 
     fn counted(&self, out: &RecordBatch, at: Instant) {
@@ -392,6 +376,19 @@ impl Pipeline {
     pub fn rows_out(&self) -> Arc<AtomicU64> {
         self.rows_out.clone()
     }
+}
+
+/// Joined rows `j` where `then` holds, cut to the columns `pos`.
+fn through_then(j: RecordBatch, then: Option<&Expr>, pos: &[usize]) -> Result<RecordBatch> {
+    let j = match then {
+        None => j,
+        Some(c) => {
+            let mask = c.eval(&j)?.into_array(j.num_rows())?;
+            let mask = crate::query::hash_join::truth(&mask)?;
+            arrow_select::filter::filter_record_batch(&j, &mask).map_err(exec_err)?
+        }
+    };
+    output_batch(&j, pos)
 }
 
 /// The columns of `b` that `keys` read, at rows `sel`, and `keys` over

@@ -360,27 +360,26 @@ fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
     (plain_scan(p) || is_union_all(p)) && leaf.filter.is_none() && excluded & (1 << i) == 0
 }
 
-/// Whether `p` is a scan of a table, its rows as they are (no limit,
-/// order or lookup by key), each computed per row.
-fn plain_scan(p: &Plan) -> bool {
-    p.table.is_some()
-        && p.input.is_none()
-        && p.key_lookup.is_none()
+/// Whether `p`'s rows are its input's as they are (no limit, order or
+/// lookup by key), each computed per row.
+fn as_they_are(p: &Plan) -> bool {
+    p.key_lookup.is_none()
         && p.limit.is_none()
         && p.offset == 0
         && p.order.is_empty()
         && matches!(p.body, Body::Project(_))
 }
 
+/// Whether `p` is a scan of a table, its rows as they are.
+fn plain_scan(p: &Plan) -> bool {
+    p.table.is_some() && p.input.is_none() && as_they_are(p)
+}
+
 /// Whether `p` is the rows of a UNION ALL as they are.
 fn is_union_all(p: &Plan) -> bool {
     p.table.is_none()
         && p.filter.is_none()
-        && p.key_lookup.is_none()
-        && p.limit.is_none()
-        && p.offset == 0
-        && p.order.is_empty()
-        && matches!(p.body, Body::Project(_))
+        && as_they_are(p)
         && matches!(
             p.input.as_deref(),
             Some(Input::Set(op)) if op.kind == SetKind::Union && op.all && op.right.is_some()
