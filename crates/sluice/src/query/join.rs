@@ -364,11 +364,14 @@ pub fn run(
                     .map(|m| m.segments.iter().map(|s| s.rows).sum::<u64>())
                     .unwrap_or(0)
             };
-            // A UNION ALL of scans: its branches' tables' rows.
+            // A UNION ALL of scans: its branches' tables' rows; a
+            // subquery that is a join: its largest table's.
             let union = runtime_filter::union_tables(g, i);
+            let nested = runtime_filter::nested_tables(g, i);
             runtime_filter::scanned_table(g, i)
                 .map(rows)
                 .or_else(|| (!union.is_empty()).then(|| union.iter().map(|t| rows(t)).sum()))
+                .or_else(|| nested.iter().map(|t| rows(t)).max())
         })
         .collect();
     // Each table leaf's primary-key column (of its table's columns): a
@@ -402,8 +405,15 @@ pub fn run(
         let plan = filtered.as_ref().map_or(&leaf.plan, |f| &f.0);
         // A CTE the statement names more than once, with no runtime
         // filter of this group: run once for every use with this plan.
+        // Known by its plan's text, which is exact unless it holds an
+        // array of more than 20 values (a runtime filter's keys pushed
+        // into it by a group around, a long IN list): printed by its
+        // ends alone, two such plans could read alike (found by review),
+        // so those run every time.
+        let text = format!("{:?}", leaf.plan);
+        let exact = !text.contains(" elements...,");
         let shared = match (leaf.cte, &filtered, &opts.cte_results) {
-            (Some(id), None, Some(kept)) => Some((kept, (id, format!("{:?}", leaf.plan)))),
+            (Some(id), None, Some(kept)) if exact => Some((kept, (id, text))),
             _ => None,
         };
         let r = match shared.as_ref().and_then(|(kept, key)| kept.get(key)) {

@@ -27,6 +27,13 @@
 //! tests each branch's scan with the values cast to that branch's
 //! column; its rows are the branches' tables' rows.
 //!
+//! A subquery that is itself a join (`IN (SELECT o FROM ws_wh)`, a CTE
+//! of a self-join: TPC-DS q95; a derived table) is filtered inside:
+//! its key, through bare columns of inner items (no outer join fills
+//! them with NULLs), is a column of a plain scan in it, and that scan
+//! reads only the outer side's keys; the joins inside then filter the
+//! rest as usual. Its rows are guessed as its largest table's.
+//!
 //! The join then runs as before, on fewer rows; the equality is still
 //! checked by the join, so a filter that keeps too much costs time, never
 //! an answer. It is sound because an inner join drops a row without a
@@ -265,9 +272,15 @@ fn sources<'g>(
         let Some(Expr::Column { index: scan, name }) = exprs.get(pos) else {
             continue;
         };
-        // A UNION ALL leaf: the key is a bare column of every branch.
+        // A UNION ALL leaf: the key is a bare column of every branch; a
+        // semi or anti join's subquery that is a join: of a scan in it.
         let union = leaf.plan.table.is_none();
-        if union && (widened || union_scans(&leaf.plan, pos).is_none()) {
+        let found = if is_union_all(&leaf.plan) {
+            union_scans(&leaf.plan, pos).is_some()
+        } else {
+            nested_scan(&leaf.plan, pos).is_some()
+        };
+        if union && (widened || !found) {
             continue;
         }
         let scan = if union { &pos } else { scan };
@@ -357,7 +370,97 @@ pub(super) fn scanned_table(g: &JoinGroup, i: usize) -> Option<&str> {
 fn filterable(g: &JoinGroup, i: usize, excluded: u64) -> bool {
     let leaf = &g.leaves[i];
     let p = &leaf.plan;
-    (plain_scan(p) || is_union_all(p)) && leaf.filter.is_none() && excluded & (1 << i) == 0
+    (plain_scan(p) || is_union_all(p) || is_join_subquery(p))
+        && leaf.filter.is_none()
+        && excluded & (1 << i) == 0
+}
+
+/// Whether `p` is the rows of a join group (a subquery's FROM) as they
+/// are.
+fn is_join_subquery(p: &Plan) -> bool {
+    p.table.is_none() && as_they_are(p) && matches!(p.input.as_deref(), Some(Input::Join(_)))
+}
+
+/// Through the join subquery `p`, the plain scan that `p`'s output column
+/// `col` is a bare column of, and that column among its scanned ones:
+/// each step a bare column of an item no outer join fills with NULLs
+/// (so a row of `p` with a value has it from a row of that scan with
+/// it). `None` when there is none.
+fn nested_scan(p: &Plan, col: usize) -> Option<(&Plan, usize)> {
+    let Body::Project(exprs) = &p.body else {
+        return None;
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(col) else {
+        return None;
+    };
+    if plain_scan(p) {
+        return Some((p, *index));
+    }
+    if !is_join_subquery(p) {
+        return None;
+    }
+    let Some(Input::Join(g)) = p.input.as_deref() else {
+        return None;
+    };
+    let (l, at) = inner_leaf(g, *g.output.get(*index)?)?;
+    nested_scan(&g.leaves[l].plan, at)
+}
+
+/// The leaf of `g` whose output has global column `global`, and where,
+/// when no outer join fills it with NULLs (or hashes it as a subquery).
+fn inner_leaf(g: &JoinGroup, global: usize) -> Option<(usize, usize)> {
+    let outer = g.outer.iter().fold(g.nullable, |m, st| m | (1 << st.leaf));
+    g.leaves.iter().enumerate().find_map(|(l, leaf)| {
+        let at = leaf.columns.iter().position(|&c| c == global)?;
+        (outer & (1 << l) == 0).then_some((l, at))
+    })
+}
+
+/// [`nested_scan`]'s scan, to change: `f` is called with it and its
+/// column.
+fn each_nested_scan(
+    p: &mut Plan,
+    col: usize,
+    f: &mut dyn FnMut(&mut Plan, usize) -> Result<()>,
+) -> Result<()> {
+    let Body::Project(exprs) = &p.body else {
+        return Ok(());
+    };
+    let Some(Expr::Column { index, .. }) = exprs.get(col) else {
+        return Ok(());
+    };
+    let index = *index;
+    if plain_scan(p) {
+        return f(p, index);
+    }
+    if let Some(Input::Join(g)) = p.input.as_mut().map(Arc::make_mut) {
+        let Some(&global) = g.output.get(index) else {
+            return Ok(());
+        };
+        if let Some((l, at)) = inner_leaf(g, global) {
+            each_nested_scan(&mut g.leaves[l].plan, at, f)?;
+        }
+    }
+    Ok(())
+}
+
+/// The tables of the plain scans a subquery `i` that is a join reads
+/// (through nested ones); empty for other leaves.
+pub(super) fn nested_tables(g: &JoinGroup, i: usize) -> Vec<&str> {
+    fn walk<'p>(p: &'p Plan, out: &mut Vec<&'p str>) {
+        if plain_scan(p) {
+            out.extend(p.table.as_deref());
+        } else if let Some(Input::Join(g)) = p.input.as_deref() {
+            for l in &g.leaves {
+                walk(&l.plan, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if is_join_subquery(&g.leaves[i].plan) {
+        walk(&g.leaves[i].plan, &mut out);
+    }
+    out
 }
 
 /// Whether `p`'s rows are its input's as they are (no limit, order or
@@ -487,9 +590,15 @@ pub(super) fn filtered_plan(
             continue;
         };
         if p.table.is_none() {
-            // A UNION ALL: each branch's scan tests its own column.
+            // A UNION ALL: each branch's scan tests its own column; a
+            // join subquery: its scan of the key.
             let plan = plan.get_or_insert_with(|| p.clone());
-            each_union_scan(plan, s.scan, &mut |b, scan| {
+            let each = if is_union_all(p) {
+                each_union_scan
+            } else {
+                each_nested_scan
+            };
+            each(plan, s.scan, &mut |b, scan| {
                 let Some(stored) = b.table_types.get(scan) else {
                     return Ok(());
                 };
