@@ -94,6 +94,18 @@ fn tables_keyed(segment_rows: Option<u64>, shards: Option<u32>, key: Option<&str
     dir
 }
 
+/// EXPLAIN ANALYZE's text of `sql`.
+fn explain_analyze(db: &Database, sql: &str) -> String {
+    query_with(
+        db,
+        &format!("EXPLAIN ANALYZE {sql}"),
+        &QueryOptions::default(),
+    )
+    .unwrap()
+    .explain
+    .unwrap()
+}
+
 fn answer(db: &Database, sql: &str, threads: usize) -> String {
     let r = query_with(
         db,
@@ -737,16 +749,7 @@ fn a_union_all_of_scans_is_filtered_branch_by_branch() {
             assert_eq!(answer(&db, sql, threads), want, "{at}");
             assert_eq!(answer(&db, &grouped, threads), want, "{at}");
         }
-        let explain = |sql: &str| {
-            query_with(
-                &db,
-                &format!("EXPLAIN ANALYZE {sql}"),
-                &QueryOptions::default(),
-            )
-            .unwrap()
-            .explain
-            .unwrap()
-        };
+        let explain = |sql: &str| explain_analyze(&db, sql);
         let text = explain(sql);
         let filters: Vec<&str> = text
             .lines()
@@ -820,16 +823,7 @@ fn a_subquery_that_is_a_join_is_filtered_inside() {
                 );
             }
         }
-        let explain = |sql: &str| {
-            query_with(
-                &db,
-                &format!("EXPLAIN ANALYZE {sql}"),
-                &QueryOptions::default(),
-            )
-            .unwrap()
-            .explain
-            .unwrap()
-        };
+        let explain = |sql: &str| explain_analyze(&db, sql);
         for sql in [&semi, &anti, &derived] {
             let text = explain(sql);
             assert!(

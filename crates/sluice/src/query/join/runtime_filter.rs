@@ -416,34 +416,6 @@ fn inner_leaf(g: &JoinGroup, global: usize) -> Option<(usize, usize)> {
     })
 }
 
-/// [`nested_scan`]'s scan, to change: `f` is called with it and its
-/// column.
-fn each_nested_scan(
-    p: &mut Plan,
-    col: usize,
-    f: &mut dyn FnMut(&mut Plan, usize) -> Result<()>,
-) -> Result<()> {
-    let Body::Project(exprs) = &p.body else {
-        return Ok(());
-    };
-    let Some(Expr::Column { index, .. }) = exprs.get(col) else {
-        return Ok(());
-    };
-    let index = *index;
-    if plain_scan(p) {
-        return f(p, index);
-    }
-    if let Some(Input::Join(g)) = p.input.as_mut().map(Arc::make_mut) {
-        let Some(&global) = g.output.get(index) else {
-            return Ok(());
-        };
-        if let Some((l, at)) = inner_leaf(g, global) {
-            each_nested_scan(&mut g.leaves[l].plan, at, f)?;
-        }
-    }
-    Ok(())
-}
-
 /// The tables of the plain scans a subquery `i` that is a join reads
 /// (through nested ones); empty for other leaves.
 pub(super) fn nested_tables(g: &JoinGroup, i: usize) -> Vec<&str> {
@@ -514,9 +486,11 @@ fn union_scans(p: &Plan, col: usize) -> Option<Vec<(&Plan, usize)>> {
     Some(out)
 }
 
-/// [`union_scans`]'s scans, to change: `f` is called with each and its
-/// column.
-fn each_union_scan(
+/// The scans [`union_scans`] or [`nested_scan`] find (whichever the
+/// caller checked), to change: `f` is called with each and its column —
+/// every branch of a UNION ALL, the one item of a join the column comes
+/// from.
+fn each_scan(
     p: &mut Plan,
     col: usize,
     f: &mut dyn FnMut(&mut Plan, usize) -> Result<()>,
@@ -531,11 +505,20 @@ fn each_union_scan(
     if plain_scan(p) {
         return f(p, index);
     }
-    if let Some(Input::Set(op)) = p.input.as_mut().map(Arc::make_mut) {
-        each_union_scan(&mut op.left, index, f)?;
-        if let Some(r) = op.right.as_mut() {
-            each_union_scan(r, index, f)?;
+    match p.input.as_mut().map(Arc::make_mut) {
+        Some(Input::Set(op)) => {
+            each_scan(&mut op.left, index, f)?;
+            if let Some(r) = op.right.as_mut() {
+                each_scan(r, index, f)?;
+            }
         }
+        Some(Input::Join(g)) => {
+            let inner = g.output.get(index).and_then(|&c| inner_leaf(g, c));
+            if let Some((l, at)) = inner {
+                each_scan(&mut g.leaves[l].plan, at, f)?;
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -593,12 +576,7 @@ pub(super) fn filtered_plan(
             // A UNION ALL: each branch's scan tests its own column; a
             // join subquery: its scan of the key.
             let plan = plan.get_or_insert_with(|| p.clone());
-            let each = if is_union_all(p) {
-                each_union_scan
-            } else {
-                each_nested_scan
-            };
-            each(plan, s.scan, &mut |b, scan| {
+            each_scan(plan, s.scan, &mut |b, scan| {
                 let Some(stored) = b.table_types.get(scan) else {
                     return Ok(());
                 };
