@@ -993,6 +993,10 @@ impl sluice::query::plan::Catalog for Zoned<'_> {
         self.1.clone()
     }
 
+    fn table_stats(&self, table: &str, column: usize) -> Option<(u64, Option<(i64, i64)>)> {
+        sluice::query::plan::Catalog::table_stats(self.0, table, column)
+    }
+
     fn catalog_db(&self) -> sluice::Result<Option<Arc<sluice::query::catalog::CatalogDb>>> {
         sluice::query::plan::Catalog::catalog_db(self.0)
     }

@@ -80,15 +80,39 @@ pub fn morsel_rows(rows: u64, workers: usize) -> usize {
 }
 
 pub(crate) fn segment_may_match(stats: &[crate::batch::ColumnStats], plan: &Plan) -> bool {
-    plan.prune
-        .iter()
-        .all(|p| match stats.get(p.column).and_then(|s| s.range) {
-            Some(StatRange::Int(min, max)) => {
-                p.lo.is_none_or(|lo| (max as i128) >= lo)
-                    && p.hi.is_none_or(|hi| (min as i128) <= hi)
-            }
-            _ => true,
-        })
+    !plan.filter.as_ref().is_some_and(never_true)
+        && plan
+            .prune
+            .iter()
+            .all(|p| match stats.get(p.column).and_then(|s| s.range) {
+                Some(StatRange::Int(min, max)) => {
+                    p.lo.is_none_or(|lo| (max as i128) >= lo)
+                        && p.hi.is_none_or(|hi| (min as i128) <= hi)
+                }
+                _ => true,
+            })
+}
+
+/// Whether a filter keeps no row whatever the row: a FALSE or NULL
+/// constant, or an AND with one (a condition pushed into a UNION ALL
+/// branch that cannot hold, `'c' = 's'`, folds to one: the branch's
+/// scan then reads no segment).
+fn never_true(e: &Expr) -> bool {
+    use arrow_array::cast::AsArray;
+    match e {
+        Expr::Literal(a) => {
+            a.len() == 1
+                && (a.is_null(0)
+                    || (a.data_type() == &arrow_schema::DataType::Boolean
+                        && !a.as_boolean().value(0)))
+        }
+        Expr::Binary {
+            op: crate::query::expr::BinOp::And,
+            left,
+            right,
+        } => never_true(left) || never_true(right),
+        _ => false,
+    }
 }
 
 /// A batch with no columns and `rows` rows (the input of `SELECT 1`).

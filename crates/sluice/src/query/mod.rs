@@ -69,6 +69,24 @@ impl plan::Catalog for Database {
         self.table(name).map(|t| t.schema.clone())
     }
 
+    fn table_stats(&self, table: &str, column: usize) -> Option<(u64, Option<(i64, i64)>)> {
+        let t = self.table(table)?;
+        let rows = t.segments.iter().map(|s| s.rows).sum();
+        let mut range: Option<(i64, i64)> = None;
+        for s in &t.segments {
+            match s.stats.get(column).and_then(|c| c.range) {
+                Some(crate::batch::StatRange::Int(lo, hi)) => {
+                    range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                }
+                // A segment of only NULLs has no range; any other gap
+                // leaves the range unknown.
+                None if s.stats.get(column).is_some_and(|c| c.nulls == s.rows) => {}
+                _ => return Some((rows, None)),
+            }
+        }
+        Some((rows, range))
+    }
+
     fn catalog_db(&self) -> Result<Option<std::sync::Arc<catalog::CatalogDb>>> {
         // A reader's manifest never changes: its catalog is made once.
         if !self.is_reader() {

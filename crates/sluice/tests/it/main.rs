@@ -15,6 +15,7 @@ mod differential_joins;
 mod differential_ordered;
 mod differential_pushdown;
 mod differential_windows;
+mod eager_agg;
 mod explain_analyze;
 mod intervals;
 mod join_pipeline;

@@ -7,6 +7,7 @@
 //! run time from real row counts, [`super::join`]) or pruning by zone
 //! maps ([`super::plan`]).
 
+pub mod eager_agg;
 pub mod factor_or;
 pub mod implied_or;
 pub mod outer_to_inner;

@@ -28,8 +28,7 @@
 //! A condition that reads no column after the move (`'w' = 's'`) is
 //! folded; a false one is given to every FROM item below and goes
 //! before their own filters, so a branch that cannot have rows keeps
-//! none (its scan still reads the blocks; the filter is not evaluated
-//! past the constant).
+//! none: its scan reads no segment (`exec::segment_may_match`).
 //!
 //! For: the planner, on the condition a query puts on a subquery's rows
 //! ([`crate::query::plan::from`]). Not for: conditions on stored tables

@@ -192,7 +192,7 @@ fn split_and(e: Expr, out: &mut Vec<Expr>) {
 }
 
 impl Conjunct {
-    fn new(expr: Expr, owner: &[usize]) -> Conjunct {
+    pub(crate) fn new(expr: Expr, owner: &[usize]) -> Conjunct {
         let items = items_of(&expr, owner);
         let equi = match &expr {
             Expr::Binary {
@@ -989,6 +989,9 @@ pub(super) fn plan_joined(
         analyze: false,
         catalog: None,
     };
+    // An aggregate over inner joins: partly below them where that pays
+    // (`optimize::eager_agg`).
+    let plan = crate::query::optimize::eager_agg::eager_aggregate(plan, catalog);
     Ok(super::window::wrap(plan, window))
 }
 

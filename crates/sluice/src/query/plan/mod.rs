@@ -155,6 +155,14 @@ pub trait Catalog: Sync {
         "UTC".into()
     }
 
+    /// A table's rows and one column's smallest and largest value (as
+    /// the zone maps keep them: integers, decimals scaled, dates in
+    /// days), over all its segments; `None`: not known. The optimizer's
+    /// estimates ([`crate::query::optimize::eager_agg`]) read them.
+    fn table_stats(&self, _table: &str, _column: usize) -> Option<(u64, Option<(i64, i64)>)> {
+        None
+    }
+
     /// The catalog's tables of this database, for a statement that reads
     /// them ([`crate::query::catalog`]); `None`: it has none.
     fn catalog_db(&self) -> Result<Option<Arc<crate::query::catalog::CatalogDb>>> {
