@@ -137,3 +137,15 @@ pub fn tiny_layout(o: LoadOptions) -> LoadOptions {
         ..o
     }
 }
+
+/// The EXPLAIN ANALYZE report of `sql` (default options).
+pub fn explain_analyze(db: &sluice::store::Database, sql: &str) -> String {
+    sluice::query::query_with(
+        db,
+        &format!("EXPLAIN ANALYZE {sql}"),
+        &sluice::query::QueryOptions::default(),
+    )
+    .unwrap()
+    .explain
+    .unwrap()
+}

@@ -9,7 +9,7 @@ use sluice::load::LoadOptions;
 use sluice::query::{QueryOptions, query_with};
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, rows_of};
+use crate::common::{TempDir, explain_analyze, load_bytes, opts, rows_of};
 
 /// `fact(k, v)`: 30,000 rows, `k` = j % 50 (NULL every 97th row), `v` =
 /// j % 13 (NULL every 11th). `dim(k, name)`: keys 0..39, key 7 twice
@@ -79,17 +79,6 @@ fn expected() -> Vec<(String, i64, i64, i64, i64, i64)> {
 
 const GROUPED: &str = "SELECT d.name, count(*), count(f.v), sum(f.v), min(f.v), max(f.v), avg(f.v) \
      FROM fact f JOIN dim d ON f.k = d.k GROUP BY d.name ORDER BY d.name";
-
-fn explain_analyze(db: &Database, sql: &str) -> String {
-    query_with(
-        db,
-        &format!("EXPLAIN ANALYZE {sql}"),
-        &QueryOptions::default(),
-    )
-    .unwrap()
-    .explain
-    .unwrap()
-}
 
 #[test]
 fn grouped_by_a_dimension_the_answer_is_the_joins() {

@@ -6,7 +6,7 @@
 use sluice::query::{QueryOptions, query_with};
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, rows_of};
+use crate::common::{TempDir, explain_analyze, load_bytes, opts, rows_of};
 
 /// `big(k, i, t, v)`: 60,000 rows, `k` 0..59999 in order, `i` = k as
 /// INT, `t` = 'key-<k % 1000>', `v` = k % 10. `small(k, t, g)`: 40 rows
@@ -95,17 +95,6 @@ fn tables_keyed(segment_rows: Option<u64>, shards: Option<u32>, key: Option<&str
 }
 
 /// EXPLAIN ANALYZE's text of `sql`.
-fn explain_analyze(db: &Database, sql: &str) -> String {
-    query_with(
-        db,
-        &format!("EXPLAIN ANALYZE {sql}"),
-        &QueryOptions::default(),
-    )
-    .unwrap()
-    .explain
-    .unwrap()
-}
-
 fn answer(db: &Database, sql: &str, threads: usize) -> String {
     let r = query_with(
         db,

@@ -39,7 +39,7 @@ use arrow_schema::DataType as A;
 
 use crate::query::agg::{AggCall, AggFunc};
 use crate::query::expr::{BinOp, Expr, eval_type};
-use crate::query::plan::from::{Conjunct, JoinGroup, Leaf};
+use crate::query::plan::from::{Conjunct, JoinGroup, Leaf, items_of};
 use crate::query::plan::{Body, Catalog, Input, Plan};
 
 /// The most columns the partial aggregate may group by.
@@ -81,17 +81,6 @@ fn exact(t: &A) -> bool {
             | A::Timestamp(..)
             | A::Boolean
     )
-}
-
-/// The leaves (bits) whose global columns `e` reads; `owner`: each global
-/// column's leaf.
-fn leaves_of(e: &Expr, owner: &[usize]) -> u64 {
-    let mut used = vec![false; owner.len()];
-    e.mark_columns(&mut used);
-    used.iter()
-        .enumerate()
-        .filter(|(_, u)| **u)
-        .fold(0, |m, (c, _)| m | (1u64 << owner[c]))
 }
 
 /// Replaces each column `c` of `e` for which `f(c)` gives an expression.
@@ -304,7 +293,7 @@ fn rewrite(plan: &Plan, catalog: &dyn Catalog) -> Option<Plan> {
     let agg_leaves = args_g
         .iter()
         .flatten()
-        .fold(0u64, |m, a| m | leaves_of(a, &owner));
+        .fold(0u64, |m, a| m | items_of(a, &owner));
     if agg_leaves == 0 {
         return None;
     }
@@ -323,8 +312,13 @@ fn rewrite(plan: &Plan, catalog: &dyn Catalog) -> Option<Plan> {
             low_owner[c] = n;
         }
     }
-    let (low_conds, high_conds): (Vec<&Conjunct>, Vec<&Conjunct>) =
-        g.conjuncts.iter().partition(|c| c.items & u == 0);
+    // A condition of no column (`1 = 0`, an uncorrelated subquery's
+    // test) stays above, with the joins that apply it (below, over one
+    // table, nothing would: found by review).
+    let (low_conds, high_conds): (Vec<&Conjunct>, Vec<&Conjunct>) = g
+        .conjuncts
+        .iter()
+        .partition(|c| c.items != 0 && c.items & u == 0);
     // It groups by the columns of L that the keys read and that the
     // conditions with U read.
     let mut group_used = vec![false; width];
@@ -371,7 +365,8 @@ fn rewrite(plan: &Plan, catalog: &dyn Catalog) -> Option<Plan> {
     // One table below: the partial aggregate is its scan's (streamed,
     // as any aggregate of a table), over the columns its scan reads.
     let scan = match low.as_slice() {
-        [i] => {
+        // (A condition of that one item alone is in its scan already.)
+        [i] if low_conds.is_empty() => {
             let leaf = &g.leaves[*i];
             let p = &leaf.plan;
             match &p.body {

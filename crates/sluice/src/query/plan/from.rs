@@ -177,7 +177,7 @@ pub struct JoinGroup {
 }
 
 /// The relations a bound expression over the global columns reads.
-fn items_of(e: &Expr, owner: &[usize]) -> u64 {
+pub(crate) fn items_of(e: &Expr, owner: &[usize]) -> u64 {
     let mut used = vec![false; owner.len()];
     e.mark_columns(&mut used);
     used.iter()
