@@ -38,6 +38,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use sluice::query::memory::Admission;
+
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
@@ -216,9 +218,14 @@ pub struct Options {
     pub statement_timeout: Option<Duration>,
     /// The memory all queries running at once may hold together (hash
     /// tables, aggregates, sorts, results; see `sluice::query::memory`);
-    /// a query that would pass it fails with SQLSTATE 53200. `None`: 80%
-    /// of the machine's memory.
+    /// a query that would pass it fails with SQLSTATE 53200 (after
+    /// `memory_wait`, when other queries held memory). `None`: 80% of the
+    /// machine's memory.
     pub memory_limit: Option<u64>,
+    /// How long a query that ran out of the shared memory while others
+    /// held some waits for room and runs again (admission; see
+    /// `sluice::query::memory::Memory::admit`); zero: it fails at once.
+    pub memory_wait: Duration,
     /// Where queries past the memory limit spill (see
     /// `sluice::query::spill`); `None`: `tmp` in the database directory.
     pub temp_dir: Option<PathBuf>,
@@ -291,6 +298,7 @@ impl Options {
             threads: None,
             statement_timeout: None,
             memory_limit: None,
+            memory_wait: Duration::from_secs(60),
             temp_dir: None,
             morsel_rows: None,
             auth: auth::Auth::Trust,
@@ -323,6 +331,8 @@ pub struct Engine {
     pub queries: AtomicUsize,
     /// Scans stopped before their end (canceled, timed out, client gone).
     pub stopped: Arc<AtomicUsize>,
+    /// Queries run again after waiting for other queries' memory.
+    pub memory_waits: Arc<AtomicUsize>,
     /// Scans running now.
     pub running: Arc<AtomicUsize>,
     /// The CPUs the last scan's thread (and so its workers) could run on:
@@ -366,6 +376,7 @@ impl Engine {
             connections: AtomicUsize::new(0),
             queries: AtomicUsize::new(0),
             stopped: Arc::new(AtomicUsize::new(0)),
+            memory_waits: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(AtomicUsize::new(0)),
             scan_cpus: Arc::default(),
             bound: AtomicUsize::new(0),
@@ -504,6 +515,8 @@ impl Engine {
             let stop = stop.clone();
             let long = self.long.clone();
             let stopped = self.stopped.clone();
+            let memory_waits = self.memory_waits.clone();
+            let memory_wait = self.opts.memory_wait;
             let running = self.running.clone();
             async move {
                 if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.opts.queue {
@@ -528,19 +541,46 @@ impl Engine {
                         *last = cpus;
                     }
                     running.fetch_add(1, Ordering::Relaxed);
-                    let r = sluice::query::run_plan(
-                        &db,
-                        &plan,
-                        &QueryOptions {
-                            threads,
-                            morsel_rows: Some(morsel_rows.unwrap_or(SCAN_MORSEL_ROWS)),
-                            stop: Some(stop),
-                            yield_between_morsels: true,
-                            memory: Some(memory),
-                            spill: Some(sluice::query::spill::Spill::new(spill_root)),
-                            ..Default::default()
-                        },
-                    );
+                    let deadline = std::time::Instant::now() + memory_wait;
+                    let mut mine = memory.for_query();
+                    let r = loop {
+                        let r = sluice::query::run_plan(
+                            &db,
+                            &plan,
+                            &QueryOptions {
+                                threads,
+                                morsel_rows: Some(morsel_rows.unwrap_or(SCAN_MORSEL_ROWS)),
+                                stop: Some(stop.clone()),
+                                yield_between_morsels: true,
+                                memory: Some(mine.clone()),
+                                spill: Some(sluice::query::spill::Spill::new(spill_root.clone())),
+                                ..Default::default()
+                            },
+                        );
+                        // Out of the shared memory while other queries held
+                        // some: wait for their room and run again (the query
+                        // only reads; its snapshot is the same).
+                        let Err(e @ sluice::Error::MemoryLimit { .. }) = r else {
+                            break r;
+                        };
+                        let is_stopped = || stop.is_set();
+                        match memory.admit(mine, &e, deadline, &is_stopped) {
+                            Admission::Retry(granted) => {
+                                memory_waits.fetch_add(1, Ordering::Relaxed);
+                                mine = granted;
+                            }
+                            Admission::Alone => break Err(e),
+                            Admission::Stopped => {
+                                break Err(stop.error().unwrap_or(e));
+                            }
+                            Admission::TimedOut { waited } => {
+                                break Err(sluice::Error::MemoryWait {
+                                    error: Box::new(e),
+                                    waited,
+                                });
+                            }
+                        }
+                    };
                     // Counted as stopped before it stops counting as
                     // running: whoever sees it ended sees why.
                     if matches!(r, Err(sluice::Error::QueryCanceled(_))) {

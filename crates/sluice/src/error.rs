@@ -124,6 +124,18 @@ pub enum Error {
         limit: u64,
     },
 
+    /// A query of a server ran out of the memory its queries share while
+    /// others held some, and they did not give it back within
+    /// `sluice serve --memory-wait` (SQLSTATE 53200).
+    #[error(
+        "{error}; waited {:.1} s for other queries to give memory back (raise --memory-wait)",
+        waited.as_secs_f64()
+    )]
+    MemoryWait {
+        error: Box<Error>,
+        waited: std::time::Duration,
+    },
+
     /// The database is locked by another writer.
     #[error("database {} is locked by another writer{}", path.display(), pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     Locked { path: PathBuf, pid: Option<u32> },
@@ -269,7 +281,7 @@ impl Error {
             Error::Argument { state, .. } => state,
             Error::Exec(_) => "22000",
             Error::QueryCanceled(_) | Error::Cancelled => "57014",
-            Error::MemoryLimit { .. } => "53200",
+            Error::MemoryLimit { .. } | Error::MemoryWait { .. } => "53200",
             Error::Parse { .. } | Error::Input { .. } => "22P02",
             Error::Schema(_) | Error::Config(_) => "22023",
             Error::Locked { .. } => "55006",

@@ -38,10 +38,16 @@ pub struct ServeArgs {
     pub statement_timeout: Duration,
     /// The most memory all running queries may hold together (hash
     /// tables, aggregates, sorts, results; e.g. 8GiB; default: 80% of the
-    /// machine's memory); a query that would pass it fails with SQLSTATE
-    /// 53200 and the server serves the next
+    /// machine's memory); a query that would pass it spills what it can,
+    /// waits for the others' memory (--memory-wait), or fails with
+    /// SQLSTATE 53200 and the server serves the next
     #[arg(long, value_name = "SIZE")]
     pub memory_limit: Option<String>,
+    /// How long a query that ran out of memory while other queries held
+    /// some waits for them to give it back, then runs again (e.g. 500ms,
+    /// 30s; 0: it fails at once with SQLSTATE 53200)
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub memory_wait: Duration,
     /// Where queries past --memory-limit write what does not fit
     /// (default: tmp in the database directory); each query's own
     /// directory, removed when it ends
@@ -156,6 +162,7 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
         .as_deref()
         .map(|s| crate::util::parse_size(s, "--memory-limit"))
         .transpose()?;
+    opts.memory_wait = args.memory_wait;
     opts.queue = args.queue;
     opts.temp_dir = args.temp_dir.clone();
     opts.threads = threads;

@@ -1472,6 +1472,62 @@ async fn a_query_past_the_memory_limit_fails_and_the_server_goes_on() {
     assert!(srv.engine.memory.peak() <= 1 << 20);
 }
 
+/// Admission: a query that runs out of the server's memory while another
+/// holds some waits for it and runs again (answering as it does alone);
+/// with `--memory-wait 0` it fails at once, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_short_of_memory_beside_another_waits_for_it() {
+    let dir = sample(200_000);
+    let q = "SELECT k, v FROM big ORDER BY v DESC, k";
+    let limit: u64 = 64 << 20;
+    for wait in [Duration::from_secs(3600), Duration::ZERO] {
+        let srv = Server::start(&dir.0.join("db"), |o| {
+            o.memory_limit = Some(limit);
+            o.memory_wait = wait;
+        });
+        let c = srv.client().await;
+        let alone = simple(&c, q).await;
+        assert_eq!(alone.len(), 200_000);
+        let peak = srv.engine.memory.peak();
+        assert!(peak > 1 << 20 && peak < limit, "{peak}");
+        // Another query's memory, as this test holds it: the query does
+        // not fit beside it.
+        let held = srv
+            .engine
+            .memory
+            .reserve("another query", limit - peak / 2)
+            .unwrap();
+        if wait.is_zero() {
+            let e = c.simple_query(q).await.unwrap_err();
+            assert_eq!(code(&e), "53200", "{e}");
+            let m = e.as_db_error().unwrap().message().to_string();
+            assert!(
+                m.contains("out of memory") && m.contains("--memory-wait"),
+                "{m}"
+            );
+            assert_eq!(srv.engine.memory_waits.load(Ordering::Relaxed), 0);
+            drop(held);
+        } else {
+            let c2 = srv.client().await;
+            let run = tokio::spawn(async move { simple(&c2, q).await });
+            // Until it waits (or, wrongly, ends).
+            while srv.engine.memory.waiters() == 0 && !run.is_finished() {
+                tokio::task::yield_now().await;
+            }
+            assert!(!run.is_finished(), "it did not wait");
+            drop(held);
+            assert_eq!(run.await.unwrap(), alone);
+            assert_eq!(srv.engine.memory_waits.load(Ordering::Relaxed), 1);
+        }
+        // The session goes on; every byte was given back.
+        assert_eq!(
+            simple(&c, "SELECT name FROM people WHERE id = 1").await,
+            vec![vec![s("ada")]]
+        );
+        assert_eq!(srv.engine.memory.used(), 0);
+    }
+}
+
 /// EXPLAIN ANALYZE over the protocol: rows of one `plan` column, the
 /// plan then each step's rows, in both protocols; a key lookup too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

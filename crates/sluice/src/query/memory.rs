@@ -15,15 +15,18 @@
 //! One pool per query by default (`sluice query --memory-limit`,
 //! `memory_limit=` in Python); `sluice serve` shares one among all its
 //! sessions' queries, so that its limit bounds the server's query memory
-//! as a whole. The default limit is 80% of the machine's memory (or of
+//! as a whole, each query counting in a pool of its own above it
+//! ([`Memory::for_query`]). A server query refused memory while others
+//! held some waits for their room and runs again ([`Memory::admit`]). The default limit is 80% of the machine's memory (or of
 //! the cgroup's limit, when lower).
 //!
 //! What is not counted: a morsel's own intermediate columns (a few MiB a
 //! worker, freed at the morsel's end), the segments' mapped files (the
 //! page cache's, not the process's), parsing and planning.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use arrow_array::{Array, RecordBatch};
 
@@ -38,16 +41,146 @@ struct Pool {
     limit: u64,
     used: AtomicU64,
     peak: AtomicU64,
+    /// A query's own pool takes its bytes from its server's pool too
+    /// (see [`Memory::for_query`]): those past `grant`, which it took
+    /// there when it was made (and gives back when it is dropped).
+    parent: Option<Memory>,
+    grant: u64,
+    /// Holds a query pool's changes in order: its count and what it holds
+    /// in the pool above change together.
+    order: Mutex<()>,
+    /// What this pool held when a reservation last failed.
+    held_at_failure: AtomicU64,
+    /// Threads in `wait_to_take`: a release wakes them.
+    waiters: AtomicUsize,
+    gate: Mutex<()>,
+    freed: Condvar,
+}
+
+/// What [`Memory::admit`] decided about a query that failed for memory.
+#[derive(Debug)]
+pub enum Admission {
+    /// Run it again now, with this pool: the room it needs is taken for
+    /// it (so a query that runs again gets at least as far as before, and
+    /// two that wait for each other cannot fail each other forever).
+    Retry(Memory),
+    /// It failed with no other query holding memory, or needs more than
+    /// the whole limit: its error stands.
+    Alone,
+    /// Other queries still held the room it needs after `waited`.
+    TimedOut { waited: Duration },
+    /// It was stopped while it waited.
+    Stopped,
 }
 
 impl Memory {
     /// A pool of `limit` bytes.
     pub fn new(limit: u64) -> Memory {
+        Memory::with_parent(limit, None, 0)
+    }
+
+    fn with_parent(limit: u64, parent: Option<Memory>, grant: u64) -> Memory {
         Memory(Arc::new(Pool {
             limit,
             used: AtomicU64::new(0),
             peak: AtomicU64::new(0),
+            parent,
+            grant,
+            order: Mutex::new(()),
+            held_at_failure: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+            gate: Mutex::new(()),
+            freed: Condvar::new(),
         }))
+    }
+
+    /// A pool for one query of those sharing this one (a server's): every
+    /// byte it reserves is reserved here too, under this pool's limit;
+    /// its own [`Memory::used`] and [`Memory::peak`] are the query's.
+    /// What [`Memory::admit`] reads after the query failed.
+    pub fn for_query(&self) -> Memory {
+        Memory::with_parent(self.0.limit, Some(self.clone()), 0)
+    }
+
+    /// Whether a query that failed with `error` in `query` (its pool from
+    /// [`Memory::for_query`] on this one, every reservation of it
+    /// dropped) may run again: when other queries held memory at its
+    /// failure and its need — its peak, or what it held at the failure
+    /// plus what it asked for — fits the limit, it waits until they leave
+    /// that room (at most until `deadline`; `stopped` is asked about
+    /// every few milliseconds) and is told to retry. Admission control of
+    /// a server's queries: under a shared limit a query that would fit
+    /// alone waits for the others rather than failing.
+    pub fn admit(
+        &self,
+        query: Memory,
+        error: &Error,
+        deadline: Instant,
+        stopped: &dyn Fn() -> bool,
+    ) -> Admission {
+        let Error::MemoryLimit { wanted, used, .. } = error else {
+            return Admission::Alone;
+        };
+        let held = query.0.held_at_failure.load(Ordering::Relaxed);
+        // `used` is the shared pool's count at the failure when it was
+        // the one to refuse (the query's part of it: what it held, or
+        // its grant); the query's own pool refuses only past the whole
+        // limit by itself.
+        let others = used.saturating_sub(held.max(query.0.grant));
+        let need = query.peak().max(held.saturating_add(*wanted));
+        // Its grant, if any, goes back before room is sought for it.
+        drop(query);
+        if others == 0 || need > self.0.limit {
+            return Admission::Alone;
+        }
+        let start = Instant::now();
+        if self.wait_to_take(need, deadline, stopped) {
+            Admission::Retry(Memory::with_parent(self.0.limit, Some(self.clone()), need))
+        } else if stopped() {
+            Admission::Stopped
+        } else {
+            Admission::TimedOut {
+                waited: start.elapsed(),
+            }
+        }
+    }
+
+    /// Takes `bytes` (for a query's grant) as soon as they fit; `false`,
+    /// holding nothing, when `deadline` passed or `stopped` said so first.
+    fn wait_to_take(&self, bytes: u64, deadline: Instant, stopped: &dyn Fn() -> bool) -> bool {
+        let p = &self.0;
+        let room = || self.take("admission", bytes).is_ok();
+        if room() {
+            return true;
+        }
+        p.waiters.fetch_add(1, Ordering::SeqCst);
+        let mut gate = p.gate.lock().unwrap_or_else(|e| e.into_inner());
+        let ok = loop {
+            // Checked under the gate, which a release takes before it
+            // wakes the waiters: no release is missed between the check
+            // and the wait.
+            if room() {
+                break true;
+            }
+            let now = Instant::now();
+            if now >= deadline || stopped() {
+                break false;
+            }
+            // A stop is no release: it is asked about at this pace.
+            let slice = (deadline - now).min(Duration::from_millis(50));
+            gate = match p.freed.wait_timeout(gate, slice) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        };
+        drop(gate);
+        p.waiters.fetch_sub(1, Ordering::SeqCst);
+        ok
+    }
+
+    /// Threads waiting for room in this pool now.
+    pub fn waiters(&self) -> usize {
+        self.0.waiters.load(Ordering::SeqCst)
     }
 
     /// A pool of [`default_limit`] bytes.
@@ -93,13 +226,36 @@ impl Memory {
         Ok(r)
     }
 
-    /// Takes `bytes` more, unless that passes the limit.
+    /// Takes `bytes` more, here and (past the grant) in the pool above,
+    /// unless that passes either's limit.
     fn take(&self, operator: &'static str, bytes: u64) -> Result<()> {
+        let p = &self.0;
+        let Some(parent) = &p.parent else {
+            return self.take_own(operator, bytes);
+        };
+        let _order = p.order.lock().unwrap_or_else(|e| e.into_inner());
+        let before = p.used.load(Ordering::Relaxed);
+        let after = before.saturating_add(bytes);
+        if after > p.limit {
+            return self.take_own(operator, bytes);
+        }
+        let above = after.saturating_sub(p.grant) - before.saturating_sub(p.grant);
+        if let Err(e) = parent.take(operator, above) {
+            p.held_at_failure.store(before, Ordering::Relaxed);
+            return Err(e);
+        }
+        p.used.store(after, Ordering::Relaxed);
+        p.peak.fetch_max(after, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn take_own(&self, operator: &'static str, bytes: u64) -> Result<()> {
         let p = &self.0;
         let mut used = p.used.load(Ordering::Relaxed);
         loop {
             let want = used.saturating_add(bytes);
             if want > p.limit {
+                p.held_at_failure.store(used, Ordering::Relaxed);
                 return Err(Error::MemoryLimit {
                     operator,
                     wanted: bytes,
@@ -121,7 +277,37 @@ impl Memory {
     }
 
     fn give(&self, bytes: u64) {
-        self.0.used.fetch_sub(bytes, Ordering::Relaxed);
+        let p = &self.0;
+        match &p.parent {
+            None => {
+                p.used.fetch_sub(bytes, Ordering::AcqRel);
+            }
+            Some(parent) => {
+                let _order = p.order.lock().unwrap_or_else(|e| e.into_inner());
+                let before = p.used.load(Ordering::Relaxed);
+                let after = before.saturating_sub(bytes);
+                p.used.store(after, Ordering::Relaxed);
+                let above = before.saturating_sub(p.grant) - after.saturating_sub(p.grant);
+                if above > 0 {
+                    parent.give(above);
+                }
+            }
+        }
+        if p.waiters.load(Ordering::SeqCst) > 0 {
+            let _gate = p.gate.lock().unwrap_or_else(|e| e.into_inner());
+            p.freed.notify_all();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // A query's grant, taken in its server's pool when it was made.
+        if let Some(parent) = &self.parent
+            && self.grant > 0
+        {
+            parent.give(self.grant);
+        }
     }
 }
 
@@ -278,6 +464,125 @@ mod tests {
         drop(a);
         assert_eq!(m.used(), 0);
         assert_eq!(m.peak(), 1000);
+    }
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    #[test]
+    fn a_query_pool_counts_in_its_server_pool() {
+        let server = Memory::new(1000);
+        let q = server.for_query();
+        let mut a = q.reserve("a", 300).unwrap();
+        assert_eq!((q.used(), server.used()), (300, 300));
+        a.resize(100).unwrap();
+        assert_eq!((q.used(), server.used()), (100, 100));
+        assert_eq!(q.peak(), 300);
+        let other = server.reserve("other", 850).unwrap();
+        // The server's limit refuses, and says what it holds in all.
+        let e = q.reserve("b", 100).unwrap_err();
+        assert!(matches!(e, Error::MemoryLimit { used: 950, .. }), "{e:?}");
+        assert_eq!((q.used(), server.used()), (100, 950));
+        drop((a, other));
+        assert_eq!((q.used(), server.used()), (0, 0));
+    }
+
+    #[test]
+    fn a_query_that_failed_beside_others_waits_for_their_room() {
+        let server = Memory::new(1000);
+        let other = server.reserve("other", 600).unwrap();
+        let q = server.for_query();
+        let a = q.reserve("a", 300).unwrap();
+        let e = q.reserve("b", 200).unwrap_err();
+        drop(a);
+        let waiting = {
+            let server = server.clone();
+            std::thread::spawn(move || server.admit(q, &e, far(), &|| false))
+        };
+        // It waits (600 held by another, 500 needed) until that is given
+        // back.
+        while server.waiters() == 0 {
+            std::thread::yield_now();
+        }
+        assert!(!waiting.is_finished());
+        drop(other);
+        let Admission::Retry(granted) = waiting.join().unwrap() else {
+            panic!("not admitted");
+        };
+        // Its need (300 held + 200 asked) is taken for it: another query
+        // finds the room gone; the query's own reservations within it
+        // take nothing more from the server.
+        assert_eq!(server.used(), 500);
+        assert!(server.reserve("another", 600).is_err());
+        let r = granted.reserve("a", 500).unwrap();
+        assert_eq!(server.used(), 500);
+        let more = granted.reserve("b", 100).unwrap();
+        assert_eq!((granted.used(), server.used()), (600, 600));
+        drop((r, more));
+        assert_eq!(server.used(), 500);
+        drop(granted);
+        assert_eq!(server.used(), 0);
+    }
+
+    #[test]
+    fn a_query_that_fails_alone_or_past_the_limit_is_not_retried() {
+        let server = Memory::new(1000);
+        // Alone: nobody else held memory.
+        let q = server.for_query();
+        let a = q.reserve("a", 900).unwrap();
+        let e = q.reserve("b", 200).unwrap_err();
+        drop(a);
+        assert!(matches!(
+            server.admit(q, &e, far(), &|| false),
+            Admission::Alone
+        ));
+        // Beside another, but needing more than the whole limit.
+        let other = server.reserve("other", 100).unwrap();
+        let q = server.for_query();
+        let a = q.reserve("a", 850).unwrap();
+        let e = q.reserve("b", 200).unwrap_err();
+        drop(a);
+        assert!(matches!(
+            server.admit(q, &e, far(), &|| false),
+            Admission::Alone
+        ));
+        // Another error is not the memory's.
+        let q = server.for_query();
+        let e = Error::Internal("x".into());
+        assert!(matches!(
+            server.admit(q, &e, far(), &|| false),
+            Admission::Alone
+        ));
+        drop(other);
+        assert_eq!(server.used(), 0);
+    }
+
+    #[test]
+    fn a_wait_ends_at_its_deadline_or_when_stopped() {
+        let server = Memory::new(1000);
+        let other = server.reserve("other", 600).unwrap();
+        let failed = || {
+            let q = server.for_query();
+            let a = q.reserve("a", 300).unwrap();
+            let e = q.reserve("b", 200).unwrap_err();
+            drop(a);
+            (q, e)
+        };
+        let (q, e) = failed();
+        let past = Instant::now();
+        assert!(matches!(
+            server.admit(q, &e, past, &|| false),
+            Admission::TimedOut { .. }
+        ));
+        let (q, e) = failed();
+        assert!(matches!(
+            server.admit(q, &e, far(), &|| true),
+            Admission::Stopped
+        ));
+        assert_eq!(server.waiters(), 0);
+        drop(other);
+        assert_eq!(server.used(), 0);
     }
 
     #[test]
