@@ -485,7 +485,14 @@ impl Engine {
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let schema = sluice::query::exec::result_schema(&plan);
-        let short = plan.table.is_none() || plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64);
+        // A statement of constants (no table, join, set operation, window
+        // or subquery), the catalog's small tables, or a lookup of a few
+        // keys. Everything else — a join too — is a scan: threads, a
+        // statement timeout, a cancel, and admission by memory.
+        let constant = plan.table.is_none() && plan.input.is_none() && !plan.init_plans;
+        let short = constant
+            || plan.catalog.is_some()
+            || plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64);
         if short && !plan.explain {
             // Key lookups and constants: microseconds, run on this task
             // (no hand-off), never behind a scan.
@@ -541,7 +548,9 @@ impl Engine {
                         *last = cpus;
                     }
                     running.fetch_add(1, Ordering::Relaxed);
-                    let deadline = std::time::Instant::now() + memory_wait;
+                    // The wait is counted from the first failure.
+                    let mut deadline = None;
+                    let mut waited = Duration::ZERO;
                     let mut mine = memory.for_query();
                     let r = loop {
                         let r = sluice::query::run_plan(
@@ -563,8 +572,15 @@ impl Engine {
                         let Err(e @ sluice::Error::MemoryLimit { .. }) = r else {
                             break r;
                         };
+                        if memory_wait.is_zero() {
+                            break Err(e);
+                        }
+                        let now = std::time::Instant::now();
+                        let until = *deadline.get_or_insert(now + memory_wait);
                         let is_stopped = || stop.is_set();
-                        match memory.admit(mine, &e, deadline, &is_stopped) {
+                        let admitted = memory.admit(mine, &e, until, &is_stopped);
+                        waited += now.elapsed();
+                        match admitted {
                             Admission::Retry(granted) => {
                                 memory_waits.fetch_add(1, Ordering::Relaxed);
                                 mine = granted;
@@ -573,7 +589,7 @@ impl Engine {
                             Admission::Stopped => {
                                 break Err(stop.error().unwrap_or(e));
                             }
-                            Admission::TimedOut { waited } => {
+                            Admission::TimedOut => {
                                 break Err(sluice::Error::MemoryWait {
                                     error: Box::new(e),
                                     waited,

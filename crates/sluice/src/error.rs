@@ -122,6 +122,9 @@ pub enum Error {
         wanted: u64,
         used: u64,
         limit: u64,
+        /// Of `used`, what other queries held (a server's shared pool;
+        /// 0 for a query's own limit): see `Memory::admit`.
+        others: u64,
     },
 
     /// A query of a server ran out of the memory its queries share while

@@ -46,7 +46,7 @@ pub struct ServeArgs {
     /// How long a query that ran out of memory while other queries held
     /// some waits for them to give it back, then runs again (e.g. 500ms,
     /// 30s; 0: it fails at once with SQLSTATE 53200)
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_wait)]
     pub memory_wait: Duration,
     /// Where queries past --memory-limit write what does not fit
     /// (default: tmp in the database directory); each query's own
@@ -96,6 +96,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 50, value_name = "US",
           value_parser = clap::value_parser!(u64).range(0..=1000))]
     pub spin_us: u64,
+}
+
+/// `--memory-wait`: a duration as `--statement-timeout` takes them.
+fn parse_wait(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 500ms, 30s, 5min; 0: no wait)"))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -689,6 +689,17 @@ async fn a_query_past_its_time_limit_or_canceled_stops() {
             .message()
             .contains("statement timeout")
     );
+    // So do a join, a DISTINCT, a window and a set operation (they ran
+    // beside the scans, on the connection's task, never stopped).
+    for slow in [
+        "SELECT count(*), sum(a.v + b.v) FROM big a JOIN big b ON a.k = b.k",
+        "SELECT count(*) FROM (SELECT DISTINCT k, v FROM big) t",
+        "SELECT max(r) FROM (SELECT row_number() OVER (PARTITION BY g ORDER BY k) AS r FROM big) t",
+        "SELECT count(*) FROM (SELECT k FROM big UNION SELECT v FROM big) t",
+    ] {
+        let e = c.simple_query(slow).await.unwrap_err();
+        assert_eq!(code(&e), "57014", "{slow}: {e}");
+    }
     c.batch_execute("SET statement_timeout = 0").await.unwrap();
     // The timed-out scan ends at its next morsel, after its client got
     // the error: wait for its lane to be free, or the cancel below could
@@ -1474,13 +1485,17 @@ async fn a_query_past_the_memory_limit_fails_and_the_server_goes_on() {
 
 /// Admission: a query that runs out of the server's memory while another
 /// holds some waits for it and runs again (answering as it does alone);
-/// with `--memory-wait 0` it fails at once, saying so.
+/// past `--memory-wait` it fails saying so; with 0 it fails at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_short_of_memory_beside_another_waits_for_it() {
     let dir = sample(200_000);
     let q = "SELECT k, v FROM big ORDER BY v DESC, k";
     let limit: u64 = 64 << 20;
-    for wait in [Duration::from_secs(3600), Duration::ZERO] {
+    for wait in [
+        Duration::from_secs(3600),
+        Duration::from_millis(1),
+        Duration::ZERO,
+    ] {
         let srv = Server::start(&dir.0.join("db"), |o| {
             o.memory_limit = Some(limit);
             o.memory_wait = wait;
@@ -1497,14 +1512,15 @@ async fn a_query_short_of_memory_beside_another_waits_for_it() {
             .memory
             .reserve("another query", limit - peak / 2)
             .unwrap();
-        if wait.is_zero() {
+        if wait < Duration::from_secs(1) {
+            // It waits a millisecond, or not at all, while the memory is
+            // held throughout.
             let e = c.simple_query(q).await.unwrap_err();
             assert_eq!(code(&e), "53200", "{e}");
             let m = e.as_db_error().unwrap().message().to_string();
-            assert!(
-                m.contains("out of memory") && m.contains("--memory-wait"),
-                "{m}"
-            );
+            assert!(m.contains("out of memory"), "{m}");
+            assert_eq!(m.contains("waited"), !wait.is_zero(), "{m}");
+            assert_eq!(m.contains("--memory-wait"), !wait.is_zero(), "{m}");
             assert_eq!(srv.engine.memory_waits.load(Ordering::Relaxed), 0);
             drop(held);
         } else {

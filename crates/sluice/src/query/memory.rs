@@ -49,8 +49,6 @@ struct Pool {
     /// Holds a query pool's changes in order: its count and what it holds
     /// in the pool above change together.
     order: Mutex<()>,
-    /// What this pool held when a reservation last failed.
-    held_at_failure: AtomicU64,
     /// Threads in `wait_to_take`: a release wakes them.
     waiters: AtomicUsize,
     gate: Mutex<()>,
@@ -67,8 +65,8 @@ pub enum Admission {
     /// It failed with no other query holding memory, or needs more than
     /// the whole limit: its error stands.
     Alone,
-    /// Other queries still held the room it needs after `waited`.
-    TimedOut { waited: Duration },
+    /// Other queries still held the room it needs at the deadline.
+    TimedOut,
     /// It was stopped while it waited.
     Stopped,
 }
@@ -87,7 +85,6 @@ impl Memory {
             parent,
             grant,
             order: Mutex::new(()),
-            held_at_failure: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
             gate: Mutex::new(()),
             freed: Condvar::new(),
@@ -105,12 +102,12 @@ impl Memory {
     /// Whether a query that failed with `error` in `query` (its pool from
     /// [`Memory::for_query`] on this one, every reservation of it
     /// dropped) may run again: when other queries held memory at its
-    /// failure and its need — its peak, or what it held at the failure
-    /// plus what it asked for — fits the limit, it waits until they leave
-    /// that room (at most until `deadline`; `stopped` is asked about
-    /// every few milliseconds) and is told to retry. Admission control of
-    /// a server's queries: under a shared limit a query that would fit
-    /// alone waits for the others rather than failing.
+    /// failure and its need — its peak, or its part of the pool at the
+    /// failure plus what it asked for — fits the limit, it waits until
+    /// they leave that room (not past `deadline`; `stopped` is asked
+    /// about every few milliseconds) and is told to retry. Admission
+    /// control of a server's queries: under a shared limit a query that
+    /// would fit alone waits for the others rather than failing.
     pub fn admit(
         &self,
         query: Memory,
@@ -118,37 +115,42 @@ impl Memory {
         deadline: Instant,
         stopped: &dyn Fn() -> bool,
     ) -> Admission {
-        let Error::MemoryLimit { wanted, used, .. } = error else {
+        let Error::MemoryLimit {
+            wanted,
+            used,
+            others,
+            ..
+        } = error
+        else {
             return Admission::Alone;
         };
-        let held = query.0.held_at_failure.load(Ordering::Relaxed);
-        // `used` is the shared pool's count at the failure when it was
-        // the one to refuse (the query's part of it: what it held, or
-        // its grant); the query's own pool refuses only past the whole
-        // limit by itself.
-        let others = used.saturating_sub(held.max(query.0.grant));
-        let need = query.peak().max(held.saturating_add(*wanted));
+        // `used - others`: the query's part of the shared pool at the
+        // failure (what it held, or its grant when more).
+        let need = query
+            .peak()
+            .max(used.saturating_sub(*others).saturating_add(*wanted));
         // Its grant, if any, goes back before room is sought for it.
         drop(query);
-        if others == 0 || need > self.0.limit {
+        if *others == 0 || need > self.0.limit {
             return Admission::Alone;
         }
-        let start = Instant::now();
         if self.wait_to_take(need, deadline, stopped) {
             Admission::Retry(Memory::with_parent(self.0.limit, Some(self.clone()), need))
         } else if stopped() {
             Admission::Stopped
         } else {
-            Admission::TimedOut {
-                waited: start.elapsed(),
-            }
+            Admission::TimedOut
         }
     }
 
-    /// Takes `bytes` (for a query's grant) as soon as they fit; `false`,
-    /// holding nothing, when `deadline` passed or `stopped` said so first.
+    /// Takes `bytes` (for a query's grant) as soon as they fit, before
+    /// `deadline`; `false`, holding nothing, when it passed or `stopped`
+    /// said so first.
     fn wait_to_take(&self, bytes: u64, deadline: Instant, stopped: &dyn Fn() -> bool) -> bool {
         let p = &self.0;
+        if Instant::now() >= deadline || stopped() {
+            return false;
+        }
         let room = || self.take("admission", bytes).is_ok();
         if room() {
             return true;
@@ -241,8 +243,23 @@ impl Memory {
         }
         let above = after.saturating_sub(p.grant) - before.saturating_sub(p.grant);
         if let Err(e) = parent.take(operator, above) {
-            p.held_at_failure.store(before, Ordering::Relaxed);
-            return Err(e);
+            return Err(match e {
+                // What the others held: all but this query's part.
+                Error::MemoryLimit {
+                    operator,
+                    wanted,
+                    used,
+                    limit,
+                    ..
+                } => Error::MemoryLimit {
+                    operator,
+                    wanted,
+                    used,
+                    limit,
+                    others: used.saturating_sub(before.max(p.grant)),
+                },
+                e => e,
+            });
         }
         p.used.store(after, Ordering::Relaxed);
         p.peak.fetch_max(after, Ordering::Relaxed);
@@ -255,12 +272,12 @@ impl Memory {
         loop {
             let want = used.saturating_add(bytes);
             if want > p.limit {
-                p.held_at_failure.store(used, Ordering::Relaxed);
                 return Err(Error::MemoryLimit {
                     operator,
                     wanted: bytes,
                     used,
                     limit: p.limit,
+                    others: 0,
                 });
             }
             match p
@@ -482,7 +499,17 @@ mod tests {
         let other = server.reserve("other", 850).unwrap();
         // The server's limit refuses, and says what it holds in all.
         let e = q.reserve("b", 100).unwrap_err();
-        assert!(matches!(e, Error::MemoryLimit { used: 950, .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::MemoryLimit {
+                    used: 950,
+                    others: 850,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         assert_eq!((q.used(), server.used()), (100, 950));
         drop((a, other));
         assert_eq!((q.used(), server.used()), (0, 0));
@@ -573,8 +600,17 @@ mod tests {
         let past = Instant::now();
         assert!(matches!(
             server.admit(q, &e, past, &|| false),
-            Admission::TimedOut { .. }
+            Admission::TimedOut
         ));
+        // Past its deadline it is not retried even when the room is free.
+        let (q, e) = failed();
+        let spare = other;
+        drop(spare);
+        assert!(matches!(
+            server.admit(q, &e, past, &|| false),
+            Admission::TimedOut
+        ));
+        let other = server.reserve("other", 600).unwrap();
         let (q, e) = failed();
         assert!(matches!(
             server.admit(q, &e, far(), &|| true),
