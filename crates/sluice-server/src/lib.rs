@@ -490,9 +490,10 @@ impl Engine {
         // keys. Everything else — a join too — is a scan: threads, a
         // statement timeout, a cancel, and admission by memory.
         let constant = plan.table.is_none() && plan.input.is_none() && !plan.init_plans;
-        let short = constant
-            || plan.catalog.is_some()
-            || plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64);
+        let lookup = plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64)
+            && plan.input.is_none()
+            && !plan.init_plans;
+        let short = constant || plan.catalog.is_some() || lookup;
         if short && !plan.explain {
             // Key lookups and constants: microseconds, run on this task
             // (no hand-off), never behind a scan.
@@ -536,8 +537,12 @@ impl Engine {
                         ),
                     ));
                 }
+                // Counted out when the wait ends, or when this future is
+                // dropped while it waits (a timeout, a cancel, a client
+                // gone): else its place in the queue were lost for good.
+                let in_queue = Waiting(&self.waiting);
                 let permit = long.acquire_owned().await;
-                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                drop(in_queue);
                 let permit = permit.map_err(|_| Failure::internal("the server is stopping"))?;
                 let cpus = self.pinned.clone();
                 let scan_cpus = self.scan_cpus.clone();
@@ -681,6 +686,15 @@ fn yield_to_connections() {
         if now < SCAN_NICE {
             let _ = libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, SCAN_NICE);
         }
+    }
+}
+
+/// A query's place in the queue of scans, given back when dropped.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -1499,6 +1499,8 @@ async fn a_query_short_of_memory_beside_another_waits_for_it() {
         let srv = Server::start(&dir.0.join("db"), |o| {
             o.memory_limit = Some(limit);
             o.memory_wait = wait;
+            o.scans_at_once = Some(1);
+            o.queue = 2;
         });
         let c = srv.client().await;
         let alone = simple(&c, q).await;
@@ -1534,6 +1536,38 @@ async fn a_query_short_of_memory_beside_another_waits_for_it() {
             drop(held);
             assert_eq!(run.await.unwrap(), alone);
             assert_eq!(srv.engine.memory_waits.load(Ordering::Relaxed), 1);
+        }
+        if wait == Duration::from_secs(3600) {
+            // A query waiting for memory holds the one scan slot; queries
+            // that time out while queued behind it give their place in
+            // the queue back (it was lost for good: found by review).
+            let held = srv
+                .engine
+                .memory
+                .reserve("another query", limit - peak / 2)
+                .unwrap();
+            let c2 = srv.client().await;
+            let run = tokio::spawn(async move { simple(&c2, q).await });
+            while srv.engine.memory.waiters() == 0 && !run.is_finished() {
+                tokio::task::yield_now().await;
+            }
+            let c3 = srv.client().await;
+            c3.batch_execute("SET statement_timeout = 1").await.unwrap();
+            for _ in 0..3 {
+                let e = c3.simple_query(q).await.unwrap_err();
+                assert_eq!(code(&e), "57014", "{e}");
+            }
+            drop(held);
+            assert_eq!(run.await.unwrap(), alone);
+            c3.batch_execute("SET statement_timeout = 0").await.unwrap();
+            assert_eq!(
+                simple(
+                    &c3,
+                    "SELECT count(*) FROM big a JOIN people p ON a.k = p.id"
+                )
+                .await,
+                vec![vec![s("3")]]
+            );
         }
         // The session goes on; every byte was given back.
         assert_eq!(
