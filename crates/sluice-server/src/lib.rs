@@ -463,6 +463,31 @@ impl Engine {
         self.connections.load(Ordering::Relaxed)
     }
 
+    /// A slot of the long lane (one of `--scans-at-once`), after a wait
+    /// in its bounded queue (past `--queue`: 53000).
+    async fn scan_slot(
+        &self,
+        long: &Arc<tokio::sync::Semaphore>,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit, Failure> {
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.opts.queue {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return Err(Failure::new(
+                "53000",
+                format!(
+                    "too many queries waiting ({}); try again later",
+                    self.opts.queue
+                ),
+            ));
+        }
+        // Counted out when the wait ends, or when this future is dropped
+        // while it waits (a timeout, a cancel, a client gone): else its
+        // place in the queue were lost for good.
+        let in_queue = Waiting(&self.waiting);
+        let permit = long.clone().acquire_owned().await;
+        drop(in_queue);
+        permit.map_err(|_| Failure::internal("the server is stopping"))
+    }
+
     /// Plans and runs one query of the store on `db`.
     async fn run(
         &self,
@@ -486,17 +511,20 @@ impl Engine {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let schema = sluice::query::exec::result_schema(&plan);
         // A statement of constants (no table, join, set operation, window
-        // or subquery), the catalog's small tables, or a lookup of a few
-        // keys. Everything else — a join too — is a scan: threads, a
-        // statement timeout, a cancel, and admission by memory.
-        let constant = plan.table.is_none() && plan.input.is_none() && !plan.init_plans;
-        let lookup = plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64)
-            && plan.input.is_none()
-            && !plan.init_plans;
-        let short = constant || plan.catalog.is_some() || lookup;
+        // or subquery), one of the catalog's small tables, or a lookup of
+        // a few keys. Everything else — a join too — is a scan: threads,
+        // a statement timeout, a cancel, and admission by memory; a join
+        // of the catalog's tables (psql's `\d`) too, but without waiting
+        // for a scan's slot, so a tool's questions never queue behind a
+        // scan.
+        let plain = plan.input.is_none() && !plan.init_plans;
+        let constant = plan.table.is_none() && plain;
+        let lookup = plan.key_lookup.as_ref().is_some_and(|k| k.len() <= 64) && plain;
+        let catalog = plan.catalog.is_some();
+        let short = constant || (catalog && plain) || lookup;
         if short && !plan.explain {
-            // Key lookups and constants: microseconds, run on this task
-            // (no hand-off), never behind a scan.
+            // Key lookups, constants, a catalog table: microseconds, run
+            // on this task (no hand-off), never behind a scan.
             let r = sluice::query::run_plan(
                 &db,
                 &plan,
@@ -527,23 +555,11 @@ impl Engine {
             let memory_wait = self.opts.memory_wait;
             let running = self.running.clone();
             async move {
-                if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.opts.queue {
-                    self.waiting.fetch_sub(1, Ordering::Relaxed);
-                    return Err(Failure::new(
-                        "53000",
-                        format!(
-                            "too many queries waiting ({}); try again later",
-                            self.opts.queue
-                        ),
-                    ));
-                }
-                // Counted out when the wait ends, or when this future is
-                // dropped while it waits (a timeout, a cancel, a client
-                // gone): else its place in the queue were lost for good.
-                let in_queue = Waiting(&self.waiting);
-                let permit = long.acquire_owned().await;
-                drop(in_queue);
-                let permit = permit.map_err(|_| Failure::internal("the server is stopping"))?;
+                let permit = if catalog {
+                    None
+                } else {
+                    Some(self.scan_slot(&long).await?)
+                };
                 let cpus = self.pinned.clone();
                 let scan_cpus = self.scan_cpus.clone();
                 tokio::task::spawn_blocking(move || {
@@ -552,6 +568,7 @@ impl Engine {
                     if let Ok(mut last) = scan_cpus.lock() {
                         *last = cpus;
                     }
+                    let threads = if catalog { Some(1) } else { threads };
                     running.fetch_add(1, Ordering::Relaxed);
                     // The wait is counted from the first failure.
                     let mut deadline = None;

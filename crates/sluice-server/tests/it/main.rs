@@ -696,6 +696,9 @@ async fn a_query_past_its_time_limit_or_canceled_stops() {
         "SELECT count(*) FROM (SELECT DISTINCT k, v FROM big) t",
         "SELECT max(r) FROM (SELECT row_number() OVER (PARTITION BY g ORDER BY k) AS r FROM big) t",
         "SELECT count(*) FROM (SELECT k FROM big UNION SELECT v FROM big) t",
+        // The catalog's tables joined: not behind a scan, but stopped.
+        "SELECT count(*) FROM pg_attribute a, pg_attribute b, pg_attribute c, pg_attribute d \
+         WHERE a.attname || b.attname || c.attname || d.attname LIKE '%zzq%'",
     ] {
         let e = c.simple_query(slow).await.unwrap_err();
         assert_eq!(code(&e), "57014", "{slow}: {e}");
@@ -1552,6 +1555,17 @@ async fn a_query_short_of_memory_beside_another_waits_for_it() {
                 tokio::task::yield_now().await;
             }
             let c3 = srv.client().await;
+            // A tool's catalog join (psql's `\dt`) does not wait for the
+            // slot.
+            assert_eq!(
+                simple(
+                    &c3,
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n \
+                     ON c.relnamespace = n.oid WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 1"
+                )
+                .await,
+                vec![vec![s("big")], vec![s("people")]]
+            );
             c3.batch_execute("SET statement_timeout = 1").await.unwrap();
             for _ in 0..3 {
                 let e = c3.simple_query(q).await.unwrap_err();
