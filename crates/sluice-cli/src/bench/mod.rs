@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 
+mod admission;
 mod all;
 mod answers;
 mod cold;
@@ -239,6 +240,41 @@ the medians of every metric of the other scenarios")]
     Tpcds {
         #[command(flatten)]
         args: SuiteArgs,
+    },
+    /// Several clients of one `sluice serve` under one --memory-limit,
+    /// each running TPC-H queries in turn: with --memory-wait 0 (a query
+    /// short of memory beside the others fails with 53200) and with
+    /// admission (it waits for their memory and runs again); every answer
+    /// compared with the query's answer from the server alone
+    #[command(after_help = "Examples:
+  sluice bench admission                       # SF 1, 4 clients, Q9,Q13,Q18,Q21,Q3,Q10 x 3, 128MiB
+  sluice bench admission --sf 0.1 --memory-limit 16MiB --runs 1
+  sluice bench admission --clients 8 --queries 9,18 --memory-wait 30s")]
+    Admission {
+        /// TPC-H scale factor (tables generated and loaded once in --dir)
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+        /// Clients at once (and the server's --scans-at-once)
+        #[arg(long, default_value_t = 4)]
+        clients: usize,
+        /// Times each client runs the queries
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// TPC-H query numbers, comma separated
+        #[arg(long, default_value = "9,13,18,21,3,10")]
+        queries: String,
+        /// The server's --memory-limit
+        #[arg(long, default_value = "128MiB")]
+        memory_limit: String,
+        /// The server's --memory-wait beside 0
+        #[arg(long, default_value = "60s")]
+        memory_wait: String,
+        /// Runs of each (medians reported)
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where the data and the database go
+        #[arg(long, default_value = "bench-data")]
+        dir: PathBuf,
     },
     /// One query of each operator that holds rows (groupings of many
     /// groups, a self-join, a sort and a window over every line of TPC-H
@@ -628,6 +664,7 @@ impl Scenario {
             Scenario::Windows { .. } => "windows",
             Scenario::Tpcds { .. } => "tpcds",
             Scenario::Spill { .. } => "spill",
+            Scenario::Admission { .. } => "admission",
             Scenario::Cold { .. } => "cold",
             Scenario::IndexJoin { .. } => "index-join",
             Scenario::SecondaryIndex { .. } => "secondary-index",
@@ -656,6 +693,7 @@ impl Scenario {
             | Scenario::Shards { dir, .. }
             | Scenario::Corpus { dir, .. }
             | Scenario::Serve { dir, .. }
+            | Scenario::Admission { dir, .. }
             | Scenario::Python { dir, .. }
             | Scenario::Parquet { dir, .. }
             | Scenario::Distributed { dir, .. }
@@ -825,6 +863,28 @@ fn run_scenario(s: Scenario, quiet: bool) -> Result<()> {
         Scenario::Windows { args } => args.run(&tpch::WINDOWS, quiet),
         Scenario::Tpcds { args } => args.run(&tpch::TPCDS, quiet),
         Scenario::Spill { args } => args.run(&tpch::SPILL, quiet),
+        Scenario::Admission {
+            sf,
+            clients,
+            rounds,
+            queries,
+            memory_limit,
+            memory_wait,
+            runs,
+            dir,
+        } => admission::run(
+            admission::Opts {
+                sf,
+                clients,
+                rounds,
+                queries: &queries,
+                memory_limit: &memory_limit,
+                memory_wait: &memory_wait,
+                runs,
+                dir: &dir,
+            },
+            quiet,
+        ),
         Scenario::Cold {
             dataset,
             sf,

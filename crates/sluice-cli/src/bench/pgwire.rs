@@ -9,6 +9,45 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+/// Rows of text values (`None`: NULL).
+pub type TextRows = Vec<Vec<Option<String>>>;
+
+/// A query's rows, or its error's SQLSTATE and message.
+pub type Answer = std::result::Result<TextRows, (String, String)>;
+
+/// A DataRow's values as text.
+fn data_row(b: &[u8]) -> Option<Vec<Option<String>>> {
+    let n = u16::from_be_bytes([*b.first()?, *b.get(1)?]) as usize;
+    let mut at = 2;
+    let mut row = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            row.push(None);
+        } else {
+            let v = b.get(at..at + len as usize)?;
+            row.push(Some(String::from_utf8_lossy(v).into_owned()));
+            at += len as usize;
+        }
+    }
+    Some(row)
+}
+
+/// An ErrorResponse's SQLSTATE (field `C`) and the rest of its fields.
+fn error_fields(b: &[u8]) -> (String, String) {
+    let mut code = String::new();
+    let mut text = Vec::new();
+    for f in b.split(|&c| c == 0).filter(|f| !f.is_empty()) {
+        let v = String::from_utf8_lossy(&f[1..]).into_owned();
+        match f[0] {
+            b'C' => code = v,
+            _ => text.push(v),
+        }
+    }
+    (code, text.join(" "))
+}
+
 pub struct Client {
     s: TcpStream,
     out: Vec<u8>,
@@ -40,7 +79,32 @@ impl Client {
     /// Reads messages up to ReadyForQuery; the DataRows counted. An
     /// ErrorResponse is an error (after the ReadyForQuery).
     fn until_ready(&mut self) -> Result<usize> {
+        match self.answer(false)? {
+            Ok((rows, _)) => Ok(rows),
+            Err((_, e)) => bail!("the server answered an error: {e}"),
+        }
+    }
+
+    /// How long a read waits for the server (60 s unless set).
+    pub fn read_timeout(&mut self, t: Duration) -> Result<()> {
+        Ok(self.s.set_read_timeout(Some(t))?)
+    }
+
+    /// Runs a simple-protocol query: its rows as text (`None`: NULL), or
+    /// the error's SQLSTATE and message.
+    pub fn rows(&mut self, sql: &str) -> Result<Answer> {
+        self.out.clear();
+        message(&mut self.out, b'Q', format!("{sql}\0").as_bytes());
+        self.s.write_all(&self.out)?;
+        Ok(self.answer(true)?.map(|(_, rows)| rows))
+    }
+
+    /// Messages up to ReadyForQuery: the rows (counted; kept as text when
+    /// `keep`), or an ErrorResponse's SQLSTATE and message.
+    #[allow(clippy::type_complexity)]
+    fn answer(&mut self, keep: bool) -> Result<Result<(usize, TextRows), (String, String)>> {
         let mut rows = 0;
+        let mut kept = Vec::new();
         let mut error = None;
         loop {
             let mut head = [0u8; 5];
@@ -51,16 +115,21 @@ impl Client {
             let mut body = vec![0u8; len.saturating_sub(4)];
             self.s.read_exact(&mut body)?;
             match head[0] {
-                b'D' => rows += 1,
-                b'E' => error = Some(String::from_utf8_lossy(&body).replace('\0', " ")),
+                b'D' => {
+                    rows += 1;
+                    if keep {
+                        kept.push(data_row(&body).context("a DataRow the client cannot read")?);
+                    }
+                }
+                b'E' => error = Some(error_fields(&body)),
                 b'Z' => break,
                 _ => {}
             }
         }
-        match error {
-            Some(e) => bail!("the server answered an error: {}", e.trim()),
-            None => Ok(rows),
-        }
+        Ok(match error {
+            Some(e) => Err(e),
+            None => Ok((rows, kept)),
+        })
     }
 
     /// Runs a simple-protocol query; the number of rows.

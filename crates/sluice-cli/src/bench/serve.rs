@@ -494,12 +494,18 @@ pub(super) struct Served {
 
 impl Served {
     pub(super) fn sluice(exe: &Path, db: &Path) -> Result<Served> {
+        Served::sluice_with(exe, db, &[])
+    }
+
+    /// `sluice serve` with options `extra` too.
+    pub(super) fn sluice_with(exe: &Path, db: &Path, extra: &[&str]) -> Result<Served> {
         let port = free_port()?;
         let child = Command::new(exe)
             .arg("--db")
             .arg(db)
             .args(["--quiet", "serve", "--max-connections", "1100", "--listen"])
             .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

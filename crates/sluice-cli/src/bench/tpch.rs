@@ -399,7 +399,7 @@ fn parse_queries(s: &str, n: usize, labels: Option<&[&str]>) -> Result<Vec<usize
 
 /// A dataset's tables at `sf`: CSV files in `dir/<name>-sf<sf>/`, loaded
 /// once into `dir/<name>-sf<sf>.db`.
-fn tables(
+pub(super) fn tables(
     set: &Dataset,
     sf: f64,
     dir: &Path,

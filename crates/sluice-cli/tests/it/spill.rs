@@ -238,3 +238,49 @@ fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
     assert!(!out.contains("out of memory"), "{out}");
     assert!(!out.contains("answered:"), "{out}");
 }
+
+/// `bench admission` runs its clients under the server's limit with and
+/// without the wait, each answer compared with the query's alone (a
+/// differing answer fails the command): every query is counted, as
+/// answered or refused, and with the wait none fits alone yet is refused.
+#[test]
+fn bench_admission_counts_every_query_and_checks_every_answer() {
+    let t = Tmp::new();
+    let out = ok(
+        &t.0,
+        &[
+            "bench",
+            "admission",
+            "--sf",
+            "0.01",
+            "--clients",
+            "2",
+            "--rounds",
+            "1",
+            "--queries",
+            "3,18",
+            "--memory-limit",
+            "64MiB",
+            "--runs",
+            "1",
+            "--dir",
+            "b",
+        ],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("2 clients x 1 rounds of TPC-H Q3,Q18 at SF 0.01"),
+        "{out}"
+    );
+    for (line, wait) in lines[2..4].iter().zip(["0", "60s"]) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f[0], wait, "{out}");
+        assert_eq!(f[1], "4", "{out}");
+        let (answered, refused): (f64, f64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+        assert_eq!(answered + refused, 4.0, "{out}");
+        if wait == "60s" {
+            // 64 MiB holds either query at SF 0.01 alone.
+            assert_eq!(refused, 0.0, "{out}");
+        }
+    }
+}

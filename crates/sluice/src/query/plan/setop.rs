@@ -134,6 +134,14 @@ pub(super) fn plan_set_operation(
 
 /// `SELECT DISTINCT …` planned as the select without DISTINCT (and
 /// without ORDER BY / LIMIT), its distinct rows, then the order and limit.
+/// A plain one — no aggregate, window or subquery in its items, no
+/// GROUP BY or HAVING, ordered only by output columns — is planned as
+/// the same select grouped by every item (`GROUP BY 1, …, n`): the hash
+/// aggregate makes its rows distinct on every worker and spills past the
+/// memory limit (a set operation's rows are held whole). NULLs and
+/// doubles group as DISTINCT compares them (`-0.0` is `0.0`, NaN is
+/// NaN). Where that plan fails (an INTERVAL item), the set operation's
+/// plan says why.
 pub(super) fn plan_distinct(
     q: &ast::Query,
     select: &ast::Select,
@@ -144,6 +152,11 @@ pub(super) fn plan_distinct(
 ) -> Result<Plan> {
     if let Some(ast::Distinct::On(_)) = &select.distinct {
         return Err(unsupported("SELECT DISTINCT ON", select));
+    }
+    if let Some(grouped) = distinct_as_grouping(q, select)
+        && let Ok(p) = plan_query_in(&grouped, catalog, explain, text, ctes)
+    {
+        return Ok(p);
     }
     let mut plain = select.clone();
     plain.distinct = None;
@@ -182,6 +195,71 @@ pub(super) fn plan_distinct(
         types,
     };
     around(q, set, names, &items, explain, text)
+}
+
+/// `q`, whose body is `select` (a plain `SELECT DISTINCT`, see
+/// [`plan_distinct`]), as the select grouped by every item; `None` when
+/// it is not plain.
+fn distinct_as_grouping(q: &ast::Query, select: &ast::Select) -> Option<ast::Query> {
+    use crate::query::bind::{contains_aggregate, contains_window};
+    let plain_group = matches!(&select.group_by,
+        ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if select.distinct != Some(ast::Distinct::Distinct)
+        || select.from.is_empty()
+        || !plain_group
+        || select.having.is_some()
+        || select.qualify.is_some()
+        || !select.named_window.is_empty()
+    {
+        return None;
+    }
+    let mut items = Vec::new();
+    let mut aliases = Vec::new();
+    for p in &select.projection {
+        let e = match p {
+            ast::SelectItem::UnnamedExpr(e) => e,
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                aliases.push(alias.value.to_ascii_lowercase());
+                expr
+            }
+            _ => return None,
+        };
+        if contains_aggregate(e) || contains_window(e) || super::subquery::has_subquery(e) {
+            return None;
+        }
+        items.push(e.to_string());
+    }
+    // ORDER BY only by output columns (by position, name or the item
+    // written again), as DISTINCT allows: a grouping would allow more.
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(list) = &ob.kind else {
+            return None;
+        };
+        for o in list {
+            let named = match &o.expr {
+                ast::Expr::Value(v) => matches!(v.value, ast::Value::Number(..)),
+                ast::Expr::Identifier(i) => aliases.contains(&i.value.to_ascii_lowercase()),
+                _ => false,
+            };
+            if !named && !items.contains(&o.expr.to_string()) {
+                return None;
+            }
+        }
+    }
+    let mut grouped = select.clone();
+    grouped.distinct = None;
+    grouped.group_by = ast::GroupByExpr::Expressions(
+        (1..=items.len())
+            .map(|i| ast::Expr::value(ast::Value::Number(i.to_string(), false)))
+            .collect(),
+        Vec::new(),
+    );
+    // The statement's CTEs are in scope already (`ctes`).
+    Some(ast::Query {
+        with: None,
+        body: Box::new(ast::SetExpr::Select(Box::new(grouped))),
+        ..q.clone()
+    })
 }
 
 /// Refuses rows of an INTERVAL compared as a whole (DISTINCT, UNION,

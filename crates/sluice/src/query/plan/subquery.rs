@@ -170,7 +170,7 @@ fn reads(e: &ast::Expr, inner: &Scope, outer: &Scope) -> (bool, bool) {
     (v.i, v.o)
 }
 
-fn has_subquery(e: &ast::Expr) -> bool {
+pub(super) fn has_subquery(e: &ast::Expr) -> bool {
     ast::visit_expressions(e, |x| match x {
         ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
             ControlFlow::Break(())
