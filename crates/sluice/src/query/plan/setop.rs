@@ -138,10 +138,11 @@ pub(super) fn plan_set_operation(
 /// GROUP BY or HAVING, ordered only by output columns — is planned as
 /// the same select grouped by every item (`GROUP BY 1, …, n`): the hash
 /// aggregate makes its rows distinct on every worker and spills past the
-/// memory limit (a set operation's rows are held whole). NULLs and
-/// doubles group as DISTINCT compares them (`-0.0` is `0.0`, NaN is
-/// NaN). Where that plan fails (an INTERVAL item), the set operation's
-/// plan says why.
+/// memory limit (a set operation's rows are held whole); NULLs group
+/// as DISTINCT compares them. Not when an item is a DOUBLE (a grouping
+/// answers `-0.0` as `0`, DISTINCT as the value it kept) or only NULLs
+/// (DISTINCT types it TEXT, as PostgreSQL does); where that plan fails
+/// (an INTERVAL item), the set operation's plan says why.
 pub(super) fn plan_distinct(
     q: &ast::Query,
     select: &ast::Select,
@@ -155,6 +156,9 @@ pub(super) fn plan_distinct(
     }
     if let Some(grouped) = distinct_as_grouping(q, select)
         && let Ok(p) = plan_query_in(&grouped, catalog, explain, text, ctes)
+        && !columns(&p)
+            .iter()
+            .any(|c| matches!(c.1, A::Float64 | A::Null))
     {
         return Ok(p);
     }
