@@ -116,14 +116,16 @@ pub struct AggCall {
 }
 
 impl AggCall {
-    /// Result type: COUNT → BIGINT; SUM of integers or decimals →
-    /// DECIMAL(38, s) (exact, never overflows in practice); SUM of doubles and
-    /// every AVG → DOUBLE; MIN/MAX → the argument's type.
+    /// Result type, as PostgreSQL's: COUNT → BIGINT; SUM of INT → BIGINT
+    /// (an error past its range, never a wrapped value); SUM of BIGINT or
+    /// DECIMAL → DECIMAL(38, s) (exact, PostgreSQL's `numeric`); SUM of
+    /// doubles and every AVG → DOUBLE; MIN/MAX → the argument's type.
     pub fn output_type(&self) -> A {
         match self.func {
             AggFunc::CountStar | AggFunc::Count | AggFunc::ApproxCountDistinct => A::Int64,
             AggFunc::Sum => match &self.arg_type {
-                A::Int32 | A::Int64 => A::Decimal128(38, 0),
+                A::Int8 | A::Int16 | A::Int32 => A::Int64,
+                A::Int64 => A::Decimal128(38, 0),
                 A::Decimal128(_, s) => A::Decimal128(38, *s),
                 _ => A::Float64,
             },
@@ -1825,17 +1827,7 @@ impl GroupTable {
             let out_type = call.output_type();
             let col: ArrayRef = match acc {
                 Acc::Count(v) => Arc::new(arrow_array::Int64Array::from(v)),
-                Acc::SumInt(v, seen) => {
-                    let vals: Decimal128Array = v
-                        .into_iter()
-                        .zip(seen)
-                        .map(|(x, s)| s.then_some(x))
-                        .collect();
-                    let A::Decimal128(p, s) = out_type else {
-                        return Err(Error::Internal("sum type".into()));
-                    };
-                    Arc::new(vals.with_precision_and_scale(p, s).map_err(exec_err)?)
-                }
+                Acc::SumInt(v, seen) => sum_array(v, seen, &out_type)?,
                 Acc::SumFloat(v, seen) => {
                     let mut b = Float64Builder::with_capacity(n);
                     v.into_iter()
@@ -2329,6 +2321,38 @@ pub fn pack_keys(keys: &[ArrayRef], rows: usize) -> Option<Vec<u128>> {
     Some(out)
 }
 
+/// The sums of integers or decimals `v` (unscaled; `seen`: whether the
+/// group had a value, else NULL) as `out` ([`AggCall::output_type`]): a
+/// BIGINT past its range is PostgreSQL's error, not a wrapped value.
+pub(crate) fn sum_array(v: Vec<i128>, seen: Vec<bool>, out: &A) -> Result<ArrayRef> {
+    match out {
+        A::Int64 => {
+            let vals = v
+                .into_iter()
+                .zip(seen)
+                .map(|(x, s)| match s {
+                    false => Ok(None),
+                    true => i64::try_from(x)
+                        .map(Some)
+                        .map_err(|_| Error::OutOfRange("bigint out of range".into())),
+                })
+                .collect::<Result<arrow_array::Int64Array>>()?;
+            Ok(Arc::new(vals))
+        }
+        A::Decimal128(p, s) => {
+            let vals: Decimal128Array = v
+                .into_iter()
+                .zip(seen)
+                .map(|(x, s)| s.then_some(x))
+                .collect();
+            Ok(Arc::new(
+                vals.with_precision_and_scale(*p, *s).map_err(exec_err)?,
+            ))
+        }
+        other => Err(Error::Internal(format!("a sum of integers as {other}"))),
+    }
+}
+
 fn conv_for(t: &A) -> Result<RowConverter> {
     let mut fields = vec![SortField::new(t.clone())];
     if *t == crate::query::interval::TYPE {
@@ -2405,6 +2429,48 @@ mod tests {
     use arrow_array::{DictionaryArray, StringArray, UInt16Array};
 
     use super::*;
+
+    #[test]
+    fn a_sum_of_int_is_bigint_and_fails_past_its_range() {
+        let call = |t: A| AggCall {
+            func: AggFunc::Sum,
+            arg: None,
+            distinct: false,
+            arg_type: t,
+            name: String::new(),
+            collect: None,
+        };
+        assert_eq!(call(A::Int32).output_type(), A::Int64);
+        assert_eq!(call(A::Int64).output_type(), A::Decimal128(38, 0));
+        assert_eq!(
+            call(A::Decimal128(15, 2)).output_type(),
+            A::Decimal128(38, 2)
+        );
+        let a = sum_array(
+            vec![i64::MAX as i128, 7, 0],
+            vec![true, true, false],
+            &A::Int64,
+        )
+        .unwrap();
+        let a = a
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .unwrap();
+        assert_eq!(
+            a.iter().collect::<Vec<_>>(),
+            [Some(i64::MAX), Some(7), None]
+        );
+        for past in [i64::MAX as i128 + 1, i64::MIN as i128 - 1] {
+            let e = sum_array(vec![past], vec![true], &A::Int64).unwrap_err();
+            assert!(
+                matches!(&e, Error::OutOfRange(m) if m == "bigint out of range"),
+                "{e}"
+            );
+        }
+        // A group without values is NULL, whatever its (unused) sum.
+        let a = sum_array(vec![i128::MAX], vec![false], &A::Int64).unwrap();
+        assert!(a.is_null(0));
+    }
 
     /// Keys told to lie in a range take a dense index of that range at
     /// their first morsel, and it is never moved for later keys in it.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use arrow_array::builder::{Float64Builder, Int64Builder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Float64Type, Int32Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, Decimal128Array, RecordBatch, UInt32Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt32Array};
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SortOptions};
 
@@ -881,15 +881,18 @@ fn aggregate(
                     })?;
             }
             if f == AggFunc::Sum {
-                let mut out: Vec<Option<i128>> = Vec::with_capacity(m);
+                let (mut sums, mut seen) = (Vec::with_capacity(m), Vec::with_capacity(m));
                 for i in 0..m {
                     let (a, b) = frames.of(i);
-                    out.push((counted(a, b) > 0).then(|| pre[b] - pre[a]));
+                    sums.push(pre[b] - pre[a]);
+                    seen.push(counted(a, b) > 0);
                 }
-                let out = Decimal128Array::from(out)
-                    .with_precision_and_scale(38, scale)
-                    .map_err(exec_err)?;
-                Ok(Arc::new(out))
+                // BIGINT for a sum of INT, as the aggregate's.
+                let out = match a.data_type() {
+                    A::Int8 | A::Int16 | A::Int32 => A::Int64,
+                    _ => A::Decimal128(38, scale),
+                };
+                super::agg::sum_array(sums, seen, &out)
             } else {
                 let div = 10f64.powi(scale as i32);
                 let mut out = Float64Builder::with_capacity(m);

@@ -96,6 +96,23 @@ impl Binder<'_> {
                     _ => Expr::Length(x),
                 })
             }
+            // The type of its argument, by PostgreSQL's name for it (a
+            // quoted literal has none yet: `unknown`, as there).
+            "pg_typeof" => {
+                one("PG_TYPEOF")?;
+                let quoted = matches!(
+                    &args[0],
+                    ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))
+                );
+                let name = if quoted {
+                    "unknown"
+                } else {
+                    pg_type_name(&types[0])
+                };
+                Ok(Expr::Literal(std::sync::Arc::new(
+                    arrow_array::StringArray::from(vec![name]),
+                )))
+            }
             "abs" => {
                 one("ABS")?;
                 if !is_numeric(&types[0]) && types[0] != A::Null {
@@ -799,12 +816,21 @@ impl Binder<'_> {
                 (vec![A::Float64; 2], A::Float64)
             }
         };
+        // GREATEST and LEAST of INTs are INT, as in PostgreSQL (computed
+        // as BIGINT: every value fits back).
+        let narrow =
+            matches!(func, Func::Greatest | Func::Least) && common_type(&types) == Some(A::Int32);
         let args = bound
             .into_iter()
             .zip(types.iter().zip(&targets))
             .map(|(b, (t, to))| coerce(b, t, to))
             .collect();
-        Ok(Expr::Call { func, args, ty })
+        let call = Expr::Call { func, args, ty };
+        Ok(if narrow {
+            coerce(call, &A::Int64, &A::Int32)
+        } else {
+            call
+        })
     }
 
     /// The arguments of a call that takes plain expressions only.
@@ -941,6 +967,40 @@ fn func_of(name: &str) -> Option<Func> {
 }
 
 /// A one-row integer literal's value.
+/// PostgreSQL's name of the type a value of `t` has (`pg_typeof`,
+/// `format_type` without a modifier).
+fn pg_type_name(t: &A) -> &'static str {
+    match t {
+        A::Null => "unknown",
+        A::Boolean => "boolean",
+        A::Int16 => "smallint",
+        A::Int32 => "integer",
+        A::Int64 => "bigint",
+        A::Float32 => "real",
+        A::Float64 => "double precision",
+        A::Decimal32(..) | A::Decimal64(..) | A::Decimal128(..) | A::Decimal256(..) => "numeric",
+        A::Utf8 | A::LargeUtf8 | A::Utf8View => "text",
+        A::Date32 | A::Date64 => "date",
+        A::Time32(_) | A::Time64(_) => "time without time zone",
+        A::Timestamp(_, None) => "timestamp without time zone",
+        A::Timestamp(_, Some(_)) => "timestamp with time zone",
+        A::Interval(_) => "interval",
+        A::Binary | A::LargeBinary | A::BinaryView => "bytea",
+        A::List(f) | A::LargeList(f) => match f.data_type() {
+            A::Int32 => "integer[]",
+            A::Int64 => "bigint[]",
+            A::Float64 => "double precision[]",
+            A::Utf8 => "text[]",
+            A::Boolean => "boolean[]",
+            A::Date32 => "date[]",
+            A::Decimal128(..) => "numeric[]",
+            _ => "anyarray",
+        },
+        A::Dictionary(_, v) => pg_type_name(v),
+        _ => "unknown",
+    }
+}
+
 fn literal_int(a: &arrow_array::ArrayRef) -> Option<i64> {
     use arrow_array::cast::AsArray;
     if a.is_null(0) {

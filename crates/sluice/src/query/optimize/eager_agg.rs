@@ -425,6 +425,8 @@ fn rewrite(plan: &Plan, catalog: &dyn Catalog) -> Option<Plan> {
         Same(AggFunc, usize),
         /// count: `coalesce(CAST(sum(p) AS BIGINT), 0)`.
         Count(usize),
+        /// sum of INT: `CAST(sum(p) AS BIGINT)`.
+        SumOfInt(usize),
         /// avg: `CAST(sum(s) AS DOUBLE) / CAST(sum(n) AS DOUBLE)`.
         Avg(usize, usize),
     }
@@ -438,6 +440,11 @@ fn rewrite(plan: &Plan, catalog: &dyn Catalog) -> Option<Plan> {
                 partial_of(AggFunc::Sum, a, &c.arg_type),
                 partial_of(AggFunc::Count, a, &c.arg_type),
             ),
+            // sum of INT is BIGINT, and its sum of partial BIGINT sums
+            // DECIMAL: cast back.
+            AggFunc::Sum if c.output_type() == A::Int64 => {
+                Made::SumOfInt(partial_of(AggFunc::Sum, a, &c.arg_type))
+            }
             f => Made::Same(f, partial_of(f, a, &c.arg_type)),
         });
     }
@@ -576,6 +583,7 @@ fn rewrite(plan: &Plan, catalog: &dyn Catalog) -> Option<Plan> {
     for m in &made {
         instead.push(match *m {
             Made::Same(f, p) => final_of(f, p),
+            Made::SumOfInt(p) => cast(final_of(AggFunc::Sum, p), A::Int64),
             Made::Count(p) => Expr::Coalesce(vec![
                 cast(final_of(AggFunc::Sum, p), A::Int64),
                 Expr::Literal(Arc::new(Int64Array::from(vec![0i64]))),
