@@ -72,6 +72,13 @@ for driver in drivers:
     assert len(df) == 3 and df["name"].isna().sum() == 1, df
     print(f"ok: pandas.read_sql_table ({driver})")
 
+    # A query's columns are named as PostgreSQL names them.
+    df = pandas.read_sql_query("SELECT count(*), max(id), id + 1, CAST(id AS TEXT) FROM people "
+                               "GROUP BY id ORDER BY id", engine)
+    assert list(df.columns) == ["count", "max", "?column?", "id"], df.columns
+    assert df["count"].tolist() == [1, 1, 1], df
+    print(f"ok: pandas.read_sql_query names columns as PostgreSQL ({driver})")
+
     # SQLAlchemy Core over a reflected table.
     people = sa.Table("people", sa.MetaData(), autoload_with=engine)
     with engine.connect() as conn:

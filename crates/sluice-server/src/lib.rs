@@ -496,7 +496,7 @@ impl Engine {
         timeout: Option<Duration>,
         zone: String,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
-        let plan = sluice::query::plan::plan_sql(sql, &Zoned(db.as_ref(), zone))?;
+        let plan = sluice::query::plan::plan_sql_as_postgresql(sql, &Zoned(db.as_ref(), zone))?;
         self.run_plan(db, plan, timeout).await
     }
 
@@ -774,7 +774,11 @@ impl Template {
             _ => return None,
         };
         let plan_with = |v: &str| {
-            sluice::query::plan::plan_sql(&params.substitute(sql, &[v.to_string()]), db).ok()
+            sluice::query::plan::plan_sql_as_postgresql(
+                &params.substitute(sql, &[v.to_string()]),
+                db,
+            )
+            .ok()
         };
         let plan = plan_with(a)?;
         let bound = plan.with_key(&key)?;
@@ -1205,7 +1209,8 @@ impl Engine {
                 }
             }
             let sql = bound_sql(portal)?;
-            let plan = sluice::query::plan::plan_sql(&sql, &Zoned(db.as_ref(), zone))?;
+            let plan =
+                sluice::query::plan::plan_sql_as_postgresql(&sql, &Zoned(db.as_ref(), zone))?;
             // The client decodes the rows by the types Describe gave. (A
             // table's columns are fixed at its first commit today; this
             // keeps a later change from sending rows under an old
@@ -1642,12 +1647,13 @@ impl Parser {
         };
         let zone = session_zone(settings);
         let zoned = Zoned(db.as_ref(), zone.clone());
-        let plan = match sluice::query::plan::plan_sql(&planned, &zoned) {
+        let plan = match sluice::query::plan::plan_sql_as_postgresql(&planned, &zoned) {
             // Text parameters as NULLs, where an empty string is no value
             // (`$1::regclass`).
-            Err(_) if !params.is_empty() => {
-                sluice::query::plan::plan_sql(&params.null_placeholder_sql(sql), &zoned)?
-            }
+            Err(_) if !params.is_empty() => sluice::query::plan::plan_sql_as_postgresql(
+                &params.null_placeholder_sql(sql),
+                &zoned,
+            )?,
             r => r?,
         };
         Ok(Prepared {

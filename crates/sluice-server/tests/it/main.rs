@@ -227,6 +227,48 @@ async fn simple_protocol_gives_every_type_as_postgresql_writes_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_are_named_as_postgresql_names_them() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let q = "SELECT count(*), sum(age), age + 1, CAST(age AS BIGINT), CAST(1 AS INT), \
+             max(name) AS top, coalesce(min(age), 0), CASE WHEN count(*) > 0 THEN 1 END, \
+             (SELECT max(id) FROM people) FROM people GROUP BY age";
+    let want = [
+        "count", "sum", "?column?", "age", "int4", "top", "coalesce", "case", "max",
+    ];
+    // The extended protocol (Describe) and the simple one (RowDescription).
+    let st = c.prepare(q).await.unwrap();
+    let names: Vec<&str> = st.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, want);
+    let msgs = c.simple_query(q).await.unwrap();
+    let row = msgs
+        .iter()
+        .find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some(r),
+            _ => None,
+        })
+        .expect("a row");
+    let names: Vec<&str> = row.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, want);
+    // A star keeps the table's names; the items beside it are renamed.
+    let st = c
+        .prepare("SELECT upper(name), *, id * 2 FROM people")
+        .await
+        .unwrap();
+    let names: Vec<&str> = st.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names.first(), Some(&"upper"));
+    assert_eq!(names.get(1), Some(&"id"));
+    assert_eq!(names.last(), Some(&"?column?"));
+    // A set operation is named by its first SELECT.
+    let st = c
+        .prepare("SELECT sum(id) FROM people UNION ALL SELECT 1 AS one")
+        .await
+        .unwrap();
+    assert_eq!(st.columns()[0].name(), "sum");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extended_protocol_binary_results_of_every_type() {
     let dir = sample(10);
     let srv = Server::start(&dir.0.join("db"), |_| {});

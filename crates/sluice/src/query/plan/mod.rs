@@ -13,6 +13,7 @@
 mod explain;
 pub mod from;
 mod grouping;
+mod names;
 mod prune;
 pub mod setop;
 mod subquery;
@@ -187,26 +188,38 @@ pub fn plan(stmt: &ast::Statement, catalog: &dyn Catalog) -> Result<Plan> {
 /// connection thread has 2 MiB); the plan it returns nests no deeper than
 /// the binder allows, which every thread can evaluate and drop.
 pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
+    plan_named(sql, catalog, false)
+}
+
+/// [`plan_sql`], its outputs named as PostgreSQL names them (`count`
+/// for `count(*)`, `?column?` for `x + 1`; see [`names`]): for clients
+/// of the PostgreSQL protocol.
+pub fn plan_sql_as_postgresql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
+    plan_named(sql, catalog, true)
+}
+
+fn plan_named(sql: &str, catalog: &dyn Catalog, postgresql: bool) -> Result<Plan> {
     let tokens = super::sql::tokenize(sql)?;
     let depth = super::sql::depth_bound(tokens.iter().map(|t| &t.token));
     let plan = || {
         let mut stmt = super::sql::parse_tokens(sql, tokens, depth)?;
-        // A statement of the catalog's tables is planned over them.
-        if super::catalog::references_catalog(&stmt)
-            && let Some(cat) = catalog.catalog_db()?
-        {
-            super::catalog::rewrite(&mut stmt, &cat)?;
-            let over = OverCatalog {
-                db: cat.db(),
-                outer: catalog,
-            };
-            let p = plan_in(&stmt, &over, Text::new(sql))?;
-            return Ok(Plan {
-                catalog: Some(cat),
-                ..p
-            });
+        let renames = postgresql.then(|| names::renames(&stmt)).flatten();
+        let mut p = planned(&mut stmt, catalog, sql)?;
+        if let Some(r) = renames {
+            let visible = p.visible.min(p.names.len());
+            for (i, n) in r.front.into_iter().enumerate().take(visible) {
+                if let Some(n) = n {
+                    p.names[i] = n;
+                }
+            }
+            let from = visible.saturating_sub(r.back.len());
+            for (i, n) in r.back.into_iter().enumerate() {
+                if let (Some(n), true) = (n, from + i < visible) {
+                    p.names[from + i] = n;
+                }
+            }
         }
-        plan_in(&stmt, catalog, Text::new(sql))
+        Ok(p)
     };
     let p = if depth > INLINE_DEPTH {
         super::on_own_stack("sluice-plan", DEEP_STACK, plan)?
@@ -214,6 +227,26 @@ pub fn plan_sql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> {
         plan()?
     };
     Ok(Plan { depth, ..p })
+}
+
+/// The plan of a parsed statement.
+fn planned(stmt: &mut ast::Statement, catalog: &dyn Catalog, sql: &str) -> Result<Plan> {
+    // A statement of the catalog's tables is planned over them.
+    if super::catalog::references_catalog(stmt)
+        && let Some(cat) = catalog.catalog_db()?
+    {
+        super::catalog::rewrite(stmt, &cat)?;
+        let over = OverCatalog {
+            db: cat.db(),
+            outer: catalog,
+        };
+        let p = plan_in(stmt, &over, Text::new(sql))?;
+        return Ok(Plan {
+            catalog: Some(cat),
+            ..p
+        });
+    }
+    plan_in(stmt, catalog, Text::new(sql))
 }
 
 /// The catalog's database, in the session of `outer` (its time zone).
