@@ -67,6 +67,11 @@ check "psql: \\dt+" "public|people|table|sluice|permanent|heap|bytes|" \
     "$(q '\dt+ people' | sed 's/|[0-9]* bytes|/|bytes|/')"
 check "psql: \\dn" "public|sluice" "$(q '\dn')"
 check "psql: \\l" "sluice|sluice|UTF8|C.UTF-8|C.UTF-8||libc|" "$(q '\l')"
+check "psql: \\l+" "sluice|sluice|UTF8|C.UTF-8|C.UTF-8||libc||bytes|pg_default|" \
+    "$(q '\l+' | sed 's/|[0-9]* bytes|/|bytes|/')"
+check "psql: \\du" "sluice|Superuser|{}" "$(q '\du')"
+check "psql: \\df (no functions of the database's own)" "" "$(q '\df')"
+check "psql: \\dx (no extensions)" "" "$(q '\dx')"
 check "psql: an exact catalog count" "6" \
     "$(q "SELECT count(*) FROM information_schema.columns WHERE table_name = 'people'")"
 err="$(psql -h 127.0.0.1 -p "$port" -X -v VERBOSITY=verbose -c 'SELECT nope FROM people' 2>&1 || true)"

@@ -181,7 +181,7 @@ fn opclass(t: &DataType) -> i64 {
 }
 
 /// The catalog tables' definitions (rows are filled in by [`tables`]).
-const DEFS: [(&str, &str, i64, &str); 28] = [
+const DEFS: [(&str, &str, i64, &str); 31] = [
     (
         "pg_catalog",
         "pg_namespace",
@@ -300,7 +300,8 @@ const DEFS: [(&str, &str, i64, &str); 28] = [
         1260,
         "oid BIGINT, rolname TEXT, rolsuper BOOLEAN, rolinherit BOOLEAN, \
          rolcreaterole BOOLEAN, rolcreatedb BOOLEAN, rolcanlogin BOOLEAN, \
-         rolreplication BOOLEAN, rolconnlimit INT, rolbypassrls BOOLEAN",
+         rolreplication BOOLEAN, rolconnlimit INT, rolbypassrls BOOLEAN, \
+         rolvaliduntil TIMESTAMPTZ",
     ),
     (
         "pg_catalog",
@@ -310,7 +311,29 @@ const DEFS: [(&str, &str, i64, &str); 28] = [
          seqmax BIGINT, seqmin BIGINT, seqcache BIGINT, seqcycle BOOLEAN",
     ),
     // Catalogs of objects sluice has none of (row security policies,
-    // extended statistics, publications, triggers, rules): always empty.
+    // extended statistics, publications, triggers, rules, role
+    // memberships, functions of its own, extensions): always empty.
+    (
+        "pg_catalog",
+        "pg_auth_members",
+        1261,
+        "oid BIGINT, roleid BIGINT, member BIGINT, grantor BIGINT, admin_option BOOLEAN",
+    ),
+    (
+        "pg_catalog",
+        "pg_proc",
+        1255,
+        "oid BIGINT, proname TEXT, pronamespace BIGINT, proowner BIGINT, prolang BIGINT, \
+         prokind TEXT, prorettype BIGINT, proretset BOOLEAN, pronargs INT, \
+         provolatile TEXT, prosrc TEXT, proacl TEXT",
+    ),
+    (
+        "pg_catalog",
+        "pg_extension",
+        3079,
+        "oid BIGINT, extname TEXT, extowner BIGINT, extnamespace BIGINT, \
+         extrelocatable BOOLEAN, extversion TEXT, extconfig TEXT, extcondition TEXT",
+    ),
     (
         "pg_catalog",
         "pg_policy",
@@ -873,6 +896,7 @@ fn tables(db: &Database) -> Result<Vec<Table>> {
             V::B(false),
             V::I(-1),
             V::B(false),
+            V::N,
         ],
     );
     Ok(DEFS
@@ -932,7 +956,12 @@ fn batch(schema: &Schema, rows: &[Vec<V>]) -> Result<RecordBatch> {
                 _ => None,
             })
             .map(|a| Arc::new(a) as ArrayRef),
-            _ => None,
+            // A column of another type holds only NULLs
+            // (`pg_roles.rolvaliduntil`).
+            t => rows
+                .iter()
+                .all(|r| matches!(r.get(i), None | Some(V::N)))
+                .then(|| arrow_array::new_null_array(&t.arrow_type(), rows.len())),
         };
         cols.push(a.ok_or_else(|| {
             Error::Internal(format!("catalog column {} of a wrong type", c.name))
@@ -1167,7 +1196,7 @@ pub fn references_catalog(stmt: &ast::Statement) -> bool {
 }
 
 /// The catalog's functions ([`rewrite`] writes them as expressions).
-const FUNCTIONS: [&str; 23] = [
+const FUNCTIONS: [&str; 30] = [
     "pg_table_size",
     "pg_relation_size",
     "pg_indexes_size",
@@ -1191,6 +1220,13 @@ const FUNCTIONS: [&str; 23] = [
     "_pg_expandarray",
     "current_schema",
     "current_database",
+    "has_database_privilege",
+    "has_schema_privilege",
+    "has_table_privilege",
+    "pg_function_is_visible",
+    "pg_type_is_visible",
+    "pg_get_function_result",
+    "pg_get_function_arguments",
 ];
 
 fn is_catalog_function(f: &ast::Function) -> bool {
@@ -1701,6 +1737,19 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
                     Some(parse_expr(&sql)?)
                 }
                 ("current_database", []) => Some(lit_str(DATABASE)),
+                // A read-only server: whoever connects may read everything.
+                ("has_database_privilege" | "has_schema_privilege" | "has_table_privilege", _)
+                    if (2..=3).contains(&n) =>
+                {
+                    Some(parse_expr("true")?)
+                }
+                // Every type and function is in pg_catalog, which is
+                // searched (sluice has no functions of its own: pg_proc
+                // is empty).
+                ("pg_function_is_visible" | "pg_type_is_visible", [x]) => Some(parse_expr(
+                    &format!("CASE WHEN ({x}) IS NOT NULL THEN true END"),
+                )?),
+                ("pg_get_function_result" | "pg_get_function_arguments", [_]) => Some(null_text()),
                 // Bytes on disk: a table's segments, an index's runs (the
                 // catalog's own tables are made for the query: 0).
                 ("pg_table_size" | "pg_relation_size", [oid])
@@ -1784,8 +1833,13 @@ fn reg_name(cat: &CatalogDb, kind: &str, x: &Expr) -> Result<Expr> {
 }
 
 /// The catalog's tables that never have a row: sluice has no row security
-/// policies, extended statistics, publications, triggers or rules.
-const EMPTY: [&str; 7] = [
+/// policies, extended statistics, publications, triggers, rules, role
+/// memberships, functions of its own (PostgreSQL's built-in ones are not
+/// listed) or extensions.
+const EMPTY: [&str; 10] = [
+    "pg_auth_members",
+    "pg_proc",
+    "pg_extension",
     "pg_policy",
     "pg_statistic_ext",
     "pg_publication",
@@ -1871,6 +1925,23 @@ impl ast::VisitorMut for Empties {
         // Zero rows need no order (and ORDER BY may name a column of the
         // table no longer read).
         q.order_by = None;
+        ControlFlow::Continue(())
+    }
+
+    /// `ARRAY(SELECT …)` of a query of no rows is the empty array,
+    /// written `{}` (as TEXT: psql's `\du` asks for a role's memberships,
+    /// of which there are none).
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Function(f) = e
+            && f.name.to_string().eq_ignore_ascii_case("array")
+            && let ast::FunctionArguments::Subquery(q) = &f.args
+        {
+            let mut body = q.body.clone();
+            let mut arms = Vec::new();
+            if empty_arms(&mut body, &mut arms) {
+                *e = lit_str("{}");
+            }
+        }
         ControlFlow::Continue(())
     }
 }

@@ -479,3 +479,50 @@ fn empty_catalog_tables_keep_their_column_types() {
     assert_eq!(names, ["relname", "tgname"]);
     assert_eq!(rows_of(&r.batches)[0][1], None);
 }
+
+#[test]
+fn psql_role_function_and_extension_lists_answer_from_the_catalog() {
+    let (_d, db) = db();
+    // psql 15's `\du`, verbatim: one role, no memberships.
+    let du = "SELECT r.rolname, r.rolsuper, r.rolinherit,
+  r.rolcreaterole, r.rolcreatedb, r.rolcanlogin,
+  r.rolconnlimit, r.rolvaliduntil,
+  ARRAY(SELECT b.rolname
+        FROM pg_catalog.pg_auth_members m
+        JOIN pg_catalog.pg_roles b ON (m.roleid = b.oid)
+        WHERE m.member = r.oid) as memberof
+, r.rolreplication
+, r.rolbypassrls
+FROM pg_catalog.pg_roles r
+WHERE r.rolname !~ '^pg_'
+ORDER BY 1";
+    assert_eq!(
+        rows(&db, du),
+        ["sluice|true|true|false|false|true|-1|NULL|{}|false|false"]
+    );
+    // `\df`: the database has no functions of its own.
+    let df = "SELECT n.nspname as \"Schema\", p.proname as \"Name\",
+  pg_catalog.pg_get_function_result(p.oid) as \"Result data type\",
+  pg_catalog.pg_get_function_arguments(p.oid) as \"Argument data types\"
+FROM pg_catalog.pg_proc p
+     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+WHERE pg_catalog.pg_function_is_visible(p.oid)
+      AND n.nspname <> 'pg_catalog'
+ORDER BY 1, 2, 4";
+    assert!(rows(&db, df).is_empty());
+    assert_eq!(
+        rows(&db, "SELECT count(*) FROM pg_catalog.pg_extension"),
+        ["0"]
+    );
+    // `\l+`'s privilege test and sizes; a read-only server lets every
+    // client read.
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT d.datname, pg_catalog.has_database_privilege(d.datname, 'CONNECT'), \
+             has_table_privilege('people', 'SELECT'), \
+             has_schema_privilege('x', 'public', 'USAGE') FROM pg_catalog.pg_database d"
+        ),
+        ["sluice|true|true|true"]
+    );
+}
