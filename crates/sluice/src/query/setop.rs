@@ -18,6 +18,7 @@ use arrow_schema::{DataType as A, Field, Schema};
 
 use super::QueryOptions;
 use super::expr::{canonical_doubles, cast, exec_err};
+use super::interval;
 use super::plan::setop::{SetKind, SetOp};
 use crate::error::Result;
 use crate::store::Database;
@@ -61,10 +62,36 @@ fn side(
 }
 
 /// Each row of `b` as bytes that are equal exactly when the rows are
-/// the same values (NULL the same as NULL).
+/// the same values (NULL the same as NULL): an INTERVAL by PostgreSQL's
+/// equality (`1 mon` = `30 days`: its [`key_type`] key), a DOUBLE's NaNs
+/// and zeros as one.
 fn row_keys(conv: &RowConverter, b: &RecordBatch) -> Result<arrow_row::Rows> {
-    let cols: Vec<ArrayRef> = b.columns().iter().map(canonical_doubles).collect();
+    let cols: Vec<ArrayRef> = b
+        .columns()
+        .iter()
+        .map(|c| {
+            if *c.data_type() == interval::TYPE {
+                interval::eval(
+                    interval::Op::Key,
+                    std::slice::from_ref(c),
+                    &key_type(c.data_type()),
+                )
+            } else {
+                Ok(canonical_doubles(c))
+            }
+        })
+        .collect::<Result<_>>()?;
     conv.convert_columns(&cols).map_err(exec_err)
+}
+
+/// The type a column of type `t` is compared as: itself, or an
+/// INTERVAL's key (its value with a month as 30 days, in microseconds).
+fn key_type(t: &A) -> A {
+    if *t == interval::TYPE {
+        A::Decimal128(38, 0)
+    } else {
+        t.clone()
+    }
 }
 
 /// Runs a set operation; its rows in one batch.
@@ -84,8 +111,13 @@ pub fn run(db: &Database, s: &SetOp, opts: &QueryOptions) -> Result<Vec<RecordBa
             None => vec![left],
         });
     }
-    let conv = RowConverter::new(s.types.iter().map(|t| SortField::new(t.clone())).collect())
-        .map_err(exec_err)?;
+    let conv = RowConverter::new(
+        s.types
+            .iter()
+            .map(|t| SortField::new(key_type(t)))
+            .collect(),
+    )
+    .map_err(exec_err)?;
     // Each row's key in the row format, and an entry a row in the
     // hash maps below (a key's slice and its count, and a control byte).
     let lk = row_keys(&conv, &left)?;

@@ -706,16 +706,44 @@ fn aggregate(
     let mut order = Vec::new();
     let key_asts = group_keys(q)?;
     let mut keys = Vec::new();
+    // PostgreSQL groups '1 mon' with '30 days' (equal as compared):
+    // an INTERVAL key groups by its key (a month as 30 days), and the
+    // key as written is the greatest of its group's values (`max`, by
+    // PostgreSQL's order, then by fields: `1 mon` after `30 days`, `1
+    // day` after `24:00:00`; PostgreSQL shows one of them).
+    let mut interval_keys: Vec<(usize, AggCall)> = Vec::new();
     for k in &key_asts {
         let key = binder.bind(k, &mut Scope::Row { clause: "GROUP BY" })?;
-        // PostgreSQL groups '1 mon' with '30 days' (equal as compared);
-        // grouping by the stored fields would split them.
         if key.data_type(&binder.types()) == crate::query::interval::TYPE {
-            return Err(unsupported("GROUP BY or DISTINCT of an INTERVAL value", k));
+            if q.sets.is_some() {
+                return Err(unsupported(
+                    "ROLLUP, CUBE or GROUPING SETS of an INTERVAL value",
+                    k,
+                ));
+            }
+            interval_keys.push((
+                keys.len(),
+                AggCall {
+                    func: AggFunc::Max,
+                    name: format!("max({key}) [group key]"),
+                    arg: Some(key.clone()),
+                    distinct: false,
+                    arg_type: crate::query::interval::TYPE,
+                    collect: None,
+                },
+            ));
         }
         keys.push(key);
     }
-    let mut key_shown: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let key_shown: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    for (i, _) in &interval_keys {
+        keys[*i] = Expr::Call {
+            func: super::func::Func::Interval(crate::query::interval::Op::Key),
+            args: vec![keys[*i].clone()],
+            ty: A::Decimal128(38, 0),
+        };
+    }
+    let mut key_shown = key_shown;
     let mut sets = None;
     if let Some(written) = q.sets {
         (keys, key_shown, sets) = grouping::distinct_keys(keys, key_shown, written);
@@ -725,12 +753,18 @@ fn aggregate(
         keys.push(grouping::set_key());
         key_shown.push(grouping::SET_KEY.into());
     }
+    let key_values: Vec<(usize, usize)> = interval_keys
+        .iter()
+        .enumerate()
+        .map(|(c, (k, _))| (*k, c))
+        .collect();
     let mut state = AggState {
         keys: &keys,
         key_shown: &key_shown,
         user_keys,
         sets: sets.as_deref(),
-        calls: Vec::new(),
+        calls: interval_keys.into_iter().map(|(_, c)| c).collect(),
+        key_values,
     };
     let mut post = Vec::new();
     windows.allow(true);
@@ -1027,6 +1061,9 @@ struct AggState<'a> {
     user_keys: usize,
     sets: Option<&'a [Vec<bool>]>,
     calls: Vec<AggCall>,
+    /// Keys grouped by another value than their own (an INTERVAL's key):
+    /// the key's number and the call among `calls` that gives its value.
+    key_values: Vec<(usize, usize)>,
 }
 
 impl AggState<'_> {
@@ -1141,10 +1178,11 @@ impl Grouping for AggState<'_> {
     fn grouped(&self, node: &ast::Expr, row: &Expr) -> Result<Option<Expr>> {
         let shown = row.to_string();
         if let Some(k) = self.key_shown.iter().position(|s| *s == shown) {
-            return Ok(Some(Expr::Column {
-                index: k,
-                name: shown,
-            }));
+            let index = match self.key_values.iter().find(|(key, _)| *key == k) {
+                Some((_, call)) => self.keys.len() + call,
+                None => k,
+            };
+            return Ok(Some(Expr::Column { index, name: shown }));
         }
         if let ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) = node {
             return Err(plan_err(

@@ -118,9 +118,6 @@ pub(super) fn plan_set_operation(
         })?;
         types.push(if t == A::Null { A::Utf8 } else { t });
     }
-    if !(all && kind == SetKind::Union) {
-        no_interval(&types, &format!("{op}"), q.body.as_ref())?;
-    }
     let names: Vec<String> = lc.into_iter().map(|c| c.0).collect();
     let set = SetOp {
         kind,
@@ -178,7 +175,6 @@ pub(super) fn plan_distinct(
         .iter()
         .map(|c| if c.1 == A::Null { A::Utf8 } else { c.1.clone() })
         .collect();
-    no_interval(&types, "SELECT DISTINCT", select)?;
     let names = cols.into_iter().map(|c| c.0).collect();
     // A select item's text, for ORDER BY written as the item again.
     let items: Vec<String> = select
@@ -264,19 +260,6 @@ fn distinct_as_grouping(q: &ast::Query, select: &ast::Select) -> Option<ast::Que
         body: Box::new(ast::SetExpr::Select(Box::new(grouped))),
         ..q.clone()
     })
-}
-
-/// Refuses rows of an INTERVAL compared as a whole (DISTINCT, UNION,
-/// INTERSECT, EXCEPT): PostgreSQL finds `1 mon` and `30 days` equal,
-/// which rows compared by their stored fields would not.
-fn no_interval(types: &[A], what: &str, node: &impl sqlparser::ast::Spanned) -> Result<()> {
-    if types.contains(&crate::query::interval::TYPE) {
-        return Err(crate::Error::Unsupported(format!(
-            "{what} of INTERVAL values is not supported{}",
-            crate::query::sql::at(node.span())
-        )));
-    }
-    Ok(())
 }
 
 /// The plan over a set operation's rows: every column, in order, then

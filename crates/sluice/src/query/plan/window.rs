@@ -707,27 +707,51 @@ impl Collector<'_> {
         };
         // PARTITION BY and ORDER BY, bound in the query's scope.
         let mut partition_exprs = Vec::new();
-        let no_interval = |t: &A, x: &ast::Expr| {
-            // PostgreSQL's order and equality of intervals (a month as
-            // 30 days) are not the stored fields'.
-            if *t == crate::query::interval::TYPE {
-                return Err(Error::Unsupported(format!(
-                    "an INTERVAL in a window's PARTITION BY or ORDER BY is not supported{}",
-                    at(x.span())
-                )));
+        // PostgreSQL's order and equality of intervals (a month as 30
+        // days: `1 mon` and `30 days` are one partition, and peers) are
+        // not the stored fields': an INTERVAL is partitioned and ordered
+        // by its key.
+        let by_key = |e: Expr, t: A| {
+            if t == crate::query::interval::TYPE {
+                let key = Expr::Call {
+                    func: crate::query::func::Func::Interval(crate::query::interval::Op::Key),
+                    args: vec![e],
+                    ty: A::Decimal128(38, 0),
+                };
+                (key, A::Decimal128(38, 0), true)
+            } else {
+                (e, t, false)
             }
-            Ok(())
         };
         for p in &spec.partition_by {
             let e = binder.bind(p, scope)?;
-            no_interval(&binder.type_in(&e, scope), p)?;
-            partition_exprs.push(e);
+            let t = binder.type_in(&e, scope);
+            partition_exprs.push(by_key(e, t).0);
         }
         let mut order_exprs = Vec::new();
         for o in &spec.order_by {
             let e = binder.bind(&o.expr, scope)?;
             let t = binder.type_in(&e, scope);
-            no_interval(&t, &o.expr)?;
+            let (e, t, interval) = by_key(e, t);
+            let offset = |b: &Option<ast::WindowFrameBound>| {
+                matches!(
+                    b,
+                    Some(
+                        ast::WindowFrameBound::Preceding(Some(_))
+                            | ast::WindowFrameBound::Following(Some(_))
+                    )
+                )
+            };
+            if interval
+                && let Some(wf) = &spec.window_frame
+                && wf.units == ast::WindowFrameUnits::Range
+                && (offset(&Some(wf.start_bound.clone())) || offset(&wf.end_bound))
+            {
+                return Err(Error::Unsupported(format!(
+                    "a RANGE frame with an offset over an INTERVAL order key is not supported{}",
+                    at(o.expr.span())
+                )));
+            }
             order_exprs.push((e, t, o));
         }
         let frame = self.frame_of(&spec, &order_exprs, node)?;
