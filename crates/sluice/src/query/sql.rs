@@ -48,9 +48,220 @@ pub const MAX_SQL_DEPTH: usize = 10_000;
 
 /// Parses one statement.
 pub fn parse(sql: &str) -> Result<ast::Statement> {
+    let sql = &*escape_strings(sql)?;
     let tokens = tokenize(sql)?;
     let depth = depth_bound(tokens.iter().map(|t| &t.token));
     parse_tokens(sql, tokens, depth)
+}
+
+/// `sql` with each `E'…'` string whose escapes make bytes past ASCII
+/// (`E'\xC3\xA9'`, `E'\303\251'`: PostgreSQL's bytes of the database's
+/// encoding, UTF-8) written as a plain `'…'` string of its characters;
+/// the parser reads such an escape as one character of its own, and
+/// refuses those past 127. Bytes that are not UTF-8, or a NUL, are
+/// PostgreSQL's error 22021. Every other string, identifier, comment
+/// and all text outside them is left as it is (so places in it stay).
+pub(crate) fn escape_strings(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
+    let b = sql.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                i = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |n| i + n);
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                // Comments nest, as in PostgreSQL.
+                let mut depth = 0;
+                while i < b.len() {
+                    if b[i..].starts_with(b"/*") {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i..].starts_with(b"*/") {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                let escaped = q == b'\''
+                    && i > 0
+                    && matches!(b[i - 1], b'e' | b'E')
+                    && (i < 2 || !ident(b[i - 2]));
+                if !escaped {
+                    // A plain string or a quoted name: to its closing
+                    // quote (a doubled one is in it).
+                    i += 1;
+                    while i < b.len() {
+                        if b[i] == q {
+                            if b.get(i + 1) == Some(&q) {
+                                i += 2;
+                                continue;
+                            }
+                            break;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                    continue;
+                }
+                let start = i - 1;
+                let Some((bytes, end, wide)) = unescape(b, i + 1) else {
+                    // Unterminated, or an escape the parser reports.
+                    break;
+                };
+                i = end;
+                if !wide {
+                    continue;
+                }
+                let text = match String::from_utf8(bytes) {
+                    Ok(t) if !t.contains('\0') => t,
+                    Ok(_) => return Err(bad_byte(0)),
+                    Err(e) => {
+                        let at = e.utf8_error().valid_up_to();
+                        return Err(bad_byte(e.as_bytes()[at]));
+                    }
+                };
+                let o = out.get_or_insert_with(|| String::with_capacity(sql.len()));
+                o.push_str(&sql[copied..start]);
+                o.push('\'');
+                o.push_str(&text.replace('\'', "''"));
+                o.push('\'');
+                copied = end;
+            }
+            b'$' if i == 0 || !ident(b[i - 1]) => {
+                // $tag$ … $tag$ (not $1, a parameter).
+                let tag_end = b[i + 1..]
+                    .iter()
+                    .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80))
+                    .map(|n| i + 1 + n);
+                match tag_end {
+                    Some(e) if b[e] == b'$' && !b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                        let tag = &b[i..=e];
+                        i = memchr::memmem::find(&b[e + 1..], tag)
+                            .map_or(b.len(), |n| e + 1 + n + tag.len());
+                    }
+                    _ => i += 1,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(match out {
+        Some(mut o) => {
+            o.push_str(&sql[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(sql),
+    })
+}
+
+/// PostgreSQL's error for a byte that is not UTF-8 (or a NUL) in a string.
+fn bad_byte(byte: u8) -> Error {
+    Error::Argument {
+        state: "22021",
+        message: format!("invalid byte sequence for encoding \"UTF8\": 0x{byte:02x}"),
+    }
+}
+
+/// The bytes of an `E'…'` string's body from `b[i]` (after the quote),
+/// where it ends (after its closing quote), and whether an escape made a
+/// byte past ASCII. `None`: no closing quote, or an escape of a
+/// character that is none.
+fn unescape(b: &[u8], mut i: usize) -> Option<(Vec<u8>, usize, bool)> {
+    let mut out = Vec::new();
+    let mut wide = false;
+    let digits = |b: &[u8], i: usize, max: usize, radix: u32| -> (u32, usize) {
+        let mut v = 0u32;
+        let mut n = 0;
+        while n < max
+            && let Some(d) = b.get(i + n).and_then(|&c| (c as char).to_digit(radix))
+        {
+            v = v * radix + d;
+            n += 1;
+        }
+        (v, n)
+    };
+    while i < b.len() {
+        match b[i] {
+            b'\'' if b.get(i + 1) == Some(&b'\'') => {
+                out.push(b'\'');
+                i += 2;
+            }
+            b'\'' => return Some((out, i + 1, wide)),
+            b'\\' => {
+                let c = *b.get(i + 1)?;
+                i += 2;
+                match c {
+                    b'b' => out.push(8),
+                    b'f' => out.push(12),
+                    b'n' => out.push(b'\n'),
+                    b'r' => out.push(b'\r'),
+                    b't' => out.push(b'\t'),
+                    b'x' => {
+                        let (v, n) = digits(b, i, 2, 16);
+                        if n == 0 {
+                            out.push(b'x');
+                        } else {
+                            out.push(v as u8);
+                            wide |= v >= 0x80;
+                            i += n;
+                        }
+                    }
+                    b'0'..=b'7' => {
+                        let (v, n) = digits(b, i - 1, 3, 8);
+                        out.push((v & 0xff) as u8);
+                        wide |= (v & 0xff) >= 0x80;
+                        i += n - 1;
+                    }
+                    b'u' | b'U' => {
+                        let len = if c == b'u' { 4 } else { 8 };
+                        let (v, n) = digits(b, i, len, 16);
+                        if n != len {
+                            return None;
+                        }
+                        i += n;
+                        // A surrogate pair written as two escapes.
+                        let v = if (0xD800..0xDC00).contains(&v)
+                            && b.get(i) == Some(&b'\\')
+                            && b.get(i + 1) == Some(&b'u')
+                        {
+                            let (lo, m) = digits(b, i + 2, 4, 16);
+                            if m != 4 || !(0xDC00..0xE000).contains(&lo) {
+                                return None;
+                            }
+                            i += 6;
+                            // (The parser takes each escape alone.)
+                            wide = true;
+                            0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
+                        } else {
+                            v
+                        };
+                        let ch = char::from_u32(v)?;
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                    }
+                    other => {
+                        // Any other character stands for itself (a UTF-8
+                        // sequence whole).
+                        out.push(other);
+                    }
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    None
 }
 
 /// The tokens of `sql`, with their places.
@@ -816,6 +1027,46 @@ impl<'a> Text<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_strings_of_bytes_past_ascii_become_plain_strings() {
+        let e = |sql: &str| escape_strings(sql).unwrap().into_owned();
+        assert_eq!(e(r"SELECT E'\xC3\xA9'"), "SELECT 'é'");
+        assert_eq!(
+            e(r"SELECT e'\303\251x', E'it''s \xe2\x82\xac'"),
+            "SELECT 'éx', 'it''s €'"
+        );
+        assert_eq!(e(r"SELECT E'\uD83D\uDE00\xC3\xA9\n'"), "SELECT '😀é\n'");
+        // Left alone: escapes the parser reads itself, plain strings,
+        // names, comments, dollar quotes, parameters, a letter E ending
+        // a name.
+        for same in [
+            r"SELECT E'\x41\n\u00e9'",
+            r"SELECT '\xC3' AS x",
+            r#"SELECT "E'\xC3" FROM t"#,
+            "SELECT 1 -- E'\\xC3'\n",
+            "SELECT /* /* E'\\xC3' */ */ 1",
+            r"SELECT $q$ E'\xC3' $q$",
+            r"SELECT $1, col_e'x'",
+        ] {
+            assert_eq!(e(same), same);
+        }
+        // A comment's end and a quote's doubling end where they should:
+        // the string after them is still read.
+        assert_eq!(e("SELECT /* x */ E'\\xC3\\xA9'"), "SELECT /* x */ 'é'");
+        assert_eq!(e(r"SELECT 'a''b', E'\xC3\xA9'"), "SELECT 'a''b', 'é'");
+        for (bad, byte) in [
+            (r"SELECT E'\xC3'", "0xc3"),
+            (r"SELECT E'\xC3\x28'", "0xc3"),
+            (r"SELECT E'\xC3\xA9\0'", "0x00"),
+        ] {
+            let err = escape_strings(bad).unwrap_err();
+            assert!(
+                matches!(&err, Error::Argument { state: "22021", message } if message.ends_with(byte)),
+                "{bad}: {err}"
+            );
+        }
+    }
 
     fn bound(sql: &str) -> usize {
         use sqlparser::tokenizer::Tokenizer;

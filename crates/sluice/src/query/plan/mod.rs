@@ -199,6 +199,7 @@ pub fn plan_sql_as_postgresql(sql: &str, catalog: &dyn Catalog) -> Result<Plan> 
 }
 
 fn plan_named(sql: &str, catalog: &dyn Catalog, postgresql: bool) -> Result<Plan> {
+    let sql = &*super::sql::escape_strings(sql)?;
     let tokens = super::sql::tokenize(sql)?;
     let depth = super::sql::depth_bound(tokens.iter().map(|t| &t.token));
     let plan = || {
