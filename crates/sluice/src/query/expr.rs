@@ -2009,6 +2009,13 @@ fn cast_named(a: &ArrayRef, to: &A, name: &str) -> Result<ArrayRef> {
             Arc::new(out.finish())
         }
         (A::Utf8, _) => cast_from_text(a, to, name)?,
+        // 0 is false, any other INT true.
+        (A::Int32, A::Boolean) => Arc::new(
+            a.as_primitive::<arrow_array::types::Int32Type>()
+                .iter()
+                .map(|v| v.map(|v| v != 0))
+                .collect::<arrow_array::BooleanArray>(),
+        ),
         (A::Boolean, A::Int64 | A::Int32) => {
             let ints: arrow_array::Int64Array =
                 a.as_boolean().iter().map(|v| v.map(i64::from)).collect();

@@ -169,7 +169,9 @@ pub(crate) fn check_cast(from: &A, to: &A, to_text: &str) -> std::result::Result
                 | (A::Timestamp(..), A::Time64(_))
                 | (A::Time64(_), A::Interval(_))
                 | (A::Interval(_), A::Time64(_))
-                | (A::Boolean, A::Int32 | A::Int64)
+                // PostgreSQL casts a boolean to and from INT only.
+                | (A::Boolean, A::Int32)
+                | (A::Int32, A::Boolean)
         );
     if ok {
         Ok(())
