@@ -54,6 +54,18 @@ public class JdbcCheck {
             try (ResultSet r = m.getPrimaryKeys(null, null, "ints")) {
                 check("getPrimaryKeys of a table without a key", false, r.next());
             }
+            try (ResultSet r = m.getIndexInfo(null, null, "people", false, false)) {
+                check("getIndexInfo: a row", true, r.next());
+                check("getIndexInfo: the index", "people_pkey", r.getString("INDEX_NAME"));
+                check("getIndexInfo: the column", "id", r.getString("COLUMN_NAME"));
+                check("getIndexInfo: unique", false, r.getBoolean("NON_UNIQUE"));
+                check("getIndexInfo: its place", 1, r.getInt("ORDINAL_POSITION"));
+                check("getIndexInfo: ascending", "A", r.getString("ASC_OR_DESC"));
+                check("getIndexInfo: one row", false, r.next());
+            }
+            try (ResultSet r = m.getIndexInfo(null, null, "ints", true, false)) {
+                check("getIndexInfo of a table without an index", false, r.next());
+            }
             try (ResultSet r = m.getSchemas()) {
                 StringBuilder b = new StringBuilder();
                 while (r.next()) b.append(r.getString("TABLE_SCHEM")).append(';');

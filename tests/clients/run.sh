@@ -67,8 +67,8 @@ check "psql: \\dt+" "public|people|table|sluice|permanent|heap|bytes|" \
     "$(q '\dt+ people' | sed 's/|[0-9]* bytes|/|bytes|/')"
 check "psql: \\dn" "public|sluice" "$(q '\dn')"
 check "psql: \\l" "sluice|sluice|UTF8|C.UTF-8|C.UTF-8||libc|" "$(q '\l')"
-check "psql: \\l+" "sluice|sluice|UTF8|C.UTF-8|C.UTF-8||libc||bytes|pg_default|" \
-    "$(q '\l+' | sed 's/|[0-9]* bytes|/|bytes|/')"
+check "psql: \\l+" "sluice|sluice|UTF8|C.UTF-8|C.UTF-8||libc||SIZE|pg_default|" \
+    "$(q '\l+' | sed 's/|[0-9]* [a-zA-Z]*|pg_default|/|SIZE|pg_default|/')"
 check "psql: \\du" "sluice|Superuser|{}" "$(q '\du')"
 check "psql: \\df (no functions of the database's own)" "" "$(q '\df')"
 check "psql: \\dx (no extensions)" "" "$(q '\dx')"

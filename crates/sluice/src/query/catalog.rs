@@ -1561,6 +1561,32 @@ fn rewrite_one(e: &mut Expr, cat: &CatalogDb) -> Result<Option<Expr>> {
             while let Expr::Nested(x) = root {
                 root = x;
             }
+            // An element of one of pg_index's vectors (JDBC's
+            // getIndexInfo: `tmp.I_INDOPTION[tmp.ORDINAL_POSITION - 1]`):
+            // each holds one element, at subscript 0.
+            // (`t.col[i]` is the root `t` with `.col` and `[i]`.)
+            let vector = match (root, access_chain.as_slice()) {
+                (_, [ast::AccessExpr::Subscript(ast::Subscript::Index { index })])
+                    if is_index_vector(root) =>
+                {
+                    Some((root.to_string(), index))
+                }
+                (
+                    Expr::Identifier(t),
+                    [
+                        ast::AccessExpr::Dot(Expr::Identifier(c)),
+                        ast::AccessExpr::Subscript(ast::Subscript::Index { index }),
+                    ],
+                ) if is_index_vector(&Expr::Identifier(c.clone())) => {
+                    Some((format!("{t}.{c}"), index))
+                }
+                _ => None,
+            };
+            if let Some((column, index)) = vector {
+                return Ok(Some(parse_expr(&format!(
+                    "CASE WHEN ({index}) = 0 THEN ({column}) END"
+                ))?));
+            }
             let Expr::Function(f) = root else {
                 return Ok(None);
             };
@@ -2253,9 +2279,12 @@ fn is_index_vector(e: &Expr) -> bool {
         },
         _ => return false,
     };
+    // The column, or a derived table's column named after it
+    // (`I_INDOPTION AS` of `i.indoption`).
+    let name = name.to_ascii_lowercase();
     ["indkey", "indclass", "indoption", "indcollation"]
         .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
+        .any(|n| name == *n || name.ends_with(&format!("_{n}")))
 }
 
 /// The settings `current_setting` reads in a query of the catalog.
