@@ -1531,6 +1531,7 @@ impl SimpleQueryHandler for Backend {
     {
         check_length(query)?;
         let mut out = Vec::new();
+        let query = &*sluice::query::sql::escape_strings(query).map_err(Failure::from)?;
         let stmts = split_statements(query);
         // Several statements outside a block are one implicit block, as in
         // PostgreSQL: its cursors close at its end.
@@ -1680,6 +1681,8 @@ impl QueryParser for Parser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         check_length(sql)?;
+        // E'…' strings of bytes, read before the parameters are found.
+        let sql = &*sluice::query::sql::escape_strings(sql).map_err(Failure::from)?;
         let stmts = split_statements(sql);
         if stmts.len() > 1 {
             return Err(Failure::syntax(

@@ -269,6 +269,32 @@ async fn columns_are_named_as_postgresql_names_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaped_strings_of_bytes_are_read_beside_parameters() {
+    let dir = sample(10);
+    let srv = Server::start(&dir.0.join("db"), |_| {});
+    let c = srv.client().await;
+    let r = c
+        .query_one(
+            r"SELECT $1::text AS a, E'\xC3\xA9' AS b, E'\303\251' = $1 AS same",
+            &[&"é"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), "é");
+    assert_eq!(r.get::<_, String>(1), "é");
+    assert!(r.get::<_, bool>(2));
+    let e = c
+        .query_one(r"SELECT $1::text, E'\xC3'", &[&"x"])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code().map(|c| c.code()), Some("22021"), "{e}");
+    assert_eq!(
+        simple(&c, r"SELECT E'\xe2\x82\xac'").await,
+        vec![vec![s("€")]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extended_protocol_binary_results_of_every_type() {
     let dir = sample(10);
     let srv = Server::start(&dir.0.join("db"), |_| {});

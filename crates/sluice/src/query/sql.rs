@@ -61,7 +61,7 @@ pub fn parse(sql: &str) -> Result<ast::Statement> {
 /// refuses those past 127. Bytes that are not UTF-8, or a NUL, are
 /// PostgreSQL's error 22021. Every other string, identifier, comment
 /// and all text outside them is left as it is (so places in it stay).
-pub(crate) fn escape_strings(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
+pub fn escape_strings(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
     let b = sql.as_bytes();
     let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80;
     let mut out: Option<String> = None;
@@ -113,20 +113,31 @@ pub(crate) fn escape_strings(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
                     continue;
                 }
                 let start = i - 1;
-                let Some((bytes, end, wide)) = unescape(b, i + 1) else {
-                    // Unterminated, or an escape the parser reports.
+                let Some((bytes, end, wide)) = unescape(b, i + 1)? else {
+                    // Unterminated: the parser reports it.
                     break;
                 };
                 i = end;
+                if let Some(at) = bytes.iter().position(|&c| c == 0) {
+                    return Err(bad_bytes(&bytes[at..at + 1]));
+                }
                 if !wide {
                     continue;
                 }
                 let text = match String::from_utf8(bytes) {
-                    Ok(t) if !t.contains('\0') => t,
-                    Ok(_) => return Err(bad_byte(0)),
+                    Ok(t) => t,
                     Err(e) => {
                         let at = e.utf8_error().valid_up_to();
-                        return Err(bad_byte(e.as_bytes()[at]));
+                        let bytes = e.as_bytes();
+                        // The character its first byte begins, as
+                        // PostgreSQL names it.
+                        let len = match bytes[at] {
+                            0xC0..=0xDF => 2,
+                            0xE0..=0xEF => 3,
+                            0xF0..=0xF7 => 4,
+                            _ => 1,
+                        };
+                        return Err(bad_bytes(&bytes[at..(at + len).min(bytes.len())]));
                     }
                 };
                 let o = out.get_or_insert_with(|| String::with_capacity(sql.len()));
@@ -163,19 +174,40 @@ pub(crate) fn escape_strings(sql: &str) -> Result<std::borrow::Cow<'_, str>> {
     })
 }
 
-/// PostgreSQL's error for a byte that is not UTF-8 (or a NUL) in a string.
-fn bad_byte(byte: u8) -> Error {
+/// PostgreSQL's error for bytes that are not UTF-8 (or a NUL) in a string.
+fn bad_bytes(bytes: &[u8]) -> Error {
+    let shown: Vec<String> = bytes.iter().map(|c| format!("0x{c:02x}")).collect();
     Error::Argument {
         state: "22021",
-        message: format!("invalid byte sequence for encoding \"UTF8\": 0x{byte:02x}"),
+        message: format!(
+            "invalid byte sequence for encoding \"UTF8\": {}",
+            shown.join(" ")
+        ),
+    }
+}
+
+/// PostgreSQL's error for a `\u` escape of half a surrogate pair alone.
+fn bad_surrogate() -> Error {
+    Error::Argument {
+        state: "42601",
+        message: "invalid Unicode surrogate pair".into(),
     }
 }
 
 /// The bytes of an `E'…'` string's body from `b[i]` (after the quote),
 /// where it ends (after its closing quote), and whether an escape made a
 /// byte past ASCII. `None`: no closing quote, or an escape of a
-/// character that is none.
-fn unescape(b: &[u8], mut i: usize) -> Option<(Vec<u8>, usize, bool)> {
+/// character that is none; an error: half a surrogate pair.
+fn unescape(b: &[u8], i: usize) -> Result<Option<(Vec<u8>, usize, bool)>> {
+    let mut bad_pair = false;
+    let r = unescape_body(b, i, &mut bad_pair);
+    if bad_pair {
+        return Err(bad_surrogate());
+    }
+    Ok(r)
+}
+
+fn unescape_body(b: &[u8], mut i: usize, bad_pair: &mut bool) -> Option<(Vec<u8>, usize, bool)> {
     let mut out = Vec::new();
     let mut wide = false;
     let digits = |b: &[u8], i: usize, max: usize, radix: u32| -> (u32, usize) {
@@ -229,12 +261,18 @@ fn unescape(b: &[u8], mut i: usize) -> Option<(Vec<u8>, usize, bool)> {
                         }
                         i += n;
                         // A surrogate pair written as two escapes.
-                        let v = if (0xD800..0xDC00).contains(&v)
-                            && b.get(i) == Some(&b'\\')
-                            && b.get(i + 1) == Some(&b'u')
-                        {
+                        if (0xDC00..0xE000).contains(&v) {
+                            *bad_pair = true;
+                            return None;
+                        }
+                        let v = if (0xD800..0xDC00).contains(&v) {
                             let (lo, m) = digits(b, i + 2, 4, 16);
-                            if m != 4 || !(0xDC00..0xE000).contains(&lo) {
+                            if b.get(i) != Some(&b'\\')
+                                || b.get(i + 1) != Some(&b'u')
+                                || m != 4
+                                || !(0xDC00..0xE000).contains(&lo)
+                            {
+                                *bad_pair = true;
                                 return None;
                             }
                             i += 6;
@@ -1057,13 +1095,27 @@ mod tests {
         assert_eq!(e(r"SELECT 'a''b', E'\xC3\xA9'"), "SELECT 'a''b', 'é'");
         for (bad, byte) in [
             (r"SELECT E'\xC3'", "0xc3"),
-            (r"SELECT E'\xC3\x28'", "0xc3"),
+            (r"SELECT E'\xC3\x28'", "0xc3 0x28"),
+            (r"SELECT E'\xED\xA0\x80'", "0xed 0xa0 0x80"),
             (r"SELECT E'\xC3\xA9\0'", "0x00"),
+            (r"SELECT E'\x00'", "0x00"),
+            (r"SELECT E'a\400'", "0x00"),
         ] {
             let err = escape_strings(bad).unwrap_err();
             assert!(
                 matches!(&err, Error::Argument { state: "22021", message } if message.ends_with(byte)),
                 "{bad}: {err}"
+            );
+        }
+        for lone in [
+            r"SELECT E'\uD83D'",
+            r"SELECT E'\uDE00\uD83D'",
+            r"SELECT E'\uD83Dx'",
+        ] {
+            let err = escape_strings(lone).unwrap_err();
+            assert!(
+                matches!(&err, Error::Argument { state: "42601", message } if message == "invalid Unicode surrogate pair"),
+                "{lone}: {err}"
             );
         }
     }
