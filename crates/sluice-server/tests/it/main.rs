@@ -260,6 +260,13 @@ async fn columns_are_named_as_postgresql_names_them() {
     assert_eq!(names.first(), Some(&"upper"));
     assert_eq!(names.get(1), Some(&"id"));
     assert_eq!(names.last(), Some(&"?column?"));
+    // A tool's wrapping of a query keeps its names.
+    let st = c
+        .prepare("SELECT * FROM (SELECT count(*), max(name) FROM people) s LIMIT 10")
+        .await
+        .unwrap();
+    let names: Vec<&str> = st.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["count", "max"]);
     // A set operation is named by its first SELECT.
     let st = c
         .prepare("SELECT sum(id) FROM people UNION ALL SELECT 1 AS one")

@@ -29,7 +29,56 @@ pub(super) fn renames(stmt: &ast::Statement) -> Option<Renames> {
     let ast::Statement::Query(q) = stmt else {
         return None;
     };
+    query_renames(q, &[])
+}
+
+/// The renames of `q`, in the scope of the CTEs `outer` (of the queries
+/// around it).
+fn query_renames<'q>(q: &'q ast::Query, outer: &[&'q ast::Cte]) -> Option<Renames> {
+    let mut ctes: Vec<&ast::Cte> = outer.to_vec();
+    if let Some(w) = &q.with {
+        ctes.extend(w.cte_tables.iter());
+    }
     let select = first_select(q)?;
+    // `SELECT *` (or `s.*`) of one derived table or CTE, as tools wrap a
+    // query: its columns are named as that query's.
+    if let [ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)] =
+        select.projection.as_slice()
+        && let [from] = select.from.as_slice()
+        && from.joins.is_empty()
+    {
+        return match &from.relation {
+            ast::TableFactor::Derived {
+                subquery, alias, ..
+            } if alias.as_ref().is_none_or(|a| a.columns.is_empty()) => {
+                query_renames(subquery, &ctes)
+            }
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } if name.0.len() == 1 && alias.as_ref().is_none_or(|a| a.columns.is_empty()) => {
+                let n = name.0[0].as_ident()?;
+                let cte = ctes.iter().rev().find(|c| {
+                    if n.quote_style.is_some() || c.alias.name.quote_style.is_some() {
+                        c.alias.name.value == n.value
+                    } else {
+                        c.alias.name.value.eq_ignore_ascii_case(&n.value)
+                    }
+                })?;
+                if !cte.alias.columns.is_empty() {
+                    return None;
+                }
+                let at = ctes
+                    .iter()
+                    .position(|c| std::ptr::eq(*c, *cte))
+                    .unwrap_or(0);
+                query_renames(&cte.query, &ctes[..at])
+            }
+            _ => None,
+        };
+    }
     let names: Vec<Option<Option<String>>> = select
         .projection
         .iter()
@@ -112,7 +161,7 @@ fn figure(e: &ast::Expr) -> Option<(String, u8)> {
         E::Array(_) => own("array"),
         E::Tuple(_) => own("row"),
         E::Extract { .. } => own("extract"),
-        E::Substring { .. } => own("substring"),
+        E::Substring { shorthand, .. } => own(if *shorthand { "substr" } else { "substring" }),
         E::Position { .. } => own("position"),
         E::Overlay { .. } => own("overlay"),
         E::Ceil { .. } => own("ceil"),
@@ -156,8 +205,10 @@ mod tests {
 
     fn names(sql: &str) -> (Vec<Option<String>>, Vec<Option<String>>) {
         let stmt = crate::query::sql::parse(sql).unwrap();
-        let r = renames(&stmt).unwrap();
-        (r.front, r.back)
+        match renames(&stmt) {
+            Some(r) => (r.front, r.back),
+            None => (Vec::new(), Vec::new()),
+        }
     }
 
     fn all(sql: &str) -> Vec<String> {
@@ -216,6 +267,45 @@ mod tests {
     }
 
     #[test]
+    fn a_star_of_one_derived_table_or_cte_takes_its_query_s_names() {
+        assert_eq!(
+            all("SELECT * FROM (SELECT count(*), 1 AS a, x + 1 FROM t) s"),
+            ["count", "(kept)", "?column?"]
+        );
+        assert_eq!(all("SELECT s.* FROM (SELECT sum(x) FROM t) s"), ["sum"]);
+        assert_eq!(
+            all("SELECT * FROM (SELECT * FROM (SELECT max(x) FROM t) a) b"),
+            ["max"]
+        );
+        assert_eq!(
+            all("WITH c AS (SELECT count(*) FROM t) SELECT * FROM c"),
+            ["count"]
+        );
+        assert_eq!(
+            all("WITH c AS (SELECT min(x) FROM t), d AS (SELECT * FROM c) SELECT * FROM d"),
+            ["min"]
+        );
+        assert_eq!(
+            all("SELECT * FROM (SELECT CAST(i AS TEXT) FROM t UNION SELECT k FROM t) s"),
+            ["i"]
+        );
+        assert_eq!(
+            all("SELECT substr(s, 1), SUBSTRING(s FROM 1) FROM t"),
+            ["substr", "substring"]
+        );
+        // Columns named by the alias, a join, a table: as planned.
+        for kept in [
+            "SELECT * FROM (SELECT count(*) FROM t) s (n)",
+            "WITH c (n) AS (SELECT count(*) FROM t) SELECT * FROM c",
+            "SELECT * FROM (SELECT count(*) FROM t) s, u",
+            "SELECT * FROM t",
+        ] {
+            let (front, back) = names(kept);
+            assert!(front.is_empty() && back.is_empty(), "{kept}");
+        }
+    }
+
+    #[test]
     fn aliases_and_stars_keep_their_names_and_set_operations_take_the_first() {
         assert_eq!(all("SELECT count(*) AS n, x FROM t"), ["(kept)", "x"]);
         let (front, back) = names("SELECT count(*), *, t.*, x + 1 FROM t");
@@ -225,7 +315,7 @@ mod tests {
         assert!(front.is_empty() && back.is_empty());
         assert_eq!(all("SELECT sum(x) FROM t UNION SELECT 1 AS y"), ["sum"]);
         assert_eq!(all("(SELECT count(*) FROM t) EXCEPT SELECT 1"), ["count"]);
-        let stmt = crate::query::sql::parse("EXPLAIN SELECT 1").unwrap();
-        assert!(renames(&stmt).is_none());
+        let (front, back) = names("EXPLAIN SELECT count(*)");
+        assert!(front.is_empty() && back.is_empty());
     }
 }
