@@ -91,6 +91,7 @@ pub(crate) fn literals_as_the_others(
         .filter(|(_, u)| !**u)
         .map(|(t, _)| t.clone())
         .collect();
+    int4_literals(exprs, types, written);
     let Some(to) = common_type(&others).filter(|t| !matches!(t, A::Null | A::Utf8)) else {
         return Ok(());
     };
@@ -105,6 +106,51 @@ pub(crate) fn literals_as_the_others(
         }
     }
     Ok(())
+}
+
+/// An integer literal that fits INT is PostgreSQL's `int4`, where sluice
+/// reads every integer literal as BIGINT: among INTs and such literals
+/// only (CASE's results, COALESCE's, GREATEST's and LEAST's arguments),
+/// they are INT, so `CASE WHEN x THEN 1 ELSE 0 END` and `COALESCE(i, 0)`
+/// of an INT `i` are INT as there (and their sum a BIGINT). `types` are
+/// updated.
+fn int4_literals(exprs: &mut [Expr], types: &mut [A], written: &[Option<&ast::Expr>]) {
+    fn written_int4(x: &ast::Expr) -> bool {
+        match x {
+            ast::Expr::Nested(inner) => written_int4(inner),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+                expr,
+            } => written_int4(expr),
+            ast::Expr::Value(v) => {
+                matches!(&v.value, ast::Value::Number(n, _) if n.parse::<i32>().is_ok())
+            }
+            _ => false,
+        }
+    }
+    let small: Vec<bool> = exprs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            matches!(e, Expr::Literal(a) if a.data_type() == &A::Int64 && a.len() == 1)
+                && written.get(i).copied().flatten().is_some_and(written_int4)
+        })
+        .collect();
+    let all_int = types
+        .iter()
+        .zip(&small)
+        .all(|(t, s)| *s || matches!(t, A::Int32 | A::Null));
+    if !all_int || !small.contains(&true) {
+        return;
+    }
+    for ((e, t), s) in exprs.iter_mut().zip(types.iter_mut()).zip(small) {
+        if let (Expr::Literal(a), true) = (&*e, s)
+            && let Ok(c) = cast(a, &A::Int32)
+        {
+            *e = lit(c);
+            *t = A::Int32;
+        }
+    }
 }
 
 /// Whether `x` is a quoted string as written (in parentheses too): a
