@@ -612,6 +612,16 @@ fn select_items(select: &ast::Select, columns: &[(String, A)]) -> Result<Vec<(as
                 };
                 items.push((e.clone(), name));
             }
+            // `SELECT 'a' 'b'`, `SELECT x 'name'`: the parser takes a
+            // quoted string after an item for its name; PostgreSQL has
+            // no such alias (a name is an identifier or "quoted").
+            ast::SelectItem::ExprWithAlias { alias, .. } if alias.quote_style == Some('\'') => {
+                return Err(Error::Syntax(format!(
+                    "syntax error at or near '{}' (a column alias is a name or \"quoted\", not a string){}",
+                    alias.value,
+                    at(alias.span)
+                )));
+            }
             ast::SelectItem::ExprWithAlias { expr, alias } => {
                 items.push((expr.clone(), alias.value.clone()))
             }
