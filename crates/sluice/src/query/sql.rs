@@ -186,6 +186,14 @@ fn bad_bytes(bytes: &[u8]) -> Error {
     }
 }
 
+/// PostgreSQL's error for a `\u` escape of no character (`\u0000`).
+fn bad_escape() -> Error {
+    Error::Argument {
+        state: "42601",
+        message: "invalid Unicode escape value".into(),
+    }
+}
+
 /// PostgreSQL's error for a `\u` escape of half a surrogate pair alone.
 fn bad_surrogate() -> Error {
     Error::Argument {
@@ -199,15 +207,23 @@ fn bad_surrogate() -> Error {
 /// byte past ASCII. `None`: no closing quote, or an escape of a
 /// character that is none; an error: half a surrogate pair.
 fn unescape(b: &[u8], i: usize) -> Result<Option<(Vec<u8>, usize, bool)>> {
-    let mut bad_pair = false;
-    let r = unescape_body(b, i, &mut bad_pair);
-    if bad_pair {
-        return Err(bad_surrogate());
+    let mut bad = Bad::None;
+    let r = unescape_body(b, i, &mut bad);
+    match bad {
+        Bad::None => Ok(r),
+        Bad::Pair => Err(bad_surrogate()),
+        Bad::Value => Err(bad_escape()),
     }
-    Ok(r)
 }
 
-fn unescape_body(b: &[u8], mut i: usize, bad_pair: &mut bool) -> Option<(Vec<u8>, usize, bool)> {
+/// An escape [`unescape_body`] found wrong.
+enum Bad {
+    None,
+    Pair,
+    Value,
+}
+
+fn unescape_body(b: &[u8], mut i: usize, bad: &mut Bad) -> Option<(Vec<u8>, usize, bool)> {
     let mut out = Vec::new();
     let mut wide = false;
     let digits = |b: &[u8], i: usize, max: usize, radix: u32| -> (u32, usize) {
@@ -260,9 +276,13 @@ fn unescape_body(b: &[u8], mut i: usize, bad_pair: &mut bool) -> Option<(Vec<u8>
                             return None;
                         }
                         i += n;
+                        if v == 0 || v > 0x10FFFF {
+                            *bad = Bad::Value;
+                            return None;
+                        }
                         // A surrogate pair written as two escapes.
                         if (0xDC00..0xE000).contains(&v) {
-                            *bad_pair = true;
+                            *bad = Bad::Pair;
                             return None;
                         }
                         let v = if (0xD800..0xDC00).contains(&v) {
@@ -272,7 +292,7 @@ fn unescape_body(b: &[u8], mut i: usize, bad_pair: &mut bool) -> Option<(Vec<u8>
                                 || m != 4
                                 || !(0xDC00..0xE000).contains(&lo)
                             {
-                                *bad_pair = true;
+                                *bad = Bad::Pair;
                                 return None;
                             }
                             i += 6;
@@ -1107,6 +1127,11 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+        let err = escape_strings(r"SELECT E'\u0000'").unwrap_err();
+        assert!(
+            matches!(&err, Error::Argument { state: "42601", message } if message == "invalid Unicode escape value"),
+            "{err}"
+        );
         for lone in [
             r"SELECT E'\uD83D'",
             r"SELECT E'\uDE00\uD83D'",

@@ -1231,9 +1231,22 @@ impl<'c> Binder<'c> {
                 s => s,
             },
         };
-        let from = self.ty(&x, scope);
-        check_cast(&from, &to, &site.type_text)
-            .map_err(|m| Error::Plan(format!("{m}{}", site.at)))?;
+        let mut from = self.ty(&x, scope);
+        // An integer literal that fits INT is PostgreSQL's int4, which
+        // casts to BOOLEAN (`CAST(0 AS BOOLEAN)`).
+        let mut x = x;
+        if to == A::Boolean
+            && from == A::Int64
+            && let Expr::Literal(a) = &x
+            && let Ok(c) = crate::query::expr::cast(a, &A::Int32)
+        {
+            x = super::bind::types::lit(c);
+            from = A::Int32;
+        }
+        check_cast(&from, &to, &site.type_text).map_err(|m| Error::Argument {
+            state: "42846",
+            message: format!("{m}{}", site.at),
+        })?;
         // NUMERIC without a scale keeps every digit in PostgreSQL: the
         // scale the value has, never rounded to an integer.
         let to = if unconstrained_numeric(data_type) {

@@ -128,12 +128,29 @@ fn int4_literals(exprs: &mut [Expr], types: &mut [A], written: &[Option<&ast::Ex
             _ => false,
         }
     }
+    // -2147483648: the minus of a number one past INT's largest.
+    fn written_int4_min(x: &ast::Expr) -> bool {
+        match x {
+            ast::Expr::Nested(inner) => written_int4_min(inner),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus,
+                expr,
+            } => {
+                matches!(expr.as_ref(), ast::Expr::Value(v) if matches!(&v.value, ast::Value::Number(n, _) if n == "2147483648"))
+            }
+            _ => false,
+        }
+    }
     let small: Vec<bool> = exprs
         .iter()
         .enumerate()
         .map(|(i, e)| {
             matches!(e, Expr::Literal(a) if a.data_type() == &A::Int64 && a.len() == 1)
-                && written.get(i).copied().flatten().is_some_and(written_int4)
+                && written
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|w| written_int4(w) || written_int4_min(w))
         })
         .collect();
     let all_int = types

@@ -124,6 +124,18 @@ fn figure(e: &ast::Expr) -> Option<(String, u8)> {
         E::Identifier(i) => Some((i.value.clone(), 2)),
         E::CompoundIdentifier(parts) => parts.last().map(|i| (i.value.clone(), 2)),
         E::Nested(inner) => figure(inner),
+        // `t.col[i]`, `col[i]`: the column's name.
+        E::CompoundFieldAccess { root, access_chain } => {
+            let last = access_chain.iter().rev().find_map(|a| match a {
+                ast::AccessExpr::Dot(E::Identifier(i)) => Some(i.value.clone()),
+                _ => None,
+            });
+            match (last, access_chain.last()) {
+                (Some(n), Some(ast::AccessExpr::Subscript(_))) => Some((n, 2)),
+                (None, Some(ast::AccessExpr::Subscript(_))) => figure(root),
+                _ => None,
+            }
+        }
         E::Collate { expr, .. } => figure(expr),
         E::Function(f) => {
             let last = f.name.0.last()?.as_ident()?;
@@ -288,6 +300,10 @@ mod tests {
         assert_eq!(
             all("SELECT * FROM (SELECT CAST(i AS TEXT) FROM t UNION SELECT k FROM t) s"),
             ["i"]
+        );
+        assert_eq!(
+            all("SELECT i.indoption[0], indkey[1] FROM t"),
+            ["indoption", "indkey"]
         );
         assert_eq!(
             all("SELECT substr(s, 1), SUBSTRING(s FROM 1) FROM t"),
