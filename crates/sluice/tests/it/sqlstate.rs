@@ -73,6 +73,11 @@ fn each_error_has_its_sqlstate() {
             "out of range",
         ),
         ("SELECT sum(t) FROM t", "42804", ""),
+        (
+            "SELECT CAST(true AS BIGINT) FROM t",
+            "42846",
+            "cannot cast BOOLEAN to BIGINT",
+        ),
     ];
     for (sql, code, text) in cases {
         let (got, msg) = state(&db, sql);
