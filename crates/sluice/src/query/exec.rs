@@ -308,18 +308,26 @@ fn execute_block(
         None if plan.input.is_some() => {
             if let Some(input) = plan.input.as_ref().filter(|_| !plan.explain) {
                 let bounds = Arc::new(vec![None; plan.scan_columns.len()]);
-                let (batches, pipeline) = match input.as_ref() {
+                let (batches, later, pipeline) = match input.as_ref() {
                     super::plan::Input::Join(g) => {
                         let j = super::join::run(db, g, opts, &mut facts)?;
-                        (j.batches, j.pipeline)
+                        (j.batches, j.later, j.pipeline)
                     }
-                    super::plan::Input::Set(s) => (super::setop::run(db, s, opts)?, None),
-                    super::plan::Input::Window(w) => {
-                        (super::window::run(db, w, opts, plan.depth)?, None)
+                    super::plan::Input::Set(s) => {
+                        (super::setop::run(db, s, opts)?, Vec::new(), None)
                     }
+                    super::plan::Input::Window(w) => (
+                        super::window::run(db, w, opts, plan.depth)?,
+                        Vec::new(),
+                        None,
+                    ),
                 };
                 for b in batches {
                     inputs.push_ready(b, bounds.clone());
+                }
+                // (Rows the join wrote to disk: read by the workers.)
+                for l in later {
+                    inputs.push_later(l, bounds.clone());
                 }
                 // The join's last step runs on each morsel of its probe
                 // side, in the workers below.

@@ -30,16 +30,21 @@ use crate::error::{Error, Result};
 use crate::exec::worker_count;
 use crate::store::Database;
 
+mod disk;
+mod grace;
 mod pipeline;
 mod runtime_filter;
 
+use disk::{Piece, Sink};
+
 pub use pipeline::Pipeline;
 
-/// A join group's rows: made whole (`batches`), or the last join's probe
-/// side (`batches`) with the join that `pipeline` applies to each of its
-/// morsels.
+/// A join group's rows: made whole (`batches`, then `later`: those
+/// written to disk), or the last join's probe side (`batches`, `later`)
+/// with the join that `pipeline` applies to each of its morsels.
 pub struct Joined {
     pub batches: Vec<RecordBatch>,
+    pub later: Vec<super::scan::Later>,
     pub pipeline: Option<Pipeline>,
 }
 
@@ -49,9 +54,12 @@ const PROBE_ROWS: usize = 64 << 10;
 const CROSS_PAIRS: usize = 1 << 20;
 
 /// Joined rows so far: batches whose columns are the global columns
-/// `cols`, covering the FROM items `items` (bit per leaf).
+/// `cols`, covering the FROM items `items` (bit per leaf). Some of its
+/// rows may be on disk (`disk`, see [`disk`]); `batches` then still has
+/// a batch, empty if need be, that tells the rows' schema.
 struct Rel {
     batches: Vec<RecordBatch>,
+    disk: Vec<Piece>,
     cols: Vec<usize>,
     items: u64,
     rows: usize,
@@ -86,6 +94,7 @@ impl Rel {
         cols.extend(&other.cols);
         Rel {
             batches: Vec::new(),
+            disk: Vec::new(),
             cols,
             items: self.items | other.items,
             rows: 0,
@@ -94,14 +103,78 @@ impl Rel {
     }
 
     /// This relation with its rows' bytes counted in the query's memory
-    /// (they are given back when it is dropped).
+    /// (they are given back when it is dropped); past the limit, its
+    /// rows written to disk instead (see [`disk`]).
     fn counted(mut self, opts: &QueryOptions) -> Result<Rel> {
         let bytes = super::memory::batches_bytes(&self.batches);
-        match &mut self.mem {
-            Some(m) => m.resize(bytes)?,
-            None => self.mem = Some(opts.reserve("join (rows joined so far)", bytes)?),
+        let r = match &mut self.mem {
+            Some(m) => m.resize(bytes),
+            None => opts.reserve(disk::OPERATOR, bytes).map(|m| {
+                self.mem = Some(m);
+            }),
+        };
+        let in_memory = self.batches.iter().any(|b| b.num_rows() > 0);
+        match r {
+            Err(Error::MemoryLimit { .. }) if opts.spill.is_some() => self.to_disk(opts),
+            Err(e) => Err(e),
+            Ok(()) if opts.join_rows_on_disk && opts.spill.is_some() && in_memory => {
+                self.to_disk(opts)
+            }
+            Ok(()) => Ok(self),
         }
-        Ok(self)
+    }
+
+    /// This relation with its rows in memory written to disk.
+    fn to_disk(self, opts: &QueryOptions) -> Result<Rel> {
+        let schema = self.schema()?;
+        let sink = Sink::new(opts)?;
+        for (n, b) in self.batches.into_iter().enumerate() {
+            sink.put(n as u64, b)?;
+        }
+        // (What `self.mem` counted for them is given back with it.)
+        let mut made = sink.finish()?;
+        made.disk.extend(self.disk);
+        Ok(Rel::made(made, Some(schema), self.cols, self.items))
+    }
+
+    /// The schema of its rows.
+    fn schema(&self) -> Result<SchemaRef> {
+        self.batches
+            .first()
+            .map(|b| b.schema())
+            .ok_or_else(|| Error::Internal("join: a side without a schema".into()))
+    }
+
+    /// Its rows as pieces of at most `rows` rows (in memory; a frame on
+    /// disk is one piece), in order.
+    fn pieces(&self, rows: usize) -> Vec<Piece> {
+        let mut out: Vec<Piece> = slices(&self.batches, rows)
+            .into_iter()
+            .map(Piece::Mem)
+            .collect();
+        out.extend(self.disk.iter().cloned());
+        out
+    }
+
+    /// The relation a [`Sink`] made (of rows of `schema` when none was
+    /// put).
+    fn made(made: disk::Made, schema: Option<SchemaRef>, cols: Vec<usize>, items: u64) -> Rel {
+        let mut batches = made.batches;
+        if batches.is_empty()
+            && let Some(s) = made.schema.or(schema)
+        {
+            batches.push(RecordBatch::new_empty(s));
+        }
+        let rows = batches.iter().map(|b| b.num_rows()).sum::<usize>()
+            + made.disk.iter().map(Piece::rows).sum::<usize>();
+        Rel {
+            batches,
+            disk: made.disk,
+            cols,
+            items,
+            rows,
+            mem: Some(made.mem),
+        }
     }
 
     /// Where each of the global columns `cols` is among this relation's.
@@ -147,7 +220,8 @@ impl Rel {
     ) -> Result<HashTable> {
         // Reserved before it is built (the rows copied into one batch
         // and the index), then set to what it holds.
-        let bytes = super::memory::batches_bytes(&self.batches);
+        let bytes = super::memory::batches_bytes(&self.batches)
+            + self.disk.iter().map(Piece::bytes).sum::<u64>();
         let mut mem = opts.reserve("hash join build", HashTable::estimate(self.rows, bytes))?;
         let batch = self.one_batch()?;
         let arrays = eval_keys(&self.locals(keys)?, &batch, Some(&types))?;
@@ -170,6 +244,7 @@ impl Rel {
         let rows = batches.iter().map(|b| b.num_rows()).sum();
         Rel {
             batches,
+            disk: Vec::new(),
             cols,
             items,
             rows,
@@ -177,12 +252,17 @@ impl Rel {
         }
     }
 
+    /// Its rows in one batch (those on disk read back).
     fn one_batch(&self) -> Result<RecordBatch> {
-        let schema = match self.batches.first() {
-            Some(b) => b.schema(),
-            None => return Err(Error::Internal("join: a side without a schema".into())),
-        };
-        arrow_select::concat::concat_batches(&schema, &self.batches).map_err(exec_err)
+        let schema = self.schema()?;
+        if self.disk.is_empty() {
+            return arrow_select::concat::concat_batches(&schema, &self.batches).map_err(exec_err);
+        }
+        let mut all = self.batches.clone();
+        for p in &self.disk {
+            all.push(p.load()?);
+        }
+        arrow_select::concat::concat_batches(&schema, &all).map_err(exec_err)
     }
 }
 
@@ -286,6 +366,25 @@ fn slices(batches: &[RecordBatch], rows: usize) -> Vec<RecordBatch> {
     out
 }
 
+/// Runs `f` over `rel`'s rows, pieces of at most `rows` rows (each read
+/// back if it is on disk), on up to `workers` threads; what it makes goes
+/// to a [`Sink`], in the pieces' order.
+fn each_piece(
+    rel: &Rel,
+    rows: usize,
+    workers: usize,
+    opts: &QueryOptions,
+    f: impl Fn(&RecordBatch) -> Result<RecordBatch> + Sync,
+) -> Result<disk::Made> {
+    let sink = Sink::new(opts)?;
+    let tasks: Vec<(u64, Piece)> = (0..).zip(rel.pieces(rows)).collect();
+    parallel(tasks, workers, opts, |(n, piece)| {
+        let b = piece.load()?;
+        sink.put(n, f(&b)?)
+    })?;
+    sink.finish()
+}
+
 /// The rows of `rel` where `cond` (over global columns) holds.
 fn filter(
     rel: Rel,
@@ -307,12 +406,12 @@ fn filter(
 fn filter_rows(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<Rel> {
     let local = rel.local(cond)?;
     let schema = rel.batches.first().map(|b| b.schema());
-    let parts = parallel(slices(&rel.batches, PROBE_ROWS), workers, opts, |b| {
-        let mask = local.eval(&b)?.into_array(b.num_rows())?;
+    let made = each_piece(&rel, PROBE_ROWS, workers, opts, |b| {
+        let mask = local.eval(b)?.into_array(b.num_rows())?;
         let mask = super::hash_join::truth(&mask)?;
-        arrow_select::filter::filter_record_batch(&b, &mask).map_err(exec_err)
+        arrow_select::filter::filter_record_batch(b, &mask).map_err(exec_err)
     })?;
-    Rel::of(parts, schema, rel.cols, rel.items).counted(opts)
+    Ok(Rel::made(made, schema, rel.cols, rel.items))
 }
 
 /// The keys of joining `probe` (the items `have`) with leaf `r`: per
@@ -457,6 +556,7 @@ pub fn run(
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         let mut rel = Rel {
             batches,
+            disk: Vec::new(),
             cols: leaf.columns.clone(),
             items: 1 << i,
             rows,
@@ -574,35 +674,50 @@ pub fn run(
             let build_side = leaves[d]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
-            let table =
-                build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g), g, opts)?;
+            let table = if opts.join_rows_on_disk {
+                None
+            } else {
+                match build_side.hashed(keys.iter().map(|k| &k.1), key_types(&keys, g), g, opts) {
+                    Err(Error::MemoryLimit { .. }) if opts.spill.is_some() => None,
+                    t => Some(t?),
+                }
+            };
             let probe_keys = probe_side.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
-            // The group's only join: run by the workers that read its rows.
-            let both = probe_side.items | build_side.items;
-            if let Some(then) = last_step(&leaves, &steps_done, &conjuncts, both, !g.nullable) {
-                return inner_last(
-                    probe_side,
-                    &build_side,
-                    Arc::new(table),
-                    probe_keys,
-                    &mut conjuncts,
-                    then,
-                    g,
-                    opts,
-                );
-            }
-            let mut joined = inner_join(
-                probe_side,
-                &build_side,
-                &table,
-                &probe_keys,
-                g,
-                workers,
-                opts,
-            )?;
+            let mut joined = match table {
+                // Its build side does not fit: by partitions on disk.
+                None => grace_join(probe_side, build_side, &probe_keys, &keys, g, workers, opts)?,
+                Some(table) => {
+                    // The group's only join: run by the workers that read
+                    // its rows.
+                    let both = probe_side.items | build_side.items;
+                    if let Some(then) =
+                        last_step(&leaves, &steps_done, &conjuncts, both, !g.nullable)
+                    {
+                        return inner_last(
+                            probe_side,
+                            &build_side,
+                            Arc::new(table),
+                            probe_keys,
+                            &mut conjuncts,
+                            then,
+                            g,
+                            opts,
+                        );
+                    }
+                    inner_join(
+                        probe_side,
+                        &build_side,
+                        &table,
+                        &probe_keys,
+                        g,
+                        workers,
+                        opts,
+                    )?
+                }
+            };
             // Conditions now wholly inside the joined pair.
             let ready: Vec<usize> = conjuncts
                 .iter()
@@ -787,8 +902,12 @@ pub fn run(
             if keys.is_empty() {
                 continue;
             }
-            let table = table_for(&mut built, &leaves, r, &keys, g, opts)?;
-            let fan = table.rows() as f64 / table.distinct.max(1) as f64;
+            // A table that does not fit (its join will be made by
+            // partitions, see `grace`): one row a key, as far as known.
+            let (fan, rows) = match fitting_table(&mut built, &leaves, r, &keys, g, opts)? {
+                Some(t) => (t.rows() as f64 / t.distinct.max(1) as f64, t.rows()),
+                None => (1.0, leaves[r].as_ref().map_or(0, |x| x.rows)),
+            };
             let items: Vec<u64> = leaves
                 .iter()
                 .enumerate()
@@ -797,7 +916,6 @@ pub fn run(
             let est = s.rows as f64
                 * branch_kept(r, s.items, &remaining, &conjuncts, &kept, &items)
                 * fan;
-            let rows = table.rows();
             if best.as_ref().is_none_or(|b| (est, rows) < (b.est, b.rows)) {
                 best = Some(Choice {
                     est,
@@ -824,7 +942,11 @@ pub fn run(
             }
         }
         if let Some(Choice { leaf: r, keys, .. }) = best {
-            let table = table_for(&mut built, &leaves, r, &keys, g, opts)?;
+            let table = if opts.join_rows_on_disk {
+                None
+            } else {
+                fitting_table(&mut built, &leaves, r, &keys, g, opts)?
+            };
             let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
             for k in &keys {
                 conjuncts[k.2].1 = true;
@@ -832,6 +954,13 @@ pub fn run(
             let right = leaves[r]
                 .take()
                 .ok_or_else(|| Error::Internal("join: leaf taken".into()))?;
+            let Some(table) = table else {
+                // Its build side does not fit: joined by partitions on
+                // disk (the conditions left are applied above, as after
+                // any join).
+                s = grace_join(s, right, &probe_keys, &keys, g, workers, opts)?;
+                continue;
+            };
             // The last join: run by the workers that read its rows.
             if let Some(then) = last_step(
                 &leaves,
@@ -923,8 +1052,16 @@ pub fn run(
         .filter(|b| b.num_rows() > 0)
         .map(|b| output_batch(b, &pos))
         .collect::<Result<_>>()?;
+    let out: Arc<dyn Fn(&RecordBatch) -> Result<RecordBatch> + Send + Sync> =
+        Arc::new(move |b: &RecordBatch| output_batch(b, &pos));
+    let later = s
+        .disk
+        .into_iter()
+        .map(|p| p.later(Some(out.clone())))
+        .collect();
     Ok(Joined {
         batches,
+        later,
         pipeline: None,
     })
 }
@@ -995,15 +1132,20 @@ fn then_of(
 /// The group's rows as `probe`'s rows with the join `spec` left to apply
 /// to each of their morsels (`out`: the joined rows' layout).
 fn pipelined(
-    probe: Rel,
+    mut probe: Rel,
     out: &Rel,
     spec: pipeline::Spec,
     g: &JoinGroup,
     opts: &QueryOptions,
 ) -> Result<Joined> {
+    let later = std::mem::take(&mut probe.disk)
+        .into_iter()
+        .map(|p| p.later(None))
+        .collect();
     let (p, batches) = Pipeline::new(probe, out, spec, &g.output, opts)?;
     Ok(Joined {
         batches,
+        later,
         pipeline: Some(p),
     })
 }
@@ -1067,7 +1209,7 @@ fn star_last(
         .map(|(i, l)| l.as_ref().map_or(1 << i, |x| x.items))
         .collect();
     let all = remaining.iter().fold(s.items, |m, &r| m | items[r]);
-    if remaining.len() < 2 || all & !settled != 0 {
+    if remaining.len() < 2 || all & !settled != 0 || opts.join_rows_on_disk {
         return Ok(Err(s));
     }
     let mut order = Vec::with_capacity(remaining.len());
@@ -1076,7 +1218,11 @@ fn star_last(
         if keys.is_empty() {
             return Ok(Err(s));
         }
-        let table = table_for(built, leaves, r, &keys, g, opts)?;
+        // (A table that does not fit: joined one at a time, by
+        // partitions.)
+        let Some(table) = fitting_table(built, leaves, r, &keys, g, opts)? else {
+            return Ok(Err(s));
+        };
         let fan = table.rows() as f64 / table.distinct.max(1) as f64;
         let est =
             s.rows as f64 * branch_kept(r, s.items, &remaining, conjuncts, kept, &items) * fan;
@@ -1278,6 +1424,35 @@ fn inner_join(
     )
 }
 
+/// The inner join of `s` with `right` by `keys` (`probe_keys`: their
+/// probe sides over `s`'s columns) by partitions on disk ([`grace`]),
+/// a step of the profile.
+fn grace_join(
+    s: Rel,
+    right: Rel,
+    probe_keys: &[Expr],
+    keys: &[(Expr, Expr, usize)],
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let name = format!(
+        "Grace hash join (Inner) of {} with {}",
+        label(g, s.items),
+        label(g, right.items)
+    );
+    let types = key_types(keys, g);
+    let build_keys = right.locals(keys.iter().map(|k| &k.1))?;
+    let rows = s.rows;
+    recorded(
+        opts,
+        || name,
+        rows,
+        || grace::inner(s, right, probe_keys, &build_keys, &types, workers, opts),
+        |r| r.rows,
+    )
+}
+
 /// The FROM items of `items` by name: `(o, l)`.
 fn label(g: &JoinGroup, items: u64) -> String {
     let names: Vec<&str> = g
@@ -1437,6 +1612,33 @@ fn step_inner(
     }
 }
 
+/// [`table_for`], or `None` when the table does not fit the memory
+/// limit (the memoised tables let go first to make room) and its inner
+/// join can be made by partitions on disk instead ([`grace`]).
+fn fitting_table(
+    built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
+    leaves: &[Option<Rel>],
+    r: usize,
+    keys: &[(Expr, Expr, usize)],
+    g: &JoinGroup,
+    opts: &QueryOptions,
+) -> Result<Option<Arc<HashTable>>> {
+    if keys.is_empty() || opts.spill.is_none() {
+        return table_for(built, leaves, r, keys, g, opts).map(Some);
+    }
+    match table_for(built, leaves, r, keys, g, opts) {
+        Err(Error::MemoryLimit { .. }) if !built.is_empty() => {
+            built.clear();
+            match table_for(built, leaves, r, keys, g, opts) {
+                Err(Error::MemoryLimit { .. }) => Ok(None),
+                t => t.map(Some),
+            }
+        }
+        Err(Error::MemoryLimit { .. }) => Ok(None),
+        t => t.map(Some),
+    }
+}
+
 /// The hash table of leaf `r` by the build sides of `keys` (built once).
 fn table_for(
     built: &mut HashMap<(usize, Vec<usize>), Arc<HashTable>>,
@@ -1483,7 +1685,8 @@ fn semi_by_probing_the_other_side(
     // s's rows matched by any task; per task, whether a key of right was
     // NULL.
     let marks = Marks::new(n);
-    let parts = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
+    let parts = parallel(right.pieces(PROBE_ROWS), workers, opts, |piece| {
+        let b = piece.load()?;
         let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
         let null_key = k.iter().any(|a| a.null_count() > 0);
         let (mut p, mut m) = (Vec::new(), Vec::new());
@@ -1520,6 +1723,7 @@ fn semi_by_probing_the_other_side(
     Rel {
         rows: kept.num_rows(),
         batches: vec![kept],
+        disk: Vec::new(),
         cols: s.cols,
         items: s.items,
         mem: None,
@@ -1545,41 +1749,20 @@ fn left_by_probing_the_other_side(
     let residual = residual.map(|r| out.local(r)).transpose()?;
     let n = table.rows();
     let marks = Marks::new(n);
-    let results = parallel(slices(&right.batches, PROBE_ROWS), workers, opts, |b| {
+    let sink = Sink::new(opts)?;
+    let tasks: Vec<(u64, Piece)> = (0..).zip(right.pieces(PROBE_ROWS)).collect();
+    let last = tasks.len() as u64;
+    parallel(tasks, workers, opts, |(i, piece)| {
+        let b = piece.load()?;
         let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
         let mut scratch = opts.reserve("hash join probe", 0)?;
         let j = table.join_batch(&b, &k, residual.as_ref(), false, Some(&marks), &mut scratch)?;
-        // The joined rows stay counted until the step's rows are.
-        scratch.resize(super::memory::batch_bytes(&j))?;
-        Ok((j, scratch))
+        sink.put(i, j)
     })?;
     let matched = marks.to_vec(n);
-    let mut batches = Vec::with_capacity(results.len() + 1);
-    let mut held = Vec::with_capacity(results.len());
-    for (b, h) in results {
-        if b.num_rows() > 0 {
-            batches.push(b);
-        }
-        held.push(h);
-    }
-    let their_schema = right
-        .batches
-        .first()
-        .map(|b| b.schema())
-        .ok_or_else(|| Error::Internal("join: a side without a schema".into()))?;
-    let rest = table.unmatched(&their_schema, &matched)?;
-    if rest.num_rows() > 0 || batches.is_empty() {
-        batches.push(rest);
-    }
-    let rows = batches.iter().map(|b| b.num_rows()).sum();
-    let rel = Rel {
-        batches,
-        rows,
-        ..out
-    };
-    // The tasks' counts give way to the step's.
-    drop(held);
-    rel.counted(opts)
+    let rest = table.unmatched(&*right.schema()?, &matched)?;
+    sink.put(last, rest)?;
+    Ok(Rel::made(sink.finish()?, None, out.cols, out.items))
 }
 
 /// The types two sides' keys are compared as.
@@ -1616,6 +1799,7 @@ fn semi(
         let batches = schema.map(RecordBatch::new_empty).into_iter().collect();
         return Ok(Rel {
             batches,
+            disk: Vec::new(),
             rows: 0,
             ..s
         });
@@ -1627,10 +1811,10 @@ fn semi(
     };
     let anti = kind != JoinKind::Semi;
     let empty = table.rows() == 0;
-    let parts = parallel(slices(&s.batches, per_task), workers, opts, |b| {
-        let k = eval_keys(keys, &b, Some(table.key_types()))?;
+    let made = each_piece(&s, per_task, workers, opts, |b| {
+        let k = eval_keys(keys, b, Some(table.key_types()))?;
         let mut scratch = opts.reserve("hash join probe", 0)?;
-        let out = table.semi_batch(&b, &k, residual.as_ref(), anti, &mut scratch)?;
+        let out = table.semi_batch(b, &k, residual.as_ref(), anti, &mut scratch)?;
         if kind != JoinKind::AntiNull || empty {
             return Ok(out);
         }
@@ -1648,7 +1832,7 @@ fn semi(
         let mask = arrow_array::BooleanArray::from(keep);
         arrow_select::filter::filter_record_batch(&out, &mask).map_err(exec_err)
     })?;
-    Rel::of(parts, schema, s.cols, s.items).counted(opts)
+    Ok(Rel::made(made, schema, s.cols, s.items))
 }
 
 /// Every row of `s` with one more column, global column `col`: whether
@@ -1678,10 +1862,10 @@ fn mark(
         Arc::new(arrow_schema::Schema::new(fields))
     });
     let out_schema = schema.clone();
-    let parts = parallel(slices(&s.batches, per_task), workers, opts, |b| {
-        let k = eval_keys(keys, &b, Some(table.key_types()))?;
+    let made = each_piece(&s, per_task, workers, opts, |b| {
+        let k = eval_keys(keys, b, Some(table.key_types()))?;
         let mut scratch = opts.reserve("hash join probe", 0)?;
-        let hit = table.hits(&b, &k, residual.as_ref(), &mut scratch)?;
+        let hit = table.hits(b, &k, residual.as_ref(), &mut scratch)?;
         let mut cols = b.columns().to_vec();
         cols.push(Arc::new(arrow_array::BooleanArray::from(hit)));
         let schema = out_schema
@@ -1691,7 +1875,7 @@ fn mark(
     })?;
     let mut cols = s.cols;
     cols.push(col);
-    Rel::of(parts, schema, cols, s.items | (1u64 << leaf)).counted(opts)
+    Ok(Rel::made(made, schema, cols, s.items | (1u64 << leaf)))
 }
 
 /// Joins `s` (probe) with `right` (the rows in `table`).
@@ -1718,7 +1902,11 @@ fn probe(
     let keep = kind != JoinKind::Inner;
     let build_rows = table.rows();
     let marks = Marks::new(if full { build_rows } else { 0 });
-    let results = parallel(slices(&s.batches, per_task), workers, opts, |b| {
+    let sink = Sink::new(opts)?;
+    let tasks: Vec<(u64, Piece)> = (0..).zip(s.pieces(per_task)).collect();
+    let last = tasks.len() as u64;
+    parallel(tasks, workers, opts, |(i, piece)| {
+        let b = piece.load()?;
         let k = eval_keys(keys, &b, Some(table.key_types()))?;
         let mut scratch = opts.reserve("hash join probe", 0)?;
         let j = table.join_batch(
@@ -1729,40 +1917,14 @@ fn probe(
             full.then_some(&marks),
             &mut scratch,
         )?;
-        // The joined rows stay counted until the step's rows are.
-        scratch.resize(super::memory::batch_bytes(&j))?;
-        Ok((j, scratch))
+        sink.put(i, j)
     })?;
     let matched = marks.to_vec(if full { build_rows } else { 0 });
-    let mut batches = Vec::with_capacity(results.len() + 1);
-    let mut held = Vec::with_capacity(results.len());
-    for (b, h) in results {
-        if b.num_rows() > 0 {
-            batches.push(b);
-        }
-        held.push(h);
-    }
     let ps =
         probe_schema.ok_or_else(|| Error::Internal("join: probe side without schema".into()))?;
     if full {
-        let rest = table.unmatched(&ps, &matched)?;
-        if rest.num_rows() > 0 {
-            batches.push(rest);
-        }
+        sink.put(last, table.unmatched(&ps, &matched)?)?;
     }
-    if batches.is_empty() {
-        batches.push(RecordBatch::new_empty(joined_schema(
-            &ps,
-            &table.batch.schema(),
-        )));
-    }
-    let rows = batches.iter().map(|b| b.num_rows()).sum();
-    let rel = Rel {
-        rows,
-        batches,
-        ..out
-    };
-    // The tasks' counts give way to the step's.
-    drop(held);
-    rel.counted(opts)
+    let schema = joined_schema(&ps, &table.batch.schema());
+    Ok(Rel::made(sink.finish()?, Some(schema), out.cols, out.items))
 }

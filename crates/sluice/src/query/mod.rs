@@ -142,6 +142,11 @@ pub struct QueryOptions {
     /// Where operators spill what outgrows the memory limit (see
     /// [`spill`]); `None`: under the database's `tmp` directory.
     pub spill: Option<spill::Spill>,
+    /// Tests: every join's rows written to disk and every inner join by
+    /// keys made by partitions on disk (the grace join), as when the
+    /// memory limit is reached — so the disk paths answer every join
+    /// test, whatever its size.
+    pub join_rows_on_disk: bool,
 }
 
 /// The rows of CTEs that a statement names more than once, by the CTE

@@ -32,6 +32,15 @@ enum Source {
     /// matched): one morsel, handed out last, made once every other
     /// morsel is done.
     Tail,
+    /// Rows read by the first worker that needs them (a join's rows
+    /// that were written to disk), dropped once their morsels are done.
+    Later(Later),
+}
+
+/// A batch of rows made when first needed: `rows` rows, by `load`.
+pub struct Later {
+    pub rows: usize,
+    pub load: Box<dyn Fn() -> Result<RecordBatch> + Send + Sync>,
 }
 
 struct BatchSlot {
@@ -118,6 +127,20 @@ impl Inputs {
         self.batches.push(BatchSlot {
             rows: batch.num_rows(),
             source: Source::Ready(batch),
+            bounds,
+            remaining: AtomicUsize::new(0),
+            decoded: Mutex::new(None),
+        });
+        self.stats.push(None);
+    }
+
+    /// A batch read when first needed.
+    pub fn push_later(&mut self, later: Later, bounds: Arc<Vec<Option<u128>>>) {
+        self.rows += later.rows as u64;
+        self.batches_total += 1;
+        self.batches.push(BatchSlot {
+            rows: later.rows,
+            source: Source::Later(later),
             bounds,
             remaining: AtomicUsize::new(0),
             decoded: Mutex::new(None),
@@ -253,6 +276,24 @@ impl Inputs {
             (Source::Ready(b), None) => return Ok(b.slice(m.off, m.len)),
             (Source::Ready(b), Some(p)) => return p.apply(&b.slice(m.off, m.len)),
             (Source::Tail, p) => return self.tail(p.as_ref()),
+            (Source::Later(l), p) => {
+                let mut decoded = slot
+                    .decoded
+                    .lock()
+                    .map_err(|_| Error::Internal("batch lock poisoned".into()))?;
+                if decoded.is_none() {
+                    *decoded = Some((l.load)()?);
+                }
+                let b = match &*decoded {
+                    Some(b) => b.slice(m.off, m.len),
+                    None => return Err(Error::Internal("batch not read".into())),
+                };
+                drop(decoded);
+                return match p {
+                    Some(p) => p.apply(&b),
+                    None => Ok(b),
+                };
+            }
             (Source::Segment { seg, index }, _) => (*seg, *index),
         };
         let scan = self.scan(seg)?;

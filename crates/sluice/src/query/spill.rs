@@ -42,6 +42,20 @@ use crate::error::{Error, Result};
 const MAGIC: &[u8; 4] = b"SLSP";
 /// Magic, CRC-32, length.
 const HEADER: u64 = 16;
+/// Bits of a key's hash that pick a partition at each level of an
+/// operator that spills by partitions (the hash aggregate, the grace
+/// hash join): level 0 takes the top bits, each level the next.
+const PART_BITS: u32 = 6;
+/// Partitions of a level.
+pub const PARTS: u32 = 1 << PART_BITS;
+/// The deepest level: every bit of the hash used.
+pub const MAX_LEVEL: u32 = 64 / PART_BITS - 1;
+
+/// The partition of a key of hash `h` at `level`.
+pub fn part_of(h: u64, level: u32) -> u32 {
+    ((h >> (64 - PART_BITS * (level + 1))) & u64::from(PARTS - 1)) as u32
+}
+
 /// The name every query directory (and its lock file) starts with.
 const PREFIX: &str = "sluice-spill-";
 
@@ -310,6 +324,11 @@ impl RunWriter {
     /// Bytes written so far.
     pub fn bytes(&self) -> u64 {
         self.at
+    }
+
+    /// Frames written so far (the next frame's number).
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
     }
 
     /// The run, written out, to be read.

@@ -307,6 +307,9 @@ fn join_rows_split_by_any_condition_into_true_false_and_null() {
             let opts = QueryOptions {
                 threads: Some(2),
                 morsel_rows: Some(1 + rng.below(7) as usize),
+                // Every other round: the joins' rows on disk, inner
+                // joins by partitions (grace), as past a memory limit.
+                join_rows_on_disk: round % 2 == 1,
                 ..Default::default()
             };
             let count = |extra: Option<String>| -> i64 {
@@ -344,6 +347,9 @@ fn random_joins_and_subqueries_agree_with_sqlite() {
             let opts = QueryOptions {
                 threads: Some(3),
                 morsel_rows: Some(1 + rng.below(9) as usize),
+                // Every other round: the joins' rows on disk, inner
+                // joins by partitions (grace), as past a memory limit.
+                join_rows_on_disk: round % 2 == 1,
                 ..Default::default()
             };
             let r = query_with(&db, &sql, &opts)

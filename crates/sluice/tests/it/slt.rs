@@ -237,13 +237,16 @@ fn golden_sql_files() {
         // The third run puts every table in 16 shards, the fourth loads
         // it in segments of a few rows with every TEXT column of every
         // batch dictionary-encoded (many dictionaries, as a big table
-        // has), the fifth both: the answers must not change.
-        for (threads, morsel_rows, shards, tiny) in [
-            (1, None, None, false),
-            (4, Some(2), None, false),
-            (4, Some(2), Some(16), false),
-            (3, Some(3), None, true),
-            (2, None, Some(4), true),
+        // has), the fifth both: the answers must not change. The fourth
+        // also writes every join's rows to disk and makes every inner
+        // join by keys by partitions on disk (the grace join), as a
+        // query past its memory limit does.
+        for (threads, morsel_rows, shards, tiny, on_disk) in [
+            (1, None, None, false, false),
+            (4, Some(2), None, false, false),
+            (4, Some(2), Some(16), false, false),
+            (3, Some(3), None, true, true),
+            (2, None, Some(4), true, false),
         ] {
             let make = move || {
                 std::future::ready(Ok::<_, SltError>(SluiceDb {
@@ -251,6 +254,7 @@ fn golden_sql_files() {
                     opts: QueryOptions {
                         threads: Some(threads),
                         morsel_rows,
+                        join_rows_on_disk: on_disk,
                         ..Default::default()
                     },
                     inserts: 0,
@@ -274,7 +278,7 @@ fn golden_sql_files() {
             }
             if let Err(e) = runner.run_file(file) {
                 failures.push(format!(
-                    "{} (threads {threads}, morsels {morsel_rows:?}, shards {shards:?}, tiny layout {tiny}):\n{e}",
+                    "{} (threads {threads}, morsels {morsel_rows:?}, shards {shards:?}, tiny layout {tiny}, joins on disk {on_disk}):\n{e}",
                     file.display()
                 ));
             }

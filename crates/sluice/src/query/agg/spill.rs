@@ -37,14 +37,9 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::query::QueryOptions;
-use crate::query::spill::{Run, Spill};
+pub use crate::query::spill::{MAX_LEVEL, PARTS};
+use crate::query::spill::{Run, Spill, part_of};
 
-/// Bits of the key's hash that pick a partition at each level.
-const PART_BITS: u32 = 6;
-/// Partitions of a level.
-pub const PARTS: u32 = 1 << PART_BITS;
-/// The deepest level: every bit of the hash used.
-pub const MAX_LEVEL: u32 = 64 / PART_BITS - 1;
 /// Groups in one frame of a run, at most.
 const FRAME_GROUPS: usize = 16 << 10;
 /// Bytes of keys and states in one frame, about (a frame may pass it by
@@ -53,11 +48,6 @@ const FRAME_GROUPS: usize = 16 << 10;
 const FRAME_BYTES: (usize, usize) = (16 << 10, 4 << 20);
 
 const OPERATOR: &str = "hash aggregate";
-
-/// The partition of a key of hash `h` at `level`.
-fn part_of(h: u64, level: u32) -> u32 {
-    ((h >> (64 - PART_BITS * (level + 1))) & u64::from(PARTS - 1)) as u32
-}
 
 fn frame_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

@@ -726,8 +726,8 @@ fn lookup_keys(values: &ArrayRef, stored: &A) -> Option<Vec<Vec<u8>>> {
 fn key_values(src: &Rel, key: &Expr, target: &A) -> Result<Option<ArrayRef>> {
     let local = src.local(key)?;
     let mut parts: Vec<ArrayRef> = Vec::with_capacity(src.batches.len());
-    for b in &src.batches {
-        let a = super::eval_keys(std::slice::from_ref(&local), b, None)?;
+    for p in src.pieces(usize::MAX) {
+        let a = super::eval_keys(std::slice::from_ref(&local), &p.load()?, None)?;
         parts.extend(a);
     }
     let Some(first) = parts.first() else {

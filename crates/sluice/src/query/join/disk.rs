@@ -1,0 +1,204 @@
+//! A join's rows on disk.
+//!
+//! The rows a join step makes (and a FROM item's rows) are kept in
+//! memory while the query's memory limit allows. Past it they go to a
+//! run in the query's spill directory (see [`crate::query::spill`]), one
+//! frame a batch, and the relation holds where each frame is: its
+//! [`Piece`]s. The next step reads a piece back when a worker takes it
+//! ([`Piece::load`]), and the group's last rows are read by the workers
+//! of the operator above ([`crate::query::scan::Later`]). So a join's
+//! rows in memory are the morsels in flight, not the relation.
+//!
+//! For: [`super::Rel`]'s rows past the limit, the grace join's
+//! partitions ([`super::grace`]). Not for: hash tables (a build side is
+//! in memory while it is probed; the grace join splits one that does
+//! not fit).
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use crate::error::{Error, Result};
+use crate::query::QueryOptions;
+use crate::query::memory::{Reservation, batch_bytes};
+use crate::query::scan::Later;
+use crate::query::spill::{Run, RunWriter};
+
+/// What the rows of a join count as, in memory and on disk.
+pub(super) const OPERATOR: &str = "join (rows joined so far)";
+
+/// Some rows of a relation: a batch in memory, or frame `.1` of a run.
+#[derive(Clone)]
+pub(super) enum Piece {
+    Mem(RecordBatch),
+    Disk(Arc<Run>, usize),
+}
+
+impl Piece {
+    pub fn rows(&self) -> usize {
+        match self {
+            Piece::Mem(b) => b.num_rows(),
+            Piece::Disk(r, i) => r.frames()[*i].rows as usize,
+        }
+    }
+
+    /// Bytes its rows take in memory (on disk: its frame's, about the
+    /// same).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Piece::Mem(b) => batch_bytes(b),
+            Piece::Disk(r, i) => r.frames()[*i].len,
+        }
+    }
+
+    /// Its rows, read back (checked) if they are on disk.
+    pub fn load(&self) -> Result<RecordBatch> {
+        match self {
+            Piece::Mem(b) => Ok(b.clone()),
+            Piece::Disk(r, i) => r.read(&r.frames()[*i]),
+        }
+    }
+
+    /// Its rows for a scan to read when a worker first needs them,
+    /// through `then` (the group's output columns).
+    pub fn later(
+        self,
+        then: Option<Arc<dyn Fn(&RecordBatch) -> Result<RecordBatch> + Send + Sync>>,
+    ) -> Later {
+        Later {
+            rows: self.rows(),
+            load: Box::new(move || {
+                let b = self.load()?;
+                match &then {
+                    Some(f) => f(&b),
+                    None => Ok(b),
+                }
+            }),
+        }
+    }
+}
+
+/// The frames of partition `part` of `run`, as pieces.
+pub(super) fn part_pieces(run: &Arc<Run>, part: u32) -> Vec<Piece> {
+    run.frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.part == part)
+        .map(|(i, _)| Piece::Disk(run.clone(), i))
+        .collect()
+}
+
+/// Where the rows a step makes go, from every worker: kept in memory
+/// while the query's limit allows, else written to a run. They come out
+/// in the order of the numbers they were put with.
+pub(super) struct Sink<'o> {
+    opts: &'o QueryOptions,
+    /// Every batch to disk (the test knob, see
+    /// [`QueryOptions::join_rows_on_disk`]).
+    to_disk: bool,
+    held: Mutex<Held>,
+}
+
+struct Held {
+    parts: Vec<(u64, Stored)>,
+    mem: Reservation,
+    writer: Option<RunWriter>,
+    schema: Option<SchemaRef>,
+}
+
+enum Stored {
+    Mem(RecordBatch),
+    Frame(usize),
+}
+
+/// What a sink made: the batches in memory (counted in `mem`) and the
+/// pieces on disk, each in order; `schema` that of the rows, if any
+/// batch was put.
+pub(super) struct Made {
+    pub batches: Vec<RecordBatch>,
+    pub disk: Vec<Piece>,
+    pub mem: Reservation,
+    pub schema: Option<SchemaRef>,
+}
+
+impl<'o> Sink<'o> {
+    pub fn new(opts: &'o QueryOptions) -> Result<Sink<'o>> {
+        Ok(Sink {
+            opts,
+            to_disk: opts.join_rows_on_disk && opts.spill.is_some(),
+            held: Mutex::new(Held {
+                parts: Vec::new(),
+                mem: opts.reserve(OPERATOR, 0)?,
+                writer: None,
+                schema: None,
+            }),
+        })
+    }
+
+    /// Puts `b` as the `n`-th batch.
+    pub fn put(&self, n: u64, b: RecordBatch) -> Result<()> {
+        let mut h = self
+            .held
+            .lock()
+            .map_err(|_| Error::Internal("join sink lock poisoned".into()))?;
+        if h.schema.is_none() {
+            h.schema = Some(b.schema());
+        }
+        if b.num_rows() == 0 {
+            return Ok(());
+        }
+        if !self.to_disk {
+            match h.mem.grow(batch_bytes(&b)) {
+                Ok(()) => {
+                    h.parts.push((n, Stored::Mem(b)));
+                    return Ok(());
+                }
+                Err(Error::MemoryLimit { .. }) if self.opts.spill.is_some() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let w = match &mut h.writer {
+            Some(w) => w,
+            None => {
+                let spill = self
+                    .opts
+                    .spill
+                    .as_ref()
+                    .ok_or_else(|| Error::Internal("join: spilling without a spill".into()))?;
+                h.writer
+                    .insert(spill.writer(OPERATOR, self.opts.profile.clone())?)
+            }
+        };
+        let i = w.frame_count();
+        w.write(0, &b)?;
+        h.parts.push((n, Stored::Frame(i)));
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<Made> {
+        let mut h = self
+            .held
+            .into_inner()
+            .map_err(|_| Error::Internal("join sink lock poisoned".into()))?;
+        h.parts.sort_by_key(|p| p.0);
+        let run = h.writer.map(RunWriter::finish).transpose()?.map(Arc::new);
+        let mut batches = Vec::new();
+        let mut disk = Vec::new();
+        for (_, s) in h.parts {
+            match (s, &run) {
+                (Stored::Mem(b), _) => batches.push(b),
+                (Stored::Frame(i), Some(r)) => disk.push(Piece::Disk(r.clone(), i)),
+                (Stored::Frame(_), None) => {
+                    return Err(Error::Internal("join: a frame without its run".into()));
+                }
+            }
+        }
+        Ok(Made {
+            batches,
+            disk,
+            mem: h.mem,
+            schema: h.schema,
+        })
+    }
+}
