@@ -170,7 +170,13 @@ pub fn execute(
             let s = p.start();
             match execute_block(db, plan, opts) {
                 Ok((batches, facts)) => {
-                    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+                    // (With the rows a join's FROM item wrote to disk.)
+                    let on_disk = opts
+                        .result_spill
+                        .as_deref()
+                        .filter(|r| r.is_for(plan))
+                        .map_or(0, |r| r.rows());
+                    let rows = batches.iter().map(|b| b.num_rows() as u64).sum::<u64>() + on_disk;
                     let read = facts
                         .joined_rows
                         .as_ref()
@@ -561,6 +567,17 @@ fn execute_block(
             let threshold: Mutex<Option<i128>> = Mutex::new(None);
             // The rows kept for the answer, counted as they are made.
             let held = Mutex::new(opts.reserve("scan result", 0)?);
+            // A join's FROM item, its rows neither ordered nor cut: those
+            // past the memory limit go to disk (see `join::ResultSpill`).
+            let to_disk = opts.result_spill.as_deref().filter(|r| {
+                r.is_for(plan)
+                    && top.is_none()
+                    && plan.order.is_empty()
+                    && plan.limit.is_none()
+                    && plan.offset == 0
+                    && opts.spill.is_some()
+            });
+            let visible: Vec<usize> = (0..plan.visible).collect();
             // One worker (a key lookup, a small table): on this thread,
             // without starting one (a thread costs more than the rows).
             // A worker's first rows so far and the candidates since, as
@@ -648,10 +665,30 @@ fn execute_block(
                         };
                         let out = project(&batch, exprs, &out_schema)?;
                         let Some(k) = top else {
-                            held.lock()
-                                .map_err(|_| Error::Internal("worker panicked".into()))?
-                                .grow(super::memory::batch_bytes(&out))?;
-                            return Ok(Some(out));
+                            let bytes = super::memory::batch_bytes(&out);
+                            // (Past half the limit a join's rows go to
+                            // disk: see `Memory::keeps_rows`.)
+                            let past_half =
+                                opts.memory.as_ref().is_some_and(|m| !m.keeps_rows(bytes));
+                            let grown = match to_disk {
+                                Some(d) if d.always || past_half => Err(None),
+                                _ => held
+                                    .lock()
+                                    .map_err(|_| Error::Internal("worker panicked".into()))?
+                                    .grow(bytes)
+                                    .map_err(Some),
+                            };
+                            return match (grown, to_disk) {
+                                (Ok(()), _) => Ok(Some(out)),
+                                (Err(None | Some(Error::MemoryLimit { .. })), Some(d)) => {
+                                    d.write(opts, i, out.project(&visible).map_err(exec_err)?)?;
+                                    Ok(None)
+                                }
+                                (Err(Some(e)), _) => Err(e),
+                                (Err(None), None) => {
+                                    Err(Error::Internal("a result without its disk".into()))
+                                }
+                            };
                         };
                         let cand = with_positions(&out, i, rows.as_deref())?;
                         let cand = match &best {
@@ -1264,11 +1301,13 @@ enum Grouped {
 /// `GroupTable::growth_for`), by some hundred bytes a row; under a small
 /// memory limit, morsels of at most a thousandth of a worker's share of
 /// it keep that within a tenth of the limit (never under 1,024 rows;
-/// under a limit of gigabytes, no change).
+/// under a limit of gigabytes, no change). So do a join's rows: each
+/// morsel of a pipelined join's probe side makes its joined rows at once.
 fn spill_morsel_rows(plan: &Plan, opts: &super::QueryOptions, workers: usize) -> usize {
     let grouped = matches!(&plan.body, Body::Aggregate { keys, .. } if !keys.is_empty());
+    let joined = matches!(plan.input.as_deref(), Some(super::plan::Input::Join(_)));
     match (&opts.memory, &opts.spill) {
-        (Some(m), Some(_)) if grouped => {
+        (Some(m), Some(_)) if grouped || joined => {
             let rows = m.limit() / (workers.max(1) as u64 * 1024);
             usize::try_from(rows).unwrap_or(usize::MAX).max(1024)
         }

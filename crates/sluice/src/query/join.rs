@@ -35,6 +35,7 @@ mod grace;
 mod pipeline;
 mod runtime_filter;
 
+pub use disk::ResultSpill;
 use disk::{Piece, Sink};
 
 pub use pipeline::Pipeline;
@@ -50,6 +51,20 @@ pub struct Joined {
 
 /// Rows a probe task takes at most.
 const PROBE_ROWS: usize = 64 << 10;
+
+/// Rows a task of a join step takes at most: [`PROBE_ROWS`], fewer under
+/// a small memory limit (a thousandth of a worker's share of it, never
+/// under 1,024), as the scans' morsels (each task's joined rows are made
+/// at once).
+fn probe_rows(opts: &QueryOptions, workers: usize) -> usize {
+    let share = opts
+        .memory
+        .as_ref()
+        .map_or(u64::MAX, |m| m.limit() / (workers.max(1) as u64 * 1024));
+    usize::try_from(share)
+        .unwrap_or(usize::MAX)
+        .clamp(1024, PROBE_ROWS)
+}
 /// Pairs a cross product's task makes at most.
 const CROSS_PAIRS: usize = 1 << 20;
 
@@ -107,20 +122,24 @@ impl Rel {
     /// rows written to disk instead (see [`disk`]).
     fn counted(mut self, opts: &QueryOptions) -> Result<Rel> {
         let bytes = super::memory::batches_bytes(&self.batches);
+        let spill = opts.spill.is_some();
+        let in_memory = self.batches.iter().any(|b| b.num_rows() > 0);
+        // Past half the limit (or with the test knob) rows go to disk,
+        // leaving room for the joins that read them (`Memory::keeps_rows`).
+        let past_half = opts.memory.as_ref().is_some_and(|m| !m.keeps_rows(bytes));
+        if spill && in_memory && (opts.join_rows_on_disk || past_half) {
+            return self.to_disk(opts);
+        }
         let r = match &mut self.mem {
             Some(m) => m.resize(bytes),
             None => opts.reserve(disk::OPERATOR, bytes).map(|m| {
                 self.mem = Some(m);
             }),
         };
-        let in_memory = self.batches.iter().any(|b| b.num_rows() > 0);
         match r {
-            Err(Error::MemoryLimit { .. }) if opts.spill.is_some() => self.to_disk(opts),
-            Err(e) => Err(e),
-            Ok(()) if opts.join_rows_on_disk && opts.spill.is_some() && in_memory => {
-                self.to_disk(opts)
-            }
             Ok(()) => Ok(self),
+            Err(Error::MemoryLimit { .. }) if spill => self.to_disk(opts),
+            Err(e) => Err(e),
         }
     }
 
@@ -135,6 +154,12 @@ impl Rel {
         let mut made = sink.finish()?;
         made.disk.extend(self.disk);
         Ok(Rel::made(made, Some(schema), self.cols, self.items))
+    }
+
+    /// Bytes its rows take (those on disk: their frames').
+    fn bytes(&self) -> u64 {
+        super::memory::batches_bytes(&self.batches)
+            + self.disk.iter().map(Piece::bytes).sum::<u64>()
     }
 
     /// The schema of its rows.
@@ -220,9 +245,10 @@ impl Rel {
     ) -> Result<HashTable> {
         // Reserved before it is built (the rows copied into one batch
         // and the index), then set to what it holds.
-        let bytes = super::memory::batches_bytes(&self.batches)
-            + self.disk.iter().map(Piece::bytes).sum::<u64>();
-        let mut mem = opts.reserve("hash join build", HashTable::estimate(self.rows, bytes))?;
+        let mut mem = opts.reserve(
+            "hash join build",
+            HashTable::estimate(self.rows, self.bytes()),
+        )?;
         let batch = self.one_batch()?;
         let arrays = eval_keys(&self.locals(keys)?, &batch, Some(&types))?;
         let mut t = HashTable::build(batch, &arrays, types, worker_count(opts.threads))?;
@@ -406,7 +432,7 @@ fn filter(
 fn filter_rows(rel: Rel, cond: &Expr, workers: usize, opts: &QueryOptions) -> Result<Rel> {
     let local = rel.local(cond)?;
     let schema = rel.batches.first().map(|b| b.schema());
-    let made = each_piece(&rel, PROBE_ROWS, workers, opts, |b| {
+    let made = each_piece(&rel, probe_rows(opts, workers), workers, opts, |b| {
         let mask = local.eval(b)?.into_array(b.num_rows())?;
         let mask = super::hash_join::truth(&mask)?;
         arrow_select::filter::filter_record_batch(b, &mask).map_err(exec_err)
@@ -441,6 +467,9 @@ struct Choice {
     rows: usize,
     leaf: usize,
     keys: Vec<(Expr, Expr, usize)>,
+    /// Its hash table fits the memory limit (else it is joined by
+    /// partitions, see `grace`).
+    fits: bool,
 }
 
 /// Runs the group; its output columns ([`JoinGroup::output`]) in order.
@@ -515,6 +544,7 @@ pub fn run(
             (Some(id), None, Some(kept)) if exact => Some((kept, (id, text))),
             _ => None,
         };
+        let mut on_disk = Vec::new();
         let r = match shared.as_ref().and_then(|(kept, key)| kept.get(key)) {
             Some((schema, batches)) => {
                 if let Some(p) = &opts.profile {
@@ -533,7 +563,18 @@ pub fn run(
                 }
             }
             None => {
-                let r = super::run_plan(db, plan, opts)?;
+                // Its rows past the memory limit go to disk as they are
+                // made (not those of a CTE kept for its next use).
+                let to_disk = (shared.is_none() && opts.spill.is_some())
+                    .then(|| Arc::new(ResultSpill::new(plan, opts.join_rows_on_disk)));
+                let leaf_opts = QueryOptions {
+                    result_spill: to_disk.clone(),
+                    ..opts.clone()
+                };
+                let r = super::run_plan(db, plan, &leaf_opts)?;
+                if let Some(t) = to_disk {
+                    on_disk = t.finish()?;
+                }
                 if let Some((kept, key)) = shared {
                     kept.keep(key, r.schema.clone(), r.batches.clone(), opts)?;
                 }
@@ -553,10 +594,11 @@ pub fn run(
         if batches.is_empty() {
             batches.push(plain(RecordBatch::new_empty(r.schema.clone()))?);
         }
-        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let rows = batches.iter().map(|b| b.num_rows()).sum::<usize>()
+            + on_disk.iter().map(Piece::rows).sum::<usize>();
         let mut rel = Rel {
             batches,
-            disk: Vec::new(),
+            disk: on_disk,
             cols: leaf.columns.clone(),
             items: 1 << i,
             rows,
@@ -688,7 +730,7 @@ pub fn run(
             }
             let mut joined = match table {
                 // Its build side does not fit: by partitions on disk.
-                None => grace_join(probe_side, build_side, &probe_keys, &keys, g, workers, opts)?,
+                None => grace_join(probe_side, build_side, &keys, g, workers, opts)?,
                 Some(table) => {
                     // The group's only join: run by the workers that read
                     // its rows.
@@ -904,9 +946,9 @@ pub fn run(
             }
             // A table that does not fit (its join will be made by
             // partitions, see `grace`): one row a key, as far as known.
-            let (fan, rows) = match fitting_table(&mut built, &leaves, r, &keys, g, opts)? {
-                Some(t) => (t.rows() as f64 / t.distinct.max(1) as f64, t.rows()),
-                None => (1.0, leaves[r].as_ref().map_or(0, |x| x.rows)),
+            let (fan, rows, fits) = match fitting_table(&mut built, &leaves, r, &keys, g, opts)? {
+                Some(t) => (t.rows() as f64 / t.distinct.max(1) as f64, t.rows(), true),
+                None => (1.0, leaves[r].as_ref().map_or(0, |x| x.rows), false),
             };
             let items: Vec<u64> = leaves
                 .iter()
@@ -922,6 +964,7 @@ pub fn run(
                     rows,
                     leaf: r,
                     keys,
+                    fits,
                 });
             }
         }
@@ -941,8 +984,14 @@ pub fn run(
                 Err(back) => s = back,
             }
         }
-        if let Some(Choice { leaf: r, keys, .. }) = best {
-            let table = if opts.join_rows_on_disk {
+        if let Some(Choice {
+            leaf: r,
+            keys,
+            fits,
+            ..
+        }) = best
+        {
+            let table = if opts.join_rows_on_disk || !fits {
                 None
             } else {
                 fitting_table(&mut built, &leaves, r, &keys, g, opts)?
@@ -958,7 +1007,7 @@ pub fn run(
                 // Its build side does not fit: joined by partitions on
                 // disk (the conditions left are applied above, as after
                 // any join).
-                s = grace_join(s, right, &probe_keys, &keys, g, workers, opts)?;
+                s = grace_join(s, right, &keys, g, workers, opts)?;
                 continue;
             };
             // The last join: run by the workers that read its rows.
@@ -1000,6 +1049,7 @@ pub fn run(
             let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
             let last = matches!(st.kind, JoinKind::Left | JoinKind::Full)
                 && !keys_for(&on, s.items, 1 << st.leaf).is_empty()
+                && !step_by_partitions(&s, st, &leaves, opts)
                 && leaves
                     .iter()
                     .enumerate()
@@ -1424,13 +1474,11 @@ fn inner_join(
     )
 }
 
-/// The inner join of `s` with `right` by `keys` (`probe_keys`: their
-/// probe sides over `s`'s columns) by partitions on disk ([`grace`]),
-/// a step of the profile.
+/// The inner join of `s` with `right` by `keys` by partitions on disk
+/// ([`grace`]), a step of the profile.
 fn grace_join(
     s: Rel,
     right: Rel,
-    probe_keys: &[Expr],
     keys: &[(Expr, Expr, usize)],
     g: &JoinGroup,
     workers: usize,
@@ -1441,16 +1489,76 @@ fn grace_join(
         label(g, s.items),
         label(g, right.items)
     );
-    let types = key_types(keys, g);
-    let build_keys = right.locals(keys.iter().map(|k| &k.1))?;
     let rows = s.rows;
     recorded(
         opts,
         || name,
         rows,
-        || grace::inner(s, right, probe_keys, &build_keys, &types, workers, opts),
+        || grace_rows(s, right, JoinKind::Inner, keys, None, g, workers, opts),
         |r| r.rows,
     )
+}
+
+/// `s` joined with `right` as `kind` by `keys` and the ON's `residual`
+/// (over global columns) by partitions on disk ([`grace`]).
+#[allow(clippy::too_many_arguments)]
+fn grace_rows(
+    s: Rel,
+    right: Rel,
+    kind: JoinKind,
+    keys: &[(Expr, Expr, usize)],
+    residual: Option<&Expr>,
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Rel> {
+    let types = key_types(keys, g);
+    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
+    let build_keys = right.locals(keys.iter().map(|k| &k.1))?;
+    let residual = residual.map(|r| s.beside(&right).local(r)).transpose()?;
+    let spec = grace::Spec {
+        kind,
+        probe_keys: &probe_keys,
+        build_keys: &build_keys,
+        types: &types,
+        residual: residual.as_ref(),
+    };
+    grace::join(s, right, &spec, workers, opts)
+}
+
+/// Whether an outer, semi or anti step `st` with `s` as its probe side
+/// is made by partitions on disk ([`grace`]): it joins by keys (and is
+/// not a mark join), and the side it would hash does not fit beside
+/// what the query holds (or the test knob says so).
+fn step_by_partitions(
+    s: &Rel,
+    st: &super::plan::from::OuterStep,
+    leaves: &[Option<Rel>],
+    opts: &QueryOptions,
+) -> bool {
+    let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
+    if st.kind == JoinKind::Mark
+        || opts.spill.is_none()
+        || keys_for(&on, s.items, 1 << st.leaf).is_empty()
+    {
+        return false;
+    }
+    let Some(other) = leaves[st.leaf].as_ref() else {
+        return false;
+    };
+    if opts.join_rows_on_disk {
+        return true;
+    }
+    // The side hashed: the smaller, as the steps choose it.
+    let hashed = if other.rows > s.rows && st.kind != JoinKind::Full {
+        s
+    } else {
+        other
+    };
+    let need = HashTable::estimate(hashed.rows, hashed.bytes());
+    opts.memory
+        .as_ref()
+        .is_some_and(|m| m.used().saturating_add(need) > m.limit())
 }
 
 /// The FROM items of `items` by name: `(o, l)`.
@@ -1523,6 +1631,20 @@ fn step_inner(
 ) -> Result<Rel> {
     let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
     let keys = keys_for(&on, s.items, 1 << st.leaf);
+    if step_by_partitions(&s, st, leaves, opts) {
+        let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
+        let rest = and_all(
+            on.iter()
+                .enumerate()
+                .filter(|(j, _)| !used.contains(j))
+                .map(|(_, c)| c.0.expr.clone())
+                .collect(),
+        );
+        let right = leaves[st.leaf]
+            .take()
+            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+        return grace_rows(s, right, st.kind, &keys, rest.as_ref(), g, workers, opts);
+    }
     // A semi or anti join against more rows than it keeps or drops
     // hashes its own rows and is probed by the other side's.
     let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
@@ -1685,26 +1807,31 @@ fn semi_by_probing_the_other_side(
     // s's rows matched by any task; per task, whether a key of right was
     // NULL.
     let marks = Marks::new(n);
-    let parts = parallel(right.pieces(PROBE_ROWS), workers, opts, |piece| {
-        let b = piece.load()?;
-        let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
-        let null_key = k.iter().any(|a| a.null_count() > 0);
-        let (mut p, mut m) = (Vec::new(), Vec::new());
-        let mut scratch = opts.reserve("hash join probe", 0)?;
-        table.matches(&k, b.num_rows(), &mut p, &mut m, &mut scratch)?;
-        match &residual {
-            None => m.iter().for_each(|&x| marks.set(x)),
-            Some(r) => {
-                let mask = super::hash_join::pair_mask(r, &table.batch, &b, &m, &p)?;
-                for (x, keep) in m.iter().zip(mask.values().iter()) {
-                    if keep {
-                        marks.set(*x);
+    let parts = parallel(
+        right.pieces(probe_rows(opts, workers)),
+        workers,
+        opts,
+        |piece| {
+            let b = piece.load()?;
+            let k = eval_keys(&their_keys, &b, Some(table.key_types()))?;
+            let null_key = k.iter().any(|a| a.null_count() > 0);
+            let (mut p, mut m) = (Vec::new(), Vec::new());
+            let mut scratch = opts.reserve("hash join probe", 0)?;
+            table.matches(&k, b.num_rows(), &mut p, &mut m, &mut scratch)?;
+            match &residual {
+                None => m.iter().for_each(|&x| marks.set(x)),
+                Some(r) => {
+                    let mask = super::hash_join::pair_mask(r, &table.batch, &b, &m, &p)?;
+                    for (x, keep) in m.iter().zip(mask.values().iter()) {
+                        if keep {
+                            marks.set(*x);
+                        }
                     }
                 }
             }
-        }
-        Ok(null_key)
-    })?;
+            Ok(null_key)
+        },
+    )?;
     let hit = marks.to_vec(n);
     let their_null = parts.into_iter().any(|nk| nk);
     let empty = right.rows == 0;
@@ -1750,7 +1877,7 @@ fn left_by_probing_the_other_side(
     let n = table.rows();
     let marks = Marks::new(n);
     let sink = Sink::new(opts)?;
-    let tasks: Vec<(u64, Piece)> = (0..).zip(right.pieces(PROBE_ROWS)).collect();
+    let tasks: Vec<(u64, Piece)> = (0..).zip(right.pieces(probe_rows(opts, workers))).collect();
     let last = tasks.len() as u64;
     parallel(tasks, workers, opts, |(i, piece)| {
         let b = piece.load()?;
@@ -1807,7 +1934,7 @@ fn semi(
     let per_task = if keys.is_empty() && residual.is_some() {
         (CROSS_PAIRS / table.rows().max(1)).max(1)
     } else {
-        PROBE_ROWS
+        probe_rows(opts, workers)
     };
     let anti = kind != JoinKind::Semi;
     let empty = table.rows() == 0;
@@ -1854,7 +1981,7 @@ fn mark(
     let per_task = if keys.is_empty() && residual.is_some() {
         (CROSS_PAIRS / table.rows().max(1)).max(1)
     } else {
-        PROBE_ROWS
+        probe_rows(opts, workers)
     };
     let schema = s.batches.first().map(|b| {
         let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| (**f).clone()).collect();
@@ -1895,7 +2022,7 @@ fn probe(
     let per_task = if keys.is_empty() {
         (CROSS_PAIRS / table.rows().max(1)).max(1)
     } else {
-        PROBE_ROWS
+        probe_rows(opts, workers)
     };
     let probe_schema = s.batches.first().map(|b| b.schema());
     let full = kind == JoinKind::Full;

@@ -199,6 +199,14 @@ impl Memory {
         self.0.used.load(Ordering::Relaxed)
     }
 
+    /// Whether rows of `bytes` that could as well be written to disk (a
+    /// join's) are kept in memory: while they and all else held stay
+    /// within half the limit, so that the hash tables and probes that
+    /// read them find room.
+    pub fn keeps_rows(&self, bytes: u64) -> bool {
+        self.used().saturating_add(bytes) <= self.limit() / 2
+    }
+
     /// The most bytes reserved at once so far.
     pub fn peak(&self) -> u64 {
         self.0.peak.load(Ordering::Relaxed)

@@ -147,6 +147,9 @@ pub struct QueryOptions {
     /// memory limit is reached — so the disk paths answer every join
     /// test, whatever its size.
     pub join_rows_on_disk: bool,
+    /// Where the rows of a join's FROM item go past the memory limit;
+    /// made by the join for the item's plan (leave it `None`).
+    pub result_spill: Option<std::sync::Arc<join::ResultSpill>>,
 }
 
 /// The rows of CTEs that a statement names more than once, by the CTE

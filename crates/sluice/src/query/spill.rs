@@ -71,6 +71,11 @@ struct Inner {
     dir: Mutex<Option<Arc<QueryDir>>>,
     files: AtomicU64,
     bytes: AtomicU64,
+    /// The most bytes its files may hold: as given, or (`u64::MAX`
+    /// until the query first spills) nine tenths of the space free under
+    /// the root then.
+    cap: AtomicU64,
+    given_cap: bool,
 }
 
 /// A query's spill directory and the lock that says it is in use.
@@ -101,13 +106,28 @@ impl Spill {
     /// until the query spills: then the directories that dead processes
     /// left under the root are removed first ([`sweep`]; a program that
     /// runs queries sweeps at its start too).
+    ///
+    /// Its files may hold at most nine tenths of the space free under the
+    /// root when the query first spills: past that a spill fails as a
+    /// full disk does (53100), before the disk is full (a join whose rows
+    /// multiply into billions would fill it).
     pub fn new(root: impl Into<PathBuf>) -> Spill {
-        let root = root.into();
+        Spill::with_cap(root, None)
+    }
+
+    /// [`Spill::new`] whose files may hold at most `cap` bytes.
+    pub fn limited(root: impl Into<PathBuf>, cap: u64) -> Spill {
+        Spill::with_cap(root, Some(cap))
+    }
+
+    fn with_cap(root: impl Into<PathBuf>, cap: Option<u64>) -> Spill {
         Spill(Arc::new(Inner {
-            root,
+            root: root.into(),
             dir: Mutex::new(None),
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            cap: AtomicU64::new(cap.unwrap_or(u64::MAX)),
+            given_cap: cap.is_some(),
         }))
     }
 
@@ -151,6 +171,11 @@ impl Spill {
             Err(e) => return Err(hint(e, root)),
         }
         sweep(root);
+        if !self.0.given_cap
+            && let Some(free) = free_bytes(root)
+        {
+            self.0.cap.store(free / 10 * 9, Ordering::Relaxed);
+        }
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -216,6 +241,17 @@ impl Spill {
             profile,
         })
     }
+}
+
+/// Bytes free to an unprivileged writer on the file system of `path`.
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a NUL-terminated path; `s` is a plain struct that
+    // statvfs fills.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::statvfs(c.as_ptr(), &mut s) };
+    (r == 0).then(|| (s.f_bavail as u64).saturating_mul(s.f_frsize as u64))
 }
 
 /// Removes the spill directories under `root` that no living process
@@ -292,6 +328,24 @@ impl RunWriter {
         header[4..8].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
         header[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         let n = HEADER + payload.len() as u64;
+        let cap = self.spill.0.cap.load(Ordering::Relaxed);
+        if self.spill.bytes_written().saturating_add(n) > cap {
+            let why = if self.spill.0.given_cap {
+                "its limit".to_string()
+            } else {
+                format!(
+                    "nine tenths of the space that was free under {} when it began to spill",
+                    self.spill.root().display()
+                )
+            };
+            return Err(
+                Error::io(&self.run.path, std::io::Error::from_raw_os_error(28)).context(format!(
+                    "spilling the {} to disk: the query's spill files would pass {} ({why}; free space there, or choose another directory with --temp-dir)",
+                    self.operator,
+                    super::memory::human_bytes(cap)
+                )),
+            );
+        }
         crate::fault::charge(n as usize)
             .and_then(|()| self.file.write_all(&header))
             .and_then(|()| self.file.write_all(&payload))

@@ -19,6 +19,7 @@ mod eager_agg;
 mod explain_analyze;
 mod intervals;
 mod join_pipeline;
+mod join_spill;
 mod json;
 mod keyed;
 mod keys;

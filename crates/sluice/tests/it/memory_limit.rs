@@ -73,11 +73,12 @@ fn each_operator_fails_past_the_limit_and_answers_under_it() {
     let dir = table();
     let db = Database::open(dir.path().join("db")).unwrap();
     // (A grouping past the limit spills instead: see `agg_spill`; so
-    // does an inner join: see `join_spill`.)
+    // do joins by keys: see `join_spill`. A mark join, EXISTS under OR,
+    // does not.)
     // The join's two sides fit (1.6 MB of keys each); its hash table not.
     refused_then_answered(
         &db,
-        "SELECT count(*) FROM t a LEFT JOIN t b ON a.k = b.k",
+        "SELECT count(*) FROM t a WHERE EXISTS (SELECT 1 FROM t b WHERE b.k = a.k) OR a.v = 100",
         6 << 20,
         "hash join build",
         r#"[[Some("200000")]]"#,
@@ -90,13 +91,14 @@ fn each_operator_fails_past_the_limit_and_answers_under_it() {
         "sort",
         r#"[[Some("199999")], [Some("199998")], "#,
     );
-    // A result of every row.
+    // A result of every row (a join's FROM item's rows would go to
+    // disk: see `join_spill`).
     refused_then_answered(
         &db,
-        "SELECT count(*) FROM (SELECT k, g FROM t) x JOIN (SELECT 1 AS one) y ON true",
+        "SELECT k, g FROM t WHERE v < 7",
         1 << 20,
         "scan result",
-        r#"[[Some("200000")]]"#,
+        r#"[[Some("0"), Some("group-0")], [Some("1"), Some("group-1")]"#,
     );
     // Windows and set operations hold their input.
     refused_then_answered(
@@ -153,28 +155,51 @@ fn the_database_is_unchanged_and_the_next_query_runs() {
 
 /// Joins whose rows multiply (a key of many duplicates on both sides, a
 /// cross product: billions of pairs) stop at the limit as their pairs
-/// grow, before they are made, never in the allocator.
+/// grow, before they are made, never in the allocator; a join whose
+/// rows go to disk (the cross product, not the last step's pipeline)
+/// stops at the spill's cap (nine tenths of the free space by default),
+/// as a full disk (53100), never filling the disk.
 #[test]
 fn joins_that_multiply_rows_stop_at_the_limit() {
     let dir = table();
     let db = Database::open(dir.path().join("db")).unwrap();
-    for (sql, operator) in [
+    for (sql, code, what) in [
         (
             "SELECT count(*) FROM t a JOIN t b ON a.v = b.v",
+            "53200",
             "hash join probe",
         ),
         // A cross product whose pairs carry columns (a bare count(*) of
         // one holds no columns, so no memory: it is slow, not refused).
-        ("SELECT max(a.k + b.k) FROM t a, t b", "hash join probe"),
+        (
+            "SELECT max(a.k + b.k) FROM t a, t b",
+            "53100",
+            "spill files would pass 64.0 MiB (its limit",
+        ),
         (
             "SELECT count(*) FROM t a LEFT JOIN t b ON a.v = b.v AND a.k < b.k",
+            "53200",
             "hash join probe",
         ),
     ] {
         let m = Memory::new(64 << 20);
-        let e = run(&db, sql, &m, 2).expect_err(sql);
-        assert_eq!(e.sqlstate(), "53200", "{sql}: {e}");
-        assert!(e.to_string().contains(operator), "{sql}: {e}");
+        let root = dir.path().join("spill");
+        let e = query_with(
+            &db,
+            sql,
+            &QueryOptions {
+                threads: Some(2),
+                memory: Some(m.clone()),
+                spill: Some(sluice::query::spill::Spill::limited(&root, 64 << 20)),
+                ..Default::default()
+            },
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{sql}: answered"));
+        assert_eq!(e.sqlstate(), code, "{sql}: {e}");
+        assert!(e.to_string().contains(what), "{sql}: {e}");
         assert_eq!(m.used(), 0, "{sql}");
+        let left = std::fs::read_dir(&root).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "{sql}: spill files left");
     }
 }

@@ -90,7 +90,8 @@ pub(super) fn part_pieces(run: &Arc<Run>, part: u32) -> Vec<Piece> {
 }
 
 /// Where the rows a step makes go, from every worker: kept in memory
-/// while the query's limit allows, else written to a run. They come out
+/// while they and all else held stay within half the query's limit (see
+/// [`crate::query::memory::Memory::keeps_rows`]), else written to a run. They come out
 /// in the order of the numbers they were put with.
 pub(super) struct Sink<'o> {
     opts: &'o QueryOptions,
@@ -148,8 +149,13 @@ impl<'o> Sink<'o> {
         if b.num_rows() == 0 {
             return Ok(());
         }
-        if !self.to_disk {
-            match h.mem.grow(batch_bytes(&b)) {
+        let bytes = batch_bytes(&b);
+        let keep = match (&self.opts.memory, &self.opts.spill) {
+            (Some(m), Some(_)) => m.keeps_rows(bytes),
+            _ => true,
+        };
+        if !self.to_disk && keep {
+            match h.mem.grow(bytes) {
                 Ok(()) => {
                     h.parts.push((n, Stored::Mem(b)));
                     return Ok(());
@@ -200,5 +206,91 @@ impl<'o> Sink<'o> {
             mem: h.mem,
             schema: h.schema,
         })
+    }
+}
+
+/// Where a FROM item's rows go past the memory limit while its plan
+/// runs (the scan's result is then the item's rows in memory, and
+/// these): frames of one run, each the rows of one morsel, as the join
+/// holds its rows ([`super::plain`]). Made by [`super::run`] for the
+/// item's plan alone: a plan run under it (a subquery, a set
+/// operation's branch) keeps its rows.
+pub struct ResultSpill {
+    /// The plan whose rows it takes (by address).
+    plan: usize,
+    /// Every batch to disk (the test knob).
+    pub(crate) always: bool,
+    writer: Mutex<Option<RunWriter>>,
+    /// (morsel, frame) of each frame written.
+    frames: Mutex<Vec<(usize, usize)>>,
+    rows: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for ResultSpill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResultSpill")
+    }
+}
+
+impl ResultSpill {
+    pub(super) fn new(plan: &crate::query::plan::Plan, always: bool) -> ResultSpill {
+        ResultSpill {
+            plan: plan as *const _ as usize,
+            always,
+            writer: Mutex::new(None),
+            frames: Mutex::new(Vec::new()),
+            rows: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Whether it takes `plan`'s rows.
+    pub(crate) fn is_for(&self, plan: &crate::query::plan::Plan) -> bool {
+        self.plan == plan as *const _ as usize
+    }
+
+    /// Writes the rows of morsel `morsel`.
+    pub(crate) fn write(&self, opts: &QueryOptions, morsel: usize, b: RecordBatch) -> Result<()> {
+        let b = super::plain(b)?;
+        let spill = opts
+            .spill
+            .as_ref()
+            .ok_or_else(|| Error::Internal("join: spilling without a spill".into()))?;
+        let mut w = self
+            .writer
+            .lock()
+            .map_err(|_| Error::Internal("join result lock poisoned".into()))?;
+        let w = match &mut *w {
+            Some(w) => w,
+            None => w.insert(spill.writer(OPERATOR, opts.profile.clone())?),
+        };
+        let i = w.frame_count();
+        w.write(0, &b)?;
+        self.rows
+            .fetch_add(b.num_rows() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.frames
+            .lock()
+            .map_err(|_| Error::Internal("join result lock poisoned".into()))?
+            .push((morsel, i));
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub(crate) fn rows(&self) -> u64 {
+        self.rows.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The pieces written, in the morsels' order.
+    pub(super) fn finish(&self) -> Result<Vec<Piece>> {
+        let poisoned = || Error::Internal("join result lock poisoned".into());
+        let w = self.writer.lock().map_err(|_| poisoned())?.take();
+        let Some(run) = w.map(RunWriter::finish).transpose()?.map(Arc::new) else {
+            return Ok(Vec::new());
+        };
+        let mut frames = std::mem::take(&mut *self.frames.lock().map_err(|_| poisoned())?);
+        frames.sort_unstable();
+        Ok(frames
+            .into_iter()
+            .map(|(_, i)| Piece::Disk(run.clone(), i))
+            .collect())
     }
 }

@@ -1,11 +1,10 @@
 //! The grace hash join (Kitsuregawa, Tanaka and Moto-oka, 1983; Shapiro,
-//! TODS 1986): an inner join by keys whose build side does not fit the
-//! query's memory limit.
+//! TODS 1986): a join by keys whose build side does not fit the query's
+//! memory limit.
 //!
 //! Both sides are written to disk, each row to one of [`PARTS`]
 //! partitions by the hash of its keys (the top bits, as the spilling
-//! hash aggregate's partitions are chosen: [`part_of`]); rows with a NULL
-//! in their keys match nothing and are dropped on the way. Then the
+//! hash aggregate's partitions are chosen: [`part_of`]). Then the
 //! partitions are joined one by one: a partition's build rows are hashed
 //! in memory, and its probe rows, read back by every worker, probe them.
 //! A partition whose build rows still do not fit is partitioned again by
@@ -13,72 +12,126 @@
 //! key that do not fit alone fail with the memory error. The joined rows
 //! go to a [`Sink`]: in memory while the limit allows, on disk past it.
 //!
+//! Every kind keeps its meaning across partitions, since equal keys
+//! meet in one partition. A row with a NULL in its keys matches nothing:
+//! it is dropped on the way where only matches count (the inner join's
+//! sides, a semi join's, NOT IN's build side), and kept, in partition 0,
+//! where it comes out unmatched (a LEFT or anti join's probe rows, a
+//! FULL join's both sides). NOT IN is decided once for all partitions:
+//! a NULL among the build side's keys keeps no row, and no build row at
+//! all keeps every row (NULL keys too).
+//!
 //! What a row costs: it is written and read once per level (the hash
 //! aggregate's rule: bytes through the disk, not rows hashed again).
 //!
-//! For: [`super::run`]'s inner joins by keys. Not for: outer, semi, anti
-//! and mark joins, cross products, the pipelined last join (their build
-//! sides must fit).
+//! For: [`super::run`]'s joins by keys: inner, LEFT, FULL, semi and
+//! anti. Not for: mark joins and cross products (their build sides must
+//! fit).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, ArrayRef, UInt32Array};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::DataType as A;
+use arrow_schema::{DataType as A, SchemaRef};
 
 use super::disk::{Piece, Sink, part_pieces};
-use super::{PROBE_ROWS, Rel, parallel};
+use super::{Rel, parallel, probe_rows};
 use crate::error::{Error, Result};
 use crate::query::QueryOptions;
 use crate::query::agg::hll;
 use crate::query::expr::{Expr, exec_err};
-use crate::query::hash_join::{HashTable, eval_keys, joined_schema};
+use crate::query::hash_join::{HashTable, Marks, eval_keys, joined_schema};
+use crate::query::plan::from::JoinKind;
 use crate::query::spill::{MAX_LEVEL, PARTS, Run, RunWriter, part_of};
 
 /// What its partitions count as on disk.
 const OPERATOR: &str = "grace hash join";
 
-/// The keys of one side (over its columns) and the types both sides'
-/// keys are compared as.
-struct Keys<'a> {
-    probe: &'a [Expr],
-    build: &'a [Expr],
-    types: &'a [A],
+/// A join to make by partitions: its kind, each side's keys (over its
+/// own columns), the types both sides' keys are compared as, and the
+/// conditions of its ON that are not keys (over the joined columns:
+/// the probe side's, then the build side's).
+pub(super) struct Spec<'a> {
+    pub kind: JoinKind,
+    pub probe_keys: &'a [Expr],
+    pub build_keys: &'a [Expr],
+    pub types: &'a [A],
+    pub residual: Option<&'a Expr>,
 }
 
-/// The inner join of `probe` with `build` by `probe_keys` = `build_keys`
-/// (over each side's columns), compared as `types`: `probe`'s columns,
-/// then `build`'s.
-pub(super) fn inner(
+impl Spec<'_> {
+    /// Its output holds the build side's columns (else only the probe
+    /// side's rows it keeps).
+    fn joins(&self) -> bool {
+        matches!(self.kind, JoinKind::Inner | JoinKind::Left | JoinKind::Full)
+    }
+
+    /// Probe rows that match nothing come out (NULL keys kept).
+    fn keeps_probe(&self) -> bool {
+        matches!(
+            self.kind,
+            JoinKind::Left | JoinKind::Full | JoinKind::Anti | JoinKind::AntiNull
+        )
+    }
+}
+
+/// `probe` joined with `build` as `spec` says: the probe side's columns,
+/// then (inner, LEFT, FULL) the build side's.
+pub(super) fn join(
     probe: Rel,
     build: Rel,
-    probe_keys: &[Expr],
-    build_keys: &[Expr],
-    types: &[A],
+    spec: &Spec,
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let out = probe.beside(&build);
-    let schema = joined_schema(&*probe.schema()?, &*build.schema()?);
-    let keys = Keys {
-        probe: probe_keys,
-        build: build_keys,
-        types,
+    if spec.kind == JoinKind::Mark {
+        return Err(Error::Internal("grace join: a mark join".into()));
+    }
+    let out = if spec.joins() {
+        probe.beside(&build)
+    } else {
+        probe.beside(&Rel::of(Vec::new(), None, Vec::new(), 0))
     };
+    let probe_schema = probe.schema()?;
+    let build_schema = build.schema()?;
+    let schema = if spec.joins() {
+        joined_schema(&probe_schema, &build_schema)
+    } else {
+        probe_schema.clone()
+    };
+    let full = spec.kind == JoinKind::Full;
     // Each side's memory is given back once it is on disk.
-    let b = partition(
-        build.pieces(PROBE_ROWS),
-        keys.build,
-        types,
+    let rows = probe_rows(opts, workers);
+    let (b, nulls) = partition(
+        build.pieces(rows),
+        spec.build_keys,
+        spec.types,
+        full,
         0,
         workers,
         opts,
     )?;
+    let build_rows = build.rows;
     drop(build);
-    let p = partition(
-        probe.pieces(PROBE_ROWS),
-        keys.probe,
-        types,
+    if spec.kind == JoinKind::AntiNull && (nulls > 0 || build_rows == 0) {
+        // NOT IN a list with a NULL: no row; NOT IN nothing: every row.
+        return if nulls > 0 {
+            Ok(Rel::made(
+                Sink::new(opts)?.finish()?,
+                Some(schema),
+                out.cols,
+                out.items,
+            ))
+        } else {
+            Ok(probe)
+        };
+    }
+    let (p, _) = partition(
+        probe.pieces(rows),
+        spec.probe_keys,
+        spec.types,
+        spec.keeps_probe() && spec.kind != JoinKind::AntiNull,
         0,
         workers,
         opts,
@@ -86,68 +139,126 @@ pub(super) fn inner(
     drop(probe);
     let sink = Sink::new(opts)?;
     let mut next = 0;
-    if let (Some(p), Some(b)) = (p, b) {
-        join_parts(&p, &b, &keys, 0, &sink, &mut next, workers, opts)?;
-    }
+    let sides = Sides {
+        probe: p,
+        build: b,
+        probe_schema,
+        build_schema,
+    };
+    join_parts(&sides, spec, 0, &sink, &mut next, workers, opts)?;
     Ok(Rel::made(sink.finish()?, Some(schema), out.cols, out.items))
 }
 
-/// Joins partition by partition the rows of runs `p` (probe side) and
-/// `b` (build side), partitioned at `level`; the joined rows to `sink`,
-/// numbered from `next` on.
-#[allow(clippy::too_many_arguments)]
+/// Both sides' runs, partitioned at one level, and their rows' schemas.
+struct Sides {
+    probe: Option<Arc<Run>>,
+    build: Option<Arc<Run>>,
+    probe_schema: SchemaRef,
+    build_schema: SchemaRef,
+}
+
+/// Joins `sides` partition by partition (at `level`); the joined rows to
+/// `sink`, numbered from `next` on.
 fn join_parts(
-    p: &Arc<Run>,
-    b: &Arc<Run>,
-    keys: &Keys,
+    sides: &Sides,
+    spec: &Spec,
     level: u32,
     sink: &Sink,
     next: &mut u64,
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<()> {
+    let full = spec.kind == JoinKind::Full;
     for part in 0..PARTS {
-        let build = part_pieces(b, part);
-        let probe = part_pieces(p, part);
-        if build.is_empty() || probe.is_empty() {
+        let build = sides
+            .build
+            .as_ref()
+            .map_or_else(Vec::new, |r| part_pieces(r, part));
+        let probe = sides
+            .probe
+            .as_ref()
+            .map_or_else(Vec::new, |r| part_pieces(r, part));
+        let needed = match spec.kind {
+            JoinKind::Full => !build.is_empty() || !probe.is_empty(),
+            _ if spec.keeps_probe() => !probe.is_empty(),
+            _ => !build.is_empty() && !probe.is_empty(),
+        };
+        if !needed {
             continue;
         }
-        match table_of(&build, keys, workers, opts) {
-            Ok(table) => {
-                let tasks: Vec<(u64, Piece)> = probe
-                    .into_iter()
-                    .map(|piece| {
-                        *next += 1;
-                        (*next, piece)
-                    })
-                    .collect();
-                parallel(tasks, workers, opts, |(n, piece)| {
-                    let rows = piece.load()?;
-                    let k = eval_keys(keys.probe, &rows, Some(table.key_types()))?;
-                    let mut scratch = opts.reserve("hash join probe", 0)?;
-                    let joined = table.join_batch(&rows, &k, None, false, None, &mut scratch)?;
-                    sink.put(n, joined)
-                })?;
-            }
+        let table = match table_of(&build, &sides.build_schema, spec, workers, opts) {
+            Ok(t) => t,
             Err(Error::MemoryLimit { .. }) if level < MAX_LEVEL => {
                 let deeper = level + 1;
-                let b2 = partition(build, keys.build, keys.types, deeper, workers, opts)?;
-                let p2 = partition(probe, keys.probe, keys.types, deeper, workers, opts)?;
-                if let (Some(p2), Some(b2)) = (p2, b2) {
-                    join_parts(&p2, &b2, keys, deeper, sink, next, workers, opts)?;
-                }
+                let (b, _) = partition(
+                    build,
+                    spec.build_keys,
+                    spec.types,
+                    full,
+                    deeper,
+                    workers,
+                    opts,
+                )?;
+                let keep = spec.keeps_probe() && spec.kind != JoinKind::AntiNull;
+                let (p, _) = partition(
+                    probe,
+                    spec.probe_keys,
+                    spec.types,
+                    keep,
+                    deeper,
+                    workers,
+                    opts,
+                )?;
+                let sides = Sides {
+                    probe: p,
+                    build: b,
+                    probe_schema: sides.probe_schema.clone(),
+                    build_schema: sides.build_schema.clone(),
+                };
+                join_parts(&sides, spec, deeper, sink, next, workers, opts)?;
+                continue;
             }
             Err(e) => return Err(e),
+        };
+        let marks = Marks::new(if full { table.rows() } else { 0 });
+        let tasks: Vec<(u64, Piece)> = probe
+            .into_iter()
+            .map(|piece| {
+                *next += 1;
+                (*next, piece)
+            })
+            .collect();
+        parallel(tasks, workers, opts, |(n, piece)| {
+            let rows = piece.load()?;
+            let k = eval_keys(spec.probe_keys, &rows, Some(table.key_types()))?;
+            let mut scratch = opts.reserve("hash join probe", 0)?;
+            let out = if spec.joins() {
+                let keep = spec.kind != JoinKind::Inner;
+                let marks = full.then_some(&marks);
+                table.join_batch(&rows, &k, spec.residual, keep, marks, &mut scratch)?
+            } else {
+                let anti = spec.kind != JoinKind::Semi;
+                table.semi_batch(&rows, &k, spec.residual, anti, &mut scratch)?
+            };
+            sink.put(n, out)
+        })?;
+        if full {
+            // The partition's build rows no probe row matched.
+            *next += 1;
+            let matched = marks.to_vec(table.rows());
+            sink.put(*next, table.unmatched(&sides.probe_schema, &matched)?)?;
         }
     }
     Ok(())
 }
 
-/// The hash table of a partition's build rows, reserved before they are
-/// read back (a partition that cannot fit is not read).
+/// The hash table of a partition's build rows (of `schema`; none: an
+/// empty table), reserved before they are read back (a partition that
+/// cannot fit is not read).
 fn table_of(
     pieces: &[Piece],
-    keys: &Keys,
+    schema: &SchemaRef,
+    spec: &Spec,
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<HashTable> {
@@ -155,45 +266,51 @@ fn table_of(
     let bytes = pieces.iter().map(Piece::bytes).sum();
     let mut mem = opts.reserve("hash join build", HashTable::estimate(rows, bytes))?;
     let batches = pieces.iter().map(Piece::load).collect::<Result<Vec<_>>>()?;
-    let schema = batches
-        .first()
-        .map(|b| b.schema())
-        .ok_or_else(|| Error::Internal("grace join: a partition without rows".into()))?;
-    let batch = arrow_select::concat::concat_batches(&schema, &batches).map_err(exec_err)?;
+    let batch = arrow_select::concat::concat_batches(schema, &batches).map_err(exec_err)?;
     drop(batches);
-    let arrays = eval_keys(keys.build, &batch, Some(keys.types))?;
-    let mut t = HashTable::build(batch, &arrays, keys.types.to_vec(), workers)?;
+    let arrays = eval_keys(spec.build_keys, &batch, Some(spec.types))?;
+    let mut t = HashTable::build(batch, &arrays, spec.types.to_vec(), workers)?;
     mem.resize(t.bytes() as u64)?;
     t.mem = Some(mem);
     Ok(t)
 }
 
-/// The rows of `pieces` without a NULL in their `keys`, written to one
-/// run, each as a frame of the partition of its keys' hash at `level`;
-/// `None` when there is no such row.
+/// The rows of `pieces` written to one run, each as a frame of the
+/// partition of its `keys`' hash at `level`; a row with a NULL in its
+/// keys to partition 0 if `nulls` says so, else dropped. `None` when no
+/// row was written; with the rows that had a NULL in their keys.
 fn partition(
     pieces: Vec<Piece>,
     keys: &[Expr],
     types: &[A],
+    nulls: bool,
     level: u32,
     workers: usize,
     opts: &QueryOptions,
-) -> Result<Option<Arc<Run>>> {
+) -> Result<(Option<Arc<Run>>, u64)> {
     let spill = opts
         .spill
         .as_ref()
         .ok_or_else(|| Error::Internal("grace join without a spill directory".into()))?;
     let writer: Mutex<Option<RunWriter>> = Mutex::new(None);
+    let null_rows = AtomicU64::new(0);
     parallel(pieces, workers, opts, |piece| {
         let rows = piece.load()?;
         let k = eval_keys(keys, &rows, Some(types))?;
         let hashes = key_hashes(&k)?;
         let mut by_part: Vec<Vec<u32>> = vec![Vec::new(); PARTS as usize];
+        let mut null_here = 0;
         for (r, h) in hashes.iter().enumerate() {
             if k.iter().all(|a| a.is_valid(r)) {
                 by_part[part_of(*h, level) as usize].push(r as u32);
+            } else {
+                null_here += 1;
+                if nulls {
+                    by_part[0].push(r as u32);
+                }
             }
         }
+        null_rows.fetch_add(null_here, Ordering::Relaxed);
         for (part, rows_of) in by_part.into_iter().enumerate() {
             if rows_of.is_empty() {
                 continue;
@@ -214,7 +331,8 @@ fn partition(
     let w = writer
         .into_inner()
         .map_err(|_| Error::Internal("grace join writer lock poisoned".into()))?;
-    Ok(w.map(RunWriter::finish).transpose()?.map(Arc::new))
+    let run = w.map(RunWriter::finish).transpose()?.map(Arc::new);
+    Ok((run, null_rows.into_inner()))
 }
 
 /// Each row's hash of its keys (compared as equal, hashed as equal:

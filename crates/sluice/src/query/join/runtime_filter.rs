@@ -66,7 +66,7 @@ use super::super::plan::setop::SetKind;
 use super::super::plan::{Body, Input, Plan, Prune};
 use super::super::{QueryOptions, memory::Reservation};
 use super::Rel;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// More keys than this and a filter is not built (its set would cost
 /// more than the join's own hash table saves).
@@ -588,7 +588,12 @@ pub(super) fn filtered_plan(
                     return Ok(());
                 };
                 let n = values.len();
-                held.push(filter_scan(b, scan, s.name, values, opts)?);
+                match filter_scan(b, scan, s.name, values, opts) {
+                    Ok(m) => held.push(m),
+                    // Keys past the memory limit: no filter (see below).
+                    Err(Error::MemoryLimit { .. }) => return Ok(()),
+                    Err(e) => return Err(e),
+                }
                 if let Some(profile) = &opts.profile {
                     let st = profile.start();
                     profile.finish(
@@ -628,8 +633,19 @@ pub(super) fn filtered_plan(
             plan.key_lookup = lookup_keys(&values, stored);
         }
         // The set test first: the scan runs the rest of its filter only
-        // over the rows it keeps (`exec::filter_rows`).
-        held.push(filter_scan(plan, s.scan, s.name, values, opts)?);
+        // over the rows it keeps (`exec::filter_rows`). Keys that do not
+        // fit the memory limit make no filter: the item's rows are read
+        // as without one, and the join keeps the same rows.
+        match filter_scan(plan, s.scan, s.name, values, opts) {
+            Ok(m) => held.push(m),
+            Err(Error::MemoryLimit { .. }) => {
+                if by_index {
+                    plan.key_lookup = None;
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
         if let Some(profile) = &opts.profile {
             let st = profile.start();
             profile.finish(

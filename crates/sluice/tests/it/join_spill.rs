@@ -1,0 +1,219 @@
+//! Joins past their memory limit: the rows of FROM items and of joins
+//! go to disk, and an inner join whose build side does not fit is made
+//! by partitions on disk (the grace join, recursively). Each query runs
+//! in memory first; its peak is measured, and it runs again with a tenth
+//! of it and with a small fixed budget: the answers must be equal, bytes
+//! must have been spilled, the pool must never pass its limit, and no
+//! spill file may be left. Keys: unique, duplicated, one key holding
+//! half the rows, NULL, text and two columns; sides that are empty; inner
+//! joins of two and three items, and LEFT, semi and anti joins whose
+//! sides are on disk.
+
+use sluice::query::memory::Memory;
+use sluice::query::spill::Spill;
+use sluice::query::{QueryOptions, query_with};
+use sluice::store::Database;
+
+use crate::common::{TempDir, load_bytes, opts, rows_of};
+
+const ROWS: u64 = 40_000;
+
+/// `t(k, j, s, v, one)`: `k` unique; `j` an INT key, 0 in half the rows,
+/// NULL every 13th; `s` one of 3,000 texts, NULL every 17th; `v` small;
+/// `one` 1 in every row. `u(j, w)`: `j` unique 0..5,000, but for the
+/// multiples of 7.
+fn tables() -> TempDir {
+    let dir = TempDir::new("joinspill");
+    let mut csv = String::from("k,j,s,v,one\n");
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for i in 0..ROWS {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = match (i % 13, x % 2) {
+            (0, _) => String::new(),
+            (_, 0) => "0".into(),
+            _ => ((x >> 8) % 5_000).to_string(),
+        };
+        let s = if i % 17 == 0 {
+            String::new()
+        } else {
+            format!("text-{}", (x >> 24) % 3_000)
+        };
+        csv.push_str(&format!("{i},{j},{s},{},1\n", (x >> 40) % 100));
+    }
+    load_bytes(
+        &dir,
+        "t",
+        csv.as_bytes(),
+        &opts("k BIGINT, j INT, s TEXT, v INT, one INT"),
+    )
+    .unwrap();
+    let mut csv = String::from("j,w\n");
+    for j in (0..5_000).filter(|j| j % 7 != 0) {
+        csv.push_str(&format!("{j},{}\n", j % 10));
+    }
+    load_bytes(&dir, "u", csv.as_bytes(), &opts("j INT, w INT")).unwrap();
+    dir
+}
+
+struct Run {
+    rows: Vec<Vec<Option<String>>>,
+    peak: u64,
+    spilled: u64,
+}
+
+fn run_with(
+    db: &Database,
+    sql: &str,
+    limit: u64,
+    threads: usize,
+    root: &std::path::Path,
+) -> sluice::Result<Run> {
+    let memory = Memory::new(limit);
+    let spill = Spill::new(root);
+    let r = query_with(
+        db,
+        sql,
+        &QueryOptions {
+            threads: Some(threads),
+            morsel_rows: Some(2048),
+            memory: Some(memory.clone()),
+            spill: Some(spill.clone()),
+            ..Default::default()
+        },
+    );
+    assert!(memory.peak() <= limit, "{sql}: the pool passed its limit");
+    let r = r?;
+    let mut rows = rows_of(&r.batches);
+    rows.sort();
+    drop(r);
+    assert_eq!(memory.used(), 0, "{sql}: reservations left");
+    Ok(Run {
+        rows,
+        peak: memory.peak(),
+        spilled: spill.bytes_written(),
+    })
+}
+
+fn run(db: &Database, sql: &str, limit: u64, threads: usize, root: &std::path::Path) -> Run {
+    run_with(db, sql, limit, threads, root)
+        .unwrap_or_else(|e| panic!("{sql} (limit {limit}, {threads} threads): {e}"))
+}
+
+fn no_spill_files(root: &std::path::Path) {
+    let left: Vec<String> = std::fs::read_dir(root)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("sluice-spill-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "spill files left: {left:?}");
+}
+
+/// `sql` in memory, then at a tenth of its peak and at `small`: the
+/// same rows, spilled.
+fn same_when_spilled(db: &Database, root: &std::path::Path, sql: &str, small: u64) {
+    for threads in [1, 3] {
+        let base = run(db, sql, 1 << 40, threads, root);
+        assert_eq!(base.spilled, 0, "{sql}: spilled in memory");
+        assert!(!base.rows.is_empty(), "{sql}");
+        for limit in [base.peak / 10, small] {
+            let got = run(db, sql, limit, threads, root);
+            assert!(
+                got.spilled > 0,
+                "{sql}: nothing spilled at {limit} of {} (threads {threads})",
+                base.peak
+            );
+            assert_eq!(
+                got.rows, base.rows,
+                "{sql}: limit {limit}, threads {threads}"
+            );
+            no_spill_files(root);
+        }
+    }
+}
+
+#[test]
+fn inner_joins_answer_the_same_by_partitions_on_disk() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        // A unique key: every row meets itself.
+        "SELECT count(*), sum(a.v), sum(b.k) FROM t a JOIN t b ON a.k = b.k",
+        // Rows of a key joined to the rows of another table's key; half
+        // the rows of one key, NULL keys that meet nothing.
+        "SELECT u.w, count(*), sum(t.v) FROM t JOIN u ON t.j = u.j GROUP BY u.w",
+        // Duplicate text keys (NULL meets nothing) and two columns.
+        "SELECT count(*), min(a.k + b.k), max(a.k - b.k) FROM t a JOIN t b ON a.s = b.s AND a.v = b.v",
+        // Three items; the rows that come out of the first join are
+        // the probe side of the second.
+        "SELECT u.w, count(*), sum(b.v) FROM t a JOIN t b ON a.k = b.k + 1 JOIN u ON b.j = u.j WHERE a.v < 90 GROUP BY u.w",
+        // Text and more columns through the joins (the answer itself
+        // is held in memory, and must fit: it is grouped).
+        "SELECT a.v, count(*), min(b.s), max(a.k - b.k) FROM t a JOIN t b ON a.k = b.k - 7 WHERE a.v > 60 GROUP BY a.v",
+    ] {
+        same_when_spilled(&db, &root, sql, 256 << 10);
+    }
+}
+
+#[test]
+fn outer_semi_and_anti_joins_read_their_sides_from_disk() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        // LEFT: NULL-filled rows, NULL keys, an ON condition that is not
+        // a key, rows of a key that do not all match.
+        "SELECT a.v, count(*), count(b.k), sum(b.k) FROM t a LEFT JOIN t b ON a.j = b.k AND b.v < 30 GROUP BY a.v",
+        "SELECT a.v, count(*), count(u.w), sum(u.w) FROM t a LEFT JOIN u ON a.j = u.j GROUP BY a.v",
+        // FULL: unmatched rows of both sides.
+        "SELECT count(*), count(a.k), count(b.k), sum(a.k), sum(b.k) FROM (SELECT * FROM t WHERE v < 60) a FULL JOIN (SELECT * FROM t WHERE v > 30) b ON a.j = b.k",
+        // Semi and anti joins; NOT IN over a list with no NULL, and
+        // over one with a NULL (no row).
+        "SELECT a.v, count(*) FROM t a WHERE EXISTS (SELECT 1 FROM t b WHERE b.k = a.j AND b.v < a.v) GROUP BY a.v",
+        "SELECT a.v, count(*) FROM t a WHERE NOT EXISTS (SELECT 1 FROM t b WHERE b.k = a.j + 3) GROUP BY a.v",
+        "SELECT a.v, count(*), sum(a.k) FROM t a WHERE a.k NOT IN (SELECT j + 1 FROM u) GROUP BY a.v",
+        "SELECT count(*), 1 AS one FROM t a WHERE a.k NOT IN (SELECT j FROM t)",
+    ] {
+        same_when_spilled(&db, &root, sql, 192 << 10);
+    }
+}
+
+#[test]
+fn empty_sides_join_to_nothing_by_partitions_too() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        "SELECT count(*) FROM t a JOIN (SELECT * FROM t WHERE v < 0) b ON a.k = b.k",
+        "SELECT count(*) FROM (SELECT * FROM t WHERE v < 0) a JOIN t b ON a.k = b.k",
+    ] {
+        for limit in [1 << 40, 256 << 10] {
+            let got = run(&db, sql, limit, 2, &root);
+            assert_eq!(got.rows, vec![vec![Some("0".to_string())]], "{sql}");
+            no_spill_files(&root);
+        }
+    }
+}
+
+/// One key's rows that cannot fit whatever the partitions: the query
+/// fails with the memory error of the hash join's build, and leaves no
+/// spill file.
+#[test]
+fn one_key_past_the_limit_fails_cleanly() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    let sql = "SELECT count(*) FROM t a JOIN t b ON a.one = b.one";
+    let e = match run_with(&db, sql, 256 << 10, 2, &root) {
+        Ok(r) => panic!("{sql}: answered {:?} past the limit", r.rows),
+        Err(e) => e,
+    };
+    assert_eq!(e.sqlstate(), "53200", "{e}");
+    assert!(e.to_string().contains("hash join build"), "{e}");
+    no_spill_files(&root);
+}
