@@ -30,9 +30,9 @@ fn spill_entries(root: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `GROUPS` under 512 KiB spilling into `root`, with the fault hook
-/// `fault` set.
-fn grouping_with_fault(t: &Tmp, root: &Path, fault: &str) -> std::process::Output {
+/// `sql` under 512 KiB spilling into `root`, with the fault hook `fault`
+/// set.
+fn query_with_fault(t: &Tmp, root: &Path, fault: &str, sql: &str) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
         .current_dir(&t.0)
         .env_remove("SLUICE_DB")
@@ -43,13 +43,66 @@ fn grouping_with_fault(t: &Tmp, root: &Path, fault: &str) -> std::process::Outpu
             "512KiB",
             "--temp-dir",
             root.to_str().unwrap(),
-            GROUPS,
+            sql,
         ])
         .output()
         .unwrap()
 }
 
 const GROUPS: &str = "SELECT count(*), sum(n), max(k) FROM (SELECT k, count(*) AS n FROM t GROUP BY k HAVING k % 7 = 0) x";
+
+/// A join whose sides and hash table pass 512 KiB: its FROM items' rows
+/// go to disk, and it is made by partitions.
+const JOINED: &str =
+    "SELECT a.v, count(*), sum(b.k) FROM t a JOIN t b ON a.k = b.k + 1 GROUP BY a.v ORDER BY a.v";
+const JOINED_CSV: &str =
+    "v,count(*),sum(b.k)\n0,33333,1666650000\n1,33333,1666583334\n2,33333,1666616667\n";
+
+#[test]
+fn a_join_past_the_limit_spills_answers_and_leaves_nothing() {
+    let t = Tmp::new();
+    table(&t);
+    assert_eq!(ok(&t.0, &["query", "--format", "csv", JOINED]), JOINED_CSV);
+    let root = t.0.join("scratch");
+    let out = sluice(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            root.to_str().unwrap(),
+            "--timing",
+            "--format",
+            "csv",
+            JOINED,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), JOINED_CSV);
+    assert!(stderr.contains("spilled: "), "{stderr}");
+    assert_eq!(spill_entries(&root), Vec::<String>::new());
+    // EXPLAIN ANALYZE names the join made by partitions and what each
+    // part of the join spilled.
+    let plan = ok(
+        &t.0,
+        &[
+            "query",
+            "--memory-limit",
+            "512KiB",
+            &format!("EXPLAIN ANALYZE {JOINED}"),
+        ],
+    );
+    assert!(plan.contains("Grace hash join (Inner) of "), "{plan}");
+    for op in ["grace hash join: ", "join (rows joined so far): "] {
+        assert!(
+            plan.lines()
+                .any(|l| l.trim_start().starts_with(op) && l.contains(" runs")),
+            "{op}: {plan}"
+        );
+    }
+}
 
 #[test]
 fn a_grouping_past_the_limit_spills_answers_and_leaves_nothing() {
@@ -123,16 +176,18 @@ fn a_full_disk_fails_the_query_cleanly_and_leaves_no_spill_file() {
     let t = Tmp::new();
     table(&t);
     let root = t.0.join("scratch");
-    let o = grouping_with_fault(&t, &root, "disk-full-after=20000");
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("No space left on device"), "{err}");
-    assert!(
-        err.contains(root.to_str().unwrap()),
-        "names the file: {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(spill_entries(&root), Vec::<String>::new());
+    for sql in [GROUPS, JOINED] {
+        let o = query_with_fault(&t, &root, "disk-full-after=20000", sql);
+        assert_eq!(o.status.code(), Some(2), "{sql}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(
+            err.contains(root.to_str().unwrap()),
+            "names the file: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(spill_entries(&root), Vec::<String>::new(), "{sql}");
+    }
 }
 
 #[test]
@@ -140,7 +195,8 @@ fn a_query_killed_mid_spill_leaves_files_the_next_start_removes() {
     let t = Tmp::new();
     table(&t);
     let root = t.0.join("scratch");
-    let o = grouping_with_fault(&t, &root, "spill-abort-after-bytes=30000");
+    // (A join's spill files too: see below.)
+    let o = query_with_fault(&t, &root, "spill-abort-after-bytes=30000", GROUPS);
     assert!(!o.status.success(), "the fault aborts it");
     assert_eq!(o.status.code(), None, "killed by a signal");
     let left = spill_entries(&root);
@@ -175,6 +231,15 @@ fn a_query_killed_mid_spill_leaves_files_the_next_start_removes() {
         ),
         "count(*),sum(n),max(k)\n14286,14286,99995\n"
     );
+    // A join killed mid-spill: the same.
+    let o = query_with_fault(&t, &root, "spill-abort-after-bytes=30000", JOINED);
+    assert_eq!(o.status.code(), None, "killed by a signal");
+    assert_eq!(spill_entries(&root).len(), 1);
+    ok(
+        &t.0,
+        &["query", "--temp-dir", root.to_str().unwrap(), "SELECT 1"],
+    );
+    assert_eq!(spill_entries(&root), Vec::<String>::new());
 }
 
 #[test]

@@ -996,7 +996,23 @@ fn execute_block(
                                         }
                                         // Dictionary-encoded TEXT stays encoded only
                                         // where it is a bare group key.
-                                        let raw = decode_batch(&inputs.rows_of(&m)?, &keep_dict)?;
+                                        let rows = match (inputs.rows_of(&m), spiller) {
+                                            // A pipelined join's rows that do
+                                            // not fit beside the groups: the
+                                            // groups go to disk (the other
+                                            // workers' at their next morsel),
+                                            // and the morsel is joined again.
+                                            (Err(Error::MemoryLimit { .. }), Some(sp)) => {
+                                                if table.groups() > 1 {
+                                                    sp.spill(&mut table)?;
+                                                    mem.resize(table.bytes() as u64)?;
+                                                }
+                                                sp.ask_others();
+                                                inputs.rows_of(&m)?
+                                            }
+                                            (r, _) => r?,
+                                        };
+                                        let raw = decode_batch(&rows, &keep_dict)?;
                                         // The table as the last morsel left it,
                                         // with room for this one's rows.
                                         fit(&mut table, &mut mem, raw.num_rows())?;

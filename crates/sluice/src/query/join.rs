@@ -1631,56 +1631,6 @@ fn step_inner(
 ) -> Result<Rel> {
     let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
     let keys = keys_for(&on, s.items, 1 << st.leaf);
-    if step_by_partitions(&s, st, leaves, opts) {
-        let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
-        let rest = and_all(
-            on.iter()
-                .enumerate()
-                .filter(|(j, _)| !used.contains(j))
-                .map(|(_, c)| c.0.expr.clone())
-                .collect(),
-        );
-        let right = leaves[st.leaf]
-            .take()
-            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
-        return grace_rows(s, right, st.kind, &keys, rest.as_ref(), g, workers, opts);
-    }
-    // A semi or anti join against more rows than it keeps or drops
-    // hashes its own rows and is probed by the other side's.
-    let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
-    if is_semi(st.kind) && !keys.is_empty() && other_rows > s.rows {
-        let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
-        let rest = and_all(
-            on.iter()
-                .enumerate()
-                .filter(|(j, _)| !used.contains(j))
-                .map(|(_, c)| c.0.expr.clone())
-                .collect(),
-        );
-        let right = leaves[st.leaf]
-            .take()
-            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
-        return semi_by_probing_the_other_side(
-            s,
-            &right,
-            &keys,
-            rest.as_ref(),
-            st.kind,
-            g,
-            workers,
-            opts,
-        );
-    }
-    // A LEFT join with more rows on its NULL-filled side hashes its own
-    // rows instead (see below): the other side's table is not built.
-    let own_table = st.kind == JoinKind::Left && other_rows > s.rows && !keys.is_empty();
-    let table = if own_table {
-        None
-    } else {
-        Some(table_for(built, leaves, st.leaf, &keys, g, opts)?)
-    };
-    let table = || table.ok_or_else(|| Error::Internal("join: no hash table".into()));
-    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
     let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
     let rest = and_all(
         on.iter()
@@ -1689,9 +1639,58 @@ fn step_inner(
             .map(|(_, c)| c.0.expr.clone())
             .collect(),
     );
-    let right = leaves[st.leaf]
-        .take()
-        .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+    let take = |leaves: &mut [Option<Rel>]| {
+        leaves[st.leaf]
+            .take()
+            .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))
+    };
+    // By partitions on disk: when the side to hash does not fit (known
+    // before, or found when its table is built).
+    let by_parts = !keys.is_empty() && st.kind != JoinKind::Mark && opts.spill.is_some();
+    let partitioned = |s: Rel, leaves: &mut [Option<Rel>]| {
+        let right = take(leaves)?;
+        grace_rows(s, right, st.kind, &keys, rest.as_ref(), g, workers, opts)
+    };
+    if step_by_partitions(&s, st, leaves, opts) {
+        return partitioned(s, leaves);
+    }
+    // A semi or anti join against more rows than it keeps or drops
+    // hashes its own rows and is probed by the other side's; so does a
+    // LEFT join with more rows on its NULL-filled side (the other side's
+    // table is not built).
+    let other_rows = leaves[st.leaf].as_ref().map_or(0, |r| r.rows);
+    let own_table =
+        (is_semi(st.kind) || st.kind == JoinKind::Left) && other_rows > s.rows && !keys.is_empty();
+    if own_table {
+        let table = match s.hashed(keys.iter().map(|k| &k.0), key_types(&keys, g), g, opts) {
+            Err(Error::MemoryLimit { .. }) if by_parts => return partitioned(s, leaves),
+            t => t?,
+        };
+        let right = take(leaves)?;
+        return if is_semi(st.kind) {
+            semi_by_probing_the_other_side(
+                s,
+                table,
+                &right,
+                &keys,
+                rest.as_ref(),
+                st.kind,
+                workers,
+                opts,
+            )
+        } else {
+            left_by_probing_the_other_side(s, table, &right, &keys, rest.as_ref(), workers, opts)
+        };
+    }
+    let table = match table_for(built, leaves, st.leaf, &keys, g, opts) {
+        Err(Error::MemoryLimit { .. }) if by_parts => {
+            built.clear();
+            return partitioned(s, leaves);
+        }
+        t => t?,
+    };
+    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
+    let right = take(leaves)?;
     if st.kind == JoinKind::Mark {
         let col = st
             .mark
@@ -1699,7 +1698,7 @@ fn step_inner(
         mark(
             s,
             &right,
-            &*table()?,
+            &table,
             &probe_keys,
             rest.as_ref(),
             col,
@@ -1711,20 +1710,18 @@ fn step_inner(
         semi(
             s,
             &right,
-            &*table()?,
+            &table,
             &probe_keys,
             rest.as_ref(),
             st.kind,
             workers,
             opts,
         )
-    } else if own_table {
-        left_by_probing_the_other_side(s, &right, &keys, rest.as_ref(), g, workers, opts)
     } else {
         probe(
             s,
             &right,
-            &*table()?,
+            &table,
             &probe_keys,
             rest.as_ref(),
             st.kind,
@@ -1791,15 +1788,14 @@ fn table_for(
 #[allow(clippy::too_many_arguments)]
 fn semi_by_probing_the_other_side(
     s: Rel,
+    table: HashTable,
     right: &Rel,
     keys: &[(Expr, Expr, usize)],
     residual: Option<&Expr>,
     kind: JoinKind,
-    g: &JoinGroup,
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), g, opts)?;
     let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     // Pairs are checked over s's columns, then right's (as `semi` does).
     let residual = residual.map(|r| s.beside(right).local(r)).transpose()?;
@@ -1863,14 +1859,13 @@ fn semi_by_probing_the_other_side(
 /// with NULL right columns. The columns: the right side's, then `s`'s.
 fn left_by_probing_the_other_side(
     s: Rel,
+    table: HashTable,
     right: &Rel,
     keys: &[(Expr, Expr, usize)],
     residual: Option<&Expr>,
-    g: &JoinGroup,
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Rel> {
-    let table = s.hashed(keys.iter().map(|k| &k.0), key_types(keys, g), g, opts)?;
     let their_keys = right.locals(keys.iter().map(|k| &k.1))?;
     let out = right.beside(&s);
     let residual = residual.map(|r| out.local(r)).transpose()?;

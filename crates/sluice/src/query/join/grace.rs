@@ -31,7 +31,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{Array, ArrayRef, UInt32Array};
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType as A, SchemaRef};
 
@@ -42,8 +42,9 @@ use crate::query::QueryOptions;
 use crate::query::agg::hll;
 use crate::query::expr::{Expr, exec_err};
 use crate::query::hash_join::{HashTable, Marks, eval_keys, joined_schema};
+use crate::query::memory::{Reservation, batch_bytes};
 use crate::query::plan::from::JoinKind;
-use crate::query::spill::{MAX_LEVEL, PARTS, Run, RunWriter, part_of};
+use crate::query::spill::{MAX_LEVEL, PARTS, Run, RunWriter, Spill, part_of};
 
 /// What its partitions count as on disk.
 const OPERATOR: &str = "grace hash join";
@@ -275,10 +276,19 @@ fn table_of(
     Ok(t)
 }
 
-/// The rows of `pieces` written to one run, each as a frame of the
-/// partition of its `keys`' hash at `level`; a row with a NULL in its
-/// keys to partition 0 if `nulls` says so, else dropped. `None` when no
-/// row was written; with the rows that had a NULL in their keys.
+/// Bytes of a partition's rows gathered before they are written as one
+/// frame: the partitions' buffers together hold at most an eighth of the
+/// memory limit (within these bounds: frames of a few rows cost more in
+/// their headers than in their rows).
+fn flush_bytes(opts: &QueryOptions) -> u64 {
+    let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+    (limit / 8 / u64::from(PARTS)).clamp(8 << 10, 4 << 20)
+}
+
+/// The rows of `pieces` written to one run, as frames of the partition
+/// of their `keys`' hash at `level`; a row with a NULL in its keys to
+/// partition 0 if `nulls` says so, else dropped. `None` when no row was
+/// written; with the rows that had a NULL in their keys.
 fn partition(
     pieces: Vec<Piece>,
     keys: &[Expr],
@@ -292,7 +302,13 @@ fn partition(
         .spill
         .as_ref()
         .ok_or_else(|| Error::Internal("grace join without a spill directory".into()))?;
-    let writer: Mutex<Option<RunWriter>> = Mutex::new(None);
+    let flush_at = flush_bytes(opts);
+    let out = Mutex::new(Partitions {
+        writer: None,
+        held: vec![(Vec::new(), 0); PARTS as usize],
+        mem: opts.reserve(OPERATOR, 0)?,
+    });
+    let poisoned = || Error::Internal("grace join writer lock poisoned".into());
     let null_rows = AtomicU64::new(0);
     parallel(pieces, workers, opts, |piece| {
         let rows = piece.load()?;
@@ -317,22 +333,62 @@ fn partition(
             }
             let taken = arrow_select::take::take_record_batch(&rows, &UInt32Array::from(rows_of))
                 .map_err(exec_err)?;
-            let mut w = writer
-                .lock()
-                .map_err(|_| Error::Internal("grace join writer lock poisoned".into()))?;
-            let w = match &mut *w {
-                Some(w) => w,
-                None => w.insert(spill.writer(OPERATOR, opts.profile.clone())?),
-            };
-            w.write(part as u32, &taken)?;
+            let bytes = batch_bytes(&taken);
+            let mut o = out.lock().map_err(|_| poisoned())?;
+            let o = &mut *o;
+            // Past its share, or past the limit, the part is written.
+            let counted = o.mem.grow(bytes).is_ok();
+            o.held[part].0.push(taken);
+            if counted {
+                o.held[part].1 += bytes;
+            }
+            if !counted || o.held[part].1 >= flush_at {
+                o.flush(part, spill, opts)?;
+            }
         }
         Ok(())
     })?;
-    let w = writer
-        .into_inner()
-        .map_err(|_| Error::Internal("grace join writer lock poisoned".into()))?;
-    let run = w.map(RunWriter::finish).transpose()?.map(Arc::new);
+    let mut o = out.into_inner().map_err(|_| poisoned())?;
+    for part in 0..PARTS as usize {
+        o.flush(part, spill, opts)?;
+    }
+    let run = o
+        .writer
+        .take()
+        .map(RunWriter::finish)
+        .transpose()?
+        .map(Arc::new);
     Ok((run, null_rows.into_inner()))
+}
+
+/// A partitioning's run being written, and each partition's rows not
+/// yet written (and their bytes counted in `mem`).
+struct Partitions {
+    writer: Option<RunWriter>,
+    held: Vec<(Vec<RecordBatch>, u64)>,
+    mem: Reservation,
+}
+
+impl Partitions {
+    /// Writes partition `part`'s rows held as one frame.
+    fn flush(&mut self, part: usize, spill: &Spill, opts: &QueryOptions) -> Result<()> {
+        let (batches, bytes) = std::mem::take(&mut self.held[part]);
+        let Some(first) = batches.first() else {
+            return Ok(());
+        };
+        let batch =
+            arrow_select::concat::concat_batches(&first.schema(), &batches).map_err(exec_err)?;
+        drop(batches);
+        let w = match &mut self.writer {
+            Some(w) => w,
+            None => self
+                .writer
+                .insert(spill.writer(OPERATOR, opts.profile.clone())?),
+        };
+        w.write(part as u32, &batch)?;
+        let held = self.mem.bytes().saturating_sub(bytes);
+        self.mem.resize(held)
+    }
 }
 
 /// Each row's hash of its keys (compared as equal, hashed as equal:
