@@ -88,14 +88,16 @@ enum Command {
         output: Option<std::path::PathBuf>,
         /// The most memory the query's hash tables, aggregates, sorts and
         /// result may hold (e.g. 512MiB, 4GiB; default: 80% of the
-        /// machine's memory); past it a GROUP BY writes its groups to
-        /// disk (--temp-dir) and finishes, other operators stop the query
-        /// with an error naming the operator
+        /// machine's memory); past it a GROUP BY writes its groups, and a
+        /// join by keys its rows and partitions, to disk (--temp-dir) and
+        /// finishes, other operators stop the query with an error naming
+        /// the operator
         #[arg(long, value_name = "SIZE")]
         memory_limit: Option<String>,
         /// Where a query past --memory-limit writes what does not fit
         /// (default: tmp in the database directory); a directory of the
-        /// query's own, removed when it ends
+        /// query's own, removed when it ends, and holding at most nine
+        /// tenths of the space free there when the query began to spill
         #[arg(long, value_name = "DIR")]
         temp_dir: Option<PathBuf>,
     },

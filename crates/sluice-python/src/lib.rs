@@ -86,9 +86,9 @@ impl Database {
     }
 
     /// Bytes one query may hold (its hash tables, aggregates, sorts and
-    /// result); past it a GROUP BY spills to `temp_dir` (default: `tmp`
-    /// in the database) and other operators raise QueryError (sqlstate
-    /// 53200).
+    /// result); past it a GROUP BY and joins by keys spill to `temp_dir`
+    /// (default: `tmp` in the database) and other operators raise
+    /// QueryError (sqlstate 53200).
     #[getter]
     fn memory_limit(&self) -> u64 {
         self.memory_limit

@@ -2027,19 +2027,20 @@ fn probe(
     let sink = Sink::new(opts)?;
     let tasks: Vec<(u64, Piece)> = (0..).zip(s.pieces(per_task)).collect();
     let last = tasks.len() as u64;
-    parallel(tasks, workers, opts, |(i, piece)| {
-        let b = piece.load()?;
-        let k = eval_keys(keys, &b, Some(table.key_types()))?;
+    let probe_rows = |b: &RecordBatch| {
+        let k = eval_keys(keys, b, Some(table.key_types()))?;
         let mut scratch = opts.reserve("hash join probe", 0)?;
-        let j = table.join_batch(
-            &b,
+        table.join_batch(
+            b,
             &k,
             residual.as_ref(),
             keep,
             full.then_some(&marks),
             &mut scratch,
-        )?;
-        sink.put(i, j)
+        )
+    };
+    parallel(tasks, workers, opts, |(i, piece)| {
+        sink.put_split(i, piece.load()?, &probe_rows)
     })?;
     let matched = marks.to_vec(if full { build_rows } else { 0 });
     let ps =

@@ -217,3 +217,60 @@ fn one_key_past_the_limit_fails_cleanly() {
     assert!(e.to_string().contains("hash join build"), "{e}");
     no_spill_files(&root);
 }
+
+/// Rows whose join key is NULL match nothing and are never hashed: a
+/// FULL or LEFT join whose side is mostly NULL keys answers under a
+/// small limit (piled into one partition, they could never be split).
+#[test]
+fn null_keys_however_many_never_make_a_partition_too_big() {
+    let dir = tables();
+    let mut csv = String::from("j,x\n");
+    for i in 0..30_000 {
+        let j = if i % 10 < 7 {
+            String::new()
+        } else {
+            (i % 9_000).to_string()
+        };
+        csv.push_str(&format!("{j},{i}\n"));
+    }
+    load_bytes(&dir, "n", csv.as_bytes(), &opts("j BIGINT, x INT")).unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        "SELECT count(*), count(a.k), count(n.x), sum(n.x) FROM (SELECT * FROM t WHERE v < 50) a FULL JOIN n ON a.k = n.j",
+        "SELECT count(*), count(a.k), sum(n.x) FROM n LEFT JOIN t a ON a.k = n.j",
+        "SELECT count(*), sum(n.x) FROM n WHERE NOT EXISTS (SELECT 1 FROM t a WHERE a.k = n.j)",
+    ] {
+        same_when_spilled(&db, &root, sql, 192 << 10);
+    }
+}
+
+/// A probe batch whose pairs pass the limit (a key met by many rows on
+/// both sides) is probed in halves, each half's rows put out on their
+/// own: the join by partitions (forced, as past the limit) answers.
+#[test]
+fn pairs_past_the_limit_are_made_half_a_batch_at_a_time() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    let sql = "SELECT count(*), sum(a.k), sum(b.k) FROM (SELECT k, j FROM t) a JOIN (SELECT k, j FROM t WHERE k < 100) b ON a.j = b.j";
+    let base = run(&db, sql, 1 << 40, 2, &root);
+    let limit = 512 << 10;
+    let memory = Memory::new(limit);
+    let r = query_with(
+        &db,
+        sql,
+        &QueryOptions {
+            threads: Some(2),
+            memory: Some(memory.clone()),
+            spill: Some(Spill::new(&root)),
+            join_rows_on_disk: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    assert_eq!(rows_of(&r.batches), base.rows, "{sql}");
+    assert!(memory.peak() <= limit);
+    drop(r);
+    no_spill_files(&root);
+}

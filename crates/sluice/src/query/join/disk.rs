@@ -102,7 +102,7 @@ pub(super) struct Sink<'o> {
 }
 
 struct Held {
-    parts: Vec<(u64, Stored)>,
+    parts: Vec<((u64, u32), Stored)>,
     mem: Reservation,
     writer: Option<RunWriter>,
     schema: Option<SchemaRef>,
@@ -124,6 +124,37 @@ pub(super) struct Made {
 }
 
 impl<'o> Sink<'o> {
+    /// Puts what `f` makes of `rows` as the `n`-th batch; when that does
+    /// not fit the memory limit (a key of many rows met by many), `rows`
+    /// is halved and each half's made and put on its own, down to one
+    /// row.
+    pub fn put_split(
+        &self,
+        n: u64,
+        rows: RecordBatch,
+        f: &(dyn Fn(&RecordBatch) -> Result<RecordBatch> + Sync),
+    ) -> Result<()> {
+        self.split_from(n, 0, rows, f)
+    }
+
+    fn split_from(
+        &self,
+        n: u64,
+        off: u32,
+        rows: RecordBatch,
+        f: &(dyn Fn(&RecordBatch) -> Result<RecordBatch> + Sync),
+    ) -> Result<()> {
+        match f(&rows) {
+            Err(Error::MemoryLimit { .. }) if rows.num_rows() > 1 && self.opts.spill.is_some() => {
+                let half = rows.num_rows() / 2;
+                let rest = rows.num_rows() - half;
+                self.split_from(n, off, rows.slice(0, half), f)?;
+                self.split_from(n, off + half as u32, rows.slice(half, rest), f)
+            }
+            r => self.put_at(n, off, r?),
+        }
+    }
+
     pub fn new(opts: &'o QueryOptions) -> Result<Sink<'o>> {
         Ok(Sink {
             opts,
@@ -139,6 +170,11 @@ impl<'o> Sink<'o> {
 
     /// Puts `b` as the `n`-th batch.
     pub fn put(&self, n: u64, b: RecordBatch) -> Result<()> {
+        self.put_at(n, 0, b)
+    }
+
+    /// Puts `b` as the rows from `off` on of the `n`-th batch.
+    pub fn put_at(&self, n: u64, off: u32, b: RecordBatch) -> Result<()> {
         let mut h = self
             .held
             .lock()
@@ -157,7 +193,7 @@ impl<'o> Sink<'o> {
         if !self.to_disk && keep {
             match h.mem.grow(bytes) {
                 Ok(()) => {
-                    h.parts.push((n, Stored::Mem(b)));
+                    h.parts.push(((n, off), Stored::Mem(b)));
                     return Ok(());
                 }
                 Err(Error::MemoryLimit { .. }) if self.opts.spill.is_some() => {}
@@ -178,7 +214,7 @@ impl<'o> Sink<'o> {
         };
         let i = w.frame_count();
         w.write(0, &b)?;
-        h.parts.push((n, Stored::Frame(i)));
+        h.parts.push(((n, off), Stored::Frame(i)));
         Ok(())
     }
 

@@ -15,9 +15,10 @@
 //! Every kind keeps its meaning across partitions, since equal keys
 //! meet in one partition. A row with a NULL in its keys matches nothing:
 //! it is dropped on the way where only matches count (the inner join's
-//! sides, a semi join's, NOT IN's build side), and kept, in partition 0,
-//! where it comes out unmatched (a LEFT or anti join's probe rows, a
-//! FULL join's both sides). NOT IN is decided once for all partitions:
+//! sides, a semi join's, NOT IN's build side), and put out as it is read
+//! back where it comes out unmatched (a LEFT or anti join's probe rows,
+//! a FULL join's both sides) — never hashed, so NULL keys however many
+//! never make a partition too big. NOT IN is decided once for all partitions:
 //! a NULL among the build side's keys keeps no row, and no build row at
 //! all keeps every row (NULL keys too).
 //!
@@ -48,6 +49,11 @@ use crate::query::spill::{MAX_LEVEL, PARTS, Run, RunWriter, Spill, part_of};
 
 /// What its partitions count as on disk.
 const OPERATOR: &str = "grace hash join";
+
+/// The frames of the rows whose keys have a NULL (kept where they come
+/// out unmatched): never hashed (they match nothing, and no partitioning
+/// could split them), but put out as they are read.
+const NULL_PART: u32 = PARTS;
 
 /// A join to make by partitions: its kind, each side's keys (over its
 /// own columns), the types both sides' keys are compared as, and the
@@ -140,6 +146,17 @@ pub(super) fn join(
     drop(probe);
     let sink = Sink::new(opts)?;
     let mut next = 0;
+    unmatched_nulls(
+        p.as_ref(),
+        b.as_ref(),
+        spec,
+        &probe_schema,
+        &build_schema,
+        &sink,
+        &mut next,
+        workers,
+        opts,
+    )?;
     let sides = Sides {
         probe: p,
         build: b,
@@ -148,6 +165,66 @@ pub(super) fn join(
     };
     join_parts(&sides, spec, 0, &sink, &mut next, workers, opts)?;
     Ok(Rel::made(sink.finish()?, Some(schema), out.cols, out.items))
+}
+
+/// The rows whose keys have a NULL ([`NULL_PART`] of runs `p` and `b`)
+/// as they come out unmatched: a LEFT or FULL join's probe rows with
+/// NULL build columns, an anti join's probe rows, a FULL join's build
+/// rows with NULL probe columns; to `sink`, numbered from `next` on.
+#[allow(clippy::too_many_arguments)]
+fn unmatched_nulls(
+    p: Option<&Arc<Run>>,
+    b: Option<&Arc<Run>>,
+    spec: &Spec,
+    probe_schema: &SchemaRef,
+    build_schema: &SchemaRef,
+    sink: &Sink,
+    next: &mut u64,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<()> {
+    let mut tasks: Vec<(u64, bool, Piece)> = Vec::new();
+    for (run, probe_side) in [(p, true), (b, false)] {
+        for piece in run.map_or_else(Vec::new, |r| part_pieces(r, NULL_PART)) {
+            *next += 1;
+            tasks.push((*next, probe_side, piece));
+        }
+    }
+    parallel(tasks, workers, opts, |(n, probe_side, piece)| {
+        let rows = piece.load()?;
+        let out = match (probe_side, spec.joins()) {
+            (true, false) => rows,
+            (true, true) => null_filled(&rows, build_schema, true)?,
+            (false, _) => null_filled(&rows, probe_schema, false)?,
+        };
+        sink.put(n, out)
+    })?;
+    Ok(())
+}
+
+/// `rows` beside NULL columns of `other` (after them if `first`, else
+/// before), as joined rows.
+fn null_filled(rows: &RecordBatch, other: &SchemaRef, first: bool) -> Result<RecordBatch> {
+    let n = rows.num_rows();
+    let nulls: Vec<ArrayRef> = other
+        .fields()
+        .iter()
+        .map(|f| arrow_array::new_null_array(f.data_type(), n))
+        .collect();
+    let (cols, schema) = if first {
+        let mut c = rows.columns().to_vec();
+        c.extend(nulls);
+        (c, joined_schema(&rows.schema(), other))
+    } else {
+        let mut c = nulls;
+        c.extend(rows.columns().iter().cloned());
+        (c, joined_schema(other, &rows.schema()))
+    };
+    Ok(RecordBatch::try_new_with_options(
+        schema,
+        cols,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+    )?)
 }
 
 /// Both sides' runs, partitioned at one level, and their rows' schemas.
@@ -229,19 +306,20 @@ fn join_parts(
                 (*next, piece)
             })
             .collect();
-        parallel(tasks, workers, opts, |(n, piece)| {
-            let rows = piece.load()?;
-            let k = eval_keys(spec.probe_keys, &rows, Some(table.key_types()))?;
+        let probe_rows = |rows: &RecordBatch| {
+            let k = eval_keys(spec.probe_keys, rows, Some(table.key_types()))?;
             let mut scratch = opts.reserve("hash join probe", 0)?;
-            let out = if spec.joins() {
+            if spec.joins() {
                 let keep = spec.kind != JoinKind::Inner;
                 let marks = full.then_some(&marks);
-                table.join_batch(&rows, &k, spec.residual, keep, marks, &mut scratch)?
+                table.join_batch(rows, &k, spec.residual, keep, marks, &mut scratch)
             } else {
                 let anti = spec.kind != JoinKind::Semi;
-                table.semi_batch(&rows, &k, spec.residual, anti, &mut scratch)?
-            };
-            sink.put(n, out)
+                table.semi_batch(rows, &k, spec.residual, anti, &mut scratch)
+            }
+        };
+        parallel(tasks, workers, opts, |(n, piece)| {
+            sink.put_split(n, piece.load()?, &probe_rows)
         })?;
         if full {
             // The partition's build rows no probe row matched.
@@ -287,7 +365,7 @@ fn flush_bytes(opts: &QueryOptions) -> u64 {
 
 /// The rows of `pieces` written to one run, as frames of the partition
 /// of their `keys`' hash at `level`; a row with a NULL in its keys to
-/// partition 0 if `nulls` says so, else dropped. `None` when no row was
+/// [`NULL_PART`] if `nulls` says so, else dropped. `None` when no row was
 /// written; with the rows that had a NULL in their keys.
 fn partition(
     pieces: Vec<Piece>,
@@ -305,7 +383,7 @@ fn partition(
     let flush_at = flush_bytes(opts);
     let out = Mutex::new(Partitions {
         writer: None,
-        held: vec![(Vec::new(), 0); PARTS as usize],
+        held: vec![(Vec::new(), 0); NULL_PART as usize + 1],
         mem: opts.reserve(OPERATOR, 0)?,
     });
     let poisoned = || Error::Internal("grace join writer lock poisoned".into());
@@ -314,7 +392,7 @@ fn partition(
         let rows = piece.load()?;
         let k = eval_keys(keys, &rows, Some(types))?;
         let hashes = key_hashes(&k)?;
-        let mut by_part: Vec<Vec<u32>> = vec![Vec::new(); PARTS as usize];
+        let mut by_part: Vec<Vec<u32>> = vec![Vec::new(); NULL_PART as usize + 1];
         let mut null_here = 0;
         for (r, h) in hashes.iter().enumerate() {
             if k.iter().all(|a| a.is_valid(r)) {
@@ -322,7 +400,7 @@ fn partition(
             } else {
                 null_here += 1;
                 if nulls {
-                    by_part[0].push(r as u32);
+                    by_part[NULL_PART as usize].push(r as u32);
                 }
             }
         }
@@ -349,7 +427,7 @@ fn partition(
         Ok(())
     })?;
     let mut o = out.into_inner().map_err(|_| poisoned())?;
-    for part in 0..PARTS as usize {
+    for part in 0..=NULL_PART as usize {
         o.flush(part, spill, opts)?;
     }
     let run = o
