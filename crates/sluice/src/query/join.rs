@@ -1604,11 +1604,18 @@ fn run_step(
     opts: &QueryOptions,
 ) -> Result<Rel> {
     let (items, rows) = (s.items, s.rows);
+    // (Named as made by partitions when known before; a table found too
+    // big only as it is built keeps the name.)
+    let grace = if step_by_partitions(&s, st, leaves, opts) {
+        "Grace hash join"
+    } else {
+        "Hash join"
+    };
     recorded(
         opts,
         || {
             format!(
-                "Hash join ({:?}) of {} with {}",
+                "{grace} ({:?}) of {} with {}",
                 st.kind,
                 label(g, items),
                 label(g, 1 << st.leaf)

@@ -74,12 +74,18 @@ impl Spec<'_> {
         matches!(self.kind, JoinKind::Inner | JoinKind::Left | JoinKind::Full)
     }
 
-    /// Probe rows that match nothing come out (NULL keys kept).
+    /// Probe rows that match nothing come out.
     fn keeps_probe(&self) -> bool {
         matches!(
             self.kind,
             JoinKind::Left | JoinKind::Full | JoinKind::Anti | JoinKind::AntiNull
         )
+    }
+
+    /// Probe rows with a NULL in their keys come out (not NOT IN's:
+    /// against rows, NULL IN them is NULL).
+    fn keeps_probe_nulls(&self) -> bool {
+        self.keeps_probe() && self.kind != JoinKind::AntiNull
     }
 }
 
@@ -138,7 +144,7 @@ pub(super) fn join(
         probe.pieces(rows),
         spec.probe_keys,
         spec.types,
-        spec.keeps_probe() && spec.kind != JoinKind::AntiNull,
+        spec.keeps_probe_nulls(),
         0,
         workers,
         opts,
@@ -277,12 +283,11 @@ fn join_parts(
                     workers,
                     opts,
                 )?;
-                let keep = spec.keeps_probe() && spec.kind != JoinKind::AntiNull;
                 let (p, _) = partition(
                     probe,
                     spec.probe_keys,
                     spec.types,
-                    keep,
+                    spec.keeps_probe_nulls(),
                     deeper,
                     workers,
                     opts,
