@@ -564,8 +564,10 @@ pub fn run(
             }
             None => {
                 // Its rows past the memory limit go to disk as they are
-                // made (not those of a CTE kept for its next use).
-                let to_disk = (shared.is_none() && opts.spill.is_some())
+                // made.
+                let to_disk = opts
+                    .spill
+                    .is_some()
                     .then(|| Arc::new(ResultSpill::new(plan, opts.join_rows_on_disk)));
                 let leaf_opts = QueryOptions {
                     result_spill: to_disk.clone(),
@@ -575,8 +577,16 @@ pub fn run(
                 if let Some(t) = to_disk {
                     on_disk = t.finish()?;
                 }
-                if let Some((kept, key)) = shared {
-                    kept.keep(key, r.schema.clone(), r.batches.clone(), opts)?;
+                // A CTE's rows are kept for its next use when they are
+                // all in memory and fit beside the rest; else it runs
+                // again there.
+                if let Some((kept, key)) = shared
+                    && on_disk.is_empty()
+                {
+                    match kept.keep(key, r.schema.clone(), r.batches.clone(), opts) {
+                        Ok(()) | Err(Error::MemoryLimit { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
                 r
             }

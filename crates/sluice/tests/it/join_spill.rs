@@ -152,6 +152,9 @@ fn inner_joins_answer_the_same_by_partitions_on_disk() {
         // Three items; the rows that come out of the first join are
         // the probe side of the second.
         "SELECT u.w, count(*), sum(b.v) FROM t a JOIN t b ON a.k = b.k + 1 JOIN u ON b.j = u.j WHERE a.v < 90 GROUP BY u.w",
+        // A CTE named twice: its rows on disk are not kept for its
+        // second use (it runs again).
+        "WITH j AS (SELECT a.k, a.v + b.v AS w FROM t a JOIN t b ON a.k = b.k + 1) SELECT count(*), sum(j1.w), sum(j2.w) FROM j j1 JOIN j j2 ON j1.k = j2.k",
         // Text and more columns through the joins (the answer itself
         // is held in memory, and must fit: it is grouped).
         "SELECT a.v, count(*), min(b.s), max(a.k - b.k) FROM t a JOIN t b ON a.k = b.k - 7 WHERE a.v > 60 GROUP BY a.v",
