@@ -1681,6 +1681,7 @@ fn step_inner(
     if own_table {
         let table = match s.hashed(keys.iter().map(|k| &k.0), key_types(&keys, g), g, opts) {
             Err(Error::MemoryLimit { .. }) if by_parts => return partitioned(s, leaves),
+            Ok(_) if by_parts && !leaves_room(opts) => return partitioned(s, leaves),
             t => t?,
         };
         let right = take(leaves)?;
@@ -1701,6 +1702,10 @@ fn step_inner(
     }
     let table = match table_for(built, leaves, st.leaf, &keys, g, opts) {
         Err(Error::MemoryLimit { .. }) if by_parts => {
+            built.clear();
+            return partitioned(s, leaves);
+        }
+        Ok(_) if by_parts && !leaves_room(opts) => {
             built.clear();
             return partitioned(s, leaves);
         }
@@ -1762,17 +1767,34 @@ fn fitting_table(
     if keys.is_empty() || opts.spill.is_none() {
         return table_for(built, leaves, r, keys, g, opts).map(Some);
     }
-    match table_for(built, leaves, r, keys, g, opts) {
+    let t = match table_for(built, leaves, r, keys, g, opts) {
         Err(Error::MemoryLimit { .. }) if !built.is_empty() => {
             built.clear();
             match table_for(built, leaves, r, keys, g, opts) {
-                Err(Error::MemoryLimit { .. }) => Ok(None),
-                t => t.map(Some),
+                Err(Error::MemoryLimit { .. }) => return Ok(None),
+                t => t?,
             }
         }
-        Err(Error::MemoryLimit { .. }) => Ok(None),
-        t => t.map(Some),
+        Err(Error::MemoryLimit { .. }) => return Ok(None),
+        t => t?,
+    };
+    if leaves_room(opts) {
+        return Ok(Some(t));
     }
+    // Built, but with no room left for its probes: by partitions.
+    drop(t);
+    built.clear();
+    Ok(None)
+}
+
+/// Whether the query's memory has room left beside what it holds (an
+/// eighth of the limit) for the probes of a table just built: a table
+/// that fits only just is no better than one that does not (its probes
+/// fail), and is made by partitions instead.
+fn leaves_room(opts: &QueryOptions) -> bool {
+    opts.memory
+        .as_ref()
+        .is_none_or(|m| m.used() <= m.limit() - m.limit() / 8)
 }
 
 /// The hash table of leaf `r` by the build sides of `keys` (built once).

@@ -277,3 +277,45 @@ fn pairs_past_the_limit_are_made_half_a_batch_at_a_time() {
     drop(r);
     no_spill_files(&root);
 }
+
+/// A table that fits only just (BIGINT keys joined to DECIMAL ones,
+/// hashed as their row bytes) leaves its probes no room: it is made by
+/// partitions instead, at every limit about its size.
+#[test]
+fn a_table_that_only_just_fits_leaves_room_for_its_probes() {
+    let dir = TempDir::new("joinroom");
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % 5_001
+    };
+    let mut m1 = String::from("id,k\n");
+    for i in 0..40_000 {
+        m1.push_str(&format!("{i},{}\n", next()));
+    }
+    let mut m2 = String::from("id,k\n");
+    for i in 0..10_000 {
+        m2.push_str(&format!("{i},{}\n", next()));
+    }
+    load_bytes(&dir, "m1", m1.as_bytes(), &opts("id BIGINT, k BIGINT")).unwrap();
+    load_bytes(
+        &dir,
+        "m2",
+        m2.as_bytes(),
+        &opts("id BIGINT, k DECIMAL(12,2)"),
+    )
+    .unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    let sql = "SELECT count(*), sum(m1.id) FROM m1 JOIN m2 ON m1.k = m2.k";
+    let base = run(&db, sql, 1 << 40, 1, &root);
+    for kib in [900, 1000, 1150, 1250, 1300] {
+        for threads in [1, 2] {
+            let got = run(&db, sql, kib << 10, threads, &root);
+            assert_eq!(got.rows, base.rows, "{sql} at {kib} KiB, {threads} threads");
+            no_spill_files(&root);
+        }
+    }
+}

@@ -226,6 +226,22 @@ impl Pipeline {
 
     /// The group's rows of one morsel of the probe side.
     pub fn apply(&self, b: &RecordBatch) -> Result<RecordBatch> {
+        match self.apply_whole(b) {
+            // Pairs past the memory limit (a table that only just fit):
+            // the morsel joined in halves, down to one row, the halves'
+            // rows put together (they are not counted; the pairs are).
+            Err(Error::MemoryLimit { .. }) if b.num_rows() > 1 && self.opts.spill.is_some() => {
+                let half = b.num_rows() / 2;
+                let first = self.apply(&b.slice(0, half))?;
+                let second = self.apply(&b.slice(half, b.num_rows() - half))?;
+                arrow_select::concat::concat_batches(&first.schema(), [&first, &second])
+                    .map_err(exec_err)
+            }
+            r => r,
+        }
+    }
+
+    fn apply_whole(&self, b: &RecordBatch) -> Result<RecordBatch> {
         let at = Instant::now();
         let mut scratch = self.opts.reserve("hash join probe", 0)?;
         if let Some(n) = &self.narrow {
