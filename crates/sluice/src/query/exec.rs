@@ -578,6 +578,13 @@ fn execute_block(
                     && opts.spill.is_some()
             });
             let visible: Vec<usize> = (0..plan.visible).collect();
+            // ORDER BY: rows past half the limit are sorted to disk (a
+            // worker's first rows under LIMIT too), and merged at the end.
+            let sorter = if plan.order.is_empty() {
+                None
+            } else {
+                super::sort::ExternalSort::new(&plan.order, opts, top)
+            };
             // One worker (a key lookup, a small table): on this thread,
             // without starting one (a thread costs more than the rows).
             // A worker's first rows so far and the candidates since, as
@@ -600,6 +607,8 @@ fn execute_block(
                 let mut best: Option<RecordBatch> = None;
                 let mut pending: Vec<RecordBatch> = Vec::new();
                 let mut pending_rows = 0usize;
+                // The bytes of `best` and `pending`, counted.
+                let mut top_mem = opts.reserve(super::sort::OPERATOR, 0).ok();
                 while let Some(i) = inputs.nth(next.fetch_add(1, Ordering::Relaxed)) {
                     let Some(&m) = morsels.get(i) else {
                         break;
@@ -666,6 +675,49 @@ fn execute_block(
                         let out = project(&batch, exprs, &out_schema)?;
                         let Some(k) = top else {
                             let bytes = super::memory::batch_bytes(&out);
+                            if let Some(s) = &sorter {
+                                let grown = match s.should_spill(bytes) {
+                                    true => Err(None),
+                                    false => held
+                                        .lock()
+                                        .map_err(|_| Error::Internal("worker panicked".into()))?
+                                        .grow(bytes)
+                                        .map_err(Some),
+                                };
+                                match grown {
+                                    Ok(()) => return Ok(Some(out)),
+                                    Err(None | Some(Error::MemoryLimit { .. })) => {}
+                                    Err(Some(e)) => return Err(e),
+                                }
+                                // Past half the limit: the rows held so far
+                                // and these, sorted to disk.
+                                let mut rows = vec![with_positions(&out, i, None)?];
+                                let mut freed = 0;
+                                {
+                                    let mut o = results
+                                        .lock()
+                                        .map_err(|_| Error::Internal("worker panicked".into()))?;
+                                    let mut kept = Vec::with_capacity(o.len());
+                                    for (j, r) in o.drain(..) {
+                                        match r {
+                                            Ok(b) => {
+                                                freed += super::memory::batch_bytes(&b);
+                                                rows.push(with_positions(&b, j, None)?);
+                                            }
+                                            Err(e) => kept.push((j, Err(e))),
+                                        }
+                                    }
+                                    *o = kept;
+                                }
+                                s.spill(&rows)?;
+                                drop(rows);
+                                let mut h = held
+                                    .lock()
+                                    .map_err(|_| Error::Internal("worker panicked".into()))?;
+                                let left = h.bytes().saturating_sub(freed);
+                                h.resize(left)?;
+                                return Ok(None);
+                            }
                             // (Past half the limit a join's rows go to
                             // disk: see `Memory::keeps_rows`.)
                             let past_half =
@@ -697,6 +749,31 @@ fn execute_block(
                         };
                         pending_rows += cand.num_rows();
                         pending.push(cand);
+                        // The first rows counted; past half the limit
+                        // sorted to disk (their first k), and begun anew.
+                        if let (Some(s), Some(mem)) = (&sorter, top_mem.as_mut()) {
+                            let bytes = best
+                                .iter()
+                                .chain(pending.iter())
+                                .map(super::memory::batch_bytes)
+                                .sum::<u64>();
+                            let grow = bytes.saturating_sub(mem.bytes());
+                            let fits = !s.should_spill(grow)
+                                && match mem.resize(bytes) {
+                                    Ok(()) => true,
+                                    Err(Error::MemoryLimit { .. }) => false,
+                                    Err(e) => return Err(e),
+                                };
+                            if !fits {
+                                let mut rows: Vec<RecordBatch> = best.take().into_iter().collect();
+                                rows.append(&mut pending);
+                                pending_rows = 0;
+                                s.spill(&rows)?;
+                                drop(rows);
+                                mem.resize(0)?;
+                                return Ok(None);
+                            }
+                        }
                         // Sorted down to the first k once the rows held
                         // pass 2k: each row is sorted a bounded number of
                         // times whatever k (a top-k of half a table
@@ -750,6 +827,23 @@ fn execute_block(
                 .into_inner()
                 .map_err(|_| Error::Internal("worker panicked".into()))?;
             results.sort_by_key(|r| r.0);
+            if let Some(s) = sorter.as_ref().filter(|s| s.spilled()) {
+                // Some rows on disk: the rest with their positions (a
+                // worker's first rows have theirs), merged with them.
+                let rest = results
+                    .into_iter()
+                    .map(|(i, r)| match top {
+                        Some(_) => r,
+                        None => r.and_then(|b| with_positions(&b, i, None)),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let keep: Vec<usize> = (0..plan.visible).collect();
+                let out = sorted_result(s, &rest, plan, opts, out_schema.project(&keep)?)?;
+                if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+                    return Err(e);
+                }
+                return Ok((out, facts));
+            }
             let batches: Vec<RecordBatch> =
                 results.into_iter().map(|r| r.1).collect::<Result<_>>()?;
             match top {
@@ -769,7 +863,7 @@ fn execute_block(
                     }
                     return Ok((vec![limit_rows(out.project(&keep)?, plan)?], facts));
                 }
-                None if batches.is_empty() => RecordBatch::new_empty(out_schema),
+                None if batches.is_empty() => vec![RecordBatch::new_empty(out_schema)],
                 // Nothing to order or cut: the morsels' batches in table
                 // order, as they are (a concatenation would copy every
                 // row of a `SELECT *` once more).
@@ -798,9 +892,13 @@ fn execute_block(
                         .collect::<Result<Vec<_>>>()?;
                     return Ok((batches, facts));
                 }
-                None => {
-                    arrow_select::concat::concat_batches(&out_schema, &batches).map_err(exec_err)?
-                }
+                // Sorted and cut together (or, when a sorted copy does
+                // not fit, by `sort_and_limit` a batch at a time).
+                None if !plan.order.is_empty() => batches,
+                None => vec![
+                    arrow_select::concat::concat_batches(&out_schema, &batches)
+                        .map_err(exec_err)?,
+                ],
             }
         }
         Body::Aggregate {
@@ -1283,14 +1381,21 @@ fn execute_block(
                     }
                 }
             };
-            let agg_batch = match grouped {
-                Grouped::Columns(cols) => finish_cols(cols)?,
-                Grouped::Batches(b) => {
-                    arrow_select::concat::concat_batches(&agg_schema, &b).map_err(exec_err)?
-                }
-            };
             let out_schema = output_schema(post, &agg_types, &plan.names);
-            project(&agg_batch, post, &out_schema)?
+            match grouped {
+                Grouped::Columns(cols) => vec![project(&finish_cols(cols)?, post, &out_schema)?],
+                // Each partition's groups projected; sorted and cut
+                // together by `sort_and_limit`.
+                Grouped::Batches(b) if !b.is_empty() => b
+                    .iter()
+                    .map(|b| project(b, post, &out_schema))
+                    .collect::<Result<Vec<_>>>()?,
+                Grouped::Batches(_) => vec![project(
+                    &RecordBatch::new_empty(agg_schema.clone()),
+                    post,
+                    &out_schema,
+                )?],
+            }
         }
     };
     // A stopped query handed out no more morsels: its result is partial.
@@ -1298,7 +1403,7 @@ fn execute_block(
         return Err(e);
     }
     let out = sort_and_limit(out, plan, opts)?;
-    Ok((vec![out], facts))
+    Ok((out, facts))
 }
 
 /// How many times (a millisecond apart) a worker whose emptied table
@@ -1931,23 +2036,127 @@ fn sort_columns(batch: &RecordBatch, plan: &Plan) -> Result<Vec<SortColumn>> {
 }
 
 fn sort_and_limit(
-    batch: RecordBatch,
+    batches: Vec<RecordBatch>,
     plan: &Plan,
     opts: &super::QueryOptions,
-) -> Result<RecordBatch> {
-    let mut batch = batch;
+) -> Result<Vec<RecordBatch>> {
+    let n: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let needs_sort = !plan.order.is_empty() && n > 1;
+    // Rows that are not sorted are answered in one batch.
+    let batches = match (needs_sort, batches.len()) {
+        (false, 2..) => vec![
+            arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
+                .map_err(exec_err)?,
+        ],
+        _ => batches,
+    };
     // The rows to answer with, and while they are sorted, their sorted
     // copy and its row numbers.
-    let rows = super::memory::batch_bytes(&batch);
-    let _mem = opts.reserve("query result", rows)?;
-    if !plan.order.is_empty() && batch.num_rows() > 1 {
-        let _sort = opts.reserve("sort", rows + 4 * batch.num_rows() as u64)?;
+    let rows = super::memory::batches_bytes(&batches);
+    let fetch = top_k(plan);
+    let sorter = match needs_sort {
+        true => super::sort::ExternalSort::new(&plan.order, opts, fetch),
+        false => None,
+    };
+    let whole = match (opts.reserve("query result", rows), &sorter) {
+        (Ok(m), _) => Some(m),
+        (Err(Error::MemoryLimit { .. }), Some(_)) => None,
+        (Err(e), _) => return Err(e),
+    };
+    let sort = match needs_sort && whole.is_some() && !opts.sort_rows_on_disk {
+        false => None,
+        true => match (
+            opts.reserve(super::sort::OPERATOR, rows + 4 * n as u64),
+            &sorter,
+        ) {
+            (Ok(m), _) => Some(m),
+            (Err(Error::MemoryLimit { .. }), Some(_)) => None,
+            (Err(e), _) => return Err(e),
+        },
+    };
+    let sorter = sorter.filter(|_| sort.is_none());
+    if let Some(s) = &sorter {
+        // No room for a sorted copy: sorted a piece at a time to disk,
+        // then merged.
+        let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+        let keep: Vec<usize> = (0..plan.visible).collect();
+        let schema = match batches.first() {
+            Some(b) => b.schema().project(&keep)?,
+            None => return Err(Error::Internal("a sort without rows".into())),
+        };
+        let mut p = 0;
+        for batch in batches {
+            let n = batch.num_rows();
+            let bytes = super::memory::batch_bytes(&batch);
+            let piece = ((n as u128 * (limit / 8).max(1) as u128) / bytes.max(1) as u128)
+                .clamp(1, n.max(1) as u128) as usize;
+            for start in (0..n).step_by(piece) {
+                let len = piece.min(n - start);
+                s.spill(&[with_positions(&batch.slice(start, len), p, None)?])?;
+                p += 1;
+            }
+        }
+        drop(whole);
+        return sorted_result(s, &[], plan, opts, schema);
+    }
+    let _whole = whole;
+    let mut batch = match batches.len() {
+        1 => batches.into_iter().next().expect("one batch"),
+        _ => {
+            let schema = batches
+                .first()
+                .map(|b| b.schema())
+                .ok_or_else(|| Error::Internal("a result without batches".into()))?;
+            arrow_select::concat::concat_batches(&schema, &batches).map_err(exec_err)?
+        }
+    };
+    if needs_sort {
         let cols = sort_columns(&batch, plan)?;
-        let fetch = plan.limit.map(|l| l.saturating_add(plan.offset));
         let idx = lexsort_to_indices(&cols, fetch).map_err(exec_err)?;
         batch = arrow_select::take::take_record_batch(&batch, &idx).map_err(exec_err)?;
+        drop(sort);
     }
-    limit_rows(batch, plan)
+    Ok(vec![limit_rows(batch, plan)?])
+}
+
+/// The rows of a sort that spilled: its runs and `rest` merged, OFFSET
+/// and LIMIT applied, the hidden columns dropped. A join's FROM item
+/// writes what passes half the limit to disk (see
+/// `join::ResultSpill`); any other answer is held, counted.
+fn sorted_result(
+    s: &super::sort::ExternalSort,
+    rest: &[RecordBatch],
+    plan: &Plan,
+    opts: &super::QueryOptions,
+    schema: ArrowSchema,
+) -> Result<Vec<RecordBatch>> {
+    let keep: Vec<usize> = (0..plan.visible).collect();
+    let to_disk = opts
+        .result_spill
+        .as_deref()
+        .filter(|r| r.is_for(plan) && opts.spill.is_some());
+    let mut held = opts.reserve("query result", 0)?;
+    let mut out = Vec::new();
+    let mut frames = 0usize;
+    s.merge(rest, plan.offset, plan.limit, &mut |b| {
+        let b = b.project(&keep).map_err(exec_err)?;
+        let bytes = super::memory::batch_bytes(&b);
+        if let Some(d) = to_disk {
+            let past_half = opts.memory.as_ref().is_some_and(|m| !m.keeps_rows(bytes));
+            if d.always || past_half {
+                d.write(opts, frames, b)?;
+                frames += 1;
+                return Ok(());
+            }
+        }
+        held.grow(bytes)?;
+        out.push(b);
+        Ok(())
+    })?;
+    if out.is_empty() {
+        out.push(RecordBatch::new_empty(Arc::new(schema)));
+    }
+    Ok(out)
 }
 
 /// OFFSET and LIMIT over rows already in order; drops the hidden

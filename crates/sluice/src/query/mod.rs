@@ -39,6 +39,7 @@ pub mod range_mask;
 pub mod regexp;
 pub mod scan;
 pub mod setop;
+pub mod sort;
 pub mod spill;
 pub mod sql;
 pub mod subquery;
@@ -147,6 +148,9 @@ pub struct QueryOptions {
     /// memory limit is reached — so the disk paths answer every join
     /// test, whatever its size.
     pub join_rows_on_disk: bool,
+    /// Tests: every ORDER BY's rows sorted to disk a morsel at a time and
+    /// merged (see [`sort`]), as past the memory limit.
+    pub sort_rows_on_disk: bool,
     /// Where the rows of a join's FROM item go past the memory limit;
     /// made by the join for the item's plan (leave it `None`).
     pub result_spill: Option<std::sync::Arc<join::ResultSpill>>,

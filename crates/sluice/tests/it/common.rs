@@ -149,3 +149,61 @@ pub fn explain_analyze(db: &sluice::store::Database, sql: &str) -> String {
     .explain
     .unwrap()
 }
+
+/// A query's rows (in its order) under a memory limit, the pool's peak
+/// and the bytes it spilled (see [`spill_run`]).
+pub struct SpillRun {
+    pub rows: Vec<Vec<Option<String>>>,
+    pub peak: u64,
+    pub spilled: u64,
+}
+
+/// `sql` with `threads` workers under a pool of `limit` bytes, spilling
+/// under `root`, in morsels of 2,048 rows: the pool never passes its
+/// limit, and nothing is left reserved once the answer is dropped.
+pub fn spill_run(
+    db: &Database,
+    sql: &str,
+    limit: u64,
+    threads: usize,
+    root: &Path,
+) -> sluice::Result<SpillRun> {
+    use sluice::query::memory::Memory;
+    use sluice::query::spill::Spill;
+    let memory = Memory::new(limit);
+    let spill = Spill::new(root);
+    let r = sluice::query::query_with(
+        db,
+        sql,
+        &sluice::query::QueryOptions {
+            threads: Some(threads),
+            morsel_rows: Some(2048),
+            memory: Some(memory.clone()),
+            spill: Some(spill.clone()),
+            ..Default::default()
+        },
+    );
+    assert!(memory.peak() <= limit, "{sql}: the pool passed its limit");
+    let r = r?;
+    let rows = rows_of(&r.batches);
+    drop(r);
+    assert_eq!(memory.used(), 0, "{sql}: reservations left");
+    Ok(SpillRun {
+        rows,
+        peak: memory.peak(),
+        spilled: spill.bytes_written(),
+    })
+}
+
+/// No query's spill directory is left under `root`.
+pub fn no_spill_files(root: &Path) {
+    let left: Vec<String> = std::fs::read_dir(root)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("sluice-spill-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "spill files left: {left:?}");
+}

@@ -14,7 +14,25 @@ use sluice::query::spill::Spill;
 use sluice::query::{QueryOptions, query_with};
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, rows_of};
+use crate::common::{SpillRun, TempDir, load_bytes, no_spill_files, opts, rows_of, spill_run};
+
+/// `sql` under `limit`, its rows sorted (see [`spill_run`]).
+fn run_with(
+    db: &Database,
+    sql: &str,
+    limit: u64,
+    threads: usize,
+    root: &std::path::Path,
+) -> sluice::Result<SpillRun> {
+    let mut r = spill_run(db, sql, limit, threads, root)?;
+    r.rows.sort();
+    Ok(r)
+}
+
+fn run(db: &Database, sql: &str, limit: u64, threads: usize, root: &std::path::Path) -> SpillRun {
+    run_with(db, sql, limit, threads, root)
+        .unwrap_or_else(|e| panic!("{sql} (limit {limit}, {threads} threads): {e}"))
+}
 
 const ROWS: u64 = 40_000;
 
@@ -55,62 +73,6 @@ fn tables() -> TempDir {
     }
     load_bytes(&dir, "u", csv.as_bytes(), &opts("j INT, w INT")).unwrap();
     dir
-}
-
-struct Run {
-    rows: Vec<Vec<Option<String>>>,
-    peak: u64,
-    spilled: u64,
-}
-
-fn run_with(
-    db: &Database,
-    sql: &str,
-    limit: u64,
-    threads: usize,
-    root: &std::path::Path,
-) -> sluice::Result<Run> {
-    let memory = Memory::new(limit);
-    let spill = Spill::new(root);
-    let r = query_with(
-        db,
-        sql,
-        &QueryOptions {
-            threads: Some(threads),
-            morsel_rows: Some(2048),
-            memory: Some(memory.clone()),
-            spill: Some(spill.clone()),
-            ..Default::default()
-        },
-    );
-    assert!(memory.peak() <= limit, "{sql}: the pool passed its limit");
-    let r = r?;
-    let mut rows = rows_of(&r.batches);
-    rows.sort();
-    drop(r);
-    assert_eq!(memory.used(), 0, "{sql}: reservations left");
-    Ok(Run {
-        rows,
-        peak: memory.peak(),
-        spilled: spill.bytes_written(),
-    })
-}
-
-fn run(db: &Database, sql: &str, limit: u64, threads: usize, root: &std::path::Path) -> Run {
-    run_with(db, sql, limit, threads, root)
-        .unwrap_or_else(|e| panic!("{sql} (limit {limit}, {threads} threads): {e}"))
-}
-
-fn no_spill_files(root: &std::path::Path) {
-    let left: Vec<String> = std::fs::read_dir(root)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("sluice-spill-"))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(left.is_empty(), "spill files left: {left:?}");
 }
 
 /// `sql` in memory, then at a tenth of its peak and at `small`: the

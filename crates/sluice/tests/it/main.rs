@@ -44,6 +44,7 @@ mod runtime_filter;
 mod shards;
 mod sink;
 mod slt;
+mod sort_spill;
 mod sql_fuzz;
 mod sqlstate;
 mod store;

@@ -73,8 +73,8 @@ fn each_operator_fails_past_the_limit_and_answers_under_it() {
     let dir = table();
     let db = Database::open(dir.path().join("db")).unwrap();
     // (A grouping past the limit spills instead: see `agg_spill`; so
-    // do joins by keys: see `join_spill`. A mark join, EXISTS under OR,
-    // does not.)
+    // do joins by keys: see `join_spill`, and sorts: see `sort_spill`.
+    // A mark join, EXISTS under OR, does not.)
     // The join's two sides fit (1.6 MB of keys each); its hash table not.
     refused_then_answered(
         &db,
@@ -83,12 +83,13 @@ fn each_operator_fails_past_the_limit_and_answers_under_it() {
         "hash join build",
         r#"[[Some("200000")]]"#,
     );
-    // The rows fit; their sorted copy with them not.
+    // Sorted rows go to disk (see `sort_spill`), but the answer, 1.6 MB
+    // of keys, is held whole.
     refused_then_answered(
         &db,
         "SELECT k FROM t ORDER BY k DESC",
-        3 << 20,
-        "sort",
+        1 << 20,
+        "query result",
         r#"[[Some("199999")], [Some("199998")], "#,
     );
     // A result of every row (a join's FROM item's rows would go to

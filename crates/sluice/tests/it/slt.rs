@@ -240,7 +240,8 @@ fn golden_sql_files() {
         // has), the fifth both: the answers must not change. The fourth
         // also writes every join's rows to disk and makes every inner
         // join by keys by partitions on disk (the grace join), as a
-        // query past its memory limit does.
+        // query past its memory limit does, and sorts every ORDER BY's
+        // rows to disk a morsel at a time and merges them.
         for (threads, morsel_rows, shards, tiny, on_disk) in [
             (1, None, None, false, false),
             (4, Some(2), None, false, false),
@@ -255,6 +256,7 @@ fn golden_sql_files() {
                         threads: Some(threads),
                         morsel_rows,
                         join_rows_on_disk: on_disk,
+                        sort_rows_on_disk: on_disk,
                         ..Default::default()
                     },
                     inserts: 0,
