@@ -322,11 +322,10 @@ fn execute_block(
                     super::plan::Input::Set(s) => {
                         (super::setop::run(db, s, opts)?, Vec::new(), None)
                     }
-                    super::plan::Input::Window(w) => (
-                        super::window::run(db, w, opts, plan.depth)?,
-                        Vec::new(),
-                        None,
-                    ),
+                    super::plan::Input::Window(w) => {
+                        let (batches, later) = super::window::run(db, w, opts, plan.depth)?;
+                        (batches, later, None)
+                    }
                 };
                 for b in batches {
                     inputs.push_ready(b, bounds.clone());

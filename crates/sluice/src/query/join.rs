@@ -35,8 +35,9 @@ mod grace;
 mod pipeline;
 mod runtime_filter;
 
+pub(crate) use disk::Piece;
 pub use disk::ResultSpill;
-use disk::{Piece, Sink};
+use disk::Sink;
 
 pub use pipeline::Pipeline;
 

@@ -26,6 +26,7 @@ use super::QueryOptions;
 use super::agg::AggFunc;
 use super::expr::{canonical_doubles, exec_err};
 use super::plan::window::{Bound, Frame, Offset, Units, WinFunc, WindowCall, WindowInput};
+use super::scan::Later;
 use crate::error::{Error, Result};
 use crate::store::Database;
 
@@ -33,28 +34,293 @@ use crate::store::Database;
 /// more than they save).
 const PARALLEL_ROWS: usize = 1 << 15;
 
-/// The input's rows, then one column per window call.
+/// The input's rows, then one column per window call: batches in
+/// memory, and batches to read from disk when the rows did not fit (see
+/// [`by_parts`]).
 pub fn run(
     db: &Database,
     w: &WindowInput,
     opts: &QueryOptions,
     depth: usize,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<(Vec<RecordBatch>, Vec<Later>)> {
     let inner = super::plan::Plan {
         depth: depth.max(w.input.depth),
         ..w.input.clone()
     };
-    let (batches, _) = super::exec::execute(db, &inner, opts)?;
+    // Windows that can be computed a partition at a time: the input's
+    // rows past half the limit go to disk as they are made.
+    let key = shared_partition(w);
+    let to_disk = (key.is_some() && opts.spill.is_some()).then(|| {
+        Arc::new(super::join::ResultSpill::new(
+            &inner,
+            opts.sort_rows_on_disk,
+        ))
+    });
+    let inner_opts = QueryOptions {
+        result_spill: to_disk.clone(),
+        ..opts.clone()
+    };
+    let (batches, _) = super::exec::execute(db, &inner, &inner_opts)?;
+    let on_disk = match &to_disk {
+        Some(t) => t.finish()?,
+        None => Vec::new(),
+    };
     let schema = match batches.first() {
         Some(b) => b.schema(),
         None => super::exec::result_schema(&inner),
     };
+    if on_disk.is_empty() && !(opts.sort_rows_on_disk && key.is_some()) {
+        match compute(&batches, &schema, w, opts) {
+            Ok(b) => return Ok((vec![b], Vec::new())),
+            Err(Error::MemoryLimit { .. }) if to_disk.is_some() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let Some(key) = key else {
+        return Err(Error::Internal("window: rows on disk without a key".into()));
+    };
+    // By partitions: every row to the part of its partition key's hash.
+    let mut pieces: Vec<super::join::Piece> =
+        batches.into_iter().map(super::join::Piece::Mem).collect();
+    pieces.extend(on_disk);
+    let mut parts = Parts::new(opts)?;
+    for p in pieces {
+        check_stop(opts)?;
+        parts.put(&p.load()?, &key, 0)?;
+    }
+    let run = Arc::new(parts.finish()?);
+    let mut out = Out::new(opts)?;
+    by_parts(&run, &schema, &key, 0, w, opts, &mut out)?;
+    out.finish()
+}
+
+/// What the window's memory and spill go by.
+const OPERATOR: &str = "window";
+
+/// The input columns every call partitions by (in the first call's
+/// order): rows that agree on them are in the same partition of every
+/// call. `None` when there are none (a call without PARTITION BY sees
+/// every row at once).
+fn shared_partition(w: &WindowInput) -> Option<Vec<usize>> {
+    let first = w.calls.first()?;
+    let key: Vec<usize> = first
+        .partition
+        .iter()
+        .copied()
+        .filter(|c| w.calls.iter().all(|call| call.partition.contains(c)))
+        .collect();
+    (!key.is_empty()).then_some(key)
+}
+
+fn check_stop(opts: &QueryOptions) -> Result<()> {
+    match opts.stop.as_ref().and_then(|s| s.error()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Computes the windows of each part of `run` (level `level`) in turn;
+/// a part that does not fit is split again by the next bits of its
+/// hash.
+fn by_parts(
+    run: &Arc<super::spill::Run>,
+    schema: &arrow_schema::SchemaRef,
+    key: &[usize],
+    level: u32,
+    w: &WindowInput,
+    opts: &QueryOptions,
+    out: &mut Out,
+) -> Result<()> {
+    for part in 0..super::spill::PARTS {
+        check_stop(opts)?;
+        let frames: Vec<super::spill::Frame> = run.frames_of(part).copied().collect();
+        if frames.is_empty() {
+            continue;
+        }
+        let batches = frames
+            .iter()
+            .map(|f| run.read(f))
+            .collect::<Result<Vec<_>>>()?;
+        let mut r = compute(&batches, schema, w, opts);
+        if matches!(r, Err(Error::MemoryLimit { .. })) && out.holds() {
+            // The parts done make room first.
+            out.to_disk()?;
+            r = compute(&batches, schema, w, opts);
+        }
+        match r {
+            Ok(b) => out.put(b)?,
+            Err(Error::MemoryLimit { .. }) if level < super::spill::MAX_LEVEL => {
+                let mut parts = Parts::new(opts)?;
+                for b in batches {
+                    parts.put(&b, key, level + 1)?;
+                }
+                let sub = Arc::new(parts.finish()?);
+                by_parts(&sub, schema, key, level + 1, w, opts, out)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The rows of a window's input written by part (of their partition
+/// key's hash).
+struct Parts {
+    w: super::spill::RunWriter,
+}
+
+impl Parts {
+    fn new(opts: &QueryOptions) -> Result<Parts> {
+        let spill = opts
+            .spill
+            .as_ref()
+            .ok_or_else(|| Error::Internal("window: spilling without a spill".into()))?;
+        Ok(Parts {
+            w: spill.writer(OPERATOR, opts.profile.clone())?,
+        })
+    }
+
+    /// Writes `batch`'s rows, each to the part at `level` of its key's
+    /// hash.
+    fn put(&mut self, batch: &RecordBatch, key: &[usize], level: u32) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        // Compared as the windows compare them (see `compute_sorted`).
+        let cols: Vec<ArrayRef> = key
+            .iter()
+            .map(|&c| canonical_doubles(batch.column(c)))
+            .collect();
+        let conv = RowConverter::new(
+            cols.iter()
+                .map(|c| SortField::new(c.data_type().clone()))
+                .collect(),
+        )
+        .map_err(exec_err)?;
+        let rows = conv.convert_columns(&cols).map_err(exec_err)?;
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); super::spill::PARTS as usize];
+        for r in 0..rows.num_rows() {
+            let h = super::agg::hll::hash(rows.row(r).as_ref());
+            members[super::spill::part_of(h, level) as usize].push(r as u32);
+        }
+        for (p, m) in members.into_iter().enumerate() {
+            if m.is_empty() {
+                continue;
+            }
+            let idx = UInt32Array::from(m);
+            let b = arrow_select::take::take_record_batch(batch, &idx).map_err(exec_err)?;
+            self.w.write(p as u32, &b)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<super::spill::Run> {
+        self.w.finish()
+    }
+}
+
+/// A spilled window's output: each part's rows and values kept in
+/// memory while they stay within half the limit, else written to disk
+/// for the plan above to read.
+struct Out {
+    held: super::memory::Reservation,
+    kept: Vec<RecordBatch>,
+    disk: Option<super::spill::RunWriter>,
+    opts: QueryOptions,
+}
+
+impl Out {
+    fn new(opts: &QueryOptions) -> Result<Out> {
+        Ok(Out {
+            held: opts.reserve(OPERATOR, 0)?,
+            kept: Vec::new(),
+            disk: None,
+            opts: opts.clone(),
+        })
+    }
+
+    fn put(&mut self, b: RecordBatch) -> Result<()> {
+        let bytes = super::memory::batch_bytes(&b);
+        let keeps = !self.opts.sort_rows_on_disk
+            && self
+                .opts
+                .memory
+                .as_ref()
+                .is_some_and(|m| m.keeps_rows(bytes));
+        if keeps && self.held.grow(bytes).is_ok() {
+            self.kept.push(b);
+            return Ok(());
+        }
+        self.write(&b)
+    }
+
+    /// Whether rows are kept in memory.
+    fn holds(&self) -> bool {
+        !self.kept.is_empty()
+    }
+
+    /// The rows kept in memory, written out.
+    fn to_disk(&mut self) -> Result<()> {
+        for b in std::mem::take(&mut self.kept) {
+            self.write(&b)?;
+        }
+        self.held.resize(0)
+    }
+
+    fn write(&mut self, b: &RecordBatch) -> Result<()> {
+        let bytes = super::memory::batch_bytes(b);
+        let w = match &mut self.disk {
+            Some(w) => w,
+            None => {
+                let spill =
+                    self.opts.spill.as_ref().ok_or_else(|| {
+                        Error::Internal("window: spilling without a spill".into())
+                    })?;
+                self.disk
+                    .insert(spill.writer(OPERATOR, self.opts.profile.clone())?)
+            }
+        };
+        // In frames of about a megabyte (a frame is read whole).
+        let rows = b.num_rows();
+        let per = ((rows as u64 * (1 << 20)) / bytes.max(1))
+            .max(1024)
+            .min(rows.max(1) as u64) as usize;
+        let mut at = 0;
+        while at < rows {
+            let len = per.min(rows - at);
+            w.write(0, &b.slice(at, len))?;
+            at += len;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(Vec<RecordBatch>, Vec<Later>)> {
+        let mut later = Vec::new();
+        if let Some(w) = self.disk {
+            let run = Arc::new(w.finish()?);
+            for i in 0..run.frames().len() {
+                later.push(super::join::Piece::Disk(run.clone(), i).later(None));
+            }
+        }
+        Ok((self.kept, later))
+    }
+}
+
+/// The windows of `calls` over `batches` (all of a partition's rows
+/// among them): the rows, then one column per call. Fails with the
+/// memory error when the rows, their sorted copy and the values do not
+/// fit.
+fn compute(
+    batches: &[RecordBatch],
+    schema: &arrow_schema::SchemaRef,
+    w: &WindowInput,
+    opts: &QueryOptions,
+) -> Result<RecordBatch> {
     // The rows in one batch, a sorted copy of them, and each call's
     // values.
-    let rows = super::memory::batches_bytes(&batches);
-    let mut mem = opts.reserve("window", rows)?;
-    let batch = arrow_select::concat::concat_batches(&schema, &batches).map_err(exec_err)?;
-    drop(batches);
+    let rows = super::memory::batches_bytes(batches);
+    let mut mem = opts.reserve(OPERATOR, rows)?;
+    let batch = arrow_select::concat::concat_batches(schema, batches).map_err(exec_err)?;
     mem.grow(rows + 24 * batch.num_rows() as u64 * (1 + w.calls.len() as u64))?;
     let workers = crate::exec::worker_count(opts.threads);
     // A sort's rows are shared among the workers when each gets a few
@@ -75,9 +341,7 @@ pub fn run(
         for (j, c) in group.into_iter().zip(cols) {
             out[j] = Some(c);
         }
-        if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
-            return Err(e);
-        }
+        check_stop(opts)?;
     }
     let mut columns = batch.columns().to_vec();
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
@@ -94,12 +358,11 @@ pub fn run(
         fields.push(Field::new(format!("w{k}"), call.data_type.clone(), true));
         columns.push(c);
     }
-    let out = RecordBatch::try_new_with_options(
+    Ok(RecordBatch::try_new_with_options(
         Arc::new(ArrowSchema::new(fields)),
         columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )?;
-    Ok(vec![out])
+    )?)
 }
 
 /// The values of `calls` (which share their PARTITION BY and ORDER BY)

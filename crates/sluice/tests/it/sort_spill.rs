@@ -6,7 +6,9 @@
 //! spilled, the pool must never pass its limit, and no spill file may be
 //! left. Keys: unique, duplicated, NULL (first and last), text,
 //! descending, an expression; LIMIT and OFFSET; over a grouping and a
-//! join; ties keep the order the rows came in.
+//! join; ties keep the order the rows came in. Windows by partition:
+//! their input written by the hash of a PARTITION BY column, then one
+//! part at a time.
 
 use sluice::store::Database;
 
@@ -176,4 +178,47 @@ fn empty_inputs_and_answers_too_big_end_cleanly() {
         "{e}"
     );
     no_spill_files(&root);
+}
+
+/// Windows whose calls share a PARTITION BY column: past the limit the
+/// input's rows go to disk by the hash of that column, and each part's
+/// windows are computed alone (a part that does not fit is split
+/// again). NULL keys are one partition; frames, ranks, offsets and
+/// aggregates over them answer the same.
+#[test]
+fn windows_by_partition_answer_the_same_from_parts_on_disk() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        // Text keys, NULL one partition; ranks and a running sum.
+        "SELECT count(*), sum(r), max(r), sum(c) FROM (SELECT rank() OVER (PARTITION BY s ORDER BY v, k) r, sum(v) OVER (PARTITION BY s ORDER BY k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) c FROM t) x",
+        // Calls of two partitions that share `v`; an offset and a count.
+        "SELECT v, sum(d), max(n) FROM (SELECT v, k - lag(k, 1, 0) OVER (PARTITION BY v, k % 3 ORDER BY k) d, count(*) OVER (PARTITION BY v) n FROM t) x GROUP BY v ORDER BY v LIMIT 30",
+        // The window over a join's rows.
+        "SELECT count(*), sum(r) FROM (SELECT row_number() OVER (PARTITION BY t.v, u.w ORDER BY t.k DESC) r FROM t JOIN u ON t.j = u.j) x",
+    ] {
+        same_when_spilled(&db, &root, sql, 256 << 10);
+    }
+}
+
+/// One partition bigger than the limit cannot be split: the query fails
+/// with the window's memory error and leaves no spill file; a window
+/// without PARTITION BY (every row one partition) is not spilled.
+#[test]
+fn a_partition_past_the_limit_fails_cleanly() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        "SELECT count(*), sum(r) FROM (SELECT rank() OVER (PARTITION BY k % 2 ORDER BY s, k) r FROM t) x",
+        "SELECT max(r) FROM (SELECT row_number() OVER (ORDER BY k) r FROM t) x",
+    ] {
+        let e = match spill_run(&db, sql, 128 << 10, 2, &root) {
+            Ok(r) => panic!("{sql}: answered {:?} past the limit", r.rows),
+            Err(e) => e,
+        };
+        assert_eq!(e.sqlstate(), "53200", "{e}");
+        no_spill_files(&root);
+    }
 }

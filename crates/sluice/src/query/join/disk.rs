@@ -30,7 +30,7 @@ pub(super) const OPERATOR: &str = "join (rows joined so far)";
 
 /// Some rows of a relation: a batch in memory, or frame `.1` of a run.
 #[derive(Clone)]
-pub(super) enum Piece {
+pub(crate) enum Piece {
     Mem(RecordBatch),
     Disk(Arc<Run>, usize),
 }
@@ -269,7 +269,7 @@ impl std::fmt::Debug for ResultSpill {
 }
 
 impl ResultSpill {
-    pub(super) fn new(plan: &crate::query::plan::Plan, always: bool) -> ResultSpill {
+    pub(crate) fn new(plan: &crate::query::plan::Plan, always: bool) -> ResultSpill {
         ResultSpill {
             plan: plan as *const _ as usize,
             always,
@@ -316,7 +316,7 @@ impl ResultSpill {
     }
 
     /// The pieces written, in the morsels' order.
-    pub(super) fn finish(&self) -> Result<Vec<Piece>> {
+    pub(crate) fn finish(&self) -> Result<Vec<Piece>> {
         let poisoned = || Error::Internal("join result lock poisoned".into());
         let w = self.writer.lock().map_err(|_| poisoned())?.take();
         let Some(run) = w.map(RunWriter::finish).transpose()?.map(Arc::new) else {
