@@ -88,9 +88,11 @@ enum Command {
         output: Option<std::path::PathBuf>,
         /// The most memory the query's hash tables, aggregates, sorts and
         /// result may hold (e.g. 512MiB, 4GiB; default: 80% of the
-        /// machine's memory); past it a GROUP BY writes its groups, and a
-        /// join by keys its rows and partitions, to disk (--temp-dir) and
-        /// finishes, other operators stop the query with an error naming
+        /// machine's memory); past it a GROUP BY writes its groups, a
+        /// join by keys its rows and partitions, an ORDER BY sorted runs
+        /// and a window by PARTITION BY its rows by partition, to disk
+        /// (--temp-dir) and finishes; other operators (and an answer
+        /// larger than the limit) stop the query with an error naming
         /// the operator
         #[arg(long, value_name = "SIZE")]
         memory_limit: Option<String>,

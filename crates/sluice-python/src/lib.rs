@@ -86,8 +86,9 @@ impl Database {
     }
 
     /// Bytes one query may hold (its hash tables, aggregates, sorts and
-    /// result); past it a GROUP BY and joins by keys spill to `temp_dir`
-    /// (default: `tmp` in the database) and other operators raise
+    /// result); past it a GROUP BY, joins by keys, ORDER BY and windows
+    /// by partition spill to `temp_dir` (default: `tmp` in the
+    /// database) and other operators raise
     /// QueryError (sqlstate 53200).
     #[getter]
     fn memory_limit(&self) -> u64 {

@@ -109,9 +109,10 @@ pub const SPILL: Suite = Suite {
 };
 
 /// The queries of `bench spill`: groupings of many groups (S1-S4), a
-/// self-join (S5), a sort of every row (S6), a window over every row
-/// (S7).
-pub const SPILL_QUERIES: [&str; 7] = [
+/// self-join (S5), a top-k of half the rows (S6), a window by partition
+/// over every row (S7), a sort of every row (S8), a window of one
+/// partition, every row (S9).
+pub const SPILL_QUERIES: [&str; 9] = [
     // S1: GROUP BY l_orderkey (1.5 M groups at SF 1), TPC-H Q18's inner query.
     "SELECT count(*), sum(q) FROM (SELECT l_orderkey, sum(l_quantity) AS q FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 300) x",
     // S2: two keys, 800 K groups, several aggregates.
@@ -126,6 +127,10 @@ pub const SPILL_QUERIES: [&str; 7] = [
     "SELECT count(*), sum(l_quantity) FROM (SELECT l_quantity FROM lineitem ORDER BY l_extendedprice DESC, l_orderkey, l_linenumber LIMIT 3000000) x",
     // S7: a window over every line.
     "SELECT max(r), count(*) FROM (SELECT rank() OVER (PARTITION BY l_suppkey ORDER BY l_extendedprice) AS r FROM lineitem) x",
+    // S8: every line sorted (a LIMIT past the table).
+    "SELECT max(l_orderkey), count(*), sum(l_quantity) FROM (SELECT l_orderkey, l_quantity FROM lineitem ORDER BY l_shipdate, l_orderkey, l_linenumber LIMIT 1000000000) x",
+    // S9: a window without PARTITION BY: every line one partition.
+    "SELECT max(r), count(*) FROM (SELECT row_number() OVER (ORDER BY l_extendedprice, l_orderkey, l_linenumber) AS r FROM lineitem) x",
 ];
 
 /// The 99 TPC-DS queries (see [`super::tpcds`]).

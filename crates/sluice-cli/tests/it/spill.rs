@@ -1,5 +1,5 @@
-//! Queries past `--memory-limit` that spill: the answer of the query
-//! run in memory, the spill files gone after an answer, an error (a full
+//! Queries past `--memory-limit` that spill (groupings, joins, sorts,
+//! windows by partition): the answer of the query run in memory, the spill files gone after an answer, an error (a full
 //! disk) or a kill (removed by the next start), and what was spilled
 //! shown by `--timing` and EXPLAIN ANALYZE.
 
@@ -57,6 +57,55 @@ const JOINED: &str =
     "SELECT a.v, count(*), sum(b.k) FROM t a JOIN t b ON a.k = b.k + 1 GROUP BY a.v ORDER BY a.v";
 const JOINED_CSV: &str =
     "v,count(*),sum(b.k)\n0,33333,1666650000\n1,33333,1666583334\n2,33333,1666616667\n";
+
+/// Every row sorted (the answer its last rows), and a window by
+/// partition over every row: past 512 KiB both go through disk.
+const SORTED: &str = "SELECT k, v FROM t ORDER BY v DESC, k OFFSET 99995";
+const WINDOWED: &str = "SELECT count(*), sum(r), max(r) FROM (SELECT rank() OVER (PARTITION BY k % 1000 ORDER BY v, k) r FROM t) x";
+
+#[test]
+fn a_sort_and_a_window_past_the_limit_spill_and_answer_as_in_memory() {
+    let t = Tmp::new();
+    table(&t);
+    let root = t.0.join("scratch");
+    for (sql, op) in [(SORTED, "sort: "), (WINDOWED, "window: ")] {
+        let want = ok(&t.0, &["query", "--format", "csv", sql]);
+        assert!(want.lines().count() > 1, "{want}");
+        let out = sluice(
+            &t.0,
+            &[
+                "query",
+                "--memory-limit",
+                "512KiB",
+                "--temp-dir",
+                root.to_str().unwrap(),
+                "--timing",
+                "--format",
+                "csv",
+                sql,
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{sql}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{sql}");
+        assert!(stderr.contains("spilled: "), "{stderr}");
+        assert_eq!(spill_entries(&root), Vec::<String>::new());
+        let plan = ok(
+            &t.0,
+            &[
+                "query",
+                "--memory-limit",
+                "512KiB",
+                &format!("EXPLAIN ANALYZE {sql}"),
+            ],
+        );
+        assert!(
+            plan.lines()
+                .any(|l| l.trim_start().starts_with(op) && l.contains(" runs")),
+            "{op}: {plan}"
+        );
+    }
+}
 
 #[test]
 fn a_join_past_the_limit_spills_answers_and_leaves_nothing() {
@@ -176,7 +225,7 @@ fn a_full_disk_fails_the_query_cleanly_and_leaves_no_spill_file() {
     let t = Tmp::new();
     table(&t);
     let root = t.0.join("scratch");
-    for sql in [GROUPS, JOINED] {
+    for sql in [GROUPS, JOINED, SORTED, WINDOWED] {
         let o = query_with_fault(&t, &root, "disk-full-after=20000", sql);
         assert_eq!(o.status.code(), Some(2), "{sql}");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -231,15 +280,17 @@ fn a_query_killed_mid_spill_leaves_files_the_next_start_removes() {
         ),
         "count(*),sum(n),max(k)\n14286,14286,99995\n"
     );
-    // A join killed mid-spill: the same.
-    let o = query_with_fault(&t, &root, "spill-abort-after-bytes=30000", JOINED);
-    assert_eq!(o.status.code(), None, "killed by a signal");
-    assert_eq!(spill_entries(&root).len(), 1);
-    ok(
-        &t.0,
-        &["query", "--temp-dir", root.to_str().unwrap(), "SELECT 1"],
-    );
-    assert_eq!(spill_entries(&root), Vec::<String>::new());
+    // A join, a sort and a window killed mid-spill: the same.
+    for sql in [JOINED, SORTED, WINDOWED] {
+        let o = query_with_fault(&t, &root, "spill-abort-after-bytes=30000", sql);
+        assert_eq!(o.status.code(), None, "killed by a signal: {sql}");
+        assert_eq!(spill_entries(&root).len(), 1, "{sql}");
+        ok(
+            &t.0,
+            &["query", "--temp-dir", root.to_str().unwrap(), "SELECT 1"],
+        );
+        assert_eq!(spill_entries(&root), Vec::<String>::new(), "{sql}");
+    }
 }
 
 #[test]
@@ -262,8 +313,9 @@ fn a_temp_dir_that_cannot_be_made_is_named_with_the_option() {
     assert!(err.contains("--temp-dir"), "{err}");
 }
 
-/// `bench spill` under a memory limit: the grouping and the self-join
-/// answer (they spill), the window is listed as refused, not timed.
+/// `bench spill` under a memory limit: the grouping, the self-join and
+/// the window by partition answer (they spill), the window of one
+/// partition is listed as refused, not timed.
 #[test]
 fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
     let t = Tmp::new();
@@ -277,7 +329,7 @@ fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
         "--mode",
         "warm",
         "--queries",
-        "1,5,7",
+        "1,5,7,9",
         "--no-peers",
         "--dir",
         "b",
@@ -289,16 +341,16 @@ fn bench_spill_times_what_answers_under_the_limit_and_lists_the_rest() {
             && lines[0].contains("memory limit 256.0 KiB (both engines)"),
         "{out}"
     );
-    for (line, name) in [(2, "S1"), (3, "S5")] {
+    for (line, name) in [(2, "S1"), (3, "S5"), (4, "S7")] {
         let s: Vec<&str> = lines[line].split_whitespace().collect();
         assert_eq!(s[0], name, "{out}");
         assert!(s[1].parse::<f64>().is_ok_and(|v| v > 0.0), "{out}");
     }
     assert!(
-        lines[4].starts_with("S7") && lines[4].contains("sluice: out of memory"),
+        lines[5].starts_with("S9") && lines[5].contains("sluice: out of memory"),
         "{out}"
     );
-    assert!(out.contains("answered: 2 of 3 (not: S7)"), "{out}");
+    assert!(out.contains("answered: 3 of 4 (not: S9)"), "{out}");
     // Its answer is the in-memory one: the same suite without the limit
     // answers all.
     let out = ok(&t.0, &base);
