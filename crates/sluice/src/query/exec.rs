@@ -763,6 +763,23 @@ fn execute_block(
                                     Err(Error::MemoryLimit { .. }) => false,
                                     Err(e) => return Err(e),
                                 };
+                            // Its first k rows alone may fit (a small k):
+                            // sorted down to them first, when that leaves
+                            // fewer.
+                            let held = best.as_ref().map_or(0, |b| b.num_rows()) + pending_rows;
+                            let fits = fits
+                                || held > k && {
+                                    compact(&mut best, &mut pending, k)?;
+                                    pending_rows = 0;
+                                    let bytes = best.as_ref().map_or(0, super::memory::batch_bytes);
+                                    let grow = bytes.saturating_sub(mem.bytes());
+                                    (grow == 0 || !s.should_spill(grow))
+                                        && match mem.resize(bytes) {
+                                            Ok(()) => true,
+                                            Err(Error::MemoryLimit { .. }) => false,
+                                            Err(e) => return Err(e),
+                                        }
+                                };
                             if !fits {
                                 let mut rows: Vec<RecordBatch> = best.take().into_iter().collect();
                                 rows.append(&mut pending);
@@ -2057,10 +2074,40 @@ fn sort_and_limit(
         true => super::sort::ExternalSort::new(&plan.order, opts, fetch),
         false => None,
     };
-    let whole = match (opts.reserve("query result", rows), &sorter) {
-        (Ok(m), _) => Some(m),
-        (Err(Error::MemoryLimit { .. }), Some(_)) => None,
-        (Err(e), _) => return Err(e),
+    // A join's FROM item whose rows, not sorted nor cut, do not fit:
+    // to its disk (see `join::ResultSpill`), in frames.
+    let to_disk = opts.result_spill.as_deref().filter(|r| {
+        r.is_for(plan)
+            && !needs_sort
+            && plan.limit.is_none()
+            && plan.offset == 0
+            && opts.spill.is_some()
+    });
+    let whole = match (opts.reserve("query result", rows), &sorter, to_disk) {
+        (Ok(m), _, _) => Some(m),
+        (Err(Error::MemoryLimit { .. }), Some(_), _) => None,
+        (Err(Error::MemoryLimit { .. }), None, Some(d)) => {
+            let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+            let keep: Vec<usize> = (0..plan.visible).collect();
+            let mut frame = 0;
+            let mut schema = None;
+            for batch in batches {
+                let batch = batch.project(&keep).map_err(exec_err)?;
+                schema.get_or_insert_with(|| batch.schema());
+                let n = batch.num_rows();
+                let bytes = super::memory::batch_bytes(&batch);
+                let per = ((n as u128 * (limit / 16).max(1) as u128) / bytes.max(1) as u128)
+                    .clamp(1, n.max(1) as u128) as usize;
+                for start in (0..n).step_by(per) {
+                    d.write(opts, frame, batch.slice(start, per.min(n - start)))?;
+                    frame += 1;
+                }
+            }
+            let schema =
+                schema.ok_or_else(|| Error::Internal("a result without batches".into()))?;
+            return Ok(vec![RecordBatch::new_empty(schema)]);
+        }
+        (Err(e), _, _) => return Err(e),
     };
     let sort = match needs_sort && whole.is_some() && !opts.sort_rows_on_disk {
         false => None,
@@ -2137,7 +2184,7 @@ fn sorted_result(
     let mut held = opts.reserve("query result", 0)?;
     let mut out = Vec::new();
     let mut frames = 0usize;
-    s.merge(rest, plan.offset, plan.limit, &mut |b| {
+    let merged = s.merge(rest, plan.offset, plan.limit, &mut |b| {
         let b = b.project(&keep).map_err(exec_err)?;
         let bytes = super::memory::batch_bytes(&b);
         if let Some(d) = to_disk {
@@ -2151,7 +2198,27 @@ fn sorted_result(
         held.grow(bytes)?;
         out.push(b);
         Ok(())
-    })?;
+    });
+    match merged {
+        // The merge's next frame found no room beside the answer held:
+        // the answer is what does not fit.
+        Err(Error::MemoryLimit {
+            operator: super::sort::OPERATOR,
+            wanted,
+            used,
+            limit,
+            others,
+        }) if held.bytes() > 0 => {
+            return Err(Error::MemoryLimit {
+                operator: "query result",
+                wanted,
+                used,
+                limit,
+                others,
+            });
+        }
+        r => r?,
+    }
     if out.is_empty() {
         out.push(RecordBatch::new_empty(Arc::new(schema)));
     }

@@ -173,10 +173,24 @@ impl<'a> ExternalSort<'a> {
                 .map_err(|_| Error::Internal("sort runs lock poisoned".into()))?,
         );
         let rest: Vec<RecordBatch> = rest.iter().filter(|b| b.num_rows() > 0).cloned().collect();
-        // Longer runs until the last merge holds a frame of each.
+        // Longer runs until the last merge holds a frame of each (of
+        // the largest frames written: a row may be larger than a frame).
         let in_memory = usize::from(!rest.is_empty());
-        while runs.len() + in_memory > self.fan_in {
-            let group: Vec<Run> = runs.drain(..self.fan_in.min(runs.len())).collect();
+        let largest = runs
+            .iter()
+            .flat_map(|r| r.frames())
+            .map(|f| f.len)
+            .max()
+            .unwrap_or(0)
+            .max(self.frame_bytes);
+        let fan_in = match self.opts.memory.as_ref() {
+            Some(m) => usize::try_from(m.limit() / 2 / (3 * largest))
+                .unwrap_or(usize::MAX)
+                .clamp(2, self.fan_in),
+            None => self.fan_in,
+        };
+        while runs.len() + in_memory > fan_in {
+            let group: Vec<Run> = runs.drain(..fan_in.min(runs.len())).collect();
             let mut w = self.writer()?;
             self.merge_sources(
                 group.into_iter().map(Source::disk).collect(),
@@ -406,12 +420,13 @@ impl<'a> ExternalSort<'a> {
     }
 }
 
-/// Rows of about `target` bytes, where `rows` take `bytes` (16 at least).
+/// Rows of about `target` bytes, where `rows` take `bytes` (one at
+/// least).
 fn rows_within(target: u64, rows: usize, bytes: u64) -> usize {
     let per_row = (bytes / rows.max(1) as u64).max(1);
     usize::try_from(target / per_row)
         .unwrap_or(usize::MAX)
-        .max(16)
+        .max(1)
 }
 
 /// `batches` in two halves by rows (a single batch sliced).

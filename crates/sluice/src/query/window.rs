@@ -51,16 +51,33 @@ pub fn run(
     // rows past half the limit go to disk as they are made.
     let key = shared_partition(w);
     let to_disk = (key.is_some() && opts.spill.is_some()).then(|| {
-        Arc::new(super::join::ResultSpill::new(
+        Arc::new(super::join::ResultSpill::for_operator(
             &inner,
             opts.sort_rows_on_disk,
+            OPERATOR,
         ))
     });
     let inner_opts = QueryOptions {
         result_spill: to_disk.clone(),
         ..opts.clone()
     };
-    let (batches, _) = super::exec::execute(db, &inner, &inner_opts)?;
+    // Its input's rows held whole are the window's.
+    let (batches, _) = super::exec::execute(db, &inner, &inner_opts).map_err(|e| match e {
+        Error::MemoryLimit {
+            operator: "scan result",
+            wanted,
+            used,
+            limit,
+            others,
+        } => Error::MemoryLimit {
+            operator: OPERATOR,
+            wanted,
+            used,
+            limit,
+            others,
+        },
+        e => e,
+    })?;
     let on_disk = match &to_disk {
         Some(t) => t.finish()?,
         None => Vec::new(),

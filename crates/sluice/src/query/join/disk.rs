@@ -256,6 +256,8 @@ pub struct ResultSpill {
     plan: usize,
     /// Every batch to disk (the test knob).
     pub(crate) always: bool,
+    /// What its rows count as (EXPLAIN ANALYZE, errors).
+    operator: &'static str,
     writer: Mutex<Option<RunWriter>>,
     /// (morsel, frame) of each frame written.
     frames: Mutex<Vec<(usize, usize)>>,
@@ -270,9 +272,19 @@ impl std::fmt::Debug for ResultSpill {
 
 impl ResultSpill {
     pub(crate) fn new(plan: &crate::query::plan::Plan, always: bool) -> ResultSpill {
+        Self::for_operator(plan, always, OPERATOR)
+    }
+
+    /// One whose rows are `operator`'s input (a window's).
+    pub(crate) fn for_operator(
+        plan: &crate::query::plan::Plan,
+        always: bool,
+        operator: &'static str,
+    ) -> ResultSpill {
         ResultSpill {
             plan: plan as *const _ as usize,
             always,
+            operator,
             writer: Mutex::new(None),
             frames: Mutex::new(Vec::new()),
             rows: std::sync::atomic::AtomicU64::new(0),
@@ -297,7 +309,7 @@ impl ResultSpill {
             .map_err(|_| Error::Internal("join result lock poisoned".into()))?;
         let w = match &mut *w {
             Some(w) => w,
-            None => w.insert(spill.writer(OPERATOR, opts.profile.clone())?),
+            None => w.insert(spill.writer(self.operator, opts.profile.clone())?),
         };
         let i = w.frame_count();
         w.write(0, &b)?;
