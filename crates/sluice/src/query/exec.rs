@@ -854,7 +854,8 @@ fn execute_block(
                     })
                     .collect::<Result<Vec<_>>>()?;
                 let keep: Vec<usize> = (0..plan.visible).collect();
-                let out = sorted_result(s, &rest, plan, opts, out_schema.project(&keep)?)?;
+                let schema = out_schema.project(&keep)?;
+                let out = sorted_result(s, &rest, top.is_some(), plan, opts, schema)?;
                 if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
                     return Err(e);
                 }
@@ -863,6 +864,20 @@ fn execute_block(
             let batches: Vec<RecordBatch> =
                 results.into_iter().map(|r| r.1).collect::<Result<_>>()?;
             match top {
+                // The workers' first rows, each sorted (positions last):
+                // merged, not sorted again.
+                Some(_) if !batches.is_empty() && sorter.is_some() => {
+                    let Some(s) = &sorter else {
+                        return Err(Error::Internal("a sort without its sorter".into()));
+                    };
+                    let keep: Vec<usize> = (0..plan.visible).collect();
+                    let schema = out_schema.project(&keep)?;
+                    let out = sorted_result(s, &batches, true, plan, opts, schema)?;
+                    if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+                        return Err(e);
+                    }
+                    return Ok((out, facts));
+                }
                 Some(k) => {
                     // The workers' first rows, with their positions in the
                     // last column: the first k of them overall.
@@ -2143,7 +2158,7 @@ fn sort_and_limit(
             }
         }
         drop(whole);
-        return sorted_result(s, &[], plan, opts, schema);
+        return sorted_result(s, &[], false, plan, opts, schema);
     }
     let _whole = whole;
     let mut batch = match batches.len() {
@@ -2172,6 +2187,7 @@ fn sort_and_limit(
 fn sorted_result(
     s: &super::sort::ExternalSort,
     rest: &[RecordBatch],
+    rest_sorted: bool,
     plan: &Plan,
     opts: &super::QueryOptions,
     schema: ArrowSchema,
@@ -2184,7 +2200,7 @@ fn sorted_result(
     let mut held = opts.reserve("query result", 0)?;
     let mut out = Vec::new();
     let mut frames = 0usize;
-    let merged = s.merge(rest, plan.offset, plan.limit, &mut |b| {
+    let mut emit = |b: RecordBatch| -> Result<()> {
         let b = b.project(&keep).map_err(exec_err)?;
         let bytes = super::memory::batch_bytes(&b);
         if let Some(d) = to_disk {
@@ -2198,7 +2214,11 @@ fn sorted_result(
         held.grow(bytes)?;
         out.push(b);
         Ok(())
-    });
+    };
+    let merged = match rest_sorted {
+        true => s.merge_sorted(rest, plan.offset, plan.limit, &mut emit),
+        false => s.merge(rest, plan.offset, plan.limit, &mut emit),
+    };
     match merged {
         // The merge's next frame found no room beside the answer held:
         // the answer is what does not fit.

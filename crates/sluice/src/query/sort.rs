@@ -166,6 +166,30 @@ impl<'a> ExternalSort<'a> {
         take: Option<usize>,
         emit: &mut dyn FnMut(RecordBatch) -> Result<()>,
     ) -> Result<()> {
+        self.merge_with(rest, false, skip, take, emit)
+    }
+
+    /// [`ExternalSort::merge`] where each batch of `rest` is sorted
+    /// already (a worker's first rows): merged as runs of their own,
+    /// not sorted again.
+    pub(crate) fn merge_sorted(
+        &self,
+        rest: &[RecordBatch],
+        skip: usize,
+        take: Option<usize>,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        self.merge_with(rest, true, skip, take, emit)
+    }
+
+    fn merge_with(
+        &self,
+        rest: &[RecordBatch],
+        rest_sorted: bool,
+        skip: usize,
+        take: Option<usize>,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<()>,
+    ) -> Result<()> {
         let mut runs = std::mem::take(
             &mut *self
                 .runs
@@ -175,7 +199,10 @@ impl<'a> ExternalSort<'a> {
         let rest: Vec<RecordBatch> = rest.iter().filter(|b| b.num_rows() > 0).cloned().collect();
         // Longer runs until the last merge holds a frame of each (of
         // the largest frames written: a row may be larger than a frame).
-        let in_memory = usize::from(!rest.is_empty());
+        let in_memory = match rest_sorted {
+            true => rest.len(),
+            false => usize::from(!rest.is_empty()),
+        };
         let largest = runs
             .iter()
             .flat_map(|r| r.frames())
@@ -189,7 +216,7 @@ impl<'a> ExternalSort<'a> {
                 .clamp(2, self.fan_in),
             None => self.fan_in,
         };
-        while runs.len() + in_memory > fan_in {
+        while runs.len() >= 2 && runs.len() + in_memory > fan_in {
             let group: Vec<Run> = runs.drain(..fan_in.min(runs.len())).collect();
             let mut w = self.writer()?;
             self.merge_sources(
@@ -201,7 +228,16 @@ impl<'a> ExternalSort<'a> {
             runs.push(w.finish()?);
         }
         let mut sources: Vec<Source> = runs.into_iter().map(Source::disk).collect();
-        if !rest.is_empty() {
+        if rest_sorted {
+            for batch in rest {
+                let per_frame = self.frame_rows(std::slice::from_ref(&batch));
+                sources.push(Source::Sorted {
+                    batch,
+                    at: 0,
+                    per_frame,
+                });
+            }
+        } else if !rest.is_empty() {
             let order = self.sorted_rows(&rest)?;
             let per_frame = self.frame_rows(&rest);
             sources.push(Source::Memory {
@@ -477,6 +513,12 @@ fn key_columns(order: &[SortKey], batch: &RecordBatch) -> Result<Vec<SortColumn>
 enum Source {
     /// A run's frames, in order.
     Disk { run: Run, next: usize },
+    /// Rows in memory in order, a frame's rows at a time.
+    Sorted {
+        batch: RecordBatch,
+        at: usize,
+        per_frame: usize,
+    },
     /// Rows in memory and their order, a frame's rows at a time.
     Memory {
         batches: Vec<RecordBatch>,
@@ -499,6 +541,19 @@ impl Source {
                 };
                 *next += 1;
                 run.read(&f).map(Some)
+            }
+            Source::Sorted {
+                batch,
+                at,
+                per_frame,
+            } => {
+                if *at >= batch.num_rows() {
+                    return Ok(None);
+                }
+                let len = (*per_frame).min(batch.num_rows() - *at);
+                let b = batch.slice(*at, len);
+                *at += len;
+                Ok(Some(b))
             }
             Source::Memory {
                 batches,
