@@ -865,8 +865,11 @@ fn execute_block(
                 results.into_iter().map(|r| r.1).collect::<Result<_>>()?;
             match top {
                 // The workers' first rows, each sorted (positions last):
-                // merged, not sorted again.
-                Some(_) if !batches.is_empty() && sorter.is_some() => {
+                // many merged, not sorted again (a few sorted together).
+                Some(_)
+                    if sorter.is_some()
+                        && batches.iter().map(|b| b.num_rows()).sum::<usize>() > 1 << 16 =>
+                {
                     let Some(s) = &sorter else {
                         return Err(Error::Internal("a sort without its sorter".into()));
                     };
