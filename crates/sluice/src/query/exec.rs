@@ -577,6 +577,8 @@ fn execute_block(
                     && opts.spill.is_some()
             });
             let visible: Vec<usize> = (0..plan.visible).collect();
+            // Rows kept so far under a LIMIT without ORDER BY.
+            let limited_rows = AtomicUsize::new(0);
             // ORDER BY: rows past half the limit are sorted to disk (a
             // worker's first rows under LIMIT too), and merged at the end.
             let sorter = if plan.order.is_empty() {
@@ -673,6 +675,31 @@ fn execute_block(
                         };
                         let out = project(&batch, exprs, &out_schema)?;
                         let Some(k) = top else {
+                            // LIMIT without ORDER BY: a morsel keeps the
+                            // rows the answer could take from it (copied:
+                            // a slice would hold the whole morsel), and
+                            // once the morsels done hold the answer's
+                            // rows, no more are handed out (those handed
+                            // out are a prefix of the table: its first
+                            // rows are among them).
+                            let out = match (plan.order.is_empty(), plan.limit) {
+                                (true, Some(l)) => {
+                                    let want = l.saturating_add(plan.offset);
+                                    let out = if out.num_rows() > want {
+                                        let cut = out.slice(0, want);
+                                        arrow_select::concat::concat_batches(&cut.schema(), [&cut])
+                                            .map_err(exec_err)?
+                                    } else {
+                                        out
+                                    };
+                                    let n = out.num_rows();
+                                    if limited_rows.fetch_add(n, Ordering::Relaxed) + n >= want {
+                                        next.store(usize::MAX / 2, Ordering::Relaxed);
+                                    }
+                                    out
+                                }
+                                _ => out,
+                            };
                             let bytes = super::memory::batch_bytes(&out);
                             if let Some(s) = &sorter {
                                 let grown = match s.should_spill(bytes) {
@@ -2084,6 +2111,27 @@ fn sort_and_limit(
         ],
         _ => batches,
     };
+    // Cut by LIMIT and OFFSET first when not sorted: only the rows kept
+    // are held (copied out of the rest).
+    if !needs_sort && (plan.limit.is_some() || plan.offset > 0) {
+        let Some(batch) = batches.into_iter().next() else {
+            return Err(Error::Internal("a result without batches".into()));
+        };
+        let cut = limit_rows(batch, plan)?;
+        let cut = arrow_select::concat::concat_batches(&cut.schema(), [&cut]).map_err(exec_err)?;
+        let from_item = opts
+            .result_spill
+            .as_deref()
+            .filter(|r| r.is_for(plan) && opts.spill.is_some());
+        return match (
+            opts.reserve("query result", super::memory::batch_bytes(&cut)),
+            from_item,
+        ) {
+            (Ok(_), _) => Ok(vec![cut]),
+            (Err(Error::MemoryLimit { .. }), Some(d)) => result_to_disk(d, vec![cut], opts),
+            (Err(e), _) => Err(e),
+        };
+    }
     // The rows to answer with, and while they are sorted, their sorted
     // copy and its row numbers.
     let rows = super::memory::batches_bytes(&batches);
@@ -2105,25 +2153,12 @@ fn sort_and_limit(
         (Ok(m), _, _) => Some(m),
         (Err(Error::MemoryLimit { .. }), Some(_), _) => None,
         (Err(Error::MemoryLimit { .. }), None, Some(d)) => {
-            let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
             let keep: Vec<usize> = (0..plan.visible).collect();
-            let mut frame = 0;
-            let mut schema = None;
-            for batch in batches {
-                let batch = batch.project(&keep).map_err(exec_err)?;
-                schema.get_or_insert_with(|| batch.schema());
-                let n = batch.num_rows();
-                let bytes = super::memory::batch_bytes(&batch);
-                let per = ((n as u128 * (limit / 16).max(1) as u128) / bytes.max(1) as u128)
-                    .clamp(1, n.max(1) as u128) as usize;
-                for start in (0..n).step_by(per) {
-                    d.write(opts, frame, batch.slice(start, per.min(n - start)))?;
-                    frame += 1;
-                }
-            }
-            let schema =
-                schema.ok_or_else(|| Error::Internal("a result without batches".into()))?;
-            return Ok(vec![RecordBatch::new_empty(schema)]);
+            let batches = batches
+                .into_iter()
+                .map(|b| b.project(&keep).map_err(exec_err))
+                .collect::<Result<Vec<_>>>()?;
+            return result_to_disk(d, batches, opts);
         }
         (Err(e), _, _) => return Err(e),
     };
@@ -2181,6 +2216,31 @@ fn sort_and_limit(
         drop(sort);
     }
     Ok(vec![limit_rows(batch, plan)?])
+}
+
+/// A join's FROM item's rows (visible columns only) written to its disk
+/// in frames of a sixteenth of the limit; its rows in memory: none.
+fn result_to_disk(
+    d: &super::join::ResultSpill,
+    batches: Vec<RecordBatch>,
+    opts: &super::QueryOptions,
+) -> Result<Vec<RecordBatch>> {
+    let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+    let mut frame = 0;
+    let mut schema = None;
+    for batch in batches {
+        schema.get_or_insert_with(|| batch.schema());
+        let n = batch.num_rows();
+        let bytes = super::memory::batch_bytes(&batch);
+        let per = ((n as u128 * (limit / 16).max(1) as u128) / bytes.max(1) as u128)
+            .clamp(1, n.max(1) as u128) as usize;
+        for start in (0..n).step_by(per) {
+            d.write(opts, frame, batch.slice(start, per.min(n - start)))?;
+            frame += 1;
+        }
+    }
+    let schema = schema.ok_or_else(|| Error::Internal("a result without batches".into()))?;
+    Ok(vec![RecordBatch::new_empty(schema)])
 }
 
 /// The rows of a sort that spilled: its runs and `rest` merged, OFFSET

@@ -258,3 +258,26 @@ fn few_first_rows_stay_in_memory_and_wide_rows_sort_from_disk() {
         768 << 10,
     );
 }
+
+/// A LIMIT without ORDER BY answers the table's first rows: a morsel
+/// keeps only the rows the answer could take from it, and no morsel is
+/// read once those done hold them, so a small limit answers; a derived
+/// table's groups cut by OFFSET, more than fit, go to disk.
+#[test]
+fn a_limit_without_order_holds_only_its_rows() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for threads in [1, 3] {
+        let sql = "SELECT k, s FROM t WHERE v > 10 LIMIT 5 OFFSET 3";
+        let base = run(&db, sql, 1 << 40, threads, &root);
+        assert_eq!(base.rows.len(), 5);
+        let got = run(&db, sql, 64 << 10, threads, &root);
+        assert_eq!(got.rows, base.rows, "threads {threads}");
+        let sql = "SELECT count(*) FROM (SELECT k, count(*) AS n FROM t GROUP BY k OFFSET 7) z";
+        let got = run(&db, sql, 256 << 10, threads, &root);
+        assert_eq!(got.rows, vec![vec![Some((ROWS - 7).to_string())]]);
+        assert!(got.spilled > 0);
+        no_spill_files(&root);
+    }
+}
