@@ -161,7 +161,7 @@ fn by_parts(
         let mut r = compute(&batches, schema, w, opts);
         if matches!(r, Err(Error::MemoryLimit { .. })) && out.holds() {
             // The parts done make room first.
-            out.to_disk()?;
+            out.write_out()?;
             r = compute(&batches, schema, w, opts);
         }
         match r {
@@ -277,7 +277,7 @@ impl Out {
     }
 
     /// The rows kept in memory, written out.
-    fn to_disk(&mut self) -> Result<()> {
+    fn write_out(&mut self) -> Result<()> {
         for b in std::mem::take(&mut self.kept) {
             self.write(&b)?;
         }

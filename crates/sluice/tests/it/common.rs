@@ -207,3 +207,46 @@ pub fn no_spill_files(root: &Path) {
         .unwrap_or_default();
     assert!(left.is_empty(), "spill files left: {left:?}");
 }
+
+/// Rows of the spill tests' table `t`.
+pub const SPILL_ROWS: u64 = 40_000;
+
+/// The spill tests' tables, their values drawn from `seed`: `t(k, j, s,
+/// v, one)`: `k` unique, in load order; `j` an INT key, 0 in half the
+/// rows, NULL every 13th; `s` one of 3,000 texts, NULL every 17th; `v`
+/// small; `one` 1 in every row. `u(j, w)`: `j` unique 0..5,000, but for
+/// the multiples of 7.
+pub fn spill_tables(tag: &str, seed: u64) -> TempDir {
+    let dir = TempDir::new(tag);
+    let mut csv = String::from("k,j,s,v,one\n");
+    let mut x: u64 = seed;
+    for i in 0..SPILL_ROWS {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = match (i % 13, x % 2) {
+            (0, _) => String::new(),
+            (_, 0) => "0".into(),
+            _ => ((x >> 8) % 5_000).to_string(),
+        };
+        let s = if i % 17 == 0 {
+            String::new()
+        } else {
+            format!("text-{}", (x >> 24) % 3_000)
+        };
+        csv.push_str(&format!("{i},{j},{s},{},1\n", (x >> 40) % 100));
+    }
+    load_bytes(
+        &dir,
+        "t",
+        csv.as_bytes(),
+        &opts("k BIGINT, j INT, s TEXT, v INT, one INT"),
+    )
+    .unwrap();
+    let mut csv = String::from("j,w\n");
+    for j in (0..5_000).filter(|j| j % 7 != 0) {
+        csv.push_str(&format!("{j},{}\n", j % 10));
+    }
+    load_bytes(&dir, "u", csv.as_bytes(), &opts("j INT, w INT")).unwrap();
+    dir
+}

@@ -34,45 +34,9 @@ fn run(db: &Database, sql: &str, limit: u64, threads: usize, root: &std::path::P
         .unwrap_or_else(|e| panic!("{sql} (limit {limit}, {threads} threads): {e}"))
 }
 
-const ROWS: u64 = 40_000;
-
-/// `t(k, j, s, v, one)`: `k` unique; `j` an INT key, 0 in half the rows,
-/// NULL every 13th; `s` one of 3,000 texts, NULL every 17th; `v` small;
-/// `one` 1 in every row. `u(j, w)`: `j` unique 0..5,000, but for the
-/// multiples of 7.
+/// The tables of [`crate::common::spill_tables`].
 fn tables() -> TempDir {
-    let dir = TempDir::new("joinspill");
-    let mut csv = String::from("k,j,s,v,one\n");
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    for i in 0..ROWS {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let j = match (i % 13, x % 2) {
-            (0, _) => String::new(),
-            (_, 0) => "0".into(),
-            _ => ((x >> 8) % 5_000).to_string(),
-        };
-        let s = if i % 17 == 0 {
-            String::new()
-        } else {
-            format!("text-{}", (x >> 24) % 3_000)
-        };
-        csv.push_str(&format!("{i},{j},{s},{},1\n", (x >> 40) % 100));
-    }
-    load_bytes(
-        &dir,
-        "t",
-        csv.as_bytes(),
-        &opts("k BIGINT, j INT, s TEXT, v INT, one INT"),
-    )
-    .unwrap();
-    let mut csv = String::from("j,w\n");
-    for j in (0..5_000).filter(|j| j % 7 != 0) {
-        csv.push_str(&format!("{j},{}\n", j % 10));
-    }
-    load_bytes(&dir, "u", csv.as_bytes(), &opts("j INT, w INT")).unwrap();
-    dir
+    crate::common::spill_tables("joinspill", 0x2545_F491_4F6C_DD1D)
 }
 
 /// `sql` in memory, then at a tenth of its peak and at `small`: the

@@ -14,44 +14,12 @@ use sluice::store::Database;
 
 use crate::common::{SpillRun, TempDir, load_bytes, no_spill_files, opts, spill_run};
 
-const ROWS: u64 = 40_000;
+const ROWS: u64 = crate::common::SPILL_ROWS;
 
-/// `t(k, j, s, v)`: `k` unique, in load order; `j` an INT, 0 in half
-/// the rows, NULL every 13th; `s` one of 3,000 texts, NULL every 17th;
-/// `v` small. `u(j, w)`: `j` unique 0..5,000 but for the multiples of 7.
+/// The tables of [`crate::common::spill_tables`] (`t(k, j, s, v, one)`,
+/// `u(j, w)`).
 fn tables() -> TempDir {
-    let dir = TempDir::new("sortspill");
-    let mut csv = String::from("k,j,s,v\n");
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    for i in 0..ROWS {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let j = match (i % 13, x % 2) {
-            (0, _) => String::new(),
-            (_, 0) => "0".into(),
-            _ => ((x >> 8) % 5_000).to_string(),
-        };
-        let s = if i % 17 == 0 {
-            String::new()
-        } else {
-            format!("text-{}", (x >> 24) % 3_000)
-        };
-        csv.push_str(&format!("{i},{j},{s},{}\n", (x >> 40) % 100));
-    }
-    load_bytes(
-        &dir,
-        "t",
-        csv.as_bytes(),
-        &opts("k BIGINT, j INT, s TEXT, v INT"),
-    )
-    .unwrap();
-    let mut csv = String::from("j,w\n");
-    for j in (0..5_000).filter(|j| j % 7 != 0) {
-        csv.push_str(&format!("{j},{}\n", j % 10));
-    }
-    load_bytes(&dir, "u", csv.as_bytes(), &opts("j INT, w INT")).unwrap();
-    dir
+    crate::common::spill_tables("sortspill", 0x9E37_79B9_7F4A_7C15)
 }
 
 fn run(db: &Database, sql: &str, limit: u64, threads: usize, root: &std::path::Path) -> SpillRun {
