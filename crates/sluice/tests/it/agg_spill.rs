@@ -14,7 +14,7 @@ use sluice::query::spill::Spill;
 use sluice::query::{QueryOptions, query_with};
 use sluice::store::Database;
 
-use crate::common::{TempDir, load_bytes, opts, rows_of};
+use crate::common::{TempDir, load_bytes, no_spill_files, opts, rows_of};
 
 const ROWS: u64 = 60_000;
 
@@ -100,18 +100,6 @@ fn run(db: &Database, sql: &str, limit: u64, threads: usize, root: &std::path::P
         peak: memory.peak(),
         spilled: spill.bytes_written(),
     }
-}
-
-fn no_spill_files(root: &std::path::Path) {
-    let left: Vec<String> = std::fs::read_dir(root)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("sluice-spill-"))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(left.is_empty(), "spill files left: {left:?}");
 }
 
 /// `sql` in memory, then at `1/divisor` of its peak and at `small`: the

@@ -250,3 +250,35 @@ pub fn spill_tables(tag: &str, seed: u64) -> TempDir {
     load_bytes(&dir, "u", csv.as_bytes(), &opts("j INT, w INT")).unwrap();
     dir
 }
+
+/// `sql` in memory, then at a tenth of its peak and at `small` (with 1
+/// and 3 workers): the same rows (compared sorted when `sorted`, else in
+/// their order), bytes spilled, no spill file left.
+pub fn same_when_spilled(db: &Database, root: &Path, sql: &str, small: u64, sorted: bool) {
+    let run = |limit: u64, threads: usize| {
+        let mut r = spill_run(db, sql, limit, threads, root)
+            .unwrap_or_else(|e| panic!("{sql} (limit {limit}, {threads} threads): {e}"));
+        if sorted {
+            r.rows.sort();
+        }
+        r
+    };
+    for threads in [1, 3] {
+        let base = run(1 << 40, threads);
+        assert_eq!(base.spilled, 0, "{sql}: spilled in memory");
+        assert!(!base.rows.is_empty(), "{sql}");
+        for limit in [base.peak / 10, small] {
+            let got = run(limit, threads);
+            assert!(
+                got.spilled > 0,
+                "{sql}: nothing spilled at {limit} of {} (threads {threads})",
+                base.peak
+            );
+            assert_eq!(
+                got.rows, base.rows,
+                "{sql}: limit {limit}, threads {threads}"
+            );
+            no_spill_files(root);
+        }
+    }
+}
