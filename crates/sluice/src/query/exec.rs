@@ -283,6 +283,9 @@ fn execute_block(
     let resolved;
     let plan = if plan.init_plans && !plan.explain {
         resolved = super::subquery::resolve(db, plan, opts)?;
+        if let Some(r) = &opts.result_spill {
+            r.alias(plan, &resolved);
+        }
         &resolved
     } else {
         plan
@@ -526,7 +529,7 @@ fn execute_block(
             }
         };
     }
-    let inputs = inputs;
+    let mut inputs = inputs;
     let morsels = &inputs.morsels;
     facts.morsels = morsels.len();
     if let Body::Aggregate {
@@ -866,6 +869,10 @@ fn execute_block(
                 }),
             }
             facts.morsels_skipped = skipped.into_inner();
+            // Every morsel is done: a pipelined join's tables are let go
+            // before the rows are merged (Q2's answer, under a limit of
+            // 64 KiB, found no room beside them).
+            inputs.let_go_of_pipeline();
             let mut results = results
                 .into_inner()
                 .map_err(|_| Error::Internal("worker panicked".into()))?;
@@ -1330,6 +1337,9 @@ fn execute_block(
                             });
                         }
                     });
+                    // Every morsel is grouped: a pipelined join's tables
+                    // and rows are let go before the groups are merged.
+                    inputs.let_go_of_pipeline();
                     let mut tables = tables
                         .into_inner()
                         .map_err(|_| Error::Internal("worker panicked".into()))?

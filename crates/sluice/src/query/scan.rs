@@ -120,6 +120,12 @@ impl Inputs {
         self.pipeline = Some(p);
     }
 
+    /// Drops the pipelined join (its tables, and the memory they hold)
+    /// once every morsel is done.
+    pub fn let_go_of_pipeline(&mut self) {
+        self.pipeline = None;
+    }
+
     /// A batch already in memory.
     pub fn push_ready(&mut self, batch: RecordBatch, bounds: Arc<Vec<Option<u128>>>) {
         self.rows += batch.num_rows() as u64;

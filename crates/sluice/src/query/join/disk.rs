@@ -254,6 +254,9 @@ impl<'o> Sink<'o> {
 pub struct ResultSpill {
     /// The plan whose rows it takes (by address).
     plan: usize,
+    /// The same plan with its scalar subqueries' values in it, made when
+    /// it runs (see [`ResultSpill::alias`]); 0 before.
+    resolved: std::sync::atomic::AtomicUsize,
     /// Every batch to disk (the test knob).
     pub(crate) always: bool,
     /// What its rows count as (EXPLAIN ANALYZE, errors).
@@ -283,6 +286,7 @@ impl ResultSpill {
     ) -> ResultSpill {
         ResultSpill {
             plan: plan as *const _ as usize,
+            resolved: std::sync::atomic::AtomicUsize::new(0),
             always,
             operator,
             writer: Mutex::new(None),
@@ -293,7 +297,21 @@ impl ResultSpill {
 
     /// Whether it takes `plan`'s rows.
     pub(crate) fn is_for(&self, plan: &crate::query::plan::Plan) -> bool {
-        self.plan == plan as *const _ as usize
+        let at = plan as *const _ as usize;
+        self.plan == at || self.resolved.load(std::sync::atomic::Ordering::Relaxed) == at
+    }
+
+    /// `to` is `from` with its scalar subqueries' values in it, run in
+    /// its place: when this takes `from`'s rows it takes `to`'s. (A FROM
+    /// item such as `c_acctbal > (SELECT avg(…) …)` runs as such a copy;
+    /// found by its address alone, its rows were held whole.)
+    pub(crate) fn alias(&self, from: &crate::query::plan::Plan, to: &crate::query::plan::Plan) {
+        if self.is_for(from) {
+            self.resolved.store(
+                to as *const _ as usize,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
     }
 
     /// Writes the rows of morsel `morsel`.
