@@ -210,7 +210,7 @@ fn filter_rows(f: &Expr, batch: RecordBatch) -> Result<RecordBatch> {
             op: super::expr::BinOp::And,
             left,
             right,
-        } if matches!(left.as_ref(), Expr::InValues { .. }) => {
+        } if matches!(left.as_ref(), Expr::InValues { .. } | Expr::Bloom { .. }) => {
             let batch = keep(left, batch)?;
             if batch.num_rows() == 0 {
                 return Ok(batch);

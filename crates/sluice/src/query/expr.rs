@@ -117,6 +117,14 @@ pub enum Expr {
         negated: bool,
         set: InSet,
     },
+    /// `x` may be among a runtime filter's keys: false where a Bloom
+    /// filter of them says surely not (made under a memory limit that
+    /// their exact set does not fit; see [`super::bloom`]). Only the
+    /// join's runtime filters make it, at run time.
+    Bloom {
+        expr: Box<Expr>,
+        filter: super::bloom::Shared,
+    },
     /// A scalar function of [`super::func`], its arguments already of the
     /// types it takes; `ty`: its result's type.
     Call {
@@ -359,7 +367,7 @@ impl Expr {
             Expr::InList { expr, list, .. } => {
                 expr.cannot_fail() && list.iter().all(Expr::cannot_fail)
             }
-            Expr::InValues { expr, .. } => expr.cannot_fail(),
+            Expr::InValues { expr, .. } | Expr::Bloom { expr, .. } => expr.cannot_fail(),
             Expr::Like { expr, .. } => expr.cannot_fail(),
             _ => false,
         }
@@ -385,7 +393,8 @@ impl Expr {
             | Expr::Extract { expr: e, .. }
             | Expr::AddMonths { expr: e, .. }
             | Expr::AddDays { expr: e, .. }
-            | Expr::InValues { expr: e, .. } => f(e),
+            | Expr::InValues { expr: e, .. }
+            | Expr::Bloom { expr: e, .. } => f(e),
             Expr::InList { expr, list, .. } => {
                 f(expr);
                 list.iter_mut().for_each(f);
@@ -445,6 +454,7 @@ impl Expr {
             | Expr::IsNull { .. }
             | Expr::InList { .. }
             | Expr::InValues { .. }
+            | Expr::Bloom { .. }
             | Expr::Like { .. } => A::Boolean,
             Expr::Neg(e) | Expr::Abs(e) => e.data_type(input),
             Expr::Case { whens, otherwise } => {
@@ -593,6 +603,10 @@ impl Expr {
                 negated,
                 set,
             } => not_if(in_values(expr.eval(batch)?, values, set, batch)?, *negated)?,
+            Expr::Bloom { expr, filter } => match expr.eval(batch)? {
+                Value::Array(a) => Value::Array(Arc::new(filter.probe(a.as_ref()))),
+                Value::Scalar(a) => Value::Scalar(Arc::new(filter.probe(a.as_ref()))),
+            },
             Expr::Like {
                 expr,
                 pattern,
@@ -953,6 +967,7 @@ impl Expr {
             Expr::IsNull { expr, .. } if is_c(expr) => true,
             Expr::InList { expr, list, .. } if is_c(expr) => list.iter().all(text_lit),
             Expr::InValues { expr, values, .. } if is_c(expr) => values.data_type() == &A::Utf8,
+            Expr::Bloom { expr, .. } if is_c(expr) => false,
             _ => {
                 let mut ok = true;
                 self.clone()
@@ -2248,6 +2263,12 @@ impl fmt::Display for Expr {
                 }
                 f.write_str(")")
             }
+            Expr::Bloom { expr, filter } => write!(
+                f,
+                "{expr} IN (a Bloom filter of {} keys, {} bytes)",
+                filter.keys(),
+                filter.bytes()
+            ),
             Expr::Like {
                 expr,
                 pattern,

@@ -17,6 +17,7 @@
 
 pub mod agg;
 pub mod bind;
+pub mod bloom;
 pub mod catalog;
 pub mod exec;
 pub mod expr;

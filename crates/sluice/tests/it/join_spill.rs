@@ -243,3 +243,62 @@ fn items_filtered_by_a_scalar_subquery_go_to_disk_too() {
         same_when_spilled(&db, &root, sql, 192 << 10, true);
     }
 }
+
+/// A runtime filter whose keys' exact set does not fit the limit is a
+/// Bloom filter of them: the table reads about the rows of those keys
+/// (not every row, as before), the join still checks each key, and the
+/// answer is the one in memory, whatever keys pass wrongly: BIGINT keys
+/// of an expression, and of a BIGINT column testing an INT one.
+#[test]
+fn keys_past_the_limit_filter_the_scan_by_a_bloom_filter() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    let limit = 256 << 10;
+    for (sql, big) in [
+        // 16 K keys of b (BIGINT k), a third of which a's rows meet.
+        (
+            "SELECT count(*), sum(a.v), min(b.k) FROM t a JOIN t b ON a.k = b.k * 3 WHERE b.v < 40",
+            "a",
+        ),
+        // An INT column (half its rows 0, some NULL) filtered by the
+        // BIGINT keys of 45 % of t.
+        (
+            "SELECT count(*), sum(a.v), max(a.k) FROM t a JOIN t b ON a.j = b.k WHERE b.v < 45",
+            "a",
+        ),
+    ] {
+        let want = run(&db, sql, 1 << 40, 2, &root).rows;
+        for threads in [1, 3] {
+            assert_eq!(run(&db, sql, limit, threads, &root).rows, want, "{sql}");
+            no_spill_files(&root);
+        }
+        let memory = Memory::new(limit);
+        let text = query_with(
+            &db,
+            &format!("EXPLAIN ANALYZE {sql}"),
+            &QueryOptions {
+                threads: Some(2),
+                memory: Some(memory.clone()),
+                spill: Some(Spill::new(&root)),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .explain
+        .unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("Runtime filter on {big}")))
+            .unwrap_or_else(|| panic!("{sql}: no runtime filter on {big}:\n{text}"));
+        assert!(line.contains("a Bloom filter of"), "{line}");
+        no_spill_files(&root);
+    }
+    // In memory the same filters are exact sets.
+    let text = crate::common::explain_analyze(
+        &db,
+        "SELECT count(*) FROM t a JOIN t b ON a.k = b.k * 3 WHERE b.v < 40",
+    );
+    assert!(text.contains("Runtime filter on a"), "{text}");
+    assert!(!text.contains("Bloom"), "{text}");
+}

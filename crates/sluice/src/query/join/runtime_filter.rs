@@ -60,6 +60,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, cast::AsArray, types::*};
 use arrow_schema::DataType as A;
 
+use super::super::bloom;
 use super::super::expr::{BinOp, Expr, InSet, exec_err};
 use super::super::plan::from::{JoinGroup, JoinKind};
 use super::super::plan::setop::SetKind;
@@ -588,22 +589,35 @@ pub(super) fn filtered_plan(
                     return Ok(());
                 };
                 let n = values.len();
-                match filter_scan(b, scan, s.name, values, opts) {
-                    Ok(m) => held.push(m),
-                    // Keys past the memory limit: no filter (see below).
-                    Err(Error::MemoryLimit { .. }) => return Ok(()),
+                let bloom = match filter_scan(b, scan, s.name, values.clone(), opts) {
+                    Ok(m) => {
+                        held.push(m);
+                        None
+                    }
+                    // Keys past the memory limit: a Bloom filter of them,
+                    // or none (see below).
+                    Err(Error::MemoryLimit { .. }) => {
+                        match bloom_scan(b, scan, s.name, &values, opts)? {
+                            Some((m, bytes)) => {
+                                held.push(m);
+                                Some(bytes)
+                            }
+                            None => return Ok(()),
+                        }
+                    }
                     Err(e) => return Err(e),
-                }
+                };
                 if let Some(profile) = &opts.profile {
                     let st = profile.start();
                     profile.finish(
                         st,
                         format!(
-                            "Runtime filter on {} ({}): {} IN the keys of {}",
+                            "Runtime filter on {} ({}): {} IN the keys of {}{}",
                             leaf.name,
                             b.table.as_deref().unwrap_or(""),
                             s.cond,
                             g.leaves[s.from].name,
+                            bloom_note(bloom),
                         ),
                         Some(src.rows as u64),
                         n as u64,
@@ -636,22 +650,32 @@ pub(super) fn filtered_plan(
         // over the rows it keeps (`exec::filter_rows`). Keys that do not
         // fit the memory limit make no filter: the item's rows are read
         // as without one, and the join keeps the same rows.
-        match filter_scan(plan, s.scan, s.name, values, opts) {
-            Ok(m) => held.push(m),
+        let bloom = match filter_scan(plan, s.scan, s.name, values.clone(), opts) {
+            Ok(m) => {
+                held.push(m);
+                None
+            }
             Err(Error::MemoryLimit { .. }) => {
                 if by_index {
                     plan.key_lookup = None;
                 }
-                continue;
+                // A Bloom filter of the keys where it fits, else none.
+                match bloom_scan(plan, s.scan, s.name, &values, opts)? {
+                    Some((m, bytes)) => {
+                        held.push(m);
+                        Some(bytes)
+                    }
+                    None => continue,
+                }
             }
             Err(e) => return Err(e),
-        }
+        };
         if let Some(profile) = &opts.profile {
             let st = profile.start();
             profile.finish(
                 st,
                 format!(
-                    "Runtime filter on {}: {} IN the keys of {}{}",
+                    "Runtime filter on {}: {} IN the keys of {}{}{}",
                     leaf.name,
                     s.cond,
                     g.leaves[s.from].name,
@@ -659,7 +683,8 @@ pub(super) fn filtered_plan(
                         ", read by the key index"
                     } else {
                         ""
-                    }
+                    },
+                    bloom_note(bloom),
                 ),
                 Some(src.rows as u64),
                 n as u64,
@@ -713,6 +738,78 @@ fn filter_scan(
         });
     }
     Ok(mem)
+}
+
+/// Scan `b` keeps only the rows whose column `scan` may be among
+/// `values` by a Bloom filter of them (and, for integers and dates, those
+/// in their range by the zone maps): made when their exact set does not
+/// fit the memory limit. It takes [`bloom::BITS_PER_KEY`] bits a key, or
+/// as many as a quarter of the limit and half of what is left of it
+/// allow, at least [`bloom::MIN_BITS_PER_KEY`]; `None` (no filter) when
+/// that does not fit, or the keys are not integers or dates. It is held
+/// while the table is read (its rows past half the limit go to disk).
+/// The reservation and the filter's bytes.
+fn bloom_scan(
+    b: &mut Plan,
+    scan: usize,
+    name: &str,
+    values: &ArrayRef,
+    opts: &QueryOptions,
+) -> Result<Option<(Reservation, u64)>> {
+    if !bloom::holds(values.data_type()) || values.is_empty() {
+        return Ok(None);
+    }
+    let n = values.len();
+    let left = opts.memory.as_ref().map_or(u64::MAX, |m| {
+        (m.limit() / 4).min(m.limit().saturating_sub(m.used()) / 2)
+    });
+    let bytes = bloom::bytes_for(n, bloom::BITS_PER_KEY).min(left);
+    if bytes < bloom::bytes_for(n, bloom::MIN_BITS_PER_KEY) {
+        return Ok(None);
+    }
+    let mem = match opts.reserve("runtime filter", bytes) {
+        Ok(m) => m,
+        Err(Error::MemoryLimit { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some(filter) = bloom::BloomFilter::of_values(values, bytes) else {
+        return Ok(None);
+    };
+    let test = Expr::Bloom {
+        expr: Box::new(Expr::Column {
+            index: scan,
+            name: name.to_string(),
+        }),
+        filter: Arc::new(filter),
+    };
+    b.filter = Some(match b.filter.take() {
+        None => test,
+        Some(f) => Expr::Binary {
+            op: BinOp::And,
+            left: Box::new(test),
+            right: Box::new(f),
+        },
+    });
+    if let (Some((lo, hi)), Some(&column)) = (int_range(values), b.scan_columns.get(scan)) {
+        b.prune.push(Prune {
+            column,
+            lo: Some(lo),
+            hi: Some(hi),
+        });
+    }
+    Ok(Some((mem, bytes)))
+}
+
+/// How a runtime filter's line in EXPLAIN ANALYZE says it is a Bloom
+/// filter of `bytes` bytes.
+fn bloom_note(bytes: Option<u64>) -> String {
+    match bytes {
+        Some(b) => format!(
+            " (a Bloom filter of {}: the keys do not fit the memory limit)",
+            super::super::memory::human_bytes(b)
+        ),
+        None => String::new(),
+    }
 }
 
 /// `values` (distinct, non-NULL) as keys of the key index of a column
