@@ -314,18 +314,43 @@ pub struct RunWriter {
     profile: Option<Arc<super::profile::Profile>>,
 }
 
+/// A frame encoded (Arrow IPC, its checksum), not yet written: made by
+/// [`RunWriter::encode`] outside the lock that a run shared by workers
+/// is written under.
+pub struct Encoded {
+    payload: Vec<u8>,
+    crc: u32,
+    rows: u32,
+}
+
 impl RunWriter {
-    /// Appends `batch` as a frame of partition `part`.
-    pub fn write(&mut self, part: u32, batch: &RecordBatch) -> Result<()> {
+    /// `batch` as a frame's bytes (see [`Encoded`]).
+    pub fn encode(batch: &RecordBatch) -> Result<Encoded> {
         let mut payload = Vec::new();
         {
             let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut payload, &batch.schema())?;
             w.write(batch)?;
             w.finish()?;
         }
+        Ok(Encoded {
+            crc: crc32fast::hash(&payload),
+            payload,
+            rows: batch.num_rows() as u32,
+        })
+    }
+
+    /// Appends `batch` as a frame of partition `part`.
+    pub fn write(&mut self, part: u32, batch: &RecordBatch) -> Result<()> {
+        let e = Self::encode(batch)?;
+        self.write_encoded(part, e)
+    }
+
+    /// Appends an encoded frame as one of partition `part`.
+    pub fn write_encoded(&mut self, part: u32, e: Encoded) -> Result<()> {
+        let Encoded { payload, crc, rows } = e;
         let mut header = [0u8; HEADER as usize];
         header[..4].copy_from_slice(MAGIC);
-        header[4..8].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        header[4..8].copy_from_slice(&crc.to_le_bytes());
         header[8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         let n = HEADER + payload.len() as u64;
         let cap = self.spill.0.cap.load(Ordering::Relaxed);
@@ -354,7 +379,7 @@ impl RunWriter {
             part,
             offset: self.at,
             len: payload.len() as u64,
-            rows: batch.num_rows() as u32,
+            rows,
         });
         self.at += n;
         self.spill.0.bytes.fetch_add(n, Ordering::Relaxed);

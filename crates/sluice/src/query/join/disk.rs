@@ -175,31 +175,40 @@ impl<'o> Sink<'o> {
 
     /// Puts `b` as the rows from `off` on of the `n`-th batch.
     pub fn put_at(&self, n: u64, off: u32, b: RecordBatch) -> Result<()> {
-        let mut h = self
-            .held
-            .lock()
-            .map_err(|_| Error::Internal("join sink lock poisoned".into()))?;
-        if h.schema.is_none() {
-            h.schema = Some(b.schema());
-        }
-        if b.num_rows() == 0 {
-            return Ok(());
-        }
-        let bytes = batch_bytes(&b);
-        let keep = match (&self.opts.memory, &self.opts.spill) {
-            (Some(m), Some(_)) => m.keeps_rows(bytes),
-            _ => true,
+        let lock = || {
+            self.held
+                .lock()
+                .map_err(|_| Error::Internal("join sink lock poisoned".into()))
         };
-        if !self.to_disk && keep {
-            match h.mem.grow(bytes) {
-                Ok(()) => {
-                    h.parts.push(((n, off), Stored::Mem(b)));
-                    return Ok(());
+        {
+            let mut h = lock()?;
+            if h.schema.is_none() {
+                h.schema = Some(b.schema());
+            }
+            if b.num_rows() == 0 {
+                return Ok(());
+            }
+            let bytes = batch_bytes(&b);
+            let keep = match (&self.opts.memory, &self.opts.spill) {
+                (Some(m), Some(_)) => m.keeps_rows(bytes),
+                _ => true,
+            };
+            if !self.to_disk && keep {
+                match h.mem.grow(bytes) {
+                    Ok(()) => {
+                        h.parts.push(((n, off), Stored::Mem(b)));
+                        return Ok(());
+                    }
+                    Err(Error::MemoryLimit { .. }) if self.opts.spill.is_some() => {}
+                    Err(e) => return Err(e),
                 }
-                Err(Error::MemoryLimit { .. }) if self.opts.spill.is_some() => {}
-                Err(e) => return Err(e),
             }
         }
+        // To disk: encoded outside the lock (the other workers go on),
+        // appended under it.
+        let frame = RunWriter::encode(&b)?;
+        drop(b);
+        let mut h = lock()?;
         let w = match &mut h.writer {
             Some(w) => w,
             None => {
@@ -213,7 +222,7 @@ impl<'o> Sink<'o> {
             }
         };
         let i = w.frame_count();
-        w.write(0, &b)?;
+        w.write_encoded(0, frame)?;
         h.parts.push(((n, off), Stored::Frame(i)));
         Ok(())
     }

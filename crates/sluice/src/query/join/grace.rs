@@ -4,7 +4,10 @@
 //!
 //! Both sides are written to disk, each row to one of [`PARTS`]
 //! partitions by the hash of its keys (the top bits, as the spilling
-//! hash aggregate's partitions are chosen: [`part_of`]). Then the
+//! hash aggregate's partitions are chosen: [`part_of`]), or of fewer
+//! groups of them when the build side needs fewer to fit ([`fan_out`]:
+//! a side a few times the limit is split in a few parts, each written in
+//! larger frames, not in 64 parts of tiny ones). Then the
 //! partitions are joined one by one: a partition's build rows are hashed
 //! in memory, and its probe rows, read back by every worker, probe them.
 //! A partition whose build rows still do not fit is partitioned again by
@@ -45,7 +48,7 @@ use crate::query::expr::{Expr, exec_err};
 use crate::query::hash_join::{HashTable, Marks, eval_keys, joined_schema};
 use crate::query::memory::{Reservation, batch_bytes};
 use crate::query::plan::from::JoinKind;
-use crate::query::spill::{MAX_LEVEL, PARTS, Run, RunWriter, Spill, part_of};
+use crate::query::spill::{Encoded, MAX_LEVEL, PARTS, Run, RunWriter, Spill, part_of};
 
 /// What its partitions count as on disk.
 const OPERATOR: &str = "grace hash join";
@@ -116,12 +119,13 @@ pub(super) fn join(
     let full = spec.kind == JoinKind::Full;
     // Each side's memory is given back once it is on disk.
     let rows = probe_rows(opts, workers);
+    let groups = fan_out(build.rows, build.bytes(), opts);
     let (b, nulls) = partition(
         build.pieces(rows),
         spec.build_keys,
         spec.types,
         full,
-        0,
+        (0, groups),
         workers,
         opts,
     )?;
@@ -145,7 +149,7 @@ pub(super) fn join(
         spec.probe_keys,
         spec.types,
         spec.keeps_probe_nulls(),
-        0,
+        (0, groups),
         workers,
         opts,
     )?;
@@ -166,6 +170,7 @@ pub(super) fn join(
     let sides = Sides {
         probe: p,
         build: b,
+        groups,
         probe_schema,
         build_schema,
     };
@@ -233,10 +238,12 @@ fn null_filled(rows: &RecordBatch, other: &SchemaRef, first: bool) -> Result<Rec
     )?)
 }
 
-/// Both sides' runs, partitioned at one level, and their rows' schemas.
+/// Both sides' runs, partitioned at one level into `groups` parts, and
+/// their rows' schemas.
 struct Sides {
     probe: Option<Arc<Run>>,
     build: Option<Arc<Run>>,
+    groups: u32,
     probe_schema: SchemaRef,
     build_schema: SchemaRef,
 }
@@ -253,7 +260,7 @@ fn join_parts(
     opts: &QueryOptions,
 ) -> Result<()> {
     let full = spec.kind == JoinKind::Full;
-    for part in 0..PARTS {
+    for part in 0..sides.groups {
         let build = sides
             .build
             .as_ref()
@@ -273,13 +280,17 @@ fn join_parts(
         let table = match table_of(&build, &sides.build_schema, spec, workers, opts) {
             Ok(t) => t,
             Err(Error::MemoryLimit { .. }) if level < MAX_LEVEL => {
+                // Split again as finely as the hash allows: its table
+                // was thought to fit and did not (what the query holds
+                // beside it, or a table's least size, decided).
                 let deeper = level + 1;
+                let groups = PARTS;
                 let (b, _) = partition(
                     build,
                     spec.build_keys,
                     spec.types,
                     full,
-                    deeper,
+                    (deeper, groups),
                     workers,
                     opts,
                 )?;
@@ -288,13 +299,14 @@ fn join_parts(
                     spec.probe_keys,
                     spec.types,
                     spec.keeps_probe_nulls(),
-                    deeper,
+                    (deeper, groups),
                     workers,
                     opts,
                 )?;
                 let sides = Sides {
                     probe: p,
                     build: b,
+                    groups,
                     probe_schema: sides.probe_schema.clone(),
                     build_schema: sides.build_schema.clone(),
                 };
@@ -359,17 +371,32 @@ fn table_of(
     Ok(t)
 }
 
-/// Bytes of a partition's rows gathered before they are written as one
-/// frame: the partitions' buffers together hold at most an eighth of the
-/// memory limit (within these bounds: frames of a few rows cost more in
-/// their headers than in their rows).
-fn flush_bytes(opts: &QueryOptions) -> u64 {
+/// Bytes of a part's rows gathered before they are written as one
+/// frame: the `groups` parts' buffers together hold at most an eighth of
+/// the memory limit (within these bounds: frames of a few rows cost more
+/// in their headers than in their rows).
+fn flush_bytes(opts: &QueryOptions, groups: u32) -> u64 {
     let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
-    (limit / 8 / u64::from(PARTS)).clamp(8 << 10, 4 << 20)
+    (limit / 8 / u64::from(groups.max(1))).clamp(8 << 10, 4 << 20)
 }
 
-/// The rows of `pieces` written to one run, as frames of the partition
-/// of their `keys`' hash at `level`; a row with a NULL in its keys to
+/// Into how many parts (a power of two, 2 to [`PARTS`]) a build side of
+/// `rows` rows and `bytes` bytes is split: as many as give each part's
+/// hash table (its rows and entries, [`HashTable::estimate`]) a quarter
+/// of the limit — what a part's table may take beside the rows the query
+/// holds (up to half the limit) and its probes. A part that still does
+/// not fit is split again, into [`PARTS`] ([`join_parts`]). Each part
+/// holds whole partitions of [`part_of`] (`PARTS / groups` of them).
+fn fan_out(rows: usize, bytes: u64, opts: &QueryOptions) -> u32 {
+    let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+    let need = HashTable::estimate(rows, bytes);
+    let parts = need.div_ceil((limit / 4).max(1));
+    parts.next_power_of_two().clamp(2, u64::from(PARTS)) as u32
+}
+
+/// The rows of `pieces` written to one run, as frames of the part of
+/// their `keys`' hash at `level` (`at`: the level and the number of
+/// parts, whole partitions of [`part_of`] each); a row with a NULL in its keys to
 /// [`NULL_PART`] if `nulls` says so, else dropped. `None` when no row was
 /// written; with the rows that had a NULL in their keys.
 fn partition(
@@ -377,15 +404,17 @@ fn partition(
     keys: &[Expr],
     types: &[A],
     nulls: bool,
-    level: u32,
+    at: (u32, u32),
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<(Option<Arc<Run>>, u64)> {
+    let (level, groups) = at;
+    let per_group = PARTS / groups.clamp(1, PARTS);
     let spill = opts
         .spill
         .as_ref()
         .ok_or_else(|| Error::Internal("grace join without a spill directory".into()))?;
-    let flush_at = flush_bytes(opts);
+    let flush_at = flush_bytes(opts, groups);
     let out = Mutex::new(Partitions {
         writer: None,
         held: vec![(Vec::new(), 0); NULL_PART as usize + 1],
@@ -401,7 +430,7 @@ fn partition(
         let mut null_here = 0;
         for (r, h) in hashes.iter().enumerate() {
             if k.iter().all(|a| a.is_valid(r)) {
-                by_part[part_of(*h, level) as usize].push(r as u32);
+                by_part[(part_of(*h, level) / per_group) as usize].push(r as u32);
             } else {
                 null_here += 1;
                 if nulls {
@@ -417,16 +446,24 @@ fn partition(
             let taken = arrow_select::take::take_record_batch(&rows, &UInt32Array::from(rows_of))
                 .map_err(exec_err)?;
             let bytes = batch_bytes(&taken);
-            let mut o = out.lock().map_err(|_| poisoned())?;
-            let o = &mut *o;
-            // Past its share, or past the limit, the part is written.
-            let counted = o.mem.grow(bytes).is_ok();
-            o.held[part].0.push(taken);
-            if counted {
-                o.held[part].1 += bytes;
-            }
-            if !counted || o.held[part].1 >= flush_at {
-                o.flush(part, spill, opts)?;
+            // Past its share, or past the limit, the part is written:
+            // its rows taken out under the lock, made one frame and
+            // encoded outside it (the other workers go on), and the
+            // frame appended under it.
+            let full = {
+                let mut o = out.lock().map_err(|_| poisoned())?;
+                let o = &mut *o;
+                let counted = o.mem.grow(bytes).is_ok();
+                o.held[part].0.push(taken);
+                if counted {
+                    o.held[part].1 += bytes;
+                }
+                (!counted || o.held[part].1 >= flush_at).then(|| std::mem::take(&mut o.held[part]))
+            };
+            if let Some((batches, held)) = full {
+                let frame = one_frame(batches)?;
+                let mut o = out.lock().map_err(|_| poisoned())?;
+                o.write(part, frame, held, spill, opts)?;
             }
         }
         Ok(())
@@ -452,23 +489,44 @@ struct Partitions {
     mem: Reservation,
 }
 
+/// Rows of one partition as one encoded frame (`None`: no rows).
+fn one_frame(batches: Vec<RecordBatch>) -> Result<Option<Encoded>> {
+    let Some(first) = batches.first() else {
+        return Ok(None);
+    };
+    let batch =
+        arrow_select::concat::concat_batches(&first.schema(), &batches).map_err(exec_err)?;
+    drop(batches);
+    RunWriter::encode(&batch).map(Some)
+}
+
 impl Partitions {
     /// Writes partition `part`'s rows held as one frame.
     fn flush(&mut self, part: usize, spill: &Spill, opts: &QueryOptions) -> Result<()> {
         let (batches, bytes) = std::mem::take(&mut self.held[part]);
-        let Some(first) = batches.first() else {
-            return Ok(());
-        };
-        let batch =
-            arrow_select::concat::concat_batches(&first.schema(), &batches).map_err(exec_err)?;
-        drop(batches);
-        let w = match &mut self.writer {
-            Some(w) => w,
-            None => self
-                .writer
-                .insert(spill.writer(OPERATOR, opts.profile.clone())?),
-        };
-        w.write(part as u32, &batch)?;
+        let frame = one_frame(batches)?;
+        self.write(part, frame, bytes, spill, opts)
+    }
+
+    /// Appends `frame`, partition `part`'s rows of `bytes` counted
+    /// bytes, and gives those bytes back.
+    fn write(
+        &mut self,
+        part: usize,
+        frame: Option<Encoded>,
+        bytes: u64,
+        spill: &Spill,
+        opts: &QueryOptions,
+    ) -> Result<()> {
+        if let Some(frame) = frame {
+            let w = match &mut self.writer {
+                Some(w) => w,
+                None => self
+                    .writer
+                    .insert(spill.writer(OPERATOR, opts.profile.clone())?),
+            };
+            w.write_encoded(part as u32, frame)?;
+        }
         let held = self.mem.bytes().saturating_sub(bytes);
         self.mem.resize(held)
     }
@@ -488,4 +546,35 @@ fn key_hashes(keys: &[ArrayRef]) -> Result<Vec<u64>> {
     Ok((0..rows.num_rows())
         .map(|r| hll::hash(rows.row(r).as_ref()))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::memory::Memory;
+
+    fn limited(limit: u64) -> QueryOptions {
+        QueryOptions {
+            memory: Some(Memory::new(limit)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_side_is_split_into_as_many_parts_as_make_each_table_fit() {
+        let o = limited(4 << 20);
+        // A table of a quarter of the limit: 2 parts (never 1: the side
+        // was found not to fit whole).
+        assert_eq!(fan_out(10, 1 << 20, &o), 2);
+        // 300 K rows of 16 bytes (about 13.7 MiB with their entries):
+        // 16 parts of under 1 MiB.
+        let need = HashTable::estimate(300_000, 300_000 * 16);
+        assert_eq!(need.div_ceil(1 << 20), 14);
+        assert_eq!(fan_out(300_000, 300_000 * 16, &o), 16);
+        // Far past the limit: every partition.
+        assert_eq!(fan_out(1 << 30, 1 << 40, &o), PARTS);
+        // The parts' buffers share an eighth of the limit.
+        assert_eq!(flush_bytes(&o, 16), (4 << 20) / 8 / 16);
+        assert_eq!(flush_bytes(&limited(64 << 10), PARTS), 8 << 10);
+    }
 }
