@@ -335,7 +335,16 @@ fn join_parts(
                 table.semi_batch(rows, &k, spec.residual, anti, &mut scratch)
             }
         };
-        parallel(tasks, workers, opts, |(n, piece)| {
+        // A part's table past a sixteenth of the limit (`fan_out`
+        // sizes them to a quarter) is probed by one worker: workers
+        // probing a key of many rows at once took the room each other's
+        // halved batches needed, and a join that one worker makes
+        // failed (a review found 6 of 8 runs failing with 8 threads).
+        let probers = match opts.memory.as_ref() {
+            Some(m) if table.bytes() as u64 > m.limit() / 16 => 1,
+            _ => workers,
+        };
+        parallel(tasks, probers, opts, |(n, piece)| {
             sink.put_split(n, piece.load()?, &probe_rows)
         })?;
         if full {
