@@ -18,8 +18,6 @@
 
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::DataType as A;
@@ -70,32 +68,6 @@ fn hash(v: i64) -> u64 {
     x ^ (x >> 33)
 }
 
-/// Each value of an integer or date array as i64 (`None` for other
-/// types). NULLs come out as their slot's value; callers skip them.
-fn ints(a: &dyn Array) -> Option<Vec<i64>> {
-    macro_rules! prim {
-        ($t:ty) => {
-            a.as_primitive::<$t>()
-                .values()
-                .iter()
-                .map(|&v| v as i64)
-                .collect()
-        };
-    }
-    Some(match a.data_type() {
-        A::Int8 => prim!(Int8Type),
-        A::Int16 => prim!(Int16Type),
-        A::Int32 => prim!(Int32Type),
-        A::Int64 => prim!(Int64Type),
-        A::UInt8 => prim!(UInt8Type),
-        A::UInt16 => prim!(UInt16Type),
-        A::UInt32 => prim!(UInt32Type),
-        A::UInt64 => prim!(UInt64Type),
-        A::Date32 => prim!(Date32Type),
-        _ => return None,
-    })
-}
-
 /// Whether a filter of keys of type `t` can be made.
 pub fn holds(t: &A) -> bool {
     matches!(
@@ -123,7 +95,10 @@ impl BloomFilter {
     /// A filter of the non-NULL values of `values` (integers or dates),
     /// `bytes` long (rounded up to whole blocks); `None` for other types.
     pub fn of_values(values: &ArrayRef, bytes: u64) -> Option<BloomFilter> {
-        let v = ints(values.as_ref())?;
+        if !holds(values.data_type()) {
+            return None;
+        }
+        let v = super::expr::ints_of(values.as_ref())?;
         let n = (bytes.div_ceil(32).max(1)) as usize;
         let mut f = BloomFilter {
             blocks: vec![[0u32; 8]; n],
@@ -132,7 +107,7 @@ impl BloomFilter {
         };
         for (i, &x) in v.iter().enumerate() {
             if values.is_valid(i) {
-                f.insert(hash(x));
+                f.insert(hash(x as i64));
                 f.keys += 1;
             }
         }
@@ -176,8 +151,11 @@ impl BloomFilter {
     /// another type than the keys' passes every row (the join decides).
     pub fn probe(&self, x: &dyn Array) -> BooleanArray {
         let n = x.len();
-        let values = match (x.data_type() == &self.ty).then(|| ints(x)).flatten() {
-            Some(v) => BooleanBuffer::collect_bool(n, |i| self.contains(hash(v[i]))),
+        let values = match (x.data_type() == &self.ty)
+            .then(|| super::expr::ints_of(x))
+            .flatten()
+        {
+            Some(v) => BooleanBuffer::collect_bool(n, |i| self.contains(hash(v[i] as i64))),
             None => BooleanBuffer::new_set(n),
         };
         BooleanArray::new(values, x.logical_nulls())

@@ -1285,7 +1285,7 @@ fn same_values(a: &A, b: &A) -> bool {
 }
 
 /// Each value of an integer-like array as i128 (`None` for other types).
-fn ints_of(a: &dyn Array) -> Option<Vec<i128>> {
+pub(crate) fn ints_of(a: &dyn Array) -> Option<Vec<i128>> {
     macro_rules! prim {
         ($t:ty) => {
             a.as_primitive::<$t>()

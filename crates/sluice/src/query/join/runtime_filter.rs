@@ -722,6 +722,14 @@ fn filter_scan(
         negated: false,
         set: InSet::default(),
     };
+    add_test(b, scan, test, range);
+    Ok(mem)
+}
+
+/// Puts `test` first in scan `b`'s filter (run before the rest, over
+/// the rows it keeps: `exec::filter_rows`), and `range` of column
+/// `scan`'s values as a zone-map test.
+fn add_test(b: &mut Plan, scan: usize, test: Expr, range: Option<(i128, i128)>) {
     b.filter = Some(match b.filter.take() {
         None => test,
         Some(f) => Expr::Binary {
@@ -737,7 +745,6 @@ fn filter_scan(
             hi: Some(hi),
         });
     }
-    Ok(mem)
 }
 
 /// Scan `b` keeps only the rows whose column `scan` may be among
@@ -782,21 +789,7 @@ fn bloom_scan(
         }),
         filter: Arc::new(filter),
     };
-    b.filter = Some(match b.filter.take() {
-        None => test,
-        Some(f) => Expr::Binary {
-            op: BinOp::And,
-            left: Box::new(test),
-            right: Box::new(f),
-        },
-    });
-    if let (Some((lo, hi)), Some(&column)) = (int_range(values), b.scan_columns.get(scan)) {
-        b.prune.push(Prune {
-            column,
-            lo: Some(lo),
-            hi: Some(hi),
-        });
-    }
+    add_test(b, scan, test, int_range(values));
     Ok(Some((mem, bytes)))
 }
 
