@@ -70,18 +70,7 @@ fn hash(v: i64) -> u64 {
 
 /// Whether a filter of keys of type `t` can be made.
 pub fn holds(t: &A) -> bool {
-    matches!(
-        t,
-        A::Int8
-            | A::Int16
-            | A::Int32
-            | A::Int64
-            | A::UInt8
-            | A::UInt16
-            | A::UInt32
-            | A::UInt64
-            | A::Date32
-    )
+    t.is_integer() || *t == A::Date32
 }
 
 /// The bytes a filter of `keys` keys at `bits` bits a key takes (whole
