@@ -30,6 +30,8 @@ use super::scan::Later;
 use crate::error::{Error, Result};
 use crate::store::Database;
 
+mod stream;
+
 /// Rows below which one worker computes a sort's windows (threads cost
 /// more than they save).
 const PARALLEL_ROWS: usize = 1 << 15;
@@ -50,7 +52,14 @@ pub fn run(
     // Windows that can be computed a partition at a time: the input's
     // rows past half the limit go to disk as they are made.
     let key = shared_partition(w);
-    let to_disk = (key.is_some() && opts.spill.is_some()).then(|| {
+    // Windows of one partition: computed as their rows stream by in
+    // order, when every call can be.
+    let streamed = match key {
+        None => stream::plan(w, &super::exec::result_schema(&inner)),
+        Some(_) => None,
+    };
+    let spills = key.is_some() || streamed.is_some();
+    let to_disk = (spills && opts.spill.is_some()).then(|| {
         Arc::new(super::join::ResultSpill::for_operator(
             &inner,
             opts.sort_rows_on_disk,
@@ -86,20 +95,24 @@ pub fn run(
         Some(b) => b.schema(),
         None => super::exec::result_schema(&inner),
     };
-    if on_disk.is_empty() && !(opts.sort_rows_on_disk && key.is_some()) {
+    if on_disk.is_empty() && !(opts.sort_rows_on_disk && to_disk.is_some()) {
         match compute(&batches, &schema, w, opts) {
             Ok(b) => return Ok((vec![b], Vec::new())),
             Err(Error::MemoryLimit { .. }) if to_disk.is_some() => {}
             Err(e) => return Err(e),
         }
     }
-    let Some(key) = key else {
-        return Err(Error::Internal("window: rows on disk without a key".into()));
-    };
-    // By partitions: every row to the part of its partition key's hash.
     let mut pieces: Vec<super::join::Piece> =
         batches.into_iter().map(super::join::Piece::Mem).collect();
     pieces.extend(on_disk);
+    let Some(key) = key else {
+        let s = streamed
+            .ok_or_else(|| Error::Internal("window: rows on disk without a key".into()))?;
+        let mut out = Out::new(opts)?;
+        stream::run(pieces, &schema, w, opts, s, &mut out)?;
+        return out.finish();
+    };
+    // By partitions: every row to the part of its partition key's hash.
     let mut parts = Parts::new(opts)?;
     for p in pieces {
         check_stop(opts)?;
@@ -723,18 +736,7 @@ impl Ctx<'_> {
             }
             WinFunc::Ntile(k) => {
                 let k = *k as u64;
-                ints(&|i| {
-                    let n = (pe[i] - ps[i]) as u64;
-                    let r = (i - ps[i] as usize) as u64;
-                    let (q, rem) = (n / k, n % k);
-                    // The first `rem` buckets hold one row more.
-                    let big = rem * (q + 1);
-                    (if r < big {
-                        r / (q + 1)
-                    } else {
-                        rem + (r - big) / q.max(1)
-                    } + 1) as i64
-                })
+                ints(&|i| ntile((i - ps[i] as usize) as u64, (pe[i] - ps[i]) as u64, k))
             }
             WinFunc::Lag(off) => {
                 let arg = self.batch.column(c.args[0]);
@@ -785,6 +787,28 @@ impl Ctx<'_> {
                 aggregate(*f, c, self.batch, s, &frames)?
             }
         })
+    }
+}
+
+/// The bucket (1..=k) of `ntile(k)` of the row at `r` of a partition of
+/// `n` rows: the first `n % k` buckets hold one row more.
+fn ntile(r: u64, n: u64, k: u64) -> i64 {
+    let (q, rem) = (n / k, n % k);
+    let big = rem * (q + 1);
+    (if r < big {
+        r / (q + 1)
+    } else {
+        rem + (r - big) / q.max(1)
+    } + 1) as i64
+}
+
+/// The type of a window sum of `t`: BIGINT for a sum of INT, as the
+/// aggregate's, else a DECIMAL of 38 digits at `t`'s scale.
+fn sum_type(t: &A) -> A {
+    match t {
+        A::Int8 | A::Int16 | A::Int32 => A::Int64,
+        A::Decimal128(_, s) => A::Decimal128(38, *s),
+        _ => A::Decimal128(38, 0),
     }
 }
 
@@ -1167,12 +1191,7 @@ fn aggregate(
                     sums.push(pre[b] - pre[a]);
                     seen.push(counted(a, b) > 0);
                 }
-                // BIGINT for a sum of INT, as the aggregate's.
-                let out = match a.data_type() {
-                    A::Int8 | A::Int16 | A::Int32 => A::Int64,
-                    _ => A::Decimal128(38, scale),
-                };
-                super::agg::sum_array(sums, seen, &out)
+                super::agg::sum_array(sums, seen, &sum_type(a.data_type()))
             } else {
                 let div = 10f64.powi(scale as i32);
                 let mut out = Float64Builder::with_capacity(m);

@@ -8,7 +8,8 @@
 //! descending, an expression; LIMIT and OFFSET; over a grouping and a
 //! join; ties keep the order the rows came in. Windows by partition:
 //! their input written by the hash of a PARTITION BY column, then one
-//! part at a time.
+//! part at a time; windows of one partition: sorted through disk and
+//! computed as the rows stream by.
 
 use sluice::store::Database;
 
@@ -149,9 +150,52 @@ fn windows_by_partition_answer_the_same_from_parts_on_disk() {
     }
 }
 
+/// Windows without PARTITION BY (every row one partition): past the
+/// limit the rows are sorted through disk and the windows computed as
+/// they stream by in order, a chunk at a time — ranks from the rows and
+/// peer groups before a chunk, aggregates from the first row carried
+/// from chunk to chunk, bounded frames and offsets over the chunk and
+/// the rows around it, aggregates over every row computed first. Keys
+/// with ties, NULLs first and last, text, descending; ties of a running
+/// aggregate by RANGE (peers) across chunks, and peer groups larger than
+/// a chunk (written to disk until their end is known).
+#[test]
+fn windows_of_one_partition_stream_from_disk() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        // Positions and ranks over ties (`v` holds 100 values), NULL
+        // keys first; doubles compared as whole numbers.
+        "SELECT count(*), sum(n), max(n), sum(r), sum(d), max(d), sum((p * 1e9)::bigint), sum((c * 1e9)::bigint) FROM (SELECT row_number() OVER (ORDER BY j NULLS FIRST, v) n, rank() OVER (ORDER BY j NULLS FIRST, v) r, dense_rank() OVER (ORDER BY j NULLS FIRST, v) d, percent_rank() OVER (ORDER BY j NULLS FIRST, v) p, cume_dist() OVER (ORDER BY j NULLS FIRST, v) c FROM t) x",
+        "SELECT q, count(*), min(k), max(k) FROM (SELECT k, ntile(7) OVER (ORDER BY v DESC, k) q FROM t) x GROUP BY q ORDER BY q",
+        // Running aggregates by rows, over INT and text with NULLs.
+        "SELECT sum(a), max(a), min(b), max(b), min(m), max(m), sum(length(m)) FROM (SELECT sum(v) OVER (ORDER BY k ROWS UNBOUNDED PRECEDING) a, min(j) OVER (ORDER BY k) b, max(s) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) m FROM t) x",
+        // By peers: ties of `v` across chunks; a DOUBLE.
+        "SELECT sum(c), sum(n), sum((f * 100)::bigint), sum(g), min(m), sum(length(m)) FROM (SELECT count(j) OVER (ORDER BY v) c, count(*) OVER (ORDER BY v) n, avg(v::float8) OVER (ORDER BY v) f, sum(j) OVER (ORDER BY v) g, max(s) OVER (ORDER BY v) m FROM t) x",
+        "SELECT sum(g), count(g), sum(length(m)), count(m) FROM (SELECT sum(j) OVER (ORDER BY s DESC NULLS FIRST) g, min(s) OVER (ORDER BY s DESC NULLS FIRST) m FROM t) x",
+        // Peer groups larger than a chunk (`j = 0` holds half the rows,
+        // `one` all of them): on disk until their last row comes.
+        "SELECT sum(g), count(g), sum(c), max(r), sum((d * 1e9)::bigint) FROM (SELECT sum(j) OVER (ORDER BY j) g, count(*) OVER (ORDER BY j) c, rank() OVER (ORDER BY j) r, cume_dist() OVER (ORDER BY j) d FROM t) x",
+        "SELECT min(d), max(d), max(c), sum(r) FROM (SELECT cume_dist() OVER (ORDER BY one) d, count(s) OVER (ORDER BY one) c, row_number() OVER (ORDER BY one) r FROM t) x",
+        // Bounded frames and offsets, reaching into the chunks before
+        // and after.
+        "SELECT sum(a), sum(l), count(l), sum(length(e)), min(f), sum(m), sum((g * 1000)::bigint) FROM (SELECT sum(v) OVER (ORDER BY k ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING) a, lag(k, 5) OVER (ORDER BY k) l, lead(s, 2, 'none') OVER (ORDER BY k) e, first_value(j) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) f, max(v) OVER (ORDER BY k ROWS BETWEEN 2 FOLLOWING AND 9 FOLLOWING) m, avg(v) OVER (ORDER BY k ROWS BETWEEN 40 PRECEDING AND CURRENT ROW) g FROM t) x",
+        // Over every row, beside a rank; and without any ORDER BY.
+        "SELECT sum(r), max(n), max(tot), min(lo), max(hi) FROM (SELECT rank() OVER (ORDER BY v, k) r, count(*) OVER () n, sum(v) OVER () tot, min(s) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) lo, max(j) OVER () hi FROM t) x",
+        "SELECT sum(r), count(*), max(n) FROM (SELECT row_number() OVER () r, count(j) OVER () n FROM t) x",
+        // The rows of a join, and the last rows themselves in order.
+        "SELECT count(*), sum(r) FROM (SELECT row_number() OVER (ORDER BY t.k, u.w) r FROM t JOIN u ON t.j = u.j) x",
+        "SELECT k, r, c FROM (SELECT k, rank() OVER (ORDER BY s DESC NULLS LAST) r, count(*) OVER (ORDER BY s DESC NULLS LAST) c FROM t) x ORDER BY r DESC, k LIMIT 25",
+    ] {
+        same_when_spilled(&db, &root, sql, 256 << 10, false);
+    }
+}
+
 /// One partition bigger than the limit cannot be split: the query fails
-/// with the window's memory error and leaves no spill file; a window
-/// without PARTITION BY (every row one partition) is not spilled.
+/// with the window's memory error and leaves no spill file; so does a
+/// window of one partition whose frames cannot stream (a RANGE offset,
+/// a frame from the first row to one after the current one).
 #[test]
 fn a_partition_past_the_limit_fails_cleanly() {
     let dir = tables();
@@ -159,7 +203,8 @@ fn a_partition_past_the_limit_fails_cleanly() {
     let root = dir.path().join("spill");
     for sql in [
         "SELECT count(*), sum(r) FROM (SELECT rank() OVER (PARTITION BY k % 2 ORDER BY s, k) r FROM t) x",
-        "SELECT max(r) FROM (SELECT row_number() OVER (ORDER BY k) r FROM t) x",
+        "SELECT max(r) FROM (SELECT count(*) OVER (ORDER BY v RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) r FROM t) x",
+        "SELECT max(r) FROM (SELECT sum(v) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND 1 FOLLOWING) r FROM t) x",
     ] {
         let e = match spill_run(&db, sql, 128 << 10, 2, &root) {
             Ok(r) => panic!("{sql}: answered {:?} past the limit", r.rows),
