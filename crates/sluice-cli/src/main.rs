@@ -89,9 +89,11 @@ enum Command {
         /// The most memory the query's hash tables, aggregates, sorts and
         /// result may hold (e.g. 512MiB, 4GiB; default: 80% of the
         /// machine's memory); past it a GROUP BY writes its groups, a
-        /// join by keys its rows and partitions, an ORDER BY sorted runs
-        /// and a window by PARTITION BY its rows by partition, to disk
-        /// (--temp-dir) and finishes; other operators (and an answer
+        /// join by keys its rows and partitions, an ORDER BY sorted runs,
+        /// a window by PARTITION BY its rows by partition, a window
+        /// without it its sorted rows and a set operation its rows by
+        /// hash, to disk (--temp-dir) and
+        /// finishes; other operators (and an answer
         /// larger than the limit) stop the query with an error naming
         /// the operator
         #[arg(long, value_name = "SIZE")]

@@ -323,7 +323,8 @@ fn execute_block(
                         (j.batches, j.later, j.pipeline)
                     }
                     super::plan::Input::Set(s) => {
-                        (super::setop::run(db, s, opts)?, Vec::new(), None)
+                        let (batches, later) = super::setop::run(db, s, opts)?;
+                        (batches, later, None)
                     }
                     super::plan::Input::Window(w) => {
                         let (batches, later) = super::window::run(db, w, opts, plan.depth)?;

@@ -6,59 +6,107 @@
 //! — so two NULLs are the same value here, as SQL's set operations want,
 //! and doubles are made canonical first (`-0.0` is `0.0`, one NaN). The
 //! `ALL` forms count: INTERSECT ALL keeps a row as often as the fewer
-//! side has it, EXCEPT ALL as often as the left has it more. Not for:
-//! planning ([`super::plan::setop`]).
+//! side has it, EXCEPT ALL as often as the left has it more. Past the
+//! memory limit both sides go to disk in parts by the hash of the whole
+//! row, combined a part at a time (see [`run`]). Not for: planning
+//! ([`super::plan::setop`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_row::{RowConverter, SortField};
-use arrow_schema::{DataType as A, Field, Schema};
+use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
 
 use super::QueryOptions;
 use super::expr::{canonical_doubles, cast, exec_err};
 use super::interval;
+use super::join::Piece;
 use super::plan::setop::{SetKind, SetOp};
-use crate::error::Result;
+use super::scan::Later;
+use super::spill::{Frame, Output, Run, RunWriter};
+use crate::error::{Error, Result};
 use crate::store::Database;
 
-/// One side's rows as a single batch of the output types.
+/// The name the set operation's memory and spill go by.
+const OPERATOR: &str = "set operation";
+
+/// `b`'s columns as the output types.
+fn conform(b: &RecordBatch, types: &[A], schema: &SchemaRef) -> Result<RecordBatch> {
+    let cols = b
+        .columns()
+        .iter()
+        .zip(types)
+        .map(|(c, t)| {
+            let c = super::expr::widen(c);
+            if c.data_type() == t {
+                Ok(c)
+            } else {
+                cast(&c, t)
+            }
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
+}
+
+/// One side's rows: in memory (of the output types), and those past
+/// half the limit on disk (as the side made them: [`conform`] them when
+/// read).
 fn side(
     db: &Database,
     p: &super::plan::Plan,
     types: &[A],
+    schema: &SchemaRef,
     opts: &QueryOptions,
-) -> Result<RecordBatch> {
-    let r = super::run_plan(db, p, opts)?;
-    let fields: Vec<Field> = types
+) -> Result<Vec<Piece>> {
+    let to_disk = opts.spill.is_some().then(|| {
+        Arc::new(super::join::ResultSpill::for_operator(
+            p,
+            opts.join_rows_on_disk,
+            OPERATOR,
+        ))
+    });
+    let side_opts = QueryOptions {
+        result_spill: to_disk.clone(),
+        ..opts.clone()
+    };
+    let r = super::run_plan(db, p, &side_opts).map_err(|e| match e {
+        Error::MemoryLimit {
+            operator: "scan result",
+            wanted,
+            used,
+            limit,
+            others,
+        } => Error::MemoryLimit {
+            operator: OPERATOR,
+            wanted,
+            used,
+            limit,
+            others,
+        },
+        e => e,
+    })?;
+    let mut pieces = r
+        .batches
         .iter()
-        .enumerate()
-        .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
-        .collect();
-    let schema = Arc::new(Schema::new(fields));
-    let mut batches = Vec::new();
-    for b in r.batches {
-        let cols = b
-            .columns()
-            .iter()
-            .zip(types)
-            .map(|(c, t)| {
-                let c = super::expr::widen(c);
-                if c.data_type() == t {
-                    Ok(c)
-                } else {
-                    cast(&c, t)
-                }
-            })
-            .collect::<Result<Vec<ArrayRef>>>()?;
-        batches.push(RecordBatch::try_new_with_options(
-            schema.clone(),
-            cols,
-            &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
-        )?);
+        .map(|b| conform(b, types, schema).map(Piece::Mem))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(t) = &to_disk {
+        pieces.extend(t.finish()?);
     }
-    arrow_select::concat::concat_batches(&schema, &batches).map_err(exec_err)
+    Ok(pieces)
+}
+
+/// A piece's rows, of the output types.
+fn load(p: &Piece, types: &[A], schema: &SchemaRef) -> Result<RecordBatch> {
+    match p {
+        Piece::Mem(b) => Ok(b.clone()),
+        Piece::Disk(..) => conform(&p.load()?, types, schema),
+    }
 }
 
 /// Each row of `b` as bytes that are equal exactly when the rows are
@@ -94,39 +142,242 @@ fn key_type(t: &A) -> A {
     }
 }
 
-/// Runs a set operation; its rows in one batch.
-pub fn run(db: &Database, s: &SetOp, opts: &QueryOptions) -> Result<Vec<RecordBatch>> {
-    let left = side(db, &s.left, &s.types, opts)?;
-    let mut mem = opts.reserve("set operation", super::memory::batch_bytes(&left))?;
+/// Runs a set operation: its rows in memory, and those read from disk
+/// (the rows of a spilled one past half the limit, a UNION ALL's sides'
+/// rows that went to disk).
+///
+/// Past the memory limit (or with a side on disk) both sides' rows are
+/// written to 64 parts by the hash of their whole row, and each part is
+/// combined alone (rows that are the same land in the same part); a
+/// part that does not fit is split again by the next bits of the hash.
+pub fn run(
+    db: &Database,
+    s: &SetOp,
+    opts: &QueryOptions,
+) -> Result<(Vec<RecordBatch>, Vec<Later>)> {
+    let fields: Vec<Field> = s
+        .types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
+        .collect();
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let left = side(db, &s.left, &s.types, &schema, opts)?;
     let right = match &s.right {
-        Some(r) => Some(side(db, r, &s.types, opts)?),
+        Some(r) => Some(side(db, r, &s.types, &schema, opts)?),
         None => None,
     };
-    if let Some(r) = &right {
+    // Every row of both sides: those on disk read by the workers.
+    if s.kind == SetKind::Union && s.all {
+        let (mut ready, mut later) = (Vec::new(), Vec::new());
+        for p in left.into_iter().chain(right.into_iter().flatten()) {
+            match p {
+                Piece::Mem(b) => ready.push(b),
+                disk => {
+                    let (types, schema) = (s.types.clone(), schema.clone());
+                    later.push(disk.later(Some(Arc::new(move |b: &RecordBatch| {
+                        conform(b, &types, &schema)
+                    }))));
+                }
+            }
+        }
+        return Ok((ready, later));
+    }
+    let on_disk = left
+        .iter()
+        .chain(right.iter().flatten())
+        .any(|p| matches!(p, Piece::Disk(..)));
+    if !on_disk && !opts.join_rows_on_disk {
+        let whole = |ps: &[Piece]| -> Result<RecordBatch> {
+            let bs: Vec<RecordBatch> = ps
+                .iter()
+                .map(|p| load(p, &s.types, &schema))
+                .collect::<Result<_>>()?;
+            arrow_select::concat::concat_batches(&schema, &bs).map_err(exec_err)
+        };
+        let l = whole(&left)?;
+        let r = right.as_deref().map(whole).transpose()?;
+        match combine(s, &l, r.as_ref(), opts) {
+            Ok(out) => return Ok((out, Vec::new())),
+            Err(Error::MemoryLimit { .. }) if opts.spill.is_some() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // By parts of the rows' hash.
+    let conv = converter(&s.types)?;
+    let mut lparts = Parts::new(opts)?;
+    for p in left {
+        check_stop(opts)?;
+        lparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
+    }
+    let lrun = Arc::new(lparts.w.finish()?);
+    let rrun = match right {
+        Some(ps) => {
+            let mut rparts = Parts::new(opts)?;
+            for p in ps {
+                check_stop(opts)?;
+                rparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
+            }
+            Some(Arc::new(rparts.w.finish()?))
+        }
+        None => None,
+    };
+    let mut out = Output::new(opts, OPERATOR)?;
+    by_parts(s, &conv, &schema, &lrun, rrun.as_ref(), 0, opts, &mut out)?;
+    out.finish()
+}
+
+fn check_stop(opts: &QueryOptions) -> Result<()> {
+    match opts.stop.as_ref().and_then(|s| s.error()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The converter of whole rows of `types` into comparable bytes.
+fn converter(types: &[A]) -> Result<RowConverter> {
+    RowConverter::new(types.iter().map(|t| SortField::new(key_type(t))).collect()).map_err(exec_err)
+}
+
+/// Combines each part of `left` and `right` (at `level` of the rows'
+/// hash) alone; a part that does not fit is split by the next bits.
+#[allow(clippy::too_many_arguments)]
+fn by_parts(
+    s: &SetOp,
+    conv: &RowConverter,
+    schema: &SchemaRef,
+    left: &Arc<Run>,
+    right: Option<&Arc<Run>>,
+    level: u32,
+    opts: &QueryOptions,
+    out: &mut Output,
+) -> Result<()> {
+    let rows_of = |run: &Arc<Run>, part: u32| -> Result<Vec<RecordBatch>> {
+        let frames: Vec<Frame> = run.frames_of(part).copied().collect();
+        frames.iter().map(|f| run.read(f)).collect()
+    };
+    for part in 0..super::spill::PARTS {
+        check_stop(opts)?;
+        let l = rows_of(left, part)?;
+        let r = match right {
+            Some(run) => Some(rows_of(run, part)?),
+            None => None,
+        };
+        let r_rows: usize = r.iter().flatten().map(|b| b.num_rows()).sum();
+        let l_rows: usize = l.iter().map(|b| b.num_rows()).sum();
+        // Nothing of the left: only a UNION keeps the right's rows.
+        if l_rows == 0 && (r_rows == 0 || s.kind != SetKind::Union) {
+            continue;
+        }
+        let lb = arrow_select::concat::concat_batches(schema, &l).map_err(exec_err)?;
+        let rb = match &r {
+            Some(r) => Some(arrow_select::concat::concat_batches(schema, r).map_err(exec_err)?),
+            None => None,
+        };
+        let mut got = combine(s, &lb, rb.as_ref(), opts);
+        if matches!(got, Err(Error::MemoryLimit { .. })) && out.holds() {
+            // The parts done make room first.
+            out.write_out()?;
+            got = combine(s, &lb, rb.as_ref(), opts);
+        }
+        match got {
+            Ok(batches) => {
+                for b in batches {
+                    if b.num_rows() > 0 {
+                        out.put(b)?;
+                    }
+                }
+            }
+            Err(Error::MemoryLimit { .. }) if level < super::spill::MAX_LEVEL => {
+                let mut lp = Parts::new(opts)?;
+                lp.put(conv, &lb, level + 1)?;
+                let sub_left = Arc::new(lp.w.finish()?);
+                let sub_right = match &rb {
+                    Some(rb) => {
+                        let mut rp = Parts::new(opts)?;
+                        rp.put(conv, rb, level + 1)?;
+                        Some(Arc::new(rp.w.finish()?))
+                    }
+                    None => None,
+                };
+                drop((lb, rb, l, r));
+                by_parts(
+                    s,
+                    conv,
+                    schema,
+                    &sub_left,
+                    sub_right.as_ref(),
+                    level + 1,
+                    opts,
+                    out,
+                )?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One side's rows written by part (of their whole row's hash).
+struct Parts {
+    w: RunWriter,
+}
+
+impl Parts {
+    fn new(opts: &QueryOptions) -> Result<Parts> {
+        let spill = opts
+            .spill
+            .as_ref()
+            .ok_or_else(|| Error::Internal("set operation: spilling without a spill".into()))?;
+        Ok(Parts {
+            w: spill.writer(OPERATOR, opts.profile.clone())?,
+        })
+    }
+
+    fn put(&mut self, conv: &RowConverter, b: &RecordBatch, level: u32) -> Result<()> {
+        if b.num_rows() == 0 {
+            return Ok(());
+        }
+        let keys = row_keys(conv, b)?;
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); super::spill::PARTS as usize];
+        for r in 0..keys.num_rows() {
+            let h = super::agg::hll::hash(keys.row(r).data());
+            members[super::spill::part_of(h, level) as usize].push(r as u32);
+        }
+        for (p, m) in members.into_iter().enumerate() {
+            if m.is_empty() {
+                continue;
+            }
+            let idx = UInt32Array::from(m);
+            let rows = arrow_select::take::take_record_batch(b, &idx).map_err(exec_err)?;
+            self.w.write(p as u32, &rows)?;
+        }
+        Ok(())
+    }
+}
+
+/// The rows `s` keeps of `left` and `right` (all of both sides' rows
+/// that can be the same), in memory.
+fn combine(
+    s: &SetOp,
+    left: &RecordBatch,
+    right: Option<&RecordBatch>,
+    opts: &QueryOptions,
+) -> Result<Vec<RecordBatch>> {
+    let mut mem = opts.reserve(OPERATOR, super::memory::batch_bytes(left))?;
+    if let Some(r) = right {
         mem.grow(super::memory::batch_bytes(r))?;
     }
-    if s.kind == SetKind::Union && s.all {
-        return Ok(match right {
-            Some(r) => vec![left, r],
-            None => vec![left],
-        });
-    }
-    let conv = RowConverter::new(
-        s.types
-            .iter()
-            .map(|t| SortField::new(key_type(t)))
-            .collect(),
-    )
-    .map_err(exec_err)?;
+    let conv = converter(&s.types)?;
     // Each row's key in the row format, and an entry a row in the
     // hash maps below (a key's slice and its count, and a control byte).
-    let lk = row_keys(&conv, &left)?;
+    let lk = row_keys(&conv, left)?;
     mem.grow((lk.size() + left.num_rows() * 25) as u64)?;
-    let rk = match &right {
+    let rk = match right {
         Some(r) => Some(row_keys(&conv, r)?),
         None => None,
     };
-    if let (Some(rk), Some(r)) = (&rk, &right) {
+    if let (Some(rk), Some(r)) = (&rk, right) {
         mem.grow((rk.size() + r.num_rows() * 25) as u64)?;
     }
     // Rows of the right side, counted.
@@ -180,8 +431,8 @@ pub fn run(db: &Database, s: &SetOp, opts: &QueryOptions) -> Result<Vec<RecordBa
             &RecordBatchOptions::new().with_row_count(Some(idx.len())),
         )?)
     };
-    let mut out = vec![take(&left, keep_left)?];
-    if let Some(r) = &right
+    let mut out = vec![take(left, keep_left)?];
+    if let Some(r) = right
         && !keep_right.is_empty()
     {
         out.push(take(r, keep_right)?);

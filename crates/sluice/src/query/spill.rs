@@ -36,6 +36,8 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 
+use super::QueryOptions;
+
 use crate::error::{Error, Result};
 
 /// What a frame starts with.
@@ -500,6 +502,94 @@ impl Run {
             Some(Err(e)) => Err(corrupt(e.to_string())),
             None => Err(corrupt("no record batch".into())),
         }
+    }
+}
+
+/// The rows an operator that spilled hands on (a window's parts, a set
+/// operation's): kept in memory while they stay within half the limit,
+/// else written to disk for the plan above to read.
+pub(crate) struct Output {
+    operator: &'static str,
+    held: super::memory::Reservation,
+    kept: Vec<RecordBatch>,
+    disk: Option<super::spill::RunWriter>,
+    opts: QueryOptions,
+}
+
+impl Output {
+    pub(crate) fn new(opts: &QueryOptions, operator: &'static str) -> Result<Output> {
+        Ok(Output {
+            operator,
+            held: opts.reserve(operator, 0)?,
+            kept: Vec::new(),
+            disk: None,
+            opts: opts.clone(),
+        })
+    }
+
+    pub(crate) fn put(&mut self, b: RecordBatch) -> Result<()> {
+        let bytes = super::memory::batch_bytes(&b);
+        let keeps = !self.opts.sort_rows_on_disk
+            && self
+                .opts
+                .memory
+                .as_ref()
+                .is_some_and(|m| m.keeps_rows(bytes));
+        if keeps && self.held.grow(bytes).is_ok() {
+            self.kept.push(b);
+            return Ok(());
+        }
+        self.write(&b)
+    }
+
+    /// Whether rows are kept in memory.
+    pub(crate) fn holds(&self) -> bool {
+        !self.kept.is_empty()
+    }
+
+    /// The rows kept in memory, written out.
+    pub(crate) fn write_out(&mut self) -> Result<()> {
+        for b in std::mem::take(&mut self.kept) {
+            self.write(&b)?;
+        }
+        self.held.resize(0)
+    }
+
+    fn write(&mut self, b: &RecordBatch) -> Result<()> {
+        let bytes = super::memory::batch_bytes(b);
+        let w = match &mut self.disk {
+            Some(w) => w,
+            None => {
+                let spill = self.opts.spill.as_ref().ok_or_else(|| {
+                    Error::Internal(format!("{}: spilling without a spill", self.operator))
+                })?;
+                self.disk
+                    .insert(spill.writer(self.operator, self.opts.profile.clone())?)
+            }
+        };
+        // In frames of about a megabyte (a frame is read whole).
+        let rows = b.num_rows();
+        let per = ((rows as u64 * (1 << 20)) / bytes.max(1))
+            .max(1024)
+            .min(rows.max(1) as u64) as usize;
+        let mut at = 0;
+        while at < rows {
+            let len = per.min(rows - at);
+            w.write(0, &b.slice(at, len))?;
+            at += len;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Result<(Vec<RecordBatch>, Vec<super::scan::Later>)> {
+        let mut later = Vec::new();
+        if let Some(w) = self.disk {
+            let run = Arc::new(w.finish()?);
+            for i in 0..run.frames().len() {
+                later.push(super::join::Piece::Disk(run.clone(), i).later(None));
+            }
+        }
+        Ok((self.kept, later))
     }
 }
 

@@ -27,6 +27,7 @@ use super::agg::AggFunc;
 use super::expr::{canonical_doubles, exec_err};
 use super::plan::window::{Bound, Frame, Offset, Units, WinFunc, WindowCall, WindowInput};
 use super::scan::Later;
+use super::spill::Output as Out;
 use crate::error::{Error, Result};
 use crate::store::Database;
 
@@ -106,9 +107,9 @@ pub fn run(
         batches.into_iter().map(super::join::Piece::Mem).collect();
     pieces.extend(on_disk);
     let Some(key) = key else {
-        let s = streamed
-            .ok_or_else(|| Error::Internal("window: rows on disk without a key".into()))?;
-        let mut out = Out::new(opts)?;
+        let s =
+            streamed.ok_or_else(|| Error::Internal("window: rows on disk without a key".into()))?;
+        let mut out = Out::new(opts, OPERATOR)?;
         stream::run(pieces, &schema, w, opts, s, &mut out)?;
         return out.finish();
     };
@@ -119,7 +120,7 @@ pub fn run(
         parts.put(&p.load()?, &key, 0)?;
     }
     let run = Arc::new(parts.finish()?);
-    let mut out = Out::new(opts)?;
+    let mut out = Out::new(opts, OPERATOR)?;
     by_parts(&run, &schema, &key, 0, w, opts, &mut out)?;
     out.finish()
 }
@@ -246,93 +247,6 @@ impl Parts {
 
     fn finish(self) -> Result<super::spill::Run> {
         self.w.finish()
-    }
-}
-
-/// A spilled window's output: each part's rows and values kept in
-/// memory while they stay within half the limit, else written to disk
-/// for the plan above to read.
-struct Out {
-    held: super::memory::Reservation,
-    kept: Vec<RecordBatch>,
-    disk: Option<super::spill::RunWriter>,
-    opts: QueryOptions,
-}
-
-impl Out {
-    fn new(opts: &QueryOptions) -> Result<Out> {
-        Ok(Out {
-            held: opts.reserve(OPERATOR, 0)?,
-            kept: Vec::new(),
-            disk: None,
-            opts: opts.clone(),
-        })
-    }
-
-    fn put(&mut self, b: RecordBatch) -> Result<()> {
-        let bytes = super::memory::batch_bytes(&b);
-        let keeps = !self.opts.sort_rows_on_disk
-            && self
-                .opts
-                .memory
-                .as_ref()
-                .is_some_and(|m| m.keeps_rows(bytes));
-        if keeps && self.held.grow(bytes).is_ok() {
-            self.kept.push(b);
-            return Ok(());
-        }
-        self.write(&b)
-    }
-
-    /// Whether rows are kept in memory.
-    fn holds(&self) -> bool {
-        !self.kept.is_empty()
-    }
-
-    /// The rows kept in memory, written out.
-    fn write_out(&mut self) -> Result<()> {
-        for b in std::mem::take(&mut self.kept) {
-            self.write(&b)?;
-        }
-        self.held.resize(0)
-    }
-
-    fn write(&mut self, b: &RecordBatch) -> Result<()> {
-        let bytes = super::memory::batch_bytes(b);
-        let w = match &mut self.disk {
-            Some(w) => w,
-            None => {
-                let spill =
-                    self.opts.spill.as_ref().ok_or_else(|| {
-                        Error::Internal("window: spilling without a spill".into())
-                    })?;
-                self.disk
-                    .insert(spill.writer(OPERATOR, self.opts.profile.clone())?)
-            }
-        };
-        // In frames of about a megabyte (a frame is read whole).
-        let rows = b.num_rows();
-        let per = ((rows as u64 * (1 << 20)) / bytes.max(1))
-            .max(1024)
-            .min(rows.max(1) as u64) as usize;
-        let mut at = 0;
-        while at < rows {
-            let len = per.min(rows - at);
-            w.write(0, &b.slice(at, len))?;
-            at += len;
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Result<(Vec<RecordBatch>, Vec<Later>)> {
-        let mut later = Vec::new();
-        if let Some(w) = self.disk {
-            let run = Arc::new(w.finish()?);
-            for i in 0..run.frames().len() {
-                later.push(super::join::Piece::Disk(run.clone(), i).later(None));
-            }
-        }
-        Ok((self.kept, later))
     }
 }
 

@@ -41,6 +41,7 @@ mod regression_widen;
 mod rejects;
 mod resume;
 mod runtime_filter;
+mod setop_spill;
 mod shards;
 mod sink;
 mod slt;

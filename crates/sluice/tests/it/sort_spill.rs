@@ -192,6 +192,31 @@ fn windows_of_one_partition_stream_from_disk() {
     }
 }
 
+/// A window of one partition answers at every limit from a small one
+/// up (a review found text keys refused at 256 and 384 KiB but not at
+/// 320: the output kept in memory left no room for a chunk), and calls
+/// over every row alone answer as they do beside an ordered call.
+#[test]
+fn windows_of_one_partition_answer_at_every_limit() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        "SELECT sum(r), max(r), sum(d) FROM (SELECT rank() OVER (ORDER BY s DESC NULLS FIRST) r, dense_rank() OVER (ORDER BY s DESC NULLS FIRST) d FROM t) x",
+        "SELECT count(x), max(x), max(n) FROM (SELECT max(s) OVER () x, count(*) OVER () n FROM t) z",
+    ] {
+        for threads in [1, 3] {
+            let want = run(&db, sql, 1 << 40, threads, &root);
+            for limit in (128..=512).step_by(64) {
+                let got = run(&db, sql, limit << 10, threads, &root);
+                assert_eq!(got.rows, want.rows, "{sql} at {limit} KiB");
+                assert!(got.spilled > 0, "{sql} at {limit} KiB: nothing spilled");
+                no_spill_files(&root);
+            }
+        }
+    }
+}
+
 /// One partition bigger than the limit cannot be split: the query fails
 /// with the window's memory error and leaves no spill file; so does a
 /// window of one partition whose frames cannot stream (a RANGE offset,

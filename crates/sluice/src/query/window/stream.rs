@@ -174,7 +174,11 @@ pub(super) fn plan(w: &WindowInput, schema: &ArrowSchema) -> Option<Streamed> {
         kinds.push(kind);
     }
     // Every call but those over all rows in one order.
-    let mut sorted = w.calls.iter().zip(&kinds).filter(|(_, k)| **k != Kind::Whole);
+    let mut sorted = w
+        .calls
+        .iter()
+        .zip(&kinds)
+        .filter(|(_, k)| **k != Kind::Whole);
     let order = match sorted.next() {
         Some((first, _)) => {
             if !sorted.all(|(c, _)| c.same_sort(first)) {
@@ -239,16 +243,31 @@ pub(super) fn run(
         fields.push(Field::new(format!("w{k}"), call.data_type.clone(), true));
     }
     let out_schema = Arc::new(ArrowSchema::new(fields));
-    let mut st = Stream::new(w, opts, &s, totals, total, out_schema, schema.fields().len())?;
+    let mut st = Stream::new(
+        w,
+        opts,
+        &s,
+        totals,
+        total,
+        out_schema,
+        schema.fields().len(),
+    )?;
     // The rows with their positions (the sort's last key: ties keep the
     // order they came in).
     let mut at = 0u64;
     let mut positioned = |b: RecordBatch| -> Result<RecordBatch> {
         let n = b.num_rows() as u64;
         let mut cols = b.columns().to_vec();
-        cols.push(Arc::new(arrow_array::UInt64Array::from_iter_values(at..at + n)));
+        cols.push(Arc::new(arrow_array::UInt64Array::from_iter_values(
+            at..at + n,
+        )));
         at += n;
-        let mut f: Vec<Field> = b.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut f: Vec<Field> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
         f.push(Field::new("position", A::UInt64, false));
         Ok(RecordBatch::try_new(Arc::new(ArrowSchema::new(f)), cols)?)
     };
@@ -448,7 +467,19 @@ impl<'a> Stream<'a> {
         if self.schema.is_none() {
             self.schema = Some(b.schema());
         }
-        self.held.grow(batch_bytes(&b))?;
+        // A large batch (rows held in memory before the sort) a chunk's
+        // rows at a time.
+        if b.num_rows() > self.target.max(1024) {
+            let mut at = 0;
+            while at < b.num_rows() {
+                let len = self.target.max(1024).min(b.num_rows() - at);
+                self.push(b.slice(at, len), out)?;
+                at += len;
+            }
+            return Ok(());
+        }
+        let bytes = batch_bytes(&b);
+        with_room(out, || self.held.grow(bytes))?;
         self.pending_rows += b.num_rows();
         self.pending.push(b);
         while self.pending_rows >= self.next_try {
@@ -473,10 +504,11 @@ impl<'a> Stream<'a> {
     /// disk, its rows added to the parked running aggregates.
     fn park(&mut self, batch: &RecordBatch, key: OwnedRow) -> Result<()> {
         if self.parked.is_none() {
-            let spill =
-                self.opts.spill.as_ref().ok_or_else(|| {
-                    Error::Internal("window: spilling without a spill".into())
-                })?;
+            let spill = self
+                .opts
+                .spill
+                .as_ref()
+                .ok_or_else(|| Error::Internal("window: spilling without a spill".into()))?;
             self.parked = Some(Parked {
                 w: spill.writer(OPERATOR, self.opts.profile.clone())?,
                 rows: 0,
@@ -535,7 +567,7 @@ impl<'a> Stream<'a> {
         self.pending_rows = 0;
         for f in run.frames().to_vec() {
             let rows = run.read(&f)?;
-            self.held.grow(batch_bytes(&rows))?;
+            with_room(out, || self.held.grow(batch_bytes(&rows)))?;
             self.pending_rows += rows.num_rows();
             self.pending.push(rows);
             while self.pending_rows >= self.target + self.s.after {
@@ -545,7 +577,7 @@ impl<'a> Stream<'a> {
             }
         }
         if batch.num_rows() > 0 {
-            self.held.grow(batch_bytes(&batch))?;
+            with_room(out, || self.held.grow(batch_bytes(&batch)))?;
             self.pending_rows += batch.num_rows();
             self.pending.push(batch);
         }
@@ -559,7 +591,8 @@ impl<'a> Stream<'a> {
         let Some(schema) = self.schema.clone() else {
             return Ok(false);
         };
-        let batch = arrow_select::concat::concat_batches(&schema, &self.pending).map_err(exec_err)?;
+        let batch =
+            arrow_select::concat::concat_batches(&schema, &self.pending).map_err(exec_err)?;
         let n = batch.num_rows();
         let keys = self.keys(&batch)?;
         let new_peer = |i: usize| match &keys {
@@ -631,7 +664,7 @@ impl<'a> Stream<'a> {
         let work = batch_bytes(&batch)
             + batch_bytes(&batch) / n.max(1) as u64 * around
             + 24 * around * (1 + self.w.calls.len() as u64);
-        let _work = self.opts.reserve(OPERATOR, work)?;
+        let _work = with_room(out, || self.opts.reserve(OPERATOR, work))?;
         let chunk = batch.slice(0, c);
         let mut values: Vec<Option<ArrayRef>> = vec![None; self.w.calls.len()];
         // Local frames: over the rows before, the chunk and after.
@@ -640,7 +673,8 @@ impl<'a> Stream<'a> {
             let around = batch.slice(0, c + right);
             let (input, skip) = match &self.left {
                 Some(l) => (
-                    arrow_select::concat::concat_batches(&schema, [l, &around]).map_err(exec_err)?,
+                    arrow_select::concat::concat_batches(&schema, [l, &around])
+                        .map_err(exec_err)?,
                     l.num_rows(),
                 ),
                 None => (around, 0),
@@ -662,16 +696,17 @@ impl<'a> Stream<'a> {
         for (i, s) in starts_group.iter_mut().enumerate() {
             *s = match (&keys, i) {
                 (None, _) => i == 0 && self.done == 0,
-                (Some(k), 0) => self
-                    .last_key
-                    .as_ref()
-                    .is_none_or(|l| l.row() != k.row(0)),
+                (Some(k), 0) => self.last_key.as_ref().is_none_or(|l| l.row() != k.row(0)),
                 _ => new_peer(i),
             };
         }
         let mut peer_end = vec![c; c];
         for i in (0..c.saturating_sub(1)).rev() {
-            peer_end[i] = if new_peer(i + 1) { i + 1 } else { peer_end[i + 1] };
+            peer_end[i] = if new_peer(i + 1) {
+                i + 1
+            } else {
+                peer_end[i + 1]
+            };
         }
         // Ranks, from the rows and groups before.
         let (done, mut groups, mut group_start) = (self.done, self.groups, self.group_start);
@@ -735,11 +770,12 @@ impl<'a> Stream<'a> {
                 let mut v = acc.run(arg(&chunk, call), c, &ends)?;
                 // A group read back from disk: its value at its end.
                 if let (Some(g), true) = (&self.known, peers && in_group > 0) {
-                    let at = g.snap[k]
-                        .as_ref()
-                        .ok_or_else(|| Error::Internal("a parked group without its value".into()))?;
+                    let at = g.snap[k].as_ref().ok_or_else(|| {
+                        Error::Internal("a parked group without its value".into())
+                    })?;
                     let same = UInt32Array::from(vec![0u32; in_group]);
-                    let head = arrow_select::take::take(at.as_ref(), &same, None).map_err(exec_err)?;
+                    let head =
+                        arrow_select::take::take(at.as_ref(), &same, None).map_err(exec_err)?;
                     let tail = v.slice(in_group, c - in_group);
                     v = arrow_select::concat::concat(&[head.as_ref(), tail.as_ref()])
                         .map_err(exec_err)?;
@@ -782,8 +818,9 @@ impl<'a> Stream<'a> {
         self.group_start = group_start;
         if self.s.before > 0 {
             let tail = match self.left.take() {
-                Some(l) => arrow_select::concat::concat_batches(&schema, [&l, &chunk])
-                    .map_err(exec_err)?,
+                Some(l) => {
+                    arrow_select::concat::concat_batches(&schema, [&l, &chunk]).map_err(exec_err)?
+                }
                 None => chunk,
             };
             let keep = self.s.before.min(tail.num_rows());
@@ -839,6 +876,18 @@ impl<'a> Stream<'a> {
             Some(conv) => Ok(Some(conv.convert_columns(&cols).map_err(exec_err)?)),
             None => Ok(None),
         }
+    }
+}
+
+/// `f` (which reserves memory), again after the output kept in memory
+/// is written to disk when it finds no room.
+fn with_room<T>(out: &mut Out, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    match f() {
+        Err(Error::MemoryLimit { .. }) if out.holds() => {
+            out.write_out()?;
+            f()
+        }
+        r => r,
     }
 }
 
