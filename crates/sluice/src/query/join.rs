@@ -35,9 +35,9 @@ mod grace;
 mod pipeline;
 mod runtime_filter;
 
-pub(crate) use disk::Piece;
 pub use disk::ResultSpill;
 use disk::Sink;
+pub(crate) use disk::{Piece, rows_of};
 
 pub use pipeline::Pipeline;
 

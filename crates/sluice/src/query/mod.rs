@@ -204,6 +204,15 @@ impl CteResults {
 }
 
 impl QueryOptions {
+    /// The error to stop with when the query was canceled or ran past
+    /// its time limit (checked between an operator's steps).
+    pub(crate) fn check_stop(&self) -> Result<()> {
+        match self.stop.as_ref().and_then(|s| s.error()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Reserves `bytes` for `operator` from the query's pool.
     pub(crate) fn reserve(
         &self,

@@ -63,41 +63,15 @@ fn side(
     schema: &SchemaRef,
     opts: &QueryOptions,
 ) -> Result<Vec<Piece>> {
-    let to_disk = opts.spill.is_some().then(|| {
-        Arc::new(super::join::ResultSpill::for_operator(
-            p,
-            opts.join_rows_on_disk,
-            OPERATOR,
-        ))
-    });
-    let side_opts = QueryOptions {
-        result_spill: to_disk.clone(),
-        ..opts.clone()
-    };
-    let r = super::run_plan(db, p, &side_opts).map_err(|e| match e {
-        Error::MemoryLimit {
-            operator: "scan result",
-            wanted,
-            used,
-            limit,
-            others,
-        } => Error::MemoryLimit {
-            operator: OPERATOR,
-            wanted,
-            used,
-            limit,
-            others,
-        },
-        e => e,
-    })?;
-    let mut pieces = r
-        .batches
+    let (batches, on_disk) =
+        super::join::rows_of(p, opts, true, opts.join_rows_on_disk, OPERATOR, |o| {
+            super::run_plan(db, p, o).map(|r| r.batches)
+        })?;
+    let mut pieces = batches
         .iter()
         .map(|b| conform(b, types, schema).map(Piece::Mem))
         .collect::<Result<Vec<_>>>()?;
-    if let Some(t) = &to_disk {
-        pieces.extend(t.finish()?);
-    }
+    pieces.extend(on_disk);
     Ok(pieces)
 }
 
@@ -207,7 +181,7 @@ pub fn run(
     let conv = converter(&s.types)?;
     let mut lparts = Parts::new(opts)?;
     for p in left {
-        check_stop(opts)?;
+        opts.check_stop()?;
         lparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
     }
     let lrun = Arc::new(lparts.w.finish()?);
@@ -215,7 +189,7 @@ pub fn run(
         Some(ps) => {
             let mut rparts = Parts::new(opts)?;
             for p in ps {
-                check_stop(opts)?;
+                opts.check_stop()?;
                 rparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
             }
             Some(Arc::new(rparts.w.finish()?))
@@ -225,13 +199,6 @@ pub fn run(
     let mut out = Output::new(opts, OPERATOR)?;
     by_parts(s, &conv, &schema, &lrun, rrun.as_ref(), 0, opts, &mut out)?;
     out.finish()
-}
-
-fn check_stop(opts: &QueryOptions) -> Result<()> {
-    match opts.stop.as_ref().and_then(|s| s.error()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
 }
 
 /// The converter of whole rows of `types` into comparable bytes.
@@ -257,7 +224,7 @@ fn by_parts(
         frames.iter().map(|f| run.read(f)).collect()
     };
     for part in 0..super::spill::PARTS {
-        check_stop(opts)?;
+        opts.check_stop()?;
         let l = rows_of(left, part)?;
         let r = match right {
             Some(run) => Some(rows_of(run, part)?),

@@ -449,10 +449,7 @@ impl<'a> ExternalSort<'a> {
     }
 
     fn check_stop(&self) -> Result<()> {
-        match self.opts.stop.as_ref().and_then(|s| s.error()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.opts.check_stop()
     }
 }
 

@@ -60,46 +60,24 @@ pub fn run(
         Some(_) => None,
     };
     let spills = key.is_some() || streamed.is_some();
-    let to_disk = (spills && opts.spill.is_some()).then(|| {
-        Arc::new(super::join::ResultSpill::for_operator(
-            &inner,
-            opts.sort_rows_on_disk,
-            OPERATOR,
-        ))
-    });
-    let inner_opts = QueryOptions {
-        result_spill: to_disk.clone(),
-        ..opts.clone()
-    };
+    let to_disk = spills && opts.spill.is_some();
     // Its input's rows held whole are the window's.
-    let (batches, _) = super::exec::execute(db, &inner, &inner_opts).map_err(|e| match e {
-        Error::MemoryLimit {
-            operator: "scan result",
-            wanted,
-            used,
-            limit,
-            others,
-        } => Error::MemoryLimit {
-            operator: OPERATOR,
-            wanted,
-            used,
-            limit,
-            others,
-        },
-        e => e,
-    })?;
-    let on_disk = match &to_disk {
-        Some(t) => t.finish()?,
-        None => Vec::new(),
-    };
+    let (batches, on_disk) = super::join::rows_of(
+        &inner,
+        opts,
+        spills,
+        opts.sort_rows_on_disk,
+        OPERATOR,
+        |o| super::exec::execute(db, &inner, o).map(|r| r.0),
+    )?;
     let schema = match batches.first() {
         Some(b) => b.schema(),
         None => super::exec::result_schema(&inner),
     };
-    if on_disk.is_empty() && !(opts.sort_rows_on_disk && to_disk.is_some()) {
+    if on_disk.is_empty() && !(opts.sort_rows_on_disk && to_disk) {
         match compute(&batches, &schema, w, opts) {
             Ok(b) => return Ok((vec![b], Vec::new())),
-            Err(Error::MemoryLimit { .. }) if to_disk.is_some() => {}
+            Err(Error::MemoryLimit { .. }) if to_disk => {}
             Err(e) => return Err(e),
         }
     }
@@ -116,7 +94,7 @@ pub fn run(
     // By partitions: every row to the part of its partition key's hash.
     let mut parts = Parts::new(opts)?;
     for p in pieces {
-        check_stop(opts)?;
+        opts.check_stop()?;
         parts.put(&p.load()?, &key, 0)?;
     }
     let run = Arc::new(parts.finish()?);
@@ -143,13 +121,6 @@ fn shared_partition(w: &WindowInput) -> Option<Vec<usize>> {
     (!key.is_empty()).then_some(key)
 }
 
-fn check_stop(opts: &QueryOptions) -> Result<()> {
-    match opts.stop.as_ref().and_then(|s| s.error()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
 /// Computes the windows of each part of `run` (level `level`) in turn;
 /// a part that does not fit is split again by the next bits of its
 /// hash.
@@ -163,7 +134,7 @@ fn by_parts(
     out: &mut Out,
 ) -> Result<()> {
     for part in 0..super::spill::PARTS {
-        check_stop(opts)?;
+        opts.check_stop()?;
         let frames: Vec<super::spill::Frame> = run.frames_of(part).copied().collect();
         if frames.is_empty() {
             continue;
@@ -285,7 +256,7 @@ fn compute(
         for (j, c) in group.into_iter().zip(cols) {
             out[j] = Some(c);
         }
-        check_stop(opts)?;
+        opts.check_stop()?;
     }
     let mut columns = batch.columns().to_vec();
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();

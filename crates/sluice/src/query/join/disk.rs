@@ -282,6 +282,48 @@ impl std::fmt::Debug for ResultSpill {
     }
 }
 
+/// The rows of `plan`, run by `run` with the options it is given: where
+/// `spills` (and the query may spill) those past half the limit go to
+/// disk as they are made, for `operator` (every row, with `always`).
+/// Its rows in memory, then those on disk; a result that still does
+/// not fit fails with `operator`'s memory error.
+pub(crate) fn rows_of(
+    plan: &crate::query::plan::Plan,
+    opts: &QueryOptions,
+    spills: bool,
+    always: bool,
+    operator: &'static str,
+    run: impl FnOnce(&QueryOptions) -> Result<Vec<RecordBatch>>,
+) -> Result<(Vec<RecordBatch>, Vec<Piece>)> {
+    let to_disk = (spills && opts.spill.is_some())
+        .then(|| Arc::new(ResultSpill::for_operator(plan, always, operator)));
+    let inner = QueryOptions {
+        result_spill: to_disk.clone(),
+        ..opts.clone()
+    };
+    let batches = run(&inner).map_err(|e| match e {
+        Error::MemoryLimit {
+            operator: "scan result",
+            wanted,
+            used,
+            limit,
+            others,
+        } => Error::MemoryLimit {
+            operator,
+            wanted,
+            used,
+            limit,
+            others,
+        },
+        e => e,
+    })?;
+    let on_disk = match &to_disk {
+        Some(t) => t.finish()?,
+        None => Vec::new(),
+    };
+    Ok((batches, on_disk))
+}
+
 impl ResultSpill {
     pub(crate) fn new(plan: &crate::query::plan::Plan, always: bool) -> ResultSpill {
         Self::for_operator(plan, always, OPERATOR)

@@ -30,7 +30,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow_row::{OwnedRow, RowConverter, Rows, SortField};
 use arrow_schema::{DataType as A, Field, Schema as ArrowSchema, SchemaRef, SortOptions};
 
-use super::{OPERATOR, Out, check_stop, compute_sorted, ints_of, ntile, sum_type};
+use super::{OPERATOR, Out, compute_sorted, ints_of, ntile, sum_type};
 use crate::error::{Error, Result};
 use crate::query::QueryOptions;
 use crate::query::agg::AggFunc;
@@ -224,7 +224,7 @@ pub(super) fn run(
             .map(|(c, k)| (*k == Kind::Whole).then(|| Acc::new(c, schema)).transpose())
             .collect::<Result<_>>()?;
         for p in &pieces {
-            check_stop(opts)?;
+            opts.check_stop()?;
             let b = p.load()?;
             for (acc, c) in accs.iter_mut().zip(&w.calls) {
                 if let Some(acc) = acc {
@@ -273,7 +273,7 @@ pub(super) fn run(
     };
     if s.order.is_empty() {
         for p in pieces {
-            check_stop(opts)?;
+            opts.check_stop()?;
             st.push(positioned(p.load()?)?, out)?;
         }
         return st.finish(out);
@@ -287,7 +287,7 @@ pub(super) fn run(
     let mut held_mem = opts.reserve(OPERATOR, 0)?;
     let most = opts.memory.as_ref().map_or(0, |m| m.limit() / 8);
     for p in pieces {
-        check_stop(opts)?;
+        opts.check_stop()?;
         let b = positioned(p.load()?)?;
         let bytes = batch_bytes(&b);
         if sort.should_spill(bytes)
@@ -452,7 +452,7 @@ impl<'a> Stream<'a> {
         if b.num_rows() == 0 {
             return Ok(());
         }
-        check_stop(self.opts)?;
+        self.opts.check_stop()?;
         if self.target == 0 {
             // A chunk's work about an eighth of the limit (see
             // `Stream::chunk`).
