@@ -12,7 +12,9 @@
 //! ([`super::plan::setop`]).
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_row::{RowConverter, SortField};
@@ -323,6 +325,114 @@ impl Parts {
     }
 }
 
+/// Parts the rows are combined in (by the top bits of their hash).
+const COMBINE_BITS: u32 = 6;
+const COMBINE_PARTS: usize = 1 << COMBINE_BITS;
+
+/// The hash that splits rows into parts.
+const SPLIT: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x5e70_9a27);
+
+/// One side's rows of a part: their keys, which rows, and every row's
+/// hash.
+struct Side<'a> {
+    keys: &'a arrow_row::Rows,
+    rows: &'a [u32],
+    hashes: &'a [u64],
+}
+
+/// A row's key in a part's map: its bytes, hashed once.
+#[derive(Clone, Copy)]
+struct Key<'a>(u64, &'a [u8]);
+
+impl PartialEq for Key<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0 && self.1 == o.1
+    }
+}
+
+impl Eq for Key<'_> {}
+
+impl std::hash::Hash for Key<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u64(self.0);
+    }
+}
+
+/// The hasher of [`Key`]s: their hash turned so that the bits a part
+/// shares (the top ones) are not those its map reads first.
+#[derive(Default, Clone, Copy)]
+struct Turned(u64);
+
+impl std::hash::Hasher for Turned {
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type KeyMap<'a> = HashMap<Key<'a>, usize, std::hash::BuildHasherDefault<Turned>>;
+
+/// Row `r` of `side` as a map key.
+fn key<'a>(side: &Side<'a>, r: u32) -> Key<'a> {
+    let keys: &'a arrow_row::Rows = side.keys;
+    Key(side.hashes[r as usize], keys.row(r as usize).data())
+}
+
+/// The rows of one part that `s` keeps: of the left side (`mine`, in
+/// order), and for a UNION of the right (`theirs`).
+fn keep_part(s: &SetOp, mine: Side<'_>, theirs: Option<Side<'_>>) -> (Vec<u32>, Vec<u32>) {
+    // Rows of the right side, counted.
+    let mut counts = KeyMap::default();
+    if let Some(t) = &theirs
+        && s.kind != SetKind::Union
+    {
+        counts.reserve(t.rows.len());
+        for &r in t.rows {
+            *counts.entry(key(t, r)).or_insert(0) += 1;
+        }
+    }
+    let mut seen = KeyMap::default();
+    seen.reserve(mine.rows.len());
+    let mut keep_left: Vec<u32> = Vec::new();
+    let mut keep_right: Vec<u32> = Vec::new();
+    for &r in mine.rows {
+        let k = key(&mine, r);
+        let n = seen.entry(k).or_insert(0);
+        *n += 1;
+        let keep = match (s.kind, s.all) {
+            (SetKind::Union | SetKind::Distinct, _) => *n == 1,
+            (SetKind::Intersect, false) => *n == 1 && counts.contains_key(&k),
+            (SetKind::Intersect, true) => *n <= counts.get(&k).copied().unwrap_or(0),
+            (SetKind::Except, false) => *n == 1 && !counts.contains_key(&k),
+            (SetKind::Except, true) => *n > counts.get(&k).copied().unwrap_or(0),
+        };
+        if keep {
+            keep_left.push(r);
+        }
+    }
+    if s.kind == SetKind::Union
+        && let Some(t) = &theirs
+    {
+        for &r in t.rows {
+            let n = seen.entry(key(t, r)).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                keep_right.push(r);
+            }
+        }
+    }
+    (keep_left, keep_right)
+}
+
 /// The rows `s` keeps of `left` and `right` (all of both sides' rows
 /// that can be the same), in memory.
 fn combine(
@@ -347,44 +457,76 @@ fn combine(
     if let (Some(rk), Some(r)) = (&rk, right) {
         mem.grow((rk.size() + r.num_rows() * 25) as u64)?;
     }
-    // Rows of the right side, counted.
-    let mut theirs: HashMap<&[u8], usize> = HashMap::new();
-    if let Some(rk) = &rk
-        && s.kind != SetKind::Union
-    {
-        for r in 0..rk.num_rows() {
-            *theirs.entry(rk.row(r).data()).or_insert(0) += 1;
+    // Rows by part of their key's hash: rows that are the same meet in
+    // one part, whose hash maps stay small, and the parts are combined
+    // on every worker. The rows each part keeps, in row order, are those
+    // one pass over all rows keeps (the first of each key for UNION, …).
+    // (Each row's hash once: the part is its top bits, the part's maps
+    // read the rest.)
+    let split = |keys: &arrow_row::Rows| -> (Vec<Vec<u32>>, Vec<u64>) {
+        let mut parts = vec![Vec::new(); COMBINE_PARTS];
+        let mut hashes = Vec::with_capacity(keys.num_rows());
+        for r in 0..keys.num_rows() {
+            let h = SPLIT.hash_one(keys.row(r).data());
+            parts[(h >> (64 - COMBINE_BITS)) as usize].push(r as u32);
+            hashes.push(h);
         }
-    }
-    let mut seen: HashMap<&[u8], usize> = HashMap::new();
-    let mut keep_left: Vec<u32> = Vec::new();
-    let mut keep_right: Vec<u32> = Vec::new();
-    for r in 0..lk.num_rows() {
-        let k = lk.row(r).data();
-        let n = seen.entry(k).or_insert(0);
-        *n += 1;
-        let keep = match (s.kind, s.all) {
-            (SetKind::Union | SetKind::Distinct, _) => *n == 1,
-            (SetKind::Intersect, false) => *n == 1 && theirs.contains_key(k),
-            (SetKind::Intersect, true) => *n <= theirs.get(k).copied().unwrap_or(0),
-            (SetKind::Except, false) => *n == 1 && !theirs.contains_key(k),
-            (SetKind::Except, true) => *n > theirs.get(k).copied().unwrap_or(0),
-        };
-        if keep {
-            keep_left.push(r as u32);
-        }
-    }
-    if s.kind == SetKind::Union
-        && let Some(rk) = &rk
-    {
-        for r in 0..rk.num_rows() {
-            let n = seen.entry(rk.row(r).data()).or_insert(0);
-            *n += 1;
-            if *n == 1 {
-                keep_right.push(r as u32);
+        (parts, hashes)
+    };
+    let rows = left.num_rows() + right.map_or(0, |r| r.num_rows());
+    mem.grow(12 * rows as u64)?;
+    let lparts = split(&lk);
+    let rparts = rk.as_ref().map(split);
+    let next = AtomicUsize::new(0);
+    let work = || -> Vec<(Vec<u32>, Vec<u32>)> {
+        let mut done = Vec::new();
+        loop {
+            let p = next.fetch_add(1, Ordering::Relaxed);
+            if p >= COMBINE_PARTS {
+                return done;
             }
+            let theirs = match (&rk, &rparts) {
+                (Some(k), Some((parts, hashes))) => Some(Side {
+                    keys: k,
+                    rows: &parts[p][..],
+                    hashes,
+                }),
+                _ => None,
+            };
+            let mine = Side {
+                keys: &lk,
+                rows: &lparts.0[p],
+                hashes: &lparts.1,
+            };
+            done.push(keep_part(s, mine, theirs));
         }
-    }
+    };
+    let workers = crate::exec::worker_count(opts.threads).min(COMBINE_PARTS);
+    let results: Vec<(Vec<u32>, Vec<u32>)> = if workers < 2 || rows < 1 << 15 {
+        work()
+    } else {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..workers).map(|_| sc.spawn(work)).collect();
+            let mut all = Vec::new();
+            for h in handles {
+                all.extend(
+                    h.join()
+                        .map_err(|_| Error::Internal("a set operation worker panicked".into()))?,
+                );
+            }
+            Ok::<_, Error>(all)
+        })?
+    };
+    let mut keep_left: Vec<u32> = results
+        .iter()
+        .flat_map(|(l, _)| l.iter().copied())
+        .collect();
+    let mut keep_right: Vec<u32> = results
+        .iter()
+        .flat_map(|(_, r)| r.iter().copied())
+        .collect();
+    keep_left.sort_unstable();
+    keep_right.sort_unstable();
     let take = |b: &RecordBatch, rows: Vec<u32>| -> Result<RecordBatch> {
         let idx = UInt32Array::from(rows);
         let cols = b
