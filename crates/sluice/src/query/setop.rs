@@ -16,6 +16,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
@@ -181,7 +182,7 @@ pub fn run(
     }
     // By parts of the rows' hash.
     let conv = converter(&s.types)?;
-    let mut lparts = Parts::new(opts)?;
+    let mut lparts = Parts::new(opts, schema.fields().len())?;
     for p in left {
         opts.check_stop()?;
         lparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
@@ -189,7 +190,7 @@ pub fn run(
     let lrun = Arc::new(lparts.w.finish()?);
     let rrun = match right {
         Some(ps) => {
-            let mut rparts = Parts::new(opts)?;
+            let mut rparts = Parts::new(opts, schema.fields().len())?;
             for p in ps {
                 opts.check_stop()?;
                 rparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
@@ -210,6 +211,7 @@ fn converter(types: &[A]) -> Result<RowConverter> {
 
 /// Combines each part of `left` and `right` (at `level` of the rows'
 /// hash) alone; a part that does not fit is split by the next bits.
+/// The parts' rows are counted (see [`Parts::put`]).
 #[allow(clippy::too_many_arguments)]
 fn by_parts(
     s: &SetOp,
@@ -221,60 +223,65 @@ fn by_parts(
     opts: &QueryOptions,
     out: &mut Output,
 ) -> Result<()> {
-    let rows_of = |run: &Arc<Run>, part: u32| -> Result<Vec<RecordBatch>> {
+    let rows_of = |run: &Arc<Run>, part: u32| -> Result<Option<RecordBatch>> {
         let frames: Vec<Frame> = run.frames_of(part).copied().collect();
-        frames.iter().map(|f| run.read(f)).collect()
+        let batches = frames
+            .iter()
+            .map(|f| run.read(f))
+            .collect::<Result<Vec<_>>>()?;
+        match batches.first() {
+            None => Ok(None),
+            Some(b) => Ok(Some(
+                arrow_select::concat::concat_batches(&b.schema(), &batches).map_err(exec_err)?,
+            )),
+        }
     };
     for part in 0..super::spill::PARTS {
         opts.check_stop()?;
-        let l = rows_of(left, part)?;
-        let r = match right {
-            Some(run) => Some(rows_of(run, part)?),
+        let lb = rows_of(left, part)?;
+        let rb = match right {
+            Some(run) => rows_of(run, part)?,
             None => None,
         };
-        let r_rows: usize = r.iter().flatten().map(|b| b.num_rows()).sum();
-        let l_rows: usize = l.iter().map(|b| b.num_rows()).sum();
         // Nothing of the left: only a UNION keeps the right's rows.
-        if l_rows == 0 && (r_rows == 0 || s.kind != SetKind::Union) {
+        if lb.is_none() && (rb.is_none() || s.kind != SetKind::Union) {
             continue;
         }
-        let lb = arrow_select::concat::concat_batches(schema, &l).map_err(exec_err)?;
-        let rb = match &r {
-            Some(r) => Some(arrow_select::concat::concat_batches(schema, r).map_err(exec_err)?),
-            None => None,
-        };
-        let mut got = combine(s, &lb, rb.as_ref(), opts);
+        let mut got = combine_counted(s, conv, schema, lb.as_ref(), rb.as_ref(), opts, out);
         if matches!(got, Err(Error::MemoryLimit { .. })) && out.holds() {
             // The parts done make room first.
             out.write_out()?;
-            got = combine(s, &lb, rb.as_ref(), opts);
+            got = combine_counted(s, conv, schema, lb.as_ref(), rb.as_ref(), opts, out);
         }
         match got {
-            Ok(batches) => {
-                for b in batches {
-                    if b.num_rows() > 0 {
-                        out.put(b)?;
-                    }
-                }
-            }
+            Ok(()) => {}
             Err(Error::MemoryLimit { .. }) if level < super::spill::MAX_LEVEL => {
-                let mut lp = Parts::new(opts)?;
-                lp.put(conv, &lb, level + 1)?;
-                let sub_left = Arc::new(lp.w.finish()?);
-                let sub_right = match &rb {
-                    Some(rb) => {
-                        let mut rp = Parts::new(opts)?;
-                        rp.put(conv, rb, level + 1)?;
-                        Some(Arc::new(rp.w.finish()?))
+                let split = |b: &Option<RecordBatch>| -> Result<Option<Arc<Run>>> {
+                    match b {
+                        None => Ok(None),
+                        Some(b) => {
+                            let mut p = Parts::new(opts, schema.fields().len())?;
+                            p.put(conv, b, level + 1)?;
+                            Ok(Some(Arc::new(p.w.finish()?)))
+                        }
                     }
-                    None => None,
                 };
-                drop((lb, rb, l, r));
+                let sub_left = split(&lb)?;
+                let sub_right = split(&rb)?;
+                drop((lb, rb));
+                let empty;
+                let sub_left = match &sub_left {
+                    Some(l) => l,
+                    None => {
+                        empty = Arc::new(Parts::new(opts, schema.fields().len())?.w.finish()?);
+                        &empty
+                    }
+                };
                 by_parts(
                     s,
                     conv,
                     schema,
-                    &sub_left,
+                    sub_left,
                     sub_right.as_ref(),
                     level + 1,
                     opts,
@@ -287,42 +294,213 @@ fn by_parts(
     Ok(())
 }
 
-/// One side's rows written by part (of their whole row's hash).
+/// One side's rows written by part (of their whole row's hash), each
+/// row once with its count (a last column): the copies of a row, however
+/// many, take one row on disk and in a part.
 struct Parts {
     w: RunWriter,
+    /// The output's columns (a counted batch has one more).
+    cols: usize,
 }
 
 impl Parts {
-    fn new(opts: &QueryOptions) -> Result<Parts> {
+    fn new(opts: &QueryOptions, cols: usize) -> Result<Parts> {
         let spill = opts
             .spill
             .as_ref()
             .ok_or_else(|| Error::Internal("set operation: spilling without a spill".into()))?;
         Ok(Parts {
             w: spill.writer(OPERATOR, opts.profile.clone())?,
+            cols,
         })
     }
 
+    /// Writes the rows of `b` (of the output types, or counted already:
+    /// with one more column, their counts) to their parts at `level`.
     fn put(&mut self, conv: &RowConverter, b: &RecordBatch, level: u32) -> Result<()> {
         if b.num_rows() == 0 {
             return Ok(());
         }
-        let keys = row_keys(conv, b)?;
+        let cols = self.cols;
+        let (rows, counts) = if b.num_columns() > cols {
+            let n = b
+                .column(cols)
+                .as_primitive::<arrow_array::types::UInt64Type>()
+                .clone();
+            (b.project(&(0..cols).collect::<Vec<_>>())?, Some(n))
+        } else {
+            (b.clone(), None)
+        };
+        let keys = row_keys(conv, &rows)?;
+        // Each row once, with how many it stands for.
+        let mut first: KeyMap = KeyMap::default();
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); super::spill::PARTS as usize];
+        let mut count: Vec<u64> = Vec::new();
+        let mut at: Vec<u32> = Vec::new();
         for r in 0..keys.num_rows() {
-            let h = super::agg::hll::hash(keys.row(r).data());
-            members[super::spill::part_of(h, level) as usize].push(r as u32);
+            let k = keys.row(r).data();
+            let h = super::agg::hll::hash(k);
+            let n = counts.as_ref().map_or(1, |c| c.value(r));
+            let slot = *first.entry(Key(h, k)).or_insert_with(|| {
+                members[super::spill::part_of(h, level) as usize].push(count.len() as u32);
+                at.push(r as u32);
+                count.push(0);
+                count.len() - 1
+            });
+            count[slot] += n;
         }
+        let once = arrow_select::take::take_record_batch(&rows, &UInt32Array::from(at))
+            .map_err(exec_err)?;
+        let mut fields: Vec<Field> = once
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new("n", A::UInt64, false));
+        let mut columns = once.columns().to_vec();
+        columns.push(Arc::new(arrow_array::UInt64Array::from(count)));
+        let once = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
         for (p, m) in members.into_iter().enumerate() {
             if m.is_empty() {
                 continue;
             }
             let idx = UInt32Array::from(m);
-            let rows = arrow_select::take::take_record_batch(b, &idx).map_err(exec_err)?;
-            self.w.write(p as u32, &rows)?;
+            let part = arrow_select::take::take_record_batch(&once, &idx).map_err(exec_err)?;
+            self.w.write(p as u32, &part)?;
         }
         Ok(())
     }
+}
+
+/// Combines one part's counted rows (see [`Parts::put`]) and hands the
+/// rows `s` keeps to `out`: a UNION each row once (the left's first),
+/// INTERSECT and EXCEPT each row once where the right has it or not,
+/// INTERSECT ALL a row as often as the fewer side has it, EXCEPT ALL as
+/// often as the left has it more — the first of its copies each time,
+/// as PostgreSQL's hashed set operations print it.
+fn combine_counted(
+    s: &SetOp,
+    conv: &RowConverter,
+    schema: &SchemaRef,
+    left: Option<&RecordBatch>,
+    right: Option<&RecordBatch>,
+    opts: &QueryOptions,
+    out: &mut Output,
+) -> Result<()> {
+    let cols = schema.fields().len();
+    let split = |b: Option<&RecordBatch>| -> Result<Option<(RecordBatch, Vec<u64>)>> {
+        match b {
+            None => Ok(None),
+            Some(b) => {
+                let n = b
+                    .column(cols)
+                    .as_primitive::<arrow_array::types::UInt64Type>()
+                    .values()
+                    .to_vec();
+                let rows = RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    b.columns()[..cols].to_vec(),
+                    &RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                )?;
+                Ok(Some((rows, n)))
+            }
+        }
+    };
+    let (l, r) = (split(left)?, split(right)?);
+    let bytes = |b: &Option<(RecordBatch, Vec<u64>)>| {
+        b.as_ref().map_or(0, |(b, _)| {
+            super::memory::batch_bytes(b) + 33 * b.num_rows() as u64
+        })
+    };
+    let mut mem = opts.reserve(OPERATOR, bytes(&l) + bytes(&r))?;
+    let lk = l.as_ref().map(|(b, _)| row_keys(conv, b)).transpose()?;
+    let rk = r.as_ref().map(|(b, _)| row_keys(conv, b)).transpose()?;
+    mem.grow(
+        lk.as_ref().map_or(0, |k| k.size()) as u64 + rk.as_ref().map_or(0, |k| k.size()) as u64,
+    )?;
+    // Each row's total on each side (a row is once a side in a part,
+    // but a part split again may hold pieces counted apart).
+    let mut theirs: HashMap<&[u8], u64, _> = HashMap::with_hasher(SPLIT);
+    if let (Some(k), Some((_, n))) = (&rk, &r) {
+        for (i, c) in n.iter().enumerate() {
+            *theirs.entry(k.row(i).data()).or_insert(0) += c;
+        }
+    }
+    let mut mine: HashMap<&[u8], (u64, u32), _> = HashMap::with_hasher(SPLIT);
+    if let (Some(k), Some((_, n))) = (&lk, &l) {
+        for (i, c) in n.iter().enumerate() {
+            mine.entry(k.row(i).data()).or_insert((0, i as u32)).0 += c;
+        }
+    }
+    // The rows kept, and how often.
+    let mut keep: Vec<(u32, u64)> = Vec::new();
+    if let Some(k) = &lk {
+        for i in 0..k.num_rows() {
+            let key = k.row(i).data();
+            let Some(&(n, firsts)) = mine.get(key) else {
+                continue;
+            };
+            if firsts != i as u32 {
+                continue;
+            }
+            let t = theirs.get(key).copied().unwrap_or(0);
+            let copies = match (s.kind, s.all) {
+                (SetKind::Union | SetKind::Distinct, _) => 1,
+                (SetKind::Intersect, false) => u64::from(t > 0),
+                (SetKind::Intersect, true) => n.min(t),
+                (SetKind::Except, false) => u64::from(t == 0),
+                (SetKind::Except, true) => n.saturating_sub(t),
+            };
+            if copies > 0 {
+                keep.push((i as u32, copies));
+            }
+        }
+    }
+    emit(l.as_ref().map(|(b, _)| b), &keep, out)?;
+    if s.kind == SetKind::Union
+        && let (Some(k), Some((b, _))) = (&rk, &r)
+    {
+        let mut seen: HashMap<&[u8], (), _> = HashMap::with_hasher(SPLIT);
+        let mut keep = Vec::new();
+        for i in 0..k.num_rows() {
+            let key = k.row(i).data();
+            if !mine.contains_key(key) && seen.insert(key, ()).is_none() {
+                keep.push((i as u32, 1));
+            }
+        }
+        emit(Some(b), &keep, out)?;
+    }
+    Ok(())
+}
+
+/// The rows of `b` at `keep`, each as often as it says, to `out` (a few
+/// thousand rows a batch).
+fn emit(b: Option<&RecordBatch>, keep: &[(u32, u64)], out: &mut Output) -> Result<()> {
+    let Some(b) = b else {
+        return Ok(());
+    };
+    const BATCH: usize = 8192;
+    let mut idx: Vec<u32> = Vec::with_capacity(BATCH);
+    let mut flush = |idx: &mut Vec<u32>| -> Result<()> {
+        if !idx.is_empty() {
+            let i = UInt32Array::from(std::mem::take(idx));
+            out.put(arrow_select::take::take_record_batch(b, &i).map_err(exec_err)?)?;
+        }
+        Ok(())
+    };
+    for &(row, copies) in keep {
+        let mut left = copies;
+        while left > 0 {
+            let n = left.min((BATCH - idx.len()) as u64);
+            idx.extend(std::iter::repeat_n(row, n as usize));
+            left -= n;
+            if idx.len() == BATCH {
+                flush(&mut idx)?;
+            }
+        }
+    }
+    flush(&mut idx)
 }
 
 /// Parts the rows are combined in (by the top bits of their hash).
