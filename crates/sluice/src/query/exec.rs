@@ -517,10 +517,20 @@ fn execute_block(
     // A table's pages that no result row can point into are let go as
     // their batches are done: every column under an aggregate (it copies
     // what it keeps), the columns a projection does not output.
+    // So is every column of a plan whose rows may go to disk (a join's
+    // FROM item, a window's or set operation's input): the rows it keeps
+    // in memory are copied out of the pages (see `owned_batch`).
+    let rows_to_disk = opts.result_spill.as_deref().is_some_and(|r| r.is_for(plan))
+        && top_k(plan).is_none()
+        && plan.order.is_empty()
+        && plan.limit.is_none()
+        && plan.offset == 0
+        && opts.spill.is_some();
     if plan.table.is_some() {
         let n = plan.scan_columns.len();
         inputs.release = match &plan.body {
             Body::Aggregate { .. } => (0..n).collect(),
+            Body::Project(_) if rows_to_disk => (0..n).collect(),
             Body::Project(exprs) => {
                 let mut used = vec![false; n];
                 for e in exprs {
@@ -572,14 +582,7 @@ fn execute_block(
             let held = Mutex::new(opts.reserve("scan result", 0)?);
             // A join's FROM item, its rows neither ordered nor cut: those
             // past the memory limit go to disk (see `join::ResultSpill`).
-            let to_disk = opts.result_spill.as_deref().filter(|r| {
-                r.is_for(plan)
-                    && top.is_none()
-                    && plan.order.is_empty()
-                    && plan.limit.is_none()
-                    && plan.offset == 0
-                    && opts.spill.is_some()
-            });
+            let to_disk = opts.result_spill.as_deref().filter(|_| rows_to_disk);
             let visible: Vec<usize> = (0..plan.visible).collect();
             // Rows kept so far under a LIMIT without ORDER BY.
             let limited_rows = AtomicUsize::new(0);
@@ -761,7 +764,10 @@ fn execute_block(
                                     .map_err(Some),
                             };
                             return match (grown, to_disk) {
-                                (Ok(()), _) => Ok(Some(out)),
+                                // (Its table's pages are let go: the rows
+                                // kept must not point into them.)
+                                (Ok(()), Some(_)) => Ok(Some(super::memory::owned_batch(&out)?)),
+                                (Ok(()), None) => Ok(Some(out)),
                                 (Err(None | Some(Error::MemoryLimit { .. })), Some(d)) => {
                                     d.write(opts, i, out.project(&visible).map_err(exec_err)?)?;
                                     Ok(None)

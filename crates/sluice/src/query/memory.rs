@@ -404,6 +404,14 @@ pub fn array_bytes(a: &dyn Array) -> u64 {
         .unwrap_or_else(|_| a.get_array_memory_size()) as u64
 }
 
+/// `b`'s rows in buffers of their own: a copy that points neither into
+/// a mapped file's pages nor into a larger batch it was sliced from
+/// (`concat` of one batch is a slice of it, not a copy).
+pub fn owned_batch(b: &RecordBatch) -> crate::error::Result<RecordBatch> {
+    let all = arrow_array::UInt32Array::from_iter_values(0..b.num_rows() as u32);
+    arrow_select::take::take_record_batch(b, &all).map_err(super::expr::exec_err)
+}
+
 /// Bytes of several batches' rows.
 pub fn batches_bytes<'a>(batches: impl IntoIterator<Item = &'a RecordBatch>) -> u64 {
     batches.into_iter().map(batch_bytes).sum()

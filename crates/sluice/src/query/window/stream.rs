@@ -894,7 +894,7 @@ fn with_room<T>(out: &mut Out, mut f: impl FnMut() -> Result<T>) -> Result<T> {
 /// A slice's rows in buffers of their own (a slice keeps its whole
 /// batch alive).
 fn compact(b: &RecordBatch) -> Result<RecordBatch> {
-    arrow_select::concat::concat_batches(&b.schema(), [b]).map_err(exec_err)
+    crate::query::memory::owned_batch(b)
 }
 
 fn ints(n: usize, f: impl Fn(usize) -> i64) -> ArrayRef {
@@ -1147,7 +1147,8 @@ impl Acc {
     }
 }
 
-/// One value in a buffer of its own.
+/// One value in a buffer of its own (a slice keeps its whole array).
 fn compact_array(a: &ArrayRef) -> Result<ArrayRef> {
-    arrow_select::concat::concat(&[a.as_ref()]).map_err(exec_err)
+    let idx = UInt32Array::from_iter_values(0..a.len() as u32);
+    arrow_select::take::take(a.as_ref(), &idx, None).map_err(exec_err)
 }
