@@ -25,6 +25,7 @@ use super::QueryOptions;
 use super::expr::{canonical_doubles, cast, exec_err};
 use super::interval;
 use super::join::Piece;
+use super::memory::Reservation;
 use super::plan::setop::{SetKind, SetOp};
 use super::scan::Later;
 use super::spill::{Frame, Output, Run, RunWriter};
@@ -65,8 +66,8 @@ fn side(
     types: &[A],
     schema: &SchemaRef,
     opts: &QueryOptions,
-) -> Result<Vec<Piece>> {
-    let (batches, on_disk) =
+) -> Result<(Vec<Piece>, Reservation)> {
+    let (batches, on_disk, held) =
         super::join::rows_of(p, opts, true, opts.join_rows_on_disk, OPERATOR, |o| {
             super::run_plan(db, p, o).map(|r| r.batches)
         })?;
@@ -75,7 +76,7 @@ fn side(
         .map(|b| conform(b, types, schema).map(Piece::Mem))
         .collect::<Result<Vec<_>>>()?;
     pieces.extend(on_disk);
-    Ok(pieces)
+    Ok((pieces, held))
 }
 
 /// A piece's rows, of the output types.
@@ -139,10 +140,14 @@ pub fn run(
         .map(|(i, t)| Field::new(format!("c{i}"), t.clone(), true))
         .collect();
     let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let left = side(db, &s.left, &s.types, &schema, opts)?;
-    let right = match &s.right {
-        Some(r) => Some(side(db, r, &s.types, &schema, opts)?),
-        None => None,
+    // (Each side's rows in memory counted until they are taken.)
+    let (left, mut lheld) = side(db, &s.left, &s.types, &schema, opts)?;
+    let (right, mut rheld) = match &s.right {
+        Some(r) => {
+            let (p, h) = side(db, r, &s.types, &schema, opts)?;
+            (Some(p), Some(h))
+        }
+        None => (None, None),
     };
     // Every row of both sides: those on disk read by the workers.
     if s.kind == SetKind::Union && s.all {
@@ -174,9 +179,22 @@ pub fn run(
         };
         let l = whole(&left)?;
         let r = right.as_deref().map(whole).transpose()?;
+        // (`combine` counts them itself.)
+        let bytes = (lheld.bytes(), rheld.as_ref().map_or(0, |h| h.bytes()));
+        lheld.resize(0)?;
+        if let Some(h) = &mut rheld {
+            h.resize(0)?;
+        }
         match combine(s, &l, r.as_ref(), opts) {
             Ok(out) => return Ok((out, Vec::new())),
-            Err(Error::MemoryLimit { .. }) if opts.spill.is_some() => {}
+            Err(Error::MemoryLimit { .. }) if opts.spill.is_some() => {
+                // Counted again while they go to disk, where there is
+                // room (what `combine` held is given back).
+                let _ = lheld.resize(bytes.0);
+                if let Some(h) = &mut rheld {
+                    let _ = h.resize(bytes.1);
+                }
+            }
             Err(e) => return Err(e),
         }
     }
@@ -187,6 +205,7 @@ pub fn run(
         opts.check_stop()?;
         lparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
     }
+    drop(lheld);
     let lrun = Arc::new(lparts.w.finish()?);
     let rrun = match right {
         Some(ps) => {
@@ -195,6 +214,7 @@ pub fn run(
                 opts.check_stop()?;
                 rparts.put(&conv, &load(&p, &s.types, &schema)?, 0)?;
             }
+            drop(rheld);
             Some(Arc::new(rparts.w.finish()?))
         }
         None => None,

@@ -62,7 +62,7 @@ pub fn run(
     let spills = key.is_some() || streamed.is_some();
     let to_disk = spills && opts.spill.is_some();
     // Its input's rows held whole are the window's.
-    let (batches, on_disk) = super::join::rows_of(
+    let (batches, on_disk, held) = super::join::rows_of(
         &inner,
         opts,
         spills,
@@ -74,10 +74,18 @@ pub fn run(
         Some(b) => b.schema(),
         None => super::exec::result_schema(&inner),
     };
+    let mut held = held;
     if on_disk.is_empty() && !(opts.sort_rows_on_disk && to_disk) {
+        // (`compute` counts the rows itself.)
+        let bytes = held.bytes();
+        held.resize(0)?;
         match compute(&batches, &schema, w, opts) {
             Ok(b) => return Ok((vec![b], Vec::new())),
-            Err(Error::MemoryLimit { .. }) if to_disk => {}
+            Err(Error::MemoryLimit { .. }) if to_disk => {
+                // Counted again while they go to disk (where the pool
+                // has the room: what compute held is given back).
+                let _ = held.resize(bytes);
+            }
             Err(e) => return Err(e),
         }
     }
@@ -88,7 +96,7 @@ pub fn run(
         let s =
             streamed.ok_or_else(|| Error::Internal("window: rows on disk without a key".into()))?;
         let mut out = Out::new(opts, OPERATOR)?;
-        stream::run(pieces, &schema, w, opts, s, &mut out)?;
+        stream::run(pieces, held, &schema, w, opts, s, &mut out)?;
         return out.finish();
     };
     // By partitions: every row to the part of its partition key's hash.
@@ -97,6 +105,7 @@ pub fn run(
         opts.check_stop()?;
         parts.put(&p.load()?, &key, 0)?;
     }
+    drop(held);
     let run = Arc::new(parts.finish()?);
     let mut out = Out::new(opts, OPERATOR)?;
     by_parts(&run, &schema, &key, 0, w, opts, &mut out)?;

@@ -285,8 +285,10 @@ impl std::fmt::Debug for ResultSpill {
 /// The rows of `plan`, run by `run` with the options it is given: where
 /// `spills` (and the query may spill) those past half the limit go to
 /// disk as they are made, for `operator` (every row, with `always`).
-/// Its rows in memory, then those on disk; a result that still does
-/// not fit fails with `operator`'s memory error.
+/// Its rows in memory (counted for `operator` in the reservation given
+/// back; when they find no room there, written to disk too), then those
+/// on disk; a result that still does not fit fails with `operator`'s
+/// memory error.
 pub(crate) fn rows_of(
     plan: &crate::query::plan::Plan,
     opts: &QueryOptions,
@@ -294,7 +296,7 @@ pub(crate) fn rows_of(
     always: bool,
     operator: &'static str,
     run: impl FnOnce(&QueryOptions) -> Result<Vec<RecordBatch>>,
-) -> Result<(Vec<RecordBatch>, Vec<Piece>)> {
+) -> Result<(Vec<RecordBatch>, Vec<Piece>, Reservation)> {
     let to_disk = (spills && opts.spill.is_some())
         .then(|| Arc::new(ResultSpill::for_operator(plan, always, operator)));
     let inner = QueryOptions {
@@ -317,11 +319,27 @@ pub(crate) fn rows_of(
         },
         e => e,
     })?;
+    // The rows kept in memory stay counted while the operator holds
+    // them (the run's own count ended with it).
+    let (batches, held) = match (opts.reserve(operator, batch_bytes_of(&batches)), &to_disk) {
+        (Ok(held), _) => (batches, held),
+        (Err(Error::MemoryLimit { .. }), Some(t)) => {
+            for b in batches {
+                t.write(opts, usize::MAX, b)?;
+            }
+            (Vec::new(), opts.reserve(operator, 0)?)
+        }
+        (Err(e), _) => return Err(e),
+    };
     let on_disk = match &to_disk {
         Some(t) => t.finish()?,
         None => Vec::new(),
     };
-    Ok((batches, on_disk))
+    Ok((batches, on_disk, held))
+}
+
+fn batch_bytes_of(batches: &[RecordBatch]) -> u64 {
+    batches.iter().map(batch_bytes).sum()
 }
 
 impl ResultSpill {

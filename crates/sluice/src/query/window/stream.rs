@@ -207,6 +207,7 @@ pub(super) fn plan(w: &WindowInput, schema: &ArrowSchema) -> Option<Streamed> {
 /// the rows with their values to `out` in the ORDER BY's order.
 pub(super) fn run(
     pieces: Vec<Piece>,
+    pieces_held: Reservation,
     schema: &SchemaRef,
     w: &WindowInput,
     opts: &QueryOptions,
@@ -271,11 +272,13 @@ pub(super) fn run(
         f.push(Field::new("position", A::UInt64, false));
         Ok(RecordBatch::try_new(Arc::new(ArrowSchema::new(f)), cols)?)
     };
+    // (`pieces_held` counts the pieces in memory until they are taken.)
     if s.order.is_empty() {
         for p in pieces {
             opts.check_stop()?;
             st.push(positioned(p.load()?)?, out)?;
         }
+        drop(pieces_held);
         return st.finish(out);
     }
     let sort = crate::query::sort::ExternalSort::new(&s.order, opts, None)
@@ -302,6 +305,7 @@ pub(super) fn run(
             held.push(b);
         }
     }
+    drop(pieces_held);
     sort.merge(&held, 0, None, &mut |b| st.push(b, out))?;
     drop(held);
     drop(held_mem);
