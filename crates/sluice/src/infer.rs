@@ -210,10 +210,11 @@ fn samples_of(
     o: &InferOptions,
     budget: &mut usize,
 ) -> Result<(Vec<Sample>, LineEnd)> {
-    if *input == Input::Stdin {
-        return Err(Error::Config(
-            "the schema cannot be inferred from standard input (it would be consumed); pass --schema".into(),
-        ));
+    if !input.rereadable() {
+        return Err(Error::Config(format!(
+            "the schema cannot be inferred from {} (it can be read only once: a look would consume it); pass --schema",
+            once_name(input)
+        )));
     }
     let n = o.sample_bytes;
     let whole_max = o.whole_bytes.min(*budget).max(n);
@@ -1177,6 +1178,14 @@ pub struct Sniffed {
     pub notes: u64,
 }
 
+/// An input that can be read only once, as messages name it.
+pub(crate) fn once_name(input: &Input) -> String {
+    match input {
+        Input::Stdin => "standard input".into(),
+        Input::File(p) => format!("{}, a pipe or device", p.display()),
+    }
+}
+
 /// The dialect for records of `columns` fields (any number above one
 /// when `None`; `o.delimiter` when given), from the first input's start
 /// (`o.dialect` with a `,` when no candidate reads records consistently),
@@ -1198,8 +1207,9 @@ pub fn sniff_delimiter(
     // The first file that is not empty (an empty one is 0 rows), among
     // as many as inference samples.
     for input in inputs.iter().take(o.max_files.max(1)) {
-        // Standard input cannot be read twice: the default then.
-        if *input == Input::Stdin {
+        // Standard input (or a pipe) cannot be read twice: the default
+        // then.
+        if !input.rereadable() {
             break;
         }
         let (samples, _) = samples_of(input, &small, &mut 0)?;

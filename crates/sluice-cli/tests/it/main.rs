@@ -404,7 +404,7 @@ fn bad_input_fails_cleanly_and_commits_nothing() {
     let e = fails(&t.0, &["load", "newtable", "-"]);
     assert_eq!(
         e,
-        "error: inferring the schema: the schema cannot be inferred from standard input (it would be consumed); pass --schema\n"
+        "error: inferring the schema: the schema cannot be inferred from standard input (it can be read only once: a look would consume it); pass --schema\n"
     );
     let e = fails(
         &t.0,

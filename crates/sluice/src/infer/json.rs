@@ -203,10 +203,11 @@ pub fn infer_json(inputs: &[Input], o: &InferOptions, rows: Option<&str>) -> Res
     let mut rows_field = None;
     let mut budget = o.whole_bytes.saturating_mul(2);
     for input in inputs.iter().take(o.max_files.max(1)) {
-        if *input == Input::Stdin {
-            return Err(Error::Config(
-                "the schema cannot be inferred from standard input (it would be consumed); pass --schema".into(),
-            ));
+        if !input.rereadable() {
+            return Err(Error::Config(format!(
+                "the schema cannot be inferred from {} (it can be read only once: a look would consume it); pass --schema",
+                super::once_name(input)
+            )));
         }
         if budget == 0 {
             break;

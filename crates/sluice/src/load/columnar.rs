@@ -67,6 +67,10 @@ pub fn sniff(input: &Input) -> Result<Option<Columnar>> {
     let Input::File(p) = input else {
         return Ok(None);
     };
+    // (Nor a pipe's: a look would consume them.)
+    if !input.rereadable() {
+        return Ok(None);
+    }
     let mut head = [0u8; 6];
     let n = {
         use std::io::Read;

@@ -315,7 +315,7 @@ fn hint_line(hint: Option<&str>) -> String {
 }
 
 /// The input format from the first file's name, else its first bytes
-/// (standard input is not sniffed: it cannot be read twice), and when
+/// (standard input and pipes are not sniffed: they cannot be read twice), and when
 /// the bytes chose JSON, a note that says so for messages.
 /// A known name wins: a `.csv` whose lines start with `[` is CSV.
 fn guess_format(
@@ -343,6 +343,10 @@ fn guess_format(
         return (InputFormat::Tsv, None);
     }
     if name.ends_with(".csv") {
+        return (InputFormat::Csv, None);
+    }
+    // (A pipe's bytes are not looked at: the look would consume them.)
+    if !first.0.rereadable() {
         return (InputFormat::Csv, None);
     }
     let head = head_of(first.0);

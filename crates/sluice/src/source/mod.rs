@@ -22,6 +22,20 @@ impl Input {
         }
     }
 
+    /// Whether the input can be read more than once: a regular file, not
+    /// standard input nor a path to a pipe or device (`<(zcat f.gz)`, a
+    /// FIFO), whose bytes a first look would consume. Nothing looks
+    /// ahead at an input that cannot (format, dialect, schema): a look
+    /// there lost the rows it read.
+    /// (A path that cannot be looked at is not known to be a pipe: it
+    /// fails where it is opened, as before.)
+    pub fn rereadable(&self) -> bool {
+        match self {
+            Input::File(p) => std::fs::metadata(p).map_or(true, |m| m.is_file() || m.is_dir()),
+            Input::Stdin => false,
+        }
+    }
+
     /// Size in bytes when known (for progress).
     pub fn len(&self) -> Option<u64> {
         match self {
