@@ -91,11 +91,10 @@ enum Command {
         /// machine's memory); past it a GROUP BY writes its groups, a
         /// join by keys its rows and partitions, an ORDER BY sorted runs,
         /// a window by PARTITION BY its rows by partition, a window
-        /// without it its sorted rows and a set operation its rows by
-        /// hash, to disk (--temp-dir) and
-        /// finishes; other operators (and an answer
-        /// larger than the limit) stop the query with an error naming
-        /// the operator
+        /// without it its sorted rows, a set operation its rows by hash
+        /// and the answer its rows past half the limit (printed from
+        /// there), to disk (--temp-dir) and finishes; other operators
+        /// stop the query with an error naming the operator
         #[arg(long, value_name = "SIZE")]
         memory_limit: Option<String>,
         /// Where a query past --memory-limit writes what does not fit

@@ -128,6 +128,9 @@ impl Database {
                     .clone()
                     .unwrap_or_else(|| sluice::query::default_spill_root(&db)),
             )),
+            // The answer is the caller's to hold: one past half the limit
+            // is made on disk, then read into the result.
+            answer_to_disk: true,
             ..Default::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();
@@ -135,8 +138,10 @@ impl Database {
             .name("sluice-query".into())
             .spawn(move || {
                 let r = sluice::query::run_plan(&db, &plan, &opts).and_then(|r| {
-                    let (schema, batches) = export::narrow_decimals(&plan, r.schema, r.batches)?;
-                    Ok(QueryResult::new(schema, batches, r.explain))
+                    let (schema, explain) = (r.schema.clone(), r.explain.clone());
+                    let batches = r.into_batches()?;
+                    let (schema, batches) = export::narrow_decimals(&plan, schema, batches)?;
+                    Ok(QueryResult::new(schema, batches, explain))
                 });
                 // Its spill directory goes before the answer is seen.
                 drop(opts);

@@ -449,6 +449,24 @@ def test_a_grouping_past_the_memory_limit_spills_to_temp_dir(tmp_path):
     assert [p.name for p in scratch.iterdir()] == []
 
 
+def test_an_answer_past_the_memory_limit_is_read_back_from_disk(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("k\n" + "".join(f"{i}\n" for i in range(50_000)))
+    scratch = tmp_path / "scratch"
+    # 50,000 rows of two BIGINTs: about 800 KiB, past 256 KiB. They go
+    # to disk as they are made and come back, in order, into the result.
+    sql = "SELECT k, k * 3 AS t FROM t ORDER BY k DESC"
+    with sluice.connect(tmp_path / "db", memory_limit="256KiB", temp_dir=scratch) as db:
+        db.load("t", csv, schema="k BIGINT", progress=False)
+        r = db.query(sql)
+        assert r.num_rows == 50_000
+        if importlib.util.find_spec("pyarrow") is not None:
+            t = r.to_arrow()
+            assert t.column("k").to_pylist() == list(range(49_999, -1, -1))
+            assert t.column("t").to_pylist() == [3 * k for k in range(49_999, -1, -1)]
+    assert [p.name for p in scratch.iterdir()] == []
+
+
 def test_a_duplicate_key_fails_the_load_and_keeps_the_table(typed):
     db, csv = typed
     with pytest.raises(sluice.LoadError, match="duplicate"):

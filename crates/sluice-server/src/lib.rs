@@ -495,7 +495,7 @@ impl Engine {
         sql: &str,
         timeout: Option<Duration>,
         zone: String,
-    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+    ) -> Result<(SchemaRef, Rows), Failure> {
         let plan = sluice::query::plan::plan_sql_as_postgresql(sql, &Zoned(db.as_ref(), zone))?;
         self.run_plan(db, plan, timeout).await
     }
@@ -507,7 +507,7 @@ impl Engine {
         db: Arc<Database>,
         plan: Plan,
         timeout: Option<Duration>,
-    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+    ) -> Result<(SchemaRef, Rows), Failure> {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let schema = sluice::query::exec::result_schema(&plan);
         // A statement of constants (no table, join, set operation, window
@@ -534,7 +534,7 @@ impl Engine {
                     ..Default::default()
                 },
             )?;
-            return Ok((schema, r.batches));
+            return Ok((schema, Rows::of(r)));
         }
         let stop = Stop::default();
         // Dropped with this future: the client went away or canceled.
@@ -585,6 +585,9 @@ impl Engine {
                                 yield_between_morsels: true,
                                 memory: Some(mine.clone()),
                                 spill: Some(sluice::query::spill::Spill::new(spill_root.clone())),
+                                // An answer past half the limit goes to
+                                // disk, sent from there a frame at a time.
+                                answer_to_disk: true,
                                 ..Default::default()
                             },
                         );
@@ -648,7 +651,7 @@ impl Engine {
         };
         guard.0 = None;
         let r = r?;
-        Ok((schema, r.batches))
+        Ok((schema, Rows::of(r)))
     }
 }
 
@@ -1123,16 +1126,56 @@ fn session_timeout(engine: &Engine, settings: &HashMap<String, String>) -> Optio
     }
 }
 
+/// An answer's rows: the batches in memory, then those the query wrote
+/// to disk (an answer past half the memory limit), read back a frame at
+/// a time as they are sent. The spill files go with it.
+pub(crate) struct Rows {
+    batches: Vec<RecordBatch>,
+    later: Vec<sluice::query::scan::Later>,
+}
+
+impl Rows {
+    fn new(batches: Vec<RecordBatch>) -> Rows {
+        Rows {
+            batches,
+            later: Vec::new(),
+        }
+    }
+
+    fn of(r: sluice::query::QueryResult) -> Rows {
+        Rows {
+            batches: r.batches,
+            later: r.later,
+        }
+    }
+
+    /// Every batch in order, those on disk read as they are reached.
+    fn batches(self) -> impl Iterator<Item = Result<RecordBatch, Failure>> {
+        let later = self
+            .later
+            .into_iter()
+            .map(|l| (l.load)().map_err(Failure::from));
+        self.batches.into_iter().map(Ok).chain(later)
+    }
+
+    /// Every batch in memory.
+    fn collect(self) -> Result<Vec<RecordBatch>, Failure> {
+        self.batches().collect()
+    }
+}
+
 /// Rows of `batches` as a response, encoded batch by batch as they are sent.
-fn rows_response(schema: &SchemaRef, batches: Vec<RecordBatch>, binary: Vec<bool>) -> Response {
+fn rows_response(schema: &SchemaRef, batches: Rows, binary: Vec<bool>) -> Response {
     let fields = Arc::new(encode::fields(schema, |i| {
         binary.get(i).copied().unwrap_or(false)
     }));
-    let rows = futures::stream::iter(
-        batches
+    let rows = futures::stream::iter(batches.batches().flat_map(move |b| match b {
+        Ok(b) => encode::rows(&b, &binary)
             .into_iter()
-            .flat_map(move |b| encode::rows(&b, &binary).into_iter().map(Ok)),
-    );
+            .map(Ok)
+            .collect::<Vec<_>>(),
+        Err(f) => vec![Err(f.into())],
+    }));
     Response::Query(QueryResponse::new(fields, rows))
 }
 
@@ -1165,7 +1208,7 @@ impl Engine {
         t: &Template,
         portal: &Portal<Prepared>,
         db: &Arc<Database>,
-    ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, Failure> {
+    ) -> Result<Option<(SchemaRef, Rows)>, Failure> {
         let Some(p) = &t.point else { return Ok(None) };
         let Some(value) = t.key(portal) else {
             return Ok(None);
@@ -1182,7 +1225,7 @@ impl Engine {
         self.queries.fetch_add(1, Ordering::Relaxed);
         self.bound.fetch_add(1, Ordering::Relaxed);
         self.points.fetch_add(1, Ordering::Relaxed);
-        Ok(Some((p.schema().clone(), vec![batch])))
+        Ok(Some((p.schema().clone(), Rows::new(vec![batch]))))
     }
 
     /// Runs a portal of a prepared query of the store on `db`: its key
@@ -1195,7 +1238,7 @@ impl Engine {
         timeout: Option<Duration>,
         zone: String,
         gone: impl std::future::Future<Output = ()>,
-    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+    ) -> Result<(SchemaRef, Rows), Failure> {
         let run = async {
             if let Some(t) = &portal.statement.statement.template
                 && utc(&zone)
@@ -1337,7 +1380,7 @@ impl Engine {
                 Answer::Rows(b) => {
                     let schema = b.schema();
                     let bin = binary_columns(binary, schema.fields().len())?;
-                    rows_response(&schema, vec![b], bin)
+                    rows_response(&schema, Rows::new(vec![b]), bin)
                 }
             });
         }
@@ -1354,7 +1397,7 @@ impl Engine {
         db: Arc<Database>,
         sql: &str,
         gone: impl std::future::Future<Output = ()>,
-    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
+    ) -> Result<(SchemaRef, Rows), Failure> {
         let timeout = session_timeout(self, client.metadata());
         let zone = session_zone(client.metadata());
         tokio::select! {
@@ -1400,7 +1443,7 @@ impl Engine {
                 let db = self.snapshot_for(client.metadata(), held, true)?;
                 let (schema, batches) = match session::answer(&query, client.metadata()) {
                     Some(a) => match a? {
-                        Answer::Rows(b) => (b.schema(), vec![b]),
+                        Answer::Rows(b) => (b.schema(), Rows::new(vec![b])),
                         _ => {
                             return Err(Failure::syntax(
                                 "a cursor is declared FOR a SELECT or VALUES query",
@@ -1409,7 +1452,7 @@ impl Engine {
                     },
                     None => self.run_unless_gone(client, db, &query, gone).await?,
                 };
-                let rows = arrow_select::concat::concat_batches(&schema, &batches)
+                let rows = arrow_select::concat::concat_batches(&schema, &batches.collect()?)
                     .map_err(|e| Failure::internal(e.to_string()))?;
                 cursors.declare(name, rows, hold, no_scroll, bin, in_block);
                 Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
@@ -1427,7 +1470,7 @@ impl Engine {
                 } else {
                     binary_columns(binary, schema.fields().len())?
                 };
-                let mut r = rows_response(&schema, vec![rows], cols);
+                let mut r = rows_response(&schema, Rows::new(vec![rows]), cols);
                 if let Response::Query(q) = &mut r {
                     q.set_command_tag("FETCH");
                 }
@@ -2023,8 +2066,15 @@ impl ExtendedQueryHandler for Backend {
             };
             let binary = binary_columns(&portal.result_column_format, schema.fields().len())?;
             let mut n = 0;
-            for b in &batches {
-                for row in encode::rows(b, &binary) {
+            for b in batches.batches() {
+                let b = match b {
+                    Ok(b) => b,
+                    Err(f) => {
+                        note_failure(client);
+                        return Err(f.into());
+                    }
+                };
+                for row in encode::rows(&b, &binary) {
                     client.feed(PgWireBackendMessage::DataRow(row)).await?;
                     n += 1;
                 }

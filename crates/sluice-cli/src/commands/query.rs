@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use sluice::store::Database;
 
-use crate::output::{Format, pick_format, write_result};
+use crate::output::{Format, pick_format, write_each};
 
 /// The examples of `--help`.
 pub const EXAMPLES: &str = "Examples:
@@ -112,6 +112,9 @@ pub fn run(
             memory: Some(memory.clone()),
             stop: Some(stop),
             spill: Some(spill.clone()),
+            // An answer past half the limit goes to disk and is printed
+            // from there a frame at a time.
+            answer_to_disk: true,
             ..Default::default()
         },
     );
@@ -127,7 +130,12 @@ pub fn run(
             delimiter: if tsv { b'\t' } else { b',' },
             ..Default::default()
         };
-        let batches = result.batches.iter().cloned().map(Ok);
+        let batches = result
+            .batches
+            .iter()
+            .cloned()
+            .map(Ok)
+            .chain(result.later.iter().map(|l| (l.load)()));
         let (rows, bytes) = sluice::dataset::write_file(path, &result.schema, batches, None, &opts)
             .with_context(|| format!("writing the result to {}", path.display()))?;
         eprintln!(
@@ -141,6 +149,9 @@ pub fn run(
                 String::new()
             }
         );
+        if timing {
+            print_spilled(&spill);
+        }
         return Ok(());
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -148,16 +159,16 @@ pub fn run(
         // A plan is text, unless a format for programs is asked for: then
         // it is rows of one `plan` column, one row a line.
         (Some(plan), None | Some(Format::Table)) => out.write_all(plan.as_bytes())?,
-        _ => write_result(
+        _ => write_each(
             &mut out,
             &result.schema,
-            &result.batches,
+            &|f| result.for_each_batch(|b| f(b)),
             pick_format(format),
         )?,
     }
     out.flush().context("writing the result")?;
     if timing {
-        let rows: usize = result.batches.iter().map(|b| b.num_rows()).sum();
+        let rows = result.num_rows();
         let f = &result.facts;
         let rss = sluice::exec::peak_rss_bytes()
             .map(|b| format!(", peak RSS {:.1} MiB", b as f64 / (1u64 << 20) as f64))
@@ -187,15 +198,20 @@ pub fn run(
             },
             crate::util::human_bytes(memory.peak())
         );
-        if spill.bytes_written() > 0 {
-            eprintln!(
-                "spilled: {} in {} run{} under {} (removed)",
-                crate::util::human_bytes(spill.bytes_written()),
-                spill.files_written(),
-                if spill.files_written() == 1 { "" } else { "s" },
-                spill.root().display()
-            );
-        }
+        print_spilled(&spill);
     }
     Ok(())
+}
+
+/// What the query wrote to disk (`--timing`), if anything.
+fn print_spilled(spill: &sluice::query::spill::Spill) {
+    if spill.bytes_written() > 0 {
+        eprintln!(
+            "spilled: {} in {} run{} under {} (removed)",
+            crate::util::human_bytes(spill.bytes_written()),
+            spill.files_written(),
+            if spill.files_written() == 1 { "" } else { "s" },
+            spill.root().display()
+        );
+    }
 }

@@ -107,6 +107,64 @@ fn a_sort_and_a_window_past_the_limit_spill_and_answer_as_in_memory() {
     }
 }
 
+/// An answer of every row (100,000 rows, some 1.5 MiB) under a limit of
+/// 512 KiB: past half the limit it goes to disk as it is made and is
+/// printed from there, in every format and to a file, as in memory.
+/// (Before, it failed at `query result`.)
+#[test]
+fn an_answer_bigger_than_the_limit_is_printed_from_disk() {
+    let t = Tmp::new();
+    table(&t);
+    let root = t.0.join("scratch");
+    let limited = |extra: &[&str], sql: &str| {
+        let mut args = vec![
+            "query",
+            "--memory-limit",
+            "512KiB",
+            "--temp-dir",
+            root.to_str().unwrap(),
+            "--timing",
+        ];
+        args.extend_from_slice(extra);
+        args.push(sql);
+        let out = sluice(&t.0, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{sql} {extra:?}: {stderr}");
+        assert!(stderr.contains("spilled: "), "{stderr}");
+        assert_eq!(spill_entries(&root), Vec::<String>::new());
+        (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    };
+    for sql in [
+        "SELECT k, v FROM t ORDER BY v DESC, k",
+        "SELECT k * 2 AS k2, v FROM t",
+        "SELECT k, v FROM t LIMIT 90000 OFFSET 7",
+    ] {
+        for format in ["csv", "json", "table"] {
+            let want = ok(&t.0, &["query", "--format", format, sql]);
+            let (got, stderr) = limited(&["--format", format], sql);
+            assert!(got == want, "{sql} as {format}: not the answer in memory");
+            let rows = if sql.contains("LIMIT") { 90_000 } else { 100_000 };
+            assert!(stderr.contains(&format!(" {rows} result rows")), "{stderr}");
+        }
+        let want = ok(&t.0, &["query", "--format", "csv", sql]);
+        for file in ["out.csv", "out.parquet"] {
+            let path = t.0.join(file);
+            let _ = std::fs::remove_file(&path);
+            limited(&["--output", path.to_str().unwrap()], sql);
+            // Loaded back, in the file's order.
+            let db = t.0.join("back.db");
+            let _ = std::fs::remove_dir_all(&db);
+            let db = db.to_str().unwrap();
+            ok(&t.0, &["--db", db, "load", "back", file]);
+            let back = ok(
+                &t.0,
+                &["--db", db, "query", "--format", "csv", "SELECT * FROM back"],
+            );
+            assert!(back == want, "{sql} to {file}: not the answer in memory");
+        }
+    }
+}
+
 #[test]
 fn a_join_past_the_limit_spills_answers_and_leaves_nothing() {
     let t = Tmp::new();

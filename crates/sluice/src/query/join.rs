@@ -559,6 +559,7 @@ pub fn run(
                 super::QueryResult {
                     schema,
                     batches,
+                    later: Vec::new(),
                     explain: None,
                     facts: ScanFacts::default(),
                 }

@@ -61,9 +61,47 @@ pub use exec::ScanFacts;
 pub struct QueryResult {
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,
+    /// The answer's rows after `batches`, on disk: asked for with
+    /// [`QueryOptions::answer_to_disk`], an answer past half the memory
+    /// limit is written there as it is made, and read back here a frame
+    /// (about a sixteenth of the limit) at a time, in order. Its spill
+    /// files go when the last of these is dropped. Empty otherwise.
+    pub later: Vec<scan::Later>,
     /// The plan as text when the query was an EXPLAIN.
     pub explain: Option<String>,
     pub facts: ScanFacts,
+}
+
+impl QueryResult {
+    /// Rows in the answer, those on disk too.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum::<usize>()
+            + self.later.iter().map(|l| l.rows).sum::<usize>()
+    }
+
+    /// Calls `f` with each batch of the answer in order: those in
+    /// memory, then those on disk, read one at a time (checked).
+    pub fn for_each_batch<E: From<Error>>(
+        &self,
+        mut f: impl FnMut(&RecordBatch) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        for b in &self.batches {
+            f(b)?;
+        }
+        for l in &self.later {
+            f(&(l.load)()?)?;
+        }
+        Ok(())
+    }
+
+    /// Every batch of the answer in memory: those on disk read back.
+    pub fn into_batches(self) -> Result<Vec<RecordBatch>> {
+        let mut out = self.batches;
+        for l in &self.later {
+            out.push((l.load)()?);
+        }
+        Ok(out)
+    }
 }
 
 impl plan::Catalog for Database {
@@ -152,6 +190,13 @@ pub struct QueryOptions {
     /// Tests: every ORDER BY's rows sorted to disk a morsel at a time and
     /// merged (see [`sort`]), as past the memory limit.
     pub sort_rows_on_disk: bool,
+    /// Lets an answer past half the memory limit go to disk as it is
+    /// made, to be read back from [`QueryResult::later`] (`sluice query`
+    /// prints it a frame at a time; the server sends it so): an ORDER BY
+    /// of a whole table answers under a limit far below its size. Off,
+    /// such an answer fails at `query result` (callers that read only
+    /// `batches`).
+    pub answer_to_disk: bool,
     /// Where the rows of a join's FROM item go past the memory limit;
     /// made by the join for the item's plan (leave it `None`).
     pub result_spill: Option<std::sync::Arc<join::ResultSpill>>,
@@ -336,6 +381,23 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
     let db = p.catalog.as_ref().map_or(db, |c| c.db());
     // A plan whose expressions nest deep runs on a thread with room for
     // their evaluation (and its workers too, see `exec::spawn_worker`).
+    // An answer that may go to disk: past half the limit its rows are
+    // written as they are made, for the caller to read back in order.
+    let answer = (opts.answer_to_disk && !p.explain && !p.analyze && opts.spill.is_some())
+        .then(|| std::sync::Arc::new(join::ResultSpill::answer(p)));
+    // (The plans run under it, a subquery's, keep their rows.)
+    let answered;
+    let opts = match opts.answer_to_disk {
+        true => {
+            answered = QueryOptions {
+                result_spill: answer.clone().or_else(|| opts.result_spill.clone()),
+                answer_to_disk: false,
+                ..opts.clone()
+            };
+            &answered
+        }
+        false => opts,
+    };
     let (batches, facts) = if p.depth > exec::INLINE_EVAL_DEPTH {
         on_own_stack("sluice-query", exec::DEEP_EVAL_STACK, || {
             exec::execute(db, p, opts)
@@ -367,6 +429,7 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
         return Ok(QueryResult {
             schema,
             batches: vec![batch],
+            later: Vec::new(),
             explain: Some(text),
             facts,
         });
@@ -375,10 +438,66 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
         .first()
         .map(|b| b.schema())
         .unwrap_or_else(|| exec::result_schema(p));
+    let later = match &answer {
+        Some(a) => {
+            // OFFSET and LIMIT not yet applied: applied to the frames.
+            let (mut skip, mut take) = a.cut_asked().unwrap_or((0, None));
+            let mut later = Vec::new();
+            for piece in a.finish()? {
+                let rows = piece.rows();
+                if skip >= rows {
+                    skip -= rows;
+                    continue;
+                }
+                if take == Some(0) {
+                    break;
+                }
+                let len = take.map_or(rows - skip, |t| t.min(rows - skip));
+                let (start, schema) = (skip, schema.clone());
+                let mut l = piece.later(Some(std::sync::Arc::new(move |b: &RecordBatch| {
+                    answer_batch(&b.slice(start, len.min(b.num_rows().saturating_sub(start))), &schema)
+                })));
+                l.rows = len;
+                later.push(l);
+                skip = 0;
+                take = take.map(|t| t - len);
+            }
+            later
+        }
+        None => Vec::new(),
+    };
     Ok(QueryResult {
         schema,
         batches,
+        later,
         explain: None,
         facts,
     })
+}
+
+/// A frame of an answer read back from disk, as the answer's schema
+/// says (its names; a type the frame holds otherwise, cast).
+fn answer_batch(b: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    if b.num_columns() != schema.fields().len() {
+        return Err(Error::Internal(format!(
+            "an answer's frame of {} columns, the answer {}",
+            b.num_columns(),
+            schema.fields().len()
+        )));
+    }
+    let columns = b
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| match c.data_type() == f.data_type() {
+            true => Ok(c.clone()),
+            false => arrow_cast::cast(c, f.data_type())
+                .map_err(|e| Error::Internal(format!("an answer's frame: {e}"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
 }

@@ -1,6 +1,7 @@
 //! Integration tests of the library: one binary, one module per concern.
 
 mod agg_paths;
+mod answer_spill;
 mod agg_spill;
 mod catalog;
 mod common;

@@ -268,11 +268,18 @@ pub struct ResultSpill {
     resolved: std::sync::atomic::AtomicUsize,
     /// Every batch to disk (the test knob).
     pub(crate) always: bool,
+    /// The rows are a query's answer, whose order counts: once a row has
+    /// gone to disk every later row follows it there (see
+    /// [`ResultSpill::answer`]).
+    pub(crate) ordered: bool,
     /// What its rows count as (EXPLAIN ANALYZE, errors).
     operator: &'static str,
     writer: Mutex<Option<RunWriter>>,
     /// (morsel, frame) of each frame written.
     frames: Mutex<Vec<(usize, usize)>>,
+    /// OFFSET and LIMIT left to apply to an answer's frames (a plan
+    /// without ORDER BY wrote its rows uncut).
+    cut: Mutex<Option<(usize, Option<usize>)>>,
     rows: std::sync::atomic::AtomicU64,
 }
 
@@ -357,11 +364,49 @@ impl ResultSpill {
             plan: plan as *const _ as usize,
             resolved: std::sync::atomic::AtomicUsize::new(0),
             always,
+            ordered: false,
             operator,
             writer: Mutex::new(None),
             frames: Mutex::new(Vec::new()),
+            cut: Mutex::new(None),
             rows: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Where a query's answer goes past half the memory limit (the
+    /// caller reads it back a frame at a time: see
+    /// [`crate::query::QueryResult::later`]). Its frames come back in
+    /// the order of the morsels that made them, and a plan that wrote
+    /// some writes the rest of its rows too (in memory they would come
+    /// first): the answer's order is kept.
+    pub(crate) fn answer(plan: &crate::query::plan::Plan) -> ResultSpill {
+        ResultSpill {
+            ordered: true,
+            ..Self::for_operator(plan, false, "query result")
+        }
+    }
+
+    /// Whether rows of an answer have gone to disk: the rest must follow.
+    pub(crate) fn holds_answer(&self) -> bool {
+        self.ordered
+            && self
+                .writer
+                .lock()
+                .map(|w| w.is_some())
+                .unwrap_or(true)
+    }
+
+    /// Asks that the answer's frames be cut to `limit` rows after the
+    /// first `offset`, as they are read back.
+    pub(crate) fn cut(&self, offset: usize, limit: Option<usize>) {
+        if let Ok(mut c) = self.cut.lock() {
+            *c = Some((offset, limit));
+        }
+    }
+
+    /// The cut asked for, if any.
+    pub(crate) fn cut_asked(&self) -> Option<(usize, Option<usize>)> {
+        self.cut.lock().ok().and_then(|c| *c)
     }
 
     /// Whether it takes `plan`'s rows.
