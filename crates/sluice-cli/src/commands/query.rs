@@ -39,7 +39,12 @@ pub fn run(
     temp_dir: Option<&Path>,
 ) -> Result<()> {
     let memory = sluice::query::memory::Memory::new(match memory_limit {
-        Some(s) => crate::util::parse_size(s, "--memory-limit")?,
+        Some(s) => {
+            let limit = crate::util::parse_size(s, "--memory-limit")?;
+            // The process's memory held to what the query counts.
+            sluice::exec::tune_allocator_for_limit(limit);
+            limit
+        }
         None => sluice::query::memory::default_limit(),
     });
     // The file's format by its extension; .tsv is CSV split at tabs.

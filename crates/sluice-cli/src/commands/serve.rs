@@ -168,6 +168,10 @@ pub fn run(db: &Path, threads: Option<usize>, quiet: bool, args: ServeArgs) -> R
         .as_deref()
         .map(|s| crate::util::parse_size(s, "--memory-limit"))
         .transpose()?;
+    if let Some(limit) = opts.memory_limit {
+        // The process's memory held to what its queries count.
+        sluice::exec::tune_allocator_for_limit(limit);
+    }
     opts.memory_wait = args.memory_wait;
     opts.queue = args.queue;
     opts.temp_dir = args.temp_dir.clone();

@@ -529,6 +529,13 @@ fn execute_block(
         && top_k(plan).is_none()
         && plan.order.is_empty()
         && opts.spill.is_some();
+    // Under a limit whose share for a worker is small (a batch of
+    // lineitem at SF 1 is some 30 MiB), a batch's pages are let go morsel
+    // by morsel as well.
+    inputs.release_morsels = opts
+        .memory
+        .as_ref()
+        .is_some_and(|m| m.limit() / (workers.max(1) as u64) < 256 << 20);
     if plan.table.is_some() {
         let n = plan.scan_columns.len();
         inputs.release = match &plan.body {

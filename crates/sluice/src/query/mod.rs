@@ -382,8 +382,9 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
     // A plan whose expressions nest deep runs on a thread with room for
     // their evaluation (and its workers too, see `exec::spawn_worker`).
     // An answer that may go to disk: past half the limit its rows are
-    // written as they are made, for the caller to read back in order.
-    let answer = (opts.answer_to_disk && !p.explain && !p.analyze && opts.spill.is_some())
+    // written as they are made, for the caller to read back in order
+    // (under EXPLAIN ANALYZE, only counted: the plan is the answer).
+    let answer = (opts.answer_to_disk && !p.explain && opts.spill.is_some())
         .then(|| std::sync::Arc::new(join::ResultSpill::answer(p)));
     // (The plans run under it, a subquery's, keep their rows.)
     let answered;
@@ -408,7 +409,9 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
     if p.explain || p.analyze {
         let mut text = p.describe(&facts);
         if let (true, Some(profile)) = (p.analyze, &opts.profile) {
-            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            // (With the rows of an answer that went to disk.)
+            let rows = batches.iter().map(|b| b.num_rows() as u64).sum::<u64>()
+                + answer.as_ref().map_or(0, |a| a.rows());
             let mem = profile.peak();
             text.push_str(&format!(
                 "Result: {rows} rows in {:.3} ms; peak query memory {}\n",

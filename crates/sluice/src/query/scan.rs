@@ -100,6 +100,11 @@ pub struct Inputs {
     /// every morsel of their batch is done: those no result row can
     /// still point into (see [`SegmentScan::release`]).
     pub release: Vec<usize>,
+    /// Let those columns' pages go morsel by morsel too (a batch's pages
+    /// all go once its columns are checked, and each morsel's once it is
+    /// done): under a memory limit of which a batch of a quarter million
+    /// rows, held by each worker, would be a good part.
+    pub release_morsels: bool,
 }
 
 impl Inputs {
@@ -313,6 +318,11 @@ impl Inputs {
         }
         if decoded.is_none() {
             *decoded = Some(scan.decode(index)?);
+            // The check read every page of the batch's columns: let go
+            // of them; a morsel's rows are mapped again as it reads them.
+            if self.release_morsels && !self.release.is_empty() {
+                scan.release(index, &self.release);
+            }
         }
         match &*decoded {
             Some(b) => Ok(b.slice(m.off, m.len)),
@@ -362,6 +372,19 @@ impl Inputs {
             self.pending.fetch_sub(1, Ordering::AcqRel);
         }
         if slot.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+            // A morsel of a batch others still read: its rows' pages
+            // (not a small one's: each call to let pages go stops every
+            // core a moment, and TPC-H Q1 at a tenth of its peak, in
+            // morsels of 1,100 rows, took 0.07 s -> 0.24 s so).
+            if self.release_morsels
+                && m.len >= 16 << 10
+                && !self.release.is_empty()
+                && let Source::Segment { seg, .. } = slot.source
+                && let Ok(scan) = self.scan(seg)
+                && let Some(b) = slot.decoded.lock().ok().and_then(|d| d.clone())
+            {
+                scan.release_rows(&b, m.off, m.len, &self.release);
+            }
             return;
         }
         if let Ok(mut d) = slot.decoded.lock() {

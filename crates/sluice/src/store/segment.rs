@@ -1200,6 +1200,41 @@ impl SegmentScan {
         }
     }
 
+    /// Lets go of the whole pages under rows `off..off + len` of the
+    /// columns at positions `which` of `decoded` (a record batch of this
+    /// scan as decoded): a batch of a quarter million rows need not stay
+    /// resident while its morsels are read one by one. Only pages of the
+    /// mapping are touched (a column decoded into memory of its own is
+    /// not); pages read again are mapped again from the file.
+    pub fn release_rows(&self, decoded: &RecordBatch, off: usize, len: usize, which: &[usize]) {
+        if !self.mapped || self.kept.is_some() || len == 0 {
+            return;
+        }
+        let base = self.buffer.as_ptr() as usize;
+        let top = base + self.buffer.len();
+        let page = page_size();
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for &p in which {
+            if let Some(c) = decoded.columns().get(p)
+                && off + len <= c.len()
+            {
+                row_bytes(&c.slice(off, len).to_data(), &mut ranges);
+            }
+        }
+        ranges.sort_unstable();
+        for (from, to) in ranges {
+            let start = from.max(base).next_multiple_of(page);
+            let end = to.min(top) / page * page;
+            if end > start {
+                // SAFETY: [start, end) lies inside the mapping, which
+                // `self.buffer` keeps alive (see `release`).
+                unsafe {
+                    libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+                }
+            }
+        }
+    }
+
     /// The number of scanned columns.
     pub fn columns(&self) -> usize {
         self.cols.len()
@@ -1310,6 +1345,43 @@ impl SegmentScan {
 }
 
 /// The size of a memory page.
+/// The byte ranges (addresses) of the values of `d`'s rows: a fixed-width
+/// column's values, a text column's offsets and bytes, a dictionary
+/// column's keys. Other types (booleans, validity bits) add none.
+fn row_bytes(d: &arrow_data::ArrayData, out: &mut Vec<(usize, usize)>) {
+    use arrow_schema::DataType as T;
+    let (o, n) = (d.offset(), d.len());
+    let Some(first) = d.buffers().first() else {
+        return;
+    };
+    let at = first.as_ptr() as usize;
+    match d.data_type() {
+        T::Utf8 | T::Binary => {
+            let offsets: &[i32] = first.typed_data();
+            let (Some(&from), Some(&to), Some(values)) =
+                (offsets.get(o), offsets.get(o + n), d.buffers().get(1))
+            else {
+                return;
+            };
+            out.push((at + o * 4, at + (o + n + 1) * 4));
+            if let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) {
+                let v = values.as_ptr() as usize;
+                out.push((v + from, v + to));
+            }
+        }
+        T::Dictionary(k, _) => {
+            if let Some(w) = k.primitive_width() {
+                out.push((at + o * w, at + (o + n) * w));
+            }
+        }
+        t => {
+            if let Some(w) = t.primitive_width() {
+                out.push((at + o * w, at + (o + n) * w));
+            }
+        }
+    }
+}
+
 fn page_size() -> usize {
     static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *PAGE.get_or_init(|| {

@@ -225,3 +225,106 @@ fn a_limit_without_order_answers_the_tables_first_rows() {
         }
     }
 }
+
+/// EXPLAIN ANALYZE of a query whose answer passes the limit runs it as
+/// the query runs (its rows counted on disk), not failing at `query
+/// result` (a review found it so on the CLI and the server).
+#[test]
+fn explain_analyze_of_an_answer_past_the_limit_counts_its_rows() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        "SELECT k, j, s, v FROM t ORDER BY s, k",
+        "SELECT * FROM t",
+    ] {
+        let memory = Memory::new(256 << 10);
+        let r = query_with(
+            &db,
+            &format!("EXPLAIN ANALYZE {sql}"),
+            &QueryOptions {
+                threads: Some(2),
+                morsel_rows: Some(2048),
+                memory: Some(memory.clone()),
+                spill: Some(Spill::new(&root)),
+                answer_to_disk: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let plan = r.explain.clone().unwrap();
+        assert!(plan.contains("Result: 40000 rows"), "{sql}: {plan}");
+        assert!(plan.contains("query result"), "{sql}: {plan}");
+        assert!(r.later.is_empty(), "{sql}: the plan is the answer");
+        drop(r);
+        no_spill_files(&root);
+    }
+}
+
+/// Under a small limit a batch's mapped pages are let go morsel by
+/// morsel (morsels of 16 Ki rows or more) and once its columns are
+/// checked: the rows read afterwards, and those kept, are the same
+/// (pages are mapped again from the file; nothing else is let go).
+#[test]
+fn pages_let_go_under_morsels_read_back_the_same() {
+    let dir = TempDir::new("answerpages");
+    let mut csv = String::from("k,d,s,day\n");
+    for i in 0..60_000u64 {
+        let s = match i % 11 {
+            0 => String::new(),
+            _ => format!("word-{}-{}", i % 977, "x".repeat((i % 23) as usize)),
+        };
+        csv.push_str(&format!(
+            "{i},{}.{:02},{s},2024-{:02}-{:02}\n",
+            i % 5000,
+            i % 100,
+            1 + i % 12,
+            1 + i % 28
+        ));
+    }
+    load_bytes(
+        &dir,
+        "w",
+        csv.as_bytes(),
+        &opts("k BIGINT, d DECIMAL(12,2), s TEXT, day DATE"),
+    )
+    .unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    for sql in [
+        "SELECT * FROM w ORDER BY s, k",
+        "SELECT * FROM w",
+        "SELECT k, s FROM w WHERE d > 100",
+        "SELECT count(*), sum(d), max(s), min(day), count(s) FROM w",
+        "SELECT day, count(*), sum(k), max(s) FROM w GROUP BY day ORDER BY day",
+    ] {
+        let at = |limit: u64, threads: usize| {
+            let r = query_with(
+                &db,
+                sql,
+                &QueryOptions {
+                    threads: Some(threads),
+                    morsel_rows: Some(20_000),
+                    memory: Some(Memory::new(limit)),
+                    spill: Some(Spill::new(&root)),
+                    answer_to_disk: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let mut batches = Vec::new();
+            r.for_each_batch(|b| {
+                batches.push(b.clone());
+                Ok::<_, sluice::Error>(())
+            })
+            .unwrap();
+            rows_of(&batches)
+        };
+        let want = at(1 << 40, 1);
+        assert!(!want.is_empty(), "{sql}");
+        for threads in [1, 2, 3] {
+            assert!(at(1 << 20, threads) == want, "{sql}: {threads} threads");
+        }
+        no_spill_files(&root);
+    }
+}
