@@ -1169,12 +1169,14 @@ fn rows_response(schema: &SchemaRef, batches: Rows, binary: Vec<bool>) -> Respon
     let fields = Arc::new(encode::fields(schema, |i| {
         binary.get(i).copied().unwrap_or(false)
     }));
-    let rows = futures::stream::iter(batches.batches().flat_map(move |b| match b {
-        Ok(b) => encode::rows(&b, &binary)
-            .into_iter()
-            .map(Ok)
-            .collect::<Vec<_>>(),
-        Err(f) => vec![Err(f.into())],
+    let rows = futures::stream::iter(batches.batches().flat_map(move |b| {
+        match b {
+            Ok(b) => encode::rows(&b, &binary)
+                .into_iter()
+                .map(Ok)
+                .collect::<Vec<_>>(),
+            Err(f) => vec![Err(f.into())],
+        }
     }));
     Response::Query(QueryResponse::new(fields, rows))
 }

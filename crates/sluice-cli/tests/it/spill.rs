@@ -143,7 +143,11 @@ fn an_answer_bigger_than_the_limit_is_printed_from_disk() {
             let want = ok(&t.0, &["query", "--format", format, sql]);
             let (got, stderr) = limited(&["--format", format], sql);
             assert!(got == want, "{sql} as {format}: not the answer in memory");
-            let rows = if sql.contains("LIMIT") { 90_000 } else { 100_000 };
+            let rows = if sql.contains("LIMIT") {
+                90_000
+            } else {
+                100_000
+            };
             assert!(stderr.contains(&format!(" {rows} result rows")), "{stderr}");
         }
         let want = ok(&t.0, &["query", "--format", "csv", sql]);

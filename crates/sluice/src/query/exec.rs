@@ -522,13 +522,12 @@ fn execute_block(
     // in memory are copied out of the pages (see `owned_batch`).
     // (A query's answer cut by LIMIT without ORDER BY too: the cut is
     // made as it is read back, see `ResultSpill::cut`.)
-    let rows_to_disk = opts
-        .result_spill
-        .as_deref()
-        .is_some_and(|r| r.is_for(plan) && (r.ordered || plan.limit.is_none() && plan.offset == 0))
-        && top_k(plan).is_none()
-        && plan.order.is_empty()
-        && opts.spill.is_some();
+    let rows_to_disk =
+        opts.result_spill.as_deref().is_some_and(|r| {
+            r.is_for(plan) && (r.ordered || plan.limit.is_none() && plan.offset == 0)
+        }) && top_k(plan).is_none()
+            && plan.order.is_empty()
+            && opts.spill.is_some();
     // Under a limit whose share for a worker is small (a batch of
     // lineitem at SF 1 is some 30 MiB), a batch's pages are let go morsel
     // by morsel as well.
@@ -548,9 +547,7 @@ fn execute_block(
             // rows sorted to disk was held beside the limit: `SELECT *
             // FROM lineitem ORDER BY l_comment` at 64 MiB held 170 MiB
             // of them).
-            Body::Project(_) if !plan.order.is_empty() && top_k(plan).is_none() => {
-                (0..n).collect()
-            }
+            Body::Project(_) if !plan.order.is_empty() && top_k(plan).is_none() => (0..n).collect(),
             Body::Project(exprs) => {
                 let mut used = vec![false; n];
                 for e in exprs {
@@ -790,9 +787,7 @@ fn execute_block(
                             let past_half =
                                 opts.memory.as_ref().is_some_and(|m| !m.keeps_rows(bytes));
                             let grown = match to_disk {
-                                Some(d) if d.always || past_half || d.holds_answer() => {
-                                    Err(None)
-                                }
+                                Some(d) if d.always || past_half || d.holds_answer() => Err(None),
                                 _ => held
                                     .lock()
                                     .map_err(|_| Error::Internal("worker panicked".into()))?

@@ -458,7 +458,10 @@ pub fn run_plan(db: &Database, p: &plan::Plan, opts: &QueryOptions) -> Result<Qu
                 let len = take.map_or(rows - skip, |t| t.min(rows - skip));
                 let (start, schema) = (skip, schema.clone());
                 let mut l = piece.later(Some(std::sync::Arc::new(move |b: &RecordBatch| {
-                    answer_batch(&b.slice(start, len.min(b.num_rows().saturating_sub(start))), &schema)
+                    answer_batch(
+                        &b.slice(start, len.min(b.num_rows().saturating_sub(start))),
+                        &schema,
+                    )
                 })));
                 l.rows = len;
                 later.push(l);

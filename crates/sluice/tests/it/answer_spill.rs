@@ -172,10 +172,7 @@ fn an_answer_not_let_go_to_disk_fails_at_the_limit() {
     let dir = tables();
     let db = Database::open(dir.path().join("db")).unwrap();
     let root = dir.path().join("spill");
-    for sql in [
-        "SELECT k, j, s, v FROM t ORDER BY s, k",
-        "SELECT * FROM t",
-    ] {
+    for sql in ["SELECT k, j, s, v FROM t ORDER BY s, k", "SELECT * FROM t"] {
         let e = match run(&db, sql, 256 << 10, 3, &root, false) {
             Ok(a) => panic!("{sql}: answered {} rows at 256 KiB", a.rows.len()),
             Err(e) => e.to_string(),
@@ -205,7 +202,13 @@ fn a_limit_without_order_answers_the_tables_first_rows() {
             .batches,
     );
     assert_eq!(all.len(), 40_000);
-    for (limit, offset) in [(100, 0), (2500, 7), (9000, 12345), (30000, 5000), (1, 39999)] {
+    for (limit, offset) in [
+        (100, 0),
+        (2500, 7),
+        (9000, 12345),
+        (30000, 5000),
+        (1, 39999),
+    ] {
         for (threads, morsel) in [(1, 2048), (2, 2048), (3, 500), (4, 64)] {
             let r = query_with(
                 &db,
@@ -234,10 +237,7 @@ fn explain_analyze_of_an_answer_past_the_limit_counts_its_rows() {
     let dir = tables();
     let db = Database::open(dir.path().join("db")).unwrap();
     let root = dir.path().join("spill");
-    for sql in [
-        "SELECT k, j, s, v FROM t ORDER BY s, k",
-        "SELECT * FROM t",
-    ] {
+    for sql in ["SELECT k, j, s, v FROM t ORDER BY s, k", "SELECT * FROM t"] {
         let memory = Memory::new(256 << 10);
         let r = query_with(
             &db,

@@ -1,8 +1,8 @@
 //! Integration tests of the library: one binary, one module per concern.
 
 mod agg_paths;
-mod answer_spill;
 mod agg_spill;
+mod answer_spill;
 mod catalog;
 mod common;
 mod conformance;

@@ -388,12 +388,7 @@ impl ResultSpill {
 
     /// Whether rows of an answer have gone to disk: the rest must follow.
     pub(crate) fn holds_answer(&self) -> bool {
-        self.ordered
-            && self
-                .writer
-                .lock()
-                .map(|w| w.is_some())
-                .unwrap_or(true)
+        self.ordered && self.writer.lock().map(|w| w.is_some()).unwrap_or(true)
     }
 
     /// Asks that the answer's frames be cut to `limit` rows after the
