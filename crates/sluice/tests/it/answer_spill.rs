@@ -54,6 +54,30 @@ fn tables() -> TempDir {
     dir
 }
 
+/// A run with `threads` workers in morsels of `morsel` rows, under a
+/// pool of `limit` bytes, spilling under `root`; its answer let go to
+/// disk when `to_disk`.
+fn limited(limit: u64, threads: usize, morsel: usize, root: &Path, to_disk: bool) -> QueryOptions {
+    QueryOptions {
+        threads: Some(threads),
+        morsel_rows: Some(morsel),
+        memory: Some(Memory::new(limit)),
+        spill: Some(Spill::new(root)),
+        answer_to_disk: to_disk,
+        ..Default::default()
+    }
+}
+
+/// Every row of an answer, those read back from disk too, formatted.
+fn answer_rows(r: &sluice::query::QueryResult) -> sluice::Result<Rows> {
+    let mut batches = Vec::new();
+    r.for_each_batch(|b| {
+        batches.push(b.clone());
+        Ok::<_, sluice::Error>(())
+    })?;
+    Ok(rows_of(&batches))
+}
+
 /// What one run answered.
 struct Answer {
     rows: Rows,
@@ -70,28 +94,15 @@ fn run(
     root: &Path,
     to_disk: bool,
 ) -> sluice::Result<Answer> {
-    let memory = Memory::new(limit);
-    let r = query_with(
-        db,
-        sql,
-        &QueryOptions {
-            threads: Some(threads),
-            morsel_rows: Some(2048),
-            memory: Some(memory.clone()),
-            spill: Some(Spill::new(root)),
-            answer_to_disk: to_disk,
-            ..Default::default()
-        },
-    );
+    let o = limited(limit, threads, 2048, root, to_disk);
+    let memory = o.memory.clone().unwrap();
+    let r = query_with(db, sql, &o);
+    // (Its spill directory goes with the last of its files.)
+    drop(o);
     assert!(memory.peak() <= limit, "{sql}: the pool passed its limit");
     let r = r?;
     let on_disk = r.later.iter().map(|l| l.rows).sum();
-    let mut batches = Vec::new();
-    r.for_each_batch(|b| {
-        batches.push(b.clone());
-        Ok::<_, sluice::Error>(())
-    })?;
-    let rows = rows_of(&batches);
+    let rows = answer_rows(&r)?;
     assert_eq!(rows.len(), r.num_rows(), "{sql}: rows counted");
     drop(r);
     no_spill_files(root);
@@ -238,18 +249,10 @@ fn explain_analyze_of_an_answer_past_the_limit_counts_its_rows() {
     let db = Database::open(dir.path().join("db")).unwrap();
     let root = dir.path().join("spill");
     for sql in ["SELECT k, j, s, v FROM t ORDER BY s, k", "SELECT * FROM t"] {
-        let memory = Memory::new(256 << 10);
         let r = query_with(
             &db,
             &format!("EXPLAIN ANALYZE {sql}"),
-            &QueryOptions {
-                threads: Some(2),
-                morsel_rows: Some(2048),
-                memory: Some(memory.clone()),
-                spill: Some(Spill::new(&root)),
-                answer_to_disk: true,
-                ..Default::default()
-            },
+            &limited(256 << 10, 2, 2048, &root, true),
         )
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
         let plan = r.explain.clone().unwrap();
@@ -299,26 +302,9 @@ fn pages_let_go_under_morsels_read_back_the_same() {
         "SELECT day, count(*), sum(k), max(s) FROM w GROUP BY day ORDER BY day",
     ] {
         let at = |limit: u64, threads: usize| {
-            let r = query_with(
-                &db,
-                sql,
-                &QueryOptions {
-                    threads: Some(threads),
-                    morsel_rows: Some(20_000),
-                    memory: Some(Memory::new(limit)),
-                    spill: Some(Spill::new(&root)),
-                    answer_to_disk: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            let mut batches = Vec::new();
-            r.for_each_batch(|b| {
-                batches.push(b.clone());
-                Ok::<_, sluice::Error>(())
-            })
-            .unwrap();
-            rows_of(&batches)
+            let r = query_with(&db, sql, &limited(limit, threads, 20_000, &root, true))
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            answer_rows(&r).unwrap()
         };
         let want = at(1 << 40, 1);
         assert!(!want.is_empty(), "{sql}");
