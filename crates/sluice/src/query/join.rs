@@ -740,13 +740,31 @@ pub fn run(
             for k in &keys {
                 conjuncts[k.2].1 = true;
             }
+            let both = probe_side.items | build_side.items;
             let mut joined = match table {
-                // Its build side does not fit: by partitions on disk.
-                None => grace_join(probe_side, build_side, &keys, g, workers, opts)?,
+                // Its build side does not fit: by partitions on disk (the
+                // group's only join's parts by the workers that read its
+                // rows).
+                None => {
+                    if let Some(then) =
+                        last_step(&leaves, &steps_done, &conjuncts, both, !g.nullable)
+                    {
+                        return grace_last(
+                            probe_side,
+                            build_side,
+                            &keys,
+                            &mut conjuncts,
+                            then,
+                            g,
+                            workers,
+                            opts,
+                        );
+                    }
+                    grace_join(probe_side, build_side, &keys, g, workers, opts)?
+                }
                 Some(table) => {
                     // The group's only join: run by the workers that read
                     // its rows.
-                    let both = probe_side.items | build_side.items;
                     if let Some(then) =
                         last_step(&leaves, &steps_done, &conjuncts, both, !g.nullable)
                     {
@@ -1018,7 +1036,17 @@ pub fn run(
             let Some(table) = table else {
                 // Its build side does not fit: joined by partitions on
                 // disk (the conditions left are applied above, as after
-                // any join).
+                // any join); the last join's parts by the workers that
+                // read its rows.
+                if let Some(then) = last_step(
+                    &leaves,
+                    &steps_done,
+                    &conjuncts,
+                    s.items | right.items,
+                    settled,
+                ) {
+                    return grace_last(s, right, &keys, &mut conjuncts, then, g, workers, opts);
+                }
                 s = grace_join(s, right, &keys, g, workers, opts)?;
                 continue;
             };
@@ -1509,6 +1537,110 @@ fn grace_join(
         || grace_rows(s, right, JoinKind::Inner, keys, None, g, workers, opts),
         |r| r.rows,
     )
+}
+
+/// The inner join of `s` with `right` by `keys` as the group's last join,
+/// by partitions on disk whose joins are pipelined (see [`pipeline`]'s
+/// note): both sides are partitioned here, each part's probe rows are
+/// the pipeline's input and its table is built as they are reached;
+/// `then`: the conditions left, applied to its rows.
+#[allow(clippy::too_many_arguments)]
+fn grace_last(
+    s: Rel,
+    right: Rel,
+    keys: &[(Expr, Expr, usize)],
+    conjuncts: &mut [(Conjunct, bool)],
+    then: Vec<usize>,
+    g: &JoinGroup,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Joined> {
+    let out = s.beside(&right);
+    let then = then_of(conjuncts, then, &out)?;
+    let types = key_types(keys, g);
+    let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
+    let build_keys = right.locals(keys.iter().map(|k| &k.1))?;
+    let probe_schema = s.schema()?;
+    let (probe_rows, items, cols) = (s.rows, s.items, s.cols.clone());
+    let name = format!(
+        "Grace hash join (Inner) of {} with {}",
+        label(g, s.items),
+        label(g, right.items)
+    );
+    let spec = grace::Spec {
+        kind: JoinKind::Inner,
+        probe_keys: &probe_keys,
+        build_keys: &build_keys,
+        types: &types,
+        residual: None,
+    };
+    let parted = recorded(
+        opts,
+        || format!("{name}: both sides partitioned on disk"),
+        probe_rows,
+        || grace::parted(s, right, &spec, workers, opts),
+        |p| {
+            p.joined.batches.iter().map(|b| b.num_rows()).sum::<usize>()
+                + p.joined.disk.iter().map(|d| d.rows()).sum::<usize>()
+        },
+    )?;
+    let empty_build = RecordBatch::new_empty(parted.build_schema.clone());
+    let empty_keys = eval_keys(&build_keys, &empty_build, Some(&types))?;
+    let table = Arc::new(HashTable::build(
+        empty_build,
+        &empty_keys,
+        types.clone(),
+        1,
+    )?);
+    // The pipeline's own probe side: none in memory (its input is the
+    // parts' probe rows, read back).
+    let mut probe = Rel::of(Vec::new(), Some(probe_schema), cols, items);
+    probe.rows = probe_rows;
+    let spec = pipeline::Spec {
+        table,
+        keys: probe_keys,
+        chain: Vec::new(),
+        residual: None,
+        keep_probe: false,
+        tail: false,
+        then,
+        name: format!("{name}, its parts pipelined"),
+    };
+    let (mut p, _) = Pipeline::new(probe, &out, spec, &g.output, opts)?;
+    let grace::Parted {
+        parts,
+        joined,
+        build_schema,
+    } = parted;
+    // The input: the rows joined already, then each part's probe rows.
+    let mut of_batch: Vec<Option<usize>> = vec![None; joined.batches.len()];
+    let mut later = Vec::new();
+    for d in joined.disk {
+        of_batch.push(None);
+        later.push(d.later(None));
+    }
+    let mut builds = Vec::with_capacity(parts.len());
+    for (q, (build, probe)) in parts.into_iter().enumerate() {
+        for piece in probe {
+            of_batch.push(Some(q));
+            later.push(piece.later(None));
+        }
+        builds.push(build);
+    }
+    p.by_parts(pipeline::Parts::new(
+        of_batch,
+        builds,
+        build_schema,
+        build_keys,
+        types,
+        workers,
+        joined.mem,
+    ));
+    Ok(Joined {
+        batches: joined.batches,
+        later,
+        pipeline: Some(p),
+    })
 }
 
 /// `s` joined with `right` as `kind` by `keys` and the ON's `residual`

@@ -223,7 +223,13 @@ impl Inputs {
             Ordering::Relaxed,
         );
         self.order.clear();
-        for group in (0..grouped).collect::<Vec<_>>().chunks(workers.max(1)) {
+        // (A grace join's parts are joined in order: one batch at a time.)
+        let group = if self.pipeline.as_ref().is_some_and(|p| p.in_order()) {
+            1
+        } else {
+            workers.max(1)
+        };
+        for group in (0..grouped).collect::<Vec<_>>().chunks(group) {
             let most = group
                 .iter()
                 .map(|&b| first[b + 1] - first[b])
@@ -285,7 +291,7 @@ impl Inputs {
         let slot = &self.batches[m.batch];
         let (seg, index) = match (&slot.source, &self.pipeline) {
             (Source::Ready(b), None) => return Ok(b.slice(m.off, m.len)),
-            (Source::Ready(b), Some(p)) => return p.apply(&b.slice(m.off, m.len)),
+            (Source::Ready(b), Some(p)) => return p.apply_in(m.batch, &b.slice(m.off, m.len)),
             (Source::Tail, p) => return self.tail(p.as_ref()),
             (Source::Later(l), p) => {
                 let mut decoded = slot
@@ -301,7 +307,7 @@ impl Inputs {
                 };
                 drop(decoded);
                 return match p {
-                    Some(p) => p.apply(&b),
+                    Some(p) => p.apply_in(m.batch, &b),
                     None => Ok(b),
                 };
             }
@@ -386,6 +392,9 @@ impl Inputs {
                 scan.release_rows(&b, m.off, m.len, &self.release);
             }
             return;
+        }
+        if let Some(p) = &self.pipeline {
+            p.batch_done(m.batch);
         }
         if let Ok(mut d) = slot.decoded.lock() {
             d.take();

@@ -385,3 +385,75 @@ fn a_skewed_key_probed_under_the_limit_answers_with_many_workers() {
         }
     }
 }
+
+/// The group's last inner join, when its table does not fit, is made
+/// part by part by the workers of the operator above: both sides are
+/// partitioned on disk, and each part's table is built when its probe
+/// rows are reached (the joined rows never go to disk). Every kind of
+/// operator above it (an aggregate, a top-k with a condition left, a
+/// LIMIT without ORDER BY that stops early, a GROUP BY of text), 1, 2
+/// and 8 workers, a tenth of the peak and a small fixed budget: the
+/// in-memory answer, bytes spilled, the pool within its limit, no spill
+/// file left; EXPLAIN ANALYZE names the pipelined parts.
+#[test]
+fn the_last_join_by_partitions_is_made_part_by_part_by_the_workers_above() {
+    let dir = tables();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let root = dir.path().join("spill");
+    let queries = [
+        "SELECT u.w, count(*), sum(t.v), min(t.s) FROM t JOIN u ON t.j = u.j GROUP BY u.w",
+        "SELECT a.k, b.k, a.v FROM t a JOIN t b ON a.k = b.k + 5 WHERE a.v > b.v ORDER BY a.k DESC LIMIT 20",
+        "SELECT count(*), count(DISTINCT k) FROM (SELECT a.k FROM t a JOIN t b ON a.k = b.k LIMIT 1000) x",
+        "SELECT a.s, count(*), sum(b.v) FROM t a JOIN t b ON a.k = b.k GROUP BY a.s",
+    ];
+    for sql in queries {
+        for threads in [1, 2, 8] {
+            let base = run(&db, sql, 1 << 40, threads, &root);
+            assert_eq!(base.spilled, 0, "{sql}: spilled in memory");
+            assert!(!base.rows.is_empty(), "{sql}");
+            for limit in [base.peak / 10, 128 << 10] {
+                let got = run(&db, sql, limit, threads, &root);
+                assert!(got.spilled > 0, "{sql}: nothing spilled at {limit}");
+                assert_eq!(
+                    got.rows, base.rows,
+                    "{sql}: limit {limit}, {threads} threads"
+                );
+                no_spill_files(&root);
+            }
+        }
+    }
+    let r = query_with(
+        &db,
+        &format!("EXPLAIN ANALYZE {}", queries[0]),
+        &QueryOptions {
+            threads: Some(2),
+            morsel_rows: Some(2048),
+            memory: Some(Memory::new(128 << 10)),
+            spill: Some(Spill::new(&root)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let text = r.explain.clone().unwrap_or_default();
+    assert!(text.contains("its parts pipelined"), "{text}");
+    assert!(text.contains("both sides partitioned on disk"), "{text}");
+    drop(r);
+    no_spill_files(&root);
+    // A worker that fails on a part's rows (a division by zero in the
+    // condition left) fails the query; the workers waiting for that part
+    // to finish do not wait for ever.
+    for threads in [2, 8] {
+        let err = run_with(
+            &db,
+            "SELECT count(*) FROM t a JOIN t b ON a.k = b.k + 5 WHERE 1 / (a.v - b.v) > 0",
+            128 << 10,
+            threads,
+            &root,
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("division by zero"), "{threads} threads: {err}");
+        no_spill_files(&root);
+    }
+}

@@ -178,6 +178,124 @@ pub(super) fn join(
     Ok(Rel::made(sink.finish()?, Some(schema), out.cols, out.items))
 }
 
+/// An inner join's sides partitioned on disk for the group's last join
+/// to be made part by part by the workers of the operator above (see
+/// [`super::pipeline::Parts`]): per part the build side's pieces and the
+/// probe side's, and the rows of the parts joined here instead (a part
+/// whose table would take more than a quarter of the limit: joined as
+/// [`join`] joins it, split again if need be).
+pub(super) struct Parted {
+    pub parts: Vec<(Vec<Piece>, Vec<Piece>)>,
+    pub joined: super::disk::Made,
+    pub build_schema: SchemaRef,
+}
+
+/// `probe` joined with `build` by `spec`'s keys (an inner join), by
+/// partitions on disk as [`join`] makes them, the parts' joins left to
+/// the pipeline: the joined rows never go to disk, only both sides'
+/// rows, once.
+pub(super) fn parted(
+    probe: Rel,
+    build: Rel,
+    spec: &Spec,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<Parted> {
+    if spec.kind != JoinKind::Inner || spec.residual.is_some() {
+        return Err(Error::Internal(
+            "grace join: only an inner join by keys is made by the pipeline".into(),
+        ));
+    }
+    let probe_schema = probe.schema()?;
+    let build_schema = build.schema()?;
+    let rows = probe_rows(opts, workers);
+    let groups = fan_out(build.rows, build.bytes(), opts);
+    // NULL keys match nothing: dropped from both sides.
+    let (b, _) = partition(
+        build.pieces(rows),
+        spec.build_keys,
+        spec.types,
+        false,
+        (0, groups),
+        workers,
+        opts,
+    )?;
+    drop(build);
+    let (p, _) = partition(
+        probe.pieces(rows),
+        spec.probe_keys,
+        spec.types,
+        false,
+        (0, groups),
+        workers,
+        opts,
+    )?;
+    drop(probe);
+    let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
+    let mut parts = Vec::new();
+    let mut here = Vec::new();
+    for part in 0..groups {
+        let of = |r: &Option<Arc<Run>>| {
+            r.as_ref().map_or_else(Vec::new, |r| {
+                let mut v = part_pieces(r, part);
+                v.retain(|p| p.rows() > 0);
+                v
+            })
+        };
+        let (build, probe) = (of(&b), of(&p));
+        if build.is_empty() || probe.is_empty() {
+            continue;
+        }
+        let rows = build.iter().map(Piece::rows).sum();
+        let bytes = build.iter().map(Piece::bytes).sum();
+        if HashTable::estimate(rows, bytes) > limit / 4 {
+            here.push(part);
+        } else {
+            parts.push((build, probe));
+        }
+    }
+    let sink = Sink::new(opts)?;
+    if !here.is_empty() {
+        let sides = Sides {
+            probe: p.clone(),
+            build: b.clone(),
+            groups,
+            probe_schema,
+            build_schema: build_schema.clone(),
+        };
+        let mut next = 0;
+        join_some(&sides, &here, spec, 0, &sink, &mut next, workers, opts)?;
+    }
+    Ok(Parted {
+        parts,
+        joined: sink.finish()?,
+        build_schema,
+    })
+}
+
+/// The hash table of a part's build rows, `keys` over them compared as
+/// `types` (see [`table_of`]).
+pub(super) fn part_table(
+    pieces: &[Piece],
+    schema: &SchemaRef,
+    keys: &[Expr],
+    types: &[A],
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<HashTable> {
+    let rows = pieces.iter().map(Piece::rows).sum();
+    let bytes = pieces.iter().map(Piece::bytes).sum();
+    let mut mem = opts.reserve("hash join build", HashTable::estimate(rows, bytes))?;
+    let batches = pieces.iter().map(Piece::load).collect::<Result<Vec<_>>>()?;
+    let batch = arrow_select::concat::concat_batches(schema, &batches).map_err(exec_err)?;
+    drop(batches);
+    let arrays = eval_keys(keys, &batch, Some(types))?;
+    let mut t = HashTable::build(batch, &arrays, types.to_vec(), workers)?;
+    mem.resize(t.bytes() as u64)?;
+    t.mem = Some(mem);
+    Ok(t)
+}
+
 /// The rows whose keys have a NULL ([`NULL_PART`] of runs `p` and `b`)
 /// as they come out unmatched: a LEFT or FULL join's probe rows with
 /// NULL build columns, an anti join's probe rows, a FULL join's build
@@ -259,8 +377,25 @@ fn join_parts(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<()> {
+    let all: Vec<u32> = (0..sides.groups).collect();
+    join_some(sides, &all, spec, level, sink, next, workers, opts)
+}
+
+/// Joins the partitions `parts` of `sides` (at `level`), as
+/// [`join_parts`].
+#[allow(clippy::too_many_arguments)]
+fn join_some(
+    sides: &Sides,
+    parts: &[u32],
+    spec: &Spec,
+    level: u32,
+    sink: &Sink,
+    next: &mut u64,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<()> {
     let full = spec.kind == JoinKind::Full;
-    for part in 0..sides.groups {
+    for &part in parts {
         let build = sides
             .build
             .as_ref()
@@ -367,17 +502,7 @@ fn table_of(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<HashTable> {
-    let rows = pieces.iter().map(Piece::rows).sum();
-    let bytes = pieces.iter().map(Piece::bytes).sum();
-    let mut mem = opts.reserve("hash join build", HashTable::estimate(rows, bytes))?;
-    let batches = pieces.iter().map(Piece::load).collect::<Result<Vec<_>>>()?;
-    let batch = arrow_select::concat::concat_batches(schema, &batches).map_err(exec_err)?;
-    drop(batches);
-    let arrays = eval_keys(spec.build_keys, &batch, Some(spec.types))?;
-    let mut t = HashTable::build(batch, &arrays, spec.types.to_vec(), workers)?;
-    mem.resize(t.bytes() as u64)?;
-    t.mem = Some(mem);
-    Ok(t)
+    part_table(pieces, schema, spec.build_keys, spec.types, workers, opts)
 }
 
 /// Bytes of a part's rows gathered before they are written as one

@@ -20,17 +20,26 @@
 //! joined row of the stages between is made, and a dimension's TEXT is
 //! copied once, not once a later join.
 //!
+//! A grace join's parts (an inner join whose table does not fit: both
+//! sides partitioned on disk, [`super::grace::parted`]) are pipelined
+//! too: the probe rows of each part, read back, are the pipeline's input
+//! in part order, and a part's table is built when the first of its
+//! morsels needs it and let go when its last is done ([`Parts`]). So the
+//! joined rows, often many times either side, never go to disk.
+//!
 //! For: [`super::run`]'s last step and [`crate::query::scan::Inputs`]
 //! that applies it. Not for: the joins before the last that are not of
 //! such a star (they are made whole: the next join's order depends on
 //! their rows).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType as A, Field, Schema, SchemaRef};
+
+use super::disk::Piece;
 
 use super::{Rel, output_batch};
 use crate::error::{Error, Result};
@@ -71,6 +80,156 @@ pub struct Pipeline {
     step: Option<usize>,
     /// The probe side's rows, counted until the pipeline is done.
     _probe_rows: Option<Reservation>,
+    /// A grace join's parts, each with its own table (then `table` is an
+    /// empty one, of the build side's columns).
+    parts: Option<Parts>,
+}
+
+/// The parts of a grace join made by a pipeline (see the module's note):
+/// which part each input batch holds the probe rows of, and per part its
+/// build rows on disk and its table while its morsels are joined.
+///
+/// One part's table at a time, as the grace join holds them: a part's
+/// table is built once every morsel of the parts before it is done (or,
+/// after 10 ms of waiting, when the limit has room for it beside
+/// theirs), and let go when its own last morsel is. The scan hands the
+/// batches out in order (see [`Pipeline::in_order`]), so a worker that
+/// waits for an earlier part waits for morsels other workers hold, and
+/// the worker on the earliest part never waits: no worker waits for
+/// ever.
+pub(super) struct Parts {
+    /// Per input batch (as the scan numbers them): its part, or `None`
+    /// for rows joined already (only cut to the output).
+    of_batch: Vec<Option<usize>>,
+    parts: Vec<Part>,
+    build_schema: SchemaRef,
+    build_keys: Vec<Expr>,
+    types: Vec<A>,
+    workers: usize,
+    /// The rows joined already that are in memory, counted.
+    _held: Reservation,
+}
+
+struct Part {
+    build: Vec<Piece>,
+    /// Its batches with a morsel not yet done.
+    left: AtomicUsize,
+    /// Its table, once built (`None` again once let go).
+    table: Mutex<Option<Arc<HashTable>>>,
+}
+
+impl Parts {
+    /// `builds[q]`: part `q`'s build rows; `of_batch`: as the field.
+    pub(super) fn new(
+        of_batch: Vec<Option<usize>>,
+        builds: Vec<Vec<Piece>>,
+        build_schema: SchemaRef,
+        build_keys: Vec<Expr>,
+        types: Vec<A>,
+        workers: usize,
+        held: Reservation,
+    ) -> Parts {
+        let mut left = vec![0usize; builds.len()];
+        for q in of_batch.iter().flatten() {
+            if let Some(n) = left.get_mut(*q) {
+                *n += 1;
+            }
+        }
+        Parts {
+            of_batch,
+            parts: builds
+                .into_iter()
+                .zip(left)
+                .map(|(build, n)| Part {
+                    build,
+                    left: AtomicUsize::new(n),
+                    table: Mutex::new(None),
+                })
+                .collect(),
+            build_schema,
+            build_keys,
+            types,
+            workers,
+            _held: held,
+        }
+    }
+
+    /// Part `q`'s table: built by the first worker that needs it, once
+    /// every part before it is done.
+    fn table(&self, q: usize, opts: &QueryOptions) -> Result<Arc<HashTable>> {
+        let part = self
+            .parts
+            .get(q)
+            .ok_or_else(|| Error::Internal("join: a part out of range".into()))?;
+        let since = Instant::now();
+        let mut tried = Duration::ZERO;
+        loop {
+            let earlier = self.parts[..q]
+                .iter()
+                .any(|p| p.left.load(Ordering::Acquire) > 0);
+            // After a while, tried anyway (every 10 ms) if the limit has
+            // room for it beside the earlier parts' tables: a worker
+            // waiting here cannot write its own operator's rows out when
+            // another asks it to.
+            let waited = since.elapsed();
+            if !earlier || waited >= tried + Duration::from_millis(10) {
+                tried = waited;
+                match self.try_table(part, opts) {
+                    Err(Error::MemoryLimit { .. }) if earlier => {}
+                    r => return r,
+                }
+            }
+            if let Some(e) = opts.stop.as_ref().and_then(|s| s.error()) {
+                return Err(e);
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// `part`'s table, built now if no worker has built it.
+    fn try_table(&self, part: &Part, opts: &QueryOptions) -> Result<Arc<HashTable>> {
+        let mut t = part
+            .table
+            .lock()
+            .map_err(|_| Error::Internal("join: a part's lock poisoned".into()))?;
+        if let Some(t) = &*t {
+            return Ok(t.clone());
+        }
+        if part.left.load(Ordering::Acquire) == 0 {
+            return Err(Error::Internal(
+                "join: a part's table after its last morsel".into(),
+            ));
+        }
+        let built = Arc::new(super::grace::part_table(
+            &part.build,
+            &self.build_schema,
+            &self.build_keys,
+            &self.types,
+            self.workers,
+            opts,
+        )?);
+        *t = Some(built.clone());
+        Ok(built)
+    }
+
+    /// Every morsel of input batch `batch` is done: the last batch of a
+    /// part lets its table go.
+    fn batch_done(&self, batch: usize) {
+        let Some(part) = self
+            .of_batch
+            .get(batch)
+            .copied()
+            .flatten()
+            .and_then(|q| self.parts.get(q))
+        else {
+            return;
+        };
+        if part.left.fetch_sub(1, Ordering::AcqRel) == 1
+            && let Ok(mut t) = part.table.lock()
+        {
+            t.take();
+        }
+    }
 }
 
 /// An inner join of a pipeline's chain: its hash table, the probe
@@ -219,21 +378,65 @@ impl Pipeline {
                 rows_in: AtomicU64::new(0),
                 step,
                 _probe_rows: probe.mem.take(),
+                parts: None,
             },
             batches,
         ))
     }
 
+    /// Makes it the join of a grace join's parts (see [`Parts`]).
+    pub(super) fn by_parts(&mut self, parts: Parts) {
+        self.parts = Some(parts);
+    }
+
+    /// Whether the scan must hand its batches out in order, each batch's
+    /// morsels before the next batch's (a grace join's parts: see
+    /// [`Parts`]).
+    pub fn in_order(&self) -> bool {
+        self.parts.is_some()
+    }
+
+    /// Every morsel of input batch `batch` is done.
+    pub fn batch_done(&self, batch: usize) {
+        if let Some(p) = &self.parts {
+            p.batch_done(batch);
+        }
+    }
+
+    /// The group's rows of one morsel of input batch `batch`.
+    pub fn apply_in(&self, batch: usize, b: &RecordBatch) -> Result<RecordBatch> {
+        let Some(parts) = &self.parts else {
+            return self.apply(b);
+        };
+        match parts.of_batch.get(batch).copied().flatten() {
+            // Rows joined already.
+            None => {
+                let at = Instant::now();
+                let out = self.finish_rows(b.clone())?;
+                self.counted(&out, at);
+                Ok(out)
+            }
+            Some(q) => {
+                let table = parts.table(q, &self.opts)?;
+                self.apply_with(&table, b)
+            }
+        }
+    }
+
     /// The group's rows of one morsel of the probe side.
     pub fn apply(&self, b: &RecordBatch) -> Result<RecordBatch> {
-        match self.apply_whole(b) {
+        self.apply_with(&self.table, b)
+    }
+
+    fn apply_with(&self, table: &HashTable, b: &RecordBatch) -> Result<RecordBatch> {
+        match self.apply_whole(table, b) {
             // Pairs past the memory limit (a table that only just fit):
             // the morsel joined in halves, down to one row, the halves'
             // rows put together (they are not counted; the pairs are).
             Err(Error::MemoryLimit { .. }) if b.num_rows() > 1 && self.opts.spill.is_some() => {
                 let half = b.num_rows() / 2;
-                let first = self.apply(&b.slice(0, half))?;
-                let second = self.apply(&b.slice(half, b.num_rows() - half))?;
+                let first = self.apply_with(table, &b.slice(0, half))?;
+                let second = self.apply_with(table, &b.slice(half, b.num_rows() - half))?;
                 arrow_select::concat::concat_batches(&first.schema(), [&first, &second])
                     .map_err(exec_err)
             }
@@ -241,16 +444,16 @@ impl Pipeline {
         }
     }
 
-    fn apply_whole(&self, b: &RecordBatch) -> Result<RecordBatch> {
+    fn apply_whole(&self, table: &HashTable, b: &RecordBatch) -> Result<RecordBatch> {
         let at = Instant::now();
         let mut scratch = self.opts.reserve("hash join probe", 0)?;
         if let Some(n) = &self.narrow {
-            let out = self.by_row_numbers(b, n, &mut scratch)?;
+            let out = self.by_row_numbers(table, b, n, &mut scratch)?;
             self.counted(&out, at);
             return Ok(out);
         }
-        let k = eval_keys(&self.keys, b, Some(self.table.key_types()))?;
-        let j = self.table.join_batch(
+        let k = eval_keys(&self.keys, b, Some(table.key_types()))?;
+        let j = table.join_batch(
             b,
             &k,
             self.residual.as_ref(),
@@ -270,6 +473,7 @@ impl Pipeline {
     /// conditions left, cut to the output.
     fn by_row_numbers(
         &self,
+        own_table: &HashTable,
         b: &RecordBatch,
         n: &Narrow,
         scratch: &mut Reservation,
@@ -278,11 +482,11 @@ impl Pipeline {
         // so far the row paired with each.
         let mut sel: Option<Vec<u32>> = None;
         let mut picks: Vec<Vec<u32>> = Vec::with_capacity(self.chain.len() + 1);
-        let own = (&self.table, &self.keys, None);
+        let own = (own_table, &self.keys, None);
         let stages = self
             .chain
             .iter()
-            .map(|s| (&s.table, &s.keys, Some(s)))
+            .map(|s| (s.table.as_ref(), &s.keys, Some(s)))
             .chain([own]);
         for (table, keys, stage) in stages {
             let at = Instant::now();
@@ -330,7 +534,7 @@ impl Pipeline {
             } else if s <= self.chain.len() {
                 &self.chain[s - 1].table.batch
             } else {
-                &self.table.batch
+                &own_table.batch
             }
         };
         let bytes: u64 = n.cols.iter().map(|&(s, c)| per_row(source(s), c)).sum();
