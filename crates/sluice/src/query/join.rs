@@ -1609,9 +1609,14 @@ fn grace_last(
     let (mut p, _) = Pipeline::new(probe, &out, spec, &g.output, opts)?;
     let grace::Parted {
         parts,
+        largest,
         joined,
         build_schema,
     } = parted;
+    // The parts' tables' room, set aside before the operator above
+    // starts (without it when the limit has no room for it now: each
+    // table then reserves its own).
+    let room = opts.reserve("hash join build", largest).ok();
     // The input: the rows joined already, then each part's probe rows.
     let mut of_batch: Vec<Option<usize>> = vec![None; joined.batches.len()];
     let mut later = Vec::new();
@@ -1635,6 +1640,7 @@ fn grace_last(
         types,
         workers,
         joined.mem,
+        room,
     ));
     Ok(Joined {
         batches: joined.batches,

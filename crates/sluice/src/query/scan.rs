@@ -199,6 +199,9 @@ impl Inputs {
     /// and so on. So the workers start on different batches (the first to
     /// reach a batch checks and decodes it while the others wait for it),
     /// and no more than about a group of batches is decoded at once.
+    /// A pipeline whose parts are joined in order (see
+    /// [`super::join::Pipeline::in_order`]) gets the batches one at a
+    /// time, each batch's morsels before the next batch's.
     pub fn cut(&mut self, rows: usize, workers: usize) {
         self.morsels.clear();
         let mut first = Vec::with_capacity(self.batches.len() + 1);

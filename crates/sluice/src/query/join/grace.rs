@@ -186,6 +186,8 @@ pub(super) fn join(
 /// [`join`] joins it, split again if need be).
 pub(super) struct Parted {
     pub parts: Vec<(Vec<Piece>, Vec<Piece>)>,
+    /// The largest of the parts' tables' estimates.
+    pub largest: u64,
     pub joined: super::disk::Made,
     pub build_schema: SchemaRef,
 }
@@ -233,6 +235,7 @@ pub(super) fn parted(
     drop(probe);
     let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
     let mut parts = Vec::new();
+    let mut largest = 0u64;
     let mut here = Vec::new();
     for part in 0..groups {
         let of = |r: &Option<Arc<Run>>| {
@@ -248,9 +251,11 @@ pub(super) fn parted(
         }
         let rows = build.iter().map(Piece::rows).sum();
         let bytes = build.iter().map(Piece::bytes).sum();
-        if HashTable::estimate(rows, bytes) > limit / 4 {
+        let need = HashTable::estimate(rows, bytes);
+        if need > limit / 4 {
             here.push(part);
         } else {
+            largest = largest.max(need);
             parts.push((build, probe));
         }
     }
@@ -268,6 +273,7 @@ pub(super) fn parted(
     }
     Ok(Parted {
         parts,
+        largest,
         joined: sink.finish()?,
         build_schema,
     })
@@ -283,9 +289,30 @@ pub(super) fn part_table(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<HashTable> {
+    part_table_in(pieces, schema, keys, types, workers, opts, None)
+}
+
+/// [`part_table`], its bytes counted in `room` when given (memory set
+/// aside for it, resized to its estimate and then to its size).
+pub(super) fn part_table_in(
+    pieces: &[Piece],
+    schema: &SchemaRef,
+    keys: &[Expr],
+    types: &[A],
+    workers: usize,
+    opts: &QueryOptions,
+    room: Option<Reservation>,
+) -> Result<HashTable> {
     let rows = pieces.iter().map(Piece::rows).sum();
     let bytes = pieces.iter().map(Piece::bytes).sum();
-    let mut mem = opts.reserve("hash join build", HashTable::estimate(rows, bytes))?;
+    let need = HashTable::estimate(rows, bytes);
+    let mut mem = match room {
+        Some(mut r) => {
+            r.resize(need)?;
+            r
+        }
+        None => opts.reserve("hash join build", need)?,
+    };
     let batches = pieces.iter().map(Piece::load).collect::<Result<Vec<_>>>()?;
     let batch = arrow_select::concat::concat_batches(schema, &batches).map_err(exec_err)?;
     drop(batches);
