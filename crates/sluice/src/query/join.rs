@@ -752,7 +752,9 @@ pub fn run(
                         return grace_last(
                             probe_side,
                             build_side,
+                            JoinKind::Inner,
                             &keys,
+                            None,
                             &mut conjuncts,
                             then,
                             g,
@@ -1045,7 +1047,18 @@ pub fn run(
                     s.items | right.items,
                     settled,
                 ) {
-                    return grace_last(s, right, &keys, &mut conjuncts, then, g, workers, opts);
+                    return grace_last(
+                        s,
+                        right,
+                        JoinKind::Inner,
+                        &keys,
+                        None,
+                        &mut conjuncts,
+                        then,
+                        g,
+                        workers,
+                        opts,
+                    );
                 }
                 s = grace_join(s, right, &keys, g, workers, opts)?;
                 continue;
@@ -1087,9 +1100,9 @@ pub fn run(
             // The last join, a LEFT or FULL one by keys: run by the
             // workers that read its rows.
             let on: Vec<(Conjunct, bool)> = st.on.iter().map(|c| (c.clone(), false)).collect();
+            let keys = keys_for(&on, s.items, 1 << st.leaf);
             let last = matches!(st.kind, JoinKind::Left | JoinKind::Full)
-                && !keys_for(&on, s.items, 1 << st.leaf).is_empty()
-                && !step_by_partitions(&s, st, &leaves, opts)
+                && !keys.is_empty()
                 && leaves
                     .iter()
                     .enumerate()
@@ -1098,7 +1111,35 @@ pub fn run(
                 && conjuncts
                     .iter()
                     .all(|(c, done)| *done || c.items & !((s.items | 1 << st.leaf) & after) == 0);
-            if last {
+            let by_parts = last && step_by_partitions(&s, st, &leaves, opts);
+            if by_parts && st.kind == JoinKind::Left {
+                // By partitions on disk, its parts pipelined.
+                let then: Vec<usize> = (0..conjuncts.len()).filter(|&j| !conjuncts[j].1).collect();
+                let used: Vec<usize> = keys.iter().map(|k| k.2).collect();
+                let rest = and_all(
+                    on.iter()
+                        .enumerate()
+                        .filter(|(j, _)| !used.contains(j))
+                        .map(|(_, c)| c.0.expr.clone())
+                        .collect(),
+                );
+                let right = leaves[st.leaf]
+                    .take()
+                    .ok_or_else(|| Error::Internal("join: outer leaf taken".into()))?;
+                return grace_last(
+                    s,
+                    right,
+                    JoinKind::Left,
+                    &keys,
+                    rest.as_ref(),
+                    &mut conjuncts,
+                    then,
+                    g,
+                    workers,
+                    opts,
+                );
+            }
+            if last && !by_parts {
                 let then: Vec<usize> = (0..conjuncts.len()).filter(|&j| !conjuncts[j].1).collect();
                 return outer_last(
                     s,
@@ -1539,16 +1580,19 @@ fn grace_join(
     )
 }
 
-/// The inner join of `s` with `right` by `keys` as the group's last join,
-/// by partitions on disk whose joins are pipelined (see [`pipeline`]'s
-/// note): both sides are partitioned here, each part's probe rows are
-/// the pipeline's input and its table is built as they are reached;
-/// `then`: the conditions left, applied to its rows.
+/// The inner or LEFT join (`kind`; `s` the preserved side) of `s` with
+/// `right` by `keys` and the ON's `rest` (over global columns) as the
+/// group's last join, by partitions on disk whose joins are pipelined
+/// (see [`pipeline`]'s note): both sides are partitioned here, each
+/// part's probe rows are the pipeline's input and its table is built as
+/// they are reached; `then`: the conditions left, applied to its rows.
 #[allow(clippy::too_many_arguments)]
 fn grace_last(
     s: Rel,
     right: Rel,
+    kind: JoinKind,
     keys: &[(Expr, Expr, usize)],
+    rest: Option<&Expr>,
     conjuncts: &mut [(Conjunct, bool)],
     then: Vec<usize>,
     g: &JoinGroup,
@@ -1557,22 +1601,23 @@ fn grace_last(
 ) -> Result<Joined> {
     let out = s.beside(&right);
     let then = then_of(conjuncts, then, &out)?;
+    let residual = rest.map(|r| out.local(r)).transpose()?;
     let types = key_types(keys, g);
     let probe_keys = s.locals(keys.iter().map(|k| &k.0))?;
     let build_keys = right.locals(keys.iter().map(|k| &k.1))?;
     let probe_schema = s.schema()?;
     let (probe_rows, items, cols) = (s.rows, s.items, s.cols.clone());
     let name = format!(
-        "Grace hash join (Inner) of {} with {}",
+        "Grace hash join ({kind:?}) of {} with {}",
         label(g, s.items),
         label(g, right.items)
     );
     let spec = grace::Spec {
-        kind: JoinKind::Inner,
+        kind,
         probe_keys: &probe_keys,
         build_keys: &build_keys,
         types: &types,
-        residual: None,
+        residual: residual.as_ref(),
     };
     let parted = recorded(
         opts,
@@ -1600,8 +1645,8 @@ fn grace_last(
         table,
         keys: probe_keys,
         chain: Vec::new(),
-        residual: None,
-        keep_probe: false,
+        residual,
+        keep_probe: kind == JoinKind::Left,
         tail: false,
         then,
         name: format!("{name}, its parts pipelined"),
@@ -1609,14 +1654,10 @@ fn grace_last(
     let (mut p, _) = Pipeline::new(probe, &out, spec, &g.output, opts)?;
     let grace::Parted {
         parts,
-        largest,
+        room,
         joined,
         build_schema,
     } = parted;
-    // The parts' tables' room, set aside before the operator above
-    // starts (without it when the limit has no room for it now: each
-    // table then reserves its own).
-    let room = opts.reserve("hash join build", largest).ok();
     // The input: the rows joined already, then each part's probe rows.
     let mut of_batch: Vec<Option<usize>> = vec![None; joined.batches.len()];
     let mut later = Vec::new();

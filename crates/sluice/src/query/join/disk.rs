@@ -168,6 +168,14 @@ impl<'o> Sink<'o> {
         })
     }
 
+    /// A sink whose rows all go to disk (when the query has a spill
+    /// directory).
+    pub fn on_disk(opts: &'o QueryOptions) -> Result<Sink<'o>> {
+        let mut s = Sink::new(opts)?;
+        s.to_disk = opts.spill.is_some();
+        Ok(s)
+    }
+
     /// Puts `b` as the `n`-th batch.
     pub fn put(&self, n: u64, b: RecordBatch) -> Result<()> {
         self.put_at(n, 0, b)

@@ -53,6 +53,12 @@ use crate::query::spill::{Encoded, MAX_LEVEL, PARTS, Run, RunWriter, Spill, part
 /// What its partitions count as on disk.
 const OPERATOR: &str = "grace hash join";
 
+/// A part whose table is joined by the pipeline takes at most this share
+/// of the limit (an eighth: twice it is set aside, beside what the
+/// operator above holds); the parts are made that small where the hash
+/// allows ([`fan_out`]).
+const PIPELINED_SHARE: u64 = 8;
+
 /// The frames of the rows whose keys have a NULL (kept where they come
 /// out unmatched): never hashed (they match nothing, and no partitioning
 /// could split them), but put out as they are read.
@@ -119,7 +125,7 @@ pub(super) fn join(
     let full = spec.kind == JoinKind::Full;
     // Each side's memory is given back once it is on disk.
     let rows = probe_rows(opts, workers);
-    let groups = fan_out(build.rows, build.bytes(), opts);
+    let groups = fan_out(build.rows, build.bytes(), 4, opts);
     let (b, nulls) = partition(
         build.pieces(rows),
         spec.build_keys,
@@ -178,24 +184,26 @@ pub(super) fn join(
     Ok(Rel::made(sink.finish()?, Some(schema), out.cols, out.items))
 }
 
-/// An inner join's sides partitioned on disk for the group's last join
-/// to be made part by part by the workers of the operator above (see
-/// [`super::pipeline::Parts`]): per part the build side's pieces and the
-/// probe side's, and the rows of the parts joined here instead (a part
+/// An inner or LEFT join's sides partitioned on disk for the group's
+/// last join to be made part by part by the workers of the operator
+/// above (see [`super::pipeline::Parts`]): per part the build side's
+/// pieces and the probe side's, and the rows made here instead (a part
 /// whose table would take more than a quarter of the limit: joined as
-/// [`join`] joins it, split again if need be).
+/// [`join`] joins it, split again if need be; a LEFT join's probe rows
+/// with a NULL in their keys, NULL-filled).
 pub(super) struct Parted {
     pub parts: Vec<(Vec<Piece>, Vec<Piece>)>,
-    /// The largest of the parts' tables' estimates.
-    pub largest: u64,
+    /// Memory set aside for the parts' tables (one reservation a table
+    /// that may be built at once).
+    pub room: Vec<Reservation>,
     pub joined: super::disk::Made,
     pub build_schema: SchemaRef,
 }
 
-/// `probe` joined with `build` by `spec`'s keys (an inner join), by
-/// partitions on disk as [`join`] makes them, the parts' joins left to
-/// the pipeline: the joined rows never go to disk, only both sides'
-/// rows, once.
+/// `probe` joined with `build` by `spec`'s keys (an inner or LEFT join,
+/// `probe` the preserved side), by partitions on disk as [`join`] makes
+/// them, the parts' joins left to the pipeline: the joined rows never go
+/// to disk, only both sides' rows, once.
 pub(super) fn parted(
     probe: Rel,
     build: Rel,
@@ -203,16 +211,22 @@ pub(super) fn parted(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Parted> {
-    if spec.kind != JoinKind::Inner || spec.residual.is_some() {
+    if !matches!(spec.kind, JoinKind::Inner | JoinKind::Left) {
         return Err(Error::Internal(
-            "grace join: only an inner join by keys is made by the pipeline".into(),
+            "grace join: only an inner or LEFT join is made by the pipeline".into(),
         ));
     }
     let probe_schema = probe.schema()?;
     let build_schema = build.schema()?;
     let rows = probe_rows(opts, workers);
-    let groups = fan_out(build.rows, build.bytes(), opts);
-    // NULL keys match nothing: dropped from both sides.
+    // What the workers of the operator above hold at once besides the
+    // parts' tables: each a morsel of joined rows (twice: its pairs, and
+    // what it makes of them).
+    let per_row = |r: &Rel| r.bytes() / r.rows.max(1) as u64;
+    let working = (workers * rows) as u64 * (per_row(&probe) + per_row(&build)) * 2;
+    let groups = fan_out(build.rows, build.bytes(), PIPELINED_SHARE, opts);
+    // NULL keys match nothing: dropped from both sides (a LEFT join's
+    // probe rows with one come out NULL-filled).
     let (b, _) = partition(
         build.pieces(rows),
         spec.build_keys,
@@ -227,56 +241,163 @@ pub(super) fn parted(
         probe.pieces(rows),
         spec.probe_keys,
         spec.types,
-        false,
+        spec.keeps_probe_nulls(),
         (0, groups),
         workers,
         opts,
     )?;
     drop(probe);
     let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
-    let mut parts = Vec::new();
-    let mut largest = 0u64;
-    let mut here = Vec::new();
+    let sides = Sides {
+        probe: p,
+        build: b,
+        groups,
+        probe_schema,
+        build_schema: build_schema.clone(),
+    };
+    let mut g = Gathered::default();
     for part in 0..groups {
-        let of = |r: &Option<Arc<Run>>| {
-            r.as_ref().map_or_else(Vec::new, |r| {
-                let mut v = part_pieces(r, part);
-                v.retain(|p| p.rows() > 0);
-                v
-            })
-        };
-        let (build, probe) = (of(&b), of(&p));
-        if build.is_empty() || probe.is_empty() {
-            continue;
-        }
-        let rows = build.iter().map(Piece::rows).sum();
-        let bytes = build.iter().map(Piece::bytes).sum();
-        let need = HashTable::estimate(rows, bytes);
-        if need > limit / 4 {
-            here.push(part);
-        } else {
-            largest = largest.max(need);
-            parts.push((build, probe));
+        let of = |r: &Option<Arc<Run>>| r.as_ref().map_or_else(Vec::new, |r| part_pieces(r, part));
+        let (build, probe) = (of(&sides.build), of(&sides.probe));
+        gather(build, probe, 0, spec, limit, &mut g, workers, opts)?;
+    }
+    let Gathered {
+        mut parts,
+        largest,
+        mut here,
+    } = g;
+    // The room the parts' tables are built in, set aside now, before the
+    // operator above starts: the largest estimate for each table that
+    // may be in memory at once. Without it — or under a limit so small
+    // that those tables and the workers' morsels would take more than
+    // half of it, the rest being what the operator above needs for
+    // itself (its groups, its sorted rows) — every part is joined here.
+    let tables = largest.saturating_mul(super::pipeline::TABLES_AT_ONCE as u64);
+    if tables.saturating_add(working) > limit / 2 {
+        here.append(&mut parts);
+    }
+    let mut room = Vec::new();
+    if !parts.is_empty() {
+        for _ in 0..super::pipeline::TABLES_AT_ONCE {
+            match opts.reserve("hash join build", largest) {
+                Ok(r) => room.push(r),
+                Err(Error::MemoryLimit { .. }) => {
+                    here.append(&mut parts);
+                    room.clear();
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
-    let sink = Sink::new(opts)?;
-    if !here.is_empty() {
-        let sides = Sides {
-            probe: p.clone(),
-            build: b.clone(),
-            groups,
-            probe_schema,
-            build_schema: build_schema.clone(),
-        };
-        let mut next = 0;
-        join_some(&sides, &here, spec, 0, &sink, &mut next, workers, opts)?;
+    // (Rows made here go to disk: the operator above reads them while the
+    // parts' tables are in memory.)
+    let sink = Sink::on_disk(opts)?;
+    let mut next = 0;
+    unmatched_nulls(
+        sides.probe.as_ref(),
+        sides.build.as_ref(),
+        spec,
+        &sides.probe_schema,
+        &sides.build_schema,
+        &sink,
+        &mut next,
+        workers,
+        opts,
+    )?;
+    for (build, probe, level) in here {
+        join_pieces(
+            build, probe, &sides, spec, level, &sink, &mut next, workers, opts,
+        )?;
     }
+    let parts = parts.into_iter().map(|(b, p, _)| (b, p)).collect();
     Ok(Parted {
         parts,
-        largest,
+        room,
         joined: sink.finish()?,
         build_schema,
     })
+}
+
+/// A part's build and probe rows, at its level of partitioning.
+type PartRows = (Vec<Piece>, Vec<Piece>, u32);
+
+/// The parts of [`parted`]: those the pipeline joins, the largest of
+/// their tables' estimates, and those joined here.
+#[derive(Default)]
+struct Gathered {
+    parts: Vec<PartRows>,
+    largest: u64,
+    here: Vec<PartRows>,
+}
+
+/// Sorts one part's rows (at `level`) into `g`: a part whose table's
+/// estimate is within the pipeline's share of the limit is the
+/// pipeline's; a bigger one is split by the next bits of the hash and
+/// its parts sorted so in turn — unless the split leaves one part with
+/// most of its rows (one key of many rows: splitting again cannot
+/// help), or the levels run out: then it is joined here.
+#[allow(clippy::too_many_arguments)]
+fn gather(
+    mut build: Vec<Piece>,
+    mut probe: Vec<Piece>,
+    level: u32,
+    spec: &Spec,
+    limit: u64,
+    g: &mut Gathered,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<()> {
+    build.retain(|p| p.rows() > 0);
+    probe.retain(|p| p.rows() > 0);
+    if probe.is_empty() || (build.is_empty() && !spec.keeps_probe()) {
+        return Ok(());
+    }
+    let rows: usize = build.iter().map(Piece::rows).sum();
+    let bytes = build.iter().map(Piece::bytes).sum();
+    let need = HashTable::estimate(rows, bytes);
+    if need <= limit / PIPELINED_SHARE {
+        g.largest = g.largest.max(need);
+        g.parts.push((build, probe, level));
+        return Ok(());
+    }
+    if level >= MAX_LEVEL {
+        g.here.push((build, probe, level));
+        return Ok(());
+    }
+    let deeper = (level + 1, PARTS);
+    let (b, _) = partition(
+        build.clone(),
+        spec.build_keys,
+        spec.types,
+        false,
+        deeper,
+        workers,
+        opts,
+    )?;
+    let b_rows = |part: u32| -> usize {
+        b.as_ref()
+            .map_or(0, |r| part_pieces(r, part).iter().map(Piece::rows).sum())
+    };
+    if (0..PARTS).map(b_rows).max().unwrap_or(0) > rows / 2 {
+        g.here.push((build, probe, level));
+        return Ok(());
+    }
+    drop(build);
+    let (p, _) = partition(
+        probe,
+        spec.probe_keys,
+        spec.types,
+        false,
+        deeper,
+        workers,
+        opts,
+    )?;
+    for part in 0..PARTS {
+        let of = |r: &Option<Arc<Run>>| r.as_ref().map_or_else(Vec::new, |r| part_pieces(r, part));
+        gather(of(&b), of(&p), level + 1, spec, limit, g, workers, opts)?;
+    }
+    Ok(())
 }
 
 /// The hash table of a part's build rows, `keys` over them compared as
@@ -306,9 +427,12 @@ pub(super) fn part_table_in(
     let rows = pieces.iter().map(Piece::rows).sum();
     let bytes = pieces.iter().map(Piece::bytes).sum();
     let need = HashTable::estimate(rows, bytes);
+    // (The room is kept whole for the parts after this one: it only
+    // grows.)
+    let keep = room.as_ref().map_or(0, |r| r.bytes());
     let mut mem = match room {
         Some(mut r) => {
-            r.resize(need)?;
+            r.resize(need.max(keep))?;
             r
         }
         None => opts.reserve("hash join build", need)?,
@@ -318,7 +442,7 @@ pub(super) fn part_table_in(
     drop(batches);
     let arrays = eval_keys(keys, &batch, Some(types))?;
     let mut t = HashTable::build(batch, &arrays, types.to_vec(), workers)?;
-    mem.resize(t.bytes() as u64)?;
+    mem.resize((t.bytes() as u64).max(keep))?;
     t.mem = Some(mem);
     Ok(t)
 }
@@ -421,7 +545,6 @@ fn join_some(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<()> {
-    let full = spec.kind == JoinKind::Full;
     for &part in parts {
         let build = sides
             .build
@@ -431,13 +554,34 @@ fn join_some(
             .probe
             .as_ref()
             .map_or_else(Vec::new, |r| part_pieces(r, part));
+        join_pieces(build, probe, sides, spec, level, sink, next, workers, opts)?;
+    }
+    Ok(())
+}
+
+/// Joins one part's `build` and `probe` rows (at `level`; `sides` for
+/// the schemas), as [`join_parts`].
+#[allow(clippy::too_many_arguments)]
+fn join_pieces(
+    build: Vec<Piece>,
+    probe: Vec<Piece>,
+    sides: &Sides,
+    spec: &Spec,
+    level: u32,
+    sink: &Sink,
+    next: &mut u64,
+    workers: usize,
+    opts: &QueryOptions,
+) -> Result<()> {
+    let full = spec.kind == JoinKind::Full;
+    {
         let needed = match spec.kind {
             JoinKind::Full => !build.is_empty() || !probe.is_empty(),
             _ if spec.keeps_probe() => !probe.is_empty(),
             _ => !build.is_empty() && !probe.is_empty(),
         };
         if !needed {
-            continue;
+            return Ok(());
         }
         let table = match table_of(&build, &sides.build_schema, spec, workers, opts) {
             Ok(t) => t,
@@ -472,8 +616,7 @@ fn join_some(
                     probe_schema: sides.probe_schema.clone(),
                     build_schema: sides.build_schema.clone(),
                 };
-                join_parts(&sides, spec, deeper, sink, next, workers, opts)?;
-                continue;
+                return join_parts(&sides, spec, deeper, sink, next, workers, opts);
             }
             Err(e) => return Err(e),
         };
@@ -543,15 +686,16 @@ fn flush_bytes(opts: &QueryOptions, groups: u32) -> u64 {
 
 /// Into how many parts (a power of two, 2 to [`PARTS`]) a build side of
 /// `rows` rows and `bytes` bytes is split: as many as give each part's
-/// hash table (its rows and entries, [`HashTable::estimate`]) a quarter
-/// of the limit — what a part's table may take beside the rows the query
-/// holds (up to half the limit) and its probes. A part that still does
+/// hash table (its rows and entries, [`HashTable::estimate`]) a `share`
+/// of the limit — a quarter: what a part's table may take beside the
+/// rows the query holds (up to half the limit) and its probes; an
+/// eighth for the pipelined parts ([`parted`]). A part that still does
 /// not fit is split again, into [`PARTS`] ([`join_parts`]). Each part
 /// holds whole partitions of [`part_of`] (`PARTS / groups` of them).
-fn fan_out(rows: usize, bytes: u64, opts: &QueryOptions) -> u32 {
+fn fan_out(rows: usize, bytes: u64, share: u64, opts: &QueryOptions) -> u32 {
     let limit = opts.memory.as_ref().map_or(u64::MAX, |m| m.limit());
     let need = HashTable::estimate(rows, bytes);
-    let parts = need.div_ceil((limit / 4).max(1));
+    let parts = need.div_ceil((limit / share).max(1));
     parts.next_power_of_two().clamp(2, u64::from(PARTS)) as u32
 }
 
@@ -726,14 +870,14 @@ mod tests {
         let o = limited(4 << 20);
         // A table of a quarter of the limit: 2 parts (never 1: the side
         // was found not to fit whole).
-        assert_eq!(fan_out(10, 1 << 20, &o), 2);
+        assert_eq!(fan_out(10, 1 << 20, 4, &o), 2);
         // 300 K rows of 16 bytes (about 13.7 MiB with their entries):
         // 16 parts of under 1 MiB.
         let need = HashTable::estimate(300_000, 300_000 * 16);
         assert_eq!(need.div_ceil(1 << 20), 14);
-        assert_eq!(fan_out(300_000, 300_000 * 16, &o), 16);
+        assert_eq!(fan_out(300_000, 300_000 * 16, 4, &o), 16);
         // Far past the limit: every partition.
-        assert_eq!(fan_out(1 << 30, 1 << 40, &o), PARTS);
+        assert_eq!(fan_out(1 << 30, 1 << 40, 4, &o), PARTS);
         // The parts' buffers share an eighth of the limit.
         assert_eq!(flush_bytes(&o, 16), (4 << 20) / 8 / 16);
         assert_eq!(flush_bytes(&limited(64 << 10), PARTS), 8 << 10);

@@ -89,14 +89,16 @@ pub struct Pipeline {
 /// which part each input batch holds the probe rows of, and per part its
 /// build rows on disk and its table while its morsels are joined.
 ///
-/// One part's table at a time, as the grace join holds them: a part's
-/// table is built once every morsel of the parts before it is done (or,
-/// after 10 ms of waiting, when the limit has room for it beside
-/// theirs), and let go when its own last morsel is. The scan hands the
-/// batches out in order (see [`Pipeline::in_order`]), so a worker that
-/// waits for an earlier part waits for morsels other workers hold, and
-/// the worker on the earliest part never waits: no worker waits for
-/// ever.
+/// At most two parts' tables at a time ([`TABLES_AT_ONCE`]): a part's
+/// table is built once every part before it but one is done (or, after
+/// 10 ms of waiting, when the limit has room for it beside theirs), and
+/// let go when its own last morsel is. The scan hands the batches out in
+/// order (see [`Pipeline::in_order`]), so a worker that waits for an
+/// earlier part waits for morsels other workers hold, and the workers
+/// on the earliest two parts never wait: no worker waits for ever. With
+/// two workers none waits at all — a waiting worker cannot write its
+/// operator's rows out when another asks it to (a GROUP BY over the join
+/// at 128 KiB failed so when one table at a time was the rule).
 pub(super) struct Parts {
     /// Per input batch (as the scan numbers them): its part, or `None`
     /// for rows joined already (only cut to the output).
@@ -113,8 +115,11 @@ pub(super) struct Parts {
     /// in it and gives it back when let go, so the operator above cannot
     /// take the room a part's table needs between two parts (a review
     /// saw a GROUP BY of many groups fail so, 6 runs in 45).
-    room: Mutex<Option<Reservation>>,
+    room: Mutex<Vec<Reservation>>,
 }
+
+/// Parts' tables in memory at once, each in room set aside for it.
+pub(super) const TABLES_AT_ONCE: usize = 2;
 
 struct Part {
     build: Vec<Piece>,
@@ -134,7 +139,7 @@ impl Parts {
         types: Vec<A>,
         workers: usize,
         held: Reservation,
-        room: Option<Reservation>,
+        room: Vec<Reservation>,
     ) -> Parts {
         let mut left = vec![0usize; builds.len()];
         for q in of_batch.iter().flatten() {
@@ -172,15 +177,23 @@ impl Parts {
         let since = Instant::now();
         let mut tried = Duration::ZERO;
         loop {
-            let earlier = self.parts[..q]
+            let alive = self.parts[..q]
                 .iter()
-                .any(|p| p.left.load(Ordering::Acquire) > 0);
+                .filter(|p| p.left.load(Ordering::Acquire) > 0)
+                .count();
+            let earlier = alive > 0;
+            if alive < TABLES_AT_ONCE {
+                match self.try_table(part, opts) {
+                    Err(Error::MemoryLimit { .. }) if earlier => {}
+                    r => return r,
+                }
+            }
             // After a while, tried anyway (every 10 ms) if the limit has
             // room for it beside the earlier parts' tables: a worker
             // waiting here cannot write its own operator's rows out when
             // another asks it to.
             let waited = since.elapsed();
-            if !earlier || waited >= tried + Duration::from_millis(10) {
+            if waited >= tried + Duration::from_millis(10) {
                 tried = waited;
                 match self.try_table(part, opts) {
                     Err(Error::MemoryLimit { .. }) if earlier => {}
@@ -208,7 +221,20 @@ impl Parts {
                 "join: a part's table after its last morsel".into(),
             ));
         }
-        let room = self.room.lock().ok().and_then(|mut r| r.take());
+        // A room set aside, grown to this table's estimate (given back
+        // if it cannot grow: the next try, or the next part, needs it).
+        let mut room = self.room.lock().ok().and_then(|mut r| r.pop());
+        if let Some(r) = &mut room {
+            let rows = part.build.iter().map(Piece::rows).sum();
+            let bytes = part.build.iter().map(Piece::bytes).sum();
+            let need = HashTable::estimate(rows, bytes);
+            if let Err(e) = r.resize(need.max(r.bytes())) {
+                if let (Some(r), Ok(mut pool)) = (room, self.room.lock()) {
+                    pool.push(r);
+                }
+                return Err(e);
+            }
+        }
         let built = Arc::new(super::grace::part_table_in(
             &part.build,
             &self.build_schema,
@@ -249,9 +275,9 @@ impl Parts {
             if let Ok(mut table) = Arc::try_unwrap(table)
                 && let Some(m) = table.mem.take()
                 && let Ok(mut room) = self.room.lock()
-                && room.is_none()
+                && room.len() < TABLES_AT_ONCE
             {
-                *room = Some(m);
+                room.push(m);
             }
         }
         part.left.fetch_sub(1, Ordering::AcqRel);
