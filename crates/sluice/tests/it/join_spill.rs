@@ -435,40 +435,30 @@ fn the_last_join_by_partitions_is_made_part_by_part_by_the_workers_above() {
             }
         }
     }
-    let r = query_with(
-        &db,
-        &format!("EXPLAIN ANALYZE {}", queries[3]),
-        &QueryOptions {
-            threads: Some(2),
-            morsel_rows: Some(2048),
-            memory: Some(Memory::new(1 << 20)),
-            spill: Some(Spill::new(&root)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let text = r.explain.clone().unwrap_or_default();
+    // EXPLAIN ANALYZE of a query under 1 MiB with 2 workers.
+    let explain = |sql: &str| -> String {
+        let r = query_with(
+            &db,
+            &format!("EXPLAIN ANALYZE {sql}"),
+            &QueryOptions {
+                threads: Some(2),
+                morsel_rows: Some(2048),
+                memory: Some(Memory::new(1 << 20)),
+                spill: Some(Spill::new(&root)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        r.explain.clone().unwrap_or_default()
+    };
+    let text = explain(queries[3]);
     assert!(text.contains("its parts pipelined"), "{text}");
     assert!(text.contains("both sides partitioned on disk"), "{text}");
-    drop(r);
-    let r = query_with(
-        &db,
-        &format!("EXPLAIN ANALYZE {}", queries[5]),
-        &QueryOptions {
-            threads: Some(2),
-            morsel_rows: Some(2048),
-            memory: Some(Memory::new(1 << 20)),
-            spill: Some(Spill::new(&root)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let text = r.explain.clone().unwrap_or_default();
+    let text = explain(queries[5]);
     assert!(
         text.contains("Grace hash join (Left)") && text.contains("its parts pipelined"),
         "{text}"
     );
-    drop(r);
     no_spill_files(&root);
     // A worker that fails on a part's rows (a division by zero in the
     // condition left) fails the query; the workers waiting for that part
