@@ -1175,7 +1175,11 @@ pub fn run(
         }
         break;
     }
-    // The output columns, in the group's order.
+    joined_rows(s, g)
+}
+
+/// The group's rows `s` as its output columns, in the group's order.
+fn joined_rows(s: Rel, g: &JoinGroup) -> Result<Joined> {
     let pos = s.positions(&g.output)?;
     let batches = s
         .batches
@@ -1599,6 +1603,40 @@ fn grace_last(
     workers: usize,
     opts: &QueryOptions,
 ) -> Result<Joined> {
+    // Under a limit so small that the workers' morsels of joined rows
+    // would take a quarter of it (beside the parts' tables, up to
+    // another quarter): the join made whole by partitions, its rows to
+    // disk and read by the operator above, as any other join's.
+    let per_row = |r: &Rel| r.bytes() / r.rows.max(1) as u64;
+    let working =
+        (workers * probe_rows(opts, workers)) as u64 * (per_row(&s) + per_row(&right)) * 2;
+    if opts
+        .memory
+        .as_ref()
+        .is_some_and(|m| working > m.limit() / 4)
+    {
+        let name = format!(
+            "Grace hash join ({kind:?}) of {} with {}",
+            label(g, s.items),
+            label(g, right.items)
+        );
+        let rows = s.rows;
+        let joined = recorded(
+            opts,
+            || name,
+            rows,
+            || grace_rows(s, right, kind, keys, rest, g, workers, opts),
+            |r| r.rows,
+        )?;
+        for &i in &then {
+            conjuncts[i].1 = true;
+        }
+        let joined = match and_all(then.iter().map(|&i| conjuncts[i].0.expr.clone()).collect()) {
+            Some(c) => filter(joined, &c, g, workers, opts)?,
+            None => joined,
+        };
+        return joined_rows(joined, g);
+    }
     let out = s.beside(&right);
     let then = then_of(conjuncts, then, &out)?;
     let residual = rest.map(|r| out.local(r)).transpose()?;

@@ -219,11 +219,6 @@ pub(super) fn parted(
     let probe_schema = probe.schema()?;
     let build_schema = build.schema()?;
     let rows = probe_rows(opts, workers);
-    // What the workers of the operator above hold at once besides the
-    // parts' tables: each a morsel of joined rows (twice: its pairs, and
-    // what it makes of them).
-    let per_row = |r: &Rel| r.bytes() / r.rows.max(1) as u64;
-    let working = (workers * rows) as u64 * (per_row(&probe) + per_row(&build)) * 2;
     let groups = fan_out(build.rows, build.bytes(), PIPELINED_SHARE, opts);
     // NULL keys match nothing: dropped from both sides (a LEFT join's
     // probe rows with one come out NULL-filled).
@@ -268,14 +263,9 @@ pub(super) fn parted(
     } = g;
     // The room the parts' tables are built in, set aside now, before the
     // operator above starts: the largest estimate for each table that
-    // may be in memory at once. Without it — or under a limit so small
-    // that those tables and the workers' morsels would take more than
-    // half of it, the rest being what the operator above needs for
-    // itself (its groups, its sorted rows) — every part is joined here.
-    let tables = largest.saturating_mul(super::pipeline::TABLES_AT_ONCE as u64);
-    if tables.saturating_add(working) > limit / 2 {
-        here.append(&mut parts);
-    }
+    // may be in memory at once. Without it, every part is joined here.
+    // (Under a limit too small for those tables beside the workers'
+    // morsels, the caller made the join whole: `join.rs`, `grace_last`.)
     let mut room = Vec::new();
     if !parts.is_empty() {
         for _ in 0..super::pipeline::TABLES_AT_ONCE {
