@@ -168,7 +168,7 @@ impl Parts {
     }
 
     /// Part `q`'s table: built by the first worker that needs it, once
-    /// every part before it is done.
+    /// every part before it but one is done.
     fn table(&self, q: usize, opts: &QueryOptions) -> Result<Arc<HashTable>> {
         let part = self
             .parts
@@ -181,22 +181,17 @@ impl Parts {
                 .iter()
                 .filter(|p| p.left.load(Ordering::Acquire) > 0)
                 .count();
-            let earlier = alive > 0;
-            if alive < TABLES_AT_ONCE {
-                match self.try_table(part, opts) {
-                    Err(Error::MemoryLimit { .. }) if earlier => {}
-                    r => return r,
-                }
-            }
-            // After a while, tried anyway (every 10 ms) if the limit has
-            // room for it beside the earlier parts' tables: a worker
-            // waiting here cannot write its own operator's rows out when
-            // another asks it to.
+            // Built when at most one part before it is not done; after a
+            // while, tried anyway (every 10 ms) if the limit has room for
+            // it beside the earlier parts' tables: a worker waiting here
+            // cannot write its own operator's rows out when another asks
+            // it to. Out of memory with an earlier table alive: wait for
+            // it to go.
             let waited = since.elapsed();
-            if waited >= tried + Duration::from_millis(10) {
+            if alive < TABLES_AT_ONCE || waited >= tried + Duration::from_millis(10) {
                 tried = waited;
                 match self.try_table(part, opts) {
-                    Err(Error::MemoryLimit { .. }) if earlier => {}
+                    Err(Error::MemoryLimit { .. }) if alive > 0 => {}
                     r => return r,
                 }
             }
