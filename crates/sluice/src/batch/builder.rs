@@ -235,6 +235,37 @@ impl BatchBuilder {
         }
     }
 
+    /// Appends INT or DATE values read by the parser's fast paths.
+    #[inline]
+    pub fn append_i32s(&mut self, col: usize, v: &[i32]) {
+        match &mut self.cols[col] {
+            Col::Int(b) => b.append_slice(v),
+            Col::Date(b) => b.append_slice(v),
+            _ => debug_assert!(false, "i32s pushed to column {col}"),
+        }
+    }
+
+    /// Appends BIGINT or DECIMAL (scaled) values read by the parser's
+    /// fast paths.
+    #[inline]
+    pub fn append_i64s(&mut self, col: usize, v: &[i64]) {
+        match &mut self.cols[col] {
+            Col::BigInt(b) => b.append_slice(v),
+            Col::Decimal(b, ..) => b.append_slice(v),
+            _ => debug_assert!(false, "i64s pushed to column {col}"),
+        }
+    }
+
+    /// Whether `len` more bytes of text fit column `col`'s values in
+    /// this block (what [`Self::push_ascii`] refuses past 2 GiB).
+    #[inline]
+    pub fn text_fits(&self, col: usize, len: usize) -> bool {
+        match &self.cols[col] {
+            Col::Text(b) => b.values_slice().len() + len <= i32::MAX as usize,
+            _ => false,
+        }
+    }
+
     /// Checks that a value of an exact INT, BIGINT or DECIMAL column reads
     /// back as written (DOUBLE values are checked once parsed).
     fn check_exact(&self, col: usize, field: &[u8]) -> Result<(), String> {

@@ -38,10 +38,8 @@ pub(super) fn leading_digits16(data: &[u8], pos: usize) -> Option<(u64, usize)> 
 #[inline]
 fn leading_digits16_sse2(data: &[u8], pos: usize) -> Option<(u64, usize)> {
     use std::arch::x86_64::{
-        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cvtsi128_si32, _mm_loadu_si128,
-        _mm_madd_epi16, _mm_max_epu8, _mm_movemask_epi8, _mm_packs_epi32, _mm_set_epi8,
-        _mm_set1_epi8, _mm_set1_epi32, _mm_setzero_si128, _mm_srli_si128, _mm_sub_epi8,
-        _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_max_epu8,
+        _mm_movemask_epi8, _mm_set_epi8, _mm_set1_epi8, _mm_sub_epi8,
     };
     if pos.checked_add(16)? > data.len() {
         return None;
@@ -65,6 +63,61 @@ fn leading_digits16_sse2(data: &[u8], pos: usize) -> Option<(u64, usize)> {
     // Keep bytes 16 - len .. 16: the digits.
     let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
     let digits = _mm_and_si128(_mm_sub_epi8(y, zero), keep);
+    Some((value16(digits), len))
+}
+
+/// The value of the digits `data[end - len..end]` (1 to 16 of them),
+/// when they are all digits and 16 bytes end at `end`; `None` otherwise
+/// (not digits, or the caller's byte loop: not x86-64, or too near the
+/// data's start).
+#[inline]
+pub(super) fn digits16(data: &[u8], end: usize, len: usize) -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of x86-64 itself.
+        unsafe { digits16_sse2(data, end, len) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (data, end, len);
+        None
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn digits16_sse2(data: &[u8], end: usize, len: usize) -> Option<u64> {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_max_epu8,
+        _mm_movemask_epi8, _mm_set_epi8, _mm_set1_epi8, _mm_sub_epi8,
+    };
+    if end < 16 || end > data.len() || len == 0 || len > 16 {
+        return None;
+    }
+    // SAFETY: `16 <= end <= data.len()`.
+    let y = unsafe { _mm_loadu_si128(data.as_ptr().add(end - 16) as *const __m128i) };
+    let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    // Bytes 16 - len .. 16 are the field's.
+    let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
+    let d = _mm_and_si128(_mm_sub_epi8(y, _mm_set1_epi8(b'0' as i8)), keep);
+    // Less '0' (wrapping), a digit is at most 9; the bytes not kept are 0.
+    let nine = _mm_set1_epi8(9);
+    if _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) != 0xFFFF {
+        return None;
+    }
+    Some(value16(d))
+}
+
+/// The value of 16 digit values (0..=9 each, the first the highest).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn value16(digits: std::arch::x86_64::__m128i) -> u64 {
+    use std::arch::x86_64::{
+        _mm_cvtsi128_si32, _mm_madd_epi16, _mm_packs_epi32, _mm_set1_epi32, _mm_setzero_si128,
+        _mm_srli_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    };
     let z = _mm_setzero_si128();
     let (lo, hi) = (_mm_unpacklo_epi8(digits, z), _mm_unpackhi_epi8(digits, z));
     // Lanes of 16 bits: (10, 1) pairs; the first digit is the highest.
@@ -75,7 +128,7 @@ fn leading_digits16_sse2(data: &[u8], pos: usize) -> Option<(u64, usize)> {
     let octets = _mm_madd_epi16(quads, _mm_set1_epi32(0x0001_2710));
     let high = _mm_cvtsi128_si32(octets) as u32 as u64;
     let low = _mm_cvtsi128_si32(_mm_srli_si128(octets, 4)) as u32 as u64;
-    Some((high * 100_000_000 + low, len))
+    high * 100_000_000 + low
 }
 
 /// The first position at or after `from` holding one of the four bytes

@@ -29,27 +29,27 @@ pub struct BlockInfo {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Term {
+pub(super) enum Term {
     Delim,
     Newline,
     Eof,
 }
 
-enum Field {
+pub(super) enum Field {
     /// `data[start..end]`, as is.
     Slice(usize, usize),
     /// The unescaped contents in the scratch buffer.
     Scratch,
 }
 
-struct Scanned {
-    field: Field,
-    quoted: bool,
-    term: Term,
+pub(super) struct Scanned {
+    pub(super) field: Field,
+    pub(super) quoted: bool,
+    pub(super) term: Term,
     /// Where the next field or record starts.
-    next: usize,
+    pub(super) next: usize,
     /// Newlines inside a quoted field.
-    newlines: u64,
+    pub(super) newlines: u64,
 }
 
 /// Shortens a value for an error message.
@@ -160,7 +160,7 @@ fn skip_indent(data: &[u8], mut at: usize) -> usize {
 }
 
 #[cold]
-fn scan_quoted(
+pub(super) fn scan_quoted(
     data: &[u8],
     start: usize,
     d: &Dialect,
@@ -277,7 +277,7 @@ fn block_error_at(
 /// field's end. Anything else (spaces, quotes, 19+ digits) returns `None`
 /// and takes the general path, which also makes the error messages.
 #[inline(always)]
-fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, usize)> {
+pub(super) fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, usize)> {
     let n = data.len();
     let mut i = pos;
     let neg = i < n && data[i] == b'-';
@@ -324,7 +324,7 @@ fn scan_integer(data: &[u8], pos: usize, delimiter: u8) -> Option<(i64, Term, us
 /// an exponent, more digits, quotes) returns `None` and takes the general
 /// path, which also says why a value does not fit.
 #[inline(always)]
-fn scan_decimal(
+pub(super) fn scan_decimal(
     data: &[u8],
     pos: usize,
     delimiter: u8,
@@ -366,7 +366,7 @@ fn scan_decimal(
 /// newline or the end, a valid day, as days since 1970-01-01. Anything
 /// else takes the general path (one-digit months, spaces, errors).
 #[inline(always)]
-fn scan_date(data: &[u8], pos: usize, delimiter: u8) -> Option<(i32, Term, usize)> {
+pub(super) fn scan_date(data: &[u8], pos: usize, delimiter: u8) -> Option<(i32, Term, usize)> {
     let f: &[u8; 10] = data.get(pos..pos + 10)?.try_into().ok()?;
     let digit = |k: usize| {
         let v = f[k].wrapping_sub(b'0');
@@ -427,7 +427,7 @@ const POW10_18: [i64; 19] = {
 /// would not have (`007`, `-0`): such a field of an exact column takes the
 /// slow path, which says why it cannot be stored as written.
 #[inline]
-fn zero_first(data: &[u8], pos: usize) -> bool {
+pub(super) fn zero_first(data: &[u8], pos: usize) -> bool {
     match data.get(pos..pos + 2) {
         Some([b'0', c]) => c.is_ascii_digit(),
         Some([b'-', b'0']) => true,
@@ -546,11 +546,7 @@ fn push_field(
 ) -> Result<(), String> {
     let nul = |z: usize| format!("a NUL byte at byte {z} of the value (binary data, not text)");
     if text {
-        // Bit 7 of `b | (b - 1) & !b` is set for 0 and for 128..=255.
-        let odd = bytes
-            .iter()
-            .fold(0u8, |a, &b| a | b | (b.wrapping_sub(1) & !b));
-        if odd & 0x80 == 0 {
+        if ascii_text(bytes) {
             return out.push_ascii(col, bytes, quoted);
         }
         if let Some(z) = memchr(0, bytes) {
@@ -563,6 +559,17 @@ fn push_field(
             Some(z) if nul_said => nul(z),
             _ => m,
         })
+}
+
+/// Whether TEXT bytes are ASCII without a NUL (as [`push_field`] tests
+/// them: such bytes are pushed as they are).
+#[inline(always)]
+pub(super) fn ascii_text(bytes: &[u8]) -> bool {
+    // Bit 7 of `b | (b - 1) & !b` is set for 0 and for 128..=255.
+    let odd = bytes
+        .iter()
+        .fold(0u8, |a, &b| a | b | (b.wrapping_sub(1) & !b));
+    odd & 0x80 == 0
 }
 
 /// Parses every record of `data` (which starts at a record boundary) into
@@ -669,6 +676,13 @@ fn parse_block_split<const WS: bool, const FAST: bool>(
         .collect();
     let nul_said = text.contains(&true);
     let mut builder_rows: u32 = 0;
+    // Runs of records read by the structural index where they can be
+    // (not split at whitespace: the index knows one delimiter byte).
+    let mut indexed = if WS {
+        None
+    } else {
+        super::indexed::Indexed::new(data, d, schema, out, &fast, map, policy.max_record)
+    };
     let blank_records = d.blank_lines.are_records(ncols == 1 && map.is_none());
     let whitespace = WS;
     let mut pos = 0;
@@ -701,6 +715,15 @@ fn parse_block_split<const WS: bool, const FAST: bool>(
             continue;
         }
         let record_start = pos;
+        if let Some(ix) = indexed.as_mut()
+            && let Some((next, rows, newlines)) = ix.run(pos, out)
+        {
+            pos = next;
+            info.newlines += newlines;
+            info.rows += rows;
+            builder_rows += rows as u32;
+            continue;
+        }
         let newlines_before = info.newlines;
         let mut col = 0;
         // Columns of this record pushed into the builder so far.
@@ -1478,6 +1501,7 @@ mod fast_path_tests {
 
     use super::*;
     use crate::batch::ValueOptions;
+    use crate::parse::BlankLines;
 
     fn field() -> impl Strategy<Value = String> {
         let pieces = prop_oneof![
@@ -1607,6 +1631,200 @@ mod fast_path_tests {
             let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
             prop_assert_eq!(fast, reference, "{:?}", text);
         }
+    }
+
+    /// A field for a column of kind `k` (0 INT, 1 BIGINT, 2 DECIMAL,
+    /// 3 DATE, 4 TEXT): mostly what the index path takes, sometimes what
+    /// it must leave to the per-field loop.
+    fn typed_field(k: usize) -> BoxedStrategy<String> {
+        let junk = prop_oneof![
+            Just(String::new()),
+            Just("NA".to_string()),
+            Just("-".to_string()),
+            Just("+1".to_string()),
+            Just(" 1".to_string()),
+            Just("\"7\"".to_string()),
+            Just("x\"y".to_string()),
+            Just("\u{e9}".to_string()),
+            Just("a\0b".to_string()),
+            Just("1\r2".to_string()),
+        ];
+        let value = match k {
+            0 => prop_oneof![
+                4 => any::<i32>().prop_map(|v| v.to_string()),
+                1 => (0i64..1 << 40).prop_map(|v| v.to_string()),
+                1 => (0u32..1000, 1usize..4).prop_map(|(v, z)| format!("{}{v}", "0".repeat(z))),
+                1 => Just("-0".to_string()),
+            ]
+            .boxed(),
+            1 => prop_oneof![
+                4 => any::<i64>().prop_map(|v| v.to_string()),
+                2 => (0u32..100).prop_map(|v| v.to_string()),
+                1 => (0usize..22).prop_map(|n| "9".repeat(n)),
+                1 => (0u32..1000, 1usize..4).prop_map(|(v, z)| format!("-{}{v}", "0".repeat(z))),
+            ]
+            .boxed(),
+            2 => (any::<bool>(), 0u64..10_000_000_000, 0usize..5, 0usize..3)
+                .prop_map(|(neg, v, frac, zeros)| {
+                    let s = v.to_string();
+                    let cut = frac.min(s.len());
+                    let (a, b) = s.split_at(s.len() - cut);
+                    let dot = if cut > 0 || zeros == 2 { "." } else { "" };
+                    format!(
+                        "{}{}{a}{dot}{b}",
+                        if neg { "-" } else { "" },
+                        "0".repeat(zeros)
+                    )
+                })
+                .boxed(),
+            3 => (0u32..10_001, 0u32..14, 0u32..33)
+                .prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}"))
+                .boxed(),
+            _ => prop_oneof![
+                4 => "[a-z ]{0,20}",
+                2 => "[a-z,;|\t]{0,12}".prop_map(|t| format!("\"{t}\"")),
+                1 => "[a-z]{0,3}\n[a-z]{0,3}".prop_map(|t| format!("\"{t}\"")),
+                1 => "[a-z]{0,3}".prop_map(|t| format!("\"{t}\"\"{t}\"")),
+                1 => "[a-z]{0,40}",
+            ]
+            .boxed(),
+        };
+        prop_oneof![12 => value, 1 => junk].boxed()
+    }
+
+    /// Blocks of records of the schema's column kinds: mostly the right
+    /// number of fields, sometimes one more or less, blank lines and
+    /// comment lines among them, LF or CR LF, the last line ended or not.
+    fn typed_block() -> impl Strategy<Value = (Vec<usize>, String)> {
+        prop::collection::vec(0usize..5, 1..6).prop_flat_map(|kinds| {
+            let fields: Vec<BoxedStrategy<String>> =
+                kinds.iter().map(|&k| typed_field(k)).collect();
+            let record = prop_oneof![
+                20 => fields.prop_map(|f| f.join(",")),
+                1 => Just(String::new()),
+                1 => Just("# note, 1".to_string()),
+                1 => Just("1,2,3,4,5,6,7".to_string()),
+                1 => Just("9".to_string()),
+            ];
+            (
+                Just(kinds),
+                prop::collection::vec((record, any::<bool>()), 0..60),
+                any::<bool>(),
+            )
+                .prop_map(|(kinds, records, ended)| {
+                    let mut text = String::new();
+                    for (i, (r, crlf)) in records.iter().enumerate() {
+                        text.push_str(r);
+                        if ended || i + 1 < records.len() {
+                            text.push_str(if *crlf { "\r\n" } else { "\n" });
+                        }
+                    }
+                    (kinds, text)
+                })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3_000, ..ProptestConfig::default() })]
+
+        /// Records the structural index reads run by run (and records it
+        /// leaves to the per-field loop among them) give the same rows,
+        /// line counts, rejects and errors as the reference path, under
+        /// every option that changes what a record means.
+        #[test]
+        fn indexed_runs_answer_as_the_reference(
+            (kinds, text) in typed_block(),
+            null_na in any::<bool>(),
+            exact in any::<bool>(),
+            skip_bad in any::<bool>(),
+            comment in any::<bool>(),
+            blank in prop::sample::select(vec![BlankLines::Auto, BlankLines::Skip, BlankLines::Null]),
+            max_record in prop::sample::select(vec![None, None, Some(20), Some(200)]),
+        ) {
+            let names = ["i INT", "b BIGINT", "d DECIMAL(12, 3)", "t DATE", "x TEXT"];
+            let schema: Schema = kinds
+                .iter()
+                .enumerate()
+                .map(|(c, &k)| names[k].replacen(' ', &format!("{c} "), 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+                .parse()
+                .unwrap();
+            let all: Vec<String> = schema.columns.iter().map(|c| c.name.clone()).collect();
+            let values = Arc::new(ValueOptions {
+                null: if null_na { b"NA".to_vec() } else { Vec::new() },
+                exact: if exact { all } else { Vec::new() },
+                ..ValueOptions::default()
+            });
+            let d = Dialect {
+                comment: comment.then_some(b'#'),
+                blank_lines: blank,
+                ..Dialect::default()
+            };
+            let policy = RowPolicy {
+                skip_bad,
+                fill_missing: skip_bad,
+                max_record,
+                ..RowPolicy::default()
+            };
+            let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
+            let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
+            prop_assert_eq!(fast, reference, "{:?}", text);
+        }
+    }
+
+    /// Plain records go through the index path (what the property test
+    /// above holds to the reference is not only the per-field loop), a
+    /// record it cannot take among them goes through the loop, and the
+    /// runs go on after it.
+    #[test]
+    fn plain_records_take_the_index_path() {
+        let schema: Schema = "a INT, b DECIMAL(15, 2), c DATE, d TEXT, e BIGINT"
+            .parse()
+            .unwrap();
+        let values = Arc::new(ValueOptions::default());
+        let d = Dialect::default();
+        let mut text = String::new();
+        for i in 0..5_000 {
+            if i == 2_500 {
+                // Not for the index path: an empty INT (NULL).
+                text.push_str(",1.5,2024-02-29,\"x\",7\n");
+            }
+            text.push_str(&format!(
+                "{i},{}.{:02},1996-03-{:02},\"note {i}, quoted\",{}\n",
+                i * 7,
+                i % 100,
+                1 + i % 31,
+                -(i as i64) * 1_000_000_007
+            ));
+        }
+        super::super::indexed::ROWS.with(|r| r.set(0));
+        let fast = run(
+            false,
+            text.as_bytes(),
+            &d,
+            &schema,
+            &values,
+            RowPolicy::default(),
+        );
+        let taken = super::super::indexed::ROWS.with(|r| r.get());
+        let reference = run(
+            true,
+            text.as_bytes(),
+            &d,
+            &schema,
+            &values,
+            RowPolicy::default(),
+        );
+        assert_eq!(fast, reference);
+        let (batch, info, _) = fast.unwrap();
+        assert_eq!(batch.num_rows(), 5_001);
+        assert_eq!(info.newlines, 5_001);
+        assert_eq!(taken, 5_000, "every plain record by the index path");
+        let v = |c: usize, r: usize| crate::batch::format_value(batch.column(c).as_ref(), r);
+        assert_eq!(v(0, 2_500), None);
+        assert_eq!(v(1, 2_501), Some("17500.00".into()));
+        assert_eq!(v(3, 4_999), Some("note 4998, quoted".into()));
     }
 
     /// A delimiter or quote that numbers and dates are written with

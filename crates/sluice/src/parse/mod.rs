@@ -8,7 +8,9 @@
 
 mod byte_scan;
 mod csv;
+mod indexed;
 pub mod json;
+mod structural;
 pub mod value;
 
 pub(crate) use csv::snippet;
