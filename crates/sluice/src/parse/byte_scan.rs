@@ -63,19 +63,32 @@ fn leading_digits16_sse2(data: &[u8], pos: usize) -> Option<(u64, usize)> {
     // Keep bytes 16 - len .. 16: the digits.
     let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
     let digits = _mm_and_si128(_mm_sub_epi8(y, zero), keep);
-    Some((value16(digits), len))
+    // SAFETY: without SSSE3, SSE2 only.
+    Some((unsafe { value_of::<false>(digits) }, len))
 }
 
 /// The value of the digits `data[end - len..end]` (1 to 16 of them),
 /// when they are all digits and 16 bytes end at `end`; `None` otherwise
 /// (not digits, or the caller's byte loop: not x86-64, or too near the
-/// data's start).
-#[inline]
-pub(super) fn digits16(data: &[u8], end: usize, len: usize) -> Option<u64> {
+/// data's start). `SSSE3`: with SSSE3's byte multiply-add.
+///
+/// # Safety
+/// With `SSSE3`, the CPU has SSSE3.
+#[inline(always)]
+pub(super) unsafe fn digits16<const SSSE3: bool>(
+    data: &[u8],
+    end: usize,
+    len: usize,
+) -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: SSE2 is part of x86-64 itself.
-        unsafe { digits16_sse2(data, end, len) }
+        if SSSE3 {
+            // SAFETY: the caller's.
+            unsafe { digits16_x86::<true>(data, end, len) }
+        } else {
+            // SAFETY: SSE2 is part of x86-64 itself.
+            unsafe { digits16_x86::<false>(data, end, len) }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -84,51 +97,180 @@ pub(super) fn digits16(data: &[u8], end: usize, len: usize) -> Option<u64> {
     }
 }
 
+/// Whether `data[s..z]` is ASCII without a NUL byte (what TEXT takes
+/// as it is), 16 bytes at a time.
+#[inline(always)]
+pub(super) fn ascii_text(data: &[u8], s: usize, z: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of x86-64 itself.
+        unsafe { ascii_text_sse2(data, s, z) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        ascii_text_bytes(&data[s..z])
+    }
+}
+
+/// The reference of [`ascii_text`].
+#[inline]
+pub(super) fn ascii_text_bytes(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b != 0 && b < 0x80)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 #[inline]
-fn digits16_sse2(data: &[u8], end: usize, len: usize) -> Option<u64> {
+fn ascii_text_sse2(data: &[u8], mut s: usize, z: usize) -> bool {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_setzero_si128,
+    };
+    // Bytes of 16 at `s` that are NUL or not ASCII, as bits.
+    let odd = |s: usize| {
+        // SAFETY: the callers read 16 bytes at `s` only within `data`.
+        let x = unsafe { _mm_loadu_si128(data.as_ptr().add(s) as *const __m128i) };
+        (_mm_movemask_epi8(x) | _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128()))) as u32
+    };
+    while s + 16 <= z {
+        if odd(s) != 0 {
+            return false;
+        }
+        s += 16;
+    }
+    if s == z {
+        return true;
+    }
+    if s + 16 <= data.len() {
+        // The rest is shorter than 16: those of the 16 bytes only.
+        return odd(s) & ((1u32 << (z - s)) - 1) == 0;
+    }
+    ascii_text_bytes(&data[s..z])
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn digits16_x86<const SSSE3: bool>(data: &[u8], end: usize, len: usize) -> Option<u64> {
     use std::arch::x86_64::{
         __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_max_epu8,
         _mm_movemask_epi8, _mm_set_epi8, _mm_set1_epi8, _mm_sub_epi8,
     };
-    if end < 16 || end > data.len() || len == 0 || len > 16 {
-        return None;
+    // SAFETY: SSE2 is part of x86-64 itself (what each intrinsic needs);
+    // SSSE3 is the caller's; the one load is bounds-checked below.
+    unsafe {
+        if end < 16 || end > data.len() || len == 0 || len > 16 {
+            return None;
+        }
+        // `16 <= end <= data.len()`.
+        let y = _mm_loadu_si128(data.as_ptr().add(end - 16) as *const __m128i);
+        let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        // Bytes 16 - len .. 16 are the field's.
+        let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
+        let d = _mm_and_si128(_mm_sub_epi8(y, _mm_set1_epi8(b'0' as i8)), keep);
+        // Less '0' (wrapping), a digit is at most 9; the bytes not kept are 0.
+        let nine = _mm_set1_epi8(9);
+        if _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) != 0xFFFF {
+            return None;
+        }
+        Some(value_of::<SSSE3>(d))
     }
-    // SAFETY: `16 <= end <= data.len()`.
-    let y = unsafe { _mm_loadu_si128(data.as_ptr().add(end - 16) as *const __m128i) };
-    let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    // Bytes 16 - len .. 16 are the field's.
-    let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
-    let d = _mm_and_si128(_mm_sub_epi8(y, _mm_set1_epi8(b'0' as i8)), keep);
-    // Less '0' (wrapping), a digit is at most 9; the bytes not kept are 0.
-    let nine = _mm_set1_epi8(9);
-    if _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) != 0xFFFF {
-        return None;
-    }
-    Some(value16(d))
 }
 
-/// The value of 16 digit values (0..=9 each, the first the highest).
+/// The digits of `data[end - len..end]` (1 to 16 bytes) with at most one
+/// `.` among them: their value with the point left out, and how many
+/// digits follow the point (`None`: no point); `None` when a byte is
+/// neither, or where [`digits16`] answers `None`.
+///
+/// # Safety
+/// With `SSSE3`, the CPU has SSSE3.
+#[inline(always)]
+pub(super) unsafe fn point_digits16<const SSSE3: bool>(
+    data: &[u8],
+    end: usize,
+    len: usize,
+) -> Option<(u64, Option<usize>)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_and_si128, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8,
+            _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi8,
+            _mm_set1_epi8, _mm_slli_si128, _mm_sub_epi8,
+        };
+        // SAFETY: SSE2 is part of x86-64 itself (what each intrinsic
+        // needs); SSSE3 is the caller's; the one load is bounds-checked.
+        unsafe {
+            if end < 16 || end > data.len() || len == 0 || len > 16 {
+                return None;
+            }
+            let y = _mm_loadu_si128(data.as_ptr().add(end - 16) as *const __m128i);
+            let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+            // Bytes 16 - len .. 16 are the field's.
+            let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
+            let point = _mm_and_si128(_mm_cmpeq_epi8(y, _mm_set1_epi8(b'.' as i8)), keep);
+            let points = _mm_movemask_epi8(point) as u32;
+            let d = _mm_and_si128(_mm_sub_epi8(y, _mm_set1_epi8(b'0' as i8)), keep);
+            let (d, frac) = if points == 0 {
+                (d, None)
+            } else {
+                if points & (points - 1) != 0 {
+                    return None;
+                }
+                let k = points.trailing_zeros() as i8;
+                // The digits before the point moved one byte on, over it
+                // (a zero comes in before the first).
+                let d = _mm_andnot_si128(point, d);
+                let before = _mm_cmpgt_epi8(_mm_set1_epi8(k + 1), index);
+                let d = _mm_or_si128(
+                    _mm_and_si128(before, _mm_slli_si128(d, 1)),
+                    _mm_andnot_si128(before, d),
+                );
+                (d, Some(15 - k as usize))
+            };
+            let nine = _mm_set1_epi8(9);
+            if _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) != 0xFFFF {
+                return None;
+            }
+            Some((value_of::<SSSE3>(d), frac))
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (data, end, len);
+        None
+    }
+}
+
+/// The value of 16 digit values (0..=9 each, the first the highest):
+/// pairs, quads and octets of digits multiplied and added, the two
+/// octets joined. `SSSE3`: the pairs by one byte multiply-add.
+///
+/// # Safety
+/// With `SSSE3`, the CPU has SSSE3.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
-#[inline]
-fn value16(digits: std::arch::x86_64::__m128i) -> u64 {
+#[inline(always)]
+unsafe fn value_of<const SSSE3: bool>(digits: std::arch::x86_64::__m128i) -> u64 {
     use std::arch::x86_64::{
-        _mm_cvtsi128_si32, _mm_madd_epi16, _mm_packs_epi32, _mm_set1_epi32, _mm_setzero_si128,
-        _mm_srli_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+        _mm_cvtsi128_si32, _mm_madd_epi16, _mm_maddubs_epi16, _mm_packs_epi32, _mm_set1_epi16,
+        _mm_set1_epi32, _mm_setzero_si128, _mm_srli_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
     };
-    let z = _mm_setzero_si128();
-    let (lo, hi) = (_mm_unpacklo_epi8(digits, z), _mm_unpackhi_epi8(digits, z));
-    // Lanes of 16 bits: (10, 1) pairs; the first digit is the highest.
-    let tens = _mm_set1_epi32(0x0001_000A);
-    let pairs = _mm_packs_epi32(_mm_madd_epi16(lo, tens), _mm_madd_epi16(hi, tens));
-    let quads = _mm_madd_epi16(pairs, _mm_set1_epi32(0x0001_0064));
-    let quads = _mm_packs_epi32(quads, quads);
-    let octets = _mm_madd_epi16(quads, _mm_set1_epi32(0x0001_2710));
-    let high = _mm_cvtsi128_si32(octets) as u32 as u64;
-    let low = _mm_cvtsi128_si32(_mm_srli_si128(octets, 4)) as u32 as u64;
-    high * 100_000_000 + low
+    // SAFETY: SSE2 is part of x86-64 itself; SSSE3 is the caller's.
+    unsafe {
+        let pairs = if SSSE3 {
+            // Lanes of 16 bits: (10, 1) byte pairs, the first digit the
+            // highest.
+            _mm_maddubs_epi16(digits, _mm_set1_epi16(0x010A))
+        } else {
+            let z = _mm_setzero_si128();
+            let (lo, hi) = (_mm_unpacklo_epi8(digits, z), _mm_unpackhi_epi8(digits, z));
+            let tens = _mm_set1_epi32(0x0001_000A);
+            _mm_packs_epi32(_mm_madd_epi16(lo, tens), _mm_madd_epi16(hi, tens))
+        };
+        let quads = _mm_madd_epi16(pairs, _mm_set1_epi32(0x0001_0064));
+        let quads = _mm_packs_epi32(quads, quads);
+        let octets = _mm_madd_epi16(quads, _mm_set1_epi32(0x0001_2710));
+        let high = _mm_cvtsi128_si32(octets) as u32 as u64;
+        let low = _mm_cvtsi128_si32(_mm_srli_si128(octets, 4)) as u32 as u64;
+        high * 100_000_000 + low
+    }
 }
 
 /// The first position at or after `from` holding one of the four bytes
@@ -331,6 +473,22 @@ mod tests {
         assert_eq!(leading_digits16(d, 0), None);
         assert_eq!(leading_digits16(b"12,..............", 0), None);
         assert_eq!(leading_digits16(b"x,..............", 0), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3_000, ..ProptestConfig::default() })]
+
+        /// Any bytes, any range: ASCII without a NUL as the byte loop says.
+        #[test]
+        fn ascii_text_is_the_byte_loop(
+            data in prop::collection::vec(prop_oneof![8 => 1u8..0x80, 1 => Just(0u8), 1 => 0x80u8..=0xff], 0..80),
+            s in 0usize..80,
+            len in 0usize..40,
+        ) {
+            let s = s.min(data.len());
+            let z = (s + len).min(data.len());
+            prop_assert_eq!(ascii_text(&data, s, z), ascii_text_bytes(&data[s..z]));
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! Not useful for: anything unusual; that is the per-field loop's.
 
 use super::Dialect;
-use super::csv::{Field, Term, ascii_text, scan_date, scan_decimal, scan_quoted, zero_first};
+use super::csv::{Field, Term, scan_decimal, scan_quoted, zero_first};
 use super::structural::Structurals;
 use crate::batch::{BatchBuilder, DataType, FastPath, Schema};
 use crate::parse::FieldMap;
@@ -42,6 +42,12 @@ thread_local! {
 
 /// The most records in a run.
 const MAX_RUN: usize = 1024;
+/// The most records the per-field loop reads after failed tries before
+/// the next try (1 in tests, so that they try the index path often).
+#[cfg(not(test))]
+const MAX_BACKOFF: usize = 256;
+#[cfg(test)]
+const MAX_BACKOFF: usize = 1;
 /// The records in the first run of a block.
 const FIRST_RUN: usize = 64;
 /// Bit of a field's end that says it was quoted.
@@ -72,6 +78,27 @@ enum Values {
     Text,
 }
 
+/// `values` cleared and filled with `$conv` of each unquoted field's
+/// bounds `$s..$z` while it gives one; how many it gave. (A macro, not a
+/// function taking a closure, so that the conversion is inlined into the
+/// loop.)
+macro_rules! fill {
+    ($values:expr, $fields:expr, $s:ident, $z:ident => $conv:expr) => {{
+        let values = $values;
+        values.clear();
+        for &(start, end) in $fields {
+            if end & QUOTED != 0 {
+                break;
+            }
+            let ($s, $z) = (start as usize, end as usize);
+            match $conv {
+                Some(x) => values.push(x),
+                None => break,
+            }
+        }
+        values.len()
+    }};
+}
 /// The state of the index path over one block.
 pub(super) struct Indexed<'a> {
     data: &'a [u8],
@@ -94,6 +121,9 @@ pub(super) struct Indexed<'a> {
     skip: usize,
     backoff: usize,
     scratch: Vec<u8>,
+    months: Months,
+    /// Whether quoted fields have an escape byte other than the quote.
+    escapes: bool,
 }
 
 impl<'a> Indexed<'a> {
@@ -160,6 +190,8 @@ impl<'a> Indexed<'a> {
             skip: 0,
             backoff: 0,
             scratch: Vec::new(),
+            months: Months::new(),
+            escapes: d.distinct_escape().is_some(),
         })
     }
 
@@ -173,20 +205,47 @@ impl<'a> Indexed<'a> {
             self.skip -= 1;
             return None;
         }
+        #[cfg(target_arch = "x86_64")]
+        if self.ix.avx2 {
+            // SAFETY: the CPU has AVX2 (detected by `Structurals::new`),
+            // and with it the other features `run_avx2` is compiled for.
+            return unsafe { self.run_avx2(pos, out) };
+        }
+        self.run_any::<false>(pos, out)
+    }
+
+    /// [`Self::run`] compiled for CPUs with AVX2 (the x86-64 of the last
+    /// decade): the splitting and converting loops inlined into it use
+    /// their instructions (`tzcnt`, `blsr`, SSSE3's byte multiply-add).
+    ///
+    /// # Safety
+    /// The CPU has AVX2, BMI1, BMI2, LZCNT, POPCNT and SSE4.2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt,sse4.2")]
+    unsafe fn run_avx2(&mut self, pos: usize, out: &mut BatchBuilder) -> Option<(usize, u64, u64)> {
+        self.run_any::<true>(pos, out)
+    }
+
+    #[inline(always)]
+    fn run_any<const AVX2: bool>(
+        &mut self,
+        pos: usize,
+        out: &mut BatchBuilder,
+    ) -> Option<(usize, u64, u64)> {
         self.split(pos);
         let mut rows = self.ends.len();
         for c in 0..self.kinds.len() {
             if rows == 0 {
                 break;
             }
-            rows = self.convert(c, rows, out);
+            rows = self.convert::<AVX2>(c, rows, out);
         }
         if rows == 0 {
             // The per-field loop reads this record; after failures in a
             // row, also the next ones (1, 2, 4 ... 256), so that a file
             // the index path never takes costs little more than before.
             self.skip = self.backoff;
-            self.backoff = (self.backoff * 2).clamp(1, 256);
+            self.backoff = (self.backoff * 2).clamp(1, MAX_BACKOFF);
             self.want = FIRST_RUN;
             return None;
         }
@@ -207,6 +266,7 @@ impl<'a> Indexed<'a> {
 
     /// Step 1: the bounds of the fields of up to `want` plain records
     /// from `pos` into `bounds`, and their ends into `ends`.
+    #[inline(always)]
     fn split(&mut self, mut pos: usize) {
         let (data, d) = (self.data, self.d);
         let n = data.len();
@@ -230,9 +290,41 @@ impl<'a> Indexed<'a> {
                     break 'records;
                 };
                 let stop = data[end];
+                if Some(stop) == d.quote && end == pos && kind == Kind::Text && !self.escapes {
+                    // A quoted field: the next quote closes it (a doubled
+                    // quote, read by `scan_quoted` as one, is left to the
+                    // per-field loop); the delimiters and line ends
+                    // before it are its contents.
+                    let mut inner_newlines = 0;
+                    let close = loop {
+                        match self.ix.pop() {
+                            Some(p) if Some(data[p]) == d.quote => break Some(p),
+                            Some(p) => inner_newlines += (data[p] == b'\n') as u64,
+                            None => break None,
+                        }
+                    };
+                    // Then the delimiter (every field but the last) or
+                    // the line end (the last), right after the quote.
+                    let follows = close.zip(self.ix.pop()).filter(|&(q, e)| {
+                        if c < last {
+                            e == q + 1 && data[e] == d.delimiter
+                        } else {
+                            data[e] == b'\n' && (e == q + 1 || (e == q + 2 && data[q + 1] == b'\r'))
+                        }
+                    });
+                    let Some((q, e)) = follows else {
+                        self.bounds.truncate(mark);
+                        break 'records;
+                    };
+                    self.bounds.push(((pos + 1) as u32, q as u32 | QUOTED));
+                    quoted_newlines += inner_newlines;
+                    pos = e + 1;
+                    continue;
+                }
                 if Some(stop) == d.quote {
-                    // A quoted TEXT field as the per-field loop reads it;
-                    // a quote inside an unquoted field is its error.
+                    // A quoted TEXT field with escapes, as the per-field
+                    // loop reads it; a quote inside an unquoted field is
+                    // its error.
                     let s = match (end == pos && kind == Kind::Text)
                         .then(|| scan_quoted(data, pos, d, &mut self.scratch))
                     {
@@ -288,43 +380,50 @@ impl<'a> Indexed<'a> {
 
     /// Step 2: column `c`'s fields of the first `rows` records of the run
     /// converted; how many records from the first all converted.
-    fn convert(&mut self, c: usize, rows: usize, out: &BatchBuilder) -> usize {
+    /// `AVX2`: compiled into [`Self::run_avx2`].
+    #[inline(always)]
+    fn convert<const AVX2: bool>(&mut self, c: usize, rows: usize, out: &BatchBuilder) -> usize {
         let data = self.data;
         let ncols = self.kinds.len();
         let delimiter = self.d.delimiter;
         let fields = self.bounds[c..].iter().step_by(ncols).take(rows);
         match (self.kinds[c], &mut self.values[c]) {
-            (Kind::Integer { exact, .. }, Values::I32(v)) => fill(v, fields, |s, z| {
+            (Kind::Integer { exact, .. }, Values::I32(v)) => fill!(v, fields, s, z => {
                 if exact && zero_first(data, s) {
-                    return None;
+                    None
+                } else {
+                    int_of::<AVX2>(data, s, z).and_then(|v| i32::try_from(v).ok())
                 }
-                i32::try_from(int_of(data, s, z)?).ok()
             }),
-            (Kind::Integer { exact, .. }, Values::I64(v)) => fill(v, fields, |s, z| {
+            (Kind::Integer { exact, .. }, Values::I64(v)) => fill!(v, fields, s, z => {
                 if exact && zero_first(data, s) {
-                    return None;
-                }
-                int_of(data, s, z)
-            }),
-            // The fast paths' scans over the field alone: they take it
-            // when the value ends where the field does.
-            (Kind::Decimal { scale, int_digits }, Values::I64(v)) => fill(v, fields, |s, z| {
-                match scan_decimal(&data[..z], s, delimiter, scale, int_digits) {
-                    Some((v, Term::Eof, _)) => Some(v),
-                    _ => None,
+                    None
+                } else {
+                    int_of::<AVX2>(data, s, z)
                 }
             }),
-            (Kind::Date, Values::I32(v)) => fill(v, fields, |s, z| {
-                match scan_date(&data[..z], s, delimiter) {
-                    Some((v, Term::Eof, _)) => Some(v),
-                    _ => None,
+            (Kind::Decimal { scale, int_digits }, Values::I64(v)) => fill!(v, fields, s, z => {
+                match decimal_of::<AVX2>(data, s, z, scale, int_digits) {
+                    Some(v) => Some(v),
+                    // The fast path's own scan over the field alone: it
+                    // takes the field when its value ends where the field
+                    // does (a delimiter, a line end or the end of the
+                    // data: only the end, no stop lying inside a field).
+                    None => match scan_decimal(&data[..z], s, delimiter, scale, int_digits) {
+                        Some((v, Term::Eof, _)) => Some(v),
+                        _ => None,
+                    },
                 }
             }),
+            (Kind::Date, Values::I32(v)) => {
+                let months = &mut self.months;
+                fill!(v, fields, s, z => date_of(data, s, z, months))
+            }
             (Kind::Text, _) => {
                 let (mut taken, mut bytes) = (0, 0);
                 for &(s, z) in fields {
                     let (s, z) = (s as usize, (z & !QUOTED) as usize);
-                    if !ascii_text(&data[s..z]) {
+                    if !super::byte_scan::ascii_text(data, s, z) {
                         break;
                     }
                     bytes += z - s;
@@ -337,6 +436,7 @@ impl<'a> Indexed<'a> {
     }
 
     /// Step 3: the first `rows` records' values appended to `out`.
+    #[inline(always)]
     fn append(&mut self, rows: usize, out: &mut BatchBuilder) {
         let ncols = self.kinds.len();
         for (c, values) in self.values.iter().enumerate() {
@@ -356,50 +456,266 @@ impl<'a> Indexed<'a> {
     }
 }
 
-/// `values` cleared and filled with `f` of each unquoted field's bounds
-/// while it gives one; how many it gave.
-#[inline(always)]
-fn fill<'b, T>(
-    values: &mut Vec<T>,
-    fields: impl Iterator<Item = &'b (u32, u32)>,
-    f: impl Fn(usize, usize) -> Option<T>,
-) -> usize {
-    values.clear();
-    for &(s, z) in fields {
-        if z & QUOTED != 0 {
-            break;
-        }
-        match f(s as usize, z as usize) {
-            Some(x) => values.push(x),
-            None => break,
-        }
-    }
-    values.len()
-}
-
 /// The integer in `data[s..z]` when it is what the integer fast path
-/// takes: an optional `-` and 1 to 18 digits, nothing else.
+/// takes: an optional `-` and 1 to 18 digits, nothing else. `SSSE3`:
+/// only where the CPU has it.
 #[inline(always)]
-fn int_of(data: &[u8], s: usize, z: usize) -> Option<i64> {
+fn int_of<const SSSE3: bool>(data: &[u8], s: usize, z: usize) -> Option<i64> {
     let neg = s < z && data[s] == b'-';
     let from = s + neg as usize;
     let len = z.checked_sub(from)?;
     if len == 0 || len > 18 {
         return None;
     }
-    let magnitude = match super::byte_scan::digits16(data, z, len) {
+    // SAFETY: `SSSE3` only where the CPU has it (the caller's).
+    let magnitude = match unsafe { super::byte_scan::digits16::<SSSE3>(data, z, len) } {
         Some(v) => v,
-        None => {
-            let mut acc = 0u64;
-            for &b in &data[from..z] {
-                let d = b.wrapping_sub(b'0');
-                if d > 9 {
-                    return None;
-                }
-                acc = acc * 10 + d as u64;
-            }
-            acc
-        }
+        None => digits(&data[from..z])?,
     } as i64;
     Some(if neg { -magnitude } else { magnitude })
+}
+
+/// The value of a run of digits (at most 19), one at a time; `None` if
+/// a byte is not a digit.
+#[inline(always)]
+fn digits(bytes: &[u8]) -> Option<u64> {
+    let mut acc = 0u64;
+    for &b in bytes {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        acc = acc * 10 + d as u64;
+    }
+    Some(acc)
+}
+
+/// 10^0 ..= 10^18.
+const POW10: [u64; 19] = {
+    let mut t = [1u64; 19];
+    let mut k = 1;
+    while k < 19 {
+        t[k] = t[k - 1] * 10;
+        k += 1;
+    }
+    t
+};
+
+/// The DECIMAL in `data[s..z]`, scaled by 10^`scale`, when the decimal
+/// fast path takes it (`csv::scan_decimal`: an optional `-`, at most
+/// `int_digits` digits, optionally a `.` and at most `scale` digits, one
+/// digit at least) and the field (less its sign) is at most 16 bytes
+/// with 16 bytes before its end; `None` otherwise (the caller then asks
+/// that scan).
+#[inline(always)]
+fn decimal_of<const SSSE3: bool>(
+    data: &[u8],
+    s: usize,
+    z: usize,
+    scale: u8,
+    int_digits: u8,
+) -> Option<i64> {
+    let neg = s < z && data[s] == b'-';
+    let from = s + neg as usize;
+    let len = z.checked_sub(from)?;
+    // SAFETY: `SSSE3` only where the CPU has it (the caller's).
+    let (magnitude, frac) = unsafe { super::byte_scan::point_digits16::<SSSE3>(data, z, len)? };
+    let frac_digits = frac.unwrap_or(0);
+    let whole = len - frac.map_or(0, |f| f + 1);
+    if whole > int_digits as usize || frac_digits > scale as usize || whole + frac_digits == 0 {
+        return None;
+    }
+    // At most `int_digits + scale` (18) digits: no overflow.
+    let v = (magnitude * POW10[scale as usize - frac_digits]) as i64;
+    Some(if neg { -v } else { v })
+}
+
+/// Days since 1970-01-01 of `data[s..z]` when the date fast path takes
+/// it (`csv::scan_date`: exactly `YYYY-MM-DD`, a valid day): the first
+/// day and the length of each month met are kept in `months`, so a
+/// date costs a check of its bytes and a look-up.
+#[inline(always)]
+fn date_of(data: &[u8], s: usize, z: usize, months: &mut Months) -> Option<i32> {
+    if z != s + 10 {
+        return None;
+    }
+    let f: &[u8; 10] = data.get(s..z)?.try_into().ok()?;
+    let head = u64::from_le_bytes(f[..8].try_into().ok()?);
+    // Bytes 0-3 and 5-6 digits, 4 and 7 a '-'.
+    const DASHES: u64 = 0x2d00_002d_0000_0000;
+    const MASK: u64 = 0xff00_00ff_0000_0000;
+    let digits = (head & !MASK) | (0x3030_3030_3030_3030 & MASK);
+    if head & MASK != DASHES || !all_digits(digits) {
+        return None;
+    }
+    let (d1, d2) = (f[8].wrapping_sub(b'0'), f[9].wrapping_sub(b'0'));
+    if d1 > 9 || d2 > 9 {
+        return None;
+    }
+    let day = (d1 * 10 + d2) as i32;
+    let (first, len) = months.of(head);
+    (day >= 1 && day <= len).then(|| first + day - 1)
+}
+
+/// Whether the 8 bytes of `w` are all ASCII digits.
+#[inline(always)]
+fn all_digits(w: u64) -> bool {
+    // A byte is a digit iff its high nibble is 3 and adding 6 keeps it 3.
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    let a = w & HIGH;
+    let b = w.wrapping_add(0x0606_0606_0606_0606) & HIGH;
+    a == 0x3030_3030_3030_3030 && b == 0x3030_3030_3030_3030
+}
+
+/// The months a column's dates fell in: per `YYYY-MM-` (as 8 bytes), its
+/// first day (days since 1970-01-01) and its days (0 for no month).
+pub(super) struct Months {
+    slots: Box<[(u64, i32, i32); 256]>,
+}
+
+impl Months {
+    pub(super) fn new() -> Self {
+        // Key 0 is no `YYYY-MM-`: never matched.
+        Months {
+            slots: Box::new([(0, 0, 0); 256]),
+        }
+    }
+
+    /// The first day and the days of the month `head` (`YYYY-MM-`, its
+    /// digits checked).
+    #[inline(always)]
+    fn of(&mut self, head: u64) -> (i32, i32) {
+        let slot = (head.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+        let (key, first, len) = self.slots[slot];
+        if key == head {
+            return (first, len);
+        }
+        let digit = |k: u32| ((head >> (8 * k)) & 0xff) as u32 - b'0' as u32;
+        let y = digit(0) * 1000 + digit(1) * 100 + digit(2) * 10 + digit(3);
+        let m = digit(5) * 10 + digit(6);
+        let entry = match super::value::ymd_days(y, m, 1) {
+            Some(first) => {
+                // The month's length: the last day that is a date.
+                let len = (28..=31)
+                    .rev()
+                    .find(|&d| super::value::ymd_days(y, m, d).is_some())
+                    .unwrap_or(28) as i32;
+                (first, len)
+            }
+            None => (0, 0),
+        };
+        self.slots[slot] = (head, entry.0, entry.1);
+        entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::csv::{scan_date, scan_integer};
+    use proptest::prelude::*;
+
+    /// Fields of digits, points, signs and a few other bytes, after a
+    /// prefix (sometimes shorter than 16 bytes: the byte loops).
+    fn field() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
+        let piece = prop_oneof![
+            6 => b'0'..=b'9',
+            1 => Just(b'.'),
+            1 => Just(b'-'),
+            1 => Just(b'+'),
+            1 => Just(b'/'),
+            1 => Just(b':'),
+            1 => Just(b' '),
+        ];
+        (
+            prop::collection::vec(b'0'..=b'9', 0..20),
+            prop_oneof![
+                3 => prop::collection::vec(piece, 0..22),
+                2 => (0u32..10_001, 0u32..14, 0u32..33)
+                    .prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}").into_bytes()),
+            ],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+
+        /// Each converter takes a field only as the per-field loop's fast
+        /// path does, with the same value (with and without SSSE3).
+        #[test]
+        fn converters_are_the_fast_paths(
+            (prefix, f) in field(),
+            scale in 0u8..5,
+            int_digits in 0u8..14,
+        ) {
+            let mut data = prefix.clone();
+            data.push(b',');
+            let s = data.len();
+            data.extend_from_slice(&f);
+            let z = data.len();
+            data.extend_from_slice(b",1\n");
+            let whole = |r: Option<(i64, Term, usize)>| match r {
+                Some((v, Term::Delim, next)) if next == z + 1 => Some(v),
+                _ => None,
+            };
+            let int = whole(scan_integer(&data, s, b','));
+            prop_assert_eq!(int_of::<false>(&data, s, z), int);
+            let dec = whole(scan_decimal(&data, s, b',', scale, int_digits));
+            // `None`: the caller asks the scan itself; a field of fewer
+            // than 17 digits in all, 16 bytes from the data's start,
+            // is always answered.
+            let got = decimal_of::<false>(&data, s, z, scale, int_digits);
+            prop_assert!(got.is_none() || got == dec, "{:?} {:?}", got, dec);
+            #[cfg(target_arch = "x86_64")]
+            if z - s <= 16 && s >= 16 && dec.is_some() {
+                prop_assert_eq!(got, dec);
+            }
+            let date = match scan_date(&data, s, b',') {
+                Some((v, Term::Delim, next)) if next == z + 1 => Some(v),
+                _ => None,
+            };
+            prop_assert_eq!(date_of(&data, s, z, &mut Months::new()), date);
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("ssse3") {
+                prop_assert_eq!(int_of::<true>(&data, s, z), int);
+                let got = decimal_of::<true>(&data, s, z, scale, int_digits);
+                prop_assert!(got.is_none() || got == dec);
+            }
+        }
+    }
+
+    /// The month look-up gives every day of 400 years as the calendar
+    /// does, through one table of months (slots reused and replaced).
+    #[test]
+    fn months_are_the_calendar() {
+        let mut months = Months::new();
+        let mut want = crate::parse::value::ymd_days(1800, 1, 1).unwrap();
+        for y in 1800..2200u32 {
+            for m in 1..=12u32 {
+                for d in 1..=31u32 {
+                    let text = format!("x,{y:04}-{m:02}-{d:02}");
+                    let got = date_of(text.as_bytes(), 2, text.len(), &mut months);
+                    let day = crate::parse::value::ymd_days(y, m, d);
+                    assert_eq!(got, day, "{text}");
+                    if let Some(day) = day {
+                        assert_eq!(day, want);
+                        want += 1;
+                    }
+                }
+            }
+        }
+        for bad in [
+            "x,1996-02-30",
+            "x,1996-13-01",
+            "x,1996-00-10",
+            "x,1996-01-00",
+            "x,1996/01/10",
+        ] {
+            assert_eq!(
+                date_of(bad.as_bytes(), 2, bad.len(), &mut months),
+                None,
+                "{bad}"
+            );
+        }
+    }
 }

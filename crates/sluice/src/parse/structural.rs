@@ -36,7 +36,8 @@ pub(super) struct Structurals<'a> {
     /// returned by [`Self::pop`].
     at: usize,
     bits: u64,
-    avx2: bool,
+    /// Whether the CPU has AVX2 (else SSE2 on x86-64).
+    pub(super) avx2: bool,
 }
 
 impl<'a> Structurals<'a> {
@@ -107,40 +108,59 @@ impl<'a> Structurals<'a> {
     fn fill(&mut self, base: usize) {
         self.base = base;
         let n = self.data.len();
-        for k in 0..WORDS {
-            let at = base + k * 64;
-            self.words[k] = if at + 64 <= n {
-                // SAFETY: `at + 64 <= data.len()`.
-                unsafe { word(self.data, at, self.stops, self.avx2) }
-            } else if at < n {
-                word_bytes(&self.data[at..], self.stops)
+        // The whole 64-byte words of the window in one loop of vector
+        // code; the last, partial one byte by byte.
+        let whole = (n.saturating_sub(base) / 64).min(WORDS);
+        let data = &self.data[base.min(n)..];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: the CPU has AVX2 (detected in `new`); `whole`
+                // words of 64 bytes lie in `data`.
+                unsafe { words_avx2(data, &mut self.words[..whole], self.stops) }
             } else {
-                0
-            };
+                // SAFETY: as above; SSE2 is part of x86-64 itself.
+                unsafe { words_sse2(data, &mut self.words[..whole], self.stops) }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        for (k, w) in self.words[..whole].iter_mut().enumerate() {
+            *w = word_bytes(&data[k * 64..k * 64 + 64], self.stops);
+        }
+        for (k, w) in self.words.iter_mut().enumerate().skip(whole) {
+            *w = data
+                .get(k * 64..)
+                .map_or(0, |rest| word_bytes(rest, self.stops));
         }
     }
 }
 
-/// The bits of the 64 bytes at `at`.
+/// The bits of the `words.len()` words of 64 bytes at the start of
+/// `data`, with AVX2.
 ///
 /// # Safety
-/// `at + 64 <= data.len()`, and `avx2` only where the CPU has AVX2.
-#[inline(always)]
-unsafe fn word(data: &[u8], at: usize, stops: [u8; 3], avx2: bool) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if avx2 {
-            // SAFETY: the caller's.
-            unsafe { word_avx2(data.as_ptr().add(at), stops) }
-        } else {
-            // SAFETY: the caller's; SSE2 is part of x86-64 itself.
-            unsafe { word_sse2(data.as_ptr().add(at), stops) }
-        }
+/// The CPU has AVX2, and `data` holds `64 * words.len()` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn words_avx2(data: &[u8], words: &mut [u64], stops: [u8; 3]) {
+    debug_assert!(data.len() >= 64 * words.len());
+    for (k, w) in words.iter_mut().enumerate() {
+        // SAFETY: the caller's: 64 bytes at `64 * k`.
+        *w = unsafe { word_avx2(data.as_ptr().add(64 * k), stops) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = avx2;
-        word_bytes(&data[at..at + 64], stops)
+}
+
+/// [`words_avx2`] with SSE2.
+///
+/// # Safety
+/// `data` holds `64 * words.len()` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+unsafe fn words_sse2(data: &[u8], words: &mut [u64], stops: [u8; 3]) {
+    debug_assert!(data.len() >= 64 * words.len());
+    for (k, w) in words.iter_mut().enumerate() {
+        // SAFETY: the caller's: 64 bytes at `64 * k`.
+        *w = unsafe { word_sse2(data.as_ptr().add(64 * k), stops) };
     }
 }
 
