@@ -1754,7 +1754,10 @@ mod fast_path_tests {
             blank in prop::sample::select(vec![BlankLines::Auto, BlankLines::Skip, BlankLines::Null]),
             max_record in prop::sample::select(vec![None, None, None, None, Some(20), Some(200)]),
             escape in prop::sample::select(vec![None, None, Some(b'\\'), Some(b'"')]),
+            sse2 in any::<bool>(),
         ) {
+            // Half the cases by the code for CPUs without AVX2.
+            super::super::structural::NO_AVX2.with(|n| n.set(sse2));
             let names = ["i INT", "b BIGINT", "d DECIMAL(12, 3)", "t DATE", "x TEXT"];
             let schema: Schema = kinds
                 .iter()
@@ -1861,29 +1864,20 @@ mod fast_path_tests {
                 -(i as i64) * 1_000_000_007
             ));
         }
-        super::super::indexed::ROWS.with(|r| r.set(0));
-        let fast = run(
-            false,
-            text.as_bytes(),
-            &d,
-            &schema,
-            &values,
-            RowPolicy::default(),
-        );
-        let taken = super::super::indexed::ROWS.with(|r| r.get());
-        let reference = run(
-            true,
-            text.as_bytes(),
-            &d,
-            &schema,
-            &values,
-            RowPolicy::default(),
-        );
-        assert_eq!(fast, reference);
-        let (batch, info, _) = fast.unwrap();
+        let policy = RowPolicy::default();
+        let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
+        for sse2 in [false, true] {
+            super::super::structural::NO_AVX2.with(|n| n.set(sse2));
+            super::super::indexed::ROWS.with(|r| r.set(0));
+            let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
+            let taken = super::super::indexed::ROWS.with(|r| r.get());
+            assert_eq!(taken, 5_000, "every plain record by the index path");
+            assert_eq!(fast, reference);
+        }
+        super::super::structural::NO_AVX2.with(|n| n.set(false));
+        let (batch, info, _) = reference.unwrap();
         assert_eq!(batch.num_rows(), 5_001);
         assert_eq!(info.newlines, 5_001);
-        assert_eq!(taken, 5_000, "every plain record by the index path");
         let v = |c: usize, r: usize| crate::batch::format_value(batch.column(c).as_ref(), r);
         assert_eq!(v(0, 2_500), None);
         assert_eq!(v(1, 2_501), Some("17500.00".into()));

@@ -18,6 +18,13 @@
 //! its edges) so that its bytes are still in the first-level cache when
 //! the parser converts them.
 
+#[cfg(test)]
+thread_local! {
+    /// Set by tests to take the code paths of CPUs without AVX2 on one
+    /// that has it.
+    pub(super) static NO_AVX2: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Words (of 64 bytes each) in a window.
 #[cfg(not(test))]
 const WORDS: usize = 64;
@@ -48,6 +55,8 @@ impl<'a> Structurals<'a> {
         let avx2 = std::arch::is_x86_feature_detected!("avx2");
         #[cfg(not(target_arch = "x86_64"))]
         let avx2 = false;
+        #[cfg(test)]
+        let avx2 = avx2 && !NO_AVX2.with(|n| n.get());
         let mut ix = Structurals {
             data,
             stops,
