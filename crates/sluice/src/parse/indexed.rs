@@ -1,15 +1,18 @@
-//! Runs of records read through the structural index, a column at a
-//! time: the fast path of the block parser for delimited records whose
-//! columns are numbers, dates and ASCII text.
+//! Runs of records read through the structural index: the fast path of
+//! the block parser for delimited records whose columns are numbers,
+//! dates and ASCII text.
 //!
-//! Three steps over a run of up to [`MAX_RUN`] records:
-//! 1. **Split**: the field bounds of each record, from the structural
-//!    index ([`super::structural`]); a quoted field is read by the
-//!    general quoted-field scan and the index resumes after it.
-//! 2. **Convert**: each column's fields of the run in one loop (no
-//!    dispatch per field), into a vector of values.
-//! 3. **Append**: the values of every column of the records all of whose
-//!    fields converted, by one copy a column.
+//! Two steps over a run of up to [`MAX_RUN`] records:
+//! 1. **Read**: each field's end is the next bit of the structural index
+//!    ([`super::structural`]), and the field is converted right then,
+//!    while its bytes are in the first cache level, into its column's
+//!    vector of values (TEXT: its bounds). A quoted field is closed by
+//!    the next quote bit (with an escape byte, by the general
+//!    quoted-field scan, and the index resumes after it). Integers,
+//!    decimals and dates are converted by their known bounds, 16 bytes
+//!    at a time (`byte_scan`), so no conversion sits on the path to the
+//!    next field's start.
+//! 2. **Append**: the values of every column by one copy a column.
 //!
 //! A run ends before the first record that is not plain (a blank or
 //! comment line, the wrong number of fields, a quoted field with a
@@ -21,7 +24,11 @@
 //! as before this path existed, and says what is wrong with it; then
 //! the next run starts. What the index path takes, it reads as that
 //! loop's fast paths do: the same values, or it does not take the
-//! record (`csv::tests` hold the two to each other).
+//! record (`csv::fast_path_tests` hold the two to each other).
+//!
+//! On x86-64 CPUs with AVX2 the whole path is compiled for them
+//! ([`Indexed::run`] picks it at run time); elsewhere for SSE2, and for
+//! other CPUs byte loops.
 //!
 //! Useful for: the throughput of the common file (numbers, dates,
 //! unquoted or simply quoted text), which is the parse stage of a load.
@@ -74,31 +81,21 @@ enum Kind {
 enum Values {
     I32(Vec<i32>),
     I64(Vec<i64>),
-    /// TEXT is appended from the field bounds.
-    Text,
+    /// TEXT: where each field's contents start and end (with [`QUOTED`]
+    /// when quoted), appended from the data.
+    Text(Vec<(u32, u32)>),
 }
 
-/// `values` cleared and filled with `$conv` of each unquoted field's
-/// bounds `$s..$z` while it gives one; how many it gave. (A macro, not a
-/// function taking a closure, so that the conversion is inlined into the
-/// loop.)
-macro_rules! fill {
-    ($values:expr, $fields:expr, $s:ident, $z:ident => $conv:expr) => {{
-        let values = $values;
-        values.clear();
-        for &(start, end) in $fields {
-            if end & QUOTED != 0 {
-                break;
-            }
-            let ($s, $z) = (start as usize, end as usize);
-            match $conv {
-                Some(x) => values.push(x),
-                None => break,
-            }
+impl Values {
+    fn truncate(&mut self, rows: usize) {
+        match self {
+            Values::I32(v) => v.truncate(rows),
+            Values::I64(v) => v.truncate(rows),
+            Values::Text(v) => v.truncate(rows),
         }
-        values.len()
-    }};
+    }
 }
+
 /// The state of the index path over one block.
 pub(super) struct Indexed<'a> {
     data: &'a [u8],
@@ -108,12 +105,6 @@ pub(super) struct Indexed<'a> {
     kinds: Vec<Kind>,
     values: Vec<Values>,
     ix: Structurals<'a>,
-    /// Per field of the run's records, record by record: where its
-    /// contents start and end (with [`QUOTED`] when quoted).
-    bounds: Vec<(u32, u32)>,
-    /// Per record of the run: where the next starts, and the newlines
-    /// read up to there from the run's start.
-    ends: Vec<(usize, u64)>,
     /// Records the next run may hold.
     want: usize,
     /// Records the per-field loop reads before the next run is tried,
@@ -172,7 +163,7 @@ impl<'a> Indexed<'a> {
                 Kind::Integer { small: false, .. } | Kind::Decimal { .. } => {
                     Values::I64(Vec::new())
                 }
-                Kind::Text => Values::Text,
+                Kind::Text => Values::Text(Vec::new()),
             })
             .collect();
         let q = d.quote.unwrap_or(b'\n');
@@ -184,8 +175,6 @@ impl<'a> Indexed<'a> {
             kinds,
             values,
             ix: Structurals::new(data, [d.delimiter, b'\n', q]),
-            bounds: Vec::new(),
-            ends: Vec::new(),
             want: FIRST_RUN,
             skip: 0,
             backoff: 0,
@@ -232,14 +221,8 @@ impl<'a> Indexed<'a> {
         pos: usize,
         out: &mut BatchBuilder,
     ) -> Option<(usize, u64, u64)> {
-        self.split(pos);
-        let mut rows = self.ends.len();
-        for c in 0..self.kinds.len() {
-            if rows == 0 {
-                break;
-            }
-            rows = self.convert::<AVX2>(c, rows, out);
-        }
+        let (rows, next, newlines) = self.read::<AVX2>(pos);
+        let rows = if self.text_fits(rows, out) { rows } else { 0 };
         if rows == 0 {
             // The per-field loop reads this record; after failures in a
             // row, also the next ones (1, 2, 4 ... 256), so that a file
@@ -250,114 +233,110 @@ impl<'a> Indexed<'a> {
             return None;
         }
         self.backoff = 0;
-        self.want = if rows < self.ends.len() {
-            // Records after a failing one are split again later: keep
-            // runs about as long as the ones that go through.
-            (2 * rows).max(8)
-        } else {
-            (2 * self.want).min(MAX_RUN)
-        };
+        self.want = (2 * self.want).min(MAX_RUN);
         self.append(rows, out);
         #[cfg(test)]
         ROWS.with(|r| r.set(r.get() + rows as u64));
-        let (next, newlines) = self.ends[rows - 1];
         Some((next, rows as u64, newlines))
     }
 
-    /// Step 1: the bounds of the fields of up to `want` plain records
-    /// from `pos` into `bounds`, and their ends into `ends`.
+    /// Reads up to `want` records from `pos` (a record's start), each
+    /// field converted as it is found (while its bytes are in the first
+    /// cache level), into `values`; stops before the first record that
+    /// is not plain or has a field its kind does not take. The records
+    /// read, where the next starts, and the newlines read.
     #[inline(always)]
-    fn split(&mut self, mut pos: usize) {
+    fn read<const AVX2: bool>(&mut self, mut pos: usize) -> (usize, usize, u64) {
         let (data, d) = (self.data, self.d);
         let n = data.len();
         let last = self.kinds.len() - 1;
-        self.bounds.clear();
-        self.ends.clear();
+        for v in &mut self.values {
+            v.truncate(0);
+        }
+        let mut rows = 0;
         let mut newlines = 0;
+        // Where the record after the last one read starts.
+        let mut done = pos;
         self.ix.seek(pos);
-        'records: while self.ends.len() < self.want && pos < n {
+        'records: while rows < self.want && pos < n {
             let first = data[pos];
             let blank = first == b'\n' || (first == b'\r' && data.get(pos + 1) == Some(&b'\n'));
             if (blank && !self.blank_records) || d.starts_comment(&data[pos..]) {
                 break;
             }
             let start = pos;
-            let mark = self.bounds.len();
             let mut quoted_newlines = 0;
             for (c, &kind) in self.kinds.iter().enumerate() {
                 let Some(end) = self.ix.pop() else {
-                    self.bounds.truncate(mark);
                     break 'records;
                 };
                 let stop = data[end];
-                if Some(stop) == d.quote && end == pos && kind == Kind::Text && !self.escapes {
-                    // A quoted field: the next quote closes it (a doubled
-                    // quote, read by `scan_quoted` as one, is left to the
-                    // per-field loop); the delimiters and line ends
-                    // before it are its contents.
-                    let mut inner_newlines = 0;
-                    let close = loop {
-                        match self.ix.pop() {
-                            Some(p) if Some(data[p]) == d.quote => break Some(p),
-                            Some(p) => inner_newlines += (data[p] == b'\n') as u64,
-                            None => break None,
-                        }
-                    };
-                    // Then the delimiter (every field but the last) or
-                    // the line end (the last), right after the quote.
-                    let follows = close.zip(self.ix.pop()).filter(|&(q, e)| {
-                        if c < last {
-                            e == q + 1 && data[e] == d.delimiter
-                        } else {
-                            data[e] == b'\n' && (e == q + 1 || (e == q + 2 && data[q + 1] == b'\r'))
-                        }
-                    });
-                    let Some((q, e)) = follows else {
-                        self.bounds.truncate(mark);
-                        break 'records;
-                    };
-                    self.bounds.push(((pos + 1) as u32, q as u32 | QUOTED));
-                    quoted_newlines += inner_newlines;
-                    pos = e + 1;
-                    continue;
-                }
                 if Some(stop) == d.quote {
-                    // A quoted TEXT field with escapes, as the per-field
-                    // loop reads it; a quote inside an unquoted field is
-                    // its error.
-                    let s = match (end == pos && kind == Kind::Text)
-                        .then(|| scan_quoted(data, pos, d, &mut self.scratch))
-                    {
-                        Some(Ok(s)) => s,
-                        _ => {
-                            self.bounds.truncate(mark);
-                            break 'records;
-                        }
-                    };
-                    let fits = match s.term {
-                        Term::Delim => c < last,
-                        Term::Newline => c == last,
-                        Term::Eof => false,
-                    };
-                    let Field::Slice(a, z) = s.field else {
-                        self.bounds.truncate(mark);
+                    // Only a TEXT field that starts with the quote.
+                    let Values::Text(v) = &mut self.values[c] else {
                         break 'records;
                     };
-                    if !fits {
-                        self.bounds.truncate(mark);
+                    if end != pos {
                         break 'records;
                     }
-                    self.bounds.push((a as u32, z as u32 | QUOTED));
-                    quoted_newlines += s.newlines;
-                    pos = s.next;
-                    // The stops inside the quotes are not the record's.
-                    self.ix.seek(pos);
+                    let (a, z, next, lines) = if !self.escapes {
+                        // The next quote closes it (a doubled quote, read by
+                        // `scan_quoted` as one, is left to the per-field
+                        // loop); the delimiters and line ends before it
+                        // are its contents.
+                        let mut inner = 0;
+                        let close = loop {
+                            match self.ix.pop() {
+                                Some(p) if Some(data[p]) == d.quote => break Some(p),
+                                Some(p) => inner += (data[p] == b'\n') as u64,
+                                None => break None,
+                            }
+                        };
+                        // Then the delimiter (every field but the last)
+                        // or the line end (the last), right after it.
+                        let follows = close.zip(self.ix.pop()).filter(|&(q, e)| {
+                            if c < last {
+                                e == q + 1 && data[e] == d.delimiter
+                            } else {
+                                data[e] == b'\n'
+                                    && (e == q + 1 || (e == q + 2 && data[q + 1] == b'\r'))
+                            }
+                        });
+                        let Some((q, e)) = follows else {
+                            break 'records;
+                        };
+                        (pos + 1, q, e + 1, inner)
+                    } else {
+                        // With escapes: as the per-field loop reads it.
+                        let Ok(s) = scan_quoted(data, pos, d, &mut self.scratch) else {
+                            break 'records;
+                        };
+                        let fits = match s.term {
+                            Term::Delim => c < last,
+                            Term::Newline => c == last,
+                            Term::Eof => false,
+                        };
+                        let Field::Slice(a, z) = s.field else {
+                            break 'records;
+                        };
+                        if !fits {
+                            break 'records;
+                        }
+                        // The stops inside the quotes are not the record's.
+                        self.ix.seek(s.next);
+                        (a, z, s.next, s.newlines)
+                    };
+                    if !super::byte_scan::ascii_text(data, a, z) {
+                        break 'records;
+                    }
+                    v.push((a as u32, z as u32 | QUOTED));
+                    quoted_newlines += lines;
+                    pos = next;
                     continue;
                 }
                 // Every field but the last ends at a delimiter; the last
                 // at a line end.
                 if (c == last) != (stop == b'\n') {
-                    self.bounds.truncate(mark);
                     break 'records;
                 }
                 // As `scan_field`: a CR before the line end is not data.
@@ -365,89 +344,98 @@ impl<'a> Indexed<'a> {
                 if c == last && z > pos && data[z - 1] == b'\r' {
                     z -= 1;
                 }
-                self.bounds.push((pos as u32, z as u32));
+                let s = pos;
+                let taken = match (kind, &mut self.values[c]) {
+                    (Kind::Integer { exact, .. }, Values::I32(v)) => {
+                        match int_of::<AVX2>(data, s, z).and_then(|x| i32::try_from(x).ok()) {
+                            Some(x) if !(exact && zero_first(data, s)) => {
+                                v.push(x);
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    (Kind::Integer { exact, .. }, Values::I64(v)) => {
+                        match int_of::<AVX2>(data, s, z) {
+                            Some(x) if !(exact && zero_first(data, s)) => {
+                                v.push(x);
+                                true
+                            }
+                            _ => false,
+                        }
+                    }
+                    (Kind::Decimal { scale, int_digits }, Values::I64(v)) => {
+                        let x = decimal_of::<AVX2>(data, s, z, scale, int_digits).or_else(|| {
+                            // The fast path's own scan over the field
+                            // alone: it takes the field when its value
+                            // ends where the field does (no stop lies
+                            // inside a field).
+                            match scan_decimal(&data[..z], s, d.delimiter, scale, int_digits) {
+                                Some((x, Term::Eof, _)) => Some(x),
+                                _ => None,
+                            }
+                        });
+                        x.map(|x| v.push(x)).is_some()
+                    }
+                    (Kind::Date, Values::I32(v)) => date_of(data, s, z, &mut self.months)
+                        .map(|x| v.push(x))
+                        .is_some(),
+                    (Kind::Text, Values::Text(v)) => {
+                        let ok = super::byte_scan::ascii_text(data, s, z);
+                        if ok {
+                            v.push((s as u32, z as u32));
+                        }
+                        ok
+                    }
+                    _ => false,
+                };
+                if !taken {
+                    break 'records;
+                }
                 pos = end + 1;
             }
             // Longer than --max-line-size: the per-field loop says so.
             if self.max_record.is_some_and(|max| pos - start > max) {
-                self.bounds.truncate(mark);
                 break;
             }
             newlines += quoted_newlines + 1;
-            self.ends.push((pos, newlines));
+            rows += 1;
+            done = pos;
         }
+        // A record that broke off left values in some columns.
+        for v in &mut self.values {
+            v.truncate(rows);
+        }
+        (rows, done, newlines)
     }
 
-    /// Step 2: column `c`'s fields of the first `rows` records of the run
-    /// converted; how many records from the first all converted.
-    /// `AVX2`: compiled into [`Self::run_avx2`].
-    #[inline(always)]
-    fn convert<const AVX2: bool>(&mut self, c: usize, rows: usize, out: &BatchBuilder) -> usize {
-        let data = self.data;
-        let ncols = self.kinds.len();
-        let delimiter = self.d.delimiter;
-        let fields = self.bounds[c..].iter().step_by(ncols).take(rows);
-        match (self.kinds[c], &mut self.values[c]) {
-            (Kind::Integer { exact, .. }, Values::I32(v)) => fill!(v, fields, s, z => {
-                if exact && zero_first(data, s) {
-                    None
-                } else {
-                    int_of::<AVX2>(data, s, z).and_then(|v| i32::try_from(v).ok())
-                }
-            }),
-            (Kind::Integer { exact, .. }, Values::I64(v)) => fill!(v, fields, s, z => {
-                if exact && zero_first(data, s) {
-                    None
-                } else {
-                    int_of::<AVX2>(data, s, z)
-                }
-            }),
-            (Kind::Decimal { scale, int_digits }, Values::I64(v)) => fill!(v, fields, s, z => {
-                match decimal_of::<AVX2>(data, s, z, scale, int_digits) {
-                    Some(v) => Some(v),
-                    // The fast path's own scan over the field alone: it
-                    // takes the field when its value ends where the field
-                    // does (a delimiter, a line end or the end of the
-                    // data: only the end, no stop lying inside a field).
-                    None => match scan_decimal(&data[..z], s, delimiter, scale, int_digits) {
-                        Some((v, Term::Eof, _)) => Some(v),
-                        _ => None,
-                    },
-                }
-            }),
-            (Kind::Date, Values::I32(v)) => {
-                let months = &mut self.months;
-                fill!(v, fields, s, z => date_of(data, s, z, months))
+    /// Whether the run's first `rows` records' text fits its columns
+    /// (what [`BatchBuilder::push_ascii`] refuses past 2 GiB).
+    fn text_fits(&self, rows: usize, out: &BatchBuilder) -> bool {
+        self.values.iter().enumerate().all(|(c, v)| match v {
+            Values::Text(b) => {
+                let bytes: usize = b[..rows]
+                    .iter()
+                    .map(|&(s, z)| (z & !QUOTED) as usize - s as usize)
+                    .sum();
+                out.text_fits(c, bytes)
             }
-            (Kind::Text, _) => {
-                let (mut taken, mut bytes) = (0, 0);
-                for &(s, z) in fields {
-                    let (s, z) = (s as usize, (z & !QUOTED) as usize);
-                    if !super::byte_scan::ascii_text(data, s, z) {
-                        break;
-                    }
-                    bytes += z - s;
-                    taken += 1;
-                }
-                if out.text_fits(c, bytes) { taken } else { 0 }
-            }
-            _ => 0,
-        }
+            _ => true,
+        })
     }
 
-    /// Step 3: the first `rows` records' values appended to `out`.
+    /// The first `rows` records' values appended to `out`.
     #[inline(always)]
     fn append(&mut self, rows: usize, out: &mut BatchBuilder) {
-        let ncols = self.kinds.len();
         for (c, values) in self.values.iter().enumerate() {
             match values {
                 Values::I32(v) => out.append_i32s(c, &v[..rows]),
                 Values::I64(v) => out.append_i64s(c, &v[..rows]),
-                Values::Text => {
-                    for &(s, z) in self.bounds[c..].iter().step_by(ncols).take(rows) {
+                Values::Text(v) => {
+                    for &(s, z) in &v[..rows] {
                         let quoted = z & QUOTED != 0;
                         let field = &self.data[s as usize..(z & !QUOTED) as usize];
-                        // ASCII, and fits: checked by `convert`.
+                        // ASCII (checked by `read`), and fits (`text_fits`).
                         let _ = out.push_ascii(c, field, quoted);
                     }
                 }
