@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     BooleanBuilder, Date32Builder, Decimal64Builder, Float64Builder, Int32Builder, Int64Builder,
-    IntervalMonthDayNanoBuilder, StringBuilder, Time64MicrosecondBuilder,
-    TimestampMicrosecondBuilder,
+    IntervalMonthDayNanoBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_buffer::{Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::SchemaRef;
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +45,7 @@ enum Col {
     Timestamp(TimestampMicrosecondBuilder),
     /// TIMESTAMPTZ: UTC instants, the array's zone [`super::UTC_ZONE`].
     TimestampTz(TimestampMicrosecondBuilder),
-    Text(StringBuilder),
+    Text(TextBuilder),
 }
 
 /// The parser's fused scan-and-convert path for a column (see
@@ -136,7 +136,7 @@ impl BatchBuilder {
                     TimestampMicrosecondBuilder::with_capacity(capacity)
                         .with_timezone(super::UTC_ZONE),
                 ),
-                DataType::Text => Col::Text(StringBuilder::with_capacity(capacity, capacity * 8)),
+                DataType::Text => Col::Text(TextBuilder::with_capacity(capacity, capacity * 8)),
             })
             .collect();
         let exact = schema
@@ -253,6 +253,35 @@ impl BatchBuilder {
             Col::BigInt(b) => b.append_slice(v),
             Col::Decimal(b, ..) => b.append_slice(v),
             _ => debug_assert!(false, "i64s pushed to column {col}"),
+        }
+    }
+
+    /// Appends TEXT values `data[s..z]` for each `(s, z)` of `fields`
+    /// (with `quoted_bit` in `z` when the field was quoted), as
+    /// [`Self::push_ascii`] does each: the bytes are ASCII and fit (the
+    /// caller checked both).
+    pub fn append_texts(
+        &mut self,
+        col: usize,
+        data: &[u8],
+        fields: &[(u32, u32)],
+        quoted_bit: u32,
+    ) {
+        let null = self.opts.null.as_slice();
+        let Col::Text(b) = &mut self.cols[col] else {
+            debug_assert!(false, "texts pushed to column {col}");
+            return;
+        };
+        for &(s, z) in fields {
+            let quoted = z & quoted_bit != 0;
+            let (s, z) = (s as usize, (z & !quoted_bit) as usize);
+            let is_null =
+                !quoted && z - s == null.len() && (null.is_empty() || &data[s..z] == null);
+            if is_null {
+                b.append_null();
+            } else {
+                b.append_from(data, s, z);
+            }
         }
     }
 
@@ -435,9 +464,87 @@ impl BatchBuilder {
     }
 }
 
+/// A TEXT column as Arrow lays out a string array (the values' bytes one
+/// after another, their end offsets, the validity bits), built without
+/// a copy call per value: a value read from a block of input is copied
+/// 32 bytes at a time (`append_from`), which is most of them.
+struct TextBuilder {
+    values: Vec<u8>,
+    /// Ends of the values so far, after a first 0.
+    offsets: Vec<i32>,
+    nulls: NullBufferBuilder,
+}
+
+impl TextBuilder {
+    fn with_capacity(items: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(items + 1);
+        offsets.push(0);
+        TextBuilder {
+            values: Vec::with_capacity(bytes),
+            offsets,
+            nulls: NullBufferBuilder::new(items),
+        }
+    }
+
+    fn values_slice(&self) -> &[u8] {
+        &self.values
+    }
+
+    #[inline]
+    fn append_null(&mut self) {
+        self.offsets.push(self.values.len() as i32);
+        self.nulls.append_null();
+    }
+
+    #[inline]
+    fn append_value(&mut self, s: &str) {
+        self.values.extend_from_slice(s.as_bytes());
+        self.offsets.push(self.values.len() as i32);
+        self.nulls.append_non_null();
+    }
+
+    /// Appends `data[s..z]`, which is ASCII (the caller checked).
+    #[inline(always)]
+    fn append_from(&mut self, data: &[u8], s: usize, z: usize) {
+        let len = z - s;
+        if len <= 32 && s + 32 <= data.len() {
+            self.values.reserve(32);
+            // SAFETY: 32 bytes are read from `data[s..]` (checked) and
+            // written into the reserved capacity of `values`; only the
+            // first `len` of them count.
+            unsafe {
+                let at = self.values.len();
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr().add(s),
+                    self.values.as_mut_ptr().add(at),
+                    32,
+                );
+                self.values.set_len(at + len);
+            }
+        } else {
+            self.values.extend_from_slice(&data[s..z]);
+        }
+        self.offsets.push(self.values.len() as i32);
+        self.nulls.append_non_null();
+    }
+
+    /// The values so far as a string array; the builder starts again.
+    fn finish(&mut self) -> StringArray {
+        let values = std::mem::take(&mut self.values);
+        let offsets = std::mem::replace(&mut self.offsets, vec![0]);
+        // SAFETY: the offsets start at 0 and never decrease (each is the
+        // length of `values` after a push), and the values are UTF-8
+        // (`append_value` takes `str`, `append_from` ASCII only).
+        unsafe {
+            let offsets = OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets));
+            StringArray::new_unchecked(offsets, Buffer::from_vec(values), self.nulls.finish())
+        }
+    }
+}
+
 /// Appends a TEXT value, refusing to grow a block's column past 2 GiB.
 #[inline]
-fn append_text(b: &mut StringBuilder, s: &str) -> Result<(), String> {
+fn append_text(b: &mut TextBuilder, s: &str) -> Result<(), String> {
     if b.values_slice().len() + s.len() > i32::MAX as usize {
         return Err("text column exceeds 2 GiB in one block; lower --memory-limit".into());
     }

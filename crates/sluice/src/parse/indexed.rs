@@ -431,14 +431,8 @@ impl<'a> Indexed<'a> {
             match values {
                 Values::I32(v) => out.append_i32s(c, &v[..rows]),
                 Values::I64(v) => out.append_i64s(c, &v[..rows]),
-                Values::Text(v) => {
-                    for &(s, z) in &v[..rows] {
-                        let quoted = z & QUOTED != 0;
-                        let field = &self.data[s as usize..(z & !QUOTED) as usize];
-                        // ASCII (checked by `read`), and fits (`text_fits`).
-                        let _ = out.push_ascii(c, field, quoted);
-                    }
-                }
+                // ASCII (checked by `read`), and fits (`text_fits`).
+                Values::Text(v) => out.append_texts(c, self.data, &v[..rows], QUOTED),
             }
         }
     }
