@@ -235,25 +235,35 @@ impl BatchBuilder {
         }
     }
 
-    /// Appends INT or DATE values read by the parser's fast paths.
+    /// Appends INT or DATE values read by the parser's fast paths; with
+    /// `valid`, those it says are not are NULLs.
     #[inline]
-    pub fn append_i32s(&mut self, col: usize, v: &[i32]) {
-        match &mut self.cols[col] {
-            Col::Int(b) => b.append_slice(v),
-            Col::Date(b) => b.append_slice(v),
+    pub fn append_i32s(&mut self, col: usize, v: &[i32], valid: Option<&[bool]>) {
+        match (&mut self.cols[col], valid) {
+            (Col::Int(b), None) => b.append_slice(v),
+            (Col::Int(b), Some(ok)) => b.append_values(v, ok),
+            (Col::Date(b), None) => b.append_slice(v),
+            (Col::Date(b), Some(ok)) => b.append_values(v, ok),
             _ => debug_assert!(false, "i32s pushed to column {col}"),
         }
     }
 
     /// Appends BIGINT or DECIMAL (scaled) values read by the parser's
-    /// fast paths.
+    /// fast paths; with `valid`, those it says are not are NULLs.
     #[inline]
-    pub fn append_i64s(&mut self, col: usize, v: &[i64]) {
-        match &mut self.cols[col] {
-            Col::BigInt(b) => b.append_slice(v),
-            Col::Decimal(b, ..) => b.append_slice(v),
+    pub fn append_i64s(&mut self, col: usize, v: &[i64], valid: Option<&[bool]>) {
+        match (&mut self.cols[col], valid) {
+            (Col::BigInt(b), None) => b.append_slice(v),
+            (Col::BigInt(b), Some(ok)) => b.append_values(v, ok),
+            (Col::Decimal(b, ..), None) => b.append_slice(v),
+            (Col::Decimal(b, ..), Some(ok)) => b.append_values(v, ok),
             _ => debug_assert!(false, "i64s pushed to column {col}"),
         }
+    }
+
+    /// The NULL marker (`--null`; empty by default).
+    pub fn null_marker(&self) -> &[u8] {
+        &self.opts.null
     }
 
     /// Appends TEXT values `data[s..z]` for each `(s, z)` of `fields`

@@ -1852,9 +1852,14 @@ mod fast_path_tests {
         let d = Dialect::default();
         let mut text = String::new();
         for i in 0..5_000 {
+            if i == 1_000 {
+                // NULLs: an empty INT, DECIMAL and DATE (the index path
+                // takes them).
+                text.push_str(",,,\"y\",8\n");
+            }
             if i == 2_500 {
-                // Not for the index path: an empty INT (NULL).
-                text.push_str(",1.5,2024-02-29,\"x\",7\n");
+                // Not for the index path: a quoted INT.
+                text.push_str("\"7\",1.5,2024-02-29,\"x\",7\n");
             }
             text.push_str(&format!(
                 "{i},{}.{:02},1996-03-{:02},\"note {i}, quoted\",{}\n",
@@ -1871,17 +1876,22 @@ mod fast_path_tests {
             super::super::indexed::ROWS.with(|r| r.set(0));
             let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
             let taken = super::super::indexed::ROWS.with(|r| r.get());
-            assert_eq!(taken, 5_000, "every plain record by the index path");
+            assert_eq!(taken, 5_001, "every plain record by the index path");
             assert_eq!(fast, reference);
         }
         super::super::structural::NO_AVX2.with(|n| n.set(false));
         let (batch, info, _) = reference.unwrap();
-        assert_eq!(batch.num_rows(), 5_001);
-        assert_eq!(info.newlines, 5_001);
+        assert_eq!(batch.num_rows(), 5_002);
+        assert_eq!(info.newlines, 5_002);
         let v = |c: usize, r: usize| crate::batch::format_value(batch.column(c).as_ref(), r);
-        assert_eq!(v(0, 2_500), None);
-        assert_eq!(v(1, 2_501), Some("17500.00".into()));
-        assert_eq!(v(3, 4_999), Some("note 4998, quoted".into()));
+        assert_eq!(v(0, 1_000), None);
+        assert_eq!(v(1, 1_000), None);
+        assert_eq!(v(2, 1_000), None);
+        assert_eq!(v(3, 1_000), Some("y".into()));
+        assert_eq!(v(0, 1_001), Some("1000".into()));
+        assert_eq!(v(0, 2_501), Some("7".into()));
+        assert_eq!(v(1, 2_502), Some("17500.00".into()));
+        assert_eq!(v(3, 5_001), Some("note 4999, quoted".into()));
     }
 
     /// A delimiter or quote that numbers and dates are written with

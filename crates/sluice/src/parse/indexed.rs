@@ -87,6 +87,16 @@ enum Values {
 }
 
 impl Values {
+    /// A value a NULL stands in for.
+    #[inline]
+    fn push_zero(&mut self) {
+        match self {
+            Values::I32(v) => v.push(0),
+            Values::I64(v) => v.push(0),
+            Values::Text(_) => {}
+        }
+    }
+
     fn truncate(&mut self, rows: usize) {
         match self {
             Values::I32(v) => v.truncate(rows),
@@ -115,6 +125,11 @@ pub(super) struct Indexed<'a> {
     months: Months,
     /// Whether quoted fields have an escape byte other than the quote.
     escapes: bool,
+    /// The NULL marker (`--null`).
+    null: Vec<u8>,
+    /// Per column: empty while the run has no NULL in it; else whether
+    /// each record's value is one.
+    valid: Vec<Vec<bool>>,
 }
 
 impl<'a> Indexed<'a> {
@@ -181,6 +196,8 @@ impl<'a> Indexed<'a> {
             scratch: Vec::new(),
             months: Months::new(),
             escapes: d.distinct_escape().is_some(),
+            null: out.null_marker().to_vec(),
+            valid: vec![Vec::new(); schema.columns.len()],
         })
     }
 
@@ -252,6 +269,9 @@ impl<'a> Indexed<'a> {
         let last = self.kinds.len() - 1;
         for v in &mut self.values {
             v.truncate(0);
+        }
+        for v in &mut self.valid {
+            v.clear();
         }
         let mut rows = 0;
         let mut newlines = 0;
@@ -345,6 +365,25 @@ impl<'a> Indexed<'a> {
                     z -= 1;
                 }
                 let s = pos;
+                // An empty number or the NULL marker is NULL, as in
+                // `BatchBuilder::push` (TEXT has its own test in
+                // `append_texts`).
+                if kind != Kind::Text
+                    && (z == s || (!self.null.is_empty() && data[s..z] == *self.null))
+                {
+                    self.values[c].push_zero();
+                    let valid = &mut self.valid[c];
+                    if valid.is_empty() {
+                        // The first NULL of the column in this run.
+                        valid.resize(rows, true);
+                    }
+                    valid.push(false);
+                    pos = end + 1;
+                    continue;
+                }
+                if !self.valid[c].is_empty() {
+                    self.valid[c].push(true);
+                }
                 let taken = match (kind, &mut self.values[c]) {
                     (Kind::Integer { exact, .. }, Values::I32(v)) => {
                         match int_of::<AVX2>(data, s, z).and_then(|x| i32::try_from(x).ok()) {
@@ -406,6 +445,9 @@ impl<'a> Indexed<'a> {
         for v in &mut self.values {
             v.truncate(rows);
         }
+        for v in &mut self.valid {
+            v.truncate(rows);
+        }
         (rows, done, newlines)
     }
 
@@ -429,8 +471,8 @@ impl<'a> Indexed<'a> {
     fn append(&mut self, rows: usize, out: &mut BatchBuilder) {
         for (c, values) in self.values.iter().enumerate() {
             match values {
-                Values::I32(v) => out.append_i32s(c, &v[..rows]),
-                Values::I64(v) => out.append_i64s(c, &v[..rows]),
+                Values::I32(v) => out.append_i32s(c, &v[..rows], self.valid[c].get(..rows)),
+                Values::I64(v) => out.append_i64s(c, &v[..rows], self.valid[c].get(..rows)),
                 // ASCII (checked by `read`), and fits (`text_fits`).
                 Values::Text(v) => out.append_texts(c, self.data, &v[..rows], QUOTED),
             }
