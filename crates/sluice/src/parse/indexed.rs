@@ -591,17 +591,21 @@ fn all_digits(w: u64) -> bool {
     a == 0x3030_3030_3030_3030 && b == 0x3030_3030_3030_3030
 }
 
+/// Slots of [`Months`]: 1,024 (16 KiB), some 85 years of months.
+const MONTH_BITS: u32 = 10;
+const MONTH_SLOTS: usize = 1 << MONTH_BITS;
+
 /// The months a column's dates fell in: per `YYYY-MM-` (as 8 bytes), its
 /// first day (days since 1970-01-01) and its days (0 for no month).
 pub(super) struct Months {
-    slots: Box<[(u64, i32, i32); 256]>,
+    slots: Box<[(u64, i32, i32); MONTH_SLOTS]>,
 }
 
 impl Months {
     pub(super) fn new() -> Self {
         // Key 0 is no `YYYY-MM-`: never matched.
         Months {
-            slots: Box::new([(0, 0, 0); 256]),
+            slots: Box::new([(0, 0, 0); MONTH_SLOTS]),
         }
     }
 
@@ -609,7 +613,7 @@ impl Months {
     /// digits checked).
     #[inline(always)]
     fn of(&mut self, head: u64) -> (i32, i32) {
-        let slot = (head.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+        let slot = (head.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MONTH_BITS)) as usize;
         let (key, first, len) = self.slots[slot];
         if key == head {
             return (first, len);
@@ -618,14 +622,7 @@ impl Months {
         let y = digit(0) * 1000 + digit(1) * 100 + digit(2) * 10 + digit(3);
         let m = digit(5) * 10 + digit(6);
         let entry = match super::value::ymd_days(y, m, 1) {
-            Some(first) => {
-                // The month's length: the last day that is a date.
-                let len = (28..=31)
-                    .rev()
-                    .find(|&d| super::value::ymd_days(y, m, d).is_some())
-                    .unwrap_or(28) as i32;
-                (first, len)
-            }
+            Some(first) => (first, super::value::days_in_month(y, m) as i32),
             None => (0, 0),
         };
         self.slots[slot] = (head, entry.0, entry.1);

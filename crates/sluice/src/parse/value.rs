@@ -409,7 +409,7 @@ pub(crate) fn ymd_days(y: u32, m: u32, d: u32) -> Option<i32> {
 }
 
 #[inline(always)]
-fn days_in_month(y: u32, m: u32) -> u32 {
+pub(crate) fn days_in_month(y: u32, m: u32) -> u32 {
     match m {
         2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
         2 => 28,
