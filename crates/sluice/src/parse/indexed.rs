@@ -86,22 +86,65 @@ enum Values {
     Text(Vec<(u32, u32)>),
 }
 
+/// Writes `x` as element `at` of `v`, whose length is set when the run
+/// ends ([`Indexed::read`]): no length kept per value, no capacity test.
+///
+/// # Safety
+/// `at < v.capacity()`.
+#[inline(always)]
+unsafe fn put<T>(v: &mut Vec<T>, at: usize, x: T) {
+    debug_assert!(at < v.capacity());
+    // SAFETY: the caller's.
+    unsafe { v.as_mut_ptr().add(at).write(x) }
+}
+
 impl Values {
-    /// A value a NULL stands in for.
+    /// A value a NULL stands in for, as element `at`.
+    ///
+    /// # Safety
+    /// `at` is below the capacity of the vector.
     #[inline]
-    fn push_zero(&mut self) {
-        match self {
-            Values::I32(v) => v.push(0),
-            Values::I64(v) => v.push(0),
-            Values::Text(_) => {}
+    unsafe fn put_zero(&mut self, at: usize) {
+        // SAFETY: the caller's.
+        unsafe {
+            match self {
+                Values::I32(v) => put(v, at, 0),
+                Values::I64(v) => put(v, at, 0),
+                Values::Text(_) => {}
+            }
         }
     }
 
-    fn truncate(&mut self, rows: usize) {
+    /// Empty, with room for `rows` values.
+    fn clear_for(&mut self, rows: usize) {
         match self {
-            Values::I32(v) => v.truncate(rows),
-            Values::I64(v) => v.truncate(rows),
-            Values::Text(v) => v.truncate(rows),
+            Values::I32(v) => {
+                v.clear();
+                v.reserve(rows)
+            }
+            Values::I64(v) => {
+                v.clear();
+                v.reserve(rows)
+            }
+            Values::Text(v) => {
+                v.clear();
+                v.reserve(rows)
+            }
+        }
+    }
+
+    /// Holding the first `rows` values written by [`put`].
+    ///
+    /// # Safety
+    /// Each of the first `rows` was written.
+    unsafe fn set_rows(&mut self, rows: usize) {
+        // SAFETY: the caller's; the elements are plain numbers and pairs.
+        unsafe {
+            match self {
+                Values::I32(v) => v.set_len(rows),
+                Values::I64(v) => v.set_len(rows),
+                Values::Text(v) => v.set_len(rows),
+            }
         }
     }
 }
@@ -267,8 +310,12 @@ impl<'a> Indexed<'a> {
         let (data, d) = (self.data, self.d);
         let n = data.len();
         let last = self.kinds.len() - 1;
+        // Each column's values are written as element `rows` of its
+        // vector while `rows < want` (so within the room made here), and
+        // its length set to the records read at the end.
+        let want = self.want;
         for v in &mut self.values {
-            v.truncate(0);
+            v.clear_for(want);
         }
         for v in &mut self.valid {
             v.clear();
@@ -278,7 +325,7 @@ impl<'a> Indexed<'a> {
         // Where the record after the last one read starts.
         let mut done = pos;
         self.ix.seek(pos);
-        'records: while rows < self.want && pos < n {
+        'records: while rows < want && pos < n {
             let first = data[pos];
             let blank = first == b'\n' || (first == b'\r' && data.get(pos + 1) == Some(&b'\n'));
             if (blank && !self.blank_records) || d.starts_comment(&data[pos..]) {
@@ -349,7 +396,8 @@ impl<'a> Indexed<'a> {
                     if !super::byte_scan::ascii_text(data, a, z) {
                         break 'records;
                     }
-                    v.push((a as u32, z as u32 | QUOTED));
+                    // SAFETY: `rows < want`, the room made above.
+                    unsafe { put(v, rows, (a as u32, z as u32 | QUOTED)) };
                     quoted_newlines += lines;
                     pos = next;
                     continue;
@@ -371,7 +419,8 @@ impl<'a> Indexed<'a> {
                 if kind != Kind::Text
                     && (z == s || (!self.null.is_empty() && data[s..z] == *self.null))
                 {
-                    self.values[c].push_zero();
+                    // SAFETY: `rows < want`, the room made above.
+                    unsafe { self.values[c].put_zero(rows) };
                     let valid = &mut self.valid[c];
                     if valid.is_empty() {
                         // The first NULL of the column in this run.
@@ -388,7 +437,8 @@ impl<'a> Indexed<'a> {
                     (Kind::Integer { exact, .. }, Values::I32(v)) => {
                         match int_of::<AVX2>(data, s, z).and_then(|x| i32::try_from(x).ok()) {
                             Some(x) if !(exact && zero_first(data, s)) => {
-                                v.push(x);
+                                // SAFETY: `rows < want`, the room made above.
+                                unsafe { put(v, rows, x) };
                                 true
                             }
                             _ => false,
@@ -397,7 +447,8 @@ impl<'a> Indexed<'a> {
                     (Kind::Integer { exact, .. }, Values::I64(v)) => {
                         match int_of::<AVX2>(data, s, z) {
                             Some(x) if !(exact && zero_first(data, s)) => {
-                                v.push(x);
+                                // SAFETY: `rows < want`, the room made above.
+                                unsafe { put(v, rows, x) };
                                 true
                             }
                             _ => false,
@@ -414,15 +465,18 @@ impl<'a> Indexed<'a> {
                                 _ => None,
                             }
                         });
-                        x.map(|x| v.push(x)).is_some()
+                        // SAFETY: `rows < want`, the room made above.
+                        x.map(|x| unsafe { put(v, rows, x) }).is_some()
                     }
                     (Kind::Date, Values::I32(v)) => date_of(data, s, z, &mut self.months)
-                        .map(|x| v.push(x))
+                        // SAFETY: `rows < want`, the room made above.
+                        .map(|x| unsafe { put(v, rows, x) })
                         .is_some(),
                     (Kind::Text, Values::Text(v)) => {
                         let ok = super::byte_scan::ascii_text(data, s, z);
                         if ok {
-                            v.push((s as u32, z as u32));
+                            // SAFETY: `rows < want`, the room made above.
+                            unsafe { put(v, rows, (s as u32, z as u32)) };
                         }
                         ok
                     }
@@ -441,9 +495,12 @@ impl<'a> Indexed<'a> {
             rows += 1;
             done = pos;
         }
-        // A record that broke off left values in some columns.
+        // The records read; a record that broke off wrote values past
+        // them in some columns, which are not counted.
         for v in &mut self.values {
-            v.truncate(rows);
+            // SAFETY: every column wrote element `r` of each record `r`
+            // read.
+            unsafe { v.set_rows(rows) };
         }
         for v in &mut self.valid {
             v.truncate(rows);
