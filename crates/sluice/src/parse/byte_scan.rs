@@ -150,28 +150,61 @@ fn ascii_text_sse2(data: &[u8], mut s: usize, z: usize) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn digits16_x86<const SSSE3: bool>(data: &[u8], end: usize, len: usize) -> Option<u64> {
+    let (y, keep, _) = tail16(data, end, len)?;
+    let d = digit_values(y, keep)?;
+    // SAFETY: the caller's.
+    Some(unsafe { value_of::<SSSE3>(d) })
+}
+
+/// The 16 bytes that end at `end` (1 ..= `len` ..= 16 of them the
+/// field's, `16 <= end <= data.len()`; else `None`), which of them are
+/// the field's, and each byte's index.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn tail16(
+    data: &[u8],
+    end: usize,
+    len: usize,
+) -> Option<(
+    std::arch::x86_64::__m128i,
+    std::arch::x86_64::__m128i,
+    std::arch::x86_64::__m128i,
+)> {
     use std::arch::x86_64::{
-        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_max_epu8,
-        _mm_movemask_epi8, _mm_set_epi8, _mm_set1_epi8, _mm_sub_epi8,
+        __m128i, _mm_cmpgt_epi8, _mm_loadu_si128, _mm_set_epi8, _mm_set1_epi8,
     };
-    // SAFETY: SSE2 is part of x86-64 itself (what each intrinsic needs);
-    // SSSE3 is the caller's; the one load is bounds-checked below.
+    if end < 16 || end > data.len() || len == 0 || len > 16 {
+        return None;
+    }
+    // SAFETY: `16 <= end <= data.len()`: the 16 bytes read are in `data`;
+    // the load is unaligned. SSE2 is part of x86-64 itself.
     unsafe {
-        if end < 16 || end > data.len() || len == 0 || len > 16 {
-            return None;
-        }
-        // `16 <= end <= data.len()`.
         let y = _mm_loadu_si128(data.as_ptr().add(end - 16) as *const __m128i);
         let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
         // Bytes 16 - len .. 16 are the field's.
         let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
+        Some((y, keep, index))
+    }
+}
+
+/// The digit values of the kept bytes of `y` (the others 0), when every
+/// kept byte is a digit.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn digit_values(
+    y: std::arch::x86_64::__m128i,
+    keep: std::arch::x86_64::__m128i,
+) -> Option<std::arch::x86_64::__m128i> {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_cmpeq_epi8, _mm_max_epu8, _mm_movemask_epi8, _mm_set1_epi8, _mm_sub_epi8,
+    };
+    // SAFETY: SSE2 is part of x86-64 itself.
+    unsafe {
         let d = _mm_and_si128(_mm_sub_epi8(y, _mm_set1_epi8(b'0' as i8)), keep);
-        // Less '0' (wrapping), a digit is at most 9; the bytes not kept are 0.
+        // Less '0' (wrapping), a digit is at most 9; the bytes not kept
+        // are 0.
         let nine = _mm_set1_epi8(9);
-        if _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) != 0xFFFF {
-            return None;
-        }
-        Some(value_of::<SSSE3>(d))
+        (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) == 0xFFFF).then_some(d)
     }
 }
 
@@ -191,44 +224,39 @@ pub(super) unsafe fn point_digits16<const SSSE3: bool>(
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
-            __m128i, _mm_and_si128, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8,
-            _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi8,
-            _mm_set1_epi8, _mm_slli_si128, _mm_sub_epi8,
+            _mm_and_si128, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8, _mm_slli_si128,
         };
-        // SAFETY: SSE2 is part of x86-64 itself (what each intrinsic
-        // needs); SSSE3 is the caller's; the one load is bounds-checked.
+        let (y, keep, index) = tail16(data, end, len)?;
+        // SAFETY: SSE2 is part of x86-64 itself; SSSE3 is the caller's.
         unsafe {
-            if end < 16 || end > data.len() || len == 0 || len > 16 {
-                return None;
-            }
-            let y = _mm_loadu_si128(data.as_ptr().add(end - 16) as *const __m128i);
-            let index = _mm_set_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-            // Bytes 16 - len .. 16 are the field's.
-            let keep = _mm_cmpgt_epi8(index, _mm_set1_epi8(15 - len as i8));
             let point = _mm_and_si128(_mm_cmpeq_epi8(y, _mm_set1_epi8(b'.' as i8)), keep);
             let points = _mm_movemask_epi8(point) as u32;
-            let d = _mm_and_si128(_mm_sub_epi8(y, _mm_set1_epi8(b'0' as i8)), keep);
-            let (d, frac) = if points == 0 {
-                (d, None)
+            let (keep, frac) = if points == 0 {
+                (keep, None)
             } else {
                 if points & (points - 1) != 0 {
                     return None;
                 }
-                let k = points.trailing_zeros() as i8;
-                // The digits before the point moved one byte on, over it
-                // (a zero comes in before the first).
-                let d = _mm_andnot_si128(point, d);
-                let before = _mm_cmpgt_epi8(_mm_set1_epi8(k + 1), index);
-                let d = _mm_or_si128(
-                    _mm_and_si128(before, _mm_slli_si128(d, 1)),
-                    _mm_andnot_si128(before, d),
-                );
-                (d, Some(15 - k as usize))
+                (
+                    _mm_andnot_si128(point, keep),
+                    Some(15 - points.trailing_zeros() as usize),
+                )
             };
-            let nine = _mm_set1_epi8(9);
-            if _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, nine), nine)) != 0xFFFF {
-                return None;
-            }
+            let d = digit_values(y, keep)?;
+            let d = match frac {
+                None => d,
+                Some(f) => {
+                    // The digits before the point moved one byte on, over
+                    // it (a zero comes in before the first).
+                    let k = (15 - f) as i8;
+                    let before = _mm_cmpgt_epi8(_mm_set1_epi8(k + 1), index);
+                    _mm_or_si128(
+                        _mm_and_si128(before, _mm_slli_si128(d, 1)),
+                        _mm_andnot_si128(before, d),
+                    )
+                }
+            };
             Some((value_of::<SSSE3>(d), frac))
         }
     }
