@@ -413,7 +413,7 @@ fn more_digits(data: &[u8], mut i: usize, mut acc: i64) -> (i64, usize) {
 }
 
 /// 10^0 ..= 10^18.
-const POW10_18: [i64; 19] = {
+pub(super) const POW10_18: [i64; 19] = {
     let mut t = [1i64; 19];
     let mut k = 1;
     while k < 19 {
@@ -546,7 +546,7 @@ fn push_field(
 ) -> Result<(), String> {
     let nul = |z: usize| format!("a NUL byte at byte {z} of the value (binary data, not text)");
     if text {
-        if ascii_text(bytes) {
+        if super::byte_scan::ascii_text(bytes, 0, bytes.len()) {
             return out.push_ascii(col, bytes, quoted);
         }
         if let Some(z) = memchr(0, bytes) {
@@ -559,17 +559,6 @@ fn push_field(
             Some(z) if nul_said => nul(z),
             _ => m,
         })
-}
-
-/// Whether TEXT bytes are ASCII without a NUL (as [`push_field`] tests
-/// them: such bytes are pushed as they are).
-#[inline(always)]
-pub(super) fn ascii_text(bytes: &[u8]) -> bool {
-    // Bit 7 of `b | (b - 1) & !b` is set for 0 and for 128..=255.
-    let odd = bytes
-        .iter()
-        .fold(0u8, |a, &b| a | b | (b.wrapping_sub(1) & !b));
-    odd & 0x80 == 0
 }
 
 /// Parses every record of `data` (which starts at a record boundary) into

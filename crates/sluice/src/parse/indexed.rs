@@ -35,7 +35,7 @@
 //! Not useful for: anything unusual; that is the per-field loop's.
 
 use super::Dialect;
-use super::csv::{Field, Term, scan_decimal, scan_quoted, zero_first};
+use super::csv::{Field, POW10_18, Term, scan_decimal, scan_quoted, zero_first};
 use super::structural::Structurals;
 use crate::batch::{BatchBuilder, DataType, FastPath, Schema};
 use crate::parse::FieldMap;
@@ -571,17 +571,6 @@ fn digits(bytes: &[u8]) -> Option<u64> {
     Some(acc)
 }
 
-/// 10^0 ..= 10^18.
-const POW10: [u64; 19] = {
-    let mut t = [1u64; 19];
-    let mut k = 1;
-    while k < 19 {
-        t[k] = t[k - 1] * 10;
-        k += 1;
-    }
-    t
-};
-
 /// The DECIMAL in `data[s..z]`, scaled by 10^`scale`, when the decimal
 /// fast path takes it (`csv::scan_decimal`: an optional `-`, at most
 /// `int_digits` digits, optionally a `.` and at most `scale` digits, one
@@ -607,7 +596,7 @@ fn decimal_of<const SSSE3: bool>(
         return None;
     }
     // At most `int_digits + scale` (18) digits: no overflow.
-    let v = (magnitude * POW10[scale as usize - frac_digits]) as i64;
+    let v = magnitude as i64 * POW10_18[scale as usize - frac_digits];
     Some(if neg { -v } else { v })
 }
 
