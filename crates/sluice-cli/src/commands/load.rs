@@ -278,6 +278,12 @@ pub struct ReadArgs {
     /// dictionaries from a small file)
     #[arg(long, hide = true)]
     dictionary_always: bool,
+    /// Write the segment files through the page cache. By default they
+    /// go past it (O_DIRECT) where the file system allows, which costs
+    /// less CPU; with this flag the table's bytes stay in memory for the
+    /// queries that follow (a slow disk, a table queried at once)
+    #[arg(long)]
+    page_cache: bool,
     /// What a malformed record does: abort (the default: the load fails,
     /// nothing is committed) or skip (it is rejected, counted, and the load
     /// goes on)
@@ -574,6 +580,7 @@ pub(crate) fn read_request(a: &ReadArgs, threads: Option<usize>) -> LoadRequest 
         block_size: a.block_size.clone(),
         segment_rows: a.segment_rows,
         dictionary_always: a.dictionary_always,
+        page_cache: a.page_cache,
         on_error: a.on_error.map(|o| match o {
             OnErrorArg::Abort => OnError::Abort,
             OnErrorArg::Skip => OnError::Skip,

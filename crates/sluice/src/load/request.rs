@@ -149,6 +149,8 @@ pub struct LoadRequest {
     /// `--dictionary-always` (hidden, for tests): see
     /// [`LoadOptions::dictionary_always`].
     pub dictionary_always: bool,
+    /// `--page-cache`: see [`LoadOptions::page_cache`].
+    pub page_cache: bool,
     /// `--commit-every`: a size, `Nfiles`, a time or `all`.
     pub commit_every: String,
     /// `--reload` (`All`), `--reload-changed` (`Changed`), else `None`.
@@ -198,6 +200,7 @@ impl Default for LoadRequest {
             shard_paths: Vec::new(),
             segment_rows: None,
             dictionary_always: false,
+            page_cache: false,
             commit_every: "1GiB".into(),
             reload: Reload::None,
             threads: None,
@@ -757,6 +760,7 @@ fn load_options(
         on_duplicate: req.on_duplicate,
         segment_rows: req.segment_rows,
         dictionary_always: req.dictionary_always,
+        page_cache: req.page_cache,
     })
 }
 

@@ -208,6 +208,8 @@ pub(super) struct TableWriter<'a> {
     /// The table as the group found it (`None`: this group creates it).
     existing: Option<TableMeta>,
     compression: Compression,
+    /// Segments written past the page cache ([`LoadOptions::page_cache`]).
+    direct: bool,
     sharding: Option<Sharding>,
     arrow_schema: arrow_schema::SchemaRef,
     /// The table's directory (the load journal goes there).
@@ -353,6 +355,7 @@ impl<'a> TableWriter<'a> {
             rows_before: existing.as_ref().map(|t| t.rows()).unwrap_or(0),
             existing,
             compression,
+            direct: !opts.page_cache,
             sharding,
             rel_dir,
             abs_dir,
@@ -526,6 +529,7 @@ impl<'a> TableWriter<'a> {
                     format!("{}/{name}", o.rel_dir),
                     &self.arrow_schema,
                     self.compression,
+                    self.direct,
                 )?);
             }
             let seg = o

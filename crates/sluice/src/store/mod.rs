@@ -14,6 +14,7 @@
 //! open removes files that no manifest names (left by a crashed load).
 
 pub mod check;
+pub mod direct;
 pub mod keyed;
 pub mod manifest;
 pub mod segment;

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use arrow_ipc::root_as_footer;
 use arrow_ipc::writer::{DictionaryHandling, FileWriter, IpcWriteOptions};
 use arrow_schema::{Field, Schema as ArrowSchema, SchemaRef};
 
+use super::direct::DirectFile;
 use super::manifest::{SegmentChecksums, SegmentMeta};
 use crate::batch::ColumnStats;
 use crate::batch::dict::{SegmentDict, decode, dict_type};
@@ -107,8 +108,8 @@ pub struct SegmentWriter {
     rel: String,
     path: PathBuf,
     schema: SchemaRef,
-    sink: Option<CrcWriter<BufWriter<File>>>,
-    writer: Option<FileWriter<CrcWriter<BufWriter<File>>>>,
+    sink: Option<CrcWriter<DirectFile>>,
+    writer: Option<FileWriter<CrcWriter<DirectFile>>>,
     /// Per column: its segment dictionary, for encoded columns.
     dicts: Vec<Option<SegmentDict>>,
     rows: u64,
@@ -123,16 +124,18 @@ pub struct SegmentWriter {
 
 impl SegmentWriter {
     /// Creates the file at `path`; `rel` is its name relative to the
-    /// database; `schema` is the table's (TEXT as `Utf8`).
+    /// database; `schema` is the table's (TEXT as `Utf8`); `direct`: past
+    /// the page cache where the file system allows ([`DirectFile`]).
     pub fn create(
         path: PathBuf,
         rel: String,
         schema: &SchemaRef,
         compression: super::Compression,
+        direct: bool,
     ) -> Result<Self> {
-        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let f = DirectFile::create(&path, direct).map_err(|e| Error::io(&path, e))?;
         let sink = CrcWriter {
-            inner: BufWriter::with_capacity(1 << 20, f),
+            inner: f,
             bytes: 0,
             whole: crc32fast::Hasher::new(),
             meta: crc32fast::Hasher::new(),
@@ -297,7 +300,9 @@ impl SegmentWriter {
                 self.batches = None;
             }
         });
-        start_writeback(writer.get_ref().inner.get_ref());
+        if !writer.get_ref().inner.is_direct() {
+            start_writeback(writer.get_ref().inner.get_ref());
+        }
         self.rows += batch.num_rows() as u64;
         for (s, b) in self.stats.iter_mut().zip(stats) {
             s.merge(b);
@@ -335,10 +340,8 @@ impl SegmentWriter {
         let bytes = sink.bytes;
         let crc32 = sink.whole.finalize();
         let meta = sink.meta.finalize();
-        let file = sink
-            .inner
-            .into_inner()
-            .map_err(|e| Error::io(&self.path, e.into_error()))?;
+        let file =
+            time(Stage::Write, || sink.inner.finish()).map_err(|e| Error::io(&self.path, e))?;
         time(Stage::Sync, || file.sync_all()).map_err(|e| Error::io(&self.path, e))?;
         // The CRCs were taken as the bytes were written; a batch that
         // could not be split leaves the whole file's alone.
@@ -1767,7 +1770,7 @@ mod tests {
     ) -> SegmentMeta {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let mut w =
-            SegmentWriter::create(path.to_path_buf(), name, &schema(), compression).unwrap();
+            SegmentWriter::create(path.to_path_buf(), name, &schema(), compression, true).unwrap();
         for b in batches {
             assert_eq!(w.write(b, &stats(b), &[]).unwrap(), None);
         }
