@@ -257,6 +257,8 @@ impl BatchBuilder {
             (Col::BigInt(b), Some(ok)) => b.append_values(v, ok),
             (Col::Decimal(b, ..), None) => b.append_slice(v),
             (Col::Decimal(b, ..), Some(ok)) => b.append_values(v, ok),
+            (Col::Timestamp(b) | Col::TimestampTz(b), None) => b.append_slice(v),
+            (Col::Timestamp(b) | Col::TimestampTz(b), Some(ok)) => b.append_values(v, ok),
             _ => debug_assert!(false, "i64s pushed to column {col}"),
         }
     }
@@ -347,6 +349,14 @@ impl BatchBuilder {
     pub fn is_integer(&self, col: usize) -> bool {
         let null_is_numeric = matches!(self.opts.null.first(), Some(b'0'..=b'9' | b'-' | b'+'));
         matches!(self.cols[col], Col::Int(_) | Col::BigInt(_)) && !null_is_numeric
+    }
+
+    /// Whether column `col` is a TIMESTAMP or TIMESTAMPTZ read without
+    /// `--timestamp-format`, whose common form the structural index's
+    /// runs read themselves.
+    pub fn timestamp_fast(&self, col: usize) -> bool {
+        matches!(self.cols[col], Col::Timestamp(_) | Col::TimestampTz(_))
+            && self.opts.timestamp_format.is_none()
     }
 
     /// Which of the parser's fused scan-and-convert paths column `col`

@@ -1678,6 +1678,26 @@ mod fast_path_tests {
             ]
             .prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}"))
             .boxed(),
+            // TIMESTAMP (5) and TIMESTAMPTZ (6): the common form, with
+            // and without a `Z`, and the forms next to it.
+            5 | 6 => (
+                prop_oneof![
+                    6 => (0u32..10_000, 1u32..13, 1u32..29),
+                    1 => (0u32..10_001, 0u32..14, 0u32..33),
+                ],
+                prop_oneof![
+                    8 => (0u32..24, 0u32..60, 0u32..60),
+                    1 => (0u32..26, 0u32..61, 0u32..62),
+                ],
+                prop::sample::select(vec!["T", "T", " ", "t", "_"]),
+                prop::sample::select(vec![
+                    "", "", "Z", "Z", "z", "+01:00", "-0530", ".5", ".123456Z",
+                ]),
+            )
+                .prop_map(|((y, m, d), (h, mi, s), sep, tail)| {
+                    format!("{y:04}-{m:02}-{d:02}{sep}{h:02}:{mi:02}:{s:02}{tail}")
+                })
+                .boxed(),
             _ => prop_oneof![
                 12 => "[a-z ]{0,20}",
                 6 => "[a-z,;|\t]{0,12}".prop_map(|t| format!("\"{t}\"")),
@@ -1698,7 +1718,7 @@ mod fast_path_tests {
     /// number of fields, sometimes one more or less, blank lines and
     /// comment lines among them, LF or CR LF, the last line ended or not.
     fn typed_block() -> impl Strategy<Value = (Vec<usize>, String)> {
-        prop::collection::vec(0usize..5, 1..6).prop_flat_map(|kinds| {
+        prop::collection::vec(0usize..7, 1..6).prop_flat_map(|kinds| {
             let fields: Vec<BoxedStrategy<String>> =
                 kinds.iter().map(|&k| typed_field(k)).collect();
             let record = prop_oneof![
@@ -1747,7 +1767,15 @@ mod fast_path_tests {
         ) {
             // Half the cases by the code for CPUs without AVX2.
             super::super::structural::NO_AVX2.with(|n| n.set(sse2));
-            let names = ["i INT", "b BIGINT", "d DECIMAL(12, 3)", "t DATE", "x TEXT"];
+            let names = [
+                "i INT",
+                "b BIGINT",
+                "d DECIMAL(12, 3)",
+                "t DATE",
+                "x TEXT",
+                "s TIMESTAMP",
+                "z TIMESTAMPTZ",
+            ];
             let schema: Schema = kinds
                 .iter()
                 .enumerate()
@@ -1757,11 +1785,17 @@ mod fast_path_tests {
                 .parse()
                 .unwrap();
             // Exact numbers: INT and BIGINT only (an exact DECIMAL has no
-            // fast path, so no index path).
+            // fast path, so no index path); an exact TIMESTAMPTZ refuses
+            // a time without an offset.
             let all: Vec<String> = schema
                 .columns
                 .iter()
-                .filter(|c| matches!(c.data_type, DataType::Int | DataType::BigInt))
+                .filter(|c| {
+                    matches!(
+                        c.data_type,
+                        DataType::Int | DataType::BigInt | DataType::TimestampTz
+                    )
+                })
                 .map(|c| c.name.clone())
                 .collect();
             let values = Arc::new(ValueOptions {
@@ -1881,6 +1915,63 @@ mod fast_path_tests {
         assert_eq!(v(0, 2_501), Some("7".into()));
         assert_eq!(v(1, 2_502), Some("17500.00".into()));
         assert_eq!(v(3, 5_001), Some("note 4999, quoted".into()));
+    }
+
+    /// Timestamps as most files write them (`Z` for a TIMESTAMPTZ, none
+    /// for a TIMESTAMP; `NA` for NULL, as the flights write it) take the
+    /// index path; a fraction or an offset goes to the per-field loop,
+    /// which reads it. The values are the reference's.
+    #[test]
+    fn timestamps_in_their_common_form_take_the_index_path() {
+        let schema: Schema = "a INT, t TIMESTAMPTZ, u TIMESTAMP".parse().unwrap();
+        let values = Arc::new(ValueOptions {
+            null: b"NA".to_vec(),
+            ..ValueOptions::default()
+        });
+        let d = Dialect::default();
+        let mut text = String::new();
+        for i in 0..3_000 {
+            if i == 1_000 {
+                text.push_str("1,NA,NA\n");
+            }
+            // Not for the index path: a fraction, an offset.
+            if i == 2_000 {
+                text.push_str("2,2013-01-01T10:00:00.5Z,2013-01-01 10:00:00\n");
+            }
+            if i == 2_500 {
+                text.push_str("3,2013-01-01T10:00:00+05:00,2013-01-01T10:00:00\n");
+            }
+            text.push_str(&format!(
+                "{i},2013-{:02}-{:02}T{:02}:{:02}:{:02}Z,1999-12-31 23:59:{:02}\n",
+                1 + i % 12,
+                1 + i % 28,
+                i % 24,
+                i % 60,
+                (i * 7) % 60,
+                i % 60
+            ));
+        }
+        let policy = RowPolicy::default();
+        let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
+        for sse2 in [false, true] {
+            super::super::structural::NO_AVX2.with(|n| n.set(sse2));
+            super::super::indexed::ROWS.with(|r| r.set(0));
+            let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
+            let taken = super::super::indexed::ROWS.with(|r| r.get());
+            assert_eq!(taken, 3_001, "every plain record by the index path");
+            assert_eq!(fast, reference);
+        }
+        super::super::structural::NO_AVX2.with(|n| n.set(false));
+        let (batch, _, _) = reference.unwrap();
+        assert_eq!(batch.num_rows(), 3_003);
+        let v = |c: usize, r: usize| crate::batch::format_value(batch.column(c).as_ref(), r);
+        assert_eq!(v(1, 0), Some("2013-01-01 00:00:00+00".into()));
+        assert_eq!(v(2, 0), Some("1999-12-31 23:59:00".into()));
+        assert_eq!(v(1, 1_000), None);
+        assert_eq!(v(2, 1_000), None);
+        assert_eq!(v(1, 2_001), Some("2013-01-01 10:00:00.5+00".into()));
+        assert_eq!(v(1, 2_502), Some("2013-01-01 05:00:00+00".into()));
+        assert_eq!(v(1, 3_002), Some("2013-12-04 23:59:53+00".into()));
     }
 
     /// A delimiter or quote that numbers and dates are written with

@@ -74,6 +74,10 @@ enum Kind {
         int_digits: u8,
     },
     Date,
+    /// TIMESTAMP, or TIMESTAMPTZ (`tz`), without `--timestamp-format`.
+    Timestamp {
+        tz: bool,
+    },
     Text,
 }
 
@@ -211,6 +215,11 @@ impl<'a> Indexed<'a> {
                 }
                 (FastPath::Date, _) => Some(Kind::Date),
                 (FastPath::None, DataType::Text) => Some(Kind::Text),
+                (FastPath::None, DataType::Timestamp | DataType::TimestampTz) => {
+                    out.timestamp_fast(c).then_some(Kind::Timestamp {
+                        tz: col.data_type == DataType::TimestampTz,
+                    })
+                }
                 _ => None,
             })
             .collect::<Option<Vec<Kind>>>()?;
@@ -218,9 +227,9 @@ impl<'a> Indexed<'a> {
             .iter()
             .map(|k| match k {
                 Kind::Integer { small: true, .. } | Kind::Date => Values::I32(Vec::new()),
-                Kind::Integer { small: false, .. } | Kind::Decimal { .. } => {
-                    Values::I64(Vec::new())
-                }
+                Kind::Integer { small: false, .. }
+                | Kind::Decimal { .. }
+                | Kind::Timestamp { .. } => Values::I64(Vec::new()),
                 Kind::Text => Values::Text(Vec::new()),
             })
             .collect();
@@ -472,6 +481,12 @@ impl<'a> Indexed<'a> {
                         // SAFETY: `rows < want`, the room made above.
                         .map(|x| unsafe { put(v, rows, x) })
                         .is_some(),
+                    (Kind::Timestamp { tz }, Values::I64(v)) => {
+                        timestamp_of(data, s, z, tz, &mut self.months)
+                            // SAFETY: `rows < want`, the room made above.
+                            .map(|x| unsafe { put(v, rows, x) })
+                            .is_some()
+                    }
                     (Kind::Text, Values::Text(v)) => {
                         let ok = super::byte_scan::ascii_text(data, s, z);
                         if ok {
@@ -625,6 +640,33 @@ fn date_of(data: &[u8], s: usize, z: usize, months: &mut Months) -> Option<i32> 
     let day = (d1 * 10 + d2) as i32;
     let (first, len) = months.of(head);
     (day >= 1 && day <= len).then(|| first + day - 1)
+}
+
+/// A timestamp `data[s..z]` in the one form most files write,
+/// `YYYY-MM-DD HH:MM:SS` (or `T` between), as microseconds since
+/// 1970-01-01 00:00:00: with `tz` (TIMESTAMPTZ) it must end in `Z` (UTC),
+/// without (TIMESTAMP) it must not; `None` for every other form
+/// (fractions, offsets, other widths, hours past 23, leap seconds), which
+/// the per-field loop reads.
+#[inline(always)]
+fn timestamp_of(data: &[u8], s: usize, z: usize, tz: bool, months: &mut Months) -> Option<i64> {
+    if z != s + 19 + tz as usize || (tz && data[z - 1] != b'Z') {
+        return None;
+    }
+    let days = date_of(data, s, s + 10, months)? as i64;
+    let t: &[u8; 9] = data.get(s + 10..s + 19)?.try_into().ok()?;
+    if !matches!(t[0], b'T' | b' ') || t[3] != b':' || t[6] != b':' {
+        return None;
+    }
+    let two = |i: usize| {
+        let (a, b) = (t[i].wrapping_sub(b'0'), t[i + 1].wrapping_sub(b'0'));
+        (a <= 9 && b <= 9).then_some(a as i64 * 10 + b as i64)
+    };
+    let (h, m, sec) = (two(1)?, two(4)?, two(7)?);
+    if h > 23 || m > 59 || sec > 59 {
+        return None;
+    }
+    Some((days * 86_400 + h * 3_600 + m * 60 + sec) * 1_000_000)
 }
 
 /// Whether the 8 bytes of `w` are all ASCII digits.
