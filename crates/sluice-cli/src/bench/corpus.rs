@@ -128,6 +128,10 @@ pub fn run(
     let work = dir.join("work");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let exe = match loader {
+        Some(p) if !p.is_file() => bail!(
+            "--loader {}: no such file (it takes the path of a sluice binary)",
+            p.display()
+        ),
         Some(p) => p.to_path_buf(),
         None => std::env::current_exe().context("finding the sluice binary")?,
     };
