@@ -10,8 +10,11 @@
 //!
 //! Where the file system refuses direct I/O (tmpfs, some network file
 //! systems), or on other systems than Linux, the file is written through
-//! the page cache as before, the same bytes. The last chunk is padded to
-//! the alignment and the file cut back to its length.
+//! the page cache as before, the same bytes. The last chunk's whole
+//! blocks are written directly and its tail through the page cache (the
+//! flag cleared), so that the file never grows past its length: padding
+//! the tail to a block would, and could pass a file-size limit that the
+//! file itself does not.
 //!
 //! Not useful for: files read again soon by this process, or written in
 //! place.
@@ -36,8 +39,7 @@ pub struct DirectFile {
     buf: Vec<u8>,
     start: usize,
     len: usize,
-    /// Bytes written to the file so far (a multiple of `CHUNK` while
-    /// direct).
+    /// Bytes written to the file so far.
     written: u64,
     direct: bool,
 }
@@ -73,16 +75,11 @@ impl DirectFile {
         &self.file
     }
 
-    /// Writes what is gathered: `pad` rounds its length up to the
-    /// alignment (the last chunk of a direct file).
-    fn drain(&mut self, pad: bool) -> io::Result<()> {
-        if self.len == 0 {
+    /// Writes the first `n` bytes gathered (a multiple of the alignment
+    /// while direct); the rest stays at the buffer's start.
+    fn drain(&mut self, n: usize) -> io::Result<()> {
+        if n == 0 {
             return Ok(());
-        }
-        let mut n = self.len;
-        if self.direct && pad {
-            n = n.div_ceil(ALIGN) * ALIGN;
-            self.buf[self.start + self.len..self.start + n].fill(0);
         }
         let chunk = &self.buf[self.start..self.start + n];
         match self.file.write_all(chunk) {
@@ -92,24 +89,28 @@ impl DirectFile {
             Err(e) if self.direct && e.raw_os_error() == Some(EINVAL) && self.written == 0 => {
                 self.direct = false;
                 clear_direct(&self.file)?;
-                n = self.len;
                 self.file.write_all(&self.buf[self.start..self.start + n])?;
             }
             Err(e) => return Err(e),
         }
-        self.written += self.len as u64;
-        self.len = 0;
+        self.written += n as u64;
+        self.buf
+            .copy_within(self.start + n..self.start + self.len, self.start);
+        self.len -= n;
         Ok(())
     }
 
-    /// Writes the rest and returns the file, its length exact (it is not
-    /// synced).
+    /// Writes the rest and returns the file (not synced). A direct file's
+    /// whole blocks go directly, the tail through the page cache.
     pub fn finish(mut self) -> io::Result<File> {
-        let padded = self.direct && !self.len.is_multiple_of(ALIGN);
-        self.drain(true)?;
-        if padded {
-            self.file.set_len(self.written)?;
+        if self.direct && !self.len.is_multiple_of(ALIGN) {
+            self.drain(self.len / ALIGN * ALIGN)?;
+            if self.direct {
+                self.direct = false;
+                clear_direct(&self.file)?;
+            }
         }
+        self.drain(self.len)?;
         Ok(self.file)
     }
 }
@@ -117,7 +118,7 @@ impl DirectFile {
 impl Write for DirectFile {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         if self.len == CHUNK {
-            self.drain(false)?;
+            self.drain(CHUNK)?;
         }
         let k = b.len().min(CHUNK - self.len);
         self.buf[self.start + self.len..self.start + self.len + k].copy_from_slice(&b[..k]);
