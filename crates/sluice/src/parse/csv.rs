@@ -1862,6 +1862,30 @@ mod fast_path_tests {
         }
     }
 
+    /// Parses `text` by the reference path and by the index path (the
+    /// AVX2 and the SSE2 code): the same outcome, with `taken` records
+    /// read by the index path each time. Returns the reference's.
+    fn by_the_index_path(
+        text: &str,
+        d: &Dialect,
+        schema: &Schema,
+        values: &Arc<ValueOptions>,
+        taken: u64,
+    ) -> Outcome {
+        let policy = RowPolicy::default();
+        let reference = run(true, text.as_bytes(), d, schema, values, policy);
+        for sse2 in [false, true] {
+            super::super::structural::NO_AVX2.with(|n| n.set(sse2));
+            super::super::indexed::ROWS.with(|r| r.set(0));
+            let fast = run(false, text.as_bytes(), d, schema, values, policy);
+            let rows = super::super::indexed::ROWS.with(|r| r.get());
+            super::super::structural::NO_AVX2.with(|n| n.set(false));
+            assert_eq!(rows, taken, "every plain record by the index path");
+            assert_eq!(fast, reference);
+        }
+        reference
+    }
+
     /// Plain records go through the index path (what the property test
     /// above holds to the reference is not only the per-field loop), a
     /// record it cannot take among them goes through the loop, and the
@@ -1892,17 +1916,7 @@ mod fast_path_tests {
                 -(i as i64) * 1_000_000_007
             ));
         }
-        let policy = RowPolicy::default();
-        let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
-        for sse2 in [false, true] {
-            super::super::structural::NO_AVX2.with(|n| n.set(sse2));
-            super::super::indexed::ROWS.with(|r| r.set(0));
-            let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
-            let taken = super::super::indexed::ROWS.with(|r| r.get());
-            assert_eq!(taken, 5_001, "every plain record by the index path");
-            assert_eq!(fast, reference);
-        }
-        super::super::structural::NO_AVX2.with(|n| n.set(false));
+        let reference = by_the_index_path(&text, &d, &schema, &values, 5_001);
         let (batch, info, _) = reference.unwrap();
         assert_eq!(batch.num_rows(), 5_002);
         assert_eq!(info.newlines, 5_002);
@@ -1951,17 +1965,7 @@ mod fast_path_tests {
                 i % 60
             ));
         }
-        let policy = RowPolicy::default();
-        let reference = run(true, text.as_bytes(), &d, &schema, &values, policy);
-        for sse2 in [false, true] {
-            super::super::structural::NO_AVX2.with(|n| n.set(sse2));
-            super::super::indexed::ROWS.with(|r| r.set(0));
-            let fast = run(false, text.as_bytes(), &d, &schema, &values, policy);
-            let taken = super::super::indexed::ROWS.with(|r| r.get());
-            assert_eq!(taken, 3_001, "every plain record by the index path");
-            assert_eq!(fast, reference);
-        }
-        super::super::structural::NO_AVX2.with(|n| n.set(false));
+        let reference = by_the_index_path(&text, &d, &schema, &values, 3_001);
         let (batch, _, _) = reference.unwrap();
         assert_eq!(batch.num_rows(), 3_003);
         let v = |c: usize, r: usize| crate::batch::format_value(batch.column(c).as_ref(), r);
