@@ -643,7 +643,9 @@ impl Splitter {
             (4, &h[..4])
         };
         let len = i32::from_le_bytes(len.try_into().ok()?);
-        // A length that cannot be a message fails in `start_body`.
+        // A length that cannot be a message fails in `start_body`. Eight
+        // bytes are read before the prefix is known, so a legacy header
+        // is never taken as shorter than them.
         Some(at + usize::try_from(len).unwrap_or(0).max(8 - at))
     }
 
