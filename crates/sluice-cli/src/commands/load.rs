@@ -284,6 +284,13 @@ pub struct ReadArgs {
     /// queries that follow (a slow disk, a table queried at once)
     #[arg(long)]
     page_cache: bool,
+    /// Read input files into buffers rather than mapping them into memory.
+    /// By default a large plain file (not compressed, UTF-8) is mapped,
+    /// which saves a copy of every byte; a file that another process
+    /// truncates during the load then ends it with a message (nothing is
+    /// committed)
+    #[arg(long)]
+    no_mmap: bool,
     /// What a malformed record does: abort (the default: the load fails,
     /// nothing is committed) or skip (it is rejected, counted, and the load
     /// goes on)
@@ -581,6 +588,7 @@ pub(crate) fn read_request(a: &ReadArgs, threads: Option<usize>) -> LoadRequest 
         segment_rows: a.segment_rows,
         dictionary_always: a.dictionary_always,
         page_cache: a.page_cache,
+        map_files: !a.no_mmap,
         on_error: a.on_error.map(|o| match o {
             OnErrorArg::Abort => OnError::Abort,
             OnErrorArg::Skip => OnError::Skip,

@@ -151,6 +151,13 @@ pub struct LoadOptions {
     /// disk as they are written, which the commit's `fsync` waits for
     /// anyway. A query right after the load reads them from the disk.
     pub page_cache: bool,
+    /// Large plain input files (not compressed, UTF-8, LF or CR LF line
+    /// ends) mapped into memory rather than read into buffers: no copy of
+    /// their bytes (see [`crate::source::Mapped`]). Off by default: a file
+    /// truncated by another process during the load then ends the whole
+    /// process (with a message), which only a command-line tool should
+    /// choose; `sluice load` does, unless `--no-mmap`.
+    pub map_files: bool,
 }
 
 /// When a multi-file load commits. A group closes after the file that
@@ -295,6 +302,7 @@ impl Default for LoadOptions {
             segment_rows: None,
             dictionary_always: false,
             page_cache: false,
+            map_files: false,
         }
     }
 }

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::parse::{FieldMap, Format, JsonShape};
-use crate::source::{Input, check_text};
+use crate::source::{Compression, Input, LineEnd, Mapped, check_text};
 use crate::split::find_boundary;
 
 use super::header::delimited_start;
@@ -60,10 +60,23 @@ pub fn block_size_for(memory_limit: u64, workers: usize) -> usize {
 
 pub(super) struct Block {
     pub(super) seq: u64,
+    /// The bytes, read into a buffer of ours...
     pub(super) data: Buf,
-    /// What `data` holds: one piece of one file, or several small files
-    /// packed together (one hand-off for many files).
+    /// ... or a range of a mapped file (`data` then empty).
+    pub(super) mapped: Option<(Arc<Mapped>, std::ops::Range<usize>)>,
+    /// What the block holds: one piece of one file, or several small
+    /// files packed together (one hand-off for many files).
     pub(super) parts: Vec<Part>,
+}
+
+impl Block {
+    /// The block's bytes, which its parts' ranges index.
+    pub(super) fn bytes(&self) -> &[u8] {
+        match &self.mapped {
+            Some((m, r)) => &m.bytes()[r.clone()],
+            None => self.data.data(),
+        }
+    }
 }
 
 /// A range of a block's data that comes from one file.
@@ -107,14 +120,52 @@ impl Buf {
         self.len -= n;
     }
 
+    /// Makes `bytes` at least `want` long (initialised; the data kept).
+    /// A large buffer is asked for in huge pages where the system gives
+    /// them: the blocks in flight are first touched once per load, and in
+    /// 4 KiB pages that first touch (a page fault each) cost ~4 % of a
+    /// load of integers.
+    pub(super) fn grow_to(&mut self, want: usize) {
+        if self.bytes.len() >= want {
+            return;
+        }
+        if self.bytes.capacity() < want {
+            let mut fresh = Vec::with_capacity(want);
+            huge_pages(&mut fresh);
+            fresh.extend_from_slice(&self.bytes[..self.len]);
+            self.bytes = fresh;
+        }
+        self.bytes.resize(want, 0);
+    }
+
     /// Replaces the contents with `src`.
     pub(super) fn set(&mut self, src: &[u8]) {
-        if self.bytes.len() < src.len() {
-            self.bytes.resize(src.len(), 0);
-        }
+        self.grow_to(src.len());
         self.bytes[..src.len()].copy_from_slice(src);
         self.len = src.len();
     }
+}
+
+/// Asks that the untouched capacity of `v` be backed by huge pages (a
+/// hint: nothing changes where the system does not take it).
+fn huge_pages(v: &mut Vec<u8>) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_mut_ptr() as usize;
+        let end = start + v.capacity();
+        let first = start.next_multiple_of(HUGE);
+        let last = end / HUGE * HUGE;
+        if last > first {
+            // SAFETY: the range lies inside the vector's allocation, and
+            // MADV_HUGEPAGE changes no byte of it.
+            unsafe {
+                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = v;
 }
 
 /// Reader: cut every input into blocks. Returns (files, bytes).
@@ -175,9 +226,7 @@ fn fill_untimed(r: &mut dyn Read, buf: &mut Buf, want: usize, name: &Input) -> R
     if buf.len >= want {
         return Ok(false);
     }
-    if buf.bytes.len() < want {
-        buf.bytes.resize(want, 0);
-    }
+    buf.grow_to(want);
     while buf.len < want {
         match r.read(&mut buf.bytes[buf.len..want]) {
             Ok(0) => return Ok(true),
@@ -269,7 +318,7 @@ fn split_file(
     // With --on-error skip, a file that cannot be opened is skipped and
     // reported; otherwise it fails the load.
     let skip_bad = opts.on_error == OnError::Skip;
-    let (mut reader, _compression, line_end) =
+    let (mut reader, compression, line_end) =
         match input.open_lines(Some(on_read), opts.encoding, opts.line_end) {
             Ok(r) => r,
             Err(e) if skip_bad => {
@@ -278,6 +327,17 @@ fn split_file(
             }
             Err(e) => return Err(e),
         };
+    // A large plain file is read by mapping it once its start (preambles,
+    // the header, the first block) went through `reader`.
+    let mut mapped = match input {
+        Input::File(p) if plain_text(opts, compression, line_end) => {
+            Mapped::open(p, MAP_MIN_BLOCKS * bs as u64).and_then(|m| {
+                let bom = utf8_bom(m.bytes())?;
+                Some((Arc::new(m), bom))
+            })
+        }
+        _ => None,
+    };
     let mut buf = shared.take_buf();
     let mut eof = fill(&mut reader, &mut buf, bs, input)?;
     // An empty file (an export of no rows, a placeholder) is 0 rows, and
@@ -374,12 +434,12 @@ fn split_file(
     // (counting every block's lines took 5.5 % of a load's CPU time).
     let stream = !matches!(input, Input::File(_));
     // A record longer than --max-line-size, starting at `start` of `buf`.
-    let too_long_at = |buf: &Buf, start: usize, line: u64, offset: u64| {
+    let too_long_at = |data: &[u8], start: usize, line: u64, offset: u64| {
         let at = offset + start as u64;
         if !stream && let Ok(before) = lines_before(input, opts, line_end, at) {
             return too_long(before, at);
         }
-        let before = memchr::memchr_iter(b'\n', &buf.data()[..start]).count() as u64;
+        let before = memchr::memchr_iter(b'\n', &data[..start]).count() as u64;
         too_long(line + before, at)
     };
     loop {
@@ -404,7 +464,7 @@ fn split_file(
             if buf.len > opts.max_line_size {
                 let start = last_cut(opts, json_shape, buf.data(), open, buf.len - 1).unwrap_or(0);
                 if buf.len - start > opts.max_line_size {
-                    return Err(too_long_at(&buf, start, line, offset));
+                    return Err(too_long_at(buf.data(), start, line, offset));
                 }
             }
             buf.len
@@ -423,7 +483,7 @@ fn split_file(
                     // the limit), and it fails once it passes the limit.
                     let start = last_cut(opts, json_shape, buf.data(), open, target).unwrap_or(0);
                     if buf.len - start > opts.max_line_size {
-                        return Err(too_long_at(&buf, start, line, offset));
+                        return Err(too_long_at(buf.data(), start, line, offset));
                     }
                     if start == 0 {
                         open = buf.len;
@@ -463,12 +523,229 @@ fn split_file(
         if stream {
             line += memchr::memchr_iter(b'\n', data.data()).count() as u64;
         }
-        send_block(shared, blocks, tokens, seq, data, vec![part])?;
+        send_block(shared, blocks, tokens, seq, data, None, vec![part])?;
         offset += len;
+        // The rest of a mapped file is cut from the mapping, where it
+        // holds what was read (a file rewritten meanwhile is read on).
+        if let Some((m, bom)) = mapped.take()
+            && closed
+            && !eof
+            && m.bytes().get(bom + offset as usize..).is_some_and(|rest| {
+                rest.len() > buf.len && rest[..buf.len] == *buf.data()
+            })
+        {
+            let text = &m.bytes()[bom..];
+            let mut pos = offset as usize;
+            let mut end = pos + buf.len;
+            buf.len = 0;
+            let quote = match opts.format {
+                Format::Delimited => crate::split::cut_by_quote_parity(&opts.dialect),
+                Format::Json(_) => None,
+            };
+            // The file's bytes checksummed so far (the reader read ahead).
+            let summed = seen.lock().map(|s| s.1).unwrap_or(0) as usize;
+            let mut scan = Scan::new(&m, summed, quote, bom + pos);
+            let progress = opts.progress.as_deref();
+            scan.advance(bom + end, &seen, progress);
+            // Quotes before the block's start.
+            let mut quotes_before_pos = 0u64;
+            loop {
+                if !eof && end - pos < bs {
+                    grow_window(&mut end, &mut eof, &mut total, bs, text.len());
+                    scan.advance(bom + end, &seen, progress);
+                }
+                let data = &text[pos..end];
+                let cut = if eof {
+                    if data.is_empty() {
+                        break;
+                    }
+                    if data.len() > opts.max_line_size {
+                        let start =
+                            last_cut(opts, json_shape, data, open, data.len() - 1).unwrap_or(0);
+                        if data.len() - start > opts.max_line_size {
+                            return Err(too_long_at(data, start, line, offset));
+                        }
+                    }
+                    data.len()
+                } else {
+                    let target = (data.len() - (data.len() / 8).clamp(1, CUT_SEARCH)).max(open);
+                    let found = match quote {
+                        Some(q) => crate::stages::time(Stage::Cut, || {
+                            let inside = (scan.quotes_before(bom + pos + target)
+                                - quotes_before_pos)
+                                % 2
+                                == 1;
+                            crate::split::find_boundary_given(data, target, inside, q)
+                        }),
+                        None => find_cut(opts, json_shape, data, target),
+                    };
+                    match found {
+                        Some(c) => {
+                            open = 0;
+                            c
+                        }
+                        None => {
+                            let start = last_cut(opts, json_shape, data, open, target).unwrap_or(0);
+                            if data.len() - start > opts.max_line_size {
+                                return Err(too_long_at(data, start, line, offset));
+                            }
+                            if start == 0 {
+                                open = data.len();
+                                grow_window(&mut end, &mut eof, &mut total, bs, text.len());
+                                scan.advance(bom + end, &seen, progress);
+                                continue;
+                            }
+                            open = data.len() - start;
+                            start
+                        }
+                    }
+                };
+                if quote.is_some() {
+                    quotes_before_pos = crate::stages::time(Stage::Cut, || {
+                        scan.quotes_before(bom + pos + cut)
+                    });
+                }
+                let part = Part {
+                    file,
+                    offset,
+                    first_line: None,
+                    start: 0,
+                    end: cut,
+                    map: map.clone(),
+                    json: json_shape,
+                };
+                let range = bom + pos..bom + pos + cut;
+                send_block(
+                    shared,
+                    blocks,
+                    tokens,
+                    seq,
+                    Buf::default(),
+                    Some((m.clone(), range)),
+                    vec![part],
+                )?;
+                offset += cut as u64;
+                pos += cut;
+            }
+            scan.advance(m.len(), &seen, progress);
+            break;
+        }
     }
     shared.give_buf(buf);
     record(None, false);
     Ok(total)
+}
+
+/// As `grow` for a mapped file: the window `..end` of a file's text of
+/// `len` bytes takes `bs` bytes more, or the rest (`eof`: a read would
+/// have come back short).
+fn grow_window(end: &mut usize, eof: &mut bool, total: &mut u64, bs: usize, len: usize) {
+    let want = *end + bs;
+    let new_end = want.min(len);
+    *eof = want > len;
+    *total += (new_end - *end) as u64;
+    *end = new_end;
+}
+
+/// Pieces a mapped file is scanned in: small enough that the checksum
+/// and the quote count read each piece from the core's cache.
+const SCAN_PIECE: usize = 256 << 10;
+
+/// One pass over the bytes of a mapped file as the reader's window takes
+/// them in: their pages mapped in one call, the journal's checksum, and,
+/// for a dialect cut by quote parity, the quotes before each piece, so
+/// that a cut needs no pass of its own over the block.
+struct Scan<'m> {
+    map: &'m Mapped,
+    /// File bytes checksummed (the reads before the mapping took some).
+    summed: usize,
+    quote: Option<u8>,
+    /// (file position, quotes between the first mark and it), one a
+    /// piece, from where the counting began.
+    marks: Vec<(usize, u64)>,
+}
+
+type Seen = Mutex<(crc32fast::Hasher, u64)>;
+
+impl<'m> Scan<'m> {
+    fn new(map: &'m Mapped, summed: usize, quote: Option<u8>, from: usize) -> Self {
+        Scan {
+            map,
+            summed,
+            quote,
+            marks: vec![(from, 0)],
+        }
+    }
+
+    /// Takes in the file's bytes up to `to`.
+    fn advance(&mut self, to: usize, seen: &Seen, progress: Option<&super::Progress>) {
+        let counted = match self.quote {
+            Some(_) => self.marks.last().map_or(0, |m| m.0),
+            None => usize::MAX,
+        };
+        let from = self.summed.min(counted);
+        if to <= from {
+            return;
+        }
+        crate::stages::time(Stage::Read, || self.map.populate(from..to));
+        let bytes = self.map.bytes();
+        let mut at = from;
+        while at < to {
+            let end = (at + SCAN_PIECE).min(to);
+            if end > self.summed {
+                let b = &bytes[self.summed.max(at)..end];
+                if let Some(p) = progress {
+                    p.bytes_read.fetch_add(b.len() as u64, Ordering::Relaxed);
+                }
+                if let Ok(mut s) = seen.lock() {
+                    crate::stages::time(Stage::InputChecksum, || s.0.update(b));
+                    s.1 += b.len() as u64;
+                }
+                self.summed = end;
+            }
+            if let (Some(q), Some(&(p, n))) = (self.quote, self.marks.last())
+                && end > p
+            {
+                let c = crate::stages::time(Stage::Cut, || {
+                    memchr::memchr_iter(q, &bytes[p.max(at)..end]).count()
+                });
+                self.marks.push((end, n + c as u64));
+            }
+            at = end;
+        }
+    }
+
+    /// Quotes between the first mark and file position `at` (taken in).
+    fn quotes_before(&self, at: usize) -> u64 {
+        let Some(q) = self.quote else { return 0 };
+        let i = self.marks.partition_point(|m| m.0 <= at).saturating_sub(1);
+        let (p, n) = self.marks[i];
+        n + memchr::memchr_iter(q, &self.map.bytes()[p..at.max(p)]).count() as u64
+    }
+}
+
+/// Files of at least this many blocks are mapped (see `Mapped`).
+const MAP_MIN_BLOCKS: u64 = 2;
+
+/// Whether a file is read as it is stored (not decompressed, transcoded
+/// or with its line ends changed), so that a mapping of it is its text.
+fn plain_text(opts: &LoadOptions, compression: Compression, line_end: LineEnd) -> bool {
+    opts.map_files
+        && compression == Compression::None
+        && line_end != LineEnd::Cr
+        && opts.encoding.is_none_or(|e| e == encoding_rs::UTF_8)
+}
+
+/// Where the text of a file read as UTF-8 starts: after a UTF-8 byte order
+/// mark; `None` when a UTF-16 one makes it another encoding.
+fn utf8_bom(bytes: &[u8]) -> Option<usize> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        Some(3)
+    } else if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        None
+    } else {
+        Some(0)
+    }
 }
 
 /// The newlines in the first `at` bytes of a file as the load reads it
@@ -551,6 +828,7 @@ fn send_block(
     tokens: &Receiver<()>,
     seq: &mut u64,
     data: Buf,
+    mapped: Option<(Arc<Mapped>, std::ops::Range<usize>)>,
     parts: Vec<Part>,
 ) -> Result<()> {
     if tokens.recv().is_err() || shared.stopping() {
@@ -559,6 +837,7 @@ fn send_block(
     let block = Block {
         seq: *seq,
         data,
+        mapped,
         parts,
     };
     *seq += 1;
@@ -607,6 +886,6 @@ impl Pack {
         }
         let data = self.data.take().unwrap_or_default();
         let parts = std::mem::take(&mut self.parts);
-        send_block(shared, blocks, tokens, seq, data, parts)
+        send_block(shared, blocks, tokens, seq, data, None, parts)
     }
 }

@@ -151,6 +151,8 @@ pub struct LoadRequest {
     pub dictionary_always: bool,
     /// `--page-cache`: see [`LoadOptions::page_cache`].
     pub page_cache: bool,
+    /// Not `--no-mmap`: see [`LoadOptions::map_files`] (off by default).
+    pub map_files: bool,
     /// `--commit-every`: a size, `Nfiles`, a time or `all`.
     pub commit_every: String,
     /// `--reload` (`All`), `--reload-changed` (`Changed`), else `None`.
@@ -201,6 +203,7 @@ impl Default for LoadRequest {
             segment_rows: None,
             dictionary_always: false,
             page_cache: false,
+            map_files: false,
             commit_every: "1GiB".into(),
             reload: Reload::None,
             threads: None,
@@ -761,6 +764,7 @@ fn load_options(
         segment_rows: req.segment_rows,
         dictionary_always: req.dictionary_always,
         page_cache: req.page_cache,
+        map_files: req.map_files,
     })
 }
 

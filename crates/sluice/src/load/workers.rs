@@ -69,7 +69,7 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
         {
             None
         } else {
-            let data = block.data.data();
+            let data = block.bytes();
             let capacity = (data.len() as f64 * rows_per_byte * 1.1) as usize + 16;
             let mut builder = BatchBuilder::new(shared.schema, shared.values.clone(), capacity);
             let policy = RowPolicy {
@@ -156,8 +156,18 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
                 }
             })
         };
-        let Block { seq, data, parts } = block;
-        shared.give_buf(data);
+        let Block {
+            seq,
+            data,
+            parts,
+            mapped,
+        } = block;
+        if let Some((m, range)) = mapped {
+            m.release(range);
+        }
+        if data.bytes.capacity() > 0 {
+            shared.give_buf(data);
+        }
         // If the writer is gone, keep draining so the reader never blocks.
         let _ = done.send(Done { seq, parts, result });
     }

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+mod mapped;
+pub use mapped::{Mapped, SHRANK_EXIT};
+
 /// One input stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -107,6 +110,12 @@ const PEEK_BUFFER: usize = 64 << 10;
 /// before decompression or decoding).
 pub type OnRead = Box<dyn FnMut(&[u8]) + Send>;
 
+/// The most one read from a file asks for: the bytes are checksummed (and
+/// counted) as soon as they arrive, while they are still in the core's
+/// cache; a 16 MiB read checksummed after had to fetch them from memory
+/// again.
+const READ_CHUNK: usize = 512 << 10;
+
 /// Reports the bytes read through it (progress of compressed inputs is
 /// measured in the bytes of the file).
 struct Counting<R> {
@@ -116,7 +125,8 @@ struct Counting<R> {
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        let end = buf.len().min(READ_CHUNK);
+        let n = self.inner.read(&mut buf[..end])?;
         if let Some(f) = self.on_read.as_mut() {
             f(&buf[..n]);
         }

@@ -26,7 +26,30 @@ pub fn find_boundary(data: &[u8], target: usize, d: &Dialect) -> Option<usize> {
     if d.distinct_escape().is_some() || d.comment.is_some() {
         return find_boundary_exact(data, target, d);
     }
-    let mut inside = memchr_iter(q, &data[..target]).count() % 2 == 1;
+    let inside = memchr_iter(q, &data[..target]).count() % 2 == 1;
+    boundary_after(data, target, inside, q)
+}
+
+/// Whether [`find_boundary`] decides by the parity of the quotes before
+/// the target (see [`find_boundary_given`]): a quote character, and no
+/// distinct escape or comment lines.
+pub fn cut_by_quote_parity(d: &Dialect) -> Option<u8> {
+    d.quote
+        .filter(|_| d.distinct_escape().is_none() && d.comment.is_none())
+}
+
+/// [`find_boundary`] for a dialect with [`cut_by_quote_parity`], told
+/// whether `target` lies inside quotes (an odd number of quote
+/// characters in `data[..target]`): a caller that counted them already
+/// saves the pass over the block.
+pub fn find_boundary_given(data: &[u8], target: usize, inside: bool, quote: u8) -> Option<usize> {
+    if target >= data.len() {
+        return None;
+    }
+    boundary_after(data, target, inside, quote)
+}
+
+fn boundary_after(data: &[u8], target: usize, mut inside: bool, q: u8) -> Option<usize> {
     let mut pos = target;
     while let Some(i) = memchr2(q, b'\n', &data[pos..]) {
         let p = pos + i;
