@@ -160,7 +160,11 @@ fn huge_pages(v: &mut Vec<u8>) {
             // SAFETY: the range lies inside the vector's allocation, and
             // MADV_HUGEPAGE changes no byte of it.
             unsafe {
-                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_HUGEPAGE,
+                );
             }
         }
     }
@@ -530,9 +534,9 @@ fn split_file(
         if let Some((m, bom)) = mapped.take()
             && closed
             && !eof
-            && m.bytes().get(bom + offset as usize..).is_some_and(|rest| {
-                rest.len() > buf.len && rest[..buf.len] == *buf.data()
-            })
+            && m.bytes()
+                .get(bom + offset as usize..)
+                .is_some_and(|rest| rest.len() > buf.len && rest[..buf.len] == *buf.data())
         {
             let text = &m.bytes()[bom..];
             let mut pos = offset as usize;
@@ -571,10 +575,9 @@ fn split_file(
                     let target = (data.len() - (data.len() / 8).clamp(1, CUT_SEARCH)).max(open);
                     let found = match quote {
                         Some(q) => crate::stages::time(Stage::Cut, || {
-                            let inside = (scan.quotes_before(bom + pos + target)
-                                - quotes_before_pos)
-                                % 2
-                                == 1;
+                            let inside =
+                                (scan.quotes_before(bom + pos + target) - quotes_before_pos) % 2
+                                    == 1;
                             crate::split::find_boundary_given(data, target, inside, q)
                         }),
                         None => find_cut(opts, json_shape, data, target),
@@ -601,9 +604,8 @@ fn split_file(
                     }
                 };
                 if quote.is_some() {
-                    quotes_before_pos = crate::stages::time(Stage::Cut, || {
-                        scan.quotes_before(bom + pos + cut)
-                    });
+                    quotes_before_pos =
+                        crate::stages::time(Stage::Cut, || scan.quotes_before(bom + pos + cut));
                 }
                 let part = Part {
                     file,

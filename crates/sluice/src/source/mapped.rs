@@ -272,9 +272,28 @@ mod imp {
 mod tests {
     use super::*;
 
+    /// A directory of the test's own, removed when it ends.
+    struct Dir(std::path::PathBuf);
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let p =
+                std::env::temp_dir().join(format!("sluice-mapped-{tag}-{}", std::process::id()));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn a_mapping_holds_the_file_and_small_files_are_not_mapped() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = Dir::new("holds");
         let p = dir.path().join("a.csv");
         let data: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
         std::fs::write(&p, &data).unwrap();
@@ -316,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_file_that_shrinks_ends_the_process_with_a_message() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = Dir::new("shrinks");
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",

@@ -26,6 +26,7 @@ mod keyed;
 mod keys;
 mod load;
 mod load_fuzz;
+mod mapped_input;
 mod memory_limit;
 mod parallel;
 mod point;
