@@ -87,6 +87,7 @@ impl Drop for Mapped {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod imp {
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
     use std::path::Path;
     use std::sync::Once;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -158,7 +159,17 @@ Load it again once it is complete, or with --no-mmap to read it instead of mappi
     }
 
     pub(super) fn open(path: &Path, min_len: u64) -> Option<Mapped> {
-        let file = std::fs::File::open(path).ok()?;
+        // Only a regular file: opening a named pipe again would wait for
+        // a writer (non-blocking all the same, should the path change
+        // between the look and the open).
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() < min_len.max(1) {
             return None;
@@ -307,6 +318,12 @@ mod tests {
         assert_eq!(m.bytes(), &data[..], "released pages read again");
         assert!(Mapped::open(&p, data.len() as u64 + 1).is_none());
         assert!(Mapped::open(dir.path(), 0).is_none(), "a directory");
+        // A named pipe nobody writes to: not mapped, and not waited on.
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert!(Mapped::open(&fifo, 0).is_none(), "a named pipe");
+        }
         std::fs::write(&p, b"").unwrap();
         assert!(Mapped::open(&p, 0).is_none(), "an empty file");
     }
