@@ -52,6 +52,8 @@ pub(super) struct Shared<'a> {
     pub(super) values: Arc<ValueOptions>,
     pub(super) inputs: &'a [Input],
     pub(super) block_size: usize,
+    /// Parse workers.
+    pub(super) workers: usize,
     /// Lowest block number that failed to parse (`u64::MAX`: none).
     pub(super) first_error: AtomicU64,
     /// Stop everything (writer failed, or the caller cancelled).
@@ -131,6 +133,7 @@ pub(super) fn run_group<'a>(
         values: Arc::new(opts.values.clone()),
         inputs,
         block_size,
+        workers,
         first_error: AtomicU64::new(u64::MAX),
         stop: AtomicBool::new(false),
         pool: Mutex::new(Vec::new()),

@@ -9,7 +9,8 @@
 //! Not useful for: block boundaries (`reader`), or putting blocks back in
 //! order (`writer`).
 
-use std::sync::Mutex;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender};
 
@@ -18,6 +19,7 @@ use arrow_array::RecordBatch;
 use crate::batch::{BatchBuilder, ColumnStats};
 use crate::error::{Error, Result};
 use crate::index::KeyBatch;
+use crate::source::Mapped;
 use crate::parse::{
     BlockError, BlockInfo, Format, JsonFormat, Reject, RowPolicy, parse_block_with,
     parse_json_block,
@@ -47,6 +49,11 @@ pub(super) struct Done {
     pub(super) parts: Vec<Part>,
     /// `None`: skipped because the load is failing or cancelled.
     pub(super) result: Option<Parsed>,
+    /// The block's range of a mapped file, read no more, for the writer
+    /// to drop its pages: with one worker, which is then the load's
+    /// critical path (with more, each drops its own blocks' pages, and the
+    /// writer, one thread for all, is spared).
+    pub(super) mapped: Option<(Arc<Mapped>, Range<usize>)>,
 }
 
 /// Worker: parse blocks until the block channel closes.
@@ -162,14 +169,24 @@ pub(super) fn work(shared: &Shared<'_>, blocks: &Mutex<Receiver<Block>>, done: S
             parts,
             mapped,
         } = block;
-        if let Some((m, range)) = mapped {
-            m.release(range);
-        }
+
         if data.bytes.capacity() > 0 {
             shared.give_buf(data);
         }
         // If the writer is gone, keep draining so the reader never blocks.
-        let _ = done.send(Done { seq, parts, result });
+        let mapped = match mapped {
+            Some((m, range)) if shared.workers > 1 => {
+                crate::stages::time(Stage::Read, || m.release(range));
+                None
+            }
+            m => m,
+        };
+        let _ = done.send(Done {
+            seq,
+            parts,
+            result,
+            mapped,
+        });
     }
 }
 

@@ -92,7 +92,10 @@ impl<'s, 'a> Writer<'s, 'a> {
         }
     }
 
-    fn handle(&mut self, d: Done) -> Result<()> {
+    fn handle(&mut self, mut d: Done) -> Result<()> {
+        if let Some((m, range)) = d.mapped.take() {
+            crate::stages::time(crate::stages::Stage::Read, || m.release(range));
+        }
         let Some(result) = d.result else {
             return Err(Error::Cancelled);
         };
