@@ -10,20 +10,20 @@
 //! order (`writer`).
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 
 use crate::batch::{BatchBuilder, ColumnStats};
 use crate::error::{Error, Result};
 use crate::index::KeyBatch;
-use crate::source::Mapped;
 use crate::parse::{
     BlockError, BlockInfo, Format, JsonFormat, Reject, RowPolicy, parse_block_with,
     parse_json_block,
 };
+use crate::source::Mapped;
 
 use super::OnError;
 use super::pipeline::Shared;
