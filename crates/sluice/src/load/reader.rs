@@ -630,6 +630,23 @@ fn split_file(
                 pos += cut;
             }
             scan.advance(m.len(), &seen, progress);
+            // A file that grew during the load: the mapping holds what it
+            // held at the start, a read would have gone on. Neither is a
+            // complete file for certain, so the load stops.
+            if let Input::File(p) = input
+                && let Ok(now) = std::fs::metadata(p)
+                && now.len() > m.len() as u64
+            {
+                return Err(Error::Input {
+                    path: name.clone(),
+                    message: format!(
+                        "the file grew while it was loaded ({} bytes when the load began, {} now): \
+                         load it again once it is complete",
+                        m.len(),
+                        now.len()
+                    ),
+                });
+            }
             break;
         }
     }
