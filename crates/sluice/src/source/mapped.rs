@@ -213,38 +213,39 @@ Load it again once it is complete, or with --no-mmap to read it instead of mappi
         unsafe { std::slice::from_raw_parts(m.ptr as *const u8, m.len) }
     }
 
+    const PAGE: usize = 4096;
+
     pub(super) fn populate(m: &Mapped, range: std::ops::Range<usize>) {
-        let page = 4096;
-        let start = range.start / page * page;
-        let end = range.end.min(m.len);
-        if end > start {
-            // SAFETY: a range inside the mapping, read-only; a file cut
-            // short fails the call (EFAULT), and the read of the page
-            // then names it (see the module's documentation).
-            unsafe {
-                libc::madvise(
-                    (m.ptr as *mut u8).add(start).cast(),
-                    end - start,
-                    libc::MADV_POPULATE_READ,
-                );
-            }
-        }
+        // A file cut short fails the call (EFAULT), and the read of the
+        // page then names it (see the module's documentation).
+        advise(
+            m,
+            range.start / PAGE * PAGE,
+            range.end.min(m.len),
+            libc::MADV_POPULATE_READ,
+        );
     }
 
     pub(super) fn release(m: &Mapped, range: std::ops::Range<usize>) {
-        let page = 4096;
-        let start = range.start.next_multiple_of(page);
-        let end = range.end.min(m.len) / page * page;
-        if end > start {
-            // SAFETY: a range inside the mapping; MADV_DONTNEED on a shared
-            // file mapping drops page-table entries only (the file and the
-            // page cache keep the bytes), and the mapping stays reserved.
+        // MADV_DONTNEED on a shared file mapping drops page-table entries
+        // only (the file and the page cache keep the bytes), and the
+        // mapping stays reserved: no other mapping can take the range.
+        let start = range.start.next_multiple_of(PAGE);
+        advise(
+            m,
+            start,
+            range.end.min(m.len) / PAGE * PAGE,
+            libc::MADV_DONTNEED,
+        );
+    }
+
+    /// `madvise` on bytes `start..end` of the mapping (`start` at a page).
+    fn advise(m: &Mapped, start: usize, end: usize, advice: libc::c_int) {
+        if end > start && end <= m.len {
+            // SAFETY: a range inside the mapping, which is read-only;
+            // neither advice changes a byte of it.
             unsafe {
-                libc::madvise(
-                    (m.ptr as *mut u8).add(start).cast(),
-                    end - start,
-                    libc::MADV_DONTNEED,
-                );
+                libc::madvise((m.ptr as *mut u8).add(start).cast(), end - start, advice);
             }
         }
     }
