@@ -155,6 +155,7 @@ pub(crate) fn request(
                 }
             },
             "hive_partitioning" => r.hive_partitioning = flag()?,
+            "page_cache" => r.page_cache = flag()?,
             "ignore_unknown" => r.ignore_unknown = flag()?,
             "json_rows" => r.json_rows = Some(text()?),
             "delimiter" => r.delimiter = Some(text()?),

@@ -358,6 +358,12 @@ def test_load_options_mirror_the_command_line(tmp_path):
     assert rows == [{"k": "A", "v": 1}, {"k": "B", "v": None}]
     with pytest.raises(TypeError, match="unexpected keyword argument 'delimeter'"):
         db.load("kv", f, delimeter="|")
+    # Segments written through the page cache: the same table.
+    s = db.load("kv2", f, schema="k TEXT, v INT", delimiter="|", comment="#", null="NA", header=True, page_cache=True, progress=False)
+    assert s.rows == 2
+    assert db.query("SELECT k, v FROM kv2 ORDER BY k").to_arrow().to_pylist() == rows
+    with pytest.raises(TypeError, match="unexpected keyword argument 'map_files'"):
+        db.load("kv3", f, map_files=True)
     with pytest.raises(ValueError, match="on_error"):
         db.load("kv", f, on_error="ignore")
 

@@ -56,7 +56,7 @@ _LOAD_OPTIONS = frozenset(
     escape header null skip comment blank_lines line_end date_format
     timestamp_format encoding memory_limit max_line_size block_size
     max_errors allow_missing_columns on_duplicate compression shard_by
-    shard_paths reload hive_partitioning
+    shard_paths reload hive_partitioning page_cache
     """.split()
 )
 
@@ -197,7 +197,14 @@ class Database(_Database):
         ``date_format``, ``timestamp_format``, ``max_errors``,
         ``allow_missing_columns``, ``on_duplicate="skip"``,
         ``compression="zstd"``, ``shard_by``, ``shard_paths``,
-        ``reload=True`` or ``"changed"``, ``memory_limit="512MiB"``, ...
+        ``reload=True`` or ``"changed"``, ``memory_limit="512MiB"``,
+        ``page_cache=True`` (the table's files written through the page
+        cache, so that queries right after the load read them from
+        memory), ...
+
+        Input files are always read into buffers here (``sluice load``
+        maps large ones, which a file truncated during the load would
+        turn into the end of the process).
 
         Ctrl-C stops after the file being read: what was read is
         committed, and KeyboardInterrupt is raised (a second Ctrl-C stops
@@ -261,7 +268,7 @@ class Database(_Database):
 # Keyword arguments of convert beyond those in its signature: the
 # reading options of `sluice load` and the file options of `sluice
 # convert`, with "_" for "-".
-_CONVERT_OPTIONS = (_LOAD_OPTIONS - {"on_duplicate", "shard_by", "shard_paths", "reload", "compression"}) | frozenset(
+_CONVERT_OPTIONS = (_LOAD_OPTIONS - {"on_duplicate", "shard_by", "shard_paths", "reload", "compression", "page_cache"}) | frozenset(
     "output_format compression row_group_size target_file_size file_prefix overwrite bucket_by check_key".split()
 )
 
