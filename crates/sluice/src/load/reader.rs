@@ -120,56 +120,14 @@ impl Buf {
         self.len -= n;
     }
 
-    /// Makes `bytes` at least `want` long (initialised; the data kept).
-    /// A large buffer is asked for in huge pages where the system gives
-    /// them: the blocks in flight are first touched once per load, and in
-    /// 4 KiB pages that first touch (a page fault each) cost ~4 % of a
-    /// load of integers.
-    pub(super) fn grow_to(&mut self, want: usize) {
-        if self.bytes.len() >= want {
-            return;
-        }
-        if self.bytes.capacity() < want {
-            let mut fresh = Vec::with_capacity(want);
-            huge_pages(&mut fresh);
-            fresh.extend_from_slice(&self.bytes[..self.len]);
-            self.bytes = fresh;
-        }
-        self.bytes.resize(want, 0);
-    }
-
     /// Replaces the contents with `src`.
     pub(super) fn set(&mut self, src: &[u8]) {
-        self.grow_to(src.len());
+        if self.bytes.len() < src.len() {
+            self.bytes.resize(src.len(), 0);
+        }
         self.bytes[..src.len()].copy_from_slice(src);
         self.len = src.len();
     }
-}
-
-/// Asks that the untouched capacity of `v` be backed by huge pages (a
-/// hint: nothing changes where the system does not take it).
-fn huge_pages(v: &mut Vec<u8>) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = v.as_mut_ptr() as usize;
-        let end = start + v.capacity();
-        let first = start.next_multiple_of(HUGE);
-        let last = end / HUGE * HUGE;
-        if last > first {
-            // SAFETY: the range lies inside the vector's allocation, and
-            // MADV_HUGEPAGE changes no byte of it.
-            unsafe {
-                libc::madvise(
-                    first as *mut libc::c_void,
-                    last - first,
-                    libc::MADV_HUGEPAGE,
-                );
-            }
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = v;
 }
 
 /// Reader: cut every input into blocks. Returns (files, bytes).
@@ -230,7 +188,9 @@ fn fill_untimed(r: &mut dyn Read, buf: &mut Buf, want: usize, name: &Input) -> R
     if buf.len >= want {
         return Ok(false);
     }
-    buf.grow_to(want);
+    if buf.bytes.len() < want {
+        buf.bytes.resize(want, 0);
+    }
     while buf.len < want {
         match r.read(&mut buf.bytes[buf.len..want]) {
             Ok(0) => return Ok(true),

@@ -185,6 +185,23 @@ proptest! {
     }
 }
 
+type Outcome = (String, Vec<(String, Vec<u8>)>, String);
+
+/// `input` (no header, `a BIGINT, b TEXT`) loaded read, then mapped, in
+/// blocks of `block` bytes.
+fn both_ways(dir: &TempDir, input: &Path, block: usize, threads: usize) -> (Outcome, Outcome) {
+    let mut o = LoadOptions {
+        block_size: Some(block),
+        threads: Some(threads),
+        header: Header::No,
+        ..opts("a BIGINT, b TEXT")
+    };
+    let read = outcome(dir, &format!("read{block}"), input, &o);
+    o.map_files = true;
+    let mapped = outcome(dir, &format!("mapped{block}"), input, &o);
+    (read, mapped)
+}
+
 /// A file whose records are all in quotes that hold line ends and
 /// delimiters, in blocks of a few records: the cut of every block decides
 /// by the parity of the quotes counted while the file was scanned.
@@ -200,15 +217,7 @@ fn quoted_line_ends_are_cut_alike_in_many_blocks() {
     }
     let input = dir.write("in.csv", s.as_bytes());
     for block in [64, 1000, 4096, 100_000] {
-        let mut o = LoadOptions {
-            block_size: Some(block),
-            threads: Some(2),
-            header: Header::No,
-            ..opts("a BIGINT, b TEXT")
-        };
-        let read = outcome(&dir, &format!("read{block}"), &input, &o);
-        o.map_files = true;
-        let mapped = outcome(&dir, &format!("mapped{block}"), &input, &o);
+        let (read, mapped) = both_ways(&dir, &input, block, 2);
         assert_eq!(read.0, "ok rows=5000 rejected=0");
         assert_eq!(read.0, mapped.0);
         assert!(read.1 == mapped.1, "segments differ at block size {block}");
@@ -231,15 +240,7 @@ fn every_small_block_size_cuts_alike() {
     s.pop();
     let input = dir.write("in.csv", s.as_bytes());
     for block in 16..400 {
-        let mut o = LoadOptions {
-            block_size: Some(block),
-            threads: Some(1),
-            header: Header::No,
-            ..opts("a BIGINT, b TEXT")
-        };
-        let read = outcome(&dir, &format!("read{block}"), &input, &o);
-        o.map_files = true;
-        let mapped = outcome(&dir, &format!("mapped{block}"), &input, &o);
+        let (read, mapped) = both_ways(&dir, &input, block, 1);
         assert_eq!(read.0, "ok rows=300 rejected=0");
         assert!(read.1 == mapped.1, "segments differ at block size {block}");
     }
